@@ -1,0 +1,72 @@
+import { blob, index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+
+// Times are integer microseconds since the epoch throughout (src/platform/time.ts).
+
+/** Stored responses of operations that take Idempotency-Key (src/platform/idempotency.ts). */
+export const idempotencyKeys = sqliteTable(
+  'idempotency_keys',
+  {
+    scope: text('scope').notNull(), // tenant id, or "public" for operations without a tenant
+    operation: text('operation').notNull(), // "POST /api/v1/tokens"
+    key: text('key').notNull(),
+    fingerprint: text('fingerprint').notNull(), // sha256 of method, route and canonical body
+    state: text('state', { enum: ['in_progress', 'completed'] }).notNull(),
+    lockedUntil: integer('locked_until').notNull(),
+    responseStatus: integer('response_status'),
+    // AES-GCM sealed {headers, body}: a replayed response may hold a secret shown once.
+    responseBox: blob('response_box', { mode: 'buffer' }),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.scope, t.operation, t.key] }), index('idempotency_keys_created_at').on(t.createdAt)],
+)
+
+/** GCRA state per rate-limit bucket, shared by every process on the database. */
+export const rateLimits = sqliteTable(
+  'rate_limits',
+  {
+    bucket: text('bucket').primaryKey(),
+    tat: integer('tat').notNull(), // theoretical arrival time, µs
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [index('rate_limits_expires_at').on(t.expiresAt)],
+)
+
+/** One row per scheduled period a job has claimed, so no period runs twice across processes. */
+export const jobRuns = sqliteTable(
+  'job_runs',
+  {
+    job: text('job').notNull(),
+    period: text('period').notNull(),
+    holder: text('holder').notNull(),
+    startedAt: integer('started_at').notNull(),
+    finishedAt: integer('finished_at'),
+    outcome: text('outcome', { enum: ['running', 'succeeded', 'failed'] }).notNull(),
+    detail: text('detail'),
+  },
+  (t) => [primaryKey({ columns: [t.job, t.period] })],
+)
+
+/** A lease per job: only its holder runs the job until it expires, whatever the period. */
+export const jobLeases = sqliteTable('job_leases', {
+  job: text('job').primaryKey(),
+  holder: text('holder').notNull(),
+  leasedUntil: integer('leased_until').notNull(),
+})
+
+/** Small service-wide settings that must survive a restart (e.g. the test clock's offset). */
+export const serviceSettings = sqliteTable('service_settings', {
+  key: text('key').primaryKey(),
+  value: text('value').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+})
+
+/**
+ * Rows written by the test-only probe operation (TEST_CLOCK=true): the crash test and the HTTP
+ * benchmark need a real acknowledged write that belongs to no business feature.
+ */
+export const testProbes = sqliteTable('test_probes', {
+  id: text('id').primaryKey(),
+  value: text('value').notNull(),
+  version: integer('version').notNull(),
+  createdAt: integer('created_at').notNull(),
+})

@@ -1,0 +1,25 @@
+import type { JobDefinition } from '../src/platform/jobs'
+import { pruneJobRuns } from '../src/platform/jobs'
+import { collectExpiredKeys } from '../src/platform/idempotency'
+import { collectDrainedBuckets } from '../src/platform/rate-limit'
+
+/**
+ * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
+ * each feature adds its own here when it lands. Each run calls a verb as the system and is
+ * idempotent per period.
+ */
+export const jobs: readonly JobDefinition[] = [
+  {
+    name: 'idempotency.gc',
+    schedule: '17 * * * *',
+    description: 'Deletes Idempotency-Key records older than the retention (24 h by default).',
+    run: ({ deps }) => `removed ${collectExpiredKeys(deps)} expired idempotency keys`,
+  },
+  {
+    name: 'platform.gc',
+    schedule: '41 3 * * *',
+    description: 'Deletes drained rate-limit buckets and job-run records older than 30 days.',
+    run: ({ deps }) =>
+      `removed ${collectDrainedBuckets(deps.db, deps.clock)} rate-limit buckets and ${pruneJobRuns(deps, 30)} job runs`,
+  },
+]

@@ -1,0 +1,178 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { randomBytes } from 'node:crypto'
+
+/**
+ * The service's configuration, read from the environment once at start (decisions.md,
+ * "Configuration"). Nothing else reads process.env: a value that is wrong stops startup with one
+ * line naming the variable, instead of failing later at request time.
+ */
+export type Config = Readonly<{
+  env: 'development' | 'production' | 'test'
+  port: number
+  publicUrl: string
+  databasePath: string
+  dataDir: string
+  secretKey: Buffer
+  signupEnabled: boolean
+  captcha: { secret: string | null; verifyUrl: string }
+  smtpUrl: string | null
+  mailFrom: string
+  paymentProviders: readonly string[]
+  marketplaceAApiUrl: string
+  marketplaceBApiUrl: string
+  telegram: { botToken: string | null; apiUrl: string }
+  testClock: boolean
+  minAgentVersion: string
+  trustedProxies: readonly string[]
+  bodyLimitBytes: number
+  idempotencyRetentionSeconds: number
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
+  jobsEnabled: boolean
+}>
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`)
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+const KNOWN_PAYMENT_PROVIDERS = ['sandbox', 'nowpayments']
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const v = raw.trim().toLowerCase()
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true
+  if (['0', 'false', 'no', 'off'].includes(v)) return false
+  throw new ConfigError(name, `expected true or false, got "${raw}"`)
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `expected a whole number, got "${raw}"`)
+  const n = Number(raw.trim())
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
+  return n
+}
+
+function httpUrl(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback
+  let u: URL
+  try {
+    u = new URL(raw)
+  } catch {
+    throw new ConfigError(name, `not a valid URL: "${raw}"`)
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`)
+  return raw.replace(/\/+$/, '')
+}
+
+function semver(env: Env, name: string, fallback: string): string {
+  const raw = (env[name] || fallback).trim()
+  if (!/^\d+\.\d+\.\d+$/.test(raw)) throw new ConfigError(name, `expected a version like 1.0.0, got "${raw}"`)
+  return raw
+}
+
+function databasePath(raw: string): string {
+  if (raw.startsWith('postgres://') || raw.startsWith('postgresql://'))
+    throw new ConfigError('DATABASE_URL', 'Postgres is not supported by this build; use a file: URL for SQLite')
+  if (!raw.startsWith('file:')) throw new ConfigError('DATABASE_URL', `expected file:<path>, got "${raw}"`)
+  const path = raw.slice('file:'.length)
+  if (path === '') throw new ConfigError('DATABASE_URL', 'the file path is empty')
+  return path === ':memory:' ? path : resolve(path)
+}
+
+/** SECRET_KEY is hex or base64 of at least 32 bytes; when absent one is generated once into the data dir. */
+function secretKey(env: Env, dataDir: string): Buffer {
+  const raw = env.SECRET_KEY?.trim()
+  if (raw) {
+    const bytes = /^[0-9a-fA-F]+$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64')
+    if (bytes.length < 32) throw new ConfigError('SECRET_KEY', 'must encode at least 32 bytes (64 hex characters)')
+    return bytes
+  }
+  const file = resolve(dataDir, 'secret.key')
+  if (existsSync(file)) {
+    const bytes = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex')
+    if (bytes.length < 32) throw new ConfigError('SECRET_KEY', `${file} holds fewer than 32 bytes`)
+    return bytes
+  }
+  mkdirSync(dirname(file), { recursive: true })
+  const bytes = randomBytes(32)
+  writeFileSync(file, bytes.toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
+  return bytes
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = env.NODE_ENV || 'development'
+  if (!['development', 'production', 'test'].includes(nodeEnv))
+    throw new ConfigError('NODE_ENV', `expected development, production or test, got "${nodeEnv}"`)
+  const production = nodeEnv === 'production'
+  const port = int(env, 'PORT', 8080, 0, 65535)
+  const publicUrl = httpUrl(env, 'PUBLIC_URL', `http://localhost:${port}`)
+  if (new URL(publicUrl).pathname !== '/') throw new ConfigError('PUBLIC_URL', 'must be an origin without a path')
+  const dataDir = resolve(env.DATA_DIR || './data')
+  const dbPath = databasePath(env.DATABASE_URL || 'file:./data/gpuhq.db')
+
+  const testClock = bool(env, 'TEST_CLOCK', false)
+  if (testClock && production) throw new ConfigError('TEST_CLOCK', 'the test clock is refused in production')
+
+  const providers = (env.PAYMENT_PROVIDERS ?? (production ? '' : 'sandbox'))
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
+  for (const p of providers)
+    if (!KNOWN_PAYMENT_PROVIDERS.includes(p))
+      throw new ConfigError('PAYMENT_PROVIDERS', `unknown provider "${p}" (known: ${KNOWN_PAYMENT_PROVIDERS.join(', ')})`)
+  if (production && providers.includes('sandbox'))
+    throw new ConfigError('PAYMENT_PROVIDERS', 'the sandbox provider is refused in production')
+
+  const smtpUrl = env.SMTP_URL?.trim() || null
+  if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigError('SMTP_URL', 'expected smtp:// or smtps://')
+  const mailFrom = env.MAIL_FROM?.trim() || `gpuhq <no-reply@${new URL(publicUrl).hostname}>`
+
+  const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel']
+  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel))
+    throw new ConfigError('LOG_LEVEL', `expected debug, info, warn, error or silent, got "${logLevel}"`)
+
+  return Object.freeze({
+    env: nodeEnv as Config['env'],
+    port,
+    publicUrl,
+    databasePath: dbPath,
+    dataDir,
+    secretKey: secretKey(env, dataDir),
+    signupEnabled: bool(env, 'SIGNUP_ENABLED', false),
+    captcha: {
+      secret: env.CAPTCHA_SECRET?.trim() || null,
+      verifyUrl: httpUrl(env, 'CAPTCHA_VERIFY_URL', 'https://challenges.cloudflare.com/turnstile/v0/siteverify'),
+    },
+    smtpUrl,
+    mailFrom,
+    paymentProviders: Object.freeze(providers),
+    marketplaceAApiUrl: httpUrl(env, 'MARKETPLACE_A_API_URL', 'https://console.vast.ai'),
+    marketplaceBApiUrl: httpUrl(env, 'MARKETPLACE_B_API_URL', 'https://api.clore.ai'),
+    telegram: {
+      botToken: env.TELEGRAM_BOT_TOKEN?.trim() || null,
+      apiUrl: httpUrl(env, 'TELEGRAM_API_URL', 'https://api.telegram.org'),
+    },
+    testClock,
+    minAgentVersion: semver(env, 'MIN_AGENT_VERSION', '1.0.0'),
+    trustedProxies: Object.freeze(
+      (env.TRUSTED_PROXIES || '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    idempotencyRetentionSeconds: int(env, 'IDEMPOTENCY_RETENTION_SECONDS', 24 * 3600, 24 * 3600, 30 * 24 * 3600),
+    logLevel,
+    jobsEnabled: bool(env, 'JOBS_ENABLED', true),
+  })
+}

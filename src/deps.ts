@@ -1,0 +1,39 @@
+import { migrateDatabase, openDatabase } from '../db/client'
+import type { Config } from './config'
+import { SystemClock, TestClock, type Clock } from './platform/clock'
+import type { Deps } from './platform/context'
+import { createIdGenerator } from './platform/ids'
+import { createLogger, type Logger } from './platform/logger'
+import { deriveKey } from './platform/secrets'
+import { formatTimestamp } from './platform/time'
+import { loadClockOffset, saveClockOffset } from './modules/testing/testing.service'
+
+/**
+ * Builds what every verb runs with: the database (migrated), the one clock, ids, keys and the log.
+ * With TEST_CLOCK the clock's offset is kept in the database, so a restarted process keeps the
+ * time a test moved it to.
+ */
+export function buildDeps(config: Config, options: { log?: Logger } = {}): Deps {
+  const database = openDatabase(config.databasePath)
+  migrateDatabase(database)
+  let testClock: TestClock | null = null
+  let clock: Clock = new SystemClock()
+  if (config.testClock) {
+    testClock = new TestClock(loadClockOffset(database.db), (offset) => saveClockOffset(database.db, offset, testClock!.nowUs()))
+    clock = testClock
+  }
+  const log = options.log ?? createLogger(config.logLevel, () => formatTimestamp(clock.nowUs()))
+  return {
+    config,
+    clock,
+    testClock,
+    db: database.db,
+    sqlite: database.sqlite,
+    newId: createIdGenerator(clock),
+    log,
+    keys: {
+      cursor: deriveKey(config.secretKey, 'cursor'),
+      idempotency: deriveKey(config.secretKey, 'idempotency-responses'),
+    },
+  }
+}

@@ -1,0 +1,49 @@
+import { ConfigError, loadConfig, type Config } from './config'
+import { buildDeps } from './deps'
+import { createApp } from './app'
+import { startServer } from './server'
+import { JobRunner } from './platform/jobs'
+import { jobs } from '../jobs'
+
+/** Composition root: config → database → app → jobs → listen; SIGTERM drains and closes. */
+let config: Config
+try {
+  config = loadConfig()
+} catch (e) {
+  if (e instanceof ConfigError) {
+    console.error(`gpuhq: invalid configuration: ${e.message}`)
+    process.exit(2)
+  }
+  throw e
+}
+
+const deps = buildDeps(config)
+const runner = new JobRunner(deps, jobs)
+const app = createApp(deps, runner)
+const running = startServer(app, deps, { port: config.port })
+if (config.jobsEnabled) runner.start()
+
+deps.log.info('listening', {
+  port: running.server.port,
+  public_url: config.publicUrl,
+  api_docs: `${config.publicUrl}/api/v1/docs`,
+  openapi: `${config.publicUrl}/api/v1/openapi.json`,
+  database: config.databasePath,
+  test_clock: config.testClock,
+})
+if (process.stdout.isTTY || process.env.GPUHQ_BANNER === '1')
+  console.error(`gpuhq listening on ${config.publicUrl} — API docs: ${config.publicUrl}/api/v1/docs`)
+
+let stopping = false
+async function shutdown(signal: string) {
+  if (stopping) return
+  stopping = true
+  deps.log.info('shutting down', { signal })
+  await running.stop() // waits for in-flight requests
+  await runner.stop()
+  deps.sqlite.close()
+  deps.log.info('stopped', { signal })
+  process.exit(0)
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'))
+process.on('SIGINT', () => void shutdown('SIGINT'))

@@ -1,0 +1,40 @@
+import { Elysia, t } from 'elysia'
+import { Type } from '@sinclair/typebox'
+import type { Deps } from '../../platform/context'
+import { PROBLEM_CODE_LIST, PROBLEM_CODES, problems, type ProblemCode } from '../../platform/problem'
+import { responses } from '../../platform/schemas'
+import { Health, Readiness } from './system.model'
+import { checkReadiness } from './system.service'
+import { problemIndexPage, problemPage } from './problems.page'
+
+const Html = Type.String({ description: 'HTML page' })
+
+export function systemRoutes(deps: Deps) {
+  const html = (body: string) =>
+    new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'public, max-age=3600' } })
+  return new Elysia({ name: 'system' })
+    .get('/healthz', () => ({ status: 'ok' as const }), {
+      response: responses({ 200: Health }, []),
+      detail: { tags: ['system'], summary: 'Liveness: the process is up', security: [] },
+    })
+    .get('/readyz', () => checkReadiness({ deps }), {
+      response: responses({ 200: Readiness }, [503]),
+      detail: { tags: ['system'], summary: 'Readiness: database reachable and every migration applied', security: [] },
+    })
+    .get('/problems', () => html(problemIndexPage(deps.config.publicUrl)), {
+      response: responses({ 200: Html }, []),
+      detail: { tags: ['system'], summary: 'Index of problem types', security: [], responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } },
+    })
+    .get(
+      '/problems/:code',
+      ({ params }) => {
+        if (!(params.code in PROBLEM_CODES)) throw problems.notFound(`no problem type ${params.code}`)
+        return html(problemPage(params.code as ProblemCode, deps.config.publicUrl))
+      },
+      {
+        params: t.Object({ code: t.String({ maxLength: 64, examples: PROBLEM_CODE_LIST.slice(0, 3) }) }),
+        response: responses({ 200: Html }, [404]),
+        detail: { tags: ['system'], summary: 'Human page for one problem type', security: [] },
+      },
+    )
+}

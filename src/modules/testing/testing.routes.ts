@@ -1,0 +1,101 @@
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../platform/context'
+import type { JobRunner } from '../../platform/jobs'
+import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
+import { requestState } from '../../platform/http'
+import { idempotencyBeforeHandle } from '../../platform/idempotency'
+import { problems } from '../../platform/problem'
+import { consumeRateLimit } from '../../platform/rate-limit'
+import { responses } from '../../platform/schemas'
+import { formatTimestamp } from '../../platform/time'
+import { ClockBody, ClockReply, JobRunReply, Probe, ProbeBody, RateLimitBody, RateLimitReply } from './testing.model'
+import { createProbe, getProbe, moveClock, probeView, updateProbe } from './testing.service'
+
+const tags = ['test clock']
+const IdParams = t.Object({ id: t.String({ format: 'uuid' }) })
+
+/** Mounted only when TEST_CLOCK=true (decisions.md, "Test clock"); startup refuses that in production. */
+export function testingRoutes(deps: Deps, runner: JobRunner) {
+  return new Elysia({ name: 'testing', prefix: '/api/v1/_test' })
+    .post('/clock', ({ body }) => moveClock({ deps, input: body }), {
+      body: ClockBody,
+      response: responses({ 200: ClockReply }, [413, 415, 422]),
+      detail: { tags, summary: 'Move the service clock forward', description: 'Body: exactly one of `advance_seconds` or `now` (ahead of the current time). Answers the new "now".' },
+    })
+    .post(
+      '/jobs/:job/run',
+      async ({ params }) => {
+        if (!runner.has(params.job)) throw problems.notFound(`no job ${params.job}; known: ${runner.names.join(', ')}`)
+        const r = await runner.run(params.job, `manual:${deps.newId()}`)
+        if (r.outcome === 'skipped')
+          throw problems.conflict(`${params.job} is running in another process; retry shortly`)
+        return { job: r.job, now: formatTimestamp(deps.clock.nowUs()), outcome: r.outcome, detail: r.detail }
+      },
+      {
+        params: t.Object({ job: t.String({ maxLength: 64 }) }),
+        response: responses({ 200: JobRunReply }, [404, 409]),
+        detail: { tags, summary: 'Run one scheduled job now', description: 'Answers the service\'s "now" and the run\'s outcome.' },
+      },
+    )
+    .post(
+      '/probes',
+      ({ body, set }) => {
+        const row = createProbe({ deps, input: body })
+        set.status = 201
+        set.headers.location = `/api/v1/_test/probes/${row.id}`
+        set.headers.etag = etagOf(row.version)
+        return probeView(row)
+      },
+      {
+        beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }),
+        body: ProbeBody,
+        headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
+        response: responses({ 201: Probe }, [409, 413, 415, 422]),
+        detail: { tags, summary: 'Create a probe (test-only write, takes Idempotency-Key)' },
+      },
+    )
+    .get(
+      '/probes/:id',
+      ({ params, request, set }) => {
+        const row = getProbe({ deps, id: params.id })
+        const tag = etagOf(row.version)
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), tag)) return notModified(tag, requestState(request).id)
+        set.headers.etag = tag
+        return probeView(row)
+      },
+      {
+        params: IdParams,
+        response: responses({ 200: Probe }, [304, 404, 422]),
+        detail: { tags, summary: 'Read a probe (ETag, If-None-Match)' },
+      },
+    )
+    .patch(
+      '/probes/:id',
+      ({ params, body, request, set }) => {
+        const row = updateProbe({ deps, id: params.id, ifMatch: request.headers.get('if-match'), input: body })
+        set.headers.etag = etagOf(row.version)
+        return probeView(row)
+      },
+      {
+        params: IdParams,
+        body: ProbeBody,
+        response: responses({ 200: Probe }, [404, 412, 413, 415, 422]),
+        detail: { tags, summary: 'Change a probe (If-Match)' },
+      },
+    )
+    .post(
+      '/rate-limit/:bucket',
+      ({ params, body }) => {
+        const d = consumeRateLimit(deps.db, deps.clock, `test:${params.bucket}`, body.limit, body.period_seconds)
+        if (!d.allowed) throw problems.rateLimited(d.retryAfterSeconds)
+        return { remaining: d.remaining }
+      },
+      {
+        params: t.Object({ bucket: t.String({ maxLength: 64 }) }),
+        body: RateLimitBody,
+        response: responses({ 200: RateLimitReply }, [413, 415, 422, 429]),
+        detail: { tags, summary: 'Take one request from a shared rate-limit bucket' },
+      },
+    )
+}
+

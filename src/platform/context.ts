@@ -1,0 +1,27 @@
+import type { Database } from 'bun:sqlite'
+import type { Db } from '../../db/client'
+import type { Config } from '../config'
+import type { Clock, TestClock } from './clock'
+import type { Logger } from './logger'
+
+/**
+ * What the service layer runs with: no HTTP in here. Routes build one per request
+ * (adding the caller once authentication exists); jobs build one as the system.
+ */
+export type Deps = {
+  config: Config
+  clock: Clock
+  /** Present only when TEST_CLOCK=true. */
+  testClock: TestClock | null
+  db: Db
+  sqlite: Database
+  newId: () => string
+  log: Logger
+  keys: Keys
+}
+
+/** Keys derived from SECRET_KEY, one per purpose (src/platform/secrets.ts). */
+export type Keys = {
+  cursor: Buffer
+  idempotency: Buffer
+}

@@ -1,0 +1,236 @@
+import { Elysia, ValidationError } from 'elysia'
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
+import type { Deps } from './context'
+import { PROBLEM_CODES, ProblemError, problems, toProblemDocument, type FieldError } from './problem'
+
+/**
+ * The HTTP conventions every route shares: request ids, the body limit, JSON-only bodies, and the
+ * mapping of every failure to a problem document. Routes never build error responses themselves.
+ */
+
+export type RequestState = {
+  id: string
+  startUs: number
+  ip: string
+  /** Route template once routing matched, e.g. "/api/v1/servers/:id". */
+  route?: string
+  tenantId?: string
+  /** Set by the idempotency layer when this request claimed a key and must store its response. */
+  idempotency?: { scope: string; operation: string; key: string }
+}
+
+const states = new WeakMap<Request, RequestState>()
+
+export function beginRequest(request: Request, id: string, startUs: number, ip: string): RequestState {
+  const state: RequestState = { id, startUs, ip }
+  states.set(request, state)
+  return state
+}
+
+/** The state of a request; requests handled without the server wrapper (app.handle in a test) get one lazily. */
+export function requestState(request: Request, deps?: Pick<Deps, 'newId' | 'clock'>): RequestState {
+  let state = states.get(request)
+  if (!state) {
+    state = { id: deps?.newId() ?? crypto.randomUUID(), startUs: deps?.clock.nowUs() ?? 0, ip: '127.0.0.1' }
+    states.set(request, state)
+  }
+  return state
+}
+
+export type PlatformOptions = {
+  /** "METHOD /route/template" of operations that also accept application/x-www-form-urlencoded. */
+  formRoutes?: ReadonlySet<string>
+  /** Methods registered for a concrete path, for 405 Allow; filled in once all routes exist. */
+  allowedMethods: (path: string) => string[]
+}
+
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i
+
+export function platform(deps: Deps, options: PlatformOptions) {
+  const limit = deps.config.bodyLimitBytes
+  return new Elysia({ name: 'platform' })
+    .onRequest(({ request, set }) => {
+      set.headers['x-request-id'] = requestState(request, deps).id
+      const length = request.headers.get('content-length')
+      if (length !== null && Number(length) > limit) throw tooLarge(limit)
+    })
+    .onTransform({ as: 'global' }, ({ request, route }) => {
+      requestState(request, deps).route = route
+    })
+    .onParse({ as: 'global' }, async ({ request, contentType, route }) => {
+      const raw = await readLimited(request, limit)
+      if (raw.byteLength === 0) return null
+      const media = (contentType ?? '').split(';')[0]!.trim().toLowerCase()
+      if (JSON_TYPE.test(media)) return parseJson(raw)
+      if (media === 'application/x-www-form-urlencoded' && options.formRoutes?.has(`${request.method} ${route}`))
+        return Object.fromEntries(new URLSearchParams(decodeUtf8(raw)))
+      throw new ProblemError('validation_failed', {
+        status: 415,
+        detail: `this operation takes application/json, not ${media || 'a body without Content-Type'}`,
+        errors: [{ path: '', code: 'unsupported_media_type' }],
+        headers: { 'Accept-Post': 'application/json' },
+      })
+    })
+    .onError({ as: 'global' }, ({ code, error, request, path }) => {
+      const state = requestState(request, deps)
+      const problem = toProblem(code, error, request, path, options, deps)
+      if (problem.status >= 500)
+        deps.log.error('request failed', { request_id: state.id, route: state.route ?? null, error: problem.internal ?? error })
+      return problemResponse(problem, deps.config.publicUrl, state.id, path)
+    })
+}
+
+export function problemResponse(problem: ProblemError, publicUrl: string, requestId: string, instance?: string): Response {
+  const doc = toProblemDocument(problem, { publicUrl, requestId, instance })
+  return new Response(JSON.stringify(doc), {
+    status: problem.status,
+    headers: {
+      'content-type': 'application/problem+json',
+      'cache-control': 'no-store',
+      'x-request-id': requestId,
+      ...problem.headers,
+    },
+  })
+}
+
+function toProblem(
+  code: string | number,
+  error: unknown,
+  request: Request,
+  path: string,
+  options: PlatformOptions,
+  deps: Deps,
+): ProblemError {
+  if (error instanceof ProblemError) return error
+  switch (code) {
+    case 'VALIDATION': {
+      const v = error as ValidationError
+      if (v.type === 'response')
+        return new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error', internal: v.message })
+      return problems.validation(fieldErrors(v), `the request ${v.type === 'body' ? 'body' : v.type} did not pass validation`)
+    }
+    case 'PARSE':
+      return problems.field('', 'invalid_json', 'the request body is not valid JSON')
+    case 'NOT_FOUND': {
+      const allowed = options.allowedMethods(path)
+      if (allowed.length > 0 && !allowed.includes(request.method))
+        return new ProblemError('not_found', {
+          status: 405,
+          detail: `${request.method} is not allowed on this path; allowed: ${allowed.join(', ')}`,
+          headers: { Allow: allowed.join(', ') },
+        })
+      return problems.notFound(`no route ${request.method} ${path}`)
+    }
+    case 'INVALID_COOKIE_SIGNATURE':
+      return new ProblemError('unauthorized')
+    default:
+      return new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error', internal: error })
+  }
+}
+
+const FIELD_CODES: Partial<Record<ValueErrorType, string>> = {
+  [ValueErrorType.ObjectRequiredProperty]: 'required',
+  [ValueErrorType.ObjectAdditionalProperties]: 'unknown_field',
+  [ValueErrorType.StringMaxLength]: 'too_long',
+  [ValueErrorType.StringMinLength]: 'too_short',
+  [ValueErrorType.StringPattern]: 'pattern',
+  [ValueErrorType.StringFormat]: 'format',
+  [ValueErrorType.NumberMinimum]: 'too_small',
+  [ValueErrorType.NumberExclusiveMinimum]: 'too_small',
+  [ValueErrorType.NumberMaximum]: 'too_large',
+  [ValueErrorType.NumberExclusiveMaximum]: 'too_large',
+  [ValueErrorType.IntegerMinimum]: 'too_small',
+  [ValueErrorType.IntegerExclusiveMinimum]: 'too_small',
+  [ValueErrorType.IntegerMaximum]: 'too_large',
+  [ValueErrorType.IntegerExclusiveMaximum]: 'too_large',
+  [ValueErrorType.ArrayMaxItems]: 'too_many_items',
+  [ValueErrorType.ArrayMinItems]: 'too_few_items',
+  [ValueErrorType.ArrayUniqueItems]: 'duplicate_items',
+  [ValueErrorType.ObjectMinProperties]: 'empty',
+  [ValueErrorType.ObjectMaxProperties]: 'too_many_properties',
+  [ValueErrorType.Union]: 'invalid_value',
+  [ValueErrorType.Literal]: 'invalid_value',
+}
+
+/** TypeBox errors as JSON Pointers with short codes, one per field, at most 100. */
+export function fieldErrors(v: ValidationError): FieldError[] {
+  const validator = v.validator as { Errors?: (value: unknown) => Iterable<ValueError> }
+  const iterable: Iterable<ValueError> = validator.Errors ? validator.Errors(v.value) : []
+  const seen = new Set<string>()
+  const out: FieldError[] = []
+  for (const e of iterable) {
+    if (seen.has(e.path)) continue
+    seen.add(e.path)
+    out.push({ path: e.path, code: FIELD_CODES[e.type] ?? 'invalid_type' })
+    if (out.length >= 100) break
+  }
+  return out.length ? out : [{ path: '', code: 'invalid' }]
+}
+
+function tooLarge(limit: number): ProblemError {
+  return new ProblemError('payload_too_large', { detail: `the request body is larger than ${limit} bytes` })
+}
+
+/** Reads the body, refusing more than `limit` bytes even when no Content-Length was sent. */
+async function readLimited(request: Request, limit: number): Promise<Uint8Array> {
+  if (!request.body) return new Uint8Array(0)
+  const chunks: Uint8Array[] = []
+  let total = 0
+  const reader = request.body.getReader()
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.byteLength
+    if (total > limit) {
+      await reader.cancel().catch(() => {})
+      throw tooLarge(limit)
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks)
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+function decodeUtf8(raw: Uint8Array): string {
+  try {
+    return utf8.decode(raw)
+  } catch {
+    throw problems.field('', 'invalid_json', 'the request body is not valid UTF-8')
+  }
+}
+
+function parseJson(raw: Uint8Array): unknown {
+  const text = decodeUtf8(raw)
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw problems.field('', 'invalid_json', 'the request body is not valid JSON')
+  }
+}
+
+/** Matches concrete paths against the registered route templates, for 405 and its Allow header. */
+export function createMethodIndex(routes: { method: string; path: string }[]): (path: string) => string[] {
+  const templates = new Map<string, { re: RegExp; methods: Set<string> }>()
+  for (const r of routes) {
+    if (r.method === 'ALL' || r.method === 'WS') continue
+    let entry = templates.get(r.path)
+    if (!entry) {
+      const pattern = r.path
+        .split('/')
+        .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg === '*' ? '.*' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('/')
+      entry = { re: new RegExp(`^${pattern}/?$`), methods: new Set() }
+      templates.set(r.path, entry)
+    }
+    entry.methods.add(r.method)
+    if (r.method === 'GET') entry.methods.add('HEAD')
+  }
+  return (path: string) => {
+    const out = new Set<string>()
+    for (const { re, methods } of templates.values()) if (re.test(path)) for (const m of methods) out.add(m)
+    return [...out].sort()
+  }
+}
+
+export { PROBLEM_CODES }

@@ -1,0 +1,166 @@
+import { and, eq, lt } from 'drizzle-orm'
+import { idempotencyKeys } from '../../db/schema'
+import { withTransaction } from '../../db/client'
+import type { Deps } from './context'
+import { ProblemError, problems } from './problem'
+import { open, seal, sha256Hex } from './secrets'
+import { requestState } from './http'
+
+/**
+ * Idempotency-Key (interface-spec "Common conventions"; reliability-security.md §1). A key is
+ * scoped by (tenant, operation, key) and kept at least 24 h.
+ *
+ * - First request: claims the key (in_progress) in its own BEGIN IMMEDIATE transaction, runs.
+ * - Same key and body after completion: the stored status, headers and body are replayed.
+ * - Same key, another body: 409 idempotency_conflict. Same key while the first runs: 409 conflict
+ *   with Retry-After, and the operation never runs twice.
+ * - Nothing is stored for a request refused before it ran (validation, auth, rate limit: 401, 403,
+ *   422, 429) or that failed unexpectedly (5xx): the key is released and a corrected retry proceeds.
+ * - A claim left by a crashed process is taken over once its lock expires (LOCK_SECONDS).
+ * Stored responses are sealed with AES-GCM, since some carry a secret shown once.
+ */
+
+const KEY_PATTERN = /^[\x21-\x7e]{1,128}$/
+export const LOCK_SECONDS = 60
+const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'cache-control']
+/** Outcomes that mean "the operation did not run": the key is released, not stored. */
+const NOT_STORED = new Set([401, 403, 422, 429])
+
+export type Claim =
+  | { kind: 'claimed' }
+  | { kind: 'replay'; status: number; headers: Record<string, string>; body: string }
+
+type Stored = { headers: Record<string, string>; body: string }
+
+export function validateKey(key: string): void {
+  if (!KEY_PATTERN.test(key))
+    throw problems.field('/idempotency-key', key.length > 128 ? 'too_long' : 'pattern', 'Idempotency-Key must be 1 to 128 printable ASCII characters (0x21-0x7E)')
+}
+
+/** SHA-256 of method, route template and the body in canonical JSON (keys sorted at every depth). */
+export function fingerprint(method: string, route: string, body: unknown): string {
+  return sha256Hex(`${method} ${route}\n${canonicalJson(body ?? null)}`)
+}
+
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  const entries = Object.keys(value as object)
+    .sort()
+    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+  return `{${entries.join(',')}}`
+}
+
+export function claimKey(deps: Deps, scope: string, operation: string, key: string, print: string): Claim {
+  const now = deps.clock.nowUs()
+  const retentionUs = deps.config.idempotencyRetentionSeconds * 1_000_000
+  return withTransaction(deps.db, (tx) => {
+    const where = and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.operation, operation), eq(idempotencyKeys.key, key))
+    const row = tx.select().from(idempotencyKeys).where(where).get()
+    const fresh = {
+      scope,
+      operation,
+      key,
+      fingerprint: print,
+      state: 'in_progress' as const,
+      lockedUntil: now + LOCK_SECONDS * 1_000_000,
+      responseStatus: null,
+      responseBox: null,
+      createdAt: now,
+    }
+    if (!row) {
+      tx.insert(idempotencyKeys).values(fresh).run()
+      return { kind: 'claimed' }
+    }
+    if (row.createdAt < now - retentionUs) {
+      // Past retention the key is forgotten: the request is new.
+      tx.update(idempotencyKeys).set(fresh).where(where).run()
+      return { kind: 'claimed' }
+    }
+    if (row.fingerprint !== print)
+      throw new ProblemError('idempotency_conflict', {
+        detail: 'this Idempotency-Key was used with a different request; use a new key for a new request',
+      })
+    if (row.state === 'completed' && row.responseBox) {
+      const stored = JSON.parse(open(deps.keys.idempotency, row.responseBox, aad(scope, operation, key)).toString()) as Stored
+      return { kind: 'replay', status: row.responseStatus!, headers: stored.headers, body: stored.body }
+    }
+    if (row.lockedUntil > now) {
+      const wait = Math.max(1, Math.ceil((row.lockedUntil - now) / 1_000_000))
+      throw new ProblemError('conflict', {
+        detail: 'a request with this Idempotency-Key is still being processed; retry later',
+        headers: { 'Retry-After': String(Math.min(wait, 5)) },
+      })
+    }
+    // The claim of a process that crashed mid-request: take it over.
+    tx.update(idempotencyKeys).set({ lockedUntil: fresh.lockedUntil }).where(where).run()
+    return { kind: 'claimed' }
+  })
+}
+
+/** Stores the outcome of a claimed request, or releases the key when the outcome must not be replayed. */
+export async function finishKey(
+  deps: Deps,
+  claim: { scope: string; operation: string; key: string },
+  response: Response,
+): Promise<void> {
+  const where = and(
+    eq(idempotencyKeys.scope, claim.scope),
+    eq(idempotencyKeys.operation, claim.operation),
+    eq(idempotencyKeys.key, claim.key),
+  )
+  if (response.status >= 500 || NOT_STORED.has(response.status)) {
+    withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, 'in_progress'))).run())
+    return
+  }
+  const body = await response.clone().text()
+  const headers: Record<string, string> = {}
+  for (const name of REPLAYED_HEADERS) {
+    const v = response.headers.get(name)
+    if (v !== null) headers[name] = v
+  }
+  const box = seal(deps.keys.idempotency, JSON.stringify({ headers, body } satisfies Stored), aad(claim.scope, claim.operation, claim.key))
+  withTransaction(deps.db, (tx) =>
+    tx.update(idempotencyKeys).set({ state: 'completed', responseStatus: response.status, responseBox: box }).where(where).run(),
+  )
+}
+
+export function replayResponse(claim: Extract<Claim, { kind: 'replay' }>, requestId: string): Response {
+  return new Response(claim.body, {
+    status: claim.status,
+    headers: { ...claim.headers, 'idempotent-replayed': 'true', 'x-request-id': requestId },
+  })
+}
+
+/** Deletes keys past retention; the `idempotency.gc` job. Returns how many were removed. */
+export function collectExpiredKeys(deps: Deps): number {
+  const cutoff = deps.clock.nowUs() - deps.config.idempotencyRetentionSeconds * 1_000_000
+  const result = withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, cutoff)).run())
+  return (result as unknown as { changes: number }).changes
+}
+
+function aad(scope: string, operation: string, key: string): string {
+  return `idempotency\n${scope}\n${operation}\n${key}`
+}
+
+/**
+ * The route side: call from a route's beforeHandle after authentication. Returns a replayed
+ * Response to short-circuit with, or undefined when the handler should run (the server wrapper then
+ * stores or releases the key from the final response).
+ */
+export function idempotencyBeforeHandle(
+  deps: Deps,
+  ctx: { request: Request; body: unknown; route: string },
+): Response | undefined {
+  const key = ctx.request.headers.get('idempotency-key')
+  if (key === null) return undefined
+  validateKey(key)
+  const state = requestState(ctx.request, deps)
+  const scope = state.tenantId ?? 'public'
+  const operation = `${ctx.request.method} ${ctx.route}`
+  const claim = claimKey(deps, scope, operation, key, fingerprint(ctx.request.method, ctx.route, ctx.body))
+  if (claim.kind === 'replay') return replayResponse(claim, state.id)
+  state.idempotency = { scope, operation, key }
+  return undefined
+}

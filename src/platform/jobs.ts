@@ -1,0 +1,121 @@
+import { Cron } from 'croner'
+import { and, eq, lt, or } from 'drizzle-orm'
+import { jobLeases, jobRuns } from '../../db/schema'
+import { withTransaction } from '../../db/client'
+import type { Deps } from './context'
+import { formatTimestamp } from './time'
+
+/**
+ * Named jobs on croner, each run under a lease in the database so two processes never run the
+ * same job at once, and each scheduled period claimed once (job_runs) so no period runs twice.
+ * A job must itself be idempotent per period (decisions.md): running it again changes nothing.
+ */
+export type JobContext = { deps: Deps; period: string; nowUs: number }
+export type JobDefinition = {
+  name: string
+  /** Cron pattern (croner syntax, UTC; six fields allowed for seconds). */
+  schedule: string
+  /** How long one run may hold the lease before another process may take over. */
+  leaseSeconds?: number
+  description: string
+  run: (ctx: JobContext) => Promise<string | void> | string | void
+}
+
+export type JobOutcome = { job: string; period: string; outcome: 'succeeded' | 'failed' | 'skipped'; detail: string | null }
+
+export class JobRunner {
+  readonly holder: string
+  #crons: Cron[] = []
+  #running = new Set<Promise<unknown>>()
+  readonly #byName: Map<string, JobDefinition>
+
+  constructor(
+    private readonly deps: Deps,
+    jobs: readonly JobDefinition[],
+  ) {
+    this.holder = `${process.pid}:${deps.newId()}`
+    this.#byName = new Map(jobs.map((j) => [j.name, j]))
+  }
+
+  get names(): string[] {
+    return [...this.#byName.keys()]
+  }
+
+  has(name: string): boolean {
+    return this.#byName.has(name)
+  }
+
+  start(): void {
+    for (const job of this.#byName.values()) {
+      const cron = new Cron(job.schedule, { timezone: 'UTC', protect: true, catch: false }, async (self: Cron) => {
+        const scheduled = self.currentRun() ?? new Date()
+        const p = this.run(job.name, `scheduled:${scheduled.toISOString()}`).catch((e) =>
+          this.deps.log.error('job crashed', { job: job.name, error: e }),
+        )
+        this.#running.add(p)
+        await p
+        this.#running.delete(p)
+      })
+      this.#crons.push(cron)
+    }
+  }
+
+  /** Stops scheduling and waits for runs in flight. */
+  async stop(): Promise<void> {
+    for (const c of this.#crons) c.stop()
+    this.#crons = []
+    await Promise.allSettled([...this.#running])
+  }
+
+  /**
+   * Runs one job for `period` if this process gets the lease and nobody ran that period yet.
+   * Manual runs (the test clock's POST /_test/jobs/{job}/run) pass a unique period.
+   */
+  async run(name: string, period: string): Promise<JobOutcome> {
+    const job = this.#byName.get(name)
+    if (!job) throw new Error(`unknown job ${name}`)
+    const { deps } = this
+    const nowUs = deps.clock.nowUs()
+    const leaseUs = (job.leaseSeconds ?? 300) * 1_000_000
+    const got = withTransaction(deps.db, (tx) => {
+      const lease = tx.select().from(jobLeases).where(eq(jobLeases.job, name)).get()
+      if (lease && lease.holder !== this.holder && lease.leasedUntil > nowUs) return false
+      const done = tx.select().from(jobRuns).where(and(eq(jobRuns.job, name), eq(jobRuns.period, period))).get()
+      if (done) return false
+      tx.insert(jobLeases)
+        .values({ job: name, holder: this.holder, leasedUntil: nowUs + leaseUs })
+        .onConflictDoUpdate({ target: jobLeases.job, set: { holder: this.holder, leasedUntil: nowUs + leaseUs } })
+        .run()
+      tx.insert(jobRuns).values({ job: name, period, holder: this.holder, startedAt: nowUs, outcome: 'running' }).run()
+      return true
+    })
+    if (!got) return { job: name, period, outcome: 'skipped', detail: 'another process holds the lease or ran this period' }
+
+    let outcome: JobOutcome
+    try {
+      const detail = (await job.run({ deps, period, nowUs })) ?? null
+      outcome = { job: name, period, outcome: 'succeeded', detail }
+    } catch (e) {
+      deps.log.error('job failed', { job: name, period, error: e })
+      outcome = { job: name, period, outcome: 'failed', detail: e instanceof Error ? e.message : String(e) }
+    }
+    withTransaction(deps.db, (tx) => {
+      tx.update(jobRuns)
+        .set({ finishedAt: deps.clock.nowUs(), outcome: outcome.outcome as 'succeeded' | 'failed', detail: outcome.detail })
+        .where(and(eq(jobRuns.job, name), eq(jobRuns.period, period)))
+        .run()
+      tx.delete(jobLeases).where(and(eq(jobLeases.job, name), eq(jobLeases.holder, this.holder))).run()
+    })
+    deps.log.info('job run', { job: name, period, outcome: outcome.outcome, detail: outcome.detail, at: formatTimestamp(nowUs) })
+    return outcome
+  }
+}
+
+/** Forgets job runs older than `days` (the period guard only matters for recent periods). */
+export function pruneJobRuns(deps: Deps, days: number): number {
+  const cutoff = deps.clock.nowUs() - days * 86_400_000_000
+  const r = withTransaction(deps.db, (tx) =>
+    tx.delete(jobRuns).where(and(lt(jobRuns.startedAt, cutoff), or(eq(jobRuns.outcome, 'succeeded'), eq(jobRuns.outcome, 'failed')))).run(),
+  )
+  return (r as unknown as { changes: number }).changes
+}

@@ -1,0 +1,43 @@
+/**
+ * Structured JSON logs, one object per line on stdout. Anything shaped like one of our secrets is
+ * masked before it is written, whatever field it hides in, so a secret never reaches a log.
+ */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 }
+
+const SECRET = /gpuhq_(pat|init|agt|mcp)_[0-9A-Za-z]{4}[0-9A-Za-z]*/g
+
+export function redact(text: string): string {
+  return text.replace(SECRET, (m) => m.slice(0, m.indexOf('_', 6) + 5) + '…')
+}
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void
+  info(msg: string, fields?: Record<string, unknown>): void
+  warn(msg: string, fields?: Record<string, unknown>): void
+  error(msg: string, fields?: Record<string, unknown>): void
+}
+
+export function createLogger(
+  level: LogLevel,
+  now: () => string,
+  write: (line: string) => void = (line) => process.stdout.write(line + '\n'),
+): Logger {
+  const emit = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
+    if (RANK[lvl] < RANK[level]) return
+    const record = { time: now(), level: lvl, msg, ...fields }
+    write(redact(JSON.stringify(record, errorReplacer)))
+  }
+  return {
+    debug: (m, f) => emit('debug', m, f),
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+  }
+}
+
+function errorReplacer(_key: string, value: unknown): unknown {
+  if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack }
+  if (typeof value === 'bigint') return value.toString()
+  return value
+}

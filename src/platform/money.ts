@@ -1,0 +1,58 @@
+/**
+ * Money is integer micro-USD inside (1 USD = 1_000_000) and a decimal string on the wire:
+ * optional minus, digits, optional fraction of 1 to 6 digits. Never a float, never a JSON number.
+ */
+
+export const MICROS_PER_USD = 1_000_000
+
+export const MONEY_PATTERN = '^-?[0-9]+(\\.[0-9]{1,6})?$'
+const MONEY = new RegExp(MONEY_PATTERN)
+
+/** Largest amount we accept: well inside Number.MAX_SAFE_INTEGER micro-USD (~9 billion USD). */
+export const MAX_MONEY_MICROS = 1_000_000_000_000_000
+
+export class MoneyFormatError extends Error {}
+
+/** Parses a money decimal string into micro-USD; throws MoneyFormatError on anything else. */
+export function parseMoney(value: unknown): number {
+  if (typeof value !== 'string') throw new MoneyFormatError('money must be a decimal string')
+  if (!MONEY.test(value)) throw new MoneyFormatError(`"${value}" is not a decimal with at most 6 fraction digits`)
+  const negative = value.startsWith('-')
+  const [whole, frac = ''] = (negative ? value.slice(1) : value).split('.')
+  const wholeN = Number(whole)
+  const micros = wholeN * MICROS_PER_USD + Number(frac.padEnd(6, '0'))
+  if (wholeN > MAX_MONEY_MICROS / MICROS_PER_USD || micros > MAX_MONEY_MICROS)
+    throw new MoneyFormatError(`"${value}" is out of range`)
+  return negative && micros !== 0 ? -micros : micros
+}
+
+/**
+ * Formats micro-USD as a decimal string with at least two fraction digits and no trailing zeros
+ * beyond them: 12_500_000 → "12.50", 1_234_567 → "1.234567", -5 → "-0.000005".
+ */
+export function formatMoney(micros: number): string {
+  if (!Number.isSafeInteger(micros)) throw new RangeError(`money must be an integer of micro-USD, got ${micros}`)
+  const negative = micros < 0
+  const abs = Math.abs(micros)
+  const whole = Math.floor(abs / MICROS_PER_USD)
+  let frac = String(abs % MICROS_PER_USD).padStart(6, '0').replace(/0+$/, '')
+  if (frac.length < 2) frac = frac.padEnd(2, '0')
+  return `${negative ? '-' : ''}${whole}.${frac}`
+}
+
+export function formatNullableMoney(micros: number | null | undefined): string | null {
+  return micros === null || micros === undefined ? null : formatMoney(micros)
+}
+
+/**
+ * Divides micro-USD by a positive integer, rounding half away from zero; used wherever a price is
+ * spread over days or hours so every split is an integer.
+ */
+export function divideRounded(micros: number, divisor: number): number {
+  if (!Number.isSafeInteger(micros) || !Number.isSafeInteger(divisor) || divisor <= 0)
+    throw new RangeError('divideRounded takes integers and a positive divisor')
+  const q = Math.trunc(micros / divisor)
+  const r = micros - q * divisor
+  if (Math.abs(r) * 2 >= divisor) return q + Math.sign(micros)
+  return q
+}

@@ -1,0 +1,83 @@
+import { Type, type TSchema } from '@sinclair/typebox'
+import { t } from 'elysia'
+import { MONEY_PATTERN } from './money'
+import { PROBLEM_CODE_LIST } from './problem'
+
+/**
+ * Shared wire types. Request bodies use TypeBox's `Type` (strict: "5" is not an integer);
+ * query strings and path parameters use Elysia's `t`, which coerces their text into numbers.
+ */
+
+export const Uuid = (opts: { description?: string } = {}) => Type.String({ format: 'uuid', ...opts })
+export const Timestamp = (opts: { description?: string } = {}) =>
+  Type.String({
+    format: 'date-time',
+    description: opts.description ?? 'RFC 3339 UTC timestamp with microsecond precision, e.g. 2026-11-22T14:20:00.123456Z',
+  })
+export const Money = (opts: { description?: string } = {}) =>
+  Type.String({
+    pattern: MONEY_PATTERN,
+    description: opts.description ?? 'USD amount as a decimal string (never a JSON number), up to 6 fraction digits',
+    examples: ['12.50'],
+  })
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+export const FieldErrorSchema = Type.Object({
+  path: Type.String({ maxLength: 512, description: 'JSON Pointer to the offending field' }),
+  code: Type.String({ maxLength: 64 }),
+})
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ format: 'uri' }),
+    title: Type.String({ maxLength: 256 }),
+    status: Type.Integer({ minimum: 100, maximum: 599 }),
+    code: Type.Union(PROBLEM_CODE_LIST.map((c) => Type.Literal(c))),
+    detail: Type.Optional(Type.String({ maxLength: 2048 })),
+    instance: Type.Optional(Type.String({ maxLength: 512 })),
+    request_id: Type.Optional(Type.String({ format: 'uuid' })),
+    errors: Type.Optional(Type.Array(FieldErrorSchema, { maxItems: 100 })),
+  },
+  { $id: 'Problem', description: 'RFC 9457 problem document (application/problem+json)' },
+)
+
+const PROBLEM_DESCRIPTIONS: Record<number, string> = {
+  304: 'Not modified: the If-None-Match tag still matches',
+  400: 'Bad request',
+  401: 'unauthorized: credentials missing, invalid, expired or revoked',
+  403: 'forbidden, csrf_rejected, feature_not_entitled, account_in_grace or account_frozen',
+  404: 'not_found: absent, or belongs to another tenant',
+  405: 'Method not allowed on this path (code not_found, with an Allow header)',
+  409: 'A state conflict (see the code)',
+  412: 'If-Match does not match the current version (code conflict)',
+  413: 'payload_too_large: body over the limit',
+  415: 'A JSON operation was sent another content type (code validation_failed)',
+  422: 'validation_failed, with errors[] of JSON Pointers',
+  426: 'unsupported_agent_version',
+  429: 'rate_limited; Retry-After gives integer seconds',
+  500: 'Unexpected failure (code temporarily_unavailable, with request_id)',
+  503: 'temporarily_unavailable; Retry-After gives seconds',
+}
+
+/**
+ * The response map of a route: its success schemas plus a problem document for each error status
+ * it can answer. Every route gets 413, 415, 422 (body routes), 429 and 500 implicitly where they apply.
+ */
+export function responses<S extends Record<number, TSchema>>(success: S, problemStatuses: number[]): S {
+  const out: Record<number, TSchema | string> = { ...success }
+  // 'Problem' names the model registered once in app.ts, so the document holds one $ref'd schema.
+  for (const status of new Set([...problemStatuses, 500])) out[status] = 'Problem'
+  return out as unknown as S
+}
+
+export function problemDescription(status: number): string {
+  return PROBLEM_DESCRIPTIONS[status] ?? 'Problem'
+}
+
+/** `limit` and `cursor` of every list operation. */
+export const PageQuery = {
+  cursor: t.Optional(t.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from a previous next_cursor' })),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50, description: 'Page size, 1..200, default 50' })),
+}
+
+export const NoContent = Type.Null({ description: 'No content' })

@@ -1,0 +1,70 @@
+import type { Server } from 'bun'
+import type { App } from './app'
+import type { Deps } from './platform/context'
+import { beginRequest, problemResponse, requestState } from './platform/http'
+import { finishKey } from './platform/idempotency'
+import { clientIp } from './platform/ip'
+import { ProblemError } from './platform/problem'
+
+/**
+ * Bun.serve around the Elysia app: gives each request its id and client address, writes the one
+ * log line per request, stores idempotent responses, and drains in-flight requests on stop.
+ */
+export type RunningServer = { server: Server<unknown>; url: string; stop: () => Promise<void> }
+
+/** Bun's own hard cap; the configured limit (1 MiB) is enforced with a problem document below it. */
+const HARD_BODY_CAP = 64 * 1024 * 1024
+
+export function startServer(app: App, deps: Deps, options: { port: number; hostname?: string }): RunningServer {
+  app.compile()
+  const server = Bun.serve({
+    port: options.port,
+    hostname: options.hostname ?? '0.0.0.0',
+    maxRequestBodySize: Math.max(HARD_BODY_CAP, deps.config.bodyLimitBytes * 2),
+    development: false,
+    async fetch(request, srv) {
+      const peer = srv.requestIP(request)?.address ?? '127.0.0.1'
+      const ip = clientIp(peer, request.headers.get('x-forwarded-for'), deps.config.trustedProxies)
+      return handle(app, deps, request, ip)
+    },
+  })
+  return {
+    server,
+    url: `http://${options.hostname === '0.0.0.0' || !options.hostname ? '127.0.0.1' : options.hostname}:${server.port}`,
+    stop: async () => {
+      await server.stop(false)
+    },
+  }
+}
+
+export async function handle(app: App, deps: Deps, request: Request, ip: string): Promise<Response> {
+  const started = performance.now()
+  const state = beginRequest(request, deps.newId(), deps.clock.nowUs(), ip)
+  let response: Response
+  try {
+    response = await app.handle(request)
+  } catch (error) {
+    deps.log.error('unhandled failure', { request_id: state.id, error })
+    response = problemResponse(new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error' }), deps.config.publicUrl, state.id)
+  }
+  if (state.idempotency) {
+    try {
+      await finishKey(deps, state.idempotency, response)
+    } catch (error) {
+      deps.log.error('could not store idempotent response', { request_id: state.id, error })
+    }
+  }
+  if (!response.headers.has('x-request-id')) response.headers.set('x-request-id', state.id)
+  const url = new URL(request.url)
+  deps.log.info('request', {
+    method: request.method,
+    route: requestState(request).route ?? null,
+    path: url.pathname,
+    status: response.status,
+    duration_ms: Math.round((performance.now() - started) * 100) / 100,
+    request_id: state.id,
+    tenant_id: state.tenantId ?? null,
+    ip,
+  })
+  return response
+}

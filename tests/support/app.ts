@@ -1,0 +1,76 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../../src/config'
+import { buildDeps } from '../../src/deps'
+import { createApp } from '../../src/app'
+import { startServer } from '../../src/server'
+import { JobRunner } from '../../src/platform/jobs'
+import { createLogger } from '../../src/platform/logger'
+import type { Deps } from '../../src/platform/context'
+import { jobs } from '../../jobs'
+
+export const TEST_PUBLIC_URL = 'http://gpuhq.test'
+export const TEST_SECRET_KEY = 'a'.repeat(64)
+
+export type TestApp = {
+  url: string
+  deps: Deps
+  runner: JobRunner
+  dir: string
+  /** Every log line the app wrote, parsed. */
+  logs: Record<string, unknown>[]
+  rawLogs: string[]
+  fetch: (path: string, init?: RequestInit & { json?: unknown }) => Promise<Response>
+  close: () => Promise<void>
+}
+
+/**
+ * The real app on a fresh, migrated SQLite file in a temp dir, listening on a random loopback port.
+ * Nothing is mocked; only the outside world (mail, payment providers, marketplaces) gets fakes.
+ */
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const dir = mkdtempSync(join(tmpdir(), 'gpuhq-test-'))
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    PUBLIC_URL: TEST_PUBLIC_URL,
+    DATA_DIR: dir,
+    DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
+    SECRET_KEY: TEST_SECRET_KEY,
+    TEST_CLOCK: 'true',
+    JOBS_ENABLED: 'false',
+    ...env,
+  })
+  const rawLogs: string[] = []
+  const logs: Record<string, unknown>[] = []
+  const deps = buildDeps(config, {
+    log: createLogger('debug', () => new Date().toISOString(), (line) => {
+      rawLogs.push(line)
+      logs.push(JSON.parse(line))
+    }),
+  })
+  const runner = new JobRunner(deps, jobs)
+  const app = createApp(deps, runner)
+  const running = startServer(app, deps, { port: 0, hostname: '127.0.0.1' })
+  const url = running.url
+  return {
+    url,
+    deps,
+    runner,
+    dir,
+    logs,
+    rawLogs,
+    fetch: (path, init = {}) => {
+      const { json, ...rest } = init
+      const headers = new Headers(rest.headers)
+      if (json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json')
+      return fetch(url + path, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body })
+    },
+    close: async () => {
+      await running.stop()
+      await runner.stop()
+      deps.sqlite.close()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
