@@ -109,8 +109,12 @@ function toProblem(
         return new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error', internal: v.message })
       return problems.validation(fieldErrors(v), `the request ${v.type === 'body' ? 'body' : v.type} did not pass validation`)
     }
-    case 'PARSE':
+    case 'PARSE': {
+      // Elysia wraps whatever our parser threw (413, 415, bad JSON) in a ParseError.
+      const cause = (error as Error).cause
+      if (cause instanceof ProblemError) return cause
       return problems.field('', 'invalid_json', 'the request body is not valid JSON')
+    }
     case 'NOT_FOUND': {
       const allowed = options.allowedMethods(path)
       if (allowed.length > 0 && !allowed.includes(request.method))
