@@ -81,6 +81,9 @@ function isTransaction(db: DbOrTx): db is Tx {
  * transaction would let other requests' statements run inside it.
  */
 export function withTransaction<T>(db: DbOrTx, fn: (tx: Tx) => T): T {
+  // Refused before it runs: whatever an async callback writes after its first await would land
+  // outside the transaction, after the rollback below.
+  if (fn.constructor.name === 'AsyncFunction') throw new Error('withTransaction callbacks must be synchronous')
   const guarded = (tx: Tx): T => {
     const result = fn(tx)
     if (result instanceof Promise) throw new Error('withTransaction callbacks must be synchronous')

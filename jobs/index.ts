@@ -2,6 +2,7 @@ import type { JobDefinition } from '../src/platform/jobs'
 import { pruneJobRuns } from '../src/platform/jobs'
 import { collectExpiredKeys } from '../src/platform/idempotency'
 import { collectDrainedBuckets } from '../src/platform/rate-limit'
+import { collectAuthLeftovers } from '../src/modules/accounts/accounts.gc'
 
 /**
  * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
@@ -9,6 +10,19 @@ import { collectDrainedBuckets } from '../src/platform/rate-limit'
  * idempotent per period.
  */
 export const jobs: readonly JobDefinition[] = [
+  {
+    name: 'notifications.dispatch',
+    schedule: '*/30 * * * * *',
+    leaseSeconds: 120,
+    description: 'Sends queued outgoing mail (the outbox), retrying failures with backoff.',
+    run: async ({ deps }) => `sent ${await deps.mail.dispatchDue()} messages`,
+  },
+  {
+    name: 'accounts.gc',
+    schedule: '23 4 * * *',
+    description: 'Deletes expired email codes, tickets, spent captcha tokens and old sign-in failure records.',
+    run: ({ deps }) => collectAuthLeftovers(deps),
+  },
   {
     name: 'idempotency.gc',
     schedule: '17 * * * *',

@@ -3,9 +3,14 @@ import { openapi } from '@elysiajs/openapi'
 import type { Deps } from './platform/context'
 import type { JobRunner } from './platform/jobs'
 import { createMethodIndex, platform } from './platform/http'
+import { buildAccessIndex, ensureAccess, type AccessSpec, type Authenticators } from './platform/access'
 import { ProblemSchema } from './platform/schemas'
 import { systemRoutes } from './modules/system/system.routes'
 import { testingRoutes } from './modules/testing/testing.routes'
+import { accountsRoutes } from './modules/accounts/accounts.routes'
+import { sessionsRoutes } from './modules/sessions/sessions.routes'
+import { resolveSession } from './modules/sessions/sessions.service'
+import { usersRoutes } from './modules/users/users.routes'
 
 export const API_PREFIX = '/api/v1'
 
@@ -14,9 +19,16 @@ export const API_PREFIX = '/api/v1'
  * OpenAPI document, then every module's routes. No listening here; src/server.ts does that.
  */
 export function createApp(deps: Deps, runner: JobRunner) {
+  const authenticators: Authenticators = { session: (token) => resolveSession(deps, token), bearer: () => null }
   let allowedMethods: (path: string) => string[] = () => []
+  let accessIndex = new Map<string, AccessSpec>()
   const app = new Elysia({ normalize: false })
-    .use(platform(deps, { allowedMethods: (p) => allowedMethods(p) }))
+    .use(
+      platform(deps, {
+        allowedMethods: (p) => allowedMethods(p),
+        checkAccess: (request, route) => ensureAccess(deps, accessIndex, authenticators, request, route),
+      }),
+    )
     .model({ Problem: ProblemSchema })
     .use(
       openapi({
@@ -33,18 +45,30 @@ export function createApp(deps: Deps, runner: JobRunner) {
               '`. Money is a decimal string, timestamps are RFC 3339 UTC with microseconds.',
           },
           servers: [{ url: deps.config.publicUrl }],
+          components: {
+            securitySchemes: {
+              session: { type: 'apiKey', in: 'cookie', name: '__Host-gpuhq_session', description: 'Browser session cookie from POST /api/v1/auth/sessions' },
+              bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <personal access token>' },
+            },
+          },
           tags: [
             { name: 'system', description: 'Health, readiness and problem pages' },
+            { name: 'auth', description: 'Signup, password reset, browser sessions' },
+            { name: 'users', description: 'The current user and the members of the tenant' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
       }),
     )
     .use(systemRoutes(deps))
+    .use(accountsRoutes(deps))
+    .use(sessionsRoutes(deps))
+    .use(usersRoutes(deps))
 
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
 
   allowedMethods = createMethodIndex(app.routes)
+  accessIndex = buildAccessIndex(app.routes as never)
   return app
 }
 

@@ -15,7 +15,7 @@ export type Config = Readonly<{
   dataDir: string
   secretKey: Buffer
   signupEnabled: boolean
-  captcha: { secret: string | null; verifyUrl: string }
+  captcha: { secret: string | null; siteKey: string | null; verifyUrl: string }
   smtpUrl: string | null
   mailFrom: string
   paymentProviders: readonly string[]
@@ -29,6 +29,8 @@ export type Config = Readonly<{
   idempotencyRetentionSeconds: number
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
   jobsEnabled: boolean
+  sessionIdleSeconds: number
+  sessionAbsoluteSeconds: number
 }>
 
 export class ConfigError extends Error {
@@ -151,6 +153,7 @@ export function loadConfig(env: Env = process.env): Config {
     signupEnabled: bool(env, 'SIGNUP_ENABLED', false),
     captcha: {
       secret: env.CAPTCHA_SECRET?.trim() || null,
+      siteKey: env.CAPTCHA_SITE_KEY?.trim() || null,
       verifyUrl: httpUrl(env, 'CAPTCHA_VERIFY_URL', 'https://challenges.cloudflare.com/turnstile/v0/siteverify'),
     },
     smtpUrl,
@@ -174,5 +177,7 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyRetentionSeconds: int(env, 'IDEMPOTENCY_RETENTION_SECONDS', 24 * 3600, 24 * 3600, 30 * 24 * 3600),
     logLevel,
     jobsEnabled: bool(env, 'JOBS_ENABLED', true),
+    sessionIdleSeconds: int(env, 'SESSION_IDLE_SECONDS', 7 * 86400, 300, 365 * 86400),
+    sessionAbsoluteSeconds: int(env, 'SESSION_ABSOLUTE_SECONDS', 30 * 86400, 300, 365 * 86400),
   })
 }

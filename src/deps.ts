@@ -7,13 +7,15 @@ import { createLogger, type Logger } from './platform/logger'
 import { deriveKey } from './platform/secrets'
 import { formatTimestamp } from './platform/time'
 import { loadClockOffset, saveClockOffset } from './modules/testing/testing.service'
+import { MailDispatcher } from './modules/mail/mail.outbox'
+import { createMailTransport, type MailTransport } from './modules/mail/mail.transport'
 
 /**
  * Builds what every verb runs with: the database (migrated), the one clock, ids, keys and the log.
  * With TEST_CLOCK the clock's offset is kept in the database, so a restarted process keeps the
  * time a test moved it to.
  */
-export function buildDeps(config: Config, options: { log?: Logger } = {}): Deps {
+export function buildDeps(config: Config, options: { log?: Logger; mailTransport?: MailTransport } = {}): Deps {
   const database = openDatabase(config.databasePath)
   migrateDatabase(database)
   let testClock: TestClock | null = null
@@ -23,8 +25,10 @@ export function buildDeps(config: Config, options: { log?: Logger } = {}): Deps 
     clock = testClock
   }
   const log = options.log ?? createLogger(config.logLevel, () => formatTimestamp(clock.nowUs()))
+  const mail = new MailDispatcher({ db: database.db, clock, log }, options.mailTransport ?? createMailTransport(config, log))
   return {
     config,
+    mail,
     clock,
     testClock,
     db: database.db,
@@ -34,6 +38,8 @@ export function buildDeps(config: Config, options: { log?: Logger } = {}): Deps 
     keys: {
       cursor: deriveKey(config.secretKey, 'cursor'),
       idempotency: deriveKey(config.secretKey, 'idempotency-responses'),
+      email: deriveKey(config.secretKey, 'email-hash'),
+      codes: deriveKey(config.secretKey, 'email-codes'),
     },
   }
 }

@@ -1,2 +1,4 @@
 // One file per feature; drizzle-kit reads them all through this index.
 export * from './platform'
+export * from './accounts'
+export * from './mail'

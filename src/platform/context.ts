@@ -18,10 +18,16 @@ export type Deps = {
   newId: () => string
   log: Logger
   keys: Keys
+  /** Sends queued mail after commit (src/modules/mail/mail.outbox.ts). */
+  mail: { kick(): void; dispatchDue(): Promise<number>; idle(): Promise<void> }
 }
 
 /** Keys derived from SECRET_KEY, one per purpose (src/platform/secrets.ts). */
 export type Keys = {
   cursor: Buffer
   idempotency: Buffer
+  /** HMAC key for email addresses in rate-limit buckets and code rows. */
+  email: Buffer
+  /** HMAC key for emailed codes. */
+  codes: Buffer
 }

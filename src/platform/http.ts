@@ -42,6 +42,8 @@ export type PlatformOptions = {
   formRoutes?: ReadonlySet<string>
   /** Methods registered for a concrete path, for 405 Allow; filled in once all routes exist. */
   allowedMethods: (path: string) => string[]
+  /** Authenticates and authorises the request for its route (src/platform/access.ts); throws a problem. */
+  checkAccess: (request: Request, route: string) => void
 }
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i
@@ -56,8 +58,12 @@ export function platform(deps: Deps, options: PlatformOptions) {
     })
     .onTransform({ as: 'global' }, ({ request, route }) => {
       requestState(request, deps).route = route
+      options.checkAccess(request, route)
     })
     .onParse({ as: 'global' }, async ({ request, contentType, route }) => {
+      // Access is decided before the body is read: an anonymous caller gets 401 whatever it sent.
+      requestState(request, deps).route = route
+      options.checkAccess(request, route)
       const raw = await readLimited(request, limit)
       if (raw.byteLength === 0) return null
       const media = (contentType ?? '').split(';')[0]!.trim().toLowerCase()
@@ -107,6 +113,7 @@ function toProblem(
       const v = error as ValidationError
       if (v.type === 'response')
         return new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error', internal: v.message })
+      if (v.type === 'property') return problems.validation(coercedFieldErrors(v, request), 'the request did not pass validation')
       return problems.validation(fieldErrors(v), `the request ${v.type === 'body' ? 'body' : v.type} did not pass validation`)
     }
     case 'PARSE': {
@@ -169,6 +176,28 @@ export function fieldErrors(v: ValidationError): FieldError[] {
     if (out.length >= 100) break
   }
   return out.length ? out : [{ path: '', code: 'invalid' }]
+}
+
+/**
+ * Elysia coerces query and path parameters ("0" → 0) in a transform whose failure names only the
+ * value, not the parameter that held it (ValidationError type "property"). The parameter is found
+ * again by its text in the URL; when that is ambiguous the pointer stays at the root.
+ */
+function coercedFieldErrors(v: ValidationError, request: Request): FieldError[] {
+  const first = (v as { valueError?: ValueError }).valueError
+  const code = (first && FIELD_CODES[first.type]) ?? 'invalid_type'
+  const holds = (raw: string) =>
+    raw === String(v.value) || (typeof v.value === 'number' && raw.trim() !== '' && Number(raw) === v.value)
+  const names = new Set<string>()
+  const url = new URL(request.url)
+  for (const [name, raw] of url.searchParams) if (holds(raw)) names.add(name)
+  const template = requestState(request).route?.split('/') ?? []
+  const segments = url.pathname.split('/')
+  template.forEach((seg, i) => {
+    if (seg.startsWith(':') && segments[i] !== undefined && holds(segments[i]!)) names.add(seg.slice(1))
+  })
+  const pointer = names.size === 1 ? `/${[...names][0]!.replace(/~/g, '~0').replace(/\//g, '~1')}` : ''
+  return [{ path: pointer, code }]
 }
 
 function tooLarge(limit: number): ProblemError {

@@ -28,6 +28,12 @@ export function ipPrefix(ip: string): string {
 }
 
 function expandV6(ip: string): string[] {
+  // An embedded IPv4 tail (RFC 4291 §2.2, e.g. 2001::3:4:5:1.2.3.4) stands for two 16-bit groups.
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(ip)
+  if (v4) {
+    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number]
+    ip = `${ip.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+  }
   const [head, tail = ''] = ip.split('::')
   const h = head ? head.split(':') : []
   const t = ip.includes('::') ? (tail ? tail.split(':') : []) : []

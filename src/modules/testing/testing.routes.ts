@@ -47,7 +47,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
         return probeView(row)
       },
       {
-        beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }),
+        beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }) as never,
         body: ProbeBody,
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: Probe }, [409, 413, 415, 422]),

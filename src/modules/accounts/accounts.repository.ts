@@ -1,0 +1,47 @@
+import { and, eq } from 'drizzle-orm'
+import { emailCodes, signinFailures, tickets } from '../../../db/schema'
+import type { DbOrTx } from '../../../db/client'
+
+export type EmailCodeRow = typeof emailCodes.$inferSelect
+export type TicketRow = typeof tickets.$inferSelect
+export type Purpose = EmailCodeRow['purpose']
+
+export function findEmailCode(db: DbOrTx, purpose: Purpose, emailHash: string): EmailCodeRow | undefined {
+  return db.select().from(emailCodes).where(and(eq(emailCodes.purpose, purpose), eq(emailCodes.emailHash, emailHash))).get()
+}
+
+export function upsertEmailCode(tx: DbOrTx, row: EmailCodeRow): void {
+  const { id: _id, purpose: _p, emailHash: _e, ...rest } = row
+  tx.insert(emailCodes).values(row).onConflictDoUpdate({ target: [emailCodes.purpose, emailCodes.emailHash], set: rest }).run()
+}
+
+export function updateEmailCode(tx: DbOrTx, id: string, patch: Partial<EmailCodeRow>): void {
+  tx.update(emailCodes).set(patch).where(eq(emailCodes.id, id)).run()
+}
+
+export function insertTicket(tx: DbOrTx, row: TicketRow): void {
+  tx.insert(tickets).values(row).run()
+}
+
+export function findTicket(db: DbOrTx, tokenHash: string): TicketRow | undefined {
+  return db.select().from(tickets).where(eq(tickets.tokenHash, tokenHash)).get()
+}
+
+export function markTicketConsumed(tx: DbOrTx, id: string, at: number): void {
+  tx.update(tickets).set({ consumedAt: at }).where(eq(tickets.id, id)).run()
+}
+
+export function findSigninFailures(db: DbOrTx, key: string) {
+  return db.select().from(signinFailures).where(eq(signinFailures.key, key)).get()
+}
+
+export function saveSigninFailures(tx: DbOrTx, row: typeof signinFailures.$inferSelect): void {
+  tx.insert(signinFailures)
+    .values(row)
+    .onConflictDoUpdate({ target: signinFailures.key, set: { failures: row.failures, blockedUntil: row.blockedUntil, updatedAt: row.updatedAt } })
+    .run()
+}
+
+export function clearSigninFailures(tx: DbOrTx, key: string): void {
+  tx.delete(signinFailures).where(eq(signinFailures.key, key)).run()
+}

@@ -1,0 +1,125 @@
+import { randomBytes, randomInt } from 'node:crypto'
+import { withTransaction, type DbOrTx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { ProblemError, problems } from '../../platform/problem'
+import { hashSecret, hmac, safeEqual } from '../../platform/secrets'
+import {
+  findEmailCode,
+  findTicket,
+  insertTicket,
+  markTicketConsumed,
+  updateEmailCode,
+  upsertEmailCode,
+  type Purpose,
+  type TicketRow,
+} from './accounts.repository'
+
+/**
+ * Emailed codes and the tickets they buy (spec "Limits": 6 digits, 10 minutes, 5 attempts, 60 s
+ * resend cooldown, ticket ≤64 chars expiring 10 minutes after verify). Codes come from the CSPRNG
+ * and are stored only as an HMAC keyed from SECRET_KEY; every failing verification answers the same
+ * 401, whatever the reason.
+ */
+export const CODE_TTL_SECONDS = 600
+export const CODE_MAX_ATTEMPTS = 5
+export const RESEND_COOLDOWN_SECONDS = 60
+export const TICKET_TTL_SECONDS = 600
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase()
+}
+
+/** Keyed hash of an address: rate-limit buckets and code rows never hold it readable. */
+export function emailKey(deps: Deps, email: string): string {
+  return hmac(deps.keys.email, normalizeEmail(email)).toString('hex')
+}
+
+function codeHash(deps: Deps, purpose: Purpose, emailHash: string, code: string): string {
+  return hmac(deps.keys.codes, `${purpose}\n${emailHash}\n${code}`).toString('hex')
+}
+
+export function codeRejected(): ProblemError {
+  return new ProblemError('unauthorized', { detail: 'the code is wrong, expired or used up; request a new one' })
+}
+
+/**
+ * Stores a fresh code for (purpose, email) and returns it, or null for an inert row (an address
+ * that must get no code). Inside the cooldown it answers 429 with Retry-After, inert or not.
+ */
+export function issueCode(
+  tx: DbOrTx,
+  deps: Deps,
+  input: { purpose: Purpose; email: string; inert: boolean; tenantName?: string | null; userId?: string | null },
+): string | null {
+  const now = deps.clock.nowUs()
+  const email = normalizeEmail(input.email)
+  const emailHash = emailKey(deps, email)
+  const existing = findEmailCode(tx, input.purpose, emailHash)
+  if (existing) {
+    const waitUs = existing.lastSentAt + RESEND_COOLDOWN_SECONDS * 1_000_000 - now
+    if (waitUs > 0) throw problems.rateLimited(Math.ceil(waitUs / 1_000_000))
+  }
+  const code = input.inert ? null : String(randomInt(0, 1_000_000)).padStart(6, '0')
+  upsertEmailCode(tx, {
+    id: existing?.id ?? deps.newId(),
+    purpose: input.purpose,
+    emailHash,
+    email,
+    tenantName: input.tenantName ?? null,
+    userId: input.userId ?? null,
+    codeHash: code ? codeHash(deps, input.purpose, emailHash, code) : null,
+    inert: input.inert,
+    attempts: 0,
+    expiresAt: now + CODE_TTL_SECONDS * 1_000_000,
+    lastSentAt: now,
+    consumedAt: null,
+    createdAt: existing?.createdAt ?? now,
+  })
+  return code
+}
+
+/**
+ * Checks a code; on success consumes it and returns a new single-use ticket for the same purpose.
+ * A wrong code still counts against the row (committed before the 401 is thrown).
+ */
+export function redeemCode(deps: Deps, input: { purpose: Purpose; email: string; code: string }): string {
+  const now = deps.clock.nowUs()
+  const email = normalizeEmail(input.email)
+  const emailHash = emailKey(deps, email)
+  const given = codeHash(deps, input.purpose, emailHash, input.code)
+  const ticket = withTransaction(deps.db, (tx) => {
+    const row = findEmailCode(tx, input.purpose, emailHash)
+    const live = row && !row.inert && row.consumedAt === null && row.expiresAt > now && row.attempts < CODE_MAX_ATTEMPTS
+    const matches = safeEqual(row?.codeHash ?? '', given)
+    if (!row || !live || !matches) {
+      if (row && row.consumedAt === null) updateEmailCode(tx, row.id, { attempts: row.attempts + 1 })
+      return null
+    }
+    updateEmailCode(tx, row.id, { consumedAt: now })
+    const token = randomBytes(32).toString('base64url')
+    insertTicket(tx, {
+      id: deps.newId(),
+      purpose: input.purpose,
+      tokenHash: hashSecret(token),
+      email,
+      tenantName: row.tenantName,
+      userId: row.userId,
+      expiresAt: now + TICKET_TTL_SECONDS * 1_000_000,
+      consumedAt: null,
+      createdAt: now,
+    })
+    return token
+  })
+  if (!ticket) throw codeRejected()
+  return ticket
+}
+
+/** Consumes a ticket of this purpose inside the caller's transaction, or throws 401. */
+export function consumeTicket(tx: DbOrTx, deps: Deps, purpose: Purpose, ticket: string): TicketRow {
+  const row = ticket.length <= 64 ? findTicket(tx, hashSecret(ticket)) : undefined
+  const now = deps.clock.nowUs()
+  if (!row || row.purpose !== purpose || row.consumedAt !== null || row.expiresAt <= now)
+    throw new ProblemError('unauthorized', { detail: 'the ticket is not valid; verify a new code' })
+  markTicketConsumed(tx, row.id, now)
+  return row
+}

@@ -1,0 +1,54 @@
+import { withTransaction } from '../../../db/client'
+import { requireCaptcha } from '../../platform/captcha'
+import type { Deps } from '../../platform/context'
+import { hashPassword, passwordProblem } from '../../platform/passwords'
+import { problems } from '../../platform/problem'
+import { enqueueMail } from '../mail/mail.outbox'
+import { resetCodeMail } from '../mail/mail.templates'
+import { deleteUserSessions } from '../sessions/sessions.repository'
+import { startSession, type NewSession } from '../sessions/sessions.service'
+import { findUserByEmail, setPassword, type UserRow } from '../users/users.repository'
+import { consumeTicket, emailKey, issueCode, normalizeEmail, redeemCode, RESEND_COOLDOWN_SECONDS } from './codes.service'
+import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
+import { weakPasswordDetail, type Caller } from './signup.service'
+
+/**
+ * Password reset: always 202; an unknown address gets an inert row (same cooldown) and no email.
+ * Completing sets the new password, ends every other session and signs the user in.
+ */
+export async function startReset({ deps, input, caller }: { deps: Deps; input: { email: string; captcha_token?: string | null }; caller: Caller }) {
+  const email = normalizeEmail(input.email)
+  limitByNetwork(deps, 'reset-start', caller.ip, AUTH_LIMITS.start.perNetwork)
+  limitByEmail(deps, 'reset-start', emailKey(deps, email), AUTH_LIMITS.start.perEmail)
+  await requireCaptcha(deps, input.captcha_token, caller.ip)
+  withTransaction(deps.db, (tx) => {
+    const user = findUserByEmail(tx, email)
+    const code = issueCode(tx, deps, { purpose: 'reset', email, inert: !user, userId: user?.id ?? null })
+    if (code) enqueueMail(tx, deps, resetCodeMail(email, code, deps.config.publicUrl))
+  })
+  deps.mail.kick()
+  return { resend_cooldown_seconds: RESEND_COOLDOWN_SECONDS }
+}
+
+export function verifyReset({ deps, input, caller }: { deps: Deps; input: { email: string; code: string }; caller: Caller }) {
+  limitByNetwork(deps, 'reset-verify', caller.ip, AUTH_LIMITS.verify.perNetwork)
+  limitByEmail(deps, 'reset-verify', emailKey(deps, input.email), AUTH_LIMITS.verify.perEmail)
+  return { ticket: redeemCode(deps, { purpose: 'reset', email: input.email, code: input.code }) }
+}
+
+export async function completeReset({ deps, input, caller }: { deps: Deps; input: { ticket: string; password: string }; caller: Caller }): Promise<{ user: UserRow; session: NewSession }> {
+  limitByNetwork(deps, 'reset-complete', caller.ip, AUTH_LIMITS.complete.perNetwork)
+  const weak = passwordProblem(input.password)
+  if (weak) throw problems.validation([weak], weakPasswordDetail(weak.code))
+  const passwordHash = await hashPassword(input.password)
+  return withTransaction(deps.db, (tx) => {
+    const ticket = consumeTicket(tx, deps, 'reset', input.ticket)
+    const user = findUserByEmail(tx, ticket.email)
+    if (!user || user.id !== ticket.userId) throw problems.conflict('the account changed since the code was sent; start again')
+    const now = deps.clock.nowUs()
+    setPassword(tx, user.id, passwordHash, now)
+    deleteUserSessions(tx, user.id)
+    const session = startSession(tx, deps, { userId: user.id, ...caller })
+    return { user: { ...user, passwordHash, updatedAt: now }, session }
+  })
+}

@@ -1,0 +1,75 @@
+import { withTransaction } from '../../../db/client'
+import { requireCaptcha } from '../../platform/captcha'
+import type { Deps } from '../../platform/context'
+import { hashPassword, passwordProblem } from '../../platform/passwords'
+import { problems } from '../../platform/problem'
+import { enqueueMail } from '../mail/mail.outbox'
+import { signupCodeMail, signupTakenMail } from '../mail/mail.templates'
+import { startSession, type NewSession } from '../sessions/sessions.service'
+import { insertTenant } from '../tenants/tenants.repository'
+import { findUserByEmail, insertUser, type UserRow } from '../users/users.repository'
+import { consumeTicket, emailKey, issueCode, normalizeEmail, redeemCode, RESEND_COOLDOWN_SECONDS } from './codes.service'
+import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
+
+export type Caller = { ip: string; userAgent: string | null }
+
+/**
+ * Signup: start → emailed code → verify → ticket → complete. A taken address gets an "already have
+ * an account" email instead of a code, through the same steps: same answer, same cooldown, and the
+ * mail leaves after the response through the outbox, so nothing outside tells the two apart.
+ */
+export async function startSignup({ deps, input, caller }: { deps: Deps; input: { email: string; tenant_name: string; captcha_token?: string | null }; caller: Caller }) {
+  const email = normalizeEmail(input.email)
+  limitByNetwork(deps, 'signup-start', caller.ip, AUTH_LIMITS.start.perNetwork)
+  limitByEmail(deps, 'signup-start', emailKey(deps, email), AUTH_LIMITS.start.perEmail)
+  await requireCaptcha(deps, input.captcha_token, caller.ip)
+  withTransaction(deps.db, (tx) => {
+    const taken = findUserByEmail(tx, email) !== undefined
+    const code = issueCode(tx, deps, { purpose: 'signup', email, inert: taken, tenantName: input.tenant_name.trim() })
+    enqueueMail(tx, deps, code ? signupCodeMail(email, code, deps.config.publicUrl) : signupTakenMail(email, deps.config.publicUrl))
+  })
+  deps.mail.kick()
+  return { resend_cooldown_seconds: RESEND_COOLDOWN_SECONDS }
+}
+
+export function verifySignup({ deps, input, caller }: { deps: Deps; input: { email: string; code: string }; caller: Caller }) {
+  limitByNetwork(deps, 'signup-verify', caller.ip, AUTH_LIMITS.verify.perNetwork)
+  limitByEmail(deps, 'signup-verify', emailKey(deps, input.email), AUTH_LIMITS.verify.perEmail)
+  return { ticket: redeemCode(deps, { purpose: 'signup', email: input.email, code: input.code }) }
+}
+
+/** Creates the tenant (free plan), its owner and a session, from a signup ticket. */
+export async function completeSignup({ deps, input, caller }: { deps: Deps; input: { ticket: string; password: string }; caller: Caller }): Promise<{ user: UserRow; session: NewSession }> {
+  limitByNetwork(deps, 'signup-complete', caller.ip, AUTH_LIMITS.complete.perNetwork)
+  const weak = passwordProblem(input.password)
+  if (weak) throw problems.validation([weak], weakPasswordDetail(weak.code))
+  const passwordHash = await hashPassword(input.password)
+  return withTransaction(deps.db, (tx) => {
+    const ticket = consumeTicket(tx, deps, 'signup', input.ticket)
+    if (findUserByEmail(tx, ticket.email)) throw problems.conflict('an account with this email already exists; sign in instead')
+    const now = deps.clock.nowUs()
+    const tenantId = deps.newId()
+    insertTenant(tx, { id: tenantId, name: ticket.tenantName ?? ticket.email, planCode: 'free', accountState: 'active', createdAt: now })
+    const user: UserRow = {
+      id: deps.newId(),
+      tenantId,
+      email: ticket.email,
+      passwordHash,
+      role: 'owner',
+      displayName: null,
+      timezone: 'UTC',
+      locale: 'en',
+      createdAt: now,
+      updatedAt: now,
+    }
+    insertUser(tx, user)
+    const session = startSession(tx, deps, { userId: user.id, ...caller })
+    return { user, session }
+  })
+}
+
+export function weakPasswordDetail(code: string): string {
+  if (code === 'too_short') return 'the password must have at least 8 characters'
+  if (code === 'too_long') return 'the password must have at most 256 characters'
+  return 'this password is among the most common ones; choose another'
+}

@@ -1,0 +1,35 @@
+import { and, eq, ne } from 'drizzle-orm'
+import { sessions, tenants, users } from '../../../db/schema'
+import type { DbOrTx } from '../../../db/client'
+
+export type SessionRow = typeof sessions.$inferSelect
+
+export function insertSession(tx: DbOrTx, row: SessionRow): void {
+  tx.insert(sessions).values(row).run()
+}
+
+/** The session with its user and tenant, by the hash of its token. */
+export function findSessionByTokenHash(db: DbOrTx, tokenHash: string) {
+  return db
+    .select({ session: sessions, user: users, tenant: tenants })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .innerJoin(tenants, eq(tenants.id, users.tenantId))
+    .where(eq(sessions.tokenHash, tokenHash))
+    .get()
+}
+
+export function touchSession(tx: DbOrTx, id: string, lastSeenAt: number, idleExpiresAt: number): void {
+  tx.update(sessions).set({ lastSeenAt, idleExpiresAt }).where(eq(sessions.id, id)).run()
+}
+
+export function deleteSession(tx: DbOrTx, id: string): void {
+  tx.delete(sessions).where(eq(sessions.id, id)).run()
+}
+
+/** Ends every session of a user, except `keep` when given. */
+export function deleteUserSessions(tx: DbOrTx, userId: string, keep?: string): number {
+  const where = keep ? and(eq(sessions.userId, userId), ne(sessions.id, keep)) : eq(sessions.userId, userId)
+  const r = tx.delete(sessions).where(where).run()
+  return (r as unknown as { changes: number }).changes
+}

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto'
+import { withTransaction, type DbOrTx } from '../../../db/client'
+import type { Actor } from '../../platform/access'
+import { SESSION_COOKIE } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { hashSecret } from '../../platform/secrets'
+import { deleteSession, findSessionByTokenHash, insertSession, touchSession } from './sessions.repository'
+
+/**
+ * Browser sessions: a random 256-bit token in the `__Host-gpuhq_session` cookie, stored only as
+ * its SHA-256, with an idle and an absolute expiry (SESSION_IDLE_SECONDS, SESSION_ABSOLUTE_SECONDS).
+ * Every sign-in makes a new token; signing out deletes the row, so the old cookie is dead.
+ */
+
+/** Touch the idle expiry at most once a minute per session, not on every request. */
+const TOUCH_EVERY_US = 60 * 1_000_000
+
+export type NewSession = { id: string; token: string; maxAgeSeconds: number }
+
+export function startSession(tx: DbOrTx, deps: Deps, input: { userId: string; ip: string; userAgent: string | null }): NewSession {
+  const token = randomBytes(32).toString('base64url')
+  const now = deps.clock.nowUs()
+  const id = deps.newId()
+  const idle = deps.config.sessionIdleSeconds * 1_000_000
+  const absolute = deps.config.sessionAbsoluteSeconds * 1_000_000
+  insertSession(tx, {
+    id,
+    userId: input.userId,
+    tokenHash: hashSecret(token),
+    createdAt: now,
+    lastSeenAt: now,
+    idleExpiresAt: now + idle,
+    absoluteExpiresAt: now + absolute,
+    ip: input.ip,
+    userAgent: input.userAgent?.slice(0, 256) ?? null,
+  })
+  return { id, token, maxAgeSeconds: deps.config.sessionAbsoluteSeconds }
+}
+
+/** The actor behind a session cookie, or null when the token is unknown or the session expired. */
+export function resolveSession(deps: Deps, token: string): Actor | null {
+  if (token.length < 20 || token.length > 128) return null
+  const found = findSessionByTokenHash(deps.db, hashSecret(token))
+  if (!found) return null
+  const now = deps.clock.nowUs()
+  const { session, user } = found
+  if (session.idleExpiresAt <= now || session.absoluteExpiresAt <= now) {
+    withTransaction(deps.db, (tx) => deleteSession(tx, session.id))
+    return null
+  }
+  if (now - session.lastSeenAt > TOUCH_EVERY_US) {
+    const idleUntil = Math.min(now + deps.config.sessionIdleSeconds * 1_000_000, session.absoluteExpiresAt)
+    withTransaction(deps.db, (tx) => touchSession(tx, session.id, now, idleUntil))
+  }
+  return { kind: 'user', via: 'cookie', userId: user.id, tenantId: user.tenantId, role: user.role, sessionId: session.id }
+}
+
+export function endSession({ deps, sessionId }: { deps: Deps; sessionId: string }): void {
+  withTransaction(deps.db, (tx) => deleteSession(tx, sessionId))
+}
+
+export function sessionCookie(session: NewSession): string {
+  return `${SESSION_COOKIE}=${session.token}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=${session.maxAgeSeconds}`
+}
+
+export function clearedSessionCookie(): string {
+  return `${SESSION_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`
+}

@@ -1,0 +1,32 @@
+import { and, asc, eq, gt } from 'drizzle-orm'
+import { users } from '../../../db/schema'
+import type { DbOrTx } from '../../../db/client'
+
+export type UserRow = typeof users.$inferSelect
+
+export function insertUser(tx: DbOrTx, row: UserRow): void {
+  tx.insert(users).values(row).run()
+}
+
+export function findUserByEmail(db: DbOrTx, email: string): UserRow | undefined {
+  return db.select().from(users).where(eq(users.email, email)).get()
+}
+
+/** Load-or-undefined within a tenant: a user of another tenant is simply not found. */
+export function findTenantUser(db: DbOrTx, tenantId: string, userId: string): UserRow | undefined {
+  return db.select().from(users).where(and(eq(users.tenantId, tenantId), eq(users.id, userId))).get()
+}
+
+export function updateUser(tx: DbOrTx, tenantId: string, userId: string, patch: Partial<UserRow>): void {
+  tx.update(users).set(patch).where(and(eq(users.tenantId, tenantId), eq(users.id, userId))).run()
+}
+
+export function setPassword(tx: DbOrTx, userId: string, passwordHash: string, updatedAt: number): void {
+  tx.update(users).set({ passwordHash, updatedAt }).where(eq(users.id, userId)).run()
+}
+
+/** Members of a tenant in id (creation) order, after `afterId` when paging. */
+export function listTenantUsers(db: DbOrTx, tenantId: string, afterId: string | null, limit: number): UserRow[] {
+  const where = afterId ? and(eq(users.tenantId, tenantId), gt(users.id, afterId)) : eq(users.tenantId, tenantId)
+  return db.select().from(users).where(where).orderBy(asc(users.id)).limit(limit).all()
+}

@@ -1,0 +1,30 @@
+import { Elysia, t } from 'elysia'
+import { actorOf, describe } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { PageQuery, responses } from '../../platform/schemas'
+import { Me, MePatch, MemberPage } from './users.model'
+import { getMe, listMembers, updateMe } from './users.service'
+
+const tags = ['users']
+
+export function usersRoutes(deps: Deps) {
+  return new Elysia({ name: 'users', prefix: '/api/v1' })
+    .get('/me', ({ request }) => getMe({ deps, actor: actorOf(request) }), {
+      response: responses({ 200: Me }, [401]),
+      detail: describe({ role: 'viewer' }, { tags, summary: 'Current user profile' }),
+    })
+    .patch('/me', ({ request, body }) => updateMe({ deps, actor: actorOf(request), input: body }), {
+      body: MePatch,
+      response: responses({ 200: Me }, [401, 403, 413, 415, 422]),
+      detail: describe({ role: 'viewer' }, {
+        tags,
+        summary: 'Update profile preferences',
+        description: 'Any of `timezone` (IANA zone name, else 422 unknown_time_zone), `locale` (BCP 47 tag, stored canonicalised) and `display_name` (null clears it).',
+      }),
+    })
+    .get('/users', ({ request, query }) => listMembers({ deps, actor: actorOf(request), input: query }), {
+      query: t.Object({ ...PageQuery }),
+      response: responses({ 200: MemberPage }, [401, 403, 422]),
+      detail: describe({ role: 'viewer' }, { tags, summary: 'Members of the tenant with their roles' }),
+    })
+}

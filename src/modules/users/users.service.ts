@@ -1,0 +1,84 @@
+import { withTransaction } from '../../../db/client'
+import type { Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { decodeCursor, toPage } from '../../platform/cursor'
+import { problems, type FieldError } from '../../platform/problem'
+import { formatTimestamp } from '../../platform/time'
+import { findTenantUser, listTenantUsers, updateUser, type UserRow } from './users.repository'
+
+export function meView(u: UserRow) {
+  return {
+    id: u.id,
+    email: u.email,
+    tenant_id: u.tenantId,
+    role: u.role,
+    display_name: u.displayName,
+    timezone: u.timezone,
+    locale: u.locale,
+    created_at: formatTimestamp(u.createdAt),
+  }
+}
+
+export function getMe({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const user = findTenantUser(deps.db, actor.tenantId, actor.userId)
+  if (!user) throw problems.notFound('no such user')
+  return meView(user)
+}
+
+export function isTimeZone(tz: string): boolean {
+  try {
+    // Intl knows the IANA database (names and their aliases) and throws RangeError for anything else.
+    new Intl.DateTimeFormat('en', { timeZone: tz })
+    return true
+  } catch {
+    return false
+  }
+}
+
+export function canonicalLocale(tag: string): string | null {
+  try {
+    return Intl.getCanonicalLocales(tag)[0] ?? null
+  } catch {
+    return null
+  }
+}
+
+export function updateMe({
+  deps,
+  actor,
+  input,
+}: {
+  deps: Deps
+  actor: Actor
+  input: { timezone?: string; locale?: string; display_name?: string | null }
+}) {
+  const errors: FieldError[] = []
+  if (input.timezone !== undefined && !isTimeZone(input.timezone)) errors.push({ path: '/timezone', code: 'unknown_time_zone' })
+  const locale = input.locale === undefined ? undefined : canonicalLocale(input.locale)
+  if (locale === null) errors.push({ path: '/locale', code: 'invalid_locale' })
+  if (errors.length) throw problems.validation(errors)
+  return withTransaction(deps.db, (tx) => {
+    const user = findTenantUser(tx, actor.tenantId, actor.userId)
+    if (!user) throw problems.notFound('no such user')
+    const patch: Partial<UserRow> = { updatedAt: deps.clock.nowUs() }
+    if (input.timezone !== undefined) patch.timezone = input.timezone
+    if (locale) patch.locale = locale
+    if (input.display_name !== undefined) patch.displayName = input.display_name
+    updateUser(tx, actor.tenantId, actor.userId, patch)
+    return meView({ ...user, ...patch })
+  })
+}
+
+export function listMembers({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number } }) {
+  const limit = input.limit ?? 50
+  const scope = `users:${actor.tenantId}`
+  const after = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
+  const rows = listTenantUsers(deps.db, actor.tenantId, after, limit + 1)
+  return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, (u) => ({
+    id: u.id,
+    email: u.email,
+    role: u.role,
+    display_name: u.displayName,
+    created_at: formatTimestamp(u.createdAt),
+  }))
+}
