@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto'
+import { withTransaction } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { problems } from '../../platform/problem'
+import { hashSecret } from '../../platform/secrets'
+import { insertTenant, listTenants } from '../tenants/tenants.repository'
+import { findUserByEmail, insertUser } from '../users/users.repository'
+import { insertTicket } from './accounts.repository'
+import { normalizeEmail } from './codes.service'
+
+/** How long the operator's set-password ticket lives: long enough to hand over. */
+export const ADMIN_TICKET_TTL_SECONDS = 24 * 3600
+
+/**
+ * The operator's way in while signup is off: creates a tenant (free plan) and its owner without a
+ * password, and returns a one-time ticket that POST /auth/password-reset/complete accepts.
+ */
+export function createAccount({ deps, input }: { deps: Deps; input: { email: string; tenantName: string } }) {
+  const email = normalizeEmail(input.email)
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw problems.field('/email', 'format', `"${input.email}" is not an email address`)
+  const tenantName = input.tenantName.trim()
+  if (!tenantName || tenantName.length > 128) throw problems.field('/tenant_name', 'too_long', 'the tenant name must have 1 to 128 characters')
+  const ticket = randomBytes(32).toString('base64url')
+  return withTransaction(deps.db, (tx) => {
+    if (findUserByEmail(tx, email)) throw problems.conflict(`an account with ${email} already exists`)
+    const now = deps.clock.nowUs()
+    const tenantId = deps.newId()
+    const userId = deps.newId()
+    insertTenant(tx, { id: tenantId, name: tenantName, planCode: 'free', accountState: 'active', createdAt: now })
+    insertUser(tx, { id: userId, tenantId, email, passwordHash: null, role: 'owner', displayName: null, timezone: 'UTC', locale: 'en', createdAt: now, updatedAt: now })
+    insertTicket(tx, {
+      id: deps.newId(),
+      purpose: 'reset',
+      tokenHash: hashSecret(ticket),
+      email,
+      tenantName,
+      userId,
+      expiresAt: now + ADMIN_TICKET_TTL_SECONDS * 1_000_000,
+      consumedAt: null,
+      createdAt: now,
+    })
+    return { tenantId, userId, email, ticket }
+  })
+}
+
+export function tenantsOverview({ deps }: { deps: Deps }) {
+  return listTenants(deps.db)
+}
