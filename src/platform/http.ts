@@ -15,6 +15,10 @@ export type RequestState = {
   /** Route template once routing matched, e.g. "/api/v1/servers/:id". */
   route?: string
   tenantId?: string
+  /** Who acted, for the audit trail: "user", "pat", "agent", "mcp" and its id. */
+  actor?: { kind: string; id: string | null }
+  /** True once the operation wrote its own audit row inside its transaction. */
+  audited?: boolean
   /** Set by the idempotency layer when this request claimed a key and must store its response. */
   idempotency?: { scope: string; operation: string; key: string }
 }
@@ -43,7 +47,7 @@ export type PlatformOptions = {
   /** Methods registered for a concrete path, for 405 Allow; filled in once all routes exist. */
   allowedMethods: (path: string) => string[]
   /** Authenticates and authorises the request for its route (src/platform/access.ts); throws a problem. */
-  checkAccess: (request: Request, route: string) => void
+  checkAccess: (request: Request, route: string, params: Record<string, string | undefined> | undefined) => void
 }
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i
@@ -53,17 +57,18 @@ export function platform(deps: Deps, options: PlatformOptions) {
   return new Elysia({ name: 'platform' })
     .onRequest(({ request, set }) => {
       set.headers['x-request-id'] = requestState(request, deps).id
-      const length = request.headers.get('content-length')
-      if (length !== null && Number(length) > limit) throw tooLarge(limit)
     })
-    .onTransform({ as: 'global' }, ({ request, route }) => {
+    .onTransform({ as: 'global' }, ({ request, route, params }) => {
       requestState(request, deps).route = route
-      options.checkAccess(request, route)
+      options.checkAccess(request, route, params as Record<string, string | undefined>)
     })
-    .onParse({ as: 'global' }, async ({ request, contentType, route }) => {
+    .onParse({ as: 'global' }, async ({ request, contentType, route, params }) => {
       // Access is decided before the body is read: an anonymous caller gets 401 whatever it sent.
       requestState(request, deps).route = route
-      options.checkAccess(request, route)
+      options.checkAccess(request, route, params as Record<string, string | undefined>)
+      // After access: a switched-off operation (signup) answers 404 whatever size the body claims.
+      const length = request.headers.get('content-length')
+      if (length !== null && Number(length) > limit) throw tooLarge(limit)
       const raw = await readLimited(request, limit)
       if (raw.byteLength === 0) return null
       const media = (contentType ?? '').split(';')[0]!.trim().toLowerCase()
@@ -77,6 +82,9 @@ export function platform(deps: Deps, options: PlatformOptions) {
         headers: { 'Accept-Post': 'application/json' },
       })
     })
+    // Never runs: the parser above answers or throws for every body. Naming Elysia's JSON parser is
+    // what makes @elysiajs/openapi document request bodies; it lists media types only of named parsers.
+    .onParse({ as: 'global' }, ['json'] as never)
     .onError({ as: 'global' }, ({ code, error, request, path }) => {
       const state = requestState(request, deps)
       const problem = toProblem(code, error, request, path, options, deps)

@@ -1,0 +1,140 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { jobs } from '../../jobs'
+import { canonicalJson, claimKey, collectExpiredKeys, finishKey, fingerprint, validateKey } from '../../src/platform/idempotency'
+import { JobRunner } from '../../src/platform/jobs'
+import { problemFrom } from './fixtures/problem'
+import { tempDeps, type TempDeps } from './fixtures/temp-deps'
+
+let t: TempDeps
+beforeEach(() => {
+  t = tempDeps()
+})
+afterEach(() => t.close())
+
+const OP = 'POST /api/v1/commands'
+const TENANT_A = '0190a0b0-0000-7000-8000-00000000000a'
+const TENANT_B = '0190a0b0-0000-7000-8000-00000000000b'
+const json = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'x-other': 'dropped' } })
+const keyCount = () => (t.deps.sqlite.query('SELECT count(*) AS n FROM idempotency_keys').get() as { n: number }).n
+
+describe('claimKey across tenants', () => {
+  test('the same key in two tenants is two independent requests that never see each other', async () => {
+    const printA = fingerprint('POST', OP, { server_id: 'a', type: 'reboot' })
+    const printB = fingerprint('POST', OP, { server_id: 'b', type: 'stop' })
+    expect(claimKey(t.deps, TENANT_A, OP, 'key-1', printA)).toEqual({ kind: 'claimed' })
+    // B's different body is no conflict with A's, and B is not told A's request is in flight.
+    expect(claimKey(t.deps, TENANT_B, OP, 'key-1', printB)).toEqual({ kind: 'claimed' })
+
+    await finishKey(t.deps, { scope: TENANT_A, operation: OP, key: 'key-1' }, json(201, { id: 'command-of-a' }))
+    const replayA = claimKey(t.deps, TENANT_A, OP, 'key-1', printA)
+    expect(replayA).toEqual({ kind: 'replay', status: 201, headers: { 'content-type': 'application/json' }, body: '{"id":"command-of-a"}' })
+
+    // B's request is still running: B gets 409 with Retry-After, never A's stored response.
+    const inFlight = problemFrom(() => claimKey(t.deps, TENANT_B, OP, 'key-1', printB))
+    expect(inFlight.code).toBe('conflict')
+    expect(Number(inFlight.headers['Retry-After'])).toBeGreaterThanOrEqual(1)
+
+    await finishKey(t.deps, { scope: TENANT_B, operation: OP, key: 'key-1' }, json(201, { id: 'command-of-b' }))
+    const replayB = claimKey(t.deps, TENANT_B, OP, 'key-1', printB)
+    expect(replayB).toEqual(expect.objectContaining({ kind: 'replay', body: '{"id":"command-of-b"}' }))
+  })
+
+  test('tenant B sending tenant A’s exact request with A’s key still runs it anew for B', async () => {
+    const print = fingerprint('POST', OP, { server_id: 's', type: 'reboot' })
+    claimKey(t.deps, TENANT_A, OP, 'shared', print)
+    await finishKey(t.deps, { scope: TENANT_A, operation: OP, key: 'shared' }, json(201, { secret: 'only for a' }))
+    expect(claimKey(t.deps, TENANT_B, OP, 'shared', print)).toEqual({ kind: 'claimed' })
+  })
+
+  test('a stored response is sealed for its own scope: nothing on disk shows it', async () => {
+    claimKey(t.deps, TENANT_A, OP, 'k', 'print')
+    await finishKey(t.deps, { scope: TENANT_A, operation: OP, key: 'k' }, json(201, { token: 'gpuhq_pat_visible' }))
+    const row = t.deps.sqlite.query('SELECT response_box FROM idempotency_keys').get() as { response_box: Uint8Array }
+    expect(Buffer.from(row.response_box).toString('latin1')).not.toContain('gpuhq_pat_visible')
+  })
+
+  test('the same key with another body in the same tenant is an idempotency conflict', () => {
+    claimKey(t.deps, TENANT_A, OP, 'k', fingerprint('POST', OP, { a: 1 }))
+    expect(problemFrom(() => claimKey(t.deps, TENANT_A, OP, 'k', fingerprint('POST', OP, { a: 2 }))).code).toBe('idempotency_conflict')
+  })
+
+  test('a refused or failed outcome releases the key so a corrected retry runs', async () => {
+    for (const status of [401, 403, 422, 429, 500, 503]) {
+      claimKey(t.deps, TENANT_A, OP, `k${status}`, 'print')
+      await finishKey(t.deps, { scope: TENANT_A, operation: OP, key: `k${status}` }, json(status, { code: 'x' }))
+      expect(claimKey(t.deps, TENANT_A, OP, `k${status}`, 'other print')).toEqual({ kind: 'claimed' })
+    }
+  })
+
+  test('keys are 1 to 128 printable ASCII characters', () => {
+    expect(() => validateKey('a')).not.toThrow()
+    expect(() => validateKey('~'.repeat(128))).not.toThrow()
+    for (const bad of ['', 'a'.repeat(129), 'has space', 'tab\t', 'é'])
+      expect(problemFrom(() => validateKey(bad)).errors?.[0]?.path).toBe('/idempotency-key')
+  })
+})
+
+describe('canonical JSON and fingerprints', () => {
+  test('key order never matters, at any depth', () => {
+    expect(canonicalJson({ a: 1, b: 2 })).toBe(canonicalJson({ b: 2, a: 1 }))
+    expect(canonicalJson({ b: 2, a: 1 })).toBe('{"a":1,"b":2}')
+    expect(canonicalJson({ z: { y: [{ d: 1, c: { f: 1, e: 2 } }], x: null }, a: 'v' })).toBe('{"a":"v","z":{"x":null,"y":[{"c":{"e":2,"f":1},"d":1}]}}')
+    expect(fingerprint('POST', OP, { a: 1, b: { c: 2, d: 3 } })).toBe(fingerprint('POST', OP, { b: { d: 3, c: 2 }, a: 1 }))
+  })
+
+  test('array order, values, method and route all matter', () => {
+    expect(canonicalJson([1, 2])).not.toBe(canonicalJson([2, 1]))
+    const print = fingerprint('POST', OP, { a: 1 })
+    expect(fingerprint('POST', OP, { a: '1' })).not.toBe(print)
+    expect(fingerprint('PUT', OP, { a: 1 })).not.toBe(print)
+    expect(fingerprint('POST', '/api/v1/groups', { a: 1 })).not.toBe(print)
+  })
+
+  test('undefined fields are dropped as JSON drops them; an absent body is null', () => {
+    expect(canonicalJson({ a: 1, b: undefined })).toBe('{"a":1}')
+    expect(fingerprint('POST', OP, undefined)).toBe(fingerprint('POST', OP, null))
+  })
+
+  test('for any JSON value, reversing every key order gives the same text, which parses back to the value', () => {
+    const reverseKeys = (v: unknown): unknown => {
+      if (Array.isArray(v)) return v.map(reverseKeys)
+      if (v === null || typeof v !== 'object') return v
+      return Object.fromEntries(Object.keys(v).reverse().map((k) => [k, reverseKeys((v as Record<string, unknown>)[k])]))
+    }
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const text = canonicalJson(value)
+        expect(canonicalJson(reverseKeys(value))).toBe(text)
+        expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(value)))
+      }),
+    )
+  })
+})
+
+describe('the idempotency.gc job', () => {
+  const RETENTION_S = 24 * 3600
+
+  test('deletes only keys older than the retention', async () => {
+    claimKey(t.deps, TENANT_A, OP, 'old-1', 'p')
+    claimKey(t.deps, TENANT_B, OP, 'old-2', 'p')
+    t.deps.testClock!.advance(RETENTION_S / 2)
+    claimKey(t.deps, TENANT_A, OP, 'recent', 'p')
+    t.deps.testClock!.advance(RETENTION_S / 2 + 60)
+    const runner = new JobRunner(t.deps, jobs)
+    const outcome = await runner.run('idempotency.gc', 'manual:1')
+    expect(outcome).toEqual(expect.objectContaining({ outcome: 'succeeded', detail: 'removed 2 expired idempotency keys' }))
+    expect(t.deps.sqlite.query('SELECT key FROM idempotency_keys').all()).toEqual([{ key: 'recent' }])
+  })
+
+  test('keeps a key just inside the retention', () => {
+    claimKey(t.deps, TENANT_A, OP, 'k', 'p')
+    t.deps.testClock!.advance(RETENTION_S - 60)
+    expect(collectExpiredKeys(t.deps)).toBe(0)
+    expect(keyCount()).toBe(1)
+    t.deps.testClock!.advance(120)
+    expect(collectExpiredKeys(t.deps)).toBe(1)
+    expect(keyCount()).toBe(0)
+  })
+})

@@ -1,0 +1,141 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { JobRunner, type JobDefinition } from '../../src/platform/jobs'
+import { tempDeps, type TempDeps } from './fixtures/temp-deps'
+
+let t: TempDeps
+beforeEach(() => {
+  t = tempDeps()
+})
+afterEach(() => t.close())
+
+/** A job whose runs wait until the test lets them finish, counting how many started. */
+function gatedJob(name = 'test.gated', leaseSeconds?: number) {
+  const gate = Promise.withResolvers<void>()
+  const state = { started: 0 }
+  const job: JobDefinition = {
+    name,
+    schedule: '0 0 1 1 *',
+    leaseSeconds,
+    description: 'waits for the test',
+    run: async ({ period }) => {
+      state.started++
+      await gate.promise
+      return `ran ${period}`
+    },
+  }
+  return { job, state, release: () => gate.resolve() }
+}
+
+const runsOf = (job: string) =>
+  t.deps.sqlite.query('SELECT period, holder, outcome, detail, finished_at FROM job_runs WHERE job = ? ORDER BY period').all(job) as {
+    period: string
+    holder: string
+    outcome: string
+    detail: string | null
+    finished_at: number | null
+  }[]
+const leaseOf = (job: string) => t.deps.sqlite.query('SELECT holder, leased_until FROM job_leases WHERE job = ?').get(job)
+
+describe('JobRunner', () => {
+  test('two processes running the same job for the same period: exactly one runs, the other is skipped', async () => {
+    const { job, state, release } = gatedJob()
+    const a = new JobRunner(t.deps, [job])
+    const b = new JobRunner(t.another(), [job])
+    const runs = [a.run(job.name, 'scheduled:2026-11-22T14:00:00.000Z'), b.run(job.name, 'scheduled:2026-11-22T14:00:00.000Z')]
+    release()
+    const outcomes = await Promise.all(runs)
+    expect(outcomes.map((o) => o.outcome).sort()).toEqual(['skipped', 'succeeded'])
+    expect(state.started).toBe(1)
+    expect(runsOf(job.name)).toEqual([
+      expect.objectContaining({ period: 'scheduled:2026-11-22T14:00:00.000Z', holder: a.holder, outcome: 'succeeded', detail: 'ran scheduled:2026-11-22T14:00:00.000Z' }),
+    ])
+  })
+
+  test('a period that already ran is skipped later too, by any process, while the next period runs', async () => {
+    const { job, state, release } = gatedJob()
+    release()
+    const a = new JobRunner(t.deps, [job])
+    const b = new JobRunner(t.another(), [job])
+    expect((await a.run(job.name, 'p1')).outcome).toBe('succeeded')
+    expect((await b.run(job.name, 'p1')).outcome).toBe('skipped')
+    expect((await a.run(job.name, 'p1')).outcome).toBe('skipped')
+    expect((await b.run(job.name, 'p2')).outcome).toBe('succeeded')
+    expect(state.started).toBe(2)
+    expect(leaseOf(job.name)).toBeNull()
+  })
+
+  test('a lease held by another live process blocks every period until it is released', async () => {
+    const { job, release } = gatedJob()
+    const a = new JobRunner(t.deps, [job])
+    const b = new JobRunner(t.another(), [job])
+    const running = a.run(job.name, 'p1')
+    expect(leaseOf(job.name)).toEqual(expect.objectContaining({ holder: a.holder }))
+    expect((await b.run(job.name, 'p2')).outcome).toBe('skipped')
+    release()
+    expect((await running).outcome).toBe('succeeded')
+    expect((await b.run(job.name, 'p2')).outcome).toBe('succeeded')
+  })
+
+  test('a lease whose holder stopped answering is taken over once it expires', async () => {
+    const { job, release } = gatedJob('test.stuck', 60)
+    const a = new JobRunner(t.deps, [job])
+    const otherDeps = t.another()
+    const b = new JobRunner(otherDeps, [job])
+    const stuck = a.run(job.name, 'p1') // never finishes until released: a hung or crashed process
+    otherDeps.testClock!.advance(59)
+    expect((await b.run(job.name, 'p2')).outcome).toBe('skipped')
+    otherDeps.testClock!.advance(2)
+    const taken = b.run(job.name, 'p2')
+    expect(leaseOf(job.name)).toEqual(expect.objectContaining({ holder: b.holder }))
+    release()
+    expect((await taken).outcome).toBe('succeeded')
+    expect((await stuck).outcome).toBe('succeeded')
+    expect(runsOf(job.name).map((r) => [r.period, r.holder, r.outcome])).toEqual([
+      ['p1', a.holder, 'succeeded'],
+      ['p2', b.holder, 'succeeded'],
+    ])
+  })
+
+  test('a job that throws is recorded as failed, logged, and releases its lease', async () => {
+    const failing: JobDefinition = {
+      name: 'test.failing',
+      schedule: '0 0 1 1 *',
+      description: 'always fails',
+      run: () => {
+        throw new Error('marketplace unreachable')
+      },
+    }
+    const a = new JobRunner(t.deps, [failing])
+    const outcome = await a.run(failing.name, 'p1')
+    expect(outcome).toEqual({ job: 'test.failing', period: 'p1', outcome: 'failed', detail: 'marketplace unreachable' })
+    const [row] = runsOf(failing.name)
+    expect(row).toEqual(expect.objectContaining({ outcome: 'failed', detail: 'marketplace unreachable' }))
+    expect(row!.finished_at).not.toBeNull()
+    expect(leaseOf(failing.name)).toBeNull()
+    expect(t.logs.some((l) => l.msg === 'job failed' && l.job === 'test.failing')).toBe(true)
+    const b = new JobRunner(t.another(), [failing])
+    expect((await b.run(failing.name, 'p2')).outcome).toBe('failed') // not blocked by a leftover lease
+  })
+
+  test('a job that rejects asynchronously is recorded as failed too', async () => {
+    const job: JobDefinition = {
+      name: 'test.rejects',
+      schedule: '0 0 1 1 *',
+      description: 'rejects',
+      run: async () => {
+        await Bun.sleep(1)
+        throw new Error('later')
+      },
+    }
+    const outcome = await new JobRunner(t.deps, [job]).run(job.name, 'p1')
+    expect(outcome.outcome).toBe('failed')
+    expect(runsOf(job.name)[0]!.outcome).toBe('failed')
+    expect(leaseOf(job.name)).toBeNull()
+  })
+
+  test('an unknown job name is a programming error', async () => {
+    const runner = new JobRunner(t.deps, [])
+    expect(runner.has('nope')).toBe(false)
+    await expect(runner.run('nope', 'p1')).rejects.toThrow(/unknown job/)
+  })
+})
