@@ -11,6 +11,10 @@ import { accountsRoutes } from './modules/accounts/accounts.routes'
 import { sessionsRoutes } from './modules/sessions/sessions.routes'
 import { resolveSession } from './modules/sessions/sessions.service'
 import { usersRoutes } from './modules/users/users.routes'
+import { tokensRoutes } from './modules/tokens/tokens.routes'
+import { resolvePat } from './modules/tokens/tokens.service'
+import { auditRoutes } from './modules/audit/audit.routes'
+import { findPlan, planFeatures } from './modules/plans/plans.repository'
 
 export const API_PREFIX = '/api/v1'
 
@@ -19,14 +23,18 @@ export const API_PREFIX = '/api/v1'
  * OpenAPI document, then every module's routes. No listening here; src/server.ts does that.
  */
 export function createApp(deps: Deps, runner: JobRunner) {
-  const authenticators: Authenticators = { session: (token) => resolveSession(deps, token), bearer: () => null }
+  const authenticators: Authenticators = {
+    session: (token) => resolveSession(deps, token),
+    bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : null),
+    planFeatures: (code) => planFeatures(findPlan(deps.db, code)),
+  }
   let allowedMethods: (path: string) => string[] = () => []
   let accessIndex = new Map<string, AccessSpec>()
   const app = new Elysia({ normalize: false })
     .use(
       platform(deps, {
         allowedMethods: (p) => allowedMethods(p),
-        checkAccess: (request, route) => ensureAccess(deps, accessIndex, authenticators, request, route),
+        checkAccess: (request, route, params) => ensureAccess(deps, accessIndex, authenticators, request, route, params),
       }),
     )
     .model({ Problem: ProblemSchema })
@@ -35,6 +43,10 @@ export function createApp(deps: Deps, runner: JobRunner) {
         path: `${API_PREFIX}/docs`,
         specPath: `${API_PREFIX}/openapi.json`,
         provider: 'scalar',
+        // The plugin would point the page at "api/v1/openapi.json", relative to /api/v1/docs: a 404.
+        scalar: { url: `${API_PREFIX}/openapi.json` },
+        // Paths with a dot are not static files here (GET /billing/charges/{day}.csv is an operation).
+        exclude: { staticFile: false, paths: [`${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`] },
         documentation: {
           info: {
             title: 'gpuhq API',
@@ -55,6 +67,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
             { name: 'system', description: 'Health, readiness and problem pages' },
             { name: 'auth', description: 'Signup, password reset, browser sessions' },
             { name: 'users', description: 'The current user and the members of the tenant' },
+            { name: 'tokens', description: 'Personal access tokens and agent init tokens' },
+            { name: 'audit', description: 'Who used the account' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
@@ -64,6 +78,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(accountsRoutes(deps))
     .use(sessionsRoutes(deps))
     .use(usersRoutes(deps))
+    .use(tokensRoutes(deps))
+    .use(auditRoutes(deps))
 
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
 

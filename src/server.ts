@@ -5,6 +5,7 @@ import { beginRequest, problemResponse, requestState } from './platform/http'
 import { finishKey } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { ProblemError } from './platform/problem'
+import { recordRequestAudit } from './modules/audit/audit.service'
 
 /**
  * Bun.serve around the Elysia app: gives each request its id and client address, writes the one
@@ -14,6 +15,7 @@ export type RunningServer = { server: Server<unknown>; url: string; stop: () => 
 
 /** Bun's own hard cap; the configured limit (1 MiB) is enforced with a problem document below it. */
 const HARD_BODY_CAP = 64 * 1024 * 1024
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 export function startServer(app: App, deps: Deps, options: { port: number; hostname?: string }): RunningServer {
   app.compile()
@@ -52,6 +54,22 @@ export async function handle(app: App, deps: Deps, request: Request, ip: string)
       await finishKey(deps, state.idempotency, response)
     } catch (error) {
       deps.log.error('could not store idempotent response', { request_id: state.id, error })
+    }
+  }
+  if (state.tenantId && state.actor && !state.audited && !SAFE_METHODS.has(request.method)) {
+    try {
+      recordRequestAudit(deps, {
+        tenantId: state.tenantId,
+        actorKind: state.actor.kind,
+        actorId: state.actor.id,
+        operation: `${request.method} ${state.route ?? new URL(request.url).pathname}`,
+        status: response.status,
+        ip,
+        userAgent: request.headers.get('user-agent'),
+        requestId: state.id,
+      })
+    } catch (error) {
+      deps.log.error('could not write the audit row', { request_id: state.id, error })
     }
   }
   if (!response.headers.has('x-request-id')) response.headers.set('x-request-id', state.id)

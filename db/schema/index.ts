@@ -2,3 +2,4 @@
 export * from './platform'
 export * from './accounts'
 export * from './mail'
+export * from './access'

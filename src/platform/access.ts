@@ -3,14 +3,34 @@ import { requestState } from './http'
 import { ProblemError } from './problem'
 
 /**
- * Who is calling and whether they may: every route declares an AccessSpec next to itself (it also
- * lands in the OpenAPI document as `x-gpuhq-access`), and one check runs for every request before
- * its body is validated, so an anonymous caller gets 401 and a caller without the role 403 whatever
- * they sent.
+ * One permission model. Every route declares an AccessSpec next to itself (it also lands in the
+ * OpenAPI document as `x-gpuhq-access`); `authorize` combines it with the caller (session user,
+ * PAT, agent, AI-assistant token, system job), the member role, the token's scopes and server
+ * allowlist, the plan's entitlements and the account state. It runs once per request before the
+ * body is validated, so an anonymous caller gets 401 and an unpermitted one 403 whatever they sent.
+ *
+ * Outcomes, in this order: 401 unauthorized → 403 forbidden (role, scope, cookie-only) →
+ * 409 plan_required → 403 feature_not_entitled → 403 account_frozen / account_in_grace →
+ * 404 not_found (a server outside the token's allowlist, like any foreign id).
  */
 
 export const ROLES = ['viewer', 'operator', 'admin', 'owner'] as const
 export type Role = (typeof ROLES)[number]
+
+export const SCOPE_AREAS = ['servers', 'commands', 'billing', 'marketplaces', 'notifications', 'strategy', 'audit'] as const
+export type Scope = `${(typeof SCOPE_AREAS)[number]}:${'read' | 'write'}`
+export const ALL_SCOPES: Scope[] = SCOPE_AREAS.flatMap((a) => [`${a}:read`, `${a}:write`] as Scope[])
+
+/** The most each role can do; a token's scopes are always cut down to its creator's current role. */
+export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
+  viewer: ALL_SCOPES.filter((s) => s.endsWith(':read') && s !== 'audit:read'),
+  operator: [...ALL_SCOPES.filter((s) => s.endsWith(':read') && s !== 'audit:read'), 'servers:write', 'commands:write'],
+  admin: ALL_SCOPES,
+  owner: ALL_SCOPES,
+}
+
+export const ENTITLEMENTS = ['strategy', 'ai_access'] as const
+export type Entitlement = (typeof ENTITLEMENTS)[number]
 
 export function roleAtLeast(role: Role, minimum: Role): boolean {
   return ROLES.indexOf(role) >= ROLES.indexOf(minimum)
@@ -25,17 +45,38 @@ export type AccessSpec =
   | {
       /** Lowest member role allowed. */
       role: Role
+      /** Scope a bearer token needs. Without one, tokens may only read (GET). */
+      scope?: Scope
       /** Browser session only (no bearer tokens), e.g. minting tokens. */
       cookieOnly?: boolean
+      /** Plan feature needed (403 feature_not_entitled otherwise). */
+      entitlement?: Entitlement
+      /** Refused while the account is frozen (403 account_frozen). */
+      denyFrozen?: boolean
+      /** Refused while the account is in grace (403 account_in_grace). */
+      denyGrace?: boolean
+      /** The tenant must have a plan assignment (409 plan_required). */
+      requiresPlan?: boolean
+      /** Path parameter naming a server: outside a token's allowlist it answers 404. */
+      serverParam?: string
     }
 
+export type TenantContext = { planCode: string | null; accountState: 'active' | 'grace' | 'frozen' }
+
 export type Actor = {
-  kind: 'user'
-  via: 'cookie' | 'bearer'
-  userId: string
+  kind: 'user' | 'pat' | 'agent' | 'mcp' | 'system'
+  via: 'cookie' | 'bearer' | 'system'
   tenantId: string
-  role: Role
+  /** The member behind the call (the token's creator for a PAT); null for agents and the system. */
+  userId: string | null
+  role: Role | null
   sessionId?: string
+  tokenId?: string
+  /** Scopes of a token; null means the member role alone decides (browser session, system). */
+  scopes: readonly Scope[] | null
+  /** Servers a token is limited to; null means no caveat. */
+  serverAllowlist: readonly string[] | null
+  tenant: TenantContext
 }
 
 export const SESSION_COOKIE = '__Host-gpuhq_session'
@@ -45,6 +86,8 @@ export type Authenticators = {
   session: (token: string) => Actor | null
   /** Resolves an Authorization: Bearer token, or null. */
   bearer: (token: string) => Actor | null
+  /** The features of a plan code ([] when unknown). */
+  planFeatures: (planCode: string) => readonly string[]
 }
 
 const actors = new WeakMap<Request, Actor>()
@@ -62,15 +105,22 @@ export function optionalActor(request: Request): Actor | null {
 
 /** The OpenAPI `detail` of a route, carrying its access declaration. */
 export function describe(spec: AccessSpec, doc: { tags: string[]; summary: string; description?: string }) {
-  const security: Record<string, string[]>[] =
-    'public' in spec ? [] : spec.cookieOnly ? [{ session: [] }] : [{ session: [] }, { bearer: [] }]
-  const who = 'public' in spec ? 'Public: no credentials.' : `Requires ${spec.cookieOnly ? 'a browser session cookie' : 'a session cookie or a bearer token'}; role ${spec.role} or above.`
-  return {
-    ...doc,
-    description: doc.description ? `${doc.description}\n\n${who}` : who,
-    security,
-    'x-gpuhq-access': spec,
+  let who: string
+  let security: Record<string, string[]>[] = []
+  if ('public' in spec) who = 'Public: no credentials.'
+  else {
+    const parts = [
+      spec.cookieOnly ? 'a browser session cookie' : `a session cookie or a bearer token${spec.scope ? ` with scope \`${spec.scope}\`` : ''}`,
+      `role ${spec.role} or above`,
+    ]
+    if (spec.entitlement) parts.push(`plan feature \`${spec.entitlement}\``)
+    if (spec.requiresPlan) parts.push('a plan assignment')
+    if (spec.denyFrozen) parts.push('an account that is not frozen')
+    if (spec.denyGrace) parts.push('an account that is not in grace')
+    who = `Requires ${parts.join(', ')}.`
+    security = spec.cookieOnly ? [{ session: [] }] : [{ session: [] }, { bearer: spec.scope ? [spec.scope] : [] }]
   }
+  return { ...doc, description: doc.description ? `${doc.description}\n\n${who}` : who, security, 'x-gpuhq-access': spec }
 }
 
 /** Access declarations by "METHOD /route/template", read from the registered routes. */
@@ -94,6 +144,51 @@ function cookieValue(header: string | null, name: string): string | null {
   return null
 }
 
+function unauthorized(): ProblemError {
+  return new ProblemError('unauthorized', { detail: 'missing or invalid credentials', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } })
+}
+
+/**
+ * The authorisation decision for an identified actor; throws the problem that applies. Used by
+ * every HTTP route (through ensureAccess) and by anything else that acts for a caller.
+ */
+export function authorize(
+  actor: Actor,
+  spec: Exclude<AccessSpec, { public: true }>,
+  ctx: { method: string; params?: Record<string, string | undefined>; planFeatures: (code: string) => readonly string[] },
+): void {
+  if (actor.kind === 'system') return
+  if (spec.cookieOnly && actor.via !== 'cookie')
+    throw new ProblemError('forbidden', { detail: 'this operation needs a browser session, not a token' })
+  if (!actor.role || !roleAtLeast(actor.role, spec.role))
+    throw new ProblemError('forbidden', { detail: `this operation needs the ${spec.role} role or above` })
+  if (actor.scopes !== null) {
+    if (spec.scope) {
+      if (!actor.scopes.includes(spec.scope) || !ROLE_SCOPES[actor.role].includes(spec.scope))
+        throw new ProblemError('forbidden', { detail: `the token lacks the ${spec.scope} scope` })
+    } else if (!SAFE_METHODS.has(ctx.method)) {
+      throw new ProblemError('forbidden', { detail: 'tokens cannot perform this operation' })
+    }
+  }
+  if (spec.requiresPlan && actor.tenant.planCode === null)
+    throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
+  if (spec.entitlement && !(actor.tenant.planCode && ctx.planFeatures(actor.tenant.planCode).includes(spec.entitlement)))
+    throw new ProblemError('feature_not_entitled', { detail: `the plan does not include ${spec.entitlement}` })
+  if (spec.denyFrozen && actor.tenant.accountState === 'frozen')
+    throw new ProblemError('account_frozen', { detail: 'the account is frozen; a top-up that brings the balance above zero unfreezes it' })
+  if (spec.denyGrace && actor.tenant.accountState === 'grace')
+    throw new ProblemError('account_in_grace', { detail: 'the account is in grace; top up to continue' })
+  if (spec.serverParam && actor.serverAllowlist) {
+    const id = ctx.params?.[spec.serverParam]
+    if (id !== undefined && !actor.serverAllowlist.includes(id.toLowerCase())) throw new ProblemError('not_found', { detail: 'resource not found' })
+  }
+}
+
+/** True when the actor may see this server at all (allowlist caveat); lists filter with it. */
+export function mayAccessServer(actor: Actor, serverId: string): boolean {
+  return actor.serverAllowlist === null || actor.serverAllowlist.includes(serverId.toLowerCase())
+}
+
 /**
  * Runs once per request (from the parse or transform hook, whichever comes first): identifies the
  * caller and applies the route's declaration. Routes without a declaration (health, problem pages,
@@ -105,13 +200,15 @@ export function ensureAccess(
   authenticators: Authenticators,
   request: Request,
   route: string,
+  params: Record<string, string | undefined> | undefined,
 ): void {
   if (checked.has(request)) return
   checked.add(request)
   const spec = index.get(`${request.method} ${route}`) ?? (request.method === 'HEAD' ? index.get(`GET ${route}`) : undefined)
   if (!spec) return
   if ('public' in spec) {
-    if (spec.requires === 'signup' && !deps.config.signupEnabled) throw new ProblemError('not_found', { detail: 'signup is disabled on this deployment' })
+    if (spec.requires === 'signup' && !deps.config.signupEnabled)
+      throw new ProblemError('not_found', { detail: 'signup is disabled on this deployment' })
     return
   }
 
@@ -121,12 +218,11 @@ export function ensureAccess(
   if (authorization !== null) {
     const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(authorization.trim())
     actor = m ? authenticators.bearer(m[1]!) : null
-    if (actor && spec.cookieOnly) throw new ProblemError('forbidden', { detail: 'this operation needs a browser session, not a token' })
   } else if (cookie) {
     actor = authenticators.session(cookie)
   }
-  if (!actor)
-    throw new ProblemError('unauthorized', { detail: 'missing or invalid credentials', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } })
+  if (!actor) throw unauthorized()
+  requestState(request, deps).tenantId = actor.tenantId
 
   if (actor.via === 'cookie' && !SAFE_METHODS.has(request.method)) {
     const site = request.headers.get('sec-fetch-site')
@@ -134,9 +230,8 @@ export function ensureAccess(
     if (site === 'cross-site' || (origin !== null && origin !== deps.config.publicUrl))
       throw new ProblemError('csrf_rejected', { detail: 'cross-site request refused' })
   }
-  if (!roleAtLeast(actor.role, spec.role))
-    throw new ProblemError('forbidden', { detail: `this operation needs the ${spec.role} role or above` })
-
+  const state = requestState(request, deps)
+  state.actor = { kind: actor.kind, id: actor.kind === 'pat' ? (actor.tokenId ?? null) : actor.userId }
+  authorize(actor, spec, { method: request.method, params, planFeatures: authenticators.planFeatures })
   actors.set(request, actor)
-  requestState(request, deps).tenantId = actor.tenantId
 }

@@ -10,6 +10,7 @@ import { startSession, type NewSession } from '../sessions/sessions.service'
 import { findUserByEmail, setPassword, type UserRow } from '../users/users.repository'
 import { consumeTicket, emailKey, issueCode, normalizeEmail, redeemCode, RESEND_COOLDOWN_SECONDS } from './codes.service'
 import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
+import { recordMemberEvent } from '../audit/audit.service'
 import { weakPasswordDetail, type Caller } from './signup.service'
 
 /**
@@ -48,6 +49,7 @@ export async function completeReset({ deps, input, caller }: { deps: Deps; input
     const now = deps.clock.nowUs()
     setPassword(tx, user.id, passwordHash, now)
     deleteUserSessions(tx, user.id)
+    recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.password_reset')
     const session = startSession(tx, deps, { userId: user.id, ...caller })
     return { user: { ...user, passwordHash, updatedAt: now }, session }
   })

@@ -10,6 +10,7 @@ import { clearSigninFailures, findSigninFailures, saveSigninFailures } from './a
 import { emailKey, normalizeEmail } from './codes.service'
 import { AUTH_LIMITS, limitByNetwork } from './limits'
 import type { Caller } from './signup.service'
+import { recordMemberEvent } from '../audit/audit.service'
 
 /**
  * Sign-in. Failures are counted per (account, client network): after 5 in a row that network
@@ -41,12 +42,14 @@ export async function signIn({ deps, input, caller }: { deps: Deps; input: { ema
       const failures = (current?.failures ?? 0) + 1
       const at = deps.clock.nowUs()
       saveSigninFailures(tx, { key, failures, blockedUntil: at + blockSeconds(failures) * 1_000_000, updatedAt: at })
+      if (user) recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.sign_in', 'denied')
     })
     deps.log.info('sign-in failed', { ip_network: ipPrefix(caller.ip) })
     throw new ProblemError('unauthorized', { detail: 'wrong email or password' })
   }
   return withTransaction(deps.db, (tx) => {
     clearSigninFailures(tx, key)
+    recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.sign_in')
     return { user, session: startSession(tx, deps, { userId: user.id, ...caller }) }
   })
 }

@@ -10,6 +10,7 @@ import { insertTenant } from '../tenants/tenants.repository'
 import { findUserByEmail, insertUser, type UserRow } from '../users/users.repository'
 import { consumeTicket, emailKey, issueCode, normalizeEmail, redeemCode, RESEND_COOLDOWN_SECONDS } from './codes.service'
 import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
+import { recordMemberEvent } from '../audit/audit.service'
 
 export type Caller = { ip: string; userAgent: string | null }
 
@@ -63,6 +64,7 @@ export async function completeSignup({ deps, input, caller }: { deps: Deps; inpu
       updatedAt: now,
     }
     insertUser(tx, user)
+    recordMemberEvent(tx, deps, { tenantId, userId: user.id, ...caller }, 'auth.signup')
     const session = startSession(tx, deps, { userId: user.id, ...caller })
     return { user, session }
   })

@@ -43,7 +43,7 @@ export function resolveSession(deps: Deps, token: string): Actor | null {
   const found = findSessionByTokenHash(deps.db, hashSecret(token))
   if (!found) return null
   const now = deps.clock.nowUs()
-  const { session, user } = found
+  const { session, user, tenant } = found
   if (session.idleExpiresAt <= now || session.absoluteExpiresAt <= now) {
     withTransaction(deps.db, (tx) => deleteSession(tx, session.id))
     return null
@@ -52,7 +52,17 @@ export function resolveSession(deps: Deps, token: string): Actor | null {
     const idleUntil = Math.min(now + deps.config.sessionIdleSeconds * 1_000_000, session.absoluteExpiresAt)
     withTransaction(deps.db, (tx) => touchSession(tx, session.id, now, idleUntil))
   }
-  return { kind: 'user', via: 'cookie', userId: user.id, tenantId: user.tenantId, role: user.role, sessionId: session.id }
+  return {
+    kind: 'user',
+    via: 'cookie',
+    userId: user.id,
+    tenantId: user.tenantId,
+    role: user.role,
+    sessionId: session.id,
+    scopes: null,
+    serverAllowlist: null,
+    tenant: { planCode: tenant.planCode, accountState: tenant.accountState },
+  }
 }
 
 export function endSession({ deps, sessionId }: { deps: Deps; sessionId: string }): void {

@@ -2,7 +2,7 @@ import { withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { decodeCursor, toPage } from '../../platform/cursor'
-import { problems, type FieldError } from '../../platform/problem'
+import { ProblemError, problems, type FieldError } from '../../platform/problem'
 import { formatTimestamp } from '../../platform/time'
 import { findTenantUser, listTenantUsers, updateUser, type UserRow } from './users.repository'
 
@@ -19,8 +19,14 @@ export function meView(u: UserRow) {
   }
 }
 
+/** The member acting; agents and the system have no profile. */
+function memberId(actor: Actor): string {
+  if (!actor.userId) throw new ProblemError('forbidden', { detail: 'only members have a profile' })
+  return actor.userId
+}
+
 export function getMe({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const user = findTenantUser(deps.db, actor.tenantId, actor.userId)
+  const user = findTenantUser(deps.db, actor.tenantId, memberId(actor))
   if (!user) throw problems.notFound('no such user')
   return meView(user)
 }
@@ -58,13 +64,13 @@ export function updateMe({
   if (locale === null) errors.push({ path: '/locale', code: 'invalid_locale' })
   if (errors.length) throw problems.validation(errors)
   return withTransaction(deps.db, (tx) => {
-    const user = findTenantUser(tx, actor.tenantId, actor.userId)
+    const user = findTenantUser(tx, actor.tenantId, memberId(actor))
     if (!user) throw problems.notFound('no such user')
     const patch: Partial<UserRow> = { updatedAt: deps.clock.nowUs() }
     if (input.timezone !== undefined) patch.timezone = input.timezone
     if (locale) patch.locale = locale
     if (input.display_name !== undefined) patch.displayName = input.display_name
-    updateUser(tx, actor.tenantId, actor.userId, patch)
+    updateUser(tx, actor.tenantId, user.id, patch)
     return meView({ ...user, ...patch })
   })
 }

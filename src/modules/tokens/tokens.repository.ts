@@ -1,0 +1,86 @@
+import { and, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm'
+import { accessTokens, initTokens, servers, tenants, users } from '../../../db/schema'
+import type { DbOrTx } from '../../../db/client'
+
+export type AccessTokenRow = typeof accessTokens.$inferSelect
+export type InitTokenRow = typeof initTokens.$inferSelect
+
+export function insertAccessToken(tx: DbOrTx, row: AccessTokenRow): void {
+  tx.insert(accessTokens).values(row).run()
+}
+
+/** The token with its creator and tenant, by the hash of the plaintext. */
+export function findAccessTokenByHash(db: DbOrTx, tokenHash: string) {
+  return db
+    .select({ token: accessTokens, user: users, tenant: tenants })
+    .from(accessTokens)
+    .innerJoin(users, eq(users.id, accessTokens.userId))
+    .innerJoin(tenants, eq(tenants.id, accessTokens.tenantId))
+    .where(eq(accessTokens.tokenHash, tokenHash))
+    .get()
+}
+
+export function touchAccessToken(tx: DbOrTx, id: string, at: number): void {
+  tx.update(accessTokens).set({ lastUsedAt: at }).where(eq(accessTokens.id, id)).run()
+}
+
+/** Live tokens of a tenant (optionally one member's), newest first, before `beforeId` when paging. */
+export function listAccessTokens(db: DbOrTx, tenantId: string, userId: string | null, beforeId: string | null, limit: number): AccessTokenRow[] {
+  const where = [eq(accessTokens.tenantId, tenantId), isNull(accessTokens.revokedAt)]
+  if (userId) where.push(eq(accessTokens.userId, userId))
+  if (beforeId) where.push(lt(accessTokens.id, beforeId))
+  return db.select().from(accessTokens).where(and(...where)).orderBy(desc(accessTokens.id)).limit(limit).all()
+}
+
+export function findLiveAccessToken(db: DbOrTx, tenantId: string, id: string): AccessTokenRow | undefined {
+  return db.select().from(accessTokens).where(and(eq(accessTokens.tenantId, tenantId), eq(accessTokens.id, id), isNull(accessTokens.revokedAt))).get()
+}
+
+export function revokeAccessToken(tx: DbOrTx, id: string, at: number): void {
+  tx.update(accessTokens).set({ revokedAt: at }).where(eq(accessTokens.id, id)).run()
+}
+
+export function findTenantServer(db: DbOrTx, tenantId: string, id: string) {
+  return db.select().from(servers).where(and(eq(servers.tenantId, tenantId), eq(servers.id, id), isNull(servers.decommissionedAt))).get()
+}
+
+export function countManagedServers(db: DbOrTx, tenantId: string): number {
+  const r = db.select({ n: sql<number>`count(*)` }).from(servers).where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt))).get()
+  return Number(r?.n ?? 0)
+}
+
+/** Unused, unexpired, unrevoked init tokens not bound to a server: each may still add one. */
+export function countOutstandingUnboundInitTokens(db: DbOrTx, tenantId: string, now: number): number {
+  const r = db
+    .select({ n: sql<number>`count(*)` })
+    .from(initTokens)
+    .where(and(eq(initTokens.tenantId, tenantId), isNull(initTokens.serverId), isNull(initTokens.claimedAt), isNull(initTokens.revokedAt), gt(initTokens.expiresAt, now)))
+    .get()
+  return Number(r?.n ?? 0)
+}
+
+export function insertInitToken(tx: DbOrTx, row: InitTokenRow): void {
+  tx.insert(initTokens).values(row).run()
+}
+
+/**
+ * Claims an init token exactly once: a single conditional UPDATE, so of any number of concurrent
+ * claims (in any number of processes) exactly one changes the row.
+ */
+export function claimInitTokenRow(tx: DbOrTx, tokenHash: string, now: number): InitTokenRow | undefined {
+  const r = tx
+    .update(initTokens)
+    .set({ claimedAt: now })
+    .where(and(eq(initTokens.tokenHash, tokenHash), isNull(initTokens.claimedAt), isNull(initTokens.revokedAt), gt(initTokens.expiresAt, now)))
+    .run() as unknown as { changes: number }
+  if (r.changes !== 1) return undefined
+  return tx.select().from(initTokens).where(eq(initTokens.tokenHash, tokenHash)).get()
+}
+
+/** Revokes every other unused init token bound to the same server (one agent per server). */
+export function revokeSiblingInitTokens(tx: DbOrTx, serverId: string, keepId: string, now: number): void {
+  tx.update(initTokens)
+    .set({ revokedAt: now })
+    .where(and(eq(initTokens.serverId, serverId), isNull(initTokens.claimedAt), isNull(initTokens.revokedAt), or(lt(initTokens.id, keepId), gt(initTokens.id, keepId))))
+    .run()
+}
