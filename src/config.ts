@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { randomBytes } from 'node:crypto'
 
@@ -107,8 +107,19 @@ function secretKey(env: Env, dataDir: string): Buffer {
   }
   mkdirSync(dirname(file), { recursive: true })
   const bytes = randomBytes(32)
-  writeFileSync(file, bytes.toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
-  return bytes
+  // Written to a temporary name and linked into place: a process starting at the same moment
+  // either wins the link or reads the other's complete key, never half a file.
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`
+  writeFileSync(tmp, bytes.toString('hex') + '\n', { mode: 0o600 })
+  try {
+    linkSync(tmp, file)
+    return bytes
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
+    return secretKey(env, dataDir)
+  } finally {
+    unlinkSync(tmp)
+  }
 }
 
 export function loadConfig(env: Env = process.env): Config {

@@ -27,6 +27,8 @@ export class JobRunner {
   readonly holder: string
   #crons: Cron[] = []
   #running = new Set<Promise<unknown>>()
+  /** Jobs this process is running now: the database lease is shared by our own runs too. */
+  #active = new Set<string>()
   readonly #byName: Map<string, JobDefinition>
 
   constructor(
@@ -75,6 +77,7 @@ export class JobRunner {
     const job = this.#byName.get(name)
     if (!job) throw new Error(`unknown job ${name}`)
     const { deps } = this
+    if (this.#active.has(name)) return { job: name, period, outcome: 'skipped', detail: 'already running in this process' }
     const nowUs = deps.clock.nowUs()
     const leaseUs = (job.leaseSeconds ?? 300) * 1_000_000
     const got = withTransaction(deps.db, (tx) => {
@@ -91,6 +94,7 @@ export class JobRunner {
     })
     if (!got) return { job: name, period, outcome: 'skipped', detail: 'another process holds the lease or ran this period' }
 
+    this.#active.add(name)
     let outcome: JobOutcome
     try {
       const detail = (await job.run({ deps, period, nowUs })) ?? null
@@ -106,6 +110,7 @@ export class JobRunner {
         .run()
       tx.delete(jobLeases).where(and(eq(jobLeases.job, name), eq(jobLeases.holder, this.holder))).run()
     })
+    this.#active.delete(name)
     deps.log.info('job run', { job: name, period, outcome: outcome.outcome, detail: outcome.detail, at: formatTimestamp(nowUs) })
     return outcome
   }

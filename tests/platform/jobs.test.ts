@@ -37,6 +37,18 @@ const runsOf = (job: string) =>
 const leaseOf = (job: string) => t.deps.sqlite.query('SELECT holder, leased_until FROM job_leases WHERE job = ?').get(job)
 
 describe('JobRunner', () => {
+  test('a manual run during a scheduled run of the same job in one process is skipped, not run twice at once', async () => {
+    const g = gatedJob()
+    const runner = new JobRunner(t.deps, [g.job])
+    const first = runner.run(g.job.name, 'scheduled:a')
+    const second = await runner.run(g.job.name, 'manual:b')
+    expect(second.outcome).toBe('skipped')
+    g.release()
+    expect((await first).outcome).toBe('succeeded')
+    expect(g.state.started).toBe(1)
+    expect((await runner.run(g.job.name, 'manual:c')).outcome).toBe('succeeded')
+  })
+
   test('two processes running the same job for the same period: exactly one runs, the other is skipped', async () => {
     const { job, state, release } = gatedJob()
     const a = new JobRunner(t.deps, [job])
