@@ -3,6 +3,8 @@ import { pruneJobRuns } from '../src/platform/jobs'
 import { collectExpiredKeys } from '../src/platform/idempotency'
 import { collectDrainedBuckets } from '../src/platform/rate-limit'
 import { collectAuthLeftovers } from '../src/modules/accounts/accounts.gc'
+import { fleetRuntime } from '../src/modules/fleet/presence'
+import { refreshAllSnapshots } from '../src/modules/fleet/snapshot.service'
 
 /**
  * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
@@ -10,6 +12,20 @@ import { collectAuthLeftovers } from '../src/modules/accounts/accounts.gc'
  * idempotent per period.
  */
 export const jobs: readonly JobDefinition[] = [
+  {
+    name: 'presence.sweep',
+    schedule: '*/15 * * * * *',
+    leaseSeconds: 60,
+    description: 'Moves servers without a heartbeat to suspect after 60 s and offline after 300 s.',
+    run: ({ deps }) => fleetRuntime(deps).sweep(),
+  },
+  {
+    name: 'fleet.snapshot',
+    schedule: '*/60 * * * * *',
+    leaseSeconds: 120,
+    description: 'Recomputes every tenant\'s fleet snapshot (GET /servers, GET /dashboard).',
+    run: ({ deps }) => refreshAllSnapshots(deps),
+  },
   {
     name: 'notifications.dispatch',
     schedule: '*/30 * * * * *',

@@ -14,6 +14,10 @@ import { usersRoutes } from './modules/users/users.routes'
 import { tokensRoutes } from './modules/tokens/tokens.routes'
 import { resolvePat } from './modules/tokens/tokens.service'
 import { auditRoutes } from './modules/audit/audit.routes'
+import { agentRoutes } from './modules/agent/agent.routes'
+import { serversRoutes } from './modules/fleet/servers.routes'
+import { groupsRoutes } from './modules/groups/groups.routes'
+import { resolveAgent } from './modules/agent/agent.service'
 import { findPlan, planFeatures } from './modules/plans/plans.repository'
 
 export const API_PREFIX = '/api/v1'
@@ -25,7 +29,8 @@ export const API_PREFIX = '/api/v1'
 export function createApp(deps: Deps, runner: JobRunner) {
   const authenticators: Authenticators = {
     session: (token) => resolveSession(deps, token),
-    bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : null),
+    bearer: (token) =>
+      token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null,
     planFeatures: (code) => planFeatures(findPlan(deps.db, code)),
   }
   let allowedMethods: (path: string) => string[] = () => []
@@ -69,6 +74,9 @@ export function createApp(deps: Deps, runner: JobRunner) {
             { name: 'users', description: 'The current user and the members of the tenant' },
             { name: 'tokens', description: 'Personal access tokens and agent init tokens' },
             { name: 'audit', description: 'Who used the account' },
+            { name: 'agent', description: 'Agent enrolment, HTTPS hello and the WebSocket session' },
+            { name: 'servers', description: 'The fleet: servers, presence, configuration, maintenance, events, dashboard' },
+            { name: 'groups', description: 'Server groups' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
@@ -80,6 +88,9 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(usersRoutes(deps))
     .use(tokensRoutes(deps))
     .use(auditRoutes(deps))
+    .use(agentRoutes(deps))
+    .use(serversRoutes(deps))
+    .use(groupsRoutes(deps))
 
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
 

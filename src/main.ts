@@ -4,6 +4,7 @@ import { createApp } from './app'
 import { startServer } from './server'
 import { JobRunner } from './platform/jobs'
 import { jobs } from '../jobs'
+import { fleetRuntime } from './modules/fleet/presence'
 
 /** Composition root: config → database → app → jobs → listen; SIGTERM drains and closes. */
 let config: Config
@@ -41,6 +42,7 @@ async function shutdown(signal: string) {
   deps.log.info('shutting down', { signal })
   await running.stop() // waits for in-flight requests
   await runner.stop()
+  fleetRuntime(deps).stop() // writes buffered heartbeats and telemetry
   deps.sqlite.close()
   deps.log.info('stopped', { signal })
   process.exit(0)

@@ -6,12 +6,13 @@ import { finishKey } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { ProblemError } from './platform/problem'
 import { recordRequestAudit } from './modules/audit/audit.service'
+import { AGENT_WS_PATH, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent/agent.ws'
 
 /**
  * Bun.serve around the Elysia app: gives each request its id and client address, writes the one
  * log line per request, stores idempotent responses, and drains in-flight requests on stop.
  */
-export type RunningServer = { server: Server<unknown>; url: string; stop: () => Promise<void> }
+export type RunningServer = { server: Server<AgentSocketData>; url: string; stop: () => Promise<void> }
 
 /** Bun's own hard cap; the configured limit (1 MiB) is enforced with a problem document below it. */
 const HARD_BODY_CAP = 64 * 1024 * 1024
@@ -19,14 +20,21 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 export function startServer(app: App, deps: Deps, options: { port: number; hostname?: string }): RunningServer {
   app.compile()
-  const server = Bun.serve({
+  const server = Bun.serve<AgentSocketData>({
     port: options.port,
     hostname: options.hostname ?? '0.0.0.0',
     maxRequestBodySize: Math.max(HARD_BODY_CAP, deps.config.bodyLimitBytes * 2),
     development: false,
+    websocket: agentWebSocket(deps),
     async fetch(request, srv) {
       const peer = srv.requestIP(request)?.address ?? '127.0.0.1'
       const ip = clientIp(peer, request.headers.get('x-forwarded-for'), deps.config.trustedProxies)
+      if (request.headers.get('upgrade')?.toLowerCase() === 'websocket' && new URL(request.url).pathname === AGENT_WS_PATH) {
+        const requestId = deps.newId()
+        const refused = upgradeAgent(deps, request, srv, requestId)
+        deps.log.info('request', { method: 'GET', route: AGENT_WS_PATH, path: AGENT_WS_PATH, status: refused?.status ?? 101, request_id: requestId, ip })
+        return refused
+      }
       return handle(app, deps, request, ip)
     },
   })

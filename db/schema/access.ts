@@ -1,5 +1,6 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { tenants, users } from './accounts'
+import { servers } from './fleet'
 
 /**
  * The plan catalogue (decisions.md, "Plan catalogue"), seeded by migration and editable by the
@@ -18,19 +19,6 @@ export const plans = sqliteTable('plans', {
   position: integer('position').notNull(),
   updatedAt: integer('updated_at').notNull(),
 })
-
-/** Managed servers. The fleet feature adds the agent, presence and telemetry columns. */
-export const servers = sqliteTable(
-  'servers',
-  {
-    id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    name: text('name').notNull(),
-    createdAt: integer('created_at').notNull(),
-    decommissionedAt: integer('decommissioned_at'),
-  },
-  (t) => [index('servers_tenant').on(t.tenantId)],
-)
 
 /** Personal access tokens, stored only as the SHA-256 of the plaintext. */
 export const accessTokens = sqliteTable(

@@ -2,4 +2,5 @@
 export * from './platform'
 export * from './accounts'
 export * from './mail'
+export * from './fleet'
 export * from './access'

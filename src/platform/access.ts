@@ -38,6 +38,10 @@ export function roleAtLeast(role: Role, minimum: Role): boolean {
 
 export type AccessSpec =
   | {
+      /** The enrolled agent of a server, with its gpuhq_agt_ credential (nothing else). */
+      agent: true
+    }
+  | {
       public: true
       /** A deployment switch that must be on, else the operation answers 404 (signup). */
       requires?: 'signup'
@@ -108,7 +112,10 @@ export function describe(spec: AccessSpec, doc: { tags: string[]; summary: strin
   let who: string
   let security: Record<string, string[]>[] = []
   if ('public' in spec) who = 'Public: no credentials.'
-  else {
+  else if ('agent' in spec) {
+    who = 'Requires the agent credential of an enrolled server (Authorization: Bearer gpuhq_agt_…).'
+    security = [{ bearer: [] }]
+  } else {
     const parts = [
       spec.cookieOnly ? 'a browser session cookie' : `a session cookie or a bearer token${spec.scope ? ` with scope \`${spec.scope}\`` : ''}`,
       `role ${spec.role} or above`,
@@ -154,10 +161,11 @@ function unauthorized(): ProblemError {
  */
 export function authorize(
   actor: Actor,
-  spec: Exclude<AccessSpec, { public: true }>,
+  spec: Exclude<AccessSpec, { public: true } | { agent: true }>,
   ctx: { method: string; params?: Record<string, string | undefined>; planFeatures: (code: string) => readonly string[] },
 ): void {
   if (actor.kind === 'system') return
+  if (actor.kind === 'agent') throw new ProblemError('forbidden', { detail: 'agent credentials only serve the agent operations' })
   if (spec.cookieOnly && actor.via !== 'cookie')
     throw new ProblemError('forbidden', { detail: 'this operation needs a browser session, not a token' })
   if (!actor.role || !roleAtLeast(actor.role, spec.role))
@@ -223,6 +231,12 @@ export function ensureAccess(
   }
   if (!actor) throw unauthorized()
   requestState(request, deps).tenantId = actor.tenantId
+  if ('agent' in spec) {
+    if (actor.kind !== 'agent') throw new ProblemError('forbidden', { detail: 'this operation is for agents' })
+    actors.set(request, actor)
+    requestState(request, deps).actor = { kind: 'agent', id: actor.tokenId ?? null }
+    return
+  }
 
   if (actor.via === 'cookie' && !SAFE_METHODS.has(request.method)) {
     const site = request.headers.get('sec-fetch-site')
@@ -231,7 +245,7 @@ export function ensureAccess(
       throw new ProblemError('csrf_rejected', { detail: 'cross-site request refused' })
   }
   const state = requestState(request, deps)
-  state.actor = { kind: actor.kind, id: actor.kind === 'pat' ? (actor.tokenId ?? null) : actor.userId }
+  state.actor = { kind: actor.kind, id: actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null) }
   authorize(actor, spec, { method: request.method, params, planFeatures: authenticators.planFeatures })
   actors.set(request, actor)
 }

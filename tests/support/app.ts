@@ -9,6 +9,7 @@ import { JobRunner } from '../../src/platform/jobs'
 import { createLogger } from '../../src/platform/logger'
 import type { Deps } from '../../src/platform/context'
 import { jobs } from '../../jobs'
+import { fleetRuntime } from '../../src/modules/fleet/presence'
 
 export const TEST_PUBLIC_URL = 'http://gpuhq.test'
 export const TEST_SECRET_KEY = 'a'.repeat(64)
@@ -69,6 +70,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     close: async () => {
       await running.stop()
       await runner.stop()
+      fleetRuntime(deps).stop()
       deps.sqlite.close()
       rmSync(dir, { recursive: true, force: true })
     },

@@ -13,7 +13,7 @@ import { insertAudit, listAudit, type AuditRow } from './audit.repository'
  * that reached a tenant (src/server.ts), so every write appears, refused ones included.
  */
 export function actorIdOf(actor: Actor): string | null {
-  return actor.kind === 'pat' || actor.kind === 'mcp' ? (actor.tokenId ?? null) : actor.userId
+  return actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null)
 }
 
 export function recordAudit(

@@ -84,3 +84,7 @@ export function revokeSiblingInitTokens(tx: DbOrTx, serverId: string, keepId: st
     .where(and(eq(initTokens.serverId, serverId), isNull(initTokens.claimedAt), isNull(initTokens.revokedAt), or(lt(initTokens.id, keepId), gt(initTokens.id, keepId))))
     .run()
 }
+
+export function setInitTokenServer(tx: DbOrTx, id: string, serverId: string): void {
+  tx.update(initTokens).set({ claimedServerId: serverId }).where(eq(initTokens.id, id)).run()
+}

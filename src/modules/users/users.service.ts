@@ -31,13 +31,17 @@ export function getMe({ deps, actor }: { deps: Deps; actor: Actor }) {
   return meView(user)
 }
 
-export function isTimeZone(tz: string): boolean {
+/**
+ * The IANA zone's canonical spelling ("europe/berlin" → "Europe/Berlin"), or null. Intl knows the
+ * IANA database (names and their aliases) and throws RangeError for anything else, but it also
+ * accepts UTC offsets ("+05:00"), which are not zone names and are refused here.
+ */
+export function canonicalTimeZone(tz: string): string | null {
+  if (!/^[A-Za-z]/.test(tz)) return null
   try {
-    // Intl knows the IANA database (names and their aliases) and throws RangeError for anything else.
-    new Intl.DateTimeFormat('en', { timeZone: tz })
-    return true
+    return new Intl.DateTimeFormat('en', { timeZone: tz }).resolvedOptions().timeZone
   } catch {
-    return false
+    return null
   }
 }
 
@@ -59,7 +63,8 @@ export function updateMe({
   input: { timezone?: string; locale?: string; display_name?: string | null }
 }) {
   const errors: FieldError[] = []
-  if (input.timezone !== undefined && !isTimeZone(input.timezone)) errors.push({ path: '/timezone', code: 'unknown_time_zone' })
+  const timezone = input.timezone === undefined ? undefined : canonicalTimeZone(input.timezone)
+  if (timezone === null) errors.push({ path: '/timezone', code: 'unknown_time_zone' })
   const locale = input.locale === undefined ? undefined : canonicalLocale(input.locale)
   if (locale === null) errors.push({ path: '/locale', code: 'invalid_locale' })
   if (errors.length) throw problems.validation(errors)
@@ -67,7 +72,7 @@ export function updateMe({
     const user = findTenantUser(tx, actor.tenantId, memberId(actor))
     if (!user) throw problems.notFound('no such user')
     const patch: Partial<UserRow> = { updatedAt: deps.clock.nowUs() }
-    if (input.timezone !== undefined) patch.timezone = input.timezone
+    if (timezone) patch.timezone = timezone
     if (locale) patch.locale = locale
     if (input.display_name !== undefined) patch.displayName = input.display_name
     updateUser(tx, actor.tenantId, user.id, patch)

@@ -1,0 +1,106 @@
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { tenants } from './accounts'
+
+// The fleet: servers with an agent, their groups, durable events and latest telemetry.
+
+export const serverGroups = sqliteTable(
+  'server_groups',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    name: text('name').notNull(),
+    position: integer('position').notNull(),
+    version: integer('version').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('server_groups_tenant_name').on(t.tenantId, t.name)],
+)
+
+export const servers = sqliteTable(
+  'servers',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    name: text('name').notNull(),
+    createdAt: integer('created_at').notNull(),
+    decommissionedAt: integer('decommissioned_at'),
+    /** Monotonic, for ETag / If-Match on the server's configuration. */
+    version: integer('version').notNull().default(1),
+    hostname: text('hostname'),
+    fingerprint: text('fingerprint'),
+    publicIp: text('public_ip'),
+    diskGb: integer('disk_gb'),
+    portRange: text('port_range'),
+    agentVersion: text('agent_version'),
+    /** JSON array of the GPUs the agent reported: {index, model, memory_mb, uuid}. */
+    gpus: text('gpus').notNull().default('[]'),
+    gpuCount: integer('gpu_count').notNull().default(0),
+    gpuModel: text('gpu_model').notNull().default(''),
+    groupId: text('group_id').references(() => serverGroups.id),
+    tags: text('tags').notNull().default('[]'),
+    /** Owner's electricity tariff, micro-USD per kWh. */
+    electricityMicrosPerKwh: integer('electricity_micros_per_kwh'),
+    maintenanceSince: integer('maintenance_since'),
+    maintenanceReason: text('maintenance_reason'),
+    presence: text('presence', { enum: ['online', 'suspect', 'offline'] }).notNull().default('offline'),
+    /** Last heartbeat of the live session; null until the command channel came up once. */
+    lastSeenAt: integer('last_seen_at'),
+    /** Last HTTPS hello (never makes the server online). */
+    lastHelloAt: integer('last_hello_at'),
+    agentTokenHash: text('agent_token_hash'),
+    enrolledAt: integer('enrolled_at'),
+  },
+  (t) => [index('servers_tenant').on(t.tenantId), uniqueIndex('servers_agent_token').on(t.agentTokenHash), index('servers_presence').on(t.presence, t.lastSeenAt)],
+)
+
+/** Typed durable server events: presence transitions, maintenance, enrolment, agent reports. */
+export const serverEvents = sqliteTable(
+  'server_events',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id').notNull(),
+    serverId: text('server_id').notNull().references(() => servers.id),
+    kind: text('kind').notNull(),
+    severity: text('severity', { enum: ['info', 'warning', 'error', 'critical'] }).notNull(),
+    message: text('message').notNull(),
+    data: text('data'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('server_events_server').on(t.serverId, t.id)],
+)
+
+/** "Keep this server on this marketplace" flags. */
+export const serverKeepOn = sqliteTable(
+  'server_keep_on',
+  {
+    serverId: text('server_id').notNull().references(() => servers.id),
+    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    tenantId: text('tenant_id').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.serverId, t.marketplace] })],
+)
+
+/** The latest value of each metric per server and GPU (gpu_index -1 for host scope). */
+export const serverLatestMetrics = sqliteTable(
+  'server_latest_metrics',
+  {
+    serverId: text('server_id').notNull().references(() => servers.id),
+    gpuIndex: integer('gpu_index').notNull(),
+    metric: text('metric').notNull(),
+    value: real('value'),
+    t: integer('t').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.serverId, t.gpuIndex, t.metric] })],
+)
+
+/** The consistent fleet snapshot per tenant (GET /servers), refreshed by fleet.snapshot. */
+export const fleetSnapshots = sqliteTable('fleet_snapshots', {
+  tenantId: text('tenant_id').primaryKey(),
+  generatedAt: integer('generated_at').notNull(),
+  dataAsOf: integer('data_as_of').notNull(),
+  /** JSON array of fleet rows. */
+  body: text('body').notNull(),
+  /** Set when a write made the snapshot out of date; the next read recomputes it. */
+  dirty: integer('dirty', { mode: 'boolean' }).notNull(),
+})

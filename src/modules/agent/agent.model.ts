@@ -1,0 +1,68 @@
+import { Type } from '@sinclair/typebox'
+import { Nullable, Uuid } from '../../platform/schemas'
+
+export const SEMVER_PATTERN = '^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$'
+
+const Gpu = Type.Object({
+  index: Type.Integer({ minimum: 0, maximum: 127 }),
+  model: Type.String({ minLength: 1, maxLength: 128 }),
+  memory_mb: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+  uuid: Type.Optional(Nullable(Type.String({ maxLength: 128 }))),
+})
+
+/** Host facts an agent reports at enrolment and in its hello. */
+const HostFacts = {
+  agent_version: Type.String({ maxLength: 32, pattern: SEMVER_PATTERN }),
+  hostname: Type.String({ minLength: 1, maxLength: 253 }),
+  fingerprint: Type.Optional(Nullable(Type.String({ maxLength: 128 }))),
+  public_ip: Type.Optional(Nullable(Type.String({ maxLength: 45 }))),
+  disk_gb: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+  port_range: Type.Optional(Nullable(Type.String({ maxLength: 32 }))),
+  gpus: Type.Array(Gpu, { maxItems: 128 }),
+}
+
+export const RegisterBody = Type.Object({ init_token: Type.String({ minLength: 1, maxLength: 256 }), ...HostFacts })
+export const Registered = Type.Object({
+  server_id: Uuid(),
+  agent_token: Type.String({ description: 'gpuhq_agt_… credential, shown once; present it as Authorization: Bearer' }),
+  ws_url: Type.String(),
+  heartbeat_interval_s: Type.Integer(),
+  telemetry_interval_s: Type.Integer(),
+})
+export const HelloBody = Type.Object(HostFacts)
+
+export type HostFactsInput = {
+  agent_version: string
+  hostname: string
+  fingerprint?: string | null
+  public_ip?: string | null
+  disk_gb?: number | null
+  port_range?: string | null
+  gpus: { index: number; model: string; memory_mb?: number | null; uuid?: string | null }[]
+}
+
+/** Frames an agent sends on its session (agent-protocol.md). */
+const MetricName = '^[a-z][a-z0-9_]{1,63}$'
+export const Frames = {
+  hello: Type.Object({ type: Type.Literal('hello'), ...HostFacts }),
+  heartbeat: Type.Object({ type: Type.Literal('heartbeat'), seq: Type.Integer() }),
+  telemetry: Type.Object({
+    type: Type.Literal('telemetry'),
+    samples: Type.Array(
+      Type.Object({
+        t: Type.String({ maxLength: 64 }),
+        scope: Type.Union([Type.Literal('host'), Type.Literal('gpu')]),
+        gpu_index: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 127 }))),
+        values: Type.Record(Type.String({ pattern: MetricName }), Nullable(Type.Number()), { maxProperties: 64 }),
+      }),
+      { maxItems: 2048 },
+    ),
+  }),
+  event: Type.Object({
+    type: Type.Literal('event'),
+    kind: Type.String({ pattern: '^[a-z][a-z0-9_.-]{0,63}$' }),
+    severity: Type.Union([Type.Literal('info'), Type.Literal('warning'), Type.Literal('error'), Type.Literal('critical')]),
+    message: Type.String({ maxLength: 1024 }),
+    data: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown()))),
+  }),
+} as const

@@ -1,0 +1,127 @@
+import { withTransaction } from '../../../db/client'
+import type { Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { ProblemError, problems } from '../../platform/problem'
+import { generateSecret, hashSecret, hasValidChecksum } from '../../platform/secrets'
+import { recordServerEvent } from '../fleet/events'
+import { findServer, findServerByAgentToken, findServerByFingerprint, insertServer, markFleetDirty, updateServer, type ServerRow } from '../fleet/fleet.repository'
+import { assertRoomForServer, claimInitToken } from '../tokens/init-tokens.service'
+import { revokeSiblingInitTokens, setInitTokenServer } from '../tokens/tokens.repository'
+import { findTenant } from '../tenants/tenants.repository'
+import type { HostFactsInput } from './agent.model'
+
+/**
+ * Enrolment (agent-protocol.md): the init token is claimed exactly once, inside the transaction
+ * that attaches or creates the server, so a refused enrolment (old agent, frozen account, full
+ * plan) leaves it unclaimed. Re-enrolling replaces the server's agent credential at once.
+ */
+export const HEARTBEAT_INTERVAL_S = 15
+export const TELEMETRY_INTERVAL_S = 10
+
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[-+]/)[0]!.split('.').map(Number)
+  const pb = b.split(/[-+]/)[0]!.split('.').map(Number)
+  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0)
+  return 0
+}
+
+export function assertAgentVersion(deps: Deps, version: string): void {
+  if (compareVersions(version, deps.config.minAgentVersion) < 0)
+    throw new ProblemError('unsupported_agent_version', {
+      detail: `agent ${version} is older than the minimum ${deps.config.minAgentVersion}; update the agent`,
+    })
+}
+
+export function wsUrl(publicUrl: string): string {
+  return publicUrl.replace(/^http/, 'ws') + '/api/v1/agent/ws'
+}
+
+export function hostFacts(input: HostFactsInput): Partial<ServerRow> {
+  const gpus = [...input.gpus].sort((a, b) => a.index - b.index)
+  const models = [...new Set(gpus.map((g) => g.model))]
+  return {
+    hostname: input.hostname,
+    agentVersion: input.agent_version,
+    fingerprint: input.fingerprint ?? null,
+    publicIp: input.public_ip ?? null,
+    diskGb: input.disk_gb ?? null,
+    portRange: input.port_range ?? null,
+    gpus: JSON.stringify(gpus),
+    gpuCount: gpus.length,
+    gpuModel: models.length === 0 ? '' : models.length === 1 ? models[0]! : models.join(' + ').slice(0, 128),
+  }
+}
+
+export function registerAgent({ deps, input }: { deps: Deps; input: HostFactsInput & { init_token: string } }) {
+  assertAgentVersion(deps, input.agent_version)
+  const agentToken = generateSecret('gpuhq_agt_')
+  const result = withTransaction(deps.db, (tx) => {
+    const token = claimInitToken(tx, deps, input.init_token)
+    if (!token) throw new ProblemError('unauthorized', { detail: 'the init token is used, expired, revoked or unknown' })
+    const tenant = findTenant(tx, token.tenantId)
+    if (tenant?.accountState === 'frozen') throw new ProblemError('account_frozen', { detail: 'the account is frozen; enrolment is refused' })
+    const now = deps.clock.nowUs()
+    let server: ServerRow | undefined
+    if (token.serverId) {
+      server = findServer(tx, token.tenantId, token.serverId)
+      if (!server || server.decommissionedAt !== null) throw new ProblemError('unauthorized', { detail: 'the init token is used, expired, revoked or unknown' })
+    } else if (input.fingerprint) {
+      server = findServerByFingerprint(tx, token.tenantId, input.fingerprint)
+    }
+    const facts = hostFacts(input)
+    if (server) {
+      updateServer(tx, server.id, { ...facts, agentTokenHash: hashSecret(agentToken), enrolledAt: now })
+    } else {
+      assertRoomForServer(tx, token.tenantId, now, 1, false)
+      server = { id: deps.newId(), tenantId: token.tenantId } as ServerRow
+      insertServer(tx, { id: server.id, tenantId: token.tenantId, name: input.hostname.slice(0, 128), createdAt: now, ...facts, agentTokenHash: hashSecret(agentToken), enrolledAt: now })
+    }
+    setInitTokenServer(tx, token.id, server.id)
+    revokeSiblingInitTokens(tx, server.id, token.id, now)
+    recordServerEvent(tx, deps, { id: server.id, tenantId: token.tenantId }, { kind: 'agent.enrolled', message: `agent ${input.agent_version} enrolled from ${input.hostname}`, data: { init_token_id: token.id, bound: token.serverId !== null } })
+    markFleetDirty(tx, token.tenantId)
+    return { serverId: server.id, tenantId: token.tenantId, initTokenId: token.id }
+  })
+  return {
+    ...result,
+    body: {
+      server_id: result.serverId,
+      agent_token: agentToken,
+      ws_url: wsUrl(deps.config.publicUrl),
+      heartbeat_interval_s: HEARTBEAT_INTERVAL_S,
+      telemetry_interval_s: TELEMETRY_INTERVAL_S,
+    },
+  }
+}
+
+/** The actor behind an agent credential, or null (checksum refused before any lookup). */
+export function resolveAgent(deps: Deps, token: string): Actor | null {
+  if (!hasValidChecksum(token, 'gpuhq_agt_')) return null
+  const server = findServerByAgentToken(deps.db, hashSecret(token))
+  if (!server) return null
+  const tenant = findTenant(deps.db, server.tenantId)
+  if (!tenant) return null
+  return {
+    kind: 'agent',
+    via: 'bearer',
+    tenantId: server.tenantId,
+    userId: null,
+    role: null,
+    tokenId: server.id,
+    scopes: [],
+    serverAllowlist: [server.id],
+    tenant: { planCode: tenant.planCode, accountState: tenant.accountState },
+  }
+}
+
+/** POST /agent/hello: the agent is alive over HTTPS. It never makes the server online. */
+export function agentHello({ deps, actor, input }: { deps: Deps; actor: Actor; input: HostFactsInput }) {
+  assertAgentVersion(deps, input.agent_version)
+  const serverId = actor.tokenId!
+  withTransaction(deps.db, (tx) => {
+    const server = findServer(tx, actor.tenantId, serverId)
+    if (!server) throw problems.notFound('no such server')
+    updateServer(tx, serverId, { ...hostFacts(input), lastHelloAt: deps.clock.nowUs() })
+    markFleetDirty(tx, actor.tenantId)
+  })
+}

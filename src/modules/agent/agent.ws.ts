@@ -1,0 +1,171 @@
+import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { withTransaction } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { problemResponse } from '../../platform/http'
+import { ProblemError } from '../../platform/problem'
+import { parseTimestamp } from '../../platform/time'
+import { recordServerEvent } from '../fleet/events'
+import { findServer, markFleetDirty, updateServer } from '../fleet/fleet.repository'
+import { fleetRuntime, type Sample } from '../fleet/presence'
+import { Frames } from './agent.model'
+import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, resolveAgent, TELEMETRY_INTERVAL_S } from './agent.service'
+
+/**
+ * The agent's WebSocket session (agent-protocol.md "Session"), on Bun's native WebSockets. The
+ * credential is checked before the upgrade; one live session per server (a newer one closes the
+ * older with 4409); every frame is validated, and a bad one gets an `error` frame and is dropped —
+ * it never closes the session, touches other sessions or changes stored data.
+ */
+export const AGENT_WS_PATH = '/api/v1/agent/ws'
+export const MAX_FRAME_BYTES = 256 * 1024
+
+export type AgentSocketData = { serverId: string; tenantId: string; online: boolean; requestId: string }
+type Socket = ServerWebSocket<AgentSocketData>
+
+const check = {
+  hello: TypeCompiler.Compile(Frames.hello),
+  heartbeat: TypeCompiler.Compile(Frames.heartbeat),
+  telemetry: TypeCompiler.Compile(Frames.telemetry),
+  event: TypeCompiler.Compile(Frames.event),
+}
+
+/** Live sessions of this process, by server. */
+export class AgentSessions {
+  readonly sockets = new Map<string, Socket>()
+  /** Closes the live session of a server (credential replaced, decommissioned). */
+  close(serverId: string, code: number, reason: string): void {
+    const ws = this.sockets.get(serverId)
+    if (!ws) return
+    this.sockets.delete(serverId)
+    ws.close(code, reason)
+  }
+  send(serverId: string, frame: Record<string, unknown>): boolean {
+    const ws = this.sockets.get(serverId)
+    if (!ws) return false
+    ws.send(JSON.stringify(frame))
+    return true
+  }
+}
+
+const registries = new WeakMap<Deps, AgentSessions>()
+export function agentSessions(deps: Deps): AgentSessions {
+  let r = registries.get(deps)
+  if (!r) registries.set(deps, (r = new AgentSessions()))
+  return r
+}
+
+/** Authenticates the upgrade request; answers 401 (a problem document) before any upgrade. */
+export function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSocketData>, requestId: string): Response | undefined {
+  const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(request.headers.get('authorization')?.trim() ?? '')
+  const actor = m ? resolveAgent(deps, m[1]!) : null
+  if (!actor)
+    return problemResponse(new ProblemError('unauthorized', { detail: 'missing or invalid agent credential', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } }), deps.config.publicUrl, requestId, AGENT_WS_PATH)
+  const ok = srv.upgrade(request, { data: { serverId: actor.tokenId!, tenantId: actor.tenantId, online: false, requestId }, headers: { 'x-request-id': requestId } })
+  if (!ok) return problemResponse(new ProblemError('validation_failed', { status: 426, detail: 'a WebSocket upgrade is required', errors: [{ path: '/upgrade', code: 'required' }] }), deps.config.publicUrl, requestId, AGENT_WS_PATH)
+  return undefined
+}
+
+function sendError(ws: Socket, code: string, message: string): void {
+  ws.send(JSON.stringify({ type: 'error', code, message }))
+}
+
+export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
+  const sessions = agentSessions(deps)
+  const runtime = fleetRuntime(deps)
+  const handlers: Record<string, (ws: Socket, frame: any) => void> = {
+    hello(ws, f) {
+      if (compareVersions(f.agent_version, deps.config.minAgentVersion) < 0) {
+        sendError(ws, 'unsupported_agent_version', `agent ${f.agent_version} is older than the minimum ${deps.config.minAgentVersion}`)
+        ws.close(4426, 'unsupported agent version')
+        return
+      }
+      withTransaction(deps.db, (tx) => {
+        updateServer(tx, ws.data.serverId, hostFacts(f))
+        markFleetDirty(tx, ws.data.tenantId)
+      })
+      ws.send(JSON.stringify({ type: 'welcome', server_id: ws.data.serverId, heartbeat_interval_s: HEARTBEAT_INTERVAL_S, telemetry_interval_s: TELEMETRY_INTERVAL_S }))
+    },
+    heartbeat(ws) {
+      const cameOnline = runtime.heartbeat(ws.data.serverId, ws.data.online)
+      if (cameOnline || !ws.data.online) ws.data.online = true
+    },
+    telemetry(ws, f) {
+      const samples: Sample[] = []
+      for (const [i, s] of (f.samples as { t: string; scope: string; gpu_index?: number | null; values: Record<string, number | null> }[]).entries()) {
+        const t = parseTimestamp(s.t)
+        if (t === null) return sendError(ws, 'validation_failed', `samples/${i}/t is not an RFC 3339 timestamp`)
+        if (s.scope === 'gpu' && (s.gpu_index === undefined || s.gpu_index === null)) return sendError(ws, 'validation_failed', `samples/${i} has scope gpu but no gpu_index`)
+        samples.push({ t, gpuIndex: s.scope === 'gpu' ? s.gpu_index! : -1, values: s.values })
+      }
+      runtime.telemetry(ws.data.serverId, samples)
+    },
+    event(ws, f) {
+      withTransaction(deps.db, (tx) =>
+        recordServerEvent(tx, deps, { id: ws.data.serverId, tenantId: ws.data.tenantId }, { kind: `agent.${f.kind}`, severity: f.severity, message: f.message, data: f.data ?? null }),
+      )
+    },
+  }
+  return {
+    maxPayloadLength: 16 * 1024 * 1024,
+    idleTimeout: 0,
+    open(ws) {
+      const old = sessions.sockets.get(ws.data.serverId)
+      sessions.sockets.set(ws.data.serverId, ws)
+      if (old && old !== ws) old.close(4409, 'replaced by a newer session')
+      // Whatever the database says, this session has not sent a heartbeat yet.
+      const server = findServer(deps.db, ws.data.tenantId, ws.data.serverId)
+      ws.data.online = false
+      if (!server) ws.close(4404, 'server not found')
+    },
+    message(ws, raw) {
+      const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
+      if (size > MAX_FRAME_BYTES) return sendError(ws, 'frame_too_large', `frames are limited to ${MAX_FRAME_BYTES} bytes`)
+      let frame: any
+      try {
+        frame = JSON.parse(typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8'))
+      } catch {
+        return sendError(ws, 'invalid_json', 'a frame must be one JSON object')
+      }
+      if (typeof frame !== 'object' || frame === null || Array.isArray(frame) || typeof frame.type !== 'string')
+        return sendError(ws, 'validation_failed', 'a frame must be a JSON object with a string type')
+      const type = frame.type as string
+      const validator = check[type as keyof typeof check]
+      if (!validator) {
+        if (type.startsWith('command.')) return handleCommandFrame(deps, ws, frame)
+        return sendError(ws, 'unknown_type', `unknown frame type ${type.slice(0, 64)}`)
+      }
+      if (!validator.Check(frame)) {
+        const first = validator.Errors(frame).First()
+        return sendError(ws, 'validation_failed', `${type}${first?.path ?? ''}: ${first?.message ?? 'invalid'}`.slice(0, 512))
+      }
+      try {
+        handlers[type]!(ws, frame)
+      } catch (e) {
+        deps.log.error('agent frame failed', { server_id: ws.data.serverId, type, error: e })
+        sendError(ws, 'internal_error', 'the service could not process this frame; it was dropped')
+      }
+    },
+    close(ws, code, reason) {
+      if (sessions.sockets.get(ws.data.serverId) !== ws) return
+      sessions.sockets.delete(ws.data.serverId)
+      try {
+        runtime.sessionClosed(ws.data.serverId, `session closed (${code}${reason ? ` ${reason}` : ''})`)
+      } catch (e) {
+        deps.log.error('agent session close failed', { server_id: ws.data.serverId, error: e })
+      }
+    },
+  }
+}
+
+/** Command frames are handled by the commands feature; until a command exists none is known. */
+let commandFrameHandler: (deps: Deps, ws: Socket, frame: any) => void = (_deps, ws, frame) =>
+  sendError(ws, 'not_found', `no command ${String(frame.command_id ?? '').slice(0, 64)}`)
+
+export function setCommandFrameHandler(h: typeof commandFrameHandler): void {
+  commandFrameHandler = h
+}
+
+function handleCommandFrame(deps: Deps, ws: Socket, frame: any): void {
+  commandFrameHandler(deps, ws, frame)
+}

@@ -1,0 +1,69 @@
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm'
+import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
+import type { DbOrTx } from '../../../db/client'
+
+export type ServerRow = typeof servers.$inferSelect
+export type ServerEventRow = typeof serverEvents.$inferSelect
+
+/** A server of this tenant (decommissioned ones included: they keep their history). */
+export function findServer(db: DbOrTx, tenantId: string, id: string): ServerRow | undefined {
+  return db.select().from(servers).where(and(eq(servers.tenantId, tenantId), eq(servers.id, id))).get()
+}
+
+export function findServerById(db: DbOrTx, id: string): ServerRow | undefined {
+  return db.select().from(servers).where(eq(servers.id, id)).get()
+}
+
+export function findServerByAgentToken(db: DbOrTx, tokenHash: string): ServerRow | undefined {
+  return db.select().from(servers).where(and(eq(servers.agentTokenHash, tokenHash), isNull(servers.decommissionedAt))).get()
+}
+
+export function findServerByFingerprint(db: DbOrTx, tenantId: string, fingerprint: string): ServerRow | undefined {
+  return db
+    .select()
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), eq(servers.fingerprint, fingerprint), isNull(servers.decommissionedAt)))
+    .get()
+}
+
+export function managedServers(db: DbOrTx, tenantId: string): ServerRow[] {
+  return db.select().from(servers).where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt))).orderBy(asc(servers.name), asc(servers.id)).all()
+}
+
+export function insertServer(tx: DbOrTx, row: typeof servers.$inferInsert): void {
+  tx.insert(servers).values(row).run()
+}
+
+export function updateServer(tx: DbOrTx, id: string, patch: Partial<ServerRow>): void {
+  tx.update(servers).set(patch).where(eq(servers.id, id)).run()
+}
+
+export function insertServerEvent(tx: DbOrTx, row: ServerEventRow): void {
+  tx.insert(serverEvents).values(row).run()
+}
+
+export function keepOnOf(db: DbOrTx, serverId: string): ('marketplace_a' | 'marketplace_b')[] {
+  return db.select().from(serverKeepOn).where(eq(serverKeepOn.serverId, serverId)).orderBy(asc(serverKeepOn.marketplace)).all().map((r) => r.marketplace)
+}
+
+export function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
+  if (serverIds.length === 0) return []
+  return db.select().from(serverLatestMetrics).where(inArray(serverLatestMetrics.serverId, serverIds)).all()
+}
+
+export function upsertLatestMetric(tx: DbOrTx, row: typeof serverLatestMetrics.$inferSelect): void {
+  tx.insert(serverLatestMetrics)
+    .values(row)
+    .onConflictDoUpdate({
+      target: [serverLatestMetrics.serverId, serverLatestMetrics.gpuIndex, serverLatestMetrics.metric],
+      set: { value: row.value, t: row.t },
+      // An older sample never replaces a newer one.
+      setWhere: sql`excluded.t >= ${serverLatestMetrics.t}`,
+    })
+    .run()
+}
+
+/** Marks the tenant's fleet snapshot out of date; the next read recomputes it. */
+export function markFleetDirty(tx: DbOrTx, tenantId: string): void {
+  tx.update(fleetSnapshots).set({ dirty: true }).where(eq(fleetSnapshots.tenantId, tenantId)).run()
+}

@@ -1,0 +1,165 @@
+import { and, eq, inArray, isNotNull, isNull, lt, or } from 'drizzle-orm'
+import { servers } from '../../../db/schema'
+import { withTransaction } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { recordServerEvent } from './events'
+import { markFleetDirty, upsertLatestMetric } from './fleet.repository'
+
+/**
+ * Presence from the agent session's heartbeats only (spec "Agent presence"): online while
+ * heartbeats arrive, suspect after 60 s without one, offline after 300 s, offline at once when the
+ * session closes. Every transition is a durable server event and makes the fleet snapshot stale.
+ *
+ * Heartbeats and telemetry of servers already online are group-committed: kept in memory and
+ * written in one transaction at most a second later, so ten thousand agents are a light load. A
+ * heartbeat that changes presence is written at once.
+ */
+export const SUSPECT_AFTER_US = 60_000_000
+export const OFFLINE_AFTER_US = 300_000_000
+const FLUSH_EVERY_MS = 1000
+
+export type Sample = { t: number; gpuIndex: number; values: Record<string, number | null> }
+
+export class FleetRuntime {
+  readonly #heartbeats = new Map<string, number>()
+  readonly #samples = new Map<string, Sample[]>()
+  #timer: ReturnType<typeof setTimeout> | null = null
+
+  constructor(private readonly deps: Deps) {}
+
+  /** Records a heartbeat; returns true when it brought the server online (written at once). */
+  heartbeat(serverId: string, knownOnline: boolean): boolean {
+    this.#heartbeats.set(serverId, this.deps.clock.nowUs())
+    if (!knownOnline) return this.flush().includes(serverId)
+    this.#schedule()
+    return false
+  }
+
+  telemetry(serverId: string, samples: Sample[]): void {
+    const list = this.#samples.get(serverId)
+    if (list) list.push(...samples)
+    else this.#samples.set(serverId, samples)
+    this.#schedule()
+  }
+
+  #schedule(): void {
+    if (this.#timer) return
+    this.#timer = setTimeout(() => {
+      this.#timer = null
+      try {
+        this.flush()
+      } catch (e) {
+        this.deps.log.error('fleet flush failed', { error: e })
+      }
+    }, FLUSH_EVERY_MS)
+  }
+
+  /** Writes buffered heartbeats and telemetry in one transaction; returns servers that came online. */
+  flush(): string[] {
+    if (this.#heartbeats.size === 0 && this.#samples.size === 0) return []
+    const beats = [...this.#heartbeats]
+    const samples = [...this.#samples]
+    this.#heartbeats.clear()
+    this.#samples.clear()
+    const { deps } = this
+    const cameOnline: string[] = []
+    withTransaction(deps.db, (tx) => {
+      if (beats.length) {
+        const ids = beats.map(([id]) => id)
+        const rows = tx
+          .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence })
+          .from(servers)
+          .where(and(inArray(servers.id, ids), isNull(servers.decommissionedAt)))
+          .all()
+        const byId = new Map(rows.map((r) => [r.id, r]))
+        for (const [id, at] of beats) {
+          const row = byId.get(id)
+          if (!row) continue
+          if (row.presence === 'online') {
+            tx.update(servers).set({ lastSeenAt: at }).where(eq(servers.id, id)).run()
+            continue
+          }
+          tx.update(servers).set({ lastSeenAt: at, presence: 'online' }).where(eq(servers.id, id)).run()
+          recordServerEvent(tx, deps, row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence } })
+          markFleetDirty(tx, row.tenantId)
+          cameOnline.push(id)
+        }
+      }
+      for (const [serverId, list] of samples)
+        for (const s of list)
+          for (const [metric, value] of Object.entries(s.values)) upsertLatestMetric(tx, { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t })
+    })
+    return cameOnline
+  }
+
+  /** The live session ended: offline at once (after writing what it sent). */
+  sessionClosed(serverId: string, reason: string): void {
+    this.flush()
+    const { deps } = this
+    withTransaction(deps.db, (tx) => {
+      const row = tx.select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence }).from(servers).where(eq(servers.id, serverId)).get()
+      if (!row || row.presence === 'offline') return
+      tx.update(servers).set({ presence: 'offline' }).where(eq(servers.id, serverId)).run()
+      recordServerEvent(tx, deps, row, { kind: 'presence.offline', severity: 'warning', message: `offline: ${reason}`, data: { from: row.presence, reason } })
+      markFleetDirty(tx, row.tenantId)
+    })
+  }
+
+  /** The presence.sweep job: online → suspect after 60 s, → offline after 300 s without a heartbeat. */
+  sweep(): string {
+    this.flush()
+    const { deps } = this
+    const now = deps.clock.nowUs()
+    let suspect = 0
+    let offline = 0
+    withTransaction(deps.db, (tx) => {
+      const stale = tx
+        .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, lastSeenAt: servers.lastSeenAt })
+        .from(servers)
+        .where(
+          and(
+            isNull(servers.decommissionedAt),
+            isNotNull(servers.lastSeenAt),
+            or(
+              and(eq(servers.presence, 'online'), lt(servers.lastSeenAt, now - SUSPECT_AFTER_US)),
+              and(eq(servers.presence, 'suspect'), lt(servers.lastSeenAt, now - OFFLINE_AFTER_US)),
+            ),
+          ),
+        )
+        .all()
+      for (const s of stale) {
+        const to = s.lastSeenAt! < now - OFFLINE_AFTER_US ? 'offline' : 'suspect'
+        tx.update(servers).set({ presence: to }).where(eq(servers.id, s.id)).run()
+        const silentS = Math.floor((now - s.lastSeenAt!) / 1_000_000)
+        recordServerEvent(tx, deps, s, {
+          kind: `presence.${to}`,
+          severity: 'warning',
+          message: `${to}: no heartbeat for ${silentS} s`,
+          data: { from: s.presence, silent_seconds: silentS },
+        })
+        markFleetDirty(tx, s.tenantId)
+        if (to === 'offline') offline++
+        else suspect++
+      }
+    })
+    return `${suspect} servers became suspect, ${offline} offline`
+  }
+
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = null
+    this.flush()
+  }
+}
+
+const runtimes = new WeakMap<Deps, FleetRuntime>()
+
+/** The fleet runtime of this process (one per Deps). */
+export function fleetRuntime(deps: Deps): FleetRuntime {
+  let r = runtimes.get(deps)
+  if (!r) {
+    r = new FleetRuntime(deps)
+    runtimes.set(deps, r)
+  }
+  return r
+}

@@ -1,0 +1,97 @@
+import { Type } from '@sinclair/typebox'
+import { Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
+
+export const TAG_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,63}(:[^\\s,]{1,64})?$'
+export const Tag = Type.String({ pattern: TAG_PATTERN, maxLength: 128, description: '`key` or `key:value`' })
+export const Presence = Type.Union([Type.Literal('online'), Type.Literal('suspect'), Type.Literal('offline')])
+export const Marketplace = Type.Union([Type.Literal('marketplace_a'), Type.Literal('marketplace_b')])
+
+const Envelope = {
+  generated_at: Timestamp(),
+  data_as_of: Timestamp({ description: 'Source watermark' }),
+  version: Type.Integer({ description: 'Cache-shape version of the snapshot' }),
+  stale: Type.Boolean({ description: 'True when an older snapshot is served while a refresh runs' }),
+  stale_reason: Nullable(Type.String({ maxLength: 256 })),
+}
+
+const RowFields = {
+  id: Uuid(),
+  name: Type.String({ maxLength: 128 }),
+  agent_version: Nullable(Type.String({ maxLength: 32 })),
+  gpu_count: Type.Integer(),
+  gpu_model: Type.String({ maxLength: 128 }),
+  fsm_state: Type.String({ maxLength: 32, description: 'Historical; always "new"' }),
+  maintenance: Type.Optional(Type.Object({ since: Timestamp(), reason: Nullable(Type.String({ maxLength: 256 })) }, { description: 'Absent when in service' })),
+  presence: Presence,
+  marketplace: Nullable(Type.String({ maxLength: 32 })),
+  price_usd_gpu_h: Nullable(Money()),
+  health: Nullable(Type.String({ maxLength: 32 })),
+  last_seen_at: Nullable(Timestamp({ description: 'Last heartbeat of the agent session' })),
+  revenue_today_usd: Money(),
+  max_temp_core_c: Nullable(Type.Number()),
+  max_temp_hotspot_c: Nullable(Type.Number()),
+  max_temp_vram_c: Nullable(Type.Number()),
+  max_fan_pct: Nullable(Type.Number()),
+  avg_util_pct: Nullable(Type.String({ pattern: '^-?[0-9]+(\\.[0-9]{1,6})?$' })),
+  group_id: Nullable(Uuid()),
+  tags: Type.Array(Type.String(), { maxItems: 64 }),
+  gpu_vitals: Type.Array(Type.Object({ index: Type.Integer(), temp_c: Nullable(Type.Number()), fan_pct: Nullable(Type.Number()) }), { maxItems: 128 }),
+}
+export const FleetRowSchema = Type.Object(RowFields)
+
+export const ServerList = Type.Object({ ...Envelope, items: Type.Array(FleetRowSchema, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
+
+const MetricValues = Type.Record(Type.String(), Type.Object({ value: Nullable(Type.Number()), t: Timestamp() }))
+export const ServerDetail = Type.Object({
+  ...RowFields,
+  version: Type.Integer(),
+  hostname: Nullable(Type.String()),
+  public_ip: Nullable(Type.String()),
+  disk_gb: Nullable(Type.Integer()),
+  port_range: Nullable(Type.String()),
+  gpus: Type.Array(Type.Object({ index: Type.Integer(), model: Type.String(), memory_mb: Type.Optional(Nullable(Type.Integer())), uuid: Type.Optional(Nullable(Type.String())) })),
+  telemetry: Type.Object({
+    host: MetricValues,
+    gpus: Type.Array(Type.Object({ index: Type.Integer(), metrics: MetricValues })),
+  }),
+  keep_on: Type.Array(Marketplace),
+  electricity_usd_per_kwh: Nullable(Money()),
+  last_hello_at: Nullable(Timestamp()),
+  enrolled_at: Nullable(Timestamp()),
+  created_at: Timestamp(),
+  decommissioned_at: Nullable(Timestamp()),
+})
+
+export const ServerPatch = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    group_id: Type.Optional(Nullable(Uuid())),
+    tags: Type.Optional(Type.Array(Tag, { maxItems: 64, uniqueItems: true })),
+    electricity_usd_per_kwh: Type.Optional(Nullable(Money({ description: 'USD per kWh, e.g. "0.145"; null clears it' }))),
+  },
+  { additionalProperties: false, minProperties: 1 },
+)
+
+export const MaintenanceBody = Type.Object({ reason: Type.Optional(Nullable(Type.String({ maxLength: 256 }))) }, { additionalProperties: false })
+export const Maintenance = Type.Object({ server_id: Uuid(), maintenance: Type.Object({ since: Timestamp(), reason: Nullable(Type.String()) }) })
+
+export const KeepOn = Type.Object({ server_id: Uuid(), keep_on: Type.Array(Marketplace) })
+
+export const ServerEvent = Type.Object({
+  id: Uuid(),
+  server_id: Uuid(),
+  kind: Type.String(),
+  severity: Type.Union([Type.Literal('info'), Type.Literal('warning'), Type.Literal('error'), Type.Literal('critical')]),
+  message: Type.String(),
+  data: Nullable(Type.Record(Type.String(), Type.Unknown())),
+  created_at: Timestamp(),
+})
+export const ServerEventPage = Type.Object({ items: Type.Array(ServerEvent, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
+
+export const Dashboard = Type.Object({
+  ...Envelope,
+  servers: Type.Object({ total: Type.Integer(), online: Type.Integer(), suspect: Type.Integer(), offline: Type.Integer(), in_maintenance: Type.Integer() }),
+  gpus: Type.Object({ total: Type.Integer(), by_model: Type.Array(Type.Object({ model: Type.String(), count: Type.Integer() })) }),
+  groups: Type.Array(Type.Object({ group_id: Nullable(Uuid()), servers: Type.Integer() })),
+  revenue_today_usd: Money(),
+})

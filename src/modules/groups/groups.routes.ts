@@ -1,0 +1,73 @@
+import { Elysia, t } from 'elysia'
+import { Type } from '@sinclair/typebox'
+import { actorOf, describe } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { etagOf } from '../../platform/etag'
+import { NoContent, responses, Timestamp, Uuid } from '../../platform/schemas'
+import { auditContextOf } from '../audit/audit.context'
+import { createGroup, deleteGroup, getGroup, listGroups, updateGroup } from './groups.service'
+
+const tags = ['groups']
+const Group = Type.Object({ id: Uuid(), name: Type.String(), position: Type.Integer(), servers: Type.Integer({ description: 'Managed servers in the group' }), version: Type.Integer(), created_at: Timestamp() })
+const GroupCreate = Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }), position: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) }, { additionalProperties: false })
+const GroupPatch = Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })), position: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) }, { additionalProperties: false, minProperties: 1 })
+const Id = t.Object({ id: t.String({ format: 'uuid' }) })
+
+export function groupsRoutes(deps: Deps) {
+  return new Elysia({ name: 'groups', prefix: '/api/v1' })
+    .get('/groups', ({ request }) => listGroups({ deps, actor: actorOf(request) }), {
+      response: responses({ 200: Type.Object({ items: Type.Array(Group) }) }, [401, 403]),
+      detail: describe({ role: 'viewer', scope: 'servers:read' }, { tags, summary: 'List server groups', description: 'Ordered by position, then name.' }),
+    })
+    .post(
+      '/groups',
+      ({ request, body, set }) => {
+        const g = createGroup({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body })
+        set.status = 201
+        set.headers.etag = etagOf(g.version)
+        set.headers.location = `/api/v1/groups/${g.id}`
+        return g
+      },
+      {
+        body: GroupCreate,
+        response: responses({ 201: Group }, [401, 403, 409, 413, 415, 422]),
+        detail: describe({ role: 'operator', scope: 'servers:write' }, { tags, summary: 'Create a server group', description: 'Names are unique within the tenant (409 conflict).' }),
+      },
+    )
+    .get(
+      '/groups/:id',
+      ({ request, params, set }) => {
+        const g = getGroup({ deps, actor: actorOf(request), id: params.id })
+        set.headers.etag = etagOf(g.version)
+        return g
+      },
+      { params: Id, response: responses({ 200: Group }, [401, 403, 404, 422]), detail: describe({ role: 'viewer', scope: 'servers:read' }, { tags, summary: 'Group detail' }) },
+    )
+    .patch(
+      '/groups/:id',
+      ({ request, params, body, set }) => {
+        const g = updateGroup({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, ifMatch: request.headers.get('if-match'), input: body })
+        set.headers.etag = etagOf(g.version)
+        return g
+      },
+      {
+        params: Id,
+        body: GroupPatch,
+        response: responses({ 200: Group }, [401, 403, 404, 409, 412, 413, 415, 422]),
+        detail: describe({ role: 'operator', scope: 'servers:write' }, { tags, summary: 'Rename or reorder a group', description: 'If-Match optional; 412 when stale.' }),
+      },
+    )
+    .delete(
+      '/groups/:id',
+      ({ request, params, set }) => {
+        deleteGroup({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id })
+        set.status = 204
+        return null
+      },
+      {
+        params: Id,
+        response: responses({ 204: NoContent }, [401, 403, 404, 409, 422]),
+        detail: describe({ role: 'operator', scope: 'servers:write' }, { tags, summary: 'Delete an empty group', description: '409 conflict while managed servers are in it.' }),
+      },
+    )
+}
