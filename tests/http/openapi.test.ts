@@ -68,7 +68,8 @@ describe('the OpenAPI document', () => {
     for (const r of routes) {
       const responses = operationOf(r)!.responses ?? {}
       const statuses = Object.keys(responses)
-      if (!statuses.some((s) => /^2\d\d$/.test(s))) bad.push(`${r.method} ${r.path}: no 2xx`)
+      // 101 Switching Protocols is the success of the agent's WebSocket upgrade.
+      if (!statuses.some((s) => /^(2\d\d|101)$/.test(s))) bad.push(`${r.method} ${r.path}: no 2xx`)
       const problems = statuses.filter((s) => /^[45]\d\d$/.test(s))
       if (problems.length === 0) bad.push(`${r.method} ${r.path}: no 4xx/5xx`)
       for (const s of problems) {
