@@ -5,6 +5,7 @@ import { collectDrainedBuckets } from '../src/platform/rate-limit'
 import { collectAuthLeftovers } from '../src/modules/accounts/accounts.gc'
 import { fleetRuntime } from '../src/modules/fleet/presence'
 import { refreshAllSnapshots } from '../src/modules/fleet/snapshot.service'
+import { pruneTelemetry, runRollups } from '../src/modules/telemetry/rollup.service'
 
 /**
  * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
@@ -25,6 +26,22 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 120,
     description: 'Recomputes every tenant\'s fleet snapshot (GET /servers, GET /dashboard).',
     run: ({ deps }) => refreshAllSnapshots(deps),
+  },
+  {
+    name: 'metrics.rollup',
+    schedule: '5 * * * * *',
+    leaseSeconds: 600,
+    description: 'Rolls raw telemetry into 5-minute and hourly buckets (running buckets too), catching up after downtime.',
+    run: ({ deps }) => {
+      fleetRuntime(deps).flush()
+      return runRollups(deps)
+    },
+  },
+  {
+    name: 'metrics.prune',
+    schedule: '11 */6 * * *',
+    description: 'Deletes raw samples and rollups past their retention (METRICS_*_RETENTION_*).',
+    run: ({ deps }) => pruneTelemetry(deps),
   },
   {
     name: 'notifications.dispatch',

@@ -17,6 +17,7 @@ import { auditRoutes } from './modules/audit/audit.routes'
 import { agentRoutes } from './modules/agent/agent.routes'
 import { serversRoutes } from './modules/fleet/servers.routes'
 import { groupsRoutes } from './modules/groups/groups.routes'
+import { metricsRoutes } from './modules/telemetry/metrics.routes'
 import { resolveAgent } from './modules/agent/agent.service'
 import { findPlan, planFeatures } from './modules/plans/plans.repository'
 
@@ -91,6 +92,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(agentRoutes(deps))
     .use(serversRoutes(deps))
     .use(groupsRoutes(deps))
+    .use(metricsRoutes(deps))
 
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
 

@@ -31,6 +31,7 @@ export type Config = Readonly<{
   jobsEnabled: boolean
   sessionIdleSeconds: number
   sessionAbsoluteSeconds: number
+  metricsRetention: { rawHours: number; fiveMinuteDays: number; hourlyDays: number }
 }>
 
 export class ConfigError extends Error {
@@ -190,5 +191,10 @@ export function loadConfig(env: Env = process.env): Config {
     jobsEnabled: bool(env, 'JOBS_ENABLED', true),
     sessionIdleSeconds: int(env, 'SESSION_IDLE_SECONDS', 7 * 86400, 300, 365 * 86400),
     sessionAbsoluteSeconds: int(env, 'SESSION_ABSOLUTE_SECONDS', 30 * 86400, 300, 365 * 86400),
+    metricsRetention: {
+      rawHours: int(env, 'METRICS_RAW_RETENTION_HOURS', 48, 2, 24 * 90),
+      fiveMinuteDays: int(env, 'METRICS_5M_RETENTION_DAYS', 35, 3, 3650),
+      hourlyDays: int(env, 'METRICS_1H_RETENTION_DAYS', 730, 7, 36500),
+    },
   })
 }

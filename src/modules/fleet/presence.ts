@@ -4,6 +4,7 @@ import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { recordServerEvent } from './events'
 import { markFleetDirty, upsertLatestMetric } from './fleet.repository'
+import { insertSample, noteLateSamples, seriesCache, seriesId, type SeriesKey } from '../telemetry/ingest'
 
 /**
  * Presence from the agent session's heartbeats only (spec "Agent presence"): online while
@@ -63,6 +64,8 @@ export class FleetRuntime {
     this.#samples.clear()
     const { deps } = this
     const cameOnline: string[] = []
+    const cache = seriesCache(deps)
+    const fresh = new Map<SeriesKey, number>()
     withTransaction(deps.db, (tx) => {
       if (beats.length) {
         const ids = beats.map(([id]) => id)
@@ -85,10 +88,18 @@ export class FleetRuntime {
           cameOnline.push(id)
         }
       }
+      let earliest = Number.POSITIVE_INFINITY
       for (const [serverId, list] of samples)
-        for (const s of list)
-          for (const [metric, value] of Object.entries(s.values)) upsertLatestMetric(tx, { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t })
+        for (const s of list) {
+          if (s.t < earliest) earliest = s.t
+          for (const [metric, value] of Object.entries(s.values)) {
+            upsertLatestMetric(tx, { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t })
+            insertSample(tx, seriesId(tx, cache, fresh, serverId, s.gpuIndex, metric), s.t, value)
+          }
+        }
+      if (earliest !== Number.POSITIVE_INFINITY) noteLateSamples(tx, earliest, deps.clock.nowUs())
     })
+    for (const [k, v] of fresh) cache.ids.set(k, v)
     return cameOnline
   }
 

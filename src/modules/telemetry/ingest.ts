@@ -1,0 +1,49 @@
+import { and, eq, sql } from 'drizzle-orm'
+import { metricSamples, metricSeries, rollupWatermarks } from '../../../db/schema'
+import type { DbOrTx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+
+/**
+ * Ingestion of telemetry samples into the raw history, inside the fleet runtime's group commit
+ * (one transaction a second for every agent). Series ids are cached per process; ids created in a
+ * transaction join the cache only after it commits.
+ */
+export type SeriesKey = string // `${serverId}|${gpuIndex}|${metric}`
+
+export class SeriesCache {
+  readonly ids = new Map<SeriesKey, number>()
+}
+
+const caches = new WeakMap<Deps, SeriesCache>()
+export function seriesCache(deps: Deps): SeriesCache {
+  let c = caches.get(deps)
+  if (!c) caches.set(deps, (c = new SeriesCache()))
+  return c
+}
+
+export function seriesId(tx: DbOrTx, cache: SeriesCache, fresh: Map<SeriesKey, number>, serverId: string, gpuIndex: number, metric: string): number {
+  const key = `${serverId}|${gpuIndex}|${metric}`
+  const known = cache.ids.get(key) ?? fresh.get(key)
+  if (known !== undefined) return known
+  tx.insert(metricSeries).values({ serverId, gpuIndex, metric }).onConflictDoNothing().run()
+  const row = tx
+    .select({ id: metricSeries.id })
+    .from(metricSeries)
+    .where(and(eq(metricSeries.serverId, serverId), eq(metricSeries.gpuIndex, gpuIndex), eq(metricSeries.metric, metric)))
+    .get()!
+  fresh.set(key, row.id)
+  return row.id
+}
+
+export function insertSample(tx: DbOrTx, seriesIdValue: number, t: number, value: number | null): void {
+  // A repeated sample (same series and instant, e.g. re-sent after a reconnect) keeps the newer value.
+  tx.insert(metricSamples).values({ seriesId: seriesIdValue, t, value }).onConflictDoUpdate({ target: [metricSamples.seriesId, metricSamples.t], set: { value } }).run()
+}
+
+/** Samples for time already rolled up make the rollup job redo from their bucket. */
+export function noteLateSamples(tx: DbOrTx, earliestT: number, now: number): void {
+  tx.update(rollupWatermarks)
+    .set({ redoFrom: sql`min(coalesce(${rollupWatermarks.redoFrom}, ${earliestT}), ${earliestT})`, updatedAt: now })
+    .where(sql`${rollupWatermarks.doneUntil} > ${earliestT}`)
+    .run()
+}

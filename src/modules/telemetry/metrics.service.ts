@@ -1,0 +1,132 @@
+import { createHash } from 'node:crypto'
+import { and, asc, eq, gte, inArray, lt } from 'drizzle-orm'
+import { metricRollups, metricSeries, rollupWatermarks } from '../../../db/schema'
+import type { Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { problems } from '../../platform/problem'
+import { formatTimestamp, parseTimestamp } from '../../platform/time'
+import { loadServer } from '../fleet/servers.service'
+import { floorTo } from './rollup.service'
+
+/**
+ * GET /servers/{id}/metrics (interface-spec "Metric series snapshot", "Metric ranges"): default
+ * range the last 24 h; auto resolution 5m, or 1h for ranges over 48 h (which always read hourly
+ * rollups); 1m is a legacy alias of 5m. Every bucket of the range is a point, half-open
+ * [t, t + resolution), with nulls where nothing was measured. Hot answers are cached 60 s,
+ * historical ones an hour.
+ */
+export const DEFAULT_METRICS = ['temperature_c', 'utilization_pct', 'power_w', 'fan_pct', 'memory_used_mb', 'cpu_usage_pct', 'memory_used_pct']
+const US = 1_000_000
+const H48 = 48 * 3600 * US
+export const MAX_SERIES = 200
+export const MAX_POINTS = 5000
+const HOT_TTL_US = 60 * US
+const HISTORY_TTL_US = 3600 * US
+
+export function unitOf(metric: string): string | null {
+  if (metric.endsWith('_c')) return '°C'
+  if (metric.endsWith('_pct')) return '%'
+  if (metric.endsWith('_w')) return 'W'
+  if (metric.endsWith('_mb')) return 'MB'
+  if (metric.endsWith('_mhz')) return 'MHz'
+  if (metric.endsWith('_mbps')) return 'Mbit/s'
+  return null
+}
+
+export type MetricsQuery = { from?: string; to?: string; resolution?: 'auto' | '1m' | '5m' | '1h'; metric?: string[]; gpu_index?: number }
+
+type Answer = { body: ReturnType<typeof build>; etag: string; expiresAt: number }
+const caches = new WeakMap<Deps, Map<string, Answer>>()
+
+export function serverMetrics({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: MetricsQuery }): Answer {
+  const server = loadServer(deps, actor, id)
+  const now = deps.clock.nowUs()
+  const key = JSON.stringify([server.id, input.from ?? null, input.to ?? null, input.resolution ?? 'auto', input.metric ?? null, input.gpu_index ?? null])
+  let cache = caches.get(deps)
+  if (!cache) caches.set(deps, (cache = new Map()))
+  const hit = cache.get(key)
+  if (hit && hit.expiresAt > now) return hit
+
+  const to = input.to === undefined ? now : parseTimestamp(input.to)
+  if (to === null) throw problems.field('/to', 'format', 'to must be an RFC 3339 timestamp')
+  const from = input.from === undefined ? to - 24 * 3600 * US : parseTimestamp(input.from)
+  if (from === null) throw problems.field('/from', 'format', 'from must be an RFC 3339 timestamp')
+  if (from >= to) throw problems.field('/from', 'not_before_to', 'from must be earlier than to')
+  const resolution: 300 | 3600 = to - from > H48 || input.resolution === '1h' ? 3600 : 300
+  const first = floorTo(from, resolution)
+  const points = Math.ceil((to - first) / (resolution * US))
+  if (points > MAX_POINTS) throw problems.field('/from', 'range_too_large', `at most ${MAX_POINTS} points per series; this range has ${points} at ${resolution === 300 ? '5m' : '1h'}`)
+
+  const metrics = [...new Set(input.metric ?? DEFAULT_METRICS)]
+  const series = deps.db
+    .select()
+    .from(metricSeries)
+    .where(and(eq(metricSeries.serverId, server.id), inArray(metricSeries.metric, metrics)))
+    .orderBy(asc(metricSeries.gpuIndex))
+    .all()
+    .filter((s) => s.gpuIndex < 0 || input.gpu_index === undefined || s.gpuIndex === input.gpu_index)
+    .sort((a, b) => metrics.indexOf(a.metric) - metrics.indexOf(b.metric) || a.gpuIndex - b.gpuIndex)
+  if (series.length > MAX_SERIES) throw problems.field('/metric', 'too_many_series', `at most ${MAX_SERIES} series; this selection has ${series.length} (restrict gpu_index or metric)`)
+
+  const rows = series.length
+    ? deps.db
+        .select()
+        .from(metricRollups)
+        .where(and(inArray(metricRollups.seriesId, series.map((s) => s.id)), eq(metricRollups.grain, resolution), gte(metricRollups.bucket, first), lt(metricRollups.bucket, to)))
+        .all()
+    : []
+  const bySeries = new Map<number, Map<number, (typeof rows)[number]>>()
+  for (const r of rows) {
+    let m = bySeries.get(r.seriesId)
+    if (!m) bySeries.set(r.seriesId, (m = new Map()))
+    m.set(r.bucket, r)
+  }
+  const wm = deps.db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, resolution)).get()
+  const body = build(server.id, resolution, from, to, first, points, series, bySeries, now, wm?.updatedAt ?? now)
+  const etag = `"${createHash('sha256').update(JSON.stringify([body.resolution, body.from, body.to, body.series])).digest('base64url').slice(0, 27)}"`
+  const hot = to > (wm?.doneUntil ?? 0)
+  const answer = { body, etag, expiresAt: now + (hot ? HOT_TTL_US : HISTORY_TTL_US) }
+  if (cache.size > 5000) cache.clear()
+  cache.set(key, answer)
+  return answer
+}
+
+function build(
+  serverId: string,
+  resolution: 300 | 3600,
+  from: number,
+  to: number,
+  first: number,
+  points: number,
+  series: { id: number; gpuIndex: number; metric: string }[],
+  bySeries: Map<number, Map<number, { min: number | null; max: number | null; avg: number | null; p50: number | null; p95: number | null; last: number | null }>>,
+  now: number,
+  dataAsOf: number,
+) {
+  const step = resolution * US
+  return {
+    generated_at: formatTimestamp(now),
+    data_as_of: formatTimestamp(Math.min(dataAsOf, now)),
+    version: 1,
+    stale: false,
+    stale_reason: null as string | null,
+    server_id: serverId,
+    resolution: resolution === 300 ? ('5m' as const) : ('1h' as const),
+    from: formatTimestamp(from),
+    to: formatTimestamp(to),
+    series: series.map((s) => {
+      const buckets = bySeries.get(s.id)
+      return {
+        metric: s.metric,
+        scope: s.gpuIndex < 0 ? ('host' as const) : ('gpu' as const),
+        gpu_index: s.gpuIndex < 0 ? null : s.gpuIndex,
+        unit: unitOf(s.metric),
+        points: Array.from({ length: points }, (_, i) => {
+          const t = first + i * step
+          const b = buckets?.get(t)
+          return { t: formatTimestamp(t), min: b?.min ?? null, max: b?.max ?? null, avg: b?.avg ?? null, p50: b?.p50 ?? null, p95: b?.p95 ?? null, last: b?.last ?? null }
+        }),
+      }
+    }),
+  }
+}

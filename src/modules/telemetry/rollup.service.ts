@@ -1,0 +1,84 @@
+import { eq, lt, sql } from 'drizzle-orm'
+import { metricRollups, metricSamples, rollupWatermarks } from '../../../db/schema'
+import { withTransaction } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+
+/**
+ * The `metrics.rollup` job: raw samples → 5-minute and hourly buckets with min, max, avg, p50, p95
+ * and last (SQLite's percentile_cont, linear interpolation). Each run recomputes every bucket from
+ * the watermark (or from a late sample's bucket) up to now, the running bucket included, in chunks;
+ * a recomputation writes the same numbers, so running it twice changes nothing, and after downtime
+ * it catches up from where it stopped (as far back as raw samples are kept).
+ */
+export const GRAINS = [300, 3600] as const
+export type Grain = (typeof GRAINS)[number]
+const US = 1_000_000
+/** Buckets recomputed per transaction while catching up. */
+const CHUNK_BUCKETS = { 300: 72, 3600: 24 } as const
+
+export const floorTo = (us: number, grainS: number) => Math.floor(us / (grainS * US)) * grainS * US
+
+function rollupRange(deps: Deps, grain: Grain, fromUs: number, toUs: number): number {
+  const g = grain * US
+  const r = deps.sqlite
+    .query(
+      `INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples)
+       SELECT s.series_id, ?1, (s.t / ?2) * ?2 AS bucket,
+              min(s.value), max(s.value), avg(s.value),
+              percentile_cont(s.value, 0.5), percentile_cont(s.value, 0.95),
+              (SELECT l.value FROM metric_samples l WHERE l.series_id = s.series_id AND l.t >= (s.t / ?2) * ?2 AND l.t < (s.t / ?2) * ?2 + ?2 ORDER BY l.t DESC LIMIT 1),
+              count(*)
+       FROM metric_samples s
+       WHERE s.t >= ?3 AND s.t < ?4
+       GROUP BY s.series_id, bucket
+       ON CONFLICT (series_id, grain, bucket) DO UPDATE SET
+         min = excluded.min, max = excluded.max, avg = excluded.avg, p50 = excluded.p50,
+         p95 = excluded.p95, last = excluded.last, samples = excluded.samples`,
+    )
+    .run(grain, g, fromUs, toUs)
+  return r.changes
+}
+
+export function runRollups(deps: Deps): string {
+  const now = deps.clock.nowUs()
+  const parts: string[] = []
+  for (const grain of GRAINS) {
+    const wm = deps.db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, grain)).get()
+    let from: number
+    if (wm) from = Math.min(wm.doneUntil, wm.redoFrom ?? Number.POSITIVE_INFINITY)
+    else {
+      const first = deps.db.select({ t: sql<number | null>`min(${metricSamples.t})` }).from(metricSamples).get()?.t
+      from = first ?? now
+    }
+    from = floorTo(from, grain)
+    const end = floorTo(now, grain) + grain * US // the running bucket too
+    const completeUntil = floorTo(now, grain)
+    let buckets = 0
+    for (let chunk = from; chunk < end; chunk += CHUNK_BUCKETS[grain] * grain * US) {
+      const chunkEnd = Math.min(end, chunk + CHUNK_BUCKETS[grain] * grain * US)
+      withTransaction(deps.db, (tx) => {
+        buckets += rollupRange(deps, grain, chunk, chunkEnd)
+        const doneUntil = Math.min(chunkEnd, completeUntil)
+        tx.insert(rollupWatermarks)
+          .values({ grain, doneUntil, redoFrom: null, updatedAt: now })
+          .onConflictDoUpdate({ target: rollupWatermarks.grain, set: { doneUntil, redoFrom: null, updatedAt: now } })
+          .run()
+      })
+    }
+    parts.push(`${grain === 300 ? '5m' : '1h'}: ${buckets} buckets`)
+  }
+  return parts.join(', ')
+}
+
+/** Retention per grain (configurable); deleting old rows changes nothing newer. */
+export function pruneTelemetry(deps: Deps): string {
+  const now = deps.clock.nowUs()
+  const { rawHours, fiveMinuteDays, hourlyDays } = deps.config.metricsRetention
+  return withTransaction(deps.db, (tx) => {
+    const count = (r: unknown) => (r as { changes: number }).changes
+    const raw = count(tx.delete(metricSamples).where(lt(metricSamples.t, now - rawHours * 3600 * US)).run())
+    const five = count(tx.delete(metricRollups).where(sql`${metricRollups.grain} = 300 AND ${metricRollups.bucket} < ${now - fiveMinuteDays * 86400 * US}`).run())
+    const hourly = count(tx.delete(metricRollups).where(sql`${metricRollups.grain} = 3600 AND ${metricRollups.bucket} < ${now - hourlyDays * 86400 * US}`).run())
+    return `removed ${raw} raw samples, ${five} 5-minute and ${hourly} hourly buckets past retention`
+  })
+}
