@@ -6,6 +6,7 @@ import { collectAuthLeftovers } from '../src/modules/accounts/accounts.gc'
 import { fleetRuntime } from '../src/modules/fleet/presence'
 import { refreshAllSnapshots } from '../src/modules/fleet/snapshot.service'
 import { pruneTelemetry, runRollups } from '../src/modules/telemetry/rollup.service'
+import { expireCommands } from '../src/modules/commands/commands.delivery'
 
 /**
  * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
@@ -26,6 +27,13 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 120,
     description: 'Recomputes every tenant\'s fleet snapshot (GET /servers, GET /dashboard).',
     run: ({ deps }) => refreshAllSnapshots(deps),
+  },
+  {
+    name: 'commands.expire',
+    schedule: '*/15 * * * * *',
+    leaseSeconds: 60,
+    description: 'Marks undelivered commands past accept_by delivery_failed and unfinished ones past deadline expired; sends what waits.',
+    run: ({ deps }) => expireCommands(deps),
   },
   {
     name: 'metrics.rollup',

@@ -18,6 +18,7 @@ import { agentRoutes } from './modules/agent/agent.routes'
 import { serversRoutes } from './modules/fleet/servers.routes'
 import { groupsRoutes } from './modules/groups/groups.routes'
 import { metricsRoutes } from './modules/telemetry/metrics.routes'
+import { commandsRoutes } from './modules/commands/commands.routes'
 import { resolveAgent } from './modules/agent/agent.service'
 import { findPlan, planFeatures } from './modules/plans/plans.repository'
 
@@ -78,6 +79,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
             { name: 'agent', description: 'Agent enrolment, HTTPS hello and the WebSocket session' },
             { name: 'servers', description: 'The fleet: servers, presence, configuration, maintenance, events, dashboard' },
             { name: 'groups', description: 'Server groups' },
+            { name: 'commands', description: 'Typed commands delivered to agents' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
@@ -93,10 +95,14 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(serversRoutes(deps))
     .use(groupsRoutes(deps))
     .use(metricsRoutes(deps))
+    .use(commandsRoutes(deps))
 
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
 
-  allowedMethods = createMethodIndex(app.routes)
+  // A switched-off feature's routes do not exist for 405 either: every method answers 404.
+  allowedMethods = createMethodIndex(
+    app.routes.filter((r) => deps.config.signupEnabled || (r.hooks?.detail as { 'x-gpuhq-access'?: { requires?: string } } | undefined)?.['x-gpuhq-access']?.requires !== 'signup'),
+  )
   accessIndex = buildAccessIndex(app.routes as never)
   return app
 }

@@ -49,6 +49,10 @@ export const servers = sqliteTable(
     lastHelloAt: integer('last_hello_at'),
     agentTokenHash: text('agent_token_hash'),
     enrolledAt: integer('enrolled_at'),
+    /** Rental fact: a rental is running. Set by the operator or the agent until marketplace sync owns it. */
+    rentalActive: integer('rental_active', { mode: 'boolean' }).notNull().default(false),
+    rentalSource: text('rental_source'),
+    rentalUpdatedAt: integer('rental_updated_at'),
   },
   (t) => [index('servers_tenant').on(t.tenantId), uniqueIndex('servers_agent_token').on(t.agentTokenHash), index('servers_presence').on(t.presence, t.lastSeenAt)],
 )

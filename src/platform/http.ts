@@ -171,18 +171,22 @@ const FIELD_CODES: Partial<Record<ValueErrorType, string>> = {
   [ValueErrorType.Literal]: 'invalid_value',
 }
 
-/** TypeBox errors as JSON Pointers with short codes, one per field, at most 100. */
-export function fieldErrors(v: ValidationError): FieldError[] {
-  const validator = v.validator as { Errors?: (value: unknown) => Iterable<ValueError> }
-  const iterable: Iterable<ValueError> = validator.Errors ? validator.Errors(v.value) : []
+/** TypeBox errors as JSON Pointers (under `prefix`) with short codes, one per field, at most 100. */
+export function valueErrorsToFields(errors: Iterable<ValueError>, prefix = ''): FieldError[] {
   const seen = new Set<string>()
   const out: FieldError[] = []
-  for (const e of iterable) {
+  for (const e of errors) {
     if (seen.has(e.path)) continue
     seen.add(e.path)
-    out.push({ path: e.path, code: FIELD_CODES[e.type] ?? 'invalid_type' })
+    out.push({ path: `${prefix}${e.path}`, code: FIELD_CODES[e.type] ?? 'invalid_type' })
     if (out.length >= 100) break
   }
+  return out
+}
+
+export function fieldErrors(v: ValidationError): FieldError[] {
+  const validator = v.validator as { Errors?: (value: unknown) => Iterable<ValueError> }
+  const out = valueErrorsToFields(validator.Errors ? validator.Errors(v.value) : [])
   return out.length ? out : [{ path: '', code: 'invalid' }]
 }
 

@@ -1,4 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { MONEY_PATTERN } from './money'
 import { PROBLEM_CODE_LIST } from './problem'
@@ -21,6 +21,11 @@ export const Money = (opts: { description?: string } = {}) =>
     examples: ['12.50'],
   })
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+/** A closed set of string values, keeping their literal types. */
+export function Literals<const T extends readonly string[]>(values: T, opts: { description?: string } = {}) {
+  return Type.Union(values.map((v) => Type.Literal(v)), opts) as unknown as TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }>
+}
 
 export const FieldErrorSchema = Type.Object({
   path: Type.String({ maxLength: 512, description: 'JSON Pointer to the offending field' }),

@@ -53,7 +53,7 @@ export const Frames = {
         t: Type.String({ maxLength: 64 }),
         scope: Type.Union([Type.Literal('host'), Type.Literal('gpu')]),
         gpu_index: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 127 }))),
-        values: Type.Record(Type.String({ pattern: MetricName }), Nullable(Type.Number()), { maxProperties: 64 }),
+        values: Type.Record(Type.String({ pattern: MetricName }), Nullable(Type.Number()), { maxProperties: 64, additionalProperties: false }),
       }),
       { maxItems: 2048 },
     ),

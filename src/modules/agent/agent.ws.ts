@@ -10,6 +10,7 @@ import { findServer, markFleetDirty, updateServer } from '../fleet/fleet.reposit
 import { fleetRuntime, type Sample } from '../fleet/presence'
 import { Frames } from './agent.model'
 import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, resolveAgent, TELEMETRY_INTERVAL_S } from './agent.service'
+import { applyCommandFrame, dispatchServer, sessionLost, sessionReady } from '../commands/commands.delivery'
 
 /**
  * The agent's WebSocket session (agent-protocol.md "Session"), on Bun's native WebSockets. The
@@ -33,11 +34,14 @@ const check = {
 /** Live sessions of this process, by server. */
 export class AgentSessions {
   readonly sockets = new Map<string, Socket>()
-  /** Closes the live session of a server (credential replaced, decommissioned). */
+  /**
+   * Closes the live session of a server (credential replaced, decommissioned). The entry stays
+   * until the socket's close handler runs, so that handler still sees it as the live session and
+   * takes the server offline at once.
+   */
   close(serverId: string, code: number, reason: string): void {
     const ws = this.sockets.get(serverId)
     if (!ws) return
-    this.sockets.delete(serverId)
     ws.close(code, reason)
   }
   send(serverId: string, frame: Record<string, unknown>): boolean {
@@ -85,6 +89,7 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
         markFleetDirty(tx, ws.data.tenantId)
       })
       ws.send(JSON.stringify({ type: 'welcome', server_id: ws.data.serverId, heartbeat_interval_s: HEARTBEAT_INTERVAL_S, telemetry_interval_s: TELEMETRY_INTERVAL_S }))
+      sessionReady(deps, ws.data.serverId)
     },
     heartbeat(ws) {
       const cameOnline = runtime.heartbeat(ws.data.serverId, ws.data.online)
@@ -101,9 +106,13 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
       runtime.telemetry(ws.data.serverId, samples)
     },
     event(ws, f) {
-      withTransaction(deps.db, (tx) =>
-        recordServerEvent(tx, deps, { id: ws.data.serverId, tenantId: ws.data.tenantId }, { kind: `agent.${f.kind}`, severity: f.severity, message: f.message, data: f.data ?? null }),
-      )
+      const rental = f.kind === 'rental.started' ? true : f.kind === 'rental.ended' ? false : null
+      withTransaction(deps.db, (tx) => {
+        recordServerEvent(tx, deps, { id: ws.data.serverId, tenantId: ws.data.tenantId }, { kind: `agent.${f.kind}`, severity: f.severity, message: f.message, data: f.data ?? null })
+        // Until marketplace sync owns the rental facts, the agent may report them.
+        if (rental !== null) updateServer(tx, ws.data.serverId, { rentalActive: rental, rentalSource: 'agent', rentalUpdatedAt: deps.clock.nowUs() })
+      })
+      if (rental === false) dispatchServer(deps, ws.data.serverId)
     },
   }
   return {
@@ -151,6 +160,7 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
       sessions.sockets.delete(ws.data.serverId)
       try {
         runtime.sessionClosed(ws.data.serverId, `session closed (${code}${reason ? ` ${reason}` : ''})`)
+        sessionLost(deps, ws.data.serverId)
       } catch (e) {
         deps.log.error('agent session close failed', { server_id: ws.data.serverId, error: e })
       }
@@ -158,14 +168,7 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
   }
 }
 
-/** Command frames are handled by the commands feature; until a command exists none is known. */
-let commandFrameHandler: (deps: Deps, ws: Socket, frame: any) => void = (_deps, ws, frame) =>
-  sendError(ws, 'not_found', `no command ${String(frame.command_id ?? '').slice(0, 64)}`)
-
-export function setCommandFrameHandler(h: typeof commandFrameHandler): void {
-  commandFrameHandler = h
-}
-
 function handleCommandFrame(deps: Deps, ws: Socket, frame: any): void {
-  commandFrameHandler(deps, ws, frame)
+  const outcome = applyCommandFrame(deps, ws.data.serverId, frame)
+  if (!outcome.ok) sendError(ws, outcome.code, outcome.message)
 }

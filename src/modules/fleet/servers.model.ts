@@ -56,6 +56,7 @@ export const ServerDetail = Type.Object({
   }),
   keep_on: Type.Array(Marketplace),
   electricity_usd_per_kwh: Nullable(Money()),
+  rental_active: Type.Boolean(),
   last_hello_at: Nullable(Timestamp()),
   enrolled_at: Nullable(Timestamp()),
   created_at: Timestamp(),
@@ -68,6 +69,7 @@ export const ServerPatch = Type.Object(
     group_id: Type.Optional(Nullable(Uuid())),
     tags: Type.Optional(Type.Array(Tag, { maxItems: 64, uniqueItems: true })),
     electricity_usd_per_kwh: Type.Optional(Nullable(Money({ description: 'USD per kWh, e.g. "0.145"; null clears it' }))),
+    rental_active: Type.Optional(Type.Boolean({ description: 'Operator-set rental fact (until marketplace sync sets it): commands with requires idle/after_rental wait while true' })),
   },
   { additionalProperties: false, minProperties: 1 },
 )

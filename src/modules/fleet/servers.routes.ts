@@ -20,6 +20,7 @@ import {
 } from './servers.service'
 import { envelope, readSnapshot, snapshotTag } from './snapshot.service'
 import { agentSessions } from '../agent/agent.ws'
+import { dispatchServer } from '../commands/commands.delivery'
 
 const tags = ['servers']
 const read: AccessSpec = { role: 'viewer', scope: 'servers:read', serverParam: 'id' }
@@ -116,6 +117,8 @@ export function serversRoutes(deps: Deps) {
       ({ request, params, body, set }) => {
         const out = updateServerConfig({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, ifMatch: request.headers.get('if-match'), input: body })
         set.headers.etag = etagOf(out.version)
+        // A rental that ended may release commands waiting for it.
+        if (body.rental_active === false) dispatchServer(deps, out.id)
         return out
       },
       {

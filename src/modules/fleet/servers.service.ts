@@ -50,6 +50,7 @@ export function serverDetail(deps: Deps, server: ServerRow) {
     telemetry: { host, gpus: [...gpus].sort(([a], [b]) => a - b).map(([index, m]) => ({ index, metrics: m })) },
     keep_on: keepOnOf(deps.db, server.id),
     electricity_usd_per_kwh: server.electricityMicrosPerKwh === null ? null : formatMoney(server.electricityMicrosPerKwh),
+    rental_active: server.rentalActive,
     last_hello_at: formatNullableTimestamp(server.lastHelloAt),
     enrolled_at: formatNullableTimestamp(server.enrolledAt),
     created_at: formatTimestamp(server.createdAt),
@@ -57,7 +58,7 @@ export function serverDetail(deps: Deps, server: ServerRow) {
   }
 }
 
-export type ServerPatchInput = { name?: string; group_id?: string | null; tags?: string[]; electricity_usd_per_kwh?: string | null }
+export type ServerPatchInput = { name?: string; group_id?: string | null; tags?: string[]; electricity_usd_per_kwh?: string | null; rental_active?: boolean }
 
 export function updateServerConfig({ deps, actor, audit, id, ifMatch, input }: { deps: Deps; actor: Actor; audit: AuditContext; id: string; ifMatch: string | null; input: ServerPatchInput }) {
   const server = withTransaction(deps.db, (tx) => {
@@ -78,6 +79,11 @@ export function updateServerConfig({ deps, actor, audit, id, ifMatch, input }: {
       const micros = input.electricity_usd_per_kwh === null ? null : parseMoney(input.electricity_usd_per_kwh)
       if (micros !== null && micros < 0) throw problems.field('/electricity_usd_per_kwh', 'too_small', 'the tariff cannot be negative')
       patch.electricityMicrosPerKwh = micros
+    }
+    if (input.rental_active !== undefined) {
+      patch.rentalActive = input.rental_active
+      patch.rentalSource = 'operator'
+      patch.rentalUpdatedAt = deps.clock.nowUs()
     }
     updateServer(tx, server.id, patch)
     recordServerEvent(tx, deps, server, { kind: 'server.updated', message: `configuration changed: ${Object.keys(input).join(', ')}` })

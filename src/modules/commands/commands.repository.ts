@@ -1,0 +1,130 @@
+import { and, asc, desc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm'
+import { commandLogs, commands, commandTimeline } from '../../../db/schema'
+import type { DbOrTx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
+
+export type CommandRow = typeof commands.$inferSelect
+export type TimelineRow = typeof commandTimeline.$inferSelect
+export const UNDELIVERED = ['queued', 'routing', 'sent'] as const
+
+export function insertCommand(tx: DbOrTx, row: CommandRow): void {
+  tx.insert(commands).values(row).run()
+}
+
+export function findCommand(db: DbOrTx, tenantId: string, id: string): CommandRow | undefined {
+  return db.select().from(commands).where(and(eq(commands.tenantId, tenantId), eq(commands.id, id))).get()
+}
+
+export function findServerCommand(db: DbOrTx, serverId: string, id: string): CommandRow | undefined {
+  return db.select().from(commands).where(and(eq(commands.serverId, serverId), eq(commands.id, id))).get()
+}
+
+/** Commands of a server not yet accepted by its agent and still alive, oldest first. */
+export function undeliveredFor(db: DbOrTx, serverId: string): CommandRow[] {
+  return db
+    .select()
+    .from(commands)
+    .where(and(eq(commands.serverId, serverId), inArray(commands.deliveryStatus, [...UNDELIVERED]), eq(commands.executionStatus, 'not_started')))
+    .orderBy(asc(commands.id))
+    .all()
+}
+
+export function countUndelivered(db: DbOrTx, serverId: string): number {
+  const r = db
+    .select({ n: sql<number>`count(*)` })
+    .from(commands)
+    .where(and(eq(commands.serverId, serverId), inArray(commands.deliveryStatus, [...UNDELIVERED]), eq(commands.executionStatus, 'not_started')))
+    .get()
+  return Number(r?.n ?? 0)
+}
+
+/**
+ * Writes a change to a command (its version moves on) and the timeline entries that explain it,
+ * in the caller's transaction. Returns the command as it now is.
+ */
+export function changeCommand(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'newId' | 'clock'>,
+  cmd: CommandRow,
+  patch: Partial<CommandRow>,
+  note?: string,
+): CommandRow {
+  const next = { ...cmd, ...patch, version: cmd.version + 1 }
+  tx.update(commands).set({ ...patch, version: next.version }).where(eq(commands.id, cmd.id)).run()
+  const at = deps.clock.nowUs()
+  if (patch.deliveryStatus && patch.deliveryStatus !== cmd.deliveryStatus)
+    appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: patch.deliveryStatus, note: note ?? patch.queueReason ?? null })
+  else if (patch.queueReason !== undefined && patch.queueReason !== cmd.queueReason && patch.queueReason !== null)
+    appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: cmd.deliveryStatus, note: patch.queueReason })
+  if (patch.executionStatus && patch.executionStatus !== cmd.executionStatus)
+    appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'execution', fromState: cmd.executionStatus, toState: patch.executionStatus, note: note ?? null })
+  return next
+}
+
+export function appendTimeline(tx: DbOrTx, deps: Pick<Deps, 'newId'>, entry: Omit<TimelineRow, 'id'>): void {
+  tx.insert(commandTimeline).values({ id: deps.newId(), ...entry }).run()
+}
+
+export function timelineOf(db: DbOrTx, commandId: string, afterId: string | null, limit: number): TimelineRow[] {
+  const where: SQL[] = [eq(commandTimeline.commandId, commandId)]
+  if (afterId) where.push(gt(commandTimeline.id, afterId))
+  return db.select().from(commandTimeline).where(and(...where)).orderBy(asc(commandTimeline.id)).limit(limit).all()
+}
+
+export type CommandFilter = { serverId?: string; deliveryStatus?: string; executionStatus?: string; type?: string; beforeId?: string | null; serverIds?: readonly string[] | null }
+
+export function listCommandRows(db: DbOrTx, tenantId: string, f: CommandFilter, limit: number): CommandRow[] {
+  const where: SQL[] = [eq(commands.tenantId, tenantId)]
+  if (f.serverId) where.push(eq(commands.serverId, f.serverId))
+  if (f.serverIds) where.push(inArray(commands.serverId, [...f.serverIds]))
+  if (f.deliveryStatus) where.push(eq(commands.deliveryStatus, f.deliveryStatus as CommandRow['deliveryStatus']))
+  if (f.executionStatus) where.push(eq(commands.executionStatus, f.executionStatus as CommandRow['executionStatus']))
+  if (f.type) where.push(eq(commands.type, f.type))
+  if (f.beforeId) where.push(lt(commands.id, f.beforeId))
+  return db.select().from(commands).where(and(...where)).orderBy(desc(commands.id)).limit(limit).all()
+}
+
+export function findLog(db: DbOrTx, commandId: string) {
+  return db.select().from(commandLogs).where(eq(commandLogs.commandId, commandId)).get()
+}
+
+export type CommandErrorView = {
+  code: string
+  message: string
+  retryable: boolean
+  stage: string | null
+  details: Record<string, unknown> | null
+  log_ref?: string | null
+}
+
+export function commandView(c: CommandRow, logId: string | null = null) {
+  const error = c.error ? (JSON.parse(c.error) as CommandErrorView) : null
+  if (error && logId) error.log_ref = logId
+  return {
+    command_id: c.id,
+    tenant_id: c.tenantId,
+    server_id: c.serverId,
+    type: c.type,
+    schema_version: c.schemaVersion,
+    params: JSON.parse(c.params) as Record<string, unknown>,
+    requires: c.requires,
+    delivery_status: c.deliveryStatus,
+    execution_status: c.executionStatus,
+    queue_reason: c.queueReason,
+    progress: c.progress,
+    result: c.result ? (JSON.parse(c.result) as Record<string, unknown>) : null,
+    error,
+    issued_by: c.issuedById ? { type: c.issuedByType, id: c.issuedById } : { type: c.issuedByType },
+    idempotency_key: c.idempotencyKey,
+    created_at: formatTimestamp(c.createdAt),
+    accept_by: formatNullableTimestamp(c.acceptBy),
+    deadline: formatNullableTimestamp(c.deadline),
+    sent_at: formatNullableTimestamp(c.sentAt),
+    accepted_at: formatNullableTimestamp(c.acceptedAt),
+    started_at: formatNullableTimestamp(c.startedAt),
+    finished_at: formatNullableTimestamp(c.finishedAt),
+    cancelled_at: formatNullableTimestamp(c.cancelledAt),
+    version: c.version,
+  }
+}

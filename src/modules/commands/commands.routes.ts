@@ -1,0 +1,95 @@
+import { Elysia, t } from 'elysia'
+import { actorOf, describe } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { ifNoneMatchHits, notModified } from '../../platform/etag'
+import { requestState } from '../../platform/http'
+import { idempotencyBeforeHandle } from '../../platform/idempotency'
+import { PageQuery, responses } from '../../platform/schemas'
+import { auditContextOf } from '../audit/audit.context'
+import { CATALOGUE } from './commands.catalogue'
+import { Catalogue, Command, CommandCreate, CommandLog, CommandPage, DeliveryStatus, ExecutionStatus, TimelinePage } from './commands.model'
+import { cancelCommand, commandLog, commandTimelinePage, createCommand, getCommand, listCommands } from './commands.service'
+
+const tags = ['commands']
+const read = { role: 'viewer', scope: 'commands:read' } as const
+const write = { role: 'operator', scope: 'commands:write' } as const
+const Id = t.Object({ id: t.String({ format: 'uuid' }) })
+
+export function commandsRoutes(deps: Deps) {
+  return new Elysia({ name: 'commands', prefix: '/api/v1' })
+    .get('/commands/catalogue', () => ({ items: CATALOGUE.map((c) => ({ type: c.type, schema_version: c.schemaVersion, dangerous: c.dangerous, description: c.description, params: c.params })) }), {
+      response: responses({ 200: Catalogue }, [401, 403]),
+      detail: describe(read, { tags, summary: 'Command types with their params schema' }),
+    })
+    .post(
+      '/commands',
+      ({ request, body, set }) => {
+        const out = createCommand({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body, idempotencyKey: request.headers.get('idempotency-key') })
+        set.status = 201
+        set.headers.etag = `"${out.version}"`
+        set.headers.location = `/api/v1/commands/${out.command_id}`
+        return out
+      },
+      {
+        beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }) as never,
+        body: CommandCreate,
+        headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
+        response: responses({ 201: Command }, [401, 403, 404, 409, 413, 415, 422]),
+        detail: describe(write, {
+          tags,
+          summary: 'Send a typed command to a server\'s agent',
+          description:
+            'Unknown types and bad params → 422. For an offline server it waits (queue_reason server_offline) and is delivered when the agent connects. A dangerous type (gpu.reset, reboot) created during an active rental defaults to requires after_rental. 409 offline_queue_full / online_queue_full when the server has 50 commands waiting. Takes Idempotency-Key.',
+        }),
+      },
+    )
+    .get('/commands', ({ request, query }) => listCommands({ deps, actor: actorOf(request), input: query }), {
+      query: t.Object({
+        ...PageQuery,
+        server_id: t.Optional(t.String({ format: 'uuid' })),
+        delivery_status: t.Optional(DeliveryStatus),
+        execution_status: t.Optional(ExecutionStatus),
+        type: t.Optional(t.String({ maxLength: 64 })),
+      }),
+      response: responses({ 200: CommandPage }, [401, 403, 422]),
+      detail: describe(read, { tags, summary: 'List commands, newest first' }),
+    })
+    .get(
+      '/commands/:id',
+      ({ request, params, set }) => {
+        const { view, etag } = getCommand({ deps, actor: actorOf(request), id: params.id })
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), etag)) return notModified(etag, requestState(request).id)
+        set.headers.etag = etag
+        return view
+      },
+      { params: Id, response: responses({ 200: Command }, [304, 401, 403, 404, 422]), detail: describe(read, { tags, summary: 'Command status and progress', description: 'ETag is the command version.' }) },
+    )
+    .get('/commands/:id/timeline', ({ request, params, query }) => commandTimelinePage({ deps, actor: actorOf(request), id: params.id, input: query }), {
+      params: Id,
+      query: t.Object({ ...PageQuery }),
+      response: responses({ 200: TimelinePage }, [401, 403, 404, 422]),
+      detail: describe(read, { tags, summary: 'Append-only timeline of a command, oldest first' }),
+    })
+    .get('/commands/:id/logs/:log_id', ({ request, params }) => commandLog({ deps, actor: actorOf(request), id: params.id, logId: params.log_id }), {
+      params: t.Object({ id: t.String({ format: 'uuid' }), log_id: t.String({ format: 'uuid' }) }),
+      response: responses({ 200: CommandLog }, [401, 403, 404, 422]),
+      detail: describe(read, { tags, summary: 'The redacted, bounded log of a command (64 KiB)' }),
+    })
+    .post(
+      '/commands/:id/cancel',
+      ({ request, params, set }) => {
+        const { view, etag } = cancelCommand({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, ifMatch: request.headers.get('if-match') })
+        set.headers.etag = etag
+        return view
+      },
+      {
+        params: Id,
+        response: responses({ 200: Command }, [401, 403, 404, 409, 412, 422]),
+        detail: describe(write, {
+          tags,
+          summary: 'Cancel a command (best effort)',
+          description: 'Not yet accepted by the agent: cancelled at once. Accepted: the agent is asked to stop; the command ends when it reports back (cancelled) or at its deadline. An ended command → 409. If-Match optional.',
+        }),
+      },
+    )
+}
