@@ -68,6 +68,16 @@ export function pendingMigrations(database: Database_): number {
   return all.filter((m) => !hashes.has(m.hash)).length
 }
 
+/**
+ * Called inside every top-level write transaction before its callback, in that transaction. The
+ * idempotency layer uses it to mark a claimed key "executed" atomically with the request's first
+ * write (src/platform/idempotency.ts), so a crash after that commit can never run the request twice.
+ */
+let onTopLevelTransaction: ((tx: Tx) => void) | null = null
+export function setTopLevelTransactionHook(hook: ((tx: Tx) => void) | null): void {
+  onTopLevelTransaction = hook
+}
+
 function isTransaction(db: DbOrTx): db is Tx {
   return (db as { nestedIndex?: number }).nestedIndex !== undefined
 }
@@ -85,6 +95,7 @@ export function withTransaction<T>(db: DbOrTx, fn: (tx: Tx) => T): T {
   // outside the transaction, after the rollback below.
   if (fn.constructor.name === 'AsyncFunction') throw new Error('withTransaction callbacks must be synchronous')
   const guarded = (tx: Tx): T => {
+    if (!isTransaction(db) && onTopLevelTransaction) onTopLevelTransaction(tx)
     const result = fn(tx)
     if (result instanceof Promise) throw new Error('withTransaction callbacks must be synchronous')
     return result

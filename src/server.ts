@@ -2,7 +2,7 @@ import type { Server } from 'bun'
 import type { App } from './app'
 import type { Deps } from './platform/context'
 import { beginRequest, problemResponse, requestState } from './platform/http'
-import { finishKey } from './platform/idempotency'
+import { finishKey, idempotencyContext } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { ProblemError } from './platform/problem'
 import { recordRequestAudit } from './modules/audit/audit.service'
@@ -52,7 +52,7 @@ export async function handle(app: App, deps: Deps, request: Request, ip: string)
   const state = beginRequest(request, deps.newId(), deps.clock.nowUs(), ip)
   let response: Response
   try {
-    response = await app.handle(request)
+    response = await idempotencyContext.run({}, () => app.handle(request))
   } catch (error) {
     deps.log.error('unhandled failure', { request_id: state.id, error })
     response = problemResponse(new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error' }), deps.config.publicUrl, state.id)
@@ -64,7 +64,8 @@ export async function handle(app: App, deps: Deps, request: Request, ip: string)
       deps.log.error('could not store idempotent response', { request_id: state.id, error })
     }
   }
-  if (state.tenantId && state.actor && !state.audited && !SAFE_METHODS.has(request.method)) {
+  // An operation's own audit row is part of its transaction; a failed one rolled it back with the change.
+  if (state.tenantId && state.actor && (!state.audited || response.status >= 400) && !SAFE_METHODS.has(request.method)) {
     try {
       recordRequestAudit(deps, {
         tenantId: state.tenantId,

@@ -10,7 +10,8 @@ export const idempotencyKeys = sqliteTable(
     operation: text('operation').notNull(), // "POST /api/v1/tokens"
     key: text('key').notNull(),
     fingerprint: text('fingerprint').notNull(), // sha256 of method, route and canonical body
-    state: text('state', { enum: ['in_progress', 'completed'] }).notNull(),
+    /** in_progress → executed (the request's first write committed with it) → completed (answer stored). */
+    state: text('state', { enum: ['in_progress', 'executed', 'completed'] }).notNull(),
     lockedUntil: integer('locked_until').notNull(),
     responseStatus: integer('response_status'),
     // AES-GCM sealed {headers, body}: a replayed response may hold a secret shown once.

@@ -1,6 +1,7 @@
 import { and, eq, lt } from 'drizzle-orm'
 import { idempotencyKeys } from '../../db/schema'
-import { withTransaction } from '../../db/client'
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { setTopLevelTransactionHook, withTransaction } from '../../db/client'
 import type { Deps } from './context'
 import { ProblemError, problems } from './problem'
 import { open, seal, sha256Hex } from './secrets'
@@ -16,9 +17,28 @@ import { requestState } from './http'
  *   with Retry-After, and the operation never runs twice.
  * - Nothing is stored for a request refused before it ran (validation, auth, rate limit: 401, 403,
  *   422, 429) or that failed unexpectedly (5xx): the key is released and a corrected retry proceeds.
- * - A claim left by a crashed process is taken over once its lock expires (LOCK_SECONDS).
+ * - The request's first write transaction marks the key "executed" in that same transaction. A
+ *   claim left by a crashed process is taken over once its lock expires (LOCK_SECONDS) only if it
+ *   never got that far; one that did answers 409 (its outcome is unknown: the write happened but the
+ *   answer was lost), so a request never runs twice.
  * Stored responses are sealed with AES-GCM, since some carry a secret shown once.
  */
+
+type RequestIdempotency = { claim?: { scope: string; operation: string; key: string }; executed?: boolean }
+/** The claim of the request being handled, across its async hooks and handler. */
+export const idempotencyContext = new AsyncLocalStorage<RequestIdempotency>()
+
+/** Installed once: the first top-level transaction of a request with a claimed key marks it executed. */
+setTopLevelTransactionHook((tx) => {
+  const ctx = idempotencyContext.getStore()
+  if (!ctx?.claim || ctx.executed) return
+  ctx.executed = true
+  const { scope, operation, key } = ctx.claim
+  tx.update(idempotencyKeys)
+    .set({ state: 'executed' })
+    .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.operation, operation), eq(idempotencyKeys.key, key), eq(idempotencyKeys.state, 'in_progress')))
+    .run()
+})
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,128}$/
 export const LOCK_SECONDS = 60
@@ -86,7 +106,11 @@ export function claimKey(deps: Deps, scope: string, operation: string, key: stri
       const stored = JSON.parse(open(deps.keys.idempotency, row.responseBox, aad(scope, operation, key)).toString()) as Stored
       return { kind: 'replay', status: row.responseStatus!, headers: stored.headers, body: stored.body }
     }
-    if (row.lockedUntil > now) {
+    if (row.lockedUntil > now || row.state === 'executed') {
+      if (row.lockedUntil <= now)
+        throw new ProblemError('conflict', {
+          detail: 'the first request with this Idempotency-Key made its change, but its answer was lost when the service stopped; read the resource to see the outcome, and use a new key for a new request',
+        })
       const wait = Math.max(1, Math.ceil((row.lockedUntil - now) / 1_000_000))
       throw new ProblemError('conflict', {
         detail: 'a request with this Idempotency-Key is still being processed; retry later',
@@ -110,9 +134,11 @@ export async function finishKey(
     eq(idempotencyKeys.operation, claim.operation),
     eq(idempotencyKeys.key, claim.key),
   )
+  // Nothing was written: the key is released so a corrected retry runs. Once the request wrote
+  // (state executed) its answer is kept whatever it is, since running it again is not safe.
   if (response.status >= 500 || NOT_STORED.has(response.status)) {
-    withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, 'in_progress'))).run())
-    return
+    const released = withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, 'in_progress'))).run()) as unknown as { changes: number }
+    if (released.changes === 1) return
   }
   const body = await response.clone().text()
   const headers: Record<string, string> = {}
@@ -162,5 +188,7 @@ export function idempotencyBeforeHandle(
   const claim = claimKey(deps, scope, operation, key, fingerprint(ctx.request.method, ctx.route, ctx.body))
   if (claim.kind === 'replay') return replayResponse(claim, state.id)
   state.idempotency = { scope, operation, key }
+  const store = idempotencyContext.getStore()
+  if (store) store.claim = state.idempotency
   return undefined
 }

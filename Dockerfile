@@ -1,0 +1,42 @@
+# gpuhq: one process, one SQLite file on the /app/data volume.
+#   docker build -t gpuhq .
+#   docker run -p 8080:8080 -v gpuhq-data:/app/data -e PUBLIC_URL=https://gpuhq.example.com gpuhq
+# Configuration is environment variables only (src/config.ts); SECRET_KEY, when not given, is
+# generated once into /app/data/secret.key, so back that volume up.
+FROM oven/bun:1.4.5-slim
+
+WORKDIR /app
+
+# Runtime dependencies only, exactly as bun.lock records them (drizzle-kit, typescript's compiler
+# for type checks, test tools: all devDependencies, none needed to run).
+# patches/ holds the bun patch of @elysiajs/openapi that package.json's patchedDependencies names.
+COPY package.json bun.lock bunfig.toml tsconfig.json ./
+COPY patches ./patches
+RUN bun install --frozen-lockfile --production && rm -rf /root/.bun/install/cache
+
+# Code and migrations stay owned by root: the service can read them, not change them.
+COPY src ./src
+COPY db ./db
+COPY jobs ./jobs
+
+RUN mkdir -p /app/data && chown bun:bun /app/data
+VOLUME /app/data
+
+# PAYMENT_PROVIDERS is empty on purpose: production refuses the sandbox provider; list real ones
+# (e.g. nowpayments) at run time.
+ENV NODE_ENV=production \
+    PORT=8080 \
+    DATA_DIR=/app/data \
+    DATABASE_URL=file:/app/data/gpuhq.db \
+    PAYMENT_PROVIDERS=""
+
+USER bun
+EXPOSE 8080
+
+# The image has no curl; bun itself asks /healthz on the port the service listens on.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["bun", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+
+# bun is PID 1 (the base image's entrypoint execs it), so `docker stop`'s SIGTERM reaches the
+# service, which drains in-flight requests and exits 0.
+CMD ["bun", "run", "src/main.ts"]

@@ -1,0 +1,355 @@
+/**
+ * Agent-session benchmark: many raw agent sessions (real WebSockets) against one real gpuhq process.
+ * Never part of the test run. Usage: `bun run bench/agents.ts` (see bench/README.md).
+ *
+ * It prints:
+ *   - server memory per session (VmRSS of the service process before and after opening them),
+ *   - heartbeats handled per second (a burst from every session, timed until the last one is
+ *     written to the database),
+ *   - the time for presence to settle after a mass reconnect (close all, reopen all, one heartbeat
+ *     each, presence.sweep through the test-clock route, until all N are online in the database and
+ *     on GET /dashboard).
+ *
+ * The N servers are inserted straight into a fresh database before the service starts (rows with
+ * known agent-token hashes, the way enrolment stores them), on a tenant on the unlimited `pro`
+ * plan; a small sample is also enrolled through POST /agent/register to show that path's rate.
+ * Everything runs on 127.0.0.1; every wait has a deadline; the temp dir is removed at the end.
+ */
+import { Database } from 'bun:sqlite'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { loadConfig } from '../src/config'
+import { buildDeps } from '../src/deps'
+import { createAccount } from '../src/modules/accounts/admin.service'
+import { createLogger } from '../src/platform/logger'
+import { generateSecret, hashSecret } from '../src/platform/secrets'
+
+const N = Number(process.env.BENCH_AGENTS ?? 10_000)
+const OPEN_CONCURRENCY = Number(process.env.BENCH_OPEN_CONCURRENCY ?? 256)
+const BURSTS = Number(process.env.BENCH_BURSTS ?? 2)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10)
+const REGISTER_SAMPLE = Number(process.env.BENCH_REGISTER_SAMPLE ?? 100)
+/** Any single phase that takes longer than this fails the run (it never hangs). */
+const PHASE_DEADLINE_MS = Number(process.env.BENCH_PHASE_DEADLINE_S ?? 300) * 1000
+const ROOT = resolve(import.meta.dir, '..')
+const SECRET_KEY = 'd'.repeat(64)
+
+// File descriptors: this process holds N client sockets and the service N server sockets. A Bun
+// program cannot raise its own limit, so when the soft limit is too low and the hard one allows
+// it, the script runs itself again under `ulimit -n <hard>`.
+const needFds = N + 512
+const { soft, hard } = openFileLimits()
+if (soft < needFds) {
+  if (hard >= needFds && !process.env.BENCH_REEXEC) {
+    const proc = Bun.spawn(['sh', '-c', `ulimit -n ${hard} && exec "$0" run "$1"`, process.execPath, import.meta.path], {
+      env: { ...process.env, BENCH_REEXEC: '1' },
+      stdio: ['inherit', 'inherit', 'inherit'],
+    })
+    process.exit(await proc.exited)
+  }
+  console.error(`bench/agents: ${N} sessions need about ${needFds} open files; the limit is ${soft} (hard ${hard}). Raise it (e.g. "ulimit -n ${needFds}" as root) or lower BENCH_AGENTS.`)
+  process.exit(2)
+}
+
+type Session = { ws: WebSocket | null; token: string; serverId: string; hello: string; seq: number; welcomed: boolean; onBarrier: (() => void) | null }
+
+await main()
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'gpuhq-bench-agents-'))
+  const port = freePort()
+  const url = `http://127.0.0.1:${port}`
+  const env = {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'test',
+    TEST_CLOCK: 'true',
+    PORT: String(port),
+    PUBLIC_URL: url,
+    DATA_DIR: dir,
+    DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
+    SECRET_KEY,
+    LOG_LEVEL: 'warn',
+    JOBS_ENABLED: 'false',
+  }
+  console.log(`bun ${Bun.version}, ${cpus().length} cores, ${N} agent sessions, open files limit ${openFileLimits().soft}\n`)
+
+  // 1. The fleet, written before the service starts.
+  let t = performance.now()
+  const { sessions, ticket } = prepareDatabase(env, N)
+  console.log(`prepared ${N} servers in the database in ${secs(t)} s`)
+
+  const service = Bun.spawn([process.execPath, 'run', 'src/main.ts'], { cwd: ROOT, env, stdin: 'ignore', stdout: 'ignore', stderr: 'inherit' })
+  const db = new Database(join(dir, 'gpuhq.db'), { readonly: true })
+  const count = (sql: string, ...params: (string | number)[]) => (db.query(sql).get(...params) as { n: number }).n
+  const figures: [string, string][] = []
+  try {
+    await until(async () => (await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200, 20_000, 'the service to be ready')
+    const cookie = await signIn(url, ticket)
+    const ws = url.replace(/^http/, 'ws') + '/api/v1/agent/ws'
+
+    // 2. A sample of real enrolments, for the rate of POST /agent/register.
+    if (REGISTER_SAMPLE > 0) {
+      t = performance.now()
+      for (let i = 0; i < REGISTER_SAMPLE; i++) {
+        const minted = await fetch(`${url}/api/v1/tokens/init`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{}' })
+        if (minted.status !== 201) throw new Error(`POST /tokens/init answered ${minted.status}: ${await minted.text()}`)
+        const { token } = (await minted.json()) as { token: string }
+        const res = await fetch(`${url}/api/v1/agent/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ init_token: token, ...facts(`sample-${i}`) }) })
+        if (res.status !== 201) throw new Error(`POST /agent/register answered ${res.status}: ${await res.text()}`)
+        await res.arrayBuffer()
+      }
+      const dt = (performance.now() - t) / 1000
+      figures.push(['enrolments through HTTP (mint + register, sequential)', `${REGISTER_SAMPLE} in ${dt.toFixed(2)} s = ${(REGISTER_SAMPLE / dt).toFixed(0)}/s`])
+    }
+
+    // 3. Memory per session.
+    await Bun.sleep(1000)
+    const rssBefore = rssKb(service.pid)
+    t = performance.now()
+    await openAll(ws, sessions, false)
+    const openS = (performance.now() - t) / 1000
+    await Bun.sleep(2000)
+    const rssAfter = rssKb(service.pid)
+    figures.push(['sessions opened with hello → welcome', `${N} in ${openS.toFixed(2)} s = ${(N / openS).toFixed(0)}/s`])
+    figures.push(['service RSS before / after', `${mb(rssBefore)} / ${mb(rssAfter)} MiB`])
+    figures.push(['service RSS growth per session', `${(((rssAfter - rssBefore) * 1024) / N / 1024).toFixed(1)} KiB`])
+
+    // 4. Heartbeats: the first one of each session is a presence transition (written at once)...
+    t = performance.now()
+    for (const s of sessions) heartbeat(s)
+    await until(() => count(`SELECT count(*) AS n FROM servers WHERE presence = 'online' AND hostname LIKE 'bench-%'`) === N, PHASE_DEADLINE_MS, `${N} servers online`)
+    const firstS = (performance.now() - t) / 1000
+    figures.push(['first heartbeat of every session (offline → online, one write each)', `${firstS.toFixed(2)} s = ${(N / firstS).toFixed(0)}/s`])
+
+    // ... later ones are group-committed (at most a second late, one transaction for all). A single
+    // burst shows that latency: from the first send until every heartbeat is in the database.
+    for (let b = 0; b < BURSTS; b++) {
+      const before = count(`SELECT max(last_seen_at) AS n FROM servers`)
+      t = performance.now()
+      for (const s of sessions) heartbeat(s)
+      const sent = performance.now()
+      await until(() => count(`SELECT count(*) AS n FROM servers WHERE last_seen_at > ? AND hostname LIKE 'bench-%'`, before) === N, PHASE_DEADLINE_MS, `burst ${b + 1} written`)
+      const dt = (performance.now() - t) / 1000
+      figures.push([`one burst of ${N} heartbeats: sent / all written`, `${((sent - t) / 1000).toFixed(2)} s / ${dt.toFixed(2)} s`])
+      await Bun.sleep(300)
+    }
+    // Sustained: ROUNDS heartbeats per session back to back. "Handled" is until the service has
+    // processed every frame (a barrier frame per session is answered); "written" until the last
+    // round is in the database.
+    t = performance.now()
+    let lastRoundUs = 0
+    for (let r = 0; r < ROUNDS; r++) {
+      if (r === ROUNDS - 1) lastRoundUs = Date.now() * 1000
+      for (const s of sessions) heartbeat(s)
+      await Bun.sleep(0)
+    }
+    await barrierAll(sessions)
+    const handled = (performance.now() - t) / 1000
+    await until(() => count(`SELECT count(*) AS n FROM servers WHERE last_seen_at > ? AND hostname LIKE 'bench-%'`, lastRoundUs) === N, PHASE_DEADLINE_MS, 'the last round written')
+    const written = (performance.now() - t) / 1000
+    figures.push([`sustained: ${ROUNDS} × ${N} heartbeats, handled by the service`, `${handled.toFixed(2)} s = ${((ROUNDS * N) / handled).toFixed(0)} heartbeats/s`])
+    figures.push([`sustained: ${ROUNDS} × ${N} heartbeats, last round written`, `${written.toFixed(2)} s = ${((ROUNDS * N) / written).toFixed(0)} heartbeats/s`])
+    figures.push(['service RSS after the bursts', `${mb(rssKb(service.pid))} MiB`])
+
+    // 5. The fleet read with N servers online (a dirty snapshot is recomputed on read).
+    t = performance.now()
+    const dash = await dashboard(url, cookie)
+    figures.push([`GET /dashboard after the transitions (recomputes the ${N + REGISTER_SAMPLE}-row snapshot)`, `${ms(t)} ms, online=${dash.online}`])
+    t = performance.now()
+    await dashboard(url, cookie)
+    figures.push(['GET /dashboard again (cached snapshot)', `${ms(t)} ms`])
+    t = performance.now()
+    const page = await fetch(`${url}/api/v1/servers?presence=online&limit=200`, { headers: { cookie } })
+    const pageBody = (await page.json()) as { items: unknown[] }
+    figures.push(['GET /servers?presence=online&limit=200 (cached snapshot, filter + page)', `${ms(t)} ms, ${pageBody.items.length} rows`])
+
+    // 6. Mass reconnect: everyone drops, everyone comes back with one heartbeat.
+    t = performance.now()
+    for (const s of sessions) s.ws!.close(1001, 'bench reconnect')
+    await until(() => count(`SELECT count(*) AS n FROM servers WHERE presence = 'offline' AND hostname LIKE 'bench-%'`) === N, PHASE_DEADLINE_MS, `${N} servers offline after the close`)
+    figures.push([`mass close: all ${N} offline (one write each)`, `${secs(t)} s`])
+
+    t = performance.now()
+    await openAll(ws, sessions, true)
+    const reopened = performance.now()
+    const swept = await fetch(`${url}/api/v1/_test/jobs/presence.sweep/run`, { method: 'POST' })
+    if (swept.status !== 200) throw new Error(`presence.sweep answered ${swept.status}`)
+    await until(() => count(`SELECT count(*) AS n FROM servers WHERE presence = 'online' AND hostname LIKE 'bench-%'`) === N, PHASE_DEADLINE_MS, `${N} servers online after the reconnect`)
+    const dbSettled = performance.now()
+    await until(async () => (await dashboard(url, cookie)).online === N, PHASE_DEADLINE_MS, 'GET /dashboard to show every server online')
+    figures.push([`mass reconnect: ${N} sessions reopened with hello + one heartbeat`, `${((reopened - t) / 1000).toFixed(2)} s`])
+    figures.push(['mass reconnect: all online in the database', `${((dbSettled - t) / 1000).toFixed(2)} s after the first reconnect`])
+    figures.push(['mass reconnect: all online on GET /dashboard', `${secs(t)} s after the first reconnect`])
+    figures.push(['service RSS at the end', `${mb(rssKb(service.pid))} MiB`])
+    const errors = count(`SELECT count(*) AS n FROM servers WHERE presence != 'online' AND hostname LIKE 'bench-%'`)
+    if (errors) throw new Error(`${errors} servers are not online at the end`)
+  } finally {
+    for (const s of sessions) s.ws?.close()
+    db.close()
+    service.kill('SIGTERM')
+    await Promise.race([service.exited, Bun.sleep(10_000)])
+    if (service.exitCode === null && service.signalCode === null) service.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const width = Math.max(...figures.map(([k]) => k.length))
+  console.log('')
+  for (const [k, v] of figures) console.log(`${k.padEnd(width)}  ${v}`)
+  process.exit(0)
+}
+
+/** Migrates a fresh database, creates the tenant (pro plan: no server limit) and N enrolled servers. */
+function prepareDatabase(env: Record<string, string>, n: number): { sessions: Session[]; ticket: string } {
+  const deps = buildDeps(loadConfig(env), { log: createLogger('warn', () => new Date().toISOString(), () => {}) })
+  const { tenantId, ticket } = createAccount({ deps, input: { email: 'bench@example.test', tenantName: 'Bench rigs' } })
+  deps.sqlite.run(`UPDATE tenants SET plan_code = 'pro' WHERE id = ?`, [tenantId])
+  const now = deps.clock.nowUs()
+  const gpus = JSON.stringify(facts('x').gpus)
+  const insert = deps.sqlite.prepare(
+    `INSERT INTO servers (id, tenant_id, name, created_at, hostname, fingerprint, agent_version, gpus, gpu_count, gpu_model, agent_token_hash, enrolled_at)
+     VALUES (?, ?, ?, ?, ?, ?, '1.4.0', ?, 8, 'NVIDIA GeForce RTX 4090', ?, ?)`,
+  )
+  const sessions: Session[] = []
+  deps.sqlite.transaction(() => {
+    for (let i = 0; i < n; i++) {
+      const id = deps.newId()
+      const token = generateSecret('gpuhq_agt_')
+      const host = `bench-${String(i).padStart(6, '0')}`
+      insert.run(id, tenantId, host, now, host, `sha256:${host}`, gpus, hashSecret(token), now)
+      sessions.push({ ws: null, token, serverId: id, hello: JSON.stringify({ type: 'hello', ...facts(host) }), seq: 0, welcomed: false, onBarrier: null })
+    }
+  })()
+  deps.sqlite.close()
+  return { sessions, ticket }
+}
+
+function facts(hostname: string) {
+  return {
+    agent_version: '1.4.0',
+    hostname,
+    fingerprint: `sha256:${hostname}`,
+    public_ip: '203.0.113.7',
+    gpus: Array.from({ length: 8 }, (_, i) => ({ index: i, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24564 })),
+  }
+}
+
+/** Opens every session (at most OPEN_CONCURRENCY at a time), hello → welcome, and optionally one heartbeat. */
+async function openAll(url: string, sessions: Session[], heartbeatOnWelcome: boolean): Promise<void> {
+  let next = 0
+  const deadline = Date.now() + PHASE_DEADLINE_MS
+  const openOne = (s: Session) =>
+    new Promise<void>((resolve, reject) => {
+      s.welcomed = false
+      const ws = new WebSocket(url, { headers: { authorization: `Bearer ${s.token}` } } as unknown as string[])
+      s.ws = ws
+      const timer = setTimeout(() => reject(new Error(`session of ${s.serverId} got no welcome within 60 s`)), 60_000)
+      ws.onopen = () => ws.send(s.hello)
+      ws.onmessage = (e) => {
+        const f = JSON.parse(String(e.data)) as { type: string; message?: string }
+        if (f.type === 'error' && f.message?.endsWith('bench_barrier')) {
+          const done = s.onBarrier
+          s.onBarrier = null
+          done?.()
+          return
+        }
+        if (s.welcomed || f.type !== 'welcome') return
+        s.welcomed = true
+        clearTimeout(timer)
+        if (heartbeatOnWelcome) heartbeat(s)
+        resolve()
+      }
+      ws.onclose = (e) => {
+        clearTimeout(timer)
+        if (!s.welcomed) reject(new Error(`session of ${s.serverId} closed before welcome (${e.code})`))
+      }
+    })
+  const worker = async () => {
+    while (next < sessions.length) {
+      if (Date.now() > deadline) throw new Error('opening the sessions took too long')
+      await openOne(sessions[next++]!)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(OPEN_CONCURRENCY, sessions.length) }, worker))
+}
+
+/**
+ * Resolves once the service has handled every frame each session sent so far: frames of one
+ * session are handled in order, and an unknown frame type sent last is answered with an error.
+ */
+async function barrierAll(sessions: Session[]): Promise<void> {
+  await Promise.all(
+    sessions.map(
+      (s) =>
+        new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`no barrier answer from ${s.serverId} within the phase deadline`)), PHASE_DEADLINE_MS)
+          s.onBarrier = () => (clearTimeout(timer), resolve())
+          s.ws!.send('{"type":"bench_barrier"}')
+        }),
+    ),
+  )
+}
+
+function heartbeat(s: Session): void {
+  s.ws!.send(`{"type":"heartbeat","seq":${++s.seq}}`)
+}
+
+async function signIn(url: string, ticket: string): Promise<string> {
+  const res = await fetch(`${url}/api/v1/auth/password-reset/complete`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ticket, password: 'correct horse battery staple 42' }),
+  })
+  if (res.status !== 200) throw new Error(`sign-in answered ${res.status}: ${await res.text()}`)
+  const m = /^(__Host-gpuhq_session=[^;]*)/.exec(res.headers.get('set-cookie') ?? '')
+  if (!m) throw new Error('sign-in set no session cookie')
+  return m[1]!
+}
+
+async function dashboard(url: string, cookie: string): Promise<{ online: number }> {
+  const res = await fetch(`${url}/api/v1/dashboard`, { headers: { cookie } })
+  if (res.status !== 200) throw new Error(`GET /dashboard answered ${res.status}`)
+  return ((await res.json()) as { servers: { online: number } }).servers
+}
+
+/** Polls every 20 ms until `check` holds; throws after `ms`. */
+async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    try {
+      if (await check()) return
+    } catch {
+      // not yet (the service may not listen yet)
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`)
+    await Bun.sleep(20)
+  }
+}
+
+function rssKb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  if (!m) throw new Error(`no VmRSS for pid ${pid}`)
+  return Number(m[1])
+}
+
+function openFileLimits(): { soft: number; hard: number } {
+  const m = /Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/.exec(readFileSync('/proc/self/limits', 'utf8'))
+  const n = (v: string | undefined) => (v === undefined ? 1024 : v === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(v))
+  return { soft: n(m?.[1]), hard: n(m?.[2]) }
+}
+
+function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const p = probe.port!
+  probe.stop(true)
+  return p
+}
+
+function secs(since: number): string {
+  return ((performance.now() - since) / 1000).toFixed(2)
+}
+function ms(since: number): string {
+  return (performance.now() - since).toFixed(0)
+}
+function mb(kb: number): string {
+  return (kb / 1024).toFixed(1)
+}
