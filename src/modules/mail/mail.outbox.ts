@@ -93,7 +93,10 @@ export class MailDispatcher {
       if (!row) return sent
       try {
         await this.transport.send(row)
-        withTransaction(db, (tx) => tx.update(mailOutbox).set({ status: 'sent', sentAt: clock.nowUs(), lastError: null }).where(eq(mailOutbox.id, row.id)).run())
+        // A sent message's words are not kept: they may hold a sign-in code.
+        withTransaction(db, (tx) =>
+          tx.update(mailOutbox).set({ status: 'sent', sentAt: clock.nowUs(), lastError: null, subject: `[${row.template}]`, text: '', html: '' }).where(eq(mailOutbox.id, row.id)).run(),
+        )
         sent++
       } catch (e) {
         const error = e instanceof Error ? e.message : String(e)
