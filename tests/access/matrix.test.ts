@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mintPat } from '../support/access'
+import { allRoutes, protectedRoutes, runAccessMatrix, type Fixture, type MatrixContext, type MatrixReport } from '../support/access-matrix'
+import { startTestApp, type TestApp } from '../support/app'
+
+/**
+ * Issue 4, "Done when": the permission matrix runs against every protected route of the app.
+ * A new route with a path parameter must register a fixture here, or this file fails.
+ */
+const server = ({ owner, newServer }: MatrixContext) => ({ params: { id: newServer(owner.tenantId) } })
+const keepOn = (ctx: MatrixContext) => ({ params: { ...server(ctx).params, marketplace: 'marketplace_a' } })
+const group = ({ app, owner }: MatrixContext) => {
+  const id = app.deps.newId()
+  app.deps.sqlite.run('INSERT INTO server_groups (id, tenant_id, name, position, version, created_at) VALUES (?, ?, ?, 1, 1, ?)', [id, owner.tenantId, `group ${id}`, app.deps.clock.nowUs()])
+  return { params: { id } }
+}
+
+/** A queued command (and its log) on a new server of the tenant, written as the service would. */
+const command = ({ app, owner, newServer }: MatrixContext) => {
+  const id = app.deps.newId()
+  const logId = app.deps.newId()
+  const now = app.deps.clock.nowUs()
+  app.deps.sqlite.run(
+    `INSERT INTO commands (id, tenant_id, server_id, type, schema_version, params, requires, delivery_status, execution_status, issued_by_type, created_at, accept_by, deadline, send_count, version)
+     VALUES (?, ?, ?, 'diagnostics.run', 1, '{}', 'none', 'queued', 'not_started', 'system', ?, ?, ?, 0, 1)`,
+    [id, owner.tenantId, newServer(owner.tenantId), now, now + 3_600_000_000, now + 7_200_000_000],
+  )
+  app.deps.sqlite.run('INSERT INTO command_logs (id, command_id, text, bytes, truncated, updated_at) VALUES (?, ?, ?, 3, 0, ?)', [logId, id, 'ok\n', now])
+  return { params: { id, log_id: logId } }
+}
+
+/** Real resources of tenant A per route; a PATCH also gives a valid body (see the helper). */
+const FIXTURES: Record<string, Fixture> = {
+  'DELETE /api/v1/tokens/:id': async ({ app, owner }) => ({ params: { id: (await mintPat(app, owner, { name: 'matrix fixture' })).id } }),
+  'GET /api/v1/servers/:id': server,
+  'PATCH /api/v1/servers/:id': (ctx) => ({ ...server(ctx), body: { name: 'renamed' } }),
+  'POST /api/v1/servers/:id/decommission': server,
+  'PUT /api/v1/servers/:id/keep-on/:marketplace': keepOn,
+  'DELETE /api/v1/servers/:id/keep-on/:marketplace': keepOn,
+  'PUT /api/v1/servers/:id/maintenance': server,
+  'DELETE /api/v1/servers/:id/maintenance': server,
+  'GET /api/v1/servers/:id/events': server,
+  'GET /api/v1/servers/:id/metrics': server,
+  'GET /api/v1/groups/:id': group,
+  'PATCH /api/v1/groups/:id': (ctx) => ({ ...group(ctx), body: { name: 'renamed group' } }),
+  'DELETE /api/v1/groups/:id': group,
+  'GET /api/v1/commands/:id': command,
+  'GET /api/v1/commands/:id/timeline': command,
+  'GET /api/v1/commands/:id/logs/:log_id': command,
+  'POST /api/v1/commands/:id/cancel': command,
+}
+
+/** Routes that deliberately carry no access declaration: documentation and the test-only clock. */
+const UNDECLARED = [/^GET \/api\/v1\/(docs|openapi\.json)$/, /^[A-Z]+ \/api\/v1\/_test\//]
+
+let app: TestApp
+let report: MatrixReport
+let cannotRun: unknown = null
+beforeAll(async () => {
+  app = await startTestApp({ LOG_LEVEL: 'silent' })
+  // A route without its fixture fails the first test with the helper's message, naming the route.
+  report = await runAccessMatrix(app, FIXTURES).catch((e) => {
+    cannotRun = e
+    return { routes: [], checks: {}, failures: [] }
+  })
+})
+afterAll(() => app.close())
+
+describe('the permission matrix', () => {
+  test('every protected route refuses each caller it must refuse, with the declared problem', () => {
+    if (cannotRun) throw cannotRun
+    expect(report.failures).toEqual([])
+  })
+
+  test('the matrix covered at least the routes protected today, with every check their declaration calls for', () => {
+    if (cannotRun) throw cannotRun
+    for (const key of [
+      'GET /api/v1/me',
+      'PATCH /api/v1/me',
+      'GET /api/v1/users',
+      'DELETE /api/v1/auth/sessions/current',
+      'POST /api/v1/tokens',
+      'GET /api/v1/tokens',
+      'DELETE /api/v1/tokens/:id',
+      'POST /api/v1/tokens/init',
+      'GET /api/v1/audit',
+    ])
+      expect(report.routes).toContain(key)
+    expect(report.checks['GET /api/v1/me']).toEqual(['unauthenticated'])
+    expect(report.checks['PATCH /api/v1/me']).toEqual(['unauthenticated', 'scope'])
+    expect(report.checks['POST /api/v1/tokens']).toEqual(['unauthenticated', 'scope', 'plan_required'])
+    expect(report.checks['DELETE /api/v1/tokens/:id']).toEqual(['unauthenticated', 'wrong tenant', 'scope'])
+    expect(report.checks['POST /api/v1/tokens/init']).toEqual(['unauthenticated', 'role:viewer', 'scope', 'frozen', 'plan_required'])
+    expect(report.checks['GET /api/v1/audit']).toEqual(['unauthenticated', 'role:viewer', 'role:operator', 'scope'])
+    expect(report.checks['PATCH /api/v1/servers/:id']).toEqual(['unauthenticated', 'wrong tenant', 'role:viewer', 'scope', 'allowlist'])
+    expect(report.checks['GET /api/v1/servers/:id/events']).toEqual(['unauthenticated', 'wrong tenant', 'scope', 'allowlist'])
+    expect(report.checks['POST /api/v1/agent/hello']).toEqual(['unauthenticated', 'not an agent'])
+  })
+
+  test('every /api/v1 route declares who may call it, except the documentation and the test clock', () => {
+    const undeclared = allRoutes(app)
+      .filter((r) => r.key.includes(' /api/v1/') && r.spec === undefined)
+      .map((r) => r.key)
+      .filter((k) => !UNDECLARED.some((re) => re.test(k)))
+    expect(undeclared).toEqual([])
+  })
+
+  test('a protected route with an id parameter and no fixture stops the matrix before any request, naming the route', async () => {
+    const before = app.deps.sqlite.query('SELECT count(*) AS n FROM users').get() as { n: number }
+    await expect(runAccessMatrix(app, {})).rejects.toThrow(/DELETE \/api\/v1\/tokens\/:id: no fixture for :id/)
+    const after = app.deps.sqlite.query('SELECT count(*) AS n FROM users').get() as { n: number }
+    expect(after.n).toBe(before.n)
+  })
+
+  test('each protected route also shows its access declaration in the OpenAPI document', async () => {
+    const doc = (await (await app.fetch('/api/v1/openapi.json')).json()) as { paths: Record<string, Record<string, Record<string, unknown>>> }
+    for (const r of protectedRoutes(app)) {
+      const op = doc.paths[r.path.replace(/:(\w+)/g, '{$1}')]?.[r.method.toLowerCase()]
+      expect({ route: r.key, access: op?.['x-gpuhq-access'] }).toEqual({ route: r.key, access: r.spec })
+    }
+  })
+})
