@@ -7,6 +7,7 @@ import { fleetRuntime } from '../src/modules/fleet/presence'
 import { refreshAllSnapshots } from '../src/modules/fleet/snapshot.service'
 import { pruneTelemetry, runRollups } from '../src/modules/telemetry/rollup.service'
 import { expireCommands } from '../src/modules/commands/commands.delivery'
+import { runHourlyCharges } from '../src/modules/billing/charges.service'
 
 /**
  * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
@@ -27,6 +28,13 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 120,
     description: 'Recomputes every tenant\'s fleet snapshot (GET /servers, GET /dashboard).',
     run: ({ deps }) => refreshAllSnapshots(deps),
+  },
+  {
+    name: 'billing.charge',
+    schedule: '*/5 * * * *',
+    leaseSeconds: 900,
+    description: 'Books each hour\'s charges once it is 1 h 15 min old (catching up after downtime) and freezes accounts whose grace ran out.',
+    run: ({ deps }) => runHourlyCharges(deps),
   },
   {
     name: 'commands.expire',

@@ -4,6 +4,10 @@
  *
  *   scripts/admin create-account --email ann@example.com --tenant-name "Ann's rigs"
  *   scripts/admin tenants
+ *   scripts/admin adjust --tenant <id> --amount 25.00 --reason "goodwill credit"
+ *   scripts/admin set-plan --tenant <id> --plan starter
+ *   scripts/admin plans
+ *   scripts/admin plan --code team --label Team --price 3.00 --servers-max 50 [--features strategy,ai_access]
  */
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../src/config'
@@ -12,12 +16,25 @@ import { createLogger } from '../src/platform/logger'
 import { ProblemError } from '../src/platform/problem'
 import { formatTimestamp } from '../src/platform/time'
 import { createAccount, tenantsOverview, ADMIN_TICKET_TTL_SECONDS } from '../src/modules/accounts/admin.service'
+import { adjustBalance, setTenantPlan, upsertPlan } from '../src/modules/billing/admin.service'
+import { balanceOf } from '../src/modules/billing/ledger'
+import { listPlans } from '../src/modules/plans/plans.repository'
+import { formatMoney } from '../src/platform/money'
 
 const USAGE = `usage:
   scripts/admin create-account --email <address> --tenant-name <name>
       creates a tenant on the free plan and its owner; prints a one-time ticket to set the password
   scripts/admin tenants
-      lists tenants with their plan and account state`
+      lists tenants with their plan, account state and balance
+  scripts/admin adjust --tenant <id> --amount <USD, negative to debit> --reason <text>
+      writes a ledger adjustment (credit or debit)
+  scripts/admin set-plan --tenant <id> --plan <code|none>
+      assigns a catalogue plan (none: no plan assignment)
+  scripts/admin plans
+      lists the plan catalogue
+  scripts/admin plan --code <code> [--label <label>] [--price <USD per server per month|contract>]
+                     [--servers-max <n|unlimited>] [--features <strategy,ai_access>]
+      creates or edits a catalogue entry`
 
 function fail(message: string): never {
   console.error(`admin: ${message}`)
@@ -54,7 +71,33 @@ try {
   } else if (command === 'tenants') {
     const rows = tenantsOverview({ deps })
     if (rows.length === 0) console.log('no tenants')
-    for (const t of rows) console.log(`${t.id}  plan=${t.planCode ?? '-'}  state=${t.accountState}  created=${formatTimestamp(t.createdAt)}  ${t.name}`)
+    for (const t of rows)
+      console.log(`${t.id}  plan=${t.planCode ?? '-'}  state=${t.accountState}  balance=${formatMoney(balanceOf(deps.db, t.id))}  created=${formatTimestamp(t.createdAt)}  ${t.name}`)
+  } else if (command === 'adjust') {
+    const { values } = parseArgs({ args: rest, options: { tenant: { type: 'string' }, amount: { type: 'string' }, reason: { type: 'string' } }, strict: true })
+    if (!values.tenant) fail('--tenant is required')
+    if (!values.amount) fail('--amount is required')
+    if (!values.reason) fail('--reason is required')
+    const row = adjustBalance({ deps, input: { tenantId: values.tenant, amount: values.amount, reason: values.reason } })
+    console.log(`adjusted tenant ${values.tenant} by ${formatMoney(row.amountMicros)} USD; balance now ${formatMoney(row.balanceAfterMicros)} USD (ledger entry ${row.id})`)
+  } else if (command === 'set-plan') {
+    const { values } = parseArgs({ args: rest, options: { tenant: { type: 'string' }, plan: { type: 'string' } }, strict: true })
+    if (!values.tenant) fail('--tenant is required')
+    if (!values.plan) fail('--plan is required')
+    setTenantPlan({ deps, input: { tenantId: values.tenant, plan: values.plan === 'none' ? null : values.plan } })
+    console.log(`tenant ${values.tenant} is now on ${values.plan === 'none' ? 'no plan' : `plan ${values.plan}`}`)
+  } else if (command === 'plans') {
+    for (const p of listPlans(deps.db))
+      console.log(`${p.code}  ${p.label}  price=${p.priceMicrosPerServerMonth === null ? 'contract' : formatMoney(p.priceMicrosPerServerMonth)} USD/server/month  servers_max=${p.serversMax ?? 'unlimited'}  features=${JSON.parse(p.features).join(',') || '-'}`)
+  } else if (command === 'plan') {
+    const { values } = parseArgs({
+      args: rest,
+      options: { code: { type: 'string' }, label: { type: 'string' }, price: { type: 'string' }, 'servers-max': { type: 'string' }, features: { type: 'string' } },
+      strict: true,
+    })
+    if (!values.code) fail('--code is required')
+    const r = upsertPlan({ deps, input: { code: values.code, label: values.label, price: values.price, serversMax: values['servers-max'], features: values.features } })
+    console.log(`${r.created ? 'created' : 'updated'} plan ${r.plan.code}: ${r.plan.label}, ${r.plan.priceMicrosPerServerMonth === null ? 'contract-priced' : `${formatMoney(r.plan.priceMicrosPerServerMonth)} USD per server per month`}, servers_max ${r.plan.serversMax ?? 'unlimited'}`)
   } else {
     fail(`unknown command "${command}"\n${USAGE}`)
   }

@@ -19,6 +19,8 @@ import { serversRoutes } from './modules/fleet/servers.routes'
 import { groupsRoutes } from './modules/groups/groups.routes'
 import { metricsRoutes } from './modules/telemetry/metrics.routes'
 import { commandsRoutes } from './modules/commands/commands.routes'
+import { billingRoutes } from './modules/billing/billing.routes'
+import { plansRoutes } from './modules/plans/plans.routes'
 import { resolveAgent } from './modules/agent/agent.service'
 import { findPlan, planFeatures } from './modules/plans/plans.repository'
 
@@ -80,6 +82,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
             { name: 'servers', description: 'The fleet: servers, presence, configuration, maintenance, events, dashboard' },
             { name: 'groups', description: 'Server groups' },
             { name: 'commands', description: 'Typed commands delivered to agents' },
+            { name: 'plans', description: 'The plan catalogue and what the tenant\'s plan allows' },
+            { name: 'billing', description: 'Balance, ledger, hourly charges' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
@@ -96,6 +100,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(groupsRoutes(deps))
     .use(metricsRoutes(deps))
     .use(commandsRoutes(deps))
+    .use(plansRoutes(deps))
+    .use(billingRoutes(deps))
 
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
 

@@ -32,6 +32,7 @@ export type Config = Readonly<{
   sessionIdleSeconds: number
   sessionAbsoluteSeconds: number
   metricsRetention: { rawHours: number; fiveMinuteDays: number; hourlyDays: number }
+  gracePeriodHours: number
 }>
 
 export class ConfigError extends Error {
@@ -196,5 +197,6 @@ export function loadConfig(env: Env = process.env): Config {
       fiveMinuteDays: int(env, 'METRICS_5M_RETENTION_DAYS', 35, 3, 3650),
       hourlyDays: int(env, 'METRICS_1H_RETENTION_DAYS', 730, 7, 36500),
     },
+    gracePeriodHours: int(env, 'GRACE_PERIOD_HOURS', 72, 0, 24 * 90),
   })
 }

@@ -77,6 +77,7 @@ export const auditLog = sqliteTable(
     outcome: text('outcome', { enum: ['succeeded', 'denied', 'failed'] }).notNull(),
     status: integer('status'),
     requestId: text('request_id'),
+    detail: text('detail'),
     createdAt: integer('created_at').notNull(),
   },
   (t) => [index('audit_log_tenant').on(t.tenantId, t.id)],

@@ -9,6 +9,9 @@ export const tenants = sqliteTable('tenants', {
   planCode: text('plan_code'),
   /** Account state for billing: active, grace or frozen. */
   accountState: text('account_state', { enum: ['active', 'grace', 'frozen'] }).notNull().default('active'),
+  /** When the balance went below zero (grace started); null while active. */
+  graceSince: integer('grace_since'),
+  frozenAt: integer('frozen_at'),
   createdAt: integer('created_at').notNull(),
 })
 

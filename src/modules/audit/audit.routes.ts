@@ -18,6 +18,7 @@ const AuditEntry = Type.Object({
   outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('denied'), Type.Literal('failed')]),
   status: Nullable(Type.Integer()),
   request_id: Nullable(Type.String()),
+  detail: Nullable(Type.String({ maxLength: 512 })),
   created_at: Timestamp(),
 })
 

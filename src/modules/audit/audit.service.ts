@@ -35,6 +35,7 @@ export function recordAudit(
     outcome: entry.outcome ?? 'succeeded',
     status: entry.status ?? null,
     requestId: ctx.requestId,
+    detail: null,
     createdAt: deps.clock.nowUs(),
   })
   ctx.markRecorded?.()
@@ -60,6 +61,7 @@ export function recordRequestAudit(
       outcome,
       status: row.status,
       requestId: row.requestId,
+      detail: null,
       createdAt: deps.clock.nowUs(),
     }),
   )
@@ -100,6 +102,7 @@ export function auditView(r: AuditRow) {
     outcome: r.outcome,
     status: r.status,
     request_id: r.requestId,
+    detail: r.detail,
     created_at: formatTimestamp(r.createdAt),
   }
 }
@@ -123,6 +126,27 @@ export function recordMemberEvent(
     ip: who.ip,
     userAgent: who.userAgent?.slice(0, 256) ?? null,
     outcome,
+    status: null,
+    requestId: null,
+    detail: null,
+    createdAt: deps.clock.nowUs(),
+  })
+}
+
+/** A change the service made on its own (a job): actor kind system. */
+export function recordSystemEvent(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, tenantId: string, operation: string, detail?: string): void {
+  insertAudit(tx, {
+    id: deps.newId(),
+    tenantId,
+    actorKind: 'system',
+    actorId: null,
+    operation,
+    targetKind: 'tenant',
+    targetId: tenantId,
+    detail: detail?.slice(0, 512) ?? null,
+    ip: null,
+    userAgent: null,
+    outcome: 'succeeded',
     status: null,
     requestId: null,
     createdAt: deps.clock.nowUs(),

@@ -97,8 +97,9 @@ export function applyCommandFrame(deps: Deps, serverId: string, frame: Frame): F
     const c = findServerCommand(tx, serverId, id)
     if (!c) return { ok: false, code: 'not_found', message: `no command ${id} for this server` }
     const now = deps.clock.nowUs()
+    // A terminal command (cancelled before the agent accepted it, expired) never moves again.
     const accept = (cmd: CommandRow) =>
-      cmd.deliveryStatus === 'accepted' || cmd.deliveryStatus === 'delivery_failed' ? cmd : changeCommand(tx, deps, cmd, { deliveryStatus: 'accepted', queueReason: null, acceptedAt: now })
+      cmd.deliveryStatus === 'accepted' || cmd.deliveryStatus === 'delivery_failed' || isTerminal(cmd) ? cmd : changeCommand(tx, deps, cmd, { deliveryStatus: 'accepted', queueReason: null, acceptedAt: now })
     switch (frame.type) {
       case 'command.accepted':
         accept(c)
@@ -160,6 +161,13 @@ export function normalizeError(e: unknown) {
   }
 }
 
+/** The longest prefix of `b` of at most `max` bytes that ends on a character boundary (no U+FFFD from a split character). */
+function utf8Prefix(b: Buffer, max: number): string {
+  let end = Math.min(max, b.byteLength)
+  while (end > 0 && end < b.byteLength && (b[end]! & 0xc0) === 0x80) end--
+  return b.subarray(0, end).toString()
+}
+
 function appendLog(tx: DbOrTx, deps: Deps, c: CommandRow, text: string): void {
   const clean = redactText(text.replace(/\r\n?/g, '\n'))
   const line = clean.endsWith('\n') ? clean : `${clean}\n`
@@ -168,13 +176,14 @@ function appendLog(tx: DbOrTx, deps: Deps, c: CommandRow, text: string): void {
   if (!log) {
     const bytes = Buffer.byteLength(line)
     const truncated = bytes > LOG_LIMIT_BYTES
-    tx.insert(commandLogs).values({ id: deps.newId(), commandId: c.id, text: truncated ? Buffer.from(line).subarray(0, LOG_LIMIT_BYTES).toString() : line, bytes: Math.min(bytes, LOG_LIMIT_BYTES), truncated, updatedAt: now }).run()
+    const kept = truncated ? utf8Prefix(Buffer.from(line), LOG_LIMIT_BYTES) : line
+    tx.insert(commandLogs).values({ id: deps.newId(), commandId: c.id, text: kept, bytes: Buffer.byteLength(kept), truncated, updatedAt: now }).run()
     return
   }
   if (log.truncated) return
   const room = LOG_LIMIT_BYTES - log.bytes
   const add = Buffer.from(line)
-  const keep = add.byteLength > room ? add.subarray(0, room).toString() : line
+  const keep = add.byteLength > room ? utf8Prefix(add, room) : line
   tx.update(commandLogs)
     .set({ text: log.text + keep, bytes: log.bytes + Buffer.byteLength(keep), truncated: add.byteLength > room, updatedAt: now })
     .where(eq(commandLogs.id, log.id))

@@ -15,11 +15,15 @@ export function redactText(text: string): string {
   return out
 }
 
-/** Bounded, redacted copy of a small JSON object (error details): primitives only, at most 16 keys. */
+/** Keys that carry a program's raw output, which never belongs in an error (it goes to the log). */
+const RAW_OUTPUT_KEY = /^(stdout|stderr|output|raw_output)$/i
+
+/** Bounded, redacted copy of a small JSON object (error details): primitives only, at most 16 keys, no raw output. */
 export function boundedDetails(details: unknown): Record<string, string | number | boolean | null> | null {
   if (!details || typeof details !== 'object' || Array.isArray(details)) return null
   const out: Record<string, string | number | boolean | null> = {}
   for (const [k, v] of Object.entries(details).slice(0, 16)) {
+    if (RAW_OUTPUT_KEY.test(k)) continue
     const key = k.slice(0, 64)
     if (typeof v === 'string') out[key] = redactText(v).slice(0, 256)
     else if (typeof v === 'number' && Number.isFinite(v)) out[key] = v

@@ -45,8 +45,13 @@ export function runRollups(deps: Deps): string {
   for (const grain of GRAINS) {
     const wm = deps.db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, grain)).get()
     let from: number
-    if (wm) from = Math.min(wm.doneUntil, wm.redoFrom ?? Number.POSITIVE_INFINITY)
-    else {
+    if (wm) {
+      // A late sample re-rolls only buckets wholly inside the raw history: one that began before it
+      // would be recomputed from what is left, its numbers replaced by the late sample's own.
+      const rawStart = now - deps.config.metricsRetention.rawHours * 3600 * US
+      const redo = wm.redoFrom === null ? Number.POSITIVE_INFINITY : Math.max(wm.redoFrom, floorTo(rawStart + grain * US - 1, grain))
+      from = Math.min(wm.doneUntil, redo)
+    } else {
       const first = deps.db.select({ t: sql<number | null>`min(${metricSamples.t})` }).from(metricSamples).get()?.t
       from = first ?? now
     }

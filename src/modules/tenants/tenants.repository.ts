@@ -4,7 +4,7 @@ import type { DbOrTx } from '../../../db/client'
 
 export type TenantRow = typeof tenants.$inferSelect
 
-export function insertTenant(tx: DbOrTx, row: TenantRow): void {
+export function insertTenant(tx: DbOrTx, row: typeof tenants.$inferInsert): void {
   tx.insert(tenants).values(row).run()
 }
 

@@ -1,0 +1,121 @@
+import { and, eq, isNotNull, isNull, lt, or, gt, sql } from 'drizzle-orm'
+import { billingState, chargeCalculations, ledgerEntries, plans, servers, tenants } from '../../../db/schema'
+import { withTransaction, type DbOrTx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { divideRounded, formatMoney } from '../../platform/money'
+import { daysInMonth, formatTimestamp, US_PER_HOUR, utcDay } from '../../platform/time'
+import { appendEntry, freezeOverdue } from './ledger'
+
+/**
+ * Hourly charges (decisions.md): each managed server costs the plan's monthly price ÷ days of the
+ * UTC month ÷ 24 for every hour it is managed. A server counts for an hour when it was enrolled
+ * before the hour ended and not decommissioned before it began.
+ *
+ * `billing.charge` books hour H once it is 1 h 15 min old (created_at ≈ H + 1h15m; occurred_at and
+ * charge_hour = H). Each hour is one transaction for every tenant, followed by the watermark, so a
+ * crash mid-run books nothing of that hour; a unique index (tenant, charge_hour) makes a second
+ * booking impossible whatever reruns, overlapping processes or catch-ups after downtime do.
+ */
+export const BOOKING_LAG_US = 75 * 60 * 1_000_000
+const WATERMARK = 'charges'
+
+export const hourStart = (us: number) => Math.floor(us / US_PER_HOUR) * US_PER_HOUR
+
+/** Micro-USD for `servers` servers during one hour of a month with `days` days. */
+export function hourlyAmount(priceMicrosPerServerMonth: number, servers: number, days: number): number {
+  return divideRounded(priceMicrosPerServerMonth * servers, days * 24)
+}
+
+export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}): string {
+  const now = deps.clock.nowUs()
+  const lastBookable = hourStart(now - BOOKING_LAG_US) // hours strictly before this are old enough
+  const state = deps.db.select().from(billingState).where(eq(billingState.key, WATERMARK)).get()
+  let hour = state?.chargedUntil ?? firstHour(deps.db)
+  if (hour === null) {
+    withTransaction(deps.db, (tx) => freezeOverdue(tx, deps))
+    return 'no servers yet; nothing to charge'
+  }
+  let hours = 0
+  let rows = 0
+  const max = options.maxHours ?? 24 * 400
+  while (hour < lastBookable && hours < max) {
+    const h = hour
+    rows += withTransaction(deps.db, (tx) => {
+      const n = chargeHour(tx, deps, h)
+      tx.insert(billingState)
+        .values({ key: WATERMARK, chargedUntil: h + US_PER_HOUR, updatedAt: deps.clock.nowUs() })
+        .onConflictDoUpdate({ target: billingState.key, set: { chargedUntil: h + US_PER_HOUR, updatedAt: deps.clock.nowUs() } })
+        .run()
+      return n
+    })
+    hour += US_PER_HOUR
+    hours++
+  }
+  const frozen = withTransaction(deps.db, (tx) => freezeOverdue(tx, deps))
+  return `booked ${hours} hours (${rows} charges) up to ${formatTimestamp(hour)}; ${frozen} accounts frozen`
+}
+
+/** Billing starts with the hour of the first server ever enrolled. */
+function firstHour(db: DbOrTx): number | null {
+  const r = db.select({ t: sql<number | null>`min(${servers.createdAt})` }).from(servers).get()
+  return r?.t === null || r?.t === undefined ? null : hourStart(r.t)
+}
+
+/** Books hour `h` for every tenant with managed servers and a priced plan; returns rows written. */
+export function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
+  const end = h + US_PER_HOUR
+  const managed = tx
+    .select({ tenantId: servers.tenantId, serverId: servers.id })
+    .from(servers)
+    .where(and(lt(servers.createdAt, end), or(isNull(servers.decommissionedAt), gt(servers.decommissionedAt, h))))
+    .all()
+  const byTenant = new Map<string, string[]>()
+  for (const m of managed) {
+    const list = byTenant.get(m.tenantId)
+    if (list) list.push(m.serverId)
+    else byTenant.set(m.tenantId, [m.serverId])
+  }
+  if (byTenant.size === 0) return 0
+  const tenantPlans = new Map(
+    tx
+      .select({ id: tenants.id, planCode: tenants.planCode, price: plans.priceMicrosPerServerMonth })
+      .from(tenants)
+      .innerJoin(plans, eq(plans.code, tenants.planCode))
+      .where(isNotNull(tenants.planCode))
+      .all()
+      .map((t) => [t.id, t]),
+  )
+  const day = utcDay(h)
+  const date = new Date(h / 1000)
+  const days = daysInMonth(date.getUTCFullYear(), date.getUTCMonth() + 1)
+  const now = deps.clock.nowUs()
+  let written = 0
+  for (const [tenantId, serverIds] of byTenant) {
+    const plan = tenantPlans.get(tenantId)
+    if (!plan || plan.price === null || plan.price === 0) continue // free or contract-priced: nothing booked here
+    const already = tx
+      .select({ id: ledgerEntries.id })
+      .from(ledgerEntries)
+      .where(and(eq(ledgerEntries.tenantId, tenantId), eq(ledgerEntries.chargeHour, h), eq(ledgerEntries.kind, 'charge')))
+      .get()
+    if (already) continue
+    serverIds.sort()
+    const amount = hourlyAmount(plan.price, serverIds.length, days)
+    const calculationId = deps.newId()
+    tx.insert(chargeCalculations)
+      .values({ id: calculationId, tenantId, chargeHour: h, planCode: plan.planCode!, priceMicrosPerServerMonth: plan.price, daysInMonth: days, servers: serverIds.length, serverIds: JSON.stringify(serverIds), amountMicros: amount, createdAt: now })
+      .run()
+    appendEntry(tx, deps, {
+      tenantId,
+      kind: 'charge',
+      amountMicros: -amount,
+      occurredAt: h,
+      chargeDay: day,
+      chargeHour: h,
+      calculationId,
+      detail: `${serverIds.length} server${serverIds.length === 1 ? '' : 's'} × ${plan.planCode} ${formatMoney(plan.price)} USD/month ÷ ${days} days ÷ 24 h`,
+    })
+    written++
+  }
+  return written
+}
