@@ -48,6 +48,8 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /api/v1/commands/:id/timeline': command,
   'GET /api/v1/commands/:id/logs/:log_id': command,
   'POST /api/v1/commands/:id/cancel': command,
+  // A day is no tenant resource (another tenant reads its own, empty, day): no wrong-tenant check.
+  'GET /api/v1/billing/charges/:day.csv': () => ({ params: { day: '2026-11-22' } }),
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

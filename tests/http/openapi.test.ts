@@ -36,7 +36,7 @@ beforeAll(async () => {
 })
 afterAll(() => app.close())
 
-const toOpenApiPath = (path: string) => path.replace(/:([^/]+)/g, '{$1}')
+const toOpenApiPath = (path: string) => path.replace(/:([^/.]+)/g, '{$1}')
 const operationOf = (r: { method: string; path: string }) => doc.paths[toOpenApiPath(r.path)]?.[r.method.toLowerCase()]
 
 describe('the OpenAPI document', () => {
@@ -91,7 +91,7 @@ describe('the OpenAPI document', () => {
     const bad: string[] = []
     for (const r of routes) {
       const declared = (operationOf(r)!.parameters ?? []).filter((p) => p.in === 'path')
-      const names = [...r.path.matchAll(/:([^/]+)/g)].map((m) => m[1]!)
+      const names = [...r.path.matchAll(/:([^/.]+)/g)].map((m) => m[1]!)
       for (const name of names)
         if (!declared.some((p) => p.name === name && p.required)) bad.push(`${r.method} ${r.path}: {${name}}`)
       if (declared.length !== names.length) bad.push(`${r.method} ${r.path}: ${declared.length} path parameters declared`)
