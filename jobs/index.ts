@@ -8,6 +8,7 @@ import { refreshAllSnapshots } from '../src/modules/fleet/snapshot.service'
 import { pruneTelemetry, runRollups } from '../src/modules/telemetry/rollup.service'
 import { expireCommands } from '../src/modules/commands/commands.delivery'
 import { runHourlyCharges } from '../src/modules/billing/charges.service'
+import { reconcileTopups } from '../src/modules/payments/topups.service'
 
 /**
  * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
@@ -35,6 +36,13 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 900,
     description: 'Books each hour\'s charges once it is 1 h 15 min old (catching up after downtime) and freezes accounts whose grace ran out.',
     run: ({ deps }) => runHourlyCharges(deps),
+  },
+  {
+    name: 'billing.reconcile',
+    schedule: '*/10 * * * *',
+    leaseSeconds: 600,
+    description: 'Re-reads open top-ups from their payment provider, settling or flagging them; expires unpaid invoices.',
+    run: ({ deps }) => reconcileTopups(deps),
   },
   {
     name: 'commands.expire',

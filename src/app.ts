@@ -21,6 +21,8 @@ import { metricsRoutes } from './modules/telemetry/metrics.routes'
 import { commandsRoutes } from './modules/commands/commands.routes'
 import { billingRoutes } from './modules/billing/billing.routes'
 import { plansRoutes } from './modules/plans/plans.routes'
+import { paymentsRoutes } from './modules/payments/payments.routes'
+import { sandboxRoutes } from './modules/payments/sandbox.routes'
 import { resolveAgent } from './modules/agent/agent.service'
 import { findPlan, planFeatures } from './modules/plans/plans.repository'
 
@@ -102,6 +104,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))
+    .use(paymentsRoutes(deps))
+    .use(sandboxRoutes(deps))
 
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
 

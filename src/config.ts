@@ -33,6 +33,7 @@ export type Config = Readonly<{
   sessionAbsoluteSeconds: number
   metricsRetention: { rawHours: number; fiveMinuteDays: number; hourlyDays: number }
   gracePeriodHours: number
+  nowpayments: { apiKey: string; ipnSecret: string; apiUrl: string } | null
 }>
 
 export class ConfigError extends Error {
@@ -76,6 +77,12 @@ function httpUrl(env: Env, name: string, fallback: string): string {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`)
   return raw.replace(/\/+$/, '')
+}
+
+function required(env: Env, name: string, why: string): string {
+  const v = env[name]?.trim()
+  if (!v) throw new ConfigError(name, `is required because ${why}`)
+  return v
 }
 
 function semver(env: Env, name: string, fallback: string): string {
@@ -198,5 +205,12 @@ export function loadConfig(env: Env = process.env): Config {
       hourlyDays: int(env, 'METRICS_1H_RETENTION_DAYS', 730, 7, 36500),
     },
     gracePeriodHours: int(env, 'GRACE_PERIOD_HOURS', 72, 0, 24 * 90),
+    nowpayments: providers.includes('nowpayments')
+      ? {
+          apiKey: required(env, 'NOWPAYMENTS_API_KEY', 'the nowpayments provider is enabled'),
+          ipnSecret: required(env, 'NOWPAYMENTS_IPN_SECRET', 'the nowpayments provider is enabled'),
+          apiUrl: httpUrl(env, 'NOWPAYMENTS_API_URL', 'https://api.nowpayments.io'),
+        }
+      : null,
   })
 }

@@ -6,7 +6,8 @@ import { finishKey, idempotencyContext } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { ProblemError } from './platform/problem'
 import { recordRequestAudit } from './modules/audit/audit.service'
-import { AGENT_WS_PATH, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent/agent.ws'
+import { setSandboxSelfUrl } from './modules/payments/sandbox.provider'
+import { AGENT_WS_PATH, agentSessions, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent/agent.ws'
 
 /**
  * Bun.serve around the Elysia app: gives each request its id and client address, writes the one
@@ -38,10 +39,17 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
       return handle(app, deps, request, ip)
     },
   })
+  const url = `http://${options.hostname === '0.0.0.0' || !options.hostname ? '127.0.0.1' : options.hostname}:${server.port}`
+  // The sandbox payment provider notifies this process as a real provider would, over HTTP.
+  setSandboxSelfUrl(deps, url)
   return {
     server,
-    url: `http://${options.hostname === '0.0.0.0' || !options.hostname ? '127.0.0.1' : options.hostname}:${server.port}`,
+    url,
     stop: async () => {
+      // An open agent session would hold a graceful stop forever: close each (1001 going away), so
+      // its close handler requeues unaccepted commands while the database is still open.
+      const sessions = agentSessions(deps)
+      for (const serverId of [...sessions.sockets.keys()]) sessions.close(serverId, 1001, 'service shutting down')
       await server.stop(false)
     },
   }

@@ -19,6 +19,8 @@ export type RequestState = {
   actor?: { kind: string; id: string | null }
   /** True once the operation wrote its own audit row inside its transaction. */
   audited?: boolean
+  /** The request body as sent (UTF-8), for operations that verify a signature over it. */
+  rawBody?: string
   /** Set by the idempotency layer when this request claimed a key and must store its response. */
   idempotency?: { scope: string; operation: string; key: string }
 }
@@ -72,7 +74,11 @@ export function platform(deps: Deps, options: PlatformOptions) {
       const raw = await readLimited(request, limit)
       if (raw.byteLength === 0) return null
       const media = (contentType ?? '').split(';')[0]!.trim().toLowerCase()
-      if (JSON_TYPE.test(media)) return parseJson(raw)
+      if (JSON_TYPE.test(media)) {
+        const text = decodeUtf8(raw)
+        requestState(request, deps).rawBody = text
+        return parseJsonText(text)
+      }
       if (media === 'application/x-www-form-urlencoded' && options.formRoutes?.has(`${request.method} ${route}`))
         return Object.fromEntries(new URLSearchParams(decodeUtf8(raw)))
       throw new ProblemError('validation_failed', {
@@ -245,8 +251,7 @@ function decodeUtf8(raw: Uint8Array): string {
   }
 }
 
-function parseJson(raw: Uint8Array): unknown {
-  const text = decodeUtf8(raw)
+function parseJsonText(text: string): unknown {
   try {
     return JSON.parse(text)
   } catch {

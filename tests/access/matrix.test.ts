@@ -29,6 +29,18 @@ const command = ({ app, owner, newServer }: MatrixContext) => {
   return { params: { id, log_id: logId } }
 }
 
+/** A top-up of the tenant, as POST /billing/topups leaves it before the provider answers. */
+const topup = ({ app, owner }: MatrixContext) => {
+  const id = app.deps.newId()
+  const now = app.deps.clock.nowUs()
+  app.deps.sqlite.run(
+    `INSERT INTO topups (id, tenant_id, provider, payment_method, amount_micros, purpose_kind, status, credited_micros, created_at, expires_at, updated_at, version)
+     VALUES (?, ?, 'sandbox', 'card', 10000000, 'wallet', 'creating', 0, ?, ?, ?, 1)`,
+    [id, owner.tenantId, now, now + 86_400_000_000, now],
+  )
+  return { params: { topup_id: id } }
+}
+
 /** Real resources of tenant A per route; a PATCH also gives a valid body (see the helper). */
 const FIXTURES: Record<string, Fixture> = {
   'DELETE /api/v1/tokens/:id': async ({ app, owner }) => ({ params: { id: (await mintPat(app, owner, { name: 'matrix fixture' })).id } }),
@@ -50,6 +62,7 @@ const FIXTURES: Record<string, Fixture> = {
   'POST /api/v1/commands/:id/cancel': command,
   // A day is no tenant resource (another tenant reads its own, empty, day): no wrong-tenant check.
   'GET /api/v1/billing/charges/:day.csv': () => ({ params: { day: '2026-11-22' } }),
+  'GET /api/v1/billing/topups/:topup_id': topup,
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

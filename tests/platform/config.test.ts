@@ -46,9 +46,17 @@ describe('loadConfig defaults', () => {
     expect(c.trustedProxies).toEqual([])
   })
 
+  const NOWPAYMENTS = { NOWPAYMENTS_API_KEY: 'k', NOWPAYMENTS_IPN_SECRET: 's' }
+
   test('production enables no payment provider unless told to', () => {
     expect(load({ NODE_ENV: 'production' }).paymentProviders).toEqual([])
-    expect(load({ NODE_ENV: 'production', PAYMENT_PROVIDERS: 'nowpayments' }).paymentProviders).toEqual(['nowpayments'])
+    expect(load({ NODE_ENV: 'production', PAYMENT_PROVIDERS: 'nowpayments', ...NOWPAYMENTS }).paymentProviders).toEqual(['nowpayments'])
+  })
+
+  test('the nowpayments provider needs its API key and IPN secret, named when missing', () => {
+    expect(() => load({ PAYMENT_PROVIDERS: 'nowpayments' })).toThrow(/^NOWPAYMENTS_API_KEY: is required/)
+    expect(() => load({ PAYMENT_PROVIDERS: 'nowpayments', NOWPAYMENTS_API_KEY: 'k' })).toThrow(/^NOWPAYMENTS_IPN_SECRET: is required/)
+    expect(load({ PAYMENT_PROVIDERS: 'nowpayments', ...NOWPAYMENTS }).nowpayments).toEqual({ apiKey: 'k', ipnSecret: 's', apiUrl: 'https://api.nowpayments.io' })
   })
 
   test('the test environment keeps the sandbox provider', () => {
@@ -66,6 +74,7 @@ describe('loadConfig defaults', () => {
       SIGNUP_ENABLED: 'true',
       TEST_CLOCK: 'yes',
       PAYMENT_PROVIDERS: 'sandbox, nowpayments',
+      ...NOWPAYMENTS,
       MIN_AGENT_VERSION: '2.3.4',
       TRUSTED_PROXIES: '10.0.0.1, 10.0.0.2',
       DATABASE_URL: `file:${join(dir, 'x.db')}`,

@@ -28,7 +28,7 @@ export function hourlyAmount(priceMicrosPerServerMonth: number, servers: number,
 
 export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}): string {
   const now = deps.clock.nowUs()
-  const lastBookable = hourStart(now - BOOKING_LAG_US) // hours strictly before this are old enough
+  const lastBookable = hourStart(now - BOOKING_LAG_US) // the latest hour H with H + 1h15m <= now
   const state = deps.db.select().from(billingState).where(eq(billingState.key, WATERMARK)).get()
   let hour = state?.chargedUntil ?? firstHour(deps.db)
   if (hour === null) {
@@ -38,7 +38,7 @@ export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}
   let hours = 0
   let rows = 0
   const max = options.maxHours ?? 24 * 400
-  while (hour < lastBookable && hours < max) {
+  while (hour <= lastBookable && hours < max) {
     const h = hour
     rows += withTransaction(deps.db, (tx) => {
       const n = chargeHour(tx, deps, h)

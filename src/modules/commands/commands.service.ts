@@ -110,7 +110,8 @@ export function listCommands({ deps, actor, input }: { deps: Deps; actor: Actor;
   const scope = `commands:${actor.tenantId}:${JSON.stringify(filter)}`
   const beforeId = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
   const rows = listCommandRows(deps.db, actor.tenantId, { ...filter, beforeId, serverIds: actor.serverAllowlist }, limit + 1)
-  return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, (c) => commandView(c))
+  // A failed command's error carries its log_ref here too, as GET /commands/{id} shows it.
+  return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, (c) => commandView(c, c.error ? (findLog(deps.db, c.id)?.id ?? null) : null))
 }
 
 export function commandTimelinePage({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: { cursor?: string; limit?: number } }) {

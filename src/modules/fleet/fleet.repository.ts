@@ -1,4 +1,5 @@
-import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm'
+import type { Database } from 'bun:sqlite'
+import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 
@@ -51,16 +52,15 @@ export function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
   return db.select().from(serverLatestMetrics).where(inArray(serverLatestMetrics.serverId, serverIds)).all()
 }
 
-export function upsertLatestMetric(tx: DbOrTx, row: typeof serverLatestMetrics.$inferSelect): void {
-  tx.insert(serverLatestMetrics)
-    .values(row)
-    .onConflictDoUpdate({
-      target: [serverLatestMetrics.serverId, serverLatestMetrics.gpuIndex, serverLatestMetrics.metric],
-      set: { value: row.value, t: row.t },
-      // An older sample never replaces a newer one.
-      setWhere: sql`excluded.t >= ${serverLatestMetrics.t}`,
-    })
-    .run()
+/** Runs once per telemetry value: a statement prepared once, as insertSample (telemetry/ingest.ts) explains. */
+export function upsertLatestMetric(sqlite: Database, row: typeof serverLatestMetrics.$inferSelect): void {
+  sqlite
+    .query(
+      `INSERT INTO server_latest_metrics (server_id, gpu_index, metric, value, t) VALUES (?1, ?2, ?3, ?4, ?5)
+       ON CONFLICT (server_id, gpu_index, metric) DO UPDATE SET value = excluded.value, t = excluded.t
+       WHERE excluded.t >= server_latest_metrics.t`, // an older sample never replaces a newer one
+    )
+    .run(row.serverId, row.gpuIndex, row.metric, row.value, row.t)
 }
 
 /** Marks the tenant's fleet snapshot out of date; the next read recomputes it. */

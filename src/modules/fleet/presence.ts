@@ -93,8 +93,8 @@ export class FleetRuntime {
         for (const s of list) {
           if (s.t < earliest) earliest = s.t
           for (const [metric, value] of Object.entries(s.values)) {
-            upsertLatestMetric(tx, { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t })
-            insertSample(tx, seriesId(tx, cache, fresh, serverId, s.gpuIndex, metric), s.t, value)
+            upsertLatestMetric(deps.sqlite, { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t })
+            insertSample(deps.sqlite, seriesId(tx, cache, fresh, serverId, s.gpuIndex, metric), s.t, value)
           }
         }
       if (earliest !== Number.POSITIVE_INFINITY) noteLateSamples(tx, earliest, deps.clock.nowUs())

@@ -1,0 +1,140 @@
+import { createHmac } from 'node:crypto'
+import { request } from 'undici'
+import type { Config } from '../../config'
+import { formatMoney, parseMoney } from '../../platform/money'
+import { safeEqual } from '../../platform/secrets'
+import { ProviderRejected, ProviderUnavailable, type PaymentMethod, type PaymentProvider, type ProviderPayment } from './provider'
+
+/**
+ * NOWPayments (decisions.md; reliability-security.md §5.1): hosted invoices (POST /v1/invoice with
+ * x-api-key), IPN notifications signed with HMAC-SHA512 over the body serialised with its
+ * top-level keys sorted (their documented formula, which leaves nested objects out of the
+ * signature — so nothing nested is ever trusted), and the payment read back with
+ * GET /v1/payment/{id} before anything is credited.
+ */
+const TIMEOUT_MS = 10_000
+
+const KINDS: Record<string, ProviderPayment['kind']> = {
+  finished: 'finished',
+  partially_paid: 'partial',
+  waiting: 'pending',
+  confirming: 'pending',
+  confirmed: 'pending',
+  sending: 'pending',
+  expired: 'expired',
+  failed: 'failed',
+  refunded: 'refunded',
+}
+
+/** What the documented verifier computes: JSON.stringify with the sorted top-level keys as the replacer. */
+export function nowpaymentsSignature(body: Record<string, unknown>, ipnSecret: string): string {
+  return createHmac('sha512', ipnSecret).update(JSON.stringify(body, Object.keys(body).sort())).digest('hex')
+}
+
+const toMicros = (v: unknown): number | null => {
+  if (typeof v !== 'number' && typeof v !== 'string') return null
+  const n = Number(v)
+  if (!Number.isFinite(n) || n < 0) return null
+  return parseMoney(n.toFixed(6))
+}
+
+export function createNowPayments(config: Config): PaymentProvider {
+  const np = config.nowpayments!
+  const methods: PaymentMethod[] = [
+    { code: 'usdt_tron', label: 'USDT (TRC-20)', provider: 'nowpayments', minAmountMicros: 10_000_000 },
+    { code: 'btc', label: 'Bitcoin', provider: 'nowpayments', minAmountMicros: 20_000_000 },
+    { code: 'eth', label: 'Ether', provider: 'nowpayments', minAmountMicros: 20_000_000 },
+    { code: 'crypto', label: 'Any cryptocurrency (chosen on the payment page)', provider: 'nowpayments', minAmountMicros: 10_000_000 },
+  ]
+  const payCurrency: Record<string, string | undefined> = { usdt_tron: 'usdttrc20', btc: 'btc', eth: 'eth' }
+
+  async function call(method: 'GET' | 'POST', path: string, body?: unknown) {
+    let res
+    try {
+      res = await request(`${np.apiUrl}${path}`, {
+        method,
+        headers: { 'x-api-key': np.apiKey, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        headersTimeout: TIMEOUT_MS,
+        bodyTimeout: TIMEOUT_MS,
+      })
+    } catch (e) {
+      throw new ProviderUnavailable(`nowpayments unreachable: ${e instanceof Error ? e.message : String(e)}`)
+    }
+    const text = await res.body.text()
+    if (res.statusCode >= 500 || res.statusCode === 429) throw new ProviderUnavailable(`nowpayments answered ${res.statusCode}`)
+    let json: Record<string, unknown>
+    try {
+      json = JSON.parse(text)
+    } catch {
+      throw new ProviderUnavailable('nowpayments answered something that is not JSON')
+    }
+    if (res.statusCode >= 400) throw new ProviderRejected(String(json.message ?? `nowpayments refused (${res.statusCode})`).slice(0, 256))
+    return json
+  }
+
+  return {
+    name: 'nowpayments',
+    methods,
+    async createInvoice({ topupId, amountMicros, method, description }) {
+      const json = await call('POST', '/v1/invoice', {
+        price_amount: Number(formatMoney(amountMicros)),
+        price_currency: 'usd',
+        ...(payCurrency[method] ? { pay_currency: payCurrency[method] } : {}),
+        order_id: topupId,
+        order_description: description,
+        ipn_callback_url: `${config.publicUrl}/api/v1/billing/providers/nowpayments/notify`,
+        success_url: `${config.publicUrl}/payments/return`,
+        cancel_url: `${config.publicUrl}/payments/return`,
+      })
+      const invoiceId = json.id === undefined || json.id === null ? null : String(json.id)
+      if (!invoiceId || typeof json.invoice_url !== 'string') throw new ProviderUnavailable('nowpayments created no usable invoice')
+      return { invoiceId, checkoutUrl: json.invoice_url }
+    },
+    verifyNotification(rawBody, headers) {
+      const sig = headers.get('x-nowpayments-sig')
+      if (!sig) return null
+      let body: Record<string, unknown>
+      try {
+        body = JSON.parse(rawBody)
+      } catch {
+        return null
+      }
+      if (!body || typeof body !== 'object' || Array.isArray(body)) return null
+      if (!safeEqual(nowpaymentsSignature(body, np.ipnSecret), sig.toLowerCase())) return null
+      if (body.payment_id === undefined || body.payment_id === null) return null
+      return {
+        paymentId: String(body.payment_id),
+        invoiceId: body.invoice_id === undefined || body.invoice_id === null ? null : String(body.invoice_id),
+        orderId: typeof body.order_id === 'string' ? body.order_id : null,
+        reportedStatus: String(body.payment_status ?? ''),
+      }
+    },
+    async fetchPayment(paymentId) {
+      const p = await call('GET', `/v1/payment/${encodeURIComponent(paymentId)}`)
+      const status = String(p.payment_status ?? '')
+      const kind = KINDS[status] ?? 'unknown'
+      const price = toMicros(p.price_amount)
+      let confirmed: number | null = null
+      if (kind === 'finished' || kind === 'partial') {
+        // Only top-level figures: the fiat value of what was actually paid, else its share of the price.
+        const fiat = toMicros(p.actually_paid_at_fiat)
+        const paid = Number(p.actually_paid)
+        const due = Number(p.pay_amount)
+        if (fiat !== null && fiat > 0) confirmed = fiat
+        else if (price !== null && Number.isFinite(paid) && Number.isFinite(due) && due > 0 && paid >= 0)
+          confirmed = Math.round((price * paid) / due)
+      }
+      return {
+        paymentId: String(p.payment_id ?? paymentId),
+        invoiceId: p.invoice_id === undefined || p.invoice_id === null ? null : String(p.invoice_id),
+        orderId: typeof p.order_id === 'string' ? p.order_id : null,
+        status,
+        kind,
+        priceCurrency: typeof p.price_currency === 'string' ? p.price_currency.toLowerCase() : null,
+        priceAmountMicros: price,
+        confirmedMicros: confirmed,
+      }
+    },
+  }
+}

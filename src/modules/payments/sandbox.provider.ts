@@ -1,0 +1,106 @@
+import { createHmac } from 'node:crypto'
+import { eq } from 'drizzle-orm'
+import { sandboxInvoices, sandboxPayments } from '../../../db/schema'
+import { withTransaction } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { formatMoney } from '../../platform/money'
+import { deriveKey, safeEqual } from '../../platform/secrets'
+import type { PaymentMethod, PaymentProvider, ProviderPayment } from './provider'
+
+/**
+ * The sandbox provider (decisions.md; never in production): its checkout page
+ * (${PUBLIC_URL}/sandbox/checkout/{invoice_id}) records an outcome and then sends a signed
+ * notification to /api/v1/billing/providers/sandbox/notify over HTTP, exactly as a real provider
+ * would; the balance moves only through that notification, after the payment is read back from the
+ * sandbox's own books.
+ */
+export const SANDBOX_OUTCOMES = ['finished', 'partially_paid', 'expired', 'unknown'] as const
+const KINDS: Record<string, ProviderPayment['kind']> = { finished: 'finished', partially_paid: 'partial', expired: 'expired', waiting: 'pending' }
+
+/** Where the service listens, so the sandbox can notify it over HTTP; set once the server is up. */
+const selfUrls = new WeakMap<Deps, string>()
+export function setSandboxSelfUrl(deps: Deps, url: string): void {
+  selfUrls.set(deps, url)
+}
+
+export function sandboxSignature(deps: Pick<Deps, 'config'>, rawBody: string): string {
+  return createHmac('sha256', deriveKey(deps.config.secretKey, 'sandbox-notifications')).update(rawBody).digest('hex')
+}
+
+export function createSandbox(deps: Deps): PaymentProvider {
+  const methods: PaymentMethod[] = [
+    { code: 'card', label: 'Card (sandbox)', provider: 'sandbox', minAmountMicros: 1_000_000 },
+    { code: 'usdt_tron', label: 'USDT on Tron (sandbox)', provider: 'sandbox', minAmountMicros: 5_000_000 },
+  ]
+  return {
+    name: 'sandbox',
+    methods,
+    async createInvoice({ topupId, amountMicros, method }) {
+      const invoiceId = deps.newId()
+      withTransaction(deps.db, (tx) =>
+        tx.insert(sandboxInvoices).values({ invoiceId, orderId: topupId, priceAmountMicros: amountMicros, method, createdAt: deps.clock.nowUs() }).run(),
+      )
+      return { invoiceId, checkoutUrl: `${deps.config.publicUrl}/sandbox/checkout/${invoiceId}` }
+    },
+    verifyNotification(rawBody, headers) {
+      const sig = headers.get('x-sandbox-signature')
+      if (!sig || !safeEqual(sandboxSignature(deps, rawBody), sig)) return null
+      try {
+        const body = JSON.parse(rawBody) as Record<string, unknown>
+        if (typeof body.payment_id !== 'string') return null
+        return {
+          paymentId: body.payment_id,
+          invoiceId: typeof body.invoice_id === 'string' ? body.invoice_id : null,
+          orderId: typeof body.order_id === 'string' ? body.order_id : null,
+          reportedStatus: String(body.payment_status ?? ''),
+        }
+      } catch {
+        return null
+      }
+    },
+    async fetchPayment(paymentId) {
+      const p = deps.db.select().from(sandboxPayments).where(eq(sandboxPayments.paymentId, paymentId)).get()
+      if (!p) return { paymentId, invoiceId: null, orderId: null, status: 'unknown', kind: 'unknown', priceCurrency: null, priceAmountMicros: null, confirmedMicros: null }
+      const inv = deps.db.select().from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, p.invoiceId)).get()
+      const kind = KINDS[p.status] ?? 'unknown'
+      return {
+        paymentId,
+        invoiceId: p.invoiceId,
+        orderId: inv?.orderId ?? null,
+        status: p.status,
+        kind,
+        priceCurrency: 'usd',
+        priceAmountMicros: p.priceAmountMicros,
+        confirmedMicros: kind === 'finished' || kind === 'partial' ? p.paidMicros : null,
+      }
+    },
+  }
+}
+
+/** The checkout page's POST: record the outcome, then notify the service as a provider would. */
+export async function sandboxPay(deps: Deps, invoiceId: string, input: { outcome: (typeof SANDBOX_OUTCOMES)[number]; amountMicros: number | null }) {
+  const inv = deps.db.select().from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, invoiceId)).get()
+  if (!inv) return null
+  const paymentId = deps.newId()
+  const paid = input.amountMicros ?? inv.priceAmountMicros
+  withTransaction(deps.db, (tx) =>
+    tx.insert(sandboxPayments).values({ paymentId, invoiceId, status: input.outcome, priceAmountMicros: inv.priceAmountMicros, paidMicros: paid, createdAt: deps.clock.nowUs() }).run(),
+  )
+  const body = JSON.stringify({
+    payment_id: paymentId,
+    invoice_id: invoiceId,
+    order_id: inv.orderId,
+    payment_status: input.outcome,
+    price_amount: formatMoney(inv.priceAmountMicros),
+    price_currency: 'usd',
+    actually_paid: formatMoney(paid),
+  })
+  const base = selfUrls.get(deps) ?? deps.config.publicUrl
+  const res = await fetch(`${base}/api/v1/billing/providers/sandbox/notify`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-sandbox-signature': sandboxSignature(deps, body) },
+    body,
+  })
+  await res.body?.cancel()
+  return { payment_id: paymentId, notification_status: res.status }
+}

@@ -1,0 +1,62 @@
+import { Elysia, t } from 'elysia'
+import { Type } from '@sinclair/typebox'
+import { eq } from 'drizzle-orm'
+import { sandboxInvoices } from '../../../db/schema'
+import type { Deps } from '../../platform/context'
+import { MoneyFormatError, formatMoney, parseMoney } from '../../platform/money'
+import { problems } from '../../platform/problem'
+import { Literals, Money, responses } from '../../platform/schemas'
+import { SANDBOX_OUTCOMES, sandboxPay } from './sandbox.provider'
+
+const html = (body: string) =>
+  new Response(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>gpuhq sandbox checkout</title><meta name="viewport" content="width=device-width,initial-scale=1"><style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem}button{margin:.3rem;padding:.5rem 1rem}</style></head><body>${body}</body></html>`, {
+    headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'" },
+  })
+
+/** The sandbox provider's hosted pages (never in production: the config refuses the provider there). */
+export function sandboxRoutes(deps: Deps) {
+  const app = new Elysia({ name: 'sandbox' }).get('/payments/return', () => html('<h1>Thank you</h1><p>Your payment is being confirmed. The balance changes once the provider confirms it; this page changes nothing.</p>'), {
+    response: responses({ 200: Type.String({ description: 'HTML' }) }, []),
+    detail: { tags: ['billing'], summary: 'Where the payment page sends the browser back; changes nothing', security: [] },
+  })
+  if (!deps.config.paymentProviders.includes('sandbox')) return app
+  return app
+    .get(
+      '/sandbox/checkout/:invoice_id',
+      ({ params }) => {
+        const inv = deps.db.select().from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, params.invoice_id)).get()
+        if (!inv) throw problems.notFound('no such invoice')
+        const buttons = SANDBOX_OUTCOMES.map((o) => `<button data-outcome="${o}">${o.replace('_', ' ')}</button>`).join('')
+        return html(`<h1>Sandbox checkout</h1><p>Invoice <code>${inv.invoiceId}</code> for <b>${formatMoney(inv.priceAmountMicros)} USD</b> (${inv.method}).</p>
+<p><label>Amount paid (USD) <input id="amount" value="${formatMoney(inv.priceAmountMicros)}"></label></p><p>${buttons}</p><p id="result"></p>
+<script>for (const b of document.querySelectorAll('button')) b.onclick = async () => {
+  const r = await fetch(location.pathname, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ outcome: b.dataset.outcome, amount_usd: document.getElementById('amount').value }) })
+  document.getElementById('result').textContent = r.ok ? 'Sent "' + b.dataset.outcome + '" to gpuhq as a signed notification.' : 'Failed: ' + r.status }</script>`)
+      },
+      { params: t.Object({ invoice_id: t.String({ format: 'uuid' }) }), response: responses({ 200: Type.String({ description: 'HTML' }) }, [404, 422]), detail: { tags: ['billing'], summary: 'Sandbox checkout page', security: [] } },
+    )
+    .post(
+      '/sandbox/checkout/:invoice_id',
+      async ({ params, body }) => {
+        let amount: number | null = null
+        if (body.amount_usd !== undefined) {
+          try {
+            amount = parseMoney(body.amount_usd)
+          } catch (e) {
+            if (e instanceof MoneyFormatError) throw problems.field('/amount_usd', 'format', e.message)
+            throw e
+          }
+        }
+        const r = await sandboxPay(deps, params.invoice_id, { outcome: body.outcome, amountMicros: amount })
+        if (!r) throw problems.notFound('no such invoice')
+        return r
+      },
+      {
+        params: t.Object({ invoice_id: t.String({ format: 'uuid' }) }),
+        body: Type.Object({ outcome: Literals(SANDBOX_OUTCOMES), amount_usd: Type.Optional(Money()) }, { additionalProperties: false }),
+        response: responses({ 200: Type.Object({ payment_id: Type.String(), notification_status: Type.Integer() }) }, [404, 413, 415, 422]),
+        detail: { tags: ['billing'], summary: 'Sandbox: pay (or not) an invoice', description: 'Records the outcome and sends the signed notification to /api/v1/billing/providers/sandbox/notify, as a provider would.', security: [] },
+      },
+    )
+}
+
