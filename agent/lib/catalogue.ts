@@ -1,0 +1,168 @@
+import { readFileSync } from 'node:fs'
+import { cpus, loadavg, release, totalmem, uptime } from 'node:os'
+import { CommandFailure, type CommandContext, type Handler } from './commands'
+import { firstLine, run } from './exec'
+import { summariseNvidiaSmiQ } from './nvidia'
+import { diskGb } from './procfs'
+import type { AgentEvent, Machine } from './machine'
+import { AGENT_VERSION } from './version'
+
+/** The minimum command catalogue of agent-protocol.md. Simulated machines treat dangerous ones as no-ops. */
+
+export type CatalogueDeps = {
+  machine: Machine
+  /** Ends the process so its supervisor (systemd) starts it again. */
+  restart: () => void
+  /** An executable that installs agent version $1 (a package-manager wrapper); absent: updates are refused. */
+  updateCommand?: string
+  event: (e: AgentEvent) => void
+}
+
+export function catalogue(deps: CatalogueDeps): Record<string, Handler> {
+  const { machine } = deps
+  const sim = machine.simulated
+  const smi = machine.nvidia.bin
+  return {
+    'diagnostics.run': async (ctx) => {
+      ctx.log('collecting host facts')
+      const host = hostFacts()
+      ctx.progress(30)
+      if (sim) {
+        ctx.log(`simulated machine with ${sim.gpus.length} GPUs`)
+        const gpus = sim.inventory().map((g) => ({ ...g, power_limit_w: sim.powerLimit(g.index) }))
+        return { result: { agent_version: AGENT_VERSION, simulated: true, host, nvidia_smi: { available: true, simulated: true, gpus } } }
+      }
+      ctx.log(`running ${smi} -q`)
+      const r = await run([smi, '-q'], { timeoutMs: 60_000, signal: ctx.signal })
+      ctx.progress(90)
+      let nvidia: Record<string, unknown>
+      if (r.notFound) nvidia = { available: false, reason: 'nvidia-smi not found' }
+      else if (r.code !== 0) {
+        ctx.log(`${smi} -q exited with ${r.code}: ${firstLine(r.stderr || r.stdout)}`)
+        nvidia = { available: false, reason: r.timedOut ? 'nvidia-smi timed out' : `nvidia-smi exited with ${r.code}` }
+      } else nvidia = { available: true, ...summariseNvidiaSmiQ(r.stdout) }
+      return { result: { agent_version: AGENT_VERSION, simulated: false, host, nvidia_smi: nvidia } }
+    },
+
+    'agent.restart': async (ctx) => {
+      ctx.log('the agent exits now; its service manager starts it again')
+      return { result: { restarting: true }, after: () => deps.restart() }
+    },
+
+    'agent.update': async (ctx) => {
+      const version = ctx.params.version
+      if (typeof version !== 'string' || !/^[0-9A-Za-z][0-9A-Za-z.+~-]{0,31}$/.test(version))
+        throw invalid('version must be a version string such as 1.2.0')
+      if (!deps.updateCommand)
+        throw new CommandFailure({
+          code: 'update_unsupported',
+          message: 'this agent has no update path configured (start it with --update-command); update it with your package manager or by re-running install.sh',
+          retryable: false,
+        })
+      ctx.log(`running the update command for version ${version}`)
+      const r = await run([deps.updateCommand, version], { timeoutMs: 600_000, signal: ctx.signal })
+      if (r.code !== 0) {
+        ctx.log(`update command exited with ${r.code}: ${firstLine(r.stderr || r.stdout)}`)
+        throw new CommandFailure({ code: 'update_failed', message: 'the update command failed', retryable: true, stage: 'install', details: { exit_code: r.code } })
+      }
+      ctx.log('update installed; the agent restarts into the new version')
+      return { result: { version, restarting: true }, after: () => deps.restart() }
+    },
+
+    'gpu.set_power_limit': async (ctx) => {
+      const { gpu_index: index, watts } = ctx.params
+      if (!(index === null || index === undefined || isIndex(index))) throw invalid('gpu_index must be an integer ≥ 0 or null (all GPUs)')
+      if (!Number.isInteger(watts) || (watts as number) < 50 || (watts as number) > 1000) throw invalid('watts must be an integer from 50 to 1000')
+      const gpu = (index ?? null) as number | null
+      checkKnown(machine, gpu)
+      if (sim) {
+        const touched = sim.setPowerLimit(gpu, watts as number)
+        ctx.log(`simulated: power limit of GPU ${gpu ?? 'all'} set to ${watts} W`)
+        return { result: { gpu_indexes: touched, watts, simulated: true } }
+      }
+      const argv = gpu === null ? [smi, '-pl', String(watts)] : [smi, '-i', String(gpu), '-pl', String(watts)]
+      ctx.log(`running ${argv.join(' ')}`)
+      await runOrFail(ctx, argv, 'power_limit_failed', 60_000)
+      ctx.log('the limit holds until the next reboot or driver reload')
+      return { result: { gpu_index: gpu, watts } }
+    },
+
+    'gpu.reset': async (ctx) => {
+      const index = ctx.params.gpu_index
+      if (!isIndex(index)) throw invalid('gpu_index must be an integer ≥ 0')
+      checkKnown(machine, index as number)
+      if (sim) {
+        ctx.log(`simulated: GPU ${index} reset (no-op)`)
+        return { result: { gpu_index: index, simulated: true } }
+      }
+      // Unlike a reboot the agent survives a GPU reset, so it reports the real outcome.
+      const argv = [smi, '--gpu-reset', '-i', String(index)]
+      ctx.log(`running ${argv.join(' ')}`)
+      await runOrFail(ctx, argv, 'gpu_reset_failed', 120_000)
+      return { result: { gpu_index: index } }
+    },
+
+    reboot: async (ctx) => {
+      if (sim) {
+        ctx.log('simulated: reboot (no-op)')
+        return { result: { simulated: true } }
+      }
+      ctx.log('rebooting the host once this command is reported finished')
+      return {
+        result: { rebooting: true },
+        after: async () => {
+          const r = await run(['systemctl', 'reboot'], { timeoutMs: 60_000 })
+          if (r.code !== 0)
+            deps.event({ kind: 'agent.reboot_failed', severity: 'error', message: `systemctl reboot exited with ${r.code}`, data: { exit_code: r.code } })
+        },
+      }
+    },
+  }
+}
+
+async function runOrFail(ctx: CommandContext, argv: string[], code: string, timeoutMs: number): Promise<void> {
+  const r = await run(argv, { timeoutMs, signal: ctx.signal })
+  const out = firstLine(r.stdout + '\n' + r.stderr)
+  if (out) ctx.log(out)
+  if (r.notFound) throw new CommandFailure({ code: 'nvidia_smi_missing', message: 'nvidia-smi is not installed on this host', retryable: false })
+  if (r.code !== 0)
+    throw new CommandFailure({
+      code,
+      message: r.timedOut ? 'nvidia-smi did not finish in time' : `nvidia-smi exited with ${r.code}`,
+      retryable: true,
+      stage: 'nvidia-smi',
+      details: { exit_code: r.code },
+    })
+}
+
+function checkKnown(machine: Machine, index: number | null): void {
+  const gpus = machine.simulated ? machine.simulated.inventory() : null
+  if (index !== null && gpus && !gpus.some((g) => g.index === index)) throw invalid(`there is no GPU ${index} on this host`)
+}
+
+function isIndex(v: unknown): boolean {
+  return Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 127
+}
+
+function invalid(message: string): CommandFailure {
+  return new CommandFailure({ code: 'invalid_params', message, retryable: false })
+}
+
+function hostFacts() {
+  let os: string | null = null
+  try {
+    os = /^PRETTY_NAME="?([^"\n]*)"?/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? null
+  } catch {
+    // not Linux, or a minimal container
+  }
+  return {
+    os,
+    kernel: release(),
+    uptime_s: Math.round(uptime()),
+    load_avg: loadavg().map((n) => Math.round(n * 100) / 100),
+    cpu_count: cpus().length,
+    memory_total_mb: Math.round(totalmem() / 2 ** 20),
+    disk_gb: diskGb('/'),
+    bun_version: Bun.version,
+  }
+}

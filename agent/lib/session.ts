@@ -1,0 +1,313 @@
+import { catalogue } from './catalogue'
+import { FinishedCommands } from './command-store'
+import { CommandRunner, type CommandFrame } from './commands'
+import { backoffDelay } from './backoff'
+import { loadCredential, type Credential } from './credential'
+import { httpsHello, REVOKED, TOO_OLD } from './hello'
+import { websocketUrl } from './http'
+import type { Logger } from './log'
+import { Machine, type AgentEvent, type HostFacts } from './machine'
+import { AGENT_VERSION, EXIT } from './version'
+
+/**
+ * `run`: one WebSocket session to the service, kept alive across drops with jittered exponential
+ * backoff. hello → welcome → heartbeats and telemetry on their intervals; commands answered by the
+ * runner. Frames the runner emits while the socket is down wait in a bounded outbox.
+ */
+
+export type AgentOptions = {
+  stateDir: string
+  log: Logger
+  simulate?: number
+  /** Override the service's intervals (tests, demos). */
+  heartbeatIntervalS?: number
+  telemetryIntervalS?: number
+  nvidiaSmi?: string
+  updateCommand?: string
+  publicIp?: string
+  portRange?: string
+  reconnectBaseMs?: number
+  reconnectCapMs?: number
+  /** Pause after being replaced by a newer session (close 4409) before trying again. */
+  replacedPauseMs?: number
+  welcomeTimeoutMs?: number
+}
+
+export type AgentHandle = {
+  /** Resolves with the exit code the process should end with. */
+  done: Promise<number>
+  stop: () => Promise<void>
+  runner: CommandRunner
+  machine: Machine
+  credential: Credential
+}
+
+type SessionEnd = { opened: boolean; welcomed: boolean; code: number; reason: string; upgradeStatus: number | null; lastedMs: number }
+
+const OUTBOX_MAX = 1000
+
+export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
+  const credential = loadCredential(opts.stateDir, (msg) => opts.log.warn(msg))
+  const agent = new Agent(opts, credential)
+  await agent.init()
+  agent.start()
+  return { done: agent.done, stop: () => agent.stop(), runner: agent.runner, machine: agent.machine, credential }
+}
+
+class Agent {
+  readonly machine: Machine
+  readonly runner: CommandRunner
+  readonly done: Promise<number>
+  private resolveDone!: (code: number) => void
+  private facts!: HostFacts
+  private ws: WebSocket | null = null
+  private welcomed = false
+  private stopped = false
+  private attempt = 0
+  private seq = 0
+  private outbox: Record<string, unknown>[] = []
+  private timers: ReturnType<typeof setInterval>[] = []
+  private wake: (() => void) | null = null
+  private sampling = false
+  private heartbeatS: number
+  private telemetryS: number
+
+  constructor(private readonly opts: AgentOptions, private readonly cred: Credential) {
+    this.done = new Promise((resolve) => (this.resolveDone = resolve))
+    this.heartbeatS = opts.heartbeatIntervalS ?? cred.heartbeat_interval_s
+    this.telemetryS = opts.telemetryIntervalS ?? cred.telemetry_interval_s
+    this.machine = new Machine({
+      simulate: opts.simulate ?? cred.simulate,
+      stateDir: opts.stateDir,
+      nvidiaSmi: opts.nvidiaSmi,
+      publicIp: opts.publicIp,
+      portRange: opts.portRange ?? cred.port_range,
+    })
+    this.runner = new CommandRunner({
+      handlers: catalogue({
+        machine: this.machine,
+        updateCommand: opts.updateCommand,
+        restart: () => void this.finish(EXIT.restart, 'restarting at the service\'s request'),
+        event: (e) => this.event(e),
+      }),
+      finished: new FinishedCommands(opts.stateDir),
+      emit: (frame) => this.emit(frame),
+      flush: () => this.flush(),
+      log: opts.log,
+    })
+  }
+
+  async init(): Promise<void> {
+    this.facts = await this.machine.facts()
+    this.machine.prime()
+    const log = this.opts.log
+    log.info('agent starting', { version: AGENT_VERSION, server_id: this.cred.server_id, gpus: this.facts.gpus.length, simulated: !!this.machine.simulated })
+    if (!this.machine.simulated && !this.facts.gpus.length) log.warn('no GPUs found (nvidia-smi missing or failing): sending host metrics only')
+  }
+
+  start(): void {
+    void httpsHello(this.cred, this.hello(), this.opts.log).then((code) => (code === null ? this.loop() : this.finish(code)))
+  }
+
+  async stop(): Promise<void> {
+    await this.finish(EXIT.ok, 'stopping')
+  }
+
+  private hello(): Record<string, unknown> {
+    return { agent_version: AGENT_VERSION, ...this.facts }
+  }
+
+  private async loop(): Promise<void> {
+    const log = this.opts.log
+    while (!this.stopped) {
+      const end = await this.connectOnce()
+      if (this.stopped) return
+      if (end.upgradeStatus === 401) {
+        log.error(REVOKED)
+        return this.finish(EXIT.config)
+      }
+      if (end.upgradeStatus === 426) {
+        log.error(TOO_OLD)
+        return this.finish(EXIT.config)
+      }
+      const backoff = { baseMs: this.opts.reconnectBaseMs ?? 1000, capMs: this.opts.reconnectCapMs ?? 60_000 }
+      // A session that was welcomed and then lived a while was healthy: start the backoff over.
+      if (end.welcomed && end.lastedMs >= 10_000) this.attempt = 0
+      let delay = backoffDelay(this.attempt++, backoff)
+      if (end.code === 4409) {
+        delay += this.opts.replacedPauseMs ?? 30_000
+        log.warn('another session with this credential replaced this one (close 4409); is the agent running twice, or was this host cloned? pausing before reconnecting', { pause_ms: delay })
+      } else log.warn('session closed; reconnecting', { code: end.code, reason: end.reason || undefined, status: end.upgradeStatus ?? undefined, opened: end.opened, delay_ms: delay })
+      await this.sleep(delay)
+    }
+  }
+
+  private connectOnce(): Promise<SessionEnd> {
+    const url = websocketUrl(this.cred.ws_url, this.cred.url)
+    const started = Date.now()
+    return new Promise((resolve) => {
+      let opened = false
+      let errorText = ''
+      let welcomeTimer: ReturnType<typeof setTimeout> | undefined
+      const ws = new WebSocket(url, {
+        headers: { authorization: `Bearer ${this.cred.agent_token}`, 'user-agent': `gpuhq-agent/${AGENT_VERSION}` },
+      })
+      this.ws = ws
+      ws.onopen = () => {
+        opened = true
+        this.seq = 0
+        this.opts.log.info('session open; sending hello', { url })
+        ws.send(JSON.stringify({ type: 'hello', ...this.hello() }))
+        welcomeTimer = setTimeout(() => {
+          this.opts.log.warn('no welcome from the service; reconnecting')
+          ws.close(4000, 'no welcome')
+        }, this.opts.welcomeTimeoutMs ?? 30_000)
+      }
+      ws.onmessage = (e) => this.onFrame(typeof e.data === 'string' ? e.data : Buffer.from(e.data as ArrayBuffer).toString('utf8'), () => clearTimeout(welcomeTimer))
+      ws.onerror = (e) => {
+        errorText = (e as ErrorEvent).message ?? ''
+      }
+      ws.onclose = (e) => {
+        clearTimeout(welcomeTimer)
+        const welcomed = this.welcomed
+        this.endSession()
+        const status = /status code:?\s*(\d{3})/i.exec(errorText)?.[1]
+        resolve({ opened, welcomed, code: e.code, reason: e.reason, upgradeStatus: status ? Number(status) : null, lastedMs: Date.now() - started })
+      }
+    })
+  }
+
+  private onFrame(text: string, welcomeArrived: () => void): void {
+    const log = this.opts.log
+    let frame: Record<string, unknown>
+    try {
+      frame = JSON.parse(text)
+      if (!frame || typeof frame !== 'object' || Array.isArray(frame)) throw new Error('not an object')
+    } catch {
+      log.warn('ignoring a frame that is not a JSON object', { bytes: text.length })
+      return
+    }
+    switch (frame.type) {
+      case 'welcome':
+        welcomeArrived()
+        return this.onWelcome(frame)
+      case 'command': {
+        const id = frame.command_id
+        if (typeof id !== 'string' || !id || id.length > 128 || typeof frame.command_type !== 'string') {
+          log.warn('ignoring a command frame without a command_id and command_type')
+          return
+        }
+        return this.runner.receive(frame as unknown as CommandFrame)
+      }
+      case 'command.cancel':
+        if (typeof frame.command_id === 'string') this.runner.cancel(frame.command_id)
+        return
+      case 'error':
+        log.warn('the service could not accept a frame', { code: frame.code, message: frame.message })
+        return
+      default:
+        log.debug('ignoring a frame of unknown type', { type: String(frame.type).slice(0, 64) })
+    }
+  }
+
+  private onWelcome(frame: Record<string, unknown>): void {
+    if (this.welcomed) return // one welcome per session; a repeat must not double the timers
+    const positive = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : null)
+    if (typeof frame.server_id === 'string' && frame.server_id !== this.cred.server_id)
+      this.opts.log.warn('the service welcomed this agent as a different server than it enrolled as', { enrolled: this.cred.server_id, welcomed: frame.server_id })
+    this.heartbeatS = this.opts.heartbeatIntervalS ?? positive(frame.heartbeat_interval_s) ?? this.heartbeatS
+    this.telemetryS = this.opts.telemetryIntervalS ?? positive(frame.telemetry_interval_s) ?? this.telemetryS
+    this.welcomed = true
+    this.opts.log.info('welcomed', { heartbeat_interval_s: this.heartbeatS, telemetry_interval_s: this.telemetryS })
+    this.heartbeat()
+    this.sendOutbox()
+    this.timers.push(setInterval(() => this.heartbeat(), this.heartbeatS * 1000))
+    // The first telemetry comes within 5 s so a fresh server shows numbers at once, then on the interval.
+    const first = setTimeout(() => {
+      void this.telemetry()
+      if (this.welcomed) this.timers.push(setInterval(() => void this.telemetry(), this.telemetryS * 1000))
+    }, Math.min(this.telemetryS, 5) * 1000)
+    this.timers.push(first as unknown as ReturnType<typeof setInterval>)
+  }
+
+  private heartbeat(): void {
+    this.sendNow({ type: 'heartbeat', seq: ++this.seq })
+  }
+
+  private async telemetry(): Promise<void> {
+    if (this.sampling || !this.welcomed) return
+    this.sampling = true
+    try {
+      const { samples, events } = await this.machine.sample()
+      this.sendNow({ type: 'telemetry', samples })
+      for (const e of events) this.event(e)
+    } catch (err) {
+      this.opts.log.warn('reading telemetry failed', { error: String(err) })
+    } finally {
+      this.sampling = false
+    }
+  }
+
+  private event(e: AgentEvent): void {
+    this.opts.log.info('event', { kind: e.kind, severity: e.severity, message: e.message })
+    this.emit({ type: 'event', ...e })
+  }
+
+  /** Heartbeats and telemetry are worth nothing late: sent now or never. */
+  private sendNow(frame: Record<string, unknown>): boolean {
+    if (!this.welcomed || this.ws?.readyState !== WebSocket.OPEN) return false
+    try {
+      this.ws.send(JSON.stringify(frame))
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /** Command answers and events must arrive: sent now, or after the next welcome. */
+  private emit(frame: Record<string, unknown>): void {
+    if (this.outbox.length === 0 && this.sendNow(frame)) return
+    this.outbox.push(frame)
+    if (this.outbox.length > OUTBOX_MAX) this.outbox.shift()
+    this.sendOutbox()
+  }
+
+  private sendOutbox(): void {
+    while (this.outbox.length && this.sendNow(this.outbox[0]!)) this.outbox.shift()
+  }
+
+  /** Waits (≤10 s) until the outbox is empty and the socket has handed everything to the kernel. */
+  private async flush(): Promise<void> {
+    const until = Date.now() + 10_000
+    while (Date.now() < until && (this.outbox.length || (this.ws?.bufferedAmount ?? 0) > 0)) await Bun.sleep(50)
+  }
+
+  private endSession(): void {
+    this.welcomed = false
+    this.ws = null
+    for (const t of this.timers) clearInterval(t)
+    this.timers = []
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms)
+      function done() {
+        clearTimeout(t)
+        resolve()
+      }
+      this.wake = done
+    })
+  }
+
+  private async finish(code: number, why?: string): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    if (why) this.opts.log.info(why)
+    const ws = this.ws
+    this.endSession()
+    ws?.close(1000, 'agent stopping')
+    this.wake?.()
+    this.resolveDone(code)
+  }
+}

@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto'
+import type { GpuInfo, GpuValues } from './nvidia'
+
+/**
+ * Fake GPUs for demos and tests: each drifts between idle and busy spells, and temperature, fan
+ * and power follow the load the way a real card's do. Power limits set by commands are kept and
+ * cap the simulated draw, so a demo shows the effect of gpu.set_power_limit.
+ */
+type SimGpu = GpuInfo & {
+  util: number
+  target: number
+  temp: number
+  limitW: number
+  memUsed: number
+}
+
+const MODEL = 'NVIDIA GeForce RTX 4090'
+const MEMORY_MB = 24564
+const DEFAULT_LIMIT_W = 450
+const IDLE_W = 25
+
+export class SimulatedGpus {
+  readonly gpus: SimGpu[]
+
+  /** `seed` makes the UUIDs stable for one installation (state dir) and distinct between two. */
+  constructor(count: number, seed: string, private readonly random: () => number = Math.random) {
+    this.gpus = Array.from({ length: count }, (_, index) => ({
+      index,
+      model: MODEL,
+      memory_mb: MEMORY_MB,
+      uuid: simulatedUuid(seed, index),
+      util: 0,
+      target: 0,
+      temp: 32 + index,
+      limitW: DEFAULT_LIMIT_W,
+      memUsed: 300,
+    }))
+  }
+
+  inventory(): GpuInfo[] {
+    return this.gpus.map(({ index, model, memory_mb, uuid }) => ({ index, model, memory_mb, uuid }))
+  }
+
+  setPowerLimit(index: number | null, watts: number): number[] {
+    const touched = this.gpus.filter((g) => index === null || g.index === index)
+    for (const g of touched) g.limitW = watts
+    return touched.map((g) => g.index)
+  }
+
+  powerLimit(index: number): number | undefined {
+    return this.gpus.find((g) => g.index === index)?.limitW
+  }
+
+  /** One step of the drift; call once per telemetry interval. */
+  sample(): Map<number, GpuValues> {
+    const out = new Map<number, GpuValues>()
+    for (const g of this.gpus) {
+      if (this.random() < 0.1) g.target = this.random() < 0.6 ? 85 + this.random() * 15 : this.random() * 5
+      g.util = clamp(g.util + (g.target - g.util) * 0.5 + (this.random() - 0.5) * 4, 0, 100)
+      const power = Math.min(g.limitW, IDLE_W + (g.util / 100) * (DEFAULT_LIMIT_W - IDLE_W))
+      const settle = 30 + power / 9
+      g.temp = clamp(g.temp + (settle - g.temp) * 0.3 + (this.random() - 0.5), 20, 95)
+      g.memUsed = clamp(g.util > 20 ? g.memUsed + (20000 - g.memUsed) * 0.3 : g.memUsed * 0.7, 300, MEMORY_MB)
+      out.set(g.index, {
+        temperature_c: round(g.temp),
+        hotspot_temperature_c: round(g.temp + 8 + g.util / 20),
+        memory_temperature_c: round(g.temp + 6),
+        utilization_pct: round(g.util),
+        memory_used_mb: Math.round(g.memUsed),
+        power_w: round(power),
+        fan_pct: round(clamp(30 + (g.temp - 40) * 1.6, 30, 100)),
+        clock_sm_mhz: Math.round(g.util > 5 ? 2520 - (power >= g.limitW ? 300 : 0) : 210),
+      })
+    }
+    return out
+  }
+
+  /** Host values for a simulated machine when /proc is not there to read (macOS demos). */
+  hostSample(): Record<string, number> {
+    const busy = this.gpus.reduce((s, g) => s + g.util, 0) / Math.max(1, this.gpus.length)
+    return {
+      cpu_usage_pct: round(clamp(5 + busy / 4 + this.random() * 5, 0, 100)),
+      memory_used_pct: round(20 + busy / 3),
+      disk_used_pct: 41.5,
+      net_rx_mbps: round(busy * 2 * this.random()),
+      net_tx_mbps: round(busy * 0.5 * this.random()),
+    }
+  }
+}
+
+/** "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", derived from the seed like a real UUID is fixed in silicon. */
+export function simulatedUuid(seed: string, index: number): string {
+  const h = createHash('sha256').update(`gpuhq-simulated-gpu:${seed}:${index}`).digest('hex')
+  return `GPU-${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`
+}
+
+function clamp(n: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, n))
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10
+}

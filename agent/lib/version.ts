@@ -1,0 +1,16 @@
+/** The agent's own version, sent at enrolment and in every hello (decisions.md: MIN_AGENT_VERSION 1.0.0). */
+export const AGENT_VERSION = '1.0.0'
+
+/** The command schema version this agent understands (interface-spec: schema_version ≥ 1). */
+export const COMMAND_SCHEMA_VERSION = 1
+
+/** Exit codes the systemd unit knows about (install.sh). */
+export const EXIT = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+  /** agent.restart and agent.update: a supervisor should start the agent again. */
+  restart: 75,
+  /** Not enrolled, credential revoked, agent too old: restarting cannot help (RestartPreventExitStatus). */
+  config: 78,
+} as const

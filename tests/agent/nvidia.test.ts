@@ -1,0 +1,122 @@
+import { describe, expect, test } from 'bun:test'
+import { csvNumber, GPU_METRICS, invalidQueryField, parseInventory, parseTelemetry, summariseNvidiaSmiQ, TELEMETRY_FIELDS } from '../../agent/lib/nvidia'
+
+const FIELDS = Object.keys(TELEMETRY_FIELDS)
+
+describe('nvidia-smi CSV', () => {
+  test('the inventory query becomes index, model, memory and UUID per GPU, ordered by index', () => {
+    const text = [
+      '1, NVIDIA GeForce RTX 3090, 24576, GPU-bbbbbbbb-1111-2222-3333-444444444444',
+      '0, NVIDIA GeForce RTX 4090, 24564, GPU-aaaaaaaa-1111-2222-3333-444444444444',
+      '',
+    ].join('\n')
+    expect(parseInventory(text)).toEqual([
+      { index: 0, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24564, uuid: 'GPU-aaaaaaaa-1111-2222-3333-444444444444' },
+      { index: 1, model: 'NVIDIA GeForce RTX 3090', memory_mb: 24576, uuid: 'GPU-bbbbbbbb-1111-2222-3333-444444444444' },
+    ])
+  })
+
+  test('telemetry maps the query fields to the protocol metric names', () => {
+    const text = '0, 64, 78, 97, 21034, 431.57, 68, 2520\n'
+    const values = parseTelemetry(text, FIELDS).get(0)!
+    expect(values).toEqual({
+      temperature_c: 64,
+      hotspot_temperature_c: null,
+      memory_temperature_c: 78,
+      utilization_pct: 97,
+      memory_used_mb: 21034,
+      power_w: 431.57,
+      fan_pct: 68,
+      clock_sm_mhz: 2520,
+    })
+    expect(Object.keys(values).sort()).toEqual([...GPU_METRICS].sort())
+  })
+
+  test('[N/A], [Not Supported] and other bracketed markers are unknown (null), never zero', () => {
+    const text = '0, 41, [N/A], 0, 512, [Not Supported], [N/A], 210\n1, [GPU is lost], [Unknown Error], [N/A], [N/A], [N/A], [N/A], [N/A]'
+    const rows = parseTelemetry(text, FIELDS)
+    expect(rows.get(0)).toMatchObject({ temperature_c: 41, memory_temperature_c: null, utilization_pct: 0, power_w: null, fan_pct: null })
+    expect(Object.values(rows.get(1)!).every((v) => v === null)).toBe(true)
+  })
+
+  test('a missing trailing column is null, and cells with a unit still parse', () => {
+    expect(parseTelemetry('0, 50', FIELDS).get(0)).toMatchObject({ temperature_c: 50, clock_sm_mhz: null })
+    expect(csvNumber('250.00 W')).toBe(250)
+    expect(csvNumber('N/A')).toBeNull()
+    expect(csvNumber('')).toBeNull()
+    expect(csvNumber('abc')).toBeNull()
+  })
+
+  test('when the query has fewer fields (an old driver), the remaining ones still land on the right metrics', () => {
+    const fields = FIELDS.filter((f) => f !== 'temperature.memory')
+    expect(parseTelemetry('0, 60, 90, 100, 300, 50, 1800', fields).get(0)).toMatchObject({
+      temperature_c: 60,
+      memory_temperature_c: null,
+      utilization_pct: 90,
+      clock_sm_mhz: 1800,
+    })
+  })
+
+  test('an old driver refusing a field is recognised so the field can be dropped', () => {
+    expect(invalidQueryField('Field "temperature.memory" is not a valid field to query.\n')).toBe('temperature.memory')
+    expect(invalidQueryField('NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.')).toBeNull()
+  })
+})
+
+const Q_SAMPLE = `
+==============NVSMI LOG==============
+
+Timestamp                                 : Sun Nov 22 14:00:00 2026
+Driver Version                            : 550.54.14
+CUDA Version                              : 12.4
+
+Attached GPUs                             : 1
+GPU 00000000:01:00.0
+    Product Name                          : NVIDIA GeForce RTX 4090
+    Product Brand                         : GeForce
+    Persistence Mode                      : Enabled
+    GPU UUID                              : GPU-aaaaaaaa-1111-2222-3333-444444444444
+    VBIOS Version                         : 95.02.18.80.5F
+    Performance State                     : P2
+    ECC Errors
+        Volatile
+            SRAM Correctable              : N/A
+            DRAM Uncorrectable            : N/A
+    Temperature
+        GPU Current Temp                  : 63 C
+        GPU Shutdown Temp                 : 92 C
+        GPU Slowdown Temp                 : 89 C
+    GPU Power Readings
+        Power Draw                        : 402.31 W
+        Current Power Limit               : 450.00 W
+        Default Power Limit               : 450.00 W
+        Min Power Limit                   : 150.00 W
+        Max Power Limit                   : 600.00 W
+`
+
+describe('nvidia-smi -q', () => {
+  test('the diagnostics summary picks driver, CUDA and per-GPU facts out of the indented report', () => {
+    expect(summariseNvidiaSmiQ(Q_SAMPLE)).toEqual({
+      driver_version: '550.54.14',
+      cuda_version: '12.4',
+      attached_gpus: 1,
+      gpus: [
+        {
+          bus_id: '00000000:01:00.0',
+          product_name: 'NVIDIA GeForce RTX 4090',
+          uuid: 'GPU-aaaaaaaa-1111-2222-3333-444444444444',
+          vbios_version: '95.02.18.80.5F',
+          persistence_mode: 'Enabled',
+          performance_state: 'P2',
+          temperature_c: 63,
+          slowdown_temperature_c: 89,
+          power_draw_w: 402.31,
+          power_limit_w: 450,
+          power_limit_min_w: 150,
+          power_limit_max_w: 600,
+          ecc_uncorrected_volatile: null,
+        },
+      ],
+    })
+  })
+})
