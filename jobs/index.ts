@@ -9,6 +9,7 @@ import { pruneTelemetry, runRollups } from '../src/modules/telemetry/rollup.serv
 import { expireCommands } from '../src/modules/commands/commands.delivery'
 import { runHourlyCharges } from '../src/modules/billing/charges.service'
 import { reconcileTopups } from '../src/modules/payments/topups.service'
+import { fireScheduled } from '../src/modules/subscription/subscription.service'
 
 /**
  * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
@@ -43,6 +44,13 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 600,
     description: 'Re-reads open top-ups from their payment provider, settling or flagging them; expires unpaid invoices.',
     run: ({ deps }) => reconcileTopups(deps),
+  },
+  {
+    name: 'subscription.fire',
+    schedule: '2 * * * *',
+    leaseSeconds: 600,
+    description: 'Applies or refuses scheduled plan changes whose day has come, re-reading the rule.',
+    run: ({ deps }) => fireScheduled(deps),
   },
   {
     name: 'commands.expire',

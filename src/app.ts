@@ -23,6 +23,7 @@ import { billingRoutes } from './modules/billing/billing.routes'
 import { plansRoutes } from './modules/plans/plans.routes'
 import { paymentsRoutes } from './modules/payments/payments.routes'
 import { sandboxRoutes } from './modules/payments/sandbox.routes'
+import { subscriptionRoutes } from './modules/subscription/subscription.routes'
 import { resolveAgent } from './modules/agent/agent.service'
 import { findPlan, planFeatures } from './modules/plans/plans.repository'
 
@@ -85,7 +86,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
             { name: 'groups', description: 'Server groups' },
             { name: 'commands', description: 'Typed commands delivered to agents' },
             { name: 'plans', description: 'The plan catalogue and what the tenant\'s plan allows' },
-            { name: 'billing', description: 'Balance, ledger, hourly charges' },
+            { name: 'billing', description: 'Balance, ledger, hourly charges, top-ups' },
+            { name: 'subscription', description: 'Plan changes: quote, order, cancel' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
@@ -106,6 +108,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(billingRoutes(deps))
     .use(paymentsRoutes(deps))
     .use(sandboxRoutes(deps))
+    .use(subscriptionRoutes(deps))
 
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
 

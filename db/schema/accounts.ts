@@ -12,6 +12,8 @@ export const tenants = sqliteTable('tenants', {
   /** When the balance went below zero (grace started); null while active. */
   graceSince: integer('grace_since'),
   frozenAt: integer('frozen_at'),
+  /** Moves on with every change of plan or pending plan change: ETag / If-Match of GET /subscription. */
+  subscriptionVersion: integer('subscription_version').notNull().default(1),
   createdAt: integer('created_at').notNull(),
 })
 

@@ -41,6 +41,18 @@ const topup = ({ app, owner }: MatrixContext) => {
   return { params: { topup_id: id } }
 }
 
+/** A pending (scheduled) plan change of the tenant. */
+const planChange = ({ app, owner }: MatrixContext) => {
+  const id = app.deps.newId()
+  const now = app.deps.clock.nowUs()
+  app.deps.sqlite.run(
+    `INSERT INTO subscription_changes (id, tenant_id, from_plan, target_plan, direction, status, effective_at, billing_effective_day, required_reserve_micros, requested_at)
+     VALUES (?, ?, 'starter', 'free', 'downgrade', 'scheduled', ?, '2099-01-01', 0, ?)`,
+    [id, owner.tenantId, now + 86_400_000_000 * 30, now],
+  )
+  return { params: { id } }
+}
+
 /** Real resources of tenant A per route; a PATCH also gives a valid body (see the helper). */
 const FIXTURES: Record<string, Fixture> = {
   'DELETE /api/v1/tokens/:id': async ({ app, owner }) => ({ params: { id: (await mintPat(app, owner, { name: 'matrix fixture' })).id } }),
@@ -63,6 +75,7 @@ const FIXTURES: Record<string, Fixture> = {
   // A day is no tenant resource (another tenant reads its own, empty, day): no wrong-tenant check.
   'GET /api/v1/billing/charges/:day.csv': () => ({ params: { day: '2026-11-22' } }),
   'GET /api/v1/billing/topups/:topup_id': topup,
+  'DELETE /api/v1/subscription/changes/:id': planChange,
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

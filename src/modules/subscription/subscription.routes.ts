@@ -1,0 +1,103 @@
+import { Elysia, t } from 'elysia'
+import { Type } from '@sinclair/typebox'
+import { actorOf, describe } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { ifNoneMatchHits, notModified } from '../../platform/etag'
+import { requestState } from '../../platform/http'
+import { idempotencyBeforeHandle } from '../../platform/idempotency'
+import { Literals, Money, Nullable, responses, Timestamp, Uuid } from '../../platform/schemas'
+import { auditContextOf } from '../audit/audit.context'
+import { onTopupSucceeded } from '../payments/topups.service'
+import { activateOnTopup, cancelChange, getSubscription, orderChange, quote } from './subscription.service'
+
+const tags = ['subscription']
+const PlanCode = Type.String({ pattern: '^[a-z][a-z0-9_-]{1,63}$', minLength: 2, maxLength: 64 })
+
+const Quote = Type.Object({
+  target_plan: PlanCode,
+  current_plan: Nullable(PlanCode),
+  direction: Literals(['upgrade', 'downgrade', 'lateral']),
+  managed_servers: Type.Integer(),
+  monthly_price_per_server_usd: Nullable(Money()),
+  unit_daily_rate_usd: Nullable(Money()),
+  required_reserve_usd: Money(),
+  balance_usd: Money(),
+  covered: Type.Boolean(),
+  server_limit: Nullable(Type.Integer()),
+  billing_effective_day: Type.String({ format: 'date' }),
+  quoted_at: Timestamp(),
+})
+
+const Change = Type.Object({
+  id: Uuid(),
+  status: Literals(['applied', 'scheduled', 'awaiting_payment', 'cancelled', 'refused']),
+  direction: Literals(['upgrade', 'downgrade', 'lateral'], { description: 'At order time; explanatory only' }),
+  from_plan: PlanCode,
+  target_plan: PlanCode,
+  effective_at: Timestamp(),
+  billing_effective_day: Type.String({ format: 'date', description: 'First UTC day the new price applies' }),
+  required_reserve_usd: Money({ description: 'One day of the target plan at the current fleet, when gated' }),
+  refusal_reason: Nullable(Literals(['reserve_not_covered', 'direction_changed'])),
+  topup_id: Nullable(Uuid()),
+  requested_at: Timestamp(),
+  applied_at: Nullable(Timestamp()),
+  cancelled_at: Nullable(Timestamp()),
+  refused_at: Nullable(Timestamp()),
+})
+
+let hooked = false
+
+export function subscriptionRoutes(deps: Deps) {
+  if (!hooked) {
+    onTopupSucceeded.push(activateOnTopup)
+    hooked = true
+  }
+  return new Elysia({ name: 'subscription', prefix: '/api/v1' })
+    .get(
+      '/subscription',
+      ({ request, set }) => {
+        const { body, etag } = getSubscription({ deps, actor: actorOf(request) })
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), etag)) return notModified(etag, requestState(request).id)
+        set.headers.etag = etag
+        return body
+      },
+      {
+        response: responses({ 200: Type.Object({ plan: Nullable(Type.Any()), pending_change: Nullable(Change), last_change: Nullable(Change), account_state: Type.String(), version: Type.Integer() }) }, [304, 401, 403]),
+        detail: describe({ role: 'viewer', scope: 'billing:read' }, { tags, summary: 'Current plan and the ordered change', description: 'ETag is the subscription version (send it as If-Match to replace a pending change).' }),
+      },
+    )
+    .get('/subscription/quote', ({ request, query }) => quote({ deps, actor: actorOf(request), plan: query.plan }), {
+      query: t.Object({ plan: t.String({ pattern: '^[a-z][a-z0-9_-]{1,63}$', description: 'A plan code from GET /plans' }) }),
+      response: responses({ 200: Quote }, [401, 403, 404, 409, 422]),
+      detail: describe({ role: 'viewer', scope: 'billing:read', requiresPlan: true }, {
+        tags,
+        summary: 'What changing to a plan would mean',
+        description: 'Direction from effective prices only. Only an upgrade is gated: one day of the target plan at the current fleet against the balance. Contract-priced target → 403 feature_not_entitled.',
+      }),
+    })
+    .post(
+      '/subscription/changes',
+      ({ request, body, set }) => {
+        const r = orderChange({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body, ifMatch: request.headers.get('if-match') })
+        set.status = r.created ? 201 : 200
+        return r.change
+      },
+      {
+        beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }) as never,
+        body: Type.Object({ target_plan: PlanCode, topup_id: Type.Optional(Uuid({ description: 'A top-up whose success pays for this upgrade' })) }, { additionalProperties: false }),
+        headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })), 'if-match': t.Optional(t.String({ maxLength: 256 })) }),
+        response: responses({ 200: Change, 201: Change }, [401, 403, 404, 409, 412, 413, 415, 422]),
+        detail: describe({ role: 'admin', scope: 'billing:write', denyFrozen: true, requiresPlan: true }, {
+          tags,
+          summary: 'Order a plan change',
+          description:
+            '200 when applied now (upgrade covered by the balance, or lateral); 201 when scheduled (downgrade: the first UTC day of next month, or the next day by the plan\'s policy) or awaiting_payment (upgrade not covered: pay with a top-up whose purpose is {kind: subscription_change, target_plan, change_id}; it is applied inside the verified payment). A live pending change → 409 change_already_pending unless If-Match carries the subscription version, which replaces it. Fleet above the target\'s limit → 409 server_limit_reached.',
+        }),
+      },
+    )
+    .delete('/subscription/changes/:id', ({ request, params }) => cancelChange({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id }), {
+      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      response: responses({ 200: Change }, [401, 403, 404, 409, 422]),
+      detail: describe({ role: 'admin', scope: 'billing:write' }, { tags, summary: 'Cancel a pending plan change', description: '409 change_already_applied when it was applied; 409 change_effective when its day has come.' }),
+    })
+}
