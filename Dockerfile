@@ -18,6 +18,8 @@ RUN bun install --frozen-lockfile --production && rm -rf /root/.bun/install/cach
 COPY src ./src
 COPY db ./db
 COPY jobs ./jobs
+# The reference agent, served at /agent/install.sh and /agent/gpuhq-agent.tar.gz.
+COPY agent ./agent
 
 RUN mkdir -p /app/data && chown bun:bun /app/data
 VOLUME /app/data

@@ -14,7 +14,7 @@ import { usersRoutes } from './modules/users/users.routes'
 import { tokensRoutes } from './modules/tokens/tokens.routes'
 import { resolvePat } from './modules/tokens/tokens.service'
 import { auditRoutes } from './modules/audit/audit.routes'
-import { agentRoutes } from './modules/agent/agent.routes'
+import { agentDownloadRoutes, agentRoutes } from './modules/agent/agent.routes'
 import { serversRoutes } from './modules/fleet/servers.routes'
 import { groupsRoutes } from './modules/groups/groups.routes'
 import { metricsRoutes } from './modules/telemetry/metrics.routes'
@@ -100,6 +100,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(tokensRoutes(deps))
     .use(auditRoutes(deps))
     .use(agentRoutes(deps))
+    .use(agentDownloadRoutes())
     .use(serversRoutes(deps))
     .use(groupsRoutes(deps))
     .use(metricsRoutes(deps))

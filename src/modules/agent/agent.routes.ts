@@ -6,8 +6,23 @@ import { NoContent, responses } from '../../platform/schemas'
 import { HelloBody, Registered, RegisterBody } from './agent.model'
 import { agentHello, registerAgent } from './agent.service'
 import { agentSessions } from './agent.ws'
+import { agentTarball, installScript } from './agent.files'
+import { Type } from '@sinclair/typebox'
 
 const tags = ['agent']
+
+/** The installer and the agent itself, for `curl -fsSL ${PUBLIC_URL}/agent/install.sh | sudo sh -s -- …`. */
+export function agentDownloadRoutes() {
+  return new Elysia({ name: 'agent-downloads' })
+    .get('/agent/install.sh', () => new Response(installScript(), { headers: { 'content-type': 'text/x-shellscript; charset=utf-8', 'cache-control': 'public, max-age=300' } }), {
+      response: responses({ 200: Type.String({ description: 'POSIX sh installer' }) }, []),
+      detail: { tags, summary: 'The agent installer (systemd)', description: 'Reads the init token from standard input or --token-file, never from its arguments.', security: [] },
+    })
+    .get('/agent/gpuhq-agent.tar.gz', () => new Response(agentTarball(), { headers: { 'content-type': 'application/gzip', 'content-disposition': 'attachment; filename="gpuhq-agent.tar.gz"', 'cache-control': 'public, max-age=300' } }), {
+      response: responses({ 200: Type.String({ description: 'gzip-compressed tar of the agent' }) }, []),
+      detail: { tags, summary: 'The reference agent as a tarball (what install.sh downloads)', security: [] },
+    })
+}
 
 export function agentRoutes(deps: Deps) {
   return new Elysia({ name: 'agent', prefix: '/api/v1/agent' })
