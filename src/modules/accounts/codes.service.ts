@@ -2,6 +2,8 @@ import { randomBytes, randomInt } from 'node:crypto'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { ProblemError, problems } from '../../platform/problem'
+import { hashPassword, passwordProblem } from '../../platform/passwords'
+import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
 import { hashSecret, hmac, safeEqual } from '../../platform/secrets'
 import {
   findEmailCode,
@@ -122,4 +124,25 @@ export function consumeTicket(tx: DbOrTx, deps: Deps, purpose: Purpose, ticket: 
     throw new ProblemError('unauthorized', { detail: 'the ticket is not valid; verify a new code' })
   markTicketConsumed(tx, row.id, now)
   return row
+}
+
+/** The verify step of signup and reset: rate limits by network and email, then the code for a ticket. */
+export function verifyCodeForTicket(deps: Deps, purpose: Purpose, input: { email: string; code: string }, ip: string) {
+  limitByNetwork(deps, `${purpose}-verify`, ip, AUTH_LIMITS.verify.perNetwork)
+  limitByEmail(deps, `${purpose}-verify`, emailKey(deps, input.email), AUTH_LIMITS.verify.perEmail)
+  return { ticket: redeemCode(deps, { purpose, email: input.email, code: input.code }) }
+}
+
+/** The first half of both complete steps: rate limit, password policy (422), then the slow hash. */
+export async function checkedPasswordHash(deps: Deps, purpose: Purpose, password: string, ip: string): Promise<string> {
+  limitByNetwork(deps, `${purpose}-complete`, ip, AUTH_LIMITS.complete.perNetwork)
+  const weak = passwordProblem(password)
+  if (weak) throw problems.validation([weak], weakPasswordDetail(weak.code))
+  return hashPassword(password)
+}
+
+export function weakPasswordDetail(code: string): string {
+  if (code === 'too_short') return 'the password must have at least 8 characters'
+  if (code === 'too_long') return 'the password must have at most 256 characters'
+  return 'this password is among the most common ones; choose another'
 }

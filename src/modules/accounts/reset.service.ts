@@ -1,17 +1,16 @@
 import { withTransaction } from '../../../db/client'
 import { requireCaptcha } from '../../platform/captcha'
 import type { Deps } from '../../platform/context'
-import { hashPassword, passwordProblem } from '../../platform/passwords'
 import { problems } from '../../platform/problem'
 import { enqueueMail } from '../mail/mail.outbox'
 import { resetCodeMail } from '../mail/mail.templates'
 import { deleteUserSessions } from '../sessions/sessions.repository'
 import { startSession, type NewSession } from '../sessions/sessions.service'
 import { findUserByEmail, setPassword, type UserRow } from '../users/users.repository'
-import { consumeTicket, emailKey, issueCode, normalizeEmail, redeemCode, RESEND_COOLDOWN_SECONDS } from './codes.service'
+import { checkedPasswordHash, consumeTicket, emailKey, issueCode, normalizeEmail, RESEND_COOLDOWN_SECONDS, verifyCodeForTicket } from './codes.service'
 import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
 import { recordMemberEvent } from '../audit/audit.service'
-import { weakPasswordDetail, type Caller } from './signup.service'
+import type { Caller } from './signup.service'
 
 /**
  * Password reset: always 202; an unknown address gets an inert row (same cooldown) and no email.
@@ -32,16 +31,11 @@ export async function startReset({ deps, input, caller }: { deps: Deps; input: {
 }
 
 export function verifyReset({ deps, input, caller }: { deps: Deps; input: { email: string; code: string }; caller: Caller }) {
-  limitByNetwork(deps, 'reset-verify', caller.ip, AUTH_LIMITS.verify.perNetwork)
-  limitByEmail(deps, 'reset-verify', emailKey(deps, input.email), AUTH_LIMITS.verify.perEmail)
-  return { ticket: redeemCode(deps, { purpose: 'reset', email: input.email, code: input.code }) }
+  return verifyCodeForTicket(deps, 'reset', input, caller.ip)
 }
 
 export async function completeReset({ deps, input, caller }: { deps: Deps; input: { ticket: string; password: string }; caller: Caller }): Promise<{ user: UserRow; session: NewSession }> {
-  limitByNetwork(deps, 'reset-complete', caller.ip, AUTH_LIMITS.complete.perNetwork)
-  const weak = passwordProblem(input.password)
-  if (weak) throw problems.validation([weak], weakPasswordDetail(weak.code))
-  const passwordHash = await hashPassword(input.password)
+  const passwordHash = await checkedPasswordHash(deps, 'reset', input.password, caller.ip)
   return withTransaction(deps.db, (tx) => {
     const ticket = consumeTicket(tx, deps, 'reset', input.ticket)
     const user = findUserByEmail(tx, ticket.email)

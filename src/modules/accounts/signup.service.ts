@@ -1,14 +1,13 @@
 import { withTransaction } from '../../../db/client'
 import { requireCaptcha } from '../../platform/captcha'
 import type { Deps } from '../../platform/context'
-import { hashPassword, passwordProblem } from '../../platform/passwords'
 import { problems } from '../../platform/problem'
 import { enqueueMail } from '../mail/mail.outbox'
 import { signupCodeMail, signupTakenMail } from '../mail/mail.templates'
 import { startSession, type NewSession } from '../sessions/sessions.service'
 import { insertTenant } from '../tenants/tenants.repository'
 import { findUserByEmail, insertUser, type UserRow } from '../users/users.repository'
-import { consumeTicket, emailKey, issueCode, normalizeEmail, redeemCode, RESEND_COOLDOWN_SECONDS } from './codes.service'
+import { checkedPasswordHash, consumeTicket, emailKey, issueCode, normalizeEmail, RESEND_COOLDOWN_SECONDS, verifyCodeForTicket } from './codes.service'
 import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
 import { recordMemberEvent } from '../audit/audit.service'
 
@@ -34,17 +33,12 @@ export async function startSignup({ deps, input, caller }: { deps: Deps; input: 
 }
 
 export function verifySignup({ deps, input, caller }: { deps: Deps; input: { email: string; code: string }; caller: Caller }) {
-  limitByNetwork(deps, 'signup-verify', caller.ip, AUTH_LIMITS.verify.perNetwork)
-  limitByEmail(deps, 'signup-verify', emailKey(deps, input.email), AUTH_LIMITS.verify.perEmail)
-  return { ticket: redeemCode(deps, { purpose: 'signup', email: input.email, code: input.code }) }
+  return verifyCodeForTicket(deps, 'signup', input, caller.ip)
 }
 
 /** Creates the tenant (free plan), its owner and a session, from a signup ticket. */
 export async function completeSignup({ deps, input, caller }: { deps: Deps; input: { ticket: string; password: string }; caller: Caller }): Promise<{ user: UserRow; session: NewSession }> {
-  limitByNetwork(deps, 'signup-complete', caller.ip, AUTH_LIMITS.complete.perNetwork)
-  const weak = passwordProblem(input.password)
-  if (weak) throw problems.validation([weak], weakPasswordDetail(weak.code))
-  const passwordHash = await hashPassword(input.password)
+  const passwordHash = await checkedPasswordHash(deps, 'signup', input.password, caller.ip)
   return withTransaction(deps.db, (tx) => {
     const ticket = consumeTicket(tx, deps, 'signup', input.ticket)
     if (findUserByEmail(tx, ticket.email)) throw problems.conflict('an account with this email already exists; sign in instead')
@@ -68,10 +62,4 @@ export async function completeSignup({ deps, input, caller }: { deps: Deps; inpu
     const session = startSession(tx, deps, { userId: user.id, ...caller })
     return { user, session }
   })
-}
-
-export function weakPasswordDetail(code: string): string {
-  if (code === 'too_short') return 'the password must have at least 8 characters'
-  if (code === 'too_long') return 'the password must have at most 256 characters'
-  return 'this password is among the most common ones; choose another'
 }
