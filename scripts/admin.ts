@@ -41,7 +41,20 @@ function fail(message: string): never {
   process.exit(2)
 }
 
-const [command, ...rest] = process.argv.slice(2)
+/** "--amount -7.50" is a value, not an option: parseArgs only takes it written "--amount=-7.50". */
+function joinNegativeValues(args: string[]): string[] {
+  const out: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!
+    const next = args[i + 1]
+    if (a.startsWith('--') && !a.includes('=') && next !== undefined && /^-\d/.test(next)) out.push(`${a}=${next}`), i++
+    else out.push(a)
+  }
+  return out
+}
+
+const [command, ...given] = process.argv.slice(2)
+const rest = joinNegativeValues(given)
 if (!command || command === 'help' || command === '--help') {
   console.log(USAGE)
   process.exit(command ? 0 : 2)
@@ -103,7 +116,8 @@ try {
   }
 } catch (e) {
   if (e instanceof ProblemError) fail(e.detail ?? e.message)
-  if (e instanceof TypeError && /parseArgs|Unknown option/i.test(String(e))) fail(String(e.message))
+  if (e instanceof TypeError && (/parseArgs|Unknown option/i.test(String(e)) || String((e as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')))
+    fail(e.message.replace(/\s*\n\s*/g, ' '))
   throw e
 } finally {
   deps.sqlite.close()

@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm'
-import { plans, tenants } from '../../../db/schema'
+import { planPeriods, plans, tenants } from '../../../db/schema'
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { MoneyFormatError, parseMoney } from '../../platform/money'
@@ -7,6 +7,8 @@ import { problems } from '../../platform/problem'
 import { recordSystemEvent } from '../audit/audit.service'
 import { findPlan } from '../plans/plans.repository'
 import { findTenant } from '../tenants/tenants.repository'
+import { switchPlan } from '../subscription/subscription.service'
+import { utcDay } from '../../platform/time'
 import { appendEntry } from './ledger'
 
 /** Operator verbs (scripts/admin): they act as the system and leave an audit row. */
@@ -32,9 +34,18 @@ export function adjustBalance({ deps, input }: { deps: Deps; input: { tenantId: 
 
 export function setTenantPlan({ deps, input }: { deps: Deps; input: { tenantId: string; plan: string | null } }) {
   return withTransaction(deps.db, (tx) => {
-    if (!findTenant(tx, input.tenantId)) throw problems.notFound(`no tenant ${input.tenantId}`)
+    const tenant = findTenant(tx, input.tenantId)
+    if (!tenant) throw problems.notFound(`no tenant ${input.tenantId}`)
     if (input.plan !== null && !findPlan(tx, input.plan)) throw problems.notFound(`no plan ${input.plan}`)
-    tx.update(tenants).set({ planCode: input.plan }).where(eq(tenants.id, input.tenantId)).run()
+    // The charge job prices a day by the tenant's plan periods once a plan change wrote any, so the
+    // operator's plan becomes a period from today (no plan: no periods, nothing billed).
+    if (input.plan !== null) switchPlan(tx, deps, input.tenantId, tenant.planCode, input.plan, utcDay(deps.clock.nowUs()))
+    else {
+      tx.delete(planPeriods).where(eq(planPeriods.tenantId, input.tenantId)).run()
+      tx.update(tenants).set({ planCode: null }).where(eq(tenants.id, input.tenantId)).run()
+    }
+    // GET /subscription shows the plan under the subscription version's ETag.
+    tx.update(tenants).set({ subscriptionVersion: tenant.subscriptionVersion + 1 }).where(eq(tenants.id, input.tenantId)).run()
     recordSystemEvent(tx, deps, input.tenantId, 'plans.set', input.plan ?? 'no plan')
   })
 }

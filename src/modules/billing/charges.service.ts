@@ -40,7 +40,10 @@ export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}
   const max = options.maxHours ?? 24 * 400
   while (hour <= lastBookable && hours < max) {
     const h = hour
-    rows += withTransaction(deps.db, (tx) => {
+    const booked = withTransaction(deps.db, (tx) => {
+      // Another run may have moved on meanwhile: the watermark only ever moves forward.
+      const current = tx.select().from(billingState).where(eq(billingState.key, WATERMARK)).get()?.chargedUntil
+      if (current !== undefined && current > h) return null
       const n = chargeHour(tx, deps, h)
       tx.insert(billingState)
         .values({ key: WATERMARK, chargedUntil: h + US_PER_HOUR, updatedAt: deps.clock.nowUs() })
@@ -48,6 +51,8 @@ export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}
         .run()
       return n
     })
+    if (booked === null) break
+    rows += booked
     hour += US_PER_HOUR
     hours++
   }
@@ -96,21 +101,20 @@ export function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
   const days = daysInMonth(date.getUTCFullYear(), date.getUTCMonth() + 1)
   const now = deps.clock.nowUs()
   let written = 0
+  const booked = new Set(
+    tx.select({ tenantId: ledgerEntries.tenantId }).from(ledgerEntries).where(and(eq(ledgerEntries.chargeHour, h), eq(ledgerEntries.kind, 'charge'))).all().map((r) => r.tenantId),
+  )
+  const insertCalculation = deps.sqlite.prepare(
+    'INSERT INTO charge_calculations (id, tenant_id, charge_hour, plan_code, price_micros_per_server_month, days_in_month, servers, server_ids, amount_micros, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  )
   for (const [tenantId, serverIds] of byTenant) {
     const plan = tenantPlans.get(tenantId)
     if (!plan || plan.price === null || plan.price === 0) continue // free or contract-priced: nothing booked here
-    const already = tx
-      .select({ id: ledgerEntries.id })
-      .from(ledgerEntries)
-      .where(and(eq(ledgerEntries.tenantId, tenantId), eq(ledgerEntries.chargeHour, h), eq(ledgerEntries.kind, 'charge')))
-      .get()
-    if (already) continue
+    if (booked.has(tenantId)) continue
     serverIds.sort()
     const amount = hourlyAmount(plan.price, serverIds.length, days)
     const calculationId = deps.newId()
-    tx.insert(chargeCalculations)
-      .values({ id: calculationId, tenantId, chargeHour: h, planCode: plan.planCode!, priceMicrosPerServerMonth: plan.price, daysInMonth: days, servers: serverIds.length, serverIds: JSON.stringify(serverIds), amountMicros: amount, createdAt: now })
-      .run()
+    insertCalculation.run(calculationId, tenantId, h, plan.planCode!, plan.price, days, serverIds.length, JSON.stringify(serverIds), amount, now)
     appendEntry(tx, deps, {
       tenantId,
       kind: 'charge',

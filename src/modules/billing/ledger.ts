@@ -1,4 +1,5 @@
 import { and, desc, eq, gte, lt, or, sql, type SQL } from 'drizzle-orm'
+import type { Database, Statement } from 'bun:sqlite'
 import { balances, ledgerEntries, tenants } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
@@ -14,11 +15,12 @@ export type NewEntry = Pick<LedgerRow, 'tenantId' | 'kind' | 'amountMicros' | 'o
  * Appends one entry and moves the balance in the caller's transaction; the account state follows
  * the balance (src/modules/billing/account-state rules below). Returns the written row.
  */
-export function appendEntry(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'config'>, e: NewEntry): LedgerRow {
+export function appendEntry(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'config' | 'sqlite'>, e: NewEntry): LedgerRow {
+  const q = statements(deps.sqlite)
   const now = deps.clock.nowUs()
-  const bal = tx.select().from(balances).where(eq(balances.tenantId, e.tenantId)).get()
-  const balance = (bal?.balanceMicros ?? 0) + e.amountMicros
-  const seq = (bal?.lastSeq ?? 0) + 1
+  const bal = q.balance.get(e.tenantId) as { balance_micros: number; last_seq: number } | null
+  const balance = (bal?.balance_micros ?? 0) + e.amountMicros
+  const seq = (bal?.last_seq ?? 0) + 1
   if (!Number.isSafeInteger(balance)) throw new RangeError('balance out of range')
   const row: LedgerRow = {
     id: deps.newId(),
@@ -35,13 +37,32 @@ export function appendEntry(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'co
     paymentRef: e.paymentRef ?? null,
     createdAt: now,
   }
-  tx.insert(ledgerEntries).values(row).run()
-  tx.insert(balances)
-    .values({ tenantId: e.tenantId, balanceMicros: balance, lastSeq: seq, updatedAt: now })
-    .onConflictDoUpdate({ target: balances.tenantId, set: { balanceMicros: balance, lastSeq: seq, updatedAt: now } })
-    .run()
-  followBalance(tx, deps, e.tenantId, balance, e.kind)
+  // Prepared statements on the transaction's own connection: this runs once per tenant per hour.
+  q.insertEntry.run(row.id, row.tenantId, row.seq, row.kind, row.amountMicros, row.balanceAfterMicros, row.occurredAt, row.chargeDay, row.chargeHour, row.detail, row.calculationId, row.paymentRef, row.createdAt)
+  q.upsertBalance.run(e.tenantId, balance, seq, now)
+  const state = (q.accountState.get(e.tenantId) as { account_state: 'active' | 'grace' | 'frozen' } | null)?.account_state
+  if (state) followBalance(tx, deps, e.tenantId, state, balance, e.kind)
   return row
+}
+
+type LedgerStatements = { balance: Statement; insertEntry: Statement; upsertBalance: Statement; accountState: Statement }
+const cache = new WeakMap<Database, LedgerStatements>()
+function statements(sqlite: Database): LedgerStatements {
+  let s = cache.get(sqlite)
+  if (!s) {
+    s = {
+      balance: sqlite.prepare('SELECT balance_micros, last_seq FROM balances WHERE tenant_id = ?'),
+      insertEntry: sqlite.prepare(
+        'INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_day, charge_hour, detail, calculation_id, payment_ref, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      ),
+      upsertBalance: sqlite.prepare(
+        'INSERT INTO balances (tenant_id, balance_micros, last_seq, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id) DO UPDATE SET balance_micros = excluded.balance_micros, last_seq = excluded.last_seq, updated_at = excluded.updated_at',
+      ),
+      accountState: sqlite.prepare('SELECT account_state FROM tenants WHERE id = ?'),
+    }
+    cache.set(sqlite, s)
+  }
+  return s
 }
 
 /**
@@ -49,17 +70,15 @@ export function appendEntry(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'co
  * (freezeOverdue, run by billing.charge); a top-up that brings the balance above zero is the only
  * way out of a freeze; out of grace, any entry that brings the balance back to zero or above.
  */
-function followBalance(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, tenantId: string, balance: number, kind: LedgerRow['kind']): void {
-  const t = tx.select().from(tenants).where(eq(tenants.id, tenantId)).get()
-  if (!t) return
+function followBalance(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, tenantId: string, state: 'active' | 'grace' | 'frozen', balance: number, kind: LedgerRow['kind']): void {
   const now = deps.clock.nowUs()
-  if (t.accountState === 'active' && balance < 0) {
+  if (state === 'active' && balance < 0) {
     tx.update(tenants).set({ accountState: 'grace', graceSince: now }).where(eq(tenants.id, tenantId)).run()
     recordSystemEvent(tx, deps, tenantId, 'account.grace', `balance ${formatMoney(balance)} below zero`)
-  } else if (t.accountState === 'grace' && balance >= 0) {
+  } else if (state === 'grace' && balance >= 0) {
     tx.update(tenants).set({ accountState: 'active', graceSince: null }).where(eq(tenants.id, tenantId)).run()
     recordSystemEvent(tx, deps, tenantId, 'account.active', `balance ${formatMoney(balance)} back to zero or above`)
-  } else if (t.accountState === 'frozen' && kind === 'topup' && balance > 0) {
+  } else if (state === 'frozen' && kind === 'topup' && balance > 0) {
     tx.update(tenants).set({ accountState: 'active', graceSince: null, frozenAt: null }).where(eq(tenants.id, tenantId)).run()
     recordSystemEvent(tx, deps, tenantId, 'account.unfrozen', `a top-up brought the balance to ${formatMoney(balance)}`)
   }

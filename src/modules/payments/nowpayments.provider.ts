@@ -50,6 +50,7 @@ export function createNowPayments(config: Config): PaymentProvider {
 
   async function call(method: 'GET' | 'POST', path: string, body?: unknown) {
     let res
+    let text: string
     try {
       res = await request(`${np.apiUrl}${path}`, {
         method,
@@ -57,11 +58,13 @@ export function createNowPayments(config: Config): PaymentProvider {
         body: body === undefined ? undefined : JSON.stringify(body),
         headersTimeout: TIMEOUT_MS,
         bodyTimeout: TIMEOUT_MS,
+        // Bun's built-in undici ignores headersTimeout/bodyTimeout: only the signal bounds the call.
+        signal: AbortSignal.timeout(TIMEOUT_MS),
       })
+      text = await res.body.text()
     } catch (e) {
       throw new ProviderUnavailable(`nowpayments unreachable: ${e instanceof Error ? e.message : String(e)}`)
     }
-    const text = await res.body.text()
     if (res.statusCode >= 500 || res.statusCode === 429) throw new ProviderUnavailable(`nowpayments answered ${res.statusCode}`)
     let json: Record<string, unknown>
     try {

@@ -84,7 +84,7 @@ export function subscriptionRoutes(deps: Deps) {
       },
       {
         beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }) as never,
-        body: Type.Object({ target_plan: PlanCode, topup_id: Type.Optional(Uuid({ description: 'A top-up whose success pays for this upgrade' })) }, { additionalProperties: false }),
+        body: Type.Object({ target_plan: PlanCode, topup_id: Type.Optional(Uuid({ description: 'A top-up of the tenant whose success pays for this upgrade (unknown or another tenant\'s: 404)' })) }, { additionalProperties: false }),
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })), 'if-match': t.Optional(t.String({ maxLength: 256 })) }),
         response: responses({ 200: Change, 201: Change }, [401, 403, 404, 409, 412, 413, 415, 422]),
         detail: describe({ role: 'admin', scope: 'billing:write', denyFrozen: true, requiresPlan: true }, {

@@ -1,5 +1,5 @@
 import { and, desc, eq, inArray, lte } from 'drizzle-orm'
-import { notificationEvents, planPeriods, subscriptionChanges, tenants } from '../../../db/schema'
+import { notificationEvents, planPeriods, subscriptionChanges, tenants, topups } from '../../../db/schema'
 import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
@@ -138,6 +138,9 @@ export function orderChange({ deps, actor, audit, input, ifMatch }: { deps: Deps
     const tenant = findTenant(tx, actor.tenantId)!
     const now = deps.clock.nowUs()
     const q = computeQuote(tx, tenant, input.target_plan, now)
+    // A linked top-up must be one of the tenant's own (a foreign id answers like an unknown one).
+    if (input.topup_id && !tx.select({ id: topups.id }).from(topups).where(and(eq(topups.tenantId, tenant.id), eq(topups.id, input.topup_id.toLowerCase()))).get())
+      throw problems.notFound('no such top-up')
     if (q.target.code === q.current.code) throw problems.conflict(`the tenant is already on ${q.target.code}`)
     if (q.target.serversMax !== null && q.managed > q.target.serversMax)
       throw new ProblemError('server_limit_reached', { detail: `${q.managed} managed servers exceed the ${q.target.label} limit of ${q.target.serversMax}; decommission some first` })
@@ -226,7 +229,15 @@ export function activateOnTopup(tx: Tx, deps: Deps, topup: { id: string; tenantI
   if (!pending || (pending.id !== topup.changeId && pending.topupId !== topup.id)) return
   const tenant = findTenant(tx, topup.tenantId)!
   const now = deps.clock.nowUs()
-  const q = computeQuote(tx, tenant, pending.targetPlan, now)
+  let q: Quote
+  try {
+    q = computeQuote(tx, tenant, pending.targetPlan, now)
+  } catch (e) {
+    // The target became contract-priced or left the catalogue (or the tenant lost its plan): the
+    // payment is still credited; the change keeps waiting until it is cancelled or replaced.
+    if (e instanceof ProblemError) return
+    throw e
+  }
   if (q.direction === 'upgrade' && !q.covered) return // paid too little: it keeps waiting
   switchPlan(tx, deps, tenant.id, tenant.planCode, pending.targetPlan, q.billingDay)
   tx.update(subscriptionChanges).set({ status: 'applied', appliedAt: now, topupId: pending.topupId ?? topup.id, billingEffectiveDay: q.billingDay }).where(eq(subscriptionChanges.id, pending.id)).run()

@@ -1,0 +1,112 @@
+/**
+ * Hourly charge benchmark: one billing.charge run (runHourlyCharges booking exactly one hour) for
+ * 10,000 tenants on starter with 100,000 servers, beside inserting the same number of plain,
+ * ledger-shaped rows in one transaction into a plain table with the same pragmas. Never part of
+ * the test run. Usage: `bun run bench/charges.ts` (see bench/README.md).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openDatabase } from '../db/client'
+import { loadConfig } from '../src/config'
+import { buildDeps } from '../src/deps'
+import { runHourlyCharges } from '../src/modules/billing/charges.service'
+import { createLogger } from '../src/platform/logger'
+
+const TENANTS = Number(process.env.BENCH_TENANTS ?? 10_000)
+const SERVERS_PER_TENANT = Number(process.env.BENCH_SERVERS_PER_TENANT ?? 10)
+const RUNS = Number(process.env.BENCH_RUNS ?? 3) // consecutive hours, each timed on its own
+const US_PER_HOUR = 3_600_000_000
+const H = Date.UTC(2027, 4, 12, 10) * 1000 // the first hour booked (May: 31 days)
+
+const dir = mkdtempSync(join(tmpdir(), 'gpuhq-bench-charges-'))
+const ms = (t: number) => `${t.toFixed(1)} ms`
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+try {
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    TEST_CLOCK: 'true', // the clock is moved to the hour's booking moment instead of waiting for it
+    DATA_DIR: dir,
+    DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
+    SECRET_KEY: 'c'.repeat(64),
+    PUBLIC_URL: 'http://127.0.0.1',
+    LOG_LEVEL: 'warn',
+  })
+  const deps = buildDeps(config, { log: createLogger('warn', () => new Date().toISOString(), (l) => console.error(l)) })
+  const { sqlite } = deps
+  console.log(`bun ${Bun.version}, ${cpus().length} cores; ${TENANTS.toLocaleString('en')} tenants on starter × ${SERVERS_PER_TENANT} servers = ${(TENANTS * SERVERS_PER_TENANT).toLocaleString('en')} servers; WAL, synchronous=FULL\n`)
+
+  // Fixtures in bulk SQL: tenants, their servers (enrolled a day before the first hour), and a
+  // 100 USD opening top-up each so no run crosses zero (the steady state, no grace transitions).
+  let t0 = performance.now()
+  const tenantIds: string[] = []
+  sqlite.transaction(() => {
+    const tenant = sqlite.prepare("INSERT INTO tenants (id, name, plan_code, account_state, created_at) VALUES (?, ?, 'starter', 'active', ?)")
+    const server = sqlite.prepare('INSERT INTO servers (id, tenant_id, name, created_at) VALUES (?, ?, ?, ?)')
+    const entry = sqlite.prepare("INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, detail, created_at) VALUES (?, ?, 1, 'topup', 100000000, 100000000, ?, 'opening top-up', ?)")
+    const balance = sqlite.prepare('INSERT INTO balances (tenant_id, balance_micros, last_seq, updated_at) VALUES (?, 100000000, 1, ?)')
+    const enrolled = H - 24 * US_PER_HOUR
+    for (let i = 0; i < TENANTS; i++) {
+      const id = deps.newId()
+      tenantIds.push(id)
+      tenant.run(id, `tenant ${i}`, enrolled)
+      for (let s = 0; s < SERVERS_PER_TENANT; s++) server.run(deps.newId(), id, `rig-${i}-${s}`, enrolled)
+      entry.run(deps.newId(), id, enrolled, enrolled)
+      balance.run(id, enrolled)
+    }
+    // Every hour before H is booked: the next run books H and nothing else.
+    sqlite.prepare("INSERT INTO billing_state (key, charged_until, updated_at) VALUES ('charges', ?, ?)").run(H, enrolled)
+  })()
+  sqlite.exec('ANALYZE')
+  console.log(`fixtures: ${ms(performance.now() - t0)}\n`)
+
+  // One hourly run per hour H, H+1h, …: the clock sits at the hour + 1 h 16 min, so exactly that hour is due.
+  const chargeTimes: number[] = []
+  for (let r = 0; r < RUNS; r++) {
+    const hour = H + r * US_PER_HOUR
+    deps.testClock!.setNow(hour + 76 * 60_000_000)
+    t0 = performance.now()
+    const detail = runHourlyCharges(deps)
+    const took = performance.now() - t0
+    const booked = (sqlite.query("SELECT count(*) AS n FROM ledger_entries WHERE kind = 'charge' AND charge_hour = ?").get(hour) as { n: number }).n
+    if (booked !== TENANTS) throw new Error(`expected ${TENANTS} charges for the hour, found ${booked} (${detail})`)
+    chargeTimes.push(took)
+    console.log(`charge run ${r + 1}: ${ms(took)}  (${detail})`)
+  }
+
+  // Baseline: the same number of ledger-shaped rows, one transaction, a plain STRICT table
+  // (primary key only: no secondary indexes, no triggers, no balance or calculation rows).
+  const plainDb = openDatabase(join(dir, 'plain.db'))
+  plainDb.sqlite.exec(`CREATE TABLE plain_ledger (
+    id TEXT PRIMARY KEY NOT NULL, tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+    amount_micros INTEGER NOT NULL, balance_after_micros INTEGER NOT NULL, occurred_at INTEGER NOT NULL,
+    charge_day TEXT, charge_hour INTEGER, detail TEXT NOT NULL, calculation_id TEXT, payment_ref TEXT,
+    created_at INTEGER NOT NULL) STRICT`)
+  const plainTimes: number[] = []
+  for (let r = 0; r < RUNS; r++) {
+    const hour = H + r * US_PER_HOUR
+    const insert = plainDb.sqlite.prepare(
+      "INSERT INTO plain_ledger (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_day, charge_hour, detail, calculation_id, created_at) VALUES (?, ?, ?, 'charge', -26882, ?, ?, '2027-05-12', ?, '10 servers × starter 2.00 USD/month ÷ 31 days ÷ 24 h', ?, ?)",
+    )
+    t0 = performance.now()
+    plainDb.sqlite.exec('BEGIN IMMEDIATE')
+    for (let i = 0; i < TENANTS; i++) insert.run(deps.newId(), tenantIds[i]!, r + 2, 100_000_000 - 26_882 * (r + 1), hour, hour, deps.newId(), hour + 76 * 60_000_000)
+    plainDb.sqlite.exec('COMMIT')
+    const took = performance.now() - t0
+    plainTimes.push(took)
+    console.log(`plain insert ${r + 1}: ${ms(took)}  (${TENANTS.toLocaleString('en')} rows, one transaction)`)
+  }
+  plainDb.sqlite.close()
+
+  const charge = median(chargeTimes)
+  const plain = median(plainTimes)
+  console.log(`\n| | median of ${RUNS} | per tenant |`)
+  console.log('|---|---|---|')
+  console.log(`| hourly charge run (${TENANTS.toLocaleString('en')} tenants, ${(TENANTS * SERVERS_PER_TENANT).toLocaleString('en')} servers) | ${ms(charge)} | ${((charge * 1000) / TENANTS).toFixed(1)} µs |`)
+  console.log(`| plain insert of ${TENANTS.toLocaleString('en')} rows | ${ms(plain)} | ${((plain * 1000) / TENANTS).toFixed(1)} µs |`)
+  console.log(`| ratio charge / plain | ${(charge / plain).toFixed(1)}× | |`)
+  sqlite.close()
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
