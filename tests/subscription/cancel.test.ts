@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 import {
-  addPlan, cancel, clockTo, newMember, dayStartUs, editPlan, midNextMonth, orderOk, runJob, serviceNow, startSubscriptionApp, subscription, tenantOn, US_PER_HOUR, usOf,
+  addPlan, adjust, cancel, clockTo, newMember, dayStartUs, editPlan, midNextMonth, order, orderOk, runJob, serviceNow, startSubscriptionApp, subscription, tenantOn, US_PER_HOUR, usOf,
 } from '../support/subscription'
+import { call } from '../support/access'
 
 let app: TestApp
 beforeAll(async () => {
@@ -71,6 +72,26 @@ describe('DELETE /subscription/changes/{id}', () => {
     expect((await subscription(app, late)).body.plan!.code).toBe('starter')
     await expectProblem((await cancel(app, late, c.id)).res, 409, 'change_already_applied')
     expect((await subscription(app, early)).body.plan!.code).toBe('pro')
+  })
+
+  test('a scheduled change whose day has come cannot be replaced either: If-Match answers 409 change_effective and the change stays', async () => {
+    await midNextMonth(app)
+    const owner = await tenantOn(app, 'pro', { servers: 1, balance: '50.00' })
+    const c = await orderOk(app, owner, { target_plan: 'starter' }, 201)
+    await clockTo(app, dayStartUs(c.billing_effective_day) + 5 * 60 * 1_000_000)
+    const { etag } = await subscription(app, owner)
+    await expectProblem((await order(app, owner, { target_plan: 'free' }, { 'if-match': etag })).res, 409, 'change_effective')
+    expect((await subscription(app, owner)).body.pending_change).toMatchObject({ id: c.id, status: 'scheduled', target_plan: 'starter' })
+  })
+
+  test('a change of account state moves the subscription version on, so a cached copy is not answered 304 with the old state', async () => {
+    const owner = await tenantOn(app, 'starter', { servers: 1, balance: '1.00' })
+    const before = await subscription(app, owner)
+    expect(before.body.account_state).toBe('active')
+    adjust(app, owner.tenantId, '-5.00') // below zero: grace
+    const res = await call(app, 'GET', '/subscription', owner, { headers: { 'if-none-match': before.etag } })
+    expect(res.status).toBe(200)
+    expect(((await res.json()) as { account_state: string }).account_state).toBe('grace')
   })
 
   test('a change already cancelled or refused cannot be cancelled again (409 conflict)', async () => {

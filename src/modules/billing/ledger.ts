@@ -65,6 +65,9 @@ function statements(sqlite: Database): LedgerStatements {
   return s
 }
 
+/** GET /subscription shows the account state, so a state change moves its version (and ETag) on. */
+const bumped = sql`${tenants.subscriptionVersion} + 1`
+
 /**
  * Account states: a balance below zero starts grace; grace longer than GRACE_PERIOD_HOURS freezes
  * (freezeOverdue, run by billing.charge); a top-up that brings the balance above zero is the only
@@ -73,13 +76,13 @@ function statements(sqlite: Database): LedgerStatements {
 function followBalance(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, tenantId: string, state: 'active' | 'grace' | 'frozen', balance: number, kind: LedgerRow['kind']): void {
   const now = deps.clock.nowUs()
   if (state === 'active' && balance < 0) {
-    tx.update(tenants).set({ accountState: 'grace', graceSince: now }).where(eq(tenants.id, tenantId)).run()
+    tx.update(tenants).set({ accountState: 'grace', graceSince: now , subscriptionVersion: bumped }).where(eq(tenants.id, tenantId)).run()
     recordSystemEvent(tx, deps, tenantId, 'account.grace', `balance ${formatMoney(balance)} below zero`)
   } else if (state === 'grace' && balance >= 0) {
-    tx.update(tenants).set({ accountState: 'active', graceSince: null }).where(eq(tenants.id, tenantId)).run()
+    tx.update(tenants).set({ accountState: 'active', graceSince: null , subscriptionVersion: bumped }).where(eq(tenants.id, tenantId)).run()
     recordSystemEvent(tx, deps, tenantId, 'account.active', `balance ${formatMoney(balance)} back to zero or above`)
   } else if (state === 'frozen' && kind === 'topup' && balance > 0) {
-    tx.update(tenants).set({ accountState: 'active', graceSince: null, frozenAt: null }).where(eq(tenants.id, tenantId)).run()
+    tx.update(tenants).set({ accountState: 'active', graceSince: null, frozenAt: null , subscriptionVersion: bumped }).where(eq(tenants.id, tenantId)).run()
     recordSystemEvent(tx, deps, tenantId, 'account.unfrozen', `a top-up brought the balance to ${formatMoney(balance)}`)
   }
 }
@@ -90,7 +93,7 @@ export function freezeOverdue(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | '
   const cutoff = now - deps.config.gracePeriodHours * 3_600_000_000
   const overdue = tx.select().from(tenants).where(and(eq(tenants.accountState, 'grace'), lt(tenants.graceSince, cutoff))).all()
   for (const t of overdue) {
-    tx.update(tenants).set({ accountState: 'frozen', frozenAt: now }).where(eq(tenants.id, t.id)).run()
+    tx.update(tenants).set({ accountState: 'frozen', frozenAt: now , subscriptionVersion: bumped }).where(eq(tenants.id, t.id)).run()
     recordSystemEvent(tx, deps, t.id, 'account.frozen', `in grace for more than ${deps.config.gracePeriodHours} h`)
   }
   return overdue.length

@@ -148,6 +148,9 @@ export function orderChange({ deps, actor, audit, input, ifMatch }: { deps: Deps
     if (pending) {
       if (ifMatch === null) throw new ProblemError('change_already_pending', { detail: 'a plan change is already pending; send If-Match with the subscription version to replace it', headers: { ETag: etagOf(tenant.subscriptionVersion) } })
       assertIfMatch(ifMatch, etagOf(tenant.subscriptionVersion))
+      // A scheduled change whose day has come is no longer replaceable, as it is no longer cancellable.
+      if (pending.status === 'scheduled' && pending.effectiveAt <= now)
+        throw new ProblemError('change_effective', { detail: 'the pending change is already in effect and will be applied by the next run' })
       tx.update(subscriptionChanges).set({ status: 'cancelled', cancelledAt: now }).where(eq(subscriptionChanges.id, pending.id)).run()
     } else assertIfMatch(ifMatch, etagOf(tenant.subscriptionVersion))
     const row: ChangeRow = {
