@@ -217,10 +217,13 @@ describe('telemetry', () => {
     await agent.close()
   })
 
-  test('a server without telemetry has null vitals and no gpu_vitals', async () => {
+  test('a server without telemetry has null vitals, and one gpu_vitals entry of nulls per GPU it enrolled with', async () => {
     const { id, agent } = await connected()
     await runJob(app, 'fleet.snapshot')
-    expect(await rowOf(id)).toMatchObject({ max_temp_core_c: null, max_temp_hotspot_c: null, max_temp_vram_c: null, max_fan_pct: null, avg_util_pct: null, gpu_vitals: [] })
+    const row = await rowOf(id)
+    expect(row).toMatchObject({ max_temp_core_c: null, max_temp_hotspot_c: null, max_temp_vram_c: null, max_fan_pct: null, avg_util_pct: null })
+    expect(row.gpu_vitals).toHaveLength(row.gpu_count)
+    expect(row.gpu_vitals.every((v: { temp_c: unknown; fan_pct: unknown }) => v.temp_c === null && v.fan_pct === null)).toBe(true)
     await agent.close()
   })
 })

@@ -40,7 +40,9 @@ describe('the snapshot envelope', () => {
     expect(ids(body)).toEqual([a.server_id, b.server_id])
     const row = body.items[0]!
     expect(Object.keys(row).sort()).toEqual(ROW_FIELDS)
-    expect(row).toMatchObject({ name: 'alpha', agent_version: '1.4.0', gpu_count: 4, gpu_model: 'NVIDIA A100', fsm_state: 'new', presence: 'offline', marketplace: null, price_usd_gpu_h: null, health: null, last_seen_at: null, revenue_today_usd: '0.00', group_id: null, tags: [], gpu_vitals: [] })
+    expect(row).toMatchObject({ name: 'alpha', agent_version: '1.4.0', gpu_count: 4, gpu_model: 'NVIDIA A100', fsm_state: 'new', presence: 'offline', marketplace: null, price_usd_gpu_h: null, health: null, last_seen_at: null, revenue_today_usd: '0.00', group_id: null, tags: [] })
+    // One entry per GPU, ordered by index, nulls until the agent reports.
+    expect(row.gpu_vitals).toEqual([0, 1, 2, 3].map((index) => ({ index, temp_c: null, fan_pct: null })))
   })
 
   test('If-None-Match with the current tag answers 304 without a body; another query or a change answers 200 again', async () => {

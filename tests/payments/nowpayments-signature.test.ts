@@ -52,7 +52,8 @@ describe('a notification that does not verify → 401 and nothing changes', () =
     ['a one-byte change in actually_paid after signing (25 → 95)', () => ({ tamper: (b) => ({ ...b, actually_paid: 95 }) })],
     ['a one-byte change in actually_paid_at_fiat after signing', () => ({ tamper: (b) => ({ ...b, actually_paid_at_fiat: 26 }) })],
     ['a one-byte change in payment_id after signing', () => ({ tamper: (b) => ({ ...b, payment_id: (b.payment_id as number) + 1 }) })],
-    ['a one-byte change in order_id after signing', () => ({ tamper: (b) => ({ ...b, order_id: `${String(b.order_id).slice(0, -1)}0` }) })],
+    // The last character becomes another one (a UUID ending in 0 must not stay the same).
+    ['a one-byte change in order_id after signing', () => ({ tamper: (b) => ({ ...b, order_id: `${String(b.order_id).slice(0, -1)}${String(b.order_id).endsWith('0') ? '1' : '0'}` }) })],
     ['a one-byte change in price_currency after signing (usd → usc)', () => ({ tamper: (b) => ({ ...b, price_currency: 'usc' }) })],
     ['a top-level field added after signing', () => ({ tamper: (b) => ({ ...b, bonus: 1 }) })],
   ]

@@ -53,6 +53,7 @@ describe('a telemetry frame the service cannot accept', () => {
     ['a metric name over 64 characters', { type: 'telemetry', samples: [{ ...good, values: { [`a${'b'.repeat(64)}`]: 61 } }] }],
     ['a scope other than host or gpu', { type: 'telemetry', samples: [{ ...good, scope: 'cpu' }] }],
     ['samples that are not an array', { type: 'telemetry', samples: good }],
+    ['a sample dated a day ahead of the service clock', { type: 'telemetry', samples: [good, { ...good, t: iso(BASE + 26 * HOUR) }] }],
   ]
 
   test.each(bad)('with %s gets an error frame and stores nothing', async (_name, frame) => {

@@ -20,6 +20,8 @@ import { applyCommandFrame, dispatchServer, sessionLost, sessionReady } from '..
  */
 export const AGENT_WS_PATH = '/api/v1/agent/ws'
 export const MAX_FRAME_BYTES = 256 * 1024
+/** How far ahead of the service's clock a sample's time may be (agent clock drift). */
+export const MAX_CLOCK_AHEAD_US = 10 * 60 * 1_000_000
 
 export type AgentSocketData = { serverId: string; tenantId: string; online: boolean; requestId: string }
 type Socket = ServerWebSocket<AgentSocketData>
@@ -100,6 +102,8 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
       for (const [i, s] of (f.samples as { t: string; scope: string; gpu_index?: number | null; values: Record<string, number | null> }[]).entries()) {
         const t = parseTimestamp(s.t)
         if (t === null) return sendError(ws, 'validation_failed', `samples/${i}/t is not an RFC 3339 timestamp`)
+        // A sample from the future (a wrong agent clock) would stay "latest" for ever.
+        if (t > deps.clock.nowUs() + MAX_CLOCK_AHEAD_US) return sendError(ws, 'validation_failed', `samples/${i}/t is more than 10 minutes ahead of the service's clock`)
         if (s.scope === 'gpu' && (s.gpu_index === undefined || s.gpu_index === null)) return sendError(ws, 'validation_failed', `samples/${i} has scope gpu but no gpu_index`)
         samples.push({ t, gpuIndex: s.scope === 'gpu' ? s.gpu_index! : -1, values: s.values })
       }

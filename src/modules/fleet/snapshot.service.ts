@@ -22,7 +22,9 @@ export type Snapshot = { generatedAt: number; dataAsOf: number; rows: FleetRow[]
 const round1 = (n: number) => Math.round(n * 10) / 10
 
 export function fleetRow(s: ServerRow, metrics: Map<number, Map<string, number | null>>) {
-  const gpuIndexes = [...metrics.keys()].filter((i) => i >= 0).sort((a, b) => a - b)
+  // One vitals entry per GPU (the agent's inventory and any GPU that reported), ordered by index.
+  const inventory = (JSON.parse(s.gpus) as { index: number }[]).map((g) => g.index)
+  const gpuIndexes = [...new Set([...inventory, ...[...metrics.keys()].filter((i) => i >= 0)])].sort((a, b) => a - b)
   const gpuValues = (metric: string) =>
     gpuIndexes.map((i) => metrics.get(i)?.get(metric)).filter((v): v is number => typeof v === 'number')
   const max = (metric: string) => {
