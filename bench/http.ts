@@ -9,6 +9,7 @@ import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { freePort, waitFor } from './support'
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -166,23 +167,4 @@ function printTable(rows: [string, Result, Result][]) {
   for (const l of lines) console.log(fmt(l))
 }
 
-/** A loopback port nothing listens on right now. */
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = probe.port!
-  probe.stop(true)
-  return port
-}
 
-async function waitFor(url: string) {
-  const deadline = Date.now() + 15_000
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(url, { signal: AbortSignal.timeout(1000) })).ok) return
-    } catch {
-      // not up yet
-    }
-    await Bun.sleep(50)
-  }
-  throw new Error(`${url} did not answer within 15 s`)
-}

@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config'
 import { buildDeps } from '../src/deps'
 import { createLogger } from '../src/platform/logger'
 import { createAccount } from '../src/modules/accounts/admin.service'
+import { freePort, waitFor } from './support'
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 200)
 const GPUS = Number(process.env.BENCH_GPUS ?? 8)
@@ -280,22 +281,4 @@ function post(path: string, body: unknown, headers: Record<string, string> = {})
   return fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
 }
 
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const p = probe.port!
-  probe.stop(true)
-  return p
-}
 
-async function waitFor(url: string) {
-  const deadline = Date.now() + 15_000
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(url, { signal: AbortSignal.timeout(1000) })).ok) return
-    } catch {
-      // not up yet
-    }
-    await Bun.sleep(50)
-  }
-  throw new Error(`${url} did not answer within 15 s`)
-}

@@ -48,8 +48,11 @@ export function keepOnOf(db: DbOrTx, serverId: string): ('marketplace_a' | 'mark
 }
 
 export function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
-  if (serverIds.length === 0) return []
-  return db.select().from(serverLatestMetrics).where(inArray(serverLatestMetrics.serverId, serverIds)).all()
+  const out: (typeof serverLatestMetrics.$inferSelect)[] = []
+  // In slices: SQLite takes at most 32,766 parameters in one statement.
+  for (let i = 0; i < serverIds.length; i += 5000)
+    out.push(...db.select().from(serverLatestMetrics).where(inArray(serverLatestMetrics.serverId, serverIds.slice(i, i + 5000))).all())
+  return out
 }
 
 /** Runs once per telemetry value: a statement prepared once, as insertSample (telemetry/ingest.ts) explains. */
@@ -63,7 +66,11 @@ export function upsertLatestMetric(sqlite: Database, row: typeof serverLatestMet
     .run(row.serverId, row.gpuIndex, row.metric, row.value, row.t)
 }
 
-/** Marks the tenant's fleet snapshot out of date; the next read recomputes it. */
+/**
+ * Marks the tenant's fleet snapshot out of date; the next read recomputes it. Only a clean row is
+ * written: SQLite rewrites the whole row (the snapshot body, megabytes for a large fleet) on any
+ * UPDATE, so setting the flag again on every presence transition would cost that much each time.
+ */
 export function markFleetDirty(tx: DbOrTx, tenantId: string): void {
-  tx.update(fleetSnapshots).set({ dirty: true }).where(eq(fleetSnapshots.tenantId, tenantId)).run()
+  tx.update(fleetSnapshots).set({ dirty: true }).where(and(eq(fleetSnapshots.tenantId, tenantId), eq(fleetSnapshots.dirty, false))).run()
 }

@@ -24,6 +24,8 @@ export type Sample = { t: number; gpuIndex: number; values: Record<string, numbe
 export class FleetRuntime {
   readonly #heartbeats = new Map<string, number>()
   readonly #samples = new Map<string, Sample[]>()
+  /** Servers this process's sweep moved out of online: their next heartbeat is written at once. */
+  readonly #demoted = new Set<string>()
   #timer: ReturnType<typeof setTimeout> | null = null
 
   constructor(private readonly deps: Deps) {}
@@ -31,7 +33,7 @@ export class FleetRuntime {
   /** Records a heartbeat; returns true when it brought the server online (written at once). */
   heartbeat(serverId: string, knownOnline: boolean): boolean {
     this.#heartbeats.set(serverId, this.deps.clock.nowUs())
-    if (!knownOnline) return this.flush().includes(serverId)
+    if (!knownOnline || this.#demoted.delete(serverId)) return this.flush().includes(serverId)
     this.#schedule()
     return false
   }
@@ -69,12 +71,15 @@ export class FleetRuntime {
     withTransaction(deps.db, (tx) => {
       if (beats.length) {
         const ids = beats.map(([id]) => id)
-        const rows = tx
-          .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence })
-          .from(servers)
-          .where(and(inArray(servers.id, ids), isNull(servers.decommissionedAt)))
-          .all()
-        const byId = new Map(rows.map((r) => [r.id, r]))
+        const byId = new Map<string, { id: string; tenantId: string; presence: 'online' | 'suspect' | 'offline' }>()
+        // In slices: SQLite takes at most 32,766 parameters in one statement.
+        for (let i = 0; i < ids.length; i += 5000)
+          for (const r of tx
+            .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence })
+            .from(servers)
+            .where(and(inArray(servers.id, ids.slice(i, i + 5000)), isNull(servers.decommissionedAt)))
+            .all())
+            byId.set(r.id, r)
         for (const [id, at] of beats) {
           const row = byId.get(id)
           if (!row) continue
@@ -149,6 +154,7 @@ export class FleetRuntime {
           data: { from: s.presence, silent_seconds: silentS },
         })
         markFleetDirty(tx, s.tenantId)
+        this.#demoted.add(s.id)
         if (to === 'offline') offline++
         else suspect++
       }
