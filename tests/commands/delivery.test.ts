@@ -67,7 +67,7 @@ describe('a command for an offline server', () => {
       schema_version: 1,
       params: { version: '1.5.0' },
       requires: 'none',
-      deadline: new Date(first.deadline).toISOString(),
+      deadline: first.deadline, // the resource's own microsecond timestamp
     })
     await commandFrame(agent, second.command_id)
     // Oldest first, and after the welcome.

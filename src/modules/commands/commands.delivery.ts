@@ -4,6 +4,7 @@ import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { agentSessions } from '../agent/agent.ws'
 import { boundedDetails, redactText } from './redact'
+import { formatNullableTimestamp } from '../../platform/time'
 import { changeCommand, findLog, findServerCommand, undeliveredFor, type CommandRow } from './commands.repository'
 
 /**
@@ -57,7 +58,7 @@ export function dispatchServer(deps: Deps, serverId: string): number {
         schema_version: c.schemaVersion,
         params: JSON.parse(c.params),
         requires: c.requires,
-        deadline: c.deadline === null ? null : new Date(Math.floor(c.deadline / 1000)).toISOString(),
+        deadline: formatNullableTimestamp(c.deadline),
       })
       if (!ok) {
         changeCommand(tx, deps, routing, { deliveryStatus: 'queued', queueReason: 'server_offline' })
