@@ -192,3 +192,9 @@ export function idempotencyBeforeHandle(
   if (store) store.claim = state.idempotency
   return undefined
 }
+
+/** The beforeHandle of a route that takes Idempotency-Key: `beforeHandle: idempotent(deps)`. */
+export function idempotent(deps: Deps) {
+  return ({ request, body, route }: { request: Request; body: unknown; route: string }) =>
+    idempotencyBeforeHandle(deps, { request, body, route }) as never
+}

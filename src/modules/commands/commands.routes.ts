@@ -3,7 +3,7 @@ import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
-import { idempotencyBeforeHandle } from '../../platform/idempotency'
+import { idempotent } from '../../platform/idempotency'
 import { PageQuery, responses } from '../../platform/schemas'
 import { auditContextOf } from '../audit/audit.context'
 import { CATALOGUE } from './commands.catalogue'
@@ -31,7 +31,7 @@ export function commandsRoutes(deps: Deps) {
         return out
       },
       {
-        beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }) as never,
+        beforeHandle: idempotent(deps),
         body: CommandCreate,
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: Command }, [401, 403, 404, 409, 413, 415, 422]),

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { requestState } from '../../platform/http'
-import { idempotencyBeforeHandle } from '../../platform/idempotency'
+import { idempotent } from '../../platform/idempotency'
 import { formatMoney } from '../../platform/money'
 import { Literals, Money, Nullable, PageQuery, responses, Timestamp, Uuid } from '../../platform/schemas'
 import { auditContextOf } from '../audit/audit.context'
@@ -63,7 +63,7 @@ export function paymentsRoutes(deps: Deps) {
         return out
       },
       {
-        beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }) as never,
+        beforeHandle: idempotent(deps),
         body: TopupCreate,
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: Topup }, [401, 403, 409, 413, 415, 422, 429, 503]),

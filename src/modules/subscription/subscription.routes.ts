@@ -4,7 +4,7 @@ import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
-import { idempotencyBeforeHandle } from '../../platform/idempotency'
+import { idempotent } from '../../platform/idempotency'
 import { Literals, Money, Nullable, responses, Timestamp, Uuid } from '../../platform/schemas'
 import { auditContextOf } from '../audit/audit.context'
 import { onTopupSucceeded } from '../payments/topups.service'
@@ -83,7 +83,7 @@ export function subscriptionRoutes(deps: Deps) {
         return r.change
       },
       {
-        beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }) as never,
+        beforeHandle: idempotent(deps),
         body: Type.Object({ target_plan: PlanCode, topup_id: Type.Optional(Uuid({ description: 'A top-up of the tenant whose success pays for this upgrade (unknown or another tenant\'s: 404)' })) }, { additionalProperties: false }),
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })), 'if-match': t.Optional(t.String({ maxLength: 256 })) }),
         response: responses({ 200: Change, 201: Change }, [401, 403, 404, 409, 412, 413, 415, 422]),

@@ -3,7 +3,7 @@ import type { Deps } from '../../platform/context'
 import type { JobRunner } from '../../platform/jobs'
 import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
-import { idempotencyBeforeHandle } from '../../platform/idempotency'
+import { idempotent } from '../../platform/idempotency'
 import { problems } from '../../platform/problem'
 import { consumeRateLimit } from '../../platform/rate-limit'
 import { responses } from '../../platform/schemas'
@@ -47,7 +47,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
         return probeView(row)
       },
       {
-        beforeHandle: ({ request, body, route }) => idempotencyBeforeHandle(deps, { request, body, route }) as never,
+        beforeHandle: idempotent(deps),
         body: ProbeBody,
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: Probe }, [409, 413, 415, 422]),

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { idempotencyBeforeHandle } from '../../platform/idempotency'
+import { idempotent } from '../../platform/idempotency'
 import { NoContent, PageQuery, responses } from '../../platform/schemas'
 import { auditContextOf } from '../audit/audit.context'
 import { createInitToken } from './init-tokens.service'
@@ -11,8 +11,6 @@ import { createPat, listPats, revokePat } from './tokens.service'
 const tags = ['tokens']
 
 export function tokensRoutes(deps: Deps) {
-  const idempotent = ({ request, body, route }: { request: Request; body: unknown; route: string }) =>
-    idempotencyBeforeHandle(deps, { request, body, route }) as never
   return new Elysia({ name: 'tokens', prefix: '/api/v1' })
     .post(
       '/tokens',
@@ -23,7 +21,7 @@ export function tokensRoutes(deps: Deps) {
         return out
       },
       {
-        beforeHandle: idempotent,
+        beforeHandle: idempotent(deps),
         body: PatCreate,
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: PatCreated }, [401, 403, 409, 413, 415, 422, 429]),
@@ -61,7 +59,7 @@ export function tokensRoutes(deps: Deps) {
         return out
       },
       {
-        beforeHandle: idempotent,
+        beforeHandle: idempotent(deps),
         body: InitCreate,
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: InitCreated }, [401, 403, 404, 409, 413, 415, 422, 429]),
