@@ -55,7 +55,7 @@ export function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
   return out
 }
 
-/** Runs once per telemetry value: a statement prepared once, as insertSample (telemetry/ingest.ts) explains. */
+/** Runs once per series per flush: a statement prepared once, as insertSamples (telemetry/ingest.ts) explains. */
 export function upsertLatestMetric(sqlite: Database, row: typeof serverLatestMetrics.$inferSelect): void {
   sqlite
     .query(

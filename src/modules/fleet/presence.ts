@@ -4,7 +4,7 @@ import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { recordServerEvent } from './events'
 import { markFleetDirty, upsertLatestMetric } from './fleet.repository'
-import { insertSample, noteLateSamples, seriesCache, seriesId, type SeriesKey } from '../telemetry/ingest'
+import { insertSamples, noteLateSamples, seriesCache, seriesId, type SeriesKey } from '../telemetry/ingest'
 
 /**
  * Presence from the agent session's heartbeats only (spec "Agent presence"): online while
@@ -94,14 +94,21 @@ export class FleetRuntime {
         }
       }
       let earliest = Number.POSITIVE_INFINITY
+      const rows: (number | null)[][] = []
+      // The latest value per series is written once per flush, from the sample with the latest time.
+      const latest = new Map<string, { serverId: string; gpuIndex: number; metric: string; value: number | null; t: number }>()
       for (const [serverId, list] of samples)
         for (const s of list) {
           if (s.t < earliest) earliest = s.t
           for (const [metric, value] of Object.entries(s.values)) {
-            upsertLatestMetric(deps.sqlite, { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t })
-            insertSample(deps.sqlite, seriesId(tx, cache, fresh, serverId, s.gpuIndex, metric), s.t, value)
+            rows.push([seriesId(tx, cache, fresh, serverId, s.gpuIndex, metric), s.t, value])
+            const key = `${serverId}|${s.gpuIndex}|${metric}`
+            const seen = latest.get(key)
+            if (!seen || s.t >= seen.t) latest.set(key, { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t })
           }
         }
+      insertSamples(deps.sqlite, rows)
+      for (const row of latest.values()) upsertLatestMetric(deps.sqlite, row)
       if (earliest !== Number.POSITIVE_INFINITY) noteLateSamples(tx, earliest, deps.clock.nowUs())
     })
     for (const [k, v] of fresh) cache.ids.set(k, v)

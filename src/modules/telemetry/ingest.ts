@@ -37,15 +37,19 @@ export function seriesId(tx: DbOrTx, cache: SeriesCache, fresh: Map<SeriesKey, n
 }
 
 /**
- * One row per value, so this runs hundreds of thousands of times a minute on a large fleet: a
- * statement prepared once (bun caches `query`) on the connection the open transaction uses, since
- * the query builder costs about a hundred times more per row than the insert itself.
+ * Raw samples, hundreds of thousands a minute on a large fleet: multi-row INSERTs of up to 100
+ * rows through statements prepared once on the connection the open transaction uses (the query
+ * builder costs about a hundred times more per row than the insert itself). A repeated sample
+ * (same series and instant, e.g. re-sent after a reconnect) keeps the newer value.
  */
-export function insertSample(sqlite: Database, seriesIdValue: number, t: number, value: number | null): void {
-  // A repeated sample (same series and instant, e.g. re-sent after a reconnect) keeps the newer value.
-  sqlite
-    .query('INSERT INTO metric_samples (series_id, t, value) VALUES (?1, ?2, ?3) ON CONFLICT (series_id, t) DO UPDATE SET value = excluded.value')
-    .run(seriesIdValue, t, value)
+const CHUNK = 100
+const insertSql = (rows: number) =>
+  `INSERT INTO metric_samples (series_id, t, value) VALUES ${Array(rows).fill('(?, ?, ?)').join(', ')} ON CONFLICT (series_id, t) DO UPDATE SET value = excluded.value`
+
+export function insertSamples(sqlite: Database, rows: (number | null)[][]): void {
+  let i = 0
+  for (; i + CHUNK <= rows.length; i += CHUNK) sqlite.query(insertSql(CHUNK)).run(...rows.slice(i, i + CHUNK).flat())
+  if (i < rows.length) sqlite.query(insertSql(rows.length - i)).run(...rows.slice(i).flat())
 }
 
 /** Samples for time already rolled up make the rollup job redo from their bucket. */
