@@ -78,6 +78,13 @@ export function setTopLevelTransactionHook(hook: ((tx: Tx) => void) | null): voi
   onTopLevelTransaction = hook
 }
 
+/**
+ * Rows a write changed. bun:sqlite's run() reports it, but Drizzle's bun-sqlite types say void.
+ */
+export function changesOf(result: unknown): number {
+  return (result as { changes: number }).changes
+}
+
 function isTransaction(db: DbOrTx): db is Tx {
   return (db as { nestedIndex?: number }).nestedIndex !== undefined
 }

@@ -5,6 +5,7 @@ import { beginRequest, problemResponse, requestState } from './platform/http'
 import { finishKey, idempotencyContext } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { ProblemError } from './platform/problem'
+import { SAFE_METHODS } from './platform/access'
 import { recordRequestAudit } from './modules/audit/audit.service'
 import { setSandboxSelfUrl } from './modules/payments/sandbox.provider'
 import { AGENT_WS_PATH, agentSessions, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent/agent.ws'
@@ -17,7 +18,6 @@ export type RunningServer = { server: Server<AgentSocketData>; url: string; stop
 
 /** Bun's own hard cap; the configured limit (1 MiB) is enforced with a problem document below it. */
 const HARD_BODY_CAP = 64 * 1024 * 1024
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 export function startServer(app: App, deps: Deps, options: { port: number; hostname?: string }): RunningServer {
   app.compile()
@@ -57,6 +57,7 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
 
 export async function handle(app: App, deps: Deps, request: Request, ip: string): Promise<Response> {
   const started = performance.now()
+  const path = new URL(request.url).pathname
   const state = beginRequest(request, deps.newId(), deps.clock.nowUs(), ip)
   let response: Response
   try {
@@ -79,7 +80,7 @@ export async function handle(app: App, deps: Deps, request: Request, ip: string)
         tenantId: state.tenantId,
         actorKind: state.actor.kind,
         actorId: state.actor.id,
-        operation: `${request.method} ${state.route ?? new URL(request.url).pathname}`,
+        operation: `${request.method} ${state.route ?? path}`,
         status: response.status,
         ip,
         userAgent: request.headers.get('user-agent'),
@@ -90,11 +91,10 @@ export async function handle(app: App, deps: Deps, request: Request, ip: string)
     }
   }
   if (!response.headers.has('x-request-id')) response.headers.set('x-request-id', state.id)
-  const url = new URL(request.url)
   deps.log.info('request', {
     method: request.method,
     route: requestState(request).route ?? null,
-    path: url.pathname,
+    path,
     status: response.status,
     duration_ms: Math.round((performance.now() - started) * 100) / 100,
     request_id: state.id,

@@ -140,7 +140,8 @@ export function buildAccessIndex(routes: { method: string; path: string; hooks?:
   return index
 }
 
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+/** Methods that never change state: no CSRF check, and a token without a scope may use them. */
+export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 function cookieValue(header: string | null, name: string): string | null {
   if (!header) return null

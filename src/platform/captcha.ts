@@ -1,5 +1,5 @@
 import { request } from 'undici'
-import { withTransaction } from '../../db/client'
+import { withTransaction, changesOf } from '../../db/client'
 import { captchaTokens } from '../../db/schema'
 import type { Deps } from './context'
 import { ProblemError } from './problem'
@@ -25,7 +25,7 @@ export async function requireCaptcha(deps: Deps, token: string | null | undefine
   // Spend the token first: a token is single-use whatever the verifier says about a replay.
   const fresh = withTransaction(deps.db, (tx) => {
     const r = tx.insert(captchaTokens).values({ tokenHash, usedAt: deps.clock.nowUs() }).onConflictDoNothing().run()
-    return (r as unknown as { changes: number }).changes === 1
+    return changesOf(r) === 1
   })
   if (!fresh) throw captchaFailed()
   let ok = false

@@ -1,7 +1,7 @@
 import { and, eq, lt } from 'drizzle-orm'
 import { idempotencyKeys } from '../../db/schema'
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { setTopLevelTransactionHook, withTransaction } from '../../db/client'
+import { setTopLevelTransactionHook, withTransaction, changesOf } from '../../db/client'
 import type { Deps } from './context'
 import { ProblemError, problems } from './problem'
 import { open, seal, sha256Hex } from './secrets'
@@ -137,8 +137,8 @@ export async function finishKey(
   // Nothing was written: the key is released so a corrected retry runs. Once the request wrote
   // (state executed) its answer is kept whatever it is, since running it again is not safe.
   if (response.status >= 500 || NOT_STORED.has(response.status)) {
-    const released = withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, 'in_progress'))).run()) as unknown as { changes: number }
-    if (released.changes === 1) return
+    const released = withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, 'in_progress'))).run())
+    if (changesOf(released) === 1) return
   }
   const body = await response.clone().text()
   const headers: Record<string, string> = {}
@@ -163,7 +163,7 @@ export function replayResponse(claim: Extract<Claim, { kind: 'replay' }>, reques
 export function collectExpiredKeys(deps: Deps): number {
   const cutoff = deps.clock.nowUs() - deps.config.idempotencyRetentionSeconds * 1_000_000
   const result = withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, cutoff)).run())
-  return (result as unknown as { changes: number }).changes
+  return changesOf(result)
 }
 
 function aad(scope: string, operation: string, key: string): string {

@@ -1,7 +1,7 @@
 import { Cron } from 'croner'
 import { and, eq, lt, or } from 'drizzle-orm'
 import { jobLeases, jobRuns } from '../../db/schema'
-import { withTransaction } from '../../db/client'
+import { withTransaction, changesOf } from '../../db/client'
 import type { Deps } from './context'
 import { formatTimestamp } from './time'
 
@@ -122,5 +122,5 @@ export function pruneJobRuns(deps: Deps, days: number): number {
   const r = withTransaction(deps.db, (tx) =>
     tx.delete(jobRuns).where(and(lt(jobRuns.startedAt, cutoff), or(eq(jobRuns.outcome, 'succeeded'), eq(jobRuns.outcome, 'failed')))).run(),
   )
-  return (r as unknown as { changes: number }).changes
+  return changesOf(r)
 }

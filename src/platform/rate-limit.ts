@@ -1,6 +1,6 @@
 import { eq, lt } from 'drizzle-orm'
 import { rateLimits } from '../../db/schema'
-import { withTransaction, type DbOrTx } from '../../db/client'
+import { withTransaction, type DbOrTx, changesOf } from '../../db/client'
 import type { Clock } from './clock'
 import { problems } from './problem'
 
@@ -48,5 +48,5 @@ export function enforceRateLimit(db: DbOrTx, clock: Clock, bucket: string, limit
 export function collectDrainedBuckets(db: DbOrTx, clock: Clock): number {
   const now = clock.nowUs()
   const result = withTransaction(db, (tx) => tx.delete(rateLimits).where(lt(rateLimits.expiresAt, now)).run())
-  return (result as unknown as { changes: number }).changes
+  return changesOf(result)
 }

@@ -1,6 +1,6 @@
 import { and, eq, ne } from 'drizzle-orm'
 import { sessions, tenants, users } from '../../../db/schema'
-import type { DbOrTx } from '../../../db/client'
+import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type SessionRow = typeof sessions.$inferSelect
 
@@ -31,5 +31,5 @@ export function deleteSession(tx: DbOrTx, id: string): void {
 export function deleteUserSessions(tx: DbOrTx, userId: string, keep?: string): number {
   const where = keep ? and(eq(sessions.userId, userId), ne(sessions.id, keep)) : eq(sessions.userId, userId)
   const r = tx.delete(sessions).where(where).run()
-  return (r as unknown as { changes: number }).changes
+  return changesOf(r)
 }

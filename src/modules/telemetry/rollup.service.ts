@@ -1,6 +1,6 @@
 import { eq, lt, sql } from 'drizzle-orm'
 import { metricRollups, metricSamples, rollupWatermarks } from '../../../db/schema'
-import { withTransaction } from '../../../db/client'
+import { withTransaction, changesOf } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 
 /**
@@ -80,10 +80,9 @@ export function pruneTelemetry(deps: Deps): string {
   const now = deps.clock.nowUs()
   const { rawHours, fiveMinuteDays, hourlyDays } = deps.config.metricsRetention
   return withTransaction(deps.db, (tx) => {
-    const count = (r: unknown) => (r as { changes: number }).changes
-    const raw = count(tx.delete(metricSamples).where(lt(metricSamples.t, now - rawHours * 3600 * US)).run())
-    const five = count(tx.delete(metricRollups).where(sql`${metricRollups.grain} = 300 AND ${metricRollups.bucket} < ${now - fiveMinuteDays * 86400 * US}`).run())
-    const hourly = count(tx.delete(metricRollups).where(sql`${metricRollups.grain} = 3600 AND ${metricRollups.bucket} < ${now - hourlyDays * 86400 * US}`).run())
+    const raw = changesOf(tx.delete(metricSamples).where(lt(metricSamples.t, now - rawHours * 3600 * US)).run())
+    const five = changesOf(tx.delete(metricRollups).where(sql`${metricRollups.grain} = 300 AND ${metricRollups.bucket} < ${now - fiveMinuteDays * 86400 * US}`).run())
+    const hourly = changesOf(tx.delete(metricRollups).where(sql`${metricRollups.grain} = 3600 AND ${metricRollups.bucket} < ${now - hourlyDays * 86400 * US}`).run())
     return `removed ${raw} raw samples, ${five} 5-minute and ${hourly} hourly buckets past retention`
   })
 }

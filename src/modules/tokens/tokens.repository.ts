@@ -1,6 +1,6 @@
 import { and, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm'
 import { accessTokens, initTokens, servers, tenants, users } from '../../../db/schema'
-import type { DbOrTx } from '../../../db/client'
+import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type AccessTokenRow = typeof accessTokens.$inferSelect
 export type InitTokenRow = typeof initTokens.$inferSelect
@@ -72,8 +72,8 @@ export function claimInitTokenRow(tx: DbOrTx, tokenHash: string, now: number): I
     .update(initTokens)
     .set({ claimedAt: now })
     .where(and(eq(initTokens.tokenHash, tokenHash), isNull(initTokens.claimedAt), isNull(initTokens.revokedAt), gt(initTokens.expiresAt, now)))
-    .run() as unknown as { changes: number }
-  if (r.changes !== 1) return undefined
+    .run()
+  if (changesOf(r) !== 1) return undefined
   return tx.select().from(initTokens).where(eq(initTokens.tokenHash, tokenHash)).get()
 }
 
