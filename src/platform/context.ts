@@ -31,3 +31,17 @@ export type Keys = {
   /** HMAC key for emailed codes. */
   codes: Buffer
 }
+
+/**
+ * A process-local companion of a Deps (a cache, a registry of live sessions), made on first use:
+ * `const fleetRuntime = perDeps((deps) => new FleetRuntime(deps))`. Tests build several Deps in
+ * one process; each gets its own.
+ */
+export function perDeps<T>(create: (deps: Deps) => T): (deps: Deps) => T {
+  const made = new WeakMap<Deps, T>()
+  return (deps) => {
+    let value = made.get(deps)
+    if (value === undefined) made.set(deps, (value = create(deps)))
+    return value
+  }
+}

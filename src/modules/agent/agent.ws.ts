@@ -1,7 +1,7 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { withTransaction } from '../../../db/client'
-import type { Deps } from '../../platform/context'
+import { perDeps, type Deps } from '../../platform/context'
 import { problemResponse } from '../../platform/http'
 import { ProblemError } from '../../platform/problem'
 import { parseTimestamp } from '../../platform/time'
@@ -54,12 +54,7 @@ export class AgentSessions {
   }
 }
 
-const registries = new WeakMap<Deps, AgentSessions>()
-export function agentSessions(deps: Deps): AgentSessions {
-  let r = registries.get(deps)
-  if (!r) registries.set(deps, (r = new AgentSessions()))
-  return r
-}
+export const agentSessions = perDeps(() => new AgentSessions())
 
 /** Authenticates the upgrade request; answers 401 (a problem document) before any upgrade. */
 export function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSocketData>, requestId: string): Response | undefined {

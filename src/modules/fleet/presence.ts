@@ -1,7 +1,7 @@
 import { and, eq, inArray, isNotNull, isNull, lt, or } from 'drizzle-orm'
 import { servers } from '../../../db/schema'
 import { withTransaction } from '../../../db/client'
-import type { Deps } from '../../platform/context'
+import { perDeps, type Deps } from '../../platform/context'
 import { recordServerEvent } from './events'
 import { markFleetDirty, upsertLatestMetric } from './fleet.repository'
 import { insertSamples, noteLateSamples, seriesCache, seriesId, type SeriesKey } from '../telemetry/ingest'
@@ -176,14 +176,5 @@ export class FleetRuntime {
   }
 }
 
-const runtimes = new WeakMap<Deps, FleetRuntime>()
-
 /** The fleet runtime of this process (one per Deps). */
-export function fleetRuntime(deps: Deps): FleetRuntime {
-  let r = runtimes.get(deps)
-  if (!r) {
-    r = new FleetRuntime(deps)
-    runtimes.set(deps, r)
-  }
-  return r
-}
+export const fleetRuntime = perDeps((deps) => new FleetRuntime(deps))

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, lt } from 'drizzle-orm'
 import { ledgerEntries, paymentNotifications, topups } from '../../../db/schema'
 import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
 import type { Actor } from '../../platform/access'
-import type { Deps } from '../../platform/context'
+import { perDeps, type Deps } from '../../platform/context'
 import { decodeCursor, toPage } from '../../platform/cursor'
 import { formatMoney, parseMoney } from '../../platform/money'
 import { ProblemError, problems } from '../../platform/problem'
@@ -28,16 +28,10 @@ const TERMINAL: TopupRow['status'][] = ['succeeded', 'review', 'expired', 'faile
 /** Work done inside the crediting transaction when a top-up succeeds (the subscription feature adds one). */
 export const onTopupSucceeded: ((tx: Tx, deps: Deps, topup: TopupRow) => void)[] = []
 
-const registries = new WeakMap<Deps, Map<string, PaymentProvider>>()
-export function providers(deps: Deps): Map<string, PaymentProvider> {
-  let r = registries.get(deps)
-  if (!r) {
-    r = new Map()
-    for (const name of deps.config.paymentProviders) r.set(name, name === 'sandbox' ? createSandbox(deps) : createNowPayments(deps.config))
-    registries.set(deps, r)
-  }
-  return r
-}
+export const providers = perDeps(
+  (deps): Map<string, PaymentProvider> =>
+    new Map(deps.config.paymentProviders.map((name) => [name, name === 'sandbox' ? createSandbox(deps) : createNowPayments(deps.config)])),
+)
 
 /** The catalogue: every enabled provider's methods; a code offered twice goes to the first provider listed. */
 export function paymentMethods(deps: Deps): PaymentMethod[] {

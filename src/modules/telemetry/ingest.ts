@@ -2,7 +2,7 @@ import { and, eq, sql } from 'drizzle-orm'
 import type { Database } from 'bun:sqlite'
 import { metricSeries, rollupWatermarks } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
-import type { Deps } from '../../platform/context'
+import { perDeps, type Deps } from '../../platform/context'
 
 /**
  * Ingestion of telemetry samples into the raw history, inside the fleet runtime's group commit
@@ -15,12 +15,7 @@ export class SeriesCache {
   readonly ids = new Map<SeriesKey, number>()
 }
 
-const caches = new WeakMap<Deps, SeriesCache>()
-export function seriesCache(deps: Deps): SeriesCache {
-  let c = caches.get(deps)
-  if (!c) caches.set(deps, (c = new SeriesCache()))
-  return c
-}
+export const seriesCache = perDeps(() => new SeriesCache())
 
 export function seriesId(tx: DbOrTx, cache: SeriesCache, fresh: Map<SeriesKey, number>, serverId: string, gpuIndex: number, metric: string): number {
   const key = `${serverId}|${gpuIndex}|${metric}`

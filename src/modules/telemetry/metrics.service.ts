@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { and, asc, eq, gte, inArray, lt } from 'drizzle-orm'
 import { metricRollups, metricSeries, rollupWatermarks } from '../../../db/schema'
 import type { Actor } from '../../platform/access'
-import type { Deps } from '../../platform/context'
+import { perDeps, type Deps } from '../../platform/context'
 import { problems } from '../../platform/problem'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { loadServer } from '../fleet/servers.service'
@@ -36,14 +36,13 @@ export function unitOf(metric: string): string | null {
 export type MetricsQuery = { from?: string; to?: string; resolution?: 'auto' | '1m' | '5m' | '1h'; metric?: string[]; gpu_index?: number }
 
 type Answer = { body: ReturnType<typeof build>; etag: string; expiresAt: number }
-const caches = new WeakMap<Deps, Map<string, Answer>>()
+const answerCache = perDeps(() => new Map<string, Answer>())
 
 export function serverMetrics({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: MetricsQuery }): Answer {
   const server = loadServer(deps, actor, id)
   const now = deps.clock.nowUs()
   const key = JSON.stringify([server.id, input.from ?? null, input.to ?? null, input.resolution ?? 'auto', input.metric ?? null, input.gpu_index ?? null])
-  let cache = caches.get(deps)
-  if (!cache) caches.set(deps, (cache = new Map()))
+  const cache = answerCache(deps)
   const hit = cache.get(key)
   if (hit && hit.expiresAt > now) return hit
 
