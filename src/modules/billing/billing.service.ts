@@ -2,6 +2,7 @@ import { and, desc, eq, gte, isNull, lt, sql } from 'drizzle-orm'
 import { chargeCalculations, ledgerEntries, servers, users } from '../../../db/schema'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
+import { toCsv } from '../../platform/csv'
 import { decodeCursor, toPage } from '../../platform/cursor'
 import { divideRounded, formatMoney } from '../../platform/money'
 import { problems } from '../../platform/problem'
@@ -142,10 +143,8 @@ export function chargesCsv({ deps, actor, day }: { deps: Deps; actor: Actor; day
     }
   }
   const names = new Map(deps.db.select({ id: servers.id, name: servers.name }).from(servers).where(eq(servers.tenantId, actor.tenantId)).all().map((s) => [s.id, s.name]))
-  const esc = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v)
-  const lines = ['day,server_id,server_name,hours,amount_usd']
-  for (const [id, r] of [...per].sort(([a], [b]) => a.localeCompare(b))) lines.push([day, id, esc(names.get(id) ?? ''), String(r.hours), formatMoney(r.micros)].join(','))
-  return lines.join('\r\n') + '\r\n'
+  const rows = [...per].sort(([a], [b]) => a.localeCompare(b)).map(([id, r]) => [day, id, names.get(id) ?? '', r.hours, formatMoney(r.micros)])
+  return toCsv(['day', 'server_id', 'server_name', 'hours', 'amount_usd'], rows)
 }
 
 export { utcDay }
