@@ -33,6 +33,27 @@ ensure_deps() {
   echo "$want" >"$stamp"
 }
 
+# Debian's Chromium, for tests/docs/swagger-ui.test.ts (the API docs rendered in a real browser).
+# Only scripts/test calls this. A failure here is a warning: that one test then fails and says why.
+ensure_chromium() {
+  if [ -x /usr/bin/chromium ]; then return 0; fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; else
+      echo "gpuhq: /usr/bin/chromium is missing and this user cannot install it: apt-get install chromium as root" >&2
+      return 0
+    fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "gpuhq: /usr/bin/chromium is missing and there is no apt-get here: install Debian's chromium package" >&2
+    return 0
+  fi
+  echo "gpuhq: installing Chromium from Debian's packages (the API docs browser test) …" >&2
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium fonts-liberation; } >&2; then
+    echo "gpuhq: could not install chromium with apt-get; the API docs browser test will fail" >&2
+  fi
+}
+
 ensure_bun
 ensure_deps
 export PATH="$ROOT/.tools/node_modules/.bin:$PATH"

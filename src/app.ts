@@ -6,6 +6,7 @@ import { createMethodIndex, platform } from './platform/http'
 import { buildAccessIndex, ensureAccess, type AccessSpec, type Authenticators } from './platform/access'
 import { ProblemSchema } from './platform/schemas'
 import { systemRoutes } from './modules/system/system.routes'
+import { docsRoutes } from './modules/system/docs.routes'
 import { testingRoutes } from './modules/testing/testing.routes'
 import { accountsRoutes } from './modules/accounts/accounts.routes'
 import { sessionsRoutes } from './modules/sessions/sessions.routes'
@@ -54,9 +55,9 @@ export function createApp(deps: Deps, runner: JobRunner) {
       openapi({
         path: `${API_PREFIX}/docs`,
         specPath: `${API_PREFIX}/openapi.json`,
-        provider: 'scalar',
-        // The plugin would point the page at "api/v1/openapi.json", relative to /api/v1/docs: a 404.
-        scalar: { url: `${API_PREFIX}/openapi.json` },
+        // The plugin's pages load their scripts from a CDN at @latest; src/modules/system/docs.routes.ts
+        // serves Swagger UI from the pinned npm package instead, so the docs work offline.
+        provider: null,
         // Paths with a dot are not static files here (GET /billing/charges/{day}.csv is an operation).
         exclude: { staticFile: false, paths: [`${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`] },
         documentation: {
@@ -93,6 +94,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
         },
       }),
     )
+    .use(docsRoutes(deps))
     .use(systemRoutes(deps))
     .use(accountsRoutes(deps))
     .use(sessionsRoutes(deps))
@@ -117,7 +119,9 @@ export function createApp(deps: Deps, runner: JobRunner) {
   allowedMethods = createMethodIndex(
     app.routes.filter((r) => deps.config.signupEnabled || (r.hooks?.detail as { 'x-gpuhq-access'?: { requires?: string } } | undefined)?.['x-gpuhq-access']?.requires !== 'signup'),
   )
-  accessIndex = buildAccessIndex(app.routes as never)
+  // Fails closed: a route without an access declaration stops the app here (only the plugin's
+  // OpenAPI document is public without one).
+  accessIndex = buildAccessIndex(app.routes as never, [`GET ${API_PREFIX}/openapi.json`, `GET ${API_PREFIX}/docs`])
   return app
 }
 

@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { startTestApp, TEST_PUBLIC_URL, type TestApp } from '../support/app'
+
+/**
+ * /api/v1/docs in Debian's headless Chromium (scripts/test installs it when missing). The browser
+ * resolves the test app's PUBLIC_URL host to the app's loopback port, so the page is seen exactly as
+ * in a deployment: served from PUBLIC_URL, and "Try it out" calling the document's server.
+ */
+
+const CHROMIUM = '/usr/bin/chromium'
+const ORIGIN = new URL(TEST_PUBLIC_URL).origin
+type Doc = { tags?: { name: string }[]; paths: Record<string, Record<string, { tags?: string[]; operationId: string }>> }
+
+let app: TestApp
+let profile: string
+let browser: BrowserContext
+let page: Page
+let doc: Doc
+const requested: string[] = []
+const consoleErrors: string[] = []
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: scripts/test installs it (apt-get install chromium)`)
+  app = await startTestApp({ LOG_LEVEL: 'silent' })
+  doc = await (await app.fetch('/api/v1/openapi.json')).json()
+  profile = mkdtempSync(join(tmpdir(), 'gpuhq-chromium-'))
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    timeout: 60_000,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      // PUBLIC_URL's host (port 80) is this machine's test app; every other name fails to resolve.
+      `--host-resolver-rules=MAP ${new URL(ORIGIN).host}:80 127.0.0.1:${new URL(app.url).port}`,
+    ],
+  })
+  page = browser.pages()[0] ?? (await browser.newPage())
+  page.on('request', (r) => requested.push(r.url()))
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(m.text())
+  })
+  await page.goto(`${ORIGIN}/api/v1/docs`, { timeout: 60_000 })
+  await page.waitForSelector('.opblock', { timeout: 60_000 })
+}, 120_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await app?.close()
+  if (profile) rmSync(profile, { recursive: true, force: true })
+})
+
+describe('the interactive API docs in a real browser', () => {
+  test('render every tag and every operation of the OpenAPI document', async () => {
+    const expectedOps = new Set<string>()
+    const expectedTags = new Set<string>()
+    for (const [path, ops] of Object.entries(doc.paths))
+      for (const [method, op] of Object.entries(ops)) {
+        expectedOps.add(`${method.toUpperCase()} ${path}`)
+        for (const tag of op.tags ?? []) expectedTags.add(tag)
+      }
+    // Every tag the document declares is used by some operation, so none is silently absent.
+    for (const tag of doc.tags ?? []) expect(expectedTags).toContain(tag.name)
+
+    const shown = await page.evaluate(() => ({
+      tags: [...document.querySelectorAll('.opblock-tag[data-tag]')].map((e) => e.getAttribute('data-tag')!),
+      ops: [...document.querySelectorAll('.opblock')].map(
+        (e) => `${e.querySelector('.opblock-summary-method')?.textContent?.trim()} ${e.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`,
+      ),
+    }))
+    expect(new Set(shown.tags)).toEqual(expectedTags)
+    expect(new Set(shown.ops)).toEqual(expectedOps)
+    expect(expectedOps.size).toBeGreaterThan(50)
+  })
+
+  test('load nothing from outside the service, and log no error', () => {
+    const elsewhere = requested.filter((u) => !u.startsWith(`${ORIGIN}/`))
+    expect(elsewhere).toEqual([])
+    expect(requested).toContain(`${ORIGIN}/api/v1/openapi.json`)
+    expect(consoleErrors).toEqual([])
+  })
+
+  test('"Try it out" on GET /healthz calls the service and shows its answer', async () => {
+    const block = page.locator('.opblock.opblock-get', { has: page.locator('.opblock-summary-path[data-path="/healthz"]') })
+    await block.locator('.opblock-summary').first().click()
+    await block.locator('button.try-out__btn').click()
+    await block.locator('button.execute').click()
+    const status = block.locator('.live-responses-table tr.response .response-col_status')
+    await status.waitFor({ timeout: 30_000 })
+    expect((await status.textContent())?.trim()).toBe('200')
+    const body = await block.locator('.live-responses-table tr.response .highlight-code pre').textContent()
+    expect(JSON.parse(body!)).toEqual({ status: 'ok' })
+    expect(requested).toContain(`${ORIGIN}/healthz`)
+  }, 60_000)
+})
+
+describe('the docs files', () => {
+  test('are served with their content types, from the pinned package', async () => {
+    const types: Record<string, string> = {
+      '/api/v1/docs': 'text/html; charset=utf-8',
+      '/api/v1/docs/swagger-ui.css': 'text/css; charset=utf-8',
+      '/api/v1/docs/swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+      '/api/v1/docs/gpuhq-docs.js': 'text/javascript; charset=utf-8',
+      '/api/v1/docs/favicon-32x32.png': 'image/png',
+    }
+    for (const [path, type] of Object.entries(types)) {
+      const res = await app.fetch(path)
+      await res.arrayBuffer()
+      expect({ path, status: res.status, type: res.headers.get('content-type') }).toEqual({ path, status: 200, type })
+    }
+    const html = await (await app.fetch('/api/v1/docs')).text()
+    const pinned = (await Bun.file(join(import.meta.dir, '../../package.json')).json()).dependencies['swagger-ui-dist']
+    expect(pinned).toMatch(/^\d+\.\d+\.\d+$/)
+    expect(html).toContain(`swagger-ui-bundle.js?v=${pinned}`)
+    expect(html).not.toMatch(/https?:\/\/(?!gpuhq\.test)/)
+  })
+
+  test('any other name under /api/v1/docs is a problem document 404', async () => {
+    const res = await app.fetch('/api/v1/docs/package.json')
+    expect(res.status).toBe(404)
+    expect(res.headers.get('content-type')).toBe('application/problem+json')
+  })
+})
