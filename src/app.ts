@@ -119,9 +119,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
   allowedMethods = createMethodIndex(
     app.routes.filter((r) => deps.config.signupEnabled || (r.hooks?.detail as { 'x-gpuhq-access'?: { requires?: string } } | undefined)?.['x-gpuhq-access']?.requires !== 'signup'),
   )
-  // Fails closed: a route without an access declaration stops the app here (only the plugin's
-  // OpenAPI document is public without one).
-  accessIndex = buildAccessIndex(app.routes as never, [`GET ${API_PREFIX}/openapi.json`, `GET ${API_PREFIX}/docs`])
+  accessIndex = buildAccessIndex(app.routes as never)
   return app
 }
 
