@@ -2,6 +2,7 @@ import { Type, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebo
 import { t } from 'elysia'
 import { MONEY_PATTERN } from './money'
 import { PROBLEM_CODE_LIST } from './problem'
+import { SAFE_TEXT_PATTERN } from './text'
 
 /**
  * Shared wire types. Request bodies use TypeBox's `Type` (strict: "5" is not an integer);
@@ -20,6 +21,12 @@ export const Money = (opts: { description?: string } = {}) =>
     description: opts.description ?? 'USD amount as a decimal string (never a JSON number), up to 6 fraction digits',
     examples: ['12.50'],
   })
+/**
+ * Text a user chooses and others read (server, group and token names, tags' values, reasons):
+ * control and bidi characters are refused with 422 (`pattern`), see src/platform/text.ts.
+ */
+export const DisplayText = (opts: { minLength?: number; maxLength: number; description?: string }) =>
+  Type.String({ ...opts, pattern: SAFE_TEXT_PATTERN })
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
 /** A closed set of string values, keeping their literal types. */

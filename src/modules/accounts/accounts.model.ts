@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { Nullable } from '../../platform/schemas'
+import { DisplayText, Nullable } from '../../platform/schemas'
 
 const Email = Type.String({ format: 'email', maxLength: 254 })
 const CaptchaToken = Type.Optional(Nullable(Type.String({ maxLength: 2048, description: 'Captcha token; required whenever GET /auth/config reports captcha.enabled' })))
@@ -18,7 +18,7 @@ export const AuthConfig = Type.Object({
 export const SignupStart = Type.Object(
   {
     email: Email,
-    tenant_name: Type.String({ minLength: 1, maxLength: 128, description: 'Display name of the tenant created at the complete step' }),
+    tenant_name: DisplayText({ minLength: 1, maxLength: 128, description: 'Display name of the tenant created at the complete step' }),
     captcha_token: CaptchaToken,
   },
   { additionalProperties: false },

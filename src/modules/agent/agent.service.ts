@@ -3,6 +3,7 @@ import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { ProblemError, problems } from '../../platform/problem'
 import { generateSecret, hashSecret, hasValidChecksum } from '../../platform/secrets'
+import { stripUnsafeText } from '../../platform/text'
 import { recordServerEvent } from '../fleet/events'
 import { findServer, findServerByAgentToken, findServerByFingerprint, insertServer, markFleetDirty, updateServer, type ServerRow } from '../fleet/fleet.repository'
 import { assertRoomForServer, claimInitToken } from '../tokens/init-tokens.service'
@@ -36,16 +37,26 @@ export function wsUrl(publicUrl: string): string {
   return publicUrl.replace(/^http/, 'ws') + '/api/v1/agent/ws'
 }
 
+/** What an agent reports, as shown to people: control and bidi characters stripped (text.ts). */
+export function reportedHostname(input: HostFactsInput): string {
+  return stripUnsafeText(input.hostname).trim() || 'unnamed'
+}
+
+const stripped = (s: string | null | undefined) => (s === undefined || s === null ? null : stripUnsafeText(s))
+
 export function hostFacts(input: HostFactsInput): Partial<ServerRow> {
-  const gpus = [...input.gpus].sort((a, b) => a.index - b.index)
+  const gpus = [...input.gpus]
+    .sort((a, b) => a.index - b.index)
+    .map((g) => ({ ...g, model: stripUnsafeText(g.model), ...(g.uuid !== undefined ? { uuid: stripped(g.uuid) } : {}) }))
   const models = [...new Set(gpus.map((g) => g.model))]
   return {
-    hostname: input.hostname,
+    hostname: reportedHostname(input),
     agentVersion: input.agent_version,
+    // An identifier matched on re-enrolment, never displayed: kept exactly as reported.
     fingerprint: input.fingerprint ?? null,
-    publicIp: input.public_ip ?? null,
+    publicIp: stripped(input.public_ip),
     diskGb: input.disk_gb ?? null,
-    portRange: input.port_range ?? null,
+    portRange: stripped(input.port_range),
     gpus: JSON.stringify(gpus),
     gpuCount: gpus.length,
     gpuModel: models.length === 0 ? '' : models.length === 1 ? models[0]! : models.join(' + ').slice(0, 128),
@@ -74,11 +85,11 @@ export function registerAgent({ deps, input }: { deps: Deps; input: HostFactsInp
     } else {
       assertRoomForServer(tx, token.tenantId, now, 1, false)
       server = { id: deps.newId(), tenantId: token.tenantId } as ServerRow
-      insertServer(tx, { id: server.id, tenantId: token.tenantId, name: input.hostname.slice(0, 128), createdAt: now, ...facts, agentTokenHash: hashSecret(agentToken), enrolledAt: now })
+      insertServer(tx, { id: server.id, tenantId: token.tenantId, name: reportedHostname(input).slice(0, 128), createdAt: now, ...facts, agentTokenHash: hashSecret(agentToken), enrolledAt: now })
     }
     setInitTokenServer(tx, token.id, server.id)
     revokeSiblingInitTokens(tx, server.id, token.id, now)
-    recordServerEvent(tx, deps, { id: server.id, tenantId: token.tenantId }, { kind: 'agent.enrolled', message: `agent ${input.agent_version} enrolled from ${input.hostname}`, data: { init_token_id: token.id, bound: token.serverId !== null } })
+    recordServerEvent(tx, deps, { id: server.id, tenantId: token.tenantId }, { kind: 'agent.enrolled', message: `agent ${input.agent_version} enrolled from ${reportedHostname(input)}`, data: { init_token_id: token.id, bound: token.serverId !== null } })
     markFleetDirty(tx, token.tenantId)
     return { serverId: server.id, tenantId: token.tenantId, initTokenId: token.id }
   })

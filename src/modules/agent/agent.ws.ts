@@ -4,6 +4,7 @@ import { withTransaction } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { problemResponse } from '../../platform/http'
 import { ProblemError } from '../../platform/problem'
+import { stripUnsafeText } from '../../platform/text'
 import { parseTimestamp } from '../../platform/time'
 import { recordServerEvent } from '../fleet/events'
 import { findServer, markFleetDirty, updateServer } from '../fleet/fleet.repository'
@@ -107,7 +108,7 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
     event(ws, f) {
       const rental = f.kind === 'rental.started' ? true : f.kind === 'rental.ended' ? false : null
       withTransaction(deps.db, (tx) => {
-        recordServerEvent(tx, deps, { id: ws.data.serverId, tenantId: ws.data.tenantId }, { kind: `agent.${f.kind}`, severity: f.severity, message: f.message, data: f.data ?? null })
+        recordServerEvent(tx, deps, { id: ws.data.serverId, tenantId: ws.data.tenantId }, { kind: `agent.${f.kind}`, severity: f.severity, message: stripUnsafeText(f.message), data: f.data ?? null })
         // Until marketplace sync owns the rental facts, the agent may report them.
         if (rental !== null) updateServer(tx, ws.data.serverId, { rentalActive: rental, rentalSource: 'agent', rentalUpdatedAt: deps.clock.nowUs() })
       })

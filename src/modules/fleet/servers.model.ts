@@ -1,7 +1,9 @@
 import { Type } from '@sinclair/typebox'
-import { Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { UNSAFE_TEXT_CHARS } from '../../platform/text'
 
-export const TAG_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,63}(:[^\\s,]{1,64})?$'
+// A tag's value may be any text but whitespace, commas, control and bidi characters.
+export const TAG_PATTERN = `^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,63}(:[^\\s,${UNSAFE_TEXT_CHARS}]{1,64})?$`
 export const Tag = Type.String({ pattern: TAG_PATTERN, maxLength: 128, description: '`key` or `key:value`' })
 export const Presence = Type.Union([Type.Literal('online'), Type.Literal('suspect'), Type.Literal('offline')])
 export const Marketplace = Type.Union([Type.Literal('marketplace_a'), Type.Literal('marketplace_b')])
@@ -65,7 +67,7 @@ export const ServerDetail = Type.Object({
 
 export const ServerPatch = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    name: Type.Optional(DisplayText({ minLength: 1, maxLength: 128 })),
     group_id: Type.Optional(Nullable(Uuid())),
     tags: Type.Optional(Type.Array(Tag, { maxItems: 64, uniqueItems: true })),
     electricity_usd_per_kwh: Type.Optional(Nullable(Money({ description: 'USD per kWh, e.g. "0.145"; null clears it' }))),
@@ -74,7 +76,7 @@ export const ServerPatch = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 )
 
-export const MaintenanceBody = Type.Object({ reason: Type.Optional(Nullable(Type.String({ maxLength: 256 }))) }, { additionalProperties: false })
+export const MaintenanceBody = Type.Object({ reason: Type.Optional(Nullable(DisplayText({ maxLength: 256 }))) }, { additionalProperties: false })
 export const Maintenance = Type.Object({ server_id: Uuid(), maintenance: Type.Object({ since: Timestamp(), reason: Nullable(Type.String()) }) })
 
 export const KeepOn = Type.Object({ server_id: Uuid(), keep_on: Type.Array(Marketplace) })

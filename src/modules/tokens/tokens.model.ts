@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import { ALL_SCOPES } from '../../platform/access'
-import { Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Nullable, Timestamp, Uuid } from '../../platform/schemas'
 
 export const PatCreate = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 128 }),
+    name: DisplayText({ minLength: 1, maxLength: 128 }),
     scopes: Type.Optional(
       Type.Array(Type.String({ maxLength: 64 }), {
         maxItems: 32,

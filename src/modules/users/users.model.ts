@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Nullable, Timestamp, Uuid } from '../../platform/schemas'
 
 export const RoleSchema = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('operator'), Type.Literal('viewer')])
 
@@ -21,7 +21,7 @@ export const MePatch = Type.Object(
   {
     timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, e.g. America/New_York' })),
     locale: Type.Optional(Type.String({ minLength: 2, maxLength: 35, description: 'BCP 47 language tag' })),
-    display_name: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 128 }))),
+    display_name: Type.Optional(Nullable(DisplayText({ minLength: 1, maxLength: 128 }))),
   },
   { additionalProperties: false, minProperties: 1 },
 )
