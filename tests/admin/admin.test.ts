@@ -8,6 +8,10 @@ const dir = mkdtempSync(join(tmpdir(), 'gpuhq-admin-'))
 const env = { ...process.env, DATA_DIR: dir, DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`, SECRET_KEY: TEST_SECRET_KEY, PUBLIC_URL: 'http://gpuhq.test', LOG_LEVEL: 'warn' }
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+// Each admin() call starts a Bun process: a fraction of a second on an idle machine, seconds on a
+// loaded two-core one, and a test here makes up to 5 of them, one after another.
+const PROCESS_TEST_MS = 120_000
+
 function admin(...args: string[]) {
   const p = Bun.spawnSync([process.execPath, 'run', 'scripts/admin.ts', ...args], { env, cwd: join(import.meta.dir, '../..') })
   return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() }
@@ -36,7 +40,7 @@ describe('operator commands', () => {
     const list = admin('tenants')
     expect(list.code).toBe(0)
     expect(list.out).toMatch(/plan=free\s+state=active.*North rigs/)
-  })
+  }, PROCESS_TEST_MS)
 
   test('a second account with the same email, a malformed email or an unknown option is refused with one clear line', () => {
     for (const [args, message] of [
@@ -50,5 +54,5 @@ describe('operator commands', () => {
       expect(r.code).toBe(2)
       expect(r.err.split('\n')[0]).toContain(message)
     }
-  })
+  }, PROCESS_TEST_MS)
 })

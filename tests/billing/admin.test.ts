@@ -19,6 +19,10 @@ beforeAll(async () => {
 })
 afterAll(() => app.close())
 
+// Each admin() call starts a Bun process: a fraction of a second on an idle machine, seconds on a
+// loaded two-core one, and a test here makes up to 9 of them, one after another.
+const PROCESS_TEST_MS = 120_000
+
 function admin(...args: string[]) {
   const env = { ...process.env, NODE_ENV: 'test', TEST_CLOCK: 'true', DATA_DIR: app.dir, DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`, SECRET_KEY: TEST_SECRET_KEY, PUBLIC_URL: TEST_PUBLIC_URL, LOG_LEVEL: 'warn' }
   const p = Bun.spawnSync([process.execPath, 'run', 'scripts/admin.ts', ...args], { env, cwd: join(import.meta.dir, '../..') })
@@ -56,7 +60,7 @@ describe('scripts/admin adjust', () => {
     expect((await getBilling(app, owner)).balance_usd).toBe('17.00')
     const audit = await auditRows(app, owner, { operation: 'billing.adjust' })
     expect(audit.map((a) => a.actor.kind)).toEqual(['system', 'system', 'system'])
-  })
+  }, PROCESS_TEST_MS)
 
   test('bad input is refused with one clear line and exit 2, and books nothing', async () => {
     const before = (await ledgerAll(app, owner)).length
@@ -71,7 +75,7 @@ describe('scripts/admin adjust', () => {
     expectRefused(admin('adjust', '--tenant', t, '--amount', '5.00', '--reason', 'x', '--dry-run'), "Unknown option '--dry-run'")
     expectRefused(admin('adjust', '--tenant', t, '--reason', 'x', '--amount'), '--amount')
     expect(await ledgerAll(app, owner)).toHaveLength(before)
-  })
+  }, PROCESS_TEST_MS)
 })
 
 describe('scripts/admin set-plan, plans and plan', () => {
@@ -83,7 +87,7 @@ describe('scripts/admin set-plan, plans and plan', () => {
     expect(lines[1]).toMatch(/^starter\s+Starter\s+price=2\.00 .*servers_max=10\s+features=-$/)
     expect(lines[2]).toMatch(/^pro\s+Pro\s+price=4\.00 .*servers_max=unlimited\s+features=strategy,ai_access$/)
     expect(lines[3]).toMatch(/^enterprise\s+Enterprise\s+price=contract .*servers_max=unlimited/)
-  })
+  }, PROCESS_TEST_MS)
 
   test('set-plan moves a tenant to another plan (audited) and none removes the assignment', async () => {
     const t = await payer(app, 'free', 'moving')
@@ -97,7 +101,7 @@ describe('scripts/admin set-plan, plans and plan', () => {
     expectRefused(admin('set-plan', '--tenant', t.tenantId, '--plan', 'platinum'), 'no plan platinum')
     expectRefused(admin('set-plan', '--tenant', 'nobody', '--plan', 'pro'), 'no tenant nobody')
     expectRefused(admin('set-plan', '--tenant', t.tenantId), '--plan is required')
-  })
+  }, PROCESS_TEST_MS)
 
   test('plan creates a catalogue entry that GET /plans shows and the hourly charge uses, and edits it later', async () => {
     const made = admin('plan', '--code', 'team', '--label', 'Team', '--price', '3.00', '--servers-max', '50', '--features', 'strategy')
@@ -120,7 +124,7 @@ describe('scripts/admin set-plan, plans and plan', () => {
 
     expect(admin('plan', '--code', 'team', '--price', 'contract').out).toContain('contract-priced')
     expect((await getJson(app, null, '/plans')).items.find((p: { code: string }) => p.code === 'team').contract_priced).toBe(true)
-  })
+  }, PROCESS_TEST_MS)
 
   test('plan refuses a bad code, a new plan without label and price, a negative price, a bad limit or an unknown feature', () => {
     expectRefused(admin('plan', '--code', 'Team', '--label', 'X', '--price', '1.00'), 'plan code')
@@ -131,5 +135,5 @@ describe('scripts/admin set-plan, plans and plan', () => {
     expectRefused(admin('plan', '--code', 'gold', '--label', 'Gold', '--price', '1.00', '--features', 'teleport'), 'unknown feature teleport')
     expectRefused(admin('plan', '--label', 'Gold'), '--code is required')
     expect(admin('plans').out).not.toContain('gold')
-  })
+  }, PROCESS_TEST_MS)
 })
