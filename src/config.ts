@@ -34,6 +34,10 @@ export type Config = Readonly<{
   metricsRetention: { rawHours: number; fiveMinuteDays: number; hourlyDays: number }
   gracePeriodHours: number
   nowpayments: { apiKey: string; ipnSecret: string; apiUrl: string } | null
+  /** Requests a minute (burst the same), per process; 0 turns a limit off. See rate-limit.ts. */
+  rateLimits: { tenantWritesPerMinute: number; tokenRequestsPerMinute: number }
+  /** Seconds of silence before an agent session is pinged, and again before it is closed. */
+  agentIdleTimeoutSeconds: number
 }>
 
 export class ConfigError extends Error {
@@ -212,5 +216,10 @@ export function loadConfig(env: Env = process.env): Config {
           apiUrl: httpUrl(env, 'NOWPAYMENTS_API_URL', 'https://api.nowpayments.io'),
         }
       : null,
+    rateLimits: {
+      tenantWritesPerMinute: int(env, 'RATE_LIMIT_TENANT_WRITES_PER_MINUTE', 1200, 0, 1_000_000),
+      tokenRequestsPerMinute: int(env, 'RATE_LIMIT_TOKEN_PER_MINUTE', 2400, 0, 1_000_000),
+    },
+    agentIdleTimeoutSeconds: int(env, 'AGENT_IDLE_TIMEOUT_SECONDS', 60, 4, 960),
   })
 }

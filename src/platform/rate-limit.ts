@@ -1,7 +1,9 @@
 import { eq, lt } from 'drizzle-orm'
 import { rateLimits } from '../../db/schema'
 import { withTransaction, type DbOrTx, changesOf } from '../../db/client'
+import { SAFE_METHODS, type Actor } from './access'
 import type { Clock } from './clock'
+import { perDeps, type Deps } from './context'
 import { problems } from './problem'
 
 /**
@@ -49,4 +51,77 @@ export function collectDrainedBuckets(db: DbOrTx, clock: Clock): number {
   const now = clock.nowUs()
   const result = withTransaction(db, (tx) => tx.delete(rateLimits).where(lt(rateLimits.expiresAt, now)).run())
   return changesOf(result)
+}
+
+/**
+ * The same GCRA kept in this process's memory, for limits checked on every request, where a
+ * BEGIN IMMEDIATE transaction each would cost more than the request. Counts are per process: two
+ * processes behind one address each allow the full limit (a shared store comes with scale-out).
+ * State is a theoretical arrival time per bucket; a bucket whose time has passed is the same as
+ * an absent one, so those are swept away as the map grows.
+ */
+export type LocalLimit = { bucket: string; limit: number; periodSeconds: number }
+
+export class LocalRateLimiter {
+  readonly #tat = new Map<string, number>()
+  #sweepAt = 1024
+
+  constructor(private readonly clock: Clock) {}
+
+  /**
+   * Takes one request from every bucket, or from none: a request refused by one limit does not
+   * use up another. Answers the longest wait among the refusing buckets.
+   */
+  consume(limits: readonly LocalLimit[]): RateDecision {
+    const now = this.clock.nowUs()
+    const next: [string, number][] = []
+    let retryUs = 0
+    let remaining = Number.POSITIVE_INFINITY
+    for (const { bucket, limit, periodSeconds } of limits) {
+      if (!(limit >= 1) || !(periodSeconds > 0)) throw new RangeError('rate limit needs limit >= 1 and a positive period')
+      const periodUs = periodSeconds * 1_000_000
+      const intervalUs = periodUs / limit
+      const newTat = Math.max(this.#tat.get(bucket) ?? now, now) + intervalUs
+      if (newTat - now > periodUs) retryUs = Math.max(retryUs, newTat - periodUs - now)
+      else remaining = Math.min(remaining, Math.floor((periodUs - (newTat - now)) / intervalUs))
+      next.push([bucket, newTat])
+    }
+    if (retryUs > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(retryUs / 1_000_000)), remaining: 0 }
+    for (const [bucket, tat] of next) this.#tat.set(bucket, tat)
+    if (this.#tat.size >= this.#sweepAt) this.#sweep(now)
+    return { allowed: true, retryAfterSeconds: 0, remaining: Number.isFinite(remaining) ? remaining : 0 }
+  }
+
+  get size(): number {
+    return this.#tat.size
+  }
+
+  #sweep(now: number): void {
+    for (const [bucket, tat] of this.#tat) if (tat <= now) this.#tat.delete(bucket)
+    // Sweep again only once the map has doubled past what is still live.
+    this.#sweepAt = Math.max(1024, this.#tat.size * 2)
+  }
+}
+
+/** This process's limiter for a Deps (tests build several Deps in one process). */
+export const requestRateLimiter = perDeps((deps) => new LocalRateLimiter(deps.clock))
+
+/**
+ * The per-request limits (interface-spec "Limits": by tenant elsewhere), from RATE_LIMIT_* in
+ * config: every request of a bearer token counts against that token, and every write (a method
+ * other than GET, HEAD, OPTIONS) against the tenant, whoever sends it. Called once per request
+ * after the caller is authenticated; throws 429 rate_limited with Retry-After. The system actor
+ * (jobs) and agents (their own session limits, agent.ws.ts) are not counted here.
+ */
+export function enforceRequestRateLimits(deps: Deps, actor: Actor, method: string): void {
+  if (actor.kind === 'system' || actor.kind === 'agent') return
+  const { tenantWritesPerMinute, tokenRequestsPerMinute } = deps.config.rateLimits
+  const limits: LocalLimit[] = []
+  if (tokenRequestsPerMinute > 0 && actor.via === 'bearer' && actor.tokenId)
+    limits.push({ bucket: `token:${actor.tokenId}`, limit: tokenRequestsPerMinute, periodSeconds: 60 })
+  if (tenantWritesPerMinute > 0 && !SAFE_METHODS.has(method.toUpperCase()))
+    limits.push({ bucket: `tenant-writes:${actor.tenantId}`, limit: tenantWritesPerMinute, periodSeconds: 60 })
+  if (limits.length === 0) return
+  const decision = requestRateLimiter(deps).consume(limits)
+  if (!decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
 }

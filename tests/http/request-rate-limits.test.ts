@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, mintPat, newTenant, type Member } from '../support/access'
+import { startTestApp, type TestApp } from '../support/app'
+import { expectProblem } from '../support/problem'
+
+/**
+ * Limits on every request (interface-spec "Limits": by tenant elsewhere): writes counted by tenant
+ * (RATE_LIMIT_TENANT_WRITES_PER_MINUTE), every request of a bearer token by token
+ * (RATE_LIMIT_TOKEN_PER_MINUTE). Set low here; the defaults are in docs/configuration.md.
+ */
+const WRITES = 6
+const TOKEN = 10
+
+let app: TestApp
+beforeAll(async () => {
+  app = await startTestApp({ LOG_LEVEL: 'silent', RATE_LIMIT_TENANT_WRITES_PER_MINUTE: String(WRITES), RATE_LIMIT_TOKEN_PER_MINUTE: String(TOKEN) })
+})
+afterAll(() => app.close())
+
+let seq = 0
+const newGroup = (who: Member | string) => call(app, 'POST', '/groups', who, { json: { name: `group ${++seq}` } })
+const advance = async (seconds: number) =>
+  expect((await app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } })).status).toBe(200)
+async function retryAfterOf(res: Response): Promise<number> {
+  const header = res.headers.get('retry-after')
+  expect(header).toMatch(/^[1-9]\d*$/)
+  await expectProblem(res, 429, 'rate_limited')
+  return Number(header)
+}
+
+describe('writes by tenant', () => {
+  test('past the limit a write answers 429 with Retry-After and does nothing; reads go on', async () => {
+    const owner = await newTenant(app, 'busy')
+    for (let i = 0; i < WRITES; i++) expect((await newGroup(owner)).status).toBe(201)
+    const wait = await retryAfterOf(await newGroup(owner))
+    expect(wait).toBeLessThanOrEqual(Math.ceil(60 / WRITES))
+    const groups = await (await call(app, 'GET', '/groups', owner)).json()
+    expect(groups.items).toHaveLength(WRITES)
+  })
+
+  test('the limit is the tenant\'s, whoever writes: another member shares it, another tenant does not', async () => {
+    const owner = await newTenant(app, 'shared')
+    const pat = await mintPat(app, owner, { scopes: ['servers:write'] })
+    for (let i = 0; i < WRITES - 1; i++) expect((await newGroup(owner)).status).toBe(201)
+    await retryAfterOf(await newGroup(pat.token))
+    await retryAfterOf(await newGroup(owner))
+    const stranger = await newTenant(app, 'stranger')
+    expect((await newGroup(stranger)).status).toBe(201)
+  })
+
+  test('moving the clock on by Retry-After lets the next write through, and only one', async () => {
+    const owner = await newTenant(app, 'refill')
+    for (let i = 0; i < WRITES; i++) await newGroup(owner)
+    const wait = await retryAfterOf(await newGroup(owner))
+    await advance(wait)
+    expect((await newGroup(owner)).status).toBe(201)
+    await retryAfterOf(await newGroup(owner))
+    await advance(60)
+    for (let i = 0; i < WRITES; i++) expect((await newGroup(owner)).status).toBe(201)
+  })
+})
+
+describe('requests by token', () => {
+  test('every request of a PAT counts, reads too; the member\'s own session and other tokens are unaffected', async () => {
+    const owner = await newTenant(app, 'reader')
+    const pat = await mintPat(app, owner, { scopes: ['servers:read'] })
+    const other = await mintPat(app, owner, { scopes: ['servers:read'] })
+    for (let i = 0; i < TOKEN; i++) expect((await call(app, 'GET', '/groups', pat.token)).status).toBe(200)
+    const wait = await retryAfterOf(await call(app, 'GET', '/groups', pat.token))
+    expect(wait).toBeLessThanOrEqual(Math.ceil(60 / TOKEN))
+    expect((await call(app, 'GET', '/groups', other.token)).status).toBe(200)
+    expect((await call(app, 'GET', '/groups', owner)).status).toBe(200)
+    await advance(60)
+    expect((await call(app, 'GET', '/groups', pat.token)).status).toBe(200)
+  })
+
+  test('a request refused for its tenant does not use up the token\'s allowance', async () => {
+    const owner = await newTenant(app, 'both')
+    const pat = await mintPat(app, owner, { scopes: ['servers:read', 'servers:write'] })
+    for (let i = 0; i < WRITES - 1; i++) await newGroup(owner)
+    for (let i = 0; i < TOKEN; i++) await retryAfterOf(await newGroup(pat.token))
+    // Ten refused writes later the token can still read: refused requests took nothing from it.
+    expect((await call(app, 'GET', '/groups', pat.token)).status).toBe(200)
+  })
+})
+
+test('a limit of 0 turns it off', async () => {
+  const open = await startTestApp({ LOG_LEVEL: 'silent', RATE_LIMIT_TENANT_WRITES_PER_MINUTE: '0', RATE_LIMIT_TOKEN_PER_MINUTE: '0' })
+  try {
+    const owner = await newTenant(open, 'unlimited')
+    const pat = await mintPat(open, owner, { scopes: ['servers:write'] })
+    for (let i = 0; i < 30; i++)
+      expect((await call(open, 'POST', '/groups', pat.token, { json: { name: `g${i}` } })).status).toBe(201)
+  } finally {
+    await open.close()
+  }
+})
