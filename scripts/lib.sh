@@ -54,6 +54,11 @@ ensure_chromium() {
   fi
 }
 
-ensure_bun
-ensure_deps
-export PATH="$ROOT/.tools/node_modules/.bin:$PATH"
+if [ "${GPUHQ_PREINSTALLED:-}" = "1" ]; then
+  # The Docker image: its Dockerfile installed Bun and the production dependencies, and it has no npm.
+  BUN="$(command -v bun)"
+else
+  ensure_bun
+  ensure_deps
+  export PATH="$ROOT/.tools/node_modules/.bin:$PATH"
+fi
