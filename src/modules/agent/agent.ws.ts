@@ -9,6 +9,7 @@ import { parseTimestamp } from '../../platform/time'
 import { recordServerEvent } from '../fleet/events'
 import { findServer, markFleetDirty, updateServer } from '../fleet/fleet.repository'
 import { fleetRuntime, type Sample } from '../fleet/presence'
+import { MAX_METRIC_NAMES_PER_SERVER, metricNames } from '../telemetry/ingest'
 import { Frames } from './agent.model'
 import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, resolveAgent, TELEMETRY_INTERVAL_S } from './agent.service'
 import { applyCommandFrame, dispatchServer, sessionLost, sessionReady } from '../commands/commands.delivery'
@@ -21,10 +22,33 @@ import { applyCommandFrame, dispatchServer, sessionLost, sessionReady } from '..
  */
 export const AGENT_WS_PATH = '/api/v1/agent/ws'
 export const MAX_FRAME_BYTES = 256 * 1024
+/**
+ * The most Bun buffers of one message. Bun closes the session (1009) on a larger one without
+ * handing it to us, so no `error` frame can answer it; the slack over the protocol's limit keeps
+ * the protocol's answer (frame_too_large, session open) for a frame just over it, while a 16 MiB
+ * frame is refused from its header instead of being buffered.
+ */
+export const MAX_PAYLOAD_BYTES = MAX_FRAME_BYTES + 64 * 1024
+/**
+ * Frames per session: a token bucket of FRAME_BURST refilled at FRAMES_PER_SECOND. The burst
+ * covers the reference agent's outbox (up to 1000 command frames and events) flushed after
+ * `welcome`; the rate is a hundred times a normal session's. Each refused frame is a strike, and
+ * strikes fade at one a second: past STRIKES_BEFORE_CLOSE the session is closed with 4429.
+ */
+export const FRAME_BURST = 1200
+export const FRAMES_PER_SECOND = 20
+export const STRIKES_BEFORE_CLOSE = 100
 /** How far ahead of the service's clock a sample's time may be (agent clock drift). */
 export const MAX_CLOCK_AHEAD_US = 10 * 60 * 1_000_000
 
-export type AgentSocketData = { serverId: string; tenantId: string; online: boolean; requestId: string }
+export type AgentSocketData = {
+  serverId: string
+  tenantId: string
+  online: boolean
+  requestId: string
+  /** Frame token bucket and strikes, on the service clock. */
+  limit: { tokens: number; at: number; strikes: number; struckAt: number }
+}
 type Socket = ServerWebSocket<AgentSocketData>
 
 const check = {
@@ -63,7 +87,9 @@ export function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSock
   const actor = m ? resolveAgent(deps, m[1]!) : null
   if (!actor)
     return problemResponse(new ProblemError('unauthorized', { detail: 'missing or invalid agent credential', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } }), deps.config.publicUrl, requestId, AGENT_WS_PATH)
-  const ok = srv.upgrade(request, { data: { serverId: actor.tokenId!, tenantId: actor.tenantId, online: false, requestId }, headers: { 'x-request-id': requestId } })
+  const now = deps.clock.nowUs()
+  const limit = { tokens: FRAME_BURST, at: now, strikes: 0, struckAt: now }
+  const ok = srv.upgrade(request, { data: { serverId: actor.tokenId!, tenantId: actor.tenantId, online: false, requestId, limit }, headers: { 'x-request-id': requestId } })
   if (!ok) return problemResponse(new ProblemError('validation_failed', { status: 426, detail: 'a WebSocket upgrade is required', errors: [{ path: '/upgrade', code: 'required' }] }), deps.config.publicUrl, requestId, AGENT_WS_PATH)
   return undefined
 }
@@ -72,9 +98,26 @@ function sendError(ws: Socket, code: string, message: string): void {
   ws.send(JSON.stringify({ type: 'error', code, message }))
 }
 
+/** Takes one frame from the session's bucket; false when it is empty. */
+function takeFrame(limit: AgentSocketData['limit'], now: number): boolean {
+  limit.tokens = Math.min(FRAME_BURST, limit.tokens + (Math.max(0, now - limit.at) / 1_000_000) * FRAMES_PER_SECOND)
+  limit.at = now
+  if (limit.tokens < 1) return false
+  limit.tokens -= 1
+  return true
+}
+
+/** Records a refused frame; answers the strikes left after fading at one a second. */
+function strike(limit: AgentSocketData['limit'], now: number): number {
+  limit.strikes = Math.max(0, limit.strikes - Math.max(0, now - limit.struckAt) / 1_000_000) + 1
+  limit.struckAt = now
+  return limit.strikes
+}
+
 export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
   const sessions = agentSessions(deps)
   const runtime = fleetRuntime(deps)
+  const names = metricNames(deps)
   const handlers: Record<string, (ws: Socket, frame: any) => void> = {
     hello(ws, f) {
       if (compareVersions(f.agent_version, deps.config.minAgentVersion) < 0) {
@@ -103,6 +146,9 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
         if (s.scope === 'gpu' && (s.gpu_index === undefined || s.gpu_index === null)) return sendError(ws, 'validation_failed', `samples/${i} has scope gpu but no gpu_index`)
         samples.push({ t, gpuIndex: s.scope === 'gpu' ? s.gpu_index! : -1, values: s.values })
       }
+      const over = names.admit(ws.data.serverId, samples.flatMap((s) => Object.keys(s.values)))
+      if (over.length > 0)
+        return sendError(ws, 'metric_limit_reached', `a server reports at most ${MAX_METRIC_NAMES_PER_SERVER} metric names; new ones (${over.slice(0, 5).join(', ')}) would pass that, so the frame was dropped`.slice(0, 512))
       runtime.telemetry(ws.data.serverId, samples)
     },
     event(ws, f) {
@@ -116,8 +162,11 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
     },
   }
   return {
-    maxPayloadLength: 16 * 1024 * 1024,
-    idleTimeout: 0,
+    maxPayloadLength: MAX_PAYLOAD_BYTES,
+    // Seconds without a byte from the agent (4 heartbeats at the default 15 s): Bun then pings, and
+    // closes a session that does not answer within as long again — a dead peer, not a quiet one.
+    idleTimeout: deps.config.agentIdleTimeoutSeconds,
+    sendPings: true,
     open(ws) {
       const old = sessions.sockets.get(ws.data.serverId)
       sessions.sockets.set(ws.data.serverId, ws)
@@ -128,6 +177,12 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
       if (!server) ws.close(4404, 'server not found')
     },
     message(ws, raw) {
+      const now = deps.clock.nowUs()
+      if (!takeFrame(ws.data.limit, now)) {
+        sendError(ws, 'rate_limited', `more than ${FRAMES_PER_SECOND} frames a second (bursts of ${FRAME_BURST}); the frame was dropped`)
+        if (strike(ws.data.limit, now) > STRIKES_BEFORE_CLOSE) ws.close(4429, 'frame rate exceeded')
+        return
+      }
       const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
       if (size > MAX_FRAME_BYTES) return sendError(ws, 'frame_too_large', `frames are limited to ${MAX_FRAME_BYTES} bytes`)
       let frame: any
@@ -158,6 +213,7 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
     close(ws, code, reason) {
       if (sessions.sockets.get(ws.data.serverId) !== ws) return
       sessions.sockets.delete(ws.data.serverId)
+      names.forget(ws.data.serverId)
       try {
         runtime.sessionClosed(ws.data.serverId, `session closed (${code}${reason ? ` ${reason}` : ''})`)
         sessionLost(deps, ws.data.serverId)

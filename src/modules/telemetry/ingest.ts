@@ -54,3 +54,41 @@ export function noteLateSamples(tx: DbOrTx, earliestT: number, now: number): voi
     .where(sql`${rollupWatermarks.doneUntil} > ${earliestT}`)
     .run()
 }
+
+/**
+ * At most MAX_METRIC_NAMES_PER_SERVER distinct metric names per server (whatever GPU reports
+ * them): a name matching the pattern is stored as a new series, so an agent inventing names
+ * would grow the series table without bound. Known names are always accepted; a frame bringing
+ * a name past the cap is refused whole. Names are loaded from the stored series on a server's
+ * first frame in this process and forgotten when its session ends.
+ */
+export const MAX_METRIC_NAMES_PER_SERVER = 256
+
+export class MetricNames {
+  readonly #byServer = new Map<string, Set<string>>()
+  constructor(private readonly db: DbOrTx) {}
+
+  /** Admits the names, or admits none and answers those that would pass the cap. */
+  admit(serverId: string, names: Iterable<string>): string[] {
+    const known = this.#known(serverId)
+    const fresh = [...new Set(names)].filter((n) => !known.has(n))
+    if (known.size + fresh.length > MAX_METRIC_NAMES_PER_SERVER) return fresh
+    for (const n of fresh) known.add(n)
+    return []
+  }
+
+  forget(serverId: string): void {
+    this.#byServer.delete(serverId)
+  }
+
+  #known(serverId: string): Set<string> {
+    let known = this.#byServer.get(serverId)
+    if (!known) {
+      const rows = this.db.selectDistinct({ metric: metricSeries.metric }).from(metricSeries).where(eq(metricSeries.serverId, serverId)).all()
+      this.#byServer.set(serverId, (known = new Set(rows.map((r) => r.metric))))
+    }
+    return known
+  }
+}
+
+export const metricNames = perDeps((deps) => new MetricNames(deps.db))
