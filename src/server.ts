@@ -16,15 +16,19 @@ import { AGENT_WS_PATH, agentSessions, agentWebSocket, upgradeAgent, type AgentS
  */
 export type RunningServer = { server: Server<AgentSocketData>; url: string; stop: () => Promise<void> }
 
-/** Bun's own hard cap; the configured limit (1 MiB) is enforced with a problem document below it. */
-const HARD_BODY_CAP = 64 * 1024 * 1024
+/**
+ * Bun's own body cap is lifted: past it Bun answers a bare 413 itself (no problem document; its
+ * error handler is not called). The platform refuses a body over the configured limit instead
+ * (src/platform/http.ts): a declared length before reading, a streamed body as it arrives.
+ */
+const BUN_BODY_CAP = Number.MAX_SAFE_INTEGER
 
 export function startServer(app: App, deps: Deps, options: { port: number; hostname?: string }): RunningServer {
   app.compile()
   const server = Bun.serve<AgentSocketData>({
     port: options.port,
     hostname: options.hostname ?? '0.0.0.0',
-    maxRequestBodySize: Math.max(HARD_BODY_CAP, deps.config.bodyLimitBytes * 2),
+    maxRequestBodySize: BUN_BODY_CAP,
     development: false,
     websocket: agentWebSocket(deps),
     async fetch(request, srv) {

@@ -70,6 +70,14 @@ describe('problem documents', () => {
     await expectProblem(res, 413, 'payload_too_large')
   })
 
+  test('a body over 64 MiB gets the same 413 problem document, not a bare 413 from Bun', async () => {
+    // Bun's maxRequestBodySize used to be 64 MiB, past which Bun itself answered 413 with no body.
+    const huge = new Uint8Array(65 * MiB).fill(0x61)
+    const res = await post(huge, 'application/json')
+    expect(res.headers.get('content-type')).toBe('application/problem+json')
+    await expectProblem(res, 413, 'payload_too_large')
+  })
+
   test('a body just under the limit is read and validated, not refused as too large', async () => {
     const body = JSON.stringify({ value: 'a'.repeat(MiB - 64) })
     const doc = await expectProblem(await post(body, 'application/json'), 422, 'validation_failed')
