@@ -58,6 +58,16 @@ describe('writes by tenant', () => {
     await advance(60)
     for (let i = 0; i < WRITES; i++) expect((await newGroup(owner)).status).toBe(201)
   })
+  test('a write refused with 429 keeps nothing for its Idempotency-Key: the retry after the wait runs', async () => {
+    const owner = await newTenant(app, 'idem')
+    for (let i = 0; i < WRITES; i++) await newGroup(owner)
+    const mint = () => call(app, 'POST', '/tokens', owner, { json: { name: 'after the wait' }, headers: { 'idempotency-key': 'rate-limited-once' } })
+    const wait = await retryAfterOf(await mint())
+    await advance(wait)
+    const res = await mint()
+    expect(res.status).toBe(201)
+    expect(res.headers.get('idempotent-replayed')).toBeNull()
+  })
 })
 
 describe('requests by token', () => {
