@@ -77,9 +77,9 @@ try {
     const r = createAccount({ deps, input: { email: values.email, tenantName: values['tenant-name'] } })
     console.log(`created tenant ${r.tenantId} ("${values['tenant-name']}", plan free) with owner ${r.email} (user ${r.userId})`)
     console.log(`one-time ticket to set the password (valid ${ADMIN_TICKET_TTL_SECONDS / 3600} h): ${r.ticket}`)
-    console.log('set it with:')
+    console.log('set it, which signs you in (curl -c keeps the session cookie in the file jar; send it with -b jar):')
     console.log(
-      `  curl -s -X POST ${config.publicUrl}/api/v1/auth/password-reset/complete -H 'content-type: application/json' -d '{"ticket":"${r.ticket}","password":"<new password>"}'`,
+      `  curl -s -c jar -X POST ${config.publicUrl}/api/v1/auth/password-reset/complete -H 'content-type: application/json' -d '{"ticket":"${r.ticket}","password":"<new password>"}'`,
     )
   } else if (command === 'tenants') {
     const rows = tenantsOverview({ deps })

@@ -23,6 +23,8 @@ describe('operator commands', () => {
     expect(r.code).toBe(0)
     expect(r.out).toContain('plan free')
     const ticket = /ticket to set the password[^:]*: (\S+)/.exec(r.out)![1]!
+    // The line it prints keeps the session cookie that setting the password answers with.
+    expect(r.out).toContain(`curl -s -c jar -X POST http://gpuhq.test/api/v1/auth/password-reset/complete`)
 
     const app = await startTestApp({ DATABASE_URL: env.DATABASE_URL, DATA_DIR: dir })
     try {
