@@ -23,6 +23,8 @@ export const ledgerEntries = sqliteTable(
     calculationId: text('calculation_id'),
     /** Provider payment a top-up credit belongs to: at most one credit per payment. */
     paymentRef: text('payment_ref'),
+    /** The top-up a `topup` credit belongs to: at most one positive credit per top-up. */
+    topupId: text('topup_id'),
     createdAt: integer('created_at').notNull(),
   },
   (t) => [
@@ -30,6 +32,8 @@ export const ledgerEntries = sqliteTable(
     // Exactly one charge per tenant and hour, whatever reruns, processes or crashes do.
     uniqueIndex('ledger_one_charge_per_hour').on(t.tenantId, t.chargeHour).where(sql`kind = 'charge'`),
     uniqueIndex('ledger_one_credit_per_payment').on(t.paymentRef).where(sql`payment_ref IS NOT NULL`),
+    // A top-up is credited at most once, whatever payments arrive for it.
+    uniqueIndex('ledger_one_credit_per_topup').on(t.topupId).where(sql`topup_id IS NOT NULL AND kind = 'topup' AND amount_micros > 0`),
     index('ledger_tenant_occurred').on(t.tenantId, t.occurredAt, t.id),
   ],
 )

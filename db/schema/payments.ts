@@ -49,6 +49,33 @@ export const paymentNotifications = sqliteTable(
   (t) => [index('payment_notifications_topup').on(t.topupId)],
 )
 
+/**
+ * Finished provider payments that credited nothing: a further payment for a top-up that had already
+ * succeeded (a top-up is credited at most once), or one for a top-up in review or failed. The
+ * operator lists them (`scripts/admin unsettled-payments`) and settles each: by an adjustment, or as
+ * refunded at the provider. One row per provider payment.
+ */
+export const unsettledPayments = sqliteTable(
+  'unsettled_payments',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    topupId: text('topup_id').notNull(),
+    provider: text('provider').notNull(),
+    paymentId: text('payment_id').notNull(),
+    /** What the provider confirmed for this payment; null when it gave no usable figure. */
+    amountMicros: integer('amount_micros'),
+    reason: text('reason', { enum: ['topup_already_credited', 'topup_in_review', 'topup_failed'] }).notNull(),
+    recordedAt: integer('recorded_at').notNull(),
+    settledAt: integer('settled_at'),
+    settlement: text('settlement', { enum: ['credited', 'refunded'] }),
+    /** The adjustment that credited it, when settled by one. */
+    settlementEntryId: text('settlement_entry_id'),
+    settlementNote: text('settlement_note'),
+  },
+  (t) => [uniqueIndex('unsettled_payments_payment').on(t.provider, t.paymentId), index('unsettled_payments_open').on(t.settledAt, t.recordedAt)],
+)
+
 /** The sandbox provider's own books: what its checkout page was told happened. */
 export const sandboxPayments = sqliteTable('sandbox_payments', {
   paymentId: text('payment_id').primaryKey(),
@@ -65,4 +92,6 @@ export const sandboxInvoices = sqliteTable('sandbox_invoices', {
   priceAmountMicros: integer('price_amount_micros').notNull(),
   method: text('method').notNull(),
   createdAt: integer('created_at').notNull(),
+  /** open until a finished outcome pays it; a paid invoice refuses every further outcome (409). */
+  status: text('status', { enum: ['open', 'paid'] }).notNull().default('open'),
 })
