@@ -8,8 +8,8 @@ import { refreshAllSnapshots } from '../src/modules/fleet/snapshot.service'
 import { pruneTelemetry, runRollups } from '../src/modules/telemetry/rollup.service'
 import { expireCommands } from '../src/modules/commands/commands.delivery'
 import { runHourlyCharges } from '../src/modules/billing/charges.service'
-import { reconcileTopups } from '../src/modules/payments/topups.service'
-import { fireScheduled } from '../src/modules/subscription/subscription.service'
+import { reconcileTopups } from '../src/modules/payments/reconcile.service'
+import { fireScheduled } from '../src/modules/subscription/subscription.fire'
 
 /**
  * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
@@ -43,14 +43,14 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '*/10 * * * *',
     leaseSeconds: 600,
     description: 'Re-reads open top-ups from their payment provider, settling or flagging them; expires unpaid invoices.',
-    run: ({ deps }) => reconcileTopups(deps),
+    run: ({ deps, period }) => reconcileTopups(deps, { job: 'billing.reconcile', period }),
   },
   {
     name: 'subscription.fire',
     schedule: '2 * * * *',
     leaseSeconds: 600,
     description: 'Applies or refuses scheduled plan changes whose day has come, re-reading the rule.',
-    run: ({ deps }) => fireScheduled(deps),
+    run: ({ deps, period }) => fireScheduled(deps, { job: 'subscription.fire', period }),
   },
   {
     name: 'commands.expire',

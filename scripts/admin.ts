@@ -8,6 +8,8 @@
  *   scripts/admin set-plan --tenant <id> --plan starter
  *   scripts/admin plans
  *   scripts/admin plan --code team --label Team --price 3.00 --servers-max 50 [--features strategy,ai_access]
+ *   scripts/admin unsettled-payments [--all]
+ *   scripts/admin settle-payment --id <id> (--credit | --refunded) --reason "paid twice; kept as balance"
  */
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../src/config'
@@ -19,7 +21,8 @@ import { createAccount, tenantsOverview, ADMIN_TICKET_TTL_SECONDS } from '../src
 import { adjustBalance, setTenantPlan, upsertPlan } from '../src/modules/billing/admin.service'
 import { balanceOf } from '../src/modules/billing/ledger'
 import { listPlans } from '../src/modules/plans/plans.repository'
-import { formatMoney } from '../src/platform/money'
+import { formatMoney, formatNullableMoney } from '../src/platform/money'
+import { listUnsettledPayments, settleUnsettledPayment } from '../src/modules/payments/unsettled.service'
 
 const USAGE = `usage:
   scripts/admin create-account --email <address> --tenant-name <name>
@@ -34,7 +37,13 @@ const USAGE = `usage:
       lists the plan catalogue
   scripts/admin plan --code <code> [--label <label>] [--price <USD per server per month|contract>]
                      [--servers-max <n|unlimited>] [--features <strategy,ai_access>]
-      creates or edits a catalogue entry`
+      creates or edits a catalogue entry
+  scripts/admin unsettled-payments [--all]
+      lists finished payments that credited nothing (a top-up is credited at most once); --all
+      includes settled ones
+  scripts/admin settle-payment --id <id> (--credit | --refunded) --reason <text>
+      settles one: --credit books its amount as an adjustment, --refunded records that it was
+      refunded at the provider (nothing booked)`
 
 function fail(message: string): never {
   console.error(`admin: ${message}`)
@@ -111,6 +120,26 @@ try {
     if (!values.code) fail('--code is required')
     const r = upsertPlan({ deps, input: { code: values.code, label: values.label, price: values.price, serversMax: values['servers-max'], features: values.features } })
     console.log(`${r.created ? 'created' : 'updated'} plan ${r.plan.code}: ${r.plan.label}, ${r.plan.priceMicrosPerServerMonth === null ? 'contract-priced' : `${formatMoney(r.plan.priceMicrosPerServerMonth)} USD per server per month`}, servers_max ${r.plan.serversMax ?? 'unlimited'}`)
+  } else if (command === 'unsettled-payments') {
+    const { values } = parseArgs({ args: rest, options: { all: { type: 'boolean' } }, strict: true })
+    const rows = listUnsettledPayments({ deps, all: values.all ?? false })
+    if (rows.length === 0) console.log(values.all ? 'no unsettled payments recorded' : 'no unsettled payments')
+    for (const r of rows)
+      console.log(
+        `${r.id}  tenant=${r.tenantId}  topup=${r.topupId}  payment=${r.provider}:${r.paymentId}  amount=${formatNullableMoney(r.amountMicros) ?? 'unknown'}  reason=${r.reason}  recorded=${formatTimestamp(r.recordedAt)}` +
+          (r.settledAt === null ? '  open' : `  settled=${r.settlement} ${formatTimestamp(r.settledAt)}${r.settlementEntryId ? ` (ledger entry ${r.settlementEntryId})` : ''}`),
+      )
+  } else if (command === 'settle-payment') {
+    const { values } = parseArgs({ args: rest, options: { id: { type: 'string' }, credit: { type: 'boolean' }, refunded: { type: 'boolean' }, reason: { type: 'string' } }, strict: true })
+    if (!values.id) fail('--id is required')
+    if (!values.credit === !values.refunded) fail('give exactly one of --credit or --refunded')
+    if (!values.reason) fail('--reason is required')
+    const r = settleUnsettledPayment({ deps, input: { id: values.id, settlement: values.credit ? 'credited' : 'refunded', reason: values.reason } })
+    console.log(
+      r.settlement === 'credited'
+        ? `settled payment ${r.provider}:${r.paymentId}: credited ${formatMoney(r.amountMicros!)} USD to tenant ${r.tenantId} (ledger entry ${r.settlementEntryId})`
+        : `settled payment ${r.provider}:${r.paymentId}: recorded as refunded at the provider; nothing booked`,
+    )
   } else {
     fail(`unknown command "${command}"\n${USAGE}`)
   }

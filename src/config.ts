@@ -149,7 +149,8 @@ export function loadConfig(env: Env = process.env): Config {
   const testClock = bool(env, 'TEST_CLOCK', false)
   if (testClock && production) throw new ConfigError('TEST_CLOCK', 'the test clock is refused in production')
 
-  const providers = (env.PAYMENT_PROVIDERS ?? (production ? '' : 'sandbox'))
+  // decisions.md: unset means no provider (top-ups answer 503); the sandbox only when named here.
+  const providers = (env.PAYMENT_PROVIDERS ?? '')
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean)

@@ -9,6 +9,9 @@ import { formatTimestamp } from './platform/time'
 import { loadClockOffset, saveClockOffset } from './modules/testing/testing.service'
 import { MailDispatcher } from './modules/mail/mail.outbox'
 import { createMailTransport, type MailTransport } from './modules/mail/mail.transport'
+import { createEventBus } from './platform/events'
+import type { AppEvents } from './events'
+import { registerReactions } from './reactions'
 
 /**
  * Builds what every verb runs with: the database (migrated), the one clock, ids, keys and the log.
@@ -25,9 +28,11 @@ export function buildDeps(config: Config, options: { log?: Logger; mailTransport
     clock = testClock
   }
   const log = options.log ?? createLogger(config.logLevel, () => formatTimestamp(clock.nowUs()))
-  const mail = new MailDispatcher({ db: database.db, clock, log }, options.mailTransport ?? createMailTransport(config, log))
-  return {
+  const mailKey = deriveKey(config.secretKey, 'mail-bodies')
+  const mail = new MailDispatcher({ db: database.db, clock, log, key: mailKey }, options.mailTransport ?? createMailTransport(config, log))
+  const deps: Deps = {
     config,
+    events: createEventBus<AppEvents>(),
     mail,
     clock,
     testClock,
@@ -40,6 +45,10 @@ export function buildDeps(config: Config, options: { log?: Logger; mailTransport
       idempotency: deriveKey(config.secretKey, 'idempotency-responses'),
       email: deriveKey(config.secretKey, 'email-hash'),
       codes: deriveKey(config.secretKey, 'email-codes'),
+      mail: mailKey,
     },
   }
+  // Cross-module reactions belong to the composition root, not to whichever routes were built.
+  registerReactions(deps)
+  return deps
 }

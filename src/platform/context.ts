@@ -1,6 +1,8 @@
 import type { Database } from 'bun:sqlite'
 import type { Db } from '../../db/client'
 import type { Config } from '../config'
+import type { AppEvents } from '../events'
+import type { EventBus } from './events'
 import type { Clock, TestClock } from './clock'
 import type { Logger } from './logger'
 
@@ -18,6 +20,8 @@ export type Deps = {
   newId: () => string
   log: Logger
   keys: Keys
+  /** Cross-module reactions, wired by the composition root (src/reactions.ts). */
+  events: EventBus<AppEvents>
   /** Sends queued mail after commit (src/modules/mail/mail.outbox.ts). */
   mail: { kick(): void; dispatchDue(): Promise<number>; idle(): Promise<void> }
 }
@@ -30,6 +34,8 @@ export type Keys = {
   email: Buffer
   /** HMAC key for emailed codes. */
   codes: Buffer
+  /** AES-GCM key for mail bodies waiting in the outbox (they may hold a code). */
+  mail: Buffer
 }
 
 /**

@@ -56,3 +56,44 @@ export function divideRounded(micros: number, divisor: number): number {
   if (Math.abs(r) * 2 >= divisor) return q + Math.sign(micros)
   return q
 }
+
+/**
+ * An exact non-negative decimal read from outside (a provider's figure: a string, or a JSON number
+ * as it was written, e.g. 0.00041234 or 2.5e-7): `units × 10^-scale`, never a float. Null for
+ * anything else (negative, NaN, too many digits).
+ */
+export type Decimal = { units: bigint; scale: number }
+const DECIMAL = /^(\d{1,40})(?:\.(\d{1,40}))?(?:[eE]([+-]?\d{1,3}))?$/
+
+export function parseDecimal(value: unknown): Decimal | null {
+  if (typeof value === 'number' && !Number.isFinite(value)) return null
+  if (typeof value !== 'number' && typeof value !== 'string') return null
+  // A JSON number reaches us as a double; its shortest round-trip text is the number as written.
+  const m = DECIMAL.exec(typeof value === 'number' ? String(value) : value.trim())
+  if (!m) return null
+  const frac = m[2] ?? ''
+  let scale = frac.length - Number(m[3] ?? 0)
+  let units = BigInt(m[1]! + frac)
+  if (scale < 0) {
+    units *= 10n ** BigInt(-scale)
+    scale = 0
+  }
+  return { units, scale }
+}
+
+/**
+ * USD as a Decimal → micro-USD, rounded down (toward zero): a figure with more than 6 decimals is
+ * never credited above what it says (docs/payments.md, "Rounding").
+ */
+export function decimalToMicrosFloor(d: Decimal): number | null {
+  const micros = d.scale <= 6 ? d.units * 10n ** BigInt(6 - d.scale) : d.units / 10n ** BigInt(d.scale - 6)
+  return micros > BigInt(MAX_MONEY_MICROS) ? null : Number(micros)
+}
+
+/** micros × num ÷ den for non-negative Decimals, in integers, rounded down (toward zero). */
+export function shareOfMicrosFloor(micros: number, num: Decimal, den: Decimal): number | null {
+  if (!Number.isSafeInteger(micros) || micros < 0 || den.units === 0n) return null
+  // micros × (nu / 10^ns) ÷ (du / 10^ds) = micros × nu × 10^ds ÷ (du × 10^ns)
+  const q = (BigInt(micros) * num.units * 10n ** BigInt(den.scale)) / (den.units * 10n ** BigInt(num.scale))
+  return q > BigInt(MAX_MONEY_MICROS) ? null : Number(q)
+}

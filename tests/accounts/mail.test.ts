@@ -5,6 +5,7 @@ import { startTestApp, type TestApp } from '../support/app'
 import { advance, mailTo, newEmail, post, startAccountsApp, verifyCode, type AccountsApp } from '../support/accounts'
 import { closedPortUrl } from '../support/captcha'
 import { codeFrom, parseMessage } from '../support/smtp'
+import { createAccount } from '../../src/modules/accounts/admin.service'
 
 /**
  * Mail (issue "Mail"): SMTP through nodemailer when SMTP_URL is set, else files in DATA_DIR/mail/;
@@ -93,6 +94,9 @@ describe('mail over SMTP', () => {
   test('after 10 failed attempts a message is marked failed and no longer tried', async () => {
     app.smtp.refuse(true)
     const email = newEmail('gives-up')
+    // A message without a code (the address has an account: signup_taken), so it is retried for
+    // hours; a code mail is dropped once its code expires ("mail at rest" below).
+    createAccount({ deps: app.deps, input: { email, tenantName: 'T' } })
     expect((await post(app, '/auth/signup/start', { email, tenant_name: 'T' })).status).toBe(202)
     await app.deps.mail.idle()
     for (let i = 0; outbox(app, email).attempts < 10 && i < 20; i++) {
@@ -130,6 +134,62 @@ describe('mail over SMTP', () => {
     expect(run.status).toBe(200)
     expect(await run.json()).toMatchObject({ job: 'notifications.dispatch', outcome: 'succeeded', detail: 'sent 1 messages' })
     expect(app.smtp.to(email)).toHaveLength(1)
+  })
+})
+
+describe('mail at rest while the mail server is down (issue 13, finding 11)', () => {
+  let app: AccountsApp
+  beforeAll(async () => {
+    app = await startAccountsApp()
+  })
+  afterAll(() => app.stop())
+  beforeEach(async () => {
+    app.smtp.refuse(false)
+    await advance(app, 3600)
+  })
+
+  type Row = Record<string, unknown> & { sealed_body: Uint8Array | null; expires_at: number | null; created_at: number }
+  const rowOf = (to: string) => app.deps.sqlite.query('SELECT * FROM mail_outbox WHERE "to" = ?').get(to) as Row
+  /** Every byte of the row as text: the columns, and the sealed box as latin1 and as base64. */
+  const atRest = (r: Row) => JSON.stringify({ ...r, sealed_body: null }) + (r.sealed_body ? Buffer.from(r.sealed_body).toString('latin1') + Buffer.from(r.sealed_body).toString('base64') : '')
+
+  test('a waiting code mail keeps no word of its message in plaintext: the code is nowhere in its row, and it is delivered intact once the server is back', async () => {
+    app.smtp.refuse(true)
+    const email = newEmail('at-rest')
+    expect((await post(app, '/auth/signup/start', { email, tenant_name: 'T' })).status).toBe(202)
+    await app.deps.mail.idle()
+    await app.deps.mail.dispatchDue()
+    const waiting = rowOf(email)
+    expect(waiting).toMatchObject({ status: 'pending', attempts: 1, template: 'signup_code', subject: '[signup_code]', text: '', html: '' })
+    expect(waiting.sealed_body).not.toBeNull()
+    expect(waiting.expires_at).toBe(waiting.created_at + 600 * 1_000_000)
+
+    app.smtp.refuse(false)
+    await advance(app, 31)
+    expect(await app.deps.mail.dispatchDue()).toBe(1)
+    const mail = await app.smtp.waitForMail(email)
+    const code = codeFrom(mail)
+    expect(mail.subject).toBe(`Your gpuhq sign-up code: ${code}`)
+    expect(atRest(waiting)).not.toContain(code)
+    expect(rowOf(email)).toMatchObject({ status: 'sent', sealed_body: null })
+    expect(await verifyCode(app, 'signup', email, code)).toBeString()
+  })
+
+  test('a code mail still waiting when its code expires is dropped, not sent, once the server is back', async () => {
+    app.smtp.refuse(true)
+    const email = newEmail('expired')
+    expect((await post(app, '/auth/signup/start', { email, tenant_name: 'T' })).status).toBe(202)
+    await app.deps.mail.idle()
+    await app.deps.mail.dispatchDue()
+    expect(rowOf(email)).toMatchObject({ status: 'pending', attempts: 1 })
+
+    await advance(app, 601) // the code's 10 minutes are over
+    app.smtp.refuse(false)
+    expect(await app.deps.mail.dispatchDue()).toBe(0)
+    await advance(app, 3601)
+    await app.deps.mail.dispatchDue()
+    expect(app.smtp.to(email)).toHaveLength(0)
+    expect(rowOf(email)).toMatchObject({ status: 'dropped', attempts: 1, sealed_body: null, sent_at: null })
   })
 })
 

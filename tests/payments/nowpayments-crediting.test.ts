@@ -85,17 +85,21 @@ describe('exactly one credit per provider payment', () => {
     expect(await balanceMicros(app, owner)).toBe(25_000_000)
   })
 
-  test('two different finished payments on one invoice are two credits', async () => {
+  test('two different finished payments on one invoice: one credit; the other is recorded for the operator and credits nothing', async () => {
+    // decisions.md: a top-up is credited at most once; a further finished payment is listed for the operator.
     const { owner, topup } = await npTopup(app, '25.00')
     const a = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 10 })
     const b = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 15 })
     await Promise.all([ipn(app, b.payment_id), ipn(app, a.payment_id), ipn(app, b.payment_id)])
-    expect(topupEntries(app, owner.tenantId).map((e) => [e.payment_ref, e.amount_micros]).sort()).toEqual([
-      [`nowpayments:${a.payment_id}`, 10_000_000],
-      [`nowpayments:${b.payment_id}`, 15_000_000],
-    ])
-    expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
-    expect(await balanceMicros(app, owner)).toBe(25_000_000)
+    const entries = topupEntries(app, owner.tenantId)
+    expect(entries).toHaveLength(1)
+    const creditedRef = entries[0]!.payment_ref
+    const other = creditedRef === `nowpayments:${a.payment_id}` ? b : a
+    const unsettled = app.deps.sqlite.query('SELECT payment_id, amount_micros, reason FROM unsettled_payments WHERE topup_id = ?').all(topup.id)
+    expect(unsettled).toEqual([{ payment_id: String(other.payment_id), amount_micros: other === a ? 10_000_000 : 15_000_000, reason: 'topup_already_credited' }])
+    const credited = entries[0]!.amount_micros
+    expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: credited === 10_000_000 ? '10.00' : '15.00' })
+    expect(await balanceMicros(app, owner)).toBe(credited)
   })
 
   test('the database itself refuses a second credit with the same payment_ref, even inserted directly', async () => {

@@ -32,7 +32,8 @@ describe('loadConfig defaults', () => {
     expect(c.publicUrl).toBe('http://localhost:8080')
     expect(c.databasePath).toBe(resolve('./data/gpuhq.db'))
     expect(c.signupEnabled).toBe(false)
-    expect(c.paymentProviders).toEqual(['sandbox'])
+    // decisions.md: PAYMENT_PROVIDERS unset means no provider; the sandbox runs only when named.
+    expect(c.paymentProviders).toEqual([])
     expect(c.testClock).toBe(false)
     expect(c.minAgentVersion).toBe('1.0.0')
     expect(c.captcha.secret).toBeNull()
@@ -59,8 +60,9 @@ describe('loadConfig defaults', () => {
     expect(load({ PAYMENT_PROVIDERS: 'nowpayments', ...NOWPAYMENTS }).nowpayments).toEqual({ apiKey: 'k', ipnSecret: 's', apiUrl: 'https://api.nowpayments.io' })
   })
 
-  test('the test environment keeps the sandbox provider', () => {
-    expect(load({ NODE_ENV: 'test' }).paymentProviders).toEqual(['sandbox'])
+  test('the test environment enables the sandbox only when PAYMENT_PROVIDERS names it', () => {
+    expect(load({ NODE_ENV: 'test' }).paymentProviders).toEqual([])
+    expect(load({ NODE_ENV: 'test', PAYMENT_PROVIDERS: 'sandbox' }).paymentProviders).toEqual(['sandbox'])
   })
 
   test('PUBLIC_URL follows PORT when unset, and loses a trailing slash when set', () => {

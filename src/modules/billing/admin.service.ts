@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm'
-import { planPeriods, plans, tenants } from '../../../db/schema'
+import { plans, tenants } from '../../../db/schema'
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { MoneyFormatError, parseMoney } from '../../platform/money'
@@ -9,6 +9,7 @@ import { findPlan } from '../plans/plans.repository'
 import { findTenant } from '../tenants/tenants.repository'
 import { switchPlan } from '../subscription/subscription.service'
 import { utcDay } from '../../platform/time'
+import { assignPlan, hourStartOf, recordPriceChange } from '../plans/plan-history'
 import { appendEntry } from './ledger'
 
 /** Operator verbs (scripts/admin): they act as the system and leave an audit row. */
@@ -37,11 +38,11 @@ export function setTenantPlan({ deps, input }: { deps: Deps; input: { tenantId: 
     const tenant = findTenant(tx, input.tenantId)
     if (!tenant) throw problems.notFound(`no tenant ${input.tenantId}`)
     if (input.plan !== null && !findPlan(tx, input.plan)) throw problems.notFound(`no plan ${input.plan}`)
-    // The charge job prices a day by the tenant's plan periods once a plan change wrote any, so the
-    // operator's plan becomes a period from today (no plan: no periods, nothing billed).
+    // The charge job prices each hour by the tenant's plan assignments, so the operator's plan is
+    // one from the current hour on (no plan: nothing billed from then); earlier hours keep theirs.
     if (input.plan !== null) switchPlan(tx, deps, input.tenantId, tenant.planCode, input.plan, utcDay(deps.clock.nowUs()))
     else {
-      tx.delete(planPeriods).where(eq(planPeriods.tenantId, input.tenantId)).run()
+      assignPlan(tx, deps, input.tenantId, tenant.planCode, null, hourStartOf(deps.clock.nowUs()))
       tx.update(tenants).set({ planCode: null }).where(eq(tenants.id, input.tenantId)).run()
     }
     // GET /subscription shows the plan under the subscription version's ETag.
@@ -88,6 +89,11 @@ export function upsertPlan({ deps, input }: { deps: Deps; input: { code: string;
     position: existing?.position ?? 100,
     updatedAt: deps.clock.nowUs(),
   }
-  withTransaction(deps.db, (tx) => tx.insert(plans).values(row).onConflictDoUpdate({ target: plans.code, set: row }).run())
+  withTransaction(deps.db, (tx) => {
+    const before = findPlan(tx, input.code)
+    // A price edit is a new price version from the current hour on: hours that passed keep theirs.
+    if (before && before.priceMicrosPerServerMonth !== row.priceMicrosPerServerMonth) recordPriceChange(tx, deps, row.code, before.priceMicrosPerServerMonth, row.priceMicrosPerServerMonth)
+    tx.insert(plans).values(row).onConflictDoUpdate({ target: plans.code, set: row }).run()
+  })
   return { created: !existing, plan: row }
 }

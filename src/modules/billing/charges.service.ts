@@ -1,9 +1,10 @@
-import { and, asc, eq, gt, isNotNull, isNull, lt, lte, or, sql } from 'drizzle-orm'
-import { billingState, chargeCalculations, ledgerEntries, planPeriods, plans, servers, tenants } from '../../../db/schema'
+import { and, eq, gt, isNull, lt, or, sql } from 'drizzle-orm'
+import { billingState, ledgerEntries, servers } from '../../../db/schema'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { divideRounded, formatMoney } from '../../platform/money'
 import { daysInMonth, formatTimestamp, US_PER_HOUR, utcDay } from '../../platform/time'
+import { plansDuringHour } from '../plans/plan-history'
 import { appendEntry, freezeOverdue } from './ledger'
 
 /**
@@ -66,20 +67,6 @@ function firstHour(db: DbOrTx): number | null {
   return r?.t === null || r?.t === undefined ? null : hourStart(r.t)
 }
 
-/**
- * The plan that prices each tenant's hours of `day`: the latest plan period starting on or before
- * it (a plan change sets one), else the tenant's current plan.
- */
-function plansOn(tx: DbOrTx, day: string): Map<string, { planCode: string | null; price: number | null }> {
-  const prices = new Map(tx.select().from(plans).all().map((p) => [p.code, p.priceMicrosPerServerMonth]))
-  const out = new Map<string, { planCode: string | null; price: number | null }>()
-  for (const t of tx.select({ id: tenants.id, planCode: tenants.planCode }).from(tenants).where(isNotNull(tenants.planCode)).all())
-    out.set(t.id, { planCode: t.planCode, price: prices.get(t.planCode!) ?? null })
-  const periods = tx.select().from(planPeriods).where(lte(planPeriods.effectiveDay, day)).orderBy(asc(planPeriods.effectiveDay)).all()
-  for (const p of periods) out.set(p.tenantId, { planCode: p.planCode, price: prices.get(p.planCode) ?? null })
-  return out
-}
-
 /** Books hour `h` for every tenant with managed servers and a priced plan; returns rows written. */
 export function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
   const end = h + US_PER_HOUR
@@ -96,7 +83,8 @@ export function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
   }
   if (byTenant.size === 0) return 0
   const day = utcDay(h)
-  const tenantPlans = plansOn(tx, day)
+  // The plan and price in force during this hour, not the ones of today (plan history).
+  const tenantPlans = plansDuringHour(tx, h)
   const date = new Date(h / 1000)
   const days = daysInMonth(date.getUTCFullYear(), date.getUTCMonth() + 1)
   const now = deps.clock.nowUs()

@@ -9,7 +9,7 @@ import { recordSystemEvent } from '../audit/audit.service'
 
 export type LedgerRow = typeof ledgerEntries.$inferSelect
 export type NewEntry = Pick<LedgerRow, 'tenantId' | 'kind' | 'amountMicros' | 'occurredAt' | 'detail'> &
-  Partial<Pick<LedgerRow, 'chargeDay' | 'chargeHour' | 'calculationId' | 'paymentRef'>>
+  Partial<Pick<LedgerRow, 'chargeDay' | 'chargeHour' | 'calculationId' | 'paymentRef' | 'topupId'>>
 
 /**
  * Appends one entry and moves the balance in the caller's transaction; the account state follows
@@ -35,10 +35,11 @@ export function appendEntry(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'co
     detail: e.detail.slice(0, 512),
     calculationId: e.calculationId ?? null,
     paymentRef: e.paymentRef ?? null,
+    topupId: e.topupId ?? null,
     createdAt: now,
   }
   // Prepared statements on the transaction's own connection: this runs once per tenant per hour.
-  q.insertEntry.run(row.id, row.tenantId, row.seq, row.kind, row.amountMicros, row.balanceAfterMicros, row.occurredAt, row.chargeDay, row.chargeHour, row.detail, row.calculationId, row.paymentRef, row.createdAt)
+  q.insertEntry.run(row.id, row.tenantId, row.seq, row.kind, row.amountMicros, row.balanceAfterMicros, row.occurredAt, row.chargeDay, row.chargeHour, row.detail, row.calculationId, row.paymentRef, row.topupId, row.createdAt)
   q.upsertBalance.run(e.tenantId, balance, seq, now)
   const state = (q.accountState.get(e.tenantId) as { account_state: 'active' | 'grace' | 'frozen' } | null)?.account_state
   if (state) followBalance(tx, deps, e.tenantId, state, balance, e.kind)
@@ -53,7 +54,7 @@ function statements(sqlite: Database): LedgerStatements {
     s = {
       balance: sqlite.prepare('SELECT balance_micros, last_seq FROM balances WHERE tenant_id = ?'),
       insertEntry: sqlite.prepare(
-        'INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_day, charge_hour, detail, calculation_id, payment_ref, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_day, charge_hour, detail, calculation_id, payment_ref, topup_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       upsertBalance: sqlite.prepare(
         'INSERT INTO balances (tenant_id, balance_micros, last_seq, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id) DO UPDATE SET balance_micros = excluded.balance_micros, last_seq = excluded.last_seq, updated_at = excluded.updated_at',

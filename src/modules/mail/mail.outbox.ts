@@ -3,16 +3,48 @@ import { mailOutbox } from '../../../db/schema'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Clock } from '../../platform/clock'
 import type { Logger } from '../../platform/logger'
+import { open, seal } from '../../platform/secrets'
 import type { MailTransport } from './mail.transport'
 
-export type MailMessage = { to: string; subject: string; text: string; html: string; template: string }
+/** `validForSeconds`: how long what the message carries (a code) works; it is not sent after that. */
+export type MailMessage = { to: string; subject: string; text: string; html: string; template: string; validForSeconds?: number }
+type Words = Pick<MailMessage, 'subject' | 'text' | 'html'>
+type OutboxRow = typeof mailOutbox.$inferSelect
 
-/** Queues a message inside the caller's transaction; it is sent only if that transaction commits. */
-export function enqueueMail(tx: DbOrTx, ctx: { newId: () => string; clock: Clock }, message: MailMessage): string {
+/** The words are sealed under the mail key and bound to the row's id (a box cannot be moved to another row). */
+const sealWords = (key: Buffer, id: string, w: Words) => seal(key, JSON.stringify({ subject: w.subject, text: w.text, html: w.html }), `mail:${id}`)
+function wordsOf(key: Buffer, row: OutboxRow): Words {
+  // Rows queued before the words were sealed (an upgrade with mail waiting) still carry them in clear.
+  if (!row.sealedBody) return { subject: row.subject, text: row.text, html: row.html }
+  return JSON.parse(open(key, row.sealedBody, `mail:${row.id}`).toString('utf8')) as Words
+}
+
+/**
+ * Queues a message inside the caller's transaction; it is sent only if that transaction commits.
+ * Nothing readable of its words is stored: they may hold a sign-in code while the mail server is down.
+ */
+export function enqueueMail(tx: DbOrTx, ctx: { newId: () => string; clock: Clock; keys: { mail: Buffer } }, message: MailMessage): string {
   const id = ctx.newId()
   const now = ctx.clock.nowUs()
+  const expiresAt = message.validForSeconds === undefined ? null : now + message.validForSeconds * 1_000_000
   withTransaction(tx, (t) =>
-    t.insert(mailOutbox).values({ id, ...message, status: 'pending', attempts: 0, nextAttemptAt: now, createdAt: now }).run(),
+    t
+      .insert(mailOutbox)
+      .values({
+        id,
+        to: message.to,
+        template: message.template,
+        subject: `[${message.template}]`,
+        text: '',
+        html: '',
+        sealedBody: sealWords(ctx.keys.mail, id, message),
+        expiresAt,
+        status: 'pending',
+        attempts: 0,
+        nextAttemptAt: now,
+        createdAt: now,
+      })
+      .run(),
   )
   return id
 }
@@ -28,14 +60,15 @@ export function retryDelaySeconds(attempts: number): number {
 /**
  * Sends every due message once. Each message is claimed (its next attempt pushed past the send)
  * before it is sent, so two processes never send the same one; a failure schedules a retry with
- * backoff, and after 10 attempts the message is marked failed.
+ * backoff, and after 10 attempts the message is marked failed. A message whose code has expired is
+ * marked dropped instead of sent: it could only confuse, and its words are forgotten.
  */
 export class MailDispatcher {
   #running: Promise<number> | null = null
   #again = false
 
   constructor(
-    private readonly ctx: { db: DbOrTx; clock: Clock; log: Logger },
+    private readonly ctx: { db: DbOrTx; clock: Clock; log: Logger; key: Buffer },
     private readonly transport: MailTransport,
   ) {}
 
@@ -71,10 +104,11 @@ export class MailDispatcher {
   }
 
   async #dispatch(): Promise<number> {
-    const { db, clock, log } = this.ctx
+    const { db, clock, log, key } = this.ctx
     let sent = 0
     for (;;) {
       const now = clock.nowUs()
+      this.#dropExpired(now)
       const row = withTransaction(db, (tx) => {
         const due = tx
           .select()
@@ -92,10 +126,14 @@ export class MailDispatcher {
       })
       if (!row) return sent
       try {
-        await this.transport.send(row)
+        await this.transport.send({ id: row.id, to: row.to, ...wordsOf(key, row) })
         // A sent message's words are not kept: they may hold a sign-in code.
         withTransaction(db, (tx) =>
-          tx.update(mailOutbox).set({ status: 'sent', sentAt: clock.nowUs(), lastError: null, subject: `[${row.template}]`, text: '', html: '' }).where(eq(mailOutbox.id, row.id)).run(),
+          tx
+            .update(mailOutbox)
+            .set({ status: 'sent', sentAt: clock.nowUs(), lastError: null, subject: `[${row.template}]`, text: '', html: '', sealedBody: null })
+            .where(eq(mailOutbox.id, row.id))
+            .run(),
         )
         sent++
       } catch (e) {
@@ -117,5 +155,20 @@ export class MailDispatcher {
         return sent
       }
     }
+  }
+
+  /** Marks pending messages whose code expired as dropped (never sent) and forgets their words. */
+  #dropExpired(now: number): void {
+    const { db, log } = this.ctx
+    const dropped = withTransaction(db, (tx) => {
+      const due = tx.select({ id: mailOutbox.id, template: mailOutbox.template }).from(mailOutbox).where(and(eq(mailOutbox.status, 'pending'), lte(mailOutbox.expiresAt, now))).all()
+      for (const m of due)
+        tx.update(mailOutbox)
+          .set({ status: 'dropped', subject: `[${m.template}]`, text: '', html: '', sealedBody: null, lastError: 'its code expired before it could be sent' })
+          .where(eq(mailOutbox.id, m.id))
+          .run()
+      return due
+    })
+    for (const m of dropped) log.info('mail dropped: its code expired before it could be sent', { mail_id: m.id, template: m.template })
   }
 }

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto'
 import { request } from 'undici'
 import type { Config } from '../../config'
-import { formatMoney, parseMoney } from '../../platform/money'
+import { decimalToMicrosFloor, formatMoney, parseDecimal, shareOfMicrosFloor } from '../../platform/money'
 import { safeEqual } from '../../platform/secrets'
 import { ProviderRejected, ProviderUnavailable, type PaymentMethod, type PaymentProvider, type ProviderPayment } from './provider'
 
@@ -13,6 +13,8 @@ import { ProviderRejected, ProviderUnavailable, type PaymentMethod, type Payment
  * GET /v1/payment/{id} before anything is credited.
  */
 const TIMEOUT_MS = 10_000
+/** Stands for price_amount while the invoice body is serialised (replaced by the decimal's digits). */
+const PRICE = '__gpuhq_price_amount__'
 
 const KINDS: Record<string, ProviderPayment['kind']> = {
   finished: 'finished',
@@ -31,11 +33,10 @@ export function nowpaymentsSignature(body: Record<string, unknown>, ipnSecret: s
   return createHmac('sha512', ipnSecret).update(JSON.stringify(body, Object.keys(body).sort())).digest('hex')
 }
 
+/** A USD figure of the API → micro-USD, exactly, rounded down past the sixth decimal. */
 const toMicros = (v: unknown): number | null => {
-  if (typeof v !== 'number' && typeof v !== 'string') return null
-  const n = Number(v)
-  if (!Number.isFinite(n) || n < 0) return null
-  return parseMoney(n.toFixed(6))
+  const d = parseDecimal(v)
+  return d === null ? null : decimalToMicrosFloor(d)
 }
 
 export function createNowPayments(config: Config): PaymentProvider {
@@ -48,14 +49,14 @@ export function createNowPayments(config: Config): PaymentProvider {
   ]
   const payCurrency: Record<string, string | undefined> = { usdt_tron: 'usdttrc20', btc: 'btc', eth: 'eth' }
 
-  async function call(method: 'GET' | 'POST', path: string, body?: unknown) {
+  async function call(method: 'GET' | 'POST', path: string, body?: string) {
     let res
     let text: string
     try {
       res = await request(`${np.apiUrl}${path}`, {
         method,
         headers: { 'x-api-key': np.apiKey, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body,
         headersTimeout: TIMEOUT_MS,
         bodyTimeout: TIMEOUT_MS,
         // Bun's built-in undici ignores headersTimeout/bodyTimeout: only the signal bounds the call.
@@ -80,8 +81,8 @@ export function createNowPayments(config: Config): PaymentProvider {
     name: 'nowpayments',
     methods,
     async createInvoice({ topupId, amountMicros, method, description }) {
-      const json = await call('POST', '/v1/invoice', {
-        price_amount: Number(formatMoney(amountMicros)),
+      const body = JSON.stringify({
+        price_amount: PRICE,
         price_currency: 'usd',
         ...(payCurrency[method] ? { pay_currency: payCurrency[method] } : {}),
         order_id: topupId,
@@ -90,6 +91,8 @@ export function createNowPayments(config: Config): PaymentProvider {
         success_url: `${config.publicUrl}/payments/return`,
         cancel_url: `${config.publicUrl}/payments/return`,
       })
+      // The API takes price_amount as a JSON number: written from the decimal string, never a float.
+      const json = await call('POST', '/v1/invoice', body.replace(`"${PRICE}"`, formatMoney(amountMicros)))
       const invoiceId = json.id === undefined || json.id === null ? null : String(json.id)
       if (!invoiceId || typeof json.invoice_url !== 'string') throw new ProviderUnavailable('nowpayments created no usable invoice')
       return { invoiceId, checkoutUrl: json.invoice_url }
@@ -120,13 +123,13 @@ export function createNowPayments(config: Config): PaymentProvider {
       const price = toMicros(p.price_amount)
       let confirmed: number | null = null
       if (kind === 'finished' || kind === 'partial') {
-        // Only top-level figures: the fiat value of what was actually paid, else its share of the price.
+        // Only top-level figures: the fiat value of what was actually paid, else its share of the
+        // price (price × paid ÷ due in integers, rounded down: never more than what arrived).
         const fiat = toMicros(p.actually_paid_at_fiat)
-        const paid = Number(p.actually_paid)
-        const due = Number(p.pay_amount)
+        const paid = parseDecimal(p.actually_paid)
+        const due = parseDecimal(p.pay_amount)
         if (fiat !== null && fiat > 0) confirmed = fiat
-        else if (price !== null && Number.isFinite(paid) && Number.isFinite(due) && due > 0 && paid >= 0)
-          confirmed = Math.round((price * paid) / due)
+        else if (price !== null && paid !== null && due !== null && due.units > 0n) confirmed = shareOfMicrosFloor(price, paid, due)
       }
       return {
         paymentId: String(p.payment_id ?? paymentId),

@@ -1,9 +1,10 @@
 import { createHmac } from 'node:crypto'
-import { eq } from 'drizzle-orm'
+import { and, eq } from 'drizzle-orm'
 import { sandboxInvoices, sandboxPayments } from '../../../db/schema'
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
+import { problems } from '../../platform/problem'
 import { deriveKey, safeEqual } from '../../platform/secrets'
 import type { PaymentMethod, PaymentProvider, ProviderPayment } from './provider'
 
@@ -77,15 +78,27 @@ export function createSandbox(deps: Deps): PaymentProvider {
   }
 }
 
-/** The checkout page's POST: record the outcome, then notify the service as a provider would. */
+/**
+ * The checkout page's POST: record the outcome, then notify the service as a provider would. Like a
+ * real provider, the sandbox never confirms more than was invoiced (a larger or non-positive amount
+ * answers 422), and an invoice paid by a finished outcome refuses every further outcome (409): the
+ * check and the payment are one transaction, so of many presses at once exactly one is accepted.
+ */
 export async function sandboxPay(deps: Deps, invoiceId: string, input: { outcome: (typeof SANDBOX_OUTCOMES)[number]; amountMicros: number | null }) {
   const inv = deps.db.select().from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, invoiceId)).get()
   if (!inv) return null
   const paymentId = deps.newId()
   const paid = input.amountMicros ?? inv.priceAmountMicros
-  withTransaction(deps.db, (tx) =>
-    tx.insert(sandboxPayments).values({ paymentId, invoiceId, status: input.outcome, priceAmountMicros: inv.priceAmountMicros, paidMicros: paid, createdAt: deps.clock.nowUs() }).run(),
-  )
+  if (paid <= 0) throw problems.field('/amount_usd', 'too_small', 'the amount paid must be above zero')
+  if (paid > inv.priceAmountMicros)
+    throw problems.field('/amount_usd', 'exceeds_invoice', `the invoice is for ${formatMoney(inv.priceAmountMicros)} USD; the sandbox never confirms more than was invoiced`)
+  withTransaction(deps.db, (tx) => {
+    const open = tx.select({ status: sandboxInvoices.status }).from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, invoiceId)).get()!
+    if (open.status !== 'open') throw problems.conflict('this invoice was already paid; it accepts no further outcome')
+    if (input.outcome === 'finished')
+      tx.update(sandboxInvoices).set({ status: 'paid' }).where(and(eq(sandboxInvoices.invoiceId, invoiceId), eq(sandboxInvoices.status, 'open'))).run()
+    tx.insert(sandboxPayments).values({ paymentId, invoiceId, status: input.outcome, priceAmountMicros: inv.priceAmountMicros, paidMicros: paid, createdAt: deps.clock.nowUs() }).run()
+  })
   const body = JSON.stringify({
     payment_id: paymentId,
     invoice_id: invoiceId,

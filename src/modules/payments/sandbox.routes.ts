@@ -54,8 +54,8 @@ export function sandboxRoutes(deps: Deps) {
       {
         params: t.Object({ invoice_id: t.String({ format: 'uuid' }) }),
         body: Type.Object({ outcome: Literals(SANDBOX_OUTCOMES), amount_usd: Type.Optional(Money()) }, { additionalProperties: false }),
-        response: responses({ 200: Type.Object({ payment_id: Type.String(), notification_status: Type.Integer() }) }, [404, 413, 415, 422]),
-        detail: { tags: ['billing'], summary: 'Sandbox: pay (or not) an invoice', description: 'Records the outcome and sends the signed notification to /api/v1/billing/providers/sandbox/notify, as a provider would.', security: [] },
+        response: responses({ 200: Type.Object({ payment_id: Type.String(), notification_status: Type.Integer() }) }, [404, 409, 413, 415, 422]),
+        detail: { tags: ['billing'], summary: 'Sandbox: pay (or not) an invoice', description: 'Records the outcome and sends the signed notification to /api/v1/billing/providers/sandbox/notify, as a provider would. An amount above the invoice (or not above zero) → 422; an invoice already paid by a finished outcome refuses every further outcome → 409.', security: [] },
       },
     )
 }

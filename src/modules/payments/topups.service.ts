@@ -1,6 +1,6 @@
-import { and, desc, eq, inArray, lt } from 'drizzle-orm'
-import { ledgerEntries, paymentNotifications, topups } from '../../../db/schema'
-import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
+import { and, desc, eq, lt } from 'drizzle-orm'
+import { paymentNotifications, topups } from '../../../db/schema'
+import { withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import { perDeps, type Deps } from '../../platform/context'
 import { decodeCursor, toPage } from '../../platform/cursor'
@@ -10,10 +10,11 @@ import { sha256Hex } from '../../platform/secrets'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import type { AuditContext } from '../audit/audit.context'
 import { recordAudit } from '../audit/audit.service'
-import { appendEntry } from '../billing/ledger'
+import { applyPayment } from './crediting'
 import { createNowPayments } from './nowpayments.provider'
 import { ProviderRejected, ProviderUnavailable, type PaymentMethod, type PaymentProvider, type ProviderPayment } from './provider'
 import { createSandbox } from './sandbox.provider'
+import { changeTopup as change, findTopupFor, TERMINAL, type TopupRow } from './topups.repository'
 
 /**
  * Top-ups (interface-spec "Top-up"): creating → partially_paid → succeeded, or review, expired,
@@ -21,12 +22,8 @@ import { createSandbox } from './sandbox.provider'
  * billing.reconcile) moves anything; the credit is the amount the provider confirmed, never the
  * invoiced one, and at most one ledger credit exists per provider payment (a unique index).
  */
-export type TopupRow = typeof topups.$inferSelect
+export type { TopupRow } from './topups.repository'
 export const INVOICE_TTL_US = 24 * 3_600_000_000
-const TERMINAL: TopupRow['status'][] = ['succeeded', 'review', 'expired', 'failed']
-
-/** Work done inside the crediting transaction when a top-up succeeds (the subscription feature adds one). */
-export const onTopupSucceeded: ((tx: Tx, deps: Deps, topup: TopupRow) => void)[] = []
 
 export const providers = perDeps(
   (deps): Map<string, PaymentProvider> =>
@@ -63,6 +60,8 @@ export function topupView(t: TopupRow) {
 export type CreateTopupInput = { amount_usd: string; payment_method: string; purpose?: { kind: string; target_plan?: string; change_id?: string } }
 
 export async function createTopup({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: CreateTopupInput }) {
+  // decisions.md: PAYMENT_PROVIDERS unset means no provider, and top-ups answer 503.
+  if (providers(deps).size === 0) throw problems.unavailable('no payment provider is enabled on this service (PAYMENT_PROVIDERS)', 3600)
   const method = paymentMethods(deps).find((m) => m.code === input.payment_method)
   if (!method) throw problems.field('/payment_method', 'unknown_method', 'read the codes from GET /billing/payment-methods')
   const amount = parseMoney(input.amount_usd)
@@ -117,12 +116,6 @@ export async function createTopup({ deps, actor, audit, input }: { deps: Deps; a
   }
 }
 
-function change(tx: DbOrTx, deps: Pick<Deps, 'clock'>, t: TopupRow, patch: Partial<TopupRow>): TopupRow {
-  const next = { ...t, ...patch, updatedAt: deps.clock.nowUs(), version: t.version + 1 }
-  tx.update(topups).set({ ...patch, updatedAt: next.updatedAt, version: next.version }).where(eq(topups.id, t.id)).run()
-  return next
-}
-
 export function getTopup({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
   const t = deps.db.select().from(topups).where(and(eq(topups.tenantId, actor.tenantId), eq(topups.id, id.toLowerCase()))).get()
   if (!t) throw problems.notFound('no such top-up')
@@ -138,50 +131,6 @@ export function listTopups({ deps, actor, input }: { deps: Deps; actor: Actor; i
   if (before) where.push(lt(topups.id, before))
   const rows = deps.db.select().from(topups).where(and(...where)).orderBy(desc(topups.id)).limit(limit + 1).all()
   return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, topupView)
-}
-
-/**
- * Applies what the provider says about a payment to its top-up, in one transaction with the
- * credit. A terminal top-up never moves back; a payment that disagrees with the top-up (order,
- * invoice, currency) or carries an unknown status sends it to review.
- */
-export function applyPayment(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment): TopupRow {
-  const base = { providerStatus: p.status.slice(0, 64), paymentId: t.paymentId ?? p.paymentId }
-  const review = (reason: string) => (t.status === 'succeeded' ? change(tx, deps, t, { ...base, reviewReason: reason }) : change(tx, deps, t, { ...base, status: 'review', reviewReason: reason }))
-  if (p.orderId !== null && p.orderId !== t.id) return review('order_mismatch')
-  if (p.invoiceId !== null && t.invoiceId !== null && p.invoiceId !== t.invoiceId) return review('invoice_mismatch')
-  if (p.priceCurrency !== null && p.priceCurrency !== 'usd') return review('currency_mismatch')
-  if (p.kind === 'unknown') return t.status === 'succeeded' ? t : review('unknown_provider_status')
-  if (p.kind === 'finished') {
-    if (t.status === 'review' || t.status === 'failed') return change(tx, deps, t, base) // a human decides
-    if (p.confirmedMicros === null || p.confirmedMicros <= 0) return review('no_confirmed_amount')
-    const ref = `${t.provider}:${p.paymentId}`
-    const already = tx.select({ id: ledgerEntries.id }).from(ledgerEntries).where(eq(ledgerEntries.paymentRef, ref)).get()
-    if (already) return t.status === 'succeeded' ? t : change(tx, deps, t, { ...base, status: 'succeeded', succeededAt: deps.clock.nowUs() })
-    appendEntry(tx, deps, { tenantId: t.tenantId, kind: 'topup', amountMicros: p.confirmedMicros, occurredAt: deps.clock.nowUs(), detail: `top-up ${t.id} via ${t.provider} (${t.paymentMethod}), payment ${p.paymentId}`, paymentRef: ref })
-    const next = change(tx, deps, t, { ...base, status: 'succeeded', creditedMicros: t.creditedMicros + p.confirmedMicros, succeededAt: t.succeededAt ?? deps.clock.nowUs() })
-    if (t.status !== 'succeeded') for (const hook of onTopupSucceeded) hook(tx, deps, next)
-    return next
-  }
-  if (TERMINAL.includes(t.status)) {
-    // A late non-final report never moves a terminal top-up back; a refund after a credit needs a human.
-    if (p.kind === 'refunded' && t.status === 'succeeded') return change(tx, deps, t, { ...base, reviewReason: 'refunded_after_credit' })
-    return t
-  }
-  if (p.kind === 'partial') return change(tx, deps, t, { ...base, status: 'partially_paid' })
-  if (p.kind === 'pending') return change(tx, deps, t, base)
-  if (p.kind === 'expired') return change(tx, deps, t, { ...base, status: 'expired' })
-  if (p.kind === 'failed') return change(tx, deps, t, { ...base, status: 'failed' })
-  return review('refunded_before_credit')
-}
-
-function findTopupFor(tx: DbOrTx, provider: string, n: { invoiceId: string | null; orderId: string | null }): TopupRow | undefined {
-  if (n.invoiceId) {
-    const byInvoice = tx.select().from(topups).where(and(eq(topups.provider, provider), eq(topups.invoiceId, n.invoiceId))).get()
-    if (byInvoice) return byInvoice
-  }
-  if (n.orderId) return tx.select().from(topups).where(and(eq(topups.provider, provider), eq(topups.id, n.orderId))).get()
-  return undefined
 }
 
 /**
@@ -209,30 +158,4 @@ export async function handleNotification({ deps, providerName, rawBody, headers 
       .run()
     return { received: true, topup_status: t ? outcome : null }
   })
-}
-
-/** billing.reconcile: re-reads open top-ups from their provider; expires unpaid ones past their invoice's life. */
-export async function reconcileTopups(deps: Deps): Promise<string> {
-  const open = deps.db.select().from(topups).where(inArray(topups.status, ['creating', 'partially_paid'])).all()
-  let settled = 0
-  let expired = 0
-  let unreachable = 0
-  for (const t of open) {
-    const provider = providers(deps).get(t.provider)
-    if (t.paymentId && provider) {
-      try {
-        const p = await provider.fetchPayment(t.paymentId)
-        withTransaction(deps.db, (tx) => {
-          const cur = tx.select().from(topups).where(eq(topups.id, t.id)).get()!
-          if (applyPayment(tx, deps, cur, p).status !== cur.status) settled++
-        })
-      } catch {
-        unreachable++
-      }
-    } else if (t.expiresAt < deps.clock.nowUs()) {
-      withTransaction(deps.db, (tx) => change(tx, deps, t, { status: 'expired' }))
-      expired++
-    }
-  }
-  return `${open.length} open top-ups: ${settled} settled or flagged, ${expired} expired, ${unreachable} unreadable`
 }

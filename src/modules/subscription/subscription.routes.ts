@@ -7,8 +7,7 @@ import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { Literals, Money, Nullable, responses, Timestamp, Uuid } from '../../platform/schemas'
 import { auditContextOf } from '../audit/audit.context'
-import { onTopupSucceeded } from '../payments/topups.service'
-import { activateOnTopup, cancelChange, getSubscription, orderChange, quote } from './subscription.service'
+import { cancelChange, getSubscription, orderChange, quote } from './subscription.service'
 
 const tags = ['subscription']
 const PlanCode = Type.String({ pattern: '^[a-z][a-z0-9_-]{1,63}$', minLength: 2, maxLength: 64 })
@@ -45,13 +44,7 @@ const Change = Type.Object({
   refused_at: Nullable(Timestamp()),
 })
 
-let hooked = false
-
 export function subscriptionRoutes(deps: Deps) {
-  if (!hooked) {
-    onTopupSucceeded.push(activateOnTopup)
-    hooked = true
-  }
   return new Elysia({ name: 'subscription', prefix: '/api/v1' })
     .get(
       '/subscription',

@@ -1,5 +1,5 @@
-import { and, desc, eq, inArray, lte } from 'drizzle-orm'
-import { notificationEvents, planPeriods, subscriptionChanges, tenants, topups } from '../../../db/schema'
+import { and, desc, eq, inArray } from 'drizzle-orm'
+import { subscriptionChanges, tenants, topups } from '../../../db/schema'
 import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
@@ -10,6 +10,7 @@ import { daysInMonth, formatNullableTimestamp, formatTimestamp, parseDay, US_PER
 import type { AuditContext } from '../audit/audit.context'
 import { recordAudit, recordSystemEvent } from '../audit/audit.service'
 import { balanceOf } from '../billing/ledger'
+import { assignPlan, hourStartOf } from '../plans/plan-history'
 import { findPlan, type PlanRow } from '../plans/plans.repository'
 import { planView } from '../plans/plans.routes'
 import { countManagedServers } from '../tokens/tokens.repository'
@@ -45,7 +46,7 @@ function firstOfNextMonth(nowUs: number): string {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)).toISOString().slice(0, 10)
 }
 
-type Quote = {
+export type Quote = {
   current: PlanRow
   target: PlanRow
   direction: ChangeRow['direction']
@@ -57,7 +58,7 @@ type Quote = {
   billingDay: string
 }
 
-function computeQuote(db: DbOrTx, tenant: TenantRow, targetCode: string, now: number): Quote {
+export function computeQuote(db: DbOrTx, tenant: TenantRow, targetCode: string, now: number): Quote {
   if (!tenant.planCode) throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
   const target = findPlan(db, targetCode)
   if (!target) throw problems.notFound(`no plan ${targetCode}`)
@@ -120,16 +121,17 @@ function pendingChange(db: DbOrTx, tenantId: string): ChangeRow | undefined {
   return db.select().from(subscriptionChanges).where(and(eq(subscriptionChanges.tenantId, tenantId), inArray(subscriptionChanges.status, PENDING))).get()
 }
 
-function bumpVersion(tx: DbOrTx, tenant: TenantRow): void {
+export function bumpVersion(tx: DbOrTx, tenant: TenantRow): void {
   tx.update(tenants).set({ subscriptionVersion: tenant.subscriptionVersion + 1 }).where(eq(tenants.id, tenant.id)).run()
 }
 
-/** Switches the tenant's plan: entitlements now, prices from `billingDay` (plan_periods). */
+/**
+ * Switches the tenant's plan: entitlements now; prices from `billingDay` 00:00 UTC, or from the start
+ * of the current hour when that is later, so an hour that already passed is never re-priced.
+ */
 export function switchPlan(tx: DbOrTx, deps: Pick<Deps, 'clock'>, tenantId: string, fromPlan: string | null, toPlan: string, billingDay: string): void {
-  const now = deps.clock.nowUs()
-  // The hours before the change keep the plan they had, even when booked later.
-  if (fromPlan) tx.insert(planPeriods).values({ tenantId, effectiveDay: '0000-01-01', planCode: fromPlan, createdAt: now }).onConflictDoNothing().run()
-  tx.insert(planPeriods).values({ tenantId, effectiveDay: billingDay, planCode: toPlan, createdAt: now }).onConflictDoUpdate({ target: [planPeriods.tenantId, planPeriods.effectiveDay], set: { planCode: toPlan, createdAt: now } }).run()
+  const from = Math.max(parseDay(billingDay)!, hourStartOf(deps.clock.nowUs()))
+  assignPlan(tx, deps, tenantId, fromPlan, toPlan, from)
   tx.update(tenants).set({ planCode: toPlan }).where(eq(tenants.id, tenantId)).run()
 }
 
@@ -246,42 +248,4 @@ export function activateOnTopup(tx: Tx, deps: Deps, topup: { id: string; tenantI
   tx.update(subscriptionChanges).set({ status: 'applied', appliedAt: now, topupId: pending.topupId ?? topup.id, billingEffectiveDay: q.billingDay }).where(eq(subscriptionChanges.id, pending.id)).run()
   bumpVersion(tx, tenant)
   recordSystemEvent(tx, deps, tenant.id, 'subscription.change.applied', `${pending.targetPlan} after top-up ${topup.id}`)
-}
-
-/** subscription.fire: on the effective day, re-read the rule and apply or refuse each scheduled change. */
-export function fireScheduled(deps: Deps): string {
-  const now = deps.clock.nowUs()
-  const due = deps.db.select().from(subscriptionChanges).where(and(eq(subscriptionChanges.status, 'scheduled'), lte(subscriptionChanges.effectiveAt, now))).all()
-  let applied = 0
-  let refused = 0
-  for (const c of due)
-    withTransaction(deps.db, (tx) => {
-      const cur = tx.select().from(subscriptionChanges).where(eq(subscriptionChanges.id, c.id)).get()!
-      if (cur.status !== 'scheduled') return
-      const tenant = findTenant(tx, c.tenantId)!
-      let reason: ChangeRow['refusalReason'] = null
-      let q: Quote | null = null
-      try {
-        q = computeQuote(tx, tenant, c.targetPlan, now)
-      } catch {
-        reason = 'direction_changed' // the target became contract-priced or left the catalogue
-      }
-      if (q && q.direction === 'upgrade') reason = 'direction_changed'
-      else if (q && q.unitDaily !== null && q.unitDaily * q.managed > q.balance && q.unitDaily * q.managed > 0) reason = 'reserve_not_covered'
-      if (reason) {
-        tx.update(subscriptionChanges).set({ status: 'refused', refusalReason: reason, refusedAt: now }).where(eq(subscriptionChanges.id, c.id)).run()
-        tx.insert(notificationEvents)
-          .values({ id: deps.newId(), tenantId: c.tenantId, category: 'payment', kind: 'subscription.change_refused', payload: JSON.stringify({ change_id: c.id, target_plan: c.targetPlan, reason }), createdAt: now })
-          .run()
-        recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.refused', `${c.targetPlan}: ${reason}`)
-        refused++
-      } else {
-        switchPlan(tx, deps, tenant.id, tenant.planCode, c.targetPlan, c.billingEffectiveDay)
-        tx.update(subscriptionChanges).set({ status: 'applied', appliedAt: now }).where(eq(subscriptionChanges.id, c.id)).run()
-        recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.applied', c.targetPlan)
-        applied++
-      }
-      bumpVersion(tx, tenant)
-    })
-  return `${due.length} due: ${applied} applied, ${refused} refused`
 }

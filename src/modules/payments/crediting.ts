@@ -1,0 +1,100 @@
+import { and, eq, inArray } from 'drizzle-orm'
+import { ledgerEntries, topups, unsettledPayments } from '../../../db/schema'
+import { changesOf, type Tx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { formatNullableMoney } from '../../platform/money'
+import { appendEntry } from '../billing/ledger'
+import type { ProviderPayment } from './provider'
+import { changeTopup, TERMINAL, topupById, type TopupRow } from './topups.repository'
+
+/** The states a finished payment may move to succeeded (expired too: money that arrived is not dropped). */
+const CREDITABLE: TopupRow['status'][] = ['creating', 'partially_paid', 'expired']
+
+/**
+ * Applies what the provider says about a payment to its top-up, inside the caller's transaction
+ * (BEGIN IMMEDIATE), together with the credit. A terminal top-up never moves back; a payment that
+ * disagrees with the top-up (order, invoice, currency) or carries an unknown status sends it to review.
+ *
+ * A top-up is credited at most once, whatever arrives in whatever order or concurrency: the credit
+ * is booked only by the one transaction whose conditional UPDATE moves the top-up to succeeded, and
+ * the ledger's unique index on a top-up's credit refuses a second one in the database itself. A
+ * further finished payment credits nothing and is recorded in unsettled_payments for the operator.
+ */
+export function applyPayment(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment): TopupRow {
+  const base = { providerStatus: p.status.slice(0, 64), paymentId: t.paymentId ?? p.paymentId }
+  const review = (reason: string) =>
+    t.status === 'succeeded' ? changeTopup(tx, deps, t, { ...base, reviewReason: reason }) : changeTopup(tx, deps, t, { ...base, status: 'review', reviewReason: reason })
+  if (p.orderId !== null && p.orderId !== t.id) return review('order_mismatch')
+  if (p.invoiceId !== null && t.invoiceId !== null && p.invoiceId !== t.invoiceId) return review('invoice_mismatch')
+  if (p.priceCurrency !== null && p.priceCurrency !== 'usd') return review('currency_mismatch')
+  if (p.kind === 'unknown') return t.status === 'succeeded' ? t : review('unknown_provider_status')
+  if (p.kind === 'finished') return applyFinished(tx, deps, t, p, base, review)
+  if (TERMINAL.includes(t.status)) {
+    // A late non-final report never moves a terminal top-up back; a refund after a credit needs a human.
+    if (p.kind === 'refunded' && t.status === 'succeeded') return changeTopup(tx, deps, t, { ...base, reviewReason: 'refunded_after_credit' })
+    return t
+  }
+  if (p.kind === 'partial') return changeTopup(tx, deps, t, { ...base, status: 'partially_paid' })
+  if (p.kind === 'pending') return changeTopup(tx, deps, t, base)
+  if (p.kind === 'expired') return changeTopup(tx, deps, t, { ...base, status: 'expired' })
+  if (p.kind === 'failed') return changeTopup(tx, deps, t, { ...base, status: 'failed' })
+  return review('refunded_before_credit')
+}
+
+function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base: Partial<TopupRow>, review: (reason: string) => TopupRow): TopupRow {
+  const ref = `${t.provider}:${p.paymentId}`
+  // This very payment was credited already (a replayed notification, reconcile after the IPN).
+  if (tx.select({ id: ledgerEntries.id }).from(ledgerEntries).where(eq(ledgerEntries.paymentRef, ref)).get()) return t
+  if (t.status === 'succeeded') return recordUnsettled(tx, deps, t, p, 'topup_already_credited')
+  if (t.status === 'review' || t.status === 'failed') {
+    // A human decides about the top-up; the money that arrived is on their list too.
+    recordUnsettled(tx, deps, t, p, t.status === 'review' ? 'topup_in_review' : 'topup_failed')
+    return changeTopup(tx, deps, t, base)
+  }
+  if (p.confirmedMicros === null || p.confirmedMicros <= 0) return review('no_confirmed_amount')
+  const now = deps.clock.nowUs()
+  const version = t.version + 1
+  // The claim: only the transaction that moves the top-up out of a creditable state credits it.
+  const claimed = changesOf(
+    tx
+      .update(topups)
+      .set({ ...base, status: 'succeeded', creditedMicros: p.confirmedMicros, succeededAt: t.succeededAt ?? now, updatedAt: now, version })
+      .where(and(eq(topups.id, t.id), inArray(topups.status, CREDITABLE)))
+      .run(),
+  )
+  if (claimed !== 1) return recordUnsettled(tx, deps, topupById(tx, t.id)!, p, 'topup_already_credited')
+  appendEntry(tx, deps, {
+    tenantId: t.tenantId,
+    kind: 'topup',
+    amountMicros: p.confirmedMicros,
+    occurredAt: now,
+    detail: `top-up ${t.id} via ${t.provider} (${t.paymentMethod}), payment ${p.paymentId}`,
+    paymentRef: ref,
+    topupId: t.id,
+  })
+  const next: TopupRow = { ...t, ...base, status: 'succeeded', creditedMicros: p.confirmedMicros, succeededAt: t.succeededAt ?? now, updatedAt: now, version }
+  // Reactions (a paid upgrade) run inside this transaction: they commit exactly with the credit.
+  deps.events.emit('topup.succeeded', { tx, topup: { id: next.id, tenantId: next.tenantId, changeId: next.changeId } })
+  return next
+}
+
+/** Records a finished payment that credited nothing (once per provider payment) and says so in the log. */
+function recordUnsettled(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, reason: (typeof unsettledPayments.$inferInsert)['reason']): TopupRow {
+  const inserted = changesOf(
+    tx
+      .insert(unsettledPayments)
+      .values({ id: deps.newId(), tenantId: t.tenantId, topupId: t.id, provider: t.provider, paymentId: p.paymentId, amountMicros: p.confirmedMicros, reason, recordedAt: deps.clock.nowUs() })
+      .onConflictDoNothing()
+      .run(),
+  )
+  if (inserted === 1)
+    deps.log.warn('a finished payment credited nothing; listed for the operator (scripts/admin unsettled-payments)', {
+      topup_id: t.id,
+      tenant_id: t.tenantId,
+      provider: t.provider,
+      payment_id: p.paymentId,
+      amount_usd: formatNullableMoney(p.confirmedMicros),
+      reason,
+    })
+  return t
+}

@@ -1,0 +1,65 @@
+import { and, eq, lte } from 'drizzle-orm'
+import { notificationEvents, subscriptionChanges } from '../../../db/schema'
+import { withTransaction, type Tx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { ProblemError } from '../../platform/problem'
+import { recordSystemEvent } from '../audit/audit.service'
+import { findTenant } from '../tenants/tenants.repository'
+import { bumpVersion, computeQuote, switchPlan, type ChangeRow, type Quote } from './subscription.service'
+
+/**
+ * subscription.fire: on the effective day, re-read the rule and apply or refuse each scheduled change.
+ * Only a target that became contract-priced or left the catalogue (the rule's own answers) refuses
+ * with direction_changed; any other failure is logged with the job run and the change, rolls that
+ * change's transaction back so it stays scheduled for the next run, and fails this run.
+ */
+export function fireScheduled(deps: Deps, run: { job: string; period: string } = { job: 'subscription.fire', period: 'manual' }): string {
+  const now = deps.clock.nowUs()
+  const due = deps.db.select().from(subscriptionChanges).where(and(eq(subscriptionChanges.status, 'scheduled'), lte(subscriptionChanges.effectiveAt, now))).all()
+  let applied = 0
+  let refused = 0
+  const failed: string[] = []
+  for (const c of due) {
+    try {
+      const outcome = withTransaction(deps.db, (tx) => fireOne(tx, deps, c.id, now))
+      if (outcome === 'applied') applied++
+      else if (outcome === 'refused') refused++
+    } catch (e) {
+      failed.push(c.id)
+      deps.log.error('firing a scheduled plan change failed; it stays scheduled and the next run retries it', { ...run, change_id: c.id, tenant_id: c.tenantId, error: e })
+    }
+  }
+  const summary = `${due.length} due: ${applied} applied, ${refused} refused`
+  if (failed.length) throw new Error(`${summary}, ${failed.length} failed and stay scheduled (see the log): ${failed.join(', ')}`)
+  return summary
+}
+
+function fireOne(tx: Tx, deps: Deps, id: string, now: number): 'applied' | 'refused' | 'skipped' {
+  const c = tx.select().from(subscriptionChanges).where(eq(subscriptionChanges.id, id)).get()!
+  if (c.status !== 'scheduled') return 'skipped'
+  const tenant = findTenant(tx, c.tenantId)!
+  let reason: ChangeRow['refusalReason'] = null
+  let q: Quote | null = null
+  try {
+    q = computeQuote(tx, tenant, c.targetPlan, now)
+  } catch (e) {
+    // The rule's own refusals: the target became contract-priced or left the catalogue.
+    if (!(e instanceof ProblemError)) throw e
+    reason = 'direction_changed'
+  }
+  if (q && q.direction === 'upgrade') reason = 'direction_changed'
+  else if (q && q.unitDaily !== null && q.unitDaily * q.managed > q.balance && q.unitDaily * q.managed > 0) reason = 'reserve_not_covered'
+  if (reason) {
+    tx.update(subscriptionChanges).set({ status: 'refused', refusalReason: reason, refusedAt: now }).where(eq(subscriptionChanges.id, c.id)).run()
+    tx.insert(notificationEvents)
+      .values({ id: deps.newId(), tenantId: c.tenantId, category: 'payment', kind: 'subscription.change_refused', payload: JSON.stringify({ change_id: c.id, target_plan: c.targetPlan, reason }), createdAt: now })
+      .run()
+    recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.refused', `${c.targetPlan}: ${reason}`)
+  } else {
+    switchPlan(tx, deps, tenant.id, tenant.planCode, c.targetPlan, c.billingEffectiveDay)
+    tx.update(subscriptionChanges).set({ status: 'applied', appliedAt: now }).where(eq(subscriptionChanges.id, c.id)).run()
+    recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.applied', c.targetPlan)
+  }
+  bumpVersion(tx, tenant)
+  return reason ? 'refused' : 'applied'
+}

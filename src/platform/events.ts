@@ -1,0 +1,38 @@
+/**
+ * A small typed in-process event bus: how one module reacts to what another did without importing
+ * it or keeping module-level state. The composition root (src/reactions.ts, called by buildDeps)
+ * registers every reaction, so a process that only runs jobs reacts exactly as one serving HTTP.
+ *
+ * Semantics, chosen for money: `emit` runs every handler synchronously, in registration order,
+ * before it returns. An event that carries a transaction (`tx`) is emitted inside it, so what the
+ * handlers write commits or rolls back with the change that caused it (a paid upgrade is applied
+ * exactly when its credit is booked). A handler that throws aborts the emitter, and with it that
+ * transaction; nothing is swallowed here. Side effects outside the database belong after commit.
+ */
+export type EventHandler<P> = (payload: P) => void
+
+export interface EventBus<Events extends Record<string, unknown>> {
+  /** Registers a handler; returns a function that removes it. */
+  on<K extends keyof Events>(name: K, handler: EventHandler<Events[K]>): () => void
+  /** Runs every handler of `name` now, in registration order. */
+  emit<K extends keyof Events>(name: K, payload: Events[K]): void
+}
+
+export function createEventBus<Events extends Record<string, unknown>>(): EventBus<Events> {
+  const handlers = new Map<keyof Events, EventHandler<never>[]>()
+  return {
+    on(name, handler) {
+      const list = handlers.get(name) ?? []
+      list.push(handler as EventHandler<never>)
+      handlers.set(name, list)
+      return () => {
+        const i = list.indexOf(handler as EventHandler<never>)
+        if (i >= 0) list.splice(i, 1)
+      }
+    },
+    emit(name, payload) {
+      // A copy, so a handler that registers or removes another does not change this emit.
+      for (const handler of [...(handlers.get(name) ?? [])]) (handler as EventHandler<typeof payload>)(payload)
+    },
+  }
+}

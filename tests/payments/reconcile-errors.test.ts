@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { balanceMicros, getTopup, ipn, npTopup, runReconcile, startPaymentsApp, topupEntries, type PaymentsApp } from '../support/payments'
+
+/**
+ * Issue 13 finding 13: a failure while crediting in billing.reconcile is not "provider unreachable".
+ * It is logged with the job run and the top-up, leaves the top-up as it was, fails the run, and a
+ * later run settles it. The fault is a real database failure (a trigger refusing the ledger insert
+ * on this app's own connection), not a stand-in for our code.
+ */
+let app: PaymentsApp
+beforeAll(async () => {
+  app = await startPaymentsApp('nowpayments')
+})
+afterAll(() => app.stop())
+
+async function runJob(name: string) {
+  const res = await app.fetch(`/api/v1/_test/jobs/${name}/run`, { method: 'POST' })
+  expect(res.status).toBe(200)
+  return (await res.json()) as { outcome: string; detail: string | null }
+}
+
+describe('billing.reconcile when crediting fails', () => {
+  test('the run fails and names the top-up, the error is logged with the job run, nothing counts as unreadable, and the next run credits it once', async () => {
+    const { owner, topup } = await npTopup(app, '25.00')
+    const p = app.np.pay(topup.invoice_id!, { status: 'waiting' })
+    await ipn(app, p.payment_id)
+    app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25, paymentId: p.payment_id }) // its IPN is lost
+
+    app.deps.sqlite.run(
+      `CREATE TEMP TRIGGER reconcile_fault BEFORE INSERT ON ledger_entries WHEN NEW.tenant_id = '${owner.tenantId}' BEGIN SELECT RAISE(ABORT, 'injected ledger fault'); END`,
+    )
+    const logsBefore = app.logs.length
+    let run
+    try {
+      run = await runJob('billing.reconcile')
+    } finally {
+      app.deps.sqlite.run('DROP TRIGGER reconcile_fault')
+    }
+    expect(run.outcome).toBe('failed')
+    expect(run.detail).toContain(topup.id)
+    expect(run.detail).toContain('1 failed')
+    expect(run.detail).not.toMatch(/[1-9]\d* unreadable/)
+    const logged = app.logs.slice(logsBefore).filter((l) => l.level === 'error' && l.topup_id === topup.id)
+    expect(logged).toHaveLength(1)
+    expect(logged[0]).toMatchObject({ job: 'billing.reconcile', period: expect.stringMatching(/^manual:/) })
+    expect(JSON.stringify(logged[0]!.error)).toContain('injected ledger fault')
+    // Nothing half-done: the top-up, the ledger and the balance are as they were.
+    expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'creating', credited_usd: '0.00' })
+    expect(topupEntries(app, owner.tenantId)).toEqual([])
+
+    await runReconcile(app)
+    expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
+    expect(await balanceMicros(app, owner)).toBe(25_000_000)
+  })
+
+  test('only a provider that cannot be reached counts as unreadable, and it is logged as such', async () => {
+    const { owner, topup } = await npTopup(app, '25.00')
+    const p = app.np.pay(topup.invoice_id!, { status: 'waiting' })
+    await ipn(app, p.payment_id)
+    app.np.fail('500', 'payment')
+    const logsBefore = app.logs.length
+    try {
+      const run = await runReconcile(app)
+      expect(run.detail).toContain('1 unreadable')
+    } finally {
+      app.np.fail('none')
+    }
+    expect(app.logs.slice(logsBefore).some((l) => l.level === 'warn' && l.topup_id === topup.id && l.job === 'billing.reconcile')).toBe(true)
+    expect((await getTopup(app, owner, topup.id)).status).toBe('creating')
+  })
+})
