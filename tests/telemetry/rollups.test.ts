@@ -49,8 +49,10 @@ describe('a 5-minute bucket', () => {
     expect(p.avg!).toBeCloseTo(59.9, 9)
     expect(p.p50!).toBeCloseTo(percentileCont(values, 0.5), 9) // (59 + 61) / 2 = 60
     expect(p.p50!).toBeCloseTo(60, 9)
-    expect(p.p95!).toBeCloseTo(percentileCont(values, 0.95), 9) // 70 + 0.55 × (75 − 70) = 72.75
-    expect(p.p95!).toBeCloseTo(72.75, 9)
+    // 70 + 0.55 × (75 − 70) = 72.75, stored as computed; the answer gives °C to 0.1.
+    expect(rollupRow(app, serverId, 'temperature_c', 0, 300, BASE)!.p95!).toBeCloseTo(percentileCont(values, 0.95), 9)
+    expect(rollupRow(app, serverId, 'temperature_c', 0, 300, BASE)!.p95!).toBeCloseTo(72.75, 9)
+    expect(p.p95).toBe(72.8)
     expect(p.last).toBe(53)
     expect(rollupRow(app, serverId, 'temperature_c', 0, 300, BASE)?.samples).toBe(10)
   })
@@ -101,7 +103,9 @@ describe('an hourly bucket', () => {
     const p = pointAt(seriesOf(snap, 'power_w', 1), h)
     expect(p.min).toBe(50)
     expect(p.max).toBe(380)
-    expect(p.avg!).toBeCloseTo(values.reduce((a, b) => a + b, 0) / values.length, 9)
+    // 1996 / 15 = 133.0666…, stored as computed; the answer gives watts to 0.1.
+    expect(rollupRow(app, serverId, 'power_w', 1, 3600, h)!.avg!).toBeCloseTo(values.reduce((a, b) => a + b, 0) / values.length, 9)
+    expect(p.avg).toBe(133.1)
     expect(p.p50!).toBeCloseTo(percentileCont(values, 0.5), 9)
     expect(p.p50!).toBeCloseTo(106, 9) // the 8th of 15 sorted readings
     expect(p.p95!).toBeCloseTo(percentileCont(values, 0.95), 9)
@@ -173,6 +177,8 @@ describe('running the job', () => {
     expect(rollupRow(app, serverId, 'memory_used_mb', 0, 3600, BASE)).toMatchObject({ min: 500, max: 2000, last: 500, samples: 3 })
     const p = pointAt(seriesOf(await metrics(app, owner, serverId, [['from', iso(bucket)], ['to', iso(bucket + FIVE)], ['metric', 'memory_used_mb']]), 'memory_used_mb', 0), bucket)
     expect(p).toMatchObject({ min: 500, max: 2000, p50: 1000, last: 500 })
-    expect(p.avg!).toBeCloseTo(3500 / 3, 9)
+    // 3500 / 3 stored as computed; the answer gives memory in whole MiB.
+    expect(rollupRow(app, serverId, 'memory_used_mb', 0, 300, bucket)!.avg!).toBeCloseTo(3500 / 3, 9)
+    expect(p.avg).toBe(1167)
   })
 })

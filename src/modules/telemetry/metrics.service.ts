@@ -6,13 +6,15 @@ import { perDeps, type Deps } from '../../platform/context'
 import { problems } from '../../platform/problem'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { loadServer } from '../fleet/servers.service'
-import { floorTo } from './rollup.service'
+import { floorTo, rawBuckets, unsettledFrom, type BucketStats } from './rollup.service'
 
 /**
  * GET /servers/{id}/metrics (interface-spec "Metric series snapshot", "Metric ranges"): default
  * range the last 24 h; auto resolution 5m, or 1h for ranges over 48 h (which always read hourly
  * rollups); 1m is a legacy alias of 5m. Every bucket of the range is a point, half-open
- * [t, t + resolution), with nulls where nothing was measured. Hot answers are cached 60 s,
+ * [t, t + resolution), with nulls where nothing was measured. Buckets the rollup job has not
+ * made final yet (from its watermark on) are computed from the raw samples at read time, so a new
+ * server's first samples show without waiting for the job. Hot answers are cached 60 s,
  * historical ones an hour.
  */
 export const DEFAULT_METRICS = ['temperature_c', 'utilization_pct', 'power_w', 'fan_pct', 'memory_used_mb', 'cpu_usage_pct', 'memory_used_pct']
@@ -22,6 +24,21 @@ export const MAX_SERIES = 200
 export const MAX_POINTS = 5000
 const HOT_TTL_US = 60 * US
 const HISTORY_TTL_US = 3600 * US
+
+/**
+ * Decimals a point keeps on the wire, by unit: what the sensors resolve and a graph can show, and
+ * no float noise such as 32.699999999999996 (an average). Stored rollups keep full precision.
+ * A metric of unknown unit keeps 12 significant digits: only the noise goes.
+ */
+const DECIMALS: Record<string, number> = { '°C': 1, '%': 1, W: 1, MB: 0, MHz: 0, 'Mbit/s': 2 }
+
+export function roundForUnit(value: number | null, unit: string | null): number | null {
+  if (value === null) return null
+  const decimals = unit === null ? undefined : DECIMALS[unit]
+  if (decimals === undefined) return Number(value.toPrecision(12))
+  const f = 10 ** decimals
+  return (Math.sign(value) * Math.round(Math.abs(value) * f)) / f || 0 // halves away from zero; no -0
+}
 
 export function unitOf(metric: string): string | null {
   if (metric.endsWith('_c')) return '°C'
@@ -67,21 +84,30 @@ export function serverMetrics({ deps, actor, id, input }: { deps: Deps; actor: A
     .sort((a, b) => metrics.indexOf(a.metric) - metrics.indexOf(b.metric) || a.gpuIndex - b.gpuIndex)
   if (series.length > MAX_SERIES) throw problems.field('/metric', 'too_many_series', `at most ${MAX_SERIES} series; this selection has ${series.length} (restrict gpu_index or metric)`)
 
-  const rows = series.length
+  const stored = series.length
     ? deps.db
         .select()
         .from(metricRollups)
         .where(and(inArray(metricRollups.seriesId, series.map((s) => s.id)), eq(metricRollups.grain, resolution), gte(metricRollups.bucket, first), lt(metricRollups.bucket, to)))
         .all()
     : []
-  const bySeries = new Map<number, Map<number, (typeof rows)[number]>>()
-  for (const r of rows) {
-    let m = bySeries.get(r.seriesId)
-    if (!m) bySeries.set(r.seriesId, (m = new Map()))
-    m.set(r.bucket, r)
-  }
   const wm = deps.db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, resolution)).get()
-  const body = build(server.id, resolution, from, to, first, points, series, bySeries, now, wm?.updatedAt ?? now)
+  // The buckets not final yet (all of them before the job's first run) come from the raw samples,
+  // whole buckets as the job would store them; they replace any stored row of the same bucket.
+  const rangeEnd = first + points * resolution * US
+  const rawFrom = Math.max(first, wm ? floorTo(unsettledFrom(deps, resolution, wm, now), resolution) : first)
+  const fresh = rawBuckets(deps, resolution, series.map((s) => s.id), rawFrom, rangeEnd)
+  const bySeries = new Map<number, Map<number, BucketStats>>()
+  const put = (seriesId: number, bucket: number, stats: BucketStats) => {
+    let m = bySeries.get(seriesId)
+    if (!m) bySeries.set(seriesId, (m = new Map()))
+    m.set(bucket, stats)
+  }
+  for (const r of stored) put(r.seriesId, r.bucket, { series_id: r.seriesId, bucket: r.bucket, min: r.min, max: r.max, avg: r.avg, p50: r.p50, p95: r.p95, last: r.last })
+  for (const r of fresh) put(r.series_id, r.bucket, r)
+  // Read from the raw samples up to the range's end, the answer is as fresh as this moment.
+  const dataAsOf = rawFrom < rangeEnd ? now : (wm?.updatedAt ?? now)
+  const body = build(server.id, resolution, from, to, first, points, series, bySeries, now, dataAsOf)
   const etag = `"${createHash('sha256').update(JSON.stringify([body.resolution, body.from, body.to, body.series])).digest('base64url').slice(0, 27)}"`
   const hot = to > (wm?.doneUntil ?? 0)
   const answer = { body, etag, expiresAt: now + (hot ? HOT_TTL_US : HISTORY_TTL_US) }
@@ -98,7 +124,7 @@ function build(
   first: number,
   points: number,
   series: { id: number; gpuIndex: number; metric: string }[],
-  bySeries: Map<number, Map<number, { min: number | null; max: number | null; avg: number | null; p50: number | null; p95: number | null; last: number | null }>>,
+  bySeries: Map<number, Map<number, BucketStats>>,
   now: number,
   dataAsOf: number,
 ) {
@@ -115,15 +141,17 @@ function build(
     to: formatTimestamp(to),
     series: series.map((s) => {
       const buckets = bySeries.get(s.id)
+      const unit = unitOf(s.metric)
+      const r = (v: number | null | undefined) => roundForUnit(v ?? null, unit)
       return {
         metric: s.metric,
         scope: s.gpuIndex < 0 ? ('host' as const) : ('gpu' as const),
         gpu_index: s.gpuIndex < 0 ? null : s.gpuIndex,
-        unit: unitOf(s.metric),
+        unit,
         points: Array.from({ length: points }, (_, i) => {
           const t = first + i * step
           const b = buckets?.get(t)
-          return { t: formatTimestamp(t), min: b?.min ?? null, max: b?.max ?? null, avg: b?.avg ?? null, p50: b?.p50 ?? null, p95: b?.p95 ?? null, last: b?.last ?? null }
+          return { t: formatTimestamp(t), min: r(b?.min), max: r(b?.max), avg: r(b?.avg), p50: r(b?.p50), p95: r(b?.p95), last: r(b?.last) }
         }),
       }
     }),
