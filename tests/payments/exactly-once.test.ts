@@ -7,6 +7,7 @@ import {
   balanceMicros, checkoutPath, createTopup, getTopup, ipn, notificationsOf, npTopup, sandboxPay, startPaymentsApp, topupEntries, type PaymentsApp,
 } from '../support/payments'
 import { loadConfig } from '../../src/config'
+import { sandboxSignature } from '../../src/modules/payments/sandbox.provider'
 import { listUnsettledPayments, settleUnsettledPayment } from '../../src/modules/payments/unsettled.service'
 
 /**
@@ -130,6 +131,63 @@ describe('one credit per top-up, whatever the provider sends', () => {
     await ipn(app, p.payment_id)
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'review', credited_usd: '0.00' })
     expect(listUnsettledPayments({ deps: app.deps }).filter((u) => u.topupId === topup.id).map((u) => [u.paymentId, u.reason])).toEqual([[String(p.payment_id), 'topup_in_review']])
+  })
+})
+
+describe('scripts/admin, the operator\'s side', () => {
+  const admin = (...args: string[]) => {
+    const env = { PATH: process.env.PATH ?? '', DATA_DIR: app.dir, DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`, SECRET_KEY: TEST_SECRET_KEY, PUBLIC_URL: 'http://gpuhq.test', LOG_LEVEL: 'warn' }
+    const p = Bun.spawnSync([process.execPath, 'run', 'scripts/admin.ts', ...args], { env, cwd: join(import.meta.dir, '../..') })
+    return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() }
+  }
+
+  test('unsettled-payments lists a payment that credited nothing; settle-payment --credit books it once; bad input gets one line and exit code 2', async () => {
+    const { owner, topup } = await npTopup(app, '25.00')
+    await ipn(app, app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 }).payment_id)
+    const extra = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 7.5 })
+    await ipn(app, extra.payment_id)
+    const listed = admin('unsettled-payments')
+    expect(listed.code).toBe(0)
+    const line = listed.out.split('\n').find((l) => l.includes(`payment=nowpayments:${extra.payment_id}`))!
+    expect(line).toContain(`topup=${topup.id}`)
+    expect(line).toContain('amount=7.50')
+    expect(line).toContain('reason=topup_already_credited')
+    const id = line.split(/\s+/)[0]!
+
+    expect(admin('settle-payment', '--id', id, '--credit', '--refunded', '--reason', 'x')).toMatchObject({ code: 2, err: expect.stringContaining('admin: give exactly one of --credit or --refunded') })
+    const settled = admin('settle-payment', '--id', id, '--credit', '--reason', 'paid twice; kept as balance')
+    expect(settled).toMatchObject({ code: 0, out: expect.stringContaining('credited 7.50 USD') })
+    expect(await balanceMicros(app, owner)).toBe(32_500_000)
+    expect(admin('settle-payment', '--id', id, '--credit', '--reason', 'again')).toMatchObject({ code: 2, err: expect.stringContaining('already settled') })
+    expect(admin('unsettled-payments').out).not.toContain(id)
+  }, 120_000)
+})
+
+describe('reactions run inside the crediting transaction', () => {
+  test('a reaction that fails rolls the credit back with it: nothing half-done, and the provider\'s retry credits once', async () => {
+    const m = await newTenant(app, 'reaction')
+    const off = app.deps.events.on('topup.succeeded', ({ topup }) => {
+      if (topup.tenantId === m.tenantId) throw new Error('reaction failed')
+    })
+    const t = await createTopup(app, m, '12.50', 'card')
+    let removed = false
+    try {
+      const r = await sandboxPay(app, t, 'finished')
+      expect(r.notification_status).toBe(500)
+      expect(await getTopup(app, m, t.id)).toMatchObject({ status: 'creating', credited_usd: '0.00' })
+      expect(topupEntries(app, m.tenantId)).toEqual([])
+      off()
+      removed = true
+      // The provider delivers its notification again.
+      const body = JSON.stringify({ payment_id: r.payment_id, invoice_id: t.invoice_id, order_id: t.id, payment_status: 'finished', price_amount: '12.50', price_currency: 'usd', actually_paid: '12.50' })
+      const again = await app.fetch('/api/v1/billing/providers/sandbox/notify', { method: 'POST', headers: { 'content-type': 'application/json', 'x-sandbox-signature': sandboxSignature(app.deps, body) }, body })
+      expect(again.status).toBe(200)
+      await again.text()
+    } finally {
+      if (!removed) off()
+    }
+    expect(await getTopup(app, m, t.id)).toMatchObject({ status: 'succeeded', credited_usd: '12.50' })
+    expect(topupEntries(app, m.tenantId)).toHaveLength(1)
   })
 })
 
