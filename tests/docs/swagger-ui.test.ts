@@ -13,6 +13,9 @@ import { startTestApp, TEST_PUBLIC_URL, type TestApp } from '../support/app'
 
 const CHROMIUM = '/usr/bin/chromium'
 const ORIGIN = new URL(TEST_PUBLIC_URL).origin
+// The page's DOM, as the function given to page.evaluate sees it in the browser (no DOM lib here).
+type El = { getAttribute(name: string): string | null; textContent: string | null; querySelector(selector: string): El | null }
+declare const document: { querySelectorAll(selector: string): Iterable<El> }
 type Doc = { tags?: { name: string }[]; paths: Record<string, Record<string, { tags?: string[]; operationId: string }>> }
 
 let app: TestApp
@@ -26,7 +29,7 @@ const consoleErrors: string[] = []
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: scripts/test installs it (apt-get install chromium)`)
   app = await startTestApp({ LOG_LEVEL: 'silent' })
-  doc = await (await app.fetch('/api/v1/openapi.json')).json()
+  doc = (await (await app.fetch('/api/v1/openapi.json')).json()) as Doc
   profile = mkdtempSync(join(tmpdir(), 'gpuhq-chromium-'))
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
