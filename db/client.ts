@@ -1,5 +1,5 @@
 import { Database } from 'bun:sqlite'
-import { mkdirSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
@@ -19,20 +19,102 @@ export const MIGRATIONS_FOLDER = resolve(import.meta.dir, 'migrations')
 export type Database_ = { sqlite: Database; db: Db; path: string }
 
 /**
+ * How long a connection waits for another process's write lock by default: tools and operator
+ * commands (scripts/admin, benchmarks) simply wait. The service passes a short wait instead
+ * (DB_BUSY_TIMEOUT_MS): bun:sqlite waits on the event loop, so a long wait would freeze every
+ * request; the HTTP layer retries asynchronously and then answers 503 (src/platform/busy.ts).
+ */
+export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
+/** Retry-After of the 503 a request gets when the database stayed busy through its retries. */
+export const BUSY_RETRY_AFTER_SECONDS = 1
+/**
+ * Pauses between tries of work that met a busy database (about 1.3 s in all). Each pause yields the
+ * event loop, so other requests run while another process holds the write lock.
+ */
+export const BUSY_PAUSES_MS: readonly number[] = [20, 40, 80, 160, 320, 640]
+
+/**
+ * Runs `fn`, and again after each of BUSY_PAUSES_MS while it fails on a busy database; the last
+ * failure is thrown. Only for work that is safe to run again: a single transaction (nothing of it
+ * was written), or a job that is idempotent for its period.
+ */
+export async function retryWhileBusy<T>(fn: () => T | Promise<T>, pauses: readonly number[] = BUSY_PAUSES_MS): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn()
+    } catch (e) {
+      if (!isDatabaseBusy(e) || attempt >= pauses.length) throw e
+      await Bun.sleep(pauses[attempt]!)
+    }
+  }
+}
+
+/**
  * Opens the SQLite file with the pragmas every connection needs: WAL so readers never block the
  * writer, synchronous=FULL so a committed write survives power loss as well as a process crash
  * (reliability-security.md §6.3), foreign keys on, and a busy timeout so a second process waits
- * for the write lock instead of failing.
+ * for the write lock instead of failing at once. The file (and its -wal and -shm companions, which
+ * SQLite creates with the database's mode) is 0600 in a 0700 directory: it holds hashes, sealed
+ * secrets and money.
  */
-export function openDatabase(path: string): Database_ {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+export function openDatabase(path: string, options: { busyTimeoutMs?: number } = {}): Database_ {
+  if (path !== ':memory:') {
+    const dir = dirname(path)
+    if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: 0o700 })
+    if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600))
+    restrictMode(path, 0o600)
+  }
   const sqlite = new Database(path, { create: true, readwrite: true, strict: true })
-  sqlite.exec('PRAGMA busy_timeout = 10000')
+  sqlite.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))}`)
   sqlite.exec('PRAGMA journal_mode = WAL')
   sqlite.exec('PRAGMA synchronous = FULL')
   sqlite.exec('PRAGMA foreign_keys = ON')
   const db = drizzle({ client: sqlite, schema })
+  if (path !== ':memory:') {
+    const st = statSync(path)
+    fileIdentity.set(sqlite, { path, dev: st.dev, ino: st.ino })
+  }
   return { sqlite, db, path }
+}
+
+const fileIdentity = new WeakMap<Database, { path: string; dev: number; ino: number }>()
+
+/**
+ * True when the file this connection opened is gone or replaced (deleted data directory, a restore
+ * copied over it): the open descriptor still answers queries, but nothing written lands where the
+ * next start will look. /readyz reports it.
+ */
+export function databaseFileVanished(sqlite: Database): boolean {
+  const id = fileIdentity.get(sqlite)
+  if (!id) return false
+  try {
+    const st = statSync(id.path)
+    return st.ino !== id.ino || st.dev !== id.dev
+  } catch {
+    return true
+  }
+}
+
+/** Narrows a file's mode when it is wider (a file made by an older build, or by hand). */
+function restrictMode(path: string, mode: number): void {
+  try {
+    if ((statSync(path).mode & 0o777 & ~mode) !== 0) chmodSync(path, mode)
+  } catch {
+    // Not ours to change (a read-only mount, another owner): SQLite opening it says what matters.
+  }
+}
+
+/**
+ * True when `error` (or its cause: Drizzle wraps driver errors) is SQLite's SQLITE_BUSY: another
+ * connection held the lock past the busy timeout. Nothing of the failed statement was written.
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) return true
+    if (e instanceof Error && /^database is locked\b/.test(e.message)) return true
+  }
+  return false
 }
 
 /**
@@ -109,4 +191,18 @@ export function withTransaction<T>(db: DbOrTx, fn: (tx: Tx) => T): T {
   }
   if (isTransaction(db)) return db.transaction(guarded) as T
   return db.transaction(guarded as never, { behavior: 'immediate' }) as T
+}
+
+/**
+ * A write that is worth skipping rather than failing for (a last-used stamp, a sliding expiry):
+ * when another process holds the write lock it is dropped, and the next request writes it.
+ */
+export function writeUnlessBusy(db: DbOrTx, fn: (tx: Tx) => void): boolean {
+  try {
+    withTransaction(db, fn)
+    return true
+  } catch (e) {
+    if (isDatabaseBusy(e)) return false
+    throw e
+  }
 }

@@ -13,6 +13,7 @@
  */
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../src/config'
+import { DEFAULT_BUSY_TIMEOUT_MS } from '../db/client'
 import { buildDeps } from '../src/deps'
 import { createLogger } from '../src/platform/logger'
 import { ProblemError } from '../src/platform/problem'
@@ -76,7 +77,7 @@ try {
   if (e instanceof ConfigError) fail(`invalid configuration: ${e.message}`)
   throw e
 }
-const deps = buildDeps(config, { log: createLogger('warn', () => new Date().toISOString(), (l) => console.error(l)) })
+const deps = buildDeps(config, { log: createLogger('warn', () => new Date().toISOString(), (l) => console.error(l)), busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS })
 
 try {
   if (command === 'create-account') {

@@ -118,7 +118,7 @@ function secretKey(env: Env, dataDir: string): Buffer {
     if (bytes.length < 32) throw new ConfigError('SECRET_KEY', `${file} holds fewer than 32 bytes`)
     return bytes
   }
-  mkdirSync(dirname(file), { recursive: true })
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
   const bytes = randomBytes(32)
   // Written to a temporary name and linked into place: a process starting at the same moment
   // either wins the link or reads the other's complete key, never half a file.

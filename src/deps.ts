@@ -14,13 +14,25 @@ import type { AppEvents } from './events'
 import { registerReactions } from './reactions'
 
 /**
+ * The service's wait for another process's write lock, per statement. bun:sqlite waits on the event
+ * loop, so it is kept short; src/server.ts retries a busy request asynchronously, then answers 503.
+ */
+export const SERVICE_BUSY_TIMEOUT_MS = 5
+
+/**
  * Builds what every verb runs with: the database (migrated), the one clock, ids, keys and the log.
  * With TEST_CLOCK the clock's offset is kept in the database, so a restarted process keeps the
  * time a test moved it to.
  */
-export function buildDeps(config: Config, options: { log?: Logger; mailTransport?: MailTransport } = {}): Deps {
+export function buildDeps(
+  config: Config,
+  /** busyTimeoutMs: operator commands and tools wait for the lock like a person would (DEFAULT_BUSY_TIMEOUT_MS). */
+  options: { log?: Logger; mailTransport?: MailTransport; busyTimeoutMs?: number } = {},
+): Deps {
+  // Migrations may wait for another process's lock; requests then wait only briefly (db/client.ts).
   const database = openDatabase(config.databasePath)
   migrateDatabase(database)
+  database.sqlite.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? SERVICE_BUSY_TIMEOUT_MS}`)
   let testClock: TestClock | null = null
   let clock: Clock = new SystemClock()
   if (config.testClock) {

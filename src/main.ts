@@ -1,3 +1,4 @@
+import { chmodSync, existsSync, statSync } from 'node:fs'
 import { ConfigError, loadConfig, type Config } from './config'
 import { buildDeps } from './deps'
 import { createApp } from './app'
@@ -18,10 +19,27 @@ try {
   throw e
 }
 
+// The data directory holds the database and the secret key: private to the service's user.
+try {
+  if (existsSync(config.dataDir) && (statSync(config.dataDir).mode & 0o077) !== 0) chmodSync(config.dataDir, 0o700)
+} catch (e) {
+  console.error(`gpuhq: could not make ${config.dataDir} private (0700): ${(e as Error).message}`)
+}
+
 const deps = buildDeps(config)
 const runner = new JobRunner(deps, jobs)
 const app = createApp(deps, runner)
-const running = startServer(app, deps, { port: config.port })
+let running: ReturnType<typeof startServer>
+try {
+  running = startServer(app, deps, { port: config.port })
+} catch (e) {
+  const code = (e as { code?: string }).code
+  if (code === 'EADDRINUSE' || code === 'EACCES') {
+    console.error(`gpuhq: cannot listen on port ${config.port}: ${code === 'EADDRINUSE' ? 'it is in use by another program (or another gpuhq)' : 'permission denied'}; set PORT to another port`)
+    process.exit(1)
+  }
+  throw e
+}
 if (config.jobsEnabled) runner.start()
 
 deps.log.info('listening', {

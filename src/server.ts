@@ -1,10 +1,11 @@
 import type { Server } from 'bun'
 import type { App } from './app'
 import type { Deps } from './platform/context'
-import { beginRequest, problemResponse, requestState } from './platform/http'
-import { finishKey, idempotencyContext } from './platform/idempotency'
+import { beginRequest, internalProblem, problemResponse, requestState } from './platform/http'
+import { finishKey, idempotencyContext, type RequestIdempotency } from './platform/idempotency'
 import { clientIp } from './platform/ip'
-import { ProblemError } from './platform/problem'
+import { BUSY_PAUSES_MS, isDatabaseBusy } from '../db/client'
+import { securityHeaders } from './platform/headers'
 import { SAFE_METHODS } from './platform/access'
 import { recordRequestAudit } from './modules/audit/audit.service'
 import { setSandboxSelfUrl } from './modules/payments/sandbox.provider'
@@ -30,6 +31,9 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
     hostname: options.hostname ?? '0.0.0.0',
     maxRequestBodySize: BUN_BODY_CAP,
     development: false,
+    // Bun turns SO_REUSEPORT on when development is false: a second instance would share the port
+    // silently. Refused instead (EADDRINUSE), and main.ts says so in one line.
+    reusePort: false,
     websocket: agentWebSocket(deps),
     async fetch(request, srv) {
       const peer = srv.requestIP(request)?.address ?? '127.0.0.1'
@@ -59,17 +63,40 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
   }
 }
 
+/**
+ * A request that met a busy database (another process held the write lock past the driver's short
+ * wait) before anything of it was written is run again after a pause that yields the event loop;
+ * past the last pause it answers 503 with Retry-After. See docs/operations.md "A busy database".
+ */
+
 export async function handle(app: App, deps: Deps, request: Request, ip: string): Promise<Response> {
   const started = performance.now()
   const path = new URL(request.url).pathname
-  const state = beginRequest(request, deps.newId(), deps.clock.nowUs(), ip)
+  const id = deps.newId()
+  const startUs = deps.clock.nowUs()
+  // A copy to run again: the body of the first attempt is consumed by the time we know. Only a body
+  // of declared length within the limit is kept; a streamed or oversized one is never run again.
+  const length = request.headers.get('content-length')
+  const replayable = !request.body || (length !== null && Number(length) <= deps.config.bodyLimitBytes)
+  const spare = request.body && replayable ? request.clone() : null
+  let current = request
+  let state = beginRequest(current, id, startUs, ip)
   let response: Response
-  try {
-    response = await idempotencyContext.run({}, () => app.handle(request))
-  } catch (error) {
-    deps.log.error('unhandled failure', { request_id: state.id, error })
-    response = problemResponse(new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error' }), deps.config.publicUrl, state.id)
+  for (let attempt = 0; ; attempt++) {
+    const scope: RequestIdempotency = {}
+    try {
+      response = await idempotencyContext.run(scope, () => app.handle(current))
+    } catch (error) {
+      if (isDatabaseBusy(error)) state.busy = true
+      else deps.log.error('unhandled failure', { request_id: state.id, error })
+      response = problemResponse(internalProblem(error), deps.config.publicUrl, state.id)
+    }
+    if (!state.busy || !replayable || (scope.began ?? 0) > 0 || attempt >= BUSY_PAUSES_MS.length) break
+    await Bun.sleep(BUSY_PAUSES_MS[attempt]!)
+    current = spare ? (spare.clone() as Request) : new Request(request.url, { method: request.method, headers: request.headers })
+    state = beginRequest(current, id, startUs, ip)
   }
+  if (state.busy) deps.log.warn('database busy', { request_id: state.id, status: response.status })
   if (state.idempotency) {
     try {
       await finishKey(deps, state.idempotency, response)
@@ -95,9 +122,10 @@ export async function handle(app: App, deps: Deps, request: Request, ip: string)
     }
   }
   if (!response.headers.has('x-request-id')) response.headers.set('x-request-id', state.id)
+  securityHeaders(response, { credentialed: state.actor !== undefined || request.headers.has('authorization') || request.headers.has('cookie'), https: deps.config.publicUrl.startsWith('https:') })
   deps.log.info('request', {
     method: request.method,
-    route: requestState(request).route ?? null,
+    route: state.route ?? null,
     path,
     status: response.status,
     duration_ms: Math.round((performance.now() - started) * 100) / 100,

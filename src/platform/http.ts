@@ -2,6 +2,8 @@ import { Elysia, ValidationError } from 'elysia'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import type { Deps } from './context'
 import { PROBLEM_CODES, ProblemError, problems, toProblemDocument, type FieldError } from './problem'
+import { excessiveDepthPointer, MAX_JSON_DEPTH } from './json-depth'
+import { BUSY_RETRY_AFTER_SECONDS, isDatabaseBusy } from '../../db/client'
 
 /**
  * The HTTP conventions every route shares: request ids, the body limit, JSON-only bodies, and the
@@ -23,6 +25,8 @@ export type RequestState = {
   rawBody?: string
   /** Set by the idempotency layer when this request claimed a key and must store its response. */
   idempotency?: { scope: string; operation: string; key: string }
+  /** The request failed on a busy database (src/server.ts runs it again when nothing was written). */
+  busy?: boolean
 }
 
 const states = new WeakMap<Request, RequestState>()
@@ -50,6 +54,10 @@ export type PlatformOptions = {
   allowedMethods: (path: string) => string[]
   /** Authenticates and authorises the request for its route (src/platform/access.ts); throws a problem. */
   checkAccess: (request: Request, route: string, params: Record<string, string | undefined> | undefined) => void
+  /** The body half of the access check (server ids anywhere in the body), run right after parsing. */
+  checkBody?: (request: Request, body: unknown) => void
+  /** The query half of the access check (server ids in query filters), run before validation. */
+  checkQuery?: (request: Request, query: Record<string, unknown>) => void
 }
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i
@@ -60,9 +68,10 @@ export function platform(deps: Deps, options: PlatformOptions) {
     .onRequest(({ request, set }) => {
       set.headers['x-request-id'] = requestState(request, deps).id
     })
-    .onTransform({ as: 'global' }, ({ request, route, params }) => {
+    .onTransform({ as: 'global' }, ({ request, route, params, query }) => {
       requestState(request, deps).route = route
       options.checkAccess(request, route, params as Record<string, string | undefined>)
+      options.checkQuery?.(request, query as Record<string, unknown>)
     })
     .onParse({ as: 'global' }, async ({ request, contentType, route, params }) => {
       // Access is decided before the body is read: an anonymous caller gets 401 whatever it sent.
@@ -77,10 +86,15 @@ export function platform(deps: Deps, options: PlatformOptions) {
       if (JSON_TYPE.test(media)) {
         const text = decodeUtf8(raw)
         requestState(request, deps).rawBody = text
-        return parseJsonText(text)
+        const body = parseJsonText(text)
+        options.checkBody?.(request, body)
+        return body
       }
-      if (media === 'application/x-www-form-urlencoded' && options.formRoutes?.has(`${request.method} ${route}`))
-        return Object.fromEntries(new URLSearchParams(decodeUtf8(raw)))
+      if (media === 'application/x-www-form-urlencoded' && options.formRoutes?.has(`${request.method} ${route}`)) {
+        const body = Object.fromEntries(new URLSearchParams(decodeUtf8(raw)))
+        options.checkBody?.(request, body)
+        return body
+      }
       throw new ProblemError('validation_failed', {
         status: 415,
         detail: `this operation takes application/json, not ${media || 'a body without Content-Type'}`,
@@ -94,7 +108,8 @@ export function platform(deps: Deps, options: PlatformOptions) {
     .onError({ as: 'global' }, ({ code, error, request, path }) => {
       const state = requestState(request, deps)
       const problem = toProblem(code, error, request, path, options, deps)
-      if (problem.status >= 500)
+      if (isDatabaseBusy(problem.internal)) state.busy = true
+      else if (problem.status >= 500)
         deps.log.error('request failed', { request_id: state.id, route: state.route ?? null, error: problem.internal ?? error })
       return problemResponse(problem, deps.config.publicUrl, state.id, path)
     })
@@ -125,16 +140,17 @@ function toProblem(
   switch (code) {
     case 'VALIDATION': {
       const v = error as ValidationError
-      if (v.type === 'response')
-        return new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error', internal: v.message })
+      if (v.type === 'response') return internalProblem(v.message)
       if (v.type === 'property') return problems.validation(coercedFieldErrors(v, request), 'the request did not pass validation')
       return problems.validation(fieldErrors(v), `the request ${v.type === 'body' ? 'body' : v.type} did not pass validation`)
     }
     case 'PARSE': {
-      // Elysia wraps whatever our parser threw (413, 415, bad JSON) in a ParseError.
+      // Elysia wraps whatever our parse hook threw in a ParseError. The hook turns every real parse
+      // failure (413, 415, bad JSON, too deep) into a ProblemError; anything else failed around it
+      // (authentication reading a busy database, say) and is mapped as itself, never as bad JSON.
       const cause = (error as Error).cause
       if (cause instanceof ProblemError) return cause
-      return problems.field('', 'invalid_json', 'the request body is not valid JSON')
+      return internalProblem(cause ?? error)
     }
     case 'NOT_FOUND': {
       const allowed = options.allowedMethods(path)
@@ -149,8 +165,18 @@ function toProblem(
     case 'INVALID_COOKIE_SIGNATURE':
       return new ProblemError('unauthorized')
     default:
-      return new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error', internal: error })
+      return internalProblem(error)
   }
+}
+
+/**
+ * A failure that is not the caller's: a database busy past the retries (another process holds the
+ * write lock) is 503 with Retry-After; anything else is an opaque 500 with the request id.
+ */
+export function internalProblem(error: unknown): ProblemError {
+  if (isDatabaseBusy(error))
+    return new ProblemError('temporarily_unavailable', { detail: 'the database is busy; retry shortly', headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) }, internal: error })
+  return new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error', internal: error })
 }
 
 const FIELD_CODES: Partial<Record<ValueErrorType, string>> = {
@@ -252,6 +278,10 @@ function decodeUtf8(raw: Uint8Array): string {
 }
 
 function parseJsonText(text: string): unknown {
+  // Before parsing: a deeply nested body is refused in one linear pass, never recursed into.
+  const tooDeep = excessiveDepthPointer(text)
+  if (tooDeep !== null)
+    throw problems.field(tooDeep, 'too_deep', `JSON bodies may nest objects and arrays at most ${MAX_JSON_DEPTH} levels deep`)
   try {
     return JSON.parse(text)
   } catch {

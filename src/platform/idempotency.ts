@@ -24,13 +24,19 @@ import { requestState } from './http'
  * Stored responses are sealed with AES-GCM, since some carry a secret shown once.
  */
 
-type RequestIdempotency = { claim?: { scope: string; operation: string; key: string }; executed?: boolean }
+export type RequestIdempotency = {
+  claim?: { scope: string; operation: string; key: string }
+  executed?: boolean
+  /** Top-level write transactions this request began (src/server.ts retries a busy one only at 0). */
+  began?: number
+}
 /** The claim of the request being handled, across its async hooks and handler. */
 export const idempotencyContext = new AsyncLocalStorage<RequestIdempotency>()
 
 /** Installed once: the first top-level transaction of a request with a claimed key marks it executed. */
 setTopLevelTransactionHook((tx) => {
   const ctx = idempotencyContext.getStore()
+  if (ctx) ctx.began = (ctx.began ?? 0) + 1
   if (!ctx?.claim || ctx.executed) return
   ctx.executed = true
   const { scope, operation, key } = ctx.claim
@@ -57,19 +63,47 @@ export function validateKey(key: string): void {
     throw problems.field('/idempotency-key', key.length > 128 ? 'too_long' : 'pattern', 'Idempotency-Key must be 1 to 128 printable ASCII characters (0x21-0x7E)')
 }
 
-/** SHA-256 of method, route template and the body in canonical JSON (keys sorted at every depth). */
-export function fingerprint(method: string, route: string, body: unknown): string {
-  return sha256Hex(`${method} ${route}\n${canonicalJson(body ?? null)}`)
+/**
+ * SHA-256 of the principal, method, route template and the body in canonical JSON (keys sorted at
+ * every depth). The principal (the member behind a session, the token, the agent) is part of it, so
+ * a stored answer is replayed only to whoever made the request: anyone else sending the same key
+ * and body gets 409 idempotency_conflict, never the first caller's answer (a token shown once).
+ */
+export function fingerprint(method: string, route: string, body: unknown, principal = 'anonymous'): string {
+  return sha256Hex(`${principal}\n${method} ${route}\n${canonicalJson(body ?? null)}`)
 }
 
+/**
+ * JSON with object keys sorted at every depth. Iterative, so no body can overflow the stack here
+ * (bodies are depth-limited at parsing as well, src/platform/json-depth.ts).
+ */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  const entries = Object.keys(value as object)
-    .sort()
-    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
-  return `{${entries.join(',')}}`
+  const out: string[] = []
+  // Work items: a value to write, or a literal piece of punctuation.
+  const stack: ({ v: unknown } | string)[] = [{ v: value }]
+  while (stack.length) {
+    const item = stack.pop()!
+    if (typeof item === 'string') {
+      out.push(item)
+      continue
+    }
+    const v = item.v
+    if (v === null || typeof v !== 'object' || typeof (v as { toJSON?: unknown }).toJSON === 'function') {
+      out.push(JSON.stringify(v) ?? 'null')
+    } else if (Array.isArray(v)) {
+      const parts: ({ v: unknown } | string)[] = ['[']
+      v.forEach((x, i) => parts.push(...(i ? [','] : []), { v: x === undefined ? null : x }))
+      parts.push(']')
+      for (let i = parts.length - 1; i >= 0; i--) stack.push(parts[i]!)
+    } else {
+      const keys = Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      const parts: ({ v: unknown } | string)[] = ['{']
+      keys.forEach((k, i) => parts.push(`${i ? ',' : ''}${JSON.stringify(k)}:`, { v: (v as Record<string, unknown>)[k] }))
+      parts.push('}')
+      for (let i = parts.length - 1; i >= 0; i--) stack.push(parts[i]!)
+    }
+  }
+  return out.join('')
 }
 
 export function claimKey(deps: Deps, scope: string, operation: string, key: string, print: string): Claim {
@@ -100,7 +134,7 @@ export function claimKey(deps: Deps, scope: string, operation: string, key: stri
     }
     if (row.fingerprint !== print)
       throw new ProblemError('idempotency_conflict', {
-        detail: 'this Idempotency-Key was used with a different request; use a new key for a new request',
+        detail: 'this Idempotency-Key was used with a different request, or by another caller; use a new key for a new request',
       })
     if (row.state === 'completed' && row.responseBox) {
       const stored = JSON.parse(open(deps.keys.idempotency, row.responseBox, aad(scope, operation, key)).toString()) as Stored
@@ -185,7 +219,8 @@ export function idempotencyBeforeHandle(
   const state = requestState(ctx.request, deps)
   const scope = state.tenantId ?? 'public'
   const operation = `${ctx.request.method} ${ctx.route}`
-  const claim = claimKey(deps, scope, operation, key, fingerprint(ctx.request.method, ctx.route, ctx.body))
+  const principal = state.actor ? `${state.actor.kind}:${state.actor.id}` : 'anonymous'
+  const claim = claimKey(deps, scope, operation, key, fingerprint(ctx.request.method, ctx.route, ctx.body, principal))
   if (claim.kind === 'replay') return replayResponse(claim, state.id)
   state.idempotency = { scope, operation, key }
   const store = idempotencyContext.getStore()

@@ -1,7 +1,7 @@
 import { Cron } from 'croner'
 import { and, eq, lt, or } from 'drizzle-orm'
 import { jobLeases, jobRuns } from '../../db/schema'
-import { withTransaction, changesOf } from '../../db/client'
+import { changesOf, retryWhileBusy, withTransaction } from '../../db/client'
 import type { Deps } from './context'
 import { formatTimestamp } from './time'
 
@@ -76,11 +76,23 @@ export class JobRunner {
   async run(name: string, period: string): Promise<JobOutcome> {
     const job = this.#byName.get(name)
     if (!job) throw new Error(`unknown job ${name}`)
-    const { deps } = this
     if (this.#active.has(name)) return { job: name, period, outcome: 'skipped', detail: 'already running in this process' }
+    // Marked before the first await: a second run of this job in this process is skipped at once.
+    this.#active.add(name)
+    try {
+      return await this.#runLeased(job, period)
+    } finally {
+      this.#active.delete(name)
+    }
+  }
+
+  async #runLeased(job: JobDefinition, period: string): Promise<JobOutcome> {
+    const name = job.name
+    const { deps } = this
     const nowUs = deps.clock.nowUs()
     const leaseUs = (job.leaseSeconds ?? 300) * 1_000_000
-    const got = withTransaction(deps.db, (tx) => {
+    // Another process holding the write lock delays a job (pauses that yield), never wedges it.
+    const got = await retryWhileBusy(() => withTransaction(deps.db, (tx) => {
       const lease = tx.select().from(jobLeases).where(eq(jobLeases.job, name)).get()
       if (lease && lease.holder !== this.holder && lease.leasedUntil > nowUs) return false
       const done = tx.select().from(jobRuns).where(and(eq(jobRuns.job, name), eq(jobRuns.period, period))).get()
@@ -91,26 +103,28 @@ export class JobRunner {
         .run()
       tx.insert(jobRuns).values({ job: name, period, holder: this.holder, startedAt: nowUs, outcome: 'running' }).run()
       return true
-    })
+    }))
     if (!got) return { job: name, period, outcome: 'skipped', detail: 'another process holds the lease or ran this period' }
 
-    this.#active.add(name)
     let outcome: JobOutcome
     try {
-      const detail = (await job.run({ deps, period, nowUs })) ?? null
+      // A job is idempotent for its period, so a run that met a busy database may run again.
+      const detail = (await retryWhileBusy(() => job.run({ deps, period, nowUs }))) ?? null
       outcome = { job: name, period, outcome: 'succeeded', detail }
     } catch (e) {
       deps.log.error('job failed', { job: name, period, error: e })
       outcome = { job: name, period, outcome: 'failed', detail: e instanceof Error ? e.message : String(e) }
     }
-    withTransaction(deps.db, (tx) => {
-      tx.update(jobRuns)
-        .set({ finishedAt: deps.clock.nowUs(), outcome: outcome.outcome as 'succeeded' | 'failed', detail: outcome.detail })
-        .where(and(eq(jobRuns.job, name), eq(jobRuns.period, period)))
-        .run()
-      tx.delete(jobLeases).where(and(eq(jobLeases.job, name), eq(jobLeases.holder, this.holder))).run()
-    })
-    this.#active.delete(name)
+    // When this record cannot be written the lease simply expires; the run is not retried twice.
+    await retryWhileBusy(() =>
+      withTransaction(deps.db, (tx) => {
+        tx.update(jobRuns)
+          .set({ finishedAt: deps.clock.nowUs(), outcome: outcome.outcome as 'succeeded' | 'failed', detail: outcome.detail })
+          .where(and(eq(jobRuns.job, name), eq(jobRuns.period, period)))
+          .run()
+        tx.delete(jobLeases).where(and(eq(jobLeases.job, name), eq(jobLeases.holder, this.holder))).run()
+      }),
+    )
     deps.log.info('job run', { job: name, period, outcome: outcome.outcome, detail: outcome.detail, at: formatTimestamp(nowUs) })
     return outcome
   }

@@ -88,6 +88,22 @@ export const problems = {
     new ProblemError('temporarily_unavailable', { detail, headers: { 'Retry-After': String(retryAfterSeconds) } }),
 }
 
+/**
+ * Titles for the statuses a code is reused with (the spec's closed set of codes has no code of its
+ * own for them): the title always names the status the client got, the code says which family.
+ */
+export const STATUS_TITLES: Readonly<Record<number, string>> = {
+  405: 'Method not allowed',
+  412: 'Precondition failed',
+  415: 'Unsupported media type',
+  426: 'Upgrade required',
+  500: 'Internal server error',
+}
+
+export function problemTitle(code: ProblemCode, status: number): string {
+  return status === PROBLEM_CODES[code].status ? PROBLEM_CODES[code].title : (STATUS_TITLES[status] ?? PROBLEM_CODES[code].title)
+}
+
 export type ProblemDocument = {
   type: string
   title: string
@@ -109,7 +125,7 @@ export function toProblemDocument(
 ): ProblemDocument {
   const doc: ProblemDocument = {
     type: problemType(ctx.publicUrl, e.code),
-    title: PROBLEM_CODES[e.code].title,
+    title: problemTitle(e.code, e.status),
     status: e.status,
     code: e.code,
   }

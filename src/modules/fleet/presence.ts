@@ -68,6 +68,27 @@ export class FleetRuntime {
     const cameOnline: string[] = []
     const cache = seriesCache(deps)
     const fresh = new Map<SeriesKey, number>()
+    try {
+      this.#write(beats, samples, cache, fresh, cameOnline)
+    } catch (e) {
+      // Nothing was written (a busy database, say): what was taken goes back for the next flush.
+      for (const [id, at] of beats) if (!((this.#heartbeats.get(id) ?? 0) > at)) this.#heartbeats.set(id, at)
+      for (const [id, list] of samples) this.#samples.set(id, [...list, ...(this.#samples.get(id) ?? [])])
+      this.#schedule()
+      throw e
+    }
+    for (const [k, v] of fresh) cache.ids.set(k, v)
+    return cameOnline
+  }
+
+  #write(
+    beats: [string, number][],
+    samples: [string, Sample[]][],
+    cache: ReturnType<typeof seriesCache>,
+    fresh: Map<SeriesKey, number>,
+    cameOnline: string[],
+  ): void {
+    const { deps } = this
     withTransaction(deps.db, (tx) => {
       if (beats.length) {
         const ids = beats.map(([id]) => id)
@@ -111,8 +132,6 @@ export class FleetRuntime {
       for (const row of latest.values()) upsertLatestMetric(deps.sqlite, row)
       if (earliest !== Number.POSITIVE_INFINITY) noteLateSamples(tx, earliest, deps.clock.nowUs())
     })
-    for (const [k, v] of fresh) cache.ids.set(k, v)
-    return cameOnline
   }
 
   /** The live session ended: offline at once (after writing what it sent). */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { withTransaction, type DbOrTx } from '../../../db/client'
+import { withTransaction, type DbOrTx, writeUnlessBusy } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import { SESSION_COOKIE } from '../../platform/access'
 import type { Deps } from '../../platform/context'
@@ -50,7 +50,8 @@ export function resolveSession(deps: Deps, token: string): Actor | null {
   }
   if (now - session.lastSeenAt > TOUCH_EVERY_US) {
     const idleUntil = Math.min(now + deps.config.sessionIdleSeconds * 1_000_000, session.absoluteExpiresAt)
-    withTransaction(deps.db, (tx) => touchSession(tx, session.id, now, idleUntil))
+    // Skipped while another process holds the write lock: the next request slides the expiry.
+    writeUnlessBusy(deps.db, (tx) => touchSession(tx, session.id, now, idleUntil))
   }
   return {
     kind: 'user',

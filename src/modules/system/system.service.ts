@@ -1,4 +1,4 @@
-import { pendingMigrations } from '../../../db/client'
+import { databaseFileVanished, pendingMigrations } from '../../../db/client'
 import { readMigrationFiles } from 'drizzle-orm/migrator'
 import { MIGRATIONS_FOLDER } from '../../../db/client'
 import type { Deps } from '../../platform/context'
@@ -7,6 +7,10 @@ import { problems } from '../../platform/problem'
 /** Ready means the database answers and every migration of this build is applied. */
 export function checkReadiness({ deps }: { deps: Deps }) {
   let pending: number
+  if (databaseFileVanished(deps.sqlite)) {
+    deps.log.error('readiness check failed: the database file is gone or was replaced', { database: deps.config.databasePath })
+    throw problems.unavailable('the database file is gone or was replaced; restart the service', 5)
+  }
   try {
     deps.sqlite.query('SELECT 1').get()
     pending = pendingMigrations({ sqlite: deps.sqlite, db: deps.db, path: deps.config.databasePath })

@@ -1,4 +1,4 @@
-import { withTransaction } from '../../../db/client'
+import { withTransaction, writeUnlessBusy } from '../../../db/client'
 import { ALL_SCOPES, ROLE_SCOPES, roleAtLeast, type Actor, type Scope } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { decodeCursor, toPage } from '../../platform/cursor'
@@ -127,7 +127,7 @@ export function resolvePat(deps: Deps, token: string): Actor | null {
   const { token: row, user, tenant } = found
   const now = deps.clock.nowUs()
   if (row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now) || user.tenantId !== row.tenantId) return null
-  if (row.lastUsedAt === null || now - row.lastUsedAt > TOUCH_EVERY_US) withTransaction(deps.db, (tx) => touchAccessToken(tx, row.id, now))
+  if (row.lastUsedAt === null || now - row.lastUsedAt > TOUCH_EVERY_US) writeUnlessBusy(deps.db, (tx) => touchAccessToken(tx, row.id, now))
   return {
     kind: 'pat',
     via: 'bearer',
