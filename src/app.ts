@@ -3,7 +3,7 @@ import { openapi } from '@elysiajs/openapi'
 import type { Deps } from './platform/context'
 import type { JobRunner } from './platform/jobs'
 import { createMethodIndex, platform } from './platform/http'
-import { buildAccessIndex, ensureAccess, type AccessSpec, type Authenticators } from './platform/access'
+import { buildAccessIndex, ensureAccess, ensureBodyServers, narrowQueryServers, type AccessSpec, type Authenticators } from './platform/access'
 import { ProblemSchema } from './platform/schemas'
 import { systemRoutes } from './modules/system/system.routes'
 import { docsRoutes } from './modules/system/docs.routes'
@@ -48,6 +48,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
       platform(deps, {
         allowedMethods: (p) => allowedMethods(p),
         checkAccess: (request, route, params) => ensureAccess(deps, accessIndex, authenticators, request, route, params),
+        checkBody: ensureBodyServers,
+        checkQuery: narrowQueryServers,
       }),
     )
     .model({ Problem: ProblemSchema })
@@ -119,7 +121,9 @@ export function createApp(deps: Deps, runner: JobRunner) {
   allowedMethods = createMethodIndex(
     app.routes.filter((r) => deps.config.signupEnabled || (r.hooks?.detail as { 'x-gpuhq-access'?: { requires?: string } } | undefined)?.['x-gpuhq-access']?.requires !== 'signup'),
   )
-  accessIndex = buildAccessIndex(app.routes as never)
+  // Fails closed: a route without an access declaration stops the app here (only the plugin's
+  // OpenAPI document is public without one).
+  accessIndex = buildAccessIndex(app.routes as never, [`GET ${API_PREFIX}/openapi.json`, `GET ${API_PREFIX}/docs`])
   return app
 }
 

@@ -16,11 +16,11 @@ export function agentDownloadRoutes() {
   return new Elysia({ name: 'agent-downloads' })
     .get('/agent/install.sh', () => new Response(installScript(), { headers: { 'content-type': 'text/x-shellscript; charset=utf-8', 'cache-control': 'public, max-age=300' } }), {
       response: responses({ 200: Type.String({ description: 'POSIX sh installer' }) }, []),
-      detail: { tags, summary: 'The agent installer (systemd)', description: 'Reads the init token from standard input or --token-file, never from its arguments.', security: [] },
+      detail: describe({ public: true }, { tags, summary: 'The agent installer (systemd)', description: 'Reads the init token from standard input or --token-file, never from its arguments.' }),
     })
     .get('/agent/gpuhq-agent.tar.gz', () => new Response(agentTarball(), { headers: { 'content-type': 'application/gzip', 'content-disposition': 'attachment; filename="gpuhq-agent.tar.gz"', 'cache-control': 'public, max-age=300' } }), {
       response: responses({ 200: Type.String({ description: 'gzip-compressed tar of the agent' }) }, []),
-      detail: { tags, summary: 'The reference agent as a tarball (what install.sh downloads)', security: [] },
+      detail: describe({ public: true }, { tags, summary: 'The reference agent as a tarball (what install.sh downloads)' }),
     })
 }
 

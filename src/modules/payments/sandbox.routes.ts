@@ -1,3 +1,4 @@
+import { describe } from '../../platform/access'
 import { Elysia, t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { eq } from 'drizzle-orm'
@@ -17,7 +18,7 @@ const html = (body: string) =>
 export function sandboxRoutes(deps: Deps) {
   const app = new Elysia({ name: 'sandbox' }).get('/payments/return', () => html('<h1>Thank you</h1><p>Your payment is being confirmed. The balance changes once the provider confirms it; this page changes nothing.</p>'), {
     response: responses({ 200: Type.String({ description: 'HTML' }) }, []),
-    detail: { tags: ['billing'], summary: 'Where the payment page sends the browser back; changes nothing', security: [] },
+    detail: describe({ public: true }, { tags: ['billing'], summary: 'Where the payment page sends the browser back; changes nothing' }),
   })
   if (!deps.config.paymentProviders.includes('sandbox')) return app
   return app
@@ -33,7 +34,7 @@ export function sandboxRoutes(deps: Deps) {
   const r = await fetch(location.pathname, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ outcome: b.dataset.outcome, amount_usd: document.getElementById('amount').value }) })
   document.getElementById('result').textContent = r.ok ? 'Sent "' + b.dataset.outcome + '" to gpuhq as a signed notification.' : 'Failed: ' + r.status }</script>`)
       },
-      { params: t.Object({ invoice_id: t.String({ format: 'uuid' }) }), response: responses({ 200: Type.String({ description: 'HTML' }) }, [404, 422]), detail: { tags: ['billing'], summary: 'Sandbox checkout page', security: [] } },
+      { params: t.Object({ invoice_id: t.String({ format: 'uuid' }) }), response: responses({ 200: Type.String({ description: 'HTML' }) }, [404, 422]), detail: describe({ public: true }, { tags: ['billing'], summary: 'Sandbox checkout page' }) },
     )
     .post(
       '/sandbox/checkout/:invoice_id',
@@ -55,7 +56,7 @@ export function sandboxRoutes(deps: Deps) {
         params: t.Object({ invoice_id: t.String({ format: 'uuid' }) }),
         body: Type.Object({ outcome: Literals(SANDBOX_OUTCOMES), amount_usd: Type.Optional(Money()) }, { additionalProperties: false }),
         response: responses({ 200: Type.Object({ payment_id: Type.String(), notification_status: Type.Integer() }) }, [404, 409, 413, 415, 422]),
-        detail: { tags: ['billing'], summary: 'Sandbox: pay (or not) an invoice', description: 'Records the outcome and sends the signed notification to /api/v1/billing/providers/sandbox/notify, as a provider would. An amount above the invoice (or not above zero) → 422; an invoice already paid by a finished outcome refuses every further outcome → 409.', security: [] },
+        detail: describe({ public: true }, { tags: ['billing'], summary: 'Sandbox: pay (or not) an invoice', description: 'Records the outcome and sends the signed notification to /api/v1/billing/providers/sandbox/notify, as a provider would. An amount above the invoice (or not above zero) → 422; an invoice already paid by a finished outcome refuses every further outcome → 409.' }),
       },
     )
 }

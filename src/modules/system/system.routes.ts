@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia'
 import { Type } from '@sinclair/typebox'
+import { describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { PROBLEM_CODE_LIST, PROBLEM_CODES, problems, type ProblemCode } from '../../platform/problem'
 import { responses } from '../../platform/schemas'
@@ -15,26 +16,26 @@ export function systemRoutes(deps: Deps) {
   return new Elysia({ name: 'system' })
     .get('/healthz', () => ({ status: 'ok' as const }), {
       response: responses({ 200: Health }, []),
-      detail: { tags: ['system'], summary: 'Liveness: the process is up', security: [] },
+      detail: describe({ public: true }, { tags: ['system'], summary: 'Liveness: the process is up' }),
     })
     .get('/readyz', () => checkReadiness({ deps }), {
       response: responses({ 200: Readiness }, [503]),
-      detail: { tags: ['system'], summary: 'Readiness: database reachable and every migration applied', security: [] },
+      detail: describe({ public: true }, { tags: ['system'], summary: 'Readiness: database reachable and every migration applied' }),
     })
     .get('/problems', () => html(problemIndexPage(deps.config.publicUrl)), {
       response: responses({ 200: Html }, []),
-      detail: { tags: ['system'], summary: 'Index of problem types', security: [], responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } },
+      detail: describe({ public: true }, { tags: ['system'], summary: 'Index of problem types', responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' as const } } } } } }),
     })
     .get(
       '/problems/:code',
       ({ params }) => {
-        if (!(params.code in PROBLEM_CODES)) throw problems.notFound(`no problem type ${params.code}`)
+        if (!Object.hasOwn(PROBLEM_CODES, params.code)) throw problems.notFound(`no problem type ${params.code}`)
         return html(problemPage(params.code as ProblemCode, deps.config.publicUrl))
       },
       {
         params: t.Object({ code: t.String({ maxLength: 64, examples: PROBLEM_CODE_LIST.slice(0, 3) }) }),
         response: responses({ 200: Html }, [404]),
-        detail: { tags: ['system'], summary: 'Human page for one problem type', security: [] },
+        detail: describe({ public: true }, { tags: ['system'], summary: 'Human page for one problem type' }),
       },
     )
 }

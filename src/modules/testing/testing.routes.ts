@@ -1,3 +1,4 @@
+import { describe } from '../../platform/access'
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../platform/context'
 import type { JobRunner } from '../../platform/jobs'
@@ -20,7 +21,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
     .post('/clock', ({ body }) => moveClock({ deps, input: body }), {
       body: ClockBody,
       response: responses({ 200: ClockReply }, [413, 415, 422]),
-      detail: { tags, summary: 'Move the service clock forward', description: 'Body: exactly one of `advance_seconds` or `now` (ahead of the current time). Answers the new "now".' },
+      detail: describe({ public: true }, { tags, summary: 'Move the service clock forward', description: 'Body: exactly one of `advance_seconds` or `now` (ahead of the current time). Answers the new "now".' }),
     })
     .post(
       '/jobs/:job/run',
@@ -34,7 +35,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
       {
         params: t.Object({ job: t.String({ maxLength: 64 }) }),
         response: responses({ 200: JobRunReply }, [404, 409]),
-        detail: { tags, summary: 'Run one scheduled job now', description: 'Answers the service\'s "now" and the run\'s outcome.' },
+        detail: describe({ public: true }, { tags, summary: 'Run one scheduled job now', description: 'Answers the service\'s "now" and the run\'s outcome.' }),
       },
     )
     .post(
@@ -51,7 +52,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
         body: ProbeBody,
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: Probe }, [409, 413, 415, 422]),
-        detail: { tags, summary: 'Create a probe (test-only write, takes Idempotency-Key)' },
+        detail: describe({ public: true }, { tags, summary: 'Create a probe (test-only write, takes Idempotency-Key)' }),
       },
     )
     .get(
@@ -66,7 +67,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
       {
         params: IdParams,
         response: responses({ 200: Probe }, [304, 404, 422]),
-        detail: { tags, summary: 'Read a probe (ETag, If-None-Match)' },
+        detail: describe({ public: true }, { tags, summary: 'Read a probe (ETag, If-None-Match)' }),
       },
     )
     .patch(
@@ -80,7 +81,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
         params: IdParams,
         body: ProbeBody,
         response: responses({ 200: Probe }, [404, 412, 413, 415, 422]),
-        detail: { tags, summary: 'Change a probe (If-Match)' },
+        detail: describe({ public: true }, { tags, summary: 'Change a probe (If-Match)' }),
       },
     )
     .post(
@@ -94,7 +95,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
         params: t.Object({ bucket: t.String({ maxLength: 64 }) }),
         body: RateLimitBody,
         response: responses({ 200: RateLimitReply }, [413, 415, 422, 429]),
-        detail: { tags, summary: 'Take one request from a shared rate-limit bucket' },
+        detail: describe({ public: true }, { tags, summary: 'Take one request from a shared rate-limit bucket' }),
       },
     )
 }

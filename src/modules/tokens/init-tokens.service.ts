@@ -37,6 +37,10 @@ export function installCommand(publicUrl: string): string {
 
 export function createInitToken({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: CreateInitInput }) {
   const seconds = input.expires_in_s ?? INIT_TOKEN_DEFAULT_SECONDS
+  // An unbound token enrols a new server, which no allowlist can name in advance: a token limited
+  // to servers may only re-enrol one of them (its server_id was checked against the allowlist).
+  if (actor.serverAllowlist && !input.server_id)
+    throw new ProblemError('forbidden', { detail: 'a token limited to servers (server_allowlist) can only mint init tokens bound to one of them (server_id)' })
   const token = generateSecret('gpuhq_init_')
   return withTransaction(deps.db, (tx) => {
     const now = deps.clock.nowUs()
