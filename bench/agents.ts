@@ -51,7 +51,9 @@ if (soft < needFds) {
     })
     process.exit(await proc.exited)
   }
-  console.error(`bench/agents: ${N} sessions need about ${needFds} open files; the limit is ${soft} (hard ${hard}). Raise it (e.g. "ulimit -n ${needFds}" as root) or lower BENCH_AGENTS.`)
+  console.error(
+    `bench/agents: ${N} sessions need about ${needFds} open files; the limit is ${soft} (hard ${hard}). Raise it (e.g. "ulimit -n ${needFds}" as root) or lower BENCH_AGENTS.`,
+  )
   process.exit(2)
 }
 
@@ -110,7 +112,11 @@ async function main() {
         const minted = await fetch(`${url}/api/v1/tokens/init`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{}' })
         if (minted.status !== 201) throw new Error(`POST /tokens/init answered ${minted.status}: ${await minted.text()}`)
         const { token } = (await minted.json()) as { token: string }
-        const res = await fetch(`${url}/api/v1/agent/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ init_token: token, ...facts(`sample-${i}`) }) })
+        const res = await fetch(`${url}/api/v1/agent/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ init_token: token, ...facts(`sample-${i}`) }),
+        })
         if (res.status !== 201) throw new Error(`POST /agent/register answered ${res.status}: ${await res.text()}`)
         await res.arrayBuffer()
       }
@@ -133,7 +139,11 @@ async function main() {
     // 4. Heartbeats: the first one of each session is a presence transition (written at once)...
     t = performance.now()
     for (const s of sessions) heartbeat(s)
-    await until(() => count(`SELECT count(*) AS n FROM servers WHERE presence = 'online' AND hostname LIKE 'bench-%'`) === N, PHASE_DEADLINE_MS, () => `${N} servers online; presence now ${presence()}`)
+    await until(
+      () => count(`SELECT count(*) AS n FROM servers WHERE presence = 'online' AND hostname LIKE 'bench-%'`) === N,
+      PHASE_DEADLINE_MS,
+      () => `${N} servers online; presence now ${presence()}`,
+    )
     const firstS = (performance.now() - t) / 1000
     record('first heartbeat of every session (offline → online, one write each)', `${firstS.toFixed(2)} s = ${(N / firstS).toFixed(0)}/s`)
 
@@ -144,7 +154,11 @@ async function main() {
       t = performance.now()
       for (const s of sessions) heartbeat(s)
       const sent = performance.now()
-      await until(() => count(`SELECT count(*) AS n FROM servers WHERE last_seen_at > ? AND hostname LIKE 'bench-%'`, before) === N, PHASE_DEADLINE_MS, `burst ${b + 1} written`)
+      await until(
+        () => count(`SELECT count(*) AS n FROM servers WHERE last_seen_at > ? AND hostname LIKE 'bench-%'`, before) === N,
+        PHASE_DEADLINE_MS,
+        `burst ${b + 1} written`,
+      )
       const dt = (performance.now() - t) / 1000
       record(`one burst of ${N} heartbeats: sent / all written`, `${((sent - t) / 1000).toFixed(2)} s / ${dt.toFixed(2)} s`)
       await Bun.sleep(300)
@@ -161,7 +175,11 @@ async function main() {
     }
     await barrierAll(sessions)
     const handled = (performance.now() - t) / 1000
-    await until(() => count(`SELECT count(*) AS n FROM servers WHERE last_seen_at > ? AND hostname LIKE 'bench-%'`, lastRoundUs) === N, PHASE_DEADLINE_MS, 'the last round written')
+    await until(
+      () => count(`SELECT count(*) AS n FROM servers WHERE last_seen_at > ? AND hostname LIKE 'bench-%'`, lastRoundUs) === N,
+      PHASE_DEADLINE_MS,
+      'the last round written',
+    )
     const written = (performance.now() - t) / 1000
     record(`sustained: ${ROUNDS} × ${N} heartbeats, handled by the service`, `${handled.toFixed(2)} s = ${((ROUNDS * N) / handled).toFixed(0)} heartbeats/s`)
     record(`sustained: ${ROUNDS} × ${N} heartbeats, last round written`, `${written.toFixed(2)} s = ${((ROUNDS * N) / written).toFixed(0)} heartbeats/s`)
@@ -182,7 +200,11 @@ async function main() {
     // 6. Mass reconnect: everyone drops, everyone comes back with one heartbeat.
     t = performance.now()
     for (const s of sessions) s.ws!.close(1001, 'bench reconnect')
-    await until(() => count(`SELECT count(*) AS n FROM servers WHERE presence = 'offline' AND hostname LIKE 'bench-%'`) === N, PHASE_DEADLINE_MS, () => `${N} servers offline after the close; presence now ${presence()}`)
+    await until(
+      () => count(`SELECT count(*) AS n FROM servers WHERE presence = 'offline' AND hostname LIKE 'bench-%'`) === N,
+      PHASE_DEADLINE_MS,
+      () => `${N} servers offline after the close; presence now ${presence()}`,
+    )
     record(`mass close: all ${N} offline (one write each)`, `${secs(t)} s`)
 
     // Reopened sessions keep heartbeating at the protocol's interval, as real agents do: when
@@ -196,7 +218,11 @@ async function main() {
     const reopened = performance.now()
     const swept = await fetch(`${url}/api/v1/_test/jobs/presence.sweep/run`, { method: 'POST' })
     if (swept.status !== 200) throw new Error(`presence.sweep answered ${swept.status}`)
-    await until(() => count(`SELECT count(*) AS n FROM servers WHERE presence = 'online' AND hostname LIKE 'bench-%'`) === N, PHASE_DEADLINE_MS, () => `${N} servers online after the reconnect; presence now ${presence()}`)
+    await until(
+      () => count(`SELECT count(*) AS n FROM servers WHERE presence = 'online' AND hostname LIKE 'bench-%'`) === N,
+      PHASE_DEADLINE_MS,
+      () => `${N} servers online after the reconnect; presence now ${presence()}`,
+    )
     const dbSettled = performance.now()
     await until(async () => (await dashboard(url, cookie)).online === N, PHASE_DEADLINE_MS, 'GET /dashboard to show every server online')
     record(`mass reconnect: ${N} sessions reopened with hello + one heartbeat`, `${((reopened - t) / 1000).toFixed(2)} s`)
@@ -222,7 +248,13 @@ async function main() {
 
 /** Migrates a fresh database, creates the tenant (pro plan: no server limit) and N enrolled servers. */
 function prepareDatabase(env: Record<string, string>, n: number): { sessions: Session[]; ticket: string } {
-  const deps = buildDeps(loadConfig(env), { log: createLogger('warn', () => new Date().toISOString(), () => {}) })
+  const deps = buildDeps(loadConfig(env), {
+    log: createLogger(
+      'warn',
+      () => new Date().toISOString(),
+      () => {},
+    ),
+  })
   const { tenantId, ticket } = createAccount({ deps, input: { email: 'bench@example.test', tenantName: 'Bench rigs' } })
   deps.sqlite.run(`UPDATE tenants SET plan_code = 'pro' WHERE id = ?`, [tenantId])
   const now = deps.clock.nowUs()
@@ -358,7 +390,6 @@ function openFileLimits(): { soft: number; hard: number } {
   const n = (v: string | undefined) => (v === undefined ? 1024 : v === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(v))
   return { soft: n(m?.[1]), hard: n(m?.[2]) }
 }
-
 
 function secs(since: number): string {
   return ((performance.now() - since) / 1000).toFixed(2)

@@ -33,9 +33,17 @@ try {
     PUBLIC_URL: 'http://127.0.0.1',
     LOG_LEVEL: 'warn',
   })
-  const deps = buildDeps(config, { log: createLogger('warn', () => new Date().toISOString(), (l) => console.error(l)) })
+  const deps = buildDeps(config, {
+    log: createLogger(
+      'warn',
+      () => new Date().toISOString(),
+      (l) => console.error(l),
+    ),
+  })
   const { sqlite } = deps
-  console.log(`bun ${Bun.version}, ${cpus().length} cores; ${TENANTS.toLocaleString('en')} tenants on starter × ${SERVERS_PER_TENANT} servers = ${(TENANTS * SERVERS_PER_TENANT).toLocaleString('en')} servers; WAL, synchronous=FULL\n`)
+  console.log(
+    `bun ${Bun.version}, ${cpus().length} cores; ${TENANTS.toLocaleString('en')} tenants on starter × ${SERVERS_PER_TENANT} servers = ${(TENANTS * SERVERS_PER_TENANT).toLocaleString('en')} servers; WAL, synchronous=FULL\n`,
+  )
 
   // Fixtures in bulk SQL: tenants, their servers (enrolled a day before the first hour), and a
   // 100 USD opening top-up each so no run crosses zero (the steady state, no grace transitions).
@@ -44,7 +52,9 @@ try {
   sqlite.transaction(() => {
     const tenant = sqlite.prepare("INSERT INTO tenants (id, name, plan_code, account_state, created_at) VALUES (?, ?, 'starter', 'active', ?)")
     const server = sqlite.prepare('INSERT INTO servers (id, tenant_id, name, created_at) VALUES (?, ?, ?, ?)')
-    const entry = sqlite.prepare("INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, detail, created_at) VALUES (?, ?, 1, 'topup', 100000000, 100000000, ?, 'opening top-up', ?)")
+    const entry = sqlite.prepare(
+      "INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, detail, created_at) VALUES (?, ?, 1, 'topup', 100000000, 100000000, ?, 'opening top-up', ?)",
+    )
     const balance = sqlite.prepare('INSERT INTO balances (tenant_id, balance_micros, last_seq, updated_at) VALUES (?, 100000000, 1, ?)')
     const enrolled = H - 24 * US_PER_HOUR
     for (let i = 0; i < TENANTS; i++) {
@@ -91,7 +101,8 @@ try {
     )
     t0 = performance.now()
     plainDb.sqlite.exec('BEGIN IMMEDIATE')
-    for (let i = 0; i < TENANTS; i++) insert.run(deps.newId(), tenantIds[i]!, r + 2, 100_000_000 - 26_882 * (r + 1), hour, hour, deps.newId(), hour + 76 * 60_000_000)
+    for (let i = 0; i < TENANTS; i++)
+      insert.run(deps.newId(), tenantIds[i]!, r + 2, 100_000_000 - 26_882 * (r + 1), hour, hour, deps.newId(), hour + 76 * 60_000_000)
     plainDb.sqlite.exec('COMMIT')
     const took = performance.now() - t0
     plainTimes.push(took)
@@ -103,7 +114,9 @@ try {
   const plain = median(plainTimes)
   console.log(`\n| | median of ${RUNS} | per tenant |`)
   console.log('|---|---|---|')
-  console.log(`| hourly charge run (${TENANTS.toLocaleString('en')} tenants, ${(TENANTS * SERVERS_PER_TENANT).toLocaleString('en')} servers) | ${ms(charge)} | ${((charge * 1000) / TENANTS).toFixed(1)} µs |`)
+  console.log(
+    `| hourly charge run (${TENANTS.toLocaleString('en')} tenants, ${(TENANTS * SERVERS_PER_TENANT).toLocaleString('en')} servers) | ${ms(charge)} | ${((charge * 1000) / TENANTS).toFixed(1)} µs |`,
+  )
   console.log(`| plain insert of ${TENANTS.toLocaleString('en')} rows | ${ms(plain)} | ${((plain * 1000) / TENANTS).toFixed(1)} µs |`)
   console.log(`| ratio charge / plain | ${(charge / plain).toFixed(1)}× | |`)
   sqlite.close()

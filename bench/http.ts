@@ -92,7 +92,11 @@ async function main() {
     const insert = { label: 'bare Bun + INSERT', url: `${bare}/insert`, init: (n: number) => post(`v-${run}-${n}`), expect: 201 }
     const scenarios: [string, Target, Target][] = [
       ['GET /healthz', { label: 'gpuhq', url: `${gpuhq}/healthz`, init: () => get, expect: 200 }, healthz],
-      ['POST probe, unique Idempotency-Key', { label: 'gpuhq', url: `${gpuhq}/api/v1/_test/probes`, init: (n) => post(`v-${run}-${n}`, `k-${run}-${n}`), expect: 201 }, insert],
+      [
+        'POST probe, unique Idempotency-Key',
+        { label: 'gpuhq', url: `${gpuhq}/api/v1/_test/probes`, init: (n) => post(`v-${run}-${n}`, `k-${run}-${n}`), expect: 201 },
+        insert,
+      ],
       ['POST probe, no Idempotency-Key', { label: 'gpuhq', url: `${gpuhq}/api/v1/_test/probes`, init: (n) => post(`w-${run}-${n}`), expect: 201 }, insert],
     ]
     console.log(`bun ${Bun.version}, ${cpus().length} cores, ${CONCURRENCY} concurrent loops, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per row\n`)
@@ -166,5 +170,3 @@ function printTable(rows: [string, Result, Result][]) {
   console.log('|' + widths.map((w, i) => (i < 2 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|') + '|')
   for (const l of lines) console.log(fmt(l))
 }
-
-

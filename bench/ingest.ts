@@ -24,7 +24,16 @@ const ROOT = resolve(import.meta.dir, '..')
 const US = 1_000_000
 const PASSWORD = 'correct horse battery staple 42'
 
-const GPU_METRICS = ['temperature_c', 'hotspot_temperature_c', 'memory_temperature_c', 'utilization_pct', 'memory_used_mb', 'power_w', 'fan_pct', 'clock_sm_mhz']
+const GPU_METRICS = [
+  'temperature_c',
+  'hotspot_temperature_c',
+  'memory_temperature_c',
+  'utilization_pct',
+  'memory_used_mb',
+  'power_w',
+  'fan_pct',
+  'clock_sm_mhz',
+]
 const HOST_METRICS = ['cpu_usage_pct', 'memory_used_pct', 'disk_used_pct', 'net_rx_mbps', 'net_tx_mbps', 'power_w', 'hashrate']
 const ROWS_PER_FRAME = GPUS * GPU_METRICS.length + HOST_METRICS.length
 
@@ -58,7 +67,9 @@ const watchdog = setTimeout(() => {
 
 try {
   await waitFor(`${base}/readyz`)
-  console.log(`bun ${Bun.version}, ${cpus().length} cores; ${AGENTS} agents × ${GPUS} GPUs, ${FRAMES} frames each (${GPU_METRICS.length} GPU metrics per GPU + ${HOST_METRICS.length} host metrics per frame)\n`)
+  console.log(
+    `bun ${Bun.version}, ${cpus().length} cores; ${AGENTS} agents × ${GPUS} GPUs, ${FRAMES} frames each (${GPU_METRICS.length} GPU metrics per GPU + ${HOST_METRICS.length} host metrics per frame)\n`,
+  )
   const cookie = await owner()
   const agents = await enrol(cookie, AGENTS)
   const ingest = await ingestThroughWebSockets(agents)
@@ -76,7 +87,13 @@ process.exit(0)
 
 /** A pro-plan tenant (room for every server) and its owner's session cookie, over real HTTP. */
 async function owner(): Promise<string> {
-  const deps = buildDeps(loadConfig(env), { log: createLogger('warn', () => new Date().toISOString(), () => {}) })
+  const deps = buildDeps(loadConfig(env), {
+    log: createLogger(
+      'warn',
+      () => new Date().toISOString(),
+      () => {},
+    ),
+  })
   const { tenantId, ticket } = createAccount({ deps, input: { email: `bench-${Date.now()}@example.test`, tenantName: 'bench rigs' } })
   deps.sqlite.run("UPDATE tenants SET plan_code = 'pro' WHERE id = ?", [tenantId])
   deps.sqlite.close()
@@ -92,7 +109,13 @@ async function enrol(cookie: string, n: number, gpus = GPUS): Promise<Agent[]> {
   const out: Agent[] = []
   for (let i = 0; i < n; i++) {
     const init = (await (await post('/api/v1/tokens/init', {}, { cookie })).json()) as { token: string }
-    const body = { init_token: init.token, agent_version: '1.4.0', hostname: `bench-${i}`, fingerprint: `sha256:bench-${i}-${Date.now()}`, gpus: Array.from({ length: gpus }, (_, index) => ({ index, model: 'NVIDIA GeForce RTX 4090' })) }
+    const body = {
+      init_token: init.token,
+      agent_version: '1.4.0',
+      hostname: `bench-${i}`,
+      fingerprint: `sha256:bench-${i}-${Date.now()}`,
+      gpus: Array.from({ length: gpus }, (_, index) => ({ index, model: 'NVIDIA GeForce RTX 4090' })),
+    }
     const res = await post('/api/v1/agent/register', body)
     if (res.status !== 201) throw new Error(`register answered ${res.status}: ${await res.text()}`)
     const r = (await res.json()) as { server_id: string; agent_token: string }
@@ -121,7 +144,12 @@ async function ingestThroughWebSockets(agents: Agent[]): Promise<IngestResult> {
     sockets.map(async (s, a) => {
       for (let f = 0; f < FRAMES; f++) {
         const t = iso(t0 + f * 10 * US + a)
-        const samples: Record<string, unknown>[] = Array.from({ length: GPUS }, (_, g) => ({ t, scope: 'gpu', gpu_index: g, values: Object.fromEntries(GPU_METRICS.map((m, k) => [m, value(f + g, k)])) }))
+        const samples: Record<string, unknown>[] = Array.from({ length: GPUS }, (_, g) => ({
+          t,
+          scope: 'gpu',
+          gpu_index: g,
+          values: Object.fromEntries(GPU_METRICS.map((m, k) => [m, value(f + g, k)])),
+        }))
         samples.push({ t, scope: 'host', values: Object.fromEntries(HOST_METRICS.map((m, k) => [m, value(f, k)])) })
         s.ws.send(JSON.stringify({ type: 'telemetry', samples }))
         await s.ack(f)
@@ -157,7 +185,14 @@ async function openSession(token: string) {
     ws.addEventListener('open', () => res())
     ws.addEventListener('close', (e) => rej(new Error(`session closed (${e.code})`)))
   })
-  ws.send(JSON.stringify({ type: 'hello', agent_version: '1.4.0', hostname: 'bench', gpus: Array.from({ length: GPUS }, (_, index) => ({ index, model: 'NVIDIA GeForce RTX 4090' })) }))
+  ws.send(
+    JSON.stringify({
+      type: 'hello',
+      agent_version: '1.4.0',
+      hostname: 'bench',
+      gpus: Array.from({ length: GPUS }, (_, index) => ({ index, model: 'NVIDIA GeForce RTX 4090' })),
+    }),
+  )
   await welcome
   return {
     ws,
@@ -200,14 +235,20 @@ function baselineInserts(): BaselineResult {
 
 function printIngest(r: IngestResult, b: BaselineResult) {
   const ours = r.gpuSamples / r.seconds
-  const theirs = (b.rows / ROWS_PER_FRAME) * GPUS / b.seconds
+  const theirs = ((b.rows / ROWS_PER_FRAME) * GPUS) / b.seconds
   console.log('| ingest | GPU samples/s | rows/s | GPU samples | rows | seconds |')
   console.log('|---|---:|---:|---:|---:|---:|')
-  console.log(`| gpuhq: WebSocket → group commit → SQLite | ${ours.toFixed(0)} | ${(r.rows / r.seconds).toFixed(0)} | ${r.gpuSamples} | ${r.rows} | ${r.seconds.toFixed(2)} (frames all handled after ${r.sendSeconds.toFixed(2)}) |`)
-  console.log(`| baseline: batched bun:sqlite INSERT, ${BASELINE_BATCH} rows per transaction | ${theirs.toFixed(0)} | ${(b.rows / b.seconds).toFixed(0)} | ${(b.rows / ROWS_PER_FRAME) * GPUS} | ${b.rows} | ${b.seconds.toFixed(2)} |`)
+  console.log(
+    `| gpuhq: WebSocket → group commit → SQLite | ${ours.toFixed(0)} | ${(r.rows / r.seconds).toFixed(0)} | ${r.gpuSamples} | ${r.rows} | ${r.seconds.toFixed(2)} (frames all handled after ${r.sendSeconds.toFixed(2)}) |`,
+  )
+  console.log(
+    `| baseline: batched bun:sqlite INSERT, ${BASELINE_BATCH} rows per transaction | ${theirs.toFixed(0)} | ${(b.rows / b.seconds).toFixed(0)} | ${(b.rows / ROWS_PER_FRAME) * GPUS} | ${b.rows} | ${b.seconds.toFixed(2)} |`,
+  )
   console.log(`| gpuhq / baseline | ${(ours / theirs).toFixed(2)}× | | | | |`)
-  const fleet = 10_000 * GPUS / 10
-  console.log(`\nA fleet of 10,000 servers × ${GPUS} GPUs reporting every 10 s sends ${fleet} GPU samples/s; the measured ingest rate is ${((ours / fleet) * 100).toFixed(0)} % of that.\n`)
+  const fleet = (10_000 * GPUS) / 10
+  console.log(
+    `\nA fleet of 10,000 servers × ${GPUS} GPUs reporting every 10 s sends ${fleet} GPU samples/s; the measured ingest rate is ${((ours / fleet) * 100).toFixed(0)} % of that.\n`,
+  )
 }
 
 /**
@@ -227,7 +268,9 @@ async function queryBenchmark(cookie: string) {
   const weekFrom = Math.floor((now - 7 * 24 * H) / H) * H
   const series: number[] = []
   const addSeries = db.prepare('INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (?, ?, ?) RETURNING id')
-  const addRollup = db.prepare('INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+  const addRollup = db.prepare(
+    'INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  )
   const addSample = db.prepare('INSERT INTO metric_samples (series_id, t, value) VALUES (?, ?, ?)')
   let rollups = 0
   let samples = 0
@@ -249,14 +292,21 @@ async function queryBenchmark(cookie: string) {
       }
     })
   }).immediate()
-  console.log(`query benchmark: 1 server, 8 GPUs, ${series.length} series; ${rollups} 5-minute and hourly rollups written directly for 7 days, ${samples} raw samples for the last ${((now - tailFrom) / H).toFixed(1)} h (${((performance.now() - started) / 1000).toFixed(1)} s to write)`)
+  console.log(
+    `query benchmark: 1 server, 8 GPUs, ${series.length} series; ${rollups} 5-minute and hourly rollups written directly for 7 days, ${samples} raw samples for the last ${((now - tailFrom) / H).toFixed(1)} h (${((performance.now() - started) / 1000).toFixed(1)} s to write)`,
+  )
   db.close()
 
   let t = performance.now()
   const job = (await (await post('/api/v1/_test/jobs/metrics.rollup/run', {})).json()) as { outcome: string; detail: string }
-  console.log(`metrics.rollup, first run over every raw sample (${samples} of this server + the ingest run's): ${job.outcome} in ${((performance.now() - t) / 1000).toFixed(2)} s (${job.detail})\n`)
+  console.log(
+    `metrics.rollup, first run over every raw sample (${samples} of this server + the ingest run's): ${job.outcome} in ${((performance.now() - t) / 1000).toFixed(2)} s (${job.detail})\n`,
+  )
 
-  for (const [label, rangeUs] of [['7 days (1h, 168 points per series)', 7 * 24 * H], ['48 hours (5m, 576 points per series)', 48 * H]] as const) {
+  for (const [label, rangeUs] of [
+    ['7 days (1h, 168 points per series)', 7 * 24 * H],
+    ['48 hours (5m, 576 points per series)', 48 * H],
+  ] as const) {
     const to = iso(now)
     const latencies: number[] = []
     let bytes = 0
@@ -264,7 +314,9 @@ async function queryBenchmark(cookie: string) {
     for (let i = 0; i < QUERIES; i++) {
       const from = iso(now - rangeUs + i) // 1 µs apart: never the cached answer
       t = performance.now()
-      const res = await fetch(`${base}/api/v1/servers/${server!.serverId}/metrics?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`, { headers: { cookie } })
+      const res = await fetch(`${base}/api/v1/servers/${server!.serverId}/metrics?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`, {
+        headers: { cookie },
+      })
       const text = await res.text()
       latencies.push(performance.now() - t)
       if (res.status !== 200) throw new Error(`metrics answered ${res.status}: ${text.slice(0, 300)}`)
@@ -273,12 +325,12 @@ async function queryBenchmark(cookie: string) {
     }
     latencies.sort((a, b) => a - b)
     const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!
-    console.log(`GET /servers/{id}/metrics, last ${label}, default metric set (${seriesCount} series, ${(bytes / 1024).toFixed(0)} KiB): ${QUERIES} sequential requests, p50 ${pct(0.5).toFixed(1)} ms, p95 ${pct(0.95).toFixed(1)} ms, max ${latencies[latencies.length - 1]!.toFixed(1)} ms`)
+    console.log(
+      `GET /servers/{id}/metrics, last ${label}, default metric set (${seriesCount} series, ${(bytes / 1024).toFixed(0)} KiB): ${QUERIES} sequential requests, p50 ${pct(0.5).toFixed(1)} ms, p95 ${pct(0.95).toFixed(1)} ms, max ${latencies[latencies.length - 1]!.toFixed(1)} ms`,
+    )
   }
 }
 
 function post(path: string, body: unknown, headers: Record<string, string> = {}) {
   return fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
 }
-
-

@@ -6,8 +6,6 @@
 export function strictify(sql: string): string {
   return sql
     .split('--> statement-breakpoint')
-    .map((stmt) =>
-      /^\s*CREATE TABLE/i.test(stmt) && !/\)\s*STRICT\s*;\s*$/i.test(stmt) ? stmt.replace(/\)\s*;\s*$/, ') STRICT;\n') : stmt,
-    )
+    .map((stmt) => (/^\s*CREATE TABLE/i.test(stmt) && !/\)\s*STRICT\s*;\s*$/i.test(stmt) ? stmt.replace(/\)\s*;\s*$/, ') STRICT;\n') : stmt))
     .join('--> statement-breakpoint')
 }

@@ -28,14 +28,14 @@ export const jobs: readonly JobDefinition[] = [
     name: 'fleet.snapshot',
     schedule: '*/60 * * * * *',
     leaseSeconds: 120,
-    description: 'Recomputes every tenant\'s fleet snapshot (GET /servers, GET /dashboard).',
+    description: "Recomputes every tenant's fleet snapshot (GET /servers, GET /dashboard).",
     run: ({ deps }) => refreshAllSnapshots(deps),
   },
   {
     name: 'billing.charge',
     schedule: '*/5 * * * *',
     leaseSeconds: 900,
-    description: 'Books each hour\'s charges once it is 1 h 15 min old (catching up after downtime) and freezes accounts whose grace ran out.',
+    description: "Books each hour's charges once it is 1 h 15 min old (catching up after downtime) and freezes accounts whose grace ran out.",
     run: ({ deps }) => runHourlyCharges(deps),
   },
   {
@@ -98,7 +98,6 @@ export const jobs: readonly JobDefinition[] = [
     name: 'platform.gc',
     schedule: '41 3 * * *',
     description: 'Deletes drained rate-limit buckets and job-run records older than 7 days (the 15-second jobs write about 17,000 a day).',
-    run: ({ deps }) =>
-      `removed ${collectDrainedBuckets(deps.db, deps.clock)} rate-limit buckets and ${pruneJobRuns(deps, 7)} job runs`,
+    run: ({ deps }) => `removed ${collectDrainedBuckets(deps.db, deps.clock)} rate-limit buckets and ${pruneJobRuns(deps, 7)} job runs`,
   },
 ]

@@ -77,7 +77,14 @@ try {
   if (e instanceof ConfigError) fail(`invalid configuration: ${e.message}`)
   throw e
 }
-const deps = buildDeps(config, { log: createLogger('warn', () => new Date().toISOString(), (l) => console.error(l)), busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS })
+const deps = buildDeps(config, {
+  log: createLogger(
+    'warn',
+    () => new Date().toISOString(),
+    (l) => console.error(l),
+  ),
+  busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
+})
 
 try {
   if (command === 'create-account') {
@@ -95,14 +102,18 @@ try {
     const rows = tenantsOverview({ deps })
     if (rows.length === 0) console.log('no tenants')
     for (const t of rows)
-      console.log(`${t.id}  plan=${t.planCode ?? '-'}  state=${t.accountState}  balance=${formatMoney(balanceOf(deps.db, t.id))}  created=${formatTimestamp(t.createdAt)}  ${t.name}`)
+      console.log(
+        `${t.id}  plan=${t.planCode ?? '-'}  state=${t.accountState}  balance=${formatMoney(balanceOf(deps.db, t.id))}  created=${formatTimestamp(t.createdAt)}  ${t.name}`,
+      )
   } else if (command === 'adjust') {
     const { values } = parseArgs({ args: rest, options: { tenant: { type: 'string' }, amount: { type: 'string' }, reason: { type: 'string' } }, strict: true })
     if (!values.tenant) fail('--tenant is required')
     if (!values.amount) fail('--amount is required')
     if (!values.reason) fail('--reason is required')
     const row = adjustBalance({ deps, input: { tenantId: values.tenant, amount: values.amount, reason: values.reason } })
-    console.log(`adjusted tenant ${values.tenant} by ${formatMoney(row.amountMicros)} USD; balance now ${formatMoney(row.balanceAfterMicros)} USD (ledger entry ${row.id})`)
+    console.log(
+      `adjusted tenant ${values.tenant} by ${formatMoney(row.amountMicros)} USD; balance now ${formatMoney(row.balanceAfterMicros)} USD (ledger entry ${row.id})`,
+    )
   } else if (command === 'set-plan') {
     const { values } = parseArgs({ args: rest, options: { tenant: { type: 'string' }, plan: { type: 'string' } }, strict: true })
     if (!values.tenant) fail('--tenant is required')
@@ -111,16 +122,29 @@ try {
     console.log(`tenant ${values.tenant} is now on ${values.plan === 'none' ? 'no plan' : `plan ${values.plan}`}`)
   } else if (command === 'plans') {
     for (const p of listPlans(deps.db))
-      console.log(`${p.code}  ${p.label}  price=${p.priceMicrosPerServerMonth === null ? 'contract' : formatMoney(p.priceMicrosPerServerMonth)} USD/server/month  servers_max=${p.serversMax ?? 'unlimited'}  features=${JSON.parse(p.features).join(',') || '-'}`)
+      console.log(
+        `${p.code}  ${p.label}  price=${p.priceMicrosPerServerMonth === null ? 'contract' : formatMoney(p.priceMicrosPerServerMonth)} USD/server/month  servers_max=${p.serversMax ?? 'unlimited'}  features=${JSON.parse(p.features).join(',') || '-'}`,
+      )
   } else if (command === 'plan') {
     const { values } = parseArgs({
       args: rest,
-      options: { code: { type: 'string' }, label: { type: 'string' }, price: { type: 'string' }, 'servers-max': { type: 'string' }, features: { type: 'string' } },
+      options: {
+        code: { type: 'string' },
+        label: { type: 'string' },
+        price: { type: 'string' },
+        'servers-max': { type: 'string' },
+        features: { type: 'string' },
+      },
       strict: true,
     })
     if (!values.code) fail('--code is required')
-    const r = upsertPlan({ deps, input: { code: values.code, label: values.label, price: values.price, serversMax: values['servers-max'], features: values.features } })
-    console.log(`${r.created ? 'created' : 'updated'} plan ${r.plan.code}: ${r.plan.label}, ${r.plan.priceMicrosPerServerMonth === null ? 'contract-priced' : `${formatMoney(r.plan.priceMicrosPerServerMonth)} USD per server per month`}, servers_max ${r.plan.serversMax ?? 'unlimited'}`)
+    const r = upsertPlan({
+      deps,
+      input: { code: values.code, label: values.label, price: values.price, serversMax: values['servers-max'], features: values.features },
+    })
+    console.log(
+      `${r.created ? 'created' : 'updated'} plan ${r.plan.code}: ${r.plan.label}, ${r.plan.priceMicrosPerServerMonth === null ? 'contract-priced' : `${formatMoney(r.plan.priceMicrosPerServerMonth)} USD per server per month`}, servers_max ${r.plan.serversMax ?? 'unlimited'}`,
+    )
   } else if (command === 'unsettled-payments') {
     const { values } = parseArgs({ args: rest, options: { all: { type: 'boolean' } }, strict: true })
     const rows = listUnsettledPayments({ deps, all: values.all ?? false })
@@ -128,10 +152,16 @@ try {
     for (const r of rows)
       console.log(
         `${r.id}  tenant=${r.tenantId}  topup=${r.topupId}  payment=${r.provider}:${r.paymentId}  amount=${formatNullableMoney(r.amountMicros) ?? 'unknown'}  reason=${r.reason}  recorded=${formatTimestamp(r.recordedAt)}` +
-          (r.settledAt === null ? '  open' : `  settled=${r.settlement} ${formatTimestamp(r.settledAt)}${r.settlementEntryId ? ` (ledger entry ${r.settlementEntryId})` : ''}`),
+          (r.settledAt === null
+            ? '  open'
+            : `  settled=${r.settlement} ${formatTimestamp(r.settledAt)}${r.settlementEntryId ? ` (ledger entry ${r.settlementEntryId})` : ''}`),
       )
   } else if (command === 'settle-payment') {
-    const { values } = parseArgs({ args: rest, options: { id: { type: 'string' }, credit: { type: 'boolean' }, refunded: { type: 'boolean' }, reason: { type: 'string' } }, strict: true })
+    const { values } = parseArgs({
+      args: rest,
+      options: { id: { type: 'string' }, credit: { type: 'boolean' }, refunded: { type: 'boolean' }, reason: { type: 'string' } },
+      strict: true,
+    })
     if (!values.id) fail('--id is required')
     if (!values.credit === !values.refunded) fail('give exactly one of --credit or --refunded')
     if (!values.reason) fail('--reason is required')

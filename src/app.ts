@@ -37,8 +37,7 @@ export const API_PREFIX = '/api/v1'
 export function createApp(deps: Deps, runner: JobRunner) {
   const authenticators: Authenticators = {
     session: (token) => resolveSession(deps, token),
-    bearer: (token) =>
-      token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null,
+    bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null),
     planFeatures: (code) => planFeatures(findPlan(deps.db, code)),
   }
   let allowedMethods: (path: string) => string[] = () => []
@@ -88,7 +87,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
             { name: 'servers', description: 'The fleet: servers, presence, configuration, maintenance, events, dashboard' },
             { name: 'groups', description: 'Server groups' },
             { name: 'commands', description: 'Typed commands delivered to agents' },
-            { name: 'plans', description: 'The plan catalogue and what the tenant\'s plan allows' },
+            { name: 'plans', description: "The plan catalogue and what the tenant's plan allows" },
             { name: 'billing', description: 'Balance, ledger, hourly charges, top-ups' },
             { name: 'subscription', description: 'Plan changes: quote, order, cancel' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
@@ -119,7 +118,10 @@ export function createApp(deps: Deps, runner: JobRunner) {
 
   // A switched-off feature's routes do not exist for 405 either: every method answers 404.
   allowedMethods = createMethodIndex(
-    app.routes.filter((r) => deps.config.signupEnabled || (r.hooks?.detail as { 'x-gpuhq-access'?: { requires?: string } } | undefined)?.['x-gpuhq-access']?.requires !== 'signup'),
+    app.routes.filter(
+      (r) =>
+        deps.config.signupEnabled || (r.hooks?.detail as { 'x-gpuhq-access'?: { requires?: string } } | undefined)?.['x-gpuhq-access']?.requires !== 'signup',
+    ),
   )
   // Fails closed: a route without an access declaration stops the app here (only the plugin's
   // OpenAPI document is public without one).

@@ -137,8 +137,7 @@ function secretKey(env: Env, dataDir: string): Buffer {
 
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = env.NODE_ENV || 'development'
-  if (!['development', 'production', 'test'].includes(nodeEnv))
-    throw new ConfigError('NODE_ENV', `expected development, production or test, got "${nodeEnv}"`)
+  if (!['development', 'production', 'test'].includes(nodeEnv)) throw new ConfigError('NODE_ENV', `expected development, production or test, got "${nodeEnv}"`)
   const production = nodeEnv === 'production'
   const port = int(env, 'PORT', 8080, 0, 65535)
   const publicUrl = httpUrl(env, 'PUBLIC_URL', `http://localhost:${port}`)
@@ -157,8 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
   for (const p of providers)
     if (!KNOWN_PAYMENT_PROVIDERS.includes(p))
       throw new ConfigError('PAYMENT_PROVIDERS', `unknown provider "${p}" (known: ${KNOWN_PAYMENT_PROVIDERS.join(', ')})`)
-  if (production && providers.includes('sandbox'))
-    throw new ConfigError('PAYMENT_PROVIDERS', 'the sandbox provider is refused in production')
+  if (production && providers.includes('sandbox')) throw new ConfigError('PAYMENT_PROVIDERS', 'the sandbox provider is refused in production')
 
   const smtpUrl = env.SMTP_URL?.trim() || null
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigError('SMTP_URL', 'expected smtp:// or smtps://')

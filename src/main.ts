@@ -35,7 +35,9 @@ try {
 } catch (e) {
   const code = (e as { code?: string }).code
   if (code === 'EADDRINUSE' || code === 'EACCES') {
-    console.error(`gpuhq: cannot listen on port ${config.port}: ${code === 'EADDRINUSE' ? 'it is in use by another program (or another gpuhq)' : 'permission denied'}; set PORT to another port`)
+    console.error(
+      `gpuhq: cannot listen on port ${config.port}: ${code === 'EADDRINUSE' ? 'it is in use by another program (or another gpuhq)' : 'permission denied'}; set PORT to another port`,
+    )
     process.exit(1)
   }
   throw e

@@ -1,7 +1,7 @@
 import type { Server } from 'bun'
 import type { App } from './app'
 import type { Deps } from './platform/context'
-import { beginRequest, internalProblem, problemResponse, requestState } from './platform/http'
+import { beginRequest, internalProblem, problemResponse, } from './platform/http'
 import { finishKey, idempotencyContext, type RequestIdempotency } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { BUSY_PAUSES_MS, isDatabaseBusy } from '../db/client'
@@ -122,7 +122,10 @@ export async function handle(app: App, deps: Deps, request: Request, ip: string)
     }
   }
   if (!response.headers.has('x-request-id')) response.headers.set('x-request-id', state.id)
-  securityHeaders(response, { credentialed: state.actor !== undefined || request.headers.has('authorization') || request.headers.has('cookie'), https: deps.config.publicUrl.startsWith('https:') })
+  securityHeaders(response, {
+    credentialed: state.actor !== undefined || request.headers.has('authorization') || request.headers.has('cookie'),
+    https: deps.config.publicUrl.startsWith('https:'),
+  })
   deps.log.info('request', {
     method: request.method,
     route: state.route ?? null,

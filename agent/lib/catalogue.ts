@@ -51,8 +51,7 @@ export function catalogue(deps: CatalogueDeps): Record<string, Handler> {
 
     'agent.update': async (ctx) => {
       const version = ctx.params.version
-      if (typeof version !== 'string' || !/^[0-9A-Za-z][0-9A-Za-z.+~-]{0,31}$/.test(version))
-        throw invalid('version must be a version string such as 1.2.0')
+      if (typeof version !== 'string' || !/^[0-9A-Za-z][0-9A-Za-z.+~-]{0,31}$/.test(version)) throw invalid('version must be a version string such as 1.2.0')
       if (!deps.updateCommand)
         throw new CommandFailure({
           code: 'update_unsupported',
@@ -63,7 +62,13 @@ export function catalogue(deps: CatalogueDeps): Record<string, Handler> {
       const r = await run([deps.updateCommand, version], { timeoutMs: 600_000, signal: ctx.signal })
       if (r.code !== 0) {
         ctx.log(`update command exited with ${r.code}: ${firstLine(r.stderr || r.stdout)}`)
-        throw new CommandFailure({ code: 'update_failed', message: 'the update command failed', retryable: true, stage: 'install', details: { exit_code: r.code } })
+        throw new CommandFailure({
+          code: 'update_failed',
+          message: 'the update command failed',
+          retryable: true,
+          stage: 'install',
+          details: { exit_code: r.code },
+        })
       }
       ctx.log('update installed; the agent restarts into the new version')
       return { result: { version, restarting: true }, after: () => deps.restart() }

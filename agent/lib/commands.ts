@@ -1,4 +1,4 @@
-import { FinishedCommands, type FinishedFrame } from './command-store'
+import type { FinishedCommands, FinishedFrame } from './command-store'
 import type { Logger } from './log'
 import { redact } from './log'
 import { COMMAND_SCHEMA_VERSION } from './version'
@@ -136,10 +136,13 @@ export class CommandRunner {
       })
     let timer: ReturnType<typeof setTimeout> | undefined
     if (Number.isFinite(deadline))
-      timer = setTimeout(() => {
-        p.cancelled = 'deadline_exceeded'
-        p.controller.abort()
-      }, Math.min(deadline - now(), 2 ** 31 - 1))
+      timer = setTimeout(
+        () => {
+          p.cancelled = 'deadline_exceeded'
+          p.controller.abort()
+        },
+        Math.min(deadline - now(), 2 ** 31 - 1),
+      )
     this.deps.emit({ type: 'command.started', command_id: id })
     let lines = 0
     const ctx: CommandContext = {

@@ -9,7 +9,10 @@ export const INIT_PREFIX = 'gpuhq_init_'
 export const AGENT_PREFIX = 'gpuhq_agt_'
 
 export class EnrollError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
     super(message)
   }
 }
@@ -33,7 +36,8 @@ export async function readTokenStdin(stdin: AsyncIterable<Uint8Array> = process.
 export function checkInitToken(raw: string): string {
   const token = raw.trim()
   if (!token) throw new EnrollError('no init token was given (the file or standard input was empty)')
-  if (token.startsWith(AGENT_PREFIX)) throw new EnrollError('that is an agent credential (gpuhq_agt_…), not an init token; create an init token in gpuhq and use it')
+  if (token.startsWith(AGENT_PREFIX))
+    throw new EnrollError('that is an agent credential (gpuhq_agt_…), not an init token; create an init token in gpuhq and use it')
   if (!token.startsWith(INIT_PREFIX) || /\s/.test(token)) throw new EnrollError(`that is not an init token: init tokens start with ${INIT_PREFIX}`)
   return token
 }
@@ -80,7 +84,8 @@ export function explainRegisterFailure(p: Problem): string {
     case 401:
       return 'enrolment refused: the init token is unknown, already used, expired or revoked. Init tokens work once and for at most an hour; create a new one in gpuhq.'
     case 409:
-      if (p.code === 'server_limit_reached') return `enrolment refused: the account's plan allows no more servers${detail}. Upgrade the plan or decommission a server.`
+      if (p.code === 'server_limit_reached')
+        return `enrolment refused: the account's plan allows no more servers${detail}. Upgrade the plan or decommission a server.`
       return `enrolment refused: conflict${p.code ? ` ${p.code}` : ''}${detail}`
     case 426:
       return `enrolment refused: this agent (version ${AGENT_VERSION}) is older than the service accepts${detail}. Install a newer agent.`

@@ -32,6 +32,10 @@ export async function run(argv: string[], opts: { timeoutMs?: number; signal?: A
 
 /** First non-empty line of a program's output, bounded: fit for a command log line, never for an error. */
 export function firstLine(text: string, max = 300): string {
-  const line = text.split('\n').map((l) => l.trim()).find(Boolean) ?? ''
+  const line =
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .find(Boolean) ?? ''
   return line.length > max ? line.slice(0, max) + '…' : line
 }

@@ -6,7 +6,10 @@ export function normaliseBaseUrl(input: string): string {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`--url must be http(s)://…, not ${url.protocol}`)
   url.search = ''
   url.hash = ''
-  return url.toString().replace(/\/+$/, '').replace(/\/api\/v1$/, '')
+  return url
+    .toString()
+    .replace(/\/+$/, '')
+    .replace(/\/api\/v1$/, '')
 }
 
 export function apiUrl(base: string, path: string): string {

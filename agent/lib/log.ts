@@ -23,18 +23,21 @@ export function createLogger(
   write: (line: string) => void = (line) => process.stdout.write(line + '\n'),
   now: () => Date = () => new Date(),
 ): Logger {
-  const emit = (l: Level) => (msg: string, fields: Record<string, unknown> = {}) => {
-    if (ORDER[l] < ORDER[level]) return
-    const line = JSON.stringify({ t: now().toISOString(), level: l, msg, ...fields }, (_k, v) =>
-      v instanceof Error ? v.message : v,
-    )
-    write(redact(line))
-  }
+  const emit =
+    (l: Level) =>
+    (msg: string, fields: Record<string, unknown> = {}) => {
+      if (ORDER[l] < ORDER[level]) return
+      const line = JSON.stringify({ t: now().toISOString(), level: l, msg, ...fields }, (_k, v) => (v instanceof Error ? v.message : v))
+      write(redact(line))
+    }
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') }
 }
 
 /** A logger that keeps lines in memory (tests, or a caller that wants to inspect them). */
 export function memoryLogger(level: Level = 'debug'): Logger & { lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = []
-  return Object.assign(createLogger(level, (line) => lines.push(JSON.parse(line))), { lines })
+  return Object.assign(
+    createLogger(level, (line) => lines.push(JSON.parse(line))),
+    { lines },
+  )
 }

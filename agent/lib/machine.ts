@@ -75,7 +75,8 @@ export class Machine {
     const events: AgentEvent[] = []
     let gpuValues: Map<number, GpuValues>
     if (this.simulated) gpuValues = this.simulated.sample()
-    else if (!this.known.length) gpuValues = new Map() // no GPUs (or no nvidia-smi) at start: host metrics only
+    else if (!this.known.length)
+      gpuValues = new Map() // no GPUs (or no nvidia-smi) at start: host metrics only
     else {
       try {
         gpuValues = await this.nvidia.telemetry()
@@ -105,9 +106,19 @@ export class Machine {
       const gone = !seen.has(g.index)
       if (gone && !this.missing.has(g.index)) {
         this.missing.add(g.index)
-        events.push({ kind: 'gpu.missing', severity: 'critical', message: `GPU ${g.index} (${g.model}) no longer appears in nvidia-smi`, data: { gpu_index: g.index, uuid: g.uuid } })
+        events.push({
+          kind: 'gpu.missing',
+          severity: 'critical',
+          message: `GPU ${g.index} (${g.model}) no longer appears in nvidia-smi`,
+          data: { gpu_index: g.index, uuid: g.uuid },
+        })
       } else if (!gone && this.missing.delete(g.index))
-        events.push({ kind: 'gpu.returned', severity: 'info', message: `GPU ${g.index} appears in nvidia-smi again`, data: { gpu_index: g.index, uuid: g.uuid } })
+        events.push({
+          kind: 'gpu.returned',
+          severity: 'info',
+          message: `GPU ${g.index} appears in nvidia-smi again`,
+          data: { gpu_index: g.index, uuid: g.uuid },
+        })
     }
     return events
   }

@@ -161,7 +161,9 @@ export function summariseNvidiaSmiQ(text: string) {
         power_limit_w: csvNumber(pick(power, 'Current Power Limit') ?? pick(power, 'Power Limit') ?? undefined),
         power_limit_min_w: csvNumber(pick(power, 'Min Power Limit') ?? undefined),
         power_limit_max_w: csvNumber(pick(power, 'Max Power Limit') ?? undefined),
-        ecc_uncorrected_volatile: csvNumber(pick(g, 'ECC Errors', 'Volatile', 'DRAM Uncorrectable') ?? pick(g, 'ECC Errors', 'Volatile', 'Double Bit', 'Total') ?? undefined),
+        ecc_uncorrected_volatile: csvNumber(
+          pick(g, 'ECC Errors', 'Volatile', 'DRAM Uncorrectable') ?? pick(g, 'ECC Errors', 'Volatile', 'Double Bit', 'Total') ?? undefined,
+        ),
       }
     })
   return {

@@ -72,7 +72,10 @@ class Agent {
   private heartbeatS: number
   private telemetryS: number
 
-  constructor(private readonly opts: AgentOptions, private readonly cred: Credential) {
+  constructor(
+    private readonly opts: AgentOptions,
+    private readonly cred: Credential,
+  ) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve))
     this.heartbeatS = opts.heartbeatIntervalS ?? cred.heartbeat_interval_s
     this.telemetryS = opts.telemetryIntervalS ?? cred.telemetry_interval_s
@@ -87,7 +90,7 @@ class Agent {
       handlers: catalogue({
         machine: this.machine,
         updateCommand: opts.updateCommand,
-        restart: () => void this.finish(EXIT.restart, 'restarting at the service\'s request'),
+        restart: () => void this.finish(EXIT.restart, "restarting at the service's request"),
         event: (e) => this.event(e),
       }),
       finished: new FinishedCommands(opts.stateDir),
@@ -136,8 +139,18 @@ class Agent {
       let delay = backoffDelay(this.attempt++, backoff)
       if (end.code === 4409) {
         delay += this.opts.replacedPauseMs ?? 30_000
-        log.warn('another session with this credential replaced this one (close 4409); is the agent running twice, or was this host cloned? pausing before reconnecting', { pause_ms: delay })
-      } else log.warn('session closed; reconnecting', { code: end.code, reason: end.reason || undefined, status: end.upgradeStatus ?? undefined, opened: end.opened, delay_ms: delay })
+        log.warn(
+          'another session with this credential replaced this one (close 4409); is the agent running twice, or was this host cloned? pausing before reconnecting',
+          { pause_ms: delay },
+        )
+      } else
+        log.warn('session closed; reconnecting', {
+          code: end.code,
+          reason: end.reason || undefined,
+          status: end.upgradeStatus ?? undefined,
+          opened: end.opened,
+          delay_ms: delay,
+        })
       await this.sleep(delay)
     }
   }
@@ -163,7 +176,8 @@ class Agent {
           ws.close(4000, 'no welcome')
         }, this.opts.welcomeTimeoutMs ?? 30_000)
       }
-      ws.onmessage = (e) => this.onFrame(typeof e.data === 'string' ? e.data : Buffer.from(e.data as ArrayBuffer).toString('utf8'), () => clearTimeout(welcomeTimer))
+      ws.onmessage = (e) =>
+        this.onFrame(typeof e.data === 'string' ? e.data : Buffer.from(e.data as ArrayBuffer).toString('utf8'), () => clearTimeout(welcomeTimer))
       ws.onerror = (e) => {
         errorText = (e as ErrorEvent).message ?? ''
       }
@@ -214,7 +228,10 @@ class Agent {
     if (this.welcomed) return // one welcome per session; a repeat must not double the timers
     const positive = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : null)
     if (typeof frame.server_id === 'string' && frame.server_id !== this.cred.server_id)
-      this.opts.log.warn('the service welcomed this agent as a different server than it enrolled as', { enrolled: this.cred.server_id, welcomed: frame.server_id })
+      this.opts.log.warn('the service welcomed this agent as a different server than it enrolled as', {
+        enrolled: this.cred.server_id,
+        welcomed: frame.server_id,
+      })
     this.heartbeatS = this.opts.heartbeatIntervalS ?? positive(frame.heartbeat_interval_s) ?? this.heartbeatS
     this.telemetryS = this.opts.telemetryIntervalS ?? positive(frame.telemetry_interval_s) ?? this.telemetryS
     this.welcomed = true

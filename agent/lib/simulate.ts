@@ -23,7 +23,11 @@ export class SimulatedGpus {
   readonly gpus: SimGpu[]
 
   /** `seed` makes the UUIDs stable for one installation (state dir) and distinct between two. */
-  constructor(count: number, seed: string, private readonly random: () => number = Math.random) {
+  constructor(
+    count: number,
+    seed: string,
+    private readonly random: () => number = Math.random,
+  ) {
     this.gpus = Array.from({ length: count }, (_, index) => ({
       index,
       model: MODEL,

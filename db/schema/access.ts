@@ -25,8 +25,12 @@ export const accessTokens = sqliteTable(
   'access_tokens',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     /** First characters of the plaintext, to recognise the token in a list. */
     displayPrefix: text('display_prefix').notNull(),
@@ -46,7 +50,9 @@ export const initTokens = sqliteTable(
   'init_tokens',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     createdBy: text('created_by').notNull(),
     tokenHash: text('token_hash').notNull(),
     serverId: text('server_id').references(() => servers.id),

@@ -8,7 +8,9 @@ export const tenants = sqliteTable('tenants', {
   /** Catalogue code of the tenant's plan; null means no plan assignment (409 plan_required). */
   planCode: text('plan_code'),
   /** Account state for billing: active, grace or frozen. */
-  accountState: text('account_state', { enum: ['active', 'grace', 'frozen'] }).notNull().default('active'),
+  accountState: text('account_state', { enum: ['active', 'grace', 'frozen'] })
+    .notNull()
+    .default('active'),
   /** When the balance went below zero (grace started); null while active. */
   graceSince: integer('grace_since'),
   frozenAt: integer('frozen_at'),
@@ -21,7 +23,9 @@ export const users = sqliteTable(
   'users',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     /** Lower-cased; one account per address across the deployment. */
     email: text('email').notNull(),
     passwordHash: text('password_hash'),
@@ -39,7 +43,9 @@ export const sessions = sqliteTable(
   'sessions',
   {
     id: text('id').primaryKey(),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     tokenHash: text('token_hash').notNull(),
     createdAt: integer('created_at').notNull(),
     lastSeenAt: integer('last_seen_at').notNull(),

@@ -11,7 +11,9 @@ export const ledgerEntries = sqliteTable(
   'ledger_entries',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     seq: integer('seq').notNull(),
     kind: text('kind', { enum: ['charge', 'topup', 'adjustment'] }).notNull(),
     amountMicros: integer('amount_micros').notNull(),
@@ -39,7 +41,9 @@ export const ledgerEntries = sqliteTable(
 )
 
 export const balances = sqliteTable('balances', {
-  tenantId: text('tenant_id').primaryKey().references(() => tenants.id),
+  tenantId: text('tenant_id')
+    .primaryKey()
+    .references(() => tenants.id),
   balanceMicros: integer('balance_micros').notNull(),
   lastSeq: integer('last_seq').notNull(),
   updatedAt: integer('updated_at').notNull(),

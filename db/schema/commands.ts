@@ -7,7 +7,9 @@ export const commands = sqliteTable(
   {
     id: text('id').primaryKey(),
     tenantId: text('tenant_id').notNull(),
-    serverId: text('server_id').notNull().references(() => servers.id),
+    serverId: text('server_id')
+      .notNull()
+      .references(() => servers.id),
     type: text('type').notNull(),
     schemaVersion: integer('schema_version').notNull(),
     params: text('params').notNull(),
@@ -33,7 +35,11 @@ export const commands = sqliteTable(
     sendCount: integer('send_count').notNull(),
     version: integer('version').notNull(),
   },
-  (t) => [index('commands_tenant').on(t.tenantId, t.id), index('commands_server_delivery').on(t.serverId, t.deliveryStatus), index('commands_expiry').on(t.executionStatus, t.deadline)],
+  (t) => [
+    index('commands_tenant').on(t.tenantId, t.id),
+    index('commands_server_delivery').on(t.serverId, t.deliveryStatus),
+    index('commands_expiry').on(t.executionStatus, t.deadline),
+  ],
 )
 
 /** Every transition of a command, in order; the database refuses to change or remove a row. */
@@ -41,7 +47,9 @@ export const commandTimeline = sqliteTable(
   'command_timeline',
   {
     id: text('id').primaryKey(),
-    commandId: text('command_id').notNull().references(() => commands.id),
+    commandId: text('command_id')
+      .notNull()
+      .references(() => commands.id),
     at: integer('at').notNull(),
     axis: text('axis', { enum: ['delivery', 'execution', 'command'] }).notNull(),
     fromState: text('from_state'),
@@ -54,7 +62,9 @@ export const commandTimeline = sqliteTable(
 /** The command's redacted, bounded log (64 KiB), readable at GET /commands/{id}/logs/{log_id}. */
 export const commandLogs = sqliteTable('command_logs', {
   id: text('id').primaryKey(),
-  commandId: text('command_id').notNull().references(() => commands.id),
+  commandId: text('command_id')
+    .notNull()
+    .references(() => commands.id),
   text: text('text').notNull(),
   bytes: integer('bytes').notNull(),
   truncated: integer('truncated', { mode: 'boolean' }).notNull(),

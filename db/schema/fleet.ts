@@ -7,7 +7,9 @@ export const serverGroups = sqliteTable(
   'server_groups',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     name: text('name').notNull(),
     position: integer('position').notNull(),
     version: integer('version').notNull(),
@@ -20,7 +22,9 @@ export const servers = sqliteTable(
   'servers',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     name: text('name').notNull(),
     createdAt: integer('created_at').notNull(),
     decommissionedAt: integer('decommissioned_at'),
@@ -42,7 +46,9 @@ export const servers = sqliteTable(
     electricityMicrosPerKwh: integer('electricity_micros_per_kwh'),
     maintenanceSince: integer('maintenance_since'),
     maintenanceReason: text('maintenance_reason'),
-    presence: text('presence', { enum: ['online', 'suspect', 'offline'] }).notNull().default('offline'),
+    presence: text('presence', { enum: ['online', 'suspect', 'offline'] })
+      .notNull()
+      .default('offline'),
     /** Last heartbeat of the live session; null until the command channel came up once. */
     lastSeenAt: integer('last_seen_at'),
     /** Last HTTPS hello (never makes the server online). */
@@ -54,7 +60,11 @@ export const servers = sqliteTable(
     rentalSource: text('rental_source'),
     rentalUpdatedAt: integer('rental_updated_at'),
   },
-  (t) => [index('servers_tenant').on(t.tenantId), uniqueIndex('servers_agent_token').on(t.agentTokenHash), index('servers_presence').on(t.presence, t.lastSeenAt)],
+  (t) => [
+    index('servers_tenant').on(t.tenantId),
+    uniqueIndex('servers_agent_token').on(t.agentTokenHash),
+    index('servers_presence').on(t.presence, t.lastSeenAt),
+  ],
 )
 
 /** Typed durable server events: presence transitions, maintenance, enrolment, agent reports. */
@@ -63,7 +73,9 @@ export const serverEvents = sqliteTable(
   {
     id: text('id').primaryKey(),
     tenantId: text('tenant_id').notNull(),
-    serverId: text('server_id').notNull().references(() => servers.id),
+    serverId: text('server_id')
+      .notNull()
+      .references(() => servers.id),
     kind: text('kind').notNull(),
     severity: text('severity', { enum: ['info', 'warning', 'error', 'critical'] }).notNull(),
     message: text('message').notNull(),
@@ -77,7 +89,9 @@ export const serverEvents = sqliteTable(
 export const serverKeepOn = sqliteTable(
   'server_keep_on',
   {
-    serverId: text('server_id').notNull().references(() => servers.id),
+    serverId: text('server_id')
+      .notNull()
+      .references(() => servers.id),
     marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
     tenantId: text('tenant_id').notNull(),
     createdAt: integer('created_at').notNull(),
@@ -89,7 +103,9 @@ export const serverKeepOn = sqliteTable(
 export const serverLatestMetrics = sqliteTable(
   'server_latest_metrics',
   {
-    serverId: text('server_id').notNull().references(() => servers.id),
+    serverId: text('server_id')
+      .notNull()
+      .references(() => servers.id),
     gpuIndex: integer('gpu_index').notNull(),
     metric: text('metric').notNull(),
     value: real('value'),

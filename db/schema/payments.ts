@@ -10,7 +10,9 @@ export const topups = sqliteTable(
   'topups',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     provider: text('provider').notNull(),
     paymentMethod: text('payment_method').notNull(),
     amountMicros: integer('amount_micros').notNull(),
@@ -59,7 +61,9 @@ export const unsettledPayments = sqliteTable(
   'unsettled_payments',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     topupId: text('topup_id').notNull(),
     provider: text('provider').notNull(),
     paymentId: text('payment_id').notNull(),
@@ -93,5 +97,7 @@ export const sandboxInvoices = sqliteTable('sandbox_invoices', {
   method: text('method').notNull(),
   createdAt: integer('created_at').notNull(),
   /** open until a finished outcome pays it; a paid invoice refuses every further outcome (409). */
-  status: text('status', { enum: ['open', 'paid'] }).notNull().default('open'),
+  status: text('status', { enum: ['open', 'paid'] })
+    .notNull()
+    .default('open'),
 })

@@ -6,7 +6,9 @@ export const subscriptionChanges = sqliteTable(
   'subscription_changes',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     fromPlan: text('from_plan').notNull(),
     targetPlan: text('target_plan').notNull(),
     direction: text('direction', { enum: ['upgrade', 'downgrade', 'lateral'] }).notNull(),
@@ -31,7 +33,9 @@ export const subscriptionChanges = sqliteTable(
 export const planPeriods = sqliteTable(
   'plan_periods',
   {
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     effectiveDay: text('effective_day').notNull(),
     planCode: text('plan_code').notNull(),
     createdAt: integer('created_at').notNull(),
@@ -47,7 +51,9 @@ export const planPeriods = sqliteTable(
 export const planAssignments = sqliteTable(
   'plan_assignments',
   {
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     effectiveFrom: integer('effective_from').notNull(),
     planCode: text('plan_code'),
     createdAt: integer('created_at').notNull(),

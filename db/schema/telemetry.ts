@@ -9,7 +9,9 @@ export const metricSeries = sqliteTable(
   'metric_series',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    serverId: text('server_id').notNull().references(() => servers.id),
+    serverId: text('server_id')
+      .notNull()
+      .references(() => servers.id),
     gpuIndex: integer('gpu_index').notNull(),
     metric: text('metric').notNull(),
   },

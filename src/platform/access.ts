@@ -199,10 +199,8 @@ export function authorize(
 ): void {
   if (actor.kind === 'system') return
   if (actor.kind === 'agent') throw new ProblemError('forbidden', { detail: 'agent credentials only serve the agent operations' })
-  if (spec.cookieOnly && actor.via !== 'cookie')
-    throw new ProblemError('forbidden', { detail: 'this operation needs a browser session, not a token' })
-  if (!actor.role || !roleAtLeast(actor.role, spec.role))
-    throw new ProblemError('forbidden', { detail: `this operation needs the ${spec.role} role or above` })
+  if (spec.cookieOnly && actor.via !== 'cookie') throw new ProblemError('forbidden', { detail: 'this operation needs a browser session, not a token' })
+  if (!actor.role || !roleAtLeast(actor.role, spec.role)) throw new ProblemError('forbidden', { detail: `this operation needs the ${spec.role} role or above` })
   if (actor.scopes !== null) {
     // Fails closed: a token passes only a scope it holds, or a declaration that names every token.
     if (spec.scope) {
@@ -212,10 +210,11 @@ export function authorize(
       throw new ProblemError('forbidden', { detail: 'tokens cannot perform this operation' })
     }
     if (actor.serverAllowlist && spec.scope && TENANT_WIDE_AREAS.has(spec.scope.split(':')[0]!))
-      throw new ProblemError('forbidden', { detail: `a token limited to servers (server_allowlist) cannot use ${spec.scope}: it spans every server of the tenant` })
+      throw new ProblemError('forbidden', {
+        detail: `a token limited to servers (server_allowlist) cannot use ${spec.scope}: it spans every server of the tenant`,
+      })
   }
-  if (spec.requiresPlan && actor.tenant.planCode === null)
-    throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
+  if (spec.requiresPlan && actor.tenant.planCode === null) throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
   if (spec.entitlement && !(actor.tenant.planCode && ctx.planFeatures(actor.tenant.planCode).includes(spec.entitlement)))
     throw new ProblemError('feature_not_entitled', { detail: `the plan does not include ${spec.entitlement}` })
   if (spec.denyFrozen && actor.tenant.accountState === 'frozen')
@@ -320,8 +319,7 @@ export function ensureAccess(
   // Unreachable for routes built by createApp (buildAccessIndex refuses them); closed all the same.
   if (!spec) throw new ProblemError('forbidden', { detail: 'this operation has no access declaration' })
   if ('public' in spec) {
-    if (spec.requires === 'signup' && !deps.config.signupEnabled)
-      throw new ProblemError('not_found', { detail: 'signup is disabled on this deployment' })
+    if (spec.requires === 'signup' && !deps.config.signupEnabled) throw new ProblemError('not_found', { detail: 'signup is disabled on this deployment' })
     return
   }
 

@@ -1,4 +1,4 @@
-import { Elysia, ValidationError } from 'elysia'
+import { Elysia, type ValidationError } from 'elysia'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import type { Deps } from './context'
 import { PROBLEM_CODES, ProblemError, problems, toProblemDocument, type FieldError } from './problem'
@@ -64,55 +64,56 @@ const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i
 
 export function platform(deps: Deps, options: PlatformOptions) {
   const limit = deps.config.bodyLimitBytes
-  return new Elysia({ name: 'platform' })
-    .onRequest(({ request, set }) => {
-      set.headers['x-request-id'] = requestState(request, deps).id
-    })
-    .onTransform({ as: 'global' }, ({ request, route, params, query }) => {
-      requestState(request, deps).route = route
-      options.checkAccess(request, route, params as Record<string, string | undefined>)
-      options.checkQuery?.(request, query as Record<string, unknown>)
-    })
-    .onParse({ as: 'global' }, async ({ request, contentType, route, params }) => {
-      // Access is decided before the body is read: an anonymous caller gets 401 whatever it sent.
-      requestState(request, deps).route = route
-      options.checkAccess(request, route, params as Record<string, string | undefined>)
-      // After access: a switched-off operation (signup) answers 404 whatever size the body claims.
-      const length = request.headers.get('content-length')
-      if (length !== null && Number(length) > limit) throw tooLarge(limit)
-      const raw = await readLimited(request, limit)
-      if (raw.byteLength === 0) return null
-      const media = (contentType ?? '').split(';')[0]!.trim().toLowerCase()
-      if (JSON_TYPE.test(media)) {
-        const text = decodeUtf8(raw)
-        requestState(request, deps).rawBody = text
-        const body = parseJsonText(text)
-        options.checkBody?.(request, body)
-        return body
-      }
-      if (media === 'application/x-www-form-urlencoded' && options.formRoutes?.has(`${request.method} ${route}`)) {
-        const body = Object.fromEntries(new URLSearchParams(decodeUtf8(raw)))
-        options.checkBody?.(request, body)
-        return body
-      }
-      throw new ProblemError('validation_failed', {
-        status: 415,
-        detail: `this operation takes application/json, not ${media || 'a body without Content-Type'}`,
-        errors: [{ path: '', code: 'unsupported_media_type' }],
-        headers: { 'Accept-Post': 'application/json' },
+  return (
+    new Elysia({ name: 'platform' })
+      .onRequest(({ request, set }) => {
+        set.headers['x-request-id'] = requestState(request, deps).id
       })
-    })
-    // Never runs: the parser above answers or throws for every body. Naming Elysia's JSON parser is
-    // what makes @elysiajs/openapi document request bodies; it lists media types only of named parsers.
-    .onParse({ as: 'global' }, ['json'] as never)
-    .onError({ as: 'global' }, ({ code, error, request, path }) => {
-      const state = requestState(request, deps)
-      const problem = toProblem(code, error, request, path, options, deps)
-      if (isDatabaseBusy(problem.internal)) state.busy = true
-      else if (problem.status >= 500)
-        deps.log.error('request failed', { request_id: state.id, route: state.route ?? null, error: problem.internal ?? error })
-      return problemResponse(problem, deps.config.publicUrl, state.id, path)
-    })
+      .onTransform({ as: 'global' }, ({ request, route, params, query }) => {
+        requestState(request, deps).route = route
+        options.checkAccess(request, route, params as Record<string, string | undefined>)
+        options.checkQuery?.(request, query as Record<string, unknown>)
+      })
+      .onParse({ as: 'global' }, async ({ request, contentType, route, params }) => {
+        // Access is decided before the body is read: an anonymous caller gets 401 whatever it sent.
+        requestState(request, deps).route = route
+        options.checkAccess(request, route, params as Record<string, string | undefined>)
+        // After access: a switched-off operation (signup) answers 404 whatever size the body claims.
+        const length = request.headers.get('content-length')
+        if (length !== null && Number(length) > limit) throw tooLarge(limit)
+        const raw = await readLimited(request, limit)
+        if (raw.byteLength === 0) return null
+        const media = (contentType ?? '').split(';')[0]!.trim().toLowerCase()
+        if (JSON_TYPE.test(media)) {
+          const text = decodeUtf8(raw)
+          requestState(request, deps).rawBody = text
+          const body = parseJsonText(text)
+          options.checkBody?.(request, body)
+          return body
+        }
+        if (media === 'application/x-www-form-urlencoded' && options.formRoutes?.has(`${request.method} ${route}`)) {
+          const body = Object.fromEntries(new URLSearchParams(decodeUtf8(raw)))
+          options.checkBody?.(request, body)
+          return body
+        }
+        throw new ProblemError('validation_failed', {
+          status: 415,
+          detail: `this operation takes application/json, not ${media || 'a body without Content-Type'}`,
+          errors: [{ path: '', code: 'unsupported_media_type' }],
+          headers: { 'Accept-Post': 'application/json' },
+        })
+      })
+      // Never runs: the parser above answers or throws for every body. Naming Elysia's JSON parser is
+      // what makes @elysiajs/openapi document request bodies; it lists media types only of named parsers.
+      .onParse({ as: 'global' }, ['json'] as never)
+      .onError({ as: 'global' }, ({ code, error, request, path }) => {
+        const state = requestState(request, deps)
+        const problem = toProblem(code, error, request, path, options, deps)
+        if (isDatabaseBusy(problem.internal)) state.busy = true
+        else if (problem.status >= 500) deps.log.error('request failed', { request_id: state.id, route: state.route ?? null, error: problem.internal ?? error })
+        return problemResponse(problem, deps.config.publicUrl, state.id, path)
+      })
+  )
 }
 
 export function problemResponse(problem: ProblemError, publicUrl: string, requestId: string, instance?: string): Response {
@@ -128,14 +129,7 @@ export function problemResponse(problem: ProblemError, publicUrl: string, reques
   })
 }
 
-function toProblem(
-  code: string | number,
-  error: unknown,
-  request: Request,
-  path: string,
-  options: PlatformOptions,
-  deps: Deps,
-): ProblemError {
+function toProblem(code: string | number, error: unknown, request: Request, path: string, options: PlatformOptions, deps: Deps): ProblemError {
   if (error instanceof ProblemError) return error
   switch (code) {
     case 'VALIDATION': {
@@ -175,7 +169,11 @@ function toProblem(
  */
 export function internalProblem(error: unknown): ProblemError {
   if (isDatabaseBusy(error))
-    return new ProblemError('temporarily_unavailable', { detail: 'the database is busy; retry shortly', headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) }, internal: error })
+    return new ProblemError('temporarily_unavailable', {
+      detail: 'the database is busy; retry shortly',
+      headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) },
+      internal: error,
+    })
   return new ProblemError('temporarily_unavailable', { status: 500, detail: 'internal error', internal: error })
 }
 
@@ -230,8 +228,7 @@ export function fieldErrors(v: ValidationError): FieldError[] {
 function coercedFieldErrors(v: ValidationError, request: Request): FieldError[] {
   const first = (v as { valueError?: ValueError }).valueError
   const code = (first && FIELD_CODES[first.type]) ?? 'invalid_type'
-  const holds = (raw: string) =>
-    raw === String(v.value) || (typeof v.value === 'number' && raw.trim() !== '' && Number(raw) === v.value)
+  const holds = (raw: string) => raw === String(v.value) || (typeof v.value === 'number' && raw.trim() !== '' && Number(raw) === v.value)
   const names = new Set<string>()
   const url = new URL(request.url)
   for (const [name, raw] of url.searchParams) if (holds(raw)) names.add(name)
@@ -280,8 +277,7 @@ function decodeUtf8(raw: Uint8Array): string {
 function parseJsonText(text: string): unknown {
   // Before parsing: a deeply nested body is refused in one linear pass, never recursed into.
   const tooDeep = excessiveDepthPointer(text)
-  if (tooDeep !== null)
-    throw problems.field(tooDeep, 'too_deep', `JSON bodies may nest objects and arrays at most ${MAX_JSON_DEPTH} levels deep`)
+  if (tooDeep !== null) throw problems.field(tooDeep, 'too_deep', `JSON bodies may nest objects and arrays at most ${MAX_JSON_DEPTH} levels deep`)
   try {
     return JSON.parse(text)
   } catch {

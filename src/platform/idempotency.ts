@@ -42,7 +42,9 @@ setTopLevelTransactionHook((tx) => {
   const { scope, operation, key } = ctx.claim
   tx.update(idempotencyKeys)
     .set({ state: 'executed' })
-    .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.operation, operation), eq(idempotencyKeys.key, key), eq(idempotencyKeys.state, 'in_progress')))
+    .where(
+      and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.operation, operation), eq(idempotencyKeys.key, key), eq(idempotencyKeys.state, 'in_progress')),
+    )
     .run()
 })
 
@@ -52,15 +54,17 @@ const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'cache-control']
 /** Outcomes that mean "the operation did not run": the key is released, not stored. */
 const NOT_STORED = new Set([401, 403, 422, 429])
 
-export type Claim =
-  | { kind: 'claimed' }
-  | { kind: 'replay'; status: number; headers: Record<string, string>; body: string }
+export type Claim = { kind: 'claimed' } | { kind: 'replay'; status: number; headers: Record<string, string>; body: string }
 
 type Stored = { headers: Record<string, string>; body: string }
 
 export function validateKey(key: string): void {
   if (!KEY_PATTERN.test(key))
-    throw problems.field('/idempotency-key', key.length > 128 ? 'too_long' : 'pattern', 'Idempotency-Key must be 1 to 128 printable ASCII characters (0x21-0x7E)')
+    throw problems.field(
+      '/idempotency-key',
+      key.length > 128 ? 'too_long' : 'pattern',
+      'Idempotency-Key must be 1 to 128 printable ASCII characters (0x21-0x7E)',
+    )
 }
 
 /**
@@ -96,7 +100,9 @@ export function canonicalJson(value: unknown): string {
       parts.push(']')
       for (let i = parts.length - 1; i >= 0; i--) stack.push(parts[i]!)
     } else {
-      const keys = Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      const keys = Object.keys(v)
+        .sort()
+        .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
       const parts: ({ v: unknown } | string)[] = ['{']
       keys.forEach((k, i) => parts.push(`${i ? ',' : ''}${JSON.stringify(k)}:`, { v: (v as Record<string, unknown>)[k] }))
       parts.push('}')
@@ -143,7 +149,8 @@ export function claimKey(deps: Deps, scope: string, operation: string, key: stri
     if (row.lockedUntil > now || row.state === 'executed') {
       if (row.lockedUntil <= now)
         throw new ProblemError('conflict', {
-          detail: 'the first request with this Idempotency-Key made its change, but its answer was lost when the service stopped; read the resource to see the outcome, and use a new key for a new request',
+          detail:
+            'the first request with this Idempotency-Key made its change, but its answer was lost when the service stopped; read the resource to see the outcome, and use a new key for a new request',
         })
       const wait = Math.max(1, Math.ceil((row.lockedUntil - now) / 1_000_000))
       throw new ProblemError('conflict', {
@@ -158,20 +165,17 @@ export function claimKey(deps: Deps, scope: string, operation: string, key: stri
 }
 
 /** Stores the outcome of a claimed request, or releases the key when the outcome must not be replayed. */
-export async function finishKey(
-  deps: Deps,
-  claim: { scope: string; operation: string; key: string },
-  response: Response,
-): Promise<void> {
-  const where = and(
-    eq(idempotencyKeys.scope, claim.scope),
-    eq(idempotencyKeys.operation, claim.operation),
-    eq(idempotencyKeys.key, claim.key),
-  )
+export async function finishKey(deps: Deps, claim: { scope: string; operation: string; key: string }, response: Response): Promise<void> {
+  const where = and(eq(idempotencyKeys.scope, claim.scope), eq(idempotencyKeys.operation, claim.operation), eq(idempotencyKeys.key, claim.key))
   // Nothing was written: the key is released so a corrected retry runs. Once the request wrote
   // (state executed) its answer is kept whatever it is, since running it again is not safe.
   if (response.status >= 500 || NOT_STORED.has(response.status)) {
-    const released = withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, 'in_progress'))).run())
+    const released = withTransaction(deps.db, (tx) =>
+      tx
+        .delete(idempotencyKeys)
+        .where(and(where, eq(idempotencyKeys.state, 'in_progress')))
+        .run(),
+    )
     if (changesOf(released) === 1) return
   }
   const body = await response.clone().text()
@@ -181,9 +185,7 @@ export async function finishKey(
     if (v !== null) headers[name] = v
   }
   const box = seal(deps.keys.idempotency, JSON.stringify({ headers, body } satisfies Stored), aad(claim.scope, claim.operation, claim.key))
-  withTransaction(deps.db, (tx) =>
-    tx.update(idempotencyKeys).set({ state: 'completed', responseStatus: response.status, responseBox: box }).where(where).run(),
-  )
+  withTransaction(deps.db, (tx) => tx.update(idempotencyKeys).set({ state: 'completed', responseStatus: response.status, responseBox: box }).where(where).run())
 }
 
 export function replayResponse(claim: Extract<Claim, { kind: 'replay' }>, requestId: string): Response {
@@ -209,10 +211,7 @@ function aad(scope: string, operation: string, key: string): string {
  * Response to short-circuit with, or undefined when the handler should run (the server wrapper then
  * stores or releases the key from the final response).
  */
-export function idempotencyBeforeHandle(
-  deps: Deps,
-  ctx: { request: Request; body: unknown; route: string },
-): Response | undefined {
+export function idempotencyBeforeHandle(deps: Deps, ctx: { request: Request; body: unknown; route: string }): Response | undefined {
   const key = ctx.request.headers.get('idempotency-key')
   if (key === null) return undefined
   validateKey(key)
@@ -230,6 +229,5 @@ export function idempotencyBeforeHandle(
 
 /** The beforeHandle of a route that takes Idempotency-Key: `beforeHandle: idempotent(deps)`. */
 export function idempotent(deps: Deps) {
-  return ({ request, body, route }: { request: Request; body: unknown; route: string }) =>
-    idempotencyBeforeHandle(deps, { request, body, route }) as never
+  return ({ request, body, route }: { request: Request; body: unknown; route: string }) => idempotencyBeforeHandle(deps, { request, body, route }) as never
 }

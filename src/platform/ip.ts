@@ -7,7 +7,10 @@ import { isIP } from 'node:net'
 export function clientIp(peer: string, forwardedFor: string | null, trustedProxies: readonly string[]): string {
   const normalizedPeer = normalize(peer)
   if (!forwardedFor || !trustedProxies.some((p) => normalize(p) === normalizedPeer)) return normalizedPeer
-  const hops = forwardedFor.split(',').map((s) => normalize(s.trim())).filter((s) => isIP(s) !== 0)
+  const hops = forwardedFor
+    .split(',')
+    .map((s) => normalize(s.trim()))
+    .filter((s) => isIP(s) !== 0)
   for (let i = hops.length - 1; i >= 0; i--) {
     if (!trustedProxies.some((p) => normalize(p) === hops[i])) return hops[i]!
   }

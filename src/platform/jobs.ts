@@ -51,9 +51,7 @@ export class JobRunner {
     for (const job of this.#byName.values()) {
       const cron = new Cron(job.schedule, { timezone: 'UTC', protect: true, catch: false }, async (self: Cron) => {
         const scheduled = self.currentRun() ?? new Date()
-        const p = this.run(job.name, `scheduled:${scheduled.toISOString()}`).catch((e) =>
-          this.deps.log.error('job crashed', { job: job.name, error: e }),
-        )
+        const p = this.run(job.name, `scheduled:${scheduled.toISOString()}`).catch((e) => this.deps.log.error('job crashed', { job: job.name, error: e }))
         this.#running.add(p)
         await p
         this.#running.delete(p)
@@ -92,18 +90,24 @@ export class JobRunner {
     const nowUs = deps.clock.nowUs()
     const leaseUs = (job.leaseSeconds ?? 300) * 1_000_000
     // Another process holding the write lock delays a job (pauses that yield), never wedges it.
-    const got = await retryWhileBusy(() => withTransaction(deps.db, (tx) => {
-      const lease = tx.select().from(jobLeases).where(eq(jobLeases.job, name)).get()
-      if (lease && lease.holder !== this.holder && lease.leasedUntil > nowUs) return false
-      const done = tx.select().from(jobRuns).where(and(eq(jobRuns.job, name), eq(jobRuns.period, period))).get()
-      if (done) return false
-      tx.insert(jobLeases)
-        .values({ job: name, holder: this.holder, leasedUntil: nowUs + leaseUs })
-        .onConflictDoUpdate({ target: jobLeases.job, set: { holder: this.holder, leasedUntil: nowUs + leaseUs } })
-        .run()
-      tx.insert(jobRuns).values({ job: name, period, holder: this.holder, startedAt: nowUs, outcome: 'running' }).run()
-      return true
-    }))
+    const got = await retryWhileBusy(() =>
+      withTransaction(deps.db, (tx) => {
+        const lease = tx.select().from(jobLeases).where(eq(jobLeases.job, name)).get()
+        if (lease && lease.holder !== this.holder && lease.leasedUntil > nowUs) return false
+        const done = tx
+          .select()
+          .from(jobRuns)
+          .where(and(eq(jobRuns.job, name), eq(jobRuns.period, period)))
+          .get()
+        if (done) return false
+        tx.insert(jobLeases)
+          .values({ job: name, holder: this.holder, leasedUntil: nowUs + leaseUs })
+          .onConflictDoUpdate({ target: jobLeases.job, set: { holder: this.holder, leasedUntil: nowUs + leaseUs } })
+          .run()
+        tx.insert(jobRuns).values({ job: name, period, holder: this.holder, startedAt: nowUs, outcome: 'running' }).run()
+        return true
+      }),
+    )
     if (!got) return { job: name, period, outcome: 'skipped', detail: 'another process holds the lease or ran this period' }
 
     let outcome: JobOutcome
@@ -122,7 +126,9 @@ export class JobRunner {
           .set({ finishedAt: deps.clock.nowUs(), outcome: outcome.outcome as 'succeeded' | 'failed', detail: outcome.detail })
           .where(and(eq(jobRuns.job, name), eq(jobRuns.period, period)))
           .run()
-        tx.delete(jobLeases).where(and(eq(jobLeases.job, name), eq(jobLeases.holder, this.holder))).run()
+        tx.delete(jobLeases)
+          .where(and(eq(jobLeases.job, name), eq(jobLeases.holder, this.holder)))
+          .run()
       }),
     )
     deps.log.info('job run', { job: name, period, outcome: outcome.outcome, detail: outcome.detail, at: formatTimestamp(nowUs) })
@@ -134,7 +140,10 @@ export class JobRunner {
 export function pruneJobRuns(deps: Deps, days: number): number {
   const cutoff = deps.clock.nowUs() - days * 86_400_000_000
   const r = withTransaction(deps.db, (tx) =>
-    tx.delete(jobRuns).where(and(lt(jobRuns.startedAt, cutoff), or(eq(jobRuns.outcome, 'succeeded'), eq(jobRuns.outcome, 'failed')))).run(),
+    tx
+      .delete(jobRuns)
+      .where(and(lt(jobRuns.startedAt, cutoff), or(eq(jobRuns.outcome, 'succeeded'), eq(jobRuns.outcome, 'failed'))))
+      .run(),
   )
   return changesOf(r)
 }

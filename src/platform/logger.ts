@@ -18,11 +18,7 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void
 }
 
-export function createLogger(
-  level: LogLevel,
-  now: () => string,
-  write: (line: string) => void = (line) => process.stdout.write(line + '\n'),
-): Logger {
+export function createLogger(level: LogLevel, now: () => string, write: (line: string) => void = (line) => process.stdout.write(line + '\n')): Logger {
   const emit = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[lvl] < RANK[level]) return
     const record = { time: now(), level: lvl, msg, ...fields }

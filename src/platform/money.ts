@@ -21,8 +21,7 @@ export function parseMoney(value: unknown): number {
   const [whole, frac = ''] = (negative ? value.slice(1) : value).split('.')
   const wholeN = Number(whole)
   const micros = wholeN * MICROS_PER_USD + Number(frac.padEnd(6, '0'))
-  if (wholeN > MAX_MONEY_MICROS / MICROS_PER_USD || micros > MAX_MONEY_MICROS)
-    throw new MoneyFormatError(`"${value}" is out of range`)
+  if (wholeN > MAX_MONEY_MICROS / MICROS_PER_USD || micros > MAX_MONEY_MICROS) throw new MoneyFormatError(`"${value}" is out of range`)
   return negative && micros !== 0 ? -micros : micros
 }
 
@@ -35,7 +34,9 @@ export function formatMoney(micros: number): string {
   const negative = micros < 0
   const abs = Math.abs(micros)
   const whole = Math.floor(abs / MICROS_PER_USD)
-  let frac = String(abs % MICROS_PER_USD).padStart(6, '0').replace(/0+$/, '')
+  let frac = String(abs % MICROS_PER_USD)
+    .padStart(6, '0')
+    .replace(/0+$/, '')
   if (frac.length < 2) frac = frac.padEnd(2, '0')
   return `${negative ? '-' : ''}${whole}.${frac}`
 }

@@ -14,13 +14,7 @@ import { problems } from './problem'
  */
 export type RateDecision = { allowed: boolean; retryAfterSeconds: number; remaining: number }
 
-export function consumeRateLimit(
-  db: DbOrTx,
-  clock: Clock,
-  bucket: string,
-  limit: number,
-  periodSeconds: number,
-): RateDecision {
+export function consumeRateLimit(db: DbOrTx, clock: Clock, bucket: string, limit: number, periodSeconds: number): RateDecision {
   if (!(limit >= 1) || !(periodSeconds > 0)) throw new RangeError('rate limit needs limit >= 1 and a positive period')
   const periodUs = periodSeconds * 1_000_000
   const intervalUs = periodUs / limit
@@ -34,7 +28,10 @@ export function consumeRateLimit(
       return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(retryUs / 1_000_000)), remaining: 0 }
     }
     const values = { bucket, tat: Math.round(newTat), expiresAt: Math.round(newTat) }
-    tx.insert(rateLimits).values(values).onConflictDoUpdate({ target: rateLimits.bucket, set: { tat: values.tat, expiresAt: values.expiresAt } }).run()
+    tx.insert(rateLimits)
+      .values(values)
+      .onConflictDoUpdate({ target: rateLimits.bucket, set: { tat: values.tat, expiresAt: values.expiresAt } })
+      .run()
     const remaining = Math.floor((periodUs - (newTat - now)) / intervalUs)
     return { allowed: true, retryAfterSeconds: 0, remaining }
   })

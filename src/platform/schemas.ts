@@ -25,13 +25,15 @@ export const Money = (opts: { description?: string } = {}) =>
  * Text a user chooses and others read (server, group and token names, tags' values, reasons):
  * control and bidi characters are refused with 422 (`pattern`), see src/platform/text.ts.
  */
-export const DisplayText = (opts: { minLength?: number; maxLength: number; description?: string }) =>
-  Type.String({ ...opts, pattern: SAFE_TEXT_PATTERN })
+export const DisplayText = (opts: { minLength?: number; maxLength: number; description?: string }) => Type.String({ ...opts, pattern: SAFE_TEXT_PATTERN })
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
 /** A closed set of string values, keeping their literal types. */
 export function Literals<const T extends readonly string[]>(values: T, opts: { description?: string } = {}) {
-  return Type.Union(values.map((v) => Type.Literal(v)), opts) as unknown as TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }>
+  return Type.Union(
+    values.map((v) => Type.Literal(v)),
+    opts,
+  ) as unknown as TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }>
 }
 
 export const FieldErrorSchema = Type.Object({

@@ -3,8 +3,7 @@
  * `2026-11-22T14:20:00.123456Z`. Inside, time is integer microseconds since the epoch.
  */
 
-const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
 
 function pad(n: number, width: number): string {
   return String(n).padStart(width, '0')
@@ -31,13 +30,18 @@ export function parseTimestamp(text: string): number | null {
   const m = RFC3339.exec(text)
   if (!m) return null
   const [, y, mo, d, h, mi, s, frac = '', z, sign, oh, om] = m
-  const year = Number(y), month = Number(mo), day = Number(d)
-  const hour = Number(h), minute = Number(mi), second = Number(s)
+  const year = Number(y),
+    month = Number(mo),
+    day = Number(d)
+  const hour = Number(h),
+    minute = Number(mi),
+    second = Number(s)
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null
   if (hour > 23 || minute > 59 || second > 59) return null
   let offsetMin = 0
   if (!z) {
-    const ohN = Number(oh), omN = Number(om)
+    const ohN = Number(oh),
+      omN = Number(om)
     if (ohN > 23 || omN > 59) return null
     offsetMin = (sign === '-' ? -1 : 1) * (ohN * 60 + omN)
   }
@@ -60,7 +64,9 @@ export function utcDay(us: number): string {
 export function parseDay(text: string): number | null {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text)
   if (!m) return null
-  const year = Number(m[1]), month = Number(m[2]), day = Number(m[3])
+  const year = Number(m[1]),
+    month = Number(m[2]),
+    day = Number(m[3])
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null
   return Date.UTC(year, month - 1, day) * 1000
 }

@@ -25,7 +25,11 @@ let operations: Operation[]
 /** Resolves a local `$ref` of the document. */
 function deref(doc: Schema, schema: Schema | undefined): Schema | undefined {
   let s = schema
-  for (let i = 0; s?.$ref && i < 10; i++) s = s.$ref.split('/').slice(1).reduce((o: Schema, k: string) => o?.[k], doc)
+  for (let i = 0; s?.$ref && i < 10; i++)
+    s = s.$ref
+      .split('/')
+      .slice(1)
+      .reduce((o: Schema, k: string) => o?.[k], doc)
   return s
 }
 
@@ -94,7 +98,14 @@ describe('a token with a server_allowlist', () => {
     const probes = operations.flatMap((o) => probesFor(doc, o, s2))
     // The sweep must reach at least today's places, or it proves nothing.
     const swept = new Set(probes.map((p) => `${p.key} ${p.where.split(' ')[0]}`))
-    for (const known of ['GET /api/v1/servers/{id} path', 'GET /api/v1/servers/{id}/metrics path', 'POST /api/v1/commands body', 'GET /api/v1/commands query', 'POST /api/v1/tokens/init body', 'PATCH /api/v1/servers/{id} path'])
+    for (const known of [
+      'GET /api/v1/servers/{id} path',
+      'GET /api/v1/servers/{id}/metrics path',
+      'POST /api/v1/commands body',
+      'GET /api/v1/commands query',
+      'POST /api/v1/tokens/init body',
+      'PATCH /api/v1/servers/{id} path',
+    ])
       expect(swept).toContain(known)
     const failures: string[] = []
     for (const p of probes) {
@@ -105,7 +116,11 @@ describe('a token with a server_allowlist', () => {
         // not exist (no oracle telling which ids are the tenant's servers), and never shows S2.
         const nobody = await call(app, p.method, p.path.replace(s2, '0190f000-0000-7000-8000-000000000000'), token, { json: p.json })
         const nobodyBody = await nobody.text()
-        if (res.status !== nobody.status || body.toLowerCase().includes(s2) || body.replace(/"request_id":"[^"]*"|"instance":"[^"]*"/g, '') !== nobodyBody.replace(/"request_id":"[^"]*"|"instance":"[^"]*"/g, ''))
+        if (
+          res.status !== nobody.status ||
+          body.toLowerCase().includes(s2) ||
+          body.replace(/"request_id":"[^"]*"|"instance":"[^"]*"/g, '') !== nobodyBody.replace(/"request_id":"[^"]*"|"instance":"[^"]*"/g, '')
+        )
           failures.push(`${p.key} (${p.where}): ${res.status} ${body.slice(0, 200)} vs ${nobody.status} ${nobodyBody.slice(0, 200)}`)
       } else if (res.status !== 404 || !body.includes('"not_found"')) failures.push(`${p.key} (${p.where}): ${res.status} ${body.slice(0, 200)}`)
     }

@@ -17,11 +17,16 @@ describe('an access declaration is required for a route to start', () => {
   })
 
   test('a /servers/:id route that does not declare its server parameter stops the app', () => {
-    expect(() => buildAccessIndex([route('GET', '/api/v1/servers/:id/things', { role: 'viewer', scope: 'servers:read' })])).toThrow("must declare serverParam: 'id'")
+    expect(() => buildAccessIndex([route('GET', '/api/v1/servers/:id/things', { role: 'viewer', scope: 'servers:read' })])).toThrow(
+      "must declare serverParam: 'id'",
+    )
   })
 
   test('only the routes named as plugin pages are public without a declaration', () => {
-    const index = buildAccessIndex([route('GET', '/api/v1/openapi.json'), route('GET', '/api/v1/me', { role: 'viewer', anyToken: true })], ['GET /api/v1/openapi.json'])
+    const index = buildAccessIndex(
+      [route('GET', '/api/v1/openapi.json'), route('GET', '/api/v1/me', { role: 'viewer', anyToken: true })],
+      ['GET /api/v1/openapi.json'],
+    )
     expect(index.get('GET /api/v1/openapi.json')).toEqual({ public: true })
   })
 })

@@ -55,7 +55,10 @@ describe('minting agent init tokens', () => {
     expect(body.token).toMatch(INIT)
     expect(body).toMatchObject({ server_id: null, purpose: 'rack 4', expected_fingerprint: null })
     expect(Math.abs(Date.parse(body.expires_at) - (serviceNowUs(app) / 1000 + 3600_000))).toBeLessThan(5000)
-    const row = app.deps.sqlite.query('SELECT expires_at - created_at AS ttl, token_hash FROM init_tokens WHERE id = ?').get(body.id) as { ttl: number; token_hash: string }
+    const row = app.deps.sqlite.query('SELECT expires_at - created_at AS ttl, token_hash FROM init_tokens WHERE id = ?').get(body.id) as {
+      ttl: number
+      token_hash: string
+    }
     expect(row).toEqual({ ttl: 3600 * 1_000_000, token_hash: hashSecret(body.token) })
     expect(body.install_command).toMatch(/--token-file|--token-stdin/)
     expect(body.install_command).not.toContain(body.token)

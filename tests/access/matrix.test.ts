@@ -11,7 +11,12 @@ const server = ({ owner, newServer }: MatrixContext) => ({ params: { id: newServ
 const keepOn = (ctx: MatrixContext) => ({ params: { ...server(ctx).params, marketplace: 'marketplace_a' } })
 const group = ({ app, owner }: MatrixContext) => {
   const id = app.deps.newId()
-  app.deps.sqlite.run('INSERT INTO server_groups (id, tenant_id, name, position, version, created_at) VALUES (?, ?, ?, 1, 1, ?)', [id, owner.tenantId, `group ${id}`, app.deps.clock.nowUs()])
+  app.deps.sqlite.run('INSERT INTO server_groups (id, tenant_id, name, position, version, created_at) VALUES (?, ?, ?, 1, 1, ?)', [
+    id,
+    owner.tenantId,
+    `group ${id}`,
+    app.deps.clock.nowUs(),
+  ])
   return { params: { id } }
 }
 

@@ -207,7 +207,8 @@ describe('a mutated token', () => {
     try {
       const m = await newTenant(own, 'mutant')
       const { token } = await mintPat(own, m)
-      for (let i = 'gpuhq_pat_'.length; i < token.length; i++) expect({ i, valid: hasValidChecksum(mutateAt(token, i), 'gpuhq_pat_') }).toEqual({ i, valid: false })
+      for (let i = 'gpuhq_pat_'.length; i < token.length; i++)
+        expect({ i, valid: hasValidChecksum(mutateAt(token, i), 'gpuhq_pat_') }).toEqual({ i, valid: false })
       const mutant = mutateAt(token, 20)
       await expectProblem(await call(own, 'GET', '/me', mutant), 401, 'unauthorized')
 

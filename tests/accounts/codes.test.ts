@@ -1,17 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import {
-  advance,
-  newEmail,
-  post,
-  requestCode,
-  signUp,
-  stableBody,
-  stableHeaders,
-  startAccountsApp,
-  verifyCode,
-  type AccountsApp,
-} from '../support/accounts'
+import { advance, newEmail, post, requestCode, signUp, stableBody, stableHeaders, startAccountsApp, verifyCode, type AccountsApp } from '../support/accounts'
 import { expectProblem } from '../support/problem'
 
 /**
@@ -110,8 +99,7 @@ describe('codes', () => {
     const row = app.deps.sqlite.query("SELECT * FROM email_codes WHERE purpose = 'signup' AND email = ?").get(email) as Record<string, unknown>
     expect(row.code_hash).toMatch(/^[0-9a-f]{64}$/)
     // Not a plain (unkeyed) hash of the code either.
-    for (const plain of [code, `signup\n${code}`])
-      expect(row.code_hash).not.toBe(createHash('sha256').update(plain).digest('hex'))
+    for (const plain of [code, `signup\n${code}`]) expect(row.code_hash).not.toBe(createHash('sha256').update(plain).digest('hex'))
     for (const value of Object.values(row)) if (typeof value === 'string') expect(value.includes(code)).toBe(false)
     expect(app.rawLogs.some((l) => l.includes(code))).toBe(false)
   })

@@ -57,7 +57,11 @@ describe('CSRF', () => {
   })
 
   test('GET is never refused, whatever Sec-Fetch-Site and Origin say', async () => {
-    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { origin: 'http://evil.test' }, { 'sec-fetch-site': 'cross-site', origin: 'http://evil.test' }]) {
+    for (const headers of [
+      { 'sec-fetch-site': 'cross-site' },
+      { origin: 'http://evil.test' },
+      { 'sec-fetch-site': 'cross-site', origin: 'http://evil.test' },
+    ]) {
       expect((await getMe(app, account.token, headers)).status).toBe(200)
       expect((await app.fetch('/api/v1/users', { headers: withSession(account.token, headers) })).status).toBe(200)
     }
@@ -70,7 +74,11 @@ describe('CSRF', () => {
   })
 
   test('a bearer-token request is not subject to the check: the same cross-site POST that a cookie may not make, a token may', async () => {
-    const minted = await app.fetch('/api/v1/tokens', { method: 'POST', json: { name: 'ci', scopes: ['servers:read', 'servers:write'] }, headers: withSession(account.token) })
+    const minted = await app.fetch('/api/v1/tokens', {
+      method: 'POST',
+      json: { name: 'ci', scopes: ['servers:read', 'servers:write'] },
+      headers: withSession(account.token),
+    })
     expect(minted.status).toBe(201)
     const { token } = (await minted.json()) as { token: string }
     const hostile = { 'sec-fetch-site': 'cross-site', origin: 'http://evil.test' }
@@ -81,7 +89,11 @@ describe('CSRF', () => {
   })
 
   test('without a valid session the answer is 401, not csrf_rejected', async () => {
-    const res = await app.fetch('/api/v1/me', { method: 'PATCH', json: { display_name: 'x' }, headers: { 'sec-fetch-site': 'cross-site', cookie: '__Host-gpuhq_session=' + 'C'.repeat(43) } })
+    const res = await app.fetch('/api/v1/me', {
+      method: 'PATCH',
+      json: { display_name: 'x' },
+      headers: { 'sec-fetch-site': 'cross-site', cookie: '__Host-gpuhq_session=' + 'C'.repeat(43) },
+    })
     await expectProblem(res, 401, 'unauthorized')
   })
 })

@@ -50,7 +50,10 @@ describe('answers that do not tell whether an account exists', () => {
       const free = newEmail('free-queued')
       await advance(app, 61)
       const answers = []
-      for (const [email, template] of [[account.email, 'signup_taken'], [free, 'signup_code']] as const) {
+      for (const [email, template] of [
+        [account.email, 'signup_taken'],
+        [free, 'signup_code'],
+      ] as const) {
         answers.push(await answer(await post(app, '/auth/signup/start', { email, tenant_name: 'T' })))
         const row = app.deps.sqlite.query('SELECT template FROM mail_outbox WHERE "to" = ? ORDER BY created_at DESC').get(email) as { template: string }
         expect(row.template).toBe(template)
@@ -89,7 +92,8 @@ describe('answers that do not tell whether an account exists', () => {
   test('an account without a password yet (made by the operator) answers sign-in like any wrong password', async () => {
     const now = app.deps.clock.nowUs()
     const email = newEmail('no-password')
-    app.deps.sqlite.query('INSERT INTO users (id, tenant_id, email, password_hash, role, timezone, locale, created_at, updated_at) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?)')
+    app.deps.sqlite
+      .query('INSERT INTO users (id, tenant_id, email, password_hash, role, timezone, locale, created_at, updated_at) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?)')
       .run(app.deps.newId(), account.me.tenant_id, email, 'viewer', 'UTC', 'en', now, now)
     const a = await answer(await signIn(app, email, 'any password at all'))
     const b = await answer(await signIn(app, newEmail('nobody'), 'any password at all'))

@@ -33,7 +33,7 @@ describe('mail over SMTP', () => {
     expect((await post(app, '/auth/signup/start', { email, tenant_name: 'T' })).status).toBe(202)
     const mail = await mailTo(app, email)
     expect(mail.headers['content-type']).toStartWith('multipart/alternative')
-    expect(mail.headers['from']).toBe('gpuhq <no-reply@gpuhq.test>')
+    expect(mail.headers.from).toBe('gpuhq <no-reply@gpuhq.test>')
     expect(mail.headers['message-id']).toMatch(/^<[0-9a-f-]{36}@gpuhq>$/)
     const code = codeFrom(mail)
     const lines = mail.text.split('\n')
@@ -151,7 +151,9 @@ describe('mail at rest while the mail server is down (issue 13, finding 11)', ()
   type Row = Record<string, unknown> & { sealed_body: Uint8Array | null; expires_at: number | null; created_at: number }
   const rowOf = (to: string) => app.deps.sqlite.query('SELECT * FROM mail_outbox WHERE "to" = ?').get(to) as Row
   /** Every byte of the row as text: the columns, and the sealed box as latin1 and as base64. */
-  const atRest = (r: Row) => JSON.stringify({ ...r, sealed_body: null }) + (r.sealed_body ? Buffer.from(r.sealed_body).toString('latin1') + Buffer.from(r.sealed_body).toString('base64') : '')
+  const atRest = (r: Row) =>
+    JSON.stringify({ ...r, sealed_body: null }) +
+    (r.sealed_body ? Buffer.from(r.sealed_body).toString('latin1') + Buffer.from(r.sealed_body).toString('base64') : '')
 
   test('a waiting code mail keeps no word of its message in plaintext: the code is nowhere in its row, and it is delivered intact once the server is back', async () => {
     app.smtp.refuse(true)

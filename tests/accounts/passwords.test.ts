@@ -1,15 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
-import {
-  advance,
-  newEmail,
-  post,
-  requestCode,
-  signIn,
-  signUp,
-  startAccountsApp,
-  verifyCode,
-  type AccountsApp,
-} from '../support/accounts'
+import { advance, newEmail, post, requestCode, signIn, signUp, startAccountsApp, verifyCode, type AccountsApp } from '../support/accounts'
 import { expectProblem } from '../support/problem'
 
 /**
@@ -122,7 +112,11 @@ describe('passwords', () => {
   test('a password change by reset is checked by the same rules', async () => {
     const { email } = await signUp(app)
     const ticket = await verifyCode(app, 'reset', email, await requestCode(app, 'reset', email))
-    for (const [password, code] of [['seven77', 'too_short'], ['x'.repeat(257), 'too_long'], ['letmein1', 'too_common']] as const) {
+    for (const [password, code] of [
+      ['seven77', 'too_short'],
+      ['x'.repeat(257), 'too_long'],
+      ['letmein1', 'too_common'],
+    ] as const) {
       const p = await expectProblem(await post(app, '/auth/password-reset/complete', { ticket, password }), 422, 'validation_failed')
       expect(p.errors).toEqual([{ path: '/password', code }])
     }

@@ -165,8 +165,7 @@ describe('per-network and per-email limits on the public operations', () => {
 
   test(`sign-in allows ${AUTH_LIMITS.signin.perNetwork[0]} tries per network in 10 minutes`, async () => {
     const [ip] = network()
-    for (let i = 0; i < AUTH_LIMITS.signin.perNetwork[0]; i++)
-      expect((await signIn(app, newEmail('spray'), 'password spraying', from(ip))).status).toBe(401)
+    for (let i = 0; i < AUTH_LIMITS.signin.perNetwork[0]; i++) expect((await signIn(app, newEmail('spray'), 'password spraying', from(ip))).status).toBe(401)
     await retryAfter(await signIn(app, account.email, account.password, from(ip)))
   })
 })

@@ -20,8 +20,7 @@ import { expectProblem } from '../support/problem'
  * current session"; reliability-security §3.3, §8 D1–D3).
  */
 
-const signOut = (app: AccountsApp, token: string) =>
-  app.fetch('/api/v1/auth/sessions/current', { method: 'DELETE', headers: withSession(token) })
+const signOut = (app: AccountsApp, token: string) => app.fetch('/api/v1/auth/sessions/current', { method: 'DELETE', headers: withSession(token) })
 
 describe('sessions with the default lifetimes', () => {
   let app: AccountsApp

@@ -19,7 +19,10 @@ const OPERATIONS = ['/api/v1/auth/signup/start', '/api/v1/auth/signup/verify', '
 const REQUESTS: [string, RequestInit][] = [
   ['a valid start body', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'a@example.test', tenant_name: 'A' }) }],
   ['a valid verify body', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'a@example.test', code: '123456' }) }],
-  ['a valid complete body', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ticket: 'x'.repeat(43), password: 'long enough password' }) }],
+  [
+    'a valid complete body',
+    { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ticket: 'x'.repeat(43), password: 'long enough password' }) },
+  ],
   ['malformed JSON', { headers: { 'content-type': 'application/json' }, body: '{"email": ' }],
   ['a body that is not UTF-8', { headers: { 'content-type': 'application/json' }, body: new Uint8Array([0xff, 0xfe, 0x7b]) }],
   ['a text/plain body', { headers: { 'content-type': 'text/plain' }, body: 'hello' }],
@@ -27,7 +30,10 @@ const REQUESTS: [string, RequestInit][] = [
   ['no body at all', {}],
   // (Connection: close: the server answers without reading the body, and a kept-alive connection
   // with an unread body would hold up the app's graceful stop.)
-  ['a body over the 1 MiB limit', { headers: { 'content-type': 'application/json', connection: 'close' }, body: JSON.stringify({ email: 'x'.repeat(2 * 1024 * 1024) }) }],
+  [
+    'a body over the 1 MiB limit',
+    { headers: { 'content-type': 'application/json', connection: 'close' }, body: JSON.stringify({ email: 'x'.repeat(2 * 1024 * 1024) }) },
+  ],
   ['a schema-violating body', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ nope: [1, 2, 3] }) }],
 ]
 

@@ -109,13 +109,22 @@ async function decide(name: string, labels: [string, string], sample: () => Prom
 
 describe('timing does not tell whether an account exists', () => {
   test(`sign-in with a wrong password and with an unknown email: identical answers, medians over ${TRIES} tries within ${MAX_MEDIAN_GAP_MS} ms`, async () => {
-    const signIn = (email: string, ip: string) =>
-      post(app, '/auth/sessions', { email, password: 'not the right password 123' }, { 'x-forwarded-for': ip })
+    const signIn = (email: string, ip: string) => post(app, '/auth/sessions', { email, password: 'not the right password 123' }, { 'x-forwarded-for': ip })
     const unknown = Array.from({ length: BATCH }, () => newEmail('unknown'))
     const between = async () => {}
-    await measure(WARMUP, (i, ip) => signIn(taken[i % BATCH]!.email, ip), (i, ip) => signIn(unknown[i % BATCH]!, ip), between)
+    await measure(
+      WARMUP,
+      (i, ip) => signIn(taken[i % BATCH]!.email, ip),
+      (i, ip) => signIn(unknown[i % BATCH]!, ip),
+      between,
+    )
     const gap = await decide('sign-in', ['wrong password', 'unknown email'], async () => {
-      const samples = await measure(TRIES, (i, ip) => signIn(taken[i % BATCH]!.email, ip), (i, ip) => signIn(unknown[i % BATCH]!, ip), between)
+      const samples = await measure(
+        TRIES,
+        (i, ip) => signIn(taken[i % BATCH]!.email, ip),
+        (i, ip) => signIn(unknown[i % BATCH]!, ip),
+        between,
+      )
       // Both branches really do argon2 work (≥ 10 ms at m=19 MiB, t=2), not an early exit.
       expect(median(samples.a)).toBeGreaterThan(10)
       expect(median(samples.b)).toBeGreaterThan(10)
@@ -126,15 +135,24 @@ describe('timing does not tell whether an account exists', () => {
 
   test(`signup start for taken and free emails: identical answers, medians over ${TRIES} tries within ${MAX_MEDIAN_GAP_MS} ms`, async () => {
     const free = Array.from({ length: BATCH }, () => newEmail('free'))
-    const start = (email: string, ip: string) =>
-      post(app, '/auth/signup/start', { email, tenant_name: 'Timing Tenant' }, { 'x-forwarded-for': ip })
+    const start = (email: string, ip: string) => post(app, '/auth/signup/start', { email, tenant_name: 'Timing Tenant' }, { 'x-forwarded-for': ip })
     // Each address is used once per batch; 361 s between batches passes every resend cooldown and
     // gives each per-address bucket (10 an hour: one back every 360 s) its slot back.
     const between = () => advance(app, 361)
-    await measure(WARMUP, (i, ip) => start(taken[i % BATCH]!.email, ip), (i, ip) => start(free[i % BATCH]!, ip), between)
+    await measure(
+      WARMUP,
+      (i, ip) => start(taken[i % BATCH]!.email, ip),
+      (i, ip) => start(free[i % BATCH]!, ip),
+      between,
+    )
     const gap = await decide('signup start', ['taken', 'free'], async () => {
       await advance(app, 3600) // every address's cooldown and bucket back before each attempt
-      const samples = await measure(TRIES, (i, ip) => start(taken[i % BATCH]!.email, ip), (i, ip) => start(free[i % BATCH]!, ip), between)
+      const samples = await measure(
+        TRIES,
+        (i, ip) => start(taken[i % BATCH]!.email, ip),
+        (i, ip) => start(free[i % BATCH]!, ip),
+        between,
+      )
       expect(samples.a.every((ms, i) => ms > 0 && samples.b[i]! > 0)).toBe(true)
       return samples
     })

@@ -109,7 +109,11 @@ describe('profile preferences', () => {
   })
 
   test('the time zone is stored in its IANA spelling whatever the case it was sent in', async () => {
-    for (const [given, stored] of [['europe/berlin', 'Europe/Berlin'], ['utc', 'UTC'], ['AMERICA/NEW_YORK', 'America/New_York']]) {
+    for (const [given, stored] of [
+      ['europe/berlin', 'Europe/Berlin'],
+      ['utc', 'UTC'],
+      ['AMERICA/NEW_YORK', 'America/New_York'],
+    ]) {
       const res = await patchMe(owner.token, { timezone: given })
       expect(res.status).toBe(200)
       expect((await res.json()).timezone).toBe(stored)
@@ -117,7 +121,12 @@ describe('profile preferences', () => {
   })
 
   test('the locale is stored canonicalised', async () => {
-    for (const [given, stored] of [['de-de', 'de-DE'], ['EN-us', 'en-US'], ['zh-hant-tw', 'zh-Hant-TW'], ['fr', 'fr']]) {
+    for (const [given, stored] of [
+      ['de-de', 'de-DE'],
+      ['EN-us', 'en-US'],
+      ['zh-hant-tw', 'zh-Hant-TW'],
+      ['fr', 'fr'],
+    ]) {
       const res = await patchMe(owner.token, { locale: given })
       expect(res.status).toBe(200)
       expect((await res.json()).locale).toBe(stored)

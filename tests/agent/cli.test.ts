@@ -63,10 +63,24 @@ describe('enroll', () => {
     const dir = tempDir()
     const stateDir = join(dir, 'state')
     const token = svc.issueInitToken()
-    const r = await agent(['enroll', '--url', svc.url + '/', '--token-file', tokenFile(dir, token), '--state-dir', stateDir, '--simulate', '2', '--port-range', '40000-40199'])
+    const r = await agent([
+      'enroll',
+      '--url',
+      svc.url + '/',
+      '--token-file',
+      tokenFile(dir, token),
+      '--state-dir',
+      stateDir,
+      '--simulate',
+      '2',
+      '--port-range',
+      '40000-40199',
+    ])
     expect(r.code).toBe(0)
     const body = svc.registrations.at(-1)!
-    expect(Object.keys(body).sort()).toEqual(['agent_version', 'disk_gb', 'fingerprint', 'gpus', 'hostname', 'init_token', 'port_range', ...('public_ip' in body ? ['public_ip'] : [])].sort())
+    expect(Object.keys(body).sort()).toEqual(
+      ['agent_version', 'disk_gb', 'fingerprint', 'gpus', 'hostname', 'init_token', 'port_range', ...('public_ip' in body ? ['public_ip'] : [])].sort(),
+    )
     expect(body).toMatchObject({ init_token: token, agent_version: '1.0.0', port_range: '40000-40199' })
     expect(body.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/)
     expect(body.gpus).toEqual([
@@ -110,7 +124,7 @@ describe('enroll', () => {
       svc.registerProblem = { status: 409, code: 'server_limit_reached', detail: 'the free plan allows 1 server' }
       const limit = await agent(['enroll', '--url', svc.url, '--token-file', file, '--state-dir', join(dir, 's')])
       expect(limit.code).toBe(1)
-      expect(limit.stdout).toContain("plan allows no more servers (the free plan allows 1 server)")
+      expect(limit.stdout).toContain('plan allows no more servers (the free plan allows 1 server)')
       svc.registerProblem = { status: 426, code: 'unsupported_agent_version', detail: 'agents below 2.0.0 are not accepted' }
       const old = await agent(['enroll', '--url', svc.url, '--token-file', file, '--state-dir', join(dir, 's')])
       expect(old.code).toBe(78)
@@ -143,7 +157,15 @@ describe('the credential file', () => {
     const stateDir = join(tempDir(), 'state')
     const old = process.umask(0)
     try {
-      const cred = { url: 'http://x', server_id: 's', agent_token: 'gpuhq_agt_1', ws_url: 'ws://x', heartbeat_interval_s: 1, telemetry_interval_s: 1, enrolled_at: 'now' }
+      const cred = {
+        url: 'http://x',
+        server_id: 's',
+        agent_token: 'gpuhq_agt_1',
+        ws_url: 'ws://x',
+        heartbeat_interval_s: 1,
+        telemetry_interval_s: 1,
+        enrolled_at: 'now',
+      }
       saveCredential(stateDir, cred)
       saveCredential(stateDir, { ...cred, server_id: 's2' })
     } finally {

@@ -25,7 +25,13 @@ function setup(s: Setup = {}) {
   const events: unknown[] = []
   const machine = new Machine({ simulate: s.simulate ?? 2, stateDir, nvidiaSmi: s.nvidiaSmi })
   const handlers = s.handlers ?? catalogue({ machine, updateCommand: s.updateCommand, restart: () => restarts.push(Date.now()), event: (e) => events.push(e) })
-  const runner = new CommandRunner({ handlers, finished: new FinishedCommands(stateDir), emit: (f) => frames.push(f), flush: async () => {}, log: memoryLogger() })
+  const runner = new CommandRunner({
+    handlers,
+    finished: new FinishedCommands(stateDir),
+    emit: (f) => frames.push(f),
+    flush: async () => {},
+    log: memoryLogger(),
+  })
   const send = async (frame: Partial<CommandFrame> & { command_id: string; command_type: string }) => {
     runner.receive({ schema_version: 1, params: {}, requires: 'none', deadline: null, ...frame })
     await runner.idle()
@@ -118,7 +124,9 @@ describe('the command lifecycle', () => {
   })
 
   test('a command still running at its deadline is aborted', async () => {
-    const t = setup({ handlers: { 'test.hang': ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))) } })
+    const t = setup({
+      handlers: { 'test.hang': ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))) },
+    })
     await t.send({ command_id: 'c-hang', command_type: 'test.hang', deadline: new Date(Date.now() + 150).toISOString() })
     expect(t.finished('c-hang').error.code).toBe('deadline_exceeded')
   })
@@ -140,7 +148,9 @@ describe('cancelling', () => {
   })
 
   test('a running command whose step can be aborted finishes failed with cancelled', async () => {
-    const t = setup({ handlers: { 'test.hang': ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))) } })
+    const t = setup({
+      handlers: { 'test.hang': ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))) },
+    })
     t.runner.receive({ command_id: 'c-run', command_type: 'test.hang' })
     await Bun.sleep(10)
     t.runner.cancel('c-run')

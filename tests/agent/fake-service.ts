@@ -122,7 +122,13 @@ export class FakeService {
     const agent = agentToken()
     this.credentials.set(agent, serverId)
     return Response.json(
-      { server_id: serverId, agent_token: agent, ws_url: this.url.replace('http', 'ws') + '/api/v1/agent/ws', heartbeat_interval_s: 15, telemetry_interval_s: 60 },
+      {
+        server_id: serverId,
+        agent_token: agent,
+        ws_url: this.url.replace('http', 'ws') + '/api/v1/agent/ws',
+        heartbeat_interval_s: 15,
+        telemetry_interval_s: 60,
+      },
       { status: 201 },
     )
   }

@@ -42,7 +42,12 @@ function sandbox() {
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     return { code, out: out + err }
   }
-  return { root, env, install, systemctlCalls: () => (existsSync(join(root, 'systemctl.log')) ? readFileSync(join(root, 'systemctl.log'), 'utf8').trim().split('\n') : []) }
+  return {
+    root,
+    env,
+    install,
+    systemctlCalls: () => (existsSync(join(root, 'systemctl.log')) ? readFileSync(join(root, 'systemctl.log'), 'utf8').trim().split('\n') : []),
+  }
 }
 
 describe('install.sh', () => {
@@ -79,7 +84,9 @@ describe('install.sh', () => {
     expect(unit).toContain('RestartSec=5')
     expect(unit).toContain('User=root')
     expect(unit).toContain('RestartPreventExitStatus=78')
-    expect(unit).toContain(`ExecStart=${process.execPath} ${s.env.GPUHQ_AGENT_PREFIX}/gpuhq-agent.ts run --state-dir ${s.env.GPUHQ_AGENT_STATE_DIR} --simulate 2`)
+    expect(unit).toContain(
+      `ExecStart=${process.execPath} ${s.env.GPUHQ_AGENT_PREFIX}/gpuhq-agent.ts run --state-dir ${s.env.GPUHQ_AGENT_STATE_DIR} --simulate 2`,
+    )
     expect(unit).not.toContain('gpuhq_init_')
     expect(s.systemctlCalls()).toEqual(['daemon-reload', 'enable gpuhq-agent.service', 'restart gpuhq-agent.service'])
 

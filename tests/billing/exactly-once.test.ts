@@ -4,8 +4,21 @@ import { withTransaction } from '../../db/client'
 import { appendEntry } from '../../src/modules/billing/ledger'
 import { startTestApp, TEST_PUBLIC_URL, TEST_SECRET_KEY, type TestApp } from '../support/app'
 import {
-  addServers, chargeRowsOf, clockTo, doubleCharges, expectedHourly, getBilling, ledgerAll, micros, payer, runCharges,
-  STARTER_MICROS, US_PER_DAY, US_PER_HOUR, US_PER_MINUTE, utcUs,
+  addServers,
+  chargeRowsOf,
+  clockTo,
+  doubleCharges,
+  expectedHourly,
+  getBilling,
+  ledgerAll,
+  micros,
+  payer,
+  runCharges,
+  STARTER_MICROS,
+  US_PER_DAY,
+  US_PER_HOUR,
+  US_PER_MINUTE,
+  utcUs,
 } from '../support/billing'
 
 /**
@@ -37,7 +50,11 @@ function expectEveryHourOnce(app: TestApp, tenants: { id: string; servers: numbe
     const rows = chargeRowsOf(app, t.id)
     expect(rows.map((r) => r.charge_hour)).toEqual(hoursFrom(from, to))
     for (const r of rows) expect(r.amount_micros).toBe(-expectedHourly(STARTER_MICROS, t.servers, 31))
-    const ledger = app.deps.sqlite.query('SELECT seq, amount_micros, balance_after_micros FROM ledger_entries WHERE tenant_id = ? ORDER BY seq').all(t.id) as { seq: number; amount_micros: number; balance_after_micros: number }[]
+    const ledger = app.deps.sqlite.query('SELECT seq, amount_micros, balance_after_micros FROM ledger_entries WHERE tenant_id = ? ORDER BY seq').all(t.id) as {
+      seq: number
+      amount_micros: number
+      balance_after_micros: number
+    }[]
     let sum = 0
     ledger.forEach((e, i) => {
       sum += e.amount_micros
@@ -61,7 +78,16 @@ async function payingTenants(app: TestApp, servers: number[]) {
 }
 
 function workerEnv(app: TestApp) {
-  return { ...process.env, NODE_ENV: 'test', TEST_CLOCK: 'true', PUBLIC_URL: TEST_PUBLIC_URL, SECRET_KEY: TEST_SECRET_KEY, DATA_DIR: app.dir, DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`, LOG_LEVEL: 'error' }
+  return {
+    ...process.env,
+    NODE_ENV: 'test',
+    TEST_CLOCK: 'true',
+    PUBLIC_URL: TEST_PUBLIC_URL,
+    SECRET_KEY: TEST_SECRET_KEY,
+    DATA_DIR: app.dir,
+    DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+    LOG_LEVEL: 'error',
+  }
 }
 const WORKER = join(import.meta.dir, '../support/billing-worker.ts')
 
@@ -99,7 +125,9 @@ describe('exactly one charge per tenant and hour', () => {
     const tenants = await payingTenants(app, [1, 2, 3, 5, 8])
     const now = await clockTo(app, H0 + 2 * US_PER_DAY + 30 * US_PER_MINUTE)
     const startAt = Date.now() + 1500
-    const procs = Array.from({ length: 4 }, () => Bun.spawn([process.execPath, 'run', WORKER, String(startAt)], { env: workerEnv(app), stdout: 'pipe', stderr: 'pipe' }))
+    const procs = Array.from({ length: 4 }, () =>
+      Bun.spawn([process.execPath, 'run', WORKER, String(startAt)], { env: workerEnv(app), stdout: 'pipe', stderr: 'pipe' }),
+    )
     const codes = await Promise.all(procs.map((p) => p.exited))
     const outs = await Promise.all(procs.map(async (p) => (await new Response(p.stdout).text()) + (await new Response(p.stderr).text())))
     expect({ codes, outs }).toMatchObject({ codes: [0, 0, 0, 0] })
@@ -114,7 +142,15 @@ describe('exactly one charge per tenant and hour', () => {
     // The crashed run's leftover: tenant one's charge for H0, committed, the watermark not moved.
     const book = () =>
       withTransaction(app.deps.db, (tx) =>
-        appendEntry(tx, app.deps, { tenantId: first!.id, kind: 'charge', amountMicros: -expectedHourly(STARTER_MICROS, 2, 31), occurredAt: H0, chargeHour: H0, chargeDay: '2027-03-01', detail: 'booked by the other process' }),
+        appendEntry(tx, app.deps, {
+          tenantId: first!.id,
+          kind: 'charge',
+          amountMicros: -expectedHourly(STARTER_MICROS, 2, 31),
+          occurredAt: H0,
+          chargeHour: H0,
+          chargeDay: '2027-03-01',
+          detail: 'booked by the other process',
+        }),
       )
     const leftover = book()
     expect(book).toThrow(/UNIQUE constraint failed/)
@@ -138,7 +174,9 @@ describe('exactly one charge per tenant and hour', () => {
     expect(booked).toBeGreaterThan(0)
     expect(booked).toBeLessThan(3 * ((lastBookable(now) - H0) / US_PER_HOUR + 1)) // it really was stopped before the end
     // Every hour is one transaction: an hour is booked for all three tenants or for none.
-    const perHour = app.deps.sqlite.query("SELECT charge_hour, count(*) AS n FROM ledger_entries WHERE kind = 'charge' GROUP BY charge_hour").all() as { n: number }[]
+    const perHour = app.deps.sqlite.query("SELECT charge_hour, count(*) AS n FROM ledger_entries WHERE kind = 'charge' GROUP BY charge_hour").all() as {
+      n: number
+    }[]
     for (const h of perHour) expect(h.n).toBe(3)
 
     await runCharges(app)

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
-import {
-  addServers, clockTo, expectedHourly, getJson, ledgerAll, micros, payer, runCharges, STARTER_MICROS, utcUs,
-} from '../support/billing'
+import { addServers, clockTo, expectedHourly, getJson, ledgerAll, micros, payer, runCharges, STARTER_MICROS, utcUs } from '../support/billing'
 import { expectProblem } from '../support/problem'
 
 /**
@@ -67,12 +65,15 @@ function parseCsv(text: string): string[][] {
 }
 
 describe('GET /billing/charges: the daily journal', () => {
-  test('one row per UTC day, newest first, whose amount is exactly that day\'s ledger charges', async () => {
+  test("one row per UTC day, newest first, whose amount is exactly that day's ledger charges", async () => {
     const { items, next_cursor } = await getJson<{ items: Day[]; next_cursor: string | null }>(app, owner, '/billing/charges')
     expect(next_cursor).toBeNull()
     expect(items.map((d) => d.day)).toEqual(['2027-04-30', '2027-04-29'])
     const charges = await ledgerAll(app, owner, { kind: 'charge' })
-    for (const [d, row] of [[30, items[0]!], [29, items[1]!]] as const) {
+    for (const [d, row] of [
+      [30, items[0]!],
+      [29, items[1]!],
+    ] as const) {
       expect(micros(row.amount_usd)).toBe(dayMicros(d))
       const ofDay = charges.filter((c) => c.charge_day === row.day)
       expect(micros(row.amount_usd)).toBe(0 - ofDay.reduce((s, c) => s + micros(c.amount_usd), 0))
@@ -97,7 +98,7 @@ describe('GET /billing/charges: the daily journal', () => {
 })
 
 describe('GET /billing/charges/{day}.csv: one day per server', () => {
-  test('a real CSV with a header row, one row per server, whose amounts add up exactly to the day\'s charges', async () => {
+  test("a real CSV with a header row, one row per server, whose amounts add up exactly to the day's charges", async () => {
     for (const d of [29, 30]) {
       const day = `2027-04-${d}`
       const res = await call(app, 'GET', `/billing/charges/${day}.csv`, owner)
@@ -132,8 +133,11 @@ describe('GET /billing/charges/{day}.csv: one day per server', () => {
     expect(raw.split('\r\n')[0]).toBe('day,server_id,server_name,hours,amount_usd')
   })
 
-  test('a day without charges, or another tenant\'s day, is just the header', async () => {
-    for (const [who, day] of [[owner, '2027-04-28'], [other, '2027-04-30']] as const) {
+  test("a day without charges, or another tenant's day, is just the header", async () => {
+    for (const [who, day] of [
+      [owner, '2027-04-28'],
+      [other, '2027-04-30'],
+    ] as const) {
       const rows = parseCsv(await (await call(app, 'GET', `/billing/charges/${day}.csv`, who)).text())
       expect(rows).toEqual([['day', 'server_id', 'server_name', 'hours', 'amount_usd']])
     }

@@ -3,8 +3,21 @@ import type { Member } from '../support/access'
 import { call } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import {
-  addServers, adjust, clockTo, getJson, iso, ledgerAll, micros, payer, runCharges, topUp, US_PER_HOUR, US_PER_MINUTE,
-  usOf, utcUs, type LedgerItem,
+  addServers,
+  adjust,
+  clockTo,
+  getJson,
+  iso,
+  ledgerAll,
+  micros,
+  payer,
+  runCharges,
+  topUp,
+  US_PER_HOUR,
+  US_PER_MINUTE,
+  usOf,
+  utcUs,
+  type LedgerItem,
 } from '../support/billing'
 import { expectProblem } from '../support/problem'
 
@@ -39,7 +52,8 @@ beforeAll(async () => {
 })
 afterAll(() => app.close())
 
-const page = (q: Record<string, string>, who: Member = owner) => getJson<{ items: LedgerItem[]; next_cursor: string | null }>(app, who, `/billing/ledger?${new URLSearchParams(q)}`)
+const page = (q: Record<string, string>, who: Member = owner) =>
+  getJson<{ items: LedgerItem[]; next_cursor: string | null }>(app, who, `/billing/ledger?${new URLSearchParams(q)}`)
 
 describe('the ledger is append-only', () => {
   test('the database refuses to UPDATE or DELETE a ledger row, and the row stays as it was', async () => {
@@ -96,7 +110,7 @@ describe('GET /billing/ledger', () => {
     expect(bad.errors?.[0]?.path).toBe('/from')
   })
 
-  test('another tenant\'s rows never show, and without a session the ledger answers 401', async () => {
+  test("another tenant's rows never show, and without a session the ledger answers 401", async () => {
     const mine = new Set((await ledgerAll(app, owner)).map((r) => r.id))
     const theirs = await ledgerAll(app, other)
     expect(theirs.map((r) => r.kind)).toEqual(['charge', 'charge'])
@@ -142,7 +156,11 @@ describe('cursor pagination', () => {
 
   test('a cursor only works for the list and filters it came from; an edited one is refused', async () => {
     const p1 = await page({ limit: '1', kind: 'topup' })
-    const queries: Record<string, string>[] = [{ limit: '1', kind: 'adjustment', cursor: p1.next_cursor! }, { limit: '1', cursor: p1.next_cursor! }, { limit: '1', kind: 'topup', cursor: p1.next_cursor!.slice(0, -1) + (p1.next_cursor!.endsWith('A') ? 'B' : 'A') }]
+    const queries: Record<string, string>[] = [
+      { limit: '1', kind: 'adjustment', cursor: p1.next_cursor! },
+      { limit: '1', cursor: p1.next_cursor! },
+      { limit: '1', kind: 'topup', cursor: p1.next_cursor!.slice(0, -1) + (p1.next_cursor!.endsWith('A') ? 'B' : 'A') },
+    ]
     for (const q of queries) {
       const p = await expectProblem(await call(app, 'GET', `/billing/ledger?${new URLSearchParams(q)}`, owner), 422, 'validation_failed')
       expect(p.errors?.[0]?.path).toBe('/cursor')

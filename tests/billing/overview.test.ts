@@ -2,8 +2,22 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { addMember, call, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import {
-  addServers, adjust, clockTo, getBilling, ledgerAll, micros, payer, RANGES, runCharges, setZone, spendOf, topUp,
-  usOf, utcUs, type Billing, type RangeName,
+  addServers,
+  adjust,
+  clockTo,
+  getBilling,
+  ledgerAll,
+  micros,
+  payer,
+  RANGES,
+  runCharges,
+  setZone,
+  spendOf,
+  topUp,
+  usOf,
+  utcUs,
+  type Billing,
+  type RangeName,
 } from '../support/billing'
 import { expectProblem } from '../support/problem'
 
@@ -125,7 +139,7 @@ describe('GET /billing: balance, tariff, estimate and days left', () => {
   })
 })
 
-describe('tiles and ranges in the member\'s time zone', () => {
+describe("tiles and ranges in the member's time zone", () => {
   for (const zone of ['Europe/Berlin', 'Asia/Kolkata', 'UTC'])
     test(`in ${zone} each tile covers the local calendar period, sums its charges and adjustments without top-ups, and the ledger range of the same name adds up to it`, async () => {
       await setZone(app, owner, zone)
@@ -142,7 +156,7 @@ describe('tiles and ranges in the member\'s time zone', () => {
       }
     })
 
-  test('the zone is the member\'s own: a viewer left on UTC sees UTC tiles while the owner sees Kolkata\'s', async () => {
+  test("the zone is the member's own: a viewer left on UTC sees UTC tiles while the owner sees Kolkata's", async () => {
     await setZone(app, owner, 'Asia/Kolkata')
     const [mine, theirs] = await Promise.all([getBilling(app, owner), getBilling(app, viewer)])
     expect(mine.tiles.today.from).toBe(BOUNDS['Asia/Kolkata']!.today[0])

@@ -2,7 +2,23 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { setTenantPlan } from '../../src/modules/billing/admin.service'
 import type { TestApp } from '../support/app'
 import {
-  addDays, addPlan, charges, clockTo, dayOf, dayStartUs, daysOfMonth, editPlan, micros, nextDayAt, orderOk, runJob, startSubscriptionApp, tenantOn, US_PER_HOUR, usOf, type LedgerItem,
+  addDays,
+  addPlan,
+  charges,
+  clockTo,
+  dayOf,
+  dayStartUs,
+  daysOfMonth,
+  editPlan,
+  micros,
+  nextDayAt,
+  orderOk,
+  runJob,
+  startSubscriptionApp,
+  tenantOn,
+  US_PER_HOUR,
+  usOf,
+  type LedgerItem,
 } from '../support/subscription'
 
 /**
@@ -33,7 +49,11 @@ describe('charges follow the plan history, not the plan of the day they are book
     expect(rows.map((r) => hourOf(r, day))).toEqual(Array.from({ length: 23 }, (_, i) => i + 1))
     for (const r of rows) {
       const pro = hourOf(r, day) >= 12
-      expect([hourOf(r, day), r.detail.includes(pro ? 'pro 4.00' : 'starter 2.00'), micros(r.amount_usd)]).toEqual([hourOf(r, day), true, -hourly(pro ? 4_000_000 : 2_000_000, usOf(r.charge_hour!))])
+      expect([hourOf(r, day), r.detail.includes(pro ? 'pro 4.00' : 'starter 2.00'), micros(r.amount_usd)]).toEqual([
+        hourOf(r, day),
+        true,
+        -hourly(pro ? 4_000_000 : 2_000_000, usOf(r.charge_hour!)),
+      ])
     }
   })
 

@@ -50,7 +50,7 @@ describe('GET /plans: the public catalogue', () => {
   })
 })
 
-describe('GET /plans/current: what the tenant\'s plan allows now', () => {
+describe("GET /plans/current: what the tenant's plan allows now", () => {
   test('a tenant on starter with three servers sees its plan, seven servers left and its account state', async () => {
     const owner = await payer(app, 'starter')
     addServers(app, owner.tenantId, 3)
@@ -61,7 +61,7 @@ describe('GET /plans/current: what the tenant\'s plan allows now', () => {
     expect(cur.account_state).toBe('active')
   })
 
-  test('a decommissioned server no longer uses the plan\'s allowance', async () => {
+  test("a decommissioned server no longer uses the plan's allowance", async () => {
     const owner = await payer(app, 'free')
     const [id] = addServers(app, owner.tenantId, 1)
     expect((await getJson(app, owner, '/plans/current')).usage).toEqual({ managed_servers: 1, servers_left: 0 })

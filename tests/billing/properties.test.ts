@@ -3,9 +3,31 @@ import fc from 'fast-check'
 import { call, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import {
-  addServers, adjust, clockTo, daysOfUtcMonth, doubleCharges, expectedHourly, expectedRanges, getBilling, hourOf, iso,
-  ledgerAll, micros, offsetChanges, payer, RANGES, runCharges, setZone, spendOf, STARTER_MICROS, topUp, US_PER_DAY,
-  US_PER_HOUR, US_PER_MINUTE, usOf, utcUs,
+  addServers,
+  adjust,
+  clockTo,
+  daysOfUtcMonth,
+  doubleCharges,
+  expectedHourly,
+  expectedRanges,
+  getBilling,
+  hourOf,
+  iso,
+  ledgerAll,
+  micros,
+  offsetChanges,
+  payer,
+  RANGES,
+  runCharges,
+  setZone,
+  spendOf,
+  STARTER_MICROS,
+  topUp,
+  US_PER_DAY,
+  US_PER_HOUR,
+  US_PER_MINUTE,
+  usOf,
+  utcUs,
 } from '../support/billing'
 
 /**
@@ -59,7 +81,7 @@ describe('property: the ledger adds up whatever happens', () => {
         for (const op of ops) {
           if (op.t === 'advance') await clockTo(app, app.deps.clock.nowUs() + op.minutes * US_PER_MINUTE)
           else if (op.t === 'charge') await runCharges(app)
-          else if (op.t === 'rerun') (await runCharges(app), await runCharges(app))
+          else if (op.t === 'rerun') await runCharges(app), await runCharges(app)
           else if (op.t === 'adjust') adjust(app, owner.tenantId, usd(op.micros), 'property adjustment')
           else if (op.t === 'topup') topUp(app, owner.tenantId, op.micros)
           else if (op.t === 'enrol') live.push(...addServers(app, owner.tenantId, op.n))
@@ -75,8 +97,16 @@ describe('property: the ledger adds up whatever happens', () => {
         await runCharges(app)
         const due = hourOf(safe - LAG)
 
-        const entries = app.deps.sqlite.query('SELECT id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_hour FROM ledger_entries WHERE tenant_id = ? ORDER BY seq').all(owner.tenantId) as {
-          id: string; seq: number; kind: string; amount_micros: number; balance_after_micros: number; occurred_at: number; charge_hour: number | null
+        const entries = app.deps.sqlite
+          .query('SELECT id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_hour FROM ledger_entries WHERE tenant_id = ? ORDER BY seq')
+          .all(owner.tenantId) as {
+          id: string
+          seq: number
+          kind: string
+          amount_micros: number
+          balance_after_micros: number
+          occurred_at: number
+          charge_hour: number | null
         }[]
         let running = 0
         entries.forEach((e, i) => {
@@ -92,7 +122,10 @@ describe('property: the ledger adds up whatever happens', () => {
         expect(doubleCharges(app)).toEqual([])
 
         // The charge rule over the fleet the tenant really had.
-        const fleet = app.deps.sqlite.query('SELECT created_at, decommissioned_at FROM servers WHERE tenant_id = ?').all(owner.tenantId) as { created_at: number; decommissioned_at: number | null }[]
+        const fleet = app.deps.sqlite.query('SELECT created_at, decommissioned_at FROM servers WHERE tenant_id = ?').all(owner.tenantId) as {
+          created_at: number
+          decommissioned_at: number | null
+        }[]
         const expected: [number, number][] = []
         if (fleet.length)
           for (let h = hourOf(Math.min(...fleet.map((s) => s.created_at))); h <= due; h += US_PER_HOUR) {
@@ -129,55 +162,61 @@ const momentArb = fc
   .map(([t, quarter, minute]) => Math.floor(t / 3_600_000) * 3_600_000 + (quarter * 15 + minute) * 60_000)
 
 describe('property: tiles and ranges in any zone', () => {
-  test('at random moments, DST change days included, every range sums to its tile and the tiles are the zone\'s calendar periods', async () => {
+  test("at random moments, DST change days included, every range sums to its tile and the tiles are the zone's calendar periods", async () => {
     expect(changes.length).toBeGreaterThanOrEqual(16) // four zones with DST, two changes a year, two years
     await fc.assert(
-      fc.asyncProperty(momentArb, fc.array(fc.integer({ min: 1, max: 40 * 24 * 60 }), { minLength: 3, maxLength: 8 }), fc.subarray(ZONES, { minLength: 3 }), async (momentMs, minutesBack, zones) => {
-        const M = momentMs * 1000
-        const app = await startTestApp(ENV)
-        try {
-          // History: adjustments and top-ups at random instants up to 40 days back, charges for the last 30 hours.
-          const instants = [...new Set(minutesBack)].sort((a, b) => b - a).map((m) => M - m * US_PER_MINUTE)
-          await clockTo(app, instants[0]! - US_PER_MINUTE)
-          const owner = await payer(app, 'starter', 'zones')
-          for (const [i, at] of instants.entries()) {
-            await clockTo(app, at)
-            if (i % 3 === 2) topUp(app, owner.tenantId, 7_000_000)
-            else adjust(app, owner.tenantId, i % 2 ? '-1.25' : '0.40')
-          }
-          if (app.deps.clock.nowUs() < M - 30 * US_PER_HOUR) await clockTo(app, M - 30 * US_PER_HOUR)
-          addServers(app, owner.tenantId, 2)
-          await clockTo(app, M)
-          await runCharges(app)
-
-          for (const zone of zones) {
-            await setZone(app, owner, zone)
-            const b = await getBilling(app, owner)
-            const now = app.deps.clock.nowUs()
-            const want = expectedRanges(zone, now)
-            const t = Object.fromEntries(RANGES.map((r) => [r, [usOf(b.tiles[r].from), usOf(b.tiles[r].to)]])) as Record<string, [number, number]>
-            for (const r of RANGES) expect({ zone, r, from: iso(t[r]![0]), to: iso(t[r]![1]) }).toEqual({ zone, r, from: iso(want[r][0]), to: iso(want[r][1]) })
-            // The periods fit together.
-            expect(t.yesterday![1]).toBe(t.today![0])
-            expect(t['7d']![1]).toBe(t.today![1])
-            expect(t['7d']![0]).toBeLessThan(t.yesterday![0])
-            expect(t.prev_month![1]).toBe(t.month![0])
-            expect(t.month![0]).toBeLessThanOrEqual(t.today![0])
-            expect(t.today![1]).toBeLessThanOrEqual(t.month![1])
-            expect(now >= t.today![0] && now < t.today![1]).toBe(true)
-            expect([23, 23.5, 24, 24.5, 25]).toContain((t.today![1] - t.today![0]) / US_PER_HOUR)
-            expect(t.month![1] - t.month![0]).toBeLessThanOrEqual(31 * US_PER_DAY + US_PER_HOUR)
-            // Each range's charge and adjustment rows add up to its tile, and stay inside it.
-            for (const r of RANGES) {
-              const rows = await ledgerAll(app, owner, { range: r })
-              for (const row of rows) expect(usOf(row.occurred_at) >= t[r]![0] && usOf(row.occurred_at) < t[r]![1]).toBe(true)
-              expect({ zone, r, sum: spendOf(rows) }).toEqual({ zone, r, sum: micros(b.tiles[r].spend_usd) })
+      fc.asyncProperty(
+        momentArb,
+        fc.array(fc.integer({ min: 1, max: 40 * 24 * 60 }), { minLength: 3, maxLength: 8 }),
+        fc.subarray(ZONES, { minLength: 3 }),
+        async (momentMs, minutesBack, zones) => {
+          const M = momentMs * 1000
+          const app = await startTestApp(ENV)
+          try {
+            // History: adjustments and top-ups at random instants up to 40 days back, charges for the last 30 hours.
+            const instants = [...new Set(minutesBack)].sort((a, b) => b - a).map((m) => M - m * US_PER_MINUTE)
+            await clockTo(app, instants[0]! - US_PER_MINUTE)
+            const owner = await payer(app, 'starter', 'zones')
+            for (const [i, at] of instants.entries()) {
+              await clockTo(app, at)
+              if (i % 3 === 2) topUp(app, owner.tenantId, 7_000_000)
+              else adjust(app, owner.tenantId, i % 2 ? '-1.25' : '0.40')
             }
+            if (app.deps.clock.nowUs() < M - 30 * US_PER_HOUR) await clockTo(app, M - 30 * US_PER_HOUR)
+            addServers(app, owner.tenantId, 2)
+            await clockTo(app, M)
+            await runCharges(app)
+
+            for (const zone of zones) {
+              await setZone(app, owner, zone)
+              const b = await getBilling(app, owner)
+              const now = app.deps.clock.nowUs()
+              const want = expectedRanges(zone, now)
+              const t = Object.fromEntries(RANGES.map((r) => [r, [usOf(b.tiles[r].from), usOf(b.tiles[r].to)]])) as Record<string, [number, number]>
+              for (const r of RANGES)
+                expect({ zone, r, from: iso(t[r]![0]), to: iso(t[r]![1]) }).toEqual({ zone, r, from: iso(want[r][0]), to: iso(want[r][1]) })
+              // The periods fit together.
+              expect(t.yesterday![1]).toBe(t.today![0])
+              expect(t['7d']![1]).toBe(t.today![1])
+              expect(t['7d']![0]).toBeLessThan(t.yesterday![0])
+              expect(t.prev_month![1]).toBe(t.month![0])
+              expect(t.month![0]).toBeLessThanOrEqual(t.today![0])
+              expect(t.today![1]).toBeLessThanOrEqual(t.month![1])
+              expect(now >= t.today![0] && now < t.today![1]).toBe(true)
+              expect([23, 23.5, 24, 24.5, 25]).toContain((t.today![1] - t.today![0]) / US_PER_HOUR)
+              expect(t.month![1] - t.month![0]).toBeLessThanOrEqual(31 * US_PER_DAY + US_PER_HOUR)
+              // Each range's charge and adjustment rows add up to its tile, and stay inside it.
+              for (const r of RANGES) {
+                const rows = await ledgerAll(app, owner, { range: r })
+                for (const row of rows) expect(usOf(row.occurred_at) >= t[r]![0] && usOf(row.occurred_at) < t[r]![1]).toBe(true)
+                expect({ zone, r, sum: spendOf(rows) }).toEqual({ zone, r, sum: micros(b.tiles[r].spend_usd) })
+              }
+            }
+          } finally {
+            await app.close()
           }
-        } finally {
-          await app.close()
-        }
-      }),
+        },
+      ),
       { numRuns: 10, endOnFailure: true },
     )
   }, 90_000)

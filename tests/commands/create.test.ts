@@ -25,7 +25,7 @@ const MINIMUM: [string, Record<string, unknown>, boolean][] = [
 ]
 
 describe('the catalogue', () => {
-  test('GET /commands/catalogue lists at least the protocol\'s minimum catalogue with schema_version, dangerous flag and params schema', async () => {
+  test("GET /commands/catalogue lists at least the protocol's minimum catalogue with schema_version, dangerous flag and params schema", async () => {
     const { items } = await ok<{ items: Record<string, any>[] }>(api(app, owner, 'GET', '/commands/catalogue'))
     for (const [type, , dangerous] of MINIMUM) {
       const entry = items.find((i) => i.type === type)
@@ -121,10 +121,18 @@ describe('Idempotency-Key', () => {
     const { server_id } = await offlineServer(app, owner)
     const key = `cmd-${crypto.randomUUID()}`
     await ok(postCommand(app, owner, { server_id, type: 'gpu.reset', params: { gpu_index: 0 } }, { 'idempotency-key': key }), 201)
-    await expectProblem(await postCommand(app, owner, { server_id, type: 'gpu.reset', params: { gpu_index: 1 } }, { 'idempotency-key': key }), 409, 'idempotency_conflict')
+    await expectProblem(
+      await postCommand(app, owner, { server_id, type: 'gpu.reset', params: { gpu_index: 1 } }, { 'idempotency-key': key }),
+      409,
+      'idempotency_conflict',
+    )
     expect(rows(app, 'SELECT id FROM commands WHERE server_id = ?', server_id)).toHaveLength(1)
     // A key over 128 characters is refused.
-    await expectProblem(await postCommand(app, owner, { server_id, type: 'reboot', params: {} }, { 'idempotency-key': 'k'.repeat(129) }), 422, 'validation_failed')
+    await expectProblem(
+      await postCommand(app, owner, { server_id, type: 'reboot', params: {} }, { 'idempotency-key': 'k'.repeat(129) }),
+      422,
+      'validation_failed',
+    )
   })
 })
 

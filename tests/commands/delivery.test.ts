@@ -150,7 +150,7 @@ describe('a dropped connection', () => {
 })
 
 describe('frames about commands', () => {
-  test('a frame about another server\'s command gets an error frame not_found and changes nothing', async () => {
+  test("a frame about another server's command gets an error frame not_found and changes nothing", async () => {
     const a = await onlineServer(app, owner)
     const b = await onlineServer(app, owner)
     const c = await issue(app, owner, a.server_id)
@@ -178,7 +178,9 @@ describe('frames about commands', () => {
     expect((await agent.expectError({ type: 'command.log', command_id: c.command_id, text: 42 })).code).toBe('validation_failed')
     expect((await agent.expectError({ type: 'command.finished', command_id: c.command_id, status: 'done' })).code).toBe('validation_failed')
     // A failure without a usable error object is refused rather than stored half-formed.
-    expect((await agent.expectError({ type: 'command.finished', command_id: c.command_id, status: 'failed', error: { message: 'no code' } })).code).toBe('validation_failed')
+    expect((await agent.expectError({ type: 'command.finished', command_id: c.command_id, status: 'failed', error: { message: 'no code' } })).code).toBe(
+      'validation_failed',
+    )
     expect((await agent.expectError({ type: 'command.frobnicate', command_id: c.command_id })).code).toBe('unknown_type')
     const still = await getCommand(app, owner, c.command_id)
     expect(still).toMatchObject({ delivery_status: 'sent', execution_status: 'not_started', progress: null, error: null })

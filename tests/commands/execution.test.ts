@@ -48,7 +48,13 @@ describe('a command that succeeds', () => {
 
     expect(await report(agent, { type: 'command.finished', command_id: id, status: 'succeeded', result: { applied_watts: 250, gpus: 2 } })).toEqual([])
     now = await getCommand(app, owner, id)
-    expect(now).toMatchObject({ delivery_status: 'accepted', execution_status: 'succeeded', progress: 100, result: { applied_watts: 250, gpus: 2 }, error: null })
+    expect(now).toMatchObject({
+      delivery_status: 'accepted',
+      execution_status: 'succeeded',
+      progress: 100,
+      result: { applied_watts: 250, gpus: 2 },
+      error: null,
+    })
     expect(now.finished_at).not.toBeNull()
     versions.push(now.version)
     for (let i = 1; i < versions.length; i++) expect(versions[i]!).toBeGreaterThan(versions[i - 1]!)
@@ -102,7 +108,14 @@ describe('a command that fails', () => {
         type: 'command.finished',
         command_id: id,
         status: 'failed',
-        error: { code: 'gpu_busy', message: 'x'.repeat(3000), retryable: true, stage: 'reset', details: { exit_code: 6, nested: { a: 1 }, list: [1, 2], long: 'y'.repeat(1000) }, log_ref: 'mine' },
+        error: {
+          code: 'gpu_busy',
+          message: 'x'.repeat(3000),
+          retryable: true,
+          stage: 'reset',
+          details: { exit_code: 6, nested: { a: 1 }, list: [1, 2], long: 'y'.repeat(1000) },
+          log_ref: 'mine',
+        },
       },
     )
     const c = await getCommand(app, owner, id)
@@ -129,18 +142,22 @@ describe('a command that fails', () => {
 
   test('never stores a secret or raw stdout in the error', async () => {
     const { agent, id } = await deliveredCommand()
-    await report(agent, { type: 'command.accepted', command_id: id }, {
-      type: 'command.finished',
-      command_id: id,
-      status: 'failed',
-      error: {
-        code: 'script_failed',
-        message: `login with ${PAT} failed: password=hunter2 Authorization: Bearer sekr3t-value`,
-        retryable: false,
-        stage: null,
-        details: { exit_code: 1, token: PAT, hint: 'password=hunter2', stdout: 'line 1\nline 2\n'.repeat(20), stderr: 'trace...' },
+    await report(
+      agent,
+      { type: 'command.accepted', command_id: id },
+      {
+        type: 'command.finished',
+        command_id: id,
+        status: 'failed',
+        error: {
+          code: 'script_failed',
+          message: `login with ${PAT} failed: password=hunter2 Authorization: Bearer sekr3t-value`,
+          retryable: false,
+          stage: null,
+          details: { exit_code: 1, token: PAT, hint: 'password=hunter2', stdout: 'line 1\nline 2\n'.repeat(20), stderr: 'trace...' },
+        },
       },
-    })
+    )
     const c = await getCommand(app, owner, id)
     const stored = JSON.stringify(c.error) + JSON.stringify(rows(app, 'SELECT error FROM commands WHERE id = ?', id))
     for (const secret of [PAT, 'hunter2', 'sekr3t-value']) expect(stored).not.toContain(secret)
@@ -157,7 +174,9 @@ describe('a command that fails', () => {
     await runToEnd(agent, id, { status: 'succeeded', result: { first: true } })
     const done = await getCommand(app, owner, id)
     const entries = (await timeline(app, owner, id)).length
-    expect(await report(agent, { type: 'command.finished', command_id: id, status: 'failed', error: { code: 'late', message: 'late', retryable: false } })).toEqual([])
+    expect(
+      await report(agent, { type: 'command.finished', command_id: id, status: 'failed', error: { code: 'late', message: 'late', retryable: false } }),
+    ).toEqual([])
     expect(await report(agent, { type: 'command.finished', command_id: id, status: 'succeeded', result: { second: true } })).toEqual([])
     expect(await report(agent, { type: 'command.started', command_id: id }, { type: 'command.progress', command_id: id, progress: 10 })).toEqual([])
     expect(await getCommand(app, owner, id)).toEqual(done)

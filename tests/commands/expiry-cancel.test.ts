@@ -145,7 +145,12 @@ describe('cancel', () => {
     await agent.waitFor((f) => f.type === 'command.cancel' && f.command_id === c.command_id)
     expect((await timeline(app, owner, c.command_id)).at(-1)).toMatchObject({ axis: 'command', to: 'cancel_requested' })
 
-    await report(agent, { type: 'command.finished', command_id: c.command_id, status: 'failed', error: { code: 'cancelled', message: 'stopped on request', retryable: false } })
+    await report(agent, {
+      type: 'command.finished',
+      command_id: c.command_id,
+      status: 'failed',
+      error: { code: 'cancelled', message: 'stopped on request', retryable: false },
+    })
     const done = await getCommand(app, owner, c.command_id)
     expect(done).toMatchObject({ execution_status: 'cancelled' })
     expect(done.cancelled_at).not.toBeNull()
@@ -170,7 +175,11 @@ describe('cancel', () => {
     const { server_id, agent } = await onlineServer(app, owner)
     const c = await issue(app, owner, server_id)
     await commandFrame(agent, c.command_id)
-    await report(agent, { type: 'command.accepted', command_id: c.command_id }, { type: 'command.finished', command_id: c.command_id, status: 'failed', error: { code: 'cancelled', message: 'operator on the host', retryable: false } })
+    await report(
+      agent,
+      { type: 'command.accepted', command_id: c.command_id },
+      { type: 'command.finished', command_id: c.command_id, status: 'failed', error: { code: 'cancelled', message: 'operator on the host', retryable: false } },
+    )
     expect(await getCommand(app, owner, c.command_id)).toMatchObject({ execution_status: 'failed', cancelled_at: null })
     await agent.close()
   })

@@ -57,19 +57,19 @@ describe('another tenant', () => {
     await ok(api(app, owner, 'GET', `/commands/${failed.command_id}/logs/${failed.error.log_ref}`))
   })
 
-  test('sees none of these commands in GET /commands, even when filtering by this tenant\'s server', async () => {
+  test("sees none of these commands in GET /commands, even when filtering by this tenant's server", async () => {
     expect((await ok(api(app, stranger, 'GET', '/commands'))).items).toEqual([])
     expect((await ok(api(app, stranger, 'GET', `/commands?server_id=${serverA}`))).items).toEqual([])
   })
 
-  test('gets 404 when creating a command for this tenant\'s server, and no row is written', async () => {
+  test("gets 404 when creating a command for this tenant's server, and no row is written", async () => {
     const before = (app.deps.sqlite.query('SELECT count(*) AS n FROM commands').get() as { n: number }).n
     await expectProblem(await postCommand(app, stranger, { server_id: serverA, type: 'reboot', params: {} }), 404, 'not_found')
     await expectProblem(await postCommand(app, stranger, { server_id: crypto.randomUUID(), type: 'reboot', params: {} }), 404, 'not_found')
     expect((app.deps.sqlite.query('SELECT count(*) AS n FROM commands').get() as { n: number }).n).toBe(before)
   })
 
-  test('its agent gets not_found for frames about this tenant\'s command', async () => {
+  test("its agent gets not_found for frames about this tenant's command", async () => {
     const theirs = await onlineServer(app, stranger)
     const err = await theirs.agent.expectError({ type: 'command.finished', command_id: queued.command_id, status: 'succeeded', result: {} })
     expect(err.code).toBe('not_found')
@@ -83,7 +83,11 @@ describe('a PAT limited by server_allowlist', () => {
     const pat = await mintPat(app, asMember(owner), { scopes: ['commands:read', 'commands:write'], server_allowlist: [serverB] })
     const mine = await ok<CommandView>(call(app, 'POST', '/commands', pat.token, { json: { server_id: serverB, type: 'diagnostics.run', params: {} } }), 201)
     expect(mine.issued_by).toEqual({ type: 'pat', id: pat.id })
-    await expectProblem(await call(app, 'POST', '/commands', pat.token, { json: { server_id: serverA, type: 'diagnostics.run', params: {} } }), 404, 'not_found')
+    await expectProblem(
+      await call(app, 'POST', '/commands', pat.token, { json: { server_id: serverA, type: 'diagnostics.run', params: {} } }),
+      404,
+      'not_found',
+    )
 
     for (const [method, path] of routesOf(failed)) await expectProblem(await call(app, method, path, pat.token), 404, 'not_found')
     await ok(call(app, 'GET', `/commands/${queued.command_id}`, pat.token))
@@ -98,7 +102,11 @@ describe('a PAT limited by server_allowlist', () => {
 
   test('a read-only PAT cannot create or cancel (403) but can read', async () => {
     const pat = await mintPat(app, asMember(owner), { scopes: ['commands:read'] })
-    await expectProblem(await call(app, 'POST', '/commands', pat.token, { json: { server_id: serverB, type: 'diagnostics.run', params: {} } }), 403, 'forbidden')
+    await expectProblem(
+      await call(app, 'POST', '/commands', pat.token, { json: { server_id: serverB, type: 'diagnostics.run', params: {} } }),
+      403,
+      'forbidden',
+    )
     await expectProblem(await call(app, 'POST', `/commands/${queued.command_id}/cancel`, pat.token), 403, 'forbidden')
     expect((await ok<CommandView>(call(app, 'GET', `/commands/${queued.command_id}`, pat.token))).execution_status).toBe('not_started')
   })

@@ -1,6 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../support/app'
-import { cancelCommand, commandFrame, getCommand, issue, offlineServer, onlineServer, report, runToEnd, steps, timeline, type CommandView } from '../support/commands'
+import {
+  cancelCommand,
+  commandFrame,
+  getCommand,
+  issue,
+  offlineServer,
+  onlineServer,
+  report,
+  runToEnd,
+  steps,
+  timeline,
+  type CommandView,
+} from '../support/commands'
 import { api, newOwner, ok, RawAgent, stopApp, type Owner } from '../support/fleet'
 import { expectProblem } from '../support/problem'
 
@@ -59,7 +71,7 @@ describe('GET /commands', () => {
     // The agent stays connected (stopApp closes it), so made[4] stays sent.
   })
 
-  test('lists the tenant\'s commands newest first, each as GET /commands/{id} shows it', async () => {
+  test("lists the tenant's commands newest first, each as GET /commands/{id} shows it", async () => {
     const page = await list(owner)
     expect(page.items.map((c) => c.command_id)).toEqual(made.map((c) => c.command_id).reverse())
     expect(page.next_cursor).toBeNull()

@@ -77,7 +77,11 @@ describe('other commands', () => {
   test('a non-dangerous type during a rental is delivered at once', async () => {
     const { server_id, agent } = await onlineServer(app, owner)
     await setRental(server_id, true)
-    for (const [type, params] of [['diagnostics.run', {}], ['gpu.set_power_limit', { gpu_index: 0, watts: 200 }], ['agent.update', { version: '1.6.0' }]] as const) {
+    for (const [type, params] of [
+      ['diagnostics.run', {}],
+      ['gpu.set_power_limit', { gpu_index: 0, watts: 200 }],
+      ['agent.update', { version: '1.6.0' }],
+    ] as const) {
       const c = await issue(app, owner, server_id, type, params)
       expect(c).toMatchObject({ requires: 'none', delivery_status: 'sent', queue_reason: null })
       await commandFrame(agent, c.command_id)

@@ -23,13 +23,22 @@ test('commands created before a restart are delivered by the new process when th
   const online = await onlineServer(first, owner)
 
   const waiting: CommandView[] = []
-  for (const [type, params] of [['diagnostics.run', {}], ['gpu.set_power_limit', { gpu_index: 0, watts: 275 }], ['agent.update', { version: '1.5.0' }]] as const)
+  for (const [type, params] of [
+    ['diagnostics.run', {}],
+    ['gpu.set_power_limit', { gpu_index: 0, watts: 275 }],
+    ['agent.update', { version: '1.5.0' }],
+  ] as const)
     waiting.push(await issue(first, owner, offline.server_id, type, params))
   const inFlight = await issue(first, owner, online.server_id, 'agent.restart')
   await commandFrame(online.agent, inFlight.command_id)
   const running = await issue(first, owner, online.server_id, 'diagnostics.run')
   await commandFrame(online.agent, running.command_id)
-  await report(online.agent, { type: 'command.accepted', command_id: running.command_id }, { type: 'command.started', command_id: running.command_id }, { type: 'command.progress', command_id: running.command_id, progress: 30 })
+  await report(
+    online.agent,
+    { type: 'command.accepted', command_id: running.command_id },
+    { type: 'command.started', command_id: running.command_id },
+    { type: 'command.progress', command_id: running.command_id, progress: 30 },
+  )
   const beforeRunning = await getCommand(first, owner, running.command_id)
   const beforeTimeline = await timeline(first, owner, waiting[0]!.command_id)
 

@@ -15,7 +15,11 @@ type Instruction = { op: string; args: string }
 
 /** Dockerfile instructions with continuation lines joined and comments dropped. */
 function instructions(text: string): Instruction[] {
-  const joined = text.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n').replace(/\\\n/g, ' ')
+  const joined = text
+    .split('\n')
+    .filter((l) => !/^\s*#/.test(l))
+    .join('\n')
+    .replace(/\\\n/g, ' ')
   return joined
     .split('\n')
     .map((l) => l.trim())
@@ -82,7 +86,9 @@ beforeAll(() => {
           // A directory source copies its contents into dest; a file into dest/ (or as dest).
           const target = lstatSync(join(REPO, source)).isDirectory()
             ? join(dest, relative(source, file))
-            : dest.endsWith('/') || words.length > 1 ? join(dest, file.split('/').pop()!) : dest
+            : dest.endsWith('/') || words.length > 1
+              ? join(dest, file.split('/').pop()!)
+              : dest
           mkdirSync(dirname(inImage(target)), { recursive: true })
           cpSync(join(REPO, file), inImage(target))
           copied.push(file)
@@ -112,7 +118,17 @@ afterAll(() => rmSync(root, { recursive: true, force: true }))
 describe('the Docker image, rebuilt from the Dockerfile as a directory', () => {
   test('copies every file it names through .dockerignore, with the operator commands among them', () => {
     expect(notInContext).toEqual([])
-    for (const f of ['package.json', 'bun.lock', 'src/main.ts', 'db/client.ts', 'jobs/index.ts', 'agent/gpuhq-agent.ts', 'scripts/admin', 'scripts/admin.ts', 'scripts/lib.sh'])
+    for (const f of [
+      'package.json',
+      'bun.lock',
+      'src/main.ts',
+      'db/client.ts',
+      'jobs/index.ts',
+      'agent/gpuhq-agent.ts',
+      'scripts/admin',
+      'scripts/admin.ts',
+      'scripts/lib.sh',
+    ])
       expect(copied).toContain(f)
     expect(existsSync(join(app, 'scripts/admin'))).toBe(true)
     expect(lstatSync(join(app, 'scripts/admin')).mode & 0o111).not.toBe(0)

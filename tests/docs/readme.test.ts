@@ -64,7 +64,10 @@ beforeAll(async () => {
   })()
   const deadline = Date.now() + 90_000
   for (;;) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) break
     if (service.exitCode !== null || Date.now() > deadline) throw new Error(`scripts/start did not become ready:\n${serviceErr}`)
     await Bun.sleep(200)
@@ -97,7 +100,12 @@ describe("the README's quickstart", () => {
       expect(r.out).toContain('"role":"owner"')
       expect(r.out).toContain('token and init token saved in')
       // The listing read with the PAT shows the server the agent just enrolled, with its 2 GPUs.
-      const listing = JSON.parse(r.out.trimEnd().split('\n').findLast((l) => l.includes('"items":['))!)
+      const listing = JSON.parse(
+        r.out
+          .trimEnd()
+          .split('\n')
+          .findLast((l) => l.includes('"items":['))!,
+      )
       expect(listing.items).toMatchObject([{ gpu_count: 2 }])
       expect(r.out).toContain('"now":')
 

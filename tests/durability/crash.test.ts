@@ -157,7 +157,11 @@ describe('a crash at any moment', () => {
 
       // Past the lock, a claim whose write never committed is taken over and runs once; one whose
       // write committed but whose answer the kill lost answers 409 instead of running again.
-      const clock = await fetch(`${service.url}/api/v1/_test/clock`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"advance_seconds":61}' })
+      const clock = await fetch(`${service.url}/api/v1/_test/clock`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"advance_seconds":61}',
+      })
       expect(clock.status).toBe(200)
       let late = 0
       for (const sent of unanswered.filter((s) => s.key)) {

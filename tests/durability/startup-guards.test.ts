@@ -53,8 +53,7 @@ describe('startup', () => {
     const service = await startService(dir, { DATA_DIR: dir, DATABASE_URL: `file:${join(dir, 'gpuhq.db')}` })
     running.push(service)
     expect(statSync(dir).mode & 0o777).toBe(0o700)
-    for (const f of ['gpuhq.db', 'gpuhq.db-wal'])
-      expect({ f, mode: statSync(join(dir, f)).mode & 0o777 }).toEqual({ f, mode: 0o600 })
+    for (const f of ['gpuhq.db', 'gpuhq.db-wal']) expect({ f, mode: statSync(join(dir, f)).mode & 0o777 }).toEqual({ f, mode: 0o600 })
   })
 
   test('/readyz answers 503 once the database file is deleted from under the running service', async () => {

@@ -47,7 +47,15 @@ describe('claiming an init token', () => {
     expect(body.heartbeat_interval_s).toBeGreaterThan(0)
     expect(body.telemetry_interval_s).toBeGreaterThan(0)
     const server = await getServer(app, owner, body.server_id)
-    expect(server).toMatchObject({ name: 'rig-07', hostname: 'rig-07', gpu_count: 2, gpu_model: 'NVIDIA GeForce RTX 4090', agent_version: '1.4.0', presence: 'offline', last_seen_at: null })
+    expect(server).toMatchObject({
+      name: 'rig-07',
+      hostname: 'rig-07',
+      gpu_count: 2,
+      gpu_model: 'NVIDIA GeForce RTX 4090',
+      agent_version: '1.4.0',
+      presence: 'offline',
+      last_seen_at: null,
+    })
     expect((await serverEvents(app, owner, body.server_id)).items.map((e) => e.kind)).toEqual(['agent.enrolled'])
   })
 

@@ -46,7 +46,11 @@ function idRoutes(): { method: string; path: string; key: string }[] {
   return [...seen.values()]
 }
 
-const fill = (path: string, id: string) => path.replace(/^\/api\/v1/, '').replace(':id', id).replace(':marketplace', 'marketplace_a')
+const fill = (path: string, id: string) =>
+  path
+    .replace(/^\/api\/v1/, '')
+    .replace(':id', id)
+    .replace(':marketplace', 'marketplace_a')
 const comparable = (p: Record<string, unknown>) => ({ type: p.type, title: p.title, status: p.status, code: p.code, detail: p.detail, errors: p.errors })
 
 describe('another tenant’s ids', () => {

@@ -67,7 +67,11 @@ beforeAll(async () => {
   port = freePort()
   url = `http://127.0.0.1:${port}`
   service = Bun.spawn([BUN, 'run', 'src/main.ts'], { cwd: ROOT, env: env(), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
-  await until(async () => ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200 ? true : null), 15_000, 'the service to be ready')
+  await until(
+    async () => ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200 ? true : null),
+    15_000,
+    'the service to be ready',
+  )
 })
 
 afterAll(async () => {
@@ -85,7 +89,11 @@ describe('the reference agent in simulate mode', () => {
     expect(admin.code).toBe(0)
     const ticket = /ticket to set the password[^:]*: (\S+)/.exec(admin.stdout)?.[1]
     expect(ticket).toBeDefined()
-    const signedIn = await fetch(`${url}/api/v1/auth/password-reset/complete`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ticket, password: GOOD_PASSWORD }) })
+    const signedIn = await fetch(`${url}/api/v1/auth/password-reset/complete`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ticket, password: GOOD_PASSWORD }),
+    })
     expect(signedIn.status).toBe(200)
     const headers = { ...withSession(sessionFrom(signedIn)!), 'content-type': 'application/json' }
 
@@ -96,34 +104,76 @@ describe('the reference agent in simulate mode', () => {
     writeFileSync(tokenFile, token + '\n', { mode: 0o600 })
     const stateDir = join(dir, 'agent-state')
 
-    const enrolled = await run([BUN, 'agent/gpuhq-agent.ts', 'enroll', '--url', url, '--token-file', tokenFile, '--state-dir', stateDir, '--simulate', '3', '--log-level', 'warn'])
+    const enrolled = await run([
+      BUN,
+      'agent/gpuhq-agent.ts',
+      'enroll',
+      '--url',
+      url,
+      '--token-file',
+      tokenFile,
+      '--state-dir',
+      stateDir,
+      '--simulate',
+      '3',
+      '--log-level',
+      'warn',
+    ])
     expect({ code: enrolled.code, stderr: enrolled.stderr }).toMatchObject({ code: 0 })
     expect(statSync(join(stateDir, 'credential.json')).mode & 0o777).toBe(0o600)
 
-    const list = async () => (await (await fetch(`${url}/api/v1/servers`, { headers })).json()) as { items: { id: string; presence: string; gpu_count: number; agent_version: string | null }[] }
+    const list = async () =>
+      (await (await fetch(`${url}/api/v1/servers`, { headers })).json()) as {
+        items: { id: string; presence: string; gpu_count: number; agent_version: string | null }[]
+      }
     const [server] = (await list()).items
     expect(server).toMatchObject({ presence: 'offline', gpu_count: 3 })
 
-    const agent = Bun.spawn([BUN, 'agent/gpuhq-agent.ts', 'run', '--state-dir', stateDir, '--simulate', '3', '--heartbeat-interval', '0.2', '--telemetry-interval', '0.2', '--log-level', 'warn'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: dir },
-      stdin: 'ignore',
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
+    const agent = Bun.spawn(
+      [
+        BUN,
+        'agent/gpuhq-agent.ts',
+        'run',
+        '--state-dir',
+        stateDir,
+        '--simulate',
+        '3',
+        '--heartbeat-interval',
+        '0.2',
+        '--telemetry-interval',
+        '0.2',
+        '--log-level',
+        'warn',
+      ],
+      {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', HOME: dir },
+        stdin: 'ignore',
+        stdout: 'pipe',
+        stderr: 'pipe',
+      },
+    )
     children.push(agent)
-    const online = await until(async () => {
-      const row = (await list()).items.find((r) => r.id === server!.id)
-      return row?.presence === 'online' ? row : null
-    }, 15_000, 'the server to come online')
+    const online = await until(
+      async () => {
+        const row = (await list()).items.find((r) => r.id === server!.id)
+        return row?.presence === 'online' ? row : null
+      },
+      15_000,
+      'the server to come online',
+    )
     expect(online.gpu_count).toBe(3)
     expect(online.agent_version).toMatch(/^\d+\.\d+\.\d+/)
 
     // Its telemetry reaches the server detail, one entry per simulated GPU.
-    const detail = await until(async () => {
-      const d = (await (await fetch(`${url}/api/v1/servers/${server!.id}`, { headers })).json()) as { telemetry: { gpus: { index: number }[] } }
-      return d.telemetry.gpus.length === 3 ? d : null
-    }, 15_000, 'telemetry for three GPUs')
+    const detail = await until(
+      async () => {
+        const d = (await (await fetch(`${url}/api/v1/servers/${server!.id}`, { headers })).json()) as { telemetry: { gpus: { index: number }[] } }
+        return d.telemetry.gpus.length === 3 ? d : null
+      },
+      15_000,
+      'telemetry for three GPUs',
+    )
     expect(detail.telemetry.gpus.map((g) => g.index)).toEqual([0, 1, 2])
 
     agent.kill('SIGTERM')

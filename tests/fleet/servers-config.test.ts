@@ -38,8 +38,18 @@ describe('the server detail', () => {
     const detail = await ok<ServerDetail>(res)
     expect(res.headers.get('etag')).toBe(`"${detail.version}"`)
     expect(detail).toMatchObject({
-      id: e.server_id, name: 'detail-host', hostname: 'detail-host', public_ip: '198.51.100.4', disk_gb: 1000, port_range: '41000-41099',
-      fsm_state: 'new', presence: 'offline', keep_on: [], electricity_usd_per_kwh: null, decommissioned_at: null, last_hello_at: null,
+      id: e.server_id,
+      name: 'detail-host',
+      hostname: 'detail-host',
+      public_ip: '198.51.100.4',
+      disk_gb: 1000,
+      port_range: '41000-41099',
+      fsm_state: 'new',
+      presence: 'offline',
+      keep_on: [],
+      electricity_usd_per_kwh: null,
+      decommissioned_at: null,
+      last_hello_at: null,
       telemetry: { host: {}, gpus: [] },
     })
     expect(detail).not.toHaveProperty('maintenance')
@@ -63,7 +73,11 @@ describe('updating a server', () => {
     const group = await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: `g-${e.server_id}` } }), 201)
     const before = await getServer(app, owner, e.server_id)
     const tags = ['gpu:4090', 'site:fra-1', 'owned', 'rack/row.3_b', 'note:a=b+c']
-    const res = await patch(e.server_id, { name: '  Rig 7  ', group_id: group.id.toUpperCase(), tags, electricity_usd_per_kwh: '0.145' }, { 'if-match': `"${before.version}"` })
+    const res = await patch(
+      e.server_id,
+      { name: '  Rig 7  ', group_id: group.id.toUpperCase(), tags, electricity_usd_per_kwh: '0.145' },
+      { 'if-match': `"${before.version}"` },
+    )
     const after = await ok<ServerDetail>(res)
     expect(after).toMatchObject({ name: 'Rig 7', group_id: group.id, tags, electricity_usd_per_kwh: '0.145', version: before.version + 1 })
     expect(res.headers.get('etag')).toBe(`"${before.version + 1}"`)
@@ -74,7 +88,11 @@ describe('updating a server', () => {
     await expectProblem(await patch(e.server_id, { name: 'lost update' }, { 'if-match': `"${before.version}"` }), 412, 'conflict')
     expect((await getServer(app, owner, e.server_id)).name).toBe('Rig 7')
     // Without If-Match the write goes through; null clears group and tariff.
-    expect(await ok(patch(e.server_id, { group_id: null, electricity_usd_per_kwh: null, tags: [] }))).toMatchObject({ group_id: null, electricity_usd_per_kwh: null, tags: [] })
+    expect(await ok(patch(e.server_id, { group_id: null, electricity_usd_per_kwh: null, tags: [] }))).toMatchObject({
+      group_id: null,
+      electricity_usd_per_kwh: null,
+      tags: [],
+    })
   })
 
   test('64 tags are accepted and 65 are not', async () => {
@@ -135,7 +153,9 @@ describe('decommissioning', () => {
     expect((await listServers(app, free)).items).toEqual([])
     const kept = await getServer(app, free, e.server_id)
     expect(kept).toMatchObject({ presence: 'offline', decommissioned_at: out.decommissioned_at })
-    expect((await serverEvents(app, free, e.server_id)).items.map((x) => x.kind)).toEqual(expect.arrayContaining(['server.decommissioned', 'presence.online', 'agent.enrolled']))
+    expect((await serverEvents(app, free, e.server_id)).items.map((x) => x.kind)).toEqual(
+      expect.arrayContaining(['server.decommissioned', 'presence.online', 'agent.enrolled']),
+    )
 
     await mintInitToken(app, free)
     // Repeating it changes nothing; a decommissioned server takes no new configuration.
@@ -165,7 +185,9 @@ describe('maintenance', () => {
   test('declaring twice keeps since and updates the reason; the fleet row shows it; taking it back removes it', async () => {
     const e = await enrolAgent(app, owner)
     const path = `/servers/${e.server_id}/maintenance`
-    const first = await ok<{ server_id: string; maintenance: { since: string; reason: string | null } }>(api(app, owner, 'PUT', path, { json: { reason: 'replacing fans' } }))
+    const first = await ok<{ server_id: string; maintenance: { since: string; reason: string | null } }>(
+      api(app, owner, 'PUT', path, { json: { reason: 'replacing fans' } }),
+    )
     expect(first.server_id).toBe(e.server_id)
     expect(first.maintenance.reason).toBe('replacing fans')
     await advance(app, 30)

@@ -13,8 +13,26 @@ afterAll(() => stopApp(app))
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/
 const ROW_FIELDS = [
-  'agent_version', 'avg_util_pct', 'fsm_state', 'gpu_count', 'gpu_model', 'gpu_vitals', 'group_id', 'health', 'id', 'last_seen_at', 'marketplace',
-  'max_fan_pct', 'max_temp_core_c', 'max_temp_hotspot_c', 'max_temp_vram_c', 'name', 'presence', 'price_usd_gpu_h', 'revenue_today_usd', 'tags',
+  'agent_version',
+  'avg_util_pct',
+  'fsm_state',
+  'gpu_count',
+  'gpu_model',
+  'gpu_vitals',
+  'group_id',
+  'health',
+  'id',
+  'last_seen_at',
+  'marketplace',
+  'max_fan_pct',
+  'max_temp_core_c',
+  'max_temp_hotspot_c',
+  'max_temp_vram_c',
+  'name',
+  'presence',
+  'price_usd_gpu_h',
+  'revenue_today_usd',
+  'tags',
 ]
 const ids = (list: FleetList) => list.items.map((r) => r.id)
 
@@ -40,7 +58,21 @@ describe('the snapshot envelope', () => {
     expect(ids(body)).toEqual([a.server_id, b.server_id])
     const row = body.items[0]!
     expect(Object.keys(row).sort()).toEqual(ROW_FIELDS)
-    expect(row).toMatchObject({ name: 'alpha', agent_version: '1.4.0', gpu_count: 4, gpu_model: 'NVIDIA A100', fsm_state: 'new', presence: 'offline', marketplace: null, price_usd_gpu_h: null, health: null, last_seen_at: null, revenue_today_usd: '0.00', group_id: null, tags: [] })
+    expect(row).toMatchObject({
+      name: 'alpha',
+      agent_version: '1.4.0',
+      gpu_count: 4,
+      gpu_model: 'NVIDIA A100',
+      fsm_state: 'new',
+      presence: 'offline',
+      marketplace: null,
+      price_usd_gpu_h: null,
+      health: null,
+      last_seen_at: null,
+      revenue_today_usd: '0.00',
+      group_id: null,
+      tags: [],
+    })
     // One entry per GPU, ordered by index, nulls until the agent reports.
     expect(row.gpu_vitals).toEqual([0, 1, 2, 3].map((index) => ({ index, temp_c: null, fan_pct: null })))
   })
@@ -213,8 +245,19 @@ describe('the dashboard', () => {
     expect(body).toMatchObject({ stale: false, stale_reason: null, revenue_today_usd: '0.00' })
     expect(body.generated_at).toMatch(TIMESTAMP)
     expect(body.servers).toEqual({ total: 3, online: 1, suspect: 0, offline: 2, in_maintenance: 1 })
-    expect(body.gpus).toEqual({ total: 7, by_model: [{ model: 'NVIDIA A100', count: 6 }, { model: 'NVIDIA H100', count: 1 }] })
-    expect(body.groups).toEqual(expect.arrayContaining([{ group_id: group.id, servers: 1 }, { group_id: null, servers: 2 }]))
+    expect(body.gpus).toEqual({
+      total: 7,
+      by_model: [
+        { model: 'NVIDIA A100', count: 6 },
+        { model: 'NVIDIA H100', count: 1 },
+      ],
+    })
+    expect(body.groups).toEqual(
+      expect.arrayContaining([
+        { group_id: group.id, servers: 1 },
+        { group_id: null, servers: 2 },
+      ]),
+    )
 
     const cached = await api(app, owner, 'GET', '/dashboard', { headers: { 'if-none-match': tag } })
     expect(cached.status).toBe(304)

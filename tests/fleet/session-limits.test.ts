@@ -90,7 +90,10 @@ describe('metric names per server', () => {
     await first.barrier()
     expect(first.errors()).toEqual([])
 
-    const refused = await first.expectError({ type: 'telemetry', samples: [{ t: new Date().toISOString(), scope: 'host', values: { m_0: 1, invented_name: 2 } }] })
+    const refused = await first.expectError({
+      type: 'telemetry',
+      samples: [{ t: new Date().toISOString(), scope: 'host', values: { m_0: 1, invented_name: 2 } }],
+    })
     expect(refused).toMatchObject({ type: 'error', code: 'metric_limit_reached' })
     expect(refused.message).toContain('invented_name')
     // The same names on a GPU are the same names.
@@ -101,7 +104,9 @@ describe('metric names per server', () => {
 
     // A new session (the names are read back from the stored series) keeps the cap.
     const second = (await RawAgent.start(app, e.agent_token)).agent
-    expect(await second.expectError({ type: 'telemetry', samples: [{ t: new Date().toISOString(), scope: 'gpu', gpu_index: 1, values: { another_name: 1 } }] })).toMatchObject({ code: 'metric_limit_reached' })
+    expect(
+      await second.expectError({ type: 'telemetry', samples: [{ t: new Date().toISOString(), scope: 'gpu', gpu_index: 1, values: { another_name: 1 } }] }),
+    ).toMatchObject({ code: 'metric_limit_reached' })
     telemetry(second, ['m_255'])
     await second.barrier()
     expect(second.errors()).toHaveLength(1)
@@ -137,7 +142,9 @@ describe('the idle timeout', () => {
         sock.on('error', () => {})
         // Reads whatever arrives (the 101, then pings) and never answers.
         sock.on('data', () => {})
-        sock.write(`GET /api/v1/agent/ws HTTP/1.1\r\nHost: ${hostname}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer ${dead.agent_token}\r\n\r\n`)
+        sock.write(
+          `GET /api/v1/agent/ws HTTP/1.1\r\nHost: ${hostname}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer ${dead.agent_token}\r\n\r\n`,
+        )
       })
       expect(closedAfter).toBeGreaterThanOrEqual(4000)
       expect(quiet.open).toBe(true)

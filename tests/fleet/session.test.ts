@@ -77,8 +77,19 @@ describe('opening the session', () => {
 
   test('hello is answered by welcome with the server id and the intervals of the enrolment', async () => {
     const e = await enrolAgent(app, owner)
-    const { agent, welcome } = await RawAgent.start(app, e.agent_token, { hostname: 'from-hello', gpus: [{ index: 1, model: 'NVIDIA H100' }, { index: 0, model: 'NVIDIA H100' }] })
-    expect(welcome).toEqual({ type: 'welcome', server_id: e.server_id, heartbeat_interval_s: e.heartbeat_interval_s, telemetry_interval_s: e.telemetry_interval_s })
+    const { agent, welcome } = await RawAgent.start(app, e.agent_token, {
+      hostname: 'from-hello',
+      gpus: [
+        { index: 1, model: 'NVIDIA H100' },
+        { index: 0, model: 'NVIDIA H100' },
+      ],
+    })
+    expect(welcome).toEqual({
+      type: 'welcome',
+      server_id: e.server_id,
+      heartbeat_interval_s: e.heartbeat_interval_s,
+      telemetry_interval_s: e.telemetry_interval_s,
+    })
     const server = await getServer(app, owner, e.server_id)
     expect(server).toMatchObject({ hostname: 'from-hello', gpu_count: 2, gpu_model: 'NVIDIA H100', presence: 'offline' })
     expect(server.gpus.map((g: { index: number }) => g.index)).toEqual([0, 1])
@@ -117,10 +128,18 @@ describe('a frame the service cannot accept', () => {
     ['an unknown type', { type: 'reboot_now' }, 'unknown_type'],
     ['a heartbeat with a string seq', { type: 'heartbeat', seq: '7' }, 'validation_failed'],
     ['a telemetry sample with a bad scope', { type: 'telemetry', samples: [{ t: now(), scope: 'rack', values: {} }] }, 'validation_failed'],
-    ['a telemetry sample with a bad timestamp', { type: 'telemetry', samples: [{ t: 'yesterday', scope: 'host', values: { cpu_usage_pct: 3 } }] }, 'validation_failed'],
+    [
+      'a telemetry sample with a bad timestamp',
+      { type: 'telemetry', samples: [{ t: 'yesterday', scope: 'host', values: { cpu_usage_pct: 3 } }] },
+      'validation_failed',
+    ],
     ['a GPU sample without gpu_index', { type: 'telemetry', samples: [{ t: now(), scope: 'gpu', values: { temperature_c: 60 } }] }, 'validation_failed'],
     ['a string metric value', { type: 'telemetry', samples: [{ t: now(), scope: 'gpu', gpu_index: 0, values: { temperature_c: '61' } }] }, 'validation_failed'],
-    ['a non-finite metric value', `{"type":"telemetry","samples":[{"t":"${now()}","scope":"gpu","gpu_index":0,"values":{"temperature_c":1e999}}]}`, 'validation_failed'],
+    [
+      'a non-finite metric value',
+      `{"type":"telemetry","samples":[{"t":"${now()}","scope":"gpu","gpu_index":0,"values":{"temperature_c":1e999}}]}`,
+      'validation_failed',
+    ],
     ['a metric name outside the pattern', { type: 'telemetry', samples: [{ t: now(), scope: 'host', values: { 'CPU Usage': 3 } }] }, 'validation_failed'],
     ['an event with an unknown severity', { type: 'event', kind: 'gpu_lost', severity: 'apocalyptic', message: 'x' }, 'validation_failed'],
     ['a frame over 256 KiB', big(256 * 1024 + 1), 'frame_too_large'],
@@ -176,8 +195,12 @@ describe('a frame the service cannot accept', () => {
     const { agent } = await RawAgent.start(app, e.agent_token)
     agent.event('gpu_fell_off_bus', 'critical', 'GPU 1 fell off the bus', { gpu_index: 1 })
     await agent.barrier()
-    const page = await ok<{ items: { kind: string; severity: string; message: string; data: unknown }[] }>(api(app, owner, 'GET', `/servers/${e.server_id}/events?kind=agent.gpu_fell_off_bus`))
-    expect(page.items).toEqual([expect.objectContaining({ kind: 'agent.gpu_fell_off_bus', severity: 'critical', message: 'GPU 1 fell off the bus', data: { gpu_index: 1 } })])
+    const page = await ok<{ items: { kind: string; severity: string; message: string; data: unknown }[] }>(
+      api(app, owner, 'GET', `/servers/${e.server_id}/events?kind=agent.gpu_fell_off_bus`),
+    )
+    expect(page.items).toEqual([
+      expect.objectContaining({ kind: 'agent.gpu_fell_off_bus', severity: 'critical', message: 'GPU 1 fell off the bus', data: { gpu_index: 1 } }),
+    ])
     await agent.close()
   })
 })

@@ -19,7 +19,11 @@ beforeAll(async () => {
 afterAll(() => app.close())
 
 async function holdLock() {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'fixtures/hold-write-lock.ts'), join(app.dir, 'gpuhq.db')], { stdin: 'pipe', stdout: 'pipe', stderr: 'inherit' })
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'fixtures/hold-write-lock.ts'), join(app.dir, 'gpuhq.db')], {
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
   const reader = child.stdout.getReader()
   const { value } = await reader.read()
   expect(new TextDecoder().decode(value)).toContain('locked')
@@ -32,8 +36,7 @@ async function holdLock() {
   }
 }
 
-const patchMe = (locale: string) =>
-  app.fetch('/api/v1/me', { method: 'PATCH', headers: owner.headers, json: { locale } })
+const patchMe = (locale: string) => app.fetch('/api/v1/me', { method: 'PATCH', headers: owner.headers, json: { locale } })
 
 describe('a busy database', () => {
   test('a write answers 503 with Retry-After while /healthz keeps answering within 100 ms', async () => {

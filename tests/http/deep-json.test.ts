@@ -28,7 +28,11 @@ afterAll(() => app.close())
 
 function deref(doc: Schema, s: Schema | undefined): Schema | undefined {
   let out = s
-  for (let i = 0; out?.$ref && i < 10; i++) out = out.$ref.split('/').slice(1).reduce((o: Schema, k: string) => o?.[k], doc)
+  for (let i = 0; out?.$ref && i < 10; i++)
+    out = out.$ref
+      .split('/')
+      .slice(1)
+      .reduce((o: Schema, k: string) => o?.[k], doc)
   return out
 }
 
@@ -46,7 +50,14 @@ describe('deeply nested JSON', () => {
         const url = path.replace(/\{(\w+)\}/g, (_: string, n: string) => (n === 'day' ? '2026-11-22' : '00000000-0000-4000-8000-000000000000'))
         cases.push({ name: `${method.toUpperCase()} ${path} (top level)`, path: url, method, headers, body: deepText(), pointer: `/0`.repeat(MAX_JSON_DEPTH) })
         for (const field of Object.keys(schema.properties ?? {}))
-          cases.push({ name: `${method.toUpperCase()} ${path} /${field}`, path: url, method, headers, body: `{"${field}":${deepText()}}`, pointer: `/${field}${'/0'.repeat(MAX_JSON_DEPTH - 1)}` })
+          cases.push({
+            name: `${method.toUpperCase()} ${path} /${field}`,
+            path: url,
+            method,
+            headers,
+            body: `{"${field}":${deepText()}}`,
+            pointer: `/${field}${'/0'.repeat(MAX_JSON_DEPTH - 1)}`,
+          })
       }
     // The table must reach today's operations, or it proves nothing.
     expect(cases.some((c) => c.name === 'POST /api/v1/commands /params')).toBe(true)
@@ -87,7 +98,11 @@ describe('deeply nested JSON', () => {
     const inString = JSON.stringify({ name: '['.repeat(500) })
     const ok = await fetch(`${app.url}/api/v1/me`, { method: 'PATCH', headers: { ...owner.headers, 'content-type': 'application/json' }, body: inString })
     expect(((await ok.json()) as { errors?: { code: string }[] }).errors?.[0]?.code).not.toBe('too_deep')
-    const res = await fetch(`${app.url}/api/v1/me`, { method: 'PATCH', headers: { ...owner.headers, 'content-type': 'application/json' }, body: `{"a/b~c":${deepText(200)}}` })
+    const res = await fetch(`${app.url}/api/v1/me`, {
+      method: 'PATCH',
+      headers: { ...owner.headers, 'content-type': 'application/json' },
+      body: `{"a/b~c":${deepText(200)}}`,
+    })
     const doc = (await res.json()) as { errors: { path: string; code: string }[] }
     expect(doc.errors[0]).toEqual({ path: `/a~1b~0c${'/0'.repeat(MAX_JSON_DEPTH - 1)}`, code: 'too_deep' })
   })

@@ -19,8 +19,7 @@ beforeAll(async () => {
 })
 afterAll(() => app.close())
 
-const post = (body: BodyInit, contentType?: string) =>
-  app.fetch(PROBES, { method: 'POST', body, headers: contentType ? { 'content-type': contentType } : {} })
+const post = (body: BodyInit, contentType?: string) => app.fetch(PROBES, { method: 'POST', body, headers: contentType ? { 'content-type': contentType } : {} })
 
 describe('problem documents', () => {
   test('the service knows exactly the closed set of problem codes the specification lists', () => {
@@ -117,8 +116,7 @@ describe('problem documents', () => {
 })
 
 describe('validation errors point at the offending field', () => {
-  const invalid = async (json: unknown) =>
-    (await expectProblem(await app.fetch(PROBES, { method: 'POST', json }), 422, 'validation_failed')).errors
+  const invalid = async (json: unknown) => (await expectProblem(await app.fetch(PROBES, { method: 'POST', json }), 422, 'validation_failed')).errors
 
   test('a missing required field is reported as required at its pointer', async () => {
     expect(await invalid({})).toEqual([{ path: '/value', code: 'required' }])

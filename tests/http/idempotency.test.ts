@@ -21,11 +21,9 @@ afterAll(() => app.close())
 let seq = 0
 const newKey = () => `key-${Date.now()}-${++seq}`
 
-const create = (key: string, json: unknown) =>
-  app.fetch(PROBES, { method: 'POST', json, headers: { 'idempotency-key': key } })
+const create = (key: string, json: unknown) => app.fetch(PROBES, { method: 'POST', json, headers: { 'idempotency-key': key } })
 
-const probesWithValue = (value: string) =>
-  (app.deps.sqlite.query('SELECT count(*) AS n FROM test_probes WHERE value = ?').get(value) as { n: number }).n
+const probesWithValue = (value: string) => (app.deps.sqlite.query('SELECT count(*) AS n FROM test_probes WHERE value = ?').get(value) as { n: number }).n
 
 const keyRows = (key: string) =>
   app.deps.sqlite.query('SELECT * FROM idempotency_keys WHERE key = ?').all(key) as {
@@ -144,8 +142,7 @@ describe('what is stored', () => {
     expect(row!.state).toBe('completed')
     const box = Buffer.from(row!.response_box!)
     expect(box.length).toBeGreaterThan(0)
-    for (const needle of [value, id, '"value"', 'location'])
-      expect(box.includes(Buffer.from(needle))).toBe(false)
+    for (const needle of [value, id, '"value"', 'location']) expect(box.includes(Buffer.from(needle))).toBe(false)
     // And nothing else in the row carries the body either.
     expect(JSON.stringify({ ...row, response_box: null })).not.toContain(value)
   })
@@ -183,7 +180,11 @@ describe('the key itself', () => {
     const res = await create(key, { value: 'same-key-other-op' })
     expect(res.status).toBe(201)
     expect(res.headers.get('idempotent-replayed')).toBeNull()
-    expect(keyRows(key).map((r) => r.operation).sort()).toEqual([OPERATION, 'POST /api/v1/other'].sort())
+    expect(
+      keyRows(key)
+        .map((r) => r.operation)
+        .sort(),
+    ).toEqual([OPERATION, 'POST /api/v1/other'].sort())
   })
 })
 

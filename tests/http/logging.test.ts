@@ -24,8 +24,7 @@ type RequestLine = {
   tenant_id: string | null
 }
 
-const requestLines = (requestId: string) =>
-  app.logs.filter((l) => l.msg === 'request' && l.request_id === requestId) as unknown as RequestLine[]
+const requestLines = (requestId: string) => app.logs.filter((l) => l.msg === 'request' && l.request_id === requestId) as unknown as RequestLine[]
 
 /** The single request line of a response, asserted to be exactly one. */
 function lineOf(res: Response): RequestLine {

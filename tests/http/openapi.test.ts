@@ -93,8 +93,7 @@ describe('the OpenAPI document', () => {
     for (const r of routes) {
       const declared = (operationOf(r)!.parameters ?? []).filter((p) => p.in === 'path')
       const names = [...r.path.matchAll(/:([^/.]+)/g)].map((m) => m[1]!)
-      for (const name of names)
-        if (!declared.some((p) => p.name === name && p.required)) bad.push(`${r.method} ${r.path}: {${name}}`)
+      for (const name of names) if (!declared.some((p) => p.name === name && p.required)) bad.push(`${r.method} ${r.path}: {${name}}`)
       if (declared.length !== names.length) bad.push(`${r.method} ${r.path}: ${declared.length} path parameters declared`)
     }
     expect(bad).toEqual([])

@@ -38,7 +38,7 @@ describe('writes by tenant', () => {
     expect(groups.items).toHaveLength(WRITES)
   })
 
-  test('the limit is the tenant\'s, whoever writes: another member shares it, another tenant does not', async () => {
+  test("the limit is the tenant's, whoever writes: another member shares it, another tenant does not", async () => {
     const owner = await newTenant(app, 'shared')
     const pat = await mintPat(app, owner, { scopes: ['servers:write'] })
     for (let i = 0; i < WRITES - 1; i++) expect((await newGroup(owner)).status).toBe(201)
@@ -71,7 +71,7 @@ describe('writes by tenant', () => {
 })
 
 describe('requests by token', () => {
-  test('every request of a PAT counts, reads too; the member\'s own session and other tokens are unaffected', async () => {
+  test("every request of a PAT counts, reads too; the member's own session and other tokens are unaffected", async () => {
     const owner = await newTenant(app, 'reader')
     const pat = await mintPat(app, owner, { scopes: ['servers:read'] })
     const other = await mintPat(app, owner, { scopes: ['servers:read'] })
@@ -84,7 +84,7 @@ describe('requests by token', () => {
     expect((await call(app, 'GET', '/groups', pat.token)).status).toBe(200)
   })
 
-  test('a request refused for its tenant does not use up the token\'s allowance', async () => {
+  test("a request refused for its tenant does not use up the token's allowance", async () => {
     const owner = await newTenant(app, 'both')
     const pat = await mintPat(app, owner, { scopes: ['servers:read', 'servers:write'] })
     for (let i = 0; i < WRITES - 1; i++) await newGroup(owner)
@@ -99,8 +99,7 @@ test('a limit of 0 turns it off', async () => {
   try {
     const owner = await newTenant(open, 'unlimited')
     const pat = await mintPat(open, owner, { scopes: ['servers:write'] })
-    for (let i = 0; i < 30; i++)
-      expect((await call(open, 'POST', '/groups', pat.token, { json: { name: `g${i}` } })).status).toBe(201)
+    for (let i = 0; i < 30; i++) expect((await call(open, 'POST', '/groups', pat.token, { json: { name: `g${i}` } })).status).toBe(201)
   } finally {
     await open.close()
   }

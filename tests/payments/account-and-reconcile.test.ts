@@ -3,7 +3,17 @@ import { auditRows, call, newTenant, setAccountState, type Member } from '../sup
 import { advanceBy } from '../support/billing'
 import { expectProblem } from '../support/problem'
 import {
-  balanceMicros, createTopup, debit, getTopup, ipn, npTopup, runReconcile, sandboxPay, startPaymentsApp, topupEntries, type PaymentsApp,
+  balanceMicros,
+  createTopup,
+  debit,
+  getTopup,
+  ipn,
+  npTopup,
+  runReconcile,
+  sandboxPay,
+  startPaymentsApp,
+  topupEntries,
+  type PaymentsApp,
 } from '../support/payments'
 
 /**

@@ -4,7 +4,17 @@ import { call, newTenant } from '../support/access'
 import { startTestApp, TEST_SECRET_KEY } from '../support/app'
 import { expectProblem } from '../support/problem'
 import {
-  balanceMicros, checkoutPath, createTopup, getTopup, ipn, notificationsOf, npTopup, sandboxPay, startPaymentsApp, topupEntries, type PaymentsApp,
+  balanceMicros,
+  checkoutPath,
+  createTopup,
+  getTopup,
+  ipn,
+  notificationsOf,
+  npTopup,
+  sandboxPay,
+  startPaymentsApp,
+  topupEntries,
+  type PaymentsApp,
 } from '../support/payments'
 import { loadConfig } from '../../src/config'
 import { sandboxSignature } from '../../src/modules/payments/sandbox.provider'
@@ -91,7 +101,10 @@ describe('one credit per top-up, whatever the provider sends', () => {
     const { owner, topup } = await npTopup(app, '25.00')
     const p = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 })
     await ipn(app, p.payment_id)
-    const last = app.deps.sqlite.query('SELECT max(seq) AS seq, max(created_at) AS at FROM ledger_entries WHERE tenant_id = ?').get(owner.tenantId) as { seq: number; at: number }
+    const last = app.deps.sqlite.query('SELECT max(seq) AS seq, max(created_at) AS at FROM ledger_entries WHERE tenant_id = ?').get(owner.tenantId) as {
+      seq: number
+      at: number
+    }
     expect(() =>
       app.deps.sqlite.run(
         "INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, detail, payment_ref, topup_id, created_at) VALUES (?, ?, ?, 'topup', ?, ?, ?, ?, ?, ?, ?)",
@@ -121,22 +134,37 @@ describe('one credit per top-up, whatever the provider sends', () => {
     settleUnsettledPayment({ deps: app.deps, input: { id: b!.id, settlement: 'refunded', reason: 'refunded at NOWPayments' } })
     expect(await balanceMicros(app, owner)).toBe(45_000_000)
     expect(listUnsettledPayments({ deps: app.deps }).filter((u) => u.topupId === topup.id)).toEqual([])
-    expect(listUnsettledPayments({ deps: app.deps, all: true }).filter((u) => u.topupId === topup.id).map((u) => u.settlement)).toEqual(['credited', 'refunded'])
+    expect(
+      listUnsettledPayments({ deps: app.deps, all: true })
+        .filter((u) => u.topupId === topup.id)
+        .map((u) => u.settlement),
+    ).toEqual(['credited', 'refunded'])
   })
 
-  test('a finished payment for a top-up in review credits nothing and is on the operator\'s list too', async () => {
+  test("a finished payment for a top-up in review credits nothing and is on the operator's list too", async () => {
     const { owner, topup } = await npTopup(app, '25.00')
     await ipn(app, app.np.pay(topup.invoice_id!, { status: 'wrong_asset_confirmed' }).payment_id)
     const p = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 })
     await ipn(app, p.payment_id)
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'review', credited_usd: '0.00' })
-    expect(listUnsettledPayments({ deps: app.deps }).filter((u) => u.topupId === topup.id).map((u) => [u.paymentId, u.reason])).toEqual([[String(p.payment_id), 'topup_in_review']])
+    expect(
+      listUnsettledPayments({ deps: app.deps })
+        .filter((u) => u.topupId === topup.id)
+        .map((u) => [u.paymentId, u.reason]),
+    ).toEqual([[String(p.payment_id), 'topup_in_review']])
   })
 })
 
-describe('scripts/admin, the operator\'s side', () => {
+describe("scripts/admin, the operator's side", () => {
   const admin = (...args: string[]) => {
-    const env = { PATH: process.env.PATH ?? '', DATA_DIR: app.dir, DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`, SECRET_KEY: TEST_SECRET_KEY, PUBLIC_URL: 'http://gpuhq.test', LOG_LEVEL: 'warn' }
+    const env = {
+      PATH: process.env.PATH ?? '',
+      DATA_DIR: app.dir,
+      DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+      SECRET_KEY: TEST_SECRET_KEY,
+      PUBLIC_URL: 'http://gpuhq.test',
+      LOG_LEVEL: 'warn',
+    }
     const p = Bun.spawnSync([process.execPath, 'run', 'scripts/admin.ts', ...args], { env, cwd: join(import.meta.dir, '../..') })
     return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() }
   }
@@ -154,7 +182,10 @@ describe('scripts/admin, the operator\'s side', () => {
     expect(line).toContain('reason=topup_already_credited')
     const id = line.split(/\s+/)[0]!
 
-    expect(admin('settle-payment', '--id', id, '--credit', '--refunded', '--reason', 'x')).toMatchObject({ code: 2, err: expect.stringContaining('admin: give exactly one of --credit or --refunded') })
+    expect(admin('settle-payment', '--id', id, '--credit', '--refunded', '--reason', 'x')).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('admin: give exactly one of --credit or --refunded'),
+    })
     const settled = admin('settle-payment', '--id', id, '--credit', '--reason', 'paid twice; kept as balance')
     expect(settled).toMatchObject({ code: 0, out: expect.stringContaining('credited 7.50 USD') })
     expect(await balanceMicros(app, owner)).toBe(32_500_000)
@@ -164,7 +195,7 @@ describe('scripts/admin, the operator\'s side', () => {
 })
 
 describe('reactions run inside the crediting transaction', () => {
-  test('a reaction that fails rolls the credit back with it: nothing half-done, and the provider\'s retry credits once', async () => {
+  test("a reaction that fails rolls the credit back with it: nothing half-done, and the provider's retry credits once", async () => {
     const m = await newTenant(app, 'reaction')
     const off = app.deps.events.on('topup.succeeded', ({ topup }) => {
       if (topup.tenantId === m.tenantId) throw new Error('reaction failed')
@@ -179,8 +210,20 @@ describe('reactions run inside the crediting transaction', () => {
       off()
       removed = true
       // The provider delivers its notification again.
-      const body = JSON.stringify({ payment_id: r.payment_id, invoice_id: t.invoice_id, order_id: t.id, payment_status: 'finished', price_amount: '12.50', price_currency: 'usd', actually_paid: '12.50' })
-      const again = await app.fetch('/api/v1/billing/providers/sandbox/notify', { method: 'POST', headers: { 'content-type': 'application/json', 'x-sandbox-signature': sandboxSignature(app.deps, body) }, body })
+      const body = JSON.stringify({
+        payment_id: r.payment_id,
+        invoice_id: t.invoice_id,
+        order_id: t.id,
+        payment_status: 'finished',
+        price_amount: '12.50',
+        price_currency: 'usd',
+        actually_paid: '12.50',
+      })
+      const again = await app.fetch('/api/v1/billing/providers/sandbox/notify', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-sandbox-signature': sandboxSignature(app.deps, body) },
+        body,
+      })
       expect(again.status).toBe(200)
       await again.text()
     } finally {

@@ -31,7 +31,10 @@ describe('the API, not the notification, decides', () => {
     app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25, paymentId: p.payment_id })
     expect((await ipn(app, p.payment_id)).body).toEqual({ received: true, topup_status: 'succeeded' })
     expect(await balanceMicros(app, owner)).toBe(25_000_000)
-    expect(notificationsOf(app, topup.id).map((n) => [n.reported_status, n.outcome])).toEqual([['finished', 'creating'], ['finished', 'succeeded']])
+    expect(notificationsOf(app, topup.id).map((n) => [n.reported_status, n.outcome])).toEqual([
+      ['finished', 'creating'],
+      ['finished', 'succeeded'],
+    ])
   })
 
   test('confirming and sending are progress: the provider status shows them, the top-up stays open and nothing is credited', async () => {
@@ -66,7 +69,9 @@ describe('exactly one credit per provider payment', () => {
     const results = await Promise.all(claims.map((s) => ipn(app, p.payment_id, { payment_status: s })))
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200])
     expect(results.every((r) => r.body.topup_status === 'succeeded')).toBe(true)
-    expect(topupEntries(app, owner.tenantId)).toEqual([{ amount_micros: 25_000_000, payment_ref: `nowpayments:${p.payment_id}`, balance_after_micros: 25_000_000 }])
+    expect(topupEntries(app, owner.tenantId)).toEqual([
+      { amount_micros: 25_000_000, payment_ref: `nowpayments:${p.payment_id}`, balance_after_micros: 25_000_000 },
+    ])
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
     expect(notificationsOf(app, topup.id)).toHaveLength(5)
   })
@@ -96,7 +101,9 @@ describe('exactly one credit per provider payment', () => {
     const creditedRef = entries[0]!.payment_ref
     const other = creditedRef === `nowpayments:${a.payment_id}` ? b : a
     const unsettled = app.deps.sqlite.query('SELECT payment_id, amount_micros, reason FROM unsettled_payments WHERE topup_id = ?').all(topup.id)
-    expect(unsettled).toEqual([{ payment_id: String(other.payment_id), amount_micros: other === a ? 10_000_000 : 15_000_000, reason: 'topup_already_credited' }])
+    expect(unsettled).toEqual([
+      { payment_id: String(other.payment_id), amount_micros: other === a ? 10_000_000 : 15_000_000, reason: 'topup_already_credited' },
+    ])
     const credited = entries[0]!.amount_micros
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: credited === 10_000_000 ? '10.00' : '15.00' })
     expect(await balanceMicros(app, owner)).toBe(credited)
@@ -106,7 +113,10 @@ describe('exactly one credit per provider payment', () => {
     const { owner, topup } = await npTopup(app, '25.00')
     const p = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 })
     await ipn(app, p.payment_id)
-    const last = app.deps.sqlite.query('SELECT max(seq) AS seq, max(created_at) AS at FROM ledger_entries WHERE tenant_id = ?').get(owner.tenantId) as { seq: number; at: number }
+    const last = app.deps.sqlite.query('SELECT max(seq) AS seq, max(created_at) AS at FROM ledger_entries WHERE tenant_id = ?').get(owner.tenantId) as {
+      seq: number
+      at: number
+    }
     const insert = (kind: string) =>
       app.deps.sqlite.run(
         'INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, detail, payment_ref, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
@@ -149,7 +159,11 @@ describe('disagreements go to review, never to a credit', () => {
     const { owner, topup } = await npTopup(app, '25.00')
     const p = app.np.pay(topup.invoice_id!, { status: 'wrong_asset_confirmed', paidUsd: 25 })
     await ipn(app, p.payment_id)
-    expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'review', review_reason: 'unknown_provider_status', provider_status: 'wrong_asset_confirmed' })
+    expect(await getTopup(app, owner, topup.id)).toMatchObject({
+      status: 'review',
+      review_reason: 'unknown_provider_status',
+      provider_status: 'wrong_asset_confirmed',
+    })
   })
 
   test('a top-up in review is not credited by a later finished payment: a human decides', async () => {

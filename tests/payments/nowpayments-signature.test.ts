@@ -45,15 +45,30 @@ describe('a notification that does not verify → 401 and nothing changes', () =
     ['a signature made with the wrong IPN secret', () => ({ secret: 'not-the-ipn-secret' })],
     ['no x-nowpayments-sig header', () => ({ noSignature: true })],
     ['an empty signature header', () => ({ signature: '' })],
-    ['a signature over the body with all keys sorted at every depth (the community variant, not the documented one)', (b) => ({
-      signature: createHmac('sha512', app.np.ipnSecret).update(JSON.stringify(b, Object.keys(b).concat(Object.keys(b.fee as object)).sort())).digest('hex'),
-    })],
+    [
+      'a signature over the body with all keys sorted at every depth (the community variant, not the documented one)',
+      (b) => ({
+        signature: createHmac('sha512', app.np.ipnSecret)
+          .update(
+            JSON.stringify(
+              b,
+              Object.keys(b)
+                .concat(Object.keys(b.fee as object))
+                .sort(),
+            ),
+          )
+          .digest('hex'),
+      }),
+    ],
     ['a one-byte change in payment_status after signing', () => ({ tamper: (b) => ({ ...b, payment_status: 'finishee' }) })],
     ['a one-byte change in actually_paid after signing (25 → 95)', () => ({ tamper: (b) => ({ ...b, actually_paid: 95 }) })],
     ['a one-byte change in actually_paid_at_fiat after signing', () => ({ tamper: (b) => ({ ...b, actually_paid_at_fiat: 26 }) })],
     ['a one-byte change in payment_id after signing', () => ({ tamper: (b) => ({ ...b, payment_id: (b.payment_id as number) + 1 }) })],
     // The last character becomes another one (a UUID ending in 0 must not stay the same).
-    ['a one-byte change in order_id after signing', () => ({ tamper: (b) => ({ ...b, order_id: `${String(b.order_id).slice(0, -1)}${String(b.order_id).endsWith('0') ? '1' : '0'}` }) })],
+    [
+      'a one-byte change in order_id after signing',
+      () => ({ tamper: (b) => ({ ...b, order_id: `${String(b.order_id).slice(0, -1)}${String(b.order_id).endsWith('0') ? '1' : '0'}` }) }),
+    ],
     ['a one-byte change in price_currency after signing (usd → usc)', () => ({ tamper: (b) => ({ ...b, price_currency: 'usc' }) })],
     ['a top-level field added after signing', () => ({ tamper: (b) => ({ ...b, bonus: 1 }) })],
   ]
@@ -112,7 +127,9 @@ describe('what the signature does cover, and what it does not', () => {
     expect(await res.json()).toEqual({ received: true, topup_status: 'succeeded' })
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
     expect(await balanceMicros(app, owner)).toBe(25_000_000)
-    expect(topupEntries(app, owner.tenantId)).toEqual([{ amount_micros: 25_000_000, payment_ref: `nowpayments:${payment.payment_id}`, balance_after_micros: 25_000_000 }])
+    expect(topupEntries(app, owner.tenantId)).toEqual([
+      { amount_micros: 25_000_000, payment_ref: `nowpayments:${payment.payment_id}`, balance_after_micros: 25_000_000 },
+    ])
   })
 
   test('a key named like a top-level field, slipped into fee, is covered by the replacer (it applies at every depth) → 401', async () => {

@@ -4,8 +4,17 @@ import { TEST_PUBLIC_URL } from '../support/app'
 import { sandboxSignature } from '../../src/modules/payments/sandbox.provider'
 import { expectProblem } from '../support/problem'
 import {
-  balanceMicros, checkoutPath, createTopup, getTopup, notificationsOf, sandboxPay, snapshot, startPaymentsApp, topupEntries,
-  type PaymentsApp, type Topup,
+  balanceMicros,
+  checkoutPath,
+  createTopup,
+  getTopup,
+  notificationsOf,
+  sandboxPay,
+  snapshot,
+  startPaymentsApp,
+  topupEntries,
+  type PaymentsApp,
+  type Topup,
 } from '../support/payments'
 
 /**
@@ -74,10 +83,22 @@ describe('paying in the sandbox', () => {
     const m = await payer('replay')
     const t = await createTopup(app, m, '20.00', 'usdt_tron')
     const r = await sandboxPay(app, t, 'finished')
-    const body = JSON.stringify({ payment_id: r.payment_id, invoice_id: t.invoice_id, order_id: t.id, payment_status: 'finished', price_amount: '20.00', price_currency: 'usd', actually_paid: '20.00' })
+    const body = JSON.stringify({
+      payment_id: r.payment_id,
+      invoice_id: t.invoice_id,
+      order_id: t.id,
+      payment_status: 'finished',
+      price_amount: '20.00',
+      price_currency: 'usd',
+      actually_paid: '20.00',
+    })
     const replays = await Promise.all(
       [1, 2, 3].map(() =>
-        app.fetch('/api/v1/billing/providers/sandbox/notify', { method: 'POST', headers: { 'content-type': 'application/json', 'x-sandbox-signature': sandboxSignature(app.deps, body) }, body }),
+        app.fetch('/api/v1/billing/providers/sandbox/notify', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-sandbox-signature': sandboxSignature(app.deps, body) },
+          body,
+        }),
       ),
     )
     expect(replays.map((x) => x.status)).toEqual([200, 200, 200])
@@ -90,8 +111,20 @@ describe('paying in the sandbox', () => {
     const m = await payer('forged')
     const t = await createTopup(app, m, '20.00', 'card')
     const before = snapshot(app, t.id)
-    const body = JSON.stringify({ payment_id: app.deps.newId(), invoice_id: t.invoice_id, order_id: t.id, payment_status: 'finished', price_amount: '20.00', price_currency: 'usd', actually_paid: '20.00' })
-    const res = await app.fetch('/api/v1/billing/providers/sandbox/notify', { method: 'POST', headers: { 'content-type': 'application/json', 'x-sandbox-signature': 'f'.repeat(64) }, body })
+    const body = JSON.stringify({
+      payment_id: app.deps.newId(),
+      invoice_id: t.invoice_id,
+      order_id: t.id,
+      payment_status: 'finished',
+      price_amount: '20.00',
+      price_currency: 'usd',
+      actually_paid: '20.00',
+    })
+    const res = await app.fetch('/api/v1/billing/providers/sandbox/notify', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-sandbox-signature': 'f'.repeat(64) },
+      body,
+    })
     await expectProblem(res, 401, 'unauthorized')
     expect(snapshot(app, t.id)).toEqual(before)
   })
@@ -157,7 +190,7 @@ describe('the browser coming back', () => {
 })
 
 describe('top-up history', () => {
-  test('lists the tenant\'s top-ups newest first, paginated by next_cursor, each with its current status', async () => {
+  test("lists the tenant's top-ups newest first, paginated by next_cursor, each with its current status", async () => {
     const m = await payer('history')
     const made: Topup[] = []
     for (const amount of ['1.00', '2.00', '3.00', '4.00', '5.00']) made.push(await createTopup(app, m, amount, 'card'))

@@ -92,10 +92,23 @@ describe('creating a top-up', () => {
     const t = r.body as Topup
     expect(t.id).toMatch(UUID)
     expect(r.res.headers.get('location')).toBe(`/api/v1/billing/topups/${t.id}`)
-    expect(t).toMatchObject({ status: 'creating', amount_usd: '25.00', credited_usd: '0.00', payment_method: 'btc', provider: 'nowpayments', purpose: { kind: 'wallet' } })
+    expect(t).toMatchObject({
+      status: 'creating',
+      amount_usd: '25.00',
+      credited_usd: '0.00',
+      payment_method: 'btc',
+      provider: 'nowpayments',
+      purpose: { kind: 'wallet' },
+    })
     const inv = app.np.invoices.get(t.invoice_id!)!
     expect(t.checkout_url).toBe(inv.invoice_url)
-    expect(inv).toMatchObject({ order_id: t.id, price_amount: '25', price_currency: 'usd', pay_currency: 'btc', ipn_callback_url: 'http://gpuhq.test/api/v1/billing/providers/nowpayments/notify' })
+    expect(inv).toMatchObject({
+      order_id: t.id,
+      price_amount: '25',
+      price_currency: 'usd',
+      pay_currency: 'btc',
+      ipn_callback_url: 'http://gpuhq.test/api/v1/billing/providers/nowpayments/notify',
+    })
     expect(app.np.requests.find((q) => q.body?.order_id === t.id)?.apiKey).toBe(app.np.apiKey)
     expect(await getTopup(app, owner, t.id)).toEqual(t)
   })

@@ -57,7 +57,11 @@ describe('loadConfig defaults', () => {
   test('the nowpayments provider needs its API key and IPN secret, named when missing', () => {
     expect(() => load({ PAYMENT_PROVIDERS: 'nowpayments' })).toThrow(/^NOWPAYMENTS_API_KEY: is required/)
     expect(() => load({ PAYMENT_PROVIDERS: 'nowpayments', NOWPAYMENTS_API_KEY: 'k' })).toThrow(/^NOWPAYMENTS_IPN_SECRET: is required/)
-    expect(load({ PAYMENT_PROVIDERS: 'nowpayments', ...NOWPAYMENTS }).nowpayments).toEqual({ apiKey: 'k', ipnSecret: 's', apiUrl: 'https://api.nowpayments.io' })
+    expect(load({ PAYMENT_PROVIDERS: 'nowpayments', ...NOWPAYMENTS }).nowpayments).toEqual({
+      apiKey: 'k',
+      ipnSecret: 's',
+      apiUrl: 'https://api.nowpayments.io',
+    })
   })
 
   test('the test environment enables the sandbox only when PAYMENT_PROVIDERS names it', () => {

@@ -6,7 +6,7 @@ import { csvCell, toCsv } from '../../src/platform/csv'
 describe('csvCell', () => {
   test.each([
     ['=HYPERLINK("http://evil","x")', `"'=HYPERLINK(""http://evil"",""x"")"`],
-    ['+cmd|\' /C calc\'!A0', `"'+cmd|' /C calc'!A0"`],
+    ["+cmd|' /C calc'!A0", `"'+cmd|' /C calc'!A0"`],
     ['-2+3+cmd|calc', `"'-2+3+cmd|calc"`],
     ['@SUM(1+1)*cmd|calc', `"'@SUM(1+1)*cmd|calc"`],
     ['\t=1+2', `"'\t=1+2"`],
@@ -39,5 +39,13 @@ describe('csvCell', () => {
 })
 
 test('toCsv writes a header and rows, each ending with CRLF', () => {
-  expect(toCsv(['a', 'b'], [['=x', 1], ['y', '2']])).toBe(`a,b\r\n"'=x",1\r\ny,2\r\n`)
+  expect(
+    toCsv(
+      ['a', 'b'],
+      [
+        ['=x', 1],
+        ['y', '2'],
+      ],
+    ),
+  ).toBe(`a,b\r\n"'=x",1\r\ny,2\r\n`)
 })

@@ -85,7 +85,14 @@ describe('page cursors', () => {
 describe('toPage', () => {
   const rows = Array.from({ length: 6 }, (_, i) => ({ id: i + 1, name: `row ${i + 1}` }))
   const cursor = { key, scope: SCOPE }
-  const page = (n: number, limit: number) => toPage(rows.slice(0, n), limit, (r) => ({ id: r.id }), cursor, (r) => r.name)
+  const page = (n: number, limit: number) =>
+    toPage(
+      rows.slice(0, n),
+      limit,
+      (r) => ({ id: r.id }),
+      cursor,
+      (r) => r.name,
+    )
 
   test('the extra fetched row means there is more: limit items and a cursor at the last one kept', () => {
     const p = page(6, 5)

@@ -71,8 +71,7 @@ describe('claimKey across tenants', () => {
   test('keys are 1 to 128 printable ASCII characters', () => {
     expect(() => validateKey('a')).not.toThrow()
     expect(() => validateKey('~'.repeat(128))).not.toThrow()
-    for (const bad of ['', 'a'.repeat(129), 'has space', 'tab\t', 'é'])
-      expect(problemFrom(() => validateKey(bad)).errors?.[0]?.path).toBe('/idempotency-key')
+    for (const bad of ['', 'a'.repeat(129), 'has space', 'tab\t', 'é']) expect(problemFrom(() => validateKey(bad)).errors?.[0]?.path).toBe('/idempotency-key')
   })
 })
 
@@ -101,7 +100,11 @@ describe('canonical JSON and fingerprints', () => {
     const reverseKeys = (v: unknown): unknown => {
       if (Array.isArray(v)) return v.map(reverseKeys)
       if (v === null || typeof v !== 'object') return v
-      return Object.fromEntries(Object.keys(v).reverse().map((k) => [k, reverseKeys((v as Record<string, unknown>)[k])]))
+      return Object.fromEntries(
+        Object.keys(v)
+          .reverse()
+          .map((k) => [k, reverseKeys((v as Record<string, unknown>)[k])]),
+      )
     }
     fc.assert(
       fc.property(fc.jsonValue(), (value) => {

@@ -59,7 +59,12 @@ describe('JobRunner', () => {
     expect(outcomes.map((o) => o.outcome).sort()).toEqual(['skipped', 'succeeded'])
     expect(state.started).toBe(1)
     expect(runsOf(job.name)).toEqual([
-      expect.objectContaining({ period: 'scheduled:2026-11-22T14:00:00.000Z', holder: a.holder, outcome: 'succeeded', detail: 'ran scheduled:2026-11-22T14:00:00.000Z' }),
+      expect.objectContaining({
+        period: 'scheduled:2026-11-22T14:00:00.000Z',
+        holder: a.holder,
+        outcome: 'succeeded',
+        detail: 'ran scheduled:2026-11-22T14:00:00.000Z',
+      }),
     ])
   })
 

@@ -6,7 +6,11 @@ const PREFIXES: SecretPrefix[] = ['gpuhq_pat_', 'gpuhq_init_', 'gpuhq_agt_', 'gp
 
 function capture(level: LogLevel) {
   const lines: string[] = []
-  const log = createLogger(level, () => '2026-11-22T14:20:00.000000Z', (line) => lines.push(line))
+  const log = createLogger(
+    level,
+    () => '2026-11-22T14:20:00.000000Z',
+    (line) => lines.push(line),
+  )
   return { log, lines }
 }
 

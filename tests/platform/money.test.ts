@@ -59,8 +59,7 @@ describe('formatMoney', () => {
   })
 
   test('refuses anything that is not an integer of micro-USD', () => {
-    for (const bad of [1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53])
-      expect(() => formatMoney(bad)).toThrow(RangeError)
+    for (const bad of [1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) expect(() => formatMoney(bad)).toThrow(RangeError)
   })
 
   test('every amount formats to the wire pattern and parses back to itself', () => {
@@ -109,7 +108,10 @@ describe('divideRounded', () => {
   test('matches exact integer arithmetic over the whole safe range', () => {
     const m = fc.integer({ min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
     const d = fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }))
-    fc.assert(fc.property(m, d, (a, b) => divideRounded(a, b) === reference(a, b)), { numRuns: 5000 })
+    fc.assert(
+      fc.property(m, d, (a, b) => divideRounded(a, b) === reference(a, b)),
+      { numRuns: 5000 },
+    )
   })
 
   test('refuses a zero or negative divisor and non-integers', () => {

@@ -42,7 +42,13 @@ describe('consumeRateLimit', () => {
   })
 
   test('for any limit and period, the advised wait is always enough', () => {
-    for (const [limit, period] of [[1, 5], [1, 3600], [3, 30], [10, 60], [4, 10]] as const) {
+    for (const [limit, period] of [
+      [1, 5],
+      [1, 3600],
+      [3, 30],
+      [10, 60],
+      [4, 10],
+    ] as const) {
       const bucket = `p:${limit}:${period}`
       for (let i = 0; i < limit; i++) expect(take(bucket, limit, period).allowed).toBe(true)
       const refused = take(bucket, limit, period)

@@ -32,9 +32,7 @@ describe('the migrated schema', () => {
   })
 
   test('a STRICT table refuses text in an integer column', () => {
-    expect(() =>
-      database.sqlite.exec(`INSERT INTO rate_limits (bucket, tat, expires_at) VALUES ('b', 'not a number', 1)`),
-    ).toThrow(/datatype|cannot store/i)
+    expect(() => database.sqlite.exec(`INSERT INTO rate_limits (bucket, tat, expires_at) VALUES ('b', 'not a number', 1)`)).toThrow(/datatype|cannot store/i)
   })
 
   test('migrating again applies nothing and leaves nothing pending', () => {

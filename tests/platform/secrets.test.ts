@@ -1,16 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import {
-  deriveKey,
-  generateSecret,
-  hashSecret,
-  hasValidChecksum,
-  maskSecret,
-  open,
-  safeEqual,
-  seal,
-  type SecretPrefix,
-} from '../../src/platform/secrets'
+import { deriveKey, generateSecret, hashSecret, hasValidChecksum, maskSecret, open, safeEqual, seal, type SecretPrefix } from '../../src/platform/secrets'
 
 const PREFIXES: SecretPrefix[] = ['gpuhq_pat_', 'gpuhq_init_', 'gpuhq_agt_', 'gpuhq_mcp_']
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-.'
@@ -27,8 +17,7 @@ describe('generated secrets', () => {
   })
 
   test('a secret is not recognised under another prefix', () => {
-    for (const prefix of PREFIXES)
-      for (const other of PREFIXES) if (other !== prefix) expect(hasValidChecksum(generateSecret(prefix), other)).toBe(false)
+    for (const prefix of PREFIXES) for (const other of PREFIXES) if (other !== prefix) expect(hasValidChecksum(generateSecret(prefix), other)).toBe(false)
   })
 
   test('any single-character change to a secret fails its checksum offline', () => {

@@ -80,9 +80,12 @@ describe('parseTimestamp', () => {
   })
 
   test('parse(format(us)) is us for any safe microsecond instant from 1970 on', () => {
-    fc.assert(fc.property(fc.integer({ min: 0, max: MAX_US }), (us) => parseTimestamp(formatTimestamp(us)) === us), {
-      numRuns: 2000,
-    })
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: MAX_US }), (us) => parseTimestamp(formatTimestamp(us)) === us),
+      {
+        numRuns: 2000,
+      },
+    )
   })
 
   test('the same instant written with any offset parses to the same microsecond', () => {

@@ -2,7 +2,23 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 import {
-  addPlan, adjust, cancel, clockTo, newMember, dayStartUs, editPlan, midNextMonth, order, orderOk, runJob, serviceNow, startSubscriptionApp, subscription, tenantOn, US_PER_HOUR, usOf,
+  addPlan,
+  adjust,
+  cancel,
+  clockTo,
+  newMember,
+  dayStartUs,
+  editPlan,
+  midNextMonth,
+  order,
+  orderOk,
+  runJob,
+  serviceNow,
+  startSubscriptionApp,
+  subscription,
+  tenantOn,
+  US_PER_HOUR,
+  usOf,
 } from '../support/subscription'
 import { call } from '../support/access'
 
@@ -111,7 +127,7 @@ describe('DELETE /subscription/changes/{id}', () => {
     await expectProblem((await cancel(app, other, r.id)).res, 409, 'conflict')
   })
 
-  test('another tenant\'s change answers 404 exactly like an unknown id, and is left alone; a malformed id answers 422', async () => {
+  test("another tenant's change answers 404 exactly like an unknown id, and is left alone; a malformed id answers 422", async () => {
     await midNextMonth(app)
     const owner = await tenantOn(app, 'pro', { servers: 1, balance: '50.00' })
     const c = await orderOk(app, owner, { target_plan: 'starter' }, 201)

@@ -3,8 +3,32 @@ import { setAccountState, type Member } from '../support/access'
 import type { TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 import {
-  addDays, addPlan, adjust, charges, clockTo, currentPlan, dayOf, dayStartUs, daysOfMonth, editPlan, firstOfNextMonth, iso, micros, midNextMonth, nextDayAt, notificationEvents,
-  order, orderOk, runJob, serviceNow, setPolicy, startSubscriptionApp, subscription, tenantOn, US_PER_HOUR, usOf,
+  addDays,
+  addPlan,
+  adjust,
+  charges,
+  clockTo,
+  currentPlan,
+  dayOf,
+  dayStartUs,
+  daysOfMonth,
+  editPlan,
+  firstOfNextMonth,
+  iso,
+  micros,
+  midNextMonth,
+  nextDayAt,
+  notificationEvents,
+  order,
+  orderOk,
+  runJob,
+  serviceNow,
+  setPolicy,
+  startSubscriptionApp,
+  subscription,
+  tenantOn,
+  US_PER_HOUR,
+  usOf,
 } from '../support/subscription'
 
 let app: TestApp
@@ -25,7 +49,15 @@ describe('a downgrade is scheduled and fires on its effective day', () => {
     const owner = await tenantOn(app, 'pro', { servers: 1, balance: '40.00' })
     const first = firstOfNextMonth(t0)
     const c = await orderOk(app, owner, { target_plan: 'starter' }, 201)
-    expect(c).toMatchObject({ status: 'scheduled', direction: 'downgrade', from_plan: 'pro', target_plan: 'starter', billing_effective_day: first, effective_at: iso(dayStartUs(first)), applied_at: null })
+    expect(c).toMatchObject({
+      status: 'scheduled',
+      direction: 'downgrade',
+      from_plan: 'pro',
+      target_plan: 'starter',
+      billing_effective_day: first,
+      effective_at: iso(dayStartUs(first)),
+      applied_at: null,
+    })
     expect(micros(c.required_reserve_usd)).toBe(0)
     expect(await planOf(owner)).toMatchObject({ plan: { code: 'pro' }, pending_change: c })
     expect(await currentPlan(app, owner)).toMatchObject({ code: 'pro', capabilities: { strategy: true } })
@@ -55,8 +87,13 @@ describe('a downgrade is scheduled and fires on its effective day', () => {
     const firstNew = rows.filter((r) => r.charge_day === first)
     expect(lastOld).toHaveLength(24)
     expect(firstNew).toHaveLength(3)
-    for (const r of lastOld) expect([r.detail, micros(r.amount_usd)]).toEqual([expect.stringContaining('pro 4.00'), -Math.round(4_000_000 / (daysOfMonth(usOf(r.charge_hour!)) * 24))])
-    for (const r of firstNew) expect([r.detail, micros(r.amount_usd)]).toEqual([expect.stringContaining('starter 2.00'), -Math.round(2_000_000 / (daysOfMonth(dayStartUs(first)) * 24))])
+    for (const r of lastOld)
+      expect([r.detail, micros(r.amount_usd)]).toEqual([expect.stringContaining('pro 4.00'), -Math.round(4_000_000 / (daysOfMonth(usOf(r.charge_hour!)) * 24))])
+    for (const r of firstNew)
+      expect([r.detail, micros(r.amount_usd)]).toEqual([
+        expect.stringContaining('starter 2.00'),
+        -Math.round(2_000_000 / (daysOfMonth(dayStartUs(first)) * 24)),
+      ])
   })
 
   test('a downgrade is never gated by balance: with a negative balance it is still scheduled', async () => {
@@ -144,6 +181,11 @@ describe('firing re-reads the rule', () => {
     await expectProblem((await order(app, owner, { target_plan: 'starter' })).res, 403, 'account_frozen') // a new order is denied
     await clockTo(app, dayStartUs(c.billing_effective_day) + US_PER_HOUR)
     await fire()
-    expect(await planOf(owner)).toMatchObject({ plan: { code: 'free' }, pending_change: null, last_change: { id: c.id, status: 'applied' }, account_state: 'frozen' })
+    expect(await planOf(owner)).toMatchObject({
+      plan: { code: 'free' },
+      pending_change: null,
+      last_change: { id: c.id, status: 'applied' },
+      account_state: 'frozen',
+    })
   })
 })

@@ -1,6 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { TestApp } from '../support/app'
-import { addPlan, clockTo, dayStartUs, firstOfNextMonth, midNextMonth, notificationEvents, orderOk, startSubscriptionApp, subscription, tenantOn, US_PER_HOUR } from '../support/subscription'
+import {
+  addPlan,
+  clockTo,
+  dayStartUs,
+  firstOfNextMonth,
+  midNextMonth,
+  notificationEvents,
+  orderOk,
+  startSubscriptionApp,
+  subscription,
+  tenantOn,
+  US_PER_HOUR,
+} from '../support/subscription'
 
 /**
  * Issue 13 finding 13: an unexpected failure while firing a scheduled change is not a refusal the

@@ -2,7 +2,21 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { setTenantPlan } from '../../src/modules/billing/admin.service'
 import { call } from '../support/access'
 import type { TestApp } from '../support/app'
-import { addDays, charges, clockTo, dayOf, dayStartUs, nextDayAt, orderOk, runJob, serviceNow, startSubscriptionApp, subscription, tenantOn, US_PER_HOUR } from '../support/subscription'
+import {
+  addDays,
+  charges,
+  clockTo,
+  dayOf,
+  dayStartUs,
+  nextDayAt,
+  orderOk,
+  runJob,
+  serviceNow,
+  startSubscriptionApp,
+  subscription,
+  tenantOn,
+  US_PER_HOUR,
+} from '../support/subscription'
 
 /** The operator's set-plan (what `scripts/admin set-plan` runs), after the tenant changed plans itself. */
 let app: TestApp
@@ -15,7 +29,7 @@ afterAll(() => app.close())
 const setPlanAsOperator = (tenantId: string, plan: string | null) => setTenantPlan({ deps: app.deps, input: { tenantId, plan } })
 
 describe('an operator plan change after a subscription change', () => {
-  test('billing follows the operator\'s plan from that day, not the plan period the upgrade left behind', async () => {
+  test("billing follows the operator's plan from that day, not the plan period the upgrade left behind", async () => {
     const day = dayOf(serviceNow(app))
     const moved = await tenantOn(app, 'starter', { servers: 1, balance: '50.00' })
     const dropped = await tenantOn(app, 'starter', { servers: 1, balance: '50.00' })

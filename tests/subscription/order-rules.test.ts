@@ -12,7 +12,11 @@ beforeAll(async () => {
 afterAll(() => app.close())
 
 const changesOf = (tenantId: string) =>
-  app.deps.sqlite.query('SELECT id, status, target_plan FROM subscription_changes WHERE tenant_id = ? ORDER BY id').all(tenantId) as { id: string; status: string; target_plan: string }[]
+  app.deps.sqlite.query('SELECT id, status, target_plan FROM subscription_changes WHERE tenant_id = ? ORDER BY id').all(tenantId) as {
+    id: string
+    status: string
+    target_plan: string
+  }[]
 
 describe('POST /subscription/changes refusals, each leaving nothing behind', () => {
   test('a frozen account is denied with 403 account_frozen (the quote stays readable)', async () => {
@@ -25,7 +29,7 @@ describe('POST /subscription/changes refusals, each leaving nothing behind', () 
     expect((await currentPlan(app, owner))!.code).toBe('starter')
   })
 
-  test('a fleet above the target\'s server limit answers 409 server_limit_reached: three servers cannot go to free', async () => {
+  test("a fleet above the target's server limit answers 409 server_limit_reached: three servers cannot go to free", async () => {
     const owner = await tenantOn(app, 'starter', { servers: 3 })
     const p = await expectProblem((await order(app, owner, { target_plan: 'free' })).res, 409, 'server_limit_reached')
     expect(p.detail).toContain('3')
@@ -59,7 +63,14 @@ describe('POST /subscription/changes refusals, each leaving nothing behind', () 
 
   test('malformed bodies answer 422: a bad plan code, a missing plan, a non-UUID topup_id, an unknown field', async () => {
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '5.00' })
-    for (const body of [{ target_plan: 'Pro' }, { target_plan: '9lives' }, {}, { target_plan: 'pro', topup_id: 'nope' }, { target_plan: 'pro', plan: 'pro' }, { target_plan: 4 }])
+    for (const body of [
+      { target_plan: 'Pro' },
+      { target_plan: '9lives' },
+      {},
+      { target_plan: 'pro', topup_id: 'nope' },
+      { target_plan: 'pro', plan: 'pro' },
+      { target_plan: 4 },
+    ])
       await expectProblem((await order(app, owner, body)).res, 422, 'validation_failed')
     expect(changesOf(owner.tenantId)).toEqual([])
   })
@@ -132,7 +143,10 @@ describe('at most one live pending change', () => {
     const s = (await subscription(app, owner)).body
     expect(s.pending_change).toEqual(second)
     expect(s.version).toBeGreaterThan(body.version)
-    expect(changesOf(owner.tenantId).map((c) => [c.id, c.status])).toEqual([[first.id, 'cancelled'], [second.id, 'scheduled']])
+    expect(changesOf(owner.tenantId).map((c) => [c.id, c.status])).toEqual([
+      [first.id, 'cancelled'],
+      [second.id, 'scheduled'],
+    ])
   })
 
   test('a replacement may be applied at once: a pending downgrade replaced by a covered upgrade', async () => {

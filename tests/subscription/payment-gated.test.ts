@@ -3,8 +3,25 @@ import type { Member } from '../support/access'
 import type { TestApp } from '../support/app'
 import { expectProblem, UUID } from '../support/problem'
 import {
-  addPlan, balanceOf, cancel, createTopup, currentPlan, dailyRate, daysOfMonth, editPlan, micros, nextDayAt, order, orderOk, payOnCheckoutPage, serviceNow, startSubscriptionApp, subscription, tenantOn,
-  topupStatus, type Change,
+  addPlan,
+  balanceOf,
+  cancel,
+  createTopup,
+  currentPlan,
+  dailyRate,
+  daysOfMonth,
+  editPlan,
+  micros,
+  nextDayAt,
+  order,
+  orderOk,
+  payOnCheckoutPage,
+  serviceNow,
+  startSubscriptionApp,
+  subscription,
+  tenantOn,
+  topupStatus,
+  type Change,
 } from '../support/subscription'
 
 const PRO = 4_000_000
@@ -42,7 +59,14 @@ async function expectAppliedBy(owner: Member, changeId: string, topupId: string)
 describe('an upgrade the balance does not cover waits for a verified payment', () => {
   test('the order answers 201 awaiting_payment with the reserve it needs; plan, entitlements and balance stay as they were', async () => {
     const { owner, change } = await awaitingUpgrade(3, '0.10')
-    expect(change).toMatchObject({ status: 'awaiting_payment', direction: 'upgrade', from_plan: 'starter', target_plan: 'pro', applied_at: null, topup_id: null })
+    expect(change).toMatchObject({
+      status: 'awaiting_payment',
+      direction: 'upgrade',
+      from_plan: 'starter',
+      target_plan: 'pro',
+      applied_at: null,
+      topup_id: null,
+    })
     expect(change.id).toMatch(UUID)
     expect(micros(change.required_reserve_usd)).toBe(3 * dailyRate(PRO, daysOfMonth(serviceNow(app))))
     await expectStillStarter(owner, change.id)
@@ -77,7 +101,7 @@ describe('an upgrade the balance does not cover waits for a verified payment', (
     await expectAppliedBy(owner, change.id, topup.id)
   })
 
-  test('a top-up linked by the order\'s topup_id pays for it the same way', async () => {
+  test("a top-up linked by the order's topup_id pays for it the same way", async () => {
     const owner = await tenantOn(app, 'starter', { servers: 2 })
     const topup = await createTopup(app, owner, '2.00', { kind: 'wallet' })
     const change = await orderOk(app, owner, { target_plan: 'pro', topup_id: topup.id.toUpperCase() }, 201)
@@ -125,7 +149,7 @@ describe('an upgrade the balance does not cover waits for a verified payment', (
     expect(s.last_change).toMatchObject({ id: change.id, status: 'cancelled', applied_at: null })
   })
 
-  test('another tenant\'s payment naming this change id applies nothing', async () => {
+  test("another tenant's payment naming this change id applies nothing", async () => {
     const { owner, change } = await awaitingUpgrade(1, '0.00')
     const stranger = await tenantOn(app, 'starter')
     const topup = await createTopup(app, stranger, '5.00', { kind: 'subscription_change', target_plan: 'pro', change_id: change.id })
@@ -135,7 +159,7 @@ describe('an upgrade the balance does not cover waits for a verified payment', (
     expect((await currentPlan(app, stranger))!.code).toBe('starter')
   })
 
-  test('an order naming another tenant\'s top-up, or one that does not exist, answers 404 and stores nothing', async () => {
+  test("an order naming another tenant's top-up, or one that does not exist, answers 404 and stores nothing", async () => {
     const owner = await tenantOn(app, 'starter', { servers: 1 })
     const stranger = await tenantOn(app, 'starter')
     const theirs = await createTopup(app, stranger, '5.00', { kind: 'wallet' })

@@ -3,14 +3,39 @@ import { call } from '../support/access'
 import type { TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 import {
-  addDays, addPlan, adjust, dailyRate, dayOf, daysOfMonth, editPlan, firstOfNextMonth, getQuote, micros, nextDayAt, serviceNow, setPolicy, startSubscriptionApp, tenantOn, usOf,
+  addDays,
+  addPlan,
+  adjust,
+  dailyRate,
+  dayOf,
+  daysOfMonth,
+  editPlan,
+  firstOfNextMonth,
+  getQuote,
+  micros,
+  nextDayAt,
+  serviceNow,
+  setPolicy,
+  startSubscriptionApp,
+  tenantOn,
+  usOf,
 } from '../support/subscription'
 
 const PRO = 4_000_000
 const STARTER = 2_000_000
 const QUOTE_FIELDS = [
-  'balance_usd', 'billing_effective_day', 'covered', 'current_plan', 'direction', 'managed_servers', 'monthly_price_per_server_usd',
-  'quoted_at', 'required_reserve_usd', 'server_limit', 'target_plan', 'unit_daily_rate_usd',
+  'balance_usd',
+  'billing_effective_day',
+  'covered',
+  'current_plan',
+  'direction',
+  'managed_servers',
+  'monthly_price_per_server_usd',
+  'quoted_at',
+  'required_reserve_usd',
+  'server_limit',
+  'target_plan',
+  'unit_daily_rate_usd',
 ].sort()
 
 let app: TestApp
@@ -32,7 +57,15 @@ describe('GET /subscription/quote: what a plan change would mean', () => {
     expect({ status: r.status, body: r.text }).toMatchObject({ status: 200 })
     const q = r.body
     expect(Object.keys(q).sort()).toEqual(QUOTE_FIELDS)
-    expect(q).toMatchObject({ target_plan: 'pro', current_plan: 'starter', direction: 'upgrade', managed_servers: 3, covered: true, server_limit: null, billing_effective_day: today })
+    expect(q).toMatchObject({
+      target_plan: 'pro',
+      current_plan: 'starter',
+      direction: 'upgrade',
+      managed_servers: 3,
+      covered: true,
+      server_limit: null,
+      billing_effective_day: today,
+    })
     expect(q.monthly_price_per_server_usd).toBe('4.00')
     expect(micros(q.unit_daily_rate_usd)).toBe(dailyRate(PRO, days)) // 4.00 ÷ days of this month
     expect(micros(q.required_reserve_usd)).toBe(3 * dailyRate(PRO, days))
@@ -45,7 +78,8 @@ describe('GET /subscription/quote: what a plan change would mean', () => {
   test('money fields are decimal strings, never JSON numbers', async () => {
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '3.50' })
     const raw = (await getQuote(app, owner, 'pro')).text
-    for (const f of ['monthly_price_per_server_usd', 'unit_daily_rate_usd', 'required_reserve_usd', 'balance_usd']) expect(raw).toMatch(new RegExp(`"${f}":"-?\\d+(\\.\\d{1,6})?"`))
+    for (const f of ['monthly_price_per_server_usd', 'unit_daily_rate_usd', 'required_reserve_usd', 'balance_usd'])
+      expect(raw).toMatch(new RegExp(`"${f}":"-?\\d+(\\.\\d{1,6})?"`))
   })
 
   test('an upgrade is covered exactly when the balance reaches the reserve, and not one micro-dollar below', async () => {
@@ -85,7 +119,7 @@ describe('GET /subscription/quote: what a plan change would mean', () => {
     expect(micros(q.unit_daily_rate_usd)).toBe(0)
   })
 
-  test('the target plan\'s policy moves the billing day: upgrade next_day → tomorrow, downgrade next_day → tomorrow', async () => {
+  test("the target plan's policy moves the billing day: upgrade next_day → tomorrow, downgrade next_day → tomorrow", async () => {
     const up = addPlan(app, { price: '5.00' })
     const down = addPlan(app, { price: '1.00' })
     setPolicy(app, up, { upgrade: 'next_day' })
@@ -113,7 +147,7 @@ describe('direction comes from effective prices only, never from names', () => {
     expect((await getQuote(app, owner, basic)).body.direction).toBe('upgrade')
   })
 
-  test('renaming a plan\'s label does not change the direction; changing its price does', async () => {
+  test("renaming a plan's label does not change the direction; changing its price does", async () => {
     const p = addPlan(app, { price: '3.00', label: 'Gold' })
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '1.00' })
     expect((await getQuote(app, owner, p)).body.direction).toBe('upgrade')

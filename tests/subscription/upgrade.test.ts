@@ -1,8 +1,28 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { TestApp } from '../support/app'
 import {
-  addDays, addPlan, balanceOf, charges, clockTo, currentPlan, dailyRate, dayOf, dayStartUs, daysOfMonth, micros, nextDayAt, orderOk, runJob, serviceNow, setPolicy, startSubscriptionApp,
-  subscription, tenantOn, US_PER_HOUR, usOf, type LedgerItem,
+  addDays,
+  addPlan,
+  balanceOf,
+  charges,
+  clockTo,
+  currentPlan,
+  dailyRate,
+  dayOf,
+  dayStartUs,
+  daysOfMonth,
+  micros,
+  nextDayAt,
+  orderOk,
+  runJob,
+  serviceNow,
+  setPolicy,
+  startSubscriptionApp,
+  subscription,
+  tenantOn,
+  US_PER_HOUR,
+  usOf,
+  type LedgerItem,
 } from '../support/subscription'
 
 const PRO = 4_000_000
@@ -27,7 +47,17 @@ describe('an upgrade the balance covers is applied at once', () => {
     expect(before.etag).toBe(`"${before.body.version}"`)
     const t0 = serviceNow(app)
     const c = await orderOk(app, owner, { target_plan: 'pro' }, 200)
-    expect(c).toMatchObject({ status: 'applied', direction: 'upgrade', from_plan: 'starter', target_plan: 'pro', billing_effective_day: dayOf(t0), refusal_reason: null, topup_id: null, cancelled_at: null, refused_at: null })
+    expect(c).toMatchObject({
+      status: 'applied',
+      direction: 'upgrade',
+      from_plan: 'starter',
+      target_plan: 'pro',
+      billing_effective_day: dayOf(t0),
+      refusal_reason: null,
+      topup_id: null,
+      cancelled_at: null,
+      refused_at: null,
+    })
     expect(micros(c.required_reserve_usd)).toBe(2 * dailyRate(PRO, daysOfMonth(t0)))
     expect(usOf(c.applied_at!)).toBeGreaterThanOrEqual(t0)
     expect(usOf(c.requested_at)).toBeGreaterThanOrEqual(t0)
@@ -73,7 +103,11 @@ describe('billing follows the plan period of each UTC day', () => {
     for (const r of rows) {
       const h = usOf(r.charge_hour!)
       const pro = h >= dayStartUs(day) + 12 * US_PER_HOUR
-      expect({ hour: r.charge_hour, plan: r.detail.includes(pro ? 'pro 4.00' : 'starter 2.00'), amount: micros(r.amount_usd) }).toEqual({ hour: r.charge_hour, plan: true, amount: -hourly(pro ? PRO : STARTER, h) })
+      expect({ hour: r.charge_hour, plan: r.detail.includes(pro ? 'pro 4.00' : 'starter 2.00'), amount: micros(r.amount_usd) }).toEqual({
+        hour: r.charge_hour,
+        plan: true,
+        amount: -hourly(pro ? PRO : STARTER, h),
+      })
       expect(r.calculation_id).not.toBeNull()
     }
     const next = chargesOfDay(await charges(app, owner), addDays(day, 1))
@@ -95,10 +129,18 @@ describe('billing follows the plan period of each UTC day', () => {
     const all = await charges(app, owner)
     const changeDay = chargesOfDay(all, day)
     expect(changeDay).toHaveLength(14)
-    for (const r of changeDay) expect([r.detail, micros(r.amount_usd)]).toEqual([expect.stringContaining('2 servers × starter 2.00'), -Math.round((STARTER * 2) / (daysOfMonth(usOf(r.charge_hour!)) * 24))])
+    for (const r of changeDay)
+      expect([r.detail, micros(r.amount_usd)]).toEqual([
+        expect.stringContaining('2 servers × starter 2.00'),
+        -Math.round((STARTER * 2) / (daysOfMonth(usOf(r.charge_hour!)) * 24)),
+      ])
     const nextDay = chargesOfDay(all, addDays(day, 1))
     expect(nextDay).toHaveLength(24)
-    for (const r of nextDay) expect([r.detail, micros(r.amount_usd)]).toEqual([expect.stringContaining(`2 servers × ${plus} 4.00`), -Math.round((PRO * 2) / (daysOfMonth(usOf(r.charge_hour!)) * 24))])
+    for (const r of nextDay)
+      expect([r.detail, micros(r.amount_usd)]).toEqual([
+        expect.stringContaining(`2 servers × ${plus} 4.00`),
+        -Math.round((PRO * 2) / (daysOfMonth(usOf(r.charge_hour!)) * 24)),
+      ])
   })
 })
 

@@ -83,7 +83,9 @@ export function assertFixtures(routes: ProtectedRoute[], fixtures: Record<string
   const stale = Object.keys(fixtures).filter((k) => !routes.some((r) => r.key === k))
   const lines: string[] = []
   for (const r of missing)
-    lines.push(`${r.key}: no fixture for :${r.params.join(', :')}. Register one in the access matrix fixtures that returns a real resource of tenant A (the wrong-tenant check needs one).`)
+    lines.push(
+      `${r.key}: no fixture for :${r.params.join(', :')}. Register one in the access matrix fixtures that returns a real resource of tenant A (the wrong-tenant check needs one).`,
+    )
   for (const k of stale) lines.push(`${k}: a fixture is registered but the app has no such protected route.`)
   if (lines.length) throw new Error(`access matrix cannot run:\n  ${lines.join('\n  ')}`)
 }

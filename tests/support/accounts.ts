@@ -53,9 +53,7 @@ export async function mailTo(app: AccountsApp, to: string, predicate: (m: Receiv
 export async function requestCode(app: AccountsApp, kind: 'signup' | 'reset', email: string, tenantName = 'Acme GPUs'): Promise<string> {
   const before = app.smtp.to(email).length
   const res =
-    kind === 'signup'
-      ? await post(app, '/auth/signup/start', { email, tenant_name: tenantName })
-      : await post(app, '/auth/password-reset/start', { email })
+    kind === 'signup' ? await post(app, '/auth/signup/start', { email, tenant_name: tenantName }) : await post(app, '/auth/password-reset/start', { email })
   expect(res.status).toBe(202)
   await app.deps.mail.idle()
   await app.deps.mail.dispatchDue()
@@ -106,7 +104,9 @@ export function countRows(app: TestApp, table: string): number {
 
 /** Every table's row count, to show a request wrote nothing. */
 export function allRowCounts(app: TestApp): Record<string, number> {
-  const tables = app.deps.sqlite.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'`).all() as { name: string }[]
+  const tables = app.deps.sqlite
+    .query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'`)
+    .all() as { name: string }[]
   return Object.fromEntries(tables.map((t) => [t.name, countRows(app, `"${t.name}"`)]))
 }
 

@@ -47,10 +47,14 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   const rawLogs: string[] = []
   const logs: Record<string, unknown>[] = []
   const deps = buildDeps(config, {
-    log: createLogger('debug', () => new Date().toISOString(), (line) => {
-      rawLogs.push(line)
-      logs.push(JSON.parse(line))
-    }),
+    log: createLogger(
+      'debug',
+      () => new Date().toISOString(),
+      (line) => {
+        rawLogs.push(line)
+        logs.push(JSON.parse(line))
+      },
+    ),
   })
   const runner = new JobRunner(deps, jobs)
   const app = createApp(deps, runner)

@@ -15,7 +15,14 @@ import { runHourlyCharges } from '../../src/modules/billing/charges.service'
 import { createLogger } from '../../src/platform/logger'
 
 const startAt = Number(process.argv[2] ?? 0)
-const deps = buildDeps(loadConfig(), { log: createLogger('error', () => new Date().toISOString(), (l) => console.error(l)), busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS })
+const deps = buildDeps(loadConfig(), {
+  log: createLogger(
+    'error',
+    () => new Date().toISOString(),
+    (l) => console.error(l),
+  ),
+  busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
+})
 while (Date.now() < startAt) Bun.sleepSync(1)
 console.log(runHourlyCharges(deps))
 deps.sqlite.close()

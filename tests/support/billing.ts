@@ -155,7 +155,9 @@ export function chargeRowsOf(app: TestApp, tenantId: string): { charge_hour: num
 
 /** (tenant, hour) pairs charged more than once anywhere in the database. */
 export function doubleCharges(app: TestApp): unknown[] {
-  return app.deps.sqlite.query("SELECT tenant_id, charge_hour, count(*) AS n FROM ledger_entries WHERE kind = 'charge' GROUP BY tenant_id, charge_hour HAVING n > 1").all()
+  return app.deps.sqlite
+    .query("SELECT tenant_id, charge_hour, count(*) AS n FROM ledger_entries WHERE kind = 'charge' GROUP BY tenant_id, charge_hour HAVING n > 1")
+    .all()
 }
 
 /** Sum of spend (charges and adjustments) of ledger rows as a tile shows it: minus their sum. */
@@ -205,7 +207,15 @@ export function expectedRanges(zone: string, nowUs: number): Record<RangeName, [
 /** UTC offset (minutes) of the zone at an instant (ms). */
 export function offsetMinutes(zone: string, ms: number): number {
   const p = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric' })
+    new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+    })
       .formatToParts(new Date(ms))
       .filter((x) => x.type !== 'literal')
       .map((x) => [x.type, Number(x.value)]),

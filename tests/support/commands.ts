@@ -25,7 +25,14 @@ export function postCommand(app: TestApp, owner: Owner, body: Record<string, unk
 }
 
 /** Creates a command and answers it (201 expected). */
-export function issue(app: TestApp, owner: Owner, serverId: string, type = 'diagnostics.run', params: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<CommandView> {
+export function issue(
+  app: TestApp,
+  owner: Owner,
+  serverId: string,
+  type = 'diagnostics.run',
+  params: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): Promise<CommandView> {
   return ok<CommandView>(postCommand(app, owner, { server_id: serverId, type, params, ...extra }), 201)
 }
 
@@ -100,7 +107,12 @@ export async function report(agent: RawAgent, ...frames: Record<string, unknown>
 
 /** Accepts, starts and finishes a command the way an agent does. */
 export async function runToEnd(agent: RawAgent, id: string, finished: Record<string, unknown> = { status: 'succeeded', result: { ok: true } }): Promise<void> {
-  const errors = await report(agent, { type: 'command.accepted', command_id: id }, { type: 'command.started', command_id: id }, { type: 'command.finished', command_id: id, ...finished })
+  const errors = await report(
+    agent,
+    { type: 'command.accepted', command_id: id },
+    { type: 'command.started', command_id: id },
+    { type: 'command.finished', command_id: id, ...finished },
+  )
   expect(errors).toEqual([])
 }
 

@@ -36,7 +36,13 @@ export function setAccountState(app: TestApp, tenantId: string, state: 'active' 
 }
 
 /** One request to /api/v1 as the owner. */
-export function api(app: TestApp, owner: Owner | null, method: string, path: string, opts: { json?: unknown; headers?: Record<string, string> } = {}): Promise<Response> {
+export function api(
+  app: TestApp,
+  owner: Owner | null,
+  method: string,
+  path: string,
+  opts: { json?: unknown; headers?: Record<string, string> } = {},
+): Promise<Response> {
   return app.fetch(`/api/v1${path}`, { method, json: opts.json, headers: { ...(owner?.headers ?? {}), ...opts.headers } })
 }
 
@@ -89,7 +95,12 @@ export function register(app: TestApp, initToken: string, facts: Partial<Facts> 
 export type Enrolled = { server_id: string; agent_token: string; ws_url: string; heartbeat_interval_s: number; telemetry_interval_s: number }
 
 /** Mints an init token (optional body) and registers a raw agent with it; answers the enrolment. */
-export async function enrolAgent(app: TestApp, owner: Owner, facts: Partial<Facts> = {}, tokenBody: Record<string, unknown> = {}): Promise<Enrolled & { facts: Facts }> {
+export async function enrolAgent(
+  app: TestApp,
+  owner: Owner,
+  facts: Partial<Facts> = {},
+  tokenBody: Record<string, unknown> = {},
+): Promise<Enrolled & { facts: Facts }> {
   const { token } = await mintInitToken(app, owner, tokenBody)
   const full = hostFacts(facts)
   const body = await ok<Enrolled>(app.fetch('/api/v1/agent/register', { method: 'POST', json: { init_token: token, ...full } }), 201)
@@ -300,16 +311,37 @@ export async function getServer(app: TestApp, owner: Owner, id: string): Promise
   return ok<ServerDetail>(api(app, owner, 'GET', `/servers/${id}`))
 }
 
-export type FleetList = { generated_at: string; data_as_of: string; version: number; stale: boolean; stale_reason: string | null; items: Record<string, any>[]; next_cursor: string | null }
+export type FleetList = {
+  generated_at: string
+  data_as_of: string
+  version: number
+  stale: boolean
+  stale_reason: string | null
+  items: Record<string, any>[]
+  next_cursor: string | null
+}
 
 export async function listServers(app: TestApp, owner: Owner, query: Record<string, string> = {}): Promise<FleetList> {
   const qs = new URLSearchParams(query).toString()
   return ok<FleetList>(api(app, owner, 'GET', `/servers${qs ? `?${qs}` : ''}`))
 }
 
-export type ServerEvent = { id: string; server_id: string; kind: string; severity: string; message: string; data: Record<string, unknown> | null; created_at: string }
+export type ServerEvent = {
+  id: string
+  server_id: string
+  kind: string
+  severity: string
+  message: string
+  data: Record<string, unknown> | null
+  created_at: string
+}
 
-export async function serverEvents(app: TestApp, owner: Owner, id: string, query: Record<string, string> = {}): Promise<{ items: ServerEvent[]; next_cursor: string | null }> {
+export async function serverEvents(
+  app: TestApp,
+  owner: Owner,
+  id: string,
+  query: Record<string, string> = {},
+): Promise<{ items: ServerEvent[]; next_cursor: string | null }> {
   const qs = new URLSearchParams(query).toString()
   return ok(api(app, owner, 'GET', `/servers/${id}/events${qs ? `?${qs}` : ''}`))
 }

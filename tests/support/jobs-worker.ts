@@ -14,7 +14,13 @@ import { jobs } from '../../jobs'
 
 const name = process.argv[2]
 if (!name) throw new Error('usage: jobs-worker.ts <job name>')
-const deps = buildDeps(loadConfig(), { log: createLogger('error', () => new Date().toISOString(), (l) => console.error(l)) })
+const deps = buildDeps(loadConfig(), {
+  log: createLogger(
+    'error',
+    () => new Date().toISOString(),
+    (l) => console.error(l),
+  ),
+})
 const runner = new JobRunner(deps, jobs)
 const outcome = await runner.run(name, `worker:${deps.newId()}`)
 console.log(JSON.stringify(outcome))

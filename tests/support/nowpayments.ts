@@ -90,7 +90,9 @@ export type FakeNowPayments = {
 
 /** The documented IPN signature: HMAC-SHA512 over the body stringified with its sorted top-level keys as replacer. */
 export function npSign(body: Record<string, unknown>, secret: string): string {
-  return createHmac('sha512', secret).update(JSON.stringify(body, Object.keys(body).sort())).digest('hex')
+  return createHmac('sha512', secret)
+    .update(JSON.stringify(body, Object.keys(body).sort()))
+    .digest('hex')
 }
 
 export type IpnOptions = {
@@ -130,8 +132,7 @@ export async function startFakeNowPayments(): Promise<FakeNowPayments> {
   let nextPayment = 5_524_759_814
   let created = 0
 
-  const refusal = (statusCode: number, code: string, message: string) =>
-    Response.json({ status: false, statusCode, code, message }, { status: statusCode })
+  const refusal = (statusCode: number, code: string, message: string) => Response.json({ status: false, statusCode, code, message }, { status: statusCode })
 
   async function faulted(fault: NpFault): Promise<Response | null> {
     if (fault === 'none') return null

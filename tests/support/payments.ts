@@ -96,9 +96,11 @@ export function topupEntries(app: TestApp, tenantId: string): { amount_micros: n
 
 /** Notifications the service recorded for a top-up (or for none, topupId null). */
 export function notificationsOf(app: TestApp, topupId: string | null): { outcome: string; reported_status: string; payment_id: string }[] {
-  return (topupId === null
-    ? app.deps.sqlite.query('SELECT outcome, reported_status, payment_id FROM payment_notifications WHERE topup_id IS NULL ORDER BY received_at').all()
-    : app.deps.sqlite.query('SELECT outcome, reported_status, payment_id FROM payment_notifications WHERE topup_id = ? ORDER BY received_at').all(topupId)) as never
+  return (
+    topupId === null
+      ? app.deps.sqlite.query('SELECT outcome, reported_status, payment_id FROM payment_notifications WHERE topup_id IS NULL ORDER BY received_at').all()
+      : app.deps.sqlite.query('SELECT outcome, reported_status, payment_id FROM payment_notifications WHERE topup_id = ? ORDER BY received_at').all(topupId)
+  ) as never
 }
 
 export const allNotifications = (app: TestApp) => (app.deps.sqlite.query('SELECT count(*) AS n FROM payment_notifications').get() as { n: number }).n

@@ -3,12 +3,32 @@ import { TEST_PUBLIC_URL } from './app'
 
 /** The closed set of problem codes, copied from interface-spec.md "Errors" so src cannot drift from it. */
 export const SPEC_PROBLEM_CODES = [
-  'unauthorized', 'forbidden', 'csrf_rejected', 'not_found', 'conflict', 'idempotency_conflict',
-  'validation_failed', 'rate_limited', 'payload_too_large', 'unsupported_agent_version',
-  'temporarily_unavailable', 'offline_queue_full', 'online_queue_full', 'plan_required',
-  'server_limit_reached', 'feature_not_entitled', 'account_in_grace', 'account_frozen',
-  'payment_pending', 'payment_expired', 'payment_amount_mismatch', 'change_already_pending',
-  'change_already_applied', 'change_effective', 'reserve_not_covered', 'direction_changed',
+  'unauthorized',
+  'forbidden',
+  'csrf_rejected',
+  'not_found',
+  'conflict',
+  'idempotency_conflict',
+  'validation_failed',
+  'rate_limited',
+  'payload_too_large',
+  'unsupported_agent_version',
+  'temporarily_unavailable',
+  'offline_queue_full',
+  'online_queue_full',
+  'plan_required',
+  'server_limit_reached',
+  'feature_not_entitled',
+  'account_in_grace',
+  'account_frozen',
+  'payment_pending',
+  'payment_expired',
+  'payment_amount_mismatch',
+  'change_already_pending',
+  'change_already_applied',
+  'change_effective',
+  'reserve_not_covered',
+  'direction_changed',
 ] as const
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/

@@ -70,7 +70,7 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
     server.once('error', reject)
     server.listen(0, '127.0.0.1', () => resolve())
   })
-  const port = ((server as unknown as { server: { address(): AddressInfo } }).server.address()).port
+  const port = (server as unknown as { server: { address(): AddressInfo } }).server.address().port
   const to = (address: string) => messages.filter((m) => m.to.includes(address.toLowerCase()))
   return {
     port,
@@ -125,7 +125,10 @@ function decodeWords(value: string): string {
   return value.replace(/=\?([^?]+)\?([bBqQ])\?([^?]*)\?=\s*/g, (_m, _charset, enc: string, text: string) =>
     enc.toUpperCase() === 'B'
       ? Buffer.from(text, 'base64').toString('utf8')
-      : Buffer.from(text.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_x, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8'),
+      : Buffer.from(
+          text.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_x, h: string) => String.fromCharCode(parseInt(h, 16))),
+          'latin1',
+        ).toString('utf8'),
   )
 }
 
@@ -168,5 +171,5 @@ export function parseMessage(raw: string): Omit<ReceivedMail, 'to' | 'from'> {
     if (type.startsWith('text/plain') && !text) text = decodeBody(leaf).replace(/\r\n/g, '\n')
     else if (type.startsWith('text/html') && !html) html = decodeBody(leaf)
   }
-  return { subject: decodeWords(top.headers['subject'] ?? ''), text, html, raw, headers: top.headers }
+  return { subject: decodeWords(top.headers.subject ?? ''), text, html, raw, headers: top.headers }
 }

@@ -112,17 +112,22 @@ export async function tenantOn(app: TestApp, plan: string | null, opts: { server
   const m = await newOwner(app, `sub-${plan ?? 'none'}`)
   setPlan(app, m.tenantId, plan)
   for (let i = 0; i < (opts.servers ?? 0); i++) insertServer(app, m.tenantId, `rig-${i + 1}`)
-  if (opts.balance !== undefined && micros(opts.balance) !== 0) adjustBalance({ deps: app.deps, input: { tenantId: m.tenantId, amount: opts.balance, reason: 'test balance' } })
+  if (opts.balance !== undefined && micros(opts.balance) !== 0)
+    adjustBalance({ deps: app.deps, input: { tenantId: m.tenantId, amount: opts.balance, reason: 'test balance' } })
   return m
 }
 
-export const adjust = (app: TestApp, tenantId: string, amount: string) => adjustBalance({ deps: app.deps, input: { tenantId, amount, reason: 'test adjustment' } })
+export const adjust = (app: TestApp, tenantId: string, amount: string) =>
+  adjustBalance({ deps: app.deps, input: { tenantId, amount, reason: 'test adjustment' } })
 
 let planSeq = 0
 /** A fresh catalogue entry (the operator's upsert), so catalogue edits in one test never touch another. */
 export function addPlan(app: TestApp, o: { price: string; label?: string; serversMax?: string; features?: string; code?: string }): string {
   const code = o.code ?? `t${Date.now().toString(36)}_${++planSeq}`
-  upsertPlan({ deps: app.deps, input: { code, label: o.label ?? `Test ${planSeq}`, price: o.price, serversMax: o.serversMax ?? 'unlimited', features: o.features ?? '' } })
+  upsertPlan({
+    deps: app.deps,
+    input: { code, label: o.label ?? `Test ${planSeq}`, price: o.price, serversMax: o.serversMax ?? 'unlimited', features: o.features ?? '' },
+  })
   return code
 }
 export const editPlan = (app: TestApp, code: string, input: { label?: string; price?: string }) => upsertPlan({ deps: app.deps, input: { code, ...input } })
@@ -160,15 +165,28 @@ export type Change = {
   cancelled_at: string | null
   refused_at: string | null
 }
-export type Subscription = { plan: { code: string; capabilities: Record<string, unknown> } | null; pending_change: Change | null; last_change: Change | null; account_state: string; version: number }
+export type Subscription = {
+  plan: { code: string; capabilities: Record<string, unknown> } | null
+  pending_change: Change | null
+  last_change: Change | null
+  account_state: string
+  version: number
+}
 
-export const getQuote = async (app: TestApp, who: Caller, plan: string) => reply(await call(app, 'GET', `/subscription/quote?plan=${encodeURIComponent(plan)}`, who))
+export const getQuote = async (app: TestApp, who: Caller, plan: string) =>
+  reply(await call(app, 'GET', `/subscription/quote?plan=${encodeURIComponent(plan)}`, who))
 
 export const order = async (app: TestApp, who: Caller, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   reply<Change>(await call(app, 'POST', '/subscription/changes', who, { json: body, headers }))
 
 /** An order that must answer `status`; returns the change. */
-export async function orderOk(app: TestApp, who: Caller, body: Record<string, unknown>, status: 200 | 201, headers: Record<string, string> = {}): Promise<Change> {
+export async function orderOk(
+  app: TestApp,
+  who: Caller,
+  body: Record<string, unknown>,
+  status: 200 | 201,
+  headers: Record<string, string> = {},
+): Promise<Change> {
   const r = await order(app, who, body, headers)
   expect({ status: r.status, body: r.text }).toMatchObject({ status })
   return r.body
@@ -190,7 +208,8 @@ export async function getJson<T = any>(app: TestApp, who: Caller, path: string):
   return JSON.parse(text)
 }
 
-export const currentPlan = async (app: TestApp, who: Caller) => (await getJson(app, who, '/plans/current')).plan as { code: string; capabilities: Record<string, unknown> } | null
+export const currentPlan = async (app: TestApp, who: Caller) =>
+  (await getJson(app, who, '/plans/current')).plan as { code: string; capabilities: Record<string, unknown> } | null
 export const balanceOf = async (app: TestApp, who: Caller) => micros((await getJson(app, who, '/billing')).balance_usd)
 
 // ---- top-ups through the sandbox checkout page ----
@@ -225,7 +244,14 @@ export function notificationEvents(app: TestApp, tenantId: string): { category: 
   return app.deps.sqlite.query('SELECT category, kind, payload FROM notification_events WHERE tenant_id = ? ORDER BY id').all(tenantId) as never
 }
 
-export type LedgerItem = { kind: string; amount_usd: string; charge_day: string | null; charge_hour: string | null; detail: string; calculation_id: string | null }
+export type LedgerItem = {
+  kind: string
+  amount_usd: string
+  charge_day: string | null
+  charge_hour: string | null
+  detail: string
+  calculation_id: string | null
+}
 /** The tenant's charges as GET /billing/ledger shows them, oldest hour first. */
 export async function charges(app: TestApp, who: Member): Promise<LedgerItem[]> {
   const out: LedgerItem[] = []

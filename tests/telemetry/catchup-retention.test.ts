@@ -1,6 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../support/app'
-import { advance, BASE, DAY, dumpRollups, feed, HOUR, iso, MIN, metrics, newRig, percentileCont, rawCount, rollup, rollupRow, runJob, setNow, signInAgain, stopApp, US, type Rig, type Sample } from './helpers'
+import {
+  advance,
+  BASE,
+  DAY,
+  dumpRollups,
+  feed,
+  HOUR,
+  iso,
+  MIN,
+  metrics,
+  newRig,
+  percentileCont,
+  rawCount,
+  rollup,
+  rollupRow,
+  runJob,
+  setNow,
+  signInAgain,
+  stopApp,
+  type Rig,
+  type Sample,
+} from './helpers'
 
 /**
  * The rollup job after downtime (one run catches up on every bucket the raw history still holds)
@@ -23,7 +44,8 @@ describe('after downtime', () => {
     const samples: Sample[] = []
     const temp = (i: number) => 40 + ((i * 37) % 29)
     const load = (i: number) => (i * 53) % 100
-    for (let i = 0; i < 210; i++) samples.push({ t: BASE + i * 2 * MIN, gpu: 0, values: { temperature_c: temp(i) } }, { t: BASE + i * 2 * MIN, values: { cpu_usage_pct: load(i) } })
+    for (let i = 0; i < 210; i++)
+      samples.push({ t: BASE + i * 2 * MIN, gpu: 0, values: { temperature_c: temp(i) } }, { t: BASE + i * 2 * MIN, values: { cpu_usage_pct: load(i) } })
     await feed(rig.agent, samples)
     const until = Date.now() + 5000
     while (rawCount(app, rig.serverId) < 420 && Date.now() < until) await Bun.sleep(50)
@@ -33,7 +55,10 @@ describe('after downtime', () => {
     await advance(app, 10 * 60) // the job was down the whole time
     await rollup(app)
 
-    for (const [grain, width, buckets] of [[300, 5 * MIN, 84], [3600, HOUR, 7]] as const) {
+    for (const [grain, width, buckets] of [
+      [300, 5 * MIN, 84],
+      [3600, HOUR, 7],
+    ] as const) {
       for (let b = 0; b < buckets; b++) {
         const start = BASE + b * width
         const idx = Array.from({ length: 210 }, (_, i) => i).filter((i) => BASE + i * 2 * MIN >= start && BASE + i * 2 * MIN < start + width)
@@ -48,15 +73,29 @@ describe('after downtime', () => {
         expect(row!.p95!).toBeCloseTo(percentileCont(temps, 0.95), 9)
         expect(row!.last).toBe(temp(idx[idx.length - 1]!))
         const loads = idx.map(load)
-        expect(rollupRow(app, rig.serverId, 'cpu_usage_pct', -1, grain, start)).toMatchObject({ samples: idx.length, max: Math.max(...loads), last: loads[loads.length - 1] })
+        expect(rollupRow(app, rig.serverId, 'cpu_usage_pct', -1, grain, start)).toMatchObject({
+          samples: idx.length,
+          max: Math.max(...loads),
+          last: loads[loads.length - 1],
+        })
       }
     }
     const counts = app.deps.sqlite.query('SELECT grain, count(*) AS n FROM metric_rollups GROUP BY grain ORDER BY grain').all()
-    expect(counts).toEqual([{ grain: 300, n: 2 * 84 }, { grain: 3600, n: 2 * 7 }])
+    expect(counts).toEqual([
+      { grain: 300, n: 2 * 84 },
+      { grain: 3600, n: 2 * 7 },
+    ])
 
     // The API reads the same buckets back.
-    const hourly = await metrics(app, rig.owner, rig.serverId, [['from', iso(BASE)], ['to', iso(BASE + 7 * HOUR)], ['resolution', '1h'], ['metric', 'temperature_c']])
-    expect(hourly.series[0]!.points.map((p) => p.max)).toEqual(Array.from({ length: 7 }, (_, h) => Math.max(...Array.from({ length: 30 }, (_, k) => temp(h * 30 + k)))))
+    const hourly = await metrics(app, rig.owner, rig.serverId, [
+      ['from', iso(BASE)],
+      ['to', iso(BASE + 7 * HOUR)],
+      ['resolution', '1h'],
+      ['metric', 'temperature_c'],
+    ])
+    expect(hourly.series[0]!.points.map((p) => p.max)).toEqual(
+      Array.from({ length: 7 }, (_, h) => Math.max(...Array.from({ length: 30 }, (_, k) => temp(h * 30 + k)))),
+    )
   })
 })
 
@@ -72,7 +111,10 @@ describe('retention', () => {
   afterAll(() => stopApp(app))
 
   const rawTimes = () => (app.deps.sqlite.query('SELECT t FROM metric_samples ORDER BY t').all() as { t: number }[]).map((r) => r.t)
-  const buckets = (grain: number) => (app.deps.sqlite.query('SELECT DISTINCT bucket FROM metric_rollups WHERE grain = ? ORDER BY bucket').all(grain) as { bucket: number }[]).map((r) => r.bucket)
+  const buckets = (grain: number) =>
+    (app.deps.sqlite.query('SELECT DISTINCT bucket FROM metric_rollups WHERE grain = ? ORDER BY bucket').all(grain) as { bucket: number }[]).map(
+      (r) => r.bucket,
+    )
   const prune = () => runJob(app, 'metrics.prune')
 
   test('raw samples older than METRICS_RAW_RETENTION_HOURS are deleted, younger ones and every rollup stay', async () => {
@@ -132,7 +174,11 @@ describe('retention', () => {
     expect(buckets(300)).toEqual([])
     // The hourly history the API still answers, and a range that reaches back past it answers nulls.
     const owner = await signInAgain(app, rig.owner) // a week has passed
-    const snap = await metrics(app, owner, rig.serverId, [['from', iso(BASE)], ['to', iso(BASE + 3 * DAY + HOUR)], ['metric', 'temperature_c']])
+    const snap = await metrics(app, owner, rig.serverId, [
+      ['from', iso(BASE)],
+      ['to', iso(BASE + 3 * DAY + HOUR)],
+      ['metric', 'temperature_c'],
+    ])
     expect(snap.resolution).toBe('1h')
     expect(snap.series[0]!.points.filter((p) => p.max !== null).map((p) => [p.t, p.max])).toEqual([
       [iso(BASE + 2 * HOUR), 53],

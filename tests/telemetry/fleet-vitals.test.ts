@@ -93,9 +93,7 @@ describe('fleet-row vitals', () => {
 
   test('a GPU whose latest temperature is null shows null and drops out of the maximum', async () => {
     const t = BASE + 40 * MIN
-    await feed(rig.agent, [
-      { t, gpu: 1, values: { temperature_c: null, fan_pct: null, utilization_pct: null } },
-    ])
+    await feed(rig.agent, [{ t, gpu: 1, values: { temperature_c: null, fan_pct: null, utilization_pct: null } }])
     const row = await refreshedRow(rig.owner, rig.serverId)
     expect(row.gpu_vitals[1]).toMatchObject({ temp_c: null, fan_pct: null })
     expect(row).toMatchObject({ max_temp_core_c: 64, max_fan_pct: 45 })

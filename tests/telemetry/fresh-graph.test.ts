@@ -27,7 +27,10 @@ describe("a new server's graph", () => {
   test('shows its first samples before the rollup job has ever run', async () => {
     const { owner, serverId, agent } = await newRig(app)
     const t = NOW - 20 * US
-    await feed(agent, [{ t, gpu: 0, values: { temperature_c: 61 } }, { t: t + 10 * US, gpu: 0, values: { temperature_c: 63 } }])
+    await feed(agent, [
+      { t, gpu: 0, values: { temperature_c: 61 } },
+      { t: t + 10 * US, gpu: 0, values: { temperature_c: 63 } },
+    ])
     await flush()
     expect(app.deps.sqlite.query('SELECT count(*) AS n FROM rollup_watermarks').get()).toEqual({ n: 0 })
 
@@ -75,12 +78,28 @@ describe('the precision of a point', () => {
       { temperature_c: 32.7, fan_pct: 33.33, power_w: 250.123, memory_used_mb: 1000.4, sm_clock_mhz: 1410.6, net_rx_mbps: 0.123, hashrate: 0.2 },
       { temperature_c: 32.8, fan_pct: 33.34, power_w: 250.123, memory_used_mb: 1000.4, sm_clock_mhz: 1410.6, net_rx_mbps: 0.123, hashrate: 0.3 },
     ]
-    await feed(agent, values.map((v, i) => ({ t: t0 + i * 10 * US, gpu: 0, values: v })))
+    await feed(
+      agent,
+      values.map((v, i) => ({ t: t0 + i * 10 * US, gpu: 0, values: v })),
+    )
     await rollup(app)
-    expect((app.deps.sqlite.query("SELECT r.avg FROM metric_rollups r JOIN metric_series s ON s.id = r.series_id WHERE s.server_id = ? AND s.metric = 'temperature_c' AND r.grain = 300").get(serverId) as { avg: number }).avg).not.toBe(32.7)
+    expect(
+      (
+        app.deps.sqlite
+          .query(
+            "SELECT r.avg FROM metric_rollups r JOIN metric_series s ON s.id = r.series_id WHERE s.server_id = ? AND s.metric = 'temperature_c' AND r.grain = 300",
+          )
+          .get(serverId) as { avg: number }
+      ).avg,
+    ).not.toBe(32.7)
 
     const metricNames = Object.keys(values[0]!)
-    const snap = await metrics(app, owner, serverId, metricNames.map((m) => ['metric', m] as [string, string]))
+    const snap = await metrics(
+      app,
+      owner,
+      serverId,
+      metricNames.map((m) => ['metric', m] as [string, string]),
+    )
     const avg = (m: string) => pointAt(seriesOf(snap, m, 0), t0).avg
     expect(Object.fromEntries(metricNames.map((m) => [m, avg(m)]))).toEqual({
       temperature_c: 32.7,

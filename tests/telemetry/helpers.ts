@@ -90,7 +90,11 @@ export async function feed(agent: RawAgent, samples: Sample[]): Promise<void> {
   for (let i = 0; i < samples.length; i += 500)
     agent.send({
       type: 'telemetry',
-      samples: samples.slice(i, i + 500).map((s) => (s.gpu === undefined ? { t: iso(s.t), scope: 'host', values: s.values } : { t: iso(s.t), scope: 'gpu', gpu_index: s.gpu, values: s.values })),
+      samples: samples
+        .slice(i, i + 500)
+        .map((s) =>
+          s.gpu === undefined ? { t: iso(s.t), scope: 'host', values: s.values } : { t: iso(s.t), scope: 'gpu', gpu_index: s.gpu, values: s.values },
+        ),
     })
   await agent.barrier()
   expect(agent.errors().slice(before)).toEqual([])
@@ -101,10 +105,27 @@ export const rollup = (app: TestApp) => runJob(app, 'metrics.rollup')
 
 export type Point = { t: string; min: number | null; max: number | null; avg: number | null; p50: number | null; p95: number | null; last: number | null }
 export type Series = { metric: string; scope: 'host' | 'gpu'; gpu_index: number | null; unit: string | null; points: Point[] }
-export type Snapshot = { generated_at: string; data_as_of: string; version: number; stale: boolean; stale_reason: string | null; server_id: string; resolution: '5m' | '1h'; from: string; to: string; series: Series[] }
+export type Snapshot = {
+  generated_at: string
+  data_as_of: string
+  version: number
+  stale: boolean
+  stale_reason: string | null
+  server_id: string
+  resolution: '5m' | '1h'
+  from: string
+  to: string
+  series: Series[]
+}
 
 /** GET /servers/{id}/metrics with query pairs (repeat a key for an array). */
-export function getMetrics(app: TestApp, owner: Owner, serverId: string, query: [string, string | number][] = [], headers: Record<string, string> = {}): Promise<Response> {
+export function getMetrics(
+  app: TestApp,
+  owner: Owner,
+  serverId: string,
+  query: [string, string | number][] = [],
+  headers: Record<string, string> = {},
+): Promise<Response> {
   const qs = new URLSearchParams(query.map(([k, v]) => [k, String(v)])).toString()
   return api(app, owner, 'GET', `/servers/${serverId}/metrics${qs ? `?${qs}` : ''}`, { headers })
 }
@@ -136,7 +157,9 @@ export function percentileCont(values: number[], p: number): number {
 
 /** Every rollup row, in a stable order: the job's idempotence is judged on this. */
 export function dumpRollups(app: TestApp): unknown[] {
-  return app.deps.sqlite.query('SELECT series_id, grain, bucket, min, max, avg, p50, p95, last, samples FROM metric_rollups ORDER BY series_id, grain, bucket').all()
+  return app.deps.sqlite
+    .query('SELECT series_id, grain, bucket, min, max, avg, p50, p95, last, samples FROM metric_rollups ORDER BY series_id, grain, bucket')
+    .all()
 }
 
 export function rollupRow(app: TestApp, serverId: string, metric: string, gpuIndex: number, grain: 300 | 3600, bucket: number) {
@@ -145,9 +168,21 @@ export function rollupRow(app: TestApp, serverId: string, metric: string, gpuInd
       `SELECT r.min, r.max, r.avg, r.p50, r.p95, r.last, r.samples FROM metric_rollups r JOIN metric_series s ON s.id = r.series_id
        WHERE s.server_id = ? AND s.metric = ? AND s.gpu_index = ? AND r.grain = ? AND r.bucket = ?`,
     )
-    .get(serverId, metric, gpuIndex, grain, bucket) as { min: number | null; max: number | null; avg: number | null; p50: number | null; p95: number | null; last: number | null; samples: number } | null
+    .get(serverId, metric, gpuIndex, grain, bucket) as {
+    min: number | null
+    max: number | null
+    avg: number | null
+    p50: number | null
+    p95: number | null
+    last: number | null
+    samples: number
+  } | null
 }
 
 export function rawCount(app: TestApp, serverId: string): number {
-  return (app.deps.sqlite.query('SELECT count(*) AS n FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ?').get(serverId) as { n: number }).n
+  return (
+    app.deps.sqlite.query('SELECT count(*) AS n FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ?').get(serverId) as {
+      n: number
+    }
+  ).n
 }

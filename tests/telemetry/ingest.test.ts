@@ -88,7 +88,9 @@ describe('a telemetry frame the service accepts', () => {
     ])
     await flushedCounts()
     const rows = app.deps.sqlite
-      .query('SELECT s.gpu_index, s.metric, m.t, m.value FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ? AND s.metric IN (?, ?, ?) ORDER BY s.metric')
+      .query(
+        'SELECT s.gpu_index, s.metric, m.t, m.value FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ? AND s.metric IN (?, ?, ?) ORDER BY s.metric',
+      )
       .all(rig.serverId, 'vram_junction_c', 'pcie_rx_mbps', 'hashrate_mhs')
     const at = BASE + 4 * MIN
     expect(rows).toEqual([

@@ -2,7 +2,26 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../support/app'
 import { insertSecondTenant, type Owner } from '../support/fleet'
 import { expectProblem } from '../support/problem'
-import { advance, BASE, DAY, feed, getMetrics, HOUR, iso, MIN, metrics, newRig, parseIso, pointAt, rollup, seriesOf, setNow, stopApp, type Rig, type Sample } from './helpers'
+import {
+  advance,
+  BASE,
+  DAY,
+  feed,
+  getMetrics,
+  HOUR,
+  iso,
+  MIN,
+  metrics,
+  newRig,
+  parseIso,
+  pointAt,
+  rollup,
+  seriesOf,
+  setNow,
+  stopApp,
+  type Rig,
+  type Sample,
+} from './helpers'
 
 /**
  * The "Metric ranges" limits of GET /servers/{id}/metrics (20 names, gpu_index ≤ 127, 200 series,
@@ -25,7 +44,10 @@ beforeAll(async () => {
 })
 afterAll(() => stopApp(app))
 
-const range: [string, string][] = [['from', iso(BASE)], ['to', iso(BASE + HOUR)]]
+const range: [string, string][] = [
+  ['from', iso(BASE)],
+  ['to', iso(BASE + HOUR)],
+]
 const get = (query: [string, string | number][], owner: Owner = rig.owner, id = rig.serverId) => getMetrics(app, owner, id, query)
 
 describe('the metric list', () => {
@@ -53,17 +75,31 @@ describe('gpu_index', () => {
 describe('series and points', () => {
   test('more than 200 series answer 422; narrowing by gpu_index or metric makes the same server readable', async () => {
     const big = await newRig(app, { gpus: 128 })
-    const samples: Sample[] = Array.from({ length: 128 }, (_, gpu) => ({ t: BASE + 2 * MIN, gpu, values: { temperature_c: 50 + (gpu % 30), fan_pct: gpu % 100 } }))
+    const samples: Sample[] = Array.from({ length: 128 }, (_, gpu) => ({
+      t: BASE + 2 * MIN,
+      gpu,
+      values: { temperature_c: 50 + (gpu % 30), fan_pct: gpu % 100 },
+    }))
     await feed(big.agent, samples)
     await rollup(app)
     const q = (extra: [string, string | number][]) => getMetrics(app, big.owner, big.serverId, [...range, ...extra])
 
-    const problem = await expectProblem(await q([['metric', 'temperature_c'], ['metric', 'fan_pct']]), 422, 'validation_failed')
+    const problem = await expectProblem(
+      await q([
+        ['metric', 'temperature_c'],
+        ['metric', 'fan_pct'],
+      ]),
+      422,
+      'validation_failed',
+    )
     expect(problem.errors?.length).toBeGreaterThan(0)
     await expectProblem(await q([]), 422, 'validation_failed') // the default set: 2 of its metrics × 128 GPUs
 
     const one = await metrics(app, big.owner, big.serverId, [...range, ['metric', 'temperature_c'], ['metric', 'fan_pct'], ['gpu_index', 127]])
-    expect(one.series.map((s) => [s.metric, s.gpu_index])).toEqual([['temperature_c', 127], ['fan_pct', 127]])
+    expect(one.series.map((s) => [s.metric, s.gpu_index])).toEqual([
+      ['temperature_c', 127],
+      ['fan_pct', 127],
+    ])
     expect(pointAt(seriesOf(one, 'fan_pct', 127), BASE)).toMatchObject({ max: 27 })
     const temps = await metrics(app, big.owner, big.serverId, [...range, ['metric', 'temperature_c']])
     expect(temps.series).toHaveLength(128)
@@ -72,9 +108,29 @@ describe('series and points', () => {
 
   test('more than 5000 points per series answer 422 (300 days at 1 h is 7200)', async () => {
     const to = NOW
-    await expectProblem(await get([['from', iso(to - 300 * DAY)], ['to', iso(to)], ['metric', 'fan_pct']]), 422, 'validation_failed')
-    await expectProblem(await get([['from', iso(to - 5001 * HOUR)], ['to', iso(to)], ['metric', 'fan_pct']]), 422, 'validation_failed')
-    const most = await metrics(app, rig.owner, rig.serverId, [['from', iso(to - 5000 * HOUR)], ['to', iso(to)], ['metric', 'fan_pct']])
+    await expectProblem(
+      await get([
+        ['from', iso(to - 300 * DAY)],
+        ['to', iso(to)],
+        ['metric', 'fan_pct'],
+      ]),
+      422,
+      'validation_failed',
+    )
+    await expectProblem(
+      await get([
+        ['from', iso(to - 5001 * HOUR)],
+        ['to', iso(to)],
+        ['metric', 'fan_pct'],
+      ]),
+      422,
+      'validation_failed',
+    )
+    const most = await metrics(app, rig.owner, rig.serverId, [
+      ['from', iso(to - 5000 * HOUR)],
+      ['to', iso(to)],
+      ['metric', 'fan_pct'],
+    ])
     expect(most.resolution).toBe('1h')
     expect(most.series[0]!.points).toHaveLength(5000)
   })
@@ -82,13 +138,34 @@ describe('series and points', () => {
 
 describe('the range', () => {
   test('from equal to or after to answers 422', async () => {
-    await expectProblem(await get([['from', iso(BASE)], ['to', iso(BASE)]]), 422, 'validation_failed')
-    await expectProblem(await get([['from', iso(BASE + 1)], ['to', iso(BASE)]]), 422, 'validation_failed')
+    await expectProblem(
+      await get([
+        ['from', iso(BASE)],
+        ['to', iso(BASE)],
+      ]),
+      422,
+      'validation_failed',
+    )
+    await expectProblem(
+      await get([
+        ['from', iso(BASE + 1)],
+        ['to', iso(BASE)],
+      ]),
+      422,
+      'validation_failed',
+    )
     await expectProblem(await get([['from', iso(NOW + DAY)]]), 422, 'validation_failed') // to defaults to now
   })
 
   test.each(['yesterday', '2031-05-14', '2031-02-30T10:00:00Z', '2031-05-14T25:00:00Z'])('from=%p is not a timestamp and answers 422', async (from) => {
-    await expectProblem(await get([['from', from], ['to', iso(BASE + HOUR)]]), 422, 'validation_failed')
+    await expectProblem(
+      await get([
+        ['from', from],
+        ['to', iso(BASE + HOUR)],
+      ]),
+      422,
+      'validation_failed',
+    )
   })
 
   test('resolution outside auto, 1m, 5m and 1h answers 422', async () => {
@@ -96,7 +173,11 @@ describe('the range', () => {
   })
 
   test('a timestamp with an offset is the same instant', async () => {
-    const snap = await metrics(app, rig.owner, rig.serverId, [['from', '2031-05-14T12:00:00+02:00'], ['to', '2031-05-14T12:05:00.000000+02:00'], ['metric', 'fan_pct']])
+    const snap = await metrics(app, rig.owner, rig.serverId, [
+      ['from', '2031-05-14T12:00:00+02:00'],
+      ['to', '2031-05-14T12:05:00.000000+02:00'],
+      ['metric', 'fan_pct'],
+    ])
     expect(parseIso(snap.from)).toBe(BASE)
     expect(pointAt(seriesOf(snap, 'fan_pct', 1), BASE)).toMatchObject({ max: 31 })
   })
@@ -121,7 +202,11 @@ describe('whose server', () => {
 
 describe('ETag and If-None-Match', () => {
   test('a matching If-None-Match answers 304 with the tag; another tag answers 200', async () => {
-    const q: [string, string][] = [['from', iso(BASE)], ['to', iso(BASE + 2 * HOUR)], ['metric', 'temperature_c']]
+    const q: [string, string][] = [
+      ['from', iso(BASE)],
+      ['to', iso(BASE + 2 * HOUR)],
+      ['metric', 'temperature_c'],
+    ]
     const first = await get(q)
     expect(first.status).toBe(200)
     const tag = first.headers.get('etag')
@@ -137,7 +222,11 @@ describe('ETag and If-None-Match', () => {
 
   test('a hot range answers the cached snapshot for 60 s, then new data gives a new tag and a 200', async () => {
     const from = NOW - HOUR
-    const q: [string, string][] = [['from', iso(from)], ['to', iso(NOW + HOUR)], ['metric', 'utilization_pct']]
+    const q: [string, string][] = [
+      ['from', iso(from)],
+      ['to', iso(NOW + HOUR)],
+      ['metric', 'utilization_pct'],
+    ]
     const before = await get(q)
     const tag = before.headers.get('etag')!
     expect(((await before.json()) as any).series).toEqual([])

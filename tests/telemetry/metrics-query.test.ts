@@ -39,7 +39,10 @@ beforeAll(async () => {
   owner = rig.owner
   serverId = rig.serverId
   const samples: Sample[] = []
-  for (const [t, base] of [[T0, 60], [T1, 70]] as const) {
+  for (const [t, base] of [
+    [T0, 60],
+    [T1, 70],
+  ] as const) {
     samples.push({ t, gpu: 0, values: gpuValues(0, base) }, { t, gpu: 1, values: gpuValues(1, base) }, { t, values: hostValues })
   }
   await feed(rig.agent, samples)
@@ -83,7 +86,11 @@ describe('the range and its resolution', () => {
 
   test('a range of 49 hours reads hourly rollups', async () => {
     const to = BASE + 31 * HOUR
-    const snap = await metrics(app, owner, serverId, [['from', iso(to - 49 * HOUR)], ['to', iso(to)], ['metric', 'temperature_c']])
+    const snap = await metrics(app, owner, serverId, [
+      ['from', iso(to - 49 * HOUR)],
+      ['to', iso(to)],
+      ['metric', 'temperature_c'],
+    ])
     expect(snap.resolution).toBe('1h')
     expect(expectEveryBucket(snap).count).toBe(49)
     const temp = seriesOf(snap, 'temperature_c', 0)
@@ -93,13 +100,22 @@ describe('the range and its resolution', () => {
   })
 
   test('exactly 48 hours is not "over 48 hours" and stays at 5 minutes', async () => {
-    const snap = await metrics(app, owner, serverId, [['from', iso(BASE)], ['to', iso(BASE + 48 * HOUR)], ['metric', 'temperature_c']])
+    const snap = await metrics(app, owner, serverId, [
+      ['from', iso(BASE)],
+      ['to', iso(BASE + 48 * HOUR)],
+      ['metric', 'temperature_c'],
+    ])
     expect(snap.resolution).toBe('5m')
     expect(expectEveryBucket(snap).count).toBe(576)
   })
 
   test('resolution=1h on a two-hour range answers hourly points', async () => {
-    const snap = await metrics(app, owner, serverId, [['from', iso(BASE)], ['to', iso(BASE + 2 * HOUR)], ['resolution', '1h'], ['metric', 'power_w']])
+    const snap = await metrics(app, owner, serverId, [
+      ['from', iso(BASE)],
+      ['to', iso(BASE + 2 * HOUR)],
+      ['resolution', '1h'],
+      ['metric', 'power_w'],
+    ])
     expect(snap.resolution).toBe('1h')
     expect(seriesOf(snap, 'power_w', 1).points).toEqual([
       { t: iso(BASE), min: 301, max: 301, avg: 301, p50: 301, p95: 301, last: 301 },
@@ -108,7 +124,12 @@ describe('the range and its resolution', () => {
   })
 
   test('resolution=1m is the legacy alias of 5m and answers resolution "5m"', async () => {
-    const q = (r: string): [string, string][] => [['from', iso(BASE)], ['to', iso(BASE + HOUR + (r === '1m' ? 1 : 2))], ['resolution', r], ['metric', 'fan_pct']]
+    const q = (r: string): [string, string][] => [
+      ['from', iso(BASE)],
+      ['to', iso(BASE + HOUR + (r === '1m' ? 1 : 2))],
+      ['resolution', r],
+      ['metric', 'fan_pct'],
+    ]
     const legacy = await metrics(app, owner, serverId, q('1m'))
     const five = await metrics(app, owner, serverId, q('5m'))
     expect(legacy.resolution).toBe('5m')
@@ -118,14 +139,23 @@ describe('the range and its resolution', () => {
   })
 
   test('resolution=5m on a 72-hour range answers the effective resolution 1h', async () => {
-    const snap = await metrics(app, owner, serverId, [['from', iso(BASE - DAY)], ['to', iso(BASE + 2 * DAY)], ['resolution', '5m'], ['metric', 'fan_pct']])
+    const snap = await metrics(app, owner, serverId, [
+      ['from', iso(BASE - DAY)],
+      ['to', iso(BASE + 2 * DAY)],
+      ['resolution', '5m'],
+      ['metric', 'fan_pct'],
+    ])
     expect(snap.resolution).toBe('1h')
     expect(expectEveryBucket(snap).count).toBe(72)
     expect(pointAt(seriesOf(snap, 'fan_pct', 1), BASE)).toMatchObject({ max: 41 })
   })
 
   test('a range that does not start on a bucket boundary starts at the bucket holding `from`', async () => {
-    const snap = await metrics(app, owner, serverId, [['from', iso(BASE + 3 * MIN)], ['to', iso(BASE + 11 * MIN)], ['metric', 'power_w']])
+    const snap = await metrics(app, owner, serverId, [
+      ['from', iso(BASE + 3 * MIN)],
+      ['to', iso(BASE + 11 * MIN)],
+      ['metric', 'power_w'],
+    ])
     expect(snap.from).toBe(iso(BASE + 3 * MIN))
     expect(seriesOf(snap, 'power_w', null).points.map((p) => [p.t, p.max])).toEqual([
       [iso(BASE), 700],
@@ -151,7 +181,15 @@ describe('which series', () => {
   })
 
   test('?metric=a&metric=b answers exactly those metrics, host and GPU series alike', async () => {
-    const snap = await metrics(app, owner, serverId, day1([['metric', 'hotspot_temperature_c'], ['metric', 'hashrate']]))
+    const snap = await metrics(
+      app,
+      owner,
+      serverId,
+      day1([
+        ['metric', 'hotspot_temperature_c'],
+        ['metric', 'hashrate'],
+      ]),
+    )
     expect(keys(snap)).toEqual(['hashrate/host/null', 'hotspot_temperature_c/gpu/0', 'hotspot_temperature_c/gpu/1'])
     expect(pointAt(seriesOf(snap, 'hashrate', null), BASE)).toMatchObject({ max: 1234.5, last: 1234.5 })
     expect(pointAt(seriesOf(snap, 'hotspot_temperature_c', 1), BASE)).toMatchObject({ max: 71 })
@@ -171,7 +209,12 @@ describe('which series', () => {
   test('gpu_index restricts the GPU series to that GPU and keeps the host series', async () => {
     const snap = await metrics(app, owner, serverId, day1([['gpu_index', 1]]))
     expect(keys(snap)).toEqual(
-      [...['temperature_c', 'utilization_pct', 'power_w', 'fan_pct', 'memory_used_mb'].map((m) => `${m}/gpu/1`), 'power_w/host/null', 'cpu_usage_pct/host/null', 'memory_used_pct/host/null'].sort(),
+      [
+        ...['temperature_c', 'utilization_pct', 'power_w', 'fan_pct', 'memory_used_mb'].map((m) => `${m}/gpu/1`),
+        'power_w/host/null',
+        'cpu_usage_pct/host/null',
+        'memory_used_pct/host/null',
+      ].sort(),
     )
     expect(pointAt(seriesOf(snap, 'power_w', 1), BASE)).toMatchObject({ max: 301 })
     expect(pointAt(seriesOf(snap, 'power_w', null), BASE)).toMatchObject({ max: 700 })

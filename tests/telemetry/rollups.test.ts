@@ -1,6 +1,25 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../support/app'
-import { BASE, dumpRollups, feed, HOUR, iso, MIN, metrics, newRig, percentileCont, pointAt, rawCount, rollup, rollupRow, seriesOf, setNow, stopApp, US, type Sample } from './helpers'
+import {
+  BASE,
+  dumpRollups,
+  feed,
+  HOUR,
+  iso,
+  MIN,
+  metrics,
+  newRig,
+  percentileCont,
+  pointAt,
+  rawCount,
+  rollup,
+  rollupRow,
+  seriesOf,
+  setNow,
+  stopApp,
+  US,
+  type Sample,
+} from './helpers'
 
 /**
  * The metrics.rollup job over samples fed through a real agent session: every statistic of a
@@ -34,11 +53,19 @@ describe('a 5-minute bucket', () => {
       [3 * MIN + 30 * US, 62],
       [4 * MIN, 75],
     ]
-    await feed(agent, readings.map(([dt, v]) => ({ t: BASE + dt, gpu: 0, values: { temperature_c: v } })))
+    await feed(
+      agent,
+      readings.map(([dt, v]) => ({ t: BASE + dt, gpu: 0, values: { temperature_c: v } })),
+    )
     await rollup(app)
 
     const values = readings.map(([, v]) => v)
-    const snap = await metrics(app, owner, serverId, [['from', iso(BASE)], ['to', iso(BASE + FIVE)], ['resolution', '5m'], ['metric', 'temperature_c']])
+    const snap = await metrics(app, owner, serverId, [
+      ['from', iso(BASE)],
+      ['to', iso(BASE + FIVE)],
+      ['resolution', '5m'],
+      ['metric', 'temperature_c'],
+    ])
     expect(snap.resolution).toBe('5m')
     const series = seriesOf(snap, 'temperature_c', 0)
     expect(series).toMatchObject({ scope: 'gpu', gpu_index: 0 })
@@ -67,7 +94,16 @@ describe('a 5-minute bucket', () => {
     ])
     await rollup(app)
 
-    const five = seriesOf(await metrics(app, owner, serverId, [['from', iso(BASE)], ['to', iso(BASE + 2 * HOUR)], ['resolution', '5m'], ['metric', 'fan_pct']]), 'fan_pct', 1)
+    const five = seriesOf(
+      await metrics(app, owner, serverId, [
+        ['from', iso(BASE)],
+        ['to', iso(BASE + 2 * HOUR)],
+        ['resolution', '5m'],
+        ['metric', 'fan_pct'],
+      ]),
+      'fan_pct',
+      1,
+    )
     expect(pointAt(five, BASE)).toMatchObject({ min: 10, max: 10, last: 10 })
     expect(pointAt(five, BASE + FIVE)).toMatchObject({ min: 20, max: 20, last: 20 })
     expect(pointAt(five, BASE + HOUR - FIVE)).toMatchObject({ min: 30, max: 30, last: 30 })
@@ -75,7 +111,16 @@ describe('a 5-minute bucket', () => {
     expect(rollupRow(app, serverId, 'fan_pct', 1, 300, BASE)?.samples).toBe(1)
     expect(rollupRow(app, serverId, 'fan_pct', 1, 300, BASE + FIVE)?.samples).toBe(1)
 
-    const hourly = seriesOf(await metrics(app, owner, serverId, [['from', iso(BASE)], ['to', iso(BASE + 2 * HOUR)], ['resolution', '1h'], ['metric', 'fan_pct']]), 'fan_pct', 1)
+    const hourly = seriesOf(
+      await metrics(app, owner, serverId, [
+        ['from', iso(BASE)],
+        ['to', iso(BASE + 2 * HOUR)],
+        ['resolution', '1h'],
+        ['metric', 'fan_pct'],
+      ]),
+      'fan_pct',
+      1,
+    )
     expect(hourly.points.map((x) => [x.t, x.min, x.max, x.last])).toEqual([
       [iso(BASE), 10, 30, 30],
       [iso(BASE + HOUR), 40, 40, 40],
@@ -98,7 +143,12 @@ describe('an hourly bucket', () => {
     await rollup(app)
 
     const values = samples.map((s) => s.values.power_w as number)
-    const snap = await metrics(app, owner, serverId, [['from', iso(h)], ['to', iso(h + HOUR)], ['resolution', '1h'], ['metric', 'power_w']])
+    const snap = await metrics(app, owner, serverId, [
+      ['from', iso(h)],
+      ['to', iso(h + HOUR)],
+      ['resolution', '1h'],
+      ['metric', 'power_w'],
+    ])
     expect(snap.resolution).toBe('1h')
     const p = pointAt(seriesOf(snap, 'power_w', 1), h)
     expect(p.min).toBe(50)
@@ -113,7 +163,19 @@ describe('an hourly bucket', () => {
     expect(p.last).toBe(380)
     expect(rollupRow(app, serverId, 'power_w', 1, 3600, h)?.samples).toBe(15)
     // The same hour at 5 minutes: the first bucket holds only its own twelve readings.
-    const first = pointAt(seriesOf(await metrics(app, owner, serverId, [['from', iso(h)], ['to', iso(h + HOUR)], ['resolution', '5m'], ['metric', 'power_w']]), 'power_w', 1), h)
+    const first = pointAt(
+      seriesOf(
+        await metrics(app, owner, serverId, [
+          ['from', iso(h)],
+          ['to', iso(h + HOUR)],
+          ['resolution', '5m'],
+          ['metric', 'power_w'],
+        ]),
+        'power_w',
+        1,
+      ),
+      h,
+    )
     expect(first).toMatchObject({ min: 100, max: 111, last: 111 })
     expect(first.avg!).toBeCloseTo(105.5, 9)
   })
@@ -133,10 +195,20 @@ describe('null readings', () => {
     await rollup(app)
 
     expect(rawCount(app, serverId)).toBe(6)
-    const nulls = app.deps.sqlite.query('SELECT count(*) AS n FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ? AND m.value IS NULL').get(serverId) as { n: number }
+    const nulls = app.deps.sqlite
+      .query('SELECT count(*) AS n FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ? AND m.value IS NULL')
+      .get(serverId) as { n: number }
     expect(nulls.n).toBe(3)
 
-    const series = seriesOf(await metrics(app, owner, serverId, [['from', iso(BASE + 10 * MIN)], ['to', iso(BASE + 25 * MIN)], ['metric', 'utilization_pct']]), 'utilization_pct', 0)
+    const series = seriesOf(
+      await metrics(app, owner, serverId, [
+        ['from', iso(BASE + 10 * MIN)],
+        ['to', iso(BASE + 25 * MIN)],
+        ['metric', 'utilization_pct'],
+      ]),
+      'utilization_pct',
+      0,
+    )
     const mixed = pointAt(series, BASE + 10 * MIN)
     expect(mixed).toMatchObject({ min: 40, max: 80, p50: 60, last: 80 })
     expect(mixed.avg!).toBeCloseTo(60, 9)
@@ -150,7 +222,8 @@ describe('running the job', () => {
   test('a second run over the same data leaves every rollup row identical', async () => {
     const { agent } = await newRig(app)
     const samples: Sample[] = []
-    for (let i = 0; i < 90; i++) samples.push({ t: BASE + i * 97 * US, gpu: i % 2, values: { temperature_c: 40 + ((i * 7) % 23), power_w: 200 + ((i * 13) % 41) } })
+    for (let i = 0; i < 90; i++)
+      samples.push({ t: BASE + i * 97 * US, gpu: i % 2, values: { temperature_c: 40 + ((i * 7) % 23), power_w: 200 + ((i * 13) % 41) } })
     for (let i = 0; i < 30; i++) samples.push({ t: BASE + i * 290 * US, values: { cpu_usage_pct: (i * 11) % 100 } })
     await feed(agent, samples)
     await rollup(app)
@@ -175,7 +248,18 @@ describe('running the job', () => {
     await rollup(app)
     expect(rollupRow(app, serverId, 'memory_used_mb', 0, 300, bucket)).toMatchObject({ min: 500, max: 2000, last: 500, samples: 3 })
     expect(rollupRow(app, serverId, 'memory_used_mb', 0, 3600, BASE)).toMatchObject({ min: 500, max: 2000, last: 500, samples: 3 })
-    const p = pointAt(seriesOf(await metrics(app, owner, serverId, [['from', iso(bucket)], ['to', iso(bucket + FIVE)], ['metric', 'memory_used_mb']]), 'memory_used_mb', 0), bucket)
+    const p = pointAt(
+      seriesOf(
+        await metrics(app, owner, serverId, [
+          ['from', iso(bucket)],
+          ['to', iso(bucket + FIVE)],
+          ['metric', 'memory_used_mb'],
+        ]),
+        'memory_used_mb',
+        0,
+      ),
+      bucket,
+    )
     expect(p).toMatchObject({ min: 500, max: 2000, p50: 1000, last: 500 })
     // 3500 / 3 stored as computed; the answer gives memory in whole MiB.
     expect(rollupRow(app, serverId, 'memory_used_mb', 0, 300, bucket)!.avg!).toBeCloseTo(3500 / 3, 9)

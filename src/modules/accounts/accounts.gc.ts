@@ -9,9 +9,19 @@ export function collectAuthLeftovers(deps: Deps): string {
   const n = withTransaction(deps.db, (tx) => {
     return (
       changesOf(tx.delete(emailCodes).where(lt(emailCodes.expiresAt, dayAgo)).run()) +
-      changesOf(tx.delete(tickets).where(or(lt(tickets.expiresAt, dayAgo), and(isNotNull(tickets.consumedAt), lt(tickets.consumedAt, dayAgo)))).run()) +
+      changesOf(
+        tx
+          .delete(tickets)
+          .where(or(lt(tickets.expiresAt, dayAgo), and(isNotNull(tickets.consumedAt), lt(tickets.consumedAt, dayAgo))))
+          .run(),
+      ) +
       changesOf(tx.delete(captchaTokens).where(lt(captchaTokens.usedAt, dayAgo)).run()) +
-      changesOf(tx.delete(signinFailures).where(and(lt(signinFailures.updatedAt, dayAgo), lt(signinFailures.blockedUntil, dayAgo))).run())
+      changesOf(
+        tx
+          .delete(signinFailures)
+          .where(and(lt(signinFailures.updatedAt, dayAgo), lt(signinFailures.blockedUntil, dayAgo)))
+          .run(),
+      )
     )
   })
   return `removed ${n} expired codes, tickets, captcha tokens and sign-in failure records`

@@ -2,7 +2,9 @@ import { Type } from '@sinclair/typebox'
 import { DisplayText, Nullable } from '../../platform/schemas'
 
 const Email = Type.String({ format: 'email', maxLength: 254 })
-const CaptchaToken = Type.Optional(Nullable(Type.String({ maxLength: 2048, description: 'Captcha token; required whenever GET /auth/config reports captcha.enabled' })))
+const CaptchaToken = Type.Optional(
+  Nullable(Type.String({ maxLength: 2048, description: 'Captcha token; required whenever GET /auth/config reports captcha.enabled' })),
+)
 
 export const AuthConfig = Type.Object({
   signup_enabled: Type.Boolean(),

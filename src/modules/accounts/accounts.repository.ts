@@ -7,12 +7,19 @@ export type TicketRow = typeof tickets.$inferSelect
 export type Purpose = EmailCodeRow['purpose']
 
 export function findEmailCode(db: DbOrTx, purpose: Purpose, emailHash: string): EmailCodeRow | undefined {
-  return db.select().from(emailCodes).where(and(eq(emailCodes.purpose, purpose), eq(emailCodes.emailHash, emailHash))).get()
+  return db
+    .select()
+    .from(emailCodes)
+    .where(and(eq(emailCodes.purpose, purpose), eq(emailCodes.emailHash, emailHash)))
+    .get()
 }
 
 export function upsertEmailCode(tx: DbOrTx, row: EmailCodeRow): void {
   const { id: _id, purpose: _p, emailHash: _e, ...rest } = row
-  tx.insert(emailCodes).values(row).onConflictDoUpdate({ target: [emailCodes.purpose, emailCodes.emailHash], set: rest }).run()
+  tx.insert(emailCodes)
+    .values(row)
+    .onConflictDoUpdate({ target: [emailCodes.purpose, emailCodes.emailHash], set: rest })
+    .run()
 }
 
 export function updateEmailCode(tx: DbOrTx, id: string, patch: Partial<EmailCodeRow>): void {

@@ -52,14 +52,19 @@ export function accountsRoutes(deps: Deps) {
         detail: describe(signup, {
           tags,
           summary: 'Start signup: email a 6-digit code',
-          description: 'Always 202 with the cooldown, whether or not the email already has an account (that address gets an "already have an account" email instead). 429 with Retry-After inside the 60 s cooldown. 404 for every request while signup is disabled.',
+          description:
+            'Always 202 with the cooldown, whether or not the email already has an account (that address gets an "already have an account" email instead). 429 with Retry-After inside the 60 s cooldown. 404 for every request while signup is disabled.',
         }),
       },
     )
     .post('/signup/verify', ({ body, request }) => verifySignup({ deps, input: body, caller: callerOf(request) }), {
       body: CodeCheck,
       response: responses({ 200: Ticket }, [401, 404, 413, 415, 422, 429]),
-      detail: describe(signup, { tags, summary: 'Verify the signup code for a ticket', description: 'A wrong, expired, exhausted or never-issued code answers the same 401.' }),
+      detail: describe(signup, {
+        tags,
+        summary: 'Verify the signup code for a ticket',
+        description: 'A wrong, expired, exhausted or never-issued code answers the same 401.',
+      }),
     })
     .post(
       '/signup/complete',
@@ -89,7 +94,11 @@ export function accountsRoutes(deps: Deps) {
       {
         body: ResetStart,
         response: responses({ 202: CodeSent }, [403, 413, 415, 422, 429, 503]),
-        detail: describe(open, { tags, summary: 'Start a password reset', description: 'Always 202; an unknown email gets no mail but the same answer and cooldown.' }),
+        detail: describe(open, {
+          tags,
+          summary: 'Start a password reset',
+          description: 'Always 202; an unknown email gets no mail but the same answer and cooldown.',
+        }),
       },
     )
     .post('/password-reset/verify', ({ body, request }) => verifyReset({ deps, input: body, caller: callerOf(request) }), {
@@ -107,7 +116,11 @@ export function accountsRoutes(deps: Deps) {
       {
         body: SetPassword,
         response: responses({ 200: Me }, [401, 409, 413, 415, 422, 429]),
-        detail: describe(open, { tags, summary: 'Set a new password and sign in', description: 'Ends every other session of the user and starts a new one (Set-Cookie).' }),
+        detail: describe(open, {
+          tags,
+          summary: 'Set a new password and sign in',
+          description: 'Ends every other session of the user and starts a new one (Set-Cookie).',
+        }),
       },
     )
 }

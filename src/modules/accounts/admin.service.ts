@@ -27,7 +27,18 @@ export function createAccount({ deps, input }: { deps: Deps; input: { email: str
     const tenantId = deps.newId()
     const userId = deps.newId()
     insertTenant(tx, { id: tenantId, name: tenantName, planCode: 'free', accountState: 'active', createdAt: now })
-    insertUser(tx, { id: userId, tenantId, email, passwordHash: null, role: 'owner', displayName: null, timezone: 'UTC', locale: 'en', createdAt: now, updatedAt: now })
+    insertUser(tx, {
+      id: userId,
+      tenantId,
+      email,
+      passwordHash: null,
+      role: 'owner',
+      displayName: null,
+      timezone: 'UTC',
+      locale: 'en',
+      createdAt: now,
+      updatedAt: now,
+    })
     insertTicket(tx, {
       id: deps.newId(),
       purpose: 'reset',

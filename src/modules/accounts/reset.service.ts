@@ -34,7 +34,15 @@ export function verifyReset({ deps, input, caller }: { deps: Deps; input: { emai
   return verifyCodeForTicket(deps, 'reset', input, caller.ip)
 }
 
-export async function completeReset({ deps, input, caller }: { deps: Deps; input: { ticket: string; password: string }; caller: Caller }): Promise<{ user: UserRow; session: NewSession }> {
+export async function completeReset({
+  deps,
+  input,
+  caller,
+}: {
+  deps: Deps
+  input: { ticket: string; password: string }
+  caller: Caller
+}): Promise<{ user: UserRow; session: NewSession }> {
   const passwordHash = await checkedPasswordHash(deps, 'reset', input.password, caller.ip)
   return withTransaction(deps.db, (tx) => {
     const ticket = consumeTicket(tx, deps, 'reset', input.ticket)

@@ -25,7 +25,15 @@ export function blockSeconds(failures: number): number {
   return failures < FREE_FAILURES ? 0 : Math.min(MAX_BLOCK_SECONDS, 2 ** (failures - FREE_FAILURES))
 }
 
-export async function signIn({ deps, input, caller }: { deps: Deps; input: { email: string; password: string; captcha_token?: string | null }; caller: Caller }): Promise<{ user: UserRow; session: NewSession }> {
+export async function signIn({
+  deps,
+  input,
+  caller,
+}: {
+  deps: Deps
+  input: { email: string; password: string; captcha_token?: string | null }
+  caller: Caller
+}): Promise<{ user: UserRow; session: NewSession }> {
   const email = normalizeEmail(input.email)
   limitByNetwork(deps, 'signin', caller.ip, AUTH_LIMITS.signin.perNetwork)
   await requireCaptcha(deps, input.captcha_token, caller.ip)

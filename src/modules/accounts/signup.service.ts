@@ -18,7 +18,15 @@ export type Caller = { ip: string; userAgent: string | null }
  * an account" email instead of a code, through the same steps: same answer, same cooldown, and the
  * mail leaves after the response through the outbox, so nothing outside tells the two apart.
  */
-export async function startSignup({ deps, input, caller }: { deps: Deps; input: { email: string; tenant_name: string; captcha_token?: string | null }; caller: Caller }) {
+export async function startSignup({
+  deps,
+  input,
+  caller,
+}: {
+  deps: Deps
+  input: { email: string; tenant_name: string; captcha_token?: string | null }
+  caller: Caller
+}) {
   const email = normalizeEmail(input.email)
   limitByNetwork(deps, 'signup-start', caller.ip, AUTH_LIMITS.start.perNetwork)
   limitByEmail(deps, 'signup-start', emailKey(deps, email), AUTH_LIMITS.start.perEmail)
@@ -37,7 +45,15 @@ export function verifySignup({ deps, input, caller }: { deps: Deps; input: { ema
 }
 
 /** Creates the tenant (free plan), its owner and a session, from a signup ticket. */
-export async function completeSignup({ deps, input, caller }: { deps: Deps; input: { ticket: string; password: string }; caller: Caller }): Promise<{ user: UserRow; session: NewSession }> {
+export async function completeSignup({
+  deps,
+  input,
+  caller,
+}: {
+  deps: Deps
+  input: { ticket: string; password: string }
+  caller: Caller
+}): Promise<{ user: UserRow; session: NewSession }> {
   const passwordHash = await checkedPasswordHash(deps, 'signup', input.password, caller.ip)
   return withTransaction(deps.db, (tx) => {
     const ticket = consumeTicket(tx, deps, 'signup', input.ticket)

@@ -5,7 +5,15 @@ import { ProblemError, problems } from '../../platform/problem'
 import { generateSecret, hashSecret, hasValidChecksum } from '../../platform/secrets'
 import { stripUnsafeText } from '../../platform/text'
 import { recordServerEvent } from '../fleet/events'
-import { findServer, findServerByAgentToken, findServerByFingerprint, insertServer, markFleetDirty, updateServer, type ServerRow } from '../fleet/fleet.repository'
+import {
+  findServer,
+  findServerByAgentToken,
+  findServerByFingerprint,
+  insertServer,
+  markFleetDirty,
+  updateServer,
+  type ServerRow,
+} from '../fleet/fleet.repository'
 import { assertRoomForServer, claimInitToken } from '../tokens/init-tokens.service'
 import { revokeSiblingInitTokens, setInitTokenServer } from '../tokens/tokens.repository'
 import { findTenant } from '../tenants/tenants.repository'
@@ -85,11 +93,28 @@ export function registerAgent({ deps, input }: { deps: Deps; input: HostFactsInp
     } else {
       assertRoomForServer(tx, token.tenantId, now, 1, false)
       server = { id: deps.newId(), tenantId: token.tenantId } as ServerRow
-      insertServer(tx, { id: server.id, tenantId: token.tenantId, name: reportedHostname(input).slice(0, 128), createdAt: now, ...facts, agentTokenHash: hashSecret(agentToken), enrolledAt: now })
+      insertServer(tx, {
+        id: server.id,
+        tenantId: token.tenantId,
+        name: reportedHostname(input).slice(0, 128),
+        createdAt: now,
+        ...facts,
+        agentTokenHash: hashSecret(agentToken),
+        enrolledAt: now,
+      })
     }
     setInitTokenServer(tx, token.id, server.id)
     revokeSiblingInitTokens(tx, server.id, token.id, now)
-    recordServerEvent(tx, deps, { id: server.id, tenantId: token.tenantId }, { kind: 'agent.enrolled', message: `agent ${input.agent_version} enrolled from ${reportedHostname(input)}`, data: { init_token_id: token.id, bound: token.serverId !== null } })
+    recordServerEvent(
+      tx,
+      deps,
+      { id: server.id, tenantId: token.tenantId },
+      {
+        kind: 'agent.enrolled',
+        message: `agent ${input.agent_version} enrolled from ${reportedHostname(input)}`,
+        data: { init_token_id: token.id, bound: token.serverId !== null },
+      },
+    )
     markFleetDirty(tx, token.tenantId)
     return { serverId: server.id, tenantId: token.tenantId, initTokenId: token.id }
   })

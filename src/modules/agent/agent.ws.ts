@@ -86,11 +86,25 @@ export function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSock
   const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(request.headers.get('authorization')?.trim() ?? '')
   const actor = m ? resolveAgent(deps, m[1]!) : null
   if (!actor)
-    return problemResponse(new ProblemError('unauthorized', { detail: 'missing or invalid agent credential', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } }), deps.config.publicUrl, requestId, AGENT_WS_PATH)
+    return problemResponse(
+      new ProblemError('unauthorized', { detail: 'missing or invalid agent credential', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } }),
+      deps.config.publicUrl,
+      requestId,
+      AGENT_WS_PATH,
+    )
   const now = deps.clock.nowUs()
   const limit = { tokens: FRAME_BURST, at: now, strikes: 0, struckAt: now }
-  const ok = srv.upgrade(request, { data: { serverId: actor.tokenId!, tenantId: actor.tenantId, online: false, requestId, limit }, headers: { 'x-request-id': requestId } })
-  if (!ok) return problemResponse(new ProblemError('validation_failed', { status: 426, detail: 'a WebSocket upgrade is required', errors: [{ path: '/upgrade', code: 'required' }] }), deps.config.publicUrl, requestId, AGENT_WS_PATH)
+  const ok = srv.upgrade(request, {
+    data: { serverId: actor.tokenId!, tenantId: actor.tenantId, online: false, requestId, limit },
+    headers: { 'x-request-id': requestId },
+  })
+  if (!ok)
+    return problemResponse(
+      new ProblemError('validation_failed', { status: 426, detail: 'a WebSocket upgrade is required', errors: [{ path: '/upgrade', code: 'required' }] }),
+      deps.config.publicUrl,
+      requestId,
+      AGENT_WS_PATH,
+    )
   return undefined
 }
 
@@ -129,7 +143,14 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
         updateServer(tx, ws.data.serverId, hostFacts(f))
         markFleetDirty(tx, ws.data.tenantId)
       })
-      ws.send(JSON.stringify({ type: 'welcome', server_id: ws.data.serverId, heartbeat_interval_s: HEARTBEAT_INTERVAL_S, telemetry_interval_s: TELEMETRY_INTERVAL_S }))
+      ws.send(
+        JSON.stringify({
+          type: 'welcome',
+          server_id: ws.data.serverId,
+          heartbeat_interval_s: HEARTBEAT_INTERVAL_S,
+          telemetry_interval_s: TELEMETRY_INTERVAL_S,
+        }),
+      )
       sessionReady(deps, ws.data.serverId)
     },
     heartbeat(ws) {
@@ -142,19 +163,36 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
         const t = parseTimestamp(s.t)
         if (t === null) return sendError(ws, 'validation_failed', `samples/${i}/t is not an RFC 3339 timestamp`)
         // A sample from the future (a wrong agent clock) would stay "latest" for ever.
-        if (t > deps.clock.nowUs() + MAX_CLOCK_AHEAD_US) return sendError(ws, 'validation_failed', `samples/${i}/t is more than 10 minutes ahead of the service's clock`)
-        if (s.scope === 'gpu' && (s.gpu_index === undefined || s.gpu_index === null)) return sendError(ws, 'validation_failed', `samples/${i} has scope gpu but no gpu_index`)
+        if (t > deps.clock.nowUs() + MAX_CLOCK_AHEAD_US)
+          return sendError(ws, 'validation_failed', `samples/${i}/t is more than 10 minutes ahead of the service's clock`)
+        if (s.scope === 'gpu' && (s.gpu_index === undefined || s.gpu_index === null))
+          return sendError(ws, 'validation_failed', `samples/${i} has scope gpu but no gpu_index`)
         samples.push({ t, gpuIndex: s.scope === 'gpu' ? s.gpu_index! : -1, values: s.values })
       }
-      const over = names.admit(ws.data.serverId, samples.flatMap((s) => Object.keys(s.values)))
+      const over = names.admit(
+        ws.data.serverId,
+        samples.flatMap((s) => Object.keys(s.values)),
+      )
       if (over.length > 0)
-        return sendError(ws, 'metric_limit_reached', `a server reports at most ${MAX_METRIC_NAMES_PER_SERVER} metric names; new ones (${over.slice(0, 5).join(', ')}) would pass that, so the frame was dropped`.slice(0, 512))
+        return sendError(
+          ws,
+          'metric_limit_reached',
+          `a server reports at most ${MAX_METRIC_NAMES_PER_SERVER} metric names; new ones (${over.slice(0, 5).join(', ')}) would pass that, so the frame was dropped`.slice(
+            0,
+            512,
+          ),
+        )
       runtime.telemetry(ws.data.serverId, samples)
     },
     event(ws, f) {
       const rental = f.kind === 'rental.started' ? true : f.kind === 'rental.ended' ? false : null
       withTransaction(deps.db, (tx) => {
-        recordServerEvent(tx, deps, { id: ws.data.serverId, tenantId: ws.data.tenantId }, { kind: `agent.${f.kind}`, severity: f.severity, message: stripUnsafeText(f.message), data: f.data ?? null })
+        recordServerEvent(
+          tx,
+          deps,
+          { id: ws.data.serverId, tenantId: ws.data.tenantId },
+          { kind: `agent.${f.kind}`, severity: f.severity, message: stripUnsafeText(f.message), data: f.data ?? null },
+        )
         // Until marketplace sync owns the rental facts, the agent may report them.
         if (rental !== null) updateServer(tx, ws.data.serverId, { rentalActive: rental, rentalSource: 'agent', rentalUpdatedAt: deps.clock.nowUs() })
       })

@@ -28,5 +28,11 @@ export function listAudit(db: DbOrTx, tenantId: string, f: AuditFilter, limit: n
   if (f.fromUs !== undefined) where.push(gte(auditLog.createdAt, f.fromUs))
   if (f.toUs !== undefined) where.push(lt(auditLog.createdAt, f.toUs))
   if (f.beforeId) where.push(lt(auditLog.id, f.beforeId))
-  return db.select().from(auditLog).where(and(...where)).orderBy(desc(auditLog.id)).limit(limit).all()
+  return db
+    .select()
+    .from(auditLog)
+    .where(and(...where))
+    .orderBy(desc(auditLog.id))
+    .limit(limit)
+    .all()
 }

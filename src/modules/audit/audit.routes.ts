@@ -37,11 +37,14 @@ export function auditRoutes(deps: Deps) {
         to: t.Optional(t.String({ maxLength: 64, description: 'RFC 3339; exclusive' })),
       }),
       response: responses({ 200: Type.Object({ items: Type.Array(AuditEntry, { maxItems: 200 }), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
-      detail: describe({ role: 'admin', scope: 'audit:read' }, {
-        tags: ['audit'],
-        summary: 'Who used the account',
-        description: 'Newest first. Sign-ins, token mint and revoke and every write operation appear, refused ones with outcome denied.',
-      }),
+      detail: describe(
+        { role: 'admin', scope: 'audit:read' },
+        {
+          tags: ['audit'],
+          summary: 'Who used the account',
+          description: 'Newest first. Sign-ins, token mint and revoke and every write operation appear, refused ones with outcome denied.',
+        },
+      ),
     },
   )
 }

@@ -44,7 +44,16 @@ export function recordAudit(
 /** The wrapper's row for a write that did not record itself. */
 export function recordRequestAudit(
   deps: Deps,
-  row: { tenantId: string; actorKind: string; actorId: string | null; operation: string; status: number; ip: string; userAgent: string | null; requestId: string },
+  row: {
+    tenantId: string
+    actorKind: string
+    actorId: string | null
+    operation: string
+    status: number
+    ip: string
+    userAgent: string | null
+    requestId: string
+  },
 ): void {
   const outcome: AuditRow['outcome'] = row.status < 400 ? 'succeeded' : row.status === 401 || row.status === 403 ? 'denied' : 'failed'
   withTransaction(deps.db, (tx) =>

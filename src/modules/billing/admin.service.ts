@@ -27,7 +27,13 @@ export function adjustBalance({ deps, input }: { deps: Deps; input: { tenantId: 
   if (!reason || reason.length > 400) throw problems.field('/reason', 'too_long', 'the reason must have 1 to 400 characters')
   return withTransaction(deps.db, (tx) => {
     if (!findTenant(tx, input.tenantId)) throw problems.notFound(`no tenant ${input.tenantId}`)
-    const row = appendEntry(tx, deps, { tenantId: input.tenantId, kind: 'adjustment', amountMicros: micros, occurredAt: deps.clock.nowUs(), detail: `adjustment: ${reason}` })
+    const row = appendEntry(tx, deps, {
+      tenantId: input.tenantId,
+      kind: 'adjustment',
+      amountMicros: micros,
+      occurredAt: deps.clock.nowUs(),
+      detail: `adjustment: ${reason}`,
+    })
     recordSystemEvent(tx, deps, input.tenantId, 'billing.adjust', `${input.amount} USD: ${reason}`)
     return row
   })
@@ -46,7 +52,10 @@ export function setTenantPlan({ deps, input }: { deps: Deps; input: { tenantId: 
       tx.update(tenants).set({ planCode: null }).where(eq(tenants.id, input.tenantId)).run()
     }
     // GET /subscription shows the plan under the subscription version's ETag.
-    tx.update(tenants).set({ subscriptionVersion: tenant.subscriptionVersion + 1 }).where(eq(tenants.id, input.tenantId)).run()
+    tx.update(tenants)
+      .set({ subscriptionVersion: tenant.subscriptionVersion + 1 })
+      .where(eq(tenants.id, input.tenantId))
+      .run()
     recordSystemEvent(tx, deps, input.tenantId, 'plans.set', input.plan ?? 'no plan')
   })
 }
@@ -55,7 +64,8 @@ const CODE = /^[a-z][a-z0-9_-]{1,63}$/
 
 /** Creates or edits a catalogue entry. A price of "contract" makes it contract-priced. */
 export function upsertPlan({ deps, input }: { deps: Deps; input: { code: string; label?: string; price?: string; serversMax?: string; features?: string } }) {
-  if (!CODE.test(input.code)) throw problems.field('/code', 'pattern', 'a plan code is 2 to 64 characters: a lowercase letter, then lowercase letters, digits, _ or -')
+  if (!CODE.test(input.code))
+    throw problems.field('/code', 'pattern', 'a plan code is 2 to 64 characters: a lowercase letter, then lowercase letters, digits, _ or -')
   const existing = findPlan(deps.db, input.code)
   if (!existing && (input.label === undefined || input.price === undefined)) throw problems.field('/label', 'required', 'a new plan needs --label and --price')
   let price = existing?.priceMicrosPerServerMonth ?? null
@@ -76,8 +86,17 @@ export function upsertPlan({ deps, input }: { deps: Deps; input: { code: string;
     else if (/^\d+$/.test(input.serversMax)) serversMax = Number(input.serversMax)
     else throw problems.field('/servers_max', 'format', '--servers-max is a whole number or "unlimited"')
   }
-  const features = input.features === undefined ? (existing ? JSON.parse(existing.features) : []) : input.features.split(',').map((f) => f.trim()).filter(Boolean)
-  for (const f of features) if (!['strategy', 'ai_access'].includes(f)) throw problems.field('/features', 'unknown_feature', `unknown feature ${f} (known: strategy, ai_access)`)
+  const features =
+    input.features === undefined
+      ? existing
+        ? JSON.parse(existing.features)
+        : []
+      : input.features
+          .split(',')
+          .map((f) => f.trim())
+          .filter(Boolean)
+  for (const f of features)
+    if (!['strategy', 'ai_access'].includes(f)) throw problems.field('/features', 'unknown_feature', `unknown feature ${f} (known: strategy, ai_access)`)
   const row = {
     code: input.code,
     label: input.label ?? existing!.label,
@@ -92,7 +111,8 @@ export function upsertPlan({ deps, input }: { deps: Deps; input: { code: string;
   withTransaction(deps.db, (tx) => {
     const before = findPlan(tx, input.code)
     // A price edit is a new price version from the current hour on: hours that passed keep theirs.
-    if (before && before.priceMicrosPerServerMonth !== row.priceMicrosPerServerMonth) recordPriceChange(tx, deps, row.code, before.priceMicrosPerServerMonth, row.priceMicrosPerServerMonth)
+    if (before && before.priceMicrosPerServerMonth !== row.priceMicrosPerServerMonth)
+      recordPriceChange(tx, deps, row.code, before.priceMicrosPerServerMonth, row.priceMicrosPerServerMonth)
     tx.insert(plans).values(row).onConflictDoUpdate({ target: plans.code, set: row }).run()
   })
   return { created: !existing, plan: row }

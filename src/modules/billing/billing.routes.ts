@@ -31,8 +31,11 @@ const Billing = Type.Object({
     days_in_month: Type.Integer(),
   }),
   days_left: Nullable(Type.Integer({ description: 'Whole days the balance covers at the current fleet; null when nothing is charged' })),
-  timezone: Type.String({ description: 'Zone the tiles are computed in (the member\'s own)' }),
-  tiles: Type.Object({ today: Tile, yesterday: Tile, '7d': Tile, month: Tile, prev_month: Tile }, { description: 'Spend per period: minus the sum of charge and adjustment rows; top-ups excluded' }),
+  timezone: Type.String({ description: "Zone the tiles are computed in (the member's own)" }),
+  tiles: Type.Object(
+    { today: Tile, yesterday: Tile, '7d': Tile, month: Tile, prev_month: Tile },
+    { description: 'Spend per period: minus the sum of charge and adjustment rows; top-ups excluded' },
+  ),
 })
 
 const LedgerEntry = Type.Object({
@@ -59,17 +62,36 @@ export function billingRoutes(deps: Deps) {
       query: t.Object({
         ...PageQuery,
         kind: t.Optional(Literals(['charge', 'topup', 'adjustment'])),
-        range: t.Optional(Literals(BILLING_RANGES, { description: 'Expanded in the member\'s time zone by the same code as the tiles; exclusive with from/to' })),
+        range: t.Optional(
+          Literals(BILLING_RANGES, { description: "Expanded in the member's time zone by the same code as the tiles; exclusive with from/to" }),
+        ),
         from: t.Optional(t.String({ maxLength: 64, description: 'RFC 3339; inclusive, on occurred_at' })),
         to: t.Optional(t.String({ maxLength: 64, description: 'RFC 3339; exclusive' })),
       }),
       response: responses({ 200: Type.Object({ items: Type.Array(LedgerEntry, { maxItems: 200 }), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
-      detail: describe(read, { tags, summary: 'Ledger entries, newest first by occurred_at', description: 'With `range`, the charge and adjustment rows returned add up to the matching tile of GET /billing.' }),
+      detail: describe(read, {
+        tags,
+        summary: 'Ledger entries, newest first by occurred_at',
+        description: 'With `range`, the charge and adjustment rows returned add up to the matching tile of GET /billing.',
+      }),
     })
     .get('/billing/charges', ({ request, query }) => chargeDays({ deps, actor: actorOf(request), input: query }), {
       query: t.Object({ ...PageQuery }),
       response: responses(
-        { 200: Type.Object({ items: Type.Array(Type.Object({ day: Type.String({ format: 'date' }), amount_usd: Money(), hours: Type.Integer(), server_hours: Type.Integer(), csv: Type.String() })), next_cursor: Nullable(Type.String()) }) },
+        {
+          200: Type.Object({
+            items: Type.Array(
+              Type.Object({
+                day: Type.String({ format: 'date' }),
+                amount_usd: Money(),
+                hours: Type.Integer(),
+                server_hours: Type.Integer(),
+                csv: Type.String(),
+              }),
+            ),
+            next_cursor: Nullable(Type.String()),
+          }),
+        },
         [401, 403, 422],
       ),
       detail: describe(read, { tags, summary: 'Daily charge journal, one row per UTC day, newest first' }),
@@ -93,8 +115,15 @@ export function billingRoutes(deps: Deps) {
           }
         },
         params: t.Object({ day: t.String({ format: 'date', description: 'UTC day, YYYY-MM-DD' }) }),
-        response: responses({ 200: Type.String({ description: 'text/csv with a header row: day,server_id,server_name,hours,amount_usd' }) }, [401, 403, 404, 422]),
-        detail: describe(read, { tags, summary: 'One UTC day\'s charges per server, as CSV', description: 'Each hour\'s booked amount is split over that hour\'s servers, so the rows add up exactly to the day\'s ledger charges.' }),
+        response: responses(
+          { 200: Type.String({ description: 'text/csv with a header row: day,server_id,server_name,hours,amount_usd' }) },
+          [401, 403, 404, 422],
+        ),
+        detail: describe(read, {
+          tags,
+          summary: "One UTC day's charges per server, as CSV",
+          description: "Each hour's booked amount is split over that hour's servers, so the rows add up exactly to the day's ledger charges.",
+        }),
       },
     )
 }

@@ -16,12 +16,20 @@ import { balanceOf, ledgerView, listLedger, spendBetween, type LedgerRow } from 
 export function tenantZone(deps: Deps, actor: Actor): string {
   const row = actor.userId ? deps.db.select({ tz: users.timezone }).from(users).where(eq(users.id, actor.userId)).get() : undefined
   if (row) return row.tz
-  const owner = deps.db.select({ tz: users.timezone }).from(users).where(and(eq(users.tenantId, actor.tenantId), eq(users.role, 'owner'))).get()
+  const owner = deps.db
+    .select({ tz: users.timezone })
+    .from(users)
+    .where(and(eq(users.tenantId, actor.tenantId), eq(users.role, 'owner')))
+    .get()
   return owner?.tz ?? 'UTC'
 }
 
 export function managedServerCount(deps: Deps, tenantId: string): number {
-  const r = deps.db.select({ n: sql<number>`count(*)` }).from(servers).where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt))).get()
+  const r = deps.db
+    .select({ n: sql<number>`count(*)` })
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
+    .get()
   return Number(r?.n ?? 0)
 }
 
@@ -99,7 +107,12 @@ export function chargeDays({ deps, actor, input }: { deps: Deps; actor: Actor; i
   const where = [eq(ledgerEntries.tenantId, actor.tenantId), eq(ledgerEntries.kind, 'charge')]
   if (before) where.push(lt(ledgerEntries.chargeDay, before))
   const rows = deps.db
-    .select({ day: ledgerEntries.chargeDay, amount: sql<number>`sum(${ledgerEntries.amountMicros})`, hours: sql<number>`count(*)`, serverHours: sql<number>`sum(${chargeCalculations.servers})` })
+    .select({
+      day: ledgerEntries.chargeDay,
+      amount: sql<number>`sum(${ledgerEntries.amountMicros})`,
+      hours: sql<number>`count(*)`,
+      serverHours: sql<number>`sum(${chargeCalculations.servers})`,
+    })
     .from(ledgerEntries)
     .innerJoin(chargeCalculations, eq(chargeCalculations.id, ledgerEntries.calculationId))
     .where(and(...where))
@@ -107,13 +120,19 @@ export function chargeDays({ deps, actor, input }: { deps: Deps; actor: Actor; i
     .orderBy(desc(ledgerEntries.chargeDay))
     .limit(limit + 1)
     .all()
-  return toPage(rows, limit, (r) => ({ day: r.day }), { key: deps.keys.cursor, scope }, (r) => ({
-    day: r.day!,
-    amount_usd: formatMoney(-Number(r.amount)),
-    hours: Number(r.hours),
-    server_hours: Number(r.serverHours),
-    csv: `/api/v1/billing/charges/${r.day}.csv`,
-  }))
+  return toPage(
+    rows,
+    limit,
+    (r) => ({ day: r.day }),
+    { key: deps.keys.cursor, scope },
+    (r) => ({
+      day: r.day!,
+      amount_usd: formatMoney(-Number(r.amount)),
+      hours: Number(r.hours),
+      server_hours: Number(r.serverHours),
+      csv: `/api/v1/billing/charges/${r.day}.csv`,
+    }),
+  )
 }
 
 /**
@@ -127,7 +146,9 @@ export function chargesCsv({ deps, actor, day }: { deps: Deps; actor: Actor; day
   const calcs = deps.db
     .select()
     .from(chargeCalculations)
-    .where(and(eq(chargeCalculations.tenantId, actor.tenantId), gte(chargeCalculations.chargeHour, start), lt(chargeCalculations.chargeHour, start + US_PER_DAY)))
+    .where(
+      and(eq(chargeCalculations.tenantId, actor.tenantId), gte(chargeCalculations.chargeHour, start), lt(chargeCalculations.chargeHour, start + US_PER_DAY)),
+    )
     .all()
   const per = new Map<string, { hours: number; micros: number }>()
   for (const c of calcs) {
@@ -142,7 +163,14 @@ export function chargesCsv({ deps, actor, day }: { deps: Deps; actor: Actor; day
       per.set(id, row)
     }
   }
-  const names = new Map(deps.db.select({ id: servers.id, name: servers.name }).from(servers).where(eq(servers.tenantId, actor.tenantId)).all().map((s) => [s.id, s.name]))
+  const names = new Map(
+    deps.db
+      .select({ id: servers.id, name: servers.name })
+      .from(servers)
+      .where(eq(servers.tenantId, actor.tenantId))
+      .all()
+      .map((s) => [s.id, s.name]),
+  )
   const rows = [...per].sort(([a], [b]) => a.localeCompare(b)).map(([id, r]) => [day, id, names.get(id) ?? '', r.hours, formatMoney(r.micros)])
   return toCsv(['day', 'server_id', 'server_name', 'hours', 'amount_usd'], rows)
 }

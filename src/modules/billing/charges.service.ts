@@ -63,7 +63,10 @@ export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}
 
 /** Billing starts with the hour of the first server ever enrolled. */
 function firstHour(db: DbOrTx): number | null {
-  const r = db.select({ t: sql<number | null>`min(${servers.createdAt})` }).from(servers).get()
+  const r = db
+    .select({ t: sql<number | null>`min(${servers.createdAt})` })
+    .from(servers)
+    .get()
   return r?.t === null || r?.t === undefined ? null : hourStart(r.t)
 }
 
@@ -90,7 +93,12 @@ export function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
   const now = deps.clock.nowUs()
   let written = 0
   const booked = new Set(
-    tx.select({ tenantId: ledgerEntries.tenantId }).from(ledgerEntries).where(and(eq(ledgerEntries.chargeHour, h), eq(ledgerEntries.kind, 'charge'))).all().map((r) => r.tenantId),
+    tx
+      .select({ tenantId: ledgerEntries.tenantId })
+      .from(ledgerEntries)
+      .where(and(eq(ledgerEntries.chargeHour, h), eq(ledgerEntries.kind, 'charge')))
+      .all()
+      .map((r) => r.tenantId),
   )
   const insertCalculation = deps.sqlite.prepare(
     'INSERT INTO charge_calculations (id, tenant_id, charge_hour, plan_code, price_micros_per_server_month, days_in_month, servers, server_ids, amount_micros, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',

@@ -39,7 +39,22 @@ export function appendEntry(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'co
     createdAt: now,
   }
   // Prepared statements on the transaction's own connection: this runs once per tenant per hour.
-  q.insertEntry.run(row.id, row.tenantId, row.seq, row.kind, row.amountMicros, row.balanceAfterMicros, row.occurredAt, row.chargeDay, row.chargeHour, row.detail, row.calculationId, row.paymentRef, row.topupId, row.createdAt)
+  q.insertEntry.run(
+    row.id,
+    row.tenantId,
+    row.seq,
+    row.kind,
+    row.amountMicros,
+    row.balanceAfterMicros,
+    row.occurredAt,
+    row.chargeDay,
+    row.chargeHour,
+    row.detail,
+    row.calculationId,
+    row.paymentRef,
+    row.topupId,
+    row.createdAt,
+  )
   q.upsertBalance.run(e.tenantId, balance, seq, now)
   const state = (q.accountState.get(e.tenantId) as { account_state: 'active' | 'grace' | 'frozen' } | null)?.account_state
   if (state) followBalance(tx, deps, e.tenantId, state, balance, e.kind)
@@ -74,16 +89,23 @@ const bumped = sql`${tenants.subscriptionVersion} + 1`
  * (freezeOverdue, run by billing.charge); a top-up that brings the balance above zero is the only
  * way out of a freeze; out of grace, any entry that brings the balance back to zero or above.
  */
-function followBalance(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, tenantId: string, state: 'active' | 'grace' | 'frozen', balance: number, kind: LedgerRow['kind']): void {
+function followBalance(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'newId' | 'clock'>,
+  tenantId: string,
+  state: 'active' | 'grace' | 'frozen',
+  balance: number,
+  kind: LedgerRow['kind'],
+): void {
   const now = deps.clock.nowUs()
   if (state === 'active' && balance < 0) {
-    tx.update(tenants).set({ accountState: 'grace', graceSince: now , subscriptionVersion: bumped }).where(eq(tenants.id, tenantId)).run()
+    tx.update(tenants).set({ accountState: 'grace', graceSince: now, subscriptionVersion: bumped }).where(eq(tenants.id, tenantId)).run()
     recordSystemEvent(tx, deps, tenantId, 'account.grace', `balance ${formatMoney(balance)} below zero`)
   } else if (state === 'grace' && balance >= 0) {
-    tx.update(tenants).set({ accountState: 'active', graceSince: null , subscriptionVersion: bumped }).where(eq(tenants.id, tenantId)).run()
+    tx.update(tenants).set({ accountState: 'active', graceSince: null, subscriptionVersion: bumped }).where(eq(tenants.id, tenantId)).run()
     recordSystemEvent(tx, deps, tenantId, 'account.active', `balance ${formatMoney(balance)} back to zero or above`)
   } else if (state === 'frozen' && kind === 'topup' && balance > 0) {
-    tx.update(tenants).set({ accountState: 'active', graceSince: null, frozenAt: null , subscriptionVersion: bumped }).where(eq(tenants.id, tenantId)).run()
+    tx.update(tenants).set({ accountState: 'active', graceSince: null, frozenAt: null, subscriptionVersion: bumped }).where(eq(tenants.id, tenantId)).run()
     recordSystemEvent(tx, deps, tenantId, 'account.unfrozen', `a top-up brought the balance to ${formatMoney(balance)}`)
   }
 }
@@ -92,9 +114,13 @@ function followBalance(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, tenantId
 export function freezeOverdue(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'config'>): number {
   const now = deps.clock.nowUs()
   const cutoff = now - deps.config.gracePeriodHours * 3_600_000_000
-  const overdue = tx.select().from(tenants).where(and(eq(tenants.accountState, 'grace'), lt(tenants.graceSince, cutoff))).all()
+  const overdue = tx
+    .select()
+    .from(tenants)
+    .where(and(eq(tenants.accountState, 'grace'), lt(tenants.graceSince, cutoff)))
+    .all()
   for (const t of overdue) {
-    tx.update(tenants).set({ accountState: 'frozen', frozenAt: now , subscriptionVersion: bumped }).where(eq(tenants.id, t.id)).run()
+    tx.update(tenants).set({ accountState: 'frozen', frozenAt: now, subscriptionVersion: bumped }).where(eq(tenants.id, t.id)).run()
     recordSystemEvent(tx, deps, t.id, 'account.frozen', `in grace for more than ${deps.config.gracePeriodHours} h`)
   }
   return overdue.length
@@ -113,8 +139,16 @@ export function listLedger(db: DbOrTx, tenantId: string, f: LedgerFilter, limit:
   if (f.fromUs !== undefined) where.push(gte(ledgerEntries.occurredAt, f.fromUs))
   if (f.toUs !== undefined) where.push(lt(ledgerEntries.occurredAt, f.toUs))
   if (f.before)
-    where.push(or(lt(ledgerEntries.occurredAt, f.before.occurredAt), and(eq(ledgerEntries.occurredAt, f.before.occurredAt), lt(ledgerEntries.id, f.before.id)))!)
-  return db.select().from(ledgerEntries).where(and(...where)).orderBy(desc(ledgerEntries.occurredAt), desc(ledgerEntries.id)).limit(limit).all()
+    where.push(
+      or(lt(ledgerEntries.occurredAt, f.before.occurredAt), and(eq(ledgerEntries.occurredAt, f.before.occurredAt), lt(ledgerEntries.id, f.before.id)))!,
+    )
+  return db
+    .select()
+    .from(ledgerEntries)
+    .where(and(...where))
+    .orderBy(desc(ledgerEntries.occurredAt), desc(ledgerEntries.id))
+    .limit(limit)
+    .all()
 }
 
 /** Spend in [from, to): minus the sum of the non-topup rows (charges and adjustments). */
@@ -122,7 +156,14 @@ export function spendBetween(db: DbOrTx, tenantId: string, fromUs: number, toUs:
   const r = db
     .select({ s: sql<number | null>`sum(${ledgerEntries.amountMicros})` })
     .from(ledgerEntries)
-    .where(and(eq(ledgerEntries.tenantId, tenantId), sql`${ledgerEntries.kind} <> 'topup'`, gte(ledgerEntries.occurredAt, fromUs), lt(ledgerEntries.occurredAt, toUs)))
+    .where(
+      and(
+        eq(ledgerEntries.tenantId, tenantId),
+        sql`${ledgerEntries.kind} <> 'topup'`,
+        gte(ledgerEntries.occurredAt, fromUs),
+        lt(ledgerEntries.occurredAt, toUs),
+      ),
+    )
     .get()
   return -Number(r?.s ?? 0)
 }

@@ -13,7 +13,13 @@ export type CommandType = { type: string; schemaVersion: number; dangerous: bool
 const strict = { additionalProperties: false }
 
 export const CATALOGUE: CommandType[] = [
-  { type: 'diagnostics.run', schemaVersion: 1, dangerous: false, params: Type.Object({}, strict), description: 'Collect a diagnostic report of the host and GPUs' },
+  {
+    type: 'diagnostics.run',
+    schemaVersion: 1,
+    dangerous: false,
+    params: Type.Object({}, strict),
+    description: 'Collect a diagnostic report of the host and GPUs',
+  },
   { type: 'agent.restart', schemaVersion: 1, dangerous: false, params: Type.Object({}, strict), description: 'Restart the agent process' },
   {
     type: 'agent.update',
@@ -26,10 +32,19 @@ export const CATALOGUE: CommandType[] = [
     type: 'gpu.set_power_limit',
     schemaVersion: 1,
     dangerous: false,
-    params: Type.Object({ gpu_index: Type.Union([Type.Integer({ minimum: 0, maximum: 127 }), Type.Null()]), watts: Type.Integer({ minimum: 50, maximum: 1000 }) }, strict),
+    params: Type.Object(
+      { gpu_index: Type.Union([Type.Integer({ minimum: 0, maximum: 127 }), Type.Null()]), watts: Type.Integer({ minimum: 50, maximum: 1000 }) },
+      strict,
+    ),
     description: 'Set the power limit of one GPU (or all, gpu_index null)',
   },
-  { type: 'gpu.reset', schemaVersion: 1, dangerous: true, params: Type.Object({ gpu_index: Type.Integer({ minimum: 0, maximum: 127 }) }, strict), description: 'Reset one GPU' },
+  {
+    type: 'gpu.reset',
+    schemaVersion: 1,
+    dangerous: true,
+    params: Type.Object({ gpu_index: Type.Integer({ minimum: 0, maximum: 127 }) }, strict),
+    description: 'Reset one GPU',
+  },
   { type: 'reboot', schemaVersion: 1, dangerous: true, params: Type.Object({}, strict), description: 'Reboot the host' },
 ]
 

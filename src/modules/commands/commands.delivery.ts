@@ -64,7 +64,13 @@ export function dispatchServer(deps: Deps, serverId: string): number {
         changeCommand(tx, deps, routing, { deliveryStatus: 'queued', queueReason: 'server_offline' })
         continue
       }
-      changeCommand(tx, deps, routing, { deliveryStatus: 'sent', queueReason: null, sentAt: deps.clock.nowUs(), sendCount: routing.sendCount + 1 }, retry ? 're-sent after reconnect' : undefined)
+      changeCommand(
+        tx,
+        deps,
+        routing,
+        { deliveryStatus: 'sent', queueReason: null, sentAt: deps.clock.nowUs(), sendCount: routing.sendCount + 1 },
+        retry ? 're-sent after reconnect' : undefined,
+      )
       sent++
     }
   })
@@ -100,7 +106,9 @@ export function applyCommandFrame(deps: Deps, serverId: string, frame: Frame): F
     const now = deps.clock.nowUs()
     // A terminal command (cancelled before the agent accepted it, expired) never moves again.
     const accept = (cmd: CommandRow) =>
-      cmd.deliveryStatus === 'accepted' || cmd.deliveryStatus === 'delivery_failed' || isTerminal(cmd) ? cmd : changeCommand(tx, deps, cmd, { deliveryStatus: 'accepted', queueReason: null, acceptedAt: now })
+      cmd.deliveryStatus === 'accepted' || cmd.deliveryStatus === 'delivery_failed' || isTerminal(cmd)
+        ? cmd
+        : changeCommand(tx, deps, cmd, { deliveryStatus: 'accepted', queueReason: null, acceptedAt: now })
     switch (frame.type) {
       case 'command.accepted':
         accept(c)
@@ -125,13 +133,18 @@ export function applyCommandFrame(deps: Deps, serverId: string, frame: Frame): F
         return { ok: true }
       }
       case 'command.finished': {
-        if (frame.status !== 'succeeded' && frame.status !== 'failed') return { ok: false, code: 'validation_failed', message: 'status must be succeeded or failed' }
+        if (frame.status !== 'succeeded' && frame.status !== 'failed')
+          return { ok: false, code: 'validation_failed', message: 'status must be succeeded or failed' }
         const error = frame.status === 'failed' ? normalizeError(frame.error) : null
-        if (frame.status === 'failed' && !error) return { ok: false, code: 'validation_failed', message: 'a failed command needs an error object with code, message and retryable' }
+        if (frame.status === 'failed' && !error)
+          return { ok: false, code: 'validation_failed', message: 'a failed command needs an error object with code, message and retryable' }
         const a = accept(c)
         if (isTerminal(a)) return { ok: true } // a late or repeated report never moves a terminal command
         const cancelled = error?.code === 'cancelled' && a.cancelRequestedAt !== null
-        const result = frame.status === 'succeeded' && frame.result && typeof frame.result === 'object' && !Array.isArray(frame.result) ? JSON.stringify(frame.result).slice(0, 64 * 1024) : null
+        const result =
+          frame.status === 'succeeded' && frame.result && typeof frame.result === 'object' && !Array.isArray(frame.result)
+            ? JSON.stringify(frame.result).slice(0, 64 * 1024)
+            : null
         changeCommand(tx, deps, a, {
           executionStatus: cancelled ? 'cancelled' : frame.status,
           finishedAt: now,
@@ -178,7 +191,9 @@ function appendLog(tx: DbOrTx, deps: Deps, c: CommandRow, text: string): void {
     const bytes = Buffer.byteLength(line)
     const truncated = bytes > LOG_LIMIT_BYTES
     const kept = truncated ? utf8Prefix(Buffer.from(line), LOG_LIMIT_BYTES) : line
-    tx.insert(commandLogs).values({ id: deps.newId(), commandId: c.id, text: kept, bytes: Buffer.byteLength(kept), truncated, updatedAt: now }).run()
+    tx.insert(commandLogs)
+      .values({ id: deps.newId(), commandId: c.id, text: kept, bytes: Buffer.byteLength(kept), truncated, updatedAt: now })
+      .run()
     return
   }
   if (log.truncated) return

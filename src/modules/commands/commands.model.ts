@@ -10,7 +10,7 @@ export const CommandCreate = Type.Object(
   {
     server_id: Uuid(),
     type: Type.String({ pattern: '^[a-z][a-z0-9_.-]{1,63}$', description: `One of: ${CATALOGUE.map((c) => c.type).join(', ')}` }),
-    params: Type.Record(Type.String(), Type.Unknown(), { description: 'As the type\'s schema says (GET /commands/catalogue)' }),
+    params: Type.Record(Type.String(), Type.Unknown(), { description: "As the type's schema says (GET /commands/catalogue)" }),
     requires: Type.Optional(Requires),
     accept_by: Type.Optional(Timestamp({ description: 'Latest moment the agent must accept it; default now + 24 h' })),
     deadline: Type.Optional(Timestamp({ description: 'Latest moment it must finish; default accept_by + 1 h; at most 30 days ahead' })),
@@ -37,11 +37,16 @@ export const Command = Type.Object({
   requires: Requires,
   delivery_status: DeliveryStatus,
   execution_status: ExecutionStatus,
-  queue_reason: Nullable(Type.String({ maxLength: 64, description: 'server_offline, awaiting_retry, awaiting_idle, awaiting_rental_end; tolerate unknown values' })),
+  queue_reason: Nullable(
+    Type.String({ maxLength: 64, description: 'server_offline, awaiting_retry, awaiting_idle, awaiting_rental_end; tolerate unknown values' }),
+  ),
   progress: Nullable(Type.Integer({ minimum: 0, maximum: 100 })),
   result: Nullable(Type.Record(Type.String(), Type.Unknown())),
   error: Nullable(CommandError),
-  issued_by: Type.Object({ type: Type.Union([Type.Literal('user'), Type.Literal('pat'), Type.Literal('agent'), Type.Literal('system')]), id: Type.Optional(Uuid()) }),
+  issued_by: Type.Object({
+    type: Type.Union([Type.Literal('user'), Type.Literal('pat'), Type.Literal('agent'), Type.Literal('system')]),
+    id: Type.Optional(Uuid()),
+  }),
   idempotency_key: Nullable(Type.String({ maxLength: 128 })),
   created_at: Timestamp(),
   accept_by: Nullable(Timestamp()),
@@ -55,10 +60,21 @@ export const Command = Type.Object({
 })
 export const CommandPage = Type.Object({ items: Type.Array(Command, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
 export const TimelinePage = Type.Object({
-  items: Type.Array(Type.Object({ id: Uuid(), at: Timestamp(), axis: Type.String(), from: Nullable(Type.String()), to: Type.String(), note: Nullable(Type.String()) })),
+  items: Type.Array(
+    Type.Object({ id: Uuid(), at: Timestamp(), axis: Type.String(), from: Nullable(Type.String()), to: Type.String(), note: Nullable(Type.String()) }),
+  ),
   next_cursor: Nullable(Type.String()),
 })
-export const CommandLog = Type.Object({ log_id: Uuid(), command_id: Uuid(), text: Type.String(), bytes: Type.Integer(), truncated: Type.Boolean(), updated_at: Timestamp() })
+export const CommandLog = Type.Object({
+  log_id: Uuid(),
+  command_id: Uuid(),
+  text: Type.String(),
+  bytes: Type.Integer(),
+  truncated: Type.Boolean(),
+  updated_at: Timestamp(),
+})
 export const Catalogue = Type.Object({
-  items: Type.Array(Type.Object({ type: Type.String(), schema_version: Type.Integer(), dangerous: Type.Boolean(), description: Type.String(), params: Type.Unknown() })),
+  items: Type.Array(
+    Type.Object({ type: Type.String(), schema_version: Type.Integer(), dangerous: Type.Boolean(), description: Type.String(), params: Type.Unknown() }),
+  ),
 })

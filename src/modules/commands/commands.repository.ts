@@ -13,11 +13,19 @@ export function insertCommand(tx: DbOrTx, row: CommandRow): void {
 }
 
 export function findCommand(db: DbOrTx, tenantId: string, id: string): CommandRow | undefined {
-  return db.select().from(commands).where(and(eq(commands.tenantId, tenantId), eq(commands.id, id))).get()
+  return db
+    .select()
+    .from(commands)
+    .where(and(eq(commands.tenantId, tenantId), eq(commands.id, id)))
+    .get()
 }
 
 export function findServerCommand(db: DbOrTx, serverId: string, id: string): CommandRow | undefined {
-  return db.select().from(commands).where(and(eq(commands.serverId, serverId), eq(commands.id, id))).get()
+  return db
+    .select()
+    .from(commands)
+    .where(and(eq(commands.serverId, serverId), eq(commands.id, id)))
+    .get()
 }
 
 /** Commands of a server not yet accepted by its agent and still alive, oldest first. */
@@ -43,18 +51,22 @@ export function countUndelivered(db: DbOrTx, serverId: string): number {
  * Writes a change to a command (its version moves on) and the timeline entries that explain it,
  * in the caller's transaction. Returns the command as it now is.
  */
-export function changeCommand(
-  tx: DbOrTx,
-  deps: Pick<Deps, 'newId' | 'clock'>,
-  cmd: CommandRow,
-  patch: Partial<CommandRow>,
-  note?: string,
-): CommandRow {
+export function changeCommand(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, cmd: CommandRow, patch: Partial<CommandRow>, note?: string): CommandRow {
   const next = { ...cmd, ...patch, version: cmd.version + 1 }
-  tx.update(commands).set({ ...patch, version: next.version }).where(eq(commands.id, cmd.id)).run()
+  tx.update(commands)
+    .set({ ...patch, version: next.version })
+    .where(eq(commands.id, cmd.id))
+    .run()
   const at = deps.clock.nowUs()
   if (patch.deliveryStatus && patch.deliveryStatus !== cmd.deliveryStatus)
-    appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: patch.deliveryStatus, note: note ?? patch.queueReason ?? null })
+    appendTimeline(tx, deps, {
+      commandId: cmd.id,
+      at,
+      axis: 'delivery',
+      fromState: cmd.deliveryStatus,
+      toState: patch.deliveryStatus,
+      note: note ?? patch.queueReason ?? null,
+    })
   else if (patch.queueReason !== undefined && patch.queueReason !== cmd.queueReason && patch.queueReason !== null)
     appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: cmd.deliveryStatus, note: patch.queueReason })
   if (patch.executionStatus && patch.executionStatus !== cmd.executionStatus)
@@ -63,16 +75,31 @@ export function changeCommand(
 }
 
 export function appendTimeline(tx: DbOrTx, deps: Pick<Deps, 'newId'>, entry: Omit<TimelineRow, 'id'>): void {
-  tx.insert(commandTimeline).values({ id: deps.newId(), ...entry }).run()
+  tx.insert(commandTimeline)
+    .values({ id: deps.newId(), ...entry })
+    .run()
 }
 
 export function timelineOf(db: DbOrTx, commandId: string, afterId: string | null, limit: number): TimelineRow[] {
   const where: SQL[] = [eq(commandTimeline.commandId, commandId)]
   if (afterId) where.push(gt(commandTimeline.id, afterId))
-  return db.select().from(commandTimeline).where(and(...where)).orderBy(asc(commandTimeline.id)).limit(limit).all()
+  return db
+    .select()
+    .from(commandTimeline)
+    .where(and(...where))
+    .orderBy(asc(commandTimeline.id))
+    .limit(limit)
+    .all()
 }
 
-export type CommandFilter = { serverId?: string; deliveryStatus?: string; executionStatus?: string; type?: string; beforeId?: string | null; serverIds?: readonly string[] | null }
+export type CommandFilter = {
+  serverId?: string
+  deliveryStatus?: string
+  executionStatus?: string
+  type?: string
+  beforeId?: string | null
+  serverIds?: readonly string[] | null
+}
 
 export function listCommandRows(db: DbOrTx, tenantId: string, f: CommandFilter, limit: number): CommandRow[] {
   const where: SQL[] = [eq(commands.tenantId, tenantId)]
@@ -82,7 +109,13 @@ export function listCommandRows(db: DbOrTx, tenantId: string, f: CommandFilter, 
   if (f.executionStatus) where.push(eq(commands.executionStatus, f.executionStatus as CommandRow['executionStatus']))
   if (f.type) where.push(eq(commands.type, f.type))
   if (f.beforeId) where.push(lt(commands.id, f.beforeId))
-  return db.select().from(commands).where(and(...where)).orderBy(desc(commands.id)).limit(limit).all()
+  return db
+    .select()
+    .from(commands)
+    .where(and(...where))
+    .orderBy(desc(commands.id))
+    .limit(limit)
+    .all()
 }
 
 export function findLog(db: DbOrTx, commandId: string) {

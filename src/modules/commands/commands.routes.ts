@@ -17,14 +17,26 @@ const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function commandsRoutes(deps: Deps) {
   return new Elysia({ name: 'commands', prefix: '/api/v1' })
-    .get('/commands/catalogue', () => ({ items: CATALOGUE.map((c) => ({ type: c.type, schema_version: c.schemaVersion, dangerous: c.dangerous, description: c.description, params: c.params })) }), {
-      response: responses({ 200: Catalogue }, [401, 403]),
-      detail: describe(read, { tags, summary: 'Command types with their params schema' }),
-    })
+    .get(
+      '/commands/catalogue',
+      () => ({
+        items: CATALOGUE.map((c) => ({ type: c.type, schema_version: c.schemaVersion, dangerous: c.dangerous, description: c.description, params: c.params })),
+      }),
+      {
+        response: responses({ 200: Catalogue }, [401, 403]),
+        detail: describe(read, { tags, summary: 'Command types with their params schema' }),
+      },
+    )
     .post(
       '/commands',
       ({ request, body, set }) => {
-        const out = createCommand({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body, idempotencyKey: request.headers.get('idempotency-key') })
+        const out = createCommand({
+          deps,
+          actor: actorOf(request),
+          audit: auditContextOf(request),
+          input: body,
+          idempotencyKey: request.headers.get('idempotency-key'),
+        })
         set.status = 201
         set.headers.etag = `"${out.version}"`
         set.headers.location = `/api/v1/commands/${out.command_id}`
@@ -37,7 +49,7 @@ export function commandsRoutes(deps: Deps) {
         response: responses({ 201: Command }, [401, 403, 404, 409, 413, 415, 422]),
         detail: describe(write, {
           tags,
-          summary: 'Send a typed command to a server\'s agent',
+          summary: "Send a typed command to a server's agent",
           description:
             'Unknown types and bad params → 422. For an offline server it waits (queue_reason server_offline) and is delivered when the agent connects. A dangerous type (gpu.reset, reboot) created during an active rental defaults to requires after_rental. 409 offline_queue_full / online_queue_full when the server has 50 commands waiting. Takes Idempotency-Key.',
         }),
@@ -62,7 +74,11 @@ export function commandsRoutes(deps: Deps) {
         set.headers.etag = etag
         return view
       },
-      { params: Id, response: responses({ 200: Command }, [304, 401, 403, 404, 422]), detail: describe(read, { tags, summary: 'Command status and progress', description: 'ETag is the command version.' }) },
+      {
+        params: Id,
+        response: responses({ 200: Command }, [304, 401, 403, 404, 422]),
+        detail: describe(read, { tags, summary: 'Command status and progress', description: 'ETag is the command version.' }),
+      },
     )
     .get('/commands/:id/timeline', ({ request, params, query }) => commandTimelinePage({ deps, actor: actorOf(request), id: params.id, input: query }), {
       params: Id,
@@ -78,7 +94,13 @@ export function commandsRoutes(deps: Deps) {
     .post(
       '/commands/:id/cancel',
       ({ request, params, set }) => {
-        const { view, etag } = cancelCommand({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, ifMatch: request.headers.get('if-match') })
+        const { view, etag } = cancelCommand({
+          deps,
+          actor: actorOf(request),
+          audit: auditContextOf(request),
+          id: params.id,
+          ifMatch: request.headers.get('if-match'),
+        })
         set.headers.etag = etag
         return view
       },
@@ -88,7 +110,8 @@ export function commandsRoutes(deps: Deps) {
         detail: describe(write, {
           tags,
           summary: 'Cancel a command (best effort)',
-          description: 'Not yet accepted by the agent: cancelled at once. Accepted: the agent is asked to stop; the command ends when it reports back (cancelled) or at its deadline. An ended command → 409. If-Match optional.',
+          description:
+            'Not yet accepted by the agent: cancelled at once. Accepted: the agent is asked to stop; the command ends when it reports back (cancelled) or at its deadline. An ended command → 409. If-Match optional.',
         }),
       },
     )

@@ -11,7 +11,18 @@ import { findServer } from '../fleet/fleet.repository'
 import { agentSessions } from '../agent/agent.ws'
 import { commandType, paramsErrors } from './commands.catalogue'
 import { dispatchServer, isTerminal, waitReason } from './commands.delivery'
-import { appendTimeline, changeCommand, commandView, countUndelivered, findCommand, findLog, insertCommand, listCommandRows, timelineOf, type CommandRow } from './commands.repository'
+import {
+  appendTimeline,
+  changeCommand,
+  commandView,
+  countUndelivered,
+  findCommand,
+  findLog,
+  insertCommand,
+  listCommandRows,
+  timelineOf,
+  type CommandRow,
+} from './commands.repository'
 
 /** How many commands one server may have waiting for delivery. */
 export const QUEUE_LIMIT = 50
@@ -20,7 +31,14 @@ export const DEFAULT_ACCEPT_BY_S = 24 * 3600
 export const DEFAULT_EXECUTION_S = 3600
 export const MAX_DEADLINE_S = 30 * 86400
 
-export type CreateCommandInput = { server_id: string; type: string; params: Record<string, unknown>; requires?: 'none' | 'idle' | 'after_rental'; accept_by?: string; deadline?: string }
+export type CreateCommandInput = {
+  server_id: string
+  type: string
+  params: Record<string, unknown>
+  requires?: 'none' | 'idle' | 'after_rental'
+  accept_by?: string
+  deadline?: string
+}
 
 function issuer(actor: Actor): Pick<CommandRow, 'issuedByType' | 'issuedById'> {
   if (actor.kind === 'pat') return { issuedByType: 'pat', issuedById: actor.tokenId ?? null }
@@ -29,7 +47,19 @@ function issuer(actor: Actor): Pick<CommandRow, 'issuedByType' | 'issuedById'> {
   return { issuedByType: 'user', issuedById: actor.userId }
 }
 
-export function createCommand({ deps, actor, audit, input, idempotencyKey }: { deps: Deps; actor: Actor; audit: AuditContext; input: CreateCommandInput; idempotencyKey: string | null }) {
+export function createCommand({
+  deps,
+  actor,
+  audit,
+  input,
+  idempotencyKey,
+}: {
+  deps: Deps
+  actor: Actor
+  audit: AuditContext
+  input: CreateCommandInput
+  idempotencyKey: string | null
+}) {
   const kind = commandType(input.type)
   if (!kind) throw problems.field('/type', 'unknown_command_type', `unknown command type ${input.type}`)
   const errors: FieldError[] = paramsErrors(input.type, input.params)
@@ -104,14 +134,28 @@ export function getCommand({ deps, actor, id }: { deps: Deps; actor: Actor; id: 
   return { view: commandView(c, findLog(deps.db, c.id)?.id ?? null), etag: etagOf(c.version) }
 }
 
-export function listCommands({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number; server_id?: string; delivery_status?: string; execution_status?: string; type?: string } }) {
+export function listCommands({
+  deps,
+  actor,
+  input,
+}: {
+  deps: Deps
+  actor: Actor
+  input: { cursor?: string; limit?: number; server_id?: string; delivery_status?: string; execution_status?: string; type?: string }
+}) {
   const limit = input.limit ?? 50
   const filter = { serverId: input.server_id?.toLowerCase(), deliveryStatus: input.delivery_status, executionStatus: input.execution_status, type: input.type }
   const scope = `commands:${actor.tenantId}:${JSON.stringify(filter)}`
   const beforeId = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
   const rows = listCommandRows(deps.db, actor.tenantId, { ...filter, beforeId, serverIds: actor.serverAllowlist }, limit + 1)
   // A failed command's error carries its log_ref here too, as GET /commands/{id} shows it.
-  return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, (c) => commandView(c, c.error ? (findLog(deps.db, c.id)?.id ?? null) : null))
+  return toPage(
+    rows,
+    limit,
+    (r) => ({ id: r.id }),
+    { key: deps.keys.cursor, scope },
+    (c) => commandView(c, c.error ? (findLog(deps.db, c.id)?.id ?? null) : null),
+  )
 }
 
 export function commandTimelinePage({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: { cursor?: string; limit?: number } }) {
@@ -120,14 +164,20 @@ export function commandTimelinePage({ deps, actor, id, input }: { deps: Deps; ac
   const scope = `command-timeline:${c.id}`
   const afterId = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
   const rows = timelineOf(deps.db, c.id, afterId, limit + 1)
-  return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, (e) => ({
-    id: e.id,
-    at: formatTimestamp(e.at),
-    axis: e.axis,
-    from: e.fromState,
-    to: e.toState,
-    note: e.note,
-  }))
+  return toPage(
+    rows,
+    limit,
+    (r) => ({ id: r.id }),
+    { key: deps.keys.cursor, scope },
+    (e) => ({
+      id: e.id,
+      at: formatTimestamp(e.at),
+      axis: e.axis,
+      from: e.fromState,
+      to: e.toState,
+      note: e.note,
+    }),
+  )
 }
 
 export function commandLog({ deps, actor, id, logId }: { deps: Deps; actor: Actor; id: string; logId: string }) {
@@ -150,10 +200,24 @@ export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps;
     const now = deps.clock.nowUs()
     let next: CommandRow
     if (cur.deliveryStatus !== 'accepted') {
-      next = changeCommand(tx, deps, cur, { executionStatus: 'cancelled', cancelledAt: now, cancelRequestedAt: now, finishedAt: now, queueReason: null, ...(cur.deliveryStatus === 'delivery_failed' ? {} : { deliveryStatus: cur.deliveryStatus }) }, 'cancelled before the agent accepted it')
+      next = changeCommand(
+        tx,
+        deps,
+        cur,
+        {
+          executionStatus: 'cancelled',
+          cancelledAt: now,
+          cancelRequestedAt: now,
+          finishedAt: now,
+          queueReason: null,
+          ...(cur.deliveryStatus === 'delivery_failed' ? {} : { deliveryStatus: cur.deliveryStatus }),
+        },
+        'cancelled before the agent accepted it',
+      )
     } else {
       next = cur.cancelRequestedAt ? cur : changeCommand(tx, deps, cur, { cancelRequestedAt: now })
-      if (!cur.cancelRequestedAt) appendTimeline(tx, deps, { commandId: cur.id, at: now, axis: 'command', fromState: null, toState: 'cancel_requested', note: 'asked the agent to stop' })
+      if (!cur.cancelRequestedAt)
+        appendTimeline(tx, deps, { commandId: cur.id, at: now, axis: 'command', fromState: null, toState: 'cancel_requested', note: 'asked the agent to stop' })
     }
     recordAudit(tx, deps, audit, { operation: 'commands.cancel', targetKind: 'command', targetId: cur.id })
     return next

@@ -8,7 +8,11 @@ export type ServerEventRow = typeof serverEvents.$inferSelect
 
 /** A server of this tenant (decommissioned ones included: they keep their history). */
 export function findServer(db: DbOrTx, tenantId: string, id: string): ServerRow | undefined {
-  return db.select().from(servers).where(and(eq(servers.tenantId, tenantId), eq(servers.id, id))).get()
+  return db
+    .select()
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), eq(servers.id, id)))
+    .get()
 }
 
 export function findServerById(db: DbOrTx, id: string): ServerRow | undefined {
@@ -16,7 +20,11 @@ export function findServerById(db: DbOrTx, id: string): ServerRow | undefined {
 }
 
 export function findServerByAgentToken(db: DbOrTx, tokenHash: string): ServerRow | undefined {
-  return db.select().from(servers).where(and(eq(servers.agentTokenHash, tokenHash), isNull(servers.decommissionedAt))).get()
+  return db
+    .select()
+    .from(servers)
+    .where(and(eq(servers.agentTokenHash, tokenHash), isNull(servers.decommissionedAt)))
+    .get()
 }
 
 export function findServerByFingerprint(db: DbOrTx, tenantId: string, fingerprint: string): ServerRow | undefined {
@@ -28,7 +36,12 @@ export function findServerByFingerprint(db: DbOrTx, tenantId: string, fingerprin
 }
 
 export function managedServers(db: DbOrTx, tenantId: string): ServerRow[] {
-  return db.select().from(servers).where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt))).orderBy(asc(servers.name), asc(servers.id)).all()
+  return db
+    .select()
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
+    .orderBy(asc(servers.name), asc(servers.id))
+    .all()
 }
 
 export function insertServer(tx: DbOrTx, row: typeof servers.$inferInsert): void {
@@ -44,14 +57,26 @@ export function insertServerEvent(tx: DbOrTx, row: ServerEventRow): void {
 }
 
 export function keepOnOf(db: DbOrTx, serverId: string): ('marketplace_a' | 'marketplace_b')[] {
-  return db.select().from(serverKeepOn).where(eq(serverKeepOn.serverId, serverId)).orderBy(asc(serverKeepOn.marketplace)).all().map((r) => r.marketplace)
+  return db
+    .select()
+    .from(serverKeepOn)
+    .where(eq(serverKeepOn.serverId, serverId))
+    .orderBy(asc(serverKeepOn.marketplace))
+    .all()
+    .map((r) => r.marketplace)
 }
 
 export function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
   const out: (typeof serverLatestMetrics.$inferSelect)[] = []
   // In slices: SQLite takes at most 32,766 parameters in one statement.
   for (let i = 0; i < serverIds.length; i += 5000)
-    out.push(...db.select().from(serverLatestMetrics).where(inArray(serverLatestMetrics.serverId, serverIds.slice(i, i + 5000))).all())
+    out.push(
+      ...db
+        .select()
+        .from(serverLatestMetrics)
+        .where(inArray(serverLatestMetrics.serverId, serverIds.slice(i, i + 5000)))
+        .all(),
+    )
   return out
 }
 
@@ -72,5 +97,8 @@ export function upsertLatestMetric(sqlite: Database, row: typeof serverLatestMet
  * UPDATE, so setting the flag again on every presence transition would cost that much each time.
  */
 export function markFleetDirty(tx: DbOrTx, tenantId: string): void {
-  tx.update(fleetSnapshots).set({ dirty: true }).where(and(eq(fleetSnapshots.tenantId, tenantId), eq(fleetSnapshots.dirty, false))).run()
+  tx.update(fleetSnapshots)
+    .set({ dirty: true })
+    .where(and(eq(fleetSnapshots.tenantId, tenantId), eq(fleetSnapshots.dirty, false)))
+    .run()
 }

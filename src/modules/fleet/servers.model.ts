@@ -51,7 +51,14 @@ export const ServerDetail = Type.Object({
   public_ip: Nullable(Type.String()),
   disk_gb: Nullable(Type.Integer()),
   port_range: Nullable(Type.String()),
-  gpus: Type.Array(Type.Object({ index: Type.Integer(), model: Type.String(), memory_mb: Type.Optional(Nullable(Type.Integer())), uuid: Type.Optional(Nullable(Type.String())) })),
+  gpus: Type.Array(
+    Type.Object({
+      index: Type.Integer(),
+      model: Type.String(),
+      memory_mb: Type.Optional(Nullable(Type.Integer())),
+      uuid: Type.Optional(Nullable(Type.String())),
+    }),
+  ),
   telemetry: Type.Object({
     host: MetricValues,
     gpus: Type.Array(Type.Object({ index: Type.Integer(), metrics: MetricValues })),
@@ -71,7 +78,9 @@ export const ServerPatch = Type.Object(
     group_id: Type.Optional(Nullable(Uuid())),
     tags: Type.Optional(Type.Array(Tag, { maxItems: 64, uniqueItems: true })),
     electricity_usd_per_kwh: Type.Optional(Nullable(Money({ description: 'USD per kWh, e.g. "0.145"; null clears it' }))),
-    rental_active: Type.Optional(Type.Boolean({ description: 'Operator-set rental fact (until marketplace sync sets it): commands with requires idle/after_rental wait while true' })),
+    rental_active: Type.Optional(
+      Type.Boolean({ description: 'Operator-set rental fact (until marketplace sync sets it): commands with requires idle/after_rental wait while true' }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 )

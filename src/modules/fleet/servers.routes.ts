@@ -63,11 +63,15 @@ export function serversRoutes(deps: Deps) {
           q: t.Optional(t.String({ maxLength: 128, description: 'Substring of the server name or hostname, case-insensitive' })),
         }),
         response: responses({ 200: ServerList }, [304, 401, 403, 422]),
-        detail: describe({ role: 'viewer', scope: 'servers:read' }, {
-          tags,
-          summary: 'The fleet: one row per managed server',
-          description: 'A consistent snapshot, refreshed every 60 s (and at once after a change through the API or a presence transition); older snapshots are served with stale=true while a refresh runs. Rows are ordered by name. ETag / If-None-Match → 304.',
-        }),
+        detail: describe(
+          { role: 'viewer', scope: 'servers:read' },
+          {
+            tags,
+            summary: 'The fleet: one row per managed server',
+            description:
+              'A consistent snapshot, refreshed every 60 s (and at once after a change through the API or a presence transition); older snapshots are served with stale=true while a refresh runs. Rows are ordered by name. ETag / If-None-Match → 304.',
+          },
+        ),
       },
     )
     .get(
@@ -86,15 +90,32 @@ export function serversRoutes(deps: Deps) {
         set.headers.etag = tag
         return {
           ...envelope(snap),
-          servers: { total: rows.length, online: count('online'), suspect: count('suspect'), offline: count('offline'), in_maintenance: rows.filter((r) => 'maintenance' in r).length },
-          gpus: { total: rows.reduce((a, r) => a + r.gpu_count, 0), by_model: [...models].sort((a, b) => b[1] - a[1]).map(([model, c]) => ({ model, count: c })) },
+          servers: {
+            total: rows.length,
+            online: count('online'),
+            suspect: count('suspect'),
+            offline: count('offline'),
+            in_maintenance: rows.filter((r) => 'maintenance' in r).length,
+          },
+          gpus: {
+            total: rows.reduce((a, r) => a + r.gpu_count, 0),
+            by_model: [...models].sort((a, b) => b[1] - a[1]).map(([model, c]) => ({ model, count: c })),
+          },
           groups: [...groups].map(([group_id, n]) => ({ group_id, servers: n })),
           revenue_today_usd: '0.00',
         }
       },
       {
         response: responses({ 200: Dashboard }, [304, 401, 403]),
-        detail: describe({ role: 'viewer', scope: 'servers:read' }, { tags, summary: 'Versioned fleet dashboard snapshot', description: 'Counts by presence, maintenance, GPUs by model and servers per group, from the same snapshot as GET /servers. ETag / If-None-Match → 304.' }),
+        detail: describe(
+          { role: 'viewer', scope: 'servers:read' },
+          {
+            tags,
+            summary: 'Versioned fleet dashboard snapshot',
+            description:
+              'Counts by presence, maintenance, GPUs by model and servers per group, from the same snapshot as GET /servers. ETag / If-None-Match → 304.',
+          },
+        ),
       },
     )
     .get(
@@ -109,13 +130,24 @@ export function serversRoutes(deps: Deps) {
       {
         params: Id,
         response: responses({ 200: ServerDetail }, [304, 401, 403, 404, 422]),
-        detail: describe(read, { tags, summary: 'Server detail with the latest telemetry per GPU and host', description: 'ETag is the server\'s configuration version.' }),
+        detail: describe(read, {
+          tags,
+          summary: 'Server detail with the latest telemetry per GPU and host',
+          description: "ETag is the server's configuration version.",
+        }),
       },
     )
     .patch(
       '/servers/:id',
       ({ request, params, body, set }) => {
-        const out = updateServerConfig({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, ifMatch: request.headers.get('if-match'), input: body })
+        const out = updateServerConfig({
+          deps,
+          actor: actorOf(request),
+          audit: auditContextOf(request),
+          id: params.id,
+          ifMatch: request.headers.get('if-match'),
+          input: body,
+        })
         set.headers.etag = etagOf(out.version)
         // A rental that ended may release commands waiting for it.
         if (body.rental_active === false) dispatchServer(deps, out.id)
@@ -125,7 +157,11 @@ export function serversRoutes(deps: Deps) {
         params: Id,
         body: ServerPatch,
         response: responses({ 200: ServerDetail }, [401, 403, 404, 409, 412, 413, 415, 422]),
-        detail: describe(write, { tags, summary: 'Update a server\'s configuration', description: 'Any of name, group_id, tags (key or key:value, at most 64), electricity_usd_per_kwh. If-Match optional; 412 when stale.' }),
+        detail: describe(write, {
+          tags,
+          summary: "Update a server's configuration",
+          description: 'Any of name, group_id, tags (key or key:value, at most 64), electricity_usd_per_kwh. If-Match optional; 412 when stale.',
+        }),
       },
     )
     .post(
@@ -136,27 +172,46 @@ export function serversRoutes(deps: Deps) {
         return out
       },
       {
-      params: Id,
-      response: responses({ 200: ServerDetail }, [401, 403, 404, 422]),
-        detail: describe(write, { tags, summary: 'Decommission a server', description: 'Revokes the agent credential (its session is closed), stops billing, keeps history. Repeating it changes nothing.' }),
+        params: Id,
+        response: responses({ 200: ServerDetail }, [401, 403, 404, 422]),
+        detail: describe(write, {
+          tags,
+          summary: 'Decommission a server',
+          description: 'Revokes the agent credential (its session is closed), stops billing, keeps history. Repeating it changes nothing.',
+        }),
       },
     )
-    .put('/servers/:id/keep-on/:marketplace', ({ request, params }) => setKeepOn({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, marketplace: params.marketplace, on: true }), {
-      params: IdMarketplace,
-      response: responses({ 200: KeepOn }, [401, 403, 404, 409, 422]),
-      detail: describe(write, { tags, summary: 'Keep the server on a rental platform' }),
-    })
-    .delete('/servers/:id/keep-on/:marketplace', ({ request, params }) => setKeepOn({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, marketplace: params.marketplace, on: false }), {
-      params: IdMarketplace,
-      response: responses({ 200: KeepOn }, [401, 403, 404, 422]),
-      detail: describe(write, { tags, summary: 'Stop keeping the server on a rental platform' }),
-    })
-    .put('/servers/:id/maintenance', ({ request, params, body }) => declareMaintenance({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, reason: body?.reason ?? null }), {
-      params: Id,
-      body: t.Optional(MaintenanceBody),
-      response: responses({ 200: Maintenance }, [401, 403, 404, 409, 413, 415, 422]),
-      detail: describe(write, { tags, summary: 'Declare maintenance', description: 'Repeating the declaration keeps `since` (the reason is updated).' }),
-    })
+    .put(
+      '/servers/:id/keep-on/:marketplace',
+      ({ request, params }) =>
+        setKeepOn({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, marketplace: params.marketplace, on: true }),
+      {
+        params: IdMarketplace,
+        response: responses({ 200: KeepOn }, [401, 403, 404, 409, 422]),
+        detail: describe(write, { tags, summary: 'Keep the server on a rental platform' }),
+      },
+    )
+    .delete(
+      '/servers/:id/keep-on/:marketplace',
+      ({ request, params }) =>
+        setKeepOn({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, marketplace: params.marketplace, on: false }),
+      {
+        params: IdMarketplace,
+        response: responses({ 200: KeepOn }, [401, 403, 404, 422]),
+        detail: describe(write, { tags, summary: 'Stop keeping the server on a rental platform' }),
+      },
+    )
+    .put(
+      '/servers/:id/maintenance',
+      ({ request, params, body }) =>
+        declareMaintenance({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, reason: body?.reason ?? null }),
+      {
+        params: Id,
+        body: t.Optional(MaintenanceBody),
+        response: responses({ 200: Maintenance }, [401, 403, 404, 409, 413, 415, 422]),
+        detail: describe(write, { tags, summary: 'Declare maintenance', description: 'Repeating the declaration keeps `since` (the reason is updated).' }),
+      },
+    )
     .delete(
       '/servers/:id/maintenance',
       ({ request, params, set }) => {
@@ -174,6 +229,11 @@ export function serversRoutes(deps: Deps) {
       params: Id,
       query: t.Object({ ...PageQuery, kind: t.Optional(t.String({ maxLength: 64 })) }),
       response: responses({ 200: ServerEventPage }, [401, 403, 404, 422]),
-      detail: describe(read, { tags, summary: 'Typed durable events of a server', description: 'Newest first: presence.online/suspect/offline, agent.enrolled, maintenance.declared/ended, server.updated, server.decommissioned, and agent.<kind> for what the agent reports.' }),
+      detail: describe(read, {
+        tags,
+        summary: 'Typed durable events of a server',
+        description:
+          'Newest first: presence.online/suspect/offline, agent.enrolled, maintenance.declared/ended, server.updated, server.decommissioned, and agent.<kind> for what the agent reports.',
+      }),
     })
 }

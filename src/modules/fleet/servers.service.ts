@@ -60,7 +60,21 @@ export function serverDetail(deps: Deps, server: ServerRow) {
 
 export type ServerPatchInput = { name?: string; group_id?: string | null; tags?: string[]; electricity_usd_per_kwh?: string | null; rental_active?: boolean }
 
-export function updateServerConfig({ deps, actor, audit, id, ifMatch, input }: { deps: Deps; actor: Actor; audit: AuditContext; id: string; ifMatch: string | null; input: ServerPatchInput }) {
+export function updateServerConfig({
+  deps,
+  actor,
+  audit,
+  id,
+  ifMatch,
+  input,
+}: {
+  deps: Deps
+  actor: Actor
+  audit: AuditContext
+  id: string
+  ifMatch: string | null
+  input: ServerPatchInput
+}) {
   const server = withTransaction(deps.db, (tx) => {
     const server = loadServer(deps, actor, id, tx)
     assertIfMatch(ifMatch, etagOf(server.version))
@@ -69,7 +83,11 @@ export function updateServerConfig({ deps, actor, audit, id, ifMatch, input }: {
     if (input.name !== undefined) patch.name = input.name.trim()
     if (input.group_id !== undefined) {
       if (input.group_id !== null) {
-        const group = tx.select().from(serverGroups).where(and(eq(serverGroups.tenantId, actor.tenantId), eq(serverGroups.id, input.group_id.toLowerCase()))).get()
+        const group = tx
+          .select()
+          .from(serverGroups)
+          .where(and(eq(serverGroups.tenantId, actor.tenantId), eq(serverGroups.id, input.group_id.toLowerCase())))
+          .get()
         if (!group) throw problems.field('/group_id', 'unknown_group', 'no such group in this tenant')
         patch.groupId = group.id
       } else patch.groupId = null
@@ -102,7 +120,11 @@ export function declareMaintenance({ deps, actor, audit, id, reason }: { deps: D
     const since = server.maintenanceSince ?? deps.clock.nowUs()
     updateServer(tx, server.id, { maintenanceSince: since, maintenanceReason: reason, version: server.version + 1 })
     if (server.maintenanceSince === null)
-      recordServerEvent(tx, deps, server, { kind: 'maintenance.declared', message: reason ? `maintenance: ${reason}` : 'maintenance declared', data: { reason } })
+      recordServerEvent(tx, deps, server, {
+        kind: 'maintenance.declared',
+        message: reason ? `maintenance: ${reason}` : 'maintenance declared',
+        data: { reason },
+      })
     markFleetDirty(tx, actor.tenantId)
     recordAudit(tx, deps, audit, { operation: 'servers.maintenance.declare', targetKind: 'server', targetId: server.id })
     return { server_id: server.id, maintenance: { since: formatTimestamp(since), reason } }
@@ -127,7 +149,11 @@ export function decommissionServer({ deps, actor, audit, id }: { deps: Deps; act
     if (server.decommissionedAt !== null) return server
     const patch = { decommissionedAt: deps.clock.nowUs(), agentTokenHash: null, presence: 'offline' as const, version: server.version + 1 }
     updateServer(tx, server.id, patch)
-    recordServerEvent(tx, deps, server, { kind: 'server.decommissioned', severity: 'warning', message: 'decommissioned: agent credential revoked, no longer managed' })
+    recordServerEvent(tx, deps, server, {
+      kind: 'server.decommissioned',
+      severity: 'warning',
+      message: 'decommissioned: agent credential revoked, no longer managed',
+    })
     markFleetDirty(tx, actor.tenantId)
     recordAudit(tx, deps, audit, { operation: 'servers.decommission', targetKind: 'server', targetId: server.id })
     return { ...server, ...patch }
@@ -135,19 +161,46 @@ export function decommissionServer({ deps, actor, audit, id }: { deps: Deps; act
   return serverDetail(deps, server)
 }
 
-export function setKeepOn({ deps, actor, audit, id, marketplace, on }: { deps: Deps; actor: Actor; audit: AuditContext; id: string; marketplace: 'marketplace_a' | 'marketplace_b'; on: boolean }) {
+export function setKeepOn({
+  deps,
+  actor,
+  audit,
+  id,
+  marketplace,
+  on,
+}: {
+  deps: Deps
+  actor: Actor
+  audit: AuditContext
+  id: string
+  marketplace: 'marketplace_a' | 'marketplace_b'
+  on: boolean
+}) {
   return withTransaction(deps.db, (tx) => {
     const server = loadServer(deps, actor, id, tx)
     if (on) {
       if (server.decommissionedAt !== null) throw problems.conflict('the server is decommissioned')
       tx.insert(serverKeepOn).values({ serverId: server.id, marketplace, tenantId: actor.tenantId, createdAt: deps.clock.nowUs() }).onConflictDoNothing().run()
-    } else tx.delete(serverKeepOn).where(and(eq(serverKeepOn.serverId, server.id), eq(serverKeepOn.marketplace, marketplace))).run()
+    } else
+      tx.delete(serverKeepOn)
+        .where(and(eq(serverKeepOn.serverId, server.id), eq(serverKeepOn.marketplace, marketplace)))
+        .run()
     recordAudit(tx, deps, audit, { operation: on ? 'servers.keep_on.set' : 'servers.keep_on.clear', targetKind: 'server', targetId: server.id })
     return { server_id: server.id, keep_on: keepOnOf(tx, server.id) }
   })
 }
 
-export function listServerEvents({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: { cursor?: string; limit?: number; kind?: string } }) {
+export function listServerEvents({
+  deps,
+  actor,
+  id,
+  input,
+}: {
+  deps: Deps
+  actor: Actor
+  id: string
+  input: { cursor?: string; limit?: number; kind?: string }
+}) {
   const server = loadServer(deps, actor, id)
   const limit = input.limit ?? 50
   const scope = `server-events:${server.id}:${input.kind ?? ''}`
@@ -155,7 +208,13 @@ export function listServerEvents({ deps, actor, id, input }: { deps: Deps; actor
   const where: SQL[] = [eq(serverEvents.serverId, server.id)]
   if (input.kind) where.push(eq(serverEvents.kind, input.kind))
   if (before) where.push(lt(serverEvents.id, before))
-  const rows = deps.db.select().from(serverEvents).where(and(...where)).orderBy(desc(serverEvents.id)).limit(limit + 1).all()
+  const rows = deps.db
+    .select()
+    .from(serverEvents)
+    .where(and(...where))
+    .orderBy(desc(serverEvents.id))
+    .limit(limit + 1)
+    .all()
   return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, eventView)
 }
 

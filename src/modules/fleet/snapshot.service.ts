@@ -25,8 +25,7 @@ export function fleetRow(s: ServerRow, metrics: Map<number, Map<string, number |
   // One vitals entry per GPU (the agent's inventory and any GPU that reported), ordered by index.
   const inventory = (JSON.parse(s.gpus) as { index: number }[]).map((g) => g.index)
   const gpuIndexes = [...new Set([...inventory, ...[...metrics.keys()].filter((i) => i >= 0)])].sort((a, b) => a - b)
-  const gpuValues = (metric: string) =>
-    gpuIndexes.map((i) => metrics.get(i)?.get(metric)).filter((v): v is number => typeof v === 'number')
+  const gpuValues = (metric: string) => gpuIndexes.map((i) => metrics.get(i)?.get(metric)).filter((v): v is number => typeof v === 'number')
   const max = (metric: string) => {
     const v = gpuValues(metric)
     return v.length ? Math.max(...v) : null
@@ -70,7 +69,10 @@ function valueOrNull(v: number | null | undefined): number | null {
 function compute(db: DbOrTx, tenantId: string): FleetRow[] {
   const list = managedServers(db, tenantId)
   const byServer = new Map<string, Map<number, Map<string, number | null>>>()
-  for (const m of latestMetricsOf(db, list.map((s) => s.id))) {
+  for (const m of latestMetricsOf(
+    db,
+    list.map((s) => s.id),
+  )) {
     let gpus = byServer.get(m.serverId)
     if (!gpus) byServer.set(m.serverId, (gpus = new Map()))
     let metrics = gpus.get(m.gpuIndex)
@@ -130,7 +132,11 @@ export function refreshAllSnapshots(deps: Deps): string {
     .where(isNull(servers.decommissionedAt))
     .all()
     .map((r) => r.tenantId)
-  const withSnapshots = deps.db.select({ tenantId: fleetSnapshots.tenantId }).from(fleetSnapshots).all().map((r) => r.tenantId)
+  const withSnapshots = deps.db
+    .select({ tenantId: fleetSnapshots.tenantId })
+    .from(fleetSnapshots)
+    .all()
+    .map((r) => r.tenantId)
   const all = [...new Set([...tenants, ...withSnapshots])]
   for (const t of all) refreshSnapshot(deps, t)
   return `refreshed ${all.length} fleet snapshots`

@@ -8,9 +8,22 @@ import { auditContextOf } from '../audit/audit.context'
 import { createGroup, deleteGroup, getGroup, listGroups, updateGroup } from './groups.service'
 
 const tags = ['groups']
-const Group = Type.Object({ id: Uuid(), name: Type.String(), position: Type.Integer(), servers: Type.Integer({ description: 'Managed servers in the group' }), version: Type.Integer(), created_at: Timestamp() })
-const GroupCreate = Type.Object({ name: DisplayText({ minLength: 1, maxLength: 128 }), position: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) }, { additionalProperties: false })
-const GroupPatch = Type.Object({ name: Type.Optional(DisplayText({ minLength: 1, maxLength: 128 })), position: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) }, { additionalProperties: false, minProperties: 1 })
+const Group = Type.Object({
+  id: Uuid(),
+  name: Type.String(),
+  position: Type.Integer(),
+  servers: Type.Integer({ description: 'Managed servers in the group' }),
+  version: Type.Integer(),
+  created_at: Timestamp(),
+})
+const GroupCreate = Type.Object(
+  { name: DisplayText({ minLength: 1, maxLength: 128 }), position: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) },
+  { additionalProperties: false },
+)
+const GroupPatch = Type.Object(
+  { name: Type.Optional(DisplayText({ minLength: 1, maxLength: 128 })), position: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) },
+  { additionalProperties: false, minProperties: 1 },
+)
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function groupsRoutes(deps: Deps) {
@@ -31,7 +44,10 @@ export function groupsRoutes(deps: Deps) {
       {
         body: GroupCreate,
         response: responses({ 201: Group }, [401, 403, 409, 413, 415, 422]),
-        detail: describe({ role: 'operator', scope: 'servers:write' }, { tags, summary: 'Create a server group', description: 'Names are unique within the tenant (409 conflict).' }),
+        detail: describe(
+          { role: 'operator', scope: 'servers:write' },
+          { tags, summary: 'Create a server group', description: 'Names are unique within the tenant (409 conflict).' },
+        ),
       },
     )
     .get(
@@ -41,12 +57,23 @@ export function groupsRoutes(deps: Deps) {
         set.headers.etag = etagOf(g.version)
         return g
       },
-      { params: Id, response: responses({ 200: Group }, [401, 403, 404, 422]), detail: describe({ role: 'viewer', scope: 'servers:read' }, { tags, summary: 'Group detail' }) },
+      {
+        params: Id,
+        response: responses({ 200: Group }, [401, 403, 404, 422]),
+        detail: describe({ role: 'viewer', scope: 'servers:read' }, { tags, summary: 'Group detail' }),
+      },
     )
     .patch(
       '/groups/:id',
       ({ request, params, body, set }) => {
-        const g = updateGroup({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, ifMatch: request.headers.get('if-match'), input: body })
+        const g = updateGroup({
+          deps,
+          actor: actorOf(request),
+          audit: auditContextOf(request),
+          id: params.id,
+          ifMatch: request.headers.get('if-match'),
+          input: body,
+        })
         set.headers.etag = etagOf(g.version)
         return g
       },
@@ -54,7 +81,10 @@ export function groupsRoutes(deps: Deps) {
         params: Id,
         body: GroupPatch,
         response: responses({ 200: Group }, [401, 403, 404, 409, 412, 413, 415, 422]),
-        detail: describe({ role: 'operator', scope: 'servers:write' }, { tags, summary: 'Rename or reorder a group', description: 'If-Match optional; 412 when stale.' }),
+        detail: describe(
+          { role: 'operator', scope: 'servers:write' },
+          { tags, summary: 'Rename or reorder a group', description: 'If-Match optional; 412 when stale.' },
+        ),
       },
     )
     .delete(
@@ -67,7 +97,10 @@ export function groupsRoutes(deps: Deps) {
       {
         params: Id,
         response: responses({ 204: NoContent }, [401, 403, 404, 409, 422]),
-        detail: describe({ role: 'operator', scope: 'servers:write' }, { tags, summary: 'Delete an empty group', description: '409 conflict while managed servers are in it.' }),
+        detail: describe(
+          { role: 'operator', scope: 'servers:write' },
+          { tags, summary: 'Delete an empty group', description: '409 conflict while managed servers are in it.' },
+        ),
       },
     )
 }

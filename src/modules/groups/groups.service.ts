@@ -14,7 +14,11 @@ import { markFleetDirty } from '../fleet/fleet.repository'
 type GroupRow = typeof serverGroups.$inferSelect
 
 function serverCount(db: DbOrTx, groupId: string): number {
-  const r = db.select({ n: sql<number>`count(*)` }).from(servers).where(and(eq(servers.groupId, groupId), isNull(servers.decommissionedAt))).get()
+  const r = db
+    .select({ n: sql<number>`count(*)` })
+    .from(servers)
+    .where(and(eq(servers.groupId, groupId), isNull(servers.decommissionedAt)))
+    .get()
   return Number(r?.n ?? 0)
 }
 
@@ -23,18 +27,31 @@ export function groupView(db: DbOrTx, g: GroupRow) {
 }
 
 function loadGroup(db: DbOrTx, actor: Actor, id: string): GroupRow {
-  const g = db.select().from(serverGroups).where(and(eq(serverGroups.tenantId, actor.tenantId), eq(serverGroups.id, id.toLowerCase()))).get()
+  const g = db
+    .select()
+    .from(serverGroups)
+    .where(and(eq(serverGroups.tenantId, actor.tenantId), eq(serverGroups.id, id.toLowerCase())))
+    .get()
   if (!g) throw problems.notFound('no such group')
   return g
 }
 
 function assertNameFree(db: DbOrTx, actor: Actor, name: string, except?: string): void {
-  const other = db.select().from(serverGroups).where(and(eq(serverGroups.tenantId, actor.tenantId), eq(serverGroups.name, name))).get()
+  const other = db
+    .select()
+    .from(serverGroups)
+    .where(and(eq(serverGroups.tenantId, actor.tenantId), eq(serverGroups.name, name)))
+    .get()
   if (other && other.id !== except) throw problems.conflict(`a group named "${name}" already exists`)
 }
 
 export function listGroups({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const rows = deps.db.select().from(serverGroups).where(eq(serverGroups.tenantId, actor.tenantId)).orderBy(asc(serverGroups.position), asc(serverGroups.name)).all()
+  const rows = deps.db
+    .select()
+    .from(serverGroups)
+    .where(eq(serverGroups.tenantId, actor.tenantId))
+    .orderBy(asc(serverGroups.position), asc(serverGroups.name))
+    .all()
   return { items: rows.map((g) => groupView(deps.db, g)) }
 }
 
@@ -46,15 +63,40 @@ export function createGroup({ deps, actor, audit, input }: { deps: Deps; actor: 
   return withTransaction(deps.db, (tx) => {
     const name = input.name.trim()
     assertNameFree(tx, actor, name)
-    const last = tx.select({ p: sql<number>`coalesce(max(${serverGroups.position}), 0)` }).from(serverGroups).where(eq(serverGroups.tenantId, actor.tenantId)).get()
-    const row: GroupRow = { id: deps.newId(), tenantId: actor.tenantId, name, position: input.position ?? Number(last?.p ?? 0) + 1, version: 1, createdAt: deps.clock.nowUs() }
+    const last = tx
+      .select({ p: sql<number>`coalesce(max(${serverGroups.position}), 0)` })
+      .from(serverGroups)
+      .where(eq(serverGroups.tenantId, actor.tenantId))
+      .get()
+    const row: GroupRow = {
+      id: deps.newId(),
+      tenantId: actor.tenantId,
+      name,
+      position: input.position ?? Number(last?.p ?? 0) + 1,
+      version: 1,
+      createdAt: deps.clock.nowUs(),
+    }
     tx.insert(serverGroups).values(row).run()
     recordAudit(tx, deps, audit, { operation: 'groups.create', targetKind: 'group', targetId: row.id })
     return groupView(tx, row)
   })
 }
 
-export function updateGroup({ deps, actor, audit, id, ifMatch, input }: { deps: Deps; actor: Actor; audit: AuditContext; id: string; ifMatch: string | null; input: { name?: string; position?: number } }) {
+export function updateGroup({
+  deps,
+  actor,
+  audit,
+  id,
+  ifMatch,
+  input,
+}: {
+  deps: Deps
+  actor: Actor
+  audit: AuditContext
+  id: string
+  ifMatch: string | null
+  input: { name?: string; position?: number }
+}) {
   return withTransaction(deps.db, (tx) => {
     const g = loadGroup(tx, actor, id)
     assertIfMatch(ifMatch, etagOf(g.version))

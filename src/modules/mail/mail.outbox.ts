@@ -161,7 +161,11 @@ export class MailDispatcher {
   #dropExpired(now: number): void {
     const { db, log } = this.ctx
     const dropped = withTransaction(db, (tx) => {
-      const due = tx.select({ id: mailOutbox.id, template: mailOutbox.template }).from(mailOutbox).where(and(eq(mailOutbox.status, 'pending'), lte(mailOutbox.expiresAt, now))).all()
+      const due = tx
+        .select({ id: mailOutbox.id, template: mailOutbox.template })
+        .from(mailOutbox)
+        .where(and(eq(mailOutbox.status, 'pending'), lte(mailOutbox.expiresAt, now)))
+        .all()
       for (const m of due)
         tx.update(mailOutbox)
           .set({ status: 'dropped', subject: `[${m.template}]`, text: '', html: '', sealedBody: null, lastError: 'its code expired before it could be sent' })

@@ -20,12 +20,18 @@ function message(to: string, template: string, subject: string, lines: string[],
 }
 
 export function signupCodeMail(to: string, code: string, publicUrl: string): MailMessage {
-  return message(to, 'signup_code', `Your gpuhq sign-up code: ${code}`, [
-    'Enter this code to confirm your email address and create your gpuhq account:',
-    code,
-    `It is valid for ${CODE_MINUTES} minutes. If you did not ask for it, ignore this email.`,
-    publicUrl,
-  ], CODE_TTL_SECONDS)
+  return message(
+    to,
+    'signup_code',
+    `Your gpuhq sign-up code: ${code}`,
+    [
+      'Enter this code to confirm your email address and create your gpuhq account:',
+      code,
+      `It is valid for ${CODE_MINUTES} minutes. If you did not ask for it, ignore this email.`,
+      publicUrl,
+    ],
+    CODE_TTL_SECONDS,
+  )
 }
 
 export function signupTakenMail(to: string, publicUrl: string): MailMessage {
@@ -37,10 +43,16 @@ export function signupTakenMail(to: string, publicUrl: string): MailMessage {
 }
 
 export function resetCodeMail(to: string, code: string, publicUrl: string): MailMessage {
-  return message(to, 'reset_code', `Your gpuhq password reset code: ${code}`, [
-    'Enter this code to choose a new password for your gpuhq account:',
-    code,
-    `It is valid for ${CODE_MINUTES} minutes. If you did not ask for it, ignore this email; your password stays as it is.`,
-    publicUrl,
-  ], CODE_TTL_SECONDS)
+  return message(
+    to,
+    'reset_code',
+    `Your gpuhq password reset code: ${code}`,
+    [
+      'Enter this code to choose a new password for your gpuhq account:',
+      code,
+      `It is valid for ${CODE_MINUTES} minutes. If you did not ask for it, ignore this email; your password stays as it is.`,
+      publicUrl,
+    ],
+    CODE_TTL_SECONDS,
+  )
 }

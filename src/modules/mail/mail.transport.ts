@@ -27,7 +27,14 @@ export function createMailTransport(config: Config, log: Logger): MailTransport 
     })
     return {
       async send(mail) {
-        await transport.sendMail({ from: config.mailFrom, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, messageId: `<${mail.id}@gpuhq>` })
+        await transport.sendMail({
+          from: config.mailFrom,
+          to: mail.to,
+          subject: mail.subject,
+          text: mail.text,
+          html: mail.html,
+          messageId: `<${mail.id}@gpuhq>`,
+        })
       },
     }
   }

@@ -23,7 +23,9 @@ const CREDITABLE: TopupRow['status'][] = ['creating', 'partially_paid', 'expired
 export function applyPayment(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment): TopupRow {
   const base = { providerStatus: p.status.slice(0, 64), paymentId: t.paymentId ?? p.paymentId }
   const review = (reason: string) =>
-    t.status === 'succeeded' ? changeTopup(tx, deps, t, { ...base, reviewReason: reason }) : changeTopup(tx, deps, t, { ...base, status: 'review', reviewReason: reason })
+    t.status === 'succeeded'
+      ? changeTopup(tx, deps, t, { ...base, reviewReason: reason })
+      : changeTopup(tx, deps, t, { ...base, status: 'review', reviewReason: reason })
   if (p.orderId !== null && p.orderId !== t.id) return review('order_mismatch')
   if (p.invoiceId !== null && t.invoiceId !== null && p.invoiceId !== t.invoiceId) return review('invoice_mismatch')
   if (p.priceCurrency !== null && p.priceCurrency !== 'usd') return review('currency_mismatch')
@@ -83,7 +85,16 @@ function recordUnsettled(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, re
   const inserted = changesOf(
     tx
       .insert(unsettledPayments)
-      .values({ id: deps.newId(), tenantId: t.tenantId, topupId: t.id, provider: t.provider, paymentId: p.paymentId, amountMicros: p.confirmedMicros, reason, recordedAt: deps.clock.nowUs() })
+      .values({
+        id: deps.newId(),
+        tenantId: t.tenantId,
+        topupId: t.id,
+        provider: t.provider,
+        paymentId: p.paymentId,
+        amountMicros: p.confirmedMicros,
+        reason,
+        recordedAt: deps.clock.nowUs(),
+      })
       .onConflictDoNothing()
       .run(),
   )

@@ -30,7 +30,9 @@ const KINDS: Record<string, ProviderPayment['kind']> = {
 
 /** What the documented verifier computes: JSON.stringify with the sorted top-level keys as the replacer. */
 export function nowpaymentsSignature(body: Record<string, unknown>, ipnSecret: string): string {
-  return createHmac('sha512', ipnSecret).update(JSON.stringify(body, Object.keys(body).sort())).digest('hex')
+  return createHmac('sha512', ipnSecret)
+    .update(JSON.stringify(body, Object.keys(body).sort()))
+    .digest('hex')
 }
 
 /** A USD figure of the API → micro-USD, exactly, rounded down past the sixth decimal. */

@@ -17,7 +17,11 @@ export type JobRef = { job: string; period: string }
  * back), does not stop the others, and fails the run so it shows in the job's outcome.
  */
 export async function reconcileTopups(deps: Deps, run: JobRef = { job: 'billing.reconcile', period: 'manual' }): Promise<string> {
-  const open = deps.db.select().from(topups).where(inArray(topups.status, ['creating', 'partially_paid'])).all()
+  const open = deps.db
+    .select()
+    .from(topups)
+    .where(inArray(topups.status, ['creating', 'partially_paid']))
+    .all()
   let settled = 0
   let expired = 0
   let unreachable = 0

@@ -61,7 +61,17 @@ export function createSandbox(deps: Deps): PaymentProvider {
     },
     async fetchPayment(paymentId) {
       const p = deps.db.select().from(sandboxPayments).where(eq(sandboxPayments.paymentId, paymentId)).get()
-      if (!p) return { paymentId, invoiceId: null, orderId: null, status: 'unknown', kind: 'unknown', priceCurrency: null, priceAmountMicros: null, confirmedMicros: null }
+      if (!p)
+        return {
+          paymentId,
+          invoiceId: null,
+          orderId: null,
+          status: 'unknown',
+          kind: 'unknown',
+          priceCurrency: null,
+          priceAmountMicros: null,
+          confirmedMicros: null,
+        }
       const inv = deps.db.select().from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, p.invoiceId)).get()
       const kind = KINDS[p.status] ?? 'unknown'
       return {
@@ -91,13 +101,22 @@ export async function sandboxPay(deps: Deps, invoiceId: string, input: { outcome
   const paid = input.amountMicros ?? inv.priceAmountMicros
   if (paid <= 0) throw problems.field('/amount_usd', 'too_small', 'the amount paid must be above zero')
   if (paid > inv.priceAmountMicros)
-    throw problems.field('/amount_usd', 'exceeds_invoice', `the invoice is for ${formatMoney(inv.priceAmountMicros)} USD; the sandbox never confirms more than was invoiced`)
+    throw problems.field(
+      '/amount_usd',
+      'exceeds_invoice',
+      `the invoice is for ${formatMoney(inv.priceAmountMicros)} USD; the sandbox never confirms more than was invoiced`,
+    )
   withTransaction(deps.db, (tx) => {
     const open = tx.select({ status: sandboxInvoices.status }).from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, invoiceId)).get()!
     if (open.status !== 'open') throw problems.conflict('this invoice was already paid; it accepts no further outcome')
     if (input.outcome === 'finished')
-      tx.update(sandboxInvoices).set({ status: 'paid' }).where(and(eq(sandboxInvoices.invoiceId, invoiceId), eq(sandboxInvoices.status, 'open'))).run()
-    tx.insert(sandboxPayments).values({ paymentId, invoiceId, status: input.outcome, priceAmountMicros: inv.priceAmountMicros, paidMicros: paid, createdAt: deps.clock.nowUs() }).run()
+      tx.update(sandboxInvoices)
+        .set({ status: 'paid' })
+        .where(and(eq(sandboxInvoices.invoiceId, invoiceId), eq(sandboxInvoices.status, 'open')))
+        .run()
+    tx.insert(sandboxPayments)
+      .values({ paymentId, invoiceId, status: input.outcome, priceAmountMicros: inv.priceAmountMicros, paidMicros: paid, createdAt: deps.clock.nowUs() })
+      .run()
   })
   const body = JSON.stringify({
     payment_id: paymentId,

@@ -46,7 +46,8 @@ export function topupView(t: TopupRow) {
     payment_method: t.paymentMethod,
     provider: t.provider,
     provider_status: t.providerStatus,
-    purpose: t.purposeKind === 'wallet' ? { kind: 'wallet' as const } : { kind: 'subscription_change' as const, target_plan: t.targetPlan, change_id: t.changeId },
+    purpose:
+      t.purposeKind === 'wallet' ? { kind: 'wallet' as const } : { kind: 'subscription_change' as const, target_plan: t.targetPlan, change_id: t.changeId },
     ...(TERMINAL.includes(t.status) || !t.checkoutUrl ? {} : { checkout_url: t.checkoutUrl }),
     invoice_id: t.invoiceId,
     review_reason: t.reviewReason,
@@ -69,9 +70,13 @@ export async function createTopup({ deps, actor, audit, input }: { deps: Deps; a
     throw problems.field('/amount_usd', 'too_small', `${method.code} takes at least ${formatMoney(method.minAmountMicros)} USD`)
   const purpose = input.purpose ?? { kind: 'wallet' }
   const kind = purpose.kind === 'subscription' ? 'subscription_change' : purpose.kind
-  if (kind !== 'wallet' && kind !== 'subscription_change') throw problems.field('/purpose/kind', 'invalid_value', 'purpose.kind is wallet or subscription_change')
+  if (kind !== 'wallet' && kind !== 'subscription_change')
+    throw problems.field('/purpose/kind', 'invalid_value', 'purpose.kind is wallet or subscription_change')
   if (kind === 'subscription_change' && (!purpose.change_id || !purpose.target_plan))
-    throw problems.validation([...(!purpose.change_id ? [{ path: '/purpose/change_id', code: 'required' }] : []), ...(!purpose.target_plan ? [{ path: '/purpose/target_plan', code: 'required' }] : [])])
+    throw problems.validation([
+      ...(!purpose.change_id ? [{ path: '/purpose/change_id', code: 'required' }] : []),
+      ...(!purpose.target_plan ? [{ path: '/purpose/target_plan', code: 'required' }] : []),
+    ])
 
   const provider = providers(deps).get(method.provider)!
   const now = deps.clock.nowUs()
@@ -102,7 +107,12 @@ export async function createTopup({ deps, actor, audit, input }: { deps: Deps; a
     recordAudit(tx, deps, audit, { operation: 'billing.topups.create', targetKind: 'topup', targetId: row.id })
   })
   try {
-    const invoice = await provider.createInvoice({ topupId: row.id, amountMicros: amount, method: method.code, description: `gpuhq top-up ${formatMoney(amount)} USD` })
+    const invoice = await provider.createInvoice({
+      topupId: row.id,
+      amountMicros: amount,
+      method: method.code,
+      description: `gpuhq top-up ${formatMoney(amount)} USD`,
+    })
     return withTransaction(deps.db, (tx) => topupView(change(tx, deps, row, { invoiceId: invoice.invoiceId, checkoutUrl: invoice.checkoutUrl })))
   } catch (e) {
     if (e instanceof ProviderRejected) {
@@ -117,7 +127,11 @@ export async function createTopup({ deps, actor, audit, input }: { deps: Deps; a
 }
 
 export function getTopup({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
-  const t = deps.db.select().from(topups).where(and(eq(topups.tenantId, actor.tenantId), eq(topups.id, id.toLowerCase()))).get()
+  const t = deps.db
+    .select()
+    .from(topups)
+    .where(and(eq(topups.tenantId, actor.tenantId), eq(topups.id, id.toLowerCase())))
+    .get()
   if (!t) throw problems.notFound('no such top-up')
   return topupView(t)
 }
@@ -129,7 +143,13 @@ export function listTopups({ deps, actor, input }: { deps: Deps; actor: Actor; i
   const where = [eq(topups.tenantId, actor.tenantId)]
   if (input.status) where.push(eq(topups.status, input.status))
   if (before) where.push(lt(topups.id, before))
-  const rows = deps.db.select().from(topups).where(and(...where)).orderBy(desc(topups.id)).limit(limit + 1).all()
+  const rows = deps.db
+    .select()
+    .from(topups)
+    .where(and(...where))
+    .orderBy(desc(topups.id))
+    .limit(limit + 1)
+    .all()
   return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, topupView)
 }
 
@@ -147,14 +167,24 @@ export async function handleNotification({ deps, providerName, rawBody, headers 
   try {
     payment = await provider.fetchPayment(n.paymentId)
   } catch (e) {
-    if (e instanceof ProviderUnavailable || e instanceof ProviderRejected) throw problems.unavailable('the payment could not be read back from the provider; send the notification again later', 60)
+    if (e instanceof ProviderUnavailable || e instanceof ProviderRejected)
+      throw problems.unavailable('the payment could not be read back from the provider; send the notification again later', 60)
     throw e
   }
   return withTransaction(deps.db, (tx) => {
     const t = findTopupFor(tx, provider.name, { invoiceId: payment.invoiceId ?? n.invoiceId, orderId: payment.orderId ?? n.orderId })
     const outcome = t ? applyPayment(tx, deps, t, payment).status : 'ignored'
     tx.insert(paymentNotifications)
-      .values({ id: deps.newId(), provider: provider.name, topupId: t?.id ?? null, paymentId: n.paymentId, reportedStatus: n.reportedStatus.slice(0, 64), outcome, bodySha256: sha256Hex(rawBody), receivedAt: deps.clock.nowUs() })
+      .values({
+        id: deps.newId(),
+        provider: provider.name,
+        topupId: t?.id ?? null,
+        paymentId: n.paymentId,
+        reportedStatus: n.reportedStatus.slice(0, 64),
+        outcome,
+        bodySha256: sha256Hex(rawBody),
+        receivedAt: deps.clock.nowUs(),
+      })
       .run()
     return { received: true, topup_status: t ? outcome : null }
   })

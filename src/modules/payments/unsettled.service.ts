@@ -30,7 +30,11 @@ export function settleUnsettledPayment({ deps, input }: { deps: Deps; input: { i
     let entryId: string | null = null
     if (input.settlement === 'credited') {
       if (row.amountMicros === null || row.amountMicros <= 0)
-        throw problems.field('/amount', 'unknown', 'the provider confirmed no amount for this payment; credit it with scripts/admin adjust and settle it as refunded or with a note')
+        throw problems.field(
+          '/amount',
+          'unknown',
+          'the provider confirmed no amount for this payment; credit it with scripts/admin adjust and settle it as refunded or with a note',
+        )
       const entry = appendEntry(tx, deps, {
         tenantId: row.tenantId,
         kind: 'adjustment',

@@ -23,11 +23,20 @@ export const hourStartOf = (us: number) => Math.floor(us / US_PER_HOUR) * US_PER
  * first change, the plan it had (`fromPlan`) is recorded from the beginning of time, so the hours
  * before keep it. A later decision replaces assignments that had not started yet.
  */
-export function assignPlan(tx: DbOrTx, deps: Pick<Deps, 'clock'>, tenantId: string, fromPlan: string | null, toPlan: string | null, effectiveFrom: number): void {
+export function assignPlan(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'clock'>,
+  tenantId: string,
+  fromPlan: string | null,
+  toPlan: string | null,
+  effectiveFrom: number,
+): void {
   const now = deps.clock.nowUs()
   const any = tx.select({ t: planAssignments.tenantId }).from(planAssignments).where(eq(planAssignments.tenantId, tenantId)).limit(1).get()
   if (!any && effectiveFrom > 0) tx.insert(planAssignments).values({ tenantId, effectiveFrom: 0, planCode: fromPlan, createdAt: now }).run()
-  tx.delete(planAssignments).where(and(eq(planAssignments.tenantId, tenantId), gt(planAssignments.effectiveFrom, effectiveFrom))).run()
+  tx.delete(planAssignments)
+    .where(and(eq(planAssignments.tenantId, tenantId), gt(planAssignments.effectiveFrom, effectiveFrom)))
+    .run()
   tx.insert(planAssignments)
     .values({ tenantId, effectiveFrom, planCode: toPlan, createdAt: now })
     .onConflictDoUpdate({ target: [planAssignments.tenantId, planAssignments.effectiveFrom], set: { planCode: toPlan, createdAt: now } })
@@ -52,7 +61,13 @@ export type PricedPlan = { planCode: string | null; price: number | null }
 
 /** Every tenant's plan and that plan's price during the hour starting at `hourUs`. */
 export function plansDuringHour(tx: DbOrTx, hourUs: number): Map<string, PricedPlan> {
-  const prices = new Map(tx.select().from(plans).all().map((p) => [p.code, p.priceMicrosPerServerMonth]))
+  const prices = new Map(
+    tx
+      .select()
+      .from(plans)
+      .all()
+      .map((p) => [p.code, p.priceMicrosPerServerMonth]),
+  )
   for (const v of tx.select().from(planPrices).where(lte(planPrices.effectiveFrom, hourUs)).orderBy(asc(planPrices.effectiveFrom)).all())
     prices.set(v.planCode, v.priceMicrosPerServerMonth)
   const planOf = new Map<string, string | null>()

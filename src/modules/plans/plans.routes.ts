@@ -76,7 +76,10 @@ export function plansRoutes(deps: Deps) {
           },
           [401, 403],
         ),
-        detail: describe({ role: 'viewer', scope: 'billing:read' }, { tags: ['plans'], summary: 'What the tenant\'s plan allows now', description: 'plan is null when the tenant has no plan assignment.' }),
+        detail: describe(
+          { role: 'viewer', scope: 'billing:read' },
+          { tags: ['plans'], summary: "What the tenant's plan allows now", description: 'plan is null when the tenant has no plan assignment.' },
+        ),
       },
     )
 }

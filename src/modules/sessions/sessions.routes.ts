@@ -25,11 +25,15 @@ export function sessionsRoutes(deps: Deps) {
       {
         body: SignIn,
         response: responses({ 201: Me }, [401, 403, 413, 415, 422, 429]),
-        detail: describe({ public: true }, {
-          tags,
-          summary: 'Sign in: create a browser session',
-          description: 'Sets the `__Host-gpuhq_session` cookie. A wrong email or password answers the same 401. After 5 failures from one network on one account, that network waits (429 with Retry-After) with a doubling delay up to 15 minutes.',
-        }),
+        detail: describe(
+          { public: true },
+          {
+            tags,
+            summary: 'Sign in: create a browser session',
+            description:
+              'Sets the `__Host-gpuhq_session` cookie. A wrong email or password answers the same 401. After 5 failures from one network on one account, that network waits (429 with Retry-After) with a doubling delay up to 15 minutes.',
+          },
+        ),
       },
     )
     .delete(

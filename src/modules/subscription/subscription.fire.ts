@@ -15,7 +15,11 @@ import { bumpVersion, computeQuote, switchPlan, type ChangeRow, type Quote } fro
  */
 export function fireScheduled(deps: Deps, run: { job: string; period: string } = { job: 'subscription.fire', period: 'manual' }): string {
   const now = deps.clock.nowUs()
-  const due = deps.db.select().from(subscriptionChanges).where(and(eq(subscriptionChanges.status, 'scheduled'), lte(subscriptionChanges.effectiveAt, now))).all()
+  const due = deps.db
+    .select()
+    .from(subscriptionChanges)
+    .where(and(eq(subscriptionChanges.status, 'scheduled'), lte(subscriptionChanges.effectiveAt, now)))
+    .all()
   let applied = 0
   let refused = 0
   const failed: string[] = []
@@ -26,7 +30,12 @@ export function fireScheduled(deps: Deps, run: { job: string; period: string } =
       else if (outcome === 'refused') refused++
     } catch (e) {
       failed.push(c.id)
-      deps.log.error('firing a scheduled plan change failed; it stays scheduled and the next run retries it', { ...run, change_id: c.id, tenant_id: c.tenantId, error: e })
+      deps.log.error('firing a scheduled plan change failed; it stays scheduled and the next run retries it', {
+        ...run,
+        change_id: c.id,
+        tenant_id: c.tenantId,
+        error: e,
+      })
     }
   }
   const summary = `${due.length} due: ${applied} applied, ${refused} refused`
@@ -52,7 +61,14 @@ function fireOne(tx: Tx, deps: Deps, id: string, now: number): 'applied' | 'refu
   if (reason) {
     tx.update(subscriptionChanges).set({ status: 'refused', refusalReason: reason, refusedAt: now }).where(eq(subscriptionChanges.id, c.id)).run()
     tx.insert(notificationEvents)
-      .values({ id: deps.newId(), tenantId: c.tenantId, category: 'payment', kind: 'subscription.change_refused', payload: JSON.stringify({ change_id: c.id, target_plan: c.targetPlan, reason }), createdAt: now })
+      .values({
+        id: deps.newId(),
+        tenantId: c.tenantId,
+        category: 'payment',
+        kind: 'subscription.change_refused',
+        payload: JSON.stringify({ change_id: c.id, target_plan: c.targetPlan, reason }),
+        createdAt: now,
+      })
       .run()
     recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.refused', `${c.targetPlan}: ${reason}`)
   } else {

@@ -55,18 +55,40 @@ export function subscriptionRoutes(deps: Deps) {
         return body
       },
       {
-        response: responses({ 200: Type.Object({ plan: Nullable(Type.Any()), pending_change: Nullable(Change), last_change: Nullable(Change), account_state: Type.String(), version: Type.Integer() }) }, [304, 401, 403]),
-        detail: describe({ role: 'viewer', scope: 'billing:read' }, { tags, summary: 'Current plan and the ordered change', description: 'ETag is the subscription version (send it as If-Match to replace a pending change).' }),
+        response: responses(
+          {
+            200: Type.Object({
+              plan: Nullable(Type.Any()),
+              pending_change: Nullable(Change),
+              last_change: Nullable(Change),
+              account_state: Type.String(),
+              version: Type.Integer(),
+            }),
+          },
+          [304, 401, 403],
+        ),
+        detail: describe(
+          { role: 'viewer', scope: 'billing:read' },
+          {
+            tags,
+            summary: 'Current plan and the ordered change',
+            description: 'ETag is the subscription version (send it as If-Match to replace a pending change).',
+          },
+        ),
       },
     )
     .get('/subscription/quote', ({ request, query }) => quote({ deps, actor: actorOf(request), plan: query.plan }), {
       query: t.Object({ plan: t.String({ pattern: '^[a-z][a-z0-9_-]{1,63}$', description: 'A plan code from GET /plans' }) }),
       response: responses({ 200: Quote }, [401, 403, 404, 409, 422]),
-      detail: describe({ role: 'viewer', scope: 'billing:read', requiresPlan: true }, {
-        tags,
-        summary: 'What changing to a plan would mean',
-        description: 'Direction from effective prices only. Only an upgrade is gated: one day of the target plan at the current fleet against the balance. Contract-priced target → 403 feature_not_entitled.',
-      }),
+      detail: describe(
+        { role: 'viewer', scope: 'billing:read', requiresPlan: true },
+        {
+          tags,
+          summary: 'What changing to a plan would mean',
+          description:
+            'Direction from effective prices only. Only an upgrade is gated: one day of the target plan at the current fleet against the balance. Contract-priced target → 403 feature_not_entitled.',
+        },
+      ),
     })
     .post(
       '/subscription/changes',
@@ -77,20 +99,40 @@ export function subscriptionRoutes(deps: Deps) {
       },
       {
         beforeHandle: idempotent(deps),
-        body: Type.Object({ target_plan: PlanCode, topup_id: Type.Optional(Uuid({ description: 'A top-up of the tenant whose success pays for this upgrade (unknown or another tenant\'s: 404)' })) }, { additionalProperties: false }),
+        body: Type.Object(
+          {
+            target_plan: PlanCode,
+            topup_id: Type.Optional(Uuid({ description: "A top-up of the tenant whose success pays for this upgrade (unknown or another tenant's: 404)" })),
+          },
+          { additionalProperties: false },
+        ),
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })), 'if-match': t.Optional(t.String({ maxLength: 256 })) }),
         response: responses({ 200: Change, 201: Change }, [401, 403, 404, 409, 412, 413, 415, 422]),
-        detail: describe({ role: 'admin', scope: 'billing:write', denyFrozen: true, requiresPlan: true }, {
-          tags,
-          summary: 'Order a plan change',
-          description:
-            '200 when applied now (upgrade covered by the balance, or lateral); 201 when scheduled (downgrade: the first UTC day of next month, or the next day by the plan\'s policy) or awaiting_payment (upgrade not covered: pay with a top-up whose purpose is {kind: subscription_change, target_plan, change_id}; it is applied inside the verified payment). A live pending change → 409 change_already_pending unless If-Match carries the subscription version, which replaces it. Fleet above the target\'s limit → 409 server_limit_reached.',
-        }),
+        detail: describe(
+          { role: 'admin', scope: 'billing:write', denyFrozen: true, requiresPlan: true },
+          {
+            tags,
+            summary: 'Order a plan change',
+            description:
+              "200 when applied now (upgrade covered by the balance, or lateral); 201 when scheduled (downgrade: the first UTC day of next month, or the next day by the plan's policy) or awaiting_payment (upgrade not covered: pay with a top-up whose purpose is {kind: subscription_change, target_plan, change_id}; it is applied inside the verified payment). A live pending change → 409 change_already_pending unless If-Match carries the subscription version, which replaces it. Fleet above the target's limit → 409 server_limit_reached.",
+          },
+        ),
       },
     )
-    .delete('/subscription/changes/:id', ({ request, params }) => cancelChange({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id }), {
-      params: t.Object({ id: t.String({ format: 'uuid' }) }),
-      response: responses({ 200: Change }, [401, 403, 404, 409, 422]),
-      detail: describe({ role: 'admin', scope: 'billing:write' }, { tags, summary: 'Cancel a pending plan change', description: '409 change_already_applied when it was applied; 409 change_effective when its day has come.' }),
-    })
+    .delete(
+      '/subscription/changes/:id',
+      ({ request, params }) => cancelChange({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id }),
+      {
+        params: t.Object({ id: t.String({ format: 'uuid' }) }),
+        response: responses({ 200: Change }, [401, 403, 404, 409, 422]),
+        detail: describe(
+          { role: 'admin', scope: 'billing:write' },
+          {
+            tags,
+            summary: 'Cancel a pending plan change',
+            description: '409 change_already_applied when it was applied; 409 change_effective when its day has come.',
+          },
+        ),
+      },
+    )
 }

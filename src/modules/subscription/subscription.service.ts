@@ -65,7 +65,7 @@ export function computeQuote(db: DbOrTx, tenant: TenantRow, targetCode: string, 
   if (target.priceMicrosPerServerMonth === null)
     throw new ProblemError('feature_not_entitled', { detail: `${target.label} is contract-priced; ask us for an offer` })
   const current = findPlan(db, tenant.planCode)
-  if (!current) throw new ProblemError('plan_required', { detail: 'the tenant\'s plan is no longer in the catalogue' })
+  if (!current) throw new ProblemError('plan_required', { detail: "the tenant's plan is no longer in the catalogue" })
   const direction = directionOf(current, target)
   const managed = countManagedServers(db, tenant.id)
   const d = new Date(now / 1000)
@@ -74,7 +74,15 @@ export function computeQuote(db: DbOrTx, tenant: TenantRow, targetCode: string, 
   const balance = balanceOf(db, tenant.id)
   const today = utcDay(now)
   const billingDay =
-    direction === 'upgrade' ? (target.upgradeEffective === 'next_day' ? nextDay(today) : today) : direction === 'downgrade' ? (target.downgradeEffective === 'next_day' ? nextDay(today) : firstOfNextMonth(now)) : today
+    direction === 'upgrade'
+      ? target.upgradeEffective === 'next_day'
+        ? nextDay(today)
+        : today
+      : direction === 'downgrade'
+        ? target.downgradeEffective === 'next_day'
+          ? nextDay(today)
+          : firstOfNextMonth(now)
+        : today
   return { current, target, direction, managed, unitDaily, reserve, balance, covered: direction !== 'upgrade' || balance >= reserve, billingDay }
 }
 
@@ -118,11 +126,18 @@ export function changeView(c: ChangeRow) {
 }
 
 function pendingChange(db: DbOrTx, tenantId: string): ChangeRow | undefined {
-  return db.select().from(subscriptionChanges).where(and(eq(subscriptionChanges.tenantId, tenantId), inArray(subscriptionChanges.status, PENDING))).get()
+  return db
+    .select()
+    .from(subscriptionChanges)
+    .where(and(eq(subscriptionChanges.tenantId, tenantId), inArray(subscriptionChanges.status, PENDING)))
+    .get()
 }
 
 export function bumpVersion(tx: DbOrTx, tenant: TenantRow): void {
-  tx.update(tenants).set({ subscriptionVersion: tenant.subscriptionVersion + 1 }).where(eq(tenants.id, tenant.id)).run()
+  tx.update(tenants)
+    .set({ subscriptionVersion: tenant.subscriptionVersion + 1 })
+    .where(eq(tenants.id, tenant.id))
+    .run()
 }
 
 /**
@@ -135,20 +150,45 @@ export function switchPlan(tx: DbOrTx, deps: Pick<Deps, 'clock'>, tenantId: stri
   tx.update(tenants).set({ planCode: toPlan }).where(eq(tenants.id, tenantId)).run()
 }
 
-export function orderChange({ deps, actor, audit, input, ifMatch }: { deps: Deps; actor: Actor; audit: AuditContext; input: { target_plan: string; topup_id?: string }; ifMatch: string | null }) {
+export function orderChange({
+  deps,
+  actor,
+  audit,
+  input,
+  ifMatch,
+}: {
+  deps: Deps
+  actor: Actor
+  audit: AuditContext
+  input: { target_plan: string; topup_id?: string }
+  ifMatch: string | null
+}) {
   return withTransaction(deps.db, (tx) => {
     const tenant = findTenant(tx, actor.tenantId)!
     const now = deps.clock.nowUs()
     const q = computeQuote(tx, tenant, input.target_plan, now)
     // A linked top-up must be one of the tenant's own (a foreign id answers like an unknown one).
-    if (input.topup_id && !tx.select({ id: topups.id }).from(topups).where(and(eq(topups.tenantId, tenant.id), eq(topups.id, input.topup_id.toLowerCase()))).get())
+    if (
+      input.topup_id &&
+      !tx
+        .select({ id: topups.id })
+        .from(topups)
+        .where(and(eq(topups.tenantId, tenant.id), eq(topups.id, input.topup_id.toLowerCase())))
+        .get()
+    )
       throw problems.notFound('no such top-up')
     if (q.target.code === q.current.code) throw problems.conflict(`the tenant is already on ${q.target.code}`)
     if (q.target.serversMax !== null && q.managed > q.target.serversMax)
-      throw new ProblemError('server_limit_reached', { detail: `${q.managed} managed servers exceed the ${q.target.label} limit of ${q.target.serversMax}; decommission some first` })
+      throw new ProblemError('server_limit_reached', {
+        detail: `${q.managed} managed servers exceed the ${q.target.label} limit of ${q.target.serversMax}; decommission some first`,
+      })
     const pending = pendingChange(tx, tenant.id)
     if (pending) {
-      if (ifMatch === null) throw new ProblemError('change_already_pending', { detail: 'a plan change is already pending; send If-Match with the subscription version to replace it', headers: { ETag: etagOf(tenant.subscriptionVersion) } })
+      if (ifMatch === null)
+        throw new ProblemError('change_already_pending', {
+          detail: 'a plan change is already pending; send If-Match with the subscription version to replace it',
+          headers: { ETag: etagOf(tenant.subscriptionVersion) },
+        })
       assertIfMatch(ifMatch, etagOf(tenant.subscriptionVersion))
       // A scheduled change whose day has come is no longer replaceable, as it is no longer cancellable.
       if (pending.status === 'scheduled' && pending.effectiveAt <= now)
@@ -192,7 +232,13 @@ export function getSubscription({ deps, actor }: { deps: Deps; actor: Actor }) {
   const tenant = findTenant(deps.db, actor.tenantId)!
   const plan = tenant.planCode ? findPlan(deps.db, tenant.planCode) : undefined
   const pending = pendingChange(deps.db, tenant.id)
-  const last = deps.db.select().from(subscriptionChanges).where(eq(subscriptionChanges.tenantId, tenant.id)).orderBy(desc(subscriptionChanges.id)).limit(1).get()
+  const last = deps.db
+    .select()
+    .from(subscriptionChanges)
+    .where(eq(subscriptionChanges.tenantId, tenant.id))
+    .orderBy(desc(subscriptionChanges.id))
+    .limit(1)
+    .get()
   return {
     body: {
       plan: plan ? planView(plan) : null,
@@ -207,12 +253,17 @@ export function getSubscription({ deps, actor }: { deps: Deps; actor: Actor }) {
 
 export function cancelChange({ deps, actor, audit, id }: { deps: Deps; actor: Actor; audit: AuditContext; id: string }) {
   return withTransaction(deps.db, (tx) => {
-    const c = tx.select().from(subscriptionChanges).where(and(eq(subscriptionChanges.tenantId, actor.tenantId), eq(subscriptionChanges.id, id.toLowerCase()))).get()
+    const c = tx
+      .select()
+      .from(subscriptionChanges)
+      .where(and(eq(subscriptionChanges.tenantId, actor.tenantId), eq(subscriptionChanges.id, id.toLowerCase())))
+      .get()
     if (!c) throw problems.notFound('no such plan change')
     const now = deps.clock.nowUs()
     if (c.status === 'applied') throw new ProblemError('change_already_applied', { detail: 'the change was already applied' })
     if (c.status === 'cancelled' || c.status === 'refused') throw problems.conflict(`the change was already ${c.status}`)
-    if (c.status === 'scheduled' && c.effectiveAt <= now) throw new ProblemError('change_effective', { detail: 'the change is already in effect and will be applied by the next run' })
+    if (c.status === 'scheduled' && c.effectiveAt <= now)
+      throw new ProblemError('change_effective', { detail: 'the change is already in effect and will be applied by the next run' })
     const next = { ...c, status: 'cancelled' as const, cancelledAt: now }
     tx.update(subscriptionChanges).set({ status: 'cancelled', cancelledAt: now }).where(eq(subscriptionChanges.id, c.id)).run()
     bumpVersion(tx, findTenant(tx, actor.tenantId)!)
@@ -245,7 +296,10 @@ export function activateOnTopup(tx: Tx, deps: Deps, topup: { id: string; tenantI
   }
   if (q.direction === 'upgrade' && !q.covered) return // paid too little: it keeps waiting
   switchPlan(tx, deps, tenant.id, tenant.planCode, pending.targetPlan, q.billingDay)
-  tx.update(subscriptionChanges).set({ status: 'applied', appliedAt: now, topupId: pending.topupId ?? topup.id, billingEffectiveDay: q.billingDay }).where(eq(subscriptionChanges.id, pending.id)).run()
+  tx.update(subscriptionChanges)
+    .set({ status: 'applied', appliedAt: now, topupId: pending.topupId ?? topup.id, billingEffectiveDay: q.billingDay })
+    .where(eq(subscriptionChanges.id, pending.id))
+    .run()
   bumpVersion(tx, tenant)
   recordSystemEvent(tx, deps, tenant.id, 'subscription.change.applied', `${pending.targetPlan} after top-up ${topup.id}`)
 }

@@ -95,13 +95,19 @@ export function docsRoutes(deps: Deps) {
     )
     .get(
       `${DOCS_PATH}/gpuhq-docs.js`,
-      () => new Response(INITIALIZER, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' } }),
+      () =>
+        new Response(INITIALIZER, {
+          headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' },
+        }),
       hidden('Swagger UI settings for this service'),
     )
   for (const [name, type] of Object.entries(VENDOR))
     app.get(
       `${DOCS_PATH}/${name}`,
-      () => new Response(Bun.file(join(DIST, name)), { headers: { 'content-type': type, 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' } }),
+      () =>
+        new Response(Bun.file(join(DIST, name)), {
+          headers: { 'content-type': type, 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' },
+        }),
       hidden(`Swagger UI ${VERSION}: ${name}`),
     )
   return app

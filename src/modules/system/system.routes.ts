@@ -11,8 +11,7 @@ import { problemIndexPage, problemPage } from './problems.page'
 const Html = Type.String({ description: 'HTML page' })
 
 export function systemRoutes(deps: Deps) {
-  const html = (body: string) =>
-    new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'public, max-age=3600' } })
+  const html = (body: string) => new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'public, max-age=3600' } })
   return new Elysia({ name: 'system' })
     .get('/healthz', () => ({ status: 'ok' as const }), {
       response: responses({ 200: Health }, []),
@@ -24,7 +23,14 @@ export function systemRoutes(deps: Deps) {
     })
     .get('/problems', () => html(problemIndexPage(deps.config.publicUrl)), {
       response: responses({ 200: Html }, []),
-      detail: describe({ public: true }, { tags: ['system'], summary: 'Index of problem types', responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' as const } } } } } }),
+      detail: describe(
+        { public: true },
+        {
+          tags: ['system'],
+          summary: 'Index of problem types',
+          responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' as const } } } } },
+        },
+      ),
     })
     .get(
       '/problems/:code',

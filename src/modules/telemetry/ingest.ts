@@ -2,7 +2,7 @@ import { and, eq, sql } from 'drizzle-orm'
 import type { Database } from 'bun:sqlite'
 import { metricSeries, rollupWatermarks } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
-import { perDeps, type Deps } from '../../platform/context'
+import { perDeps, } from '../../platform/context'
 
 /**
  * Ingestion of telemetry samples into the raw history, inside the fleet runtime's group commit

@@ -24,7 +24,10 @@ const MetricsSnapshot = Type.Object({
       scope: Type.Union([Type.Literal('host'), Type.Literal('gpu')]),
       gpu_index: Nullable(Type.Integer()),
       unit: Nullable(Type.String({ maxLength: 16 })),
-      points: Type.Array(Type.Object({ t: Timestamp({ description: 'Bucket start; the bucket is [t, t + resolution)' }), min: N, max: N, avg: N, p50: N, p95: N, last: N }), { maxItems: 5000 }),
+      points: Type.Array(
+        Type.Object({ t: Timestamp({ description: 'Bucket start; the bucket is [t, t + resolution)' }), min: N, max: N, avg: N, p50: N, p95: N, last: N }),
+        { maxItems: 5000 },
+      ),
     }),
     { maxItems: 200 },
   ),
@@ -45,16 +48,29 @@ export function metricsRoutes(deps: Deps) {
       query: t.Object({
         from: t.Optional(t.String({ maxLength: 64, description: 'RFC 3339; default to minus 24 h; inclusive' })),
         to: t.Optional(t.String({ maxLength: 64, description: 'RFC 3339; default now; exclusive' })),
-        resolution: t.Optional(t.Union([t.Literal('auto'), t.Literal('1m'), t.Literal('5m'), t.Literal('1h')], { description: 'auto (default) picks 5m, or 1h for ranges over 48 h; 1m is a legacy alias of 5m' })),
-        metric: t.Optional(t.Array(t.String({ pattern: '^[a-z][a-z0-9_]{1,63}$' }), { maxItems: 20, description: `Repeat for several: ?metric=a&metric=b. Default: ${DEFAULT_METRICS.join(', ')}` })),
+        resolution: t.Optional(
+          t.Union([t.Literal('auto'), t.Literal('1m'), t.Literal('5m'), t.Literal('1h')], {
+            description: 'auto (default) picks 5m, or 1h for ranges over 48 h; 1m is a legacy alias of 5m',
+          }),
+        ),
+        metric: t.Optional(
+          t.Array(t.String({ pattern: '^[a-z][a-z0-9_]{1,63}$' }), {
+            maxItems: 20,
+            description: `Repeat for several: ?metric=a&metric=b. Default: ${DEFAULT_METRICS.join(', ')}`,
+          }),
+        ),
         gpu_index: t.Optional(t.Integer({ minimum: 0, maximum: 127, description: 'Restricts GPU series; host series are unaffected' })),
       }),
       response: responses({ 200: MetricsSnapshot }, [304, 401, 403, 404, 422]),
-      detail: describe({ role: 'viewer', scope: 'servers:read', serverParam: 'id' }, {
-        tags: ['servers'],
-        summary: 'Metric series of a server',
-        description: 'Rollups with min, max, avg, p50, p95 and last per bucket. At most 20 metric names, 200 series and 5000 points per series (422 beyond). ETag / If-None-Match → 304.',
-      }),
+      detail: describe(
+        { role: 'viewer', scope: 'servers:read', serverParam: 'id' },
+        {
+          tags: ['servers'],
+          summary: 'Metric series of a server',
+          description:
+            'Rollups with min, max, avg, p50, p95 and last per bucket. At most 20 metric names, 200 series and 5000 points per series (422 beyond). ETag / If-None-Match → 304.',
+        },
+      ),
     },
   )
 }

@@ -71,7 +71,8 @@ export function serverMetrics({ deps, actor, id, input }: { deps: Deps; actor: A
   const resolution: 300 | 3600 = to - from > H48 || input.resolution === '1h' ? 3600 : 300
   const first = floorTo(from, resolution)
   const points = Math.ceil((to - first) / (resolution * US))
-  if (points > MAX_POINTS) throw problems.field('/from', 'range_too_large', `at most ${MAX_POINTS} points per series; this range has ${points} at ${resolution === 300 ? '5m' : '1h'}`)
+  if (points > MAX_POINTS)
+    throw problems.field('/from', 'range_too_large', `at most ${MAX_POINTS} points per series; this range has ${points} at ${resolution === 300 ? '5m' : '1h'}`)
 
   const metrics = [...new Set(input.metric ?? DEFAULT_METRICS)]
   const series = deps.db
@@ -82,13 +83,24 @@ export function serverMetrics({ deps, actor, id, input }: { deps: Deps; actor: A
     .all()
     .filter((s) => s.gpuIndex < 0 || input.gpu_index === undefined || s.gpuIndex === input.gpu_index)
     .sort((a, b) => metrics.indexOf(a.metric) - metrics.indexOf(b.metric) || a.gpuIndex - b.gpuIndex)
-  if (series.length > MAX_SERIES) throw problems.field('/metric', 'too_many_series', `at most ${MAX_SERIES} series; this selection has ${series.length} (restrict gpu_index or metric)`)
+  if (series.length > MAX_SERIES)
+    throw problems.field('/metric', 'too_many_series', `at most ${MAX_SERIES} series; this selection has ${series.length} (restrict gpu_index or metric)`)
 
   const stored = series.length
     ? deps.db
         .select()
         .from(metricRollups)
-        .where(and(inArray(metricRollups.seriesId, series.map((s) => s.id)), eq(metricRollups.grain, resolution), gte(metricRollups.bucket, first), lt(metricRollups.bucket, to)))
+        .where(
+          and(
+            inArray(
+              metricRollups.seriesId,
+              series.map((s) => s.id),
+            ),
+            eq(metricRollups.grain, resolution),
+            gte(metricRollups.bucket, first),
+            lt(metricRollups.bucket, to),
+          ),
+        )
         .all()
     : []
   const wm = deps.db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, resolution)).get()
@@ -96,19 +108,29 @@ export function serverMetrics({ deps, actor, id, input }: { deps: Deps; actor: A
   // whole buckets as the job would store them; they replace any stored row of the same bucket.
   const rangeEnd = first + points * resolution * US
   const rawFrom = Math.max(first, wm ? floorTo(unsettledFrom(deps, resolution, wm, now), resolution) : first)
-  const fresh = rawBuckets(deps, resolution, series.map((s) => s.id), rawFrom, rangeEnd)
+  const fresh = rawBuckets(
+    deps,
+    resolution,
+    series.map((s) => s.id),
+    rawFrom,
+    rangeEnd,
+  )
   const bySeries = new Map<number, Map<number, BucketStats>>()
   const put = (seriesId: number, bucket: number, stats: BucketStats) => {
     let m = bySeries.get(seriesId)
     if (!m) bySeries.set(seriesId, (m = new Map()))
     m.set(bucket, stats)
   }
-  for (const r of stored) put(r.seriesId, r.bucket, { series_id: r.seriesId, bucket: r.bucket, min: r.min, max: r.max, avg: r.avg, p50: r.p50, p95: r.p95, last: r.last })
+  for (const r of stored)
+    put(r.seriesId, r.bucket, { series_id: r.seriesId, bucket: r.bucket, min: r.min, max: r.max, avg: r.avg, p50: r.p50, p95: r.p95, last: r.last })
   for (const r of fresh) put(r.series_id, r.bucket, r)
   // Read from the raw samples up to the range's end, the answer is as fresh as this moment.
   const dataAsOf = rawFrom < rangeEnd ? now : (wm?.updatedAt ?? now)
   const body = build(server.id, resolution, from, to, first, points, series, bySeries, now, dataAsOf)
-  const etag = `"${createHash('sha256').update(JSON.stringify([body.resolution, body.from, body.to, body.series])).digest('base64url').slice(0, 27)}"`
+  const etag = `"${createHash('sha256')
+    .update(JSON.stringify([body.resolution, body.from, body.to, body.series]))
+    .digest('base64url')
+    .slice(0, 27)}"`
   const hot = to > (wm?.doneUntil ?? 0)
   const answer = { body, etag, expiresAt: now + (hot ? HOT_TTL_US : HISTORY_TTL_US) }
   if (cache.size > 5000) cache.clear()

@@ -46,7 +46,16 @@ function rollupRange(deps: Deps, grain: Grain, fromUs: number, toUs: number): nu
   return r.changes
 }
 
-export type BucketStats = { series_id: number; bucket: number; min: number | null; max: number | null; avg: number | null; p50: number | null; p95: number | null; last: number | null }
+export type BucketStats = {
+  series_id: number
+  bucket: number
+  min: number | null
+  max: number | null
+  avg: number | null
+  p50: number | null
+  p95: number | null
+  last: number | null
+}
 
 /** What the rollup job would store for these series in [fromUs, toUs), read straight from the raw samples. */
 export function rawBuckets(deps: Deps, grain: Grain, seriesIds: number[], fromUs: number, toUs: number): BucketStats[] {
@@ -74,7 +83,10 @@ export function runRollups(deps: Deps): string {
     if (wm) {
       from = unsettledFrom(deps, grain, wm, now)
     } else {
-      const first = deps.db.select({ t: sql<number | null>`min(${metricSamples.t})` }).from(metricSamples).get()?.t
+      const first = deps.db
+        .select({ t: sql<number | null>`min(${metricSamples.t})` })
+        .from(metricSamples)
+        .get()?.t
       from = first ?? now
     }
     from = floorTo(from, grain)
@@ -102,9 +114,24 @@ export function pruneTelemetry(deps: Deps): string {
   const now = deps.clock.nowUs()
   const { rawHours, fiveMinuteDays, hourlyDays } = deps.config.metricsRetention
   return withTransaction(deps.db, (tx) => {
-    const raw = changesOf(tx.delete(metricSamples).where(lt(metricSamples.t, now - rawHours * 3600 * US)).run())
-    const five = changesOf(tx.delete(metricRollups).where(sql`${metricRollups.grain} = 300 AND ${metricRollups.bucket} < ${now - fiveMinuteDays * 86400 * US}`).run())
-    const hourly = changesOf(tx.delete(metricRollups).where(sql`${metricRollups.grain} = 3600 AND ${metricRollups.bucket} < ${now - hourlyDays * 86400 * US}`).run())
+    const raw = changesOf(
+      tx
+        .delete(metricSamples)
+        .where(lt(metricSamples.t, now - rawHours * 3600 * US))
+        .run(),
+    )
+    const five = changesOf(
+      tx
+        .delete(metricRollups)
+        .where(sql`${metricRollups.grain} = 300 AND ${metricRollups.bucket} < ${now - fiveMinuteDays * 86400 * US}`)
+        .run(),
+    )
+    const hourly = changesOf(
+      tx
+        .delete(metricRollups)
+        .where(sql`${metricRollups.grain} = 3600 AND ${metricRollups.bucket} < ${now - hourlyDays * 86400 * US}`)
+        .run(),
+    )
     return `removed ${raw} raw samples, ${five} 5-minute and ${hourly} hourly buckets past retention`
   })
 }

@@ -21,15 +21,21 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
     .post('/clock', ({ body }) => moveClock({ deps, input: body }), {
       body: ClockBody,
       response: responses({ 200: ClockReply }, [413, 415, 422]),
-      detail: describe({ public: true }, { tags, summary: 'Move the service clock forward', description: 'Body: exactly one of `advance_seconds` or `now` (ahead of the current time). Answers the new "now".' }),
+      detail: describe(
+        { public: true },
+        {
+          tags,
+          summary: 'Move the service clock forward',
+          description: 'Body: exactly one of `advance_seconds` or `now` (ahead of the current time). Answers the new "now".',
+        },
+      ),
     })
     .post(
       '/jobs/:job/run',
       async ({ params }) => {
         if (!runner.has(params.job)) throw problems.notFound(`no job ${params.job}; known: ${runner.names.join(', ')}`)
         const r = await runner.run(params.job, `manual:${deps.newId()}`)
-        if (r.outcome === 'skipped')
-          throw problems.conflict(`${params.job} is running in another process; retry shortly`)
+        if (r.outcome === 'skipped') throw problems.conflict(`${params.job} is running in another process; retry shortly`)
         return { job: r.job, now: formatTimestamp(deps.clock.nowUs()), outcome: r.outcome, detail: r.detail }
       },
       {
@@ -99,4 +105,3 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
       },
     )
 }
-

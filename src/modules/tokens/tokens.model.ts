@@ -11,8 +11,12 @@ export const PatCreate = Type.Object(
         description: `Default ["servers:read"]. Known scopes: ${ALL_SCOPES.join(', ')}. Never more than the creator's role allows.`,
       }),
     ),
-    expires_at: Type.Optional(Nullable(Type.String({ maxLength: 64, description: 'Default 90 days from now, at most one year; null (non-expiring) is refused in production' }))),
-    server_allowlist: Type.Optional(Type.Array(Type.String({ format: 'uuid' }), { maxItems: 1000, description: 'Caveat: servers outside the list answer 404 to this token' })),
+    expires_at: Type.Optional(
+      Nullable(Type.String({ maxLength: 64, description: 'Default 90 days from now, at most one year; null (non-expiring) is refused in production' })),
+    ),
+    server_allowlist: Type.Optional(
+      Type.Array(Type.String({ format: 'uuid' }), { maxItems: 1000, description: 'Caveat: servers outside the list answer 404 to this token' }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -43,7 +47,9 @@ export const InitCreate = Type.Object(
 )
 export const InitCreated = Type.Object({
   id: Uuid(),
-  token: Type.String({ description: 'gpuhq_init_… plaintext, shown only here. Give it to the agent on standard input or in a file, never on its command line.' }),
+  token: Type.String({
+    description: 'gpuhq_init_… plaintext, shown only here. Give it to the agent on standard input or in a file, never on its command line.',
+  }),
   expires_at: Timestamp(),
   server_id: Nullable(Uuid()),
   purpose: Nullable(Type.String()),

@@ -29,11 +29,21 @@ export function listAccessTokens(db: DbOrTx, tenantId: string, userId: string | 
   const where = [eq(accessTokens.tenantId, tenantId), isNull(accessTokens.revokedAt)]
   if (userId) where.push(eq(accessTokens.userId, userId))
   if (beforeId) where.push(lt(accessTokens.id, beforeId))
-  return db.select().from(accessTokens).where(and(...where)).orderBy(desc(accessTokens.id)).limit(limit).all()
+  return db
+    .select()
+    .from(accessTokens)
+    .where(and(...where))
+    .orderBy(desc(accessTokens.id))
+    .limit(limit)
+    .all()
 }
 
 export function findLiveAccessToken(db: DbOrTx, tenantId: string, id: string): AccessTokenRow | undefined {
-  return db.select().from(accessTokens).where(and(eq(accessTokens.tenantId, tenantId), eq(accessTokens.id, id), isNull(accessTokens.revokedAt))).get()
+  return db
+    .select()
+    .from(accessTokens)
+    .where(and(eq(accessTokens.tenantId, tenantId), eq(accessTokens.id, id), isNull(accessTokens.revokedAt)))
+    .get()
 }
 
 export function revokeAccessToken(tx: DbOrTx, id: string, at: number): void {
@@ -41,11 +51,19 @@ export function revokeAccessToken(tx: DbOrTx, id: string, at: number): void {
 }
 
 export function findTenantServer(db: DbOrTx, tenantId: string, id: string) {
-  return db.select().from(servers).where(and(eq(servers.tenantId, tenantId), eq(servers.id, id), isNull(servers.decommissionedAt))).get()
+  return db
+    .select()
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), eq(servers.id, id), isNull(servers.decommissionedAt)))
+    .get()
 }
 
 export function countManagedServers(db: DbOrTx, tenantId: string): number {
-  const r = db.select({ n: sql<number>`count(*)` }).from(servers).where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt))).get()
+  const r = db
+    .select({ n: sql<number>`count(*)` })
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
+    .get()
   return Number(r?.n ?? 0)
 }
 
@@ -54,7 +72,15 @@ export function countOutstandingUnboundInitTokens(db: DbOrTx, tenantId: string, 
   const r = db
     .select({ n: sql<number>`count(*)` })
     .from(initTokens)
-    .where(and(eq(initTokens.tenantId, tenantId), isNull(initTokens.serverId), isNull(initTokens.claimedAt), isNull(initTokens.revokedAt), gt(initTokens.expiresAt, now)))
+    .where(
+      and(
+        eq(initTokens.tenantId, tenantId),
+        isNull(initTokens.serverId),
+        isNull(initTokens.claimedAt),
+        isNull(initTokens.revokedAt),
+        gt(initTokens.expiresAt, now),
+      ),
+    )
     .get()
   return Number(r?.n ?? 0)
 }
@@ -81,7 +107,14 @@ export function claimInitTokenRow(tx: DbOrTx, tokenHash: string, now: number): I
 export function revokeSiblingInitTokens(tx: DbOrTx, serverId: string, keepId: string, now: number): void {
   tx.update(initTokens)
     .set({ revokedAt: now })
-    .where(and(eq(initTokens.serverId, serverId), isNull(initTokens.claimedAt), isNull(initTokens.revokedAt), or(lt(initTokens.id, keepId), gt(initTokens.id, keepId))))
+    .where(
+      and(
+        eq(initTokens.serverId, serverId),
+        isNull(initTokens.claimedAt),
+        isNull(initTokens.revokedAt),
+        or(lt(initTokens.id, keepId), gt(initTokens.id, keepId)),
+      ),
+    )
     .run()
 }
 

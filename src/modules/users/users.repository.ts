@@ -14,11 +14,18 @@ export function findUserByEmail(db: DbOrTx, email: string): UserRow | undefined 
 
 /** Load-or-undefined within a tenant: a user of another tenant is simply not found. */
 export function findTenantUser(db: DbOrTx, tenantId: string, userId: string): UserRow | undefined {
-  return db.select().from(users).where(and(eq(users.tenantId, tenantId), eq(users.id, userId))).get()
+  return db
+    .select()
+    .from(users)
+    .where(and(eq(users.tenantId, tenantId), eq(users.id, userId)))
+    .get()
 }
 
 export function updateUser(tx: DbOrTx, tenantId: string, userId: string, patch: Partial<UserRow>): void {
-  tx.update(users).set(patch).where(and(eq(users.tenantId, tenantId), eq(users.id, userId))).run()
+  tx.update(users)
+    .set(patch)
+    .where(and(eq(users.tenantId, tenantId), eq(users.id, userId)))
+    .run()
 }
 
 export function setPassword(tx: DbOrTx, userId: string, passwordHash: string, updatedAt: number): void {

@@ -11,24 +11,34 @@ export function usersRoutes(deps: Deps) {
   return new Elysia({ name: 'users', prefix: '/api/v1' })
     .get('/me', ({ request }) => getMe({ deps, actor: actorOf(request) }), {
       response: responses({ 200: Me }, [401]),
-      detail: describe({ role: 'viewer', anyToken: true }, { tags, summary: 'Current user profile', description: 'Any valid token may read it: it shows only the caller.' }),
+      detail: describe(
+        { role: 'viewer', anyToken: true },
+        { tags, summary: 'Current user profile', description: 'Any valid token may read it: it shows only the caller.' },
+      ),
     })
     .patch('/me', ({ request, body }) => updateMe({ deps, actor: actorOf(request), input: body }), {
       body: MePatch,
       response: responses({ 200: Me }, [401, 403, 413, 415, 422]),
-      detail: describe({ role: 'viewer', cookieOnly: true }, {
-        tags,
-        summary: 'Update profile preferences',
-        description: 'Any of `timezone` (IANA zone name, else 422 unknown_time_zone), `locale` (BCP 47 tag, stored canonicalised) and `display_name` (null clears it).',
-      }),
+      detail: describe(
+        { role: 'viewer', cookieOnly: true },
+        {
+          tags,
+          summary: 'Update profile preferences',
+          description:
+            'Any of `timezone` (IANA zone name, else 422 unknown_time_zone), `locale` (BCP 47 tag, stored canonicalised) and `display_name` (null clears it).',
+        },
+      ),
     })
     .get('/users', ({ request, query }) => listMembers({ deps, actor: actorOf(request), input: query }), {
       query: t.Object({ ...PageQuery }),
       response: responses({ 200: MemberPage }, [401, 403, 422]),
-      detail: describe({ role: 'viewer', scope: 'audit:read' }, {
-        tags,
-        summary: 'Members of the tenant with their roles',
-        description: 'Who can reach the account is audit data: a token needs `audit:read` (owners and admins only); every member can read it in the browser.',
-      }),
+      detail: describe(
+        { role: 'viewer', scope: 'audit:read' },
+        {
+          tags,
+          summary: 'Members of the tenant with their roles',
+          description: 'Who can reach the account is audit data: a token needs `audit:read` (owners and admins only); every member can read it in the browser.',
+        },
+      ),
     })
 }

@@ -53,15 +53,7 @@ export function canonicalLocale(tag: string): string | null {
   }
 }
 
-export function updateMe({
-  deps,
-  actor,
-  input,
-}: {
-  deps: Deps
-  actor: Actor
-  input: { timezone?: string; locale?: string; display_name?: string | null }
-}) {
+export function updateMe({ deps, actor, input }: { deps: Deps; actor: Actor; input: { timezone?: string; locale?: string; display_name?: string | null } }) {
   const errors: FieldError[] = []
   const timezone = input.timezone === undefined ? undefined : canonicalTimeZone(input.timezone)
   if (timezone === null) errors.push({ path: '/timezone', code: 'unknown_time_zone' })
@@ -85,11 +77,17 @@ export function listMembers({ deps, actor, input }: { deps: Deps; actor: Actor; 
   const scope = `users:${actor.tenantId}`
   const after = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
   const rows = listTenantUsers(deps.db, actor.tenantId, after, limit + 1)
-  return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, (u) => ({
-    id: u.id,
-    email: u.email,
-    role: u.role,
-    display_name: u.displayName,
-    created_at: formatTimestamp(u.createdAt),
-  }))
+  return toPage(
+    rows,
+    limit,
+    (r) => ({ id: r.id }),
+    { key: deps.keys.cursor, scope },
+    (u) => ({
+      id: u.id,
+      email: u.email,
+      role: u.role,
+      display_name: u.displayName,
+      created_at: formatTimestamp(u.createdAt),
+    }),
+  )
 }
