@@ -56,3 +56,23 @@ export function toPage<Row, Item>(
     next_cursor: more ? encodeCursor(cursor.key, cursor.scope, position(kept[kept.length - 1]!)) : null,
   }
 }
+
+/**
+ * The whole list sequence every paginated read shares: page size (default 50), the cursor decoded
+ * for this list only (`scope` names the list: operation, tenant, filters), `limit + 1` rows fetched
+ * after the position, the page and its next cursor.
+ */
+export function paginate<Row, Item, Position>(
+  key: Buffer,
+  list: {
+    scope: string
+    input: { cursor?: string; limit?: number }
+    fetch: (after: Position | undefined, take: number) => Row[]
+    position: (row: Row) => Position
+    view: (row: Row) => Item
+  },
+): Page<Item> {
+  const limit = list.input.limit ?? DEFAULT_PAGE_SIZE
+  const after = list.input.cursor ? decodeCursor<Position>(key, list.scope, list.input.cursor) : undefined
+  return toPage(list.fetch(after, limit + 1), limit, list.position, { key, scope: list.scope }, list.view)
+}

@@ -3,6 +3,7 @@ import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import type { Deps } from './context'
 import { PROBLEM_CODES, ProblemError, problems, toProblemDocument, type FieldError } from './problem'
 import { excessiveDepthPointer, MAX_JSON_DEPTH } from './json-depth'
+import { DomainError } from './domain-error'
 import { BUSY_RETRY_AFTER_SECONDS, isDatabaseBusy } from '../../db/client'
 
 /**
@@ -131,6 +132,7 @@ export function problemResponse(problem: ProblemError, publicUrl: string, reques
 
 function toProblem(code: string | number, error: unknown, request: Request, path: string, options: PlatformOptions, deps: Deps): ProblemError {
   if (error instanceof ProblemError) return error
+  if (error instanceof DomainError) return fromDomainError(error)
   switch (code) {
     case 'VALIDATION': {
       const v = error as ValidationError
@@ -144,6 +146,7 @@ function toProblem(code: string | number, error: unknown, request: Request, path
       // (authentication reading a busy database, say) and is mapped as itself, never as bad JSON.
       const cause = (error as Error).cause
       if (cause instanceof ProblemError) return cause
+      if (cause instanceof DomainError) return fromDomainError(cause)
       return internalProblem(cause ?? error)
     }
     case 'NOT_FOUND': {
@@ -161,6 +164,23 @@ function toProblem(code: string | number, error: unknown, request: Request, path
     default:
       return internalProblem(error)
   }
+}
+
+/**
+ * The one place a service's DomainError becomes HTTP: the problem family gives the status, the
+ * facts give the headers (Retry-After, ETag) and the 412 variant of a version conflict.
+ */
+export function fromDomainError(e: DomainError): ProblemError {
+  const headers: Record<string, string> = {}
+  if (e.facts.retryAfterSeconds !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(e.facts.retryAfterSeconds)))
+  if (e.facts.currentVersion !== undefined) headers.ETag = e.facts.currentVersion
+  return new ProblemError(e.problem, {
+    detail: e.message,
+    errors: e.facts.fields,
+    status: e.facts.preconditionFailed ? 412 : undefined,
+    headers,
+    internal: e.facts.internal ?? { code: e.code },
+  })
 }
 
 /**

@@ -1,0 +1,66 @@
+/**
+ * The house's boundary rules (docs/development.md "Modules and their front doors"), checked by
+ * scripts/check inside scripts/test. A module is a folder of src/modules; its front door is its
+ * index.ts, the only file another module, the composition root or a job may import.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'routes-never-touch-the-database',
+      comment: 'A route file validates, calls one service verb and shapes the reply: no db/ and no Drizzle.',
+      severity: 'error',
+      from: { path: '^src/modules/[^/]+/.+[.](routes|ws)[.]ts$' },
+      to: { path: ['^db/', '^node_modules/drizzle-orm/'] },
+    },
+    {
+      name: 'modules-meet-at-their-front-door',
+      comment: "Another module is imported only through its index.ts: what it exports there is all it offers.",
+      severity: 'error',
+      from: { path: '^src/modules/([^/]+)/' },
+      to: { path: '^src/modules/', pathNot: ['^src/modules/$1/', '^src/modules/[^/]+/index[.]ts$'] },
+    },
+    {
+      name: 'outside-code-meets-modules-at-their-front-door',
+      comment: 'The composition root, jobs and scripts use a module through its index.ts too.',
+      severity: 'error',
+      from: { path: ['^src/[^/]+[.]ts$', '^jobs/', '^scripts/'] },
+      to: { path: '^src/modules/', pathNot: '^src/modules/[^/]+/index[.]ts$' },
+    },
+    {
+      name: 'no-cycles',
+      comment: 'No import cycle anywhere in the service: between modules, inside one, or in the platform.',
+      severity: 'error',
+      from: { path: '^(src|db|jobs)/' },
+      to: { circular: true },
+    },
+    {
+      name: 'platform-knows-no-module',
+      comment: 'src/platform is cross-cutting and has no business rules: it imports no module, no job and nothing of the composition root.',
+      severity: 'error',
+      from: { path: '^src/platform/' },
+      to: { path: ['^src/modules/', '^jobs/', '^src/(app|server|main|deps|reactions)[.]ts$'] },
+    },
+    {
+      name: 'platform-reads-root-types-only',
+      comment: 'The platform may name the shapes of the configuration and of the event catalogue, never run them.',
+      severity: 'error',
+      from: { path: '^src/platform/' },
+      to: { path: '^src/(config|events)[.]ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'the-agent-stands-alone',
+      comment: 'The reference agent ships on its own (agent/): it imports nothing of the service.',
+      severity: 'error',
+      from: { path: '^agent/' },
+      to: { path: ['^src/', '^db/', '^jobs/'] },
+    },
+  ],
+  options: {
+    parser: 'swc',
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: ['^node_modules', '^[.]tools'] },
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+}
