@@ -14,6 +14,13 @@ module.exports = {
       to: { path: ['^db/', '^node_modules/drizzle-orm/'] },
     },
     {
+      name: 'only-repositories-query',
+      comment: 'Inside a module only its *.repository.ts files run Drizzle on its tables (services open transactions with db/client).',
+      severity: 'error',
+      from: { path: '^src/modules/', pathNot: '[.]repository[.]ts$' },
+      to: { path: ['^db/schema/', '^node_modules/drizzle-orm/'] },
+    },
+    {
       name: 'modules-meet-at-their-front-door',
       comment: "Another module is imported only through its index.ts: what it exports there is all it offers.",
       severity: 'error',
