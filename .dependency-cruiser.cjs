@@ -18,7 +18,7 @@ module.exports = {
       comment: 'Inside a module only its *.repository.ts files run Drizzle on its tables (services open transactions with db/client).',
       severity: 'error',
       from: { path: '^src/modules/', pathNot: '[.]repository[.]ts$' },
-      to: { path: ['^db/schema/', '^node_modules/drizzle-orm/'] },
+      to: { path: ['^db/schema/', '^node_modules/drizzle-orm/'], dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'modules-meet-at-their-front-door',
