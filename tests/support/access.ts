@@ -1,5 +1,5 @@
 import { expect } from 'bun:test'
-import { createAccount } from '../../src/modules/accounts/admin.service'
+import { createAccount } from '../../src/modules/accounts'
 import type { Role } from '../../src/platform/access'
 import { formatTimestamp } from '../../src/platform/time'
 import { GOOD_PASSWORD, newEmail, sessionFrom, withSession } from './accounts'

@@ -1,6 +1,6 @@
 import { expect } from 'bun:test'
 import { connect } from 'node:net'
-import { createAccount } from '../../src/modules/accounts/admin.service'
+import { createAccount } from '../../src/modules/accounts'
 import { GOOD_PASSWORD, newEmail, sessionFrom, withSession } from './accounts'
 import type { TestApp } from './app'
 

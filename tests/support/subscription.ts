@@ -1,5 +1,5 @@
 import { expect } from 'bun:test'
-import { createAccount } from '../../src/modules/accounts/admin.service'
+import { createAccount } from '../../src/modules/accounts'
 import { adjustBalance, upsertPlan } from '../../src/modules/billing/admin.service'
 import type { Role } from '../../src/platform/access'
 import { call, insertServer, setPlan, type Caller, type Member } from './access'
