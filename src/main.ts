@@ -5,7 +5,7 @@ import { createApp } from './app'
 import { startServer } from './server'
 import { JobRunner } from './platform/jobs'
 import { jobs } from '../jobs'
-import { fleetRuntime } from './modules/fleet/presence'
+import { fleetRuntime } from './modules/fleet'
 
 /** Composition root: config → database → app → jobs → listen; SIGTERM drains and closes. */
 let config: Config

@@ -9,7 +9,7 @@ import { securityHeaders } from './platform/headers'
 import { SAFE_METHODS } from './platform/access'
 import { recordRequestAudit } from './modules/audit'
 import { setSandboxSelfUrl } from './modules/payments/sandbox.provider'
-import { AGENT_WS_PATH, agentSessions, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent/agent.ws'
+import { AGENT_WS_PATH, agentSessions, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent'
 
 /**
  * Bun.serve around the Elysia app: gives each request its id and client address, writes the one

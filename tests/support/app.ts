@@ -9,7 +9,7 @@ import { JobRunner } from '../../src/platform/jobs'
 import { createLogger } from '../../src/platform/logger'
 import type { Deps } from '../../src/platform/context'
 import { jobs } from '../../jobs'
-import { fleetRuntime } from '../../src/modules/fleet/presence'
+import { fleetRuntime } from '../../src/modules/fleet'
 
 export const TEST_PUBLIC_URL = 'http://gpuhq.test'
 export const TEST_SECRET_KEY = 'a'.repeat(64)

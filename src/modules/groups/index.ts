@@ -1,0 +1,2 @@
+/** The groups module's front door: its routes. */
+export { groupsRoutes } from './groups.routes'
