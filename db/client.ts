@@ -1,4 +1,5 @@
 import { Database } from 'bun:sqlite'
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
@@ -151,14 +152,14 @@ export function pendingMigrations(database: Database_): number {
 }
 
 /**
- * Called inside every top-level write transaction before its callback, in that transaction. The
- * idempotency layer uses it to mark a claimed key "executed" atomically with the request's first
- * write (src/platform/idempotency.ts), so a crash after that commit can never run the request twice.
+ * Watches the top-level write transactions of one unit of work (a request): `began(tx)` runs inside
+ * each, before its callback, in that transaction. The idempotency layer marks a claimed key
+ * "executed" there, atomically with the request's first write (src/platform/idempotency.ts), so a
+ * crash after that commit can never run the request twice. The watcher belongs to the request
+ * (AsyncLocalStorage), not to the process: nothing here changes at run time.
  */
-let onTopLevelTransaction: ((tx: Tx) => void) | null = null
-export function setTopLevelTransactionHook(hook: ((tx: Tx) => void) | null): void {
-  onTopLevelTransaction = hook
-}
+export type TransactionWatcher = { began(tx: Tx): void }
+export const transactionWatchers = new AsyncLocalStorage<TransactionWatcher>()
 
 /**
  * Rows a write changed. bun:sqlite's run() reports it, but Drizzle's bun-sqlite types say void.
@@ -184,7 +185,7 @@ export function withTransaction<T>(db: DbOrTx, fn: (tx: Tx) => T): T {
   // outside the transaction, after the rollback below.
   if (fn.constructor.name === 'AsyncFunction') throw new Error('withTransaction callbacks must be synchronous')
   const guarded = (tx: Tx): T => {
-    if (!isTransaction(db) && onTopLevelTransaction) onTopLevelTransaction(tx)
+    if (!isTransaction(db)) transactionWatchers.getStore()?.began(tx)
     const result = fn(tx)
     if (result instanceof Promise) throw new Error('withTransaction callbacks must be synchronous')
     return result

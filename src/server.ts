@@ -1,8 +1,8 @@
 import type { Server } from 'bun'
 import type { App } from './app'
 import type { Deps } from './platform/context'
-import { beginRequest, internalProblem, problemResponse, } from './platform/http'
-import { finishKey, idempotencyContext, type RequestIdempotency } from './platform/idempotency'
+import { beginRequest, internalProblem, problemResponse } from './platform/http'
+import { finishKey, RequestIdempotency, runWithIdempotency } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { BUSY_PAUSES_MS, isDatabaseBusy } from '../db/client'
 import { securityHeaders } from './platform/headers'
@@ -83,15 +83,15 @@ export async function handle(app: App, deps: Deps, request: Request, ip: string)
   let state = beginRequest(current, id, startUs, ip)
   let response: Response
   for (let attempt = 0; ; attempt++) {
-    const scope: RequestIdempotency = {}
+    const scope = new RequestIdempotency()
     try {
-      response = await idempotencyContext.run(scope, () => app.handle(current))
+      response = await runWithIdempotency(scope, () => app.handle(current))
     } catch (error) {
       if (isDatabaseBusy(error)) state.busy = true
       else deps.log.error('unhandled failure', { request_id: state.id, error })
       response = problemResponse(internalProblem(error), deps.config.publicUrl, state.id)
     }
-    if (!state.busy || !replayable || (scope.began ?? 0) > 0 || attempt >= BUSY_PAUSES_MS.length) break
+    if (!state.busy || !replayable || scope.beganCount > 0 || attempt >= BUSY_PAUSES_MS.length) break
     await Bun.sleep(BUSY_PAUSES_MS[attempt]!)
     current = spare ? (spare.clone() as Request) : new Request(request.url, { method: request.method, headers: request.headers })
     state = beginRequest(current, id, startUs, ip)

@@ -2,6 +2,12 @@ import type { Deps } from './context'
 import { requestState } from './http'
 import { ProblemError } from './problem'
 import { enforceRequestRateLimits } from './rate-limit'
+import { ROLE_SCOPES, SAFE_METHODS, roleAtLeast, setActor, type Actor, type Entitlement, type Role, type Scope } from './actor'
+import { ensureServerAllowed, SERVER_ID_NAMES, TENANT_WIDE_AREAS } from './allowlist'
+
+// The access check's companions, imported by routes and services from here.
+export * from './actor'
+export { ensureBodyServers, narrowQueryServers } from './allowlist'
 
 /**
  * One permission model. Every route declares an AccessSpec next to itself (it also lands in the
@@ -14,28 +20,6 @@ import { enforceRequestRateLimits } from './rate-limit'
  * 409 plan_required → 403 feature_not_entitled → 403 account_frozen / account_in_grace →
  * 404 not_found (a server outside the token's allowlist, like any foreign id).
  */
-
-export const ROLES = ['viewer', 'operator', 'admin', 'owner'] as const
-export type Role = (typeof ROLES)[number]
-
-export const SCOPE_AREAS = ['servers', 'commands', 'billing', 'marketplaces', 'notifications', 'strategy', 'audit'] as const
-export type Scope = `${(typeof SCOPE_AREAS)[number]}:${'read' | 'write'}`
-export const ALL_SCOPES: Scope[] = SCOPE_AREAS.flatMap((a) => [`${a}:read`, `${a}:write`] as Scope[])
-
-/** The most each role can do; a token's scopes are always cut down to its creator's current role. */
-export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
-  viewer: ALL_SCOPES.filter((s) => s.endsWith(':read') && s !== 'audit:read'),
-  operator: [...ALL_SCOPES.filter((s) => s.endsWith(':read') && s !== 'audit:read'), 'servers:write', 'commands:write'],
-  admin: ALL_SCOPES,
-  owner: ALL_SCOPES,
-}
-
-export const ENTITLEMENTS = ['strategy', 'ai_access'] as const
-export type Entitlement = (typeof ENTITLEMENTS)[number]
-
-export function roleAtLeast(role: Role, minimum: Role): boolean {
-  return ROLES.indexOf(role) >= ROLES.indexOf(minimum)
-}
 
 export type AccessSpec =
   | {
@@ -75,24 +59,6 @@ export type AccessSpec =
       serverParam?: string
     }
 
-export type TenantContext = { planCode: string | null; accountState: 'active' | 'grace' | 'frozen' }
-
-export type Actor = {
-  kind: 'user' | 'pat' | 'agent' | 'mcp' | 'system'
-  via: 'cookie' | 'bearer' | 'system'
-  tenantId: string
-  /** The member behind the call (the token's creator for a PAT); null for agents and the system. */
-  userId: string | null
-  role: Role | null
-  sessionId?: string
-  tokenId?: string
-  /** Scopes of a token; null means the member role alone decides (browser session, system). */
-  scopes: readonly Scope[] | null
-  /** Servers a token is limited to; null means no caveat. */
-  serverAllowlist: readonly string[] | null
-  tenant: TenantContext
-}
-
 export const SESSION_COOKIE = '__Host-gpuhq_session'
 
 export type Authenticators = {
@@ -104,14 +70,7 @@ export type Authenticators = {
   planFeatures: (planCode: string) => readonly string[]
 }
 
-const actors = new WeakMap<Request, Actor>()
 const checked = new WeakSet<Request>()
-
-export function actorOf(request: Request): Actor {
-  const actor = actors.get(request)
-  if (!actor) throw new Error('actorOf() called on a route without authentication')
-  return actor
-}
 
 /** The OpenAPI `detail` of a route, carrying its access declaration. */
 export function describe<D extends { tags: string[]; summary: string; description?: string }>(spec: AccessSpec, doc: D) {
@@ -167,9 +126,6 @@ export function buildAccessIndex(
   if (problems.length) throw new Error(`access declarations are incomplete:\n  ${problems.join('\n  ')}`)
   return index
 }
-
-/** Methods that never change state: no CSRF check, and a token without a scope may use them. */
-export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 function cookieValue(header: string | null, name: string): string | null {
   if (!header) return null
@@ -229,79 +185,6 @@ export function authorize(
 }
 
 /**
- * Field and parameter names that carry server ids. Wherever one arrives, an id outside the token's
- * allowlist is treated like an id that does not exist: in the path or at any depth of a JSON body it
- * answers 404; in a query filter it matches nothing (narrowQueryServers).
- */
-export const SERVER_ID_NAMES: ReadonlySet<string> = new Set(['server_id', 'server_ids'])
-
-/**
- * Scope areas whose data spans every server of the tenant (money, the audit trail): a token with a
- * server_allowlist is refused them (403), since no answer could be cut down to its servers.
- */
-export const TENANT_WIDE_AREAS: ReadonlySet<string> = new Set(['billing', 'audit'])
-
-function ensureServerAllowed(actor: Actor, id: unknown): void {
-  if (typeof id === 'string' && actor.serverAllowlist && !actor.serverAllowlist.includes(id.trim().toLowerCase()))
-    throw new ProblemError('not_found', { detail: 'resource not found' })
-}
-
-/** Stands in for a server id outside the allowlist in a query filter: no server has it. */
-export const NO_SERVER_ID = '00000000-0000-0000-0000-000000000000'
-
-/**
- * The query half of the allowlist check, run before validation: a server id outside the token's
- * allowlist in a query filter is replaced by an id no server has, so the operation answers exactly
- * as for an id that does not exist (an empty list, or 404) and can show nothing of that server even
- * if it forgot to filter. A 404 here would tell the token which ids are its tenant's servers.
- */
-export function narrowQueryServers(request: Request, query: Record<string, unknown> | undefined): void {
-  const allow = actors.get(request)?.serverAllowlist
-  if (!allow || !query) return
-  const allowed = (id: string) => allow.includes(id.trim().toLowerCase())
-  const narrow = (value: string) => {
-    const ids = value.split(',').filter(allowed)
-    return ids.length ? ids.join(',') : NO_SERVER_ID
-  }
-  for (const name of SERVER_ID_NAMES) {
-    const value = query[name]
-    if (typeof value === 'string') query[name] = narrow(value)
-    else if (Array.isArray(value)) query[name] = value.map((v) => (typeof v === 'string' ? narrow(v) : v))
-  }
-}
-
-/**
- * The body half of the allowlist check, run by the platform parser right after the JSON is parsed
- * (before validation, so a malformed body still cannot name a server it may not reach).
- */
-export function ensureBodyServers(request: Request, body: unknown): void {
-  const actor = actors.get(request)
-  if (!actor?.serverAllowlist || body === null || typeof body !== 'object') return
-  // Iterative: bodies are depth-limited already, but this walk must not depend on it.
-  const stack: unknown[] = [body]
-  while (stack.length) {
-    const value = stack.pop()
-    if (value === null || typeof value !== 'object') continue
-    if (Array.isArray(value)) {
-      stack.push(...value)
-      continue
-    }
-    for (const [key, inner] of Object.entries(value)) {
-      if (SERVER_ID_NAMES.has(key)) {
-        if (Array.isArray(inner)) inner.forEach((id) => ensureServerAllowed(actor, id))
-        else ensureServerAllowed(actor, inner)
-      }
-      if (inner !== null && typeof inner === 'object') stack.push(inner)
-    }
-  }
-}
-
-/** True when the actor may see this server at all (allowlist caveat); lists filter with it. */
-export function mayAccessServer(actor: Actor, serverId: string): boolean {
-  return actor.serverAllowlist === null || actor.serverAllowlist.includes(serverId.toLowerCase())
-}
-
-/**
  * Runs once per request (from the parse or transform hook, whichever comes first): identifies the
  * caller and applies the route's declaration.
  */
@@ -336,7 +219,7 @@ export function ensureAccess(
   requestState(request, deps).tenantId = actor.tenantId
   if ('agent' in spec) {
     if (actor.kind !== 'agent') throw new ProblemError('forbidden', { detail: 'this operation is for agents' })
-    actors.set(request, actor)
+    setActor(request, actor)
     requestState(request, deps).actor = { kind: 'agent', id: actor.tokenId ?? null }
     return
   }
@@ -351,5 +234,5 @@ export function ensureAccess(
   state.actor = { kind: actor.kind, id: actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null) }
   authorize(actor, spec, { method: request.method, params, planFeatures: authenticators.planFeatures })
   enforceRequestRateLimits(deps, actor, request.method)
-  actors.set(request, actor)
+  setActor(request, actor)
 }

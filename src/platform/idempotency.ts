@@ -1,7 +1,6 @@
 import { and, eq, lt } from 'drizzle-orm'
 import { idempotencyKeys } from '../../db/schema'
-import { AsyncLocalStorage } from 'node:async_hooks'
-import { setTopLevelTransactionHook, withTransaction, changesOf } from '../../db/client'
+import { changesOf, transactionWatchers, withTransaction, type TransactionWatcher, type Tx } from '../../db/client'
 import type { Deps } from './context'
 import { ProblemError, problems } from './problem'
 import { open, seal, sha256Hex } from './secrets'
@@ -24,29 +23,40 @@ import { requestState } from './http'
  * Stored responses are sealed with AES-GCM, since some carry a secret shown once.
  */
 
-export type RequestIdempotency = {
+/**
+ * The idempotency state of the request being handled, across its async hooks and handler, and the
+ * watcher of its write transactions: its first top-level transaction with a claimed key marks the
+ * key executed in that same transaction.
+ */
+export class RequestIdempotency implements TransactionWatcher {
   claim?: { scope: string; operation: string; key: string }
-  executed?: boolean
+  executed = false
   /** Top-level write transactions this request began (src/server.ts retries a busy one only at 0). */
-  began?: number
-}
-/** The claim of the request being handled, across its async hooks and handler. */
-export const idempotencyContext = new AsyncLocalStorage<RequestIdempotency>()
+  beganCount = 0
 
-/** Installed once: the first top-level transaction of a request with a claimed key marks it executed. */
-setTopLevelTransactionHook((tx) => {
-  const ctx = idempotencyContext.getStore()
-  if (ctx) ctx.began = (ctx.began ?? 0) + 1
-  if (!ctx?.claim || ctx.executed) return
-  ctx.executed = true
-  const { scope, operation, key } = ctx.claim
-  tx.update(idempotencyKeys)
-    .set({ state: 'executed' })
-    .where(
-      and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.operation, operation), eq(idempotencyKeys.key, key), eq(idempotencyKeys.state, 'in_progress')),
-    )
-    .run()
-})
+  began(tx: Tx): void {
+    this.beganCount++
+    if (!this.claim || this.executed) return
+    this.executed = true
+    const { scope, operation, key } = this.claim
+    tx.update(idempotencyKeys)
+      .set({ state: 'executed' })
+      .where(
+        and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.operation, operation), eq(idempotencyKeys.key, key), eq(idempotencyKeys.state, 'in_progress')),
+      )
+      .run()
+  }
+}
+
+/** Runs one attempt of a request with its own idempotency state and transaction watcher. */
+export function runWithIdempotency<T>(scope: RequestIdempotency, fn: () => T): T {
+  return transactionWatchers.run(scope, fn)
+}
+
+function currentRequest(): RequestIdempotency | undefined {
+  const store = transactionWatchers.getStore()
+  return store instanceof RequestIdempotency ? store : undefined
+}
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,128}$/
 export const LOCK_SECONDS = 60
@@ -222,7 +232,7 @@ export function idempotencyBeforeHandle(deps: Deps, ctx: { request: Request; bod
   const claim = claimKey(deps, scope, operation, key, fingerprint(ctx.request.method, ctx.route, ctx.body, principal))
   if (claim.kind === 'replay') return replayResponse(claim, state.id)
   state.idempotency = { scope, operation, key }
-  const store = idempotencyContext.getStore()
+  const store = currentRequest()
   if (store) store.claim = state.idempotency
   return undefined
 }

@@ -1,7 +1,7 @@
 import { eq, lt } from 'drizzle-orm'
 import { rateLimits } from '../../db/schema'
 import { withTransaction, type DbOrTx, changesOf } from '../../db/client'
-import { SAFE_METHODS, type Actor } from './access'
+import { SAFE_METHODS, type Actor } from './actor'
 import type { Clock } from './clock'
 import { perDeps, type Deps } from './context'
 import { problems } from './problem'
