@@ -53,7 +53,7 @@ export async function retryWhileBusy<T>(fn: () => T | Promise<T>, pauses: readon
 /**
  * Opens the SQLite file with the pragmas every connection needs: WAL so readers never block the
  * writer, synchronous=FULL so a committed write survives power loss as well as a process crash
- * (reliability-security.md §6.3), foreign keys on, and a busy timeout so a second process waits
+ * (docs/operations.md "Durability"), foreign keys on, and a busy timeout so a second process waits
  * for the write lock instead of failing at once. The file (and its -wal and -shm companions, which
  * SQLite creates with the database's mode) is 0600 in a 0700 directory: it holds hashes, sealed
  * secrets and money.

@@ -11,7 +11,8 @@ import { reconcileTopups } from '../src/modules/payments/reconcile.service'
 import { fireScheduled } from '../src/modules/subscription/subscription.fire'
 
 /**
- * Every scheduled job, as data. Names are the ones decisions.md gives for POST /_test/jobs/{job}/run;
+ * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
+ * POST /_test/jobs/{job}/run takes;
  * each feature adds its own here when it lands. Each run calls a verb as the system and is
  * idempotent per period.
  */

@@ -3,8 +3,8 @@ import { dirname, resolve } from 'node:path'
 import { randomBytes } from 'node:crypto'
 
 /**
- * The service's configuration, read from the environment once at start (decisions.md,
- * "Configuration"). Nothing else reads process.env: a value that is wrong stops startup with one
+ * The service's configuration, read from the environment once at start (docs/configuration.md).
+ * Nothing else reads process.env: a value that is wrong stops startup with one
  * line naming the variable, instead of failing later at request time.
  */
 export type Config = Readonly<{
@@ -148,7 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
   const testClock = bool(env, 'TEST_CLOCK', false)
   if (testClock && production) throw new ConfigError('TEST_CLOCK', 'the test clock is refused in production')
 
-  // decisions.md: unset means no provider (top-ups answer 503); the sandbox only when named here.
+  // Unset means no provider (top-ups answer 503); the sandbox runs only when named here.
   const providers = (env.PAYMENT_PROVIDERS ?? '')
     .split(',')
     .map((p) => p.trim())

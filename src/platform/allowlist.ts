@@ -67,7 +67,7 @@ export function ensureBodyServers(request: Request, body: unknown): void {
     }
     for (const [key, inner] of Object.entries(value)) {
       if (SERVER_ID_NAMES.has(key)) {
-        if (Array.isArray(inner)) inner.forEach((id) => ensureServerAllowed(actor, id))
+        if (Array.isArray(inner)) for (const id of inner) ensureServerAllowed(actor, id)
         else ensureServerAllowed(actor, inner)
       }
       if (inner !== null && typeof inner === 'object') stack.push(inner)

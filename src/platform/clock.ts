@@ -1,5 +1,5 @@
 /**
- * The one clock every reading of "now" goes through (decisions.md, "Test clock"). Time is kept as
+ * The one clock every reading of "now" goes through (docs/operations.md "The test clock"). Time is kept as
  * integer microseconds since the Unix epoch, the precision of the wire's timestamps.
  *
  * The test clock is real time plus an offset that only grows, so time keeps flowing between calls

@@ -109,7 +109,7 @@ export function platform(deps: Deps, options: PlatformOptions) {
       .onParse({ as: 'global' }, ['json'] as never)
       .onError({ as: 'global' }, ({ code, error, request, path }) => {
         const state = requestState(request, deps)
-        const problem = toProblem(code, error, request, path, options, deps)
+        const problem = toProblem(code, error, request, path, options)
         if (isDatabaseBusy(problem.internal)) state.busy = true
         else if (problem.status >= 500) deps.log.error('request failed', { request_id: state.id, route: state.route ?? null, error: problem.internal ?? error })
         return problemResponse(problem, deps.config.publicUrl, state.id, path)
@@ -130,7 +130,7 @@ export function problemResponse(problem: ProblemError, publicUrl: string, reques
   })
 }
 
-function toProblem(code: string | number, error: unknown, request: Request, path: string, options: PlatformOptions, deps: Deps): ProblemError {
+function toProblem(code: string | number, error: unknown, request: Request, path: string, options: PlatformOptions): ProblemError {
   if (error instanceof ProblemError) return error
   if (error instanceof DomainError) return fromDomainError(error)
   switch (code) {

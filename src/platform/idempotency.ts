@@ -7,8 +7,8 @@ import { open, seal, sha256Hex } from './secrets'
 import { requestState } from './http'
 
 /**
- * Idempotency-Key (interface-spec "Common conventions"; reliability-security.md §1). A key is
- * scoped by (tenant, operation, key) and kept at least 24 h.
+ * Idempotency-Key (docs/conventions.md "Idempotency-Key"). A key is scoped by (tenant, operation,
+ * key), kept at least 24 h, and replayed only to the principal that made the request.
  *
  * - First request: claims the key (in_progress) in its own BEGIN IMMEDIATE transaction, runs.
  * - Same key and body after completion: the stored status, headers and body are replayed.
@@ -106,7 +106,10 @@ export function canonicalJson(value: unknown): string {
       out.push(JSON.stringify(v) ?? 'null')
     } else if (Array.isArray(v)) {
       const parts: ({ v: unknown } | string)[] = ['[']
-      v.forEach((x, i) => parts.push(...(i ? [','] : []), { v: x === undefined ? null : x }))
+      v.forEach((x, i) => {
+        if (i) parts.push(',')
+        parts.push({ v: x === undefined ? null : x })
+      })
       parts.push(']')
       for (let i = parts.length - 1; i >= 0; i--) stack.push(parts[i]!)
     } else {
@@ -114,7 +117,9 @@ export function canonicalJson(value: unknown): string {
         .sort()
         .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
       const parts: ({ v: unknown } | string)[] = ['{']
-      keys.forEach((k, i) => parts.push(`${i ? ',' : ''}${JSON.stringify(k)}:`, { v: (v as Record<string, unknown>)[k] }))
+      keys.forEach((k, i) => {
+        parts.push(`${i ? ',' : ''}${JSON.stringify(k)}:`, { v: (v as Record<string, unknown>)[k] })
+      })
       parts.push('}')
       for (let i = parts.length - 1; i >= 0; i--) stack.push(parts[i]!)
     }

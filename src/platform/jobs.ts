@@ -8,7 +8,7 @@ import { formatTimestamp } from './time'
 /**
  * Named jobs on croner, each run under a lease in the database so two processes never run the
  * same job at once, and each scheduled period claimed once (job_runs) so no period runs twice.
- * A job must itself be idempotent per period (decisions.md): running it again changes nothing.
+ * A job must itself be idempotent per period: running it again for the same period changes nothing.
  */
 export type JobContext = { deps: Deps; period: string; nowUs: number }
 export type JobDefinition = {
@@ -18,7 +18,8 @@ export type JobDefinition = {
   /** How long one run may hold the lease before another process may take over. */
   leaseSeconds?: number
   description: string
-  run: (ctx: JobContext) => Promise<string | void> | string | void
+  /** Returns a short detail for the job-run record, or nothing. */
+  run: (ctx: JobContext) => Promise<string | undefined> | string | undefined
 }
 
 export type JobOutcome = { job: string; period: string; outcome: 'succeeded' | 'failed' | 'skipped'; detail: string | null }

@@ -1,5 +1,5 @@
 /**
- * Problem documents (RFC 9457, interface-spec "Problem document"). Every error the service
+ * Problem documents (RFC 9457; docs/conventions.md "Errors"). Every error the service
  * answers is one of these, with `code` drawn from the spec's closed set. Domain code throws
  * ProblemError (or a subclass from a module's *.errors.ts); one place turns it into HTTP.
  */

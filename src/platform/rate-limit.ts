@@ -104,7 +104,7 @@ export class LocalRateLimiter {
 export const requestRateLimiter = perDeps((deps) => new LocalRateLimiter(deps.clock))
 
 /**
- * The per-request limits (interface-spec "Limits": by tenant elsewhere), from RATE_LIMIT_* in
+ * The per-request limits (docs/conventions.md "Rate limits": by tenant and by token), from RATE_LIMIT_* in
  * config: every request of a bearer token counts against that token, and every write (a method
  * other than GET, HEAD, OPTIONS) against the tenant, whoever sends it. Called once per request
  * after the caller is authenticated; throws 429 rate_limited with Retry-After. The system actor

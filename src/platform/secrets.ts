@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 
 /**
- * Secrets and keys (decisions.md, "Names"): every secret is random (≥160 bits), carries a short
+ * Secrets and keys (docs/access.md): every secret is random (≥160 bits), carries a short
  * checksum so a leaked one can be recognised offline, is stored only as a hash, compared in
  * constant time and shown once. Everything at rest that must be readable again is sealed with a
  * key derived from SECRET_KEY for one purpose only.
