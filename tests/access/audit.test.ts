@@ -53,7 +53,7 @@ describe('the audit trail', () => {
 
   test('token mint and revoke, init-token mint, a profile change and a refused write each leave a row', async () => {
     const minted = await call(app, 'POST', '/tokens', owner, { json: { name: 'audited' }, headers: UA })
-    const { id } = await minted.json()
+    const { id } = (await minted.json()) as { id: string }
     expect((await call(app, 'DELETE', `/tokens/${id}`, owner, { headers: UA })).status).toBe(204)
     expect((await call(app, 'POST', '/tokens/init', owner, { json: {}, headers: UA })).status).toBe(201)
     expect((await call(app, 'PATCH', '/me', owner, { json: { display_name: 'Ops' }, headers: UA })).status).toBe(200)
@@ -142,7 +142,7 @@ describe('the audit trail', () => {
     const reader = await mintPat(app, owner, { scopes: ['audit:read'] })
     const res = await call(app, 'GET', '/audit?limit=1', reader.token)
     expect(res.status).toBe(200)
-    expect((await res.json()).items).toHaveLength(1)
+    expect(((await res.json()) as { items: AuditItem[] }).items).toHaveLength(1)
     expect((await call(app, 'GET', '/audit', null, { headers: withSession('x'.repeat(43)) })).status).toBe(401)
   })
 })

@@ -11,6 +11,15 @@ import { expectProblem } from '../support/problem'
 /** interface-spec "POST /tokens/init", Authentication rule 4, "Agent init token"; reliability-security §8 B7. */
 
 const INIT = /^gpuhq_init_[0-9A-Za-z]{46}$/
+type MintedInit = {
+  id: string
+  token: string
+  server_id: string | null
+  purpose: string | null
+  expected_fingerprint: string | null
+  expires_at: string
+  install_command: string
+}
 
 let app: TestApp
 let owner: Member
@@ -51,7 +60,7 @@ describe('minting agent init tokens', () => {
     const res = await mint(operator, { purpose: 'rack 4' })
     expect(res.status).toBe(201)
     expect(res.headers.get('cache-control')).toBe('no-store')
-    const body = await res.json()
+    const body = (await res.json()) as MintedInit
     expect(body.token).toMatch(INIT)
     expect(body).toMatchObject({ server_id: null, purpose: 'rack 4', expected_fingerprint: null })
     expect(Math.abs(Date.parse(body.expires_at) - (serviceNowUs(app) / 1000 + 3600_000))).toBeLessThan(5000)

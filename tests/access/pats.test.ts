@@ -4,7 +4,20 @@ import { join } from 'node:path'
 import { resolvePat } from '../../src/modules/tokens/tokens.service'
 import { hasValidChecksum } from '../../src/platform/secrets'
 import { advance } from '../support/accounts'
-import { addMember, call, insertServer, mintPat, mutateAt, newTenant, serviceNowUs, setPlan, setRole, timestampIn, type Member } from '../support/access'
+import {
+  addMember,
+  call,
+  insertServer,
+  mintPat,
+  mutateAt,
+  newTenant,
+  serviceNowUs,
+  setPlan,
+  setRole,
+  timestampIn,
+  type Member,
+  type MintedPat,
+} from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 
@@ -37,13 +50,13 @@ describe('personal access tokens', () => {
     const res = await call(app, 'POST', '/tokens', owner, { json: { name: 'ci reader' } })
     expect(res.status).toBe(201)
     expect(res.headers.get('cache-control')).toBe('no-store')
-    const body = await res.json()
+    const body = (await res.json()) as MintedPat
     secrets.push(body.token)
     expect(body.token).toMatch(PAT)
     expect(hasValidChecksum(body.token, 'gpuhq_pat_')).toBe(true)
     expect(body).toMatchObject({ name: 'ci reader', scopes: ['servers:read'], server_allowlist: null, user_id: owner.userId, last_used_at: null })
     expect(body.prefix).toBe(body.token.slice(0, 14))
-    expect(Date.parse(body.expires_at) - Date.parse(body.created_at)).toBe(90 * DAY_MS)
+    expect(Date.parse(body.expires_at!) - Date.parse(body.created_at)).toBe(90 * DAY_MS)
     expect(Math.abs(Date.parse(body.created_at) - serviceNowUs(app) / 1000)).toBeLessThan(5000)
   })
 
@@ -63,7 +76,7 @@ describe('personal access tokens', () => {
     const { token } = await pat(owner)
     const ok = await call(app, 'GET', '/me', token)
     expect(ok.status).toBe(200)
-    expect((await ok.json()).id).toBe(owner.userId)
+    expect(((await ok.json()) as { id: string }).id).toBe(owner.userId)
     for (const name of ['access_token', 'token']) await expectProblem(await call(app, 'GET', `/me?${name}=${token}`, null), 401, 'unauthorized')
     await expectProblem(await call(app, 'GET', '/me', null, { headers: { authorization: `Basic ${token}` } }), 401, 'unauthorized')
   })
@@ -122,7 +135,7 @@ describe('personal access tokens', () => {
     expect(del.status).toBe(204)
     await expectProblem(await call(app, 'GET', '/me', minted.token), 401, 'unauthorized')
     await expectProblem(await call(app, 'DELETE', `/tokens/${minted.id}`, owner), 404, 'not_found')
-    const list = await (await call(app, 'GET', '/tokens', owner)).json()
+    const list = (await (await call(app, 'GET', '/tokens', owner)).json()) as { items: MintedPat[] }
     expect(list.items.map((i: { id: string }) => i.id)).not.toContain(minted.id)
   })
 
@@ -130,10 +143,10 @@ describe('personal access tokens', () => {
     const minted = await pat(owner)
     const before = Date.now()
     expect((await call(app, 'GET', '/me', minted.token)).status).toBe(200)
-    const list = await (await call(app, 'GET', '/tokens', owner)).json()
-    const item = list.items.find((i: { id: string }) => i.id === minted.id)
+    const list = (await (await call(app, 'GET', '/tokens', owner)).json()) as { items: MintedPat[] }
+    const item = list.items.find((i: { id: string }) => i.id === minted.id)!
     expect(item.last_used_at).not.toBeNull()
-    expect(Math.abs(Date.parse(item.last_used_at) - before)).toBeLessThan(5000)
+    expect(Math.abs(Date.parse(item.last_used_at!) - before)).toBeLessThan(5000)
   })
 
   test('a tenant without a plan cannot mint tokens (409 plan_required)', async () => {
@@ -151,7 +164,7 @@ describe('personal access tokens', () => {
     const second = await send()
     expect(first.status).toBe(201)
     expect(second.status).toBe(201)
-    const [a, b] = [await first.json(), await second.json()]
+    const [a, b] = [(await first.json()) as MintedPat, (await second.json()) as MintedPat]
     secrets.push(a.token)
     expect(b.token).toBe(a.token)
     expect(b.id).toBe(a.id)
@@ -177,7 +190,7 @@ describe('personal access tokens', () => {
     for (const json of [{}, { server_id: server }]) {
       const res = await call(app, 'POST', '/tokens/init', owner, { json, headers: { 'idempotency-key': `init-${server}-${Object.keys(json).length}` } })
       expect(res.status).toBe(201)
-      secrets.push((await res.json()).token)
+      secrets.push(((await res.json()) as { token: string }).token)
     }
     expect(secrets.length).toBeGreaterThan(15)
     const leaks: string[] = []

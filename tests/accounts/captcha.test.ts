@@ -53,7 +53,11 @@ describe('captcha against a Turnstile-compatible verifier', () => {
   })
 
   test('/auth/config says the captcha is on, with the provider and the public site key', async () => {
-    expect((await (await app.fetch('/api/v1/auth/config')).json()).captcha).toEqual({ enabled: true, provider: 'turnstile', site_key: '0x4AAAAAAA-site-key' })
+    expect(((await (await app.fetch('/api/v1/auth/config')).json()) as { captcha: unknown }).captcha).toEqual({
+      enabled: true,
+      provider: 'turnstile',
+      site_key: '0x4AAAAAAA-site-key',
+    })
   })
 
   for (const op of GUARDED) {
@@ -160,9 +164,9 @@ async function signUpWithCaptcha(app: AccountsApp, email: string): Promise<Accou
   const { mailTo } = await import('../support/accounts')
   const { codeFrom } = await import('../support/smtp')
   const code = codeFrom(await mailTo(app, email))
-  const { ticket } = await (await post(app, '/auth/signup/verify', { email, code })).json()
+  const { ticket } = (await (await post(app, '/auth/signup/verify', { email, code })).json()) as { ticket: string }
   const res = await post(app, '/auth/signup/complete', { ticket, password: 'captcha owner passphrase' })
   expect(res.status).toBe(201)
   const token = /__Host-gpuhq_session=([^;]+)/.exec(res.headers.get('set-cookie')!)![1]!
-  return { email, password: 'captcha owner passphrase', token, me: await res.json() }
+  return { email, password: 'captcha owner passphrase', token, me: (await res.json()) as Account['me'] }
 }

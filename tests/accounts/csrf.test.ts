@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { TEST_PUBLIC_URL } from '../support/app'
-import { getMe, signUp, startAccountsApp, withSession, type Account, type AccountsApp } from '../support/accounts'
+import { getMe, signUp, startAccountsApp, withSession, type Account, type AccountsApp, type Me } from '../support/accounts'
 import { expectProblem } from '../support/problem'
 
 /**
@@ -47,7 +47,7 @@ describe('CSRF', () => {
   test('the Origin equal to PUBLIC_URL is accepted', async () => {
     const res = await patchMe({ origin: TEST_PUBLIC_URL, 'sec-fetch-site': 'same-origin' }, { display_name: 'Same Origin' })
     expect(res.status).toBe(200)
-    expect((await res.json()).display_name).toBe('Same Origin')
+    expect(((await res.json()) as Me).display_name).toBe('Same Origin')
   })
 
   test('a request without Sec-Fetch-Site or Origin (a non-browser client) is accepted', async () => {
@@ -61,7 +61,7 @@ describe('CSRF', () => {
       { 'sec-fetch-site': 'cross-site' },
       { origin: 'http://evil.test' },
       { 'sec-fetch-site': 'cross-site', origin: 'http://evil.test' },
-    ]) {
+    ] as Record<string, string>[]) {
       expect((await getMe(app, account.token, headers)).status).toBe(200)
       expect((await app.fetch('/api/v1/users', { headers: withSession(account.token, headers) })).status).toBe(200)
     }

@@ -69,7 +69,7 @@ describe('signup switched off', () => {
   test('the 404 is the same whatever the body, so it tells nothing about how the body would have been read', async () => {
     const bodies = await Promise.all(
       REQUESTS.map(async ([, init]) => {
-        const doc = await (await app.fetch(OPERATIONS[0]!, { method: 'POST', ...init })).json()
+        const doc = (await (await app.fetch(OPERATIONS[0]!, { method: 'POST', ...init })).json()) as Record<string, unknown>
         delete doc.request_id
         return JSON.stringify(doc)
       }),
@@ -97,7 +97,7 @@ describe('signup switched off', () => {
       expect((await on.fetch('/api/v1/auth/signup/start', { method: 'POST', json: { email, tenant_name: 'T' } })).status).toBe(202)
       await on.deps.mail.dispatchDue()
       const code = /^\d{6}$/m.exec((await app.smtp.waitForMail(email)).text)![0]
-      const { ticket } = await (await on.fetch('/api/v1/auth/signup/verify', { method: 'POST', json: { email, code } })).json()
+      const { ticket } = (await (await on.fetch('/api/v1/auth/signup/verify', { method: 'POST', json: { email, code } })).json()) as { ticket: string }
       expect((await on.fetch('/api/v1/auth/signup/complete', { method: 'POST', json: { ticket, password: 'a perfectly fine password' } })).status).toBe(201)
 
       expect((await post(app, '/auth/sessions', { email, password: 'a perfectly fine password' })).status).toBe(201)

@@ -13,6 +13,7 @@ import {
   startAccountsApp,
   verifyCode,
   type AccountsApp,
+  type Me,
 } from '../support/accounts'
 import { expectProblem } from '../support/problem'
 import { codeFrom } from '../support/smtp'
@@ -31,7 +32,7 @@ const SESSION_SET_COOKIE = /^__Host-gpuhq_session=[A-Za-z0-9_-]{43}; Path=\/; Se
 
 describe('signup', () => {
   test('a new owner signs up with the code from a real email and is signed in as owner of a tenant on the free plan', async () => {
-    const config = await (await app.fetch('/api/v1/auth/config')).json()
+    const config = (await (await app.fetch('/api/v1/auth/config')).json()) as Record<string, unknown>
     expect(config).toMatchObject({ signup_enabled: true, captcha: { enabled: false }, password: { min_length: 8, max_length: 256 } })
     expect(config.code).toEqual({ length: 6, ttl_seconds: 600, max_attempts: 5, resend_cooldown_seconds: 60 })
 
@@ -50,7 +51,7 @@ describe('signup', () => {
 
     const verify = await post(app, '/auth/signup/verify', { email, code })
     expect(verify.status).toBe(200)
-    const { ticket } = await verify.json()
+    const { ticket } = (await verify.json()) as { ticket: string }
     expect(typeof ticket).toBe('string')
     expect(ticket.length).toBeLessThanOrEqual(64)
 
@@ -59,7 +60,7 @@ describe('signup', () => {
     const setCookie = complete.headers.get('set-cookie')!
     expect(setCookie).toMatch(SESSION_SET_COOKIE)
     expect(setCookie.toLowerCase()).not.toContain('domain')
-    const me = await complete.json()
+    const me = (await complete.json()) as Me
     expect(me).toMatchObject({ email, role: 'owner', timezone: 'UTC', locale: 'en', display_name: null })
 
     const token = sessionFrom(complete)!
@@ -80,7 +81,7 @@ describe('signup', () => {
     const ticket = await verifyCode(app, 'signup', lower, code)
     const res = await post(app, '/auth/signup/complete', { ticket, password: GOOD_PASSWORD })
     expect(res.status).toBe(201)
-    expect((await res.json()).email).toBe(lower)
+    expect(((await res.json()) as Me).email).toBe(lower)
     expect((await signIn(app, mixed, GOOD_PASSWORD)).status).toBe(201)
   })
 

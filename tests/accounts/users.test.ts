@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { hashPassword } from '../../src/platform/passwords'
-import { getMe, sessionFrom, signIn, signUp, startAccountsApp, withSession, type Account, type AccountsApp } from '../support/accounts'
+import { getMe, sessionFrom, signIn, signUp, startAccountsApp, withSession, type Account, type AccountsApp, type Me } from '../support/accounts'
 import { expectProblem } from '../support/problem'
 
 /**
@@ -12,6 +12,7 @@ let app: AccountsApp
 let owner: Account
 let neighbour: Account
 const members: { email: string; role: string; token?: string }[] = []
+type UsersPage = { items: Omit<Me, 'tenant_id' | 'timezone' | 'locale'>[]; next_cursor: string | null }
 
 beforeAll(async () => {
   app = await startAccountsApp()
@@ -38,7 +39,7 @@ describe('members', () => {
   test('GET /users lists every member of the tenant with their role, and nobody from another tenant', async () => {
     const res = await listUsers(owner.token)
     expect(res.status).toBe(200)
-    const page = await res.json()
+    const page = (await res.json()) as UsersPage
     expect(page.next_cursor).toBeNull()
     const byEmail = Object.fromEntries(page.items.map((u: { email: string; role: string }) => [u.email, u.role]))
     expect(byEmail).toEqual({ [owner.email]: 'owner', ...Object.fromEntries(members.map((m) => [m.email, m.role])) })
@@ -49,16 +50,16 @@ describe('members', () => {
   test('a viewer may list the members too', async () => {
     const viewer = members.find((m) => m.role === 'viewer')!
     const token = sessionFrom(await signIn(app, viewer.email, 'member passphrase 1'))!
-    const page = await (await listUsers(token)).json()
+    const page = (await (await listUsers(token)).json()) as UsersPage
     expect(page.items).toHaveLength(4)
-    expect((await (await getMe(app, token)).json()).role).toBe('viewer')
+    expect(((await (await getMe(app, token)).json()) as Me).role).toBe('viewer')
   })
 
   test('the list pages with limit and next_cursor, and a cursor does not carry over to another tenant', async () => {
     const seen: string[] = []
     let query = '?limit=1'
     for (let i = 0; i < 10; i++) {
-      const page = await (await listUsers(owner.token, query)).json()
+      const page = (await (await listUsers(owner.token, query)).json()) as UsersPage
       seen.push(...page.items.map((u: { email: string }) => u.email))
       if (!page.next_cursor) break
       query = `?limit=1&cursor=${encodeURIComponent(page.next_cursor)}`
@@ -71,7 +72,7 @@ describe('members', () => {
   })
 
   test('the other tenant sees only itself', async () => {
-    const page = await (await listUsers(neighbour.token)).json()
+    const page = (await (await listUsers(neighbour.token)).json()) as UsersPage
     expect(page.items.map((u: { email: string; role: string }) => [u.email, u.role])).toEqual([[neighbour.email, 'owner']])
   })
 
@@ -84,7 +85,7 @@ describe('members', () => {
 
 describe('profile preferences', () => {
   test('GET /me returns the profile fields', async () => {
-    const me = await (await getMe(app, owner.token)).json()
+    const me = (await (await getMe(app, owner.token)).json()) as Me
     expect(Object.keys(me).sort()).toEqual(['created_at', 'display_name', 'email', 'id', 'locale', 'role', 'tenant_id', 'timezone'])
     expect(me.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
   })
@@ -93,8 +94,8 @@ describe('profile preferences', () => {
     for (const tz of ['Europe/Berlin', 'America/Argentina/Buenos_Aires', 'Asia/Kolkata', 'UTC']) {
       const res = await patchMe(owner.token, { timezone: tz })
       expect(res.status).toBe(200)
-      expect((await res.json()).timezone).toBe(tz)
-      expect((await (await getMe(app, owner.token)).json()).timezone).toBe(tz)
+      expect(((await res.json()) as Me).timezone).toBe(tz)
+      expect(((await (await getMe(app, owner.token)).json()) as Me).timezone).toBe(tz)
     }
   })
 
@@ -105,7 +106,7 @@ describe('profile preferences', () => {
       const p = await expectProblem(await patchMe(owner.token, { timezone: tz }), 422, 'validation_failed')
       expect(p.errors).toEqual([{ path: '/timezone', code: 'unknown_time_zone' }])
     }
-    expect((await (await getMe(app, owner.token)).json()).timezone).toBe('Europe/Berlin')
+    expect(((await (await getMe(app, owner.token)).json()) as Me).timezone).toBe('Europe/Berlin')
   })
 
   test('the time zone is stored in its IANA spelling whatever the case it was sent in', async () => {
@@ -116,7 +117,7 @@ describe('profile preferences', () => {
     ]) {
       const res = await patchMe(owner.token, { timezone: given })
       expect(res.status).toBe(200)
-      expect((await res.json()).timezone).toBe(stored)
+      expect(((await res.json()) as Me).timezone).toBe(stored)
     }
   })
 
@@ -129,7 +130,7 @@ describe('profile preferences', () => {
     ]) {
       const res = await patchMe(owner.token, { locale: given })
       expect(res.status).toBe(200)
-      expect((await res.json()).locale).toBe(stored)
+      expect(((await res.json()) as Me).locale).toBe(stored)
     }
   })
 
@@ -139,8 +140,8 @@ describe('profile preferences', () => {
   })
 
   test('the display name can be set and cleared with null', async () => {
-    expect((await (await patchMe(owner.token, { display_name: 'Ada' })).json()).display_name).toBe('Ada')
-    expect((await (await patchMe(owner.token, { display_name: null })).json()).display_name).toBeNull()
+    expect(((await (await patchMe(owner.token, { display_name: 'Ada' })).json()) as Me).display_name).toBe('Ada')
+    expect(((await (await patchMe(owner.token, { display_name: null })).json()) as Me).display_name).toBeNull()
   })
 
   test('an empty patch, an unknown field or a field the user may not change answers 422', async () => {
@@ -149,13 +150,13 @@ describe('profile preferences', () => {
       const p = await expectProblem(await patchMe(owner.token, body), 422, 'validation_failed')
       expect(p.errors!.map((e) => e.code)).toContain('unknown_field')
     }
-    expect((await (await getMe(app, owner.token)).json()).email).toBe(owner.email)
+    expect(((await (await getMe(app, owner.token)).json()) as Me).email).toBe(owner.email)
   })
 
   test('a member changes only their own profile', async () => {
     const viewer = members.find((m) => m.role === 'viewer')!
     const token = sessionFrom(await signIn(app, viewer.email, 'member passphrase 1'))!
     expect((await patchMe(token, { timezone: 'Asia/Tokyo' })).status).toBe(200)
-    expect((await (await getMe(app, owner.token)).json()).timezone).not.toBe('Asia/Tokyo')
+    expect(((await (await getMe(app, owner.token)).json()) as Me).timezone).not.toBe('Asia/Tokyo')
   })
 })

@@ -39,7 +39,7 @@ describe('operator commands', () => {
       try {
         const set = await app.fetch('/api/v1/auth/password-reset/complete', { method: 'POST', json: { ticket, password: 'a long and private passphrase' } })
         expect(set.status).toBe(200)
-        expect((await set.json()).role).toBe('owner')
+        expect(((await set.json()) as { role: string }).role).toBe('owner')
         const again = await app.fetch('/api/v1/auth/password-reset/complete', { method: 'POST', json: { ticket, password: 'another long passphrase' } })
         expect(again.status).toBe(401)
         const signin = await app.fetch('/api/v1/auth/sessions', {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../support/app'
-import { commandFrame, getCommand, issue, onlineServer, report, rows, runToEnd, steps, timeline } from '../support/commands'
+import { type CommandView, commandFrame, getCommand, issue, onlineServer, report, rows, runToEnd, steps, timeline } from '../support/commands'
 import { api, newOwner, ok, stopApp, type Owner } from '../support/fleet'
 import { expectProblem } from '../support/problem'
 
@@ -73,7 +73,7 @@ describe('a command that succeeds', () => {
   test('GET /commands/{id} carries the version as ETag and answers 304 to If-None-Match until the next change', async () => {
     const { agent, id } = await deliveredCommand()
     const res = await api(app, owner, 'GET', `/commands/${id}`)
-    const body = await res.json()
+    const body = (await res.json()) as CommandView
     expect(res.headers.get('etag')).toBe(`"${body.version}"`)
     const same = await api(app, owner, 'GET', `/commands/${id}`, { headers: { 'if-none-match': `"${body.version}"` } })
     expect(same.status).toBe(304)
@@ -83,7 +83,7 @@ describe('a command that succeeds', () => {
     await report(agent, { type: 'command.accepted', command_id: id })
     const changed = await api(app, owner, 'GET', `/commands/${id}`, { headers: { 'if-none-match': `"${body.version}"` } })
     expect(changed.status).toBe(200)
-    expect((await changed.json()).version).toBe(body.version + 1)
+    expect(((await changed.json()) as CommandView).version).toBe(body.version + 1)
     await agent.close()
   })
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../support/app'
 import {
+  type CommandView,
   cancelCommand,
   commandFrame,
   framesAbout,
@@ -101,7 +102,7 @@ describe('cancel', () => {
     const { server_id, agent_token } = await offlineServer(app, owner)
     const c = await issue(app, owner, server_id)
     const res = await cancelCommand(app, owner, c.command_id)
-    const body = await res.json()
+    const body = (await res.json()) as CommandView
     expect(res.status).toBe(200)
     expect(body).toMatchObject({ delivery_status: 'queued', execution_status: 'cancelled', queue_reason: null })
     expect(body.cancelled_at).not.toBeNull()
@@ -205,6 +206,6 @@ describe('cancel', () => {
     expect(await getCommand(app, owner, c.command_id)).toEqual(c)
     const res = await cancelCommand(app, owner, c.command_id, { 'if-match': `"${c.version}"` })
     expect(res.status).toBe(200)
-    expect((await res.json()).execution_status).toBe('cancelled')
+    expect(((await res.json()) as CommandView).execution_status).toBe('cancelled')
   })
 })

@@ -19,7 +19,8 @@ beforeAll(async () => {
 })
 afterAll(() => app.close())
 
-const post = (body: BodyInit, contentType?: string) => app.fetch(PROBES, { method: 'POST', body, headers: contentType ? { 'content-type': contentType } : {} })
+const post = (body: Bun.BodyInit, contentType?: string) =>
+  app.fetch(PROBES, { method: 'POST', body, headers: contentType ? { 'content-type': contentType } : {} })
 
 describe('problem documents', () => {
   test('the service knows exactly the closed set of problem codes the specification lists', () => {
@@ -86,7 +87,7 @@ describe('problem documents', () => {
   test('text, form and multipart bodies sent to a JSON operation answer 415 validation_failed', async () => {
     const form = new FormData()
     form.set('value', 'x')
-    const cases: [BodyInit, string | undefined][] = [
+    const cases: [Bun.BodyInit, string | undefined][] = [
       ['{"value":"x"}', 'text/plain'],
       ['value=x', 'application/x-www-form-urlencoded'],
       [form, undefined],
@@ -217,7 +218,7 @@ describe('unexpected failures', () => {
 describe('request ids and problem pages', () => {
   test('every response carries its own X-Request-Id, including 304 and 405', async () => {
     const created = await app.fetch(PROBES, { method: 'POST', json: { value: 'ids' } })
-    const { id } = await created.json()
+    const { id } = (await created.json()) as { id: string }
     const responses = [
       created,
       await app.fetch('/healthz'),

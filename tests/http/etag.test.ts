@@ -15,14 +15,14 @@ afterAll(() => app.close())
 async function newProbe(value = 'v1'): Promise<{ url: string; tag: string }> {
   const res = await app.fetch(PROBES, { method: 'POST', json: { value } })
   expect(res.status).toBe(201)
-  const { id } = await res.json()
+  const { id } = (await res.json()) as { id: string }
   return { url: `${PROBES}/${id}`, tag: res.headers.get('etag')! }
 }
 
 const patch = (url: string, value: string, ifMatch?: string) =>
   app.fetch(url, { method: 'PATCH', json: { value }, headers: ifMatch === undefined ? {} : { 'if-match': ifMatch } })
 
-const valueOf = async (url: string) => (await (await app.fetch(url)).json()).value
+const valueOf = async (url: string) => ((await (await app.fetch(url)).json()) as { value: string }).value
 
 describe('reading with entity tags', () => {
   test('a read returns a strong ETag that is the quoted version', async () => {
@@ -31,7 +31,7 @@ describe('reading with entity tags', () => {
     expect(res.status).toBe(200)
     const tag = res.headers.get('etag')!
     expect(tag).toMatch(/^"[^"]+"$/)
-    expect(tag).toBe(`"${(await res.json()).version}"`)
+    expect(tag).toBe(`"${((await res.json()) as { version: number }).version}"`)
   })
 
   test('If-None-Match with the current tag answers 304 with the tag and no body', async () => {
@@ -75,7 +75,7 @@ describe('writing with If-Match', () => {
     expect(res.status).toBe(200)
     const next = res.headers.get('etag')!
     expect(next).not.toBe(tag)
-    const body = await res.json()
+    const body = (await res.json()) as { value: string; version: number }
     expect(body).toMatchObject({ value: 'changed', version: 2 })
     expect(next).toBe(`"${body.version}"`)
     expect((await app.fetch(url)).headers.get('etag')).toBe(next)
@@ -109,7 +109,7 @@ describe('writing with If-Match', () => {
     const { url } = await newProbe()
     expect((await patch(url, 'no guard')).status).toBe(200)
     expect((await patch(url, 'no guard again')).status).toBe(200)
-    expect((await (await app.fetch(url)).json()).version).toBe(3)
+    expect(((await (await app.fetch(url)).json()) as { version: number }).version).toBe(3)
   })
 
   test('of two writers holding the same tag exactly one wins', async () => {

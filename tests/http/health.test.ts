@@ -18,7 +18,7 @@ describe('health', () => {
   test('readyz says the database answers and every migration is applied', async () => {
     const res = await app.fetch('/readyz')
     expect(res.status).toBe(200)
-    const body = await res.json()
+    const body = (await res.json()) as { status: string; migrations: { applied: number; pending: number } }
     expect(body.status).toBe('ready')
     expect(body.migrations.pending).toBe(0)
     expect(body.migrations.applied).toBeGreaterThan(0)
@@ -31,7 +31,7 @@ describe('health', () => {
     expect(res.status).toBe(503)
     expect(res.headers.get('content-type')).toBe('application/problem+json')
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/)
-    expect((await res.json()).code).toBe('temporarily_unavailable')
+    expect(((await res.json()) as { code: string }).code).toBe('temporarily_unavailable')
     await other.close().catch(() => {})
   })
 })

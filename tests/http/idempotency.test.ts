@@ -137,7 +137,7 @@ describe('what is stored', () => {
     const key = newKey()
     const value = `plaintext-marker-${crypto.randomUUID()}`
     const res = await create(key, { value })
-    const { id } = await res.json()
+    const { id } = (await res.json()) as { id: string }
     const [row] = keyRows(key)
     expect(row!.state).toBe('completed')
     const box = Buffer.from(row!.response_box!)
@@ -199,7 +199,7 @@ describe('lifetime of a key', () => {
     await advanceClock(2 * 3600)
     const gc = await app.fetch('/api/v1/_test/jobs/idempotency.gc/run', { method: 'POST' })
     expect(gc.status).toBe(200)
-    expect((await gc.json()).outcome).toBe('succeeded')
+    expect(((await gc.json()) as { outcome: string }).outcome).toBe('succeeded')
     expect(keyRows(key)).toHaveLength(0)
 
     const reused = await create(key, { value: 'after-retention' })

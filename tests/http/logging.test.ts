@@ -36,7 +36,7 @@ function lineOf(res: Response): RequestLine {
 describe('request log lines', () => {
   test('each request writes exactly one line with method, route template, status, duration, request id and tenant', async () => {
     const created = await app.fetch(PROBES, { method: 'POST', json: { value: 'logged' } })
-    const { id } = await created.json()
+    const { id } = (await created.json()) as { id: string }
     const read = await app.fetch(`${PROBES}/${id}`)
 
     expect(lineOf(created)).toMatchObject({ level: 'info', method: 'POST', route: PROBES, status: 201, tenant_id: null })
@@ -89,7 +89,7 @@ describe('secrets never reach the log', () => {
       headers: { authorization: `Bearer ${secret}`, 'x-api-key': secret, 'idempotency-key': secret },
     })
     expect(created.status).toBe(201)
-    const { id } = await created.json()
+    const { id } = (await created.json()) as { id: string }
     const responses = [
       created,
       await app.fetch(`${PROBES}/${id}?token=${secret}&note=${encodeURIComponent(`Bearer ${secret}`)}`, {

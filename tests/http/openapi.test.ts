@@ -29,7 +29,7 @@ beforeAll(async () => {
   const res = await app.fetch('/api/v1/openapi.json')
   expect(res.status).toBe(200)
   expect(res.headers.get('content-type')).toStartWith('application/json')
-  doc = await res.json()
+  doc = (await res.json()) as Doc
   // The same route table the server answers from, built as tests/support/app.ts builds the app.
   routes = createApp(app.deps, app.runner)
     .routes.filter((r) => r.method !== 'ALL' && r.method !== 'WS' && !isDocRoute(`${r.method} ${r.path}`))

@@ -22,7 +22,7 @@ describe('rate limits', () => {
     for (let i = 0; i < 3; i++) {
       const res = await take('three-a-minute')
       expect(res.status).toBe(200)
-      remaining.push((await res.json()).remaining)
+      remaining.push(((await res.json()) as { remaining: number }).remaining)
     }
     expect(remaining).toEqual([2, 1, 0])
 

@@ -34,7 +34,7 @@ describe('writes by tenant', () => {
     for (let i = 0; i < WRITES; i++) expect((await newGroup(owner)).status).toBe(201)
     const wait = await retryAfterOf(await newGroup(owner))
     expect(wait).toBeLessThanOrEqual(Math.ceil(60 / WRITES))
-    const groups = await (await call(app, 'GET', '/groups', owner)).json()
+    const groups = (await (await call(app, 'GET', '/groups', owner)).json()) as { items: unknown[] }
     expect(groups.items).toHaveLength(WRITES)
   })
 

@@ -23,7 +23,7 @@ const move = (json: unknown) => app.fetch(CLOCK, { method: 'POST', json })
 async function serviceNow(): Promise<number> {
   const res = await move({ advance_seconds: 0 })
   expect(res.status).toBe(200)
-  const { now } = await res.json()
+  const { now } = (await res.json()) as { now: string }
   expect(now).toMatch(TIMESTAMP)
   return Date.parse(now)
 }
@@ -33,7 +33,7 @@ describe('moving the clock', () => {
     const before = await serviceNow()
     const res = await move({ advance_seconds: 3600 })
     expect(res.status).toBe(200)
-    const { now } = await res.json()
+    const { now } = (await res.json()) as { now: string }
     expect(now).toMatch(TIMESTAMP)
     const after = Date.parse(now)
     expect(after - before).toBeGreaterThanOrEqual(3600_000)
@@ -42,7 +42,7 @@ describe('moving the clock', () => {
 
   test('fractional seconds are honoured', async () => {
     const before = await serviceNow()
-    const after = Date.parse((await (await move({ advance_seconds: 1.5 })).json()).now)
+    const after = Date.parse(((await (await move({ advance_seconds: 1.5 })).json()) as { now: string }).now)
     expect(after - before).toBeGreaterThanOrEqual(1500)
   })
 
@@ -51,7 +51,7 @@ describe('moving the clock', () => {
     target.setUTCMilliseconds(0)
     const res = await move({ now: target.toISOString() })
     expect(res.status).toBe(200)
-    const now = Date.parse((await res.json()).now)
+    const now = Date.parse(((await res.json()) as { now: string }).now)
     expect(now).toBeGreaterThanOrEqual(target.getTime())
     expect(now - target.getTime()).toBeLessThan(5_000)
   })
@@ -60,7 +60,7 @@ describe('moving the clock', () => {
     const target = (await serviceNow()) + 10 * 86_400_000
     await move({ now: new Date(target).toISOString() })
     const res = await app.fetch('/api/v1/_test/probes', { method: 'POST', json: { value: 'dated' } })
-    const created = Date.parse((await res.json()).created_at)
+    const created = Date.parse(((await res.json()) as { created_at: string }).created_at)
     expect(created).toBeGreaterThanOrEqual(target)
   })
 
@@ -85,7 +85,7 @@ describe('moving the clock', () => {
   })
 
   test('a process restarted on the same database keeps the time a test moved it to', async () => {
-    const moved = Date.parse((await (await move({ advance_seconds: 30 * 86_400 })).json()).now)
+    const moved = Date.parse(((await (await move({ advance_seconds: 30 * 86_400 })).json()) as { now: string }).now)
     expect(moved).toBeGreaterThan(Date.now() + 29 * 86_400_000)
     const restarted = buildDeps(
       loadConfig({
@@ -111,14 +111,14 @@ describe('running jobs', () => {
     const before = await serviceNow()
     const res = await app.fetch('/api/v1/_test/jobs/idempotency.gc/run', { method: 'POST' })
     expect(res.status).toBe(200)
-    const body = await res.json()
+    const body = (await res.json()) as { job: string; outcome: string; now: string }
     expect(body).toMatchObject({ job: 'idempotency.gc', outcome: 'succeeded' })
     expect(body.now).toMatch(TIMESTAMP)
     expect(Date.parse(body.now)).toBeGreaterThanOrEqual(before)
   })
 
   test('running the same job twice in a row changes nothing the second time', async () => {
-    const run = async () => (await (await app.fetch('/api/v1/_test/jobs/idempotency.gc/run', { method: 'POST' })).json()).outcome
+    const run = async () => ((await (await app.fetch('/api/v1/_test/jobs/idempotency.gc/run', { method: 'POST' })).json()) as { outcome: string }).outcome
     expect(await run()).toBe('succeeded')
     expect(await run()).toBe('succeeded')
   })
@@ -147,7 +147,7 @@ describe('without TEST_CLOCK', () => {
         await expectProblem(res, 404, 'not_found')
       }
       expect(prod.deps.testClock).toBeNull()
-      const doc = await (await prod.fetch('/api/v1/openapi.json')).json()
+      const doc = (await (await prod.fetch('/api/v1/openapi.json')).json()) as { paths: Record<string, unknown> }
       expect(Object.keys(doc.paths).filter((p) => p.includes('/_test/'))).toEqual([])
     } finally {
       await prod.close()

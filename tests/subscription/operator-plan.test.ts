@@ -13,6 +13,7 @@ import {
   runJob,
   serviceNow,
   startSubscriptionApp,
+  type Subscription,
   subscription,
   tenantOn,
   US_PER_HOUR,
@@ -57,6 +58,6 @@ describe('an operator plan change after a subscription change', () => {
     setPlanAsOperator(owner.tenantId, 'pro')
     const res = await call(app, 'GET', '/subscription', owner, { headers: { 'if-none-match': etag } })
     expect(res.status).toBe(200)
-    expect((await res.json()).plan.code).toBe('pro')
+    expect(((await res.json()) as Subscription).plan!.code).toBe('pro')
   })
 })

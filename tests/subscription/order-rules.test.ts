@@ -1,8 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, setAccountState } from '../support/access'
 import type { TestApp } from '../support/app'
-import { expectProblem } from '../support/problem'
-import { addPlan, currentPlan, getQuote, newMember, nextDayAt, order, orderOk, startSubscriptionApp, subscription, tenantOn } from '../support/subscription'
+import { expectProblem, type Problem } from '../support/problem'
+import {
+  addPlan,
+  currentPlan,
+  getQuote,
+  newMember,
+  nextDayAt,
+  order,
+  orderOk,
+  type Subscription,
+  startSubscriptionApp,
+  subscription,
+  tenantOn,
+} from '../support/subscription'
 
 let app: TestApp
 beforeAll(async () => {
@@ -122,7 +134,7 @@ describe('at most one live pending change', () => {
     const replies = await Promise.all(Array.from({ length: 6 }, (_, i) => order(app, owner, { target_plan: i % 2 ? 'starter' : 'free' })))
     const statuses = replies.map((r) => r.status).sort()
     expect(statuses).toEqual([201, 409, 409, 409, 409, 409])
-    for (const r of replies.filter((r) => r.status === 409)) expect(r.body.code).toBe('change_already_pending')
+    for (const r of replies.filter((r) => r.status === 409)) expect((r.body as unknown as Problem).code).toBe('change_already_pending')
     expect(changesOf(owner.tenantId)).toHaveLength(1)
   })
 
@@ -190,7 +202,7 @@ describe('GET /subscription', () => {
     const moved = await call(app, 'GET', '/subscription', owner, { headers: { 'if-none-match': etag } })
     expect(moved.status).toBe(200)
     expect(moved.headers.get('etag')).not.toBe(etag)
-    expect((await moved.json()).plan.code).toBe('pro')
+    expect(((await moved.json()) as Subscription).plan!.code).toBe('pro')
   })
 
   test('without a session it answers 401', async () => {

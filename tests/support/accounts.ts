@@ -78,6 +78,8 @@ export function sessionFrom(res: Response): string | null {
 export const withSession = (token: string, extra: Record<string, string> = {}) => ({ cookie: `${SESSION_COOKIE}=${token}`, ...extra })
 
 export type Account = { email: string; password: string; token: string; me: { id: string; tenant_id: string; role: string; email: string } }
+/** GET /me and PATCH /me answer the whole profile. */
+export type Me = Account['me'] & { display_name: string | null; timezone: string; locale: string; created_at: string }
 
 /** The whole signup flow through real mail; returns the account's session token. */
 export async function signUp(app: AccountsApp, email = newEmail(), password = GOOD_PASSWORD, tenantName = 'Acme GPUs'): Promise<Account> {
@@ -87,7 +89,7 @@ export async function signUp(app: AccountsApp, email = newEmail(), password = GO
   expect(res.status).toBe(201)
   const token = sessionFrom(res)
   expect(token).not.toBeNull()
-  return { email, password, token: token!, me: await res.json() }
+  return { email, password, token: token!, me: (await res.json()) as Account['me'] }
 }
 
 export function signIn(app: TestApp, email: string, password: string, headers: Record<string, string> = {}) {

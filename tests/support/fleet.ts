@@ -347,7 +347,7 @@ export async function serverEvents(
 }
 
 /** Polls `check` until it returns a truthy value (or throws the last failure after `timeoutMs`). */
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 3000, everyMs = 25): Promise<T> {
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 3000, everyMs = 25): Promise<NonNullable<T>> {
   const until = Date.now() + timeoutMs
   let last: unknown = null
   for (;;) {

@@ -173,8 +173,23 @@ export type Subscription = {
   version: number
 }
 
+export type Quote = {
+  target_plan: string
+  current_plan: string
+  direction: Change['direction']
+  managed_servers: number
+  monthly_price_per_server_usd: string
+  unit_daily_rate_usd: string
+  required_reserve_usd: string
+  balance_usd: string
+  covered: boolean
+  server_limit: number | null
+  billing_effective_day: string
+  quoted_at: string
+}
+
 export const getQuote = async (app: TestApp, who: Caller, plan: string) =>
-  reply(await call(app, 'GET', `/subscription/quote?plan=${encodeURIComponent(plan)}`, who))
+  reply<Quote>(await call(app, 'GET', `/subscription/quote?plan=${encodeURIComponent(plan)}`, who))
 
 export const order = async (app: TestApp, who: Caller, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   reply<Change>(await call(app, 'POST', '/subscription/changes', who, { json: body, headers }))

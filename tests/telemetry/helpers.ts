@@ -126,7 +126,7 @@ export function getMetrics(
   query: [string, string | number][] = [],
   headers: Record<string, string> = {},
 ): Promise<Response> {
-  const qs = new URLSearchParams(query.map(([k, v]) => [k, String(v)])).toString()
+  const qs = new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)])).toString()
   return api(app, owner, 'GET', `/servers/${serverId}/metrics${qs ? `?${qs}` : ''}`, { headers })
 }
 
