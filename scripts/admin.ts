@@ -17,6 +17,7 @@ import { DEFAULT_BUSY_TIMEOUT_MS } from '../db/client'
 import { buildDeps } from '../src/deps'
 import { createLogger } from '../src/platform/logger'
 import { ProblemError } from '../src/platform/problem'
+import { DomainError } from '../src/platform/domain-error'
 import { formatTimestamp } from '../src/platform/time'
 import { createAccount, tenantsOverview, ADMIN_TICKET_TTL_SECONDS } from '../src/modules/accounts'
 import { adjustBalance, setTenantPlan, upsertPlan } from '../src/modules/billing/admin.service'
@@ -176,6 +177,7 @@ try {
   }
 } catch (e) {
   if (e instanceof ProblemError) fail(e.detail ?? e.message)
+  if (e instanceof DomainError) fail(e.message)
   if (e instanceof TypeError && (/parseArgs|Unknown option/i.test(String(e)) || String((e as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')))
     fail(e.message.replace(/\s*\n\s*/g, ' '))
   throw e

@@ -1,6 +1,6 @@
-import { and, eq } from 'drizzle-orm'
-import { emailCodes, signinFailures, tickets } from '../../../db/schema'
-import type { DbOrTx } from '../../../db/client'
+import { and, eq, isNotNull, lt, or } from 'drizzle-orm'
+import { captchaTokens, emailCodes, signinFailures, tickets } from '../../../db/schema'
+import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type EmailCodeRow = typeof emailCodes.$inferSelect
 export type TicketRow = typeof tickets.$inferSelect
@@ -51,4 +51,24 @@ export function saveSigninFailures(tx: DbOrTx, row: typeof signinFailures.$infer
 
 export function clearSigninFailures(tx: DbOrTx, key: string): void {
   tx.delete(signinFailures).where(eq(signinFailures.key, key)).run()
+}
+
+/** Deletes codes, tickets, captcha tokens and sign-in failure records that stopped mattering before `before`; returns how many. */
+export function deleteAuthLeftovers(tx: DbOrTx, before: number): number {
+  return (
+    changesOf(tx.delete(emailCodes).where(lt(emailCodes.expiresAt, before)).run()) +
+    changesOf(
+      tx
+        .delete(tickets)
+        .where(or(lt(tickets.expiresAt, before), and(isNotNull(tickets.consumedAt), lt(tickets.consumedAt, before))))
+        .run(),
+    ) +
+    changesOf(tx.delete(captchaTokens).where(lt(captchaTokens.usedAt, before)).run()) +
+    changesOf(
+      tx
+        .delete(signinFailures)
+        .where(and(lt(signinFailures.updatedAt, before), lt(signinFailures.blockedUntil, before)))
+        .run(),
+    )
+  )
 }

@@ -4,19 +4,19 @@ import type { Deps } from '../../platform/context'
 import { requestState } from '../../platform/http'
 import { PASSWORD_MAX, PASSWORD_MIN } from '../../platform/passwords'
 import { responses } from '../../platform/schemas'
-import { meView } from '../users/users.service'
-import { Me } from '../users/users.model'
-import { sessionCookie } from '../sessions/sessions.service'
-import { AuthConfig, CodeCheck, CodeSent, ResetStart, SetPassword, SignupStart, Ticket } from './accounts.model'
+import { sessionCookie } from '../sessions'
+import { Me, meView } from '../users'
+import { AuthConfig, CodeCheck, CodeSent, ResetStart, SetPassword, SignIn, SignupStart, Ticket } from './accounts.model'
 import { CODE_MAX_ATTEMPTS, CODE_TTL_SECONDS, RESEND_COOLDOWN_SECONDS } from './codes.service'
 import { completeReset, startReset, verifyReset } from './reset.service'
+import { signIn } from './signin.service'
 import { completeSignup, startSignup, verifySignup } from './signup.service'
 
 const tags = ['auth']
 const signup = { public: true, requires: 'signup' } as const
 const open = { public: true } as const
 
-export function callerOf(request: Request) {
+function callerOf(request: Request) {
   return { ip: requestState(request).ip, userAgent: request.headers.get('user-agent') }
 }
 
@@ -120,6 +120,26 @@ export function accountsRoutes(deps: Deps) {
           tags,
           summary: 'Set a new password and sign in',
           description: 'Ends every other session of the user and starts a new one (Set-Cookie).',
+        }),
+      },
+    )
+    .post(
+      '/sessions',
+      async ({ body, request, set }) => {
+        const { user, session } = await signIn({ deps, input: body, caller: callerOf(request) })
+        set.status = 201
+        set.headers['set-cookie'] = sessionCookie(session)
+        set.headers['cache-control'] = 'no-store'
+        return meView(user)
+      },
+      {
+        body: SignIn,
+        response: responses({ 201: Me }, [401, 403, 413, 415, 422, 429]),
+        detail: describe(open, {
+          tags,
+          summary: 'Sign in: create a browser session',
+          description:
+            'Sets the `__Host-gpuhq_session` cookie. A wrong email or password answers the same 401. After 5 failures from one network on one account, that network waits (429 with Retry-After) with a doubling delay up to 15 minutes.',
         }),
       },
     )

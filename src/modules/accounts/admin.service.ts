@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
-import { problems } from '../../platform/problem'
 import { hashSecret } from '../../platform/secrets'
-import { insertTenant, listTenants } from '../tenants/tenants.repository'
-import { findUserByEmail, insertUser } from '../users/users.repository'
+import { insertTenant, listTenants } from '../tenants'
+import { findUserByEmail, insertUser } from '../users'
+import { AccountErrors } from './accounts.errors'
 import { insertTicket } from './accounts.repository'
 import { normalizeEmail } from './codes.service'
 
@@ -17,12 +17,12 @@ export const ADMIN_TICKET_TTL_SECONDS = 24 * 3600
  */
 export function createAccount({ deps, input }: { deps: Deps; input: { email: string; tenantName: string } }) {
   const email = normalizeEmail(input.email)
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw problems.field('/email', 'format', `"${input.email}" is not an email address`)
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw AccountErrors.badEmail(input.email)
   const tenantName = input.tenantName.trim()
-  if (!tenantName || tenantName.length > 128) throw problems.field('/tenant_name', 'too_long', 'the tenant name must have 1 to 128 characters')
+  if (!tenantName || tenantName.length > 128) throw AccountErrors.badTenantName()
   const ticket = randomBytes(32).toString('base64url')
   return withTransaction(deps.db, (tx) => {
-    if (findUserByEmail(tx, email)) throw problems.conflict(`an account with ${email} already exists`)
+    if (findUserByEmail(tx, email)) throw AccountErrors.accountExists(email)
     const now = deps.clock.nowUs()
     const tenantId = deps.newId()
     const userId = deps.newId()

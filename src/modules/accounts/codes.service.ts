@@ -1,10 +1,10 @@
 import { randomBytes, randomInt } from 'node:crypto'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
-import { ProblemError, problems } from '../../platform/problem'
 import { hashPassword, passwordProblem } from '../../platform/passwords'
 import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
 import { hashSecret, hmac, safeEqual } from '../../platform/secrets'
+import { AccountErrors } from './accounts.errors'
 import {
   findEmailCode,
   findTicket,
@@ -25,7 +25,7 @@ import {
 export const CODE_TTL_SECONDS = 600
 export const CODE_MAX_ATTEMPTS = 5
 export const RESEND_COOLDOWN_SECONDS = 60
-export const TICKET_TTL_SECONDS = 600
+const TICKET_TTL_SECONDS = 600
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase()
@@ -40,13 +40,9 @@ function codeHash(deps: Deps, purpose: Purpose, emailHash: string, code: string)
   return hmac(deps.keys.codes, `${purpose}\n${emailHash}\n${code}`).toString('hex')
 }
 
-export function codeRejected(): ProblemError {
-  return new ProblemError('unauthorized', { detail: 'the code is wrong, expired or used up; request a new one' })
-}
-
 /**
  * Stores a fresh code for (purpose, email) and returns it, or null for an inert row (an address
- * that must get no code). Inside the cooldown it answers 429 with Retry-After, inert or not.
+ * that must get no code). Inside the cooldown it refuses with the wait (429, Retry-After), inert or not.
  */
 export function issueCode(
   tx: DbOrTx,
@@ -59,7 +55,7 @@ export function issueCode(
   const existing = findEmailCode(tx, input.purpose, emailHash)
   if (existing) {
     const waitUs = existing.lastSentAt + RESEND_COOLDOWN_SECONDS * 1_000_000 - now
-    if (waitUs > 0) throw problems.rateLimited(Math.ceil(waitUs / 1_000_000))
+    if (waitUs > 0) throw AccountErrors.resendCooldown(Math.ceil(waitUs / 1_000_000))
   }
   const code = input.inert ? null : String(randomInt(0, 1_000_000)).padStart(6, '0')
   upsertEmailCode(tx, {
@@ -82,7 +78,7 @@ export function issueCode(
 
 /**
  * Checks a code; on success consumes it and returns a new single-use ticket for the same purpose.
- * A wrong code still counts against the row (committed before the 401 is thrown).
+ * A wrong code still counts against the row (committed before the refusal is thrown).
  */
 export function redeemCode(deps: Deps, input: { purpose: Purpose; email: string; code: string }): string {
   const now = deps.clock.nowUs()
@@ -112,16 +108,15 @@ export function redeemCode(deps: Deps, input: { purpose: Purpose; email: string;
     })
     return token
   })
-  if (!ticket) throw codeRejected()
+  if (!ticket) throw AccountErrors.codeRejected()
   return ticket
 }
 
-/** Consumes a ticket of this purpose inside the caller's transaction, or throws 401. */
+/** Consumes a ticket of this purpose inside the caller's transaction, or throws the ticket refusal (401). */
 export function consumeTicket(tx: DbOrTx, deps: Deps, purpose: Purpose, ticket: string): TicketRow {
   const row = ticket.length <= 64 ? findTicket(tx, hashSecret(ticket)) : undefined
   const now = deps.clock.nowUs()
-  if (!row || row.purpose !== purpose || row.consumedAt !== null || row.expiresAt <= now)
-    throw new ProblemError('unauthorized', { detail: 'the ticket is not valid; verify a new code' })
+  if (!row || row.purpose !== purpose || row.consumedAt !== null || row.expiresAt <= now) throw AccountErrors.ticketInvalid()
   markTicketConsumed(tx, row.id, now)
   return row
 }
@@ -137,11 +132,11 @@ export function verifyCodeForTicket(deps: Deps, purpose: Purpose, input: { email
 export async function checkedPasswordHash(deps: Deps, purpose: Purpose, password: string, ip: string): Promise<string> {
   limitByNetwork(deps, `${purpose}-complete`, ip, AUTH_LIMITS.complete.perNetwork)
   const weak = passwordProblem(password)
-  if (weak) throw problems.validation([weak], weakPasswordDetail(weak.code))
+  if (weak) throw AccountErrors.weakPassword(weak, weakPasswordDetail(weak.code))
   return hashPassword(password)
 }
 
-export function weakPasswordDetail(code: string): string {
+function weakPasswordDetail(code: string): string {
   if (code === 'too_short') return 'the password must have at least 8 characters'
   if (code === 'too_long') return 'the password must have at most 256 characters'
   return 'this password is among the most common ones; choose another'

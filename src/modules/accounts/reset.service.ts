@@ -1,22 +1,23 @@
+import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
 import { requireCaptcha } from '../../platform/captcha'
 import type { Deps } from '../../platform/context'
-import { problems } from '../../platform/problem'
-import { enqueueMail } from '../mail/mail.outbox'
-import { resetCodeMail } from '../mail/mail.templates'
-import { deleteUserSessions } from '../sessions/sessions.repository'
-import { startSession, type NewSession } from '../sessions/sessions.service'
-import { findUserByEmail, setPassword, type UserRow } from '../users/users.repository'
+import { recordMemberEvent } from '../audit'
+import { enqueueMail } from '../mail'
+import { deleteUserSessions, startSession, type NewSession } from '../sessions'
+import { findUserByEmail, setPassword, type UserRow } from '../users'
+import { AccountErrors } from './accounts.errors'
+import { resetCodeMail } from './accounts.mail'
+import type { CodeCheck, ResetStart, SetPassword } from './accounts.model'
 import { checkedPasswordHash, consumeTicket, emailKey, issueCode, normalizeEmail, RESEND_COOLDOWN_SECONDS, verifyCodeForTicket } from './codes.service'
 import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
-import { recordMemberEvent } from '../audit/audit.service'
 import type { Caller } from './signup.service'
 
 /**
  * Password reset: always 202; an unknown address gets an inert row (same cooldown) and no email.
  * Completing sets the new password, ends every other session and signs the user in.
  */
-export async function startReset({ deps, input, caller }: { deps: Deps; input: { email: string; captcha_token?: string | null }; caller: Caller }) {
+export async function startReset({ deps, input, caller }: { deps: Deps; input: Static<typeof ResetStart>; caller: Caller }) {
   const email = normalizeEmail(input.email)
   limitByNetwork(deps, 'reset-start', caller.ip, AUTH_LIMITS.start.perNetwork)
   limitByEmail(deps, 'reset-start', emailKey(deps, email), AUTH_LIMITS.start.perEmail)
@@ -30,7 +31,7 @@ export async function startReset({ deps, input, caller }: { deps: Deps; input: {
   return { resend_cooldown_seconds: RESEND_COOLDOWN_SECONDS }
 }
 
-export function verifyReset({ deps, input, caller }: { deps: Deps; input: { email: string; code: string }; caller: Caller }) {
+export function verifyReset({ deps, input, caller }: { deps: Deps; input: Static<typeof CodeCheck>; caller: Caller }) {
   return verifyCodeForTicket(deps, 'reset', input, caller.ip)
 }
 
@@ -40,14 +41,14 @@ export async function completeReset({
   caller,
 }: {
   deps: Deps
-  input: { ticket: string; password: string }
+  input: Static<typeof SetPassword>
   caller: Caller
 }): Promise<{ user: UserRow; session: NewSession }> {
   const passwordHash = await checkedPasswordHash(deps, 'reset', input.password, caller.ip)
   return withTransaction(deps.db, (tx) => {
     const ticket = consumeTicket(tx, deps, 'reset', input.ticket)
     const user = findUserByEmail(tx, ticket.email)
-    if (!user || user.id !== ticket.userId) throw problems.conflict('the account changed since the code was sent; start again')
+    if (!user || user.id !== ticket.userId) throw AccountErrors.accountChanged()
     const now = deps.clock.nowUs()
     setPassword(tx, user.id, passwordHash, now)
     deleteUserSessions(tx, user.id)

@@ -1,16 +1,18 @@
+import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
 import { requireCaptcha } from '../../platform/captcha'
 import type { Deps } from '../../platform/context'
 import { ipPrefix } from '../../platform/ip'
 import { burnPasswordCheck, verifyPassword } from '../../platform/passwords'
-import { ProblemError, problems } from '../../platform/problem'
-import { startSession, type NewSession } from '../sessions/sessions.service'
-import { findUserByEmail, type UserRow } from '../users/users.repository'
+import { recordMemberEvent } from '../audit'
+import { startSession, type NewSession } from '../sessions'
+import { findUserByEmail, type UserRow } from '../users'
+import { AccountErrors } from './accounts.errors'
+import type { SignIn } from './accounts.model'
 import { clearSigninFailures, findSigninFailures, saveSigninFailures } from './accounts.repository'
 import { emailKey, normalizeEmail } from './codes.service'
 import { AUTH_LIMITS, limitByNetwork } from './limits'
 import type { Caller } from './signup.service'
-import { recordMemberEvent } from '../audit/audit.service'
 
 /**
  * Sign-in. Failures are counted per (account, client network): after 5 in a row that network
@@ -18,10 +20,10 @@ import { recordMemberEvent } from '../audit/audit.service'
  * signing in from anywhere else is never blocked by someone else's guessing. An unknown email does
  * the same argon2 work and gets the same 401 as a wrong password.
  */
-export const FREE_FAILURES = 5
-export const MAX_BLOCK_SECONDS = 900
+const FREE_FAILURES = 5
+const MAX_BLOCK_SECONDS = 900
 
-export function blockSeconds(failures: number): number {
+function blockSeconds(failures: number): number {
   return failures < FREE_FAILURES ? 0 : Math.min(MAX_BLOCK_SECONDS, 2 ** (failures - FREE_FAILURES))
 }
 
@@ -31,7 +33,7 @@ export async function signIn({
   caller,
 }: {
   deps: Deps
-  input: { email: string; password: string; captcha_token?: string | null }
+  input: Static<typeof SignIn>
   caller: Caller
 }): Promise<{ user: UserRow; session: NewSession }> {
   const email = normalizeEmail(input.email)
@@ -40,7 +42,7 @@ export async function signIn({
   const key = `${emailKey(deps, email)}:${ipPrefix(caller.ip)}`
   const now = deps.clock.nowUs()
   const record = findSigninFailures(deps.db, key)
-  if (record && record.blockedUntil > now) throw problems.rateLimited(Math.ceil((record.blockedUntil - now) / 1_000_000))
+  if (record && record.blockedUntil > now) throw AccountErrors.signinBlocked(Math.ceil((record.blockedUntil - now) / 1_000_000))
 
   const user = findUserByEmail(deps.db, email)
   const ok = user?.passwordHash ? await verifyPassword(user.passwordHash, input.password) : await burnPasswordCheck(input.password)
@@ -53,7 +55,7 @@ export async function signIn({
       if (user) recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.sign_in', 'denied')
     })
     deps.log.info('sign-in failed', { ip_network: ipPrefix(caller.ip) })
-    throw new ProblemError('unauthorized', { detail: 'wrong email or password' })
+    throw AccountErrors.wrongCredentials()
   }
   return withTransaction(deps.db, (tx) => {
     clearSigninFailures(tx, key)

@@ -1,15 +1,17 @@
+import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
 import { requireCaptcha } from '../../platform/captcha'
 import type { Deps } from '../../platform/context'
-import { problems } from '../../platform/problem'
-import { enqueueMail } from '../mail/mail.outbox'
-import { signupCodeMail, signupTakenMail } from '../mail/mail.templates'
-import { startSession, type NewSession } from '../sessions/sessions.service'
-import { insertTenant } from '../tenants/tenants.repository'
-import { findUserByEmail, insertUser, type UserRow } from '../users/users.repository'
+import { recordMemberEvent } from '../audit'
+import { enqueueMail } from '../mail'
+import { startSession, type NewSession } from '../sessions'
+import { insertTenant } from '../tenants'
+import { findUserByEmail, insertUser, type UserRow } from '../users'
+import { AccountErrors } from './accounts.errors'
+import { signupCodeMail, signupTakenMail } from './accounts.mail'
+import type { CodeCheck, SetPassword, SignupStart } from './accounts.model'
 import { checkedPasswordHash, consumeTicket, emailKey, issueCode, normalizeEmail, RESEND_COOLDOWN_SECONDS, verifyCodeForTicket } from './codes.service'
 import { AUTH_LIMITS, limitByEmail, limitByNetwork } from './limits'
-import { recordMemberEvent } from '../audit/audit.service'
 
 export type Caller = { ip: string; userAgent: string | null }
 
@@ -18,15 +20,7 @@ export type Caller = { ip: string; userAgent: string | null }
  * an account" email instead of a code, through the same steps: same answer, same cooldown, and the
  * mail leaves after the response through the outbox, so nothing outside tells the two apart.
  */
-export async function startSignup({
-  deps,
-  input,
-  caller,
-}: {
-  deps: Deps
-  input: { email: string; tenant_name: string; captcha_token?: string | null }
-  caller: Caller
-}) {
+export async function startSignup({ deps, input, caller }: { deps: Deps; input: Static<typeof SignupStart>; caller: Caller }) {
   const email = normalizeEmail(input.email)
   limitByNetwork(deps, 'signup-start', caller.ip, AUTH_LIMITS.start.perNetwork)
   limitByEmail(deps, 'signup-start', emailKey(deps, email), AUTH_LIMITS.start.perEmail)
@@ -40,7 +34,7 @@ export async function startSignup({
   return { resend_cooldown_seconds: RESEND_COOLDOWN_SECONDS }
 }
 
-export function verifySignup({ deps, input, caller }: { deps: Deps; input: { email: string; code: string }; caller: Caller }) {
+export function verifySignup({ deps, input, caller }: { deps: Deps; input: Static<typeof CodeCheck>; caller: Caller }) {
   return verifyCodeForTicket(deps, 'signup', input, caller.ip)
 }
 
@@ -51,13 +45,13 @@ export async function completeSignup({
   caller,
 }: {
   deps: Deps
-  input: { ticket: string; password: string }
+  input: Static<typeof SetPassword>
   caller: Caller
 }): Promise<{ user: UserRow; session: NewSession }> {
   const passwordHash = await checkedPasswordHash(deps, 'signup', input.password, caller.ip)
   return withTransaction(deps.db, (tx) => {
     const ticket = consumeTicket(tx, deps, 'signup', input.ticket)
-    if (findUserByEmail(tx, ticket.email)) throw problems.conflict('an account with this email already exists; sign in instead')
+    if (findUserByEmail(tx, ticket.email)) throw AccountErrors.emailTaken()
     const now = deps.clock.nowUs()
     const tenantId = deps.newId()
     insertTenant(tx, { id: tenantId, name: ticket.tenantName ?? ticket.email, planCode: 'free', accountState: 'active', createdAt: now })

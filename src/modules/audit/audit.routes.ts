@@ -1,42 +1,17 @@
-import { Elysia, t } from 'elysia'
-import { Type } from '@sinclair/typebox'
+import { Elysia } from 'elysia'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { Nullable, PageQuery, responses, Timestamp, Uuid } from '../../platform/schemas'
+import { responses } from '../../platform/schemas'
+import { AuditPage, AuditQuery } from './audit.model'
 import { listAuditEntries } from './audit.service'
-
-const ActorKind = t.Union([t.Literal('user'), t.Literal('pat'), t.Literal('agent'), t.Literal('mcp'), t.Literal('system')])
-const Outcome = t.Union([t.Literal('succeeded'), t.Literal('denied'), t.Literal('failed')])
-
-const AuditEntry = Type.Object({
-  id: Uuid(),
-  actor: Type.Object({ kind: Type.String(), id: Nullable(Type.String()) }),
-  operation: Type.String({ description: 'Verb such as tokens.create, or "METHOD /route" for writes recorded by the request layer' }),
-  target: Nullable(Type.Object({ kind: Type.String(), id: Nullable(Type.String()) })),
-  ip: Nullable(Type.String()),
-  user_agent: Nullable(Type.String()),
-  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('denied'), Type.Literal('failed')]),
-  status: Nullable(Type.Integer()),
-  request_id: Nullable(Type.String()),
-  detail: Nullable(Type.String({ maxLength: 512 })),
-  created_at: Timestamp(),
-})
 
 export function auditRoutes(deps: Deps) {
   return new Elysia({ name: 'audit', prefix: '/api/v1' }).get(
     '/audit',
     ({ request, query }) => listAuditEntries({ deps, actor: actorOf(request), input: query }),
     {
-      query: t.Object({
-        ...PageQuery,
-        actor_kind: t.Optional(ActorKind),
-        actor_id: t.Optional(t.String({ maxLength: 64 })),
-        operation: t.Optional(t.String({ maxLength: 128 })),
-        outcome: t.Optional(Outcome),
-        from: t.Optional(t.String({ maxLength: 64, description: 'RFC 3339; inclusive' })),
-        to: t.Optional(t.String({ maxLength: 64, description: 'RFC 3339; exclusive' })),
-      }),
-      response: responses({ 200: Type.Object({ items: Type.Array(AuditEntry, { maxItems: 200 }), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
+      query: AuditQuery,
+      response: responses({ 200: AuditPage }, [401, 403, 422]),
       detail: describe(
         { role: 'admin', scope: 'audit:read' },
         {

@@ -1,4 +1,4 @@
-/** The mail module's front door: the sealed outbox, its dispatcher and the transport. */
-export { enqueueMail, MailDispatcher } from './mail.outbox'
-export { resetCodeMail, signupCodeMail, signupTakenMail } from './mail.templates'
+/** The mail module's front door: the sealed outbox, its dispatcher, the layout of a message and the transport. */
+export { enqueueMail, MailDispatcher, type MailMessage } from './mail.outbox'
+export { composeMail } from './mail.templates'
 export { createMailTransport, type MailTransport } from './mail.transport'

@@ -1,15 +1,13 @@
-import { and, asc, eq, lte } from 'drizzle-orm'
-import { mailOutbox } from '../../../db/schema'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Clock } from '../../platform/clock'
 import type { Logger } from '../../platform/logger'
 import { open, seal } from '../../platform/secrets'
+import { claimDueMessage, dropExpiredMessages, insertOutboxMessage, markMessageFailed, markMessageSent, type OutboxRow } from './mail.repository'
 import type { MailTransport } from './mail.transport'
 
 /** `validForSeconds`: how long what the message carries (a code) works; it is not sent after that. */
 export type MailMessage = { to: string; subject: string; text: string; html: string; template: string; validForSeconds?: number }
 type Words = Pick<MailMessage, 'subject' | 'text' | 'html'>
-type OutboxRow = typeof mailOutbox.$inferSelect
 
 /** The words are sealed under the mail key and bound to the row's id (a box cannot be moved to another row). */
 const sealWords = (key: Buffer, id: string, w: Words) => seal(key, JSON.stringify({ subject: w.subject, text: w.text, html: w.html }), `mail:${id}`)
@@ -28,28 +26,26 @@ export function enqueueMail(tx: DbOrTx, ctx: { newId: () => string; clock: Clock
   const now = ctx.clock.nowUs()
   const expiresAt = message.validForSeconds === undefined ? null : now + message.validForSeconds * 1_000_000
   withTransaction(tx, (t) =>
-    t
-      .insert(mailOutbox)
-      .values({
-        id,
-        to: message.to,
-        template: message.template,
-        subject: `[${message.template}]`,
-        text: '',
-        html: '',
-        sealedBody: sealWords(ctx.keys.mail, id, message),
-        expiresAt,
-        status: 'pending',
-        attempts: 0,
-        nextAttemptAt: now,
-        createdAt: now,
-      })
-      .run(),
+    insertOutboxMessage(t, {
+      id,
+      to: message.to,
+      template: message.template,
+      subject: `[${message.template}]`,
+      text: '',
+      html: '',
+      sealedBody: sealWords(ctx.keys.mail, id, message),
+      expiresAt,
+      status: 'pending',
+      attempts: 0,
+      nextAttemptAt: now,
+      createdAt: now,
+    }),
   )
   return id
 }
 
 const MAX_ATTEMPTS = 10
+const EXPIRED_REASON = 'its code expired before it could be sent'
 const CLAIM_SECONDS = 120
 
 /** Seconds before attempt n+1: 30 s doubling, at most an hour. */
@@ -109,46 +105,18 @@ export class MailDispatcher {
     for (;;) {
       const now = clock.nowUs()
       this.#dropExpired(now)
-      const row = withTransaction(db, (tx) => {
-        const due = tx
-          .select()
-          .from(mailOutbox)
-          .where(and(eq(mailOutbox.status, 'pending'), lte(mailOutbox.nextAttemptAt, now)))
-          .orderBy(asc(mailOutbox.nextAttemptAt))
-          .limit(1)
-          .get()
-        if (!due) return null
-        tx.update(mailOutbox)
-          .set({ nextAttemptAt: now + CLAIM_SECONDS * 1_000_000, attempts: due.attempts + 1 })
-          .where(eq(mailOutbox.id, due.id))
-          .run()
-        return { ...due, attempts: due.attempts + 1 }
-      })
+      const row = withTransaction(db, (tx) => claimDueMessage(tx, now, now + CLAIM_SECONDS * 1_000_000))
       if (!row) return sent
       try {
         await this.transport.send({ id: row.id, to: row.to, ...wordsOf(key, row) })
         // A sent message's words are not kept: they may hold a sign-in code.
-        withTransaction(db, (tx) =>
-          tx
-            .update(mailOutbox)
-            .set({ status: 'sent', sentAt: clock.nowUs(), lastError: null, subject: `[${row.template}]`, text: '', html: '', sealedBody: null })
-            .where(eq(mailOutbox.id, row.id))
-            .run(),
-        )
+        withTransaction(db, (tx) => markMessageSent(tx, row.id, row.template, clock.nowUs()))
         sent++
       } catch (e) {
         const error = e instanceof Error ? e.message : String(e)
         const failed = row.attempts >= MAX_ATTEMPTS
         withTransaction(db, (tx) =>
-          tx
-            .update(mailOutbox)
-            .set({
-              status: failed ? 'failed' : 'pending',
-              lastError: error.slice(0, 512),
-              nextAttemptAt: clock.nowUs() + retryDelaySeconds(row.attempts) * 1_000_000,
-            })
-            .where(eq(mailOutbox.id, row.id))
-            .run(),
+          markMessageFailed(tx, row.id, { failed, error: error.slice(0, 512), nextAttemptAt: clock.nowUs() + retryDelaySeconds(row.attempts) * 1_000_000 }),
         )
         log.warn('mail delivery failed', { mail_id: row.id, attempts: row.attempts, will_retry: !failed, error })
         // Leave the rest for the next run: the mail server is probably down.
@@ -160,19 +128,7 @@ export class MailDispatcher {
   /** Marks pending messages whose code expired as dropped (never sent) and forgets their words. */
   #dropExpired(now: number): void {
     const { db, log } = this.ctx
-    const dropped = withTransaction(db, (tx) => {
-      const due = tx
-        .select({ id: mailOutbox.id, template: mailOutbox.template })
-        .from(mailOutbox)
-        .where(and(eq(mailOutbox.status, 'pending'), lte(mailOutbox.expiresAt, now)))
-        .all()
-      for (const m of due)
-        tx.update(mailOutbox)
-          .set({ status: 'dropped', subject: `[${m.template}]`, text: '', html: '', sealedBody: null, lastError: 'its code expired before it could be sent' })
-          .where(eq(mailOutbox.id, m.id))
-          .run()
-      return due
-    })
-    for (const m of dropped) log.info('mail dropped: its code expired before it could be sent', { mail_id: m.id, template: m.template })
+    const dropped = withTransaction(db, (tx) => dropExpiredMessages(tx, now, EXPIRED_REASON))
+    for (const m of dropped) log.info(`mail dropped: ${EXPIRED_REASON}`, { mail_id: m.id, template: m.template })
   }
 }

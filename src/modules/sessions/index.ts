@@ -1,4 +1,5 @@
 /** The sessions module's front door: browser sessions behind the session cookie. */
 export { deleteUserSessions } from './sessions.repository'
-export { type NewSession, resolveSession, sessionCookie, startSession } from './sessions.service'
+export { sessionCookie } from './sessions.cookie'
+export { type NewSession, resolveSession, startSession } from './sessions.service'
 export { sessionsRoutes } from './sessions.routes'

@@ -1,5 +1,5 @@
 import { and, eq, ne } from 'drizzle-orm'
-import { sessions, tenants, users } from '../../../db/schema'
+import { sessions } from '../../../db/schema'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type SessionRow = typeof sessions.$inferSelect
@@ -8,15 +8,8 @@ export function insertSession(tx: DbOrTx, row: SessionRow): void {
   tx.insert(sessions).values(row).run()
 }
 
-/** The session with its user and tenant, by the hash of its token. */
-export function findSessionByTokenHash(db: DbOrTx, tokenHash: string) {
-  return db
-    .select({ session: sessions, user: users, tenant: tenants })
-    .from(sessions)
-    .innerJoin(users, eq(users.id, sessions.userId))
-    .innerJoin(tenants, eq(tenants.id, users.tenantId))
-    .where(eq(sessions.tokenHash, tokenHash))
-    .get()
+export function findSessionByTokenHash(db: DbOrTx, tokenHash: string): SessionRow | undefined {
+  return db.select().from(sessions).where(eq(sessions.tokenHash, tokenHash)).get()
 }
 
 export function touchSession(tx: DbOrTx, id: string, lastSeenAt: number, idleExpiresAt: number): void {

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { withTransaction, type DbOrTx, writeUnlessBusy } from '../../../db/client'
 import type { Actor } from '../../platform/access'
-import { SESSION_COOKIE } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { hashSecret } from '../../platform/secrets'
+import { findTenant } from '../tenants'
+import { findUserById } from '../users'
 import { deleteSession, findSessionByTokenHash, insertSession, touchSession } from './sessions.repository'
 
 /**
@@ -40,10 +41,12 @@ export function startSession(tx: DbOrTx, deps: Deps, input: { userId: string; ip
 /** The actor behind a session cookie, or null when the token is unknown or the session expired. */
 export function resolveSession(deps: Deps, token: string): Actor | null {
   if (token.length < 20 || token.length > 128) return null
-  const found = findSessionByTokenHash(deps.db, hashSecret(token))
-  if (!found) return null
+  const session = findSessionByTokenHash(deps.db, hashSecret(token))
+  // A session whose member or tenant is gone is unknown, like an unknown token.
+  const user = session && findUserById(deps.db, session.userId)
+  const tenant = user && findTenant(deps.db, user.tenantId)
+  if (!session || !user || !tenant) return null
   const now = deps.clock.nowUs()
-  const { session, user, tenant } = found
   if (session.idleExpiresAt <= now || session.absoluteExpiresAt <= now) {
     withTransaction(deps.db, (tx) => deleteSession(tx, session.id))
     return null
@@ -68,12 +71,4 @@ export function resolveSession(deps: Deps, token: string): Actor | null {
 
 export function endSession({ deps, sessionId }: { deps: Deps; sessionId: string }): void {
   withTransaction(deps.db, (tx) => deleteSession(tx, sessionId))
-}
-
-export function sessionCookie(session: NewSession): string {
-  return `${SESSION_COOKIE}=${session.token}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=${session.maxAgeSeconds}`
-}
-
-export function clearedSessionCookie(): string {
-  return `${SESSION_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`
 }

@@ -12,6 +12,10 @@ export function findUserByEmail(db: DbOrTx, email: string): UserRow | undefined 
   return db.select().from(users).where(eq(users.email, email)).get()
 }
 
+export function findUserById(db: DbOrTx, id: string): UserRow | undefined {
+  return db.select().from(users).where(eq(users.id, id)).get()
+}
+
 /** Load-or-undefined within a tenant: a user of another tenant is simply not found. */
 export function findTenantUser(db: DbOrTx, tenantId: string, userId: string): UserRow | undefined {
   return db
@@ -33,7 +37,7 @@ export function setPassword(tx: DbOrTx, userId: string, passwordHash: string, up
 }
 
 /** Members of a tenant in id (creation) order, after `afterId` when paging. */
-export function listTenantUsers(db: DbOrTx, tenantId: string, afterId: string | null, limit: number): UserRow[] {
+export function listTenantUsers(db: DbOrTx, tenantId: string, afterId: string | undefined, limit: number): UserRow[] {
   const where = afterId ? and(eq(users.tenantId, tenantId), gt(users.id, afterId)) : eq(users.tenantId, tenantId)
   return db.select().from(users).where(where).orderBy(asc(users.id)).limit(limit).all()
 }

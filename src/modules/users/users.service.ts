@@ -1,9 +1,12 @@
+import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { decodeCursor, toPage } from '../../platform/cursor'
-import { ProblemError, problems, type FieldError } from '../../platform/problem'
+import { paginate } from '../../platform/cursor'
+import type { FieldError } from '../../platform/problem'
 import { formatTimestamp } from '../../platform/time'
+import { UserErrors } from './users.errors'
+import type { MePatch } from './users.model'
 import { findTenantUser, listTenantUsers, updateUser, type UserRow } from './users.repository'
 
 export function meView(u: UserRow) {
@@ -21,13 +24,13 @@ export function meView(u: UserRow) {
 
 /** The member acting; agents and the system have no profile. */
 function memberId(actor: Actor): string {
-  if (!actor.userId) throw new ProblemError('forbidden', { detail: 'only members have a profile' })
+  if (!actor.userId) throw UserErrors.notAMember()
   return actor.userId
 }
 
 export function getMe({ deps, actor }: { deps: Deps; actor: Actor }) {
   const user = findTenantUser(deps.db, actor.tenantId, memberId(actor))
-  if (!user) throw problems.notFound('no such user')
+  if (!user) throw UserErrors.userNotFound()
   return meView(user)
 }
 
@@ -36,7 +39,7 @@ export function getMe({ deps, actor }: { deps: Deps; actor: Actor }) {
  * IANA database (names and their aliases) and throws RangeError for anything else, but it also
  * accepts UTC offsets ("+05:00"), which are not zone names and are refused here.
  */
-export function canonicalTimeZone(tz: string): string | null {
+function canonicalTimeZone(tz: string): string | null {
   if (!/^[A-Za-z]/.test(tz)) return null
   try {
     return new Intl.DateTimeFormat('en', { timeZone: tz }).resolvedOptions().timeZone
@@ -45,7 +48,7 @@ export function canonicalTimeZone(tz: string): string | null {
   }
 }
 
-export function canonicalLocale(tag: string): string | null {
+function canonicalLocale(tag: string): string | null {
   try {
     return Intl.getCanonicalLocales(tag)[0] ?? null
   } catch {
@@ -53,16 +56,16 @@ export function canonicalLocale(tag: string): string | null {
   }
 }
 
-export function updateMe({ deps, actor, input }: { deps: Deps; actor: Actor; input: { timezone?: string; locale?: string; display_name?: string | null } }) {
+export function updateMe({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof MePatch> }) {
   const errors: FieldError[] = []
   const timezone = input.timezone === undefined ? undefined : canonicalTimeZone(input.timezone)
   if (timezone === null) errors.push({ path: '/timezone', code: 'unknown_time_zone' })
   const locale = input.locale === undefined ? undefined : canonicalLocale(input.locale)
   if (locale === null) errors.push({ path: '/locale', code: 'invalid_locale' })
-  if (errors.length) throw problems.validation(errors)
+  if (errors.length) throw UserErrors.badPreferences(undefined, { fields: errors })
   return withTransaction(deps.db, (tx) => {
     const user = findTenantUser(tx, actor.tenantId, memberId(actor))
-    if (!user) throw problems.notFound('no such user')
+    if (!user) throw UserErrors.userNotFound()
     const patch: Partial<UserRow> = { updatedAt: deps.clock.nowUs() }
     if (timezone) patch.timezone = timezone
     if (locale) patch.locale = locale
@@ -73,21 +76,17 @@ export function updateMe({ deps, actor, input }: { deps: Deps; actor: Actor; inp
 }
 
 export function listMembers({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number } }) {
-  const limit = input.limit ?? 50
-  const scope = `users:${actor.tenantId}`
-  const after = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
-  const rows = listTenantUsers(deps.db, actor.tenantId, after, limit + 1)
-  return toPage(
-    rows,
-    limit,
-    (r) => ({ id: r.id }),
-    { key: deps.keys.cursor, scope },
-    (u) => ({
+  return paginate(deps.keys.cursor, {
+    scope: `users:${actor.tenantId}`,
+    input,
+    fetch: (after: { id: string } | undefined, take) => listTenantUsers(deps.db, actor.tenantId, after?.id, take),
+    position: (r) => ({ id: r.id }),
+    view: (u) => ({
       id: u.id,
       email: u.email,
       role: u.role,
       display_name: u.displayName,
       created_at: formatTimestamp(u.createdAt),
     }),
-  )
+  })
 }
