@@ -4,14 +4,14 @@
  * init token, then keeps one WebSocket session to the service for presence, telemetry and commands.
  */
 import { resolve } from 'node:path'
-import { numberOption, parseArgs, stringOption, UsageError } from './lib/args'
+import { numberOption, type Parsed, parseArgs, stringOption, UsageError } from './lib/args'
 import { CredentialError, DEFAULT_STATE_DIR } from './lib/credential'
 import { enroll, EnrollError, readTokenFile, readTokenStdin } from './lib/enroll'
 import { validPortRange } from './lib/host'
 import { normaliseBaseUrl } from './lib/http'
 import { createLogger, type Level } from './lib/log'
 import { Machine } from './lib/machine'
-import { startAgent } from './lib/session'
+import { type AgentHandle, type AgentOptions, startAgent } from './lib/session'
 import { AGENT_VERSION, EXIT } from './lib/version'
 
 const COMMON = ['state-dir', 'simulate', 'nvidia-smi', 'public-ip', 'port-range', 'log-level']
@@ -49,7 +49,7 @@ The init token is read only from a file or standard input, never from the comman
 Exit codes: 0 stopped, 1 failed, 2 usage, 75 restart requested, 78 enrol again / upgrade (do not restart).`
 
 async function main(argv: string[]): Promise<number> {
-  let parsed
+  let parsed: Parsed
   try {
     parsed = parseArgs(argv, SPEC)
   } catch (err) {
@@ -105,7 +105,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   // run
-  let runOptions
+  let runOptions: AgentOptions
   try {
     runOptions = {
       ...machineOptions,
@@ -120,7 +120,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     return usageError((err as Error).message)
   }
-  let agent
+  let agent: AgentHandle
   try {
     agent = await startAgent(runOptions)
   } catch (err) {

@@ -336,7 +336,10 @@ async function barrierAll(sessions: Session[]): Promise<void> {
       (s) =>
         new Promise<void>((resolve, reject) => {
           const timer = setTimeout(() => reject(new Error(`no barrier answer from ${s.serverId} within the phase deadline`)), PHASE_DEADLINE_MS)
-          s.onBarrier = () => (clearTimeout(timer), resolve())
+          s.onBarrier = () => {
+            clearTimeout(timer)
+            resolve()
+          }
           s.ws!.send('{"type":"bench_barrier"}')
         }),
     ),

@@ -201,7 +201,11 @@ async function openSession(token: string) {
         waiting.set(`ack_${n}`, res)
         ws.send(JSON.stringify({ type: `ack_${n}` }))
       }),
-    close: () => new Promise<void>((res) => (ws.addEventListener('close', () => res()), ws.close(1000))),
+    close: () =>
+      new Promise<void>((res) => {
+        ws.addEventListener('close', () => res())
+        ws.close(1000)
+      }),
   }
 }
 
@@ -220,8 +224,9 @@ function baselineInserts(): BaselineResult {
   for (let a = 0; a < AGENTS; a++)
     for (let f = 0; f < FRAMES; f++) {
       const t = t0 + f * 10 * US + a
-      for (let g = 0; g < GPUS; g++) GPU_METRICS.forEach((_, k) => rows.push([a * ROWS_PER_FRAME + g * GPU_METRICS.length + k + 1, t, value(f + g, k)]))
-      HOST_METRICS.forEach((_, k) => rows.push([a * ROWS_PER_FRAME + GPUS * GPU_METRICS.length + k + 1, t, value(f, k)]))
+      for (let g = 0; g < GPUS; g++)
+        for (let k = 0; k < GPU_METRICS.length; k++) rows.push([a * ROWS_PER_FRAME + g * GPU_METRICS.length + k + 1, t, value(f + g, k)])
+      for (let k = 0; k < HOST_METRICS.length; k++) rows.push([a * ROWS_PER_FRAME + GPUS * GPU_METRICS.length + k + 1, t, value(f, k)])
     }
   const batch = db.transaction((slice: [number, number, number][]) => {
     for (const r of slice) insert.run(r[0], r[1], r[2])

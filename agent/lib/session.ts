@@ -204,14 +204,16 @@ class Agent {
     switch (frame.type) {
       case 'welcome':
         welcomeArrived()
-        return this.onWelcome(frame)
+        this.onWelcome(frame)
+        return
       case 'command': {
         const id = frame.command_id
         if (typeof id !== 'string' || !id || id.length > 128 || typeof frame.command_type !== 'string') {
           log.warn('ignoring a command frame without a command_id and command_type')
           return
         }
-        return this.runner.receive(frame as unknown as CommandFrame)
+        this.runner.receive(frame as unknown as CommandFrame)
+        return
       }
       case 'command.cancel':
         if (typeof frame.command_id === 'string') this.runner.cancel(frame.command_id)

@@ -14,7 +14,7 @@ beforeAll(() => {
 })
 afterAll(async () => {
   await svc.stop()
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
 function tempDir(): string {

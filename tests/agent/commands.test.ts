@@ -9,7 +9,9 @@ import { memoryLogger } from '../../agent/lib/log'
 import { Machine } from '../../agent/lib/machine'
 
 const dirs: string[] = []
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
 function tempDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'gpuhq-agent-cmd-'))
   dirs.push(d)
@@ -82,7 +84,15 @@ describe('the command lifecycle', () => {
     let runs = 0
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
-    const t = setup({ handlers: { 'test.slow': async () => (runs++, await gate, {}) } })
+    const t = setup({
+      handlers: {
+        'test.slow': async () => {
+          runs++
+          await gate
+          return {}
+        },
+      },
+    })
     t.runner.receive({ command_id: 'c-slow', command_type: 'test.slow' })
     t.runner.receive({ command_id: 'c-slow', command_type: 'test.slow' })
     release()
@@ -117,7 +127,14 @@ describe('the command lifecycle', () => {
 
   test('a command past its deadline is not run', async () => {
     let runs = 0
-    const t = setup({ handlers: { 'test.count': async () => (runs++, {}) } })
+    const t = setup({
+      handlers: {
+        'test.count': async () => {
+          runs++
+          return {}
+        },
+      },
+    })
     await t.send({ command_id: 'c-late', command_type: 'test.count', deadline: new Date(Date.now() - 1000).toISOString() })
     expect(runs).toBe(0)
     expect(t.finished('c-late').error.code).toBe('deadline_exceeded')
@@ -136,7 +153,15 @@ describe('cancelling', () => {
   test('a queued command that is cancelled never starts and finishes failed with cancelled', async () => {
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
-    const t = setup({ handlers: { 'test.slow': async () => (await gate, {}), 'test.next': async () => ({}) } })
+    const t = setup({
+      handlers: {
+        'test.slow': async () => {
+          await gate
+          return {}
+        },
+        'test.next': async () => ({}),
+      },
+    })
     t.runner.receive({ command_id: 'c-first', command_type: 'test.slow' })
     t.runner.receive({ command_id: 'c-second', command_type: 'test.next' })
     t.runner.cancel('c-second')
@@ -258,7 +283,14 @@ describe('the minimum catalogue', () => {
 
   test('command log lines never carry a token, even when a step prints one', async () => {
     const token = 'gpuhq_agt_' + 'A'.repeat(46)
-    const t = setup({ handlers: { 'test.leak': async ({ log }) => (log(`oops ${token}`), {}) } })
+    const t = setup({
+      handlers: {
+        'test.leak': async ({ log }) => {
+          log(`oops ${token}`)
+          return {}
+        },
+      },
+    })
     await t.send({ command_id: 'c-leak', command_type: 'test.leak' })
     expect(JSON.stringify(t.frames)).not.toContain(token)
     expect(t.of('c-leak').find((f) => f.type === 'command.log')!.text).toBe('oops gpuhq_agt_AAAA…')

@@ -20,7 +20,7 @@ beforeAll(() => {
 })
 afterAll(async () => {
   await svc.stop()
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
 function sandbox() {

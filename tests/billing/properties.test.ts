@@ -81,8 +81,10 @@ describe('property: the ledger adds up whatever happens', () => {
         for (const op of ops) {
           if (op.t === 'advance') await clockTo(app, app.deps.clock.nowUs() + op.minutes * US_PER_MINUTE)
           else if (op.t === 'charge') await runCharges(app)
-          else if (op.t === 'rerun') await runCharges(app), await runCharges(app)
-          else if (op.t === 'adjust') adjust(app, owner.tenantId, usd(op.micros), 'property adjustment')
+          else if (op.t === 'rerun') {
+            await runCharges(app)
+            await runCharges(app)
+          } else if (op.t === 'adjust') adjust(app, owner.tenantId, usd(op.micros), 'property adjustment')
           else if (op.t === 'topup') topUp(app, owner.tenantId, op.micros)
           else if (op.t === 'enrol') live.push(...addServers(app, owner.tenantId, op.n))
           else if (live.length) {

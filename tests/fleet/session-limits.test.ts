@@ -137,8 +137,14 @@ describe('the idle timeout', () => {
       const started = Date.now()
       const closedAfter = await new Promise<number>((resolve, reject) => {
         const sock = connect({ host: hostname, port: Number(port) })
-        const t = setTimeout(() => (sock.destroy(), reject(new Error('still open after 30 s'))), 30_000)
-        sock.on('close', () => (clearTimeout(t), resolve(Date.now() - started)))
+        const t = setTimeout(() => {
+          sock.destroy()
+          reject(new Error('still open after 30 s'))
+        }, 30_000)
+        sock.on('close', () => {
+          clearTimeout(t)
+          resolve(Date.now() - started)
+        })
         sock.on('error', () => {})
         // Reads whatever arrives (the 101, then pings) and never answers.
         sock.on('data', () => {})

@@ -22,7 +22,7 @@ async function newProbe(value = 'v1'): Promise<{ url: string; tag: string }> {
 const patch = (url: string, value: string, ifMatch?: string) =>
   app.fetch(url, { method: 'PATCH', json: { value }, headers: ifMatch === undefined ? {} : { 'if-match': ifMatch } })
 
-const valueOf = async (url: string) => ((await (await app.fetch(url)).json()) as { value: string }).value
+const probeValue = async (url: string) => ((await (await app.fetch(url)).json()) as { value: string }).value
 
 describe('reading with entity tags', () => {
   test('a read returns a strong ETag that is the quoted version', async () => {
@@ -66,7 +66,7 @@ describe('writing with If-Match', () => {
     expect((await patch(url, 'first writer', tag)).status).toBe(200)
     const res = await patch(url, 'second writer', tag)
     await expectProblem(res, 412, 'conflict')
-    expect(await valueOf(url)).toBe('first writer')
+    expect(await probeValue(url)).toBe('first writer')
   })
 
   test('a change with the current tag succeeds and returns the next tag', async () => {
@@ -84,7 +84,7 @@ describe('writing with If-Match', () => {
   test('If-Match "*" passes for an existing resource', async () => {
     const { url } = await newProbe()
     expect((await patch(url, 'star', '*')).status).toBe(200)
-    expect(await valueOf(url)).toBe('star')
+    expect(await probeValue(url)).toBe('star')
   })
 
   test('a list in If-Match passes when one of its tags is current', async () => {
@@ -96,7 +96,7 @@ describe('writing with If-Match', () => {
     const { url, tag } = await newProbe('kept')
     expect(tag).toBe('"1"')
     await expectProblem(await patch(url, 'weak', 'W/"1"'), 412, 'conflict')
-    expect(await valueOf(url)).toBe('kept')
+    expect(await probeValue(url)).toBe('kept')
   })
 
   test('an If-Match header over 256 characters is refused as invalid', async () => {
@@ -117,7 +117,7 @@ describe('writing with If-Match', () => {
     const [a, b] = await Promise.all([patch(url, 'writer a', tag), patch(url, 'writer b', tag)])
     expect([a.status, b.status].sort()).toEqual([200, 412])
     const winner = a.status === 200 ? 'writer a' : 'writer b'
-    expect(await valueOf(url)).toBe(winner)
+    expect(await probeValue(url)).toBe(winner)
   })
 
   test('changing a probe that does not exist answers 404, whatever the tag', async () => {

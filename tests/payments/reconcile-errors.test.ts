@@ -30,7 +30,7 @@ describe('billing.reconcile when crediting fails', () => {
       `CREATE TEMP TRIGGER reconcile_fault BEFORE INSERT ON ledger_entries WHEN NEW.tenant_id = '${owner.tenantId}' BEGIN SELECT RAISE(ABORT, 'injected ledger fault'); END`,
     )
     const logsBefore = app.logs.length
-    let run
+    let run: Awaited<ReturnType<typeof runJob>>
     try {
       run = await runJob('billing.reconcile')
     } finally {

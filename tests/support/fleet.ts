@@ -158,8 +158,14 @@ export class RawAgent {
     RawAgent.live.add(agent)
     await new Promise<void>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error('WebSocket did not open within 5 s')), 5000)
-      ws.addEventListener('open', () => (clearTimeout(t), resolve()))
-      ws.addEventListener('close', (e) => (clearTimeout(t), reject(new Error(`WebSocket closed before opening (${e.code})`))))
+      ws.addEventListener('open', () => {
+        clearTimeout(t)
+        resolve()
+      })
+      ws.addEventListener('close', (e) => {
+        clearTimeout(t)
+        reject(new Error(`WebSocket closed before opening (${e.code})`))
+      })
     })
     return agent
   }
@@ -205,7 +211,13 @@ export class RawAgent {
     if (found) return Promise.resolve(found)
     return new Promise((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`no matching frame within ${timeoutMs} ms; got ${JSON.stringify(this.frames).slice(0, 500)}`)), timeoutMs)
-      this.#waiters.push({ pred, resolve: (f) => (clearTimeout(t), resolve(f)) })
+      this.#waiters.push({
+        pred,
+        resolve: (f) => {
+          clearTimeout(t)
+          resolve(f)
+        },
+      })
     })
   }
 
@@ -263,7 +275,10 @@ export function rawUpgrade(app: TestApp, authorization: string | null): Promise<
   return new Promise((resolve, reject) => {
     const sock = connect({ host: hostname, port: Number(port) })
     let data = ''
-    const t = setTimeout(() => (sock.destroy(), reject(new Error('no answer to the upgrade within 5 s'))), 5000)
+    const t = setTimeout(() => {
+      sock.destroy()
+      reject(new Error('no answer to the upgrade within 5 s'))
+    }, 5000)
     const finish = () => {
       clearTimeout(t)
       const [head, ...rest] = data.split('\r\n\r\n')
@@ -278,7 +293,10 @@ export function rawUpgrade(app: TestApp, authorization: string | null): Promise<
       if (body !== undefined && (len < 0 ? /^HTTP\/1\.1 101/.test(head!) : Buffer.byteLength(body) >= len)) finish()
     })
     sock.on('end', finish)
-    sock.on('error', (e) => (clearTimeout(t), reject(e)))
+    sock.on('error', (e) => {
+      clearTimeout(t)
+      reject(e)
+    })
     sock.write(
       [
         'GET /api/v1/agent/ws HTTP/1.1',
