@@ -58,8 +58,10 @@ function joinNegativeValues(args: string[]): string[] {
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!
     const next = args[i + 1]
-    if (a.startsWith('--') && !a.includes('=') && next !== undefined && /^-\d/.test(next)) out.push(`${a}=${next}`), i++
-    else out.push(a)
+    if (a.startsWith('--') && !a.includes('=') && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`)
+      i++
+    } else out.push(a)
   }
   return out
 }
@@ -71,7 +73,7 @@ if (!command || command === 'help' || command === '--help') {
   process.exit(command ? 0 : 2)
 }
 
-let config
+let config: ReturnType<typeof loadConfig>
 try {
   config = loadConfig()
 } catch (e) {
