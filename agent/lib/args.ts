@@ -10,7 +10,7 @@ export type Parsed = { command: string; options: Record<string, string | true> }
 const SECRET_OPTIONS = new Set(['token', 'init-token', 'agent-token', 'credential'])
 const SECRET_VALUE = /gpuhq_(init|agt|pat|mcp)_/
 
-export const TOKEN_ARGV_REFUSAL =
+const TOKEN_ARGV_REFUSAL =
   'refusing to take a token on the command line: arguments are visible to every user of this host (ps, /proc/<pid>/cmdline) and stay in shell history. ' +
   'Put the init token in a file only root can read and pass --token-file <path>, or pipe it in with --token-stdin.'
 

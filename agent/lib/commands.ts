@@ -34,7 +34,7 @@ export type CommandContext = {
 }
 
 /** `after` runs once the finished frame has left (a reboot cannot report afterwards). */
-export type Outcome = { result?: Record<string, unknown>; after?: () => Promise<void> | void }
+type Outcome = { result?: Record<string, unknown>; after?: () => Promise<void> | void }
 export type Handler = (ctx: CommandContext) => Promise<Outcome>
 
 type Pending = { frame: CommandFrame; controller: AbortController; cancelled: 'cancelled' | 'deadline_exceeded' | null }

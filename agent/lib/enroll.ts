@@ -5,8 +5,8 @@ import type { Logger } from './log'
 import type { HostFacts } from './machine'
 import { AGENT_VERSION } from './version'
 
-export const INIT_PREFIX = 'gpuhq_init_'
-export const AGENT_PREFIX = 'gpuhq_agt_'
+const INIT_PREFIX = 'gpuhq_init_'
+const AGENT_PREFIX = 'gpuhq_agt_'
 
 export class EnrollError extends Error {
   constructor(
@@ -33,7 +33,7 @@ export async function readTokenStdin(stdin: AsyncIterable<Uint8Array> = process.
   return checkInitToken(Buffer.concat(chunks).toString('utf8'))
 }
 
-export function checkInitToken(raw: string): string {
+function checkInitToken(raw: string): string {
   const token = raw.trim()
   if (!token) throw new EnrollError('no init token was given (the file or standard input was empty)')
   if (token.startsWith(AGENT_PREFIX))
@@ -42,7 +42,7 @@ export function checkInitToken(raw: string): string {
   return token
 }
 
-export type RegisterAnswer = Pick<Credential, 'server_id' | 'agent_token' | 'ws_url' | 'heartbeat_interval_s' | 'telemetry_interval_s'>
+type RegisterAnswer = Pick<Credential, 'server_id' | 'agent_token' | 'ws_url' | 'heartbeat_interval_s' | 'telemetry_interval_s'>
 
 /** Claims the init token (POST /agent/register) and stores the credential with mode 0600. */
 export async function enroll(input: { url: string; token: string; stateDir: string; facts: HostFacts; log: Logger; simulate?: number }): Promise<Credential> {
@@ -78,7 +78,7 @@ export async function enroll(input: { url: string; token: string; stateDir: stri
   return credential
 }
 
-export function explainRegisterFailure(p: Problem): string {
+function explainRegisterFailure(p: Problem): string {
   const detail = p.detail ? ` (${p.detail})` : ''
   switch (p.status) {
     case 401:

@@ -21,7 +21,7 @@ export type HostFacts = {
 export type MachineOptions = { simulate?: number; stateDir: string; nvidiaSmi?: string; publicIp?: string; portRange?: string }
 
 /** RFC 3339 UTC with microseconds, the service's own timestamp form. */
-export function rfc3339(d: Date = new Date()): string {
+function rfc3339(d: Date = new Date()): string {
   return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z')
 }
 

@@ -8,7 +8,7 @@ import { run } from './exec'
 export type GpuInfo = { index: number; model: string; memory_mb: number | null; uuid: string }
 export type GpuValues = Record<string, number | null>
 
-export const INVENTORY_FIELDS = ['index', 'name', 'memory.total', 'uuid']
+const INVENTORY_FIELDS = ['index', 'name', 'memory.total', 'uuid']
 
 /** Query field → protocol metric name (agent-protocol.md, "Metrics", GPU scope). */
 export const TELEMETRY_FIELDS: Record<string, string> = {
@@ -33,7 +33,7 @@ export const GPU_METRICS = [
   'clock_sm_mhz',
 ]
 
-export function parseCsvRows(text: string): string[][] {
+function parseCsvRows(text: string): string[][] {
   return text
     .split('\n')
     .map((l) => l.trim())
@@ -114,7 +114,7 @@ export class NvidiaSmi {
  */
 export type QNode = { [key: string]: string | QNode }
 
-export function parseNvidiaSmiQ(text: string): QNode {
+function parseNvidiaSmiQ(text: string): QNode {
   const root: QNode = {}
   const stack: { indent: number; node: QNode }[] = [{ indent: -1, node: root }]
   for (const raw of text.split('\n')) {

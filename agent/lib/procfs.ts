@@ -93,7 +93,7 @@ export function diskGb(path = '/'): number | null {
  * Physical and VM network cards have /sys/class/net/<iface>/device; bridges, veth pairs, docker0
  * and tunnels do not, and counting them would count a container's traffic two or three times.
  */
-export function isPhysicalInterface(iface: string): boolean {
+function isPhysicalInterface(iface: string): boolean {
   return existsSync(`/sys/class/net/${iface}/device`)
 }
 

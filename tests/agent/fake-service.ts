@@ -14,8 +14,8 @@ const REGISTER_FIELDS = new Set(['init_token', 'agent_version', 'hostname', 'fin
 const HELLO_FIELDS = new Set(['agent_version', 'hostname', 'fingerprint', 'public_ip', 'disk_gb', 'port_range', 'gpus'])
 
 let counter = 0
-export const agentToken = () => `gpuhq_agt_${(++counter).toString().padStart(4, '0')}${'x'.repeat(42)}`
-export const initToken = (tag = Math.random().toString(36).slice(2)) => `gpuhq_init_${tag.padEnd(46, 'y')}`
+const agentToken = () => `gpuhq_agt_${(++counter).toString().padStart(4, '0')}${'x'.repeat(42)}`
+const initToken = (tag = Math.random().toString(36).slice(2)) => `gpuhq_init_${tag.padEnd(46, 'y')}`
 
 export class FakeService {
   readonly initTokens = new Map<string, 'unused' | 'used'>()

@@ -10,7 +10,7 @@ import type { Subprocess } from 'bun'
  */
 
 const ROOT = resolve(import.meta.dir, '../..')
-export const SECRET_KEY = 'b'.repeat(64)
+const SECRET_KEY = 'b'.repeat(64)
 
 export type Service = {
   proc: Subprocess<'ignore', 'pipe', 'pipe'>

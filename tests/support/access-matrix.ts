@@ -33,7 +33,7 @@ export type MatrixContext = {
   owner: Member
   newServer: (tenantId: string) => string
 }
-export type FixtureValue = { params: Record<string, string>; body?: unknown }
+type FixtureValue = { params: Record<string, string>; body?: unknown }
 export type Fixture = (ctx: MatrixContext) => Promise<FixtureValue> | FixtureValue
 type Declared = Exclude<AccessSpec, { public: true }>
 export type ProtectedRoute = { method: string; path: string; key: string; spec: Declared; params: string[] }
@@ -78,7 +78,7 @@ async function mismatch(res: Response, status: number, code: string): Promise<st
 }
 
 /** Throws, naming every route, when a route with path parameters has no fixture (or a fixture names no route). */
-export function assertFixtures(routes: ProtectedRoute[], fixtures: Record<string, Fixture>): void {
+function assertFixtures(routes: ProtectedRoute[], fixtures: Record<string, Fixture>): void {
   const missing = routes.filter((r) => r.params.length > 0 && !fixtures[r.key])
   const stale = Object.keys(fixtures).filter((k) => !routes.some((r) => r.key === k))
   const lines: string[] = []

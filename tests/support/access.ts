@@ -68,7 +68,7 @@ export const serviceNowUs = (app: TestApp) => app.deps.clock.nowUs()
 export const timestampIn = (app: TestApp, seconds: number) => formatTimestamp(serviceNowUs(app) + Math.round(seconds * 1_000_000))
 
 /** Headers that present a member's session cookie, a bearer token, or nothing. */
-export function credentials(caller: Caller): Record<string, string> {
+function credentials(caller: Caller): Record<string, string> {
   if (caller === null) return {}
   if (typeof caller === 'string') return { authorization: `Bearer ${caller}` }
   return withSession(caller.session)

@@ -100,7 +100,7 @@ export function getMe(app: TestApp, token: string, headers: Record<string, strin
   return app.fetch('/api/v1/me', { headers: withSession(token, headers) })
 }
 
-export function countRows(app: TestApp, table: string): number {
+function countRows(app: TestApp, table: string): number {
   return (app.deps.sqlite.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n
 }
 

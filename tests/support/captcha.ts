@@ -12,7 +12,7 @@
  */
 export type CaptchaMode = 'accept' | 'reject' | 'error' | 'slow'
 
-export type CaptchaCall = { secret: string; response: string; remoteip: string; contentType: string }
+type CaptchaCall = { secret: string; response: string; remoteip: string; contentType: string }
 
 export type FakeCaptcha = {
   url: string
@@ -22,7 +22,7 @@ export type FakeCaptcha = {
   close: () => Promise<void>
 }
 
-export const CAPTCHA_SECRET = 'test-captcha-secret'
+const CAPTCHA_SECRET = 'test-captcha-secret'
 
 export async function startFakeCaptcha(initial: CaptchaMode = 'accept'): Promise<FakeCaptcha> {
   let mode: CaptchaMode = initial

@@ -73,7 +73,7 @@ export type Facts = {
 }
 
 /** Host facts of a made-up rig with `gpuCount` RTX 4090s; every call a new hostname and fingerprint. */
-export function hostFacts(overrides: Partial<Facts> = {}, gpuCount = 2): Facts {
+function hostFacts(overrides: Partial<Facts> = {}, gpuCount = 2): Facts {
   const n = ++hostSeq
   return {
     agent_version: '1.4.0',
@@ -112,7 +112,7 @@ export function httpsHello(app: TestApp, agentToken: string, facts: Partial<Fact
   return app.fetch('/api/v1/agent/hello', { method: 'POST', json: hostFacts(facts), headers: { authorization: `Bearer ${agentToken}` } })
 }
 
-export const wsUrlOf = (app: TestApp) => app.url.replace(/^http/, 'ws') + '/api/v1/agent/ws'
+const wsUrlOf = (app: TestApp) => app.url.replace(/^http/, 'ws') + '/api/v1/agent/ws'
 
 export type Frame = { type: string; [k: string]: any }
 
@@ -381,7 +381,7 @@ export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 300
   }
 }
 
-export function count(app: TestApp, sql: string, params: (string | number | null)[] = []): number {
+function count(app: TestApp, sql: string, params: (string | number | null)[] = []): number {
   return (app.deps.sqlite.query(sql).get(...params) as { n: number }).n
 }
 

@@ -24,11 +24,11 @@ import { createHmac } from 'node:crypto'
  * `hang` (never answers until the mode changes or the fake closes), `drop` (answers 200 headers
  * and then cuts the connection mid-body). Each applies to `invoice`, `payment` or `all` requests.
  */
-export const NP_API_KEY = 'np-test-api-key-0001'
-export const NP_IPN_SECRET = 'np-test-ipn-secret-0001'
+const NP_API_KEY = 'np-test-api-key-0001'
+const NP_IPN_SECRET = 'np-test-ipn-secret-0001'
 
-export type NpFault = 'none' | '500' | '400' | 'hang' | 'drop'
-export type NpInvoice = {
+type NpFault = 'none' | '500' | '400' | 'hang' | 'drop'
+type NpInvoice = {
   id: string
   token_id: string
   order_id: string
@@ -43,7 +43,7 @@ export type NpInvoice = {
   created_at: string
   updated_at: string
 }
-export type NpPayment = {
+type NpPayment = {
   payment_id: number
   invoice_id: number
   payment_status: string
@@ -62,7 +62,7 @@ export type NpPayment = {
   created_at: string
   updated_at: string
 }
-export type NpRequest = { method: string; path: string; apiKey: string | null; body: Record<string, unknown> | null }
+type NpRequest = { method: string; path: string; apiKey: string | null; body: Record<string, unknown> | null }
 
 export type FakeNowPayments = {
   /** The origin to put in NOWPAYMENTS_API_URL. */

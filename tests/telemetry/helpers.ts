@@ -57,7 +57,7 @@ export type Rig = { owner: Owner; serverId: string; agent: RawAgent }
 const openAgents = new Set<RawAgent>()
 
 /** Closes every agent session a test opened, so the app can stop (it waits for open sockets). */
-export async function closeAgents(): Promise<void> {
+async function closeAgents(): Promise<void> {
   await Promise.all([...openAgents].map((a) => a.close()))
   openAgents.clear()
 }
