@@ -34,7 +34,7 @@ export type LedgerItem = {
   calculation_id: string | null
   created_at: string
 }
-export type Tile = { spend_usd: string; from: string; to: string }
+type Tile = { spend_usd: string; from: string; to: string }
 export type RangeName = 'today' | 'yesterday' | '7d' | 'month' | 'prev_month'
 export const RANGES: RangeName[] = ['today', 'yesterday', '7d', 'month', 'prev_month']
 export type Billing = {
@@ -54,7 +54,6 @@ export { iso, micros, usOf } from './wire'
 import { iso, micros, usOf } from './wire'
 export const utcUs = (y: number, m1: number, d: number, h = 0, min = 0) => Date.UTC(y, m1 - 1, d, h, min) * 1000
 export const hourOf = (us: number) => Math.floor(us / US_PER_HOUR) * US_PER_HOUR
-export const utcDayOf = (us: number) => new Date(Math.floor(us / 1000)).toISOString().slice(0, 10)
 export const daysOfUtcMonth = (us: number) => {
   const d = new Date(Math.floor(us / 1000))
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate()
@@ -175,10 +174,10 @@ function dateFormatter(zone: string) {
   return f
 }
 /** The local calendar date of an instant (ms) as YYYY-MM-DD. */
-export const localDate = (zone: string, ms: number) => dateFormatter(zone).format(new Date(ms))
+const localDate = (zone: string, ms: number) => dateFormatter(zone).format(new Date(ms))
 const shiftDate = (date: string, days: number) => new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10)
 /** The first instant (µs) whose local date in `zone` is `date` (YYYY-MM-DD). */
-export function localDayStartUs(zone: string, date: string): number {
+function localDayStartUs(zone: string, date: string): number {
   const wall = Date.parse(`${date}T00:00:00Z`)
   let lo = wall - 16 * 3_600_000 // certainly before (no zone is ahead of UTC by more than 14 h)
   let hi = wall + 16 * 3_600_000 // certainly on or after
@@ -205,7 +204,7 @@ export function expectedRanges(zone: string, nowUs: number): Record<RangeName, [
   }
 }
 /** UTC offset (minutes) of the zone at an instant (ms). */
-export function offsetMinutes(zone: string, ms: number): number {
+function offsetMinutes(zone: string, ms: number): number {
   const p = Object.fromEntries(
     new Intl.DateTimeFormat('en-US', {
       timeZone: zone,

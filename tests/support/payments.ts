@@ -103,7 +103,7 @@ export function notificationsOf(app: TestApp, topupId: string | null): { outcome
   ) as never
 }
 
-export const allNotifications = (app: TestApp) => (app.deps.sqlite.query('SELECT count(*) AS n FROM payment_notifications').get() as { n: number }).n
+const allNotifications = (app: TestApp) => (app.deps.sqlite.query('SELECT count(*) AS n FROM payment_notifications').get() as { n: number }).n
 
 /** The path of a sandbox checkout URL, which names PUBLIC_URL; the page is served by this app. */
 export function checkoutPath(t: Topup): string {

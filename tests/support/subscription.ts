@@ -14,9 +14,9 @@ import { startTestApp, TEST_PUBLIC_URL, type TestApp } from './app'
  * src/, so a formatting or calendar bug there shows.
  */
 
-export const US_PER_SECOND = 1_000_000
+const US_PER_SECOND = 1_000_000
 export const US_PER_HOUR = 3600 * US_PER_SECOND
-export const US_PER_DAY = 24 * US_PER_HOUR
+const US_PER_DAY = 24 * US_PER_HOUR
 const YEAR_S = String(365 * 86400)
 
 /** The real app with the sandbox provider; sessions and grace long enough for months of test clock. */
@@ -92,7 +92,7 @@ async function signIn(app: TestApp, ticket: string): Promise<string> {
 }
 
 /** A new tenant (the operator's createAccount) and its owner, signed in. */
-export async function newOwner(app: TestApp, tag = 'owner'): Promise<Member> {
+async function newOwner(app: TestApp, tag = 'owner'): Promise<Member> {
   const email = newEmail(tag)
   const { tenantId, userId, ticket } = createAccount({ deps: app.deps, input: { email, tenantName: `${tag} rigs` } })
   return { userId, tenantId, email, role: 'owner', session: await signIn(app, ticket) }
@@ -216,7 +216,7 @@ export async function subscription(app: TestApp, who: Caller): Promise<{ body: S
   return { body: JSON.parse(text), etag: res.headers.get('etag')! }
 }
 
-export async function getJson<T = any>(app: TestApp, who: Caller, path: string): Promise<T> {
+async function getJson<T = any>(app: TestApp, who: Caller, path: string): Promise<T> {
   const res = await call(app, 'GET', path, who)
   const text = await res.text()
   expect({ path, status: res.status, body: text }).toMatchObject({ status: 200 })
