@@ -6,9 +6,9 @@ import { collectAuthLeftovers } from '../src/modules/accounts'
 import { fleetRuntime, refreshAllSnapshots } from '../src/modules/fleet'
 import { pruneTelemetry, runRollups } from '../src/modules/telemetry'
 import { expireCommands } from '../src/modules/commands'
-import { runHourlyCharges } from '../src/modules/billing/charges.service'
-import { reconcileTopups } from '../src/modules/payments/reconcile.service'
-import { fireScheduled } from '../src/modules/subscription/subscription.fire'
+import { runHourlyCharges } from '../src/modules/billing'
+import { reconcileTopups } from '../src/modules/payments'
+import { fireScheduled } from '../src/modules/subscription'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones

@@ -20,11 +20,11 @@ import { ProblemError } from '../src/platform/problem'
 import { DomainError } from '../src/platform/domain-error'
 import { formatTimestamp } from '../src/platform/time'
 import { createAccount, tenantsOverview, ADMIN_TICKET_TTL_SECONDS } from '../src/modules/accounts'
-import { adjustBalance, setTenantPlan, upsertPlan } from '../src/modules/billing/admin.service'
-import { balanceOf } from '../src/modules/billing/ledger'
-import { listPlans } from '../src/modules/plans/plans.repository'
+import { adjustBalance, balanceOf } from '../src/modules/billing'
+import { listPlans, upsertPlan } from '../src/modules/plans'
+import { setTenantPlan } from '../src/modules/subscription'
 import { formatMoney, formatNullableMoney } from '../src/platform/money'
-import { listUnsettledPayments, settleUnsettledPayment } from '../src/modules/payments/unsettled.service'
+import { listUnsettledPayments, settleUnsettledPayment } from '../src/modules/payments'
 
 const USAGE = `usage:
   scripts/admin create-account --email <address> --tenant-name <name>
@@ -126,7 +126,7 @@ try {
   } else if (command === 'plans') {
     for (const p of listPlans(deps.db))
       console.log(
-        `${p.code}  ${p.label}  price=${p.priceMicrosPerServerMonth === null ? 'contract' : formatMoney(p.priceMicrosPerServerMonth)} USD/server/month  servers_max=${p.serversMax ?? 'unlimited'}  features=${JSON.parse(p.features).join(',') || '-'}`,
+        `${p.code}  ${p.label}  price=${p.priceMicrosPerServerMonth === null ? 'contract' : formatMoney(p.priceMicrosPerServerMonth)} USD/server/month  servers_max=${p.serversMax ?? 'unlimited'}  features=${p.features.join(',') || '-'}`,
       )
   } else if (command === 'plan') {
     const { values } = parseArgs({

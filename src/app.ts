@@ -17,12 +17,10 @@ import { serversRoutes } from './modules/fleet'
 import { groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
 import { commandsRoutes } from './modules/commands'
-import { billingRoutes } from './modules/billing/billing.routes'
-import { plansRoutes } from './modules/plans/plans.routes'
-import { paymentsRoutes } from './modules/payments/payments.routes'
-import { sandboxRoutes } from './modules/payments/sandbox.routes'
-import { subscriptionRoutes } from './modules/subscription/subscription.routes'
-import { findPlan, planFeatures } from './modules/plans/plans.repository'
+import { billingRoutes } from './modules/billing'
+import { featuresOfPlan, plansRoutes } from './modules/plans'
+import { paymentsRoutes, sandboxRoutes } from './modules/payments'
+import { subscriptionRoutes } from './modules/subscription'
 
 export const API_PREFIX = '/api/v1'
 
@@ -34,7 +32,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
   const authenticators: Authenticators = {
     session: (token) => resolveSession(deps, token),
     bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null),
-    planFeatures: (code) => planFeatures(findPlan(deps.db, code)),
+    planFeatures: (code) => featuresOfPlan(deps.db, code),
   }
   let allowedMethods: (path: string) => string[] = () => []
   let accessIndex = new Map<string, AccessSpec>()

@@ -1,5 +1,5 @@
 import type { Deps } from './platform/context'
-import { activateOnTopup } from './modules/subscription/subscription.service'
+import { activateOnTopup } from './modules/subscription'
 
 /**
  * Every cross-module reaction, registered once per Deps by buildDeps (the composition root), so a

@@ -8,7 +8,7 @@ import { BUSY_PAUSES_MS, isDatabaseBusy } from '../db/client'
 import { securityHeaders } from './platform/headers'
 import { SAFE_METHODS } from './platform/access'
 import { recordRequestAudit } from './modules/audit'
-import { setSandboxSelfUrl } from './modules/payments/sandbox.provider'
+import { setSandboxSelfUrl } from './modules/payments'
 import { AGENT_WS_PATH, agentSessions, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent'
 
 /**

@@ -13,7 +13,7 @@ export const plans = sqliteTable('plans', {
   /** fleet.servers.max; null means unlimited. */
   serversMax: integer('servers_max'),
   /** JSON array of feature flags, e.g. ["strategy","ai_access"]. */
-  features: text('features').notNull(),
+  features: text('features', { mode: 'json' }).$type<string[]>().notNull(),
   upgradeEffective: text('upgrade_effective', { enum: ['same_day', 'next_day'] }).notNull(),
   downgradeEffective: text('downgrade_effective', { enum: ['next_month', 'next_day'] }).notNull(),
   position: integer('position').notNull(),

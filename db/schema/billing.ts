@@ -60,7 +60,8 @@ export const chargeCalculations = sqliteTable(
     priceMicrosPerServerMonth: integer('price_micros_per_server_month').notNull(),
     daysInMonth: integer('days_in_month').notNull(),
     servers: integer('servers').notNull(),
-    serverIds: text('server_ids').notNull(),
+    /** JSON array of the server ids charged, sorted. */
+    serverIds: text('server_ids', { mode: 'json' }).$type<string[]>().notNull(),
     amountMicros: integer('amount_micros').notNull(),
     createdAt: integer('created_at').notNull(),
   },

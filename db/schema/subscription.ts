@@ -85,7 +85,7 @@ export const notificationEvents = sqliteTable(
     tenantId: text('tenant_id').notNull(),
     category: text('category').notNull(),
     kind: text('kind').notNull(),
-    payload: text('payload').notNull(),
+    payload: text('payload', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
     createdAt: integer('created_at').notNull(),
     deliveredAt: integer('delivered_at'),
   },

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { withTransaction } from '../../db/client'
-import { appendEntry } from '../../src/modules/billing/ledger'
+import { appendEntry } from '../../src/modules/billing'
 import { startTestApp, TEST_PUBLIC_URL, TEST_SECRET_KEY, type TestApp } from '../support/app'
 import {
   addServers,

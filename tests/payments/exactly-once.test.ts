@@ -18,7 +18,7 @@ import {
 } from '../support/payments'
 import { loadConfig } from '../../src/config'
 import { sandboxSignature } from '../../src/modules/payments/sandbox.provider'
-import { listUnsettledPayments, settleUnsettledPayment } from '../../src/modules/payments/unsettled.service'
+import { listUnsettledPayments, settleUnsettledPayment } from '../../src/modules/payments'
 
 /**
  * Issue 13 finding 1 and decisions.md "Payment providers": a top-up is credited at most once,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { setTenantPlan } from '../../src/modules/billing/admin.service'
+import { setTenantPlan } from '../../src/modules/subscription'
 import { call } from '../support/access'
 import type { TestApp } from '../support/app'
 import {

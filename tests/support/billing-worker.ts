@@ -11,7 +11,7 @@
 import { loadConfig } from '../../src/config'
 import { DEFAULT_BUSY_TIMEOUT_MS } from '../../db/client'
 import { buildDeps } from '../../src/deps'
-import { runHourlyCharges } from '../../src/modules/billing/charges.service'
+import { runHourlyCharges } from '../../src/modules/billing'
 import { createLogger } from '../../src/platform/logger'
 
 const startAt = Number(process.argv[2] ?? 0)

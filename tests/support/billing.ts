@@ -1,7 +1,6 @@
 import { expect } from 'bun:test'
 import { withTransaction } from '../../db/client'
-import { adjustBalance } from '../../src/modules/billing/admin.service'
-import { appendEntry } from '../../src/modules/billing/ledger'
+import { adjustBalance, appendEntry } from '../../src/modules/billing'
 import { call, insertServer, newTenant, setPlan, type Caller, type Member } from './access'
 import type { TestApp } from './app'
 

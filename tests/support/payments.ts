@@ -1,6 +1,6 @@
 import { expect } from 'bun:test'
 import { withTransaction } from '../../db/client'
-import { appendEntry } from '../../src/modules/billing/ledger'
+import { appendEntry } from '../../src/modules/billing'
 import { call, newTenant, type Caller, type Member } from './access'
 import { startTestApp, TEST_PUBLIC_URL, type TestApp } from './app'
 import { micros } from './billing'

@@ -1,6 +1,7 @@
 import { expect } from 'bun:test'
 import { createAccount } from '../../src/modules/accounts'
-import { adjustBalance, upsertPlan } from '../../src/modules/billing/admin.service'
+import { adjustBalance } from '../../src/modules/billing'
+import { upsertPlan } from '../../src/modules/plans'
 import type { Role } from '../../src/platform/access'
 import { call, insertServer, setPlan, type Caller, type Member } from './access'
 import { GOOD_PASSWORD, newEmail, sessionFrom } from './accounts'

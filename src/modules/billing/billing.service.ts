@@ -1,36 +1,23 @@
-import { and, desc, eq, gte, isNull, lt, sql } from 'drizzle-orm'
-import { chargeCalculations, ledgerEntries, servers, users } from '../../../db/schema'
+import type { Static } from '@sinclair/typebox'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { toCsv } from '../../platform/csv'
-import { decodeCursor, toPage } from '../../platform/cursor'
+import { paginate } from '../../platform/cursor'
 import { divideRounded, formatMoney } from '../../platform/money'
-import { problems } from '../../platform/problem'
-import { daysInMonth, formatNullableTimestamp, formatTimestamp, parseDay, parseTimestamp, US_PER_DAY, US_PER_HOUR, utcDay } from '../../platform/time'
+import { daysInMonth, formatNullableTimestamp, formatTimestamp, parseDay, parseTimestamp, US_PER_DAY, US_PER_HOUR } from '../../platform/time'
 import { rangeBounds, type BillingRange } from '../../platform/zoned'
-import { findPlan } from '../plans/plans.repository'
-import { findTenant } from '../tenants/tenants.repository'
-import { balanceOf, ledgerView, listLedger, spendBetween, type LedgerRow } from './ledger'
+import { findPlan } from '../plans'
+import { findTenant } from '../tenants'
+import { countManagedServers } from '../tokens'
+import { BillingErrors, invalidBillingField } from './billing.errors'
+import type { ChargeDaysQuery, LedgerQuery } from './billing.model'
+import { ledgerView } from './ledger'
+import { balanceOf, chargeCalculationsBetween, chargeDayRows, listLedger, spendBetween, type LedgerPosition } from './ledger.repository'
+import { memberTimezone, serverNames } from './usage.repository'
 
 /** The zone the tiles and ranges are computed in: the member's own, else the owner's, else UTC. */
-export function tenantZone(deps: Deps, actor: Actor): string {
-  const row = actor.userId ? deps.db.select({ tz: users.timezone }).from(users).where(eq(users.id, actor.userId)).get() : undefined
-  if (row) return row.tz
-  const owner = deps.db
-    .select({ tz: users.timezone })
-    .from(users)
-    .where(and(eq(users.tenantId, actor.tenantId), eq(users.role, 'owner')))
-    .get()
-  return owner?.tz ?? 'UTC'
-}
-
-export function managedServerCount(deps: Deps, tenantId: string): number {
-  const r = deps.db
-    .select({ n: sql<number>`count(*)` })
-    .from(servers)
-    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
-    .get()
-  return Number(r?.n ?? 0)
+function tenantZone(deps: Deps, actor: Actor): string {
+  return memberTimezone(deps.db, actor.tenantId, actor.userId) ?? 'UTC'
 }
 
 export function getBilling({ deps, actor }: { deps: Deps; actor: Actor }) {
@@ -38,7 +25,7 @@ export function getBilling({ deps, actor }: { deps: Deps; actor: Actor }) {
   const plan = tenant.planCode ? findPlan(deps.db, tenant.planCode) : undefined
   const now = deps.clock.nowUs()
   const balance = balanceOf(deps.db, actor.tenantId)
-  const managed = managedServerCount(deps, actor.tenantId)
+  const managed = countManagedServers(deps.db, actor.tenantId)
   const d = new Date(now / 1000)
   const days = daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
   const price = plan?.priceMicrosPerServerMonth ?? null
@@ -75,11 +62,9 @@ export function getBilling({ deps, actor }: { deps: Deps; actor: Actor }) {
   }
 }
 
-export type LedgerQuery = { cursor?: string; limit?: number; kind?: LedgerRow['kind']; range?: BillingRange; from?: string; to?: string }
-
-export function ledgerPage({ deps, actor, input }: { deps: Deps; actor: Actor; input: LedgerQuery }) {
+export function ledgerPage({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof LedgerQuery> }) {
   if (input.range && (input.from !== undefined || input.to !== undefined))
-    throw problems.validation([{ path: '/range', code: 'exclusive_with_from_to' }], 'range cannot be combined with from or to')
+    throw invalidBillingField('/range', 'exclusive_with_from_to', 'range cannot be combined with from or to')
   let fromUs: number | undefined
   let toUs: number | undefined
   if (input.range) ({ from: fromUs, to: toUs } = rangeBounds(input.range, tenantZone(deps, actor), deps.clock.nowUs()))
@@ -87,52 +72,35 @@ export function ledgerPage({ deps, actor, input }: { deps: Deps; actor: Actor; i
     if (input.from !== undefined) fromUs = parseTimestamp(input.from) ?? badTime('/from')
     if (input.to !== undefined) toUs = parseTimestamp(input.to) ?? badTime('/to')
   }
-  const limit = input.limit ?? 50
   const filter = { kind: input.kind, fromUs, toUs }
-  const scope = `ledger:${actor.tenantId}:${JSON.stringify(filter)}`
-  const before = input.cursor ? decodeCursor<{ occurredAt: number; id: string }>(deps.keys.cursor, scope, input.cursor) : null
-  const rows = listLedger(deps.db, actor.tenantId, { ...filter, before }, limit + 1)
-  return toPage(rows, limit, (r) => ({ occurredAt: r.occurredAt, id: r.id }), { key: deps.keys.cursor, scope }, ledgerView)
+  return paginate(deps.keys.cursor, {
+    scope: `ledger:${actor.tenantId}:${JSON.stringify(filter)}`,
+    input,
+    fetch: (after: LedgerPosition | undefined, take) => listLedger(deps.db, actor.tenantId, filter, after, take),
+    position: (r) => ({ occurredAt: r.occurredAt, id: r.id }),
+    view: ledgerView,
+  })
 }
 
 function badTime(path: string): never {
-  throw problems.field(path, 'format', `${path.slice(1)} must be an RFC 3339 timestamp`)
+  throw invalidBillingField(path, 'format', `${path.slice(1)} must be an RFC 3339 timestamp`)
 }
 
 /** The daily journal: one row per UTC day with charges, newest first. */
-export function chargeDays({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number } }) {
-  const limit = input.limit ?? 50
-  const scope = `charge-days:${actor.tenantId}`
-  const before = input.cursor ? decodeCursor<{ day: string }>(deps.keys.cursor, scope, input.cursor).day : null
-  const where = [eq(ledgerEntries.tenantId, actor.tenantId), eq(ledgerEntries.kind, 'charge')]
-  if (before) where.push(lt(ledgerEntries.chargeDay, before))
-  const rows = deps.db
-    .select({
-      day: ledgerEntries.chargeDay,
-      amount: sql<number>`sum(${ledgerEntries.amountMicros})`,
-      hours: sql<number>`count(*)`,
-      serverHours: sql<number>`sum(${chargeCalculations.servers})`,
-    })
-    .from(ledgerEntries)
-    .innerJoin(chargeCalculations, eq(chargeCalculations.id, ledgerEntries.calculationId))
-    .where(and(...where))
-    .groupBy(ledgerEntries.chargeDay)
-    .orderBy(desc(ledgerEntries.chargeDay))
-    .limit(limit + 1)
-    .all()
-  return toPage(
-    rows,
-    limit,
-    (r) => ({ day: r.day }),
-    { key: deps.keys.cursor, scope },
-    (r) => ({
+export function chargeDays({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof ChargeDaysQuery> }) {
+  return paginate(deps.keys.cursor, {
+    scope: `charge-days:${actor.tenantId}`,
+    input,
+    fetch: (after: { day: string } | undefined, take) => chargeDayRows(deps.db, actor.tenantId, after?.day, take),
+    position: (r) => ({ day: r.day! }),
+    view: (r) => ({
       day: r.day!,
       amount_usd: formatMoney(-Number(r.amount)),
       hours: Number(r.hours),
       server_hours: Number(r.serverHours),
       csv: `/api/v1/billing/charges/${r.day}.csv`,
     }),
-  )
+  })
 }
 
 /**
@@ -142,17 +110,10 @@ export function chargeDays({ deps, actor, input }: { deps: Deps; actor: Actor; i
  */
 export function chargesCsv({ deps, actor, day }: { deps: Deps; actor: Actor; day: string }): string {
   const start = parseDay(day)
-  if (start === null) throw problems.notFound('no such day')
-  const calcs = deps.db
-    .select()
-    .from(chargeCalculations)
-    .where(
-      and(eq(chargeCalculations.tenantId, actor.tenantId), gte(chargeCalculations.chargeHour, start), lt(chargeCalculations.chargeHour, start + US_PER_DAY)),
-    )
-    .all()
+  if (start === null) throw BillingErrors.dayNotFound()
   const per = new Map<string, { hours: number; micros: number }>()
-  for (const c of calcs) {
-    const ids = JSON.parse(c.serverIds) as string[]
+  for (const c of chargeCalculationsBetween(deps.db, actor.tenantId, start, start + US_PER_DAY)) {
+    const ids = c.serverIds
     const base = Math.floor(c.amountMicros / ids.length)
     let rest = c.amountMicros - base * ids.length
     for (const id of ids) {
@@ -163,16 +124,7 @@ export function chargesCsv({ deps, actor, day }: { deps: Deps; actor: Actor; day
       per.set(id, row)
     }
   }
-  const names = new Map(
-    deps.db
-      .select({ id: servers.id, name: servers.name })
-      .from(servers)
-      .where(eq(servers.tenantId, actor.tenantId))
-      .all()
-      .map((s) => [s.id, s.name]),
-  )
+  const names = serverNames(deps.db, actor.tenantId)
   const rows = [...per].sort(([a], [b]) => a.localeCompare(b)).map(([id, r]) => [day, id, names.get(id) ?? '', r.hours, formatMoney(r.micros)])
   return toCsv(['day', 'server_id', 'server_name', 'hours', 'amount_usd'], rows)
 }
-
-export { utcDay }

@@ -1,14 +1,14 @@
-import { and, eq, gt, isNull, lt, or, sql } from 'drizzle-orm'
-import { billingState, ledgerEntries, servers } from '../../../db/schema'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { divideRounded, formatMoney } from '../../platform/money'
 import { daysInMonth, formatTimestamp, US_PER_HOUR, utcDay } from '../../platform/time'
-import { plansDuringHour } from '../plans/plan-history'
+import { plansDuringHour } from '../plans'
 import { appendEntry, freezeOverdue } from './ledger'
+import { chargedUntil, insertChargeCalculation, setChargedUntil, tenantsChargedFor } from './ledger.repository'
+import { firstServerEnrolledAt, serversManagedDuring } from './usage.repository'
 
 /**
- * Hourly charges (decisions.md): each managed server costs the plan's monthly price ÷ days of the
+ * Hourly charges (docs/billing.md): each managed server costs the plan's monthly price ÷ days of the
  * UTC month ÷ 24 for every hour it is managed. A server counts for an hour when it was enrolled
  * before the hour ended and not decommissioned before it began.
  *
@@ -17,21 +17,20 @@ import { appendEntry, freezeOverdue } from './ledger'
  * crash mid-run books nothing of that hour; a unique index (tenant, charge_hour) makes a second
  * booking impossible whatever reruns, overlapping processes or catch-ups after downtime do.
  */
-export const BOOKING_LAG_US = 75 * 60 * 1_000_000
+const BOOKING_LAG_US = 75 * 60 * 1_000_000
 const WATERMARK = 'charges'
 
-export const hourStart = (us: number) => Math.floor(us / US_PER_HOUR) * US_PER_HOUR
+const hourStart = (us: number) => Math.floor(us / US_PER_HOUR) * US_PER_HOUR
 
 /** Micro-USD for `servers` servers during one hour of a month with `days` days. */
-export function hourlyAmount(priceMicrosPerServerMonth: number, servers: number, days: number): number {
+function hourlyAmount(priceMicrosPerServerMonth: number, servers: number, days: number): number {
   return divideRounded(priceMicrosPerServerMonth * servers, days * 24)
 }
 
 export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}): string {
   const now = deps.clock.nowUs()
   const lastBookable = hourStart(now - BOOKING_LAG_US) // the latest hour H with H + 1h15m <= now
-  const state = deps.db.select().from(billingState).where(eq(billingState.key, WATERMARK)).get()
-  let hour = state?.chargedUntil ?? firstHour(deps.db)
+  let hour = chargedUntil(deps.db, WATERMARK) ?? firstHour(deps.db)
   if (hour === null) {
     withTransaction(deps.db, (tx) => freezeOverdue(tx, deps))
     return 'no servers yet; nothing to charge'
@@ -43,13 +42,10 @@ export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}
     const h = hour
     const booked = withTransaction(deps.db, (tx) => {
       // Another run may have moved on meanwhile: the watermark only ever moves forward.
-      const current = tx.select().from(billingState).where(eq(billingState.key, WATERMARK)).get()?.chargedUntil
+      const current = chargedUntil(tx, WATERMARK)
       if (current !== undefined && current > h) return null
       const n = chargeHour(tx, deps, h)
-      tx.insert(billingState)
-        .values({ key: WATERMARK, chargedUntil: h + US_PER_HOUR, updatedAt: deps.clock.nowUs() })
-        .onConflictDoUpdate({ target: billingState.key, set: { chargedUntil: h + US_PER_HOUR, updatedAt: deps.clock.nowUs() } })
-        .run()
+      setChargedUntil(tx, WATERMARK, h + US_PER_HOUR, deps.clock.nowUs())
       return n
     })
     if (booked === null) break
@@ -63,21 +59,14 @@ export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}
 
 /** Billing starts with the hour of the first server ever enrolled. */
 function firstHour(db: DbOrTx): number | null {
-  const r = db
-    .select({ t: sql<number | null>`min(${servers.createdAt})` })
-    .from(servers)
-    .get()
-  return r?.t === null || r?.t === undefined ? null : hourStart(r.t)
+  const first = firstServerEnrolledAt(db)
+  return first === null ? null : hourStart(first)
 }
 
 /** Books hour `h` for every tenant with managed servers and a priced plan; returns rows written. */
-export function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
+function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
   const end = h + US_PER_HOUR
-  const managed = tx
-    .select({ tenantId: servers.tenantId, serverId: servers.id })
-    .from(servers)
-    .where(and(lt(servers.createdAt, end), or(isNull(servers.decommissionedAt), gt(servers.decommissionedAt, h))))
-    .all()
+  const managed = serversManagedDuring(tx, h, end)
   const byTenant = new Map<string, string[]>()
   for (const m of managed) {
     const list = byTenant.get(m.tenantId)
@@ -92,17 +81,7 @@ export function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
   const days = daysInMonth(date.getUTCFullYear(), date.getUTCMonth() + 1)
   const now = deps.clock.nowUs()
   let written = 0
-  const booked = new Set(
-    tx
-      .select({ tenantId: ledgerEntries.tenantId })
-      .from(ledgerEntries)
-      .where(and(eq(ledgerEntries.chargeHour, h), eq(ledgerEntries.kind, 'charge')))
-      .all()
-      .map((r) => r.tenantId),
-  )
-  const insertCalculation = deps.sqlite.prepare(
-    'INSERT INTO charge_calculations (id, tenant_id, charge_hour, plan_code, price_micros_per_server_month, days_in_month, servers, server_ids, amount_micros, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  )
+  const booked = tenantsChargedFor(tx, h)
   for (const [tenantId, serverIds] of byTenant) {
     const plan = tenantPlans.get(tenantId)
     if (!plan || plan.price === null || plan.price === 0) continue // free or contract-priced: nothing booked here
@@ -110,7 +89,18 @@ export function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
     serverIds.sort()
     const amount = hourlyAmount(plan.price, serverIds.length, days)
     const calculationId = deps.newId()
-    insertCalculation.run(calculationId, tenantId, h, plan.planCode!, plan.price, days, serverIds.length, JSON.stringify(serverIds), amount, now)
+    insertChargeCalculation(tx, {
+      id: calculationId,
+      tenantId,
+      chargeHour: h,
+      planCode: plan.planCode!,
+      priceMicrosPerServerMonth: plan.price,
+      daysInMonth: days,
+      servers: serverIds.length,
+      serverIds,
+      amountMicros: amount,
+      createdAt: now,
+    })
     appendEntry(tx, deps, {
       tenantId,
       kind: 'charge',

@@ -1,6 +1,6 @@
-/** The billing module's front door: the only file other modules import from it. */
-export { adjustBalance, setTenantPlan, upsertPlan } from './admin.service'
+/** The billing module's front door: the ledger and balances, hourly charges, and the /billing routes. */
+export { adjustBalance } from './admin.service'
 export { billingRoutes } from './billing.routes'
-export { managedServerCount } from './billing.service'
 export { runHourlyCharges } from './charges.service'
-export { appendEntry, balanceOf } from './ledger'
+export { appendEntry } from './ledger'
+export { balanceOf, paymentCredited } from './ledger.repository'

@@ -1,11 +1,10 @@
-import { and, eq, inArray } from 'drizzle-orm'
-import { ledgerEntries, topups, unsettledPayments } from '../../../db/schema'
-import { changesOf, type Tx } from '../../../db/client'
+import type { Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatNullableMoney } from '../../platform/money'
-import { appendEntry } from '../billing/ledger'
+import { appendEntry, paymentCredited } from '../billing'
 import type { ProviderPayment } from './provider'
-import { changeTopup, TERMINAL, topupById, type TopupRow } from './topups.repository'
+import { changeTopup, claimTopup, TERMINAL, topupById, type TopupRow } from './topups.repository'
+import { insertUnsettled, type UnsettledRow } from './unsettled.repository'
 
 /** The states a finished payment may move to succeeded (expired too: money that arrived is not dropped). */
 const CREDITABLE: TopupRow['status'][] = ['creating', 'partially_paid', 'expired']
@@ -46,7 +45,7 @@ export function applyPayment(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment
 function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base: Partial<TopupRow>, review: (reason: string) => TopupRow): TopupRow {
   const ref = `${t.provider}:${p.paymentId}`
   // This very payment was credited already (a replayed notification, reconcile after the IPN).
-  if (tx.select({ id: ledgerEntries.id }).from(ledgerEntries).where(eq(ledgerEntries.paymentRef, ref)).get()) return t
+  if (paymentCredited(tx, ref)) return t
   if (t.status === 'succeeded') return recordUnsettled(tx, deps, t, p, 'topup_already_credited')
   if (t.status === 'review' || t.status === 'failed') {
     // A human decides about the top-up; the money that arrived is on their list too.
@@ -57,14 +56,15 @@ function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base
   const now = deps.clock.nowUs()
   const version = t.version + 1
   // The claim: only the transaction that moves the top-up out of a creditable state credits it.
-  const claimed = changesOf(
-    tx
-      .update(topups)
-      .set({ ...base, status: 'succeeded', creditedMicros: p.confirmedMicros, succeededAt: t.succeededAt ?? now, updatedAt: now, version })
-      .where(and(eq(topups.id, t.id), inArray(topups.status, CREDITABLE)))
-      .run(),
-  )
-  if (claimed !== 1) return recordUnsettled(tx, deps, topupById(tx, t.id)!, p, 'topup_already_credited')
+  const claimed = claimTopup(tx, t.id, CREDITABLE, {
+    ...base,
+    status: 'succeeded',
+    creditedMicros: p.confirmedMicros,
+    succeededAt: t.succeededAt ?? now,
+    updatedAt: now,
+    version,
+  })
+  if (!claimed) return recordUnsettled(tx, deps, topupById(tx, t.id)!, p, 'topup_already_credited')
   appendEntry(tx, deps, {
     tenantId: t.tenantId,
     kind: 'topup',
@@ -81,24 +81,18 @@ function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base
 }
 
 /** Records a finished payment that credited nothing (once per provider payment) and says so in the log. */
-function recordUnsettled(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, reason: (typeof unsettledPayments.$inferInsert)['reason']): TopupRow {
-  const inserted = changesOf(
-    tx
-      .insert(unsettledPayments)
-      .values({
-        id: deps.newId(),
-        tenantId: t.tenantId,
-        topupId: t.id,
-        provider: t.provider,
-        paymentId: p.paymentId,
-        amountMicros: p.confirmedMicros,
-        reason,
-        recordedAt: deps.clock.nowUs(),
-      })
-      .onConflictDoNothing()
-      .run(),
-  )
-  if (inserted === 1)
+function recordUnsettled(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, reason: UnsettledRow['reason']): TopupRow {
+  const inserted = insertUnsettled(tx, {
+    id: deps.newId(),
+    tenantId: t.tenantId,
+    topupId: t.id,
+    provider: t.provider,
+    paymentId: p.paymentId,
+    amountMicros: p.confirmedMicros,
+    reason,
+    recordedAt: deps.clock.nowUs(),
+  })
+  if (inserted)
     deps.log.warn('a finished payment credited nothing; listed for the operator (scripts/admin unsettled-payments)', {
       topup_id: t.id,
       tenant_id: t.tenantId,

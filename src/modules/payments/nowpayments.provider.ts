@@ -52,7 +52,7 @@ export function createNowPayments(config: Config): PaymentProvider {
   const payCurrency: Record<string, string | undefined> = { usdt_tron: 'usdttrc20', btc: 'btc', eth: 'eth' }
 
   async function call(method: 'GET' | 'POST', path: string, body?: string) {
-    let res
+    let res: Awaited<ReturnType<typeof request>>
     let text: string
     try {
       res = await request(`${np.apiUrl}${path}`, {

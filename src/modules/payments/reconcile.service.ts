@@ -1,13 +1,11 @@
-import { inArray } from 'drizzle-orm'
-import { topups } from '../../../db/schema'
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { applyPayment } from './crediting'
 import { ProviderRejected, ProviderUnavailable, type ProviderPayment } from './provider'
 import { providers } from './topups.service'
-import { changeTopup, topupById } from './topups.repository'
+import { changeTopup, openTopups, topupById } from './topups.repository'
 
-export type JobRef = { job: string; period: string }
+type JobRef = { job: string; period: string }
 
 /**
  * billing.reconcile: re-reads open top-ups from their provider; expires unpaid ones past their
@@ -17,11 +15,7 @@ export type JobRef = { job: string; period: string }
  * back), does not stop the others, and fails the run so it shows in the job's outcome.
  */
 export async function reconcileTopups(deps: Deps, run: JobRef = { job: 'billing.reconcile', period: 'manual' }): Promise<string> {
-  const open = deps.db
-    .select()
-    .from(topups)
-    .where(inArray(topups.status, ['creating', 'partially_paid']))
-    .all()
+  const open = openTopups(deps.db)
   let settled = 0
   let expired = 0
   let unreachable = 0

@@ -1,15 +1,21 @@
 import { createHmac } from 'node:crypto'
-import { and, eq } from 'drizzle-orm'
-import { sandboxInvoices, sandboxPayments } from '../../../db/schema'
 import { withTransaction } from '../../../db/client'
-import type { Deps } from '../../platform/context'
-import { formatMoney } from '../../platform/money'
-import { problems } from '../../platform/problem'
+import { perDeps, type Deps } from '../../platform/context'
+import { formatMoney, MoneyFormatError, parseMoney } from '../../platform/money'
 import { deriveKey, safeEqual } from '../../platform/secrets'
+import { invalidPaymentField, PaymentErrors } from './payments.errors'
 import type { PaymentMethod, PaymentProvider, ProviderPayment } from './provider'
+import {
+  findSandboxInvoice,
+  findSandboxPayment,
+  insertSandboxInvoice,
+  insertSandboxPayment,
+  markSandboxInvoicePaid,
+  type SandboxInvoiceRow,
+} from './sandbox.repository'
 
 /**
- * The sandbox provider (decisions.md; never in production): its checkout page
+ * The sandbox provider (docs/payments.md; never in production: the configuration refuses it there): its checkout page
  * (${PUBLIC_URL}/sandbox/checkout/{invoice_id}) records an outcome and then sends a signed
  * notification to /api/v1/billing/providers/sandbox/notify over HTTP, exactly as a real provider
  * would; the balance moves only through that notification, after the payment is read back from the
@@ -19,9 +25,9 @@ export const SANDBOX_OUTCOMES = ['finished', 'partially_paid', 'expired', 'unkno
 const KINDS: Record<string, ProviderPayment['kind']> = { finished: 'finished', partially_paid: 'partial', expired: 'expired', waiting: 'pending' }
 
 /** Where the service listens, so the sandbox can notify it over HTTP; set once the server is up. */
-const selfUrls = new WeakMap<Deps, string>()
+const selfUrl = perDeps((): { url: string | null } => ({ url: null }))
 export function setSandboxSelfUrl(deps: Deps, url: string): void {
-  selfUrls.set(deps, url)
+  selfUrl(deps).url = url
 }
 
 export function sandboxSignature(deps: Pick<Deps, 'config'>, rawBody: string): string {
@@ -39,7 +45,7 @@ export function createSandbox(deps: Deps): PaymentProvider {
     async createInvoice({ topupId, amountMicros, method }) {
       const invoiceId = deps.newId()
       withTransaction(deps.db, (tx) =>
-        tx.insert(sandboxInvoices).values({ invoiceId, orderId: topupId, priceAmountMicros: amountMicros, method, createdAt: deps.clock.nowUs() }).run(),
+        insertSandboxInvoice(tx, { invoiceId, orderId: topupId, priceAmountMicros: amountMicros, method, createdAt: deps.clock.nowUs() }),
       )
       return { invoiceId, checkoutUrl: `${deps.config.publicUrl}/sandbox/checkout/${invoiceId}` }
     },
@@ -60,7 +66,7 @@ export function createSandbox(deps: Deps): PaymentProvider {
       }
     },
     async fetchPayment(paymentId) {
-      const p = deps.db.select().from(sandboxPayments).where(eq(sandboxPayments.paymentId, paymentId)).get()
+      const p = findSandboxPayment(deps.db, paymentId)
       if (!p)
         return {
           paymentId,
@@ -72,7 +78,7 @@ export function createSandbox(deps: Deps): PaymentProvider {
           priceAmountMicros: null,
           confirmedMicros: null,
         }
-      const inv = deps.db.select().from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, p.invoiceId)).get()
+      const inv = findSandboxInvoice(deps.db, p.invoiceId)
       const kind = KINDS[p.status] ?? 'unknown'
       return {
         paymentId,
@@ -88,35 +94,50 @@ export function createSandbox(deps: Deps): PaymentProvider {
   }
 }
 
+/** The invoice the checkout page shows. */
+export function sandboxInvoice(deps: Deps, invoiceId: string): SandboxInvoiceRow {
+  const inv = findSandboxInvoice(deps.db, invoiceId)
+  if (!inv) throw PaymentErrors.invoiceNotFound()
+  return inv
+}
+
 /**
  * The checkout page's POST: record the outcome, then notify the service as a provider would. Like a
  * real provider, the sandbox never confirms more than was invoiced (a larger or non-positive amount
  * answers 422), and an invoice paid by a finished outcome refuses every further outcome (409): the
  * check and the payment are one transaction, so of many presses at once exactly one is accepted.
  */
-export async function sandboxPay(deps: Deps, invoiceId: string, input: { outcome: (typeof SANDBOX_OUTCOMES)[number]; amountMicros: number | null }) {
-  const inv = deps.db.select().from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, invoiceId)).get()
-  if (!inv) return null
+export async function sandboxPay(deps: Deps, invoiceId: string, input: { outcome: (typeof SANDBOX_OUTCOMES)[number]; amount_usd?: string }) {
+  let amount: number | null = null
+  if (input.amount_usd !== undefined) {
+    try {
+      amount = parseMoney(input.amount_usd)
+    } catch (e) {
+      if (e instanceof MoneyFormatError) throw invalidPaymentField('/amount_usd', 'format', e.message)
+      throw e
+    }
+  }
+  const inv = sandboxInvoice(deps, invoiceId)
   const paymentId = deps.newId()
-  const paid = input.amountMicros ?? inv.priceAmountMicros
-  if (paid <= 0) throw problems.field('/amount_usd', 'too_small', 'the amount paid must be above zero')
+  const paid = amount ?? inv.priceAmountMicros
+  if (paid <= 0) throw invalidPaymentField('/amount_usd', 'too_small', 'the amount paid must be above zero')
   if (paid > inv.priceAmountMicros)
-    throw problems.field(
+    throw invalidPaymentField(
       '/amount_usd',
       'exceeds_invoice',
       `the invoice is for ${formatMoney(inv.priceAmountMicros)} USD; the sandbox never confirms more than was invoiced`,
     )
   withTransaction(deps.db, (tx) => {
-    const open = tx.select({ status: sandboxInvoices.status }).from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, invoiceId)).get()!
-    if (open.status !== 'open') throw problems.conflict('this invoice was already paid; it accepts no further outcome')
-    if (input.outcome === 'finished')
-      tx.update(sandboxInvoices)
-        .set({ status: 'paid' })
-        .where(and(eq(sandboxInvoices.invoiceId, invoiceId), eq(sandboxInvoices.status, 'open')))
-        .run()
-    tx.insert(sandboxPayments)
-      .values({ paymentId, invoiceId, status: input.outcome, priceAmountMicros: inv.priceAmountMicros, paidMicros: paid, createdAt: deps.clock.nowUs() })
-      .run()
+    if (findSandboxInvoice(tx, invoiceId)!.status !== 'open') throw PaymentErrors.invoiceAlreadyPaid()
+    if (input.outcome === 'finished') markSandboxInvoicePaid(tx, invoiceId)
+    insertSandboxPayment(tx, {
+      paymentId,
+      invoiceId,
+      status: input.outcome,
+      priceAmountMicros: inv.priceAmountMicros,
+      paidMicros: paid,
+      createdAt: deps.clock.nowUs(),
+    })
   })
   const body = JSON.stringify({
     payment_id: paymentId,
@@ -127,7 +148,7 @@ export async function sandboxPay(deps: Deps, invoiceId: string, input: { outcome
     price_currency: 'usd',
     actually_paid: formatMoney(paid),
   })
-  const base = selfUrls.get(deps) ?? deps.config.publicUrl
+  const base = selfUrl(deps).url ?? deps.config.publicUrl
   const res = await fetch(`${base}/api/v1/billing/providers/sandbox/notify`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-sandbox-signature': sandboxSignature(deps, body) },

@@ -1,13 +1,10 @@
 import { describe } from '../../platform/access'
 import { Elysia, t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { eq } from 'drizzle-orm'
-import { sandboxInvoices } from '../../../db/schema'
 import type { Deps } from '../../platform/context'
-import { MoneyFormatError, formatMoney, parseMoney } from '../../platform/money'
-import { problems } from '../../platform/problem'
+import { formatMoney } from '../../platform/money'
 import { Literals, Money, responses } from '../../platform/schemas'
-import { SANDBOX_OUTCOMES, sandboxPay } from './sandbox.provider'
+import { SANDBOX_OUTCOMES, sandboxInvoice, sandboxPay } from './sandbox.provider'
 
 const html = (body: string) =>
   new Response(
@@ -36,8 +33,7 @@ export function sandboxRoutes(deps: Deps) {
     .get(
       '/sandbox/checkout/:invoice_id',
       ({ params }) => {
-        const inv = deps.db.select().from(sandboxInvoices).where(eq(sandboxInvoices.invoiceId, params.invoice_id)).get()
-        if (!inv) throw problems.notFound('no such invoice')
+        const inv = sandboxInvoice(deps, params.invoice_id)
         const buttons = SANDBOX_OUTCOMES.map((o) => `<button data-outcome="${o}">${o.replace('_', ' ')}</button>`).join('')
         return html(`<h1>Sandbox checkout</h1><p>Invoice <code>${inv.invoiceId}</code> for <b>${formatMoney(inv.priceAmountMicros)} USD</b> (${inv.method}).</p>
 <p><label>Amount paid (USD) <input id="amount" value="${formatMoney(inv.priceAmountMicros)}"></label></p><p>${buttons}</p><p id="result"></p>
@@ -51,35 +47,18 @@ export function sandboxRoutes(deps: Deps) {
         detail: describe({ public: true }, { tags: ['billing'], summary: 'Sandbox checkout page' }),
       },
     )
-    .post(
-      '/sandbox/checkout/:invoice_id',
-      async ({ params, body }) => {
-        let amount: number | null = null
-        if (body.amount_usd !== undefined) {
-          try {
-            amount = parseMoney(body.amount_usd)
-          } catch (e) {
-            if (e instanceof MoneyFormatError) throw problems.field('/amount_usd', 'format', e.message)
-            throw e
-          }
-        }
-        const r = await sandboxPay(deps, params.invoice_id, { outcome: body.outcome, amountMicros: amount })
-        if (!r) throw problems.notFound('no such invoice')
-        return r
-      },
-      {
-        params: t.Object({ invoice_id: t.String({ format: 'uuid' }) }),
-        body: Type.Object({ outcome: Literals(SANDBOX_OUTCOMES), amount_usd: Type.Optional(Money()) }, { additionalProperties: false }),
-        response: responses({ 200: Type.Object({ payment_id: Type.String(), notification_status: Type.Integer() }) }, [404, 409, 413, 415, 422]),
-        detail: describe(
-          { public: true },
-          {
-            tags: ['billing'],
-            summary: 'Sandbox: pay (or not) an invoice',
-            description:
-              'Records the outcome and sends the signed notification to /api/v1/billing/providers/sandbox/notify, as a provider would. An amount above the invoice (or not above zero) → 422; an invoice already paid by a finished outcome refuses every further outcome → 409.',
-          },
-        ),
-      },
-    )
+    .post('/sandbox/checkout/:invoice_id', ({ params, body }) => sandboxPay(deps, params.invoice_id, body), {
+      params: t.Object({ invoice_id: t.String({ format: 'uuid' }) }),
+      body: Type.Object({ outcome: Literals(SANDBOX_OUTCOMES), amount_usd: Type.Optional(Money()) }, { additionalProperties: false }),
+      response: responses({ 200: Type.Object({ payment_id: Type.String(), notification_status: Type.Integer() }) }, [404, 409, 413, 415, 422]),
+      detail: describe(
+        { public: true },
+        {
+          tags: ['billing'],
+          summary: 'Sandbox: pay (or not) an invoice',
+          description:
+            'Records the outcome and sends the signed notification to /api/v1/billing/providers/sandbox/notify, as a provider would. An amount above the invoice (or not above zero) → 422; an invoice already paid by a finished outcome refuses every further outcome → 409.',
+        },
+      ),
+    })
 }

@@ -1,11 +1,10 @@
-import { and, asc, eq, isNull } from 'drizzle-orm'
-import { unsettledPayments } from '../../../db/schema'
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
-import { problems } from '../../platform/problem'
-import { recordSystemEvent } from '../audit/audit.service'
-import { appendEntry } from '../billing/ledger'
+import { recordSystemEvent } from '../audit'
+import { appendEntry } from '../billing'
+import { invalidPaymentField, PaymentErrors } from './payments.errors'
+import { findUnsettled, listUnsettled, settleUnsettled, type UnsettledRow } from './unsettled.repository'
 
 /**
  * The operator's side of "a top-up is credited at most once" (docs/payments.md): finished payments
@@ -13,24 +12,21 @@ import { appendEntry } from '../billing/ledger'
  * adjustment (the customer really paid twice and keeps the money as balance) or by recording that it
  * was refunded at the provider. Used by scripts/admin.
  */
-export type UnsettledRow = typeof unsettledPayments.$inferSelect
-
 export function listUnsettledPayments({ deps, all = false }: { deps: Deps; all?: boolean }): UnsettledRow[] {
-  const q = deps.db.select().from(unsettledPayments)
-  return (all ? q : q.where(isNull(unsettledPayments.settledAt))).orderBy(asc(unsettledPayments.recordedAt), asc(unsettledPayments.id)).all()
+  return listUnsettled(deps.db, all)
 }
 
 export function settleUnsettledPayment({ deps, input }: { deps: Deps; input: { id: string; settlement: 'credited' | 'refunded'; reason: string } }) {
   const reason = input.reason.trim()
-  if (!reason || reason.length > 400) throw problems.field('/reason', 'too_long', 'the reason must have 1 to 400 characters')
+  if (!reason || reason.length > 400) throw invalidPaymentField('/reason', 'too_long', 'the reason must have 1 to 400 characters')
   return withTransaction(deps.db, (tx) => {
-    const row = tx.select().from(unsettledPayments).where(eq(unsettledPayments.id, input.id)).get()
-    if (!row) throw problems.notFound(`no unsettled payment ${input.id}`)
-    if (row.settledAt !== null) throw problems.conflict(`payment ${row.provider}:${row.paymentId} was already settled (${row.settlement})`)
+    const row = findUnsettled(tx, input.id)
+    if (!row) throw PaymentErrors.unsettledNotFound(`no unsettled payment ${input.id}`)
+    if (row.settledAt !== null) throw PaymentErrors.alreadySettled(`payment ${row.provider}:${row.paymentId} was already settled (${row.settlement})`)
     let entryId: string | null = null
     if (input.settlement === 'credited') {
       if (row.amountMicros === null || row.amountMicros <= 0)
-        throw problems.field(
+        throw invalidPaymentField(
           '/amount',
           'unknown',
           'the provider confirmed no amount for this payment; credit it with scripts/admin adjust and settle it as refunded or with a note',
@@ -46,10 +42,7 @@ export function settleUnsettledPayment({ deps, input }: { deps: Deps; input: { i
       recordSystemEvent(tx, deps, row.tenantId, 'billing.adjust', `${formatMoney(row.amountMicros)} USD: payment ${row.provider}:${row.paymentId}: ${reason}`)
     }
     const now = deps.clock.nowUs()
-    tx.update(unsettledPayments)
-      .set({ settledAt: now, settlement: input.settlement, settlementEntryId: entryId, settlementNote: reason })
-      .where(and(eq(unsettledPayments.id, row.id), isNull(unsettledPayments.settledAt)))
-      .run()
+    settleUnsettled(tx, row.id, { settledAt: now, settlement: input.settlement, settlementEntryId: entryId, settlementNote: reason })
     recordSystemEvent(tx, deps, row.tenantId, 'payments.settle', `payment ${row.provider}:${row.paymentId} ${input.settlement}: ${reason}`)
     return { ...row, settledAt: now, settlement: input.settlement, settlementEntryId: entryId, settlementNote: reason }
   })

@@ -1,4 +1,6 @@
-/** The plans module's front door: the only file other modules import from it. */
-export { assignPlan, hourStartOf, plansDuringHour, recordPriceChange } from './plan-history'
-export { findPlan, listPlans, planFeatures, type PlanRow } from './plans.repository'
-export { planView, plansRoutes } from './plans.routes'
+/** The plans module's front door: the catalogue, each tenant's plan history, and GET /plans. */
+export { assignPlan, hourStartOf, plansDuringHour } from './plan-history.repository'
+export { PLAN_CODE_PATTERN, Plan } from './plans.model'
+export { findPlan, listPlans, type PlanRow } from './plans.repository'
+export { plansRoutes } from './plans.routes'
+export { featuresOfPlan, planView, upsertPlan } from './plans.service'

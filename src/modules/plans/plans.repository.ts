@@ -12,11 +12,6 @@ export function listPlans(db: DbOrTx): PlanRow[] {
   return db.select().from(plans).orderBy(asc(plans.position)).all()
 }
 
-export function planFeatures(plan: PlanRow | undefined): string[] {
-  if (!plan) return []
-  try {
-    return JSON.parse(plan.features) as string[]
-  } catch {
-    return []
-  }
+export function savePlan(tx: DbOrTx, row: PlanRow): void {
+  tx.insert(plans).values(row).onConflictDoUpdate({ target: plans.code, set: row }).run()
 }

@@ -1,4 +1,5 @@
-/** The subscription module's front door: the only file other modules import from it. */
+/** The subscription module's front door: plan changes, their scheduled firing, the top-up reaction and the operator's plan. */
+export { setTenantPlan } from './subscription.admin'
 export { fireScheduled } from './subscription.fire'
 export { subscriptionRoutes } from './subscription.routes'
-export { activateOnTopup, switchPlan } from './subscription.service'
+export { activateOnTopup } from './subscription.service'

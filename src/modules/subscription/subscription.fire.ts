@@ -1,11 +1,11 @@
-import { and, eq, lte } from 'drizzle-orm'
-import { notificationEvents, subscriptionChanges } from '../../../db/schema'
 import { withTransaction, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
-import { ProblemError } from '../../platform/problem'
-import { recordSystemEvent } from '../audit/audit.service'
-import { findTenant } from '../tenants/tenants.repository'
-import { bumpVersion, computeQuote, switchPlan, type ChangeRow, type Quote } from './subscription.service'
+import { DomainError } from '../../platform/domain-error'
+import { recordSystemEvent } from '../audit'
+import { findTenant } from '../tenants'
+import { computeQuote, type Quote } from './subscription.quote'
+import { dueChanges, findChange, insertNotificationEvent, updateChange, type ChangeRow } from './subscription.repository'
+import { bumpVersion, switchPlan } from './subscription.service'
 
 /**
  * subscription.fire: on the effective day, re-read the rule and apply or refuse each scheduled change.
@@ -15,11 +15,7 @@ import { bumpVersion, computeQuote, switchPlan, type ChangeRow, type Quote } fro
  */
 export function fireScheduled(deps: Deps, run: { job: string; period: string } = { job: 'subscription.fire', period: 'manual' }): string {
   const now = deps.clock.nowUs()
-  const due = deps.db
-    .select()
-    .from(subscriptionChanges)
-    .where(and(eq(subscriptionChanges.status, 'scheduled'), lte(subscriptionChanges.effectiveAt, now)))
-    .all()
+  const due = dueChanges(deps.db, now)
   let applied = 0
   let refused = 0
   const failed: string[] = []
@@ -44,7 +40,7 @@ export function fireScheduled(deps: Deps, run: { job: string; period: string } =
 }
 
 function fireOne(tx: Tx, deps: Deps, id: string, now: number): 'applied' | 'refused' | 'skipped' {
-  const c = tx.select().from(subscriptionChanges).where(eq(subscriptionChanges.id, id)).get()!
+  const c = findChange(tx, id)!
   if (c.status !== 'scheduled') return 'skipped'
   const tenant = findTenant(tx, c.tenantId)!
   let reason: ChangeRow['refusalReason'] = null
@@ -53,27 +49,25 @@ function fireOne(tx: Tx, deps: Deps, id: string, now: number): 'applied' | 'refu
     q = computeQuote(tx, tenant, c.targetPlan, now)
   } catch (e) {
     // The rule's own refusals: the target became contract-priced or left the catalogue.
-    if (!(e instanceof ProblemError)) throw e
+    if (!(e instanceof DomainError)) throw e
     reason = 'direction_changed'
   }
   if (q && q.direction === 'upgrade') reason = 'direction_changed'
   else if (q && q.unitDaily !== null && q.unitDaily * q.managed > q.balance && q.unitDaily * q.managed > 0) reason = 'reserve_not_covered'
   if (reason) {
-    tx.update(subscriptionChanges).set({ status: 'refused', refusalReason: reason, refusedAt: now }).where(eq(subscriptionChanges.id, c.id)).run()
-    tx.insert(notificationEvents)
-      .values({
-        id: deps.newId(),
-        tenantId: c.tenantId,
-        category: 'payment',
-        kind: 'subscription.change_refused',
-        payload: JSON.stringify({ change_id: c.id, target_plan: c.targetPlan, reason }),
-        createdAt: now,
-      })
-      .run()
+    updateChange(tx, c.id, { status: 'refused', refusalReason: reason, refusedAt: now })
+    insertNotificationEvent(tx, {
+      id: deps.newId(),
+      tenantId: c.tenantId,
+      category: 'payment',
+      kind: 'subscription.change_refused',
+      payload: { change_id: c.id, target_plan: c.targetPlan, reason },
+      createdAt: now,
+    })
     recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.refused', `${c.targetPlan}: ${reason}`)
   } else {
     switchPlan(tx, deps, tenant.id, tenant.planCode, c.targetPlan, c.billingEffectiveDay)
-    tx.update(subscriptionChanges).set({ status: 'applied', appliedAt: now }).where(eq(subscriptionChanges.id, c.id)).run()
+    updateChange(tx, c.id, { status: 'applied', appliedAt: now })
     recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.applied', c.targetPlan)
   }
   bumpVersion(tx, tenant)

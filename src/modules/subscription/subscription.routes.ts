@@ -1,51 +1,26 @@
 import { Elysia, t } from 'elysia'
-import { Type } from '@sinclair/typebox'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
-import { Literals, Money, Nullable, responses, Timestamp, Uuid } from '../../platform/schemas'
-import { auditContextOf } from '../audit/audit.context'
-import { cancelChange, getSubscription, orderChange, quote } from './subscription.service'
+import { responses } from '../../platform/schemas'
+import { auditContextOf } from '../audit'
+import { Change, ChangeOrder, CurrentPlan, Quote, QuoteQuery, Subscription } from './subscription.model'
+import { quote } from './subscription.quote'
+import { cancelChange, currentPlan, getSubscription, orderChange } from './subscription.service'
 
 const tags = ['subscription']
-const PlanCode = Type.String({ pattern: '^[a-z][a-z0-9_-]{1,63}$', minLength: 2, maxLength: 64 })
-
-const Quote = Type.Object({
-  target_plan: PlanCode,
-  current_plan: Nullable(PlanCode),
-  direction: Literals(['upgrade', 'downgrade', 'lateral']),
-  managed_servers: Type.Integer(),
-  monthly_price_per_server_usd: Nullable(Money()),
-  unit_daily_rate_usd: Nullable(Money()),
-  required_reserve_usd: Money(),
-  balance_usd: Money(),
-  covered: Type.Boolean(),
-  server_limit: Nullable(Type.Integer()),
-  billing_effective_day: Type.String({ format: 'date' }),
-  quoted_at: Timestamp(),
-})
-
-const Change = Type.Object({
-  id: Uuid(),
-  status: Literals(['applied', 'scheduled', 'awaiting_payment', 'cancelled', 'refused']),
-  direction: Literals(['upgrade', 'downgrade', 'lateral'], { description: 'At order time; explanatory only' }),
-  from_plan: PlanCode,
-  target_plan: PlanCode,
-  effective_at: Timestamp(),
-  billing_effective_day: Type.String({ format: 'date', description: 'First UTC day the new price applies' }),
-  required_reserve_usd: Money({ description: 'One day of the target plan at the current fleet, when gated' }),
-  refusal_reason: Nullable(Literals(['reserve_not_covered', 'direction_changed'])),
-  topup_id: Nullable(Uuid()),
-  requested_at: Timestamp(),
-  applied_at: Nullable(Timestamp()),
-  cancelled_at: Nullable(Timestamp()),
-  refused_at: Nullable(Timestamp()),
-})
 
 export function subscriptionRoutes(deps: Deps) {
   return new Elysia({ name: 'subscription', prefix: '/api/v1' })
+    .get('/plans/current', ({ request }) => currentPlan({ deps, actor: actorOf(request) }), {
+      response: responses({ 200: CurrentPlan }, [401, 403]),
+      detail: describe(
+        { role: 'viewer', scope: 'billing:read' },
+        { tags: ['plans'], summary: "What the tenant's plan allows now", description: 'plan is null when the tenant has no plan assignment.' },
+      ),
+    })
     .get(
       '/subscription',
       ({ request, set }) => {
@@ -55,18 +30,7 @@ export function subscriptionRoutes(deps: Deps) {
         return body
       },
       {
-        response: responses(
-          {
-            200: Type.Object({
-              plan: Nullable(Type.Any()),
-              pending_change: Nullable(Change),
-              last_change: Nullable(Change),
-              account_state: Type.String(),
-              version: Type.Integer(),
-            }),
-          },
-          [304, 401, 403],
-        ),
+        response: responses({ 200: Subscription }, [304, 401, 403]),
         detail: describe(
           { role: 'viewer', scope: 'billing:read' },
           {
@@ -78,7 +42,7 @@ export function subscriptionRoutes(deps: Deps) {
       },
     )
     .get('/subscription/quote', ({ request, query }) => quote({ deps, actor: actorOf(request), plan: query.plan }), {
-      query: t.Object({ plan: t.String({ pattern: '^[a-z][a-z0-9_-]{1,63}$', description: 'A plan code from GET /plans' }) }),
+      query: QuoteQuery,
       response: responses({ 200: Quote }, [401, 403, 404, 409, 422]),
       detail: describe(
         { role: 'viewer', scope: 'billing:read', requiresPlan: true },
@@ -99,13 +63,7 @@ export function subscriptionRoutes(deps: Deps) {
       },
       {
         beforeHandle: idempotent(deps),
-        body: Type.Object(
-          {
-            target_plan: PlanCode,
-            topup_id: Type.Optional(Uuid({ description: "A top-up of the tenant whose success pays for this upgrade (unknown or another tenant's: 404)" })),
-          },
-          { additionalProperties: false },
-        ),
+        body: ChangeOrder,
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })), 'if-match': t.Optional(t.String({ maxLength: 256 })) }),
         response: responses({ 200: Change, 201: Change }, [401, 403, 404, 409, 412, 413, 415, 422]),
         detail: describe(

@@ -1,2 +1,13 @@
 /** The tenants module's front door: the only file other modules import from it. */
-export { findTenant, insertTenant, listTenants, type TenantRow } from './tenants.repository'
+export {
+  accountStateOf,
+  findTenant,
+  insertTenant,
+  listTenants,
+  setAccountState,
+  setSubscriptionVersion,
+  setTenantPlanCode,
+  tenantPlanCodes,
+  tenantsInGraceBefore,
+  type TenantRow,
+} from './tenants.repository'

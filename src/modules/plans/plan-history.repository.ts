@@ -1,8 +1,9 @@
 import { and, asc, eq, gt, lte } from 'drizzle-orm'
-import { planAssignments, planPrices, plans, tenants } from '../../../db/schema'
+import { planAssignments, planPrices, plans } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { US_PER_HOUR } from '../../platform/time'
+import { tenantPlanCodes } from '../tenants'
 
 /**
  * Plan history, so an hour is priced by the plan and the price in force during it, whenever the
@@ -71,7 +72,7 @@ export function plansDuringHour(tx: DbOrTx, hourUs: number): Map<string, PricedP
   for (const v of tx.select().from(planPrices).where(lte(planPrices.effectiveFrom, hourUs)).orderBy(asc(planPrices.effectiveFrom)).all())
     prices.set(v.planCode, v.priceMicrosPerServerMonth)
   const planOf = new Map<string, string | null>()
-  for (const t of tx.select({ id: tenants.id, planCode: tenants.planCode }).from(tenants).all()) planOf.set(t.id, t.planCode)
+  for (const t of tenantPlanCodes(tx)) planOf.set(t.id, t.planCode)
   for (const a of tx.select().from(planAssignments).where(lte(planAssignments.effectiveFrom, hourUs)).orderBy(asc(planAssignments.effectiveFrom)).all())
     planOf.set(a.tenantId, a.planCode)
   const out = new Map<string, PricedPlan>()

@@ -1,0 +1,148 @@
+import { and, desc, eq, gte, lt, or, sql, type SQL } from 'drizzle-orm'
+import { balances, billingState, chargeCalculations, ledgerEntries } from '../../../db/schema'
+import type { DbOrTx } from '../../../db/client'
+import { perDeps, type Deps } from '../../platform/context'
+
+export type LedgerRow = typeof ledgerEntries.$inferSelect
+export type ChargeCalculationRow = typeof chargeCalculations.$inferSelect
+
+/** Prepared statements on the transaction's own connection: appendEntry runs once per tenant per hour. */
+const statements = perDeps((deps) => ({
+  balance: deps.sqlite.prepare<{ balance_micros: number; last_seq: number }, [string]>('SELECT balance_micros, last_seq FROM balances WHERE tenant_id = ?'),
+  insertEntry: deps.sqlite.prepare(
+    'INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_day, charge_hour, detail, calculation_id, payment_ref, topup_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  ),
+  upsertBalance: deps.sqlite.prepare(
+    'INSERT INTO balances (tenant_id, balance_micros, last_seq, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id) DO UPDATE SET balance_micros = excluded.balance_micros, last_seq = excluded.last_seq, updated_at = excluded.updated_at',
+  ),
+}))
+
+/** The running balance and the last entry's sequence number (zero for a tenant with no entry). */
+export function currentBalance(deps: Deps, tenantId: string): { balance: number; seq: number } {
+  const r = statements(deps).balance.get(tenantId)
+  return { balance: r?.balance_micros ?? 0, seq: r?.last_seq ?? 0 }
+}
+
+/** Writes one entry and the balance it leaves. */
+export function writeEntry(deps: Deps, row: LedgerRow): void {
+  const q = statements(deps)
+  q.insertEntry.run(
+    row.id,
+    row.tenantId,
+    row.seq,
+    row.kind,
+    row.amountMicros,
+    row.balanceAfterMicros,
+    row.occurredAt,
+    row.chargeDay,
+    row.chargeHour,
+    row.detail,
+    row.calculationId,
+    row.paymentRef,
+    row.topupId,
+    row.createdAt,
+  )
+  q.upsertBalance.run(row.tenantId, row.balanceAfterMicros, row.seq, row.createdAt)
+}
+
+export function balanceOf(db: DbOrTx, tenantId: string): number {
+  return db.select().from(balances).where(eq(balances.tenantId, tenantId)).get()?.balanceMicros ?? 0
+}
+
+/** True when this provider payment (`provider:payment id`) was credited already. */
+export function paymentCredited(db: DbOrTx, paymentRef: string): boolean {
+  return db.select({ id: ledgerEntries.id }).from(ledgerEntries).where(eq(ledgerEntries.paymentRef, paymentRef)).get() !== undefined
+}
+
+export type LedgerFilter = { kind?: LedgerRow['kind']; fromUs?: number; toUs?: number }
+export type LedgerPosition = { occurredAt: number; id: string }
+
+/** Newest first by occurred_at (then id), half-open [from, to). */
+export function listLedger(db: DbOrTx, tenantId: string, f: LedgerFilter, before: LedgerPosition | undefined, limit: number): LedgerRow[] {
+  const where: SQL[] = [eq(ledgerEntries.tenantId, tenantId)]
+  if (f.kind) where.push(eq(ledgerEntries.kind, f.kind))
+  if (f.fromUs !== undefined) where.push(gte(ledgerEntries.occurredAt, f.fromUs))
+  if (f.toUs !== undefined) where.push(lt(ledgerEntries.occurredAt, f.toUs))
+  if (before)
+    where.push(or(lt(ledgerEntries.occurredAt, before.occurredAt), and(eq(ledgerEntries.occurredAt, before.occurredAt), lt(ledgerEntries.id, before.id)))!)
+  return db
+    .select()
+    .from(ledgerEntries)
+    .where(and(...where))
+    .orderBy(desc(ledgerEntries.occurredAt), desc(ledgerEntries.id))
+    .limit(limit)
+    .all()
+}
+
+/** Spend in [from, to): minus the sum of the non-topup rows (charges and adjustments). */
+export function spendBetween(db: DbOrTx, tenantId: string, fromUs: number, toUs: number): number {
+  const r = db
+    .select({ s: sql<number | null>`sum(${ledgerEntries.amountMicros})` })
+    .from(ledgerEntries)
+    .where(
+      and(
+        eq(ledgerEntries.tenantId, tenantId),
+        sql`${ledgerEntries.kind} <> 'topup'`,
+        gte(ledgerEntries.occurredAt, fromUs),
+        lt(ledgerEntries.occurredAt, toUs),
+      ),
+    )
+    .get()
+  return -Number(r?.s ?? 0)
+}
+
+/** The daily journal rows (one per UTC day with charges), newest first, before `beforeDay`. */
+export function chargeDayRows(db: DbOrTx, tenantId: string, beforeDay: string | undefined, limit: number) {
+  const where = [eq(ledgerEntries.tenantId, tenantId), eq(ledgerEntries.kind, 'charge')]
+  if (beforeDay) where.push(lt(ledgerEntries.chargeDay, beforeDay))
+  return db
+    .select({
+      day: ledgerEntries.chargeDay,
+      amount: sql<number>`sum(${ledgerEntries.amountMicros})`,
+      hours: sql<number>`count(*)`,
+      serverHours: sql<number>`sum(${chargeCalculations.servers})`,
+    })
+    .from(ledgerEntries)
+    .innerJoin(chargeCalculations, eq(chargeCalculations.id, ledgerEntries.calculationId))
+    .where(and(...where))
+    .groupBy(ledgerEntries.chargeDay)
+    .orderBy(desc(ledgerEntries.chargeDay))
+    .limit(limit)
+    .all()
+}
+
+export function chargeCalculationsBetween(db: DbOrTx, tenantId: string, fromUs: number, toUs: number): ChargeCalculationRow[] {
+  return db
+    .select()
+    .from(chargeCalculations)
+    .where(and(eq(chargeCalculations.tenantId, tenantId), gte(chargeCalculations.chargeHour, fromUs), lt(chargeCalculations.chargeHour, toUs)))
+    .all()
+}
+
+export function insertChargeCalculation(tx: DbOrTx, row: ChargeCalculationRow): void {
+  tx.insert(chargeCalculations).values(row).run()
+}
+
+/** The tenants whose charge for hour `h` is booked already. */
+export function tenantsChargedFor(db: DbOrTx, h: number): Set<string> {
+  return new Set(
+    db
+      .select({ tenantId: ledgerEntries.tenantId })
+      .from(ledgerEntries)
+      .where(and(eq(ledgerEntries.chargeHour, h), eq(ledgerEntries.kind, 'charge')))
+      .all()
+      .map((r) => r.tenantId),
+  )
+}
+
+/** billing.charge's watermark: every hour before it is booked for every tenant. */
+export function chargedUntil(db: DbOrTx, key: string): number | undefined {
+  return db.select().from(billingState).where(eq(billingState.key, key)).get()?.chargedUntil
+}
+
+export function setChargedUntil(tx: DbOrTx, key: string, until: number, now: number): void {
+  tx.insert(billingState)
+    .values({ key, chargedUntil: until, updatedAt: now })
+    .onConflictDoUpdate({ target: billingState.key, set: { chargedUntil: until, updatedAt: now } })
+    .run()
+}

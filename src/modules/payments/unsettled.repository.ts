@@ -1,0 +1,27 @@
+import { and, asc, eq, isNull } from 'drizzle-orm'
+import { unsettledPayments } from '../../../db/schema'
+import { changesOf, type DbOrTx } from '../../../db/client'
+
+export type UnsettledRow = typeof unsettledPayments.$inferSelect
+
+/** Records a finished payment that credited nothing; false when it was recorded already (one row per provider payment). */
+export function insertUnsettled(tx: DbOrTx, row: typeof unsettledPayments.$inferInsert): boolean {
+  return changesOf(tx.insert(unsettledPayments).values(row).onConflictDoNothing().run()) === 1
+}
+
+export function listUnsettled(db: DbOrTx, all: boolean): UnsettledRow[] {
+  const q = db.select().from(unsettledPayments)
+  return (all ? q : q.where(isNull(unsettledPayments.settledAt))).orderBy(asc(unsettledPayments.recordedAt), asc(unsettledPayments.id)).all()
+}
+
+export function findUnsettled(db: DbOrTx, id: string): UnsettledRow | undefined {
+  return db.select().from(unsettledPayments).where(eq(unsettledPayments.id, id)).get()
+}
+
+/** Settles an open row (a settled one stays as it was). */
+export function settleUnsettled(tx: DbOrTx, id: string, patch: Pick<UnsettledRow, 'settledAt' | 'settlement' | 'settlementEntryId' | 'settlementNote'>): void {
+  tx.update(unsettledPayments)
+    .set(patch)
+    .where(and(eq(unsettledPayments.id, id), isNull(unsettledPayments.settledAt)))
+    .run()
+}
