@@ -13,8 +13,8 @@ import { usersRoutes } from './modules/users'
 import { resolvePat, tokensRoutes } from './modules/tokens'
 import { auditRoutes } from './modules/audit'
 import { agentDownloadRoutes, agentRoutes, resolveAgent } from './modules/agent'
-import { serversRoutes } from './modules/fleet'
-import { groupsRoutes } from './modules/groups'
+import { serversRoutes, visibleServerId } from './modules/fleet'
+import { findGroup, groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
 import { commandsRoutes } from './modules/commands'
 import { billingRoutes } from './modules/billing'
@@ -98,9 +98,9 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(auditRoutes(deps))
     .use(agentRoutes(deps))
     .use(agentDownloadRoutes())
-    .use(serversRoutes(deps))
+    .use(serversRoutes(deps, findGroup))
     .use(groupsRoutes(deps))
-    .use(metricsRoutes(deps))
+    .use(metricsRoutes(deps, visibleServerId))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))

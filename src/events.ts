@@ -11,4 +11,9 @@ export type AppEvents = {
    * feature applies a paid upgrade waiting for it in the same transaction.
    */
   'topup.succeeded': { tx: Tx; topup: { id: string; tenantId: string; changeId: string | null } }
+  /**
+   * A server's rental ended (fleet, after commit: the operator's PATCH or the agent's report).
+   * Commands waiting for the rental to end are delivered.
+   */
+  'server.rental_ended': { serverId: string }
 }

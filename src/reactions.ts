@@ -1,4 +1,5 @@
 import type { Deps } from './platform/context'
+import { dispatchServer } from './modules/commands'
 import { activateOnTopup } from './modules/subscription'
 
 /**
@@ -8,4 +9,5 @@ import { activateOnTopup } from './modules/subscription'
  */
 export function registerReactions(deps: Deps): void {
   deps.events.on('topup.succeeded', ({ tx, topup }) => activateOnTopup(tx, deps, topup))
+  deps.events.on('server.rental_ended', ({ serverId }) => dispatchServer(deps, serverId))
 }

@@ -9,7 +9,8 @@ import { securityHeaders } from './platform/headers'
 import { SAFE_METHODS } from './platform/access'
 import { recordRequestAudit } from './modules/audit'
 import { setSandboxSelfUrl } from './modules/payments'
-import { AGENT_WS_PATH, agentSessions, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent'
+import { AGENT_WS_PATH, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent'
+import { agentSessions } from './modules/fleet'
 
 /**
  * Bun.serve around the Elysia app: gives each request its id and client address, writes the one
@@ -56,8 +57,7 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
     stop: async () => {
       // An open agent session would hold a graceful stop forever: close each (1001 going away), so
       // its close handler requeues unaccepted commands while the database is still open.
-      const sessions = agentSessions(deps)
-      for (const serverId of [...sessions.sockets.keys()]) sessions.close(serverId, 1001, 'service shutting down')
+      agentSessions(deps).closeAll(1001, 'service shutting down')
       await server.stop(false)
     },
   }

@@ -1,6 +1,15 @@
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { servers } from './fleet'
 
+/** The error object of a failed command, as stored (commands.delivery.ts normalises it). */
+export type StoredCommandError = {
+  code: string
+  message: string
+  retryable: boolean
+  stage: string | null
+  details: Record<string, string | number | boolean | null> | null
+}
+
 /** Typed commands for agents, with the delivery and execution axes kept apart. */
 export const commands = sqliteTable(
   'commands',
@@ -12,14 +21,14 @@ export const commands = sqliteTable(
       .references(() => servers.id),
     type: text('type').notNull(),
     schemaVersion: integer('schema_version').notNull(),
-    params: text('params').notNull(),
+    params: text('params', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
     requires: text('requires', { enum: ['none', 'idle', 'after_rental'] }).notNull(),
     deliveryStatus: text('delivery_status', { enum: ['queued', 'routing', 'sent', 'accepted', 'delivery_failed'] }).notNull(),
     executionStatus: text('execution_status', { enum: ['not_started', 'running', 'succeeded', 'failed', 'cancelled', 'expired'] }).notNull(),
     queueReason: text('queue_reason'),
     progress: integer('progress'),
-    result: text('result'),
-    error: text('error'),
+    result: text('result', { mode: 'json' }).$type<Record<string, unknown>>(),
+    error: text('error', { mode: 'json' }).$type<StoredCommandError>(),
     issuedByType: text('issued_by_type', { enum: ['user', 'pat', 'agent', 'system'] }).notNull(),
     issuedById: text('issued_by_id'),
     idempotencyKey: text('idempotency_key'),

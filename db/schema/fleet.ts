@@ -3,6 +3,9 @@ import { tenants } from './accounts'
 
 // The fleet: servers with an agent, their groups, durable events and latest telemetry.
 
+/** A GPU as the agent reported it (JSON in servers.gpus). */
+export type ServerGpu = { index: number; model: string; memory_mb?: number | null; uuid?: string | null }
+
 export const serverGroups = sqliteTable(
   'server_groups',
   {
@@ -37,11 +40,12 @@ export const servers = sqliteTable(
     portRange: text('port_range'),
     agentVersion: text('agent_version'),
     /** JSON array of the GPUs the agent reported: {index, model, memory_mb, uuid}. */
-    gpus: text('gpus').notNull().default('[]'),
+    gpus: text('gpus', { mode: 'json' }).$type<ServerGpu[]>().notNull().default([]),
     gpuCount: integer('gpu_count').notNull().default(0),
     gpuModel: text('gpu_model').notNull().default(''),
     groupId: text('group_id').references(() => serverGroups.id),
-    tags: text('tags').notNull().default('[]'),
+    /** JSON array of `key` or `key:value` tags. */
+    tags: text('tags', { mode: 'json' }).$type<string[]>().notNull().default([]),
     /** Owner's electricity tariff, micro-USD per kWh. */
     electricityMicrosPerKwh: integer('electricity_micros_per_kwh'),
     maintenanceSince: integer('maintenance_since'),
@@ -79,7 +83,7 @@ export const serverEvents = sqliteTable(
     kind: text('kind').notNull(),
     severity: text('severity', { enum: ['info', 'warning', 'error', 'critical'] }).notNull(),
     message: text('message').notNull(),
-    data: text('data'),
+    data: text('data', { mode: 'json' }).$type<Record<string, unknown>>(),
     createdAt: integer('created_at').notNull(),
   },
   (t) => [index('server_events_server').on(t.serverId, t.id)],
@@ -120,7 +124,7 @@ export const fleetSnapshots = sqliteTable('fleet_snapshots', {
   generatedAt: integer('generated_at').notNull(),
   dataAsOf: integer('data_as_of').notNull(),
   /** JSON array of fleet rows. */
-  body: text('body').notNull(),
+  body: text('body', { mode: 'json' }).$type<unknown[]>().notNull(),
   /** Set when a write made the snapshot out of date; the next read recomputes it. */
   dirty: integer('dirty', { mode: 'boolean' }).notNull(),
 })

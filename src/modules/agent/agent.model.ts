@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import { Nullable, Uuid } from '../../platform/schemas'
 
 export const SEMVER_PATTERN = '^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$'
@@ -31,17 +31,9 @@ export const Registered = Type.Object({
 })
 export const HelloBody = Type.Object(HostFacts)
 
-export type HostFactsInput = {
-  agent_version: string
-  hostname: string
-  fingerprint?: string | null
-  public_ip?: string | null
-  disk_gb?: number | null
-  port_range?: string | null
-  gpus: { index: number; model: string; memory_mb?: number | null; uuid?: string | null }[]
-}
+export type HostFactsInput = Static<typeof HelloBody>
 
-/** Frames an agent sends on its session (agent-protocol.md). */
+/** Frames an agent sends on its session (docs/agent-protocol.md), each checked by a compiled validator in agent.ws.ts. */
 const MetricName = '^[a-z][a-z0-9_]{1,63}$'
 export const Frames = {
   hello: Type.Object({ type: Type.Literal('hello'), ...HostFacts }),
@@ -66,3 +58,16 @@ export const Frames = {
     data: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown()))),
   }),
 } as const
+
+/** Whatever arrives must at least be a JSON object with a string type. */
+export const AnyFrame = Type.Object({ type: Type.String() })
+
+/** Frames the service sends (besides the commands module's `command` and `command.cancel`). */
+export const Welcome = Type.Object({
+  type: Type.Literal('welcome'),
+  server_id: Uuid(),
+  heartbeat_interval_s: Type.Integer(),
+  telemetry_interval_s: Type.Integer(),
+})
+export const ErrorFrame = Type.Object({ type: Type.Literal('error'), code: Type.String(), message: Type.String({ maxLength: 512 }) })
+export type OutgoingFrame = Static<typeof Welcome> | Static<typeof ErrorFrame>

@@ -5,7 +5,6 @@ import { ProblemError } from '../../platform/problem'
 import { NoContent, responses } from '../../platform/schemas'
 import { HelloBody, Registered, RegisterBody } from './agent.model'
 import { agentHello, registerAgent } from './agent.service'
-import { agentSessions } from './agent.ws'
 import { agentTarball, installScript } from './agent.files'
 import { Type } from '@sinclair/typebox'
 
@@ -51,12 +50,10 @@ export function agentRoutes(deps: Deps) {
     .post(
       '/register',
       ({ body, set }) => {
-        const r = registerAgent({ deps, input: body })
-        // The old credential stops working at once, including a session it holds open.
-        agentSessions(deps).close(r.serverId, 4401, 'agent credential replaced')
+        const out = registerAgent({ deps, input: body })
         set.status = 201
         set.headers['cache-control'] = 'no-store'
-        return r.body
+        return out
       },
       {
         body: RegisterBody,

@@ -1,26 +1,27 @@
+import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { ProblemError, problems } from '../../platform/problem'
 import { generateSecret, hashSecret, hasValidChecksum } from '../../platform/secrets'
 import { stripUnsafeText } from '../../platform/text'
-import { recordServerEvent } from '../fleet/events'
 import {
+  agentSessions,
   findServer,
   findServerByAgentToken,
   findServerByFingerprint,
   insertServer,
   markFleetDirty,
+  recordServerEvent,
   updateServer,
   type ServerRow,
-} from '../fleet/fleet.repository'
-import { assertRoomForServer, claimInitToken } from '../tokens/init-tokens.service'
-import { revokeSiblingInitTokens, setInitTokenServer } from '../tokens/tokens.repository'
-import { findTenant } from '../tenants/tenants.repository'
-import type { HostFactsInput } from './agent.model'
+} from '../fleet'
+import { findTenant } from '../tenants'
+import { assertRoomForServer, claimInitToken, revokeSiblingInitTokens, setInitTokenServer } from '../tokens'
+import { AgentErrors } from './agent.errors'
+import type { HostFactsInput, RegisterBody } from './agent.model'
 
 /**
- * Enrolment (agent-protocol.md): the init token is claimed exactly once, inside the transaction
+ * Enrolment (docs/agent-protocol.md): the init token is claimed exactly once, inside the transaction
  * that attaches or creates the server, so a refused enrolment (old agent, frozen account, full
  * plan) leaves it unclaimed. Re-enrolling replaces the server's agent credential at once.
  */
@@ -34,19 +35,17 @@ export function compareVersions(a: string, b: string): number {
   return 0
 }
 
-export function assertAgentVersion(deps: Deps, version: string): void {
+function assertAgentVersion(deps: Deps, version: string): void {
   if (compareVersions(version, deps.config.minAgentVersion) < 0)
-    throw new ProblemError('unsupported_agent_version', {
-      detail: `agent ${version} is older than the minimum ${deps.config.minAgentVersion}; update the agent`,
-    })
+    throw AgentErrors.unsupportedVersion(`agent ${version} is older than the minimum ${deps.config.minAgentVersion}; update the agent`)
 }
 
-export function wsUrl(publicUrl: string): string {
+function wsUrl(publicUrl: string): string {
   return publicUrl.replace(/^http/, 'ws') + '/api/v1/agent/ws'
 }
 
 /** What an agent reports, as shown to people: control and bidi characters stripped (text.ts). */
-export function reportedHostname(input: HostFactsInput): string {
+function reportedHostname(input: HostFactsInput): string {
   return stripUnsafeText(input.hostname).trim() || 'unnamed'
 }
 
@@ -65,25 +64,26 @@ export function hostFacts(input: HostFactsInput): Partial<ServerRow> {
     publicIp: stripped(input.public_ip),
     diskGb: input.disk_gb ?? null,
     portRange: stripped(input.port_range),
-    gpus: JSON.stringify(gpus),
+    gpus,
     gpuCount: gpus.length,
     gpuModel: models.length === 0 ? '' : models.length === 1 ? models[0]! : models.join(' + ').slice(0, 128),
   }
 }
 
-export function registerAgent({ deps, input }: { deps: Deps; input: HostFactsInput & { init_token: string } }) {
+/** Enrols an agent; the server's previous credential stops working at once, including a session it holds open. */
+export function registerAgent({ deps, input }: { deps: Deps; input: Static<typeof RegisterBody> }) {
   assertAgentVersion(deps, input.agent_version)
   const agentToken = generateSecret('gpuhq_agt_')
   const result = withTransaction(deps.db, (tx) => {
     const token = claimInitToken(tx, deps, input.init_token)
-    if (!token) throw new ProblemError('unauthorized', { detail: 'the init token is used, expired, revoked or unknown' })
+    if (!token) throw AgentErrors.initTokenRefused()
     const tenant = findTenant(tx, token.tenantId)
-    if (tenant?.accountState === 'frozen') throw new ProblemError('account_frozen', { detail: 'the account is frozen; enrolment is refused' })
+    if (tenant?.accountState === 'frozen') throw AgentErrors.accountFrozen()
     const now = deps.clock.nowUs()
     let server: ServerRow | undefined
     if (token.serverId) {
       server = findServer(tx, token.tenantId, token.serverId)
-      if (!server || server.decommissionedAt !== null) throw new ProblemError('unauthorized', { detail: 'the init token is used, expired, revoked or unknown' })
+      if (!server || server.decommissionedAt !== null) throw AgentErrors.initTokenRefused()
     } else if (input.fingerprint) {
       server = findServerByFingerprint(tx, token.tenantId, input.fingerprint)
     }
@@ -116,17 +116,15 @@ export function registerAgent({ deps, input }: { deps: Deps; input: HostFactsInp
       },
     )
     markFleetDirty(tx, token.tenantId)
-    return { serverId: server.id, tenantId: token.tenantId, initTokenId: token.id }
+    return { serverId: server.id }
   })
+  agentSessions(deps).close(result.serverId, 4401, 'agent credential replaced')
   return {
-    ...result,
-    body: {
-      server_id: result.serverId,
-      agent_token: agentToken,
-      ws_url: wsUrl(deps.config.publicUrl),
-      heartbeat_interval_s: HEARTBEAT_INTERVAL_S,
-      telemetry_interval_s: TELEMETRY_INTERVAL_S,
-    },
+    server_id: result.serverId,
+    agent_token: agentToken,
+    ws_url: wsUrl(deps.config.publicUrl),
+    heartbeat_interval_s: HEARTBEAT_INTERVAL_S,
+    telemetry_interval_s: TELEMETRY_INTERVAL_S,
   }
 }
 
@@ -156,7 +154,7 @@ export function agentHello({ deps, actor, input }: { deps: Deps; actor: Actor; i
   const serverId = actor.tokenId!
   withTransaction(deps.db, (tx) => {
     const server = findServer(tx, actor.tenantId, serverId)
-    if (!server) throw problems.notFound('no such server')
+    if (!server) throw AgentErrors.serverNotFound()
     updateServer(tx, serverId, { ...hostFacts(input), lastHelloAt: deps.clock.nowUs() })
     markFleetDirty(tx, actor.tenantId)
   })

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import { Literals, Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { t } from 'elysia'
+import { Literals, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { CATALOGUE } from './commands.catalogue'
 
 export const DeliveryStatus = Literals(['queued', 'routing', 'sent', 'accepted', 'delivery_failed'])
@@ -18,7 +19,16 @@ export const CommandCreate = Type.Object(
   { additionalProperties: false },
 )
 
-export const CommandError = Type.Object({
+/** GET /commands (Elysia's `t`, which coerces query strings). */
+export const CommandListQuery = t.Object({
+  ...PageQuery,
+  server_id: t.Optional(t.String({ format: 'uuid' })),
+  delivery_status: t.Optional(DeliveryStatus),
+  execution_status: t.Optional(ExecutionStatus),
+  type: t.Optional(t.String({ maxLength: 64 })),
+})
+
+const CommandError = Type.Object({
   code: Type.String({ pattern: '^[a-z][a-z0-9_]{1,63}$' }),
   message: Type.String({ maxLength: 1024 }),
   retryable: Type.Boolean(),

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, inArray, lt, notInArray, sql, type SQL } from 'drizzle-orm'
 import { commandLogs, commands, commandTimeline } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
@@ -6,7 +6,9 @@ import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 
 export type CommandRow = typeof commands.$inferSelect
 export type TimelineRow = typeof commandTimeline.$inferSelect
-export const UNDELIVERED = ['queued', 'routing', 'sent'] as const
+const UNDELIVERED = ['queued', 'routing', 'sent'] as const
+/** Execution states a command never leaves. */
+export const TERMINAL = ['succeeded', 'failed', 'cancelled', 'expired'] as const
 
 export function insertCommand(tx: DbOrTx, row: CommandRow): void {
   tx.insert(commands).values(row).run()
@@ -122,31 +124,47 @@ export function findLog(db: DbOrTx, commandId: string) {
   return db.select().from(commandLogs).where(eq(commandLogs.commandId, commandId)).get()
 }
 
-export type CommandErrorView = {
-  code: string
-  message: string
-  retryable: boolean
-  stage: string | null
-  details: Record<string, unknown> | null
-  log_ref?: string | null
+export function insertLog(tx: DbOrTx, row: typeof commandLogs.$inferInsert): void {
+  tx.insert(commandLogs).values(row).run()
+}
+
+export function updateLog(tx: DbOrTx, id: string, patch: Pick<typeof commandLogs.$inferSelect, 'text' | 'bytes' | 'truncated' | 'updatedAt'>): void {
+  tx.update(commandLogs).set(patch).where(eq(commandLogs.id, id)).run()
+}
+
+/** Commands still undelivered and not started whose accept_by passed. */
+export function pastAcceptBy(db: DbOrTx, now: number): CommandRow[] {
+  return db
+    .select()
+    .from(commands)
+    .where(and(inArray(commands.deliveryStatus, [...UNDELIVERED]), lt(commands.acceptBy, now), eq(commands.executionStatus, 'not_started')))
+    .all()
+}
+
+/** Commands not ended whose deadline passed. */
+export function pastDeadline(db: DbOrTx, now: number): CommandRow[] {
+  return db
+    .select()
+    .from(commands)
+    .where(and(notInArray(commands.executionStatus, [...TERMINAL]), lt(commands.deadline, now)))
+    .all()
 }
 
 export function commandView(c: CommandRow, logId: string | null = null) {
-  const error = c.error ? (JSON.parse(c.error) as CommandErrorView) : null
-  if (error && logId) error.log_ref = logId
+  const error = c.error && (logId ? { ...c.error, log_ref: logId } : c.error)
   return {
     command_id: c.id,
     tenant_id: c.tenantId,
     server_id: c.serverId,
     type: c.type,
     schema_version: c.schemaVersion,
-    params: JSON.parse(c.params) as Record<string, unknown>,
+    params: c.params,
     requires: c.requires,
     delivery_status: c.deliveryStatus,
     execution_status: c.executionStatus,
     queue_reason: c.queueReason,
     progress: c.progress,
-    result: c.result ? (JSON.parse(c.result) as Record<string, unknown>) : null,
+    result: c.result,
     error,
     issued_by: c.issuedById ? { type: c.issuedByType, id: c.issuedById } : { type: c.issuedByType },
     idempotency_key: c.idempotencyKey,

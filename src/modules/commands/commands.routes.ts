@@ -5,9 +5,9 @@ import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { PageQuery, responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit/audit.context'
+import { auditContextOf } from '../audit'
 import { CATALOGUE } from './commands.catalogue'
-import { Catalogue, Command, CommandCreate, CommandLog, CommandPage, DeliveryStatus, ExecutionStatus, TimelinePage } from './commands.model'
+import { Catalogue, Command, CommandCreate, CommandListQuery, CommandLog, CommandPage, TimelinePage } from './commands.model'
 import { cancelCommand, commandLog, commandTimelinePage, createCommand, getCommand, listCommands } from './commands.service'
 
 const tags = ['commands']
@@ -56,13 +56,7 @@ export function commandsRoutes(deps: Deps) {
       },
     )
     .get('/commands', ({ request, query }) => listCommands({ deps, actor: actorOf(request), input: query }), {
-      query: t.Object({
-        ...PageQuery,
-        server_id: t.Optional(t.String({ format: 'uuid' })),
-        delivery_status: t.Optional(DeliveryStatus),
-        execution_status: t.Optional(ExecutionStatus),
-        type: t.Optional(t.String({ maxLength: 64 })),
-      }),
+      query: CommandListQuery,
       response: responses({ 200: CommandPage }, [401, 403, 422]),
       detail: describe(read, { tags, summary: 'List commands, newest first' }),
     })

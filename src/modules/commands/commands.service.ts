@@ -1,16 +1,18 @@
+import type { Static } from '@sinclair/typebox'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { decodeCursor, toPage } from '../../platform/cursor'
+import { paginate } from '../../platform/cursor'
+import { invalidField } from '../../platform/domain-error'
 import { assertIfMatch, etagOf } from '../../platform/etag'
-import { ProblemError, problems, type FieldError } from '../../platform/problem'
+import type { FieldError } from '../../platform/problem'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
-import type { AuditContext } from '../audit/audit.context'
-import { recordAudit } from '../audit/audit.service'
-import { findServer } from '../fleet/fleet.repository'
-import { agentSessions } from '../agent/agent.ws'
+import { recordAudit, type AuditContext } from '../audit'
+import { agentSessions, loadServer } from '../fleet'
 import { commandType, paramsErrors } from './commands.catalogue'
-import { dispatchServer, isTerminal, waitReason } from './commands.delivery'
+import { dispatchServer, isTerminal, sendFrame, waitReason } from './commands.delivery'
+import { CommandErrors } from './commands.errors'
+import type { CommandCreate, CommandListQuery } from './commands.model'
 import {
   appendTimeline,
   changeCommand,
@@ -25,20 +27,11 @@ import {
 } from './commands.repository'
 
 /** How many commands one server may have waiting for delivery. */
-export const QUEUE_LIMIT = 50
+const QUEUE_LIMIT = 50
 const US = 1_000_000
-export const DEFAULT_ACCEPT_BY_S = 24 * 3600
-export const DEFAULT_EXECUTION_S = 3600
-export const MAX_DEADLINE_S = 30 * 86400
-
-export type CreateCommandInput = {
-  server_id: string
-  type: string
-  params: Record<string, unknown>
-  requires?: 'none' | 'idle' | 'after_rental'
-  accept_by?: string
-  deadline?: string
-}
+const DEFAULT_ACCEPT_BY_S = 24 * 3600
+const DEFAULT_EXECUTION_S = 3600
+const MAX_DEADLINE_S = 30 * 86400
 
 function issuer(actor: Actor): Pick<CommandRow, 'issuedByType' | 'issuedById'> {
   if (actor.kind === 'pat') return { issuedByType: 'pat', issuedById: actor.tokenId ?? null }
@@ -57,11 +50,11 @@ export function createCommand({
   deps: Deps
   actor: Actor
   audit: AuditContext
-  input: CreateCommandInput
+  input: Static<typeof CommandCreate>
   idempotencyKey: string | null
 }) {
   const kind = commandType(input.type)
-  if (!kind) throw problems.field('/type', 'unknown_command_type', `unknown command type ${input.type}`)
+  if (!kind) throw invalidField('commands', '/type', 'unknown_command_type', `unknown command type ${input.type}`)
   const errors: FieldError[] = paramsErrors(input.type, input.params)
   const now = deps.clock.nowUs()
   const acceptBy = input.accept_by === undefined ? now + DEFAULT_ACCEPT_BY_S * US : parseTimestamp(input.accept_by)
@@ -71,18 +64,17 @@ export function createCommand({
   if (deadline === null) errors.push({ path: '/deadline', code: 'format' })
   else if (acceptBy !== null && deadline < acceptBy) errors.push({ path: '/deadline', code: 'before_accept_by' })
   else if (deadline > now + MAX_DEADLINE_S * US) errors.push({ path: '/deadline', code: 'too_late' })
-  if (errors.length) throw problems.validation(errors, 'the command is not valid')
+  if (errors.length) throw CommandErrors.invalid(undefined, { fields: errors })
 
   const serverId = input.server_id.toLowerCase()
   const created = withTransaction(deps.db, (tx) => {
-    const server = findServer(tx, actor.tenantId, serverId)
-    if (!server || !mayAccessServer(actor, server.id)) throw problems.notFound('no such server')
-    if (server.decommissionedAt !== null) throw problems.conflict('the server is decommissioned')
-    const online = agentSessions(deps).sockets.has(server.id) || server.presence === 'online'
+    const server = loadServer(deps, actor, serverId, tx)
+    if (server.decommissionedAt !== null) throw CommandErrors.serverDecommissioned()
+    const live = agentSessions(deps).isLive(server.id)
     if (countUndelivered(tx, server.id) >= QUEUE_LIMIT)
-      throw new ProblemError(online ? 'online_queue_full' : 'offline_queue_full', {
-        detail: `the server already has ${QUEUE_LIMIT} commands waiting for delivery`,
-      })
+      throw (live || server.presence === 'online' ? CommandErrors.onlineQueueFull : CommandErrors.offlineQueueFull)(
+        `the server already has ${QUEUE_LIMIT} commands waiting for delivery`,
+      )
     // A dangerous command during an active rental waits for the rental to end unless told otherwise.
     const requires = input.requires ?? (kind.dangerous && server.rentalActive ? 'after_rental' : 'none')
     const row: CommandRow = {
@@ -91,7 +83,7 @@ export function createCommand({
       serverId: server.id,
       type: kind.type,
       schemaVersion: kind.schemaVersion,
-      params: JSON.stringify(input.params),
+      params: input.params,
       requires,
       deliveryStatus: 'queued',
       executionStatus: 'not_started',
@@ -113,7 +105,7 @@ export function createCommand({
       sendCount: 0,
       version: 1,
     }
-    row.queueReason = waitReason(row, server, agentSessions(deps).sockets.has(server.id))
+    row.queueReason = waitReason(row, server, live)
     insertCommand(tx, row)
     appendTimeline(tx, deps, { commandId: row.id, at: now, axis: 'command', fromState: null, toState: 'created', note: row.queueReason })
     recordAudit(tx, deps, audit, { operation: 'commands.create', targetKind: 'command', targetId: row.id })
@@ -125,7 +117,7 @@ export function createCommand({
 
 export function loadCommand(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): CommandRow {
   const c = findCommand(db, actor.tenantId, id.toLowerCase())
-  if (!c || !mayAccessServer(actor, c.serverId)) throw problems.notFound('no such command')
+  if (!c || !mayAccessServer(actor, c.serverId)) throw CommandErrors.notFound()
   return c
 }
 
@@ -134,56 +126,34 @@ export function getCommand({ deps, actor, id }: { deps: Deps; actor: Actor; id: 
   return { view: commandView(c, findLog(deps.db, c.id)?.id ?? null), etag: etagOf(c.version) }
 }
 
-export function listCommands({
-  deps,
-  actor,
-  input,
-}: {
-  deps: Deps
-  actor: Actor
-  input: { cursor?: string; limit?: number; server_id?: string; delivery_status?: string; execution_status?: string; type?: string }
-}) {
-  const limit = input.limit ?? 50
+export function listCommands({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof CommandListQuery> }) {
   const filter = { serverId: input.server_id?.toLowerCase(), deliveryStatus: input.delivery_status, executionStatus: input.execution_status, type: input.type }
-  const scope = `commands:${actor.tenantId}:${JSON.stringify(filter)}`
-  const beforeId = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
-  const rows = listCommandRows(deps.db, actor.tenantId, { ...filter, beforeId, serverIds: actor.serverAllowlist }, limit + 1)
   // A failed command's error carries its log_ref here too, as GET /commands/{id} shows it.
-  return toPage(
-    rows,
-    limit,
-    (r) => ({ id: r.id }),
-    { key: deps.keys.cursor, scope },
-    (c) => commandView(c, c.error ? (findLog(deps.db, c.id)?.id ?? null) : null),
-  )
+  return paginate(deps.keys.cursor, {
+    scope: `commands:${actor.tenantId}:${JSON.stringify(filter)}`,
+    input,
+    fetch: (before: { id: string } | undefined, take) =>
+      listCommandRows(deps.db, actor.tenantId, { ...filter, beforeId: before?.id ?? null, serverIds: actor.serverAllowlist }, take),
+    position: (r) => ({ id: r.id }),
+    view: (c) => commandView(c, c.error ? (findLog(deps.db, c.id)?.id ?? null) : null),
+  })
 }
 
 export function commandTimelinePage({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: { cursor?: string; limit?: number } }) {
   const c = loadCommand(deps, actor, id)
-  const limit = input.limit ?? 50
-  const scope = `command-timeline:${c.id}`
-  const afterId = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
-  const rows = timelineOf(deps.db, c.id, afterId, limit + 1)
-  return toPage(
-    rows,
-    limit,
-    (r) => ({ id: r.id }),
-    { key: deps.keys.cursor, scope },
-    (e) => ({
-      id: e.id,
-      at: formatTimestamp(e.at),
-      axis: e.axis,
-      from: e.fromState,
-      to: e.toState,
-      note: e.note,
-    }),
-  )
+  return paginate(deps.keys.cursor, {
+    scope: `command-timeline:${c.id}`,
+    input,
+    fetch: (after: { id: string } | undefined, take) => timelineOf(deps.db, c.id, after?.id ?? null, take),
+    position: (r) => ({ id: r.id }),
+    view: (e) => ({ id: e.id, at: formatTimestamp(e.at), axis: e.axis, from: e.fromState, to: e.toState, note: e.note }),
+  })
 }
 
 export function commandLog({ deps, actor, id, logId }: { deps: Deps; actor: Actor; id: string; logId: string }) {
   const c = loadCommand(deps, actor, id)
   const log = findLog(deps.db, c.id)
-  if (!log || log.id !== logId.toLowerCase()) throw problems.notFound('no such log')
+  if (!log || log.id !== logId.toLowerCase()) throw CommandErrors.logNotFound()
   return { log_id: log.id, command_id: c.id, text: log.text, bytes: log.bytes, truncated: log.truncated, updated_at: formatTimestamp(log.updatedAt) }
 }
 
@@ -196,7 +166,7 @@ export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps;
   const after = withTransaction(deps.db, (tx) => {
     const cur = loadCommand(deps, actor, c.id, tx)
     assertIfMatch(ifMatch, etagOf(cur.version))
-    if (isTerminal(cur)) throw problems.conflict(`the command already ended (${cur.executionStatus})`)
+    if (isTerminal(cur)) throw CommandErrors.alreadyEnded(`the command already ended (${cur.executionStatus})`)
     const now = deps.clock.nowUs()
     let next: CommandRow
     if (cur.deliveryStatus !== 'accepted') {
@@ -222,6 +192,6 @@ export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps;
     recordAudit(tx, deps, audit, { operation: 'commands.cancel', targetKind: 'command', targetId: cur.id })
     return next
   })
-  agentSessions(deps).send(after.serverId, { type: 'command.cancel', command_id: after.id })
+  sendFrame(deps, after.serverId, { type: 'command.cancel', command_id: after.id })
   return { view: commandView(after, findLog(deps.db, after.id)?.id ?? null), etag: etagOf(after.version) }
 }

@@ -23,7 +23,7 @@ export function recordServerEvent(
     kind: event.kind,
     severity: event.severity ?? 'info',
     message: event.message.slice(0, 1024),
-    data: event.data ? JSON.stringify(event.data) : null,
+    data: event.data ?? null,
     createdAt: deps.clock.nowUs(),
   })
 }
@@ -35,7 +35,7 @@ export function eventView(e: ServerEventRow) {
     kind: e.kind,
     severity: e.severity,
     message: e.message,
-    data: e.data ? (JSON.parse(e.data) as Record<string, unknown>) : null,
+    data: e.data,
     created_at: formatTimestamp(e.createdAt),
   }
 }

@@ -1,10 +1,15 @@
 import type { Database } from 'bun:sqlite'
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 
 export type ServerRow = typeof servers.$inferSelect
 export type ServerEventRow = typeof serverEvents.$inferSelect
+type Presence = ServerRow['presence']
+export type Marketplace = (typeof serverKeepOn.$inferSelect)['marketplace']
+
+/** SQLite takes at most 32,766 parameters in one statement: id lists go in slices. */
+const SLICE = 5000
 
 /** A server of this tenant (decommissioned ones included: they keep their history). */
 export function findServer(db: DbOrTx, tenantId: string, id: string): ServerRow | undefined {
@@ -15,6 +20,7 @@ export function findServer(db: DbOrTx, tenantId: string, id: string): ServerRow 
     .get()
 }
 
+/** A server by id alone, for callers that already hold a trusted id (a live session's server). */
 export function findServerById(db: DbOrTx, id: string): ServerRow | undefined {
   return db.select().from(servers).where(eq(servers.id, id)).get()
 }
@@ -44,6 +50,21 @@ export function managedServers(db: DbOrTx, tenantId: string): ServerRow[] {
     .all()
 }
 
+/** Managed (not decommissioned) servers in a group. */
+export function countServersInGroup(db: DbOrTx, groupId: string): number {
+  const r = db
+    .select({ n: sql<number>`count(*)` })
+    .from(servers)
+    .where(and(eq(servers.groupId, groupId), isNull(servers.decommissionedAt)))
+    .get()
+  return Number(r?.n ?? 0)
+}
+
+/** Every server of a group (decommissioned ones too) lets go of it, before the group is deleted. */
+export function releaseGroup(tx: DbOrTx, groupId: string): void {
+  tx.update(servers).set({ groupId: null }).where(eq(servers.groupId, groupId)).run()
+}
+
 export function insertServer(tx: DbOrTx, row: typeof servers.$inferInsert): void {
   tx.insert(servers).values(row).run()
 }
@@ -52,11 +73,64 @@ export function updateServer(tx: DbOrTx, id: string, patch: Partial<ServerRow>):
   tx.update(servers).set(patch).where(eq(servers.id, id)).run()
 }
 
+type PresenceRow = { id: string; tenantId: string; presence: Presence }
+
+/** Presence of the managed servers among `ids`. */
+export function presenceOf(tx: DbOrTx, ids: string[]): PresenceRow[] {
+  const out: PresenceRow[] = []
+  for (let i = 0; i < ids.length; i += SLICE)
+    out.push(
+      ...tx
+        .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence })
+        .from(servers)
+        .where(and(inArray(servers.id, ids.slice(i, i + SLICE)), isNull(servers.decommissionedAt)))
+        .all(),
+    )
+  return out
+}
+
+/** Presence of one server, decommissioned or not. */
+export function presenceOfServer(tx: DbOrTx, id: string): PresenceRow | undefined {
+  return tx.select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence }).from(servers).where(eq(servers.id, id)).get()
+}
+
+/** Managed servers whose last heartbeat is older than their presence allows (online → suspect, suspect → offline). */
+export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: number) {
+  return tx
+    .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, lastSeenAt: servers.lastSeenAt })
+    .from(servers)
+    .where(
+      and(
+        isNull(servers.decommissionedAt),
+        isNotNull(servers.lastSeenAt),
+        or(
+          and(eq(servers.presence, 'online'), lt(servers.lastSeenAt, suspectBefore)),
+          and(eq(servers.presence, 'suspect'), lt(servers.lastSeenAt, offlineBefore)),
+        ),
+      ),
+    )
+    .all()
+}
+
 export function insertServerEvent(tx: DbOrTx, row: ServerEventRow): void {
   tx.insert(serverEvents).values(row).run()
 }
 
-export function keepOnOf(db: DbOrTx, serverId: string): ('marketplace_a' | 'marketplace_b')[] {
+/** A server's events, newest first, before an id and of one kind when given. */
+export function serverEventRows(db: DbOrTx, serverId: string, f: { kind?: string; beforeId?: string }, limit: number): ServerEventRow[] {
+  const where: SQL[] = [eq(serverEvents.serverId, serverId)]
+  if (f.kind) where.push(eq(serverEvents.kind, f.kind))
+  if (f.beforeId) where.push(lt(serverEvents.id, f.beforeId))
+  return db
+    .select()
+    .from(serverEvents)
+    .where(and(...where))
+    .orderBy(desc(serverEvents.id))
+    .limit(limit)
+    .all()
+}
+
+export function keepOnOf(db: DbOrTx, serverId: string): Marketplace[] {
   return db
     .select()
     .from(serverKeepOn)
@@ -66,21 +140,30 @@ export function keepOnOf(db: DbOrTx, serverId: string): ('marketplace_a' | 'mark
     .map((r) => r.marketplace)
 }
 
+export function setKeepOnRow(tx: DbOrTx, row: typeof serverKeepOn.$inferInsert): void {
+  tx.insert(serverKeepOn).values(row).onConflictDoNothing().run()
+}
+
+export function clearKeepOnRow(tx: DbOrTx, serverId: string, marketplace: Marketplace): void {
+  tx.delete(serverKeepOn)
+    .where(and(eq(serverKeepOn.serverId, serverId), eq(serverKeepOn.marketplace, marketplace)))
+    .run()
+}
+
 export function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
   const out: (typeof serverLatestMetrics.$inferSelect)[] = []
-  // In slices: SQLite takes at most 32,766 parameters in one statement.
-  for (let i = 0; i < serverIds.length; i += 5000)
+  for (let i = 0; i < serverIds.length; i += SLICE)
     out.push(
       ...db
         .select()
         .from(serverLatestMetrics)
-        .where(inArray(serverLatestMetrics.serverId, serverIds.slice(i, i + 5000)))
+        .where(inArray(serverLatestMetrics.serverId, serverIds.slice(i, i + SLICE)))
         .all(),
     )
   return out
 }
 
-/** Runs once per series per flush: a statement prepared once, as insertSamples (telemetry/ingest.ts) explains. */
+/** Runs once per series per flush: a statement prepared once, as insertSamples (telemetry) explains. */
 export function upsertLatestMetric(sqlite: Database, row: typeof serverLatestMetrics.$inferSelect): void {
   sqlite
     .query(
@@ -101,4 +184,25 @@ export function markFleetDirty(tx: DbOrTx, tenantId: string): void {
     .set({ dirty: true })
     .where(and(eq(fleetSnapshots.tenantId, tenantId), eq(fleetSnapshots.dirty, false)))
     .run()
+}
+
+/** The stored snapshot row; its body is the rows snapshot.service wrote, typed by the caller. */
+export function findSnapshot<Row>(db: DbOrTx, tenantId: string) {
+  const row = db.select().from(fleetSnapshots).where(eq(fleetSnapshots.tenantId, tenantId)).get()
+  return row && { ...row, body: row.body as Row[] }
+}
+
+export function saveSnapshot(tx: DbOrTx, row: { tenantId: string; generatedAt: number; dataAsOf: number; body: unknown[] }): void {
+  const fields = { generatedAt: row.generatedAt, dataAsOf: row.dataAsOf, body: row.body, dirty: false }
+  tx.insert(fleetSnapshots)
+    .values({ tenantId: row.tenantId, ...fields })
+    .onConflictDoUpdate({ target: fleetSnapshots.tenantId, set: fields })
+    .run()
+}
+
+/** Tenants with a managed server or a stored snapshot: what the fleet.snapshot job refreshes. */
+export function snapshotTenants(db: DbOrTx): string[] {
+  const withServers = db.selectDistinct({ tenantId: servers.tenantId }).from(servers).where(isNull(servers.decommissionedAt)).all()
+  const withSnapshots = db.select({ tenantId: fleetSnapshots.tenantId }).from(fleetSnapshots).all()
+  return [...new Set([...withServers, ...withSnapshots].map((r) => r.tenantId))]
 }

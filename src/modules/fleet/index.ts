@@ -1,4 +1,22 @@
-/** The fleet module's front door: the servers routes, the presence runtime the jobs and the root start and stop, the snapshot job. */
+/**
+ * The fleet module's front door. Fleet owns servers, their events, keep-on flags, latest metrics
+ * and snapshots, and this process's live agent sessions; groups, commands and agent sit above it.
+ */
 export { serversRoutes } from './servers.routes'
-export { fleetRuntime } from './presence'
+export { fleetRuntime, type Sample } from './presence'
 export { refreshAllSnapshots } from './snapshot.service'
+export { loadServer, visibleServerId } from './servers.service'
+export { agentSessions, type LiveSession } from './agent-sessions'
+export { recordServerEvent } from './events'
+export {
+  countServersInGroup,
+  findServer,
+  findServerByAgentToken,
+  findServerByFingerprint,
+  findServerById,
+  insertServer,
+  markFleetDirty,
+  releaseGroup,
+  updateServer,
+  type ServerRow,
+} from './fleet.repository'

@@ -1,10 +1,8 @@
-import { and, eq, inArray, isNotNull, isNull, lt, or } from 'drizzle-orm'
-import { servers } from '../../../db/schema'
 import { withTransaction } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
+import { insertSamples, noteLateSamples, seriesCache, seriesId, type SeriesKey } from '../telemetry'
 import { recordServerEvent } from './events'
-import { markFleetDirty, upsertLatestMetric } from './fleet.repository'
-import { insertSamples, noteLateSamples, seriesCache, seriesId, type SeriesKey } from '../telemetry/ingest'
+import { markFleetDirty, presenceOf, presenceOfServer, silentServers, updateServer, upsertLatestMetric } from './fleet.repository'
 
 /**
  * Presence from the agent session's heartbeats only (spec "Agent presence"): online while
@@ -15,8 +13,8 @@ import { insertSamples, noteLateSamples, seriesCache, seriesId, type SeriesKey }
  * written in one transaction at most a second later, so ten thousand agents are a light load. A
  * heartbeat that changes presence is written at once.
  */
-export const SUSPECT_AFTER_US = 60_000_000
-export const OFFLINE_AFTER_US = 300_000_000
+const SUSPECT_AFTER_US = 60_000_000
+const OFFLINE_AFTER_US = 300_000_000
 const FLUSH_EVERY_MS = 1000
 
 export type Sample = { t: number; gpuIndex: number; values: Record<string, number | null> }
@@ -92,23 +90,15 @@ export class FleetRuntime {
     withTransaction(deps.db, (tx) => {
       if (beats.length) {
         const ids = beats.map(([id]) => id)
-        const byId = new Map<string, { id: string; tenantId: string; presence: 'online' | 'suspect' | 'offline' }>()
-        // In slices: SQLite takes at most 32,766 parameters in one statement.
-        for (let i = 0; i < ids.length; i += 5000)
-          for (const r of tx
-            .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence })
-            .from(servers)
-            .where(and(inArray(servers.id, ids.slice(i, i + 5000)), isNull(servers.decommissionedAt)))
-            .all())
-            byId.set(r.id, r)
+        const byId = new Map(presenceOf(tx, ids).map((r) => [r.id, r]))
         for (const [id, at] of beats) {
           const row = byId.get(id)
           if (!row) continue
           if (row.presence === 'online') {
-            tx.update(servers).set({ lastSeenAt: at }).where(eq(servers.id, id)).run()
+            updateServer(tx, id, { lastSeenAt: at })
             continue
           }
-          tx.update(servers).set({ lastSeenAt: at, presence: 'online' }).where(eq(servers.id, id)).run()
+          updateServer(tx, id, { lastSeenAt: at, presence: 'online' })
           recordServerEvent(tx, deps, row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence } })
           markFleetDirty(tx, row.tenantId)
           cameOnline.push(id)
@@ -139,9 +129,9 @@ export class FleetRuntime {
     this.flush()
     const { deps } = this
     withTransaction(deps.db, (tx) => {
-      const row = tx.select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence }).from(servers).where(eq(servers.id, serverId)).get()
+      const row = presenceOfServer(tx, serverId)
       if (!row || row.presence === 'offline') return
-      tx.update(servers).set({ presence: 'offline' }).where(eq(servers.id, serverId)).run()
+      updateServer(tx, serverId, { presence: 'offline' })
       recordServerEvent(tx, deps, row, { kind: 'presence.offline', severity: 'warning', message: `offline: ${reason}`, data: { from: row.presence, reason } })
       markFleetDirty(tx, row.tenantId)
     })
@@ -155,23 +145,10 @@ export class FleetRuntime {
     let suspect = 0
     let offline = 0
     withTransaction(deps.db, (tx) => {
-      const stale = tx
-        .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, lastSeenAt: servers.lastSeenAt })
-        .from(servers)
-        .where(
-          and(
-            isNull(servers.decommissionedAt),
-            isNotNull(servers.lastSeenAt),
-            or(
-              and(eq(servers.presence, 'online'), lt(servers.lastSeenAt, now - SUSPECT_AFTER_US)),
-              and(eq(servers.presence, 'suspect'), lt(servers.lastSeenAt, now - OFFLINE_AFTER_US)),
-            ),
-          ),
-        )
-        .all()
+      const stale = silentServers(tx, now - SUSPECT_AFTER_US, now - OFFLINE_AFTER_US)
       for (const s of stale) {
         const to = s.lastSeenAt! < now - OFFLINE_AFTER_US ? 'offline' : 'suspect'
-        tx.update(servers).set({ presence: to }).where(eq(servers.id, s.id)).run()
+        updateServer(tx, s.id, { presence: to })
         const silentS = Math.floor((now - s.lastSeenAt!) / 1_000_000)
         recordServerEvent(tx, deps, s, {
           kind: `presence.${to}`,

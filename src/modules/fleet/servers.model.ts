@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import { DisplayText, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { t } from 'elysia'
+import { DisplayText, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { UNSAFE_TEXT_CHARS } from '../../platform/text'
 
 // A tag's value may be any text but whitespace, commas, control and bidi characters.
@@ -84,6 +85,18 @@ export const ServerPatch = Type.Object(
   },
   { additionalProperties: false, minProperties: 1 },
 )
+
+/** GET /servers: Elysia's `t`, which coerces query strings. */
+export const ServerListQuery = t.Object({
+  ...PageQuery,
+  presence: t.Optional(t.Union([t.Literal('online'), t.Literal('suspect'), t.Literal('offline')])),
+  fsm_state: t.Optional(t.String({ maxLength: 64 })),
+  marketplace: t.Optional(t.String({ maxLength: 64 })),
+  group_id: t.Optional(t.String({ format: 'uuid' })),
+  tag: t.Optional(t.String({ maxLength: 128, description: 'Exact match of a tag key (matching key and key:value) or of key:value' })),
+  q: t.Optional(t.String({ maxLength: 128, description: 'Substring of the server name or hostname, case-insensitive' })),
+})
+export const ServerEventsQuery = t.Object({ ...PageQuery, kind: t.Optional(t.String({ maxLength: 64 })) })
 
 export const MaintenanceBody = Type.Object({ reason: Type.Optional(Nullable(DisplayText({ maxLength: 256 }))) }, { additionalProperties: false })
 export const Maintenance = Type.Object({ server_id: Uuid(), maintenance: Type.Object({ since: Timestamp(), reason: Nullable(Type.String()) }) })

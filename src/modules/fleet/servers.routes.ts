@@ -1,26 +1,33 @@
 import { Elysia, t } from 'elysia'
 import { actorOf, describe, type AccessSpec } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { decodeCursor, encodeCursor } from '../../platform/cursor'
 import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
-import { NoContent, PageQuery, responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit/audit.context'
-import { Dashboard, KeepOn, Maintenance, MaintenanceBody, ServerDetail, ServerEventPage, ServerList, ServerPatch } from './servers.model'
+import { NoContent, responses } from '../../platform/schemas'
+import { auditContextOf } from '../audit'
+import {
+  Dashboard,
+  KeepOn,
+  Maintenance,
+  MaintenanceBody,
+  ServerDetail,
+  ServerEventPage,
+  ServerEventsQuery,
+  ServerList,
+  ServerListQuery,
+  ServerPatch,
+} from './servers.model'
+import { fleetDashboard, listServers } from './servers.list'
 import {
   declareMaintenance,
   decommissionServer,
   endMaintenance,
-  filterRows,
+  getServer,
   listServerEvents,
-  loadServer,
-  serverDetail,
   setKeepOn,
   updateServerConfig,
+  type GroupLookup,
 } from './servers.service'
-import { envelope, readSnapshot, snapshotTag } from './snapshot.service'
-import { agentSessions } from '../agent/agent.ws'
-import { dispatchServer } from '../commands/commands.delivery'
 
 const tags = ['servers']
 const read: AccessSpec = { role: 'viewer', scope: 'servers:read', serverParam: 'id' }
@@ -28,40 +35,19 @@ const write: AccessSpec = { role: 'operator', scope: 'servers:write', serverPara
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: t.Union([t.Literal('marketplace_a'), t.Literal('marketplace_b')]) })
 
-export function serversRoutes(deps: Deps) {
+/** `groups` finds a group of the tenant (the groups module's, handed in by the composition root). */
+export function serversRoutes(deps: Deps, groups: GroupLookup) {
   return new Elysia({ name: 'servers', prefix: '/api/v1' })
     .get(
       '/servers',
       ({ request, query, set }) => {
-        const actor = actorOf(request)
-        const snap = readSnapshot(deps, actor.tenantId)
-        const { cursor, limit = 50, ...filters } = query
-        const selector = JSON.stringify({ filters, cursor, limit, allow: actor.serverAllowlist })
-        const tag = snapshotTag(snap, selector)
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), tag)) return notModified(tag, requestState(request).id)
-        const rows = filterRows(snap.rows, actor, filters)
-        const scope = `servers:${actor.tenantId}:${JSON.stringify(filters)}`
-        const after = cursor ? decodeCursor<{ name: string; id: string }>(deps.keys.cursor, scope, cursor) : null
-        const start = after ? rows.findIndex((r) => r.name > after.name || (r.name === after.name && r.id > after.id)) : 0
-        const page = start < 0 ? [] : rows.slice(start, start + limit)
-        const more = start >= 0 && start + limit < rows.length
-        set.headers.etag = tag
-        return {
-          ...envelope(snap),
-          items: page.map(({ _hostname, ...row }) => row),
-          next_cursor: more ? encodeCursor(deps.keys.cursor, scope, { name: page[page.length - 1]!.name, id: page[page.length - 1]!.id }) : null,
-        }
+        const out = listServers({ deps, actor: actorOf(request), input: query })
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+        set.headers.etag = out.etag
+        return out.body()
       },
       {
-        query: t.Object({
-          ...PageQuery,
-          presence: t.Optional(t.Union([t.Literal('online'), t.Literal('suspect'), t.Literal('offline')])),
-          fsm_state: t.Optional(t.String({ maxLength: 64 })),
-          marketplace: t.Optional(t.String({ maxLength: 64 })),
-          group_id: t.Optional(t.String({ format: 'uuid' })),
-          tag: t.Optional(t.String({ maxLength: 128, description: 'Exact match of a tag key (matching key and key:value) or of key:value' })),
-          q: t.Optional(t.String({ maxLength: 128, description: 'Substring of the server name or hostname, case-insensitive' })),
-        }),
+        query: ServerListQuery,
         response: responses({ 200: ServerList }, [304, 401, 403, 422]),
         detail: describe(
           { role: 'viewer', scope: 'servers:read' },
@@ -77,33 +63,10 @@ export function serversRoutes(deps: Deps) {
     .get(
       '/dashboard',
       ({ request, set }) => {
-        const actor = actorOf(request)
-        const snap = readSnapshot(deps, actor.tenantId)
-        const tag = snapshotTag(snap, `dashboard:${JSON.stringify(actor.serverAllowlist)}`)
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), tag)) return notModified(tag, requestState(request).id)
-        const rows = filterRows(snap.rows, actor, {})
-        const count = (p: string) => rows.filter((r) => r.presence === p).length
-        const models = new Map<string, number>()
-        for (const r of rows) if (r.gpu_model) models.set(r.gpu_model, (models.get(r.gpu_model) ?? 0) + r.gpu_count)
-        const groups = new Map<string | null, number>()
-        for (const r of rows) groups.set(r.group_id, (groups.get(r.group_id) ?? 0) + 1)
-        set.headers.etag = tag
-        return {
-          ...envelope(snap),
-          servers: {
-            total: rows.length,
-            online: count('online'),
-            suspect: count('suspect'),
-            offline: count('offline'),
-            in_maintenance: rows.filter((r) => 'maintenance' in r).length,
-          },
-          gpus: {
-            total: rows.reduce((a, r) => a + r.gpu_count, 0),
-            by_model: [...models].sort((a, b) => b[1] - a[1]).map(([model, c]) => ({ model, count: c })),
-          },
-          groups: [...groups].map(([group_id, n]) => ({ group_id, servers: n })),
-          revenue_today_usd: '0.00',
-        }
+        const out = fleetDashboard({ deps, actor: actorOf(request) })
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+        set.headers.etag = out.etag
+        return out.body()
       },
       {
         response: responses({ 200: Dashboard }, [304, 401, 403]),
@@ -121,11 +84,10 @@ export function serversRoutes(deps: Deps) {
     .get(
       '/servers/:id',
       ({ request, params, set }) => {
-        const server = loadServer(deps, actorOf(request), params.id)
-        const tag = etagOf(server.version)
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), tag)) return notModified(tag, requestState(request).id)
-        set.headers.etag = tag
-        return serverDetail(deps, server)
+        const out = getServer({ deps, actor: actorOf(request), id: params.id })
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+        set.headers.etag = out.etag
+        return out.body()
       },
       {
         params: Id,
@@ -147,10 +109,9 @@ export function serversRoutes(deps: Deps) {
           id: params.id,
           ifMatch: request.headers.get('if-match'),
           input: body,
+          groups,
         })
         set.headers.etag = etagOf(out.version)
-        // A rental that ended may release commands waiting for it.
-        if (body.rental_active === false) dispatchServer(deps, out.id)
         return out
       },
       {
@@ -166,11 +127,7 @@ export function serversRoutes(deps: Deps) {
     )
     .post(
       '/servers/:id/decommission',
-      ({ request, params }) => {
-        const out = decommissionServer({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id })
-        agentSessions(deps).close(out.id, 4410, 'server decommissioned')
-        return out
-      },
+      ({ request, params }) => decommissionServer({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id }),
       {
         params: Id,
         response: responses({ 200: ServerDetail }, [401, 403, 404, 422]),
@@ -227,7 +184,7 @@ export function serversRoutes(deps: Deps) {
     )
     .get('/servers/:id/events', ({ request, params, query }) => listServerEvents({ deps, actor: actorOf(request), id: params.id, input: query }), {
       params: Id,
-      query: t.Object({ ...PageQuery, kind: t.Optional(t.String({ maxLength: 64 })) }),
+      query: ServerEventsQuery,
       response: responses({ 200: ServerEventPage }, [401, 403, 404, 422]),
       detail: describe(read, {
         tags,

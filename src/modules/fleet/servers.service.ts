@@ -1,27 +1,55 @@
-import { and, desc, eq, lt, type SQL } from 'drizzle-orm'
-import { serverEvents, serverGroups, serverKeepOn } from '../../../db/schema'
-import { withTransaction } from '../../../db/client'
+import type { Static } from '@sinclair/typebox'
+import { withTransaction, type DbOrTx } from '../../../db/client'
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { decodeCursor, toPage } from '../../platform/cursor'
+import { paginate } from '../../platform/cursor'
+import { invalidField } from '../../platform/domain-error'
 import { assertIfMatch, etagOf } from '../../platform/etag'
 import { formatMoney, parseMoney } from '../../platform/money'
-import { problems } from '../../platform/problem'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
-import type { AuditContext } from '../audit/audit.context'
-import { recordAudit } from '../audit/audit.service'
+import { recordAudit, type AuditContext } from '../audit'
+import { agentSessions } from './agent-sessions'
 import { eventView, recordServerEvent } from './events'
-import { findServer, keepOnOf, latestMetricsOf, markFleetDirty, updateServer, type ServerRow } from './fleet.repository'
-import { fleetRow, type FleetRow } from './snapshot.service'
+import { FleetErrors } from './fleet.errors'
+import {
+  clearKeepOnRow,
+  findServer,
+  keepOnOf,
+  latestMetricsOf,
+  markFleetDirty,
+  serverEventRows,
+  setKeepOnRow,
+  updateServer,
+  type Marketplace,
+  type ServerRow,
+} from './fleet.repository'
+import { fleetRow } from './fleet.row'
+import type { ServerEventsQuery, ServerPatch } from './servers.model'
+
+/**
+ * A group of the tenant, or undefined. Groups sit above the fleet (they count its servers), so the
+ * composition root hands the fleet this lookup instead of the fleet importing groups.
+ */
+export type GroupLookup = (db: DbOrTx, tenantId: string, id: string) => { id: string } | undefined
 
 /** A server of the actor's tenant that the actor may see; anything else is a plain 404. */
-export function loadServer(deps: Deps, actor: Actor, id: string, db = deps.db): ServerRow {
+export function loadServer(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): ServerRow {
   const server = findServer(db, actor.tenantId, id.toLowerCase())
-  if (!server || !mayAccessServer(actor, server.id)) throw problems.notFound('no such server')
+  if (!server || !mayAccessServer(actor, server.id)) throw FleetErrors.serverNotFound()
   return server
 }
 
-export function serverDetail(deps: Deps, server: ServerRow) {
+/** The server's id when the actor may see it (telemetry's reads are scoped by it). */
+export function visibleServerId(deps: Deps, actor: Actor, id: string): string {
+  return loadServer(deps, actor, id).id
+}
+
+export function getServer({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  const server = loadServer(deps, actor, id)
+  return { etag: etagOf(server.version), body: () => serverDetail(deps, server) }
+}
+
+function serverDetail(deps: Deps, server: ServerRow) {
   const metrics = latestMetricsOf(deps.db, [server.id])
   const byGpu = new Map<number, Map<string, number | null>>()
   const host: Record<string, { value: number | null; t: string }> = {}
@@ -46,7 +74,7 @@ export function serverDetail(deps: Deps, server: ServerRow) {
     public_ip: server.publicIp,
     disk_gb: server.diskGb,
     port_range: server.portRange,
-    gpus: JSON.parse(server.gpus) as { index: number; model: string }[],
+    gpus: server.gpus,
     telemetry: { host, gpus: [...gpus].sort(([a], [b]) => a - b).map(([index, m]) => ({ index, metrics: m })) },
     keep_on: keepOnOf(deps.db, server.id),
     electricity_usd_per_kwh: server.electricityMicrosPerKwh === null ? null : formatMoney(server.electricityMicrosPerKwh),
@@ -58,7 +86,7 @@ export function serverDetail(deps: Deps, server: ServerRow) {
   }
 }
 
-export type ServerPatchInput = { name?: string; group_id?: string | null; tags?: string[]; electricity_usd_per_kwh?: string | null; rental_active?: boolean }
+type Change = { deps: Deps; actor: Actor; audit: AuditContext; id: string }
 
 export function updateServerConfig({
   deps,
@@ -67,35 +95,25 @@ export function updateServerConfig({
   id,
   ifMatch,
   input,
-}: {
-  deps: Deps
-  actor: Actor
-  audit: AuditContext
-  id: string
-  ifMatch: string | null
-  input: ServerPatchInput
-}) {
+  groups,
+}: Change & { ifMatch: string | null; input: Static<typeof ServerPatch>; groups: GroupLookup }) {
   const server = withTransaction(deps.db, (tx) => {
     const server = loadServer(deps, actor, id, tx)
     assertIfMatch(ifMatch, etagOf(server.version))
-    if (server.decommissionedAt !== null) throw problems.conflict('the server is decommissioned')
+    if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
     const patch: Partial<ServerRow> = { version: server.version + 1 }
     if (input.name !== undefined) patch.name = input.name.trim()
     if (input.group_id !== undefined) {
       if (input.group_id !== null) {
-        const group = tx
-          .select()
-          .from(serverGroups)
-          .where(and(eq(serverGroups.tenantId, actor.tenantId), eq(serverGroups.id, input.group_id.toLowerCase())))
-          .get()
-        if (!group) throw problems.field('/group_id', 'unknown_group', 'no such group in this tenant')
+        const group = groups(tx, actor.tenantId, input.group_id.toLowerCase())
+        if (!group) throw invalidField('fleet', '/group_id', 'unknown_group', 'no such group in this tenant')
         patch.groupId = group.id
       } else patch.groupId = null
     }
-    if (input.tags !== undefined) patch.tags = JSON.stringify(input.tags)
+    if (input.tags !== undefined) patch.tags = input.tags
     if (input.electricity_usd_per_kwh !== undefined) {
       const micros = input.electricity_usd_per_kwh === null ? null : parseMoney(input.electricity_usd_per_kwh)
-      if (micros !== null && micros < 0) throw problems.field('/electricity_usd_per_kwh', 'too_small', 'the tariff cannot be negative')
+      if (micros !== null && micros < 0) throw invalidField('fleet', '/electricity_usd_per_kwh', 'too_small', 'the tariff cannot be negative')
       patch.electricityMicrosPerKwh = micros
     }
     if (input.rental_active !== undefined) {
@@ -109,13 +127,15 @@ export function updateServerConfig({
     recordAudit(tx, deps, audit, { operation: 'servers.update', targetKind: 'server', targetId: server.id })
     return { ...server, ...patch }
   })
+  // A rental that ended may release commands waiting for it.
+  if (input.rental_active === false) deps.events.emit('server.rental_ended', { serverId: server.id })
   return serverDetail(deps, server)
 }
 
-export function declareMaintenance({ deps, actor, audit, id, reason }: { deps: Deps; actor: Actor; audit: AuditContext; id: string; reason: string | null }) {
+export function declareMaintenance({ deps, actor, audit, id, reason }: Change & { reason: string | null }) {
   return withTransaction(deps.db, (tx) => {
     const server = loadServer(deps, actor, id, tx)
-    if (server.decommissionedAt !== null) throw problems.conflict('the server is decommissioned')
+    if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
     // Repeating the declaration keeps `since`; only the reason follows the latest call.
     const since = server.maintenanceSince ?? deps.clock.nowUs()
     updateServer(tx, server.id, { maintenanceSince: since, maintenanceReason: reason, version: server.version + 1 })
@@ -131,7 +151,7 @@ export function declareMaintenance({ deps, actor, audit, id, reason }: { deps: D
   })
 }
 
-export function endMaintenance({ deps, actor, audit, id }: { deps: Deps; actor: Actor; audit: AuditContext; id: string }) {
+export function endMaintenance({ deps, actor, audit, id }: Change) {
   withTransaction(deps.db, (tx) => {
     const server = loadServer(deps, actor, id, tx)
     if (server.maintenanceSince === null) return
@@ -142,8 +162,8 @@ export function endMaintenance({ deps, actor, audit, id }: { deps: Deps; actor: 
   })
 }
 
-/** Revokes the agent credential, stops billing (no longer managed), keeps history. */
-export function decommissionServer({ deps, actor, audit, id }: { deps: Deps; actor: Actor; audit: AuditContext; id: string }) {
+/** Revokes the agent credential (its live session is closed), stops billing (no longer managed), keeps history. */
+export function decommissionServer({ deps, actor, audit, id }: Change) {
   const server = withTransaction(deps.db, (tx) => {
     const server = loadServer(deps, actor, id, tx)
     if (server.decommissionedAt !== null) return server
@@ -158,79 +178,29 @@ export function decommissionServer({ deps, actor, audit, id }: { deps: Deps; act
     recordAudit(tx, deps, audit, { operation: 'servers.decommission', targetKind: 'server', targetId: server.id })
     return { ...server, ...patch }
   })
+  agentSessions(deps).close(server.id, 4410, 'server decommissioned')
   return serverDetail(deps, server)
 }
 
-export function setKeepOn({
-  deps,
-  actor,
-  audit,
-  id,
-  marketplace,
-  on,
-}: {
-  deps: Deps
-  actor: Actor
-  audit: AuditContext
-  id: string
-  marketplace: 'marketplace_a' | 'marketplace_b'
-  on: boolean
-}) {
+export function setKeepOn({ deps, actor, audit, id, marketplace, on }: Change & { marketplace: Marketplace; on: boolean }) {
   return withTransaction(deps.db, (tx) => {
     const server = loadServer(deps, actor, id, tx)
     if (on) {
-      if (server.decommissionedAt !== null) throw problems.conflict('the server is decommissioned')
-      tx.insert(serverKeepOn).values({ serverId: server.id, marketplace, tenantId: actor.tenantId, createdAt: deps.clock.nowUs() }).onConflictDoNothing().run()
-    } else
-      tx.delete(serverKeepOn)
-        .where(and(eq(serverKeepOn.serverId, server.id), eq(serverKeepOn.marketplace, marketplace)))
-        .run()
+      if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
+      setKeepOnRow(tx, { serverId: server.id, marketplace, tenantId: actor.tenantId, createdAt: deps.clock.nowUs() })
+    } else clearKeepOnRow(tx, server.id, marketplace)
     recordAudit(tx, deps, audit, { operation: on ? 'servers.keep_on.set' : 'servers.keep_on.clear', targetKind: 'server', targetId: server.id })
     return { server_id: server.id, keep_on: keepOnOf(tx, server.id) }
   })
 }
 
-export function listServerEvents({
-  deps,
-  actor,
-  id,
-  input,
-}: {
-  deps: Deps
-  actor: Actor
-  id: string
-  input: { cursor?: string; limit?: number; kind?: string }
-}) {
+export function listServerEvents({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: Static<typeof ServerEventsQuery> }) {
   const server = loadServer(deps, actor, id)
-  const limit = input.limit ?? 50
-  const scope = `server-events:${server.id}:${input.kind ?? ''}`
-  const before = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
-  const where: SQL[] = [eq(serverEvents.serverId, server.id)]
-  if (input.kind) where.push(eq(serverEvents.kind, input.kind))
-  if (before) where.push(lt(serverEvents.id, before))
-  const rows = deps.db
-    .select()
-    .from(serverEvents)
-    .where(and(...where))
-    .orderBy(desc(serverEvents.id))
-    .limit(limit + 1)
-    .all()
-  return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, eventView)
-}
-
-export type ServerFilters = { presence?: string; fsm_state?: string; marketplace?: string; group_id?: string; tag?: string; q?: string }
-
-/** Applies the GET /servers filters to snapshot rows (and a token's server allowlist). */
-export function filterRows(rows: FleetRow[], actor: Actor, f: ServerFilters): FleetRow[] {
-  const q = f.q?.toLowerCase()
-  return rows.filter(
-    (r) =>
-      mayAccessServer(actor, r.id) &&
-      (!f.presence || r.presence === f.presence) &&
-      (!f.fsm_state || r.fsm_state === f.fsm_state) &&
-      (!f.marketplace || r.marketplace === f.marketplace) &&
-      (!f.group_id || r.group_id === f.group_id.toLowerCase()) &&
-      (!f.tag || r.tags.some((t) => t === f.tag || (!f.tag!.includes(':') && t.startsWith(`${f.tag}:`)))) &&
-      (!q || r.name.toLowerCase().includes(q) || (r._hostname ?? '').toLowerCase().includes(q)),
-  )
+  return paginate(deps.keys.cursor, {
+    scope: `server-events:${server.id}:${input.kind ?? ''}`,
+    input,
+    fetch: (before: { id: string } | undefined, take) => serverEventRows(deps.db, server.id, { kind: input.kind, beforeId: before?.id }, take),
+    position: (r) => ({ id: r.id }),
+    view: eventView,
+  })
 }

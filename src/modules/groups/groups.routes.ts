@@ -3,27 +3,12 @@ import { Type } from '@sinclair/typebox'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { etagOf } from '../../platform/etag'
-import { DisplayText, NoContent, responses, Timestamp, Uuid } from '../../platform/schemas'
-import { auditContextOf } from '../audit/audit.context'
+import { NoContent, responses } from '../../platform/schemas'
+import { auditContextOf } from '../audit'
+import { Group, GroupCreate, GroupPatch } from './groups.model'
 import { createGroup, deleteGroup, getGroup, listGroups, updateGroup } from './groups.service'
 
 const tags = ['groups']
-const Group = Type.Object({
-  id: Uuid(),
-  name: Type.String(),
-  position: Type.Integer(),
-  servers: Type.Integer({ description: 'Managed servers in the group' }),
-  version: Type.Integer(),
-  created_at: Timestamp(),
-})
-const GroupCreate = Type.Object(
-  { name: DisplayText({ minLength: 1, maxLength: 128 }), position: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) },
-  { additionalProperties: false },
-)
-const GroupPatch = Type.Object(
-  { name: Type.Optional(DisplayText({ minLength: 1, maxLength: 128 })), position: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) },
-  { additionalProperties: false, minProperties: 1 },
-)
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function groupsRoutes(deps: Deps) {

@@ -1,3 +1,8 @@
-/** The telemetry module's front door: the metrics routes and the rollup and pruning jobs. */
+/**
+ * The telemetry module's front door: the metrics routes, the rollup and pruning jobs, and what the
+ * fleet's group commit and the agent session use to store samples and cap metric names.
+ */
 export { metricsRoutes } from './metrics.routes'
 export { pruneTelemetry, runRollups } from './rollup.service'
+export { MAX_METRIC_NAMES_PER_SERVER, metricNames, seriesCache, seriesId, type SeriesKey } from './ingest'
+export { insertSamples, noteLateSamples } from './telemetry.repository'

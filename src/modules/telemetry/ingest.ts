@@ -1,8 +1,6 @@
-import { and, eq, sql } from 'drizzle-orm'
-import type { Database } from 'bun:sqlite'
-import { metricSeries, rollupWatermarks } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
-import { perDeps, } from '../../platform/context'
+import { perDeps } from '../../platform/context'
+import { ensureSeries, metricNamesOf } from './telemetry.repository'
 
 /**
  * Ingestion of telemetry samples into the raw history, inside the fleet runtime's group commit
@@ -11,7 +9,7 @@ import { perDeps, } from '../../platform/context'
  */
 export type SeriesKey = string // `${serverId}|${gpuIndex}|${metric}`
 
-export class SeriesCache {
+class SeriesCache {
   readonly ids = new Map<SeriesKey, number>()
 }
 
@@ -21,38 +19,9 @@ export function seriesId(tx: DbOrTx, cache: SeriesCache, fresh: Map<SeriesKey, n
   const key = `${serverId}|${gpuIndex}|${metric}`
   const known = cache.ids.get(key) ?? fresh.get(key)
   if (known !== undefined) return known
-  tx.insert(metricSeries).values({ serverId, gpuIndex, metric }).onConflictDoNothing().run()
-  const row = tx
-    .select({ id: metricSeries.id })
-    .from(metricSeries)
-    .where(and(eq(metricSeries.serverId, serverId), eq(metricSeries.gpuIndex, gpuIndex), eq(metricSeries.metric, metric)))
-    .get()!
-  fresh.set(key, row.id)
-  return row.id
-}
-
-/**
- * Raw samples, hundreds of thousands a minute on a large fleet: multi-row INSERTs of up to 100
- * rows through statements prepared once on the connection the open transaction uses (the query
- * builder costs about a hundred times more per row than the insert itself). A repeated sample
- * (same series and instant, e.g. re-sent after a reconnect) keeps the newer value.
- */
-const CHUNK = 100
-const insertSql = (rows: number) =>
-  `INSERT INTO metric_samples (series_id, t, value) VALUES ${Array(rows).fill('(?, ?, ?)').join(', ')} ON CONFLICT (series_id, t) DO UPDATE SET value = excluded.value`
-
-export function insertSamples(sqlite: Database, rows: (number | null)[][]): void {
-  let i = 0
-  for (; i + CHUNK <= rows.length; i += CHUNK) sqlite.query(insertSql(CHUNK)).run(...rows.slice(i, i + CHUNK).flat())
-  if (i < rows.length) sqlite.query(insertSql(rows.length - i)).run(...rows.slice(i).flat())
-}
-
-/** Samples for time already rolled up make the rollup job redo from their bucket. */
-export function noteLateSamples(tx: DbOrTx, earliestT: number, now: number): void {
-  tx.update(rollupWatermarks)
-    .set({ redoFrom: sql`min(coalesce(${rollupWatermarks.redoFrom}, ${earliestT}), ${earliestT})`, updatedAt: now })
-    .where(sql`${rollupWatermarks.doneUntil} > ${earliestT}`)
-    .run()
+  const id = ensureSeries(tx, serverId, gpuIndex, metric)
+  fresh.set(key, id)
+  return id
 }
 
 /**
@@ -64,7 +33,7 @@ export function noteLateSamples(tx: DbOrTx, earliestT: number, now: number): voi
  */
 export const MAX_METRIC_NAMES_PER_SERVER = 256
 
-export class MetricNames {
+class MetricNames {
   readonly #byServer = new Map<string, Set<string>>()
   constructor(private readonly db: DbOrTx) {}
 
@@ -84,8 +53,7 @@ export class MetricNames {
   #known(serverId: string): Set<string> {
     let known = this.#byServer.get(serverId)
     if (!known) {
-      const rows = this.db.selectDistinct({ metric: metricSeries.metric }).from(metricSeries).where(eq(metricSeries.serverId, serverId)).all()
-      this.#byServer.set(serverId, (known = new Set(rows.map((r) => r.metric))))
+      this.#byServer.set(serverId, (known = new Set(metricNamesOf(this.db, serverId))))
     }
     return known
   }

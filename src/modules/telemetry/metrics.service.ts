@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto'
-import { and, asc, eq, gte, inArray, lt } from 'drizzle-orm'
-import { metricRollups, metricSeries, rollupWatermarks } from '../../../db/schema'
+import type { Static } from '@sinclair/typebox'
 import type { Actor } from '../../platform/access'
 import { perDeps, type Deps } from '../../platform/context'
-import { problems } from '../../platform/problem'
+import { invalidField } from '../../platform/domain-error'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
-import { loadServer } from '../fleet/servers.service'
-import { floorTo, rawBuckets, unsettledFrom, type BucketStats } from './rollup.service'
+import { DEFAULT_METRICS, type MetricsQuery } from './metrics.model'
+import { floorTo, unsettledFrom } from './rollup.service'
+import { rawBuckets, seriesOf, storedBuckets, watermarkOf, type BucketStats } from './telemetry.repository'
 
 /**
- * GET /servers/{id}/metrics (interface-spec "Metric series snapshot", "Metric ranges"): default
+ * GET /servers/{id}/metrics (docs/telemetry.md): default
  * range the last 24 h; auto resolution 5m, or 1h for ranges over 48 h (which always read hourly
  * rollups); 1m is a legacy alias of 5m. Every bucket of the range is a point, half-open
  * [t, t + resolution), with nulls where nothing was measured. Buckets the rollup job has not
@@ -17,11 +17,10 @@ import { floorTo, rawBuckets, unsettledFrom, type BucketStats } from './rollup.s
  * server's first samples show without waiting for the job. Hot answers are cached 60 s,
  * historical ones an hour.
  */
-export const DEFAULT_METRICS = ['temperature_c', 'utilization_pct', 'power_w', 'fan_pct', 'memory_used_mb', 'cpu_usage_pct', 'memory_used_pct']
 const US = 1_000_000
 const H48 = 48 * 3600 * US
-export const MAX_SERIES = 200
-export const MAX_POINTS = 5000
+const MAX_SERIES = 200
+const MAX_POINTS = 5000
 const HOT_TTL_US = 60 * US
 const HISTORY_TTL_US = 3600 * US
 
@@ -32,7 +31,7 @@ const HISTORY_TTL_US = 3600 * US
  */
 const DECIMALS: Record<string, number> = { '°C': 1, '%': 1, W: 1, MB: 0, MHz: 0, 'Mbit/s': 2 }
 
-export function roundForUnit(value: number | null, unit: string | null): number | null {
+function roundForUnit(value: number | null, unit: string | null): number | null {
   if (value === null) return null
   const decimals = unit === null ? undefined : DECIMALS[unit]
   if (decimals === undefined) return Number(value.toPrecision(12))
@@ -40,7 +39,7 @@ export function roundForUnit(value: number | null, unit: string | null): number 
   return (Math.sign(value) * Math.round(Math.abs(value) * f)) / f || 0 // halves away from zero; no -0
 }
 
-export function unitOf(metric: string): string | null {
+function unitOf(metric: string): string | null {
   if (metric.endsWith('_c')) return '°C'
   if (metric.endsWith('_pct')) return '%'
   if (metric.endsWith('_w')) return 'W'
@@ -50,13 +49,26 @@ export function unitOf(metric: string): string | null {
   return null
 }
 
-export type MetricsQuery = { from?: string; to?: string; resolution?: 'auto' | '1m' | '5m' | '1h'; metric?: string[]; gpu_index?: number }
+/** The server id when the caller may see that server; throws the owner's 404 otherwise (the fleet's, handed in). */
+export type ServerScope = (deps: Deps, actor: Actor, id: string) => string
 
 type Answer = { body: ReturnType<typeof build>; etag: string; expiresAt: number }
 const answerCache = perDeps(() => new Map<string, Answer>())
 
-export function serverMetrics({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: MetricsQuery }): Answer {
-  const server = loadServer(deps, actor, id)
+export function serverMetrics({
+  deps,
+  actor,
+  id,
+  input,
+  visibleServer,
+}: {
+  deps: Deps
+  actor: Actor
+  id: string
+  input: Static<typeof MetricsQuery>
+  visibleServer: ServerScope
+}): Answer {
+  const server = { id: visibleServer(deps, actor, id) }
   const now = deps.clock.nowUs()
   const key = JSON.stringify([server.id, input.from ?? null, input.to ?? null, input.resolution ?? 'auto', input.metric ?? null, input.gpu_index ?? null])
   const cache = answerCache(deps)
@@ -64,52 +76,47 @@ export function serverMetrics({ deps, actor, id, input }: { deps: Deps; actor: A
   if (hit && hit.expiresAt > now) return hit
 
   const to = input.to === undefined ? now : parseTimestamp(input.to)
-  if (to === null) throw problems.field('/to', 'format', 'to must be an RFC 3339 timestamp')
+  if (to === null) throw invalidField('telemetry', '/to', 'format', 'to must be an RFC 3339 timestamp')
   const from = input.from === undefined ? to - 24 * 3600 * US : parseTimestamp(input.from)
-  if (from === null) throw problems.field('/from', 'format', 'from must be an RFC 3339 timestamp')
-  if (from >= to) throw problems.field('/from', 'not_before_to', 'from must be earlier than to')
+  if (from === null) throw invalidField('telemetry', '/from', 'format', 'from must be an RFC 3339 timestamp')
+  if (from >= to) throw invalidField('telemetry', '/from', 'not_before_to', 'from must be earlier than to')
   const resolution: 300 | 3600 = to - from > H48 || input.resolution === '1h' ? 3600 : 300
   const first = floorTo(from, resolution)
   const points = Math.ceil((to - first) / (resolution * US))
   if (points > MAX_POINTS)
-    throw problems.field('/from', 'range_too_large', `at most ${MAX_POINTS} points per series; this range has ${points} at ${resolution === 300 ? '5m' : '1h'}`)
+    throw invalidField(
+      'telemetry',
+      '/from',
+      'range_too_large',
+      `at most ${MAX_POINTS} points per series; this range has ${points} at ${resolution === 300 ? '5m' : '1h'}`,
+    )
 
   const metrics = [...new Set(input.metric ?? DEFAULT_METRICS)]
-  const series = deps.db
-    .select()
-    .from(metricSeries)
-    .where(and(eq(metricSeries.serverId, server.id), inArray(metricSeries.metric, metrics)))
-    .orderBy(asc(metricSeries.gpuIndex))
-    .all()
+  const series = seriesOf(deps.db, server.id, metrics)
     .filter((s) => s.gpuIndex < 0 || input.gpu_index === undefined || s.gpuIndex === input.gpu_index)
     .sort((a, b) => metrics.indexOf(a.metric) - metrics.indexOf(b.metric) || a.gpuIndex - b.gpuIndex)
   if (series.length > MAX_SERIES)
-    throw problems.field('/metric', 'too_many_series', `at most ${MAX_SERIES} series; this selection has ${series.length} (restrict gpu_index or metric)`)
+    throw invalidField(
+      'telemetry',
+      '/metric',
+      'too_many_series',
+      `at most ${MAX_SERIES} series; this selection has ${series.length} (restrict gpu_index or metric)`,
+    )
 
-  const stored = series.length
-    ? deps.db
-        .select()
-        .from(metricRollups)
-        .where(
-          and(
-            inArray(
-              metricRollups.seriesId,
-              series.map((s) => s.id),
-            ),
-            eq(metricRollups.grain, resolution),
-            gte(metricRollups.bucket, first),
-            lt(metricRollups.bucket, to),
-          ),
-        )
-        .all()
-    : []
-  const wm = deps.db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, resolution)).get()
+  const stored = storedBuckets(
+    deps.db,
+    series.map((s) => s.id),
+    resolution,
+    first,
+    to,
+  )
+  const wm = watermarkOf(deps.db, resolution)
   // The buckets not final yet (all of them before the job's first run) come from the raw samples,
   // whole buckets as the job would store them; they replace any stored row of the same bucket.
   const rangeEnd = first + points * resolution * US
   const rawFrom = Math.max(first, wm ? floorTo(unsettledFrom(deps, resolution, wm, now), resolution) : first)
   const fresh = rawBuckets(
-    deps,
+    deps.sqlite,
     resolution,
     series.map((s) => s.id),
     rawFrom,

@@ -1,0 +1,116 @@
+import type { Static } from '@sinclair/typebox'
+import { withTransaction } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { stripUnsafeText } from '../../platform/text'
+import { parseTimestamp } from '../../platform/time'
+import { applyCommandFrame, sessionLost, sessionReady } from '../commands'
+import { agentSessions, findServer, fleetRuntime, markFleetDirty, recordServerEvent, updateServer, type LiveSession, type Sample } from '../fleet'
+import { MAX_METRIC_NAMES_PER_SERVER, metricNames } from '../telemetry'
+import type { Frames, OutgoingFrame } from './agent.model'
+import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, TELEMETRY_INTERVAL_S } from './agent.service'
+
+/**
+ * What the agent's WebSocket session does with each valid frame (docs/agent-protocol.md
+ * "Session"); agent.ws.ts is the transport around it. A verb answers a Refusal when the frame is
+ * dropped: the session sends it as an `error` frame and stays open.
+ */
+export type AgentSocketData = {
+  serverId: string
+  tenantId: string
+  online: boolean
+  requestId: string
+  /** Frame token bucket and strikes, on the service clock. */
+  limit: { tokens: number; at: number; strikes: number; struckAt: number }
+}
+export type Refusal = { code: string; message: string }
+
+/** How far ahead of the service's clock a sample's time may be (agent clock drift). */
+const MAX_CLOCK_AHEAD_US = 10 * 60 * 1_000_000
+
+/** The session becomes the server's live one (an older one is closed); false when the server is gone. */
+export function openSession(deps: Deps, s: AgentSocketData, session: LiveSession): boolean {
+  agentSessions(deps).open(s.serverId, session)?.close(4409, 'replaced by a newer session')
+  // Whatever the database says, this session has not sent a heartbeat yet.
+  s.online = false
+  return findServer(deps.db, s.tenantId, s.serverId) !== undefined
+}
+
+/**
+ * hello → welcome, then what an earlier session left unaccepted and the queue go out. An agent
+ * older than the minimum is refused; the caller then closes the session (4426).
+ */
+export function sessionHello(deps: Deps, s: AgentSocketData, f: Static<typeof Frames.hello>, reply: (frame: OutgoingFrame) => void): Refusal | undefined {
+  if (compareVersions(f.agent_version, deps.config.minAgentVersion) < 0)
+    return { code: 'unsupported_agent_version', message: `agent ${f.agent_version} is older than the minimum ${deps.config.minAgentVersion}` }
+  withTransaction(deps.db, (tx) => {
+    updateServer(tx, s.serverId, hostFacts(f))
+    markFleetDirty(tx, s.tenantId)
+  })
+  reply({ type: 'welcome', server_id: s.serverId, heartbeat_interval_s: HEARTBEAT_INTERVAL_S, telemetry_interval_s: TELEMETRY_INTERVAL_S })
+  sessionReady(deps, s.serverId)
+}
+
+export function sessionHeartbeat(deps: Deps, s: AgentSocketData): void {
+  const cameOnline = fleetRuntime(deps).heartbeat(s.serverId, s.online)
+  if (cameOnline || !s.online) s.online = true
+}
+
+export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: Static<typeof Frames.telemetry>): Refusal | undefined {
+  const invalid = (message: string) => ({ code: 'validation_failed', message })
+  const samples: Sample[] = []
+  for (const [i, x] of f.samples.entries()) {
+    const t = parseTimestamp(x.t)
+    if (t === null) return invalid(`samples/${i}/t is not an RFC 3339 timestamp`)
+    // A sample from the future (a wrong agent clock) would stay "latest" for ever.
+    if (t > deps.clock.nowUs() + MAX_CLOCK_AHEAD_US) return invalid(`samples/${i}/t is more than 10 minutes ahead of the service's clock`)
+    if (x.scope === 'gpu' && (x.gpu_index === undefined || x.gpu_index === null)) return invalid(`samples/${i} has scope gpu but no gpu_index`)
+    samples.push({ t, gpuIndex: x.scope === 'gpu' ? x.gpu_index! : -1, values: x.values })
+  }
+  const over = metricNames(deps).admit(
+    s.serverId,
+    samples.flatMap((x) => Object.keys(x.values)),
+  )
+  if (over.length > 0)
+    return {
+      code: 'metric_limit_reached',
+      message:
+        `a server reports at most ${MAX_METRIC_NAMES_PER_SERVER} metric names; new ones (${over.slice(0, 5).join(', ')}) would pass that, so the frame was dropped`.slice(
+          0,
+          512,
+        ),
+    }
+  fleetRuntime(deps).telemetry(s.serverId, samples)
+}
+
+/** An event the agent reports becomes a server event; until marketplace sync owns rentals, it may report those too. */
+export function sessionEvent(deps: Deps, s: AgentSocketData, f: Static<typeof Frames.event>): void {
+  const rental = f.kind === 'rental.started' ? true : f.kind === 'rental.ended' ? false : null
+  withTransaction(deps.db, (tx) => {
+    recordServerEvent(
+      tx,
+      deps,
+      { id: s.serverId, tenantId: s.tenantId },
+      { kind: `agent.${f.kind}`, severity: f.severity, message: stripUnsafeText(f.message), data: f.data ?? null },
+    )
+    if (rental !== null) updateServer(tx, s.serverId, { rentalActive: rental, rentalSource: 'agent', rentalUpdatedAt: deps.clock.nowUs() })
+  })
+  if (rental === false) deps.events.emit('server.rental_ended', { serverId: s.serverId })
+}
+
+/** A command.* report: the commands module applies it. */
+export function sessionCommandReport(deps: Deps, s: AgentSocketData, frame: { type: string }): Refusal | undefined {
+  const outcome = applyCommandFrame(deps, s.serverId, frame)
+  return outcome.ok ? undefined : outcome
+}
+
+/** The session closed: if it was still the live one, the server goes offline and unaccepted commands wait again. */
+export function closeSession(deps: Deps, s: AgentSocketData, session: LiveSession, reason: string): void {
+  if (!agentSessions(deps).release(s.serverId, session)) return
+  metricNames(deps).forget(s.serverId)
+  try {
+    fleetRuntime(deps).sessionClosed(s.serverId, reason)
+    sessionLost(deps, s.serverId)
+  } catch (e) {
+    deps.log.error('agent session close failed', { server_id: s.serverId, error: e })
+  }
+}

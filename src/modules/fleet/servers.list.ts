@@ -1,0 +1,84 @@
+import type { Static } from '@sinclair/typebox'
+import { mayAccessServer, type Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { DEFAULT_PAGE_SIZE, paginate } from '../../platform/cursor'
+import type { FleetRow } from './fleet.row'
+import type { ServerListQuery } from './servers.model'
+import { envelope, readSnapshot, snapshotTag } from './snapshot.service'
+
+/**
+ * GET /servers and GET /dashboard, both read from the tenant's fleet snapshot. Each answers its
+ * strong tag first and builds the body only when asked, so a matching If-None-Match costs no
+ * filtering.
+ */
+type ListQuery = Static<typeof ServerListQuery>
+type ServerFilters = Omit<ListQuery, 'cursor' | 'limit'>
+type Tagged<T> = { etag: string; body: () => T }
+
+/** Applies the GET /servers filters to snapshot rows (and a token's server allowlist). */
+function filterRows(rows: FleetRow[], actor: Actor, f: ServerFilters): FleetRow[] {
+  const q = f.q?.toLowerCase()
+  return rows.filter(
+    (r) =>
+      mayAccessServer(actor, r.id) &&
+      (!f.presence || r.presence === f.presence) &&
+      (!f.fsm_state || r.fsm_state === f.fsm_state) &&
+      (!f.marketplace || r.marketplace === f.marketplace) &&
+      (!f.group_id || r.group_id === f.group_id.toLowerCase()) &&
+      (!f.tag || r.tags.some((t) => t === f.tag || (!f.tag!.includes(':') && t.startsWith(`${f.tag}:`)))) &&
+      (!q || r.name.toLowerCase().includes(q) || (r._hostname ?? '').toLowerCase().includes(q)),
+  )
+}
+
+/** The fleet, one row per managed server, ordered by name, a page at a time. */
+export function listServers({ deps, actor, input }: { deps: Deps; actor: Actor; input: ListQuery }) {
+  const snap = readSnapshot(deps, actor.tenantId)
+  const { cursor, limit = DEFAULT_PAGE_SIZE, ...filters } = input
+  const etag = snapshotTag(snap, JSON.stringify({ filters, cursor, limit, allow: actor.serverAllowlist }))
+  const body = () => {
+    const rows = filterRows(snap.rows, actor, filters)
+    const page = paginate(deps.keys.cursor, {
+      scope: `servers:${actor.tenantId}:${JSON.stringify(filters)}`,
+      input: { cursor, limit },
+      fetch: (after: { name: string; id: string } | undefined, take) => {
+        const start = after ? rows.findIndex((r) => r.name > after.name || (r.name === after.name && r.id > after.id)) : 0
+        return start < 0 ? [] : rows.slice(start, start + take)
+      },
+      position: (r) => ({ name: r.name, id: r.id }),
+      view: ({ _hostname, ...row }) => row,
+    })
+    return { ...envelope(snap), ...page }
+  }
+  return { etag, body } satisfies Tagged<unknown>
+}
+
+/** Counts by presence and maintenance, GPUs by model and servers per group, from the same snapshot. */
+export function fleetDashboard({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const snap = readSnapshot(deps, actor.tenantId)
+  const etag = snapshotTag(snap, `dashboard:${JSON.stringify(actor.serverAllowlist)}`)
+  const body = () => {
+    const rows = filterRows(snap.rows, actor, {})
+    const count = (p: string) => rows.filter((r) => r.presence === p).length
+    const models = new Map<string, number>()
+    for (const r of rows) if (r.gpu_model) models.set(r.gpu_model, (models.get(r.gpu_model) ?? 0) + r.gpu_count)
+    const groups = new Map<string | null, number>()
+    for (const r of rows) groups.set(r.group_id, (groups.get(r.group_id) ?? 0) + 1)
+    return {
+      ...envelope(snap),
+      servers: {
+        total: rows.length,
+        online: count('online'),
+        suspect: count('suspect'),
+        offline: count('offline'),
+        in_maintenance: rows.filter((r) => 'maintenance' in r).length,
+      },
+      gpus: {
+        total: rows.reduce((a, r) => a + r.gpu_count, 0),
+        by_model: [...models].sort((a, b) => b[1] - a[1]).map(([model, c]) => ({ model, count: c })),
+      },
+      groups: [...groups].map(([group_id, n]) => ({ group_id, servers: n })),
+      revenue_today_usd: '0.00',
+    }
+  }
+  return { etag, body } satisfies Tagged<unknown>
+}

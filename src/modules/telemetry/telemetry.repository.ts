@@ -1,0 +1,147 @@
+import type { Database } from 'bun:sqlite'
+import { and, asc, eq, gte, inArray, lt, sql } from 'drizzle-orm'
+import { metricRollups, metricSamples, metricSeries, rollupWatermarks } from '../../../db/schema'
+import { changesOf, type DbOrTx } from '../../../db/client'
+
+/** The queries of telemetry's tables: series, raw samples, rollups and the rollup watermarks. */
+const US = 1_000_000
+
+/** The series id of (server, GPU, metric), made on first use. */
+export function ensureSeries(tx: DbOrTx, serverId: string, gpuIndex: number, metric: string): number {
+  tx.insert(metricSeries).values({ serverId, gpuIndex, metric }).onConflictDoNothing().run()
+  return tx
+    .select({ id: metricSeries.id })
+    .from(metricSeries)
+    .where(and(eq(metricSeries.serverId, serverId), eq(metricSeries.gpuIndex, gpuIndex), eq(metricSeries.metric, metric)))
+    .get()!.id
+}
+
+/** The distinct metric names a server has series for. */
+export function metricNamesOf(db: DbOrTx, serverId: string): string[] {
+  return db
+    .selectDistinct({ metric: metricSeries.metric })
+    .from(metricSeries)
+    .where(eq(metricSeries.serverId, serverId))
+    .all()
+    .map((r) => r.metric)
+}
+
+/** A server's series of these metrics, by GPU index. */
+export function seriesOf(db: DbOrTx, serverId: string, metrics: string[]) {
+  return db
+    .select()
+    .from(metricSeries)
+    .where(and(eq(metricSeries.serverId, serverId), inArray(metricSeries.metric, metrics)))
+    .orderBy(asc(metricSeries.gpuIndex))
+    .all()
+}
+
+/**
+ * Raw samples, hundreds of thousands a minute on a large fleet: multi-row INSERTs of up to 100
+ * rows through statements prepared once on the connection the open transaction uses (the query
+ * builder costs about a hundred times more per row than the insert itself). A repeated sample
+ * (same series and instant, e.g. re-sent after a reconnect) keeps the newer value.
+ */
+const CHUNK = 100
+const insertSql = (rows: number) =>
+  `INSERT INTO metric_samples (series_id, t, value) VALUES ${Array(rows).fill('(?, ?, ?)').join(', ')} ON CONFLICT (series_id, t) DO UPDATE SET value = excluded.value`
+
+export function insertSamples(sqlite: Database, rows: (number | null)[][]): void {
+  let i = 0
+  for (; i + CHUNK <= rows.length; i += CHUNK) sqlite.query(insertSql(CHUNK)).run(...rows.slice(i, i + CHUNK).flat())
+  if (i < rows.length) sqlite.query(insertSql(rows.length - i)).run(...rows.slice(i).flat())
+}
+
+/** Samples for time already rolled up make the rollup job redo from their bucket. */
+export function noteLateSamples(tx: DbOrTx, earliestT: number, now: number): void {
+  tx.update(rollupWatermarks)
+    .set({ redoFrom: sql`min(coalesce(${rollupWatermarks.redoFrom}, ${earliestT}), ${earliestT})`, updatedAt: now })
+    .where(sql`${rollupWatermarks.doneUntil} > ${earliestT}`)
+    .run()
+}
+
+export function earliestSampleAt(db: DbOrTx): number | null {
+  return (
+    db
+      .select({ t: sql<number | null>`min(${metricSamples.t})` })
+      .from(metricSamples)
+      .get()?.t ?? null
+  )
+}
+
+export type Watermark = typeof rollupWatermarks.$inferSelect
+
+export function watermarkOf(db: DbOrTx, grain: number): Watermark | undefined {
+  return db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, grain)).get()
+}
+
+export function saveWatermark(tx: DbOrTx, grain: number, doneUntil: number, now: number): void {
+  tx.insert(rollupWatermarks)
+    .values({ grain, doneUntil, redoFrom: null, updatedAt: now })
+    .onConflictDoUpdate({ target: rollupWatermarks.grain, set: { doneUntil, redoFrom: null, updatedAt: now } })
+    .run()
+}
+
+/** Stored buckets of these series at `grain` in [fromUs, toUs). */
+export function storedBuckets(db: DbOrTx, seriesIds: number[], grain: number, fromUs: number, toUs: number) {
+  if (seriesIds.length === 0) return []
+  return db
+    .select()
+    .from(metricRollups)
+    .where(and(inArray(metricRollups.seriesId, seriesIds), eq(metricRollups.grain, grain), gte(metricRollups.bucket, fromUs), lt(metricRollups.bucket, toUs)))
+    .all()
+}
+
+export type BucketStats = {
+  series_id: number
+  bucket: number
+  min: number | null
+  max: number | null
+  avg: number | null
+  p50: number | null
+  p95: number | null
+  last: number | null
+}
+
+/**
+ * The statistics of every bucket of `grain` with raw samples in [?3, ?4), one row per series and
+ * bucket; `filtered` adds "AND the series is in the JSON array ?5". The rollup job stores these
+ * rows; GET /metrics computes the same rows for the part of a range not rolled up yet.
+ */
+const bucketsOfRaw = (filtered: boolean) => `
+  SELECT s.series_id AS series_id, ?1 AS grain, (s.t / ?2) * ?2 AS bucket,
+         min(s.value) AS min, max(s.value) AS max, avg(s.value) AS avg,
+         percentile_cont(s.value, 0.5) AS p50, percentile_cont(s.value, 0.95) AS p95,
+         (SELECT l.value FROM metric_samples l WHERE l.series_id = s.series_id AND l.t >= (s.t / ?2) * ?2 AND l.t < (s.t / ?2) * ?2 + ?2 ORDER BY l.t DESC LIMIT 1) AS last,
+         count(*) AS samples
+  FROM metric_samples s
+  WHERE s.t >= ?3 AND s.t < ?4${filtered ? ' AND s.series_id IN (SELECT value FROM json_each(?5))' : ''}
+  GROUP BY s.series_id, bucket`
+
+/** Stores the buckets of every series with raw samples in [fromUs, toUs); answers the rows written. */
+export function rollupRange(sqlite: Database, grain: number, fromUs: number, toUs: number): number {
+  const r = sqlite
+    .query(
+      `INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples)
+       ${bucketsOfRaw(false)}
+       ON CONFLICT (series_id, grain, bucket) DO UPDATE SET
+         min = excluded.min, max = excluded.max, avg = excluded.avg, p50 = excluded.p50,
+         p95 = excluded.p95, last = excluded.last, samples = excluded.samples`,
+    )
+    .run(grain, grain * US, fromUs, toUs)
+  return r.changes
+}
+
+/** What rollupRange would store for these series in [fromUs, toUs), read straight from the raw samples. */
+export function rawBuckets(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): BucketStats[] {
+  if (seriesIds.length === 0 || fromUs >= toUs) return []
+  return sqlite.query(bucketsOfRaw(true)).all(grain, grain * US, fromUs, toUs, JSON.stringify(seriesIds)) as BucketStats[]
+}
+
+export function deleteSamplesBefore(tx: DbOrTx, t: number): number {
+  return changesOf(tx.delete(metricSamples).where(lt(metricSamples.t, t)).run())
+}
+
+export function deleteRollupsBefore(tx: DbOrTx, grain: number, bucket: number): number {
+  return changesOf(tx.delete(metricRollups).where(sql`${metricRollups.grain} = ${grain} AND ${metricRollups.bucket} < ${bucket}`).run())
+}
