@@ -6,7 +6,7 @@ import { safeEqual } from '../../platform/secrets'
 import { ProviderRejected, ProviderUnavailable, type PaymentMethod, type PaymentProvider, type ProviderPayment } from './provider'
 
 /**
- * NOWPayments (decisions.md; reliability-security.md §5.1): hosted invoices (POST /v1/invoice with
+ * NOWPayments (docs/payments.md): hosted invoices (POST /v1/invoice with
  * x-api-key), IPN notifications signed with HMAC-SHA512 over the body serialised with its
  * top-level keys sorted (their documented formula, which leaves nested objects out of the
  * signature — so nothing nested is ever trusted), and the payment read back with

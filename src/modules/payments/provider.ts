@@ -18,7 +18,7 @@ export type ProviderPayment = {
   confirmedMicros: number | null
 }
 
-export type VerifiedNotification = { paymentId: string; invoiceId: string | null; orderId: string | null; reportedStatus: string }
+type VerifiedNotification = { paymentId: string; invoiceId: string | null; orderId: string | null; reportedStatus: string }
 
 export class ProviderRejected extends Error {}
 export class ProviderUnavailable extends Error {}
