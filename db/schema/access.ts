@@ -35,8 +35,8 @@ export const accessTokens = sqliteTable(
     /** First characters of the plaintext, to recognise the token in a list. */
     displayPrefix: text('display_prefix').notNull(),
     tokenHash: text('token_hash').notNull(),
-    scopes: text('scopes').notNull(), // JSON array
-    serverAllowlist: text('server_allowlist'), // JSON array or null
+    scopes: text('scopes', { mode: 'json' }).$type<string[]>().notNull(),
+    serverAllowlist: text('server_allowlist', { mode: 'json' }).$type<string[]>(),
     expiresAt: integer('expires_at'),
     createdAt: integer('created_at').notNull(),
     lastUsedAt: integer('last_used_at'),

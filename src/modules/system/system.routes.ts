@@ -2,11 +2,11 @@ import { Elysia, t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { PROBLEM_CODE_LIST, PROBLEM_CODES, problems, type ProblemCode } from '../../platform/problem'
+import { PROBLEM_CODE_LIST } from '../../platform/problem'
 import { responses } from '../../platform/schemas'
 import { Health, Readiness } from './system.model'
-import { checkReadiness } from './system.service'
-import { problemIndexPage, problemPage } from './problems.page'
+import { problemIndexPage } from './problems.page'
+import { checkReadiness, problemTypePage } from './system.service'
 
 const Html = Type.String({ description: 'HTML page' })
 
@@ -32,16 +32,9 @@ export function systemRoutes(deps: Deps) {
         },
       ),
     })
-    .get(
-      '/problems/:code',
-      ({ params }) => {
-        if (!Object.hasOwn(PROBLEM_CODES, params.code)) throw problems.notFound(`no problem type ${params.code}`)
-        return html(problemPage(params.code as ProblemCode, deps.config.publicUrl))
-      },
-      {
-        params: t.Object({ code: t.String({ maxLength: 64, examples: PROBLEM_CODE_LIST.slice(0, 3) }) }),
-        response: responses({ 200: Html }, [404]),
-        detail: describe({ public: true }, { tags: ['system'], summary: 'Human page for one problem type' }),
-      },
-    )
+    .get('/problems/:code', ({ params }) => html(problemTypePage({ deps, code: params.code })), {
+      params: t.Object({ code: t.String({ maxLength: 64, examples: PROBLEM_CODE_LIST.slice(0, 3) }) }),
+      response: responses({ 200: Html }, [404]),
+      detail: describe({ public: true }, { tags: ['system'], summary: 'Human page for one problem type' }),
+    })
 }

@@ -1,24 +1,28 @@
-import { databaseFileVanished, pendingMigrations } from '../../../db/client'
-import { readMigrationFiles } from 'drizzle-orm/migrator'
-import { MIGRATIONS_FOLDER } from '../../../db/client'
 import type { Deps } from '../../platform/context'
-import { problems } from '../../platform/problem'
+import { PROBLEM_CODES, type ProblemCode } from '../../platform/problem'
+import { problemPage } from './problems.page'
+import { SystemErrors } from './system.errors'
+import { databaseVanished, migrationCount, pendingMigrationCount } from './system.repository'
 
 /** Ready means the database answers and every migration of this build is applied. */
 export function checkReadiness({ deps }: { deps: Deps }) {
   let pending: number
-  if (databaseFileVanished(deps.sqlite)) {
+  if (databaseVanished(deps)) {
     deps.log.error('readiness check failed: the database file is gone or was replaced', { database: deps.config.databasePath })
-    throw problems.unavailable('the database file is gone or was replaced; restart the service', 5)
+    throw SystemErrors.databaseGone()
   }
   try {
-    deps.sqlite.query('SELECT 1').get()
-    pending = pendingMigrations({ sqlite: deps.sqlite, db: deps.db, path: deps.config.databasePath })
+    pending = pendingMigrationCount(deps)
   } catch (e) {
     deps.log.error('readiness check failed', { error: e })
-    throw problems.unavailable('the database is not reachable', 5)
+    throw SystemErrors.databaseUnreachable(e)
   }
-  if (pending > 0) throw problems.unavailable(`${pending} database migrations are not applied yet`, 5)
-  const total = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER }).length
-  return { status: 'ready' as const, migrations: { applied: total, pending: 0 } }
+  if (pending > 0) throw SystemErrors.migrationsPending(pending)
+  return { status: 'ready' as const, migrations: { applied: migrationCount(), pending: 0 } }
+}
+
+/** The human page of one problem type, for the `type` URI of every problem document. */
+export function problemTypePage({ deps, code }: { deps: Deps; code: string }): string {
+  if (!Object.hasOwn(PROBLEM_CODES, code)) throw SystemErrors.problemTypeNotFound(code)
+  return problemPage(code as ProblemCode, deps.config.publicUrl)
 }

@@ -5,17 +5,14 @@ import type { JobRunner } from '../../platform/jobs'
 import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
-import { problems } from '../../platform/problem'
-import { consumeRateLimit } from '../../platform/rate-limit'
 import { responses } from '../../platform/schemas'
-import { formatTimestamp } from '../../platform/time'
 import { ClockBody, ClockReply, JobRunReply, Probe, ProbeBody, RateLimitBody, RateLimitReply } from './testing.model'
-import { createProbe, getProbe, moveClock, probeView, updateProbe } from './testing.service'
+import { createProbe, getProbe, moveClock, probeView, runJobNow, takeFromBucket, updateProbe } from './testing.service'
 
 const tags = ['test clock']
 const IdParams = t.Object({ id: t.String({ format: 'uuid' }) })
 
-/** Mounted only when TEST_CLOCK=true (decisions.md, "Test clock"); startup refuses that in production. */
+/** Mounted only when TEST_CLOCK=true, which startup refuses in production (docs/configuration.md). */
 export function testingRoutes(deps: Deps, runner: JobRunner) {
   return new Elysia({ name: 'testing', prefix: '/api/v1/_test' })
     .post('/clock', ({ body }) => moveClock({ deps, input: body }), {
@@ -30,20 +27,11 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
         },
       ),
     })
-    .post(
-      '/jobs/:job/run',
-      async ({ params }) => {
-        if (!runner.has(params.job)) throw problems.notFound(`no job ${params.job}; known: ${runner.names.join(', ')}`)
-        const r = await runner.run(params.job, `manual:${deps.newId()}`)
-        if (r.outcome === 'skipped') throw problems.conflict(`${params.job} is running in another process; retry shortly`)
-        return { job: r.job, now: formatTimestamp(deps.clock.nowUs()), outcome: r.outcome, detail: r.detail }
-      },
-      {
-        params: t.Object({ job: t.String({ maxLength: 64 }) }),
-        response: responses({ 200: JobRunReply }, [404, 409]),
-        detail: describe({ public: true }, { tags, summary: 'Run one scheduled job now', description: 'Answers the service\'s "now" and the run\'s outcome.' }),
-      },
-    )
+    .post('/jobs/:job/run', ({ params }) => runJobNow({ deps, runner, job: params.job }), {
+      params: t.Object({ job: t.String({ maxLength: 64 }) }),
+      response: responses({ 200: JobRunReply }, [404, 409]),
+      detail: describe({ public: true }, { tags, summary: 'Run one scheduled job now', description: 'Answers the service\'s "now" and the run\'s outcome.' }),
+    })
     .post(
       '/probes',
       ({ body, set }) => {
@@ -90,18 +78,10 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
         detail: describe({ public: true }, { tags, summary: 'Change a probe (If-Match)' }),
       },
     )
-    .post(
-      '/rate-limit/:bucket',
-      ({ params, body }) => {
-        const d = consumeRateLimit(deps.db, deps.clock, `test:${params.bucket}`, body.limit, body.period_seconds)
-        if (!d.allowed) throw problems.rateLimited(d.retryAfterSeconds)
-        return { remaining: d.remaining }
-      },
-      {
-        params: t.Object({ bucket: t.String({ maxLength: 64 }) }),
-        body: RateLimitBody,
-        response: responses({ 200: RateLimitReply }, [413, 415, 422, 429]),
-        detail: describe({ public: true }, { tags, summary: 'Take one request from a shared rate-limit bucket' }),
-      },
-    )
+    .post('/rate-limit/:bucket', ({ params, body }) => takeFromBucket({ deps, bucket: params.bucket, input: body }), {
+      params: t.Object({ bucket: t.String({ maxLength: 64 }) }),
+      body: RateLimitBody,
+      response: responses({ 200: RateLimitReply }, [413, 415, 422, 429]),
+      detail: describe({ public: true }, { tags, summary: 'Take one request from a shared rate-limit bucket' }),
+    })
 }

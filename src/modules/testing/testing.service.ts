@@ -1,75 +1,85 @@
-import { eq } from 'drizzle-orm'
-import { serviceSettings, testProbes } from '../../../db/schema'
+import type { Static } from '@sinclair/typebox'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { assertIfMatch, etagOf } from '../../platform/etag'
-import { problems } from '../../platform/problem'
+import type { JobRunner } from '../../platform/jobs'
+import { consumeRateLimit } from '../../platform/rate-limit'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
+import { TestingErrors } from './testing.errors'
+import type { ClockBody, ProbeBody, RateLimitBody } from './testing.model'
+import { findProbe, findSetting, insertProbe, saveSetting, updateProbeRow, type ProbeRow } from './testing.repository'
 
 /**
- * Test-only verbs (TEST_CLOCK=true, never in production): moving the clock, and "probes", a tiny
- * resource whose only purpose is to give the crash test, the HTTP benchmark and the conventions'
- * tests a real acknowledged write that belongs to no business feature.
+ * Test-only verbs (TEST_CLOCK=true, never in production): moving the clock, running a job now,
+ * and "probes", a tiny resource whose only purpose is to give the crash test, the HTTP benchmark
+ * and the conventions' tests a real acknowledged write that belongs to no business feature.
  */
 
 const CLOCK_OFFSET_KEY = 'test_clock_offset_us'
 
 export function loadClockOffset(db: DbOrTx): number {
-  const row = db.select().from(serviceSettings).where(eq(serviceSettings.key, CLOCK_OFFSET_KEY)).get()
-  return row ? Number(row.value) : 0
+  const value = findSetting(db, CLOCK_OFFSET_KEY)
+  return value === undefined ? 0 : Number(value)
 }
 
 export function saveClockOffset(db: DbOrTx, offsetUs: number, nowUs: number): void {
-  withTransaction(db, (tx) =>
-    tx
-      .insert(serviceSettings)
-      .values({ key: CLOCK_OFFSET_KEY, value: String(offsetUs), updatedAt: nowUs })
-      .onConflictDoUpdate({ target: serviceSettings.key, set: { value: String(offsetUs), updatedAt: nowUs } })
-      .run(),
-  )
+  withTransaction(db, (tx) => saveSetting(tx, CLOCK_OFFSET_KEY, String(offsetUs), nowUs))
 }
 
-export function moveClock({ deps, input }: { deps: Deps; input: { advance_seconds?: number; now?: string } }) {
+export function moveClock({ deps, input }: { deps: Deps; input: Static<typeof ClockBody> }) {
   const clock = deps.testClock!
   try {
     if (input.advance_seconds !== undefined) clock.advance(input.advance_seconds)
     else {
       const target = parseTimestamp(input.now!)
-      if (target === null) throw problems.field('/now', 'format', 'now must be an RFC 3339 timestamp')
+      if (target === null) throw TestingErrors.badNow()
       clock.setNow(target)
     }
   } catch (e) {
-    if (e instanceof RangeError) throw problems.field('/now', 'in_the_past', 'the test clock only moves forward')
+    if (e instanceof RangeError) throw TestingErrors.clockBackwards()
     throw e
   }
   return { now: formatTimestamp(clock.nowUs()) }
 }
 
-type ProbeRow = typeof testProbes.$inferSelect
+/** Runs one scheduled job now, as its schedule would. */
+export async function runJobNow({ deps, runner, job }: { deps: Deps; runner: JobRunner; job: string }) {
+  if (!runner.has(job)) throw TestingErrors.jobNotFound(job, runner.names)
+  const r = await runner.run(job, `manual:${deps.newId()}`)
+  if (r.outcome === 'skipped') throw TestingErrors.jobBusy(job)
+  return { job: r.job, now: formatTimestamp(deps.clock.nowUs()), outcome: r.outcome, detail: r.detail }
+}
+
+/** Takes one request from a shared rate-limit bucket (the limiter's own tests). */
+export function takeFromBucket({ deps, bucket, input }: { deps: Deps; bucket: string; input: Static<typeof RateLimitBody> }) {
+  const d = consumeRateLimit(deps.db, deps.clock, `test:${bucket}`, input.limit, input.period_seconds)
+  if (!d.allowed) throw TestingErrors.rateLimited(d.retryAfterSeconds)
+  return { remaining: d.remaining }
+}
 
 export function probeView(row: ProbeRow) {
   return { id: row.id, value: row.value, version: row.version, created_at: formatTimestamp(row.createdAt) }
 }
 
-export function createProbe({ deps, input }: { deps: Deps; input: { value: string } }): ProbeRow {
+export function createProbe({ deps, input }: { deps: Deps; input: Static<typeof ProbeBody> }): ProbeRow {
   const row: ProbeRow = { id: deps.newId(), value: input.value, version: 1, createdAt: deps.clock.nowUs() }
-  withTransaction(deps.db, (tx) => tx.insert(testProbes).values(row).run())
+  withTransaction(deps.db, (tx) => insertProbe(tx, row))
   return row
 }
 
 export function getProbe({ deps, id }: { deps: Deps; id: string }): ProbeRow {
-  const row = deps.db.select().from(testProbes).where(eq(testProbes.id, id)).get()
-  if (!row) throw problems.notFound('no such probe')
+  const row = findProbe(deps.db, id)
+  if (!row) throw TestingErrors.probeNotFound()
   return row
 }
 
-export function updateProbe({ deps, id, ifMatch, input }: { deps: Deps; id: string; ifMatch: string | null; input: { value: string } }): ProbeRow {
+export function updateProbe({ deps, id, ifMatch, input }: { deps: Deps; id: string; ifMatch: string | null; input: Static<typeof ProbeBody> }): ProbeRow {
   return withTransaction(deps.db, (tx) => {
-    const row = tx.select().from(testProbes).where(eq(testProbes.id, id)).get()
-    if (!row) throw problems.notFound('no such probe')
+    const row = findProbe(tx, id)
+    if (!row) throw TestingErrors.probeNotFound()
     assertIfMatch(ifMatch, etagOf(row.version))
     const next = { ...row, value: input.value, version: row.version + 1 }
-    tx.update(testProbes).set({ value: next.value, version: next.version }).where(eq(testProbes.id, id)).run()
+    updateProbeRow(tx, id, { value: next.value, version: next.version })
     return next
   })
 }

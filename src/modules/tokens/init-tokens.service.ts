@@ -1,13 +1,14 @@
+import type { Static } from '@sinclair/typebox'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { ProblemError, problems } from '../../platform/problem'
 import { generateSecret, hashSecret, hasValidChecksum } from '../../platform/secrets'
 import { formatTimestamp } from '../../platform/time'
-import type { AuditContext } from '../audit/audit.context'
-import { recordAudit } from '../audit/audit.service'
-import { findPlan } from '../plans/plans.repository'
-import { findTenant } from '../tenants/tenants.repository'
+import { recordAudit, type AuditContext } from '../audit'
+import { findPlan } from '../plans'
+import { findTenant } from '../tenants'
+import { TokenErrors } from './tokens.errors'
+import type { InitCreate } from './tokens.model'
 import {
   claimInitTokenRow,
   countManagedServers,
@@ -26,27 +27,23 @@ import {
  * decommissioned) plus the unbound tokens still outstanding (unused, unexpired, unrevoked) reach
  * the limit. The claim re-checks the limit.
  */
-export const INIT_TOKEN_MAX_SECONDS = 3600
-export const INIT_TOKEN_DEFAULT_SECONDS = 3600
+const INIT_TOKEN_DEFAULT_SECONDS = 3600
 
-export type CreateInitInput = { expected_fingerprint?: string | null; server_id?: string | null; purpose?: string | null; expires_in_s?: number }
-
-export function installCommand(publicUrl: string): string {
+function installCommand(publicUrl: string): string {
   return `gpuhq-agent enroll --url ${publicUrl} --token-file /root/gpuhq-init-token   # or: printf '%s' "$TOKEN" | gpuhq-agent enroll --url ${publicUrl} --token-stdin`
 }
 
-export function createInitToken({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: CreateInitInput }) {
+export function createInitToken({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: Static<typeof InitCreate> }) {
   const seconds = input.expires_in_s ?? INIT_TOKEN_DEFAULT_SECONDS
   // An unbound token enrols a new server, which no allowlist can name in advance: a token limited
   // to servers may only re-enrol one of them (its server_id was checked against the allowlist).
-  if (actor.serverAllowlist && !input.server_id)
-    throw new ProblemError('forbidden', { detail: 'a token limited to servers (server_allowlist) can only mint init tokens bound to one of them (server_id)' })
+  if (actor.serverAllowlist && !input.server_id) throw TokenErrors.initTokenNeedsServer()
   const token = generateSecret('gpuhq_init_')
   return withTransaction(deps.db, (tx) => {
     const now = deps.clock.nowUs()
     const serverId = input.server_id?.toLowerCase() ?? null
     if (serverId) {
-      if (!findTenantServer(tx, actor.tenantId, serverId)) throw problems.notFound('no such server')
+      if (!findTenantServer(tx, actor.tenantId, serverId)) throw TokenErrors.serverNotFound()
     } else {
       assertRoomForServer(tx, actor.tenantId, now, 1)
     }
@@ -79,19 +76,16 @@ export function createInitToken({ deps, actor, audit, input }: { deps: Deps; act
 }
 
 /**
- * 409 server_limit_reached when `adding` more servers would pass the plan's limit, counting the
- * outstanding unbound tokens as promised servers; 409 plan_required without a plan.
+ * Refuses (server_limit_reached) when `adding` more servers would pass the plan's limit, counting the
+ * outstanding unbound tokens as promised servers, and (plan_required) without a plan.
  */
 export function assertRoomForServer(tx: DbOrTx, tenantId: string, now: number, adding: number, countOutstanding = true): void {
   const tenant = findTenant(tx, tenantId)
-  if (!tenant?.planCode) throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
+  if (!tenant?.planCode) throw TokenErrors.planRequired()
   const plan = findPlan(tx, tenant.planCode)
   if (!plan || plan.serversMax === null) return
   const used = countManagedServers(tx, tenantId) + (countOutstanding ? countOutstandingUnboundInitTokens(tx, tenantId, now) : 0)
-  if (used + adding > plan.serversMax)
-    throw new ProblemError('server_limit_reached', {
-      detail: `the ${plan.label} plan manages at most ${plan.serversMax} server${plan.serversMax === 1 ? '' : 's'}; ${used} ${used === 1 ? 'is' : 'are'} enrolled or promised to unused install tokens`,
-    })
+  if (used + adding > plan.serversMax) throw TokenErrors.serverLimitReached({ label: plan.label, serversMax: plan.serversMax }, used)
 }
 
 /**

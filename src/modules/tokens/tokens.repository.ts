@@ -1,5 +1,5 @@
 import { and, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm'
-import { accessTokens, initTokens, servers, tenants, users } from '../../../db/schema'
+import { accessTokens, initTokens, servers } from '../../../db/schema'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type AccessTokenRow = typeof accessTokens.$inferSelect
@@ -9,15 +9,9 @@ export function insertAccessToken(tx: DbOrTx, row: AccessTokenRow): void {
   tx.insert(accessTokens).values(row).run()
 }
 
-/** The token with its creator and tenant, by the hash of the plaintext. */
-export function findAccessTokenByHash(db: DbOrTx, tokenHash: string) {
-  return db
-    .select({ token: accessTokens, user: users, tenant: tenants })
-    .from(accessTokens)
-    .innerJoin(users, eq(users.id, accessTokens.userId))
-    .innerJoin(tenants, eq(tenants.id, accessTokens.tenantId))
-    .where(eq(accessTokens.tokenHash, tokenHash))
-    .get()
+/** The token by the hash of its plaintext. */
+export function findAccessTokenByHash(db: DbOrTx, tokenHash: string): AccessTokenRow | undefined {
+  return db.select().from(accessTokens).where(eq(accessTokens.tokenHash, tokenHash)).get()
 }
 
 export function touchAccessToken(tx: DbOrTx, id: string, at: number): void {

@@ -1,12 +1,16 @@
+import type { Static } from '@sinclair/typebox'
 import { withTransaction, writeUnlessBusy } from '../../../db/client'
 import { ALL_SCOPES, ROLE_SCOPES, roleAtLeast, type Actor, type Scope } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { decodeCursor, toPage } from '../../platform/cursor'
-import { ProblemError, problems, type FieldError } from '../../platform/problem'
+import { paginate } from '../../platform/cursor'
+import type { FieldError } from '../../platform/problem'
 import { generateSecret, hashSecret, hasValidChecksum } from '../../platform/secrets'
 import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../../platform/time'
-import type { AuditContext } from '../audit/audit.context'
-import { recordAudit } from '../audit/audit.service'
+import { recordAudit, type AuditContext } from '../audit'
+import { findTenant } from '../tenants'
+import { findUserById } from '../users'
+import { TokenErrors } from './tokens.errors'
+import type { PatCreate } from './tokens.model'
 import {
   findAccessTokenByHash,
   findLiveAccessToken,
@@ -24,16 +28,14 @@ import {
  * production. A token acts with the scopes it was given cut down to its creator's *current* role,
  * so lowering a member's role or removing the member narrows or kills the token at once.
  */
-export const DEFAULT_SCOPES: Scope[] = ['servers:read']
-export const DEFAULT_TTL_DAYS = 90
-export const MAX_TTL_DAYS = 366
+const DEFAULT_SCOPES: Scope[] = ['servers:read']
+const DEFAULT_TTL_DAYS = 90
+const MAX_TTL_DAYS = 366
 const DAY_US = 86_400_000_000
 /** last_used_at is written at most once a minute per token. */
 const TOUCH_EVERY_US = 60_000_000
 
-export type CreatePatInput = { name: string; scopes?: string[]; expires_at?: string | null; server_allowlist?: string[] }
-
-export function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: CreatePatInput }) {
+export function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: Static<typeof PatCreate> }) {
   const now = deps.clock.nowUs()
   const scopes = [...new Set(input.scopes ?? DEFAULT_SCOPES)]
   const errors: FieldError[] = []
@@ -51,17 +53,16 @@ export function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Ac
     else if (expiresAt <= now) errors.push({ path: '/expires_at', code: 'in_the_past' })
     else if (expiresAt > now + MAX_TTL_DAYS * DAY_US) errors.push({ path: '/expires_at', code: 'too_late' })
   }
-  if (errors.length)
-    throw problems.validation(errors, 'scopes must be known, and expires_at must lie within a year (non-expiring tokens are refused in production)')
+  if (errors.length) throw TokenErrors.invalidPat(errors)
   const role = actor.role!
   const beyond = scopes.filter((s) => !ROLE_SCOPES[role].includes(s as Scope))
-  if (beyond.length) throw new ProblemError('forbidden', { detail: `a ${role} cannot grant ${beyond.join(', ')}` })
+  if (beyond.length) throw TokenErrors.scopeBeyondRole(role, beyond)
 
   const allowlist = input.server_allowlist ? [...new Set(input.server_allowlist.map((s) => s.toLowerCase()))] : null
   const token = generateSecret('gpuhq_pat_')
   return withTransaction(deps.db, (tx) => {
     allowlist?.forEach((id, i) => {
-      if (!findTenantServer(tx, actor.tenantId, id)) throw problems.field(`/server_allowlist/${i}`, 'unknown_server', `no server ${id} in this tenant`)
+      if (!findTenantServer(tx, actor.tenantId, id)) throw TokenErrors.unknownAllowlistServer(i, id)
     })
     const row: AccessTokenRow = {
       id: deps.newId(),
@@ -70,8 +71,8 @@ export function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Ac
       name: input.name.trim(),
       displayPrefix: token.slice(0, 'gpuhq_pat_'.length + 4),
       tokenHash: hashSecret(token),
-      scopes: JSON.stringify(scopes),
-      serverAllowlist: allowlist ? JSON.stringify(allowlist) : null,
+      scopes,
+      serverAllowlist: allowlist,
       expiresAt,
       createdAt: now,
       lastUsedAt: null,
@@ -83,14 +84,14 @@ export function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Ac
   })
 }
 
-export function patView(row: AccessTokenRow) {
+function patView(row: AccessTokenRow) {
   return {
     id: row.id,
     name: row.name,
     prefix: row.displayPrefix,
     user_id: row.userId,
-    scopes: JSON.parse(row.scopes) as string[],
-    server_allowlist: row.serverAllowlist ? (JSON.parse(row.serverAllowlist) as string[]) : null,
+    scopes: row.scopes,
+    server_allowlist: row.serverAllowlist,
     expires_at: formatNullableTimestamp(row.expiresAt),
     created_at: formatTimestamp(row.createdAt),
     last_used_at: formatNullableTimestamp(row.lastUsedAt),
@@ -99,18 +100,20 @@ export function patView(row: AccessTokenRow) {
 
 /** A member sees their own tokens; owners and admins see every token of the tenant. */
 export function listPats({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number } }) {
-  const limit = input.limit ?? 50
   const everyone = roleAtLeast(actor.role!, 'admin')
-  const scope = `tokens:${actor.tenantId}:${everyone ? '*' : actor.userId}`
-  const before = input.cursor ? decodeCursor<{ id: string }>(deps.keys.cursor, scope, input.cursor).id : null
-  const rows = listAccessTokens(deps.db, actor.tenantId, everyone ? null : actor.userId, before, limit + 1)
-  return toPage(rows, limit, (r) => ({ id: r.id }), { key: deps.keys.cursor, scope }, patView)
+  return paginate(deps.keys.cursor, {
+    scope: `tokens:${actor.tenantId}:${everyone ? '*' : actor.userId}`,
+    input,
+    fetch: (before: { id: string } | undefined, take) => listAccessTokens(deps.db, actor.tenantId, everyone ? null : actor.userId, before?.id ?? null, take),
+    position: (r) => ({ id: r.id }),
+    view: patView,
+  })
 }
 
 export function revokePat({ deps, actor, audit, id }: { deps: Deps; actor: Actor; audit: AuditContext; id: string }) {
   withTransaction(deps.db, (tx) => {
     const row = findLiveAccessToken(tx, actor.tenantId, id)
-    if (!row || (row.userId !== actor.userId && !roleAtLeast(actor.role!, 'admin'))) throw problems.notFound('no such token')
+    if (!row || (row.userId !== actor.userId && !roleAtLeast(actor.role!, 'admin'))) throw TokenErrors.tokenNotFound()
     revokeAccessToken(tx, id, deps.clock.nowUs())
     recordAudit(tx, deps, audit, { operation: 'tokens.revoke', targetKind: 'token', targetId: id })
   })
@@ -122,9 +125,11 @@ export function revokePat({ deps, actor, audit, id }: { deps: Deps; actor: Actor
  */
 export function resolvePat(deps: Deps, token: string): Actor | null {
   if (!hasValidChecksum(token, 'gpuhq_pat_')) return null
-  const found = findAccessTokenByHash(deps.db, hashSecret(token))
-  if (!found) return null
-  const { token: row, user, tenant } = found
+  const row = findAccessTokenByHash(deps.db, hashSecret(token))
+  // A token whose creator or tenant is gone is unknown, like an unknown token.
+  const user = row && findUserById(deps.db, row.userId)
+  const tenant = row && findTenant(deps.db, row.tenantId)
+  if (!row || !user || !tenant) return null
   const now = deps.clock.nowUs()
   if (row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now) || user.tenantId !== row.tenantId) return null
   if (row.lastUsedAt === null || now - row.lastUsedAt > TOUCH_EVERY_US) writeUnlessBusy(deps.db, (tx) => touchAccessToken(tx, row.id, now))
@@ -135,8 +140,8 @@ export function resolvePat(deps: Deps, token: string): Actor | null {
     userId: user.id,
     role: user.role,
     tokenId: row.id,
-    scopes: (JSON.parse(row.scopes) as Scope[]).filter((s) => ROLE_SCOPES[user.role].includes(s)),
-    serverAllowlist: row.serverAllowlist ? (JSON.parse(row.serverAllowlist) as string[]) : null,
+    scopes: (row.scopes as Scope[]).filter((s) => ROLE_SCOPES[user.role].includes(s)),
+    serverAllowlist: row.serverAllowlist,
     tenant: { planCode: tenant.planCode, accountState: tenant.accountState },
   }
 }
