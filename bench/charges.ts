@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { openDatabase } from '../db/client'
 import { loadConfig } from '../src/config'
 import { buildDeps } from '../src/deps'
-import { runHourlyCharges } from '../src/modules/billing/charges.service'
+import { runHourlyCharges } from '../src/modules/billing'
 import { createLogger } from '../src/platform/logger'
 
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 10_000)
