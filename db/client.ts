@@ -9,7 +9,7 @@ import type { SQLiteTransaction } from 'drizzle-orm/sqlite-core'
 import type { ExtractTablesWithRelations } from 'drizzle-orm'
 import * as schema from './schema'
 
-export type Schema = typeof schema
+type Schema = typeof schema
 export type Db = BunSQLiteDatabase<Schema>
 export type Tx = SQLiteTransaction<'sync', void, Schema, ExtractTablesWithRelations<Schema>>
 /** Either the database or an open transaction: repositories take this and never care which. */

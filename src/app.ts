@@ -22,7 +22,7 @@ import { featuresOfPlan, plansRoutes } from './modules/plans'
 import { paymentsRoutes, sandboxRoutes } from './modules/payments'
 import { subscriptionRoutes } from './modules/subscription'
 
-export const API_PREFIX = '/api/v1'
+const API_PREFIX = '/api/v1'
 
 /**
  * The HTTP application: platform conventions first (ids, body rules, problem documents), then the

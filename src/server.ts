@@ -69,7 +69,7 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
  * past the last pause it answers 503 with Retry-After. See docs/operations.md "A busy database".
  */
 
-export async function handle(app: App, deps: Deps, request: Request, ip: string): Promise<Response> {
+async function handle(app: App, deps: Deps, request: Request, ip: string): Promise<Response> {
   const started = performance.now()
   const path = new URL(request.url).pathname
   const id = deps.newId()

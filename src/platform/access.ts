@@ -144,7 +144,7 @@ function unauthorized(): ProblemError {
  * The authorisation decision for an identified actor; throws the problem that applies. Used by
  * every HTTP route (through ensureAccess) and by anything else that acts for a caller.
  */
-export function authorize(
+function authorize(
   actor: Actor,
   spec: Exclude<AccessSpec, { public: true } | { agent: true }>,
   ctx: {

@@ -7,7 +7,7 @@
 export const ROLES = ['viewer', 'operator', 'admin', 'owner'] as const
 export type Role = (typeof ROLES)[number]
 
-export const SCOPE_AREAS = ['servers', 'commands', 'billing', 'marketplaces', 'notifications', 'strategy', 'audit'] as const
+const SCOPE_AREAS = ['servers', 'commands', 'billing', 'marketplaces', 'notifications', 'strategy', 'audit'] as const
 export type Scope = `${(typeof SCOPE_AREAS)[number]}:${'read' | 'write'}`
 export const ALL_SCOPES: Scope[] = SCOPE_AREAS.flatMap((a) => [`${a}:read`, `${a}:write`] as Scope[])
 
@@ -19,14 +19,14 @@ export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
   owner: ALL_SCOPES,
 }
 
-export const ENTITLEMENTS = ['strategy', 'ai_access'] as const
+const ENTITLEMENTS = ['strategy', 'ai_access'] as const
 export type Entitlement = (typeof ENTITLEMENTS)[number]
 
 export function roleAtLeast(role: Role, minimum: Role): boolean {
   return ROLES.indexOf(role) >= ROLES.indexOf(minimum)
 }
 
-export type TenantContext = { planCode: string | null; accountState: 'active' | 'grace' | 'frozen' }
+type TenantContext = { planCode: string | null; accountState: 'active' | 'grace' | 'frozen' }
 
 export type Actor = {
   kind: 'user' | 'pat' | 'agent' | 'mcp' | 'system'

@@ -26,7 +26,7 @@ export function ensureServerAllowed(actor: Actor, id: unknown): void {
 }
 
 /** Stands in for a server id outside the allowlist in a query filter: no server has it. */
-export const NO_SERVER_ID = '00000000-0000-0000-0000-000000000000'
+const NO_SERVER_ID = '00000000-0000-0000-0000-000000000000'
 
 /**
  * The query half of the allowlist check, run before validation: a server id outside the token's

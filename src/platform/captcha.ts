@@ -11,9 +11,9 @@ import { sha256Hex } from './secrets'
  * or a verifier that cannot be asked (network error, timeout, non-2xx, unreadable answer) all
  * answer 403 forbidden with detail "captcha verification failed". The body never depends on which.
  */
-export const CAPTCHA_TIMEOUT_MS = 5000
+const CAPTCHA_TIMEOUT_MS = 5000
 
-export function captchaFailed(): ProblemError {
+function captchaFailed(): ProblemError {
   return new ProblemError('forbidden', { detail: 'captcha verification failed' })
 }
 

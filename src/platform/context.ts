@@ -27,7 +27,7 @@ export type Deps = {
 }
 
 /** Keys derived from SECRET_KEY, one per purpose (src/platform/secrets.ts). */
-export type Keys = {
+type Keys = {
   cursor: Buffer
   idempotency: Buffer
   /** HMAC key for email addresses in rate-limit buckets and code rows. */

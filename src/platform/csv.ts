@@ -24,7 +24,7 @@ export function csvCell(value: CsvValue): string {
   return `"${formula ? "'" : ''}${text.replace(/"/g, '""')}"`
 }
 
-export function csvLine(cells: readonly CsvValue[]): string {
+function csvLine(cells: readonly CsvValue[]): string {
   return cells.map(csvCell).join(',')
 }
 

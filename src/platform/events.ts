@@ -9,7 +9,7 @@
  * exactly when its credit is booked). A handler that throws aborts the emitter, and with it that
  * transaction; nothing is swallowed here. Side effects outside the database belong after commit.
  */
-export type EventHandler<P> = (payload: P) => void
+type EventHandler<P> = (payload: P) => void
 
 export interface EventBus<Events extends Record<string, unknown>> {
   /** Registers a handler; returns a function that removes it. */

@@ -9,7 +9,7 @@
  *   against clickjacking of the checkout and docs pages;
  * - `Strict-Transport-Security` when PUBLIC_URL is https.
  */
-export const HSTS = 'max-age=31536000; includeSubDomains'
+const HSTS = 'max-age=31536000; includeSubDomains'
 
 export function securityHeaders(response: Response, ctx: { credentialed: boolean; https: boolean }): void {
   const h = response.headers

@@ -170,7 +170,7 @@ function toProblem(code: string | number, error: unknown, request: Request, path
  * The one place a service's DomainError becomes HTTP: the problem family gives the status, the
  * facts give the headers (Retry-After, ETag) and the 412 variant of a version conflict.
  */
-export function fromDomainError(e: DomainError): ProblemError {
+function fromDomainError(e: DomainError): ProblemError {
   const headers: Record<string, string> = {}
   if (e.facts.retryAfterSeconds !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(e.facts.retryAfterSeconds)))
   if (e.facts.currentVersion !== undefined) headers.ETag = e.facts.currentVersion
@@ -234,7 +234,7 @@ export function valueErrorsToFields(errors: Iterable<ValueError>, prefix = ''): 
   return out
 }
 
-export function fieldErrors(v: ValidationError): FieldError[] {
+function fieldErrors(v: ValidationError): FieldError[] {
   const validator = v.validator as { Errors?: (value: unknown) => Iterable<ValueError> }
   const out = valueErrorsToFields(validator.Errors ? validator.Errors(v.value) : [])
   return out.length ? out : [{ path: '', code: 'invalid' }]
@@ -328,5 +328,3 @@ export function createMethodIndex(routes: { method: string; path: string }[]): (
     return [...out].sort()
   }
 }
-
-export { PROBLEM_CODES }

@@ -59,7 +59,7 @@ function currentRequest(): RequestIdempotency | undefined {
 }
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,128}$/
-export const LOCK_SECONDS = 60
+const LOCK_SECONDS = 60
 const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'cache-control']
 /** Outcomes that mean "the operation did not run": the key is released, not stored. */
 const NOT_STORED = new Set([401, 403, 422, 429])
@@ -203,7 +203,7 @@ export async function finishKey(deps: Deps, claim: { scope: string; operation: s
   withTransaction(deps.db, (tx) => tx.update(idempotencyKeys).set({ state: 'completed', responseStatus: response.status, responseBox: box }).where(where).run())
 }
 
-export function replayResponse(claim: Extract<Claim, { kind: 'replay' }>, requestId: string): Response {
+function replayResponse(claim: Extract<Claim, { kind: 'replay' }>, requestId: string): Response {
   return new Response(claim.body, {
     status: claim.status,
     headers: { ...claim.headers, 'idempotent-replayed': 'true', 'x-request-id': requestId },
@@ -226,7 +226,7 @@ function aad(scope: string, operation: string, key: string): string {
  * Response to short-circuit with, or undefined when the handler should run (the server wrapper then
  * stores or releases the key from the final response).
  */
-export function idempotencyBeforeHandle(deps: Deps, ctx: { request: Request; body: unknown; route: string }): Response | undefined {
+function idempotencyBeforeHandle(deps: Deps, ctx: { request: Request; body: unknown; route: string }): Response | undefined {
   const key = ctx.request.headers.get('idempotency-key')
   if (key === null) return undefined
   validateKey(key)

@@ -10,7 +10,7 @@ import { formatTimestamp } from './time'
  * same job at once, and each scheduled period claimed once (job_runs) so no period runs twice.
  * A job must itself be idempotent per period: running it again for the same period changes nothing.
  */
-export type JobContext = { deps: Deps; period: string; nowUs: number }
+type JobContext = { deps: Deps; period: string; nowUs: number }
 export type JobDefinition = {
   name: string
   /** Cron pattern (croner syntax, UTC; six fields allowed for seconds). */

@@ -3,7 +3,7 @@
  * optional minus, digits, optional fraction of 1 to 6 digits. Never a float, never a JSON number.
  */
 
-export const MICROS_PER_USD = 1_000_000
+const MICROS_PER_USD = 1_000_000
 
 export const MONEY_PATTERN = '^-?[0-9]+(\\.[0-9]{1,6})?$'
 const MONEY = new RegExp(MONEY_PATTERN)

@@ -151,7 +151,7 @@ export const problems = {
  * Titles for the statuses a code is reused with (the spec's closed set of codes has no code of its
  * own for them): the title always names the status the client got, the code says which family.
  */
-export const STATUS_TITLES: Readonly<Record<number, string>> = {
+const STATUS_TITLES: Readonly<Record<number, string>> = {
   405: 'Method not allowed',
   412: 'Precondition failed',
   415: 'Unsupported media type',
@@ -159,7 +159,7 @@ export const STATUS_TITLES: Readonly<Record<number, string>> = {
   500: 'Internal server error',
 }
 
-export function problemTitle(code: ProblemCode, status: number): string {
+function problemTitle(code: ProblemCode, status: number): string {
   return status === PROBLEM_CODES[code].status ? PROBLEM_CODES[code].title : (STATUS_TITLES[status] ?? PROBLEM_CODES[code].title)
 }
 
@@ -174,7 +174,7 @@ export type ProblemDocument = {
   errors?: FieldError[]
 }
 
-export function problemType(publicUrl: string, code: ProblemCode): string {
+function problemType(publicUrl: string, code: ProblemCode): string {
   return `${publicUrl}/problems/${code}`
 }
 

@@ -1,3 +1,4 @@
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './cursor'
 import { Type, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { MONEY_PATTERN } from './money'
@@ -36,7 +37,7 @@ export function Literals<const T extends readonly string[]>(values: T, opts: { d
   ) as unknown as TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }>
 }
 
-export const FieldErrorSchema = Type.Object({
+const FieldErrorSchema = Type.Object({
   path: Type.String({ maxLength: 512, description: 'JSON Pointer to the offending field' }),
   code: Type.String({ maxLength: 64 }),
 })
@@ -70,7 +71,9 @@ export function responses<S extends Record<number, TSchema>>(success: S, problem
 /** `limit` and `cursor` of every list operation. */
 export const PageQuery = {
   cursor: t.Optional(t.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from a previous next_cursor' })),
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50, description: 'Page size, 1..200, default 50' })),
+  limit: t.Optional(
+    t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Page size, 1..${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}` }),
+  ),
 }
 
 export const NoContent = Type.Null({ description: 'No content' })

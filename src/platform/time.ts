@@ -71,6 +71,6 @@ export function parseDay(text: string): number | null {
   return Date.UTC(year, month - 1, day) * 1000
 }
 
-export const US_PER_SECOND = 1_000_000
+const US_PER_SECOND = 1_000_000
 export const US_PER_HOUR = 3600 * US_PER_SECOND
 export const US_PER_DAY = 24 * US_PER_HOUR

@@ -23,7 +23,7 @@ function formatter(tz: string): Intl.DateTimeFormat {
   return f
 }
 
-export type LocalDate = { y: number; m: number; d: number }
+type LocalDate = { y: number; m: number; d: number }
 
 /** Local calendar fields of an instant (ms). */
 function localParts(tz: string, ms: number) {
@@ -33,19 +33,19 @@ function localParts(tz: string, ms: number) {
 }
 
 /** Offset of the zone from UTC at an instant, in ms (local = utc + offset). */
-export function zoneOffsetMs(tz: string, ms: number): number {
+function zoneOffsetMs(tz: string, ms: number): number {
   const p = localParts(tz, ms)
   const asUtc = Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second)
   return asUtc - (ms - (((ms % 1000) + 1000) % 1000))
 }
 
-export function localDateOf(tz: string, us: number): LocalDate {
+function localDateOf(tz: string, us: number): LocalDate {
   const p = localParts(tz, Math.floor(us / 1000))
   return { y: p.year, m: p.month, d: p.day }
 }
 
 /** The first instant (µs) of a local calendar day. */
-export function startOfLocalDay(tz: string, date: LocalDate): number {
+function startOfLocalDay(tz: string, date: LocalDate): number {
   const wall = Date.UTC(date.y, date.m - 1, date.d)
   // Two passes settle the offset even when midnight sits next to a DST change.
   let guess = wall - zoneOffsetMs(tz, wall)
@@ -56,7 +56,7 @@ export function startOfLocalDay(tz: string, date: LocalDate): number {
   return guess * 1000
 }
 
-export function addDays(date: LocalDate, n: number): LocalDate {
+function addDays(date: LocalDate, n: number): LocalDate {
   const t = new Date(Date.UTC(date.y, date.m - 1, date.d + n))
   return { y: t.getUTCFullYear(), m: t.getUTCMonth() + 1, d: t.getUTCDate() }
 }
