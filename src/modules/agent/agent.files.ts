@@ -6,7 +6,7 @@ import { join, relative, resolve } from 'node:path'
  * GET /agent/install.sh and GET /agent/gpuhq-agent.tar.gz (what install.sh downloads). The tarball
  * is a plain ustar archive built in memory from agent/ once, then gzipped.
  */
-export const AGENT_DIR = resolve(import.meta.dir, '../../../agent')
+const AGENT_DIR = resolve(import.meta.dir, '../../../agent')
 
 function octal(n: number, width: number): string {
   return n.toString(8).padStart(width - 1, '0') + '\0'

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Nullable, Uuid } from '../../platform/schemas'
 
-export const SEMVER_PATTERN = '^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$'
+const SEMVER_PATTERN = '^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$'
 
 const Gpu = Type.Object({
   index: Type.Integer({ minimum: 0, maximum: 127 }),
@@ -33,7 +33,7 @@ export const HelloBody = Type.Object(HostFacts)
 
 export type HostFactsInput = Static<typeof HelloBody>
 
-/** Frames an agent sends on its session (docs/agent-protocol.md), each checked by a compiled validator in agent.ws.ts. */
+/** Frames an agent sends on its session (docs/agent.md "Behaviour, frame by frame"), each checked by a compiled validator in agent.ws.ts. */
 const MetricName = '^[a-z][a-z0-9_]{1,63}$'
 export const Frames = {
   hello: Type.Object({ type: Type.Literal('hello'), ...HostFacts }),
@@ -63,11 +63,11 @@ export const Frames = {
 export const AnyFrame = Type.Object({ type: Type.String() })
 
 /** Frames the service sends (besides the commands module's `command` and `command.cancel`). */
-export const Welcome = Type.Object({
+const Welcome = Type.Object({
   type: Type.Literal('welcome'),
   server_id: Uuid(),
   heartbeat_interval_s: Type.Integer(),
   telemetry_interval_s: Type.Integer(),
 })
-export const ErrorFrame = Type.Object({ type: Type.Literal('error'), code: Type.String(), message: Type.String({ maxLength: 512 }) })
+const ErrorFrame = Type.Object({ type: Type.Literal('error'), code: Type.String(), message: Type.String({ maxLength: 512 }) })
 export type OutgoingFrame = Static<typeof Welcome> | Static<typeof ErrorFrame>

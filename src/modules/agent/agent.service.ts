@@ -21,7 +21,7 @@ import { AgentErrors } from './agent.errors'
 import type { HostFactsInput, RegisterBody } from './agent.model'
 
 /**
- * Enrolment (docs/agent-protocol.md): the init token is claimed exactly once, inside the transaction
+ * Enrolment (docs/fleet.md "Enrolment"): the init token is claimed exactly once, inside the transaction
  * that attaches or creates the server, so a refused enrolment (old agent, frozen account, full
  * plan) leaves it unclaimed. Re-enrolling replaces the server's agent credential at once.
  */

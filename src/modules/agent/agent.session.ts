@@ -10,8 +10,8 @@ import type { Frames, OutgoingFrame } from './agent.model'
 import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, TELEMETRY_INTERVAL_S } from './agent.service'
 
 /**
- * What the agent's WebSocket session does with each valid frame (docs/agent-protocol.md
- * "Session"); agent.ws.ts is the transport around it. A verb answers a Refusal when the frame is
+ * What the agent's WebSocket session does with each valid frame (docs/fleet.md "The session");
+ * agent.ws.ts is the transport around it. A verb answers a Refusal when the frame is
  * dropped: the session sends it as an `error` frame and stays open.
  */
 export type AgentSocketData = {

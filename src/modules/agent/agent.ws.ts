@@ -20,7 +20,7 @@ import {
 export type { AgentSocketData } from './agent.session'
 
 /**
- * The agent's WebSocket session (docs/agent-protocol.md "Session"), on Bun's native WebSockets. The
+ * The agent's WebSocket session (docs/fleet.md "The session"), on Bun's native WebSockets. The
  * credential is checked before the upgrade; one live session per server (a newer one closes the
  * older with 4409); every frame is validated, and a bad one gets an `error` frame and is dropped —
  * it never closes the session, touches other sessions or changes stored data.

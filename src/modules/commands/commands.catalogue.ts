@@ -4,7 +4,7 @@ import type { FieldError } from '../../platform/problem'
 import { valueErrorsToFields } from '../../platform/http'
 
 /**
- * The command catalogue (agent-protocol.md "Command types"): each type with its params schema,
+ * The command catalogue (docs/commands.md "Catalogue"): each type with its params schema,
  * schema_version and whether it is dangerous (a dangerous command created during an active rental
  * defaults to requires: after_rental).
  */

@@ -3,14 +3,14 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Nullable, Timestamp, Uuid } from '../../platform/schemas'
 
 /**
- * The command frames of the agent session (docs/agent-protocol.md "Command types"), both ways.
+ * The command frames of the agent session (docs/commands.md), both ways.
  * Service → agent: `command` and `command.cancel`. Agent → service: the command.* reports, each
  * checked by a compiled validator; a report that fails answers one fixed message per type, the
  * words the agent has always seen.
  */
 const CommandId = Type.String({ maxLength: 64 })
 
-export const CommandFrame = Type.Object({
+const CommandFrame = Type.Object({
   type: Type.Literal('command'),
   command_id: Uuid(),
   command_type: Type.String(),
@@ -19,7 +19,7 @@ export const CommandFrame = Type.Object({
   requires: Type.Union([Type.Literal('none'), Type.Literal('idle'), Type.Literal('after_rental')]),
   deadline: Nullable(Timestamp()),
 })
-export const CancelFrame = Type.Object({ type: Type.Literal('command.cancel'), command_id: Uuid() })
+const CancelFrame = Type.Object({ type: Type.Literal('command.cancel'), command_id: Uuid() })
 export type OutgoingCommandFrame = Static<typeof CommandFrame> | Static<typeof CancelFrame>
 
 /** What every report carries: the command it is about. */

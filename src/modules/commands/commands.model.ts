@@ -3,8 +3,8 @@ import { t } from 'elysia'
 import { Literals, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { CATALOGUE } from './commands.catalogue'
 
-export const DeliveryStatus = Literals(['queued', 'routing', 'sent', 'accepted', 'delivery_failed'])
-export const ExecutionStatus = Literals(['not_started', 'running', 'succeeded', 'failed', 'cancelled', 'expired'])
+const DeliveryStatus = Literals(['queued', 'routing', 'sent', 'accepted', 'delivery_failed'])
+const ExecutionStatus = Literals(['not_started', 'running', 'succeeded', 'failed', 'cancelled', 'expired'])
 const Requires = Type.Union([Type.Literal('none'), Type.Literal('idle'), Type.Literal('after_rental')])
 
 export const CommandCreate = Type.Object(
@@ -27,6 +27,8 @@ export const CommandListQuery = t.Object({
   execution_status: t.Optional(ExecutionStatus),
   type: t.Optional(t.String({ maxLength: 64 })),
 })
+
+export const TimelineQuery = t.Object({ ...PageQuery })
 
 const CommandError = Type.Object({
   code: Type.String({ pattern: '^[a-z][a-z0-9_]{1,63}$' }),

@@ -4,10 +4,10 @@ import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
-import { PageQuery, responses } from '../../platform/schemas'
+import { responses } from '../../platform/schemas'
 import { auditContextOf } from '../audit'
 import { CATALOGUE } from './commands.catalogue'
-import { Catalogue, Command, CommandCreate, CommandListQuery, CommandLog, CommandPage, TimelinePage } from './commands.model'
+import { Catalogue, Command, CommandCreate, CommandListQuery, CommandLog, CommandPage, TimelinePage, TimelineQuery } from './commands.model'
 import { cancelCommand, commandLog, commandTimelinePage, createCommand, getCommand, listCommands } from './commands.service'
 
 const tags = ['commands']
@@ -76,7 +76,7 @@ export function commandsRoutes(deps: Deps) {
     )
     .get('/commands/:id/timeline', ({ request, params, query }) => commandTimelinePage({ deps, actor: actorOf(request), id: params.id, input: query }), {
       params: Id,
-      query: t.Object({ ...PageQuery }),
+      query: TimelineQuery,
       response: responses({ 200: TimelinePage }, [401, 403, 404, 422]),
       detail: describe(read, { tags, summary: 'Append-only timeline of a command, oldest first' }),
     })

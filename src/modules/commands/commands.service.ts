@@ -12,7 +12,7 @@ import { agentSessions, loadServer } from '../fleet'
 import { commandType, paramsErrors } from './commands.catalogue'
 import { dispatchServer, isTerminal, sendFrame, waitReason } from './commands.delivery'
 import { CommandErrors } from './commands.errors'
-import type { CommandCreate, CommandListQuery } from './commands.model'
+import type { CommandCreate, CommandListQuery, TimelineQuery } from './commands.model'
 import {
   appendTimeline,
   changeCommand,
@@ -115,7 +115,7 @@ export function createCommand({
   return commandView(findCommand(deps.db, actor.tenantId, created.id)!)
 }
 
-export function loadCommand(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): CommandRow {
+function loadCommand(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): CommandRow {
   const c = findCommand(db, actor.tenantId, id.toLowerCase())
   if (!c || !mayAccessServer(actor, c.serverId)) throw CommandErrors.notFound()
   return c
@@ -139,7 +139,7 @@ export function listCommands({ deps, actor, input }: { deps: Deps; actor: Actor;
   })
 }
 
-export function commandTimelinePage({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: { cursor?: string; limit?: number } }) {
+export function commandTimelinePage({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: Static<typeof TimelineQuery> }) {
   const c = loadCommand(deps, actor, id)
   return paginate(deps.keys.cursor, {
     scope: `command-timeline:${c.id}`,

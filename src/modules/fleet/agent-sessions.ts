@@ -8,7 +8,7 @@ import { perDeps } from '../../platform/context'
  */
 export type LiveSession = { send(text: string): unknown; close(code: number, reason: string): void }
 
-export class AgentSessions {
+class AgentSessions {
   readonly #sockets = new Map<string, LiveSession>()
 
   /** Makes `session` the server's live one; answers the session it replaced, if any. */

@@ -5,7 +5,7 @@ import { recordServerEvent } from './events'
 import { markFleetDirty, presenceOf, presenceOfServer, silentServers, updateServer, upsertLatestMetric } from './fleet.repository'
 
 /**
- * Presence from the agent session's heartbeats only (spec "Agent presence"): online while
+ * Presence from the agent session's heartbeats only (docs/fleet.md "Presence"): online while
  * heartbeats arrive, suspect after 60 s without one, offline after 300 s, offline at once when the
  * session closes. Every transition is a durable server event and makes the fleet snapshot stale.
  *
@@ -19,7 +19,7 @@ const FLUSH_EVERY_MS = 1000
 
 export type Sample = { t: number; gpuIndex: number; values: Record<string, number | null> }
 
-export class FleetRuntime {
+class FleetRuntime {
   readonly #heartbeats = new Map<string, number>()
   readonly #samples = new Map<string, Sample[]>()
   /** Servers this process's sweep moved out of online: their next heartbeat is written at once. */

@@ -4,10 +4,10 @@ import { DisplayText, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../
 import { UNSAFE_TEXT_CHARS } from '../../platform/text'
 
 // A tag's value may be any text but whitespace, commas, control and bidi characters.
-export const TAG_PATTERN = `^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,63}(:[^\\s,${UNSAFE_TEXT_CHARS}]{1,64})?$`
-export const Tag = Type.String({ pattern: TAG_PATTERN, maxLength: 128, description: '`key` or `key:value`' })
-export const Presence = Type.Union([Type.Literal('online'), Type.Literal('suspect'), Type.Literal('offline')])
-export const Marketplace = Type.Union([Type.Literal('marketplace_a'), Type.Literal('marketplace_b')])
+const TAG_PATTERN = `^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,63}(:[^\\s,${UNSAFE_TEXT_CHARS}]{1,64})?$`
+const Tag = Type.String({ pattern: TAG_PATTERN, maxLength: 128, description: '`key` or `key:value`' })
+const Presence = Type.Union([Type.Literal('online'), Type.Literal('suspect'), Type.Literal('offline')])
+const Marketplace = Type.Union([Type.Literal('marketplace_a'), Type.Literal('marketplace_b')])
 
 const Envelope = {
   generated_at: Timestamp(),
@@ -40,7 +40,7 @@ const RowFields = {
   tags: Type.Array(Type.String(), { maxItems: 64 }),
   gpu_vitals: Type.Array(Type.Object({ index: Type.Integer(), temp_c: Nullable(Type.Number()), fan_pct: Nullable(Type.Number()) }), { maxItems: 128 }),
 }
-export const FleetRowSchema = Type.Object(RowFields)
+const FleetRowSchema = Type.Object(RowFields)
 
 export const ServerList = Type.Object({ ...Envelope, items: Type.Array(FleetRowSchema, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
 
@@ -103,7 +103,7 @@ export const Maintenance = Type.Object({ server_id: Uuid(), maintenance: Type.Ob
 
 export const KeepOn = Type.Object({ server_id: Uuid(), keep_on: Type.Array(Marketplace) })
 
-export const ServerEvent = Type.Object({
+const ServerEvent = Type.Object({
   id: Uuid(),
   server_id: Uuid(),
   kind: Type.String(),
