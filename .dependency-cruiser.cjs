@@ -22,7 +22,7 @@ module.exports = {
     },
     {
       name: 'modules-meet-at-their-front-door',
-      comment: "Another module is imported only through its index.ts: what it exports there is all it offers.",
+      comment: 'Another module is imported only through its index.ts: what it exports there is all it offers.',
       severity: 'error',
       from: { path: '^src/modules/([^/]+)/' },
       to: { path: '^src/modules/', pathNot: ['^src/modules/$1/', '^src/modules/[^/]+/index[.]ts$'] },

@@ -1,7 +1,7 @@
 import { Elysia, type ValidationError } from 'elysia'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import type { Deps } from './context'
-import { PROBLEM_CODES, ProblemError, problems, toProblemDocument, type FieldError } from './problem'
+import { ProblemError, problems, toProblemDocument, type FieldError } from './problem'
 import { excessiveDepthPointer, MAX_JSON_DEPTH } from './json-depth'
 import { DomainError } from './domain-error'
 import { BUSY_RETRY_AFTER_SECONDS, isDatabaseBusy } from '../../db/client'
