@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite'
-import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 
@@ -48,6 +48,46 @@ export function managedServers(db: DbOrTx, tenantId: string): ServerRow[] {
     .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
     .orderBy(asc(servers.name), asc(servers.id))
     .all()
+}
+
+/** The tenant's managed (not decommissioned) servers: what the plan's server limit counts. */
+export function countManagedServers(db: DbOrTx, tenantId: string): number {
+  const r = db
+    .select({ n: sql<number>`count(*)` })
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
+    .get()
+  return Number(r?.n ?? 0)
+}
+
+/** Every (tenant, server) managed during some part of [fromUs, toUs): what hourly charges bill. */
+export function serversManagedDuring(db: DbOrTx, fromUs: number, toUs: number): { tenantId: string; serverId: string }[] {
+  return db
+    .select({ tenantId: servers.tenantId, serverId: servers.id })
+    .from(servers)
+    .where(and(lt(servers.createdAt, toUs), or(isNull(servers.decommissionedAt), gt(servers.decommissionedAt, fromUs))))
+    .all()
+}
+
+/** When the first server ever was enrolled; null before any. */
+export function firstServerEnrolledAt(db: DbOrTx): number | null {
+  const r = db
+    .select({ t: sql<number | null>`min(${servers.createdAt})` })
+    .from(servers)
+    .get()
+  return r?.t ?? null
+}
+
+/** Every server of the tenant (decommissioned ones too) by id → name. */
+export function serverNames(db: DbOrTx, tenantId: string): Map<string, string> {
+  return new Map(
+    db
+      .select({ id: servers.id, name: servers.name })
+      .from(servers)
+      .where(eq(servers.tenantId, tenantId))
+      .all()
+      .map((s) => [s.id, s.name]),
+  )
 }
 
 /** Managed (not decommissioned) servers in a group. */

@@ -8,8 +8,11 @@ export { refreshAllSnapshots } from './snapshot.service'
 export { loadServer, visibleServerId } from './servers.service'
 export { agentSessions, type LiveSession } from './agent-sessions'
 export { recordServerEvent } from './events'
+// What other modules read of fleet's tables (tokens: the server limit; billing: charges and names).
 export {
+  countManagedServers,
   countServersInGroup,
+  firstServerEnrolledAt,
   findServer,
   findServerByAgentToken,
   findServerByFingerprint,
@@ -17,6 +20,8 @@ export {
   insertServer,
   markFleetDirty,
   releaseGroup,
+  serverNames,
+  serversManagedDuring,
   updateServer,
   type ServerRow,
 } from './fleet.repository'
