@@ -80,7 +80,7 @@ export function issueCode(
  * Checks a code; on success consumes it and returns a new single-use ticket for the same purpose.
  * A wrong code still counts against the row (committed before the refusal is thrown).
  */
-export function redeemCode(deps: Deps, input: { purpose: Purpose; email: string; code: string }): string {
+function redeemCode(deps: Deps, input: { purpose: Purpose; email: string; code: string }): string {
   const now = deps.clock.nowUs()
   const email = normalizeEmail(input.email)
   const emailHash = emailKey(deps, email)

@@ -2,4 +2,3 @@
 export { accountsRoutes } from './accounts.routes'
 export { collectAuthLeftovers } from './accounts.gc'
 export { ADMIN_TICKET_TTL_SECONDS, createAccount, tenantsOverview } from './admin.service'
-export { AUTH_LIMITS } from './limits'

@@ -49,7 +49,7 @@ const EXPIRED_REASON = 'its code expired before it could be sent'
 const CLAIM_SECONDS = 120
 
 /** Seconds before attempt n+1: 30 s doubling, at most an hour. */
-export function retryDelaySeconds(attempts: number): number {
+function retryDelaySeconds(attempts: number): number {
   return Math.min(3600, 30 * 2 ** Math.max(0, attempts - 1))
 }
 

@@ -4,7 +4,7 @@ import nodemailer from 'nodemailer'
 import type { Config } from '../../config'
 import type { Logger } from '../../platform/logger'
 
-export type OutgoingMail = { id: string; to: string; subject: string; text: string; html: string }
+type OutgoingMail = { id: string; to: string; subject: string; text: string; html: string }
 
 export interface MailTransport {
   send(mail: OutgoingMail): Promise<void>

@@ -11,7 +11,7 @@ import { describe } from '../../platform/access'
  * it renders (documenting the page's own script files there would only be noise).
  */
 
-export const DOCS_PATH = '/api/v1/docs'
+const DOCS_PATH = '/api/v1/docs'
 const SPEC_PATH = '/api/v1/openapi.json'
 const DIST = dirname(fileURLToPath(import.meta.resolve('swagger-ui-dist/package.json')))
 const VERSION: string = JSON.parse(readFileSync(join(DIST, 'package.json'), 'utf8')).version
@@ -112,5 +112,3 @@ export function docsRoutes(deps: Deps) {
     )
   return app
 }
-
-export const SWAGGER_UI_VERSION = VERSION

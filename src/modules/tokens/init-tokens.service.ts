@@ -9,14 +9,8 @@ import { findPlan } from '../plans'
 import { findTenant } from '../tenants'
 import { TokenErrors } from './tokens.errors'
 import type { InitCreate } from './tokens.model'
-import {
-  claimInitTokenRow,
-  countManagedServers,
-  countOutstandingUnboundInitTokens,
-  findTenantServer,
-  insertInitToken,
-  type InitTokenRow,
-} from './tokens.repository'
+import { findManagedServer } from './tokens.servers'
+import { claimInitTokenRow, countManagedServers, countOutstandingUnboundInitTokens, insertInitToken, type InitTokenRow } from './tokens.repository'
 
 /**
  * Agent init tokens: one-time enrolment credentials, at most one hour, shown once.
@@ -43,7 +37,7 @@ export function createInitToken({ deps, actor, audit, input }: { deps: Deps; act
     const now = deps.clock.nowUs()
     const serverId = input.server_id?.toLowerCase() ?? null
     if (serverId) {
-      if (!findTenantServer(tx, actor.tenantId, serverId)) throw TokenErrors.serverNotFound()
+      if (!findManagedServer(tx, actor.tenantId, serverId)) throw TokenErrors.serverNotFound()
     } else {
       assertRoomForServer(tx, actor.tenantId, now, 1)
     }

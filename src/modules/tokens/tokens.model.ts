@@ -1,6 +1,9 @@
 import { Type } from '@sinclair/typebox'
+import { t } from 'elysia'
 import { ALL_SCOPES } from '../../platform/access'
-import { DisplayText, Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+
+export const PatQuery = t.Object({ ...PageQuery })
 
 export const PatCreate = Type.Object(
   {
@@ -32,7 +35,7 @@ const PatFields = {
   created_at: Timestamp(),
   last_used_at: Nullable(Timestamp()),
 }
-export const Pat = Type.Object(PatFields)
+const Pat = Type.Object(PatFields)
 export const PatCreated = Type.Object({ ...PatFields, token: Type.String({ description: 'The plaintext, shown only in this response' }) })
 export const PatPage = Type.Object({ items: Type.Array(Pat, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
 

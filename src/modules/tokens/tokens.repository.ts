@@ -44,14 +44,8 @@ export function revokeAccessToken(tx: DbOrTx, id: string, at: number): void {
   tx.update(accessTokens).set({ revokedAt: at }).where(eq(accessTokens.id, id)).run()
 }
 
-export function findTenantServer(db: DbOrTx, tenantId: string, id: string) {
-  return db
-    .select()
-    .from(servers)
-    .where(and(eq(servers.tenantId, tenantId), eq(servers.id, id), isNull(servers.decommissionedAt)))
-    .get()
-}
-
+// Counting managed servers reads fleet's table: it belongs behind fleet's front door, and moves there
+// once fleet exports it (billing and subscription reach it through tokens today).
 export function countManagedServers(db: DbOrTx, tenantId: string): number {
   const r = db
     .select({ n: sql<number>`count(*)` })

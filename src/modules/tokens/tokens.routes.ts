@@ -2,10 +2,10 @@ import { Elysia, t } from 'elysia'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { idempotent } from '../../platform/idempotency'
-import { NoContent, PageQuery, responses } from '../../platform/schemas'
+import { NoContent, responses } from '../../platform/schemas'
 import { auditContextOf } from '../audit'
 import { createInitToken } from './init-tokens.service'
-import { InitCreate, InitCreated, PatCreate, PatCreated, PatPage } from './tokens.model'
+import { InitCreate, InitCreated, PatCreate, PatCreated, PatPage, PatQuery } from './tokens.model'
 import { createPat, listPats, revokePat } from './tokens.service'
 
 const tags = ['tokens']
@@ -37,7 +37,7 @@ export function tokensRoutes(deps: Deps) {
       },
     )
     .get('/tokens', ({ request, query }) => listPats({ deps, actor: actorOf(request), input: query }), {
-      query: t.Object({ ...PageQuery }),
+      query: PatQuery,
       response: responses({ 200: PatPage }, [401, 403, 422]),
       detail: describe(
         { role: 'viewer', cookieOnly: true },

@@ -10,11 +10,11 @@ import { recordAudit, type AuditContext } from '../audit'
 import { findTenant } from '../tenants'
 import { findUserById } from '../users'
 import { TokenErrors } from './tokens.errors'
-import type { PatCreate } from './tokens.model'
+import type { PatCreate, PatQuery } from './tokens.model'
+import { findManagedServer } from './tokens.servers'
 import {
   findAccessTokenByHash,
   findLiveAccessToken,
-  findTenantServer,
   insertAccessToken,
   listAccessTokens,
   revokeAccessToken,
@@ -62,7 +62,7 @@ export function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Ac
   const token = generateSecret('gpuhq_pat_')
   return withTransaction(deps.db, (tx) => {
     allowlist?.forEach((id, i) => {
-      if (!findTenantServer(tx, actor.tenantId, id)) throw TokenErrors.unknownAllowlistServer(i, id)
+      if (!findManagedServer(tx, actor.tenantId, id)) throw TokenErrors.unknownAllowlistServer(i, id)
     })
     const row: AccessTokenRow = {
       id: deps.newId(),
@@ -99,7 +99,7 @@ function patView(row: AccessTokenRow) {
 }
 
 /** A member sees their own tokens; owners and admins see every token of the tenant. */
-export function listPats({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number } }) {
+export function listPats({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof PatQuery> }) {
   const everyone = roleAtLeast(actor.role!, 'admin')
   return paginate(deps.keys.cursor, {
     scope: `tokens:${actor.tenantId}:${everyone ? '*' : actor.userId}`,

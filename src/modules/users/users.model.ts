@@ -1,7 +1,10 @@
 import { Type } from '@sinclair/typebox'
-import { DisplayText, Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { t } from 'elysia'
+import { DisplayText, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 
-export const RoleSchema = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('operator'), Type.Literal('viewer')])
+export const MemberQuery = t.Object({ ...PageQuery })
+
+const RoleSchema = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('operator'), Type.Literal('viewer')])
 
 export const Me = Type.Object(
   {
@@ -26,7 +29,7 @@ export const MePatch = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 )
 
-export const Member = Type.Object({
+const Member = Type.Object({
   id: Uuid(),
   email: Type.String({ format: 'email' }),
   role: RoleSchema,

@@ -1,8 +1,8 @@
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { PageQuery, responses } from '../../platform/schemas'
-import { Me, MePatch, MemberPage } from './users.model'
+import { responses } from '../../platform/schemas'
+import { Me, MePatch, MemberPage, MemberQuery } from './users.model'
 import { getMe, listMembers, updateMe } from './users.service'
 
 const tags = ['users']
@@ -30,7 +30,7 @@ export function usersRoutes(deps: Deps) {
       ),
     })
     .get('/users', ({ request, query }) => listMembers({ deps, actor: actorOf(request), input: query }), {
-      query: t.Object({ ...PageQuery }),
+      query: MemberQuery,
       response: responses({ 200: MemberPage }, [401, 403, 422]),
       detail: describe(
         { role: 'viewer', scope: 'audit:read' },

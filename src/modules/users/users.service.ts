@@ -6,7 +6,7 @@ import { paginate } from '../../platform/cursor'
 import type { FieldError } from '../../platform/problem'
 import { formatTimestamp } from '../../platform/time'
 import { UserErrors } from './users.errors'
-import type { MePatch } from './users.model'
+import type { MemberQuery, MePatch } from './users.model'
 import { findTenantUser, listTenantUsers, updateUser, type UserRow } from './users.repository'
 
 export function meView(u: UserRow) {
@@ -75,7 +75,7 @@ export function updateMe({ deps, actor, input }: { deps: Deps; actor: Actor; inp
   })
 }
 
-export function listMembers({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number } }) {
+export function listMembers({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof MemberQuery> }) {
   return paginate(deps.keys.cursor, {
     scope: `users:${actor.tenantId}`,
     input,
