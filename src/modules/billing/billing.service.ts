@@ -8,12 +8,12 @@ import { daysInMonth, formatNullableTimestamp, formatTimestamp, parseDay, parseT
 import { rangeBounds, type BillingRange } from '../../platform/zoned'
 import { findPlan } from '../plans'
 import { findTenant } from '../tenants'
-import { countManagedServers } from '../tokens'
+import { countManagedServers, serverNames } from '../fleet'
 import { BillingErrors, invalidBillingField } from './billing.errors'
 import type { ChargeDaysQuery, LedgerQuery } from './billing.model'
 import { ledgerView } from './ledger'
 import { balanceOf, chargeCalculationsBetween, chargeDayRows, listLedger, spendBetween, type LedgerPosition } from './ledger.repository'
-import { memberTimezone, serverNames } from './usage.repository'
+import { memberTimezone } from './usage.repository'
 
 /** The zone the tiles and ranges are computed in: the member's own, else the owner's, else UTC. */
 function tenantZone(deps: Deps, actor: Actor): string {

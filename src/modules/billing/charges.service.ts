@@ -5,7 +5,7 @@ import { daysInMonth, formatTimestamp, US_PER_HOUR, utcDay } from '../../platfor
 import { plansDuringHour } from '../plans'
 import { appendEntry, freezeOverdue } from './ledger'
 import { chargedUntil, insertChargeCalculation, setChargedUntil, tenantsChargedFor } from './ledger.repository'
-import { firstServerEnrolledAt, serversManagedDuring } from './usage.repository'
+import { firstServerEnrolledAt, serversManagedDuring } from '../fleet'
 
 /**
  * Hourly charges (docs/billing.md): each managed server costs the plan's monthly price ÷ days of the

@@ -6,7 +6,7 @@ import { daysInMonth, formatTimestamp, parseDay, US_PER_DAY, utcDay } from '../.
 import { balanceOf } from '../billing'
 import { findPlan, type PlanRow } from '../plans'
 import { findTenant, type TenantRow } from '../tenants'
-import { countManagedServers } from '../tokens'
+import { countManagedServers } from '../fleet'
 import { SubscriptionErrors } from './subscription.errors'
 import type { ChangeRow } from './subscription.repository'
 
