@@ -11,6 +11,7 @@ const E = defineErrors('accounts', {
   emailTaken: { problem: 'conflict', message: 'an account with this email already exists; sign in instead' },
   accountChanged: { problem: 'conflict', message: 'the account changed since the code was sent; start again' },
   accountExists: { problem: 'conflict', message: 'an account with this email already exists' },
+  captchaFailed: { problem: 'forbidden', message: 'captcha verification failed' },
 })
 
 /** A wait of this many seconds, said the way every 429 of the service says it. */
@@ -38,6 +39,8 @@ export const AccountErrors = {
   emailTaken: () => E.emailTaken(),
   accountChanged: () => E.accountChanged(),
   accountExists: (email: string) => E.accountExists(`an account with ${email} already exists`),
+  /** Missing, rejected, already spent, or the verifier could not be asked: one answer for all. */
+  captchaFailed: () => E.captchaFailed(),
   badEmail: (email: string) => invalidField('accounts', '/email', 'format', `"${email}" is not an email address`),
   badTenantName: () => invalidField('accounts', '/tenant_name', 'too_long', 'the tenant name must have 1 to 128 characters'),
 }

@@ -72,3 +72,8 @@ export function deleteAuthLeftovers(tx: DbOrTx, before: number): number {
     )
   )
 }
+
+/** Marks a captcha token spent; false when it was spent before (a token is single-use). */
+export function spendCaptchaToken(tx: DbOrTx, tokenHash: string, nowUs: number): boolean {
+  return changesOf(tx.insert(captchaTokens).values({ tokenHash, usedAt: nowUs }).onConflictDoNothing().run()) === 1
+}

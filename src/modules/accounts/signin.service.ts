@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
-import { requireCaptcha } from '../../platform/captcha'
+import { requireCaptcha } from './accounts.captcha'
 import type { Deps } from '../../platform/context'
 import { ipPrefix } from '../../platform/ip'
 import { burnPasswordCheck, verifyPassword } from '../../platform/passwords'

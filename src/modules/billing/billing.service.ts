@@ -13,7 +13,7 @@ import { BillingErrors, invalidBillingField } from './billing.errors'
 import type { ChargeDaysQuery, LedgerQuery } from './billing.model'
 import { ledgerView } from './ledger'
 import { balanceOf, chargeCalculationsBetween, chargeDayRows, listLedger, spendBetween, type LedgerPosition } from './ledger.repository'
-import { memberTimezone } from './usage.repository'
+import { memberTimezone } from '../users'
 
 /** The zone the tiles and ranges are computed in: the member's own, else the owner's, else UTC. */
 function tenantZone(deps: Deps, actor: Actor): string {

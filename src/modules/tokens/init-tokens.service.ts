@@ -5,12 +5,13 @@ import type { Deps } from '../../platform/context'
 import { generateSecret, hashSecret, hasValidChecksum } from '../../platform/secrets'
 import { formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
+import { countManagedServers } from '../fleet'
 import { findPlan } from '../plans'
 import { findTenant } from '../tenants'
 import { TokenErrors } from './tokens.errors'
 import type { InitCreate } from './tokens.model'
 import { findManagedServer } from './tokens.servers'
-import { claimInitTokenRow, countManagedServers, countOutstandingUnboundInitTokens, insertInitToken, type InitTokenRow } from './tokens.repository'
+import { claimInitTokenRow, countOutstandingUnboundInitTokens, insertInitToken, type InitTokenRow } from './tokens.repository'
 
 /**
  * Agent init tokens: one-time enrolment credentials, at most one hour, shown once.

@@ -1,5 +1,5 @@
 import { and, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm'
-import { accessTokens, initTokens, servers } from '../../../db/schema'
+import { accessTokens, initTokens } from '../../../db/schema'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type AccessTokenRow = typeof accessTokens.$inferSelect
@@ -42,17 +42,6 @@ export function findLiveAccessToken(db: DbOrTx, tenantId: string, id: string): A
 
 export function revokeAccessToken(tx: DbOrTx, id: string, at: number): void {
   tx.update(accessTokens).set({ revokedAt: at }).where(eq(accessTokens.id, id)).run()
-}
-
-// Counting managed servers reads fleet's table: it belongs behind fleet's front door, and moves there
-// once fleet exports it (billing and subscription reach it through tokens today).
-export function countManagedServers(db: DbOrTx, tenantId: string): number {
-  const r = db
-    .select({ n: sql<number>`count(*)` })
-    .from(servers)
-    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
-    .get()
-  return Number(r?.n ?? 0)
 }
 
 /** Unused, unexpired, unrevoked init tokens not bound to a server: each may still add one. */

@@ -41,3 +41,14 @@ export function listTenantUsers(db: DbOrTx, tenantId: string, afterId: string | 
   const where = afterId ? and(eq(users.tenantId, tenantId), gt(users.id, afterId)) : eq(users.tenantId, tenantId)
   return db.select().from(users).where(where).orderBy(asc(users.id)).limit(limit).all()
 }
+
+/** A member's time zone, else the tenant owner's, else undefined (billing's day boundaries). */
+export function memberTimezone(db: DbOrTx, tenantId: string, userId: string | null): string | undefined {
+  const own = userId ? findTenantUser(db, tenantId, userId) : undefined
+  if (own) return own.timezone
+  return db
+    .select({ tz: users.timezone })
+    .from(users)
+    .where(and(eq(users.tenantId, tenantId), eq(users.role, 'owner')))
+    .get()?.tz
+}

@@ -1,33 +1,26 @@
 import { request } from 'undici'
-import { withTransaction, changesOf } from '../../db/client'
-import { captchaTokens } from '../../db/schema'
-import type { Deps } from './context'
-import { ProblemError } from './problem'
-import { sha256Hex } from './secrets'
+import { withTransaction } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { sha256Hex } from '../../platform/secrets'
+import { AccountErrors } from './accounts.errors'
+import { spendCaptchaToken } from './accounts.repository'
 
 /**
- * Captcha (Cloudflare Turnstile's siteverify form protocol). When CAPTCHA_SECRET is set, the
+ * Captcha for the account operations (Cloudflare Turnstile's siteverify form protocol; docs/auth.md). When CAPTCHA_SECRET is set, the
  * operations that need it fail closed: a missing token, a rejected one, a token already spent here,
  * or a verifier that cannot be asked (network error, timeout, non-2xx, unreadable answer) all
  * answer 403 forbidden with detail "captcha verification failed". The body never depends on which.
  */
 const CAPTCHA_TIMEOUT_MS = 5000
 
-function captchaFailed(): ProblemError {
-  return new ProblemError('forbidden', { detail: 'captcha verification failed' })
-}
-
 export async function requireCaptcha(deps: Deps, token: string | null | undefined, ip: string): Promise<void> {
   const secret = deps.config.captcha.secret
   if (!secret) return
-  if (!token || token.length > 2048) throw captchaFailed()
+  if (!token || token.length > 2048) throw AccountErrors.captchaFailed()
   const tokenHash = sha256Hex(token)
   // Spend the token first: a token is single-use whatever the verifier says about a replay.
-  const fresh = withTransaction(deps.db, (tx) => {
-    const r = tx.insert(captchaTokens).values({ tokenHash, usedAt: deps.clock.nowUs() }).onConflictDoNothing().run()
-    return changesOf(r) === 1
-  })
-  if (!fresh) throw captchaFailed()
+  const fresh = withTransaction(deps.db, (tx) => spendCaptchaToken(tx, tokenHash, deps.clock.nowUs()))
+  if (!fresh) throw AccountErrors.captchaFailed()
   let ok = false
   try {
     const res = await request(deps.config.captcha.verifyUrl, {
@@ -44,5 +37,5 @@ export async function requireCaptcha(deps: Deps, token: string | null | undefine
     deps.log.warn('captcha verifier unreachable', { error: e instanceof Error ? e.message : String(e) })
     ok = false
   }
-  if (!ok) throw captchaFailed()
+  if (!ok) throw AccountErrors.captchaFailed()
 }
