@@ -3,7 +3,7 @@ import { tenants, users } from './accounts'
 import { servers } from './fleet'
 
 /**
- * The plan catalogue (decisions.md, "Plan catalogue"), seeded by migration and editable by the
+ * The plan catalogue (docs/billing.md), seeded by migration and editable by the
  * operator. Prices are integer micro-USD per managed server per month; null means contract-priced.
  */
 export const plans = sqliteTable('plans', {
