@@ -1,6 +1,6 @@
 /**
- * Operator commands (decisions.md, "Operator commands"). Each prints what it did and refuses bad
- * input with one clear line and exit code 2.
+ * Operator commands (docs/operations.md "Operator commands"). Each prints what it did and refuses
+ * bad input with one clear line and exit code 2.
  *
  *   scripts/admin create-account --email ann@example.com --tenant-name "Ann's rigs"
  *   scripts/admin tenants

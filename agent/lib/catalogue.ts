@@ -7,7 +7,7 @@ import { diskGb } from './procfs'
 import type { AgentEvent, Machine } from './machine'
 import { AGENT_VERSION } from './version'
 
-/** The minimum command catalogue of agent-protocol.md. Simulated machines treat dangerous ones as no-ops. */
+/** The minimum command catalogue the protocol asks of an agent (docs/agent.md). Simulated machines treat dangerous ones as no-ops. */
 
 export type CatalogueDeps = {
   machine: Machine

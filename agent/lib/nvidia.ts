@@ -10,7 +10,7 @@ export type GpuValues = Record<string, number | null>
 
 const INVENTORY_FIELDS = ['index', 'name', 'memory.total', 'uuid']
 
-/** Query field → protocol metric name (agent-protocol.md, "Metrics", GPU scope). */
+/** Query field → protocol metric name, GPU scope (docs/agent.md "Behaviour, frame by frame"). */
 export const TELEMETRY_FIELDS: Record<string, string> = {
   'temperature.gpu': 'temperature_c',
   'temperature.memory': 'memory_temperature_c',

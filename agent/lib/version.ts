@@ -1,7 +1,7 @@
-/** The agent's own version, sent at enrolment and in every hello (decisions.md: MIN_AGENT_VERSION 1.0.0). */
+/** The agent's own version, sent at enrolment and in every hello (the service refuses one below its MIN_AGENT_VERSION, default 1.0.0). */
 export const AGENT_VERSION = '1.0.0'
 
-/** The command schema version this agent understands (interface-spec: schema_version ≥ 1). */
+/** The command schema version this agent understands (a higher one is refused with unsupported_schema_version: docs/agent.md). */
 export const COMMAND_SCHEMA_VERSION = 1
 
 /** Exit codes the systemd unit knows about (install.sh). */

@@ -1,7 +1,7 @@
 /**
- * Problem documents (RFC 9457; docs/conventions.md "Errors"). Every error the service
- * answers is one of these, with `code` drawn from the spec's closed set. Domain code throws
- * ProblemError (or a subclass from a module's *.errors.ts); one place turns it into HTTP.
+ * Problem documents (RFC 9457; docs/conventions.md "Errors"). Every error the service answers is
+ * one of these, with `code` drawn from the closed set listed there. Domain code throws ProblemError
+ * (or a subclass from a module's *.errors.ts); one place turns it into HTTP.
  */
 
 export const PROBLEM_CODES = {
@@ -148,8 +148,8 @@ export const problems = {
 }
 
 /**
- * Titles for the statuses a code is reused with (the spec's closed set of codes has no code of its
- * own for them): the title always names the status the client got, the code says which family.
+ * Titles for the statuses a code is reused with (the closed set of codes has no code of its own for
+ * them): the title always names the status the client got, the code says which family.
  */
 const STATUS_TITLES: Readonly<Record<number, string>> = {
   405: 'Method not allowed',

@@ -8,7 +8,7 @@ import { addMember, call, insertServer, mintPat, mutateAt, newTenant, serviceNow
 import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 
-/** interface-spec "POST /tokens/init", Authentication rule 4, "Agent init token"; reliability-security §8 B7. */
+/** Agent init tokens: docs/access.md "Agent init tokens". */
 
 const INIT = /^gpuhq_init_[0-9A-Za-z]{46}$/
 type MintedInit = {

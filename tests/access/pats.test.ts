@@ -21,7 +21,7 @@ import {
 import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 
-/** interface-spec "Access tokens", "POST /tokens", Authentication rule 3; reliability-security §8 B. */
+/** Personal access tokens: docs/access.md "Personal access tokens (PATs)". */
 
 const PAT = /^gpuhq_pat_[0-9A-Za-z]{46}$/
 const DAY_MS = 86_400_000

@@ -4,10 +4,10 @@ import { closedPortUrl, startFakeCaptcha, type FakeCaptcha } from '../support/ca
 import { expectProblem } from '../support/problem'
 
 /**
- * Captcha (interface-spec "POST /auth/signup/start" rule 5; issue "Captcha"): with a secret
- * configured, signup start, reset start and sign-in need a token checked against the
- * Turnstile-compatible siteverify URL; missing, rejected or unverifiable (network error, timeout,
- * non-2xx) all answer 403 forbidden "captcha verification failed". Fail closed.
+ * Captcha (docs/auth.md "Captcha"): with a secret configured, signup start, reset start and sign-in
+ * need a token checked against the Turnstile-compatible siteverify URL; missing, rejected or
+ * unverifiable (network error, timeout, non-2xx) all answer 403 forbidden "captcha verification
+ * failed". Fail closed.
  */
 
 const DETAIL = 'captcha verification failed'

@@ -4,9 +4,9 @@ import { advance, newEmail, post, requestCode, signUp, stableBody, stableHeaders
 import { expectProblem } from '../support/problem'
 
 /**
- * Emailed codes (interface-spec "Limits": 6 digits, valid 10 minutes, 5 entry attempts): wrong,
- * expired, exhausted and never-issued codes answer the identical 401; codes are stored only as a
- * keyed hash and are bound to their purpose.
+ * Emailed codes (docs/auth.md "Codes and tickets": 6 digits, valid 10 minutes, 5 entry attempts):
+ * wrong, expired, exhausted and never-issued codes answer the identical 401; codes are stored only
+ * as a keyed hash and are bound to their purpose.
  */
 
 let app: AccountsApp

@@ -4,7 +4,7 @@ import { getMe, signUp, startAccountsApp, withSession, type Account, type Accoun
 import { expectProblem } from '../support/problem'
 
 /**
- * decisions.md "Credentials on requests": a cookie-authenticated unsafe request is refused with 403
+ * CSRF (docs/auth.md "CSRF"): a cookie-authenticated unsafe request is refused with 403
  * csrf_rejected when Sec-Fetch-Site is cross-site, or when Origin is present and differs from
  * PUBLIC_URL (http://gpuhq.test in tests). Safe methods are never refused.
  */

@@ -2,8 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:tes
 import { advance, newEmail, post, signIn, signUp, stableBody, stableHeaders, startAccountsApp, type Account, type AccountsApp } from '../support/accounts'
 
 /**
- * Anti-enumeration (interface-spec "Errors", "POST /auth/signup/start" rule 4, "POST
- * /auth/password-reset/start"; decisions.md "create a browser session"; reliability-security §8 C1):
+ * Anti-enumeration (docs/auth.md "Signup", "Codes and tickets", "Password reset", "Sessions"):
  * nothing in status, headers, body or cooldown tells whether an email has an account. Timing is
  * measured in timing.test.ts.
  */

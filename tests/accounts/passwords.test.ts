@@ -3,9 +3,9 @@ import { advance, newEmail, post, requestCode, signIn, signUp, startAccountsApp,
 import { expectProblem } from '../support/problem'
 
 /**
- * Passwords (issue "Passwords"; reliability-security §3.1, §3.2, §8 C3–C4): argon2id at m=19 MiB,
- * t=2, p=1; 8 to 256 characters counted as Unicode code points; never truncated or normalised; no
- * composition rules; the most common passwords refused with a clear 422.
+ * Passwords (docs/auth.md "Passwords"): argon2id at m=19 MiB, t=2, p=1; 8 to 256 characters counted
+ * as Unicode code points; never truncated or normalised; no composition rules; the most common
+ * passwords refused with a clear 422.
  */
 
 let app: AccountsApp

@@ -4,10 +4,10 @@ import { advance, newEmail, post, requestCode, signIn, signUp, startAccountsApp,
 import { expectProblem } from '../support/problem'
 
 /**
- * Rate limits (interface-spec "Limits"; issue "Rate limits"): by IP prefix (/24, /64) and by hashed
- * email on signup and reset, by account and network on sign-in with a backoff an attacker cannot
- * turn into a lockout of the real user. The client address comes from X-Forwarded-For only behind
- * a trusted proxy. Every test here runs behind TRUSTED_PROXIES=127.0.0.1 and picks its own networks.
+ * Rate limits (docs/auth.md "Rate limits"): by IP prefix (/24, /64) and by hashed email on signup
+ * and reset, by account and network on sign-in with a backoff an attacker cannot turn into a
+ * lockout of the real user. The client address comes from X-Forwarded-For only behind a trusted
+ * proxy. Every test here runs behind TRUSTED_PROXIES=127.0.0.1 and picks its own networks.
  */
 
 let app: AccountsApp

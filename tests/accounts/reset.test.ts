@@ -19,9 +19,8 @@ import { expectProblem } from '../support/problem'
 import { codeFrom } from '../support/smtp'
 
 /**
- * interface-spec "POST /auth/password-reset/start"; decisions.md "verify reset code", "set new
- * password and sign in": always 202, an inert row for unknown emails, purpose-scoped tickets, every
- * other session revoked and a new one started.
+ * Password reset (docs/auth.md "Password reset"): always 202, an inert row for unknown emails,
+ * purpose-scoped tickets, every other session revoked and a new one started.
  */
 
 let app: AccountsApp

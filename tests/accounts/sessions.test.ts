@@ -16,8 +16,7 @@ import {
 import { expectProblem } from '../support/problem'
 
 /**
- * Browser sessions (issue "Sessions"; decisions.md "Names", "create a browser session", "revoke the
- * current session"; reliability-security §3.3, §8 D1–D3).
+ * Browser sessions (docs/auth.md "Sessions").
  */
 
 const signOut = (app: AccountsApp, token: string) => app.fetch('/api/v1/auth/sessions/current', { method: 'DELETE', headers: withSession(token) })

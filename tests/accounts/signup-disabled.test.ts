@@ -3,9 +3,9 @@ import { allRowCounts, mailTo, newEmail, post, startAccountsApp, type AccountsAp
 import { expectProblem } from '../support/problem'
 
 /**
- * interface-spec "POST /auth/signup/start" rule 6: with public signup off (the default) all three
- * signup operations answer 404 for every request, before the body is parsed and before storage is
- * touched. Password reset is not gated by the switch.
+ * docs/auth.md "Signup": with public signup off (the default) all three signup operations answer
+ * 404 for every request, before the body is parsed and before storage is touched. Password reset is
+ * not gated by the switch.
  */
 
 let app: AccountsApp

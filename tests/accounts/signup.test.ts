@@ -18,7 +18,7 @@ import {
 import { expectProblem } from '../support/problem'
 import { codeFrom } from '../support/smtp'
 
-/** interface-spec "POST /auth/signup/start", "POST /auth/signup/verify"; decisions.md "complete signup". */
+/** Signup: start, verify, complete (docs/auth.md "Signup"). */
 
 let app: AccountsApp
 beforeAll(async () => {

@@ -3,10 +3,10 @@ import { advance, newEmail, post, signUp, stableBody, stableHeaders, startAccoun
 
 /**
  * The issue's "Done when": taken-email vs free-email signup starts, and unknown-email vs
- * wrong-password sign-ins, are indistinguishable in status, headers (without date and
- * x-request-id) and body (without request_id), and their median latencies over 50 tries each differ
- * by less than 5 ms (reliability-security §8 C1). It measures 100 tries per branch (see TRIES), and
- * takes the decision again on fresh samples when a loaded machine blurred one run (see ATTEMPTS).
+ * wrong-password sign-ins, are indistinguishable in status, headers (without date and x-request-id)
+ * and body (without request_id), and their median latencies over 50 tries each differ by less than
+ * 5 ms (docs/auth.md "Signup"). It measures 100 tries per branch (see TRIES), and takes the
+ * decision again on fresh samples when a loaded machine blurred one run (see ATTEMPTS).
  *
  * The two branches are interleaved pair by pair, in a random order within each pair, so drift
  * (GC, the outbox sending mail in the background, the machine) falls on both alike. Every pair

@@ -4,8 +4,8 @@ import { getMe, sessionFrom, signIn, signUp, startAccountsApp, withSession, type
 import { expectProblem } from '../support/problem'
 
 /**
- * decisions.md "current user", "update preferences", "members": GET/PATCH /me (timezone is an IANA
- * zone, locale is canonicalised), GET /users lists the tenant's members with their roles.
+ * Users (docs/auth.md "Users"): GET/PATCH /me (timezone is an IANA zone, locale is canonicalised),
+ * GET /users lists the tenant's members with their roles.
  */
 
 let app: AccountsApp

@@ -1,10 +1,10 @@
 import type { Server, ServerWebSocket } from 'bun'
 
 /**
- * A local stand-in for the gpuhq service side of agent-protocol.md: POST /agent/register,
- * POST /agent/hello and the WebSocket session at GET /agent/ws. Strict like the real service:
- * unknown body fields are refused, a bad credential is refused before the upgrade, one live
- * session per server (a newer one closes the older with 4409).
+ * A local stand-in for the gpuhq service side of the agent protocol (docs/agent.md):
+ * POST /agent/register, POST /agent/hello and the WebSocket session at GET /agent/ws. Strict like
+ * the real service: unknown body fields are refused, a bad credential is refused before the upgrade,
+ * one live session per server (a newer one closes the older with 4409).
  */
 
 export type Frame = Record<string, unknown> & { type: string }

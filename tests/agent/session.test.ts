@@ -9,8 +9,8 @@ import { startAgent, type AgentOptions } from '../../agent/lib/session'
 import { FakeService, waitFor, type Frame } from './fake-service'
 
 /**
- * The agent against a local service that speaks the service side of agent-protocol.md: the real
- * CLI as a subprocess for the whole journey, the library in-process for the edge cases.
+ * The agent against a local service that speaks the service side of the protocol (docs/agent.md):
+ * the real CLI as a subprocess for the whole journey, the library in-process for the edge cases.
  */
 
 const AGENT = join(import.meta.dir, '../../agent/gpuhq-agent.ts')

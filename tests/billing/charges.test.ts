@@ -21,10 +21,10 @@ import {
 import { UUID } from '../support/problem'
 
 /**
- * The charge rule (decisions.md): each managed server costs the plan's monthly price ÷ days of the
- * UTC month ÷ 24 for every hour it is managed; billing.charge books an hour once it is 1 h 15 min
- * old. Each test has its own app: the clock only moves forward, and months apart would otherwise
- * mean booking every hour in between.
+ * The charge rule (docs/billing.md "The charge rule"): each managed server costs the plan's monthly
+ * price ÷ days of the UTC month ÷ 24 for every hour it is managed; billing.charge books an hour
+ * once it is 1 h 15 min old. Each test has its own app: the clock only moves forward, and months
+ * apart would otherwise mean booking every hour in between.
  */
 const apps: TestApp[] = []
 async function freshApp(env: Record<string, string> = {}) {

@@ -7,9 +7,9 @@ import { MIGRATIONS_FOLDER } from '../../db/client'
 import { freePort, freshDataDir, serviceEnv, spawnService, startService, waitExit, waitReady, type Service } from './service'
 
 /**
- * kill -9 harness (reliability-security.md §6.3, §8 H1): the real service under concurrent write
- * load is SIGKILLed at a random moment, restarted on the same file, and must have kept every write
- * it acknowledged, exactly once, in a database that passes integrity_check.
+ * kill -9 harness (docs/operations.md "Durability"): the real service under concurrent write load
+ * is SIGKILLed at a random moment, restarted on the same file, and must have kept every write it
+ * acknowledged, exactly once, in a database that passes integrity_check.
  */
 
 const ROUNDS = 3

@@ -23,7 +23,7 @@ import {
 import { expectProblem } from '../support/problem'
 import { mutateAt } from '../support/access'
 
-/** agent-protocol.md "Enrolment" and the spec's "Agent init token", over real HTTP. */
+/** docs/fleet.md "Enrolment" and docs/access.md "Agent init tokens", over real HTTP. */
 
 let app: TestApp
 beforeAll(async () => {

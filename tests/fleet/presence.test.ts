@@ -17,7 +17,7 @@ import {
 } from '../support/fleet'
 import { expectProblem } from '../support/problem'
 
-/** The spec's "Agent presence": heartbeats of the live session only, moved by the test clock and presence.sweep. */
+/** docs/fleet.md "Presence": heartbeats of the live session only, moved by the test clock and presence.sweep. */
 
 let app: TestApp
 let owner: Owner

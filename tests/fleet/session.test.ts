@@ -19,7 +19,7 @@ import {
 } from '../support/fleet'
 import { expectProblem } from '../support/problem'
 
-/** agent-protocol.md "HTTPS hello" and "Session": the credential, hello/welcome, one session per server, bad frames. */
+/** docs/fleet.md "HTTPS hello" and "The session": the credential, hello/welcome, one session per server, bad frames. */
 
 let app: TestApp
 let owner: Owner

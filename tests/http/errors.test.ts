@@ -8,7 +8,7 @@ import type { App } from '../../src/app'
 import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem, SPEC_PROBLEM_CODES, UUID } from '../support/problem'
 
-/** Every error the service answers is an RFC 9457 problem document (interface-spec "Problem document", "Errors"). */
+/** Every error the service answers is an RFC 9457 problem document (docs/conventions.md "Errors: problem documents"). */
 
 const PROBES = '/api/v1/_test/probes'
 const MiB = 1024 * 1024

@@ -4,9 +4,8 @@ import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 
 /**
- * Idempotency-Key on POST /api/v1/_test/probes (interface-spec "Common conventions";
- * reliability-security.md §8 A). The probe is a real acknowledged write, so "exactly once" is
- * counted in its table.
+ * Idempotency-Key on POST /api/v1/_test/probes (docs/conventions.md "Idempotency-Key"). The probe
+ * is a real acknowledged write, so "exactly once" is counted in its table.
  */
 
 const PROBES = '/api/v1/_test/probes'

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 
-/** Rate limits answer 429 rate_limited with an integer Retry-After (interface-spec "Common conventions"). */
+/** Rate limits answer 429 rate_limited with an integer Retry-After (docs/conventions.md "Rate limits"). */
 
 let app: TestApp
 beforeAll(async () => {

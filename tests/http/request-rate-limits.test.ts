@@ -4,7 +4,7 @@ import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 
 /**
- * Limits on every request (interface-spec "Limits": by tenant elsewhere): writes counted by tenant
+ * Limits on every request (docs/conventions.md "Rate limits"): writes counted by tenant
  * (RATE_LIMIT_TENANT_WRITES_PER_MINUTE), every request of a bearer token by token
  * (RATE_LIMIT_TOKEN_PER_MINUTE). Set low here; the defaults are in docs/configuration.md.
  */

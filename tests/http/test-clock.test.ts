@@ -6,7 +6,7 @@ import { createLogger } from '../../src/platform/logger'
 import { startTestApp, TEST_PUBLIC_URL, TEST_SECRET_KEY, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 
-/** The test clock (decisions.md "Test clock"): real time plus an offset that only grows. */
+/** The test clock (docs/operations.md "The test clock"): real time plus an offset that only grows. */
 
 const CLOCK = '/api/v1/_test/clock'
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/

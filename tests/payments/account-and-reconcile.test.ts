@@ -17,11 +17,11 @@ import {
 } from '../support/payments'
 
 /**
- * interface-spec "Account state" and "Top-up" states; decisions.md "Test clock": a succeeded
- * top-up that brings a frozen account above zero unfreezes it in the same transaction (and only
- * such a top-up does); billing.reconcile re-reads open top-ups from the provider and settles them,
- * and expires an unpaid one once its invoice's 24 h are over. Each test has its own app: the clock
- * only moves forward.
+ * docs/payments.md "Account state", "States" and "billing.reconcile", on the test clock: a
+ * succeeded top-up that brings a frozen account above zero unfreezes it in the same transaction
+ * (and only such a top-up does); billing.reconcile re-reads open top-ups from the provider and
+ * settles them, and expires an unpaid one once its invoice's 24 h are over. Each test has its own
+ * app: the clock only moves forward.
  */
 
 const apps: PaymentsApp[] = []

@@ -21,11 +21,11 @@ import { sandboxSignature } from '../../src/modules/payments/sandbox.provider'
 import { listUnsettledPayments, settleUnsettledPayment } from '../../src/modules/payments'
 
 /**
- * Issue 13 finding 1 and decisions.md "Payment providers": a top-up is credited at most once,
- * whatever arrives in whatever order or concurrency. The sandbox behaves like a real provider: an
- * invoice paid by a finished outcome refuses every further outcome (409) and the sandbox never
- * confirms more than was invoiced. A further finished payment (a real provider can send one) is
- * recorded, credits nothing, and is listed for the operator, who settles it.
+ * Issue 13 finding 1 and docs/payments.md "Exactly-once crediting": a top-up is credited at most
+ * once, whatever arrives in whatever order or concurrency. The sandbox behaves like a real
+ * provider: an invoice paid by a finished outcome refuses every further outcome (409) and the
+ * sandbox never confirms more than was invoiced. A further finished payment (a real provider can
+ * send one) is recorded, credits nothing, and is listed for the operator, who settles it.
  */
 
 let app: PaymentsApp

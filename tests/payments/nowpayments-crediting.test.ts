@@ -4,8 +4,8 @@ import { expectProblem } from '../support/problem'
 import { balanceMicros, getTopup, ipn, notificationsOf, npTopup, snapshot, startPaymentsApp, topupEntries, type PaymentsApp } from '../support/payments'
 
 /**
- * interface-spec "Top-up" states and "Events" 1; reliability-security.md §5.5 and §8 G3, G4: a
- * verified NOWPayments notification is only a reason to read the payment back from the API; the
+ * docs/payments.md "States", "Exactly-once crediting" and "NOWPayments: what is trusted, and why":
+ * a verified NOWPayments notification is only a reason to read the payment back from the API; the
  * read-back decides. Exactly one ledger credit per provider payment whatever the number, order or
  * concurrency of notifications (a unique index, not a check); a terminal top-up never moves back;
  * disagreements go to review; the API being down answers 503 so that NOWPayments retries.
@@ -91,7 +91,7 @@ describe('exactly one credit per provider payment', () => {
   })
 
   test('two different finished payments on one invoice: one credit; the other is recorded for the operator and credits nothing', async () => {
-    // decisions.md: a top-up is credited at most once; a further finished payment is listed for the operator.
+    // docs/payments.md "States": a top-up is credited at most once; a further finished payment is listed for the operator.
     const { owner, topup } = await npTopup(app, '25.00')
     const a = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 10 })
     const b = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 15 })

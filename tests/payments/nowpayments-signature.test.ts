@@ -6,10 +6,10 @@ import { npSign, sendIpn } from '../support/nowpayments'
 import { balanceMicros, getTopup, ipn, notificationsOf, npTopup, snapshot, startPaymentsApp, topupEntries, type PaymentsApp } from '../support/payments'
 
 /**
- * reliability-security.md §5.1, §5.5 rule 1, §8 G1 and G2: NOWPayments IPNs are verified with
+ * docs/payments.md "NOWPayments: what is trusted, and why": NOWPayments IPNs are verified with
  * HMAC-SHA512 over JSON.stringify(body, sorted top-level keys) under the IPN secret (header
- * x-nowpayments-sig). Anything that does not verify is refused with 401 before anything is read
- * or written. The documented formula leaves nested objects out of the signature, so a change inside
+ * x-nowpayments-sig). Anything that does not verify is refused with 401 before anything is read or
+ * written. The documented formula leaves nested objects out of the signature, so a change inside
  * `fee` still verifies; it must not matter, because crediting uses only the payment read back from
  * the API.
  */
@@ -30,7 +30,7 @@ async function paidTopup(paidUsd = 25) {
 const paymentReads = () => app.np.requests.filter((r) => r.method === 'GET').length
 
 describe('the documented signature formula', () => {
-  test('the fake signs exactly as the service verifies, and the replacer empties nested objects (the §5.1 gotcha)', () => {
+  test('the fake signs exactly as the service verifies, and the replacer empties nested objects (so they are not signed)', () => {
     const body = { payment_id: 1, fee: { currency: 'sol', depositFee: '0' }, actually_paid: 6.0 }
     expect(JSON.stringify(body, Object.keys(body).sort())).toBe('{"actually_paid":6,"fee":{},"payment_id":1}')
     const expected = createHmac('sha512', 'secret').update('{"actually_paid":6,"fee":{},"payment_id":1}').digest('hex')

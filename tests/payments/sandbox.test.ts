@@ -18,8 +18,8 @@ import {
 } from '../support/payments'
 
 /**
- * decisions.md "Payment providers" (sandbox), interface-spec "Top-up" states: the checkout page at
- * checkout_url, its buttons, and the signed notification it sends; each outcome ends where the spec
+ * docs/payments.md "The sandbox (demos and development)" and "States": the checkout page at
+ * checkout_url, its buttons, and the signed notification it sends; each outcome ends where "States"
  * says, crediting the amount actually paid. The sandbox's checkout_url names PUBLIC_URL
  * (http://gpuhq.test); the page is fetched from this app at the same path.
  */
@@ -61,7 +61,7 @@ describe('paying in the sandbox', () => {
   const paid: [string, string, string][] = [
     ['the exact amount', '12.50', '12.50'],
     ['less than invoiced (12.00 on a 12.50 invoice)', '12.00', '12.00'],
-    // More than invoiced is refused by the sandbox itself (decisions.md): see sandbox-exactly-once.test.ts.
+    // More than invoiced is refused by the sandbox itself (docs/payments.md): see sandbox-exactly-once.test.ts.
   ]
   for (const [what, amount, credited] of paid)
     test(`"finished" after paying ${what} → succeeded, credited ${credited} (what was paid, not what was invoiced), checkout_url gone`, async () => {

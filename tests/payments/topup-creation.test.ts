@@ -5,8 +5,8 @@ import { expectProblem, UUID } from '../support/problem'
 import { createTopup, getTopup, postTopup, startPaymentsApp, type PaymentsApp, type Topup } from '../support/payments'
 
 /**
- * interface-spec "POST /billing/topups", "Top-up"; decisions.md "Payment providers": the catalogue
- * of methods per enabled provider, creating a top-up (a hosted invoice), its validation, who may,
+ * docs/payments.md "Providers and configuration", "Operations" and "States": the catalogue of
+ * methods per enabled provider, creating a top-up (a hosted invoice), its validation, who may,
  * idempotent retries, and what happens when the provider cannot be reached or refuses.
  */
 

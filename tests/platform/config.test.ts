@@ -25,14 +25,14 @@ function configError(env: Record<string, string | undefined>): ConfigError {
 }
 
 describe('loadConfig defaults', () => {
-  test('match decisions.md outside production', () => {
+  test('match the documented defaults outside production', () => {
     const c = load()
     expect(c.env).toBe('development')
     expect(c.port).toBe(8080)
     expect(c.publicUrl).toBe('http://localhost:8080')
     expect(c.databasePath).toBe(resolve('./data/gpuhq.db'))
     expect(c.signupEnabled).toBe(false)
-    // decisions.md: PAYMENT_PROVIDERS unset means no provider; the sandbox runs only when named.
+    // docs/configuration.md: PAYMENT_PROVIDERS unset means no provider; the sandbox runs only when named.
     expect(c.paymentProviders).toEqual([])
     expect(c.testClock).toBe(false)
     expect(c.minAgentVersion).toBe('1.0.0')

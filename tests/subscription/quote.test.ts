@@ -50,7 +50,7 @@ beforeAll(async () => {
 afterAll(() => app.close())
 
 describe('GET /subscription/quote: what a plan change would mean', () => {
-  test('an upgrade quote carries exactly the spec fields: one day of the target at the current fleet against the balance', async () => {
+  test('an upgrade quote carries exactly the documented fields: one day of the target at the current fleet against the balance', async () => {
     const owner = await tenantOn(app, 'starter', { servers: 3, balance: '10.00' })
     const before = serviceNow(app)
     const r = await getQuote(app, owner, 'pro')

@@ -40,7 +40,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     SECRET_KEY: TEST_SECRET_KEY,
     TEST_CLOCK: 'true',
     JOBS_ENABLED: 'false',
-    // The sandbox runs only where PAYMENT_PROVIDERS names it (decisions.md); the test setup does.
+    // The sandbox runs only where PAYMENT_PROVIDERS names it (docs/configuration.md); the test setup does.
     PAYMENT_PROVIDERS: 'sandbox',
     ...env,
   })

@@ -17,7 +17,7 @@ export const US_PER_SECOND = 1_000_000
 export const US_PER_MINUTE = 60 * US_PER_SECOND
 export const US_PER_HOUR = 60 * US_PER_MINUTE
 export const US_PER_DAY = 24 * US_PER_HOUR
-/** Starter: 2.00 USD per server per month (decisions.md). */
+/** Starter: 2.00 USD per server per month (docs/billing.md "Plans"). */
 export const STARTER_MICROS = 2_000_000
 
 export type LedgerItem = {

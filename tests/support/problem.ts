@@ -1,7 +1,7 @@
 import { expect } from 'bun:test'
 import { TEST_PUBLIC_URL } from './app'
 
-/** The closed set of problem codes, copied from interface-spec.md "Errors" so src cannot drift from it. */
+/** The closed set of problem codes, copied from docs/conventions.md "Errors: problem documents" so src cannot drift from it. */
 export const SPEC_PROBLEM_CODES = [
   'unauthorized',
   'forbidden',
@@ -45,8 +45,8 @@ export type Problem = {
 }
 
 /**
- * Asserts the response is a problem document of the spec's shape with this status and code, and
- * returns it. The request_id must be the one in the X-Request-Id header.
+ * Asserts the response is a problem document of the documented shape (docs/conventions.md) with
+ * this status and code, and returns it. The request_id must be the one in the X-Request-Id header.
  */
 export async function expectProblem(res: Response, status: number, code: string): Promise<Problem> {
   const text = await res.text()

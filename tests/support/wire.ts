@@ -1,6 +1,6 @@
 /**
- * The wire's scalar formats parsed independently of src/ (a test that used the service's own
- * parser could not catch it drifting from the spec's "Scalar types").
+ * The wire's scalar formats parsed independently of src/ (a test that used the service's own parser
+ * could not catch it drifting from docs/conventions.md "Scalars").
  */
 const MONEY = /^(-?)(\d+)(?:\.(\d{1,6}))?$/
 

@@ -4,10 +4,10 @@ import { listServers, type Owner } from '../support/fleet'
 import { BASE, feed, HOUR, MIN, newRig, runJob, setNow, stopApp, type Rig } from './helpers'
 
 /**
- * The telemetry-derived fields of the fleet server row (interface-spec "Fleet server row"): the
- * hottest GPU per temperature, the fastest fan, the average utilization as a decimal string and
- * one gpu_vitals entry per reporting GPU in index order, taken from the latest sample of each
- * metric by its time, as they appear after a snapshot refresh.
+ * The telemetry-derived fields of the fleet server row (docs/telemetry.md "Fleet-row vitals"): the
+ * hottest GPU per temperature, the fastest fan, the average utilization as a decimal string and one
+ * gpu_vitals entry per reporting GPU in index order, taken from the latest sample of each metric by
+ * its time, as they appear after a snapshot refresh.
  */
 
 let app: TestApp

@@ -3,7 +3,7 @@ import { startTestApp, type TestApp } from '../support/app'
 import { BASE, feed, HOUR, iso, MIN, newRig, rawCount, runJob, setNow, stopApp, type Rig } from './helpers'
 
 /**
- * Telemetry frames on a real agent session (agent-protocol.md "Metrics"): a frame the service
+ * Telemetry frames on a real agent session (docs/telemetry.md "Ingestion"): a frame the service
  * cannot accept gets an `error` frame, stores nothing (no sample, no series, no latest value) and
  * leaves the session open; a good frame is written by the group commit within about a second.
  */

@@ -17,10 +17,10 @@ import {
 } from './accounts.repository'
 
 /**
- * Emailed codes and the tickets they buy (spec "Limits": 6 digits, 10 minutes, 5 attempts, 60 s
- * resend cooldown, ticket ≤64 chars expiring 10 minutes after verify). Codes come from the CSPRNG
- * and are stored only as an HMAC keyed from SECRET_KEY; every failing verification answers the same
- * 401, whatever the reason.
+ * Emailed codes and the tickets they buy (docs/auth.md "Codes and tickets": 6 digits, 10 minutes, 5
+ * attempts, 60 s resend cooldown, ticket ≤64 chars expiring 10 minutes after verify). Codes come
+ * from the CSPRNG and are stored only as an HMAC keyed from SECRET_KEY; every failing verification
+ * answers the same 401, whatever the reason.
  */
 export const CODE_TTL_SECONDS = 600
 export const CODE_MAX_ATTEMPTS = 5

@@ -3,8 +3,9 @@ import { ipPrefix } from '../../platform/ip'
 import { enforceRateLimit } from '../../platform/rate-limit'
 
 /**
- * The public auth operations' rate limits (the spec leaves the numbers open; docs/auth.md lists
- * them). Counted per client network (/24, /64) and per keyed hash of the email, across processes.
+ * The public auth operations' rate limits (the numbers are gpuhq's own; docs/auth.md "The numbers"
+ * lists them). Counted per client network (/24, /64) and per keyed hash of the email, across
+ * processes.
  */
 export const AUTH_LIMITS = {
   start: { perNetwork: [20, 3600], perEmail: [10, 3600] },

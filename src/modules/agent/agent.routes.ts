@@ -107,7 +107,7 @@ export function agentRoutes(deps: Deps) {
             tags,
             summary: 'The agent session (WebSocket)',
             description:
-              'Upgrade to WebSocket with Authorization: Bearer gpuhq_agt_…; frames as in docs/agent-protocol (hello → welcome, heartbeat, telemetry, event, command.*). A bad credential is refused before the upgrade (401). A plain GET answers 426.',
+              'Upgrade to WebSocket with Authorization: Bearer gpuhq_agt_…; frames as in docs/fleet.md "The session" (hello → welcome, heartbeat, telemetry, event, command.*). A bad credential is refused before the upgrade (401). A plain GET answers 426.',
           },
         ),
       },
