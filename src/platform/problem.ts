@@ -1,7 +1,8 @@
 /**
  * Problem documents (RFC 9457; docs/conventions.md "Errors"). Every error the service answers is
- * one of these, with `code` drawn from the closed set listed there. Domain code throws ProblemError
- * (or a subclass from a module's *.errors.ts); one place turns it into HTTP.
+ * one of these, with `code` drawn from the closed set listed there. Services throw their module's
+ * DomainError (src/platform/domain-error.ts); the platform throws ProblemError for what is purely
+ * HTTP (bodies, headers, cursors, access); src/platform/http.ts turns both into the answer.
  */
 
 export const PROBLEM_CODES = {
