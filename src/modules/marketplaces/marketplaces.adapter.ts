@@ -1,0 +1,169 @@
+/**
+ * The one interface both marketplace adapters speak (docs/marketplaces.md). An adapter turns one
+ * platform's host API into the normalised shapes of the link resource: the `remote` projection
+ * (every field nullable: a field the platform did not send is null, never zero; per-GB prices
+ * become per-TB), the `marketplace_b` object for marketplace_b, and the facts a candidate is ranked
+ * by. It knows nothing of tenants, links or HTTP answers of gpuhq: the marketplaces service does.
+ */
+
+export const MARKETPLACES = ['marketplace_a', 'marketplace_b'] as const
+export type MarketplaceId = (typeof MARKETPLACES)[number]
+
+/** A running order on a machine, as the link's `remote.rentals` shows it (money as decimal strings). */
+export type RemoteRental = {
+  kind: string | null
+  currency: string | null
+  /** In the order's own currency, per day. */
+  price_day: string | null
+  gpu_count: number | null
+  /** RFC 3339 or null. */
+  ends_at: string | null
+}
+
+/** The normalised projection of a machine (the spec's `remote`). */
+export type RemoteProjection = {
+  listed: boolean | null
+  verification: string | null
+  hostname: string | null
+  /** A fraction, unrounded (0.7745 is 77.45 percent). */
+  reliability: number | null
+  rentals_running: number | null
+  gpu_name: string | null
+  gpu_count: number | null
+  /** One character per card as the platform prints it. */
+  gpu_occupancy: string | null
+  /** Normalised model key (the same key as the market summary). */
+  gpu_model: string | null
+  price_gpu_hour: string | null
+  min_bid_hour: string | null
+  price_storage_gb_month: string | null
+  /** Per terabyte, converted from the platform's per-gigabyte price (× 1000). */
+  price_inet_up_tb: string | null
+  price_inet_down_tb: string | null
+  min_gpu_count: number | null
+  discount_max: number | null
+  end_date: string | null
+  ask_duration_seconds: number | null
+  earnings_day: string | null
+  earnings_hour: string | null
+  gpu_lanes: number | null
+  pcie_bandwidth_gbs: number | null
+  inet_up_mbps: number | null
+  inet_down_mbps: number | null
+  direct_port_count: number | null
+  maintenance_announced: boolean
+  maintenance_starts_at: string | null
+  maintenance_hours: number | null
+  error: string | null
+  /** Empty when idle, and always on marketplace_a (no per-order breakdown there). */
+  rentals: RemoteRental[]
+}
+
+export type CoinPrice = { on_demand: string | null; spot: string | null }
+export type SpotBid = { offer_id: number | null; bid: string; currency: string | null; active: boolean; mine: boolean }
+
+/** marketplace_b's own fields of a link (the spec's `marketplace_b` object). */
+export type MarketplaceBProjection = {
+  max_rental_hours: number | null
+  partial_rental: boolean | null
+  vpn: boolean | null
+  partner: boolean | null
+  overclock: boolean | null
+  update_channel: string | null
+  backend_version: number | null
+  target_backend_version: number | null
+  driver_status: string | null
+  driver_version: string | null
+  kernel: string | null
+  max_fair_price_day: number | null
+  coins: string[] | null
+  fixed_coins: string[] | null
+  coin_prices: Record<string, CoinPrice> | null
+  spot: { bids: SpotBid[]; rates_usd_per_coin: Record<string, string>; best_bid_usd: string | null } | null
+}
+
+/** What a candidate is ranked by (compared with the agent's registration facts). */
+export type MachineFacts = {
+  hostname: string | null
+  public_ip: string | null
+  gpu_model: string | null
+  gpu_count: number | null
+  disk_gb: number | null
+  /** How many ports the machine's direct range holds (the bounds are not compared). */
+  port_range_size: number | null
+}
+
+export type RemoteMachine = {
+  /** The platform's machine id, as text (max 128). */
+  externalMachineId: string
+  remote: RemoteProjection
+  /** Present on marketplace_b only. */
+  marketplaceB: MarketplaceBProjection | null
+  facts: MachineFacts
+}
+
+/** Who the key belongs to, as the platform says. */
+export type AccountIdentity = {
+  /** How the platform identifies the owner (an account id or name). */
+  owner: string
+  /** marketplace_b's holding-programme amount in USD; null when unread, always null on marketplace_a. */
+  holdingUsd: string | null
+}
+
+/**
+ * The three outcomes kept apart everywhere: the platform rejected the key (the only way a stored
+ * connection becomes invalid_key); the key lacks a permission group or needs 2FA (status unchanged);
+ * the platform could not be reached, answered 5xx, kept rate-limiting past the retries, or is not
+ * configured (retriable, status unchanged).
+ */
+export type MarketplaceFailure = 'rejected_key' | 'missing_permission' | 'unavailable'
+
+export class MarketplaceError extends Error {
+  constructor(
+    readonly marketplace: MarketplaceId,
+    readonly failure: MarketplaceFailure,
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message)
+    this.name = 'MarketplaceError'
+  }
+}
+
+/** One call to a platform, for the operations log: never the key. */
+export type MarketplaceCall = {
+  marketplace: MarketplaceId
+  /** What was asked, e.g. "machines.list" or "account.verify". */
+  operation: string
+  method: string
+  /** The path without the query string (the legacy key parameter never reaches the log). */
+  path: string
+  startedAtUs: number
+  latencyMs: number
+  /** HTTP status, or null when no answer came. */
+  status: number | null
+  outcome: 'ok' | MarketplaceFailure | 'retried'
+}
+
+export interface MarketplaceAdapter {
+  readonly marketplace: MarketplaceId
+  /** Checks the key and says whose it is; throws MarketplaceError. */
+  verifyKey(apiKey: string): Promise<AccountIdentity>
+  /** Every machine the key's owner has on the platform; throws MarketplaceError. */
+  listMachines(apiKey: string): Promise<RemoteMachine[]>
+}
+
+export type AdapterOptions = {
+  /** The platform's origin (MARKETPLACE_A_API_URL / MARKETPLACE_B_API_URL); the adapter adds its prefix. */
+  baseUrl: string
+  /** Microseconds since the epoch (the service clock). */
+  nowUs: () => number
+  /** Per request; default 15 s. */
+  timeoutMs?: number
+  /** Multiplies the platform's published spacing between calls (tests make it small). */
+  paceScale?: number
+  /** Retries of a rate-limited or failed call before `unavailable`; default 3. */
+  retries?: number
+  /** Every call, for the operations log. */
+  onCall?: (call: MarketplaceCall) => void
+}
