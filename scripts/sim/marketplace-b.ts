@@ -1,0 +1,259 @@
+// A local simulator of Clore.ai's host API ("marketplace_b"), following the wire formats of
+// ../shared/reference/marketplace-apis.md sections 2.1-2.3: paths under /v1, the `auth:` header (a
+// Bearer header is a wrong key, code 3), `code` in every body whatever the HTTP status, 1 request
+// per interval per key (code 5 beyond it). Loopback only; never for production. It runs on
+// node:http rather than Bun.serve because Bun.serve drops the body of a GET, and Clore's
+// `server_config` is a GET with a JSON body.
+
+import { createHash } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import {
+  marketplaceEntry,
+  myServersEntry,
+  orderEntry,
+  type SimOwner,
+  type SimOwnerInit,
+  type SimRental,
+  type SimServer,
+  serverConfigBody,
+  spotMarket,
+} from './marketplace-b-state'
+import { cancelOrder, setServerSettings, setSpotPrice } from './marketplace-b-writes'
+
+type Json = Record<string, unknown>
+type Req = { method: string; url: URL; key: string | null; body: string }
+type Mode = 'ok' | 'unreachable' | '5xx' | 'slow'
+
+interface Options {
+  port?: number
+  hostname?: string
+  /** Apikeys → owners present from the start. */
+  owners?: Record<string, SimOwnerInit>
+  /** Minimum spacing per key ("1 request per second per API key"); 0 turns the limit off. */
+  requestIntervalMs?: number
+  /** How long 'slow' holds each answer. */
+  slowMs?: number
+  /** `set_spot_price`: "You can lower spot price once in 600 seconds". */
+  spotLowerIntervalMs?: number
+  /** `set_spot_price`: max lowering step per currency ("max of 0.00000100 ₿"). */
+  spotMaxLowerStep?: Record<string, number>
+  /** `spot_marketplace` `market.currency_rates_in_usd` (USD per coin). */
+  currencyRatesInUsd?: Record<string, number>
+  /** HTTP status per non-zero `code`; the reference leaves it undocumented, so 200 unless set. */
+  httpStatusFor?: Partial<Record<number, number>>
+  /** Whether `my_servers` entries carry `id` (seen by third parties, not in the documented shape). */
+  myServersIncludeId?: boolean
+}
+
+interface LoggedRequest {
+  method: string
+  path: string
+  /** The owner's label, `sha256:<12 hex>` for an unknown key, null without an `auth` header. */
+  key: string | null
+  status: number
+  code: number
+  at: number
+}
+
+export interface MarketplaceBSim {
+  /** The origin; the API lives under `${url}/v1`. */
+  readonly url: string
+  readonly requests: LoggedRequest[]
+  addOwner(apiKey: string, owner: SimOwnerInit): void
+  updateOwner(apiKey: string, patch: Partial<Omit<SimOwnerInit, 'servers'>>): void
+  removeOwner(apiKey: string): void
+  /** Adds the server, or replaces the one of that name. */
+  putServer(apiKey: string, server: SimServer): void
+  /** Merges; a key given as undefined is removed (absent from the wire again). */
+  updateServer(apiKey: string, name: string, patch: Partial<SimServer>): void
+  removeServer(apiKey: string, name: string): void
+  server(apiKey: string, name: string): SimServer | undefined
+  addRental(apiKey: string, serverName: string, rental: SimRental): void
+  updateRental(id: number, patch: Partial<SimRental>): void
+  removeRental(id: number): void
+  setRates(rates: Record<string, number>): void
+  /** Resolves once the listener is closed or open again. */
+  setMode(mode: Mode): Promise<void>
+  clearRequests(): void
+  stop(): Promise<void>
+}
+
+export async function startMarketplaceB(options: Options = {}): Promise<MarketplaceBSim> {
+  const hostname = options.hostname ?? '127.0.0.1'
+  const interval = options.requestIntervalMs ?? 1000
+  const spotRules = { lowerIntervalMs: options.spotLowerIntervalMs ?? 600_000, maxLowerStep: options.spotMaxLowerStep ?? { bitcoin: 0.000001 } }
+  const owners = new Map<string, SimOwner>()
+  for (const [key, o] of Object.entries(options.owners ?? {})) owners.set(key, { ...structuredClone(o), servers: structuredClone(o.servers ?? []) })
+  let rates = { ...(options.currencyRatesInUsd ?? { 'USD-Blockchain': 1, 'CLORE-Blockchain': 0.0025 }) }
+  const lastAllowed = new Map<string, number>()
+  const requests: LoggedRequest[] = []
+  let mode: Mode = 'ok'
+
+  const ownerOf = (apiKey: string) => {
+    const o = owners.get(apiKey)
+    if (!o) throw new Error('marketplace_b sim: no owner for that key')
+    return o
+  }
+  const allRentals = () => [...owners.values()].flatMap((o) => o.servers.flatMap((s) => (s.rentals ?? []).map((r) => ({ r, s }))))
+  const keyLabel = (key: string | null) =>
+    key === null ? null : (owners.get(key)?.label ?? `sha256:${createHash('sha256').update(key).digest('hex').slice(0, 12)}`)
+
+  function readJson(req: Req): Json | null {
+    if (req.body === '') return {}
+    try {
+      const v = JSON.parse(req.body)
+      return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : null
+    } catch {
+      return null
+    }
+  }
+
+  function route(req: Req, key: string, owner: SimOwner): Json {
+    const url = req.url
+    const endpoint = `${req.method} ${url.pathname}`
+    if (endpoint === 'GET /v1/my_servers')
+      return { servers: owner.servers.map((s) => myServersEntry(s, options.myServersIncludeId ?? false)), limit: owner.limit ?? 16, code: 0 }
+    if (endpoint === 'GET /v1/marketplace') {
+      const servers = [...owners.values()].flatMap((o) =>
+        o.servers.filter((s) => s.visibility === 'public' && s.id !== undefined).map((s) => marketplaceEntry(s, o)),
+      )
+      return { servers, my_servers: owner.servers.flatMap((s) => (s.id === undefined ? [] : [s.id])), code: 0 }
+    }
+    if (endpoint === 'GET /v1/spot_marketplace') {
+      const id = Number(url.searchParams.get('market'))
+      if (!url.searchParams.has('market') || !Number.isInteger(id)) return { code: 2 }
+      const server = [...owners.values()].flatMap((o) => o.servers).find((s) => s.id === id)
+      return server ? { ...spotMarket(server, key, rates), code: 0 } : { exists: false, code: 0 }
+    }
+    if (endpoint === 'GET /v1/wallets') return { wallets: structuredClone(owner.wallets ?? []), code: 0 }
+    if (endpoint === 'GET /v1/poh_balance') {
+      const items = structuredClone(owner.poh?.items ?? [])
+      return { items, ...(owner.poh ? { balance: structuredClone(owner.poh.balance) } : {}), count: items.length, code: 0 }
+    }
+    if (endpoint === 'GET /v1/my_orders') {
+      const completed = url.searchParams.get('return_completed') === 'true'
+      const orders = allRentals().filter(({ r }) => r.renter === key && (completed || !r.expired))
+      return { orders: orders.map(({ r, s }) => orderEntry(r, s)), code: 0 }
+    }
+    const body = readJson(req)
+    if (endpoint === 'GET /v1/server_config') {
+      const server = owner.servers.find((s) => s.name === body?.server_name)
+      return server ? { ...serverConfigBody(server), code: 0 } : { code: 2 }
+    }
+    const isPost = req.method === 'POST'
+    if (isPost && url.pathname === '/v1/set_server_settings') return body ? setServerSettings(body, owner.servers) : { code: 2 }
+    const mine = (id: unknown) => allRentals().find(({ r }) => r.id === id && r.renter === key)?.r
+    if (isPost && url.pathname === '/v1/set_spot_price') return body ? setSpotPrice(body, mine(body.order_id), spotRules, Date.now()) : { code: 2 }
+    if (isPost && url.pathname === '/v1/cancel_order') return body ? cancelOrder(mine(body.id)) : { code: 2 }
+    return { code: 4 }
+  }
+
+  async function handle(req: Req, at: number): Promise<{ status: number; body: Json }> {
+    const key = req.key
+    const reply = (body: Json, forced?: number) => {
+      const code = body.code as number
+      const status = forced ?? (code === 0 ? 200 : (options.httpStatusFor?.[code] ?? 200))
+      requests.push({ method: req.method, path: req.url.pathname + req.url.search, key: keyLabel(key), status, code, at })
+      return { status, body }
+    }
+    if (mode === 'slow') await Bun.sleep(options.slowMs ?? 3000)
+    if (mode === '5xx') return reply({ code: 1, error: 'simulated server failure' }, 500)
+    const owner = key === null ? undefined : owners.get(key)
+    if (key === null || !owner) return reply({ code: 3 })
+    if (interval > 0) {
+      const last = lastAllowed.get(key)
+      if (last !== undefined && at - last < interval) return reply({ code: 5 })
+      lastAllowed.set(key, at)
+    }
+    return reply(route(req, key, owner))
+  }
+
+  function onRequest(message: IncomingMessage, res: ServerResponse) {
+    const at = Date.now()
+    const chunks: Buffer[] = []
+    message.on('data', (c: Buffer) => chunks.push(c))
+    message.on('end', async () => {
+      const auth = message.headers.auth
+      const req = {
+        method: message.method ?? 'GET',
+        url: new URL(message.url ?? '/', 'http://sim'),
+        key: typeof auth === 'string' ? auth : null,
+        body: Buffer.concat(chunks).toString(),
+      }
+      const { status, body } = await handle(req, at)
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body))
+    })
+  }
+
+  const serve = (port: number) =>
+    new Promise<Server>((resolve, reject) => {
+      const s = createServer(onRequest)
+      s.once('error', reject)
+      s.listen(port, hostname, () => resolve(s))
+    })
+  const close = (s: Server) =>
+    new Promise<void>((resolve) => {
+      s.close(() => resolve())
+      s.closeAllConnections()
+    })
+  let server: Server | null = await serve(options.port ?? 0)
+  const port = (server.address() as { port: number }).port
+  let switching = Promise.resolve()
+
+  return {
+    url: `http://${hostname}:${port}`,
+    requests,
+    addOwner: (apiKey, o) => void owners.set(apiKey, { ...structuredClone(o), servers: structuredClone(o.servers ?? []) }),
+    updateOwner: (apiKey, patch) => void Object.assign(ownerOf(apiKey), structuredClone(patch)),
+    removeOwner: (apiKey) => void owners.delete(apiKey),
+    putServer(apiKey, s) {
+      const o = ownerOf(apiKey)
+      o.servers = [...o.servers.filter((x) => x.name !== s.name), structuredClone(s)]
+    },
+    updateServer(apiKey, name, patch) {
+      const s = ownerOf(apiKey).servers.find((x) => x.name === name)
+      if (!s) throw new Error(`marketplace_b sim: no server ${name}`)
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === undefined) delete (s as unknown as Json)[k]
+        else (s as unknown as Json)[k] = structuredClone(v)
+      }
+    },
+    removeServer(apiKey, name) {
+      const o = ownerOf(apiKey)
+      o.servers = o.servers.filter((x) => x.name !== name)
+    },
+    server: (apiKey, name) => structuredClone(ownerOf(apiKey).servers.find((x) => x.name === name)),
+    addRental(apiKey, serverName, rental) {
+      const s = ownerOf(apiKey).servers.find((x) => x.name === serverName)
+      if (!s) throw new Error(`marketplace_b sim: no server ${serverName}`)
+      s.rentals = [...(s.rentals ?? []), structuredClone(rental)]
+    },
+    updateRental(id, patch) {
+      const found = allRentals().find(({ r }) => r.id === id)
+      if (!found) throw new Error(`marketplace_b sim: no rental ${id}`)
+      Object.assign(found.r, structuredClone(patch))
+    },
+    removeRental(id) {
+      for (const { s } of allRentals().filter(({ r }) => r.id === id)) s.rentals = (s.rentals ?? []).filter((r) => r.id !== id)
+    },
+    setRates: (r) => void (rates = { ...r }),
+    setMode(next) {
+      mode = next
+      // 'unreachable' closes the listener and every open connection: connects are refused.
+      switching = switching.then(async () => {
+        if (mode === 'unreachable' && server) {
+          const s = server
+          server = null
+          await close(s)
+        } else if (mode !== 'unreachable' && !server) server = await serve(port)
+      })
+      return switching
+    },
+    clearRequests: () => void requests.splice(0),
+    async stop() {
+      await switching
+      if (server) await close(server)
+      server = null
+    },
+  }
+}
