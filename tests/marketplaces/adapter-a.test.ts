@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { type MarketplaceASim, startMarketplaceA } from '../../scripts/sim/marketplace-a'
 import { createMarketplaceAAdapter } from '../../src/modules/marketplaces/marketplace-a.adapter'
-import { normaliseGpuModel, vastMoney } from '../../src/modules/marketplaces/marketplace-a.mapping'
+import { normaliseGpuModel } from '../../src/modules/marketplaces/gpu-model'
+import { vastMoney } from '../../src/modules/marketplaces/marketplace-a.mapping'
 import { type MarketplaceCall, MarketplaceError, type RemoteMachine } from '../../src/modules/marketplaces/marketplaces.adapter'
 
 /**

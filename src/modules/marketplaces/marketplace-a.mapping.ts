@@ -1,5 +1,6 @@
 import { formatMoney, MAX_MONEY_MICROS, parseDecimal } from '../../platform/money'
 import { formatTimestamp } from '../../platform/time'
+import { normaliseGpuModel } from './gpu-model'
 import type { MachineFacts, RemoteMachine, RemoteProjection } from './marketplaces.adapter'
 
 /**
@@ -44,25 +45,6 @@ function unixSeconds(v: unknown): string | null {
   if (s === null || s <= 0) return null
   const us = Math.round(s * 1_000_000)
   return Number.isSafeInteger(us) ? formatTimestamp(us) : null
-}
-
-/** Words that name a vendor or a brand line rather than the model. */
-const VENDOR_WORDS = new Set(['nvidia', 'geforce', 'amd', 'radeon', 'intel', 'tesla'])
-
-/**
- * The model key of a GPU name, the same rule wherever gpuhq normalises one: lowercase; split on
- * whitespace and underscores; drop the vendor and brand words (nvidia, geforce, amd, radeon,
- * intel, tesla); join what is left with '_'; at most 128 characters; null when nothing is left.
- * "RTX 4090" → "rtx_4090", "NVIDIA GeForce RTX 4090" → "rtx_4090", "RTX_3090" → "rtx_3090",
- * "Tesla V100" → "v100", "H100 SXM" → "h100_sxm".
- */
-export function normaliseGpuModel(name: string | null): string | null {
-  if (name === null) return null
-  const words = name
-    .toLowerCase()
-    .split(/[\s_]+/)
-    .filter((w) => w !== '' && !VENDOR_WORDS.has(w))
-  return words.length === 0 ? null : words.join('_').slice(0, 128)
 }
 
 /**
@@ -123,6 +105,7 @@ function projectMachine(m: Json, nowUs: number): RemoteProjection {
     gpu_name: gpuName,
     gpu_count: int(m.num_gpus),
     gpu_occupancy: occupancy(m.gpu_occupancy),
+    // The rule both marketplaces share (gpu-model.ts): "RTX 4090" → "rtx_4090".
     gpu_model: normaliseGpuModel(gpuName),
     price_gpu_hour: vastMoney(m.listed_gpu_cost),
     min_bid_hour: vastMoney(m.min_bid_price),
