@@ -157,10 +157,13 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
 
     /**
      * The owner is Vast's numeric user `id`: it never changes, while the email can. The email
-     * stands in only when an answer carries no id.
+     * stands in only when an answer carries no id. users/current needs no permission group, so the
+     * machine list is read too: a key that cannot see the owner's machines (no machine_read, or a
+     * two-factor session) is refused as missing_permission here, not at the first sync.
      */
     async verifyKey(apiKey: string): Promise<AccountIdentity> {
       const body = await get(apiKey, 'account.verify', 'users', '/users/current/')
+      await get(apiKey, 'account.verify_machines', 'machines', '/machines/?owner=me')
       const user = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {}
       const owner = Number.isSafeInteger(user.id) ? String(user.id) : typeof user.email === 'string' && user.email !== '' ? user.email : null
       if (owner === null) throw new MarketplaceError(MARKETPLACE, 'unavailable', 'marketplace_a answered users/current without an account id')
