@@ -16,6 +16,7 @@ import { agentDownloadRoutes, agentRoutes, resolveAgent } from './modules/agent'
 import { serversRoutes, visibleServerId } from './modules/fleet'
 import { findGroup, groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
+import { marketplacesRoutes } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
@@ -84,6 +85,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
             { name: 'plans', description: "The plan catalogue and what the tenant's plan allows" },
             { name: 'billing', description: 'Balance, ledger, hourly charges, top-ups' },
             { name: 'subscription', description: 'Plan changes: quote, order, cancel' },
+            { name: 'marketplaces', description: 'Marketplace accounts, links to their machines, and the calls made to them' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
@@ -101,6 +103,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(serversRoutes(deps, findGroup))
     .use(groupsRoutes(deps))
     .use(metricsRoutes(deps, visibleServerId))
+    .use(marketplacesRoutes(deps, visibleServerId))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))

@@ -21,6 +21,8 @@ export type Config = Readonly<{
   paymentProviders: readonly string[]
   marketplaceAApiUrl: string
   marketplaceBApiUrl: string
+  /** Percent of the platforms' published spacing between calls (100 in production; tests go lower). */
+  marketplacePacePercent: number
   telegram: { botToken: string | null; apiUrl: string }
   testClock: boolean
   minAgentVersion: string
@@ -157,6 +159,10 @@ export function loadConfig(env: Env = process.env): Config {
     if (!KNOWN_PAYMENT_PROVIDERS.includes(p))
       throw new ConfigError('PAYMENT_PROVIDERS', `unknown provider "${p}" (known: ${KNOWN_PAYMENT_PROVIDERS.join(', ')})`)
   if (production && providers.includes('sandbox')) throw new ConfigError('PAYMENT_PROVIDERS', 'the sandbox provider is refused in production')
+  const marketplacePacePercent = int(env, 'MARKETPLACE_PACE_PERCENT', 100, 1, 100)
+  // Calling a platform faster than it publishes would get the owner's key throttled or banned.
+  if (production && marketplacePacePercent !== 100)
+    throw new ConfigError('MARKETPLACE_PACE_PERCENT', "production paces at the platforms' published limits (100)")
 
   const smtpUrl = env.SMTP_URL?.trim() || null
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigError('SMTP_URL', 'expected smtp:// or smtps://')
@@ -184,6 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
     paymentProviders: Object.freeze(providers),
     marketplaceAApiUrl: httpUrl(env, 'MARKETPLACE_A_API_URL', 'https://console.vast.ai'),
     marketplaceBApiUrl: httpUrl(env, 'MARKETPLACE_B_API_URL', 'https://api.clore.ai'),
+    marketplacePacePercent,
     telegram: {
       botToken: env.TELEGRAM_BOT_TOKEN?.trim() || null,
       apiUrl: httpUrl(env, 'TELEGRAM_API_URL', 'https://api.telegram.org'),

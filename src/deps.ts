@@ -56,6 +56,8 @@ export function buildDeps(
       idempotency: deriveKey(config.secretKey, 'idempotency-responses'),
       email: deriveKey(config.secretKey, 'email-hash'),
       codes: deriveKey(config.secretKey, 'email-codes'),
+      marketplaceKeys: deriveKey(config.secretKey, 'marketplace-keys'),
+      marketplaceKeyHash: deriveKey(config.secretKey, 'marketplace-key-hash'),
       mail: mailKey,
     },
   }

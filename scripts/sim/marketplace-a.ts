@@ -15,8 +15,8 @@ import {
 } from './marketplace-a.types'
 
 /**
- * A local simulator of Vast.ai's host API ("marketplace_a"), after sections 1.1–1.3 of
- * ../shared/reference/marketplace-apis.md: `/api/v0` paths, Bearer keys with the legacy `?api_key=`
+ * A local simulator of Vast.ai's host API ("marketplace_a"; docs/marketplaces.md "Simulators"):
+ * `/api/v0` paths, Bearer keys with the legacy `?api_key=`
  * fallback, Vast's error bodies, scoped and 2FA-restricted keys, per-endpoint-and-identity minimum
  * intervals answered with a plain-text 429 and no Retry-After, and a request log that never holds a
  * key. Listens on loopback only; tests and the demo import it, `bun run sim:marketplace-a` runs it.

@@ -1,6 +1,6 @@
 /**
- * Shapes of the marketplace_a (Vast.ai host API) simulator, after the research notes in
- * ../shared/reference/marketplace-apis.md section 1. Machine fields are the platform's own JSON
+ * Shapes of the marketplace_a (Vast.ai host API) simulator (docs/marketplaces.md "Simulators").
+ * Machine fields are the platform's own JSON
  * names; a field left unset is absent from the JSON the simulator sends (never null, never 0).
  */
 

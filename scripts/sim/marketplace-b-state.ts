@@ -1,5 +1,5 @@
 // Marketplace_b simulator: the state a test sets up and how it shows on Clore.ai's wire
-// (../shared/reference/marketplace-apis.md, sections 2.1-2.3). A field left unset is absent from
+// (docs/marketplaces.md "Simulators"). A field left unset is absent from
 // every body: never null, never 0.
 
 /** The three coins of the current per-currency form of `set_server_settings`. */

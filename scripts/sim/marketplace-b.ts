@@ -1,5 +1,5 @@
-// A local simulator of Clore.ai's host API ("marketplace_b"), following the wire formats of
-// ../shared/reference/marketplace-apis.md sections 2.1-2.3: paths under /v1, the `auth:` header (a
+// A local simulator of Clore.ai's host API ("marketplace_b"; docs/marketplaces.md "Simulators"):
+// paths under /v1, the `auth:` header (a
 // Bearer header is a wrong key, code 3), `code` in every body whatever the HTTP status, 1 request
 // per interval per key (code 5 beyond it). Loopback only; never for production. It runs on
 // node:http rather than Bun.serve because Bun.serve drops the body of a GET, and Clore's

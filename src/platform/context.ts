@@ -36,6 +36,10 @@ type Keys = {
   codes: Buffer
   /** AES-GCM key for mail bodies waiting in the outbox (they may hold a code). */
   mail: Buffer
+  /** AES-GCM key for marketplace API keys at rest. */
+  marketplaceKeys: Buffer
+  /** HMAC key for the hash that tells the same marketplace key from a new one. */
+  marketplaceKeyHash: Buffer
 }
 
 /**

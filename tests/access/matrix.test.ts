@@ -81,6 +81,10 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /api/v1/billing/charges/:day.csv': () => ({ params: { day: '2026-11-22' } }),
   'GET /api/v1/billing/topups/:topup_id': topup,
   'DELETE /api/v1/subscription/changes/:id': planChange,
+  // A marketplace is no tenant resource (another tenant has its own connection or none).
+  'PUT /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' }, body: { api_key: 'matrix-key' } }),
+  'DELETE /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' } }),
+  'GET /api/v1/servers/:id/operations': server,
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

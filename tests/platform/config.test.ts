@@ -24,6 +24,13 @@ function configError(env: Record<string, string | undefined>): ConfigError {
   throw new Error('expected a ConfigError')
 }
 
+describe('marketplace pacing', () => {
+  test("paces at the platforms' published limits unless told otherwise", () => {
+    expect(load().marketplacePacePercent).toBe(100)
+    expect(load({ MARKETPLACE_PACE_PERCENT: '1' }).marketplacePacePercent).toBe(1)
+  })
+})
+
 describe('loadConfig defaults', () => {
   test('match the documented defaults outside production', () => {
     const c = load()
@@ -127,6 +134,9 @@ describe('loadConfig refuses invalid values, naming the variable first', () => {
     ['SMTP_URL', { SMTP_URL: 'http://mail' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['MARKETPLACE_A_API_URL', { MARKETPLACE_A_API_URL: 'file:///etc/passwd' }],
+    ['MARKETPLACE_PACE_PERCENT', { MARKETPLACE_PACE_PERCENT: '0' }],
+    ['MARKETPLACE_PACE_PERCENT', { MARKETPLACE_PACE_PERCENT: '150' }],
+    ['MARKETPLACE_PACE_PERCENT', { NODE_ENV: 'production', MARKETPLACE_PACE_PERCENT: '10' }],
   ]
   test.each(cases.map(([v, env]) => [v, JSON.stringify(env), env] as const))('%s is blamed for %s', (variable, _shown, env) => {
     const e = configError(env)

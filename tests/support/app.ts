@@ -42,6 +42,12 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     JOBS_ENABLED: 'false',
     // The sandbox runs only where PAYMENT_PROVIDERS names it (docs/configuration.md); the test setup does.
     PAYMENT_PROVIDERS: 'sandbox',
+    // No test reaches a real marketplace: without a simulator the platforms are a closed local port.
+    MARKETPLACE_A_API_URL: 'http://127.0.0.1:9',
+    MARKETPLACE_B_API_URL: 'http://127.0.0.1:9',
+    // The platforms' published spacing (1 to 3 s between calls), scaled down for the simulators
+    // (production paces at 100 and refuses anything else).
+    ...(env.NODE_ENV === 'production' ? {} : { MARKETPLACE_PACE_PERCENT: '1' }),
     ...env,
   })
   const rawLogs: string[] = []

@@ -1,0 +1,104 @@
+import type { Static } from '@sinclair/typebox'
+import { withTransaction, type DbOrTx } from '../../../db/client'
+import type { Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { formatNullableMoney, parseMoney } from '../../platform/money'
+import { hmac, seal } from '../../platform/secrets'
+import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
+import { recordAudit, type AuditContext } from '../audit'
+import { MarketplaceError, type MarketplaceId } from './marketplaces.adapter'
+import { MarketplaceErrors } from './marketplaces.errors'
+import type { ConnectBody } from './marketplaces.model'
+import { accountsOf, deleteAccount, findAccount, saveAccount, type AccountRow } from './marketplaces.repository'
+import { adapterFor, callsOf } from './marketplaces.registry'
+import { recordCalls } from './operations.service'
+
+/**
+ * Connected marketplace accounts (docs/marketplaces.md "Connecting an account"). A key is checked
+ * with the platform before anything is stored; a rejected key is never written, and a platform
+ * that cannot be asked leaves the stored connection exactly as it was. The key is sealed at rest
+ * and appears in no answer, log line, error or audit row.
+ */
+
+function connectionView(a: AccountRow) {
+  return {
+    marketplace: a.marketplace,
+    status: a.status,
+    owner: a.owner,
+    key_hash: a.keyHash,
+    connected_at: formatTimestamp(a.connectedAt),
+    updated_at: formatTimestamp(a.updatedAt),
+    last_success_at: formatNullableTimestamp(a.lastSuccessAt),
+    last_failure_at: formatNullableTimestamp(a.lastFailureAt),
+    last_failure: a.lastFailure,
+    holding_usd: formatNullableMoney(a.holdingMicros),
+  }
+}
+
+/** The keyed hash a client compares to tell the same key from a new one (never the key itself). */
+function keyHashOf(deps: Deps, marketplace: MarketplaceId, apiKey: string): string {
+  return hmac(deps.keys.marketplaceKeyHash, `${marketplace}\n${apiKey}`).toString('base64url').slice(0, 43)
+}
+
+export async function connectAccount({
+  deps,
+  actor,
+  audit,
+  marketplace,
+  input,
+}: {
+  deps: Deps
+  actor: Actor
+  audit: AuditContext
+  marketplace: MarketplaceId
+  input: Static<typeof ConnectBody>
+}) {
+  const apiKey = input.api_key.trim()
+  const checked = await callsOf(() => adapterFor(deps, marketplace).verifyKey(apiKey))
+  // The platform calls are on record whatever their outcome (the key is in none of them).
+  withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, checked.calls))
+  if (checked.error !== undefined) {
+    if (checked.error instanceof MarketplaceError) throw MarketplaceErrors.fromAdapter(checked.error)
+    throw checked.error
+  }
+  const identity = checked.result!
+  return withTransaction(deps.db, (tx) => {
+    const now = deps.clock.nowUs()
+    const before = findAccount(tx, actor.tenantId, marketplace)
+    const row: AccountRow = {
+      id: before?.id ?? deps.newId(),
+      tenantId: actor.tenantId,
+      marketplace,
+      status: 'connected',
+      keyBox: seal(deps.keys.marketplaceKeys, apiKey, aad(actor.tenantId, marketplace)).toString('base64'),
+      keyHash: keyHashOf(deps, marketplace, apiKey),
+      owner: identity.owner.slice(0, 256),
+      holdingMicros: identity.holdingUsd === null ? null : parseMoney(identity.holdingUsd),
+      connectedAt: before?.connectedAt ?? now,
+      updatedAt: now,
+      lastSuccessAt: now,
+      // Re-sending a key replaces it and clears the last failure, without disconnecting.
+      lastFailureAt: null,
+      lastFailure: null,
+    }
+    saveAccount(tx, row)
+    recordAudit(tx, deps, audit, { operation: before ? 'marketplaces.key.replace' : 'marketplaces.connect', targetKind: 'marketplace', targetId: marketplace })
+    return connectionView(row)
+  })
+}
+
+/** The AAD that binds a sealed key to its tenant and marketplace (a box copied elsewhere won't open). */
+function aad(tenantId: string, marketplace: MarketplaceId): string {
+  return `marketplace-key\n${tenantId}\n${marketplace}`
+}
+
+export function listAccounts({ deps, actor }: { deps: Deps; actor: Actor }) {
+  return { items: accountsOf(deps.db, actor.tenantId).map(connectionView) }
+}
+
+export function disconnectAccount({ deps, actor, audit, marketplace }: { deps: Deps; actor: Actor; audit: AuditContext; marketplace: MarketplaceId }): void {
+  withTransaction(deps.db, (tx: DbOrTx) => {
+    if (deleteAccount(tx, actor.tenantId, marketplace) === 0) throw MarketplaceErrors.notConnected()
+    recordAudit(tx, deps, audit, { operation: 'marketplaces.disconnect', targetKind: 'marketplace', targetId: marketplace })
+  })
+}

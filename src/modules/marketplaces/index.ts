@@ -1,0 +1,2 @@
+/** The marketplaces module's front door: connected accounts, the operations log and their routes. */
+export { marketplacesRoutes } from './marketplaces.routes'

@@ -1,0 +1,62 @@
+import type { DbOrTx } from '../../../db/client'
+import type { Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { paginate } from '../../platform/cursor'
+import { formatTimestamp } from '../../platform/time'
+import type { MarketplaceCall } from './marketplaces.adapter'
+import { insertOperations, operationsOf, type OperationRow } from './marketplaces.repository'
+
+/**
+ * The operations log (docs/marketplaces.md "Operations log"): every call gpuhq made to a platform
+ * for a tenant, with who asked, the outcome and the latency. The adapters never hand a key or a
+ * query string here, so the log cannot hold one.
+ */
+export function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: MarketplaceCall[], serverId: string | null = null): void {
+  insertOperations(
+    tx,
+    calls.map(
+      (c): OperationRow => ({
+        id: deps.newId(),
+        tenantId: actor.tenantId,
+        marketplace: c.marketplace,
+        serverId,
+        operation: c.operation,
+        method: c.method,
+        path: c.path.slice(0, 512),
+        status: c.status,
+        outcome: c.outcome,
+        latencyMs: Math.max(0, Math.round(c.latencyMs)),
+        actorKind: actor.kind,
+        actorId: actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null),
+        startedAt: c.startedAtUs,
+      }),
+    ),
+  )
+}
+
+function operationView(o: OperationRow) {
+  return {
+    id: o.id,
+    marketplace: o.marketplace,
+    server_id: o.serverId,
+    operation: o.operation,
+    method: o.method,
+    path: o.path,
+    status: o.status,
+    outcome: o.outcome,
+    latency_ms: o.latencyMs,
+    actor: { kind: o.actorKind, id: o.actorId },
+    at: formatTimestamp(o.startedAt),
+  }
+}
+
+/** Newest first, fleet-wide or for one server (its id already checked by the access layer and the caller). */
+export function listOperations({ deps, actor, serverId, input }: { deps: Deps; actor: Actor; serverId?: string; input: { cursor?: string; limit?: number } }) {
+  return paginate(deps.keys.cursor, {
+    scope: `marketplace-operations:${actor.tenantId}:${serverId ?? '*'}`,
+    input,
+    fetch: (after: { id: string } | undefined, take) => operationsOf(deps.db, actor.tenantId, { serverId, beforeId: after?.id }, take),
+    position: (o) => ({ id: o.id }),
+    view: operationView,
+  })
+}
