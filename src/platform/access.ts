@@ -141,8 +141,8 @@ function unauthorized(): ProblemError {
 }
 
 /**
- * The authorisation decision for an identified actor; throws the problem that applies. Used by
- * every HTTP route (through ensureAccess) and by anything else that acts for a caller.
+ * The authorisation decision for an identified actor; throws the problem that applies. Every HTTP
+ * route reaches it through ensureAccess; a caller outside HTTP (AI-assistant tools) will share it.
  */
 function authorize(
   actor: Actor,
