@@ -1,5 +1,6 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { tenants } from './accounts'
+import type { MarketplaceBProjection, RemoteProjection } from '../../src/modules/marketplaces/marketplaces.adapter'
 import { servers } from './fleet'
 
 /**
@@ -54,4 +55,39 @@ export const marketplaceOperations = sqliteTable(
     startedAt: integer('started_at').notNull(),
   },
   (t) => [index('marketplace_operations_tenant').on(t.tenantId, t.id), index('marketplace_operations_server').on(t.tenantId, t.serverId, t.id)],
+)
+
+/**
+ * A server of the tenant bound to a machine on a marketplace (the spec's "Server-to-machine link").
+ * One link per (server, marketplace); the account's deletion (DELETE /marketplaces/{marketplace})
+ * drops its links by cascade. `remote` and `marketplace_b` are the normalised projection last read
+ * from the platform's live listing. `state`: linked, stale (the machine stopped appearing; the link
+ * is kept) or conflict (one machine claimed by two servers of the tenant).
+ */
+export const marketplaceLinks = sqliteTable(
+  'marketplace_links',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    serverId: text('server_id')
+      .notNull()
+      .references(() => servers.id),
+    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => marketplaceAccounts.id, { onDelete: 'cascade' }),
+    externalMachineId: text('external_machine_id', { length: 128 }).notNull(),
+    bindMode: text('bind_mode', { enum: ['manual', 'agent'] }).notNull(),
+    state: text('state', { enum: ['linked', 'stale', 'conflict'] }).notNull(),
+    linkedAt: integer('linked_at').notNull(),
+    lastSeenAt: integer('last_seen_at'),
+    remote: text('remote', { mode: 'json' }).$type<RemoteProjection>().notNull(),
+    marketplaceB: text('marketplace_b', { mode: 'json' }).$type<MarketplaceBProjection | null>(),
+  },
+  (t) => [
+    uniqueIndex('marketplace_links_server').on(t.tenantId, t.serverId, t.marketplace),
+    index('marketplace_links_machine').on(t.tenantId, t.marketplace, t.externalMachineId),
+  ],
 )

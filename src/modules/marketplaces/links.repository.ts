@@ -1,0 +1,84 @@
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
+import { marketplaceLinks } from '../../../db/schema'
+import { changesOf, type DbOrTx } from '../../../db/client'
+import type { MarketplaceId } from './marketplaces.adapter'
+
+export type LinkRow = typeof marketplaceLinks.$inferSelect
+export type LinkState = LinkRow['state']
+
+/** The most links a tenant keeps (GET /marketplaces/links answers at most this many). */
+export const MAX_LINKS = 512
+
+export function findLink(db: DbOrTx, tenantId: string, serverId: string, marketplace: MarketplaceId): LinkRow | undefined {
+  return db
+    .select()
+    .from(marketplaceLinks)
+    .where(and(eq(marketplaceLinks.tenantId, tenantId), eq(marketplaceLinks.serverId, serverId), eq(marketplaceLinks.marketplace, marketplace)))
+    .get()
+}
+
+/** Every link of the tenant, oldest first (at most MAX_LINKS). */
+export function linksOf(db: DbOrTx, tenantId: string): LinkRow[] {
+  return db
+    .select()
+    .from(marketplaceLinks)
+    .where(eq(marketplaceLinks.tenantId, tenantId))
+    .orderBy(asc(marketplaceLinks.linkedAt), asc(marketplaceLinks.id))
+    .limit(MAX_LINKS)
+    .all()
+}
+
+/** The tenant's links on one marketplace (who holds which machine). */
+export function linksOnMarketplace(db: DbOrTx, tenantId: string, marketplace: MarketplaceId): LinkRow[] {
+  return db
+    .select()
+    .from(marketplaceLinks)
+    .where(and(eq(marketplaceLinks.tenantId, tenantId), eq(marketplaceLinks.marketplace, marketplace)))
+    .orderBy(asc(marketplaceLinks.linkedAt), asc(marketplaceLinks.id))
+    .all()
+}
+
+/** The tenant's links to one machine of a marketplace (more than one is a conflict). */
+export function linksToMachine(db: DbOrTx, tenantId: string, marketplace: MarketplaceId, externalMachineId: string): LinkRow[] {
+  return db
+    .select()
+    .from(marketplaceLinks)
+    .where(
+      and(eq(marketplaceLinks.tenantId, tenantId), eq(marketplaceLinks.marketplace, marketplace), eq(marketplaceLinks.externalMachineId, externalMachineId)),
+    )
+    .all()
+}
+
+export function countLinks(db: DbOrTx, tenantId: string): number {
+  return db.select({ n: sql<number>`count(*)` }).from(marketplaceLinks).where(eq(marketplaceLinks.tenantId, tenantId)).get()?.n ?? 0
+}
+
+export function insertLink(tx: DbOrTx, row: LinkRow): void {
+  tx.insert(marketplaceLinks).values(row).run()
+}
+
+/** Moves the given links of the tenant to `state`. */
+export function setLinksState(tx: DbOrTx, tenantId: string, ids: string[], state: LinkState): void {
+  if (!ids.length) return
+  tx.update(marketplaceLinks)
+    .set({ state })
+    .where(and(eq(marketplaceLinks.tenantId, tenantId), inArray(marketplaceLinks.id, ids)))
+    .run()
+}
+
+/** Refreshes a link's projection from the platform's listing (sync). */
+export function updateLinkProjection(tx: DbOrTx, tenantId: string, id: string, patch: Pick<LinkRow, 'state' | 'lastSeenAt' | 'remote' | 'marketplaceB'>): void {
+  tx.update(marketplaceLinks)
+    .set(patch)
+    .where(and(eq(marketplaceLinks.tenantId, tenantId), eq(marketplaceLinks.id, id)))
+    .run()
+}
+
+export function deleteLink(tx: DbOrTx, tenantId: string, serverId: string, marketplace: MarketplaceId): number {
+  return changesOf(
+    tx
+      .delete(marketplaceLinks)
+      .where(and(eq(marketplaceLinks.tenantId, tenantId), eq(marketplaceLinks.serverId, serverId), eq(marketplaceLinks.marketplace, marketplace)))
+      .run(),
+  )
+}
