@@ -4,7 +4,7 @@ CREATE TABLE `marketplace_links` (
 	`server_id` text NOT NULL,
 	`marketplace` text NOT NULL,
 	`account_id` text NOT NULL,
-	`external_machine_id` text(128) NOT NULL,
+	`external_machine_id` text NOT NULL,
 	`bind_mode` text NOT NULL,
 	`state` text NOT NULL,
 	`linked_at` integer NOT NULL,

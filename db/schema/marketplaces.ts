@@ -78,7 +78,7 @@ export const marketplaceLinks = sqliteTable(
     accountId: text('account_id')
       .notNull()
       .references(() => marketplaceAccounts.id, { onDelete: 'cascade' }),
-    externalMachineId: text('external_machine_id', { length: 128 }).notNull(),
+    externalMachineId: text('external_machine_id').notNull(),
     bindMode: text('bind_mode', { enum: ['manual', 'agent'] }).notNull(),
     state: text('state', { enum: ['linked', 'stale', 'conflict'] }).notNull(),
     linkedAt: integer('linked_at').notNull(),
