@@ -3,7 +3,7 @@ import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { formatNullableMoney, parseMoney } from '../../platform/money'
-import { hmac, seal } from '../../platform/secrets'
+import { hmac, open, seal } from '../../platform/secrets'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { MarketplaceError, type MarketplaceId } from './marketplaces.adapter'
@@ -90,6 +90,11 @@ export async function connectAccount({
 /** The AAD that binds a sealed key to its tenant and marketplace (a box copied elsewhere won't open). */
 function aad(tenantId: string, marketplace: MarketplaceId): string {
   return `marketplace-key\n${tenantId}\n${marketplace}`
+}
+
+/** The stored key of a connected account, opened for a call to its platform (never for an answer, a log or an error). */
+export function openKey(deps: Deps, account: AccountRow): string {
+  return open(deps.keys.marketplaceKeys, Buffer.from(account.keyBox, 'base64'), aad(account.tenantId, account.marketplace)).toString('utf8')
 }
 
 export function listAccounts({ deps, actor }: { deps: Deps; actor: Actor }) {

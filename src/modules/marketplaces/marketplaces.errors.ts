@@ -4,6 +4,22 @@ import type { MarketplaceError } from './marketplaces.adapter'
 const E = defineErrors('marketplaces', {
   notConnected: { problem: 'not_found', message: 'no account is connected at this marketplace' },
   unavailable: { problem: 'temporarily_unavailable', message: 'the marketplace could not be reached; the key was not stored' },
+  notConnectedHere: {
+    problem: 'conflict',
+    message: 'no account is connected at this marketplace; connect one with PUT /marketplaces/{marketplace} first',
+  },
+  storedKeyRejected: {
+    problem: 'conflict',
+    message: 'the marketplace rejected the stored key; send a valid key with PUT /marketplaces/{marketplace}',
+  },
+  storedKeyLacksPermission: {
+    problem: 'conflict',
+    message: 'the stored key cannot read the machine list (a missing permission group or a two-factor session); send a key with the host permissions',
+  },
+  platformUnavailable: { problem: 'temporarily_unavailable', message: 'the marketplace could not be reached; try again shortly' },
+  alreadyLinked: { problem: 'conflict', message: 'this server is already linked at this marketplace: delete that link first' },
+  tooManyLinks: { problem: 'conflict', message: 'a tenant keeps at most 512 links' },
+  linkNotFound: { problem: 'not_found', message: 'this server has no link at this marketplace' },
 })
 
 /**
@@ -14,6 +30,14 @@ const E = defineErrors('marketplaces', {
  */
 export const MarketplaceErrors = {
   notConnected: () => E.notConnected(),
+  alreadyLinked: () => E.alreadyLinked(),
+  tooManyLinks: () => E.tooManyLinks(),
+  linkNotFound: () => E.linkNotFound(),
+  /** The machine is not in the account's live listing at the marketplace. */
+  machineNotFound: () =>
+    new DomainError('marketplaces.machine_not_found', 'validation_failed', 'the marketplace lists no such machine for the connected account', {
+      fields: [{ path: '/external_machine_id', code: 'not_found_on_marketplace' }],
+    }),
   fromAdapter: (e: MarketplaceError): DomainError => {
     if (e.failure === 'rejected_key')
       return new DomainError('marketplaces.rejected_key', 'validation_failed', 'the marketplace rejected the key; it was not stored', {
@@ -27,5 +51,16 @@ export const MarketplaceErrors = {
         { fields: [{ path: '/api_key', code: 'insufficient_permissions' }] },
       )
     return E.unavailable(undefined, { retryAfterSeconds: e.retryAfterSeconds ?? 30, internal: e.message })
+  },
+  /**
+   * An operation that needs the stored connection (candidates, links): none connected → 409; a connection
+   * whose key the platform now rejects, or that cannot read machines → 409 (the stored connection
+   * is left as it is; only sync marks it invalid_key); unreachable → 503 with Retry-After.
+   */
+  notConnectedHere: () => E.notConnectedHere(),
+  fromStoredKey: (e: MarketplaceError): DomainError => {
+    if (e.failure === 'rejected_key') return E.storedKeyRejected(undefined, { internal: e.message })
+    if (e.failure === 'missing_permission') return E.storedKeyLacksPermission(undefined, { internal: e.message })
+    return E.platformUnavailable(undefined, { retryAfterSeconds: e.retryAfterSeconds ?? 30, internal: e.message })
   },
 }
