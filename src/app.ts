@@ -16,7 +16,7 @@ import { agentDownloadRoutes, agentRoutes, resolveAgent } from './modules/agent'
 import { serversRoutes, visibleServerId } from './modules/fleet'
 import { findGroup, groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
-import { candidatesRoutes, marketplacesRoutes } from './modules/marketplaces'
+import { candidatesRoutes, linksRoutes, marketplacesRoutes } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
@@ -104,6 +104,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(groupsRoutes(deps))
     .use(metricsRoutes(deps, visibleServerId))
     .use(marketplacesRoutes(deps, visibleServerId))
+    .use(linksRoutes(deps))
     .use(candidatesRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))

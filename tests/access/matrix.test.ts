@@ -85,6 +85,9 @@ const FIXTURES: Record<string, Fixture> = {
   'PUT /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' }, body: { api_key: 'matrix-key' } }),
   'DELETE /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' } }),
   'GET /api/v1/servers/:id/operations': server,
+  'DELETE /api/v1/marketplaces/links/:server_id/:marketplace': ({ owner, newServer }) => ({
+    params: { server_id: newServer(owner.tenantId), marketplace: 'marketplace_a' },
+  }),
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

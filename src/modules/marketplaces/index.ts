@@ -1,3 +1,4 @@
-/** The marketplaces module's front door: connected accounts, the operations log and their routes. */
+/** The marketplaces module's front door: connected accounts, server-to-machine links, the operations log and their routes. */
 export { marketplacesRoutes } from './marketplaces.routes'
+export { linksRoutes } from './links.routes'
 export { candidatesRoutes } from './candidates.routes'

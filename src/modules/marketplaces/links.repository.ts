@@ -28,16 +28,6 @@ export function linksOf(db: DbOrTx, tenantId: string): LinkRow[] {
     .all()
 }
 
-/** The tenant's links on one marketplace (who holds which machine). */
-export function linksOnMarketplace(db: DbOrTx, tenantId: string, marketplace: MarketplaceId): LinkRow[] {
-  return db
-    .select()
-    .from(marketplaceLinks)
-    .where(and(eq(marketplaceLinks.tenantId, tenantId), eq(marketplaceLinks.marketplace, marketplace)))
-    .orderBy(asc(marketplaceLinks.linkedAt), asc(marketplaceLinks.id))
-    .all()
-}
-
 /** The tenant's links to one machine of a marketplace (more than one is a conflict). */
 export function linksToMachine(db: DbOrTx, tenantId: string, marketplace: MarketplaceId, externalMachineId: string): LinkRow[] {
   return db
@@ -63,14 +53,6 @@ export function setLinksState(tx: DbOrTx, tenantId: string, ids: string[], state
   tx.update(marketplaceLinks)
     .set({ state })
     .where(and(eq(marketplaceLinks.tenantId, tenantId), inArray(marketplaceLinks.id, ids)))
-    .run()
-}
-
-/** Refreshes a link's projection from the platform's listing (sync). */
-export function updateLinkProjection(tx: DbOrTx, tenantId: string, id: string, patch: Pick<LinkRow, 'state' | 'lastSeenAt' | 'remote' | 'marketplaceB'>): void {
-  tx.update(marketplaceLinks)
-    .set(patch)
-    .where(and(eq(marketplaceLinks.tenantId, tenantId), eq(marketplaceLinks.id, id)))
     .run()
 }
 

@@ -17,6 +17,9 @@ const E = defineErrors('marketplaces', {
     message: 'the stored key cannot read the machine list (a missing permission group or a two-factor session); send a key with the host permissions',
   },
   platformUnavailable: { problem: 'temporarily_unavailable', message: 'the marketplace could not be reached; try again shortly' },
+  alreadyLinked: { problem: 'conflict', message: 'this server is already linked at this marketplace: delete that link first' },
+  tooManyLinks: { problem: 'conflict', message: 'a tenant keeps at most 512 links' },
+  linkNotFound: { problem: 'not_found', message: 'this server has no link at this marketplace' },
 })
 
 /**
@@ -27,6 +30,14 @@ const E = defineErrors('marketplaces', {
  */
 export const MarketplaceErrors = {
   notConnected: () => E.notConnected(),
+  alreadyLinked: () => E.alreadyLinked(),
+  tooManyLinks: () => E.tooManyLinks(),
+  linkNotFound: () => E.linkNotFound(),
+  /** The machine is not in the account's live listing at the marketplace. */
+  machineNotFound: () =>
+    new DomainError('marketplaces.machine_not_found', 'validation_failed', 'the marketplace lists no such machine for the connected account', {
+      fields: [{ path: '/external_machine_id', code: 'not_found_on_marketplace' }],
+    }),
   fromAdapter: (e: MarketplaceError): DomainError => {
     if (e.failure === 'rejected_key')
       return new DomainError('marketplaces.rejected_key', 'validation_failed', 'the marketplace rejected the key; it was not stored', {

@@ -46,3 +46,123 @@ const Operation = Type.Object({
 })
 
 export const OperationPage = Type.Object({ items: Type.Array(Operation), next_cursor: Nullable(Type.String()) })
+
+export const LinkCreate = Type.Object(
+  {
+    server_id: Uuid({ description: 'A server of yours' }),
+    marketplace: Literals(MARKETPLACES),
+    external_machine_id: Type.String({ minLength: 1, maxLength: 128, description: "The machine's id at the marketplace, as its listing shows it" }),
+  },
+  { additionalProperties: false },
+)
+
+export const LinkParams = t.Object({ server_id: t.String({ format: 'uuid' }), marketplace: t.UnionEnum([...MARKETPLACES]) })
+
+const NStr = (maxLength: number, description?: string) => Nullable(Type.String({ maxLength, ...(description ? { description } : {}) }))
+const NInt = (description?: string) => Nullable(Type.Integer(description ? { description } : {}))
+const NNum = (description?: string) => Nullable(Type.Number(description ? { description } : {}))
+const NBool = () => Nullable(Type.Boolean())
+const NMoney = (description?: string) => Nullable(Money(description ? { description } : {}))
+
+const Rental = Type.Object({
+  kind: NStr(32),
+  currency: NStr(32),
+  price_day: Nullable(
+    Type.String({ maxLength: 64, description: "Decimal string, per day, in the order's own currency (a coin may carry more than 6 fraction digits)" }),
+  ),
+  gpu_count: NInt(),
+  ends_at: Nullable(Timestamp()),
+})
+
+const Remote = Type.Object(
+  {
+    listed: NBool(),
+    verification: NStr(32),
+    hostname: NStr(256),
+    reliability: NNum('A fraction, unrounded: 0.7745 is 77.45 percent'),
+    rentals_running: NInt(),
+    gpu_name: NStr(128, "The platform's name"),
+    gpu_count: NInt(),
+    gpu_occupancy: NStr(64, 'One character per card as the platform prints it; a length other than the card count means not understood'),
+    gpu_model: NStr(128, 'Normalised model key (the same key as the market summary)'),
+    price_gpu_hour: NMoney(),
+    min_bid_hour: NMoney(),
+    price_storage_gb_month: NMoney(),
+    price_inet_up_tb: NMoney('Per terabyte (the platform prices per gigabyte)'),
+    price_inet_down_tb: NMoney('Per terabyte (the platform prices per gigabyte)'),
+    min_gpu_count: NInt(),
+    discount_max: NNum(),
+    end_date: NStr(64, 'For a rolling offer: now plus the duration'),
+    ask_duration_seconds: NNum('The rolling window; null for a fixed end date'),
+    earnings_day: NMoney(),
+    earnings_hour: NMoney(),
+    gpu_lanes: NInt(),
+    pcie_bandwidth_gbs: NNum(),
+    inet_up_mbps: NNum(),
+    inet_down_mbps: NNum(),
+    direct_port_count: NInt(),
+    maintenance_announced: Type.Boolean(),
+    maintenance_starts_at: Nullable(Timestamp()),
+    maintenance_hours: NNum(),
+    error: NStr(512, 'The platform complaint; null means none'),
+    rentals: Type.Array(Rental, { description: 'Running orders; empty when idle, and always on marketplace_a (no per-order breakdown)' }),
+  },
+  { description: 'The normalised marketplace projection: every field nullable, a field the platform did not send is null (never zero)' },
+)
+
+const MarketplaceB = Type.Object(
+  {
+    max_rental_hours: NInt(),
+    partial_rental: NBool(),
+    vpn: NBool(),
+    partner: NBool(),
+    overclock: NBool(),
+    update_channel: NStr(32),
+    backend_version: NInt(),
+    target_backend_version: NInt(),
+    driver_status: NStr(32),
+    driver_version: NStr(64),
+    kernel: NStr(128),
+    max_fair_price_day: NNum(),
+    coins: Nullable(Type.Array(Type.String(), { description: 'Accepted currencies' })),
+    fixed_coins: Nullable(Type.Array(Type.String(), { description: 'Currencies whose price is pinned in the coin itself' })),
+    coin_prices: Nullable(Type.Record(Type.String(), Type.Object({ on_demand: Nullable(Type.String()), spot: Nullable(Type.String()) }))),
+    spot: Nullable(
+      Type.Object({
+        bids: Type.Array(
+          Type.Object({
+            offer_id: NInt(),
+            bid: Type.String({ maxLength: 64, description: "Decimal string in the bid's own currency" }),
+            currency: NStr(32),
+            active: Type.Boolean(),
+            mine: Type.Boolean(),
+          }),
+          { description: 'Empty when nobody is bidding' },
+        ),
+        rates_usd_per_coin: Type.Record(Type.String(), Money({ description: 'USD per coin' })),
+        best_bid_usd: NMoney(),
+      }),
+    ),
+  },
+  { description: "marketplace_b's own fields (present on marketplace_b links only)" },
+)
+
+export const Link = Type.Object({
+  server_id: Uuid(),
+  marketplace: Literals(MARKETPLACES),
+  external_machine_id: Type.String({ maxLength: 128 }),
+  bind_mode: Literals(['manual', 'agent'] as const, { description: '`agent` is produced by nothing yet' }),
+  state: Literals(['linked', 'stale', 'conflict'] as const, {
+    description:
+      'stale: the machine stopped appearing in the marketplace listing (the link is kept); conflict: another server of yours is linked to the same machine',
+  }),
+  linked_at: Timestamp(),
+  last_seen_at: Nullable(Timestamp()),
+  remote: Remote,
+  marketplace_b: Type.Optional(MarketplaceB),
+  electricity_usd_per_gpu_hour: NMoney(
+    "Measured electricity cost of one GPU-hour over the last 7 days (the server's tariff × its average GPU power ÷ its card count); null when not computable, and always in single-link answers",
+  ),
+})
+
+export const LinkList = Type.Object({ items: Type.Array(Link, { maxItems: 512 }) })

@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite'
-import { and, asc, eq, gte, inArray, lt, sql } from 'drizzle-orm'
+import { and, asc, eq, gte, inArray, isNotNull, lt, sql } from 'drizzle-orm'
 import { metricRollups, metricSamples, metricSeries, rollupWatermarks } from '../../../db/schema'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
@@ -144,4 +144,34 @@ export function deleteSamplesBefore(tx: DbOrTx, t: number): number {
 
 export function deleteRollupsBefore(tx: DbOrTx, grain: number, bucket: number): number {
   return changesOf(tx.delete(metricRollups).where(sql`${metricRollups.grain} = ${grain} AND ${metricRollups.bucket} < ${bucket}`).run())
+}
+
+/**
+ * A server's average measured GPU power over [fromUs, toUs), in watts: per hourly rollup bucket the
+ * `power_w` averages of its GPUs are summed, and those sums are averaged over the buckets that have
+ * one. Null when nothing was measured in the window (marketplaces: electricity per GPU-hour).
+ */
+export function averageGpuPowerW(db: DbOrTx, serverId: string, fromUs: number, toUs: number): number | null {
+  const perBucket = db
+    .select({ bucket: metricRollups.bucket, watts: sql<number>`sum(${metricRollups.avg})`.as('watts') })
+    .from(metricRollups)
+    .innerJoin(metricSeries, eq(metricSeries.id, metricRollups.seriesId))
+    .where(
+      and(
+        eq(metricSeries.serverId, serverId),
+        eq(metricSeries.metric, 'power_w'),
+        gte(metricSeries.gpuIndex, 0),
+        eq(metricRollups.grain, 3600),
+        gte(metricRollups.bucket, fromUs),
+        lt(metricRollups.bucket, toUs),
+        isNotNull(metricRollups.avg),
+      ),
+    )
+    .groupBy(metricRollups.bucket)
+    .as('per_bucket')
+  const row = db
+    .select({ watts: sql<number | null>`avg(${perBucket.watts})` })
+    .from(perBucket)
+    .get()
+  return row?.watts ?? null
 }
