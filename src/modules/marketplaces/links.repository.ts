@@ -28,6 +28,16 @@ export function linksOf(db: DbOrTx, tenantId: string): LinkRow[] {
     .all()
 }
 
+/** The tenant's links on one marketplace (who holds which machine). */
+export function linksOnMarketplace(db: DbOrTx, tenantId: string, marketplace: MarketplaceId): LinkRow[] {
+  return db
+    .select()
+    .from(marketplaceLinks)
+    .where(and(eq(marketplaceLinks.tenantId, tenantId), eq(marketplaceLinks.marketplace, marketplace)))
+    .orderBy(asc(marketplaceLinks.linkedAt), asc(marketplaceLinks.id))
+    .all()
+}
+
 /** The tenant's links to one machine of a marketplace (more than one is a conflict). */
 export function linksToMachine(db: DbOrTx, tenantId: string, marketplace: MarketplaceId, externalMachineId: string): LinkRow[] {
   return db
