@@ -201,7 +201,8 @@ describe('host writes', () => {
 
 describe('pacing', () => {
   test('a second call inside the interval is 429 in plain text with no Retry-After; per endpoint and identity', async () => {
-    const paced = await startMarketplaceA({ owners: owners(), rateScale: 0.1 }) // unlist 1.8 s → 180 ms
+    // unlist 1.8 s → 900 ms: wide enough that a loaded machine cannot space the second call past it.
+    const paced = await startMarketplaceA({ owners: owners(), rateScale: 0.5 })
     try {
       paced.putMachine(KEY, 1, { listed: true })
       paced.putMachine(OTHER, 2, { listed: true })
@@ -212,14 +213,14 @@ describe('pacing', () => {
       expect(limited.status).toBe(429)
       expect(limited.headers.get('retry-after')).toBeNull()
       expect(limited.headers.get('content-type')).toStartWith('text/plain')
-      expect(await limited.text()).toBe('API requests too frequent: endpoint threshold=0.18')
+      expect(await limited.text()).toBe('API requests too frequent: endpoint threshold=0.9')
       expect((await unlist(2, OTHER)).status).toBe(200) // another identity
       expect((await fetch(`${paced.url}/api/v0/machines/?owner=me`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200) // another endpoint
-      await Bun.sleep(200)
+      await Bun.sleep(950)
       expect((await unlist(1, KEY)).status).toBe(200)
       const log = paced.requests().filter((e) => e.endpoint === 'unlist' && e.identity === 'owner-one')
       expect(log.map((e) => e.status)).toEqual([200, 429, 200])
-      expect(log[2].time - log[0].time).toBeGreaterThanOrEqual(180)
+      expect(log[2].time - log[0].time).toBeGreaterThanOrEqual(900)
     } finally {
       await paced.stop()
     }

@@ -83,13 +83,14 @@ describe('marketplace_b simulator: auth and codes', () => {
   })
 
   test('an unknown endpoint is code 4, a bad body code 2, and code 5 when a key goes faster than its interval', async () => {
-    const s = await start({ requestIntervalMs: 150 })
+    // A 1 s interval: wide enough that a loaded machine cannot space two calls past it by accident.
+    const s = await start({ requestIntervalMs: 1000 })
     expect((await call(s, '/nothing')).body).toEqual({ code: 4 })
-    await Bun.sleep(160)
+    await Bun.sleep(1050)
     expect((await call(s, '/set_server_settings', { method: 'POST', body: { name: 'ghost' } })).body).toEqual({ code: 2 })
     expect((await call(s, '/my_servers')).body).toEqual({ code: 5 })
     expect((await call(s, '/my_servers', { key: RENTER })).body.code).toBe(0)
-    await Bun.sleep(160)
+    await Bun.sleep(1050)
     expect((await call(s, '/my_servers')).body.code).toBe(0)
   })
 })
@@ -240,7 +241,7 @@ describe('marketplace_b simulator: switches and the request log', () => {
   })
 
   test('the log records method, path, key label or hash, status, code and time, never the raw key', async () => {
-    const s = await start({ requestIntervalMs: 100 })
+    const s = await start({ requestIntervalMs: 1000 })
     await call(s, '/my_servers')
     await call(s, '/my_servers')
     await call(s, '/wallets', { key: 'stranger-key-abcdef' })
