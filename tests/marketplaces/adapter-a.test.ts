@@ -4,6 +4,7 @@ import { createMarketplaceAAdapter } from '../../src/modules/marketplaces/market
 import { normaliseGpuModel } from '../../src/modules/marketplaces/gpu-model'
 import { vastMoney } from '../../src/modules/marketplaces/marketplace-a.mapping'
 import { type MarketplaceCall, MarketplaceError, type RemoteMachine } from '../../src/modules/marketplaces/marketplaces.adapter'
+import { vastFullMachine, vastFullRemote } from '../support/marketplaces'
 
 /**
  * The marketplace_a adapter (Vast.ai's host API) against the marketplace_a simulator over real
@@ -82,38 +83,7 @@ const byId = (machines: RemoteMachine[], id: number) => {
 describe('mapping Vast machines to the remote projection', () => {
   test('every remote field is mapped from a machine that sets it, and a machine that sets nothing maps to nulls', async () => {
     const s = await sim()
-    s.putMachine(1001, 501, {
-      hostname: 'rig-01',
-      listed: true,
-      verification: 'verified',
-      reliability2: 0.9701771,
-      gpu_name: 'RTX 4090',
-      num_gpus: 4,
-      gpu_occupancy: 'D I x x ',
-      current_rentals_running: 2,
-      listed_gpu_cost: 0.43000000000000005,
-      min_bid_price: 0.3,
-      listed_storage_cost: 0.30000000000000004,
-      listed_inet_up_cost: 0.005,
-      listed_inet_down_cost: 0.0123456,
-      listed_min_gpu_count: 2,
-      credit_discount_max: 0.03,
-      end_date: 1760907030.0,
-      earn_day: 39.188177,
-      earn_hour: 3.601685e-5,
-      gpu_lanes: 16,
-      pcie_bw: 54.2,
-      inet_up: 4242.4,
-      inet_down: 4593.2,
-      direct_port_count: 16385,
-      machine_maintenance: [
-        { id: 1, machine_id: 501, start_time: NOW_S - 100_000, duration_hours: 2, maintenance_category: 'power' },
-        { id: 2, machine_id: 501, start_time: NOW_S + 3600, duration_hours: 3, maintenance_category: 'gpu', maintenance_reason: 'swap' },
-      ],
-      error_description: 'GPU 2 fell off the bus',
-      public_ipaddr: '203.0.113.10',
-      disk_space: 6436.4,
-    })
+    s.putMachine(1001, 501, vastFullMachine(NOW_S))
     s.putMachine(1001, 502)
     s.putMachine(2002, 601, { hostname: 'not-mine' })
     const { a } = adapter(s)
@@ -122,38 +92,7 @@ describe('mapping Vast machines to the remote projection', () => {
 
     const full = byId(machines, 501)
     expect(full.marketplaceB).toBeNull()
-    expect(full.remote).toEqual({
-      listed: true,
-      verification: 'verified',
-      hostname: 'rig-01',
-      reliability: 0.9701771,
-      rentals_running: 2,
-      gpu_name: 'RTX 4090',
-      gpu_count: 4,
-      gpu_occupancy: 'DIxx',
-      gpu_model: 'rtx_4090',
-      price_gpu_hour: '0.43',
-      min_bid_hour: '0.30',
-      price_storage_gb_month: '0.30',
-      price_inet_up_tb: '5.00',
-      price_inet_down_tb: '12.3456',
-      min_gpu_count: 2,
-      discount_max: 0.03,
-      end_date: '2025-10-19T20:50:30.000000Z',
-      ask_duration_seconds: null,
-      earnings_day: '39.188177',
-      earnings_hour: '0.000036',
-      gpu_lanes: 16,
-      pcie_bandwidth_gbs: 54.2,
-      inet_up_mbps: 4242.4,
-      inet_down_mbps: 4593.2,
-      direct_port_count: 16385,
-      maintenance_announced: true,
-      maintenance_starts_at: '2026-05-28T21:26:40.000000Z',
-      maintenance_hours: 3,
-      error: 'GPU 2 fell off the bus',
-      rentals: [],
-    })
+    expect(full.remote).toEqual(vastFullRemote('2026-05-28T21:26:40.000000Z'))
     expect(full.facts).toEqual({ hostname: 'rig-01', public_ip: '203.0.113.10', gpu_model: 'rtx_4090', gpu_count: 4, disk_gb: 6436, port_range_size: 16385 })
 
     const bare = byId(machines, 502)

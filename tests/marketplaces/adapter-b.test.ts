@@ -2,49 +2,12 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { type MarketplaceBSim, startMarketplaceB } from '../../scripts/sim/marketplace-b'
 import { createMarketplaceBAdapter } from '../../src/modules/marketplaces/marketplace-b.adapter'
 import { type MarketplaceCall, MarketplaceError } from '../../src/modules/marketplaces/marketplaces.adapter'
+import { cloreFullServer, NULL_REMOTE } from '../support/marketplaces'
 
 const KEY = 'clore-owner-key-5f2e9a17c3'
 const OTHER = 'clore-renter-key-0b8d44e6a1'
 
-const FULL = {
-  name: 'rig-full',
-  id: 41,
-  connected: true,
-  online: true,
-  initialized: true,
-  visibility: 'public' as const,
-  pricing: { bitcoin: 0.00010337, 'CLORE-Blockchain': 2000 },
-  min_spot_pricing: { bitcoin: 0.00005168 },
-  mrl: 72,
-  allowed_currencies: ['bitcoin', 'CLORE-Blockchain'],
-  autoprice: { bitcoin: 'usd' as const, 'CLORE-Blockchain': false as const },
-  reliability: 0.9871234,
-  specs: {
-    cpu: 'Intel Core i9-11900',
-    ram: 64,
-    disk: 'NVMe 512GB',
-    gpu: '2x NVIDIA GeForce RTX 4090',
-    gpuram: 24,
-    pcie_width: 16,
-    backend_version: 17,
-    net: { up: 25.24, down: 119.61, cc: 'CZ' },
-  },
-  spot_offers: [{ offer_id: 900, bid: 0.00004, active: false, currency: 'bitcoin', renter: OTHER }],
-  rentals: [{ id: 77, spot: true, currency: 'CLORE-Blockchain', price: 1500, renter: KEY }],
-  extra: {
-    partial_rental: true,
-    vpn: false,
-    partner: true,
-    overclock: true,
-    update_channel: 'stable',
-    target_backend_version: 18,
-    driver_status: 'ok',
-    driver_version: '550.54.14',
-    kernel: '6.5.0-generic',
-    max_fair_price_day: 12.5,
-    public_ip: '203.0.113.7',
-  },
-}
+const FULL = cloreFullServer(KEY, OTHER)
 const RATES = { bitcoin: 60000, 'CLORE-Blockchain': 0.0025, 'USD-Blockchain': 1 }
 
 let sim: MarketplaceBSim | undefined
@@ -91,39 +54,6 @@ async function failureOf(p: Promise<unknown>): Promise<MarketplaceError> {
   )
   expect(e).toBeInstanceOf(MarketplaceError)
   return e as MarketplaceError
-}
-
-const NULL_REMOTE = {
-  listed: null,
-  verification: null,
-  hostname: 'bare',
-  reliability: null,
-  rentals_running: null,
-  gpu_name: null,
-  gpu_count: null,
-  gpu_occupancy: null,
-  gpu_model: null,
-  price_gpu_hour: null,
-  min_bid_hour: null,
-  price_storage_gb_month: null,
-  price_inet_up_tb: null,
-  price_inet_down_tb: null,
-  min_gpu_count: null,
-  discount_max: null,
-  end_date: null,
-  ask_duration_seconds: null,
-  earnings_day: null,
-  earnings_hour: null,
-  gpu_lanes: null,
-  pcie_bandwidth_gbs: null,
-  inet_up_mbps: null,
-  inet_down_mbps: null,
-  direct_port_count: null,
-  maintenance_announced: false,
-  maintenance_starts_at: null,
-  maintenance_hours: null,
-  error: null,
-  rentals: [],
 }
 
 describe('marketplace_b adapter: mapping', () => {
@@ -181,7 +111,7 @@ describe('marketplace_b adapter: mapping', () => {
     const { a } = adapter(await start())
     const bare = (await a.listMachines(KEY)).find((m) => m.remote.hostname === 'bare')!
     expect(bare.externalMachineId).toBe('bare')
-    expect(bare.remote).toEqual(NULL_REMOTE)
+    expect(bare.remote).toEqual({ ...NULL_REMOTE, hostname: 'bare' })
     expect(Object.values(bare.marketplaceB!).every((v) => v === null)).toBe(true)
     expect(bare.facts).toEqual({ hostname: 'bare', public_ip: null, gpu_model: null, gpu_count: null, disk_gb: null, port_range_size: null })
   })
