@@ -6,12 +6,12 @@ import { formatNullableMoney, parseMoney } from '../../platform/money'
 import { hmac, open, seal } from '../../platform/secrets'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
-import { MarketplaceError, type MarketplaceId } from './marketplaces.adapter'
+import { MarketplaceError, type MarketplaceId, type RemoteMachine } from './marketplaces.adapter'
 import { MarketplaceErrors } from './marketplaces.errors'
 import type { ConnectBody } from './marketplaces.model'
 import { accountsOf, deleteAccount, findAccount, saveAccount, type AccountRow } from './marketplaces.repository'
-import { adapterFor, callsOf } from './marketplaces.registry'
-import { recordCalls } from './operations.service'
+import { adapterFor } from './marketplaces.registry'
+import { askPlatform } from './operations.service'
 
 /**
  * Connected marketplace accounts (docs/marketplaces.md "Connecting an account"). A key is checked
@@ -54,14 +54,7 @@ export async function connectAccount({
   input: Static<typeof ConnectBody>
 }) {
   const apiKey = input.api_key.trim()
-  const checked = await callsOf(() => adapterFor(deps, marketplace).verifyKey(apiKey))
-  // The platform calls are on record whatever their outcome (the key is in none of them).
-  withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, checked.calls))
-  if (checked.error !== undefined) {
-    if (checked.error instanceof MarketplaceError) throw MarketplaceErrors.fromAdapter(checked.error)
-    throw checked.error
-  }
-  const identity = checked.result!
+  const identity = await askPlatform(deps, actor, null, () => adapterFor(deps, marketplace).verifyKey(apiKey), MarketplaceErrors.fromAdapter)
   return withTransaction(deps.db, (tx) => {
     const now = deps.clock.nowUs()
     const before = findAccount(tx, actor.tenantId, marketplace)
@@ -92,8 +85,19 @@ function aad(tenantId: string, marketplace: MarketplaceId): string {
   return `marketplace-key\n${tenantId}\n${marketplace}`
 }
 
+/**
+ * The live machine list of a connected account, for a request about one server: a key marked
+ * invalid is not sent again (409), the calls are logged under the server, and a platform failure is
+ * the stored key's (409 rejected or lacking permission, 503 unreachable; the connection unchanged).
+ */
+export function liveMachines(deps: Deps, actor: Actor, account: AccountRow, serverId: string): Promise<RemoteMachine[]> {
+  if (account.status === 'invalid_key')
+    throw MarketplaceErrors.fromStoredKey(new MarketplaceError(account.marketplace, 'rejected_key', 'stored key marked invalid'))
+  return askPlatform(deps, actor, serverId, () => adapterFor(deps, account.marketplace).listMachines(openKey(deps, account)), MarketplaceErrors.fromStoredKey)
+}
+
 /** The stored key of a connected account, opened for a call to its platform (never for an answer, a log or an error). */
-export function openKey(deps: Deps, account: AccountRow): string {
+function openKey(deps: Deps, account: AccountRow): string {
   return open(deps.keys.marketplaceKeys, Buffer.from(account.keyBox, 'base64'), aad(account.tenantId, account.marketplace)).toString('utf8')
 }
 

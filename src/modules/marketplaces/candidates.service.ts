@@ -1,15 +1,12 @@
-import { withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { loadServer, type ServerRow } from '../fleet'
-import { openKey } from './accounts.service'
+import { liveMachines } from './accounts.service'
 import { normaliseGpuModel } from './gpu-model'
 import { linksOnMarketplace } from './links.repository'
-import { MarketplaceError, type MachineFacts, type MarketplaceId, type RemoteMachine } from './marketplaces.adapter'
+import type { MachineFacts, MarketplaceId, RemoteMachine } from './marketplaces.adapter'
 import { MarketplaceErrors } from './marketplaces.errors'
 import { findAccount } from './marketplaces.repository'
-import { adapterFor, callsOf } from './marketplaces.registry'
-import { recordCalls } from './operations.service'
 
 /**
  * Candidates (docs/marketplaces.md "Finding a server's machine"): the machines the tenant's account
@@ -117,19 +114,11 @@ export async function listCandidates({ deps, actor, input }: { deps: Deps; actor
   const server = loadServer(deps, actor, input.server_id)
   const account = findAccount(deps.db, actor.tenantId, input.marketplace)
   if (!account) throw MarketplaceErrors.notConnectedHere()
-  if (account.status === 'invalid_key')
-    throw MarketplaceErrors.fromStoredKey(new MarketplaceError(input.marketplace, 'rejected_key', 'stored key marked invalid'))
-  const apiKey = openKey(deps, account)
-  const listed = await callsOf(() => adapterFor(deps, input.marketplace).listMachines(apiKey))
-  withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, listed.calls, server.id))
-  if (listed.error !== undefined) {
-    if (listed.error instanceof MarketplaceError) throw MarketplaceErrors.fromStoredKey(listed.error)
-    throw listed.error
-  }
+  const machines = await liveMachines(deps, actor, account, server.id)
   // Who already holds each machine (the oldest link first, should two servers claim one).
   const holder = new Map<string, string>()
   for (const link of linksOnMarketplace(deps.db, actor.tenantId, input.marketplace))
     if (!holder.has(link.externalMachineId)) holder.set(link.externalMachineId, link.serverId)
   const known = knownFactsOf(server)
-  return { candidates: rankCandidates(known, listed.result!, (id) => holder.get(id) ?? null), known }
+  return { candidates: rankCandidates(known, machines, (id) => holder.get(id) ?? null), known }
 }

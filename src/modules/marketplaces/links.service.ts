@@ -7,14 +7,12 @@ import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { findServer, loadServer } from '../fleet'
 import { averageGpuPowerW } from '../telemetry'
-import { openKey } from './accounts.service'
-import { MarketplaceError, type MarketplaceId } from './marketplaces.adapter'
+import { liveMachines } from './accounts.service'
+import type { MarketplaceId } from './marketplaces.adapter'
 import { MarketplaceErrors } from './marketplaces.errors'
 import type { LinkCreate } from './marketplaces.model'
 import { findAccount } from './marketplaces.repository'
-import { adapterFor, callsOf } from './marketplaces.registry'
 import { countLinks, deleteLink, findLink, insertLink, linksOf, linksToMachine, MAX_LINKS, setLinksState, type LinkRow } from './links.repository'
-import { recordCalls } from './operations.service'
 
 /**
  * Server-to-machine links (docs/marketplaces.md "Linking a server to a machine"). A link is made
@@ -69,14 +67,7 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
   if (findLink(deps.db, actor.tenantId, server.id, marketplace)) throw MarketplaceErrors.alreadyLinked()
   if (countLinks(deps.db, actor.tenantId) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
 
-  const listed = await callsOf(() => adapterFor(deps, marketplace).listMachines(openKey(deps, account)))
-  withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, listed.calls, server.id))
-  if (listed.error !== undefined) {
-    // The stored key rejected or lacking a permission → 409; unreachable → 503 (the connection is left as it is).
-    if (listed.error instanceof MarketplaceError) throw MarketplaceErrors.fromStoredKey(listed.error)
-    throw listed.error
-  }
-  const machine = listed.result!.find((m) => m.externalMachineId === input.external_machine_id)
+  const machine = (await liveMachines(deps, actor, account, server.id)).find((m) => m.externalMachineId === input.external_machine_id)
   if (!machine) throw MarketplaceErrors.machineNotFound()
 
   return withTransaction(deps.db, (tx) => {

@@ -3,7 +3,10 @@ import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { paginate } from '../../platform/cursor'
 import { formatTimestamp } from '../../platform/time'
-import type { MarketplaceCall } from './marketplaces.adapter'
+import { withTransaction } from '../../../db/client'
+import type { DomainError } from '../../platform/domain-error'
+import { MarketplaceError, type MarketplaceCall } from './marketplaces.adapter'
+import { callsOf } from './marketplaces.registry'
 import { insertOperations, operationsOf, type OperationRow } from './marketplaces.repository'
 
 /**
@@ -11,7 +14,7 @@ import { insertOperations, operationsOf, type OperationRow } from './marketplace
  * for a tenant, with who asked, the outcome and the latency. The adapters never hand a key or a
  * query string here, so the log cannot hold one.
  */
-export function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: MarketplaceCall[], serverId: string | null = null): void {
+function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: MarketplaceCall[], serverId: string | null = null): void {
   insertOperations(
     tx,
     calls.map(
@@ -32,6 +35,25 @@ export function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: Marketp
       }),
     ),
   )
+}
+
+/**
+ * The one way a service asks a platform: runs `fn`, writes every call it made to the operations log
+ * (under `serverId` when the request is about a server) whatever the outcome, and turns a platform
+ * failure into the module's error with `mapFailure`.
+ */
+export async function askPlatform<T>(
+  deps: Deps,
+  actor: Actor,
+  serverId: string | null,
+  fn: () => Promise<T>,
+  mapFailure: (e: MarketplaceError) => DomainError,
+): Promise<T> {
+  const asked = await callsOf(fn)
+  if (asked.calls.length) withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, asked.calls, serverId))
+  if (asked.error === undefined) return asked.result as T
+  if (asked.error instanceof MarketplaceError) throw mapFailure(asked.error)
+  throw asked.error
 }
 
 function operationView(o: OperationRow) {
