@@ -59,10 +59,15 @@ export const servers = sqliteTable(
     lastHelloAt: integer('last_hello_at'),
     agentTokenHash: text('agent_token_hash'),
     enrolledAt: integer('enrolled_at'),
-    /** Rental fact: a rental is running. Set by the operator or the agent until marketplace sync owns it. */
+    /** Rental fact set by the operator (PATCH) or the agent (rental.* events); the latest write wins. */
     rentalActive: integer('rental_active', { mode: 'boolean' }).notNull().default(false),
     rentalSource: text('rental_source'),
     rentalUpdatedAt: integer('rental_updated_at'),
+    /**
+     * Rental fact the marketplaces.sync job keeps: the marketplaces whose linked machine reports a
+     * running rental (empty when none). A rental runs when this or rentalActive says so.
+     */
+    marketRentals: text('market_rentals', { mode: 'json' }).$type<string[]>().notNull().default([]),
   },
   (t) => [
     index('servers_tenant').on(t.tenantId),

@@ -1,7 +1,7 @@
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatNullableTimestamp } from '../../platform/time'
-import { agentSessions, findServerById } from '../fleet'
+import { agentSessions, findServerById, rentalRunning } from '../fleet'
 import { changeCommand, pastAcceptBy, pastDeadline, TERMINAL, undeliveredFor, type CommandRow } from './commands.repository'
 import type { OutgoingCommandFrame } from './commands.frames'
 
@@ -20,9 +20,10 @@ export function isTerminal(c: Pick<CommandRow, 'executionStatus'>): boolean {
 }
 
 /** Why a deliverable-looking command must still wait, or null when it may go now. */
-export function waitReason(c: CommandRow, server: { rentalActive: boolean }, online: boolean): string | null {
-  if (c.requires === 'idle' && server.rentalActive) return 'awaiting_idle'
-  if (c.requires === 'after_rental' && server.rentalActive) return 'awaiting_rental_end'
+export function waitReason(c: CommandRow, server: Parameters<typeof rentalRunning>[0], online: boolean): string | null {
+  const rented = rentalRunning(server)
+  if (c.requires === 'idle' && rented) return 'awaiting_idle'
+  if (c.requires === 'after_rental' && rented) return 'awaiting_rental_end'
   if (!online) return c.queueReason === 'awaiting_retry' ? 'awaiting_retry' : 'server_offline'
   return null
 }

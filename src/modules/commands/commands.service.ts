@@ -8,7 +8,7 @@ import { assertIfMatch, etagOf } from '../../platform/etag'
 import type { FieldError } from '../../platform/problem'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
-import { agentSessions, loadServer } from '../fleet'
+import { agentSessions, loadServer, rentalRunning } from '../fleet'
 import { commandType, paramsErrors } from './commands.catalogue'
 import { dispatchServer, isTerminal, sendFrame, waitReason } from './commands.delivery'
 import { CommandErrors } from './commands.errors'
@@ -76,7 +76,7 @@ export function createCommand({
         `the server already has ${QUEUE_LIMIT} commands waiting for delivery`,
       )
     // A dangerous command during an active rental waits for the rental to end unless told otherwise.
-    const requires = input.requires ?? (kind.dangerous && server.rentalActive ? 'after_rental' : 'none')
+    const requires = input.requires ?? (kind.dangerous && rentalRunning(server) ? 'after_rental' : 'none')
     const row: CommandRow = {
       id: deps.newId(),
       tenantId: actor.tenantId,

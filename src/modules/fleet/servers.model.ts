@@ -66,7 +66,13 @@ export const ServerDetail = Type.Object({
   }),
   keep_on: Type.Array(Marketplace),
   electricity_usd_per_kwh: Nullable(Money()),
-  rental_active: Type.Boolean(),
+  rental_active: Type.Boolean({
+    description: 'A rental runs on the server, by any source (the operator, the agent, or a marketplace the marketplaces.sync job read)',
+  }),
+  rental_sources: Type.Array(Type.String({ maxLength: 32 }), {
+    maxItems: 4,
+    description: 'Who says a rental runs now: operator or agent (the PATCH/agent fact), then marketplace_a and/or marketplace_b; empty when none',
+  }),
   last_hello_at: Nullable(Timestamp()),
   enrolled_at: Nullable(Timestamp()),
   created_at: Timestamp(),
@@ -80,7 +86,10 @@ export const ServerPatch = Type.Object(
     tags: Type.Optional(Type.Array(Tag, { maxItems: 64, uniqueItems: true })),
     electricity_usd_per_kwh: Type.Optional(Nullable(Money({ description: 'USD per kWh, e.g. "0.145"; null clears it' }))),
     rental_active: Type.Optional(
-      Type.Boolean({ description: 'Operator-set rental fact (until marketplace sync sets it): commands with requires idle/after_rental wait while true' }),
+      Type.Boolean({
+        description:
+          "The operator's rental fact (the agent's rental.* events set the same fact). A marketplace's report is kept apart: rental_active stays true while a marketplace reports a rental, whatever this says",
+      }),
     ),
   },
   { additionalProperties: false, minProperties: 1 },

@@ -10,6 +10,7 @@ import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { agentSessions } from './agent-sessions'
 import { eventView, recordServerEvent } from './events'
+import { rentalRunning, rentalSources } from './rentals'
 import { FleetErrors } from './fleet.errors'
 import {
   clearKeepOnRow,
@@ -78,7 +79,8 @@ function serverDetail(deps: Deps, server: ServerRow) {
     telemetry: { host, gpus: [...gpus].sort(([a], [b]) => a - b).map(([index, m]) => ({ index, metrics: m })) },
     keep_on: keepOnOf(deps.db, server.id),
     electricity_usd_per_kwh: server.electricityMicrosPerKwh === null ? null : formatMoney(server.electricityMicrosPerKwh),
-    rental_active: server.rentalActive,
+    rental_active: rentalRunning(server),
+    rental_sources: rentalSources(server),
     last_hello_at: formatNullableTimestamp(server.lastHelloAt),
     enrolled_at: formatNullableTimestamp(server.enrolledAt),
     created_at: formatTimestamp(server.createdAt),

@@ -1,0 +1,1 @@
+ALTER TABLE `servers` ADD `market_rentals` text DEFAULT '[]' NOT NULL;
