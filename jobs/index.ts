@@ -9,6 +9,7 @@ import { expireCommands } from '../src/modules/commands'
 import { runHourlyCharges } from '../src/modules/billing'
 import { reconcileTopups } from '../src/modules/payments'
 import { fireScheduled } from '../src/modules/subscription'
+import { syncMarketplaces } from '../src/modules/marketplaces'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -58,6 +59,14 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 60,
     description: 'Marks undelivered commands past accept_by delivery_failed and unfinished ones past deadline expired; sends what waits.',
     run: ({ deps }) => expireCommands(deps),
+  },
+  {
+    name: 'marketplaces.sync',
+    schedule: '30 */5 * * * *',
+    leaseSeconds: 900,
+    description:
+      "Reads every connected marketplace account's machines: refreshes link projections, marks vanished machines stale, flags conflicts, records failures and keeps the servers' marketplace rental facts.",
+    run: ({ deps }) => syncMarketplaces(deps),
   },
   {
     name: 'metrics.rollup',

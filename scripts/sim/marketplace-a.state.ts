@@ -26,6 +26,21 @@ export class SimState {
     for (const key of owner.keys) this.keys.set(key.key, { owner, key })
   }
 
+  /** Changes a key's restrictions (permission groups, 2FA, session expiry) in place. */
+  updateKey(key: string, patch: Partial<Omit<SimKey, 'key'>>): void {
+    const held = this.keys.get(key)
+    if (!held) throw new Error('marketplace-a sim: no such key')
+    Object.assign(held.key, patch)
+  }
+
+  /** Deletes a key, as the owner does in the console: from then on it is an invalid user key. */
+  revokeKey(key: string): void {
+    const held = this.keys.get(key)
+    if (!held) return
+    this.keys.delete(key)
+    held.owner.keys = held.owner.keys.filter((k) => k.key !== key)
+  }
+
   keyOf(key: string): { owner: SimOwner; key: SimKey } | undefined {
     return this.keys.get(key)
   }

@@ -9,6 +9,7 @@ import {
   type MachineFields,
   type Mode,
   type Report,
+  type SimKey,
   type SimOwner,
   type SimRental,
   THRESHOLDS,
@@ -38,6 +39,10 @@ export interface MarketplaceASim {
   readonly url: string
   readonly port: number
   addOwner(owner: SimOwner): void
+  /** Changes a key's permission groups, 2FA or session expiry. */
+  updateKey(key: string, patch: Partial<Omit<SimKey, 'key'>>): void
+  /** Deletes a key: from then on it answers 401 "Invalid user key". */
+  revokeKey(key: string): void
   /** Adds or replaces a machine of the owner (by id or by one of their keys); unset fields are absent. */
   putMachine(owner: number | string, id: number, fields?: MachineFields): void
   /** Merges fields; a field set to `undefined` becomes absent again. */
@@ -144,6 +149,8 @@ export async function startMarketplaceA(options: MarketplaceAOptions = {}): Prom
     url: `http://127.0.0.1:${port}`,
     port,
     addOwner: (owner) => state.addOwner(owner),
+    updateKey: (key, patch) => state.updateKey(key, patch),
+    revokeKey: (key) => state.revokeKey(key),
     putMachine: (owner, id, fields = {}) => state.putMachine(owner, id, fields),
     updateMachine: (id, patch) => state.updateMachine(id, patch),
     removeMachine: (id) => state.removeMachine(id),

@@ -309,8 +309,10 @@ describe('GET /marketplaces/links/candidates', () => {
     expect(ops.items.some((o) => o.outcome === 'unavailable' && o.server_id === server)).toBe(true)
   })
 
-  test('a stored key the platform now rejects answers 409 and leaves the connection as it was', async () => {
-    const before = await (await call(app, 'GET', '/marketplaces/accounts', member)).text()
+  test('a stored key the platform now rejects answers 409 and marks the connection invalid_key, as the sync would', async () => {
+    type Conn = { marketplace: string; status: string; key_hash: string; last_failure: string | null; last_failure_at: string | null }
+    const accounts = async () => ((await (await call(app, 'GET', '/marketplaces/accounts', member)).json()) as { items: Conn[] }).items
+    const before = (await accounts()).find((c) => c.marketplace === 'marketplace_b')!
     simB.removeOwner(KEY_B)
     try {
       const { status, body } = await candidates(member, server, 'marketplace_b')
@@ -320,7 +322,16 @@ describe('GET /marketplaces/links/candidates', () => {
     } finally {
       simB.addOwner(KEY_B, { label: 'cand', userId: 78, servers: [{ name: 'RIG-ALPHA', id: 51, online: true }] })
     }
-    expect(await (await call(app, 'GET', '/marketplaces/accounts', member)).text()).toBe(before)
+    const after = (await accounts()).find((c) => c.marketplace === 'marketplace_b')!
+    expect(after).toMatchObject({ status: 'invalid_key', key_hash: before.key_hash })
+    expect(after.last_failure).toMatch(/rejected the key/)
+    // An invalid key is not sent again: the next request is refused without asking the platform.
+    simB.clearRequests()
+    expect((await candidates(member, server, 'marketplace_b')).status).toBe(409)
+    expect(simB.requests).toEqual([])
+    // Re-sending the key (now accepted again) reconnects.
+    expect((await call(app, 'PUT', '/marketplaces/marketplace_b', member, { json: { api_key: KEY_B } })).status).toBe(200)
+    expect((await candidates(member, server, 'marketplace_b')).status).toBe(200)
   })
 
   test('no key appears in any answer or log line', () => {

@@ -6,12 +6,14 @@ import { formatNullableMoney, parseMoney } from '../../platform/money'
 import { hmac, open, seal } from '../../platform/secrets'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
-import { MarketplaceError, type MarketplaceId, type RemoteMachine } from './marketplaces.adapter'
+import { MarketplaceError, type MarketplaceFailure, type MarketplaceId, type RemoteMachine } from './marketplaces.adapter'
 import { MarketplaceErrors } from './marketplaces.errors'
 import type { ConnectBody } from './marketplaces.model'
-import { accountsOf, deleteAccount, findAccount, saveAccount, type AccountRow } from './marketplaces.repository'
+import { accountsOf, deleteAccount, findAccount, saveAccount, updateAccount, type AccountRow } from './marketplaces.repository'
 import { adapterFor } from './marketplaces.registry'
-import { askPlatform } from './operations.service'
+import { askPlatform, callPlatform } from './operations.service'
+import { linksOfAccount } from './links.repository'
+import { announceEnded, refreshMarketRentals } from './rentals.service'
 
 /**
  * Connected marketplace accounts (docs/marketplaces.md "Connecting an account"). A key is checked
@@ -87,17 +89,57 @@ function aad(tenantId: string, marketplace: MarketplaceId): string {
 
 /**
  * The live machine list of a connected account, for a request about one server: a key marked
- * invalid is not sent again (409), the calls are logged under the server, and a platform failure is
- * the stored key's (409 rejected or lacking permission, 503 unreachable; the connection unchanged).
+ * invalid is not sent again (409), the calls are logged under the server, the outcome is recorded
+ * on the connection (recordOutcome), and a platform failure is the stored key's (409 rejected or
+ * lacking permission, 503 unreachable).
  */
-export function liveMachines(deps: Deps, actor: Actor, account: AccountRow, serverId: string): Promise<RemoteMachine[]> {
+export async function liveMachines(deps: Deps, actor: Actor, account: AccountRow, serverId: string): Promise<RemoteMachine[]> {
   if (account.status === 'invalid_key')
     throw MarketplaceErrors.fromStoredKey(new MarketplaceError(account.marketplace, 'rejected_key', 'stored key marked invalid'))
-  return askPlatform(deps, actor, serverId, () => adapterFor(deps, account.marketplace).listMachines(openKey(deps, account)), MarketplaceErrors.fromStoredKey)
+  const asked = await callPlatform(deps, actor, serverId, () => adapterFor(deps, account.marketplace).listMachines(openKey(deps, account)))
+  withTransaction(deps.db, (tx) => recordOutcome(tx, deps, account, asked.ok ? { ok: true } : asked))
+  if (asked.ok) return asked.value
+  throw MarketplaceErrors.fromStoredKey(asked.failure)
+}
+
+/**
+ * Records on the connection how a call with its stored key went: a success stamps last_success_at
+ * and clears the last failure (and sets the holding amount when one was read); a failure stamps
+ * last_failure_at and its reason, and only a rejection by the platform marks the key invalid_key.
+ * Answers false, recording nothing, when the connection was removed or its key replaced meanwhile
+ * (the outcome belongs to a key that is gone).
+ */
+export function recordOutcome(
+  tx: DbOrTx,
+  deps: Deps,
+  account: AccountRow,
+  outcome: { ok: true; holdingUsd?: string | null } | { ok: false; failure: MarketplaceError },
+): boolean {
+  const current = findAccount(tx, account.tenantId, account.marketplace)
+  if (!current || current.id !== account.id || current.keyHash !== account.keyHash) return false
+  const now = deps.clock.nowUs()
+  if (outcome.ok) {
+    const holdingMicros = outcome.holdingUsd ? parseMoney(outcome.holdingUsd) : current.holdingMicros
+    updateAccount(tx, current.id, { lastSuccessAt: now, lastFailureAt: null, lastFailure: null, holdingMicros })
+    return true
+  }
+  const rejected = outcome.failure.failure === 'rejected_key'
+  updateAccount(tx, current.id, {
+    lastFailureAt: now,
+    lastFailure: `${FAILURE_LABEL[outcome.failure.failure]}: ${outcome.failure.message}`.slice(0, 512),
+    ...(rejected && current.status !== 'invalid_key' ? { status: 'invalid_key' as const, updatedAt: now } : {}),
+  })
+  return true
+}
+
+const FAILURE_LABEL: Record<MarketplaceFailure, string> = {
+  rejected_key: 'the marketplace rejected the key',
+  missing_permission: 'the key lacks a permission gpuhq needs',
+  unavailable: 'the marketplace could not be reached',
 }
 
 /** The stored key of a connected account, opened for a call to its platform (never for an answer, a log or an error). */
-function openKey(deps: Deps, account: AccountRow): string {
+export function openKey(deps: Deps, account: AccountRow): string {
   return open(deps.keys.marketplaceKeys, Buffer.from(account.keyBox, 'base64'), aad(account.tenantId, account.marketplace)).toString('utf8')
 }
 
@@ -106,8 +148,14 @@ export function listAccounts({ deps, actor }: { deps: Deps; actor: Actor }) {
 }
 
 export function disconnectAccount({ deps, actor, audit, marketplace }: { deps: Deps; actor: Actor; audit: AuditContext; marketplace: MarketplaceId }): void {
-  withTransaction(deps.db, (tx: DbOrTx) => {
-    if (deleteAccount(tx, actor.tenantId, marketplace) === 0) throw MarketplaceErrors.notConnected()
+  const ended = withTransaction(deps.db, (tx: DbOrTx) => {
+    const account = findAccount(tx, actor.tenantId, marketplace)
+    if (!account) throw MarketplaceErrors.notConnected()
+    const linked = linksOfAccount(tx, account.id).map((l) => l.serverId)
+    deleteAccount(tx, actor.tenantId, marketplace) // its links go by cascade
     recordAudit(tx, deps, audit, { operation: 'marketplaces.disconnect', targetKind: 'marketplace', targetId: marketplace })
+    // The marketplace no longer reports rentals on the servers it was linked to.
+    return refreshMarketRentals(tx, deps, actor.tenantId, linked)
   })
+  announceEnded(deps, ended)
 }

@@ -2,3 +2,4 @@
 export { marketplacesRoutes } from './marketplaces.routes'
 export { linksRoutes } from './links.routes'
 export { candidatesRoutes } from './candidates.routes'
+export { syncMarketplaces } from './sync.service'

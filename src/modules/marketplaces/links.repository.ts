@@ -49,6 +49,25 @@ export function linksToMachine(db: DbOrTx, tenantId: string, marketplace: Market
     .all()
 }
 
+/** The links made through one connected account (the tenant's links on its marketplace). */
+export function linksOfAccount(db: DbOrTx, accountId: string): LinkRow[] {
+  return db.select().from(marketplaceLinks).where(eq(marketplaceLinks.accountId, accountId)).orderBy(asc(marketplaceLinks.id)).all()
+}
+
+/** Every link (on either marketplace) of the given servers of the tenant. */
+export function linksOfServers(db: DbOrTx, tenantId: string, serverIds: string[]): LinkRow[] {
+  if (!serverIds.length) return []
+  return db
+    .select()
+    .from(marketplaceLinks)
+    .where(and(eq(marketplaceLinks.tenantId, tenantId), inArray(marketplaceLinks.serverId, serverIds)))
+    .all()
+}
+
+export function updateLink(tx: DbOrTx, id: string, patch: Partial<Pick<LinkRow, 'state' | 'lastSeenAt' | 'remote' | 'marketplaceB'>>): void {
+  tx.update(marketplaceLinks).set(patch).where(eq(marketplaceLinks.id, id)).run()
+}
+
 export function countLinks(db: DbOrTx, tenantId: string): number {
   return db.select({ n: sql<number>`count(*)` }).from(marketplaceLinks).where(eq(marketplaceLinks.tenantId, tenantId)).get()?.n ?? 0
 }

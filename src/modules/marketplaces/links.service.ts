@@ -12,6 +12,7 @@ import type { MarketplaceId } from './marketplaces.adapter'
 import { MarketplaceErrors } from './marketplaces.errors'
 import type { LinkCreate } from './marketplaces.model'
 import { findAccount } from './marketplaces.repository'
+import { announceEnded, refreshMarketRentals } from './rentals.service'
 import { countLinks, deleteLink, findLink, insertLink, linksOf, linksToMachine, MAX_LINKS, setLinksState, type LinkRow } from './links.repository'
 
 /**
@@ -70,7 +71,7 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
   const machine = (await liveMachines(deps, actor, account, server.id)).find((m) => m.externalMachineId === input.external_machine_id)
   if (!machine) throw MarketplaceErrors.machineNotFound()
 
-  return withTransaction(deps.db, (tx) => {
+  const { view, ended } = withTransaction(deps.db, (tx) => {
     // Checked again inside the transaction: the platform call let other requests in.
     const current = findAccount(tx, actor.tenantId, marketplace)
     if (!current) throw MarketplaceErrors.notConnectedHere()
@@ -100,8 +101,11 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
     }
     insertLink(tx, row)
     recordAudit(tx, deps, audit, { operation: 'marketplaces.link', targetKind: 'server', targetId: server.id })
-    return linkView(row)
+    // The machine's rentals count for the server from the moment it is linked.
+    return { view: linkView(row), ended: refreshMarketRentals(tx, deps, actor.tenantId, [server.id]) }
   })
+  announceEnded(deps, ended)
+  return view
 }
 
 /**
@@ -141,7 +145,7 @@ export function unlink({
   serverId: string
   marketplace: MarketplaceId
 }) {
-  withTransaction(deps.db, (tx) => {
+  const ended = withTransaction(deps.db, (tx) => {
     const link = findLink(tx, actor.tenantId, serverId.toLowerCase(), marketplace)
     if (!link) throw MarketplaceErrors.linkNotFound()
     deleteLink(tx, actor.tenantId, link.serverId, marketplace)
@@ -149,5 +153,8 @@ export function unlink({
     const left = linksToMachine(tx, actor.tenantId, marketplace, link.externalMachineId)
     if (left.length === 1 && left[0]!.state === 'conflict') setLinksState(tx, actor.tenantId, [left[0]!.id], 'linked')
     recordAudit(tx, deps, audit, { operation: 'marketplaces.unlink', targetKind: 'server', targetId: link.serverId })
+    // An unlinked machine's rentals no longer hold the server's commands.
+    return refreshMarketRentals(tx, deps, actor.tenantId, [link.serverId])
   })
+  announceEnded(deps, ended)
 }

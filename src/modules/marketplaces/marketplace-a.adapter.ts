@@ -176,5 +176,8 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
       if (!Array.isArray(list)) throw new MarketplaceError(MARKETPLACE, 'unavailable', 'marketplace_a answered the machine list without a `machines` array')
       return machinesOf(list, options.nowUs())
     },
+
+    /** Vast has no holding programme. */
+    readHolding: async () => null,
   }
 }

@@ -81,5 +81,14 @@ export function createMarketplaceBAdapter(options: AdapterOptions): MarketplaceA
       }
       return servers.map(mapCloreServer)
     },
+
+    readHolding(apiKey: string, machines: RemoteMachine[]): Promise<string | null> {
+      // A machine whose id Clore never told is known by its name (the hostname) instead.
+      const known = machines
+        .filter((m) => m.externalMachineId !== m.remote.hostname)
+        .map((m) => Number(m.externalMachineId))
+        .filter((id) => Number.isSafeInteger(id) && id > 0)
+      return holdingUsd(apiKey, known)
+    },
   }
 }

@@ -151,6 +151,12 @@ export interface MarketplaceAdapter {
   verifyKey(apiKey: string): Promise<AccountIdentity>
   /** Every machine the key's owner has on the platform; throws MarketplaceError. */
   listMachines(apiKey: string): Promise<RemoteMachine[]>
+  /**
+   * The holding-programme amount in USD for the sync, given the machines just listed; null when
+   * unread (a failed read is not a failure of the sync) and always null on marketplace_a.
+   * Throws MarketplaceError only for a rejected key.
+   */
+  readHolding(apiKey: string, machines: RemoteMachine[]): Promise<string | null>
 }
 
 export type AdapterOptions = {

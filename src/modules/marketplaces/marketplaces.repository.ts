@@ -1,4 +1,4 @@
-import { and, desc, eq, lt } from 'drizzle-orm'
+import { and, asc, desc, eq, lt } from 'drizzle-orm'
 import { marketplaceAccounts, marketplaceOperations } from '../../../db/schema'
 import { changesOf, type DbOrTx } from '../../../db/client'
 import type { MarketplaceId } from './marketplaces.adapter'
@@ -12,6 +12,15 @@ export function findAccount(db: DbOrTx, tenantId: string, marketplace: Marketpla
     .from(marketplaceAccounts)
     .where(and(eq(marketplaceAccounts.tenantId, tenantId), eq(marketplaceAccounts.marketplace, marketplace)))
     .get()
+}
+
+/** Every connected account of every tenant (a key marked invalid is not sent again), for the sync. */
+export function connectedAccounts(db: DbOrTx): AccountRow[] {
+  return db.select().from(marketplaceAccounts).where(eq(marketplaceAccounts.status, 'connected')).orderBy(asc(marketplaceAccounts.id)).all()
+}
+
+export function updateAccount(tx: DbOrTx, id: string, patch: Partial<AccountRow>): void {
+  tx.update(marketplaceAccounts).set(patch).where(eq(marketplaceAccounts.id, id)).run()
 }
 
 export function accountsOf(db: DbOrTx, tenantId: string): AccountRow[] {

@@ -39,9 +39,23 @@ function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: MarketplaceCal
 
 /**
  * The one way a service asks a platform: runs `fn`, writes every call it made to the operations log
- * (under `serverId` when the request is about a server) whatever the outcome, and turns a platform
- * failure into the module's error with `mapFailure`.
+ * (under `serverId` when the request is about a server) whatever the outcome, and answers the
+ * result or the platform's failure. Anything else `fn` throws is a defect and propagates.
  */
+export async function callPlatform<T>(
+  deps: Deps,
+  actor: Actor,
+  serverId: string | null,
+  fn: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; failure: MarketplaceError }> {
+  const asked = await callsOf(fn)
+  if (asked.calls.length) withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, asked.calls, serverId))
+  if (asked.error === undefined) return { ok: true, value: asked.result as T }
+  if (asked.error instanceof MarketplaceError) return { ok: false, failure: asked.error }
+  throw asked.error
+}
+
+/** callPlatform for a request: a platform failure becomes the module's error through `mapFailure`. */
 export async function askPlatform<T>(
   deps: Deps,
   actor: Actor,
@@ -49,11 +63,9 @@ export async function askPlatform<T>(
   fn: () => Promise<T>,
   mapFailure: (e: MarketplaceError) => DomainError,
 ): Promise<T> {
-  const asked = await callsOf(fn)
-  if (asked.calls.length) withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, asked.calls, serverId))
-  if (asked.error === undefined) return asked.result as T
-  if (asked.error instanceof MarketplaceError) throw mapFailure(asked.error)
-  throw asked.error
+  const asked = await callPlatform(deps, actor, serverId, fn)
+  if (asked.ok) return asked.value
+  throw mapFailure(asked.failure)
 }
 
 function operationView(o: OperationRow) {

@@ -1,0 +1,36 @@
+import type { DbOrTx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { setMarketRentals } from '../fleet'
+import type { RemoteProjection } from './marketplaces.adapter'
+import { linksOfServers } from './links.repository'
+
+/**
+ * The marketplaces' share of a server's rental facts (docs/marketplaces.md "Rentals and
+ * commands"): a marketplace reports a rental on a server while the server's link to it is not
+ * stale and the machine's last projection shows a running rental. A link in conflict still counts:
+ * when two servers claim one rented machine, holding a dangerous command on both is the safe side.
+ */
+function reportsRental(remote: RemoteProjection): boolean {
+  return (remote.rentals_running ?? 0) > 0 || remote.rentals.length > 0
+}
+
+/**
+ * Recomputes the marketplace rental facts of the given servers of the tenant from their links, in
+ * the caller's transaction. Answers the servers on which no rental runs any more though one ran
+ * before: after commit, the caller emits `server.rental_ended` for each (waiting commands go).
+ */
+export function refreshMarketRentals(tx: DbOrTx, deps: Deps, tenantId: string, serverIds: Iterable<string>): string[] {
+  const ids = [...new Set(serverIds)]
+  const links = linksOfServers(tx, tenantId, ids)
+  const ended: string[] = []
+  for (const serverId of ids) {
+    const reporting = links.filter((l) => l.serverId === serverId && l.state !== 'stale' && reportsRental(l.remote)).map((l) => l.marketplace)
+    if (setMarketRentals(tx, deps, serverId, reporting)) ended.push(serverId)
+  }
+  return ended
+}
+
+/** Tells the rest of the service that rentals ended (commands waiting for them may go now). */
+export function announceEnded(deps: Deps, serverIds: readonly string[]): void {
+  for (const serverId of serverIds) deps.events.emit('server.rental_ended', { serverId })
+}
