@@ -1,7 +1,7 @@
 import type { SimState } from './marketplace-a.state'
 import type { Endpoint, Permission, SimOwner } from './marketplace-a.types'
 
-/** The host endpoints of the reference's sections 1.1–1.3, with the bodies it documents. */
+/** The host endpoints of the reference's sections 1.1–1.3, with the bodies it documents, and Vast's public offer search. */
 
 interface Ctx {
   state: SimState
@@ -12,13 +12,15 @@ interface Ctx {
   now: number
 }
 
-interface Route {
+/** The context of an endpoint that answers without a key too; `owner` is set when a valid key came. */
+type PublicCtx = Omit<Ctx, 'owner'> & { owner?: SimOwner }
+
+type Route = {
   method: string
   pattern: RegExp
   endpoint: Endpoint
   permission?: Permission
-  handle: (ctx: Ctx) => Response
-}
+} & ({ anonymous?: false; handle: (ctx: Ctx) => Response } | { anonymous: true; handle: (ctx: PublicCtx) => Response })
 
 export const json = (status: number, body: unknown): Response => Response.json(body, { status })
 const bad = (msg: string): Response => json(400, { success: false, error: 'invalid_args', msg })
@@ -194,11 +196,63 @@ function invoices({ state, owner, query }: Ctx): Response {
   return json(200, { success: true, count: results.length, total: all.length, next_token: next, results })
 }
 
+/** The query keys the simulated search honours besides `type` and `limit`. Everything else is ignored, Vast-cli's defaults too. */
+const SEARCH_FILTERS = ['rentable', 'gpu_name', 'num_gpus'] as const
+const OPS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'notin']
+/** The CLI asks users to write `RTX_4090` for `RTX 4090`; both sides are compared with spaces. */
+const spaced = (v: unknown): unknown => (typeof v === 'string' ? v.replaceAll('_', ' ') : Array.isArray(v) ? v.map(spaced) : v)
+
+/** Whether an offer's value passes one operator; an offer without the field passes none (as SQL's NULL). */
+function passes(have: unknown, op: string, want: unknown): boolean {
+  if (have === undefined) return false
+  if (op === 'eq') return have === want
+  if (op === 'neq') return have !== want
+  if (op === 'in' || op === 'notin') return (want as unknown[]).includes(have) === (op === 'in')
+  if (!isNum(have) || !isNum(want)) return false
+  return op === 'gt' ? have > want : op === 'gte' ? have >= want : op === 'lt' ? have < want : have <= want
+}
+
+/**
+ * `POST /api/v0/bundles/` (a JSON query, what vast-cli's `search offers` sends) and the older
+ * `GET /api/v0/bundles/?q=<JSON>`: `{"offers": [...]}`. No key needed. A malformed value of an
+ * honoured key is 400 (the notes do not say what Vast does; strict catches a test's typo).
+ */
+function bundles({ state, body, query }: PublicCtx): Response {
+  let q: unknown = body
+  if (query.has('q')) {
+    try {
+      q = JSON.parse(query.get('q') ?? '')
+    } catch {
+      return bad('Invalid q')
+    }
+  }
+  if (!q || typeof q !== 'object' || Array.isArray(q)) return bad('Invalid q')
+  const { type = 'on-demand', limit } = q as Record<string, unknown>
+  if (!['on-demand', 'reserved', 'bid', 'interruptible'].includes(type as string)) return bad('Invalid type')
+  if (limit !== undefined && limit !== null && !(Number.isInteger(limit) && (limit as number) >= 0)) return bad('Invalid limit')
+  const filters: [string, string, unknown][] = []
+  for (const field of SEARCH_FILTERS) {
+    const filter = (q as Record<string, unknown>)[field]
+    if (filter === undefined) continue
+    if (!filter || typeof filter !== 'object' || Array.isArray(filter)) return bad(`Invalid ${field}`)
+    for (const [op, want] of Object.entries(filter)) {
+      if (!OPS.includes(op) || ((op === 'in' || op === 'notin') && !Array.isArray(want))) return bad(`Invalid ${field}`)
+      filters.push([field, op, field === 'gpu_name' ? spaced(want) : want])
+    }
+  }
+  const offers = state
+    .offers(type === 'bid' || type === 'interruptible' ? 'bid' : 'on-demand')
+    .filter((o) => filters.every(([field, op, want]) => passes(field === 'gpu_name' ? spaced(o[field]) : o[field], op, want)))
+  return json(200, { offers: isNum(limit) ? offers.slice(0, limit) : offers })
+}
+
 const ok = (): Response => json(200, { success: true })
 const owned = (then: (ctx: Ctx) => Response) => (ctx: Ctx) => (ctx.state.owned(ctx.owner, ctx.id) ? then(ctx) : noMachine())
 const M = '/api/v0/machines'
 
 export const ROUTES: Route[] = [
+  { method: 'POST', pattern: /^\/api\/v0\/bundles$/, endpoint: 'bundles', anonymous: true, handle: bundles },
+  { method: 'GET', pattern: /^\/api\/v0\/bundles$/, endpoint: 'bundles', anonymous: true, handle: bundles },
   { method: 'GET', pattern: /^\/api\/v0\/users\/current$/, endpoint: 'user', handle: userCurrent },
   { method: 'GET', pattern: /^\/api\/v0\/users\/me\/machine-earnings$/, endpoint: 'earnings', permission: 'billing_read', handle: earnings },
   { method: 'GET', pattern: /^\/api\/v1\/invoices$/, endpoint: 'invoices', permission: 'billing_read', handle: invoices },

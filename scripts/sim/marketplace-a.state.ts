@@ -1,14 +1,34 @@
-import type { EarningRow, Invoice, MachineFields, MaintenanceWindow, Report, SimKey, SimOwner, SimRental } from './marketplace-a.types'
+import type { EarningRow, Invoice, MachineFields, MaintenanceWindow, OfferFields, Report, SimKey, SimOwner, SimRental } from './marketplace-a.types'
 
 interface StoredMachine {
   id: number
   ownerId: number
+  /** The id of the machine's offer in the public search; kept while the machine exists, so a test can rely on it. */
+  askId: number
   fields: MachineFields
   /** Set once a rental was attached: the rental counters, occupancy and client_end_date are derived from then on. */
   derive: boolean
 }
 
 const TOKEN = { on_demand: 'D', interruptible: 'I', reserved: 'R' } as const
+
+/** Search-offer field ← machine field, for the fields an offer shows as the machine has them. */
+const OFFER_COPIES = {
+  gpu_name: 'gpu_name',
+  num_gpus: 'num_gpus',
+  reliability2: 'reliability2',
+  verification: 'verification',
+  geolocation: 'geolocation',
+  gpu_ram: 'gpu_ram',
+  disk_space: 'disk_space',
+  storage_cost: 'listed_storage_cost',
+  inet_up_cost: 'listed_inet_up_cost',
+  inet_down_cost: 'listed_inet_down_cost',
+  inet_up: 'inet_up',
+  inet_down: 'inet_down',
+} as const
+
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v)
 
 /** The simulator's world: owners and their keys, machines, rentals, reports, earnings and invoices. */
 export class SimState {
@@ -19,7 +39,11 @@ export class SimState {
   readonly reports = new Map<number, Report[]>()
   readonly earnings = new Map<number, EarningRow[]>()
   readonly invoices = new Map<number, Invoice[]>()
+  /** Other hosts' offers a test put on the market, by ask id, in the order added. */
+  readonly marketOffers = new Map<number, Partial<OfferFields>>()
   private nextId = 1
+  /** Ask ids count apart from the other ids so that adding a machine never shifts a rental's or a window's id. */
+  private nextAskId = 900_001
 
   addOwner(owner: SimOwner): void {
     this.owners.set(owner.id, owner)
@@ -53,8 +77,8 @@ export class SimState {
 
   putMachine(ownerRef: number | string, id: number, fields: MachineFields): void {
     const owner = this.ownerOf(ownerRef)
-    const derive = this.machines.get(id)?.derive ?? false
-    this.machines.set(id, { id, ownerId: owner.id, fields: { ...fields }, derive })
+    const old = this.machines.get(id)
+    this.machines.set(id, { id, ownerId: owner.id, askId: old?.askId ?? this.nextAskId++, fields: { ...fields }, derive: old?.derive ?? false })
   }
 
   /** Merges `patch` into the machine; a key set to `undefined` makes the field absent again. */
@@ -106,6 +130,42 @@ export class SimState {
 
   windowsOf(m: StoredMachine): MaintenanceWindow[] {
     return Array.isArray(m.fields.machine_maintenance) ? m.fields.machine_maintenance : []
+  }
+
+  /** Puts another host's offer on the market; an offer with the id of one already there replaces it. */
+  addMarketOffer(offer: Partial<OfferFields>): number {
+    const id = offer.id ?? this.nextAskId++
+    this.marketOffers.set(id, { ...offer, id })
+    return id
+  }
+
+  /**
+   * What Vast's offer search sees: one whole-machine offer per listed machine that has an on-demand
+   * price (Vast also splits a machine into chunks of `listed_min_gpu_count`; the simulator does not),
+   * in the order the machines were put, then the offers a test added, as given. `bid` prices every
+   * offer at its minimum bid and leaves out those without one. `dph_total` equals `dph_base` for
+   * machines: Vast adds the allocated storage and its fees, which the notes do not give.
+   */
+  offers(pricing: 'on-demand' | 'bid'): Record<string, unknown>[] {
+    const own = [...this.machines.values()].filter((m) => m.fields.listed === true && isNum(m.fields.listed_gpu_cost)).map((m) => this.offerOf(m))
+    const all = [...own, ...[...this.marketOffers.values()].map((o): Record<string, unknown> => ({ ...o }))]
+    if (pricing === 'on-demand') return all
+    return all.filter((o) => isNum(o.min_bid)).map((o) => ({ ...o, dph_base: o.min_bid, dph_total: o.min_bid }))
+  }
+
+  private offerOf(m: StoredMachine): Record<string, unknown> {
+    const machine = this.json(m)
+    const out: Record<string, unknown> = { id: m.askId, ask_contract_id: m.askId, machine_id: m.id, host_id: m.ownerId }
+    for (const [name, field] of Object.entries(OFFER_COPIES)) if (machine[field] !== undefined && machine[field] !== null) out[name] = machine[field]
+    const gpus = isNum(m.fields.num_gpus) ? m.fields.num_gpus : 1
+    out.dph_base = out.dph_total = (m.fields.listed_gpu_cost as number) * gpus
+    if (isNum(m.fields.min_bid_price)) out.min_bid = m.fields.min_bid_price * gpus
+    // Rentable unless offline or every GPU is held by an on-demand or reserved client (interruptible ones can be outbid).
+    const tokens = String(machine.gpu_occupancy ?? '')
+      .split(/\s+/)
+      .filter(Boolean)
+    out.rentable = (m.fields.timeout ?? 0) === 0 && !(tokens.length > 0 && tokens.every((t) => t === 'D' || t === 'R'))
+    return out
   }
 
   /** The machine as Vast prints it: `id` and `machine_id`, then only the fields that are set. */

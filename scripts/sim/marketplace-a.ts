@@ -8,6 +8,7 @@ import {
   type LogEntry,
   type MachineFields,
   type Mode,
+  type OfferFields,
   type Report,
   type SimKey,
   type SimOwner,
@@ -19,8 +20,10 @@ import {
  * A local simulator of Vast.ai's host API ("marketplace_a"; docs/marketplaces.md "Simulators"):
  * `/api/v0` paths, Bearer keys with the legacy `?api_key=`
  * fallback, Vast's error bodies, scoped and 2FA-restricted keys, per-endpoint-and-identity minimum
- * intervals answered with a plain-text 429 and no Retry-After, and a request log that never holds a
- * key. Listens on loopback only; tests and the demo import it, `bun run sim:marketplace-a` runs it.
+ * intervals answered with a plain-text 429 and no Retry-After, the public offer search (`/bundles/`:
+ * the owners' listed machines plus offers a test puts on the market), and a request log with each
+ * request's body that never holds a key. Listens on loopback only; tests and the demo import it,
+ * `bun run sim:marketplace-a` runs it.
  */
 
 interface MarketplaceAOptions {
@@ -55,6 +58,13 @@ export interface MarketplaceASim {
   setReports(machineId: number, reports: Report[]): void
   addEarnings(owner: number | string, rows: EarningRow[]): void
   addInvoices(owner: number | string, invoices: Invoice[]): void
+  /**
+   * Puts another host's offer on the public search (`/bundles/`), with the numbers the test chooses,
+   * and returns its ask id (the given `id`, or a new one). It shows as given, after the listed
+   * machines' own offers; a bid search prices it at its `min_bid`.
+   */
+  addMarketOffer(offer: Partial<OfferFields>): number
+  clearMarketOffers(): void
   /** 'unreachable' closes the listener and its connections; leaving it listens again on the same port. */
   setMode(mode: Mode, opts?: { status?: number; delayMs?: number }): Promise<void>
   requests(): LogEntry[]
@@ -64,6 +74,28 @@ export interface MarketplaceASim {
 
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex')
 const authError = (status: number, msg: string) => json(status, { success: false, error: 'auth_error', msg })
+const REDACTED = '[redacted]'
+
+/**
+ * The body as the log keeps it: parsed JSON, else the raw text, null when empty. Service tests assert
+ * it, so it is exact except for keys: an `api_key` field at any depth, an `api_key=` or `"api_key": "…"`
+ * in text that is not JSON, and the caller's own key wherever it appears read "[redacted]".
+ */
+function loggedBody(text: string, keys: string[]): unknown {
+  if (!text.trim()) return null
+  const scrub = (s: string) => keys.reduce((out, k) => out.replaceAll(k, REDACTED), s)
+  const redact = (v: unknown): unknown => {
+    if (typeof v === 'string') return scrub(v)
+    if (Array.isArray(v)) return v.map(redact)
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, k === 'api_key' ? REDACTED : redact(x)]))
+    return v
+  }
+  try {
+    return redact(JSON.parse(text))
+  } catch {
+    return scrub(text.replace(/(api_key=)[^&\s]*/g, `$1${REDACTED}`).replace(/("api_key"\s*:\s*)"[^"]*"/g, `$1"${REDACTED}"`))
+  }
+}
 
 export async function startMarketplaceA(options: MarketplaceAOptions = {}): Promise<MarketplaceASim> {
   const state = new SimState()
@@ -95,8 +127,13 @@ export async function startMarketplaceA(options: MarketplaceAOptions = {}): Prom
       identity,
       status: 0,
       time,
+      body: null,
     }
     log.push(entry)
+    // Bun.serve drops the body of a GET, so a GET logs null whatever the client sent.
+    const text = req.method === 'GET' ? '' : await req.text()
+    const sentKeys = [bearer, queryKey].filter((k): k is string => !!k)
+    entry.body = loggedBody(text, sentKeys)
     const res = await answer()
     entry.status = res.status
     return res
@@ -115,18 +152,18 @@ export async function startMarketplaceA(options: MarketplaceAOptions = {}): Prom
         return new Response(text, { status: 429, headers: { 'content-type': 'text/plain; charset=utf-8' } })
       }
       last.set(slot, time)
-      if (key === undefined) return authError(403, 'This action requires login.')
-      if (!held) return authError(route.endpoint === 'invoices' ? 404 : 401, 'Invalid user key')
-      const k = held.key
-      if (k.sessionExpired) return json(404, { success: false, error: 'auth_error', msg: 'Session expired. Please log in again.' })
-      if (k.twoFactor === true || (Array.isArray(k.twoFactor) && k.twoFactor.includes(route.endpoint))) {
+      // The public search answers anonymous callers; a key that does come is checked like anywhere else.
+      if (key === undefined && !route.anonymous) return authError(403, 'This action requires login.')
+      if (key !== undefined && !held) return authError(route.endpoint === 'invoices' ? 404 : 401, 'Invalid user key')
+      const k = held?.key
+      if (k?.sessionExpired) return json(404, { success: false, error: 'auth_error', msg: 'Session expired. Please log in again.' })
+      if (k && (k.twoFactor === true || (Array.isArray(k.twoFactor) && k.twoFactor.includes(route.endpoint)))) {
         return authError(401, 'This endpoint requires Two Factor Authentication: API keys are disabled for it while 2FA is enabled. Please log in with 2FA.')
       }
-      if (route.permission && !(k.permissions ?? ['machine_read', 'machine_write', 'billing_read']).includes(route.permission)) {
+      if (k && route.permission && !(k.permissions ?? ['machine_read', 'machine_write', 'billing_read']).includes(route.permission)) {
         return authError(k.deniedStatus ?? 403, `This API key does not have the ${route.permission} permission`)
       }
       let body: Record<string, unknown> = {}
-      const text = req.method === 'GET' ? '' : await req.text()
       if (text.trim()) {
         try {
           const parsed = JSON.parse(text)
@@ -135,8 +172,9 @@ export async function startMarketplaceA(options: MarketplaceAOptions = {}): Prom
           return json(400, { success: false, error: 'invalid_args', msg: 'Invalid JSON body' })
         }
       }
-      const id = Number(route.pattern.exec(path)?.[1] ?? Number.NaN)
-      return route.handle({ state, owner: held.owner, id, body, query: url.searchParams, now: time / 1000 })
+      const ctx = { state, id: Number(route.pattern.exec(path)?.[1] ?? Number.NaN), body, query: url.searchParams, now: time / 1000 }
+      if (route.anonymous) return route.handle({ ...ctx, owner: held?.owner })
+      return held ? route.handle({ ...ctx, owner: held.owner }) : authError(403, 'This action requires login.')
     }
   }
 
@@ -166,6 +204,8 @@ export async function startMarketplaceA(options: MarketplaceAOptions = {}): Prom
       const id = state.ownerOf(owner).id
       state.invoices.set(id, [...(state.invoices.get(id) ?? []), ...invoices])
     },
+    addMarketOffer: (offer) => state.addMarketOffer(offer),
+    clearMarketOffers: () => state.marketOffers.clear(),
     async setMode(next, opts = {}) {
       fiveXx = opts.status ?? 502
       delayMs = opts.delayMs ?? 2000
@@ -177,7 +217,7 @@ export async function startMarketplaceA(options: MarketplaceAOptions = {}): Prom
         server = listen(port)
       }
     },
-    requests: () => log.map((e) => ({ ...e })),
+    requests: () => structuredClone(log),
     clearRequests: () => void log.splice(0),
     async stop() {
       await server?.stop(true)

@@ -155,6 +155,47 @@ export interface LogEntry {
   status: number
   /** Milliseconds since the epoch when the request arrived. */
   time: number
+  /**
+   * What the caller sent, so a service test can assert the exact body a platform received: the
+   * parsed JSON, the raw text when it is not JSON, null for a GET or an empty body. A field named
+   * `api_key` (at any depth) and the caller's own key anywhere read "[redacted]": the log never holds a key.
+   */
+  body: unknown
+}
+
+/**
+ * One offer of Vast's public search (`/api/v0/bundles/`): the fields of vast-cli's `Offer`
+ * (vastai/data/offer.py) that the simulator knows how to fill, and `reliability2` as the machine list
+ * spells it. Prices are $/hour for the whole
+ * offer: `dph_base` is the machine's per-GPU price times `num_gpus`, `min_bid` its per-GPU minimum
+ * bid times `num_gpus`. A field an offer does not have is absent from the answer.
+ */
+export interface OfferFields {
+  /** The ask id, what a renter names when renting. */
+  id: number
+  ask_contract_id: number
+  machine_id: number
+  host_id: number
+  gpu_name: string
+  num_gpus: number
+  dph_base: number
+  dph_total: number
+  min_bid: number
+  rentable: boolean
+  rented: boolean
+  reliability2: number
+  verification: 'verified' | 'unverified' | 'deverified'
+  geolocation: string
+  gpu_ram: number
+  disk_space: number
+  /** $/GB/month. */
+  storage_cost: number
+  /** $/GB. */
+  inet_up_cost: number
+  inet_down_cost: number
+  /** Mbps. */
+  inet_up: number
+  inet_down: number
 }
 
 /**
@@ -179,6 +220,7 @@ export const THRESHOLDS = {
   force_delete: 1.0,
   earnings: 2.0,
   invoices: 3.0,
+  bundles: 1.0,
 } as const
 
 export type Endpoint = keyof typeof THRESHOLDS

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { type MarketplaceASim, startMarketplaceA } from '../../scripts/sim/marketplace-a'
+import type { OfferFields } from '../../scripts/sim/marketplace-a.types'
 
 /**
  * The Vast.ai host-API simulator over real HTTP: auth (header and legacy query), every error
  * outcome, pacing with a plain-text 429 and no Retry-After, the bare-list machine read, absent
- * fields, the switches, and a request log that never holds a key.
+ * fields, the public offer search, the switches, and a request log with bodies that never holds a key.
  */
 
 const KEY = 'vast-key-owner-one-0123456789abcdef'
@@ -264,13 +265,264 @@ describe('switches and the request log', () => {
     await call('/api/v0/users/current/')
     const log = sim.requests()
     expect(log.map(({ time: _t, ...e }) => e)).toEqual([
-      { method: 'GET', path: '/api/v0/machines/', query: 'owner=me', endpoint: 'machines', identity: 'owner-one', status: 200 },
-      { method: 'GET', path: '/api/v0/users/current/', query: '', endpoint: 'user', identity: expect.stringMatching(/^sha256:[0-9a-f]{12}$/), status: 401 },
-      { method: 'GET', path: '/api/v0/users/current/', query: '', endpoint: 'user', identity: 'anonymous', status: 403 },
+      { method: 'GET', path: '/api/v0/machines/', query: 'owner=me', endpoint: 'machines', identity: 'owner-one', status: 200, body: null },
+      {
+        method: 'GET',
+        path: '/api/v0/users/current/',
+        query: '',
+        endpoint: 'user',
+        identity: expect.stringMatching(/^sha256:[0-9a-f]{12}$/),
+        status: 401,
+        body: null,
+      },
+      { method: 'GET', path: '/api/v0/users/current/', query: '', endpoint: 'user', identity: 'anonymous', status: 403, body: null },
     ])
     expect(log.every((e) => Math.abs(Date.now() - e.time) < 10_000)).toBe(true)
     const text = JSON.stringify(log)
     for (const key of ALL_KEYS) expect(text).not.toContain(key)
+  })
+})
+
+describe('request bodies in the log', () => {
+  test('each entry has the exact JSON body sent; null for a GET or an empty body; the raw text when not JSON', async () => {
+    sim.clearRequests()
+    const asks = { machine: 1002, price_gpu: 0.5, price_disk: 0.15, price_min_bid: 0.3, min_chunk: 1, end_date: 4_102_444_800, nested: { list: [1, 'two'] } }
+    expect((await put('/api/v0/machines/create_asks/', asks)).status).toBe(200)
+    await call('/api/v0/machines/1002/asks/', { method: 'DELETE', key: KEY })
+    await call('/api/v0/machines/?owner=me', { key: KEY })
+    const raw = await call('/api/v0/machines/1002/minbid/', { method: 'PUT', key: KEY, body: 'price=0.2' })
+    expect(raw.status).toBe(400)
+    // Refused requests keep their body too: a 403 for a key without machine_write.
+    await put('/api/v0/machines/1002/minbid/', { client_id: 'me', price: 0.2 }, READ_ONLY)
+    expect(sim.requests().map((e) => [e.endpoint, e.status, e.body])).toEqual([
+      ['create_asks', 200, asks],
+      ['unlist', 200, null],
+      ['machines', 200, null],
+      ['minbid', 400, 'price=0.2'],
+      ['minbid', 403, { client_id: 'me', price: 0.2 }],
+    ])
+  })
+
+  test("an api_key field (at any depth, or in text) and the caller's own key anywhere are redacted", async () => {
+    sim.clearRequests()
+    await put('/api/v0/machines/1002/minbid/', { client_id: 'me', price: 0.2, api_key: KEY, extra: { api_key: 'another-secret', note: `key ${KEY} here` } })
+    await call(`/api/v0/machines/1002/minbid/?api_key=${KEY}`, { method: 'PUT', body: `api_key=${OTHER}&price=0.2` })
+    await call('/api/v0/machines/1002/minbid/', { method: 'PUT', key: KEY, body: '{"api_key": "half-sent-secret", "price": ' })
+    expect(sim.requests().map((e) => e.body)).toEqual([
+      { client_id: 'me', price: 0.2, api_key: '[redacted]', extra: { api_key: '[redacted]', note: 'key [redacted] here' } },
+      'api_key=[redacted]&price=0.2',
+      '{"api_key": "[redacted]", "price": ',
+    ])
+    const text = JSON.stringify(sim.requests())
+    for (const secret of [...ALL_KEYS, 'another-secret', 'half-sent-secret']) expect(text).not.toContain(secret)
+  })
+})
+
+describe('offer search (/bundles/)', () => {
+  /** vast-cli `search offers` with its defaults: what a service copying the CLI sends. */
+  const CLI_QUERY = {
+    verified: { eq: true },
+    external: { eq: false },
+    rentable: { eq: true },
+    rented: { eq: false },
+    order: [['score', 'desc']],
+    type: 'on-demand',
+    allocated_storage: 5,
+  }
+  const RIG = {
+    hostname: 'rig-a',
+    listed: true,
+    verification: 'verified' as const,
+    reliability2: 0.98,
+    gpu_name: 'RTX 4090',
+    num_gpus: 4,
+    gpu_ram: 24564,
+    disk_space: 1800,
+    geolocation: 'Sweden, SE',
+    inet_up: 900,
+    inet_down: 950,
+    listed_gpu_cost: 0.4,
+    min_bid_price: 0.25,
+    listed_storage_cost: 0.1,
+    listed_inet_up_cost: 0.005,
+    listed_inet_down_cost: 0.004,
+    end_date: 4_102_444_800,
+  }
+  const MARKET: Partial<OfferFields>[] = [
+    {
+      id: 7001,
+      ask_contract_id: 7001,
+      machine_id: 50,
+      host_id: 9,
+      gpu_name: 'RTX 4090',
+      num_gpus: 1,
+      dph_base: 0.35,
+      dph_total: 0.37,
+      min_bid: 0.2,
+      rentable: true,
+    },
+    { id: 7002, machine_id: 51, host_id: 9, gpu_name: 'RTX 3090', num_gpus: 2, dph_base: 0.4, dph_total: 0.41, rentable: true },
+    { id: 7003, machine_id: 52, host_id: 10, gpu_name: 'RTX 4090', num_gpus: 8, dph_base: 3.2, dph_total: 3.3, min_bid: 2, rentable: false },
+  ]
+  let s: MarketplaceASim
+  const search = (query: unknown, key?: string) =>
+    fetch(`${s.url}/api/v0/bundles/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+      body: JSON.stringify(query),
+    })
+  const offers = async (query: unknown, key?: string) => {
+    const res = await search(query, key)
+    expect(res.status).toBe(200)
+    return ((await res.json()) as { offers: Record<string, unknown>[] }).offers
+  }
+  const ids = async (query: unknown) => (await offers(query)).map((o) => o.machine_id)
+
+  beforeAll(async () => {
+    s = await startMarketplaceA({ owners: owners(), rateScale: 0 })
+    s.putMachine(KEY, 1001, RIG)
+    s.putMachine(KEY, 1002, { ...RIG, hostname: 'unlisted', listed: false })
+    s.putMachine(KEY, 1003, { hostname: 'no-price', listed: true, gpu_name: 'RTX 4090', num_gpus: 1 })
+    s.putMachine(OTHER, 2001, { hostname: 'bare', listed: true, listed_gpu_cost: 0.2, inet_up: null })
+    for (const o of MARKET) s.addMarketOffer(o)
+  })
+  afterAll(() => s.stop())
+
+  test("anonymous: the listed machines' own offers (with Vast's fields) then the market's, for vast-cli's default query", async () => {
+    const all = await offers(CLI_QUERY)
+    expect(all.map((o) => o.machine_id)).toEqual([1001, 2001, 50, 51])
+    const [rig, bare] = all
+    expect(rig).toEqual({
+      id: expect.any(Number),
+      ask_contract_id: rig.id,
+      machine_id: 1001,
+      host_id: 456,
+      gpu_name: 'RTX 4090',
+      num_gpus: 4,
+      reliability2: 0.98,
+      verification: 'verified',
+      geolocation: 'Sweden, SE',
+      gpu_ram: 24564,
+      disk_space: 1800,
+      storage_cost: 0.1,
+      inet_up_cost: 0.005,
+      inet_down_cost: 0.004,
+      inet_up: 900,
+      inet_down: 950,
+      dph_base: 1.6,
+      dph_total: 1.6,
+      min_bid: 1,
+      rentable: true,
+    })
+    // A field the machine does not set (or sets to null) is absent; one GPU when num_gpus is unset.
+    expect(bare).toEqual({ id: expect.any(Number), ask_contract_id: bare.id, machine_id: 2001, host_id: 789, dph_base: 0.2, dph_total: 0.2, rentable: true })
+    expect(rig.id).not.toBe(bare.id)
+    expect(all[2]).toEqual(MARKET[0])
+    // The ask id stays while the machine exists, even when it is put again.
+    s.putMachine(KEY, 1001, RIG)
+    expect((await offers({}))[0].id).toBe(rig.id)
+  })
+
+  test('the GET ?q=<JSON> form answers the same; a key is accepted too; a wrong key is 401', async () => {
+    const q = encodeURIComponent(JSON.stringify(CLI_QUERY))
+    const viaGet = await fetch(`${s.url}/api/v0/bundles/?q=${q}`)
+    expect(viaGet.status).toBe(200)
+    expect(await viaGet.json()).toEqual({ offers: await offers(CLI_QUERY) })
+    expect(await offers(CLI_QUERY, KEY)).toEqual(await offers(CLI_QUERY))
+    expect((await search(CLI_QUERY, 'not-a-key-anyone-holds')).status).toBe(401)
+    const log = s.requests().filter((e) => e.endpoint === 'bundles')
+    expect(log.map((e) => e.identity)).toContain('anonymous')
+    expect(log.map((e) => e.identity)).toContain('owner-one')
+    expect(log.find((e) => e.method === 'POST')?.body).toEqual(CLI_QUERY)
+  })
+
+  test('filters: gpu_name eq / in (underscores for spaces), num_gpus eq / gte / lte, rentable; limit', async () => {
+    expect(await ids({ gpu_name: { eq: 'RTX_4090' } })).toEqual([1001, 50, 52])
+    expect(await ids({ gpu_name: { in: ['RTX 3090', 'RTX_4090'] }, rentable: { eq: true } })).toEqual([1001, 50, 51])
+    expect(await ids({ num_gpus: { eq: 4 } })).toEqual([1001])
+    expect(await ids({ num_gpus: { gte: 2 } })).toEqual([1001, 51, 52])
+    expect(await ids({ num_gpus: { gte: 2, lte: 4 } })).toEqual([1001, 51])
+    expect(await ids({ rentable: { eq: false } })).toEqual([52])
+    expect(await ids({ gpu_name: { eq: 'RTX 4090' }, limit: 2 })).toEqual([1001, 50])
+    expect(await ids({ limit: 0 })).toEqual([])
+    // Keys the simulator does not honour are ignored, whatever they say.
+    expect(await ids({ reliability2: { gte: 0.999 }, dph_total: { lte: 0.01 }, order: [['dph_total', 'asc']] })).toEqual([1001, 2001, 50, 51, 52])
+  })
+
+  test('a bid (interruptible) search prices offers at min_bid and leaves out offers without one', async () => {
+    for (const type of ['bid', 'interruptible']) {
+      const bid = await offers({ type })
+      expect(bid.map((o) => [o.machine_id, o.dph_base, o.dph_total])).toEqual([
+        [1001, 1, 1],
+        [50, 0.2, 0.2],
+        [52, 2, 2],
+      ])
+    }
+    expect((await offers({ type: 'reserved', num_gpus: { eq: 4 } }))[0].dph_base).toBe(1.6)
+  })
+
+  test('a rented-out or offline machine is not rentable; listing and unlisting move it in and out of the search', async () => {
+    const rental = s.addRental(1001, { kind: 'on_demand', gpus: 4, running: true })
+    expect((await offers({ num_gpus: { eq: 4 } }))[0].rentable).toBe(false)
+    s.removeRental(rental)
+    s.updateMachine(1001, { timeout: 301 })
+    expect((await offers({ num_gpus: { eq: 4 } }))[0].rentable).toBe(false)
+    s.updateMachine(1001, { timeout: 0 })
+    const asks = await fetch(`${s.url}/api/v0/machines/create_asks/`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ machine: 1002, price_gpu: 0.45, price_min_bid: 0.3, min_chunk: 1 }),
+    })
+    expect(asks.status).toBe(200)
+    expect((await offers({ num_gpus: { eq: 4 } })).map((o) => [o.machine_id, o.dph_base, o.min_bid, o.rentable])).toEqual([
+      [1001, 1.6, 1, true],
+      [1002, 1.8, 1.2, true],
+    ])
+    await fetch(`${s.url}/api/v0/machines/1002/asks/`, { method: 'DELETE', headers: { authorization: `Bearer ${KEY}` } })
+    expect(await ids({ num_gpus: { eq: 4 } })).toEqual([1001])
+  })
+
+  test('market offers: a given id is kept (and replaced when added again), a new one is returned, clearMarketOffers empties the market', async () => {
+    const id = s.addMarketOffer({ gpu_name: 'H100', num_gpus: 1, dph_base: 2.1 })
+    expect(await offers({ gpu_name: { eq: 'H100' } })).toEqual([{ id, gpu_name: 'H100', num_gpus: 1, dph_base: 2.1 }])
+    expect(s.addMarketOffer({ id, gpu_name: 'H100', num_gpus: 1, dph_base: 1.9 })).toBe(id)
+    expect((await offers({ gpu_name: { eq: 'H100' } })).map((o) => o.dph_base)).toEqual([1.9])
+    s.clearMarketOffers()
+    expect(await ids({})).toEqual([1001, 2001])
+    for (const o of MARKET) s.addMarketOffer(o)
+  })
+
+  test('a malformed honoured key or q is 400 invalid_args', async () => {
+    for (const query of [
+      { limit: 'ten' },
+      { limit: 1.5 },
+      { type: 'cheap' },
+      { gpu_name: 'RTX 4090' },
+      { num_gpus: { about: 4 } },
+      { gpu_name: { in: 'RTX 4090' } },
+    ]) {
+      const res = await search(query)
+      expect(res.status).toBe(400)
+      expect(((await res.json()) as any).error).toBe('invalid_args')
+    }
+    expect((await fetch(`${s.url}/api/v0/bundles/?q=%7Bnot-json`)).status).toBe(400)
+  })
+
+  test('paced like other endpoints: 1.0 s per identity, the anonymous identity being the client address', async () => {
+    const paced = await startMarketplaceA({ owners: owners() })
+    try {
+      const anon = () => fetch(`${paced.url}/api/v0/bundles/`, { method: 'POST', body: '{}' })
+      expect((await anon()).status).toBe(200)
+      const limited = await anon()
+      expect(limited.status).toBe(429)
+      expect(await limited.text()).toBe('API requests too frequent: endpoint threshold=1')
+      const keyed = await fetch(`${paced.url}/api/v0/bundles/`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${KEY}` } })
+      expect(keyed.status).toBe(200) // another identity
+      await Bun.sleep(1050)
+      expect((await anon()).status).toBe(200)
+    } finally {
+      await paced.stop()
+    }
   })
 })
 
