@@ -53,12 +53,25 @@ interface LoggedRequest {
   status: number
   code: number
   at: number
+  /**
+   * What the caller sent, so a service test can assert the exact body Clore received (POSTs, and the
+   * GET of `server_config`): the parsed JSON, the raw text when it is not JSON, null when empty. A
+   * field named `api_key` (at any depth) and the caller's own key anywhere read "[redacted]".
+   */
+  body: unknown
 }
 
 export interface MarketplaceBSim {
   /** The origin; the API lives under `${url}/v1`. */
   readonly url: string
   readonly requests: LoggedRequest[]
+  /**
+   * Adds an account. Other hosts' servers on the public `marketplace` are other owners: add one with
+   * its own key and public servers that have an `id` and prices (`pricing` → `price.on_demand`,
+   * `min_spot_pricing` → `price.spot`), e.g. `addOwner('market-key', { label: 'market', userId: 99,
+   * servers: [{ name: 'm1', id: 501, visibility: 'public', pricing: { bitcoin: 0.0002 } }] })`. Every
+   * key sees them in `marketplace`; only their owner sees them in `my_servers`.
+   */
   addOwner(apiKey: string, owner: SimOwnerInit): void
   updateOwner(apiKey: string, patch: Partial<Omit<SimOwnerInit, 'servers'>>): void
   removeOwner(apiKey: string): void
@@ -76,6 +89,29 @@ export interface MarketplaceBSim {
   setMode(mode: Mode): Promise<void>
   clearRequests(): void
   stop(): Promise<void>
+}
+
+const REDACTED = '[redacted]'
+
+/**
+ * The body as the log keeps it: parsed JSON, else the raw text, null when empty. Exact except for
+ * keys: an `api_key` field at any depth, an `api_key=` or `"api_key": "…"` in text that is not JSON,
+ * and the caller's own key wherever it appears read "[redacted]".
+ */
+function loggedBody(text: string, keys: string[]): unknown {
+  if (!text.trim()) return null
+  const scrub = (s: string) => keys.reduce((out, k) => out.replaceAll(k, REDACTED), s)
+  const redact = (v: unknown): unknown => {
+    if (typeof v === 'string') return scrub(v)
+    if (Array.isArray(v)) return v.map(redact)
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, k === 'api_key' ? REDACTED : redact(x)]))
+    return v
+  }
+  try {
+    return redact(JSON.parse(text))
+  } catch {
+    return scrub(text.replace(/(api_key=)[^&\s]*/g, `$1${REDACTED}`).replace(/("api_key"\s*:\s*)"[^"]*"/g, `$1"${REDACTED}"`))
+  }
 }
 
 export async function startMarketplaceB(options: Options = {}): Promise<MarketplaceBSim> {
@@ -150,10 +186,11 @@ export async function startMarketplaceB(options: Options = {}): Promise<Marketpl
 
   async function handle(req: Req, at: number): Promise<{ status: number; body: Json }> {
     const key = req.key
+    const sent = loggedBody(req.body, key ? [key] : [])
     const reply = (body: Json, forced?: number) => {
       const code = body.code as number
       const status = forced ?? (code === 0 ? 200 : (options.httpStatusFor?.[code] ?? 200))
-      requests.push({ method: req.method, path: req.url.pathname + req.url.search, key: keyLabel(key), status, code, at })
+      requests.push({ method: req.method, path: req.url.pathname + req.url.search, key: keyLabel(key), status, code, at, body: sent })
       return { status, body }
     }
     if (mode === 'slow') await Bun.sleep(options.slowMs ?? 3000)

@@ -57,9 +57,9 @@ async function call(s: MarketplaceBSim, path: string, init: { key?: string | nul
 }
 
 /** `server_config` is a GET with a JSON body, which fetch (and Bun's undici) refuse to send. */
-function serverConfig(s: MarketplaceBSim, name: string): Promise<any> {
+function serverConfig(s: MarketplaceBSim, name: string, key = KEY): Promise<any> {
   const body = JSON.stringify({ server_name: name })
-  const headers = { auth: KEY, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }
+  const headers = { auth: key, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }
   return new Promise((resolve, reject) => {
     const req = request(`${s.url}/v1/server_config`, { method: 'GET', headers }, (res) => {
       let text = ''
@@ -209,6 +209,96 @@ describe('marketplace_b simulator: writes', () => {
     expect(s.server(KEY, 'bare')?.visibility).toBe('public')
   })
 
+  test('every field of set_server_settings shows in my_servers, server_config, marketplace and spot_marketplace', async () => {
+    const s = await start()
+    s.updateServer(KEY, 'bare', { id: 42 })
+    const post = (body: unknown) => call(s, '/set_server_settings', { method: 'POST', body })
+    const spot = async () => (await call(s, '/spot_marketplace?market=42')).body.market.server
+    const listed = async () => (await call(s, '/marketplace')).body.servers.find((x: any) => x.id === 42)
+    expect(await listed()).toBeUndefined() // no visibility yet: not public
+    const full = {
+      name: 'bare',
+      availability: true,
+      mrl: 240,
+      bitcoin_on_demand: 0.00012,
+      bitcoin_spot: 0.00006,
+      'CLORE-Blockchain_on_demand': 2500,
+      'CLORE-Blockchain_spot': 1200,
+      'USD-Blockchain_on_demand': 7.5,
+      'USD-Blockchain_spot': 3.5,
+      'enabled-bitcoin': true,
+      'enabled-CLORE-Blockchain': true,
+      'enabled-USD-Blockchain': true,
+      autoprice: { bitcoin: 'usd', 'CLORE-Blockchain': false, 'USD-Blockchain': 'usd' },
+      usd_pricing: { bitcoin: { on_demand: 7, spot: 3.5 }, 'USD-Blockchain': { on_demand: 7.5, spot: 3.5 } },
+    }
+    expect((await post(full)).body).toEqual({ code: 0 })
+    const pricing = { bitcoin: 0.00012, 'CLORE-Blockchain': 2500, 'USD-Blockchain': 7.5 }
+    const spotPricing = { bitcoin: 0.00006, 'CLORE-Blockchain': 1200, 'USD-Blockchain': 3.5 }
+    const coins = ['bitcoin', 'CLORE-Blockchain', 'USD-Blockchain']
+    expect((await call(s, '/my_servers')).body.servers[1]).toEqual({
+      name: 'bare',
+      visibility: 'public',
+      pricing,
+      min_spot_pricing: spotPricing,
+      allowed_currencies: coins,
+    })
+    expect(await serverConfig(s, 'bare')).toEqual({
+      config: {
+        name: 'bare',
+        visibility: 'public',
+        pricing,
+        spot_pricing: spotPricing,
+        mrl: 240,
+        id: 42,
+        allowed_coins: coins,
+        autoprice: full.autoprice,
+        usd_pricing: full.usd_pricing,
+      },
+      code: 0,
+    })
+    expect(await listed()).toEqual({ id: 42, owner: 7, mrl: 240, price: { on_demand: pricing, spot: spotPricing }, allowed_coins: coins })
+    expect(await spot()).toEqual({ min_pricing: spotPricing, mrl: 240, visibility: 'public' })
+
+    // Unlisting, a coin switched off, a peg dropped and the old BTC form change only what they name.
+    expect((await post({ name: 'bare', availability: false, 'enabled-USD-Blockchain': false, autoprice: { 'USD-Blockchain': false } })).body).toEqual({
+      code: 0,
+    })
+    expect(await listed()).toBeUndefined()
+    expect(await spot()).toEqual({ min_pricing: spotPricing, mrl: 240, visibility: 'hidden' })
+    expect((await serverConfig(s, 'bare')).config).toMatchObject({
+      visibility: 'hidden',
+      allowed_coins: ['bitcoin', 'CLORE-Blockchain'],
+      autoprice: { bitcoin: 'usd', 'CLORE-Blockchain': false, 'USD-Blockchain': false },
+    })
+    expect((await post({ name: 'bare', availability: true, mrl: 48, on_demand: 0.0002, spot: 0.0001 })).body).toEqual({ code: 0 })
+    expect(await listed()).toMatchObject({
+      mrl: 48,
+      price: { on_demand: { ...pricing, bitcoin: 0.0002 }, spot: { ...spotPricing, bitcoin: 0.0001 } },
+      allowed_coins: ['bitcoin', 'CLORE-Blockchain'],
+    })
+    expect(await spot()).toEqual({ min_pricing: { ...spotPricing, bitcoin: 0.0001 }, mrl: 48, visibility: 'public' })
+  })
+
+  test("other hosts' public servers (another owner) show in marketplace with their prices, not in my_servers", async () => {
+    const s = await start()
+    s.addOwner('market-key-0123456789', {
+      label: 'market',
+      userId: 99,
+      servers: [
+        { name: 'm1', id: 501, visibility: 'public', mrl: 100, pricing: { bitcoin: 0.00009 }, min_spot_pricing: { bitcoin: 0.00004 }, rentals: [] },
+        { name: 'm2', id: 502, visibility: 'hidden', pricing: { bitcoin: 0.00001 } },
+        { name: 'm3', visibility: 'public', pricing: { bitcoin: 0.00001 } },
+      ],
+    })
+    const market = (await call(s, '/marketplace')).body
+    expect(market.my_servers).toEqual([41])
+    expect(market.servers.map((x: any) => x.id)).toEqual([41, 501])
+    expect(market.servers[1]).toEqual({ id: 501, owner: 99, mrl: 100, price: { on_demand: { bitcoin: 0.00009 }, spot: { bitcoin: 0.00004 } }, rented: false })
+    expect((await call(s, '/my_servers')).body.servers.map((x: any) => x.name)).toEqual(['rig-full', 'bare'])
+    expect((await call(s, '/spot_marketplace?market=501')).body.market.server).toEqual({ min_pricing: { bitcoin: 0.00004 }, mrl: 100, visibility: 'public' })
+  })
+
   test('set_spot_price enforces the lowering step and interval; cancel_order ends the order', async () => {
     const s = await start({ spotLowerIntervalMs: 200, spotMaxLowerStep: { bitcoin: 0.000001 } })
     s.addRental(KEY, 'rig-full', { id: 5, spot: true, currency: 'bitcoin', price: 0.00006, renter: RENTER })
@@ -259,8 +349,31 @@ describe('marketplace_b simulator: switches and the request log', () => {
     expect(log[1].at).toBeGreaterThanOrEqual(log[0].at)
     expect(JSON.stringify(log)).not.toContain('stranger-key')
     expect(JSON.stringify(log)).not.toContain(KEY)
+    expect(log.map((r) => r.body)).toEqual([null, null, null, null])
     s.clearRequests()
     expect(s.requests).toHaveLength(0)
+  })
+
+  test('the log keeps the exact body of POSTs and of the server_config GET; api_key fields and the caller key are redacted', async () => {
+    const s = await start()
+    const settings = { name: 'bare', availability: true, mrl: 96, 'CLORE-Blockchain_on_demand': 3000, usd_pricing: { bitcoin: { on_demand: 6, spot: 3 } } }
+    await call(s, '/set_server_settings', { method: 'POST', body: settings })
+    await serverConfig(s, 'rig-full')
+    await call(s, '/my_servers')
+    await call(s, '/set_server_settings', { method: 'POST', body: { name: 'bare', api_key: 'leaked-secret', nested: [{ api_key: KEY }], note: `auth ${KEY}` } })
+    const raw = await fetch(`${s.url}/v1/set_server_settings`, { method: 'POST', headers: { auth: KEY }, body: `name=bare&api_key=${RENTER}` })
+    expect(((await raw.json()) as any).code).toBe(2)
+    await serverConfig(s, 'rig-full', 'stranger-key-abcdef') // refused (code 3): its body is logged too
+    expect(s.requests.map((r) => [r.method, r.path, r.code, r.body])).toEqual([
+      ['POST', '/v1/set_server_settings', 0, settings],
+      ['GET', '/v1/server_config', 0, { server_name: 'rig-full' }],
+      ['GET', '/v1/my_servers', 0, null],
+      ['POST', '/v1/set_server_settings', 2, { name: 'bare', api_key: '[redacted]', nested: [{ api_key: '[redacted]' }], note: 'auth [redacted]' }],
+      ['POST', '/v1/set_server_settings', 2, 'name=bare&api_key=[redacted]'],
+      ['GET', '/v1/server_config', 3, { server_name: 'rig-full' }],
+    ])
+    const text = JSON.stringify(s.requests)
+    for (const secret of [KEY, RENTER, 'leaked-secret', 'stranger-key']) expect(text).not.toContain(secret)
   })
 })
 
