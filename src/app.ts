@@ -16,7 +16,7 @@ import { agentDownloadRoutes, agentRoutes, resolveAgent } from './modules/agent'
 import { serversRoutes, visibleServerId } from './modules/fleet'
 import { findGroup, groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
-import { candidatesRoutes, linksRoutes, marketplacesRoutes } from './modules/marketplaces'
+import { candidatesRoutes, linksRoutes, marketplacesRoutes, marketRoutes, offersRoutes } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
@@ -106,6 +106,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(marketplacesRoutes(deps, visibleServerId))
     .use(linksRoutes(deps))
     .use(candidatesRoutes(deps))
+    .use(offersRoutes(deps))
+    .use(marketRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))

@@ -48,8 +48,10 @@ export const marketplaceOperations = sqliteTable(
     method: text('method').notNull(),
     path: text('path').notNull(),
     status: integer('status'),
-    outcome: text('outcome', { enum: ['ok', 'rejected_key', 'missing_permission', 'unavailable', 'retried'] }).notNull(),
+    outcome: text('outcome', { enum: ['ok', 'rejected_key', 'missing_permission', 'unavailable', 'refused', 'retried'] }).notNull(),
     latencyMs: integer('latency_ms').notNull(),
+    /** Why the service made the call on its own (e.g. keep-on re-publishing an unlisted offer); null when asked. */
+    reason: text('reason'),
     actorKind: text('actor_kind').notNull(),
     actorId: text('actor_id'),
     startedAt: integer('started_at').notNull(),
@@ -85,9 +87,38 @@ export const marketplaceLinks = sqliteTable(
     lastSeenAt: integer('last_seen_at'),
     remote: text('remote', { mode: 'json' }).$type<RemoteProjection>().notNull(),
     marketplaceB: text('marketplace_b', { mode: 'json' }).$type<MarketplaceBProjection | null>(),
+    /** The last offer published through gpuhq, as the API took it (keep-on re-publishes it); null after a withdrawal. */
+    offer: text('offer', { mode: 'json' }).$type<Record<string, unknown> | null>(),
+    offerPublishedAt: integer('offer_published_at'),
   },
   (t) => [
     uniqueIndex('marketplace_links_server').on(t.tenantId, t.serverId, t.marketplace),
     index('marketplace_links_machine').on(t.tenantId, t.marketplace, t.externalMachineId),
   ],
+)
+
+/**
+ * Asking prices on a platform's public market, per normalised GPU model, as one marketplaces.sync
+ * run read them (USD micro-dollars per GPU-hour). The latest row per (marketplace, model) answers
+ * GET /marketplaces/stats; older rows answer price movement. Kept 90 days.
+ */
+export const marketSnapshots = sqliteTable(
+  'market_snapshots',
+  {
+    id: text('id').primaryKey(),
+    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    gpuModel: text('gpu_model').notNull(),
+    takenAt: integer('taken_at').notNull(),
+    /** Offers with a price, and the GPUs they hold. */
+    count: integer('count').notNull(),
+    gpus: integer('gpus').notNull(),
+    minMicros: integer('min_micros').notNull(),
+    p25Micros: integer('p25_micros').notNull(),
+    medianMicros: integer('median_micros').notNull(),
+    p75Micros: integer('p75_micros').notNull(),
+    maxMicros: integer('max_micros').notNull(),
+    /** Every asking price of the model, ascending (standing percentiles are computed against them). */
+    prices: text('prices', { mode: 'json' }).$type<number[]>().notNull(),
+  },
+  (t) => [index('market_snapshots_model').on(t.marketplace, t.gpuModel, t.takenAt), index('market_snapshots_taken').on(t.takenAt)],
 )

@@ -58,6 +58,11 @@ const planChange = ({ app, owner }: MatrixContext) => {
   return { params: { id } }
 }
 
+/** A server of tenant A at a marketplace (no link there: the access checks come first). */
+function linkOf({ owner, newServer }: Parameters<Fixture>[0]) {
+  return { params: { server_id: newServer(owner.tenantId), marketplace: 'marketplace_a' } }
+}
+
 /** Real resources of tenant A per route; a PATCH also gives a valid body (see the helper). */
 const FIXTURES: Record<string, Fixture> = {
   'DELETE /api/v1/tokens/:id': async ({ app, owner }) => ({ params: { id: (await mintPat(app, owner, { name: 'matrix fixture' })).id } }),
@@ -85,9 +90,14 @@ const FIXTURES: Record<string, Fixture> = {
   'PUT /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' }, body: { api_key: 'matrix-key' } }),
   'DELETE /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' } }),
   'GET /api/v1/servers/:id/operations': server,
-  'DELETE /api/v1/marketplaces/links/:server_id/:marketplace': ({ owner, newServer }) => ({
-    params: { server_id: newServer(owner.tenantId), marketplace: 'marketplace_a' },
+  'DELETE /api/v1/marketplaces/links/:server_id/:marketplace': linkOf,
+  'PUT /api/v1/marketplaces/links/:server_id/:marketplace/offer': (ctx) => ({ ...linkOf(ctx), body: { price_gpu_hour: '0.40' } }),
+  'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/offer': linkOf,
+  'PUT /api/v1/marketplaces/links/:server_id/:marketplace/maintenance': (ctx) => ({
+    ...linkOf(ctx),
+    body: { starts_at: '2099-01-01T00:00:00Z', hours: 2, category: 'power' },
   }),
+  'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/maintenance': linkOf,
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

@@ -19,6 +19,7 @@ export {
   findServerByFingerprint,
   findServerById,
   insertServer,
+  keepOnOf,
   markFleetDirty,
   releaseGroup,
   serverNames,

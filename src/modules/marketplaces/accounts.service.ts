@@ -136,6 +136,7 @@ const FAILURE_LABEL: Record<MarketplaceFailure, string> = {
   rejected_key: 'the marketplace rejected the key',
   missing_permission: 'the key lacks a permission gpuhq needs',
   unavailable: 'the marketplace could not be reached',
+  refused: 'the marketplace refused the request',
 }
 
 /** The stored key of a connected account, opened for a call to its platform (never for an answer, a log or an error). */

@@ -64,7 +64,11 @@ export function linksOfServers(db: DbOrTx, tenantId: string, serverIds: string[]
     .all()
 }
 
-export function updateLink(tx: DbOrTx, id: string, patch: Partial<Pick<LinkRow, 'state' | 'lastSeenAt' | 'remote' | 'marketplaceB'>>): void {
+export function updateLink(
+  tx: DbOrTx,
+  id: string,
+  patch: Partial<Pick<LinkRow, 'state' | 'lastSeenAt' | 'remote' | 'marketplaceB' | 'offer' | 'offerPublishedAt'>>,
+): void {
   tx.update(marketplaceLinks).set(patch).where(eq(marketplaceLinks.id, id)).run()
 }
 

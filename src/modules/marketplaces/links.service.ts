@@ -8,7 +8,7 @@ import { recordAudit, type AuditContext } from '../audit'
 import { findServer, loadServer } from '../fleet'
 import { averageGpuPowerW } from '../telemetry'
 import { liveMachines } from './accounts.service'
-import type { MarketplaceId } from './marketplaces.adapter'
+import type { MarketplaceBProjection, MarketplaceId } from './marketplaces.adapter'
 import { MarketplaceErrors } from './marketplaces.errors'
 import type { LinkCreate } from './marketplaces.model'
 import { findAccount } from './marketplaces.repository'
@@ -24,7 +24,7 @@ import { countLinks, deleteLink, findLink, insertLink, linksOf, linksToMachine, 
 
 const WEEK_US = 7 * 24 * 3600 * 1_000_000
 
-function linkView(l: LinkRow, electricityUsdPerGpuHour: string | null = null) {
+export function linkView(l: LinkRow, electricityUsdPerGpuHour: string | null = null) {
   return {
     server_id: l.serverId,
     marketplace: l.marketplace,
@@ -39,7 +39,7 @@ function linkView(l: LinkRow, electricityUsdPerGpuHour: string | null = null) {
   }
 }
 
-function nullMarketplaceB() {
+export function nullMarketplaceB(): MarketplaceBProjection {
   return {
     max_rental_hours: null,
     partial_rental: null,
@@ -98,6 +98,8 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
       lastSeenAt: now,
       remote: machine.remote,
       marketplaceB: marketplace === 'marketplace_b' ? machine.marketplaceB : null,
+      offer: null,
+      offerPublishedAt: null,
     }
     insertLink(tx, row)
     recordAudit(tx, deps, audit, { operation: 'marketplaces.link', targetKind: 'server', targetId: server.id })

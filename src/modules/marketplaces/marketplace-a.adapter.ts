@@ -1,7 +1,8 @@
-import { machinesOf } from './marketplace-a.mapping'
+import { machinesOf, marketOffersOf } from './marketplace-a.mapping'
 import {
   type AccountIdentity,
   type AdapterOptions,
+  type MachineRef,
   type MarketplaceAdapter,
   MarketplaceError,
   type MarketplaceFailure,
@@ -25,8 +26,21 @@ const PREFIX = '/api/v0'
  * two, so the smallest documented one (1.0 s, charges) is used, plus 10 %: Vast measures the
  * interval between arrivals, and a call sent exactly on time can arrive early relative to the last.
  */
-const PACE_MS = { users: 1100, machines: 1100 } as const
+const PACE_MS = {
+  users: 1100,
+  machines: 1100,
+  // Writes: the documented thresholds (1.3: unlist 1.8, schedule maint 2.5) plus 10 %; create_asks
+  // and cancel_maint have none documented, so the smallest one, as above.
+  create_asks: 1100,
+  unlist: 1980,
+  dnotify: 2750,
+  cancel_maint: 1100,
+  bundles: 1100,
+} as const
 type Endpoint = keyof typeof PACE_MS
+
+/** The most offers one market read takes (the search's own `limit`). */
+const MARKET_LIMIT = 5000
 
 const BACKOFF_MS = 150
 const BACKOFF_GROWTH = 1.5
@@ -93,12 +107,18 @@ function thresholdSeconds(text: string): number | undefined {
   return m ? Number(m[1]) : undefined
 }
 
-function judge(answer: PlatformAnswer, canRetry: boolean, apiKey: string, endpoint: Endpoint): Verdict {
+function judge(answer: PlatformAnswer, canRetry: boolean, apiKey: string, endpoint: Endpoint, write: boolean): Verdict {
   const { status } = answer
   if (status >= 200 && status < 300) {
     const parsed = parseJson(answer.text)
-    return parsed.ok ? { kind: 'ok', body: parsed.value } : fail('unavailable', `marketplace_a answered HTTP ${status} with something other than JSON`)
+    if (!parsed.ok) return fail('unavailable', `marketplace_a answered HTTP ${status} with something other than JSON`)
+    // A write Vast turned down answers 200 with {"success": false, "msg": …}.
+    const b = parsed.value as Record<string, unknown> | null
+    if (write && typeof b === 'object' && b !== null && b.success === false) return refused(answer, apiKey)
+    return { kind: 'ok', body: parsed.value }
   }
+  // A write with a bad value, or about a machine Vast does not know: the request, not the key.
+  if (write && (status === 400 || status === 422 || (status === 404 && errorText(answer).error !== 'auth_error'))) return refused(answer, apiKey)
   if (RETRIED_STATUSES.has(status) && canRetry) return { kind: 'retry' }
   if (status === 429) {
     const seconds = Math.max(1, Math.ceil(thresholdSeconds(answer.text) ?? PACE_MS[endpoint] / 1000))
@@ -108,6 +128,11 @@ function judge(answer: PlatformAnswer, canRetry: boolean, apiKey: string, endpoi
   if (status >= 500) return fail('unavailable', `marketplace_a answered HTTP ${status}`)
   const { msg } = errorText(answer)
   return fail('unavailable', `marketplace_a answered HTTP ${status}: ${redact(msg, apiKey).slice(0, 200)}`)
+}
+
+function refused(answer: PlatformAnswer, apiKey: string): Verdict {
+  const said = redact(errorText(answer).msg, apiKey).slice(0, 300)
+  return fail('refused', `marketplace_a refused the request (HTTP ${answer.status})${said ? `: ${said}` : ''}`)
 }
 
 function unreachable(e: PlatformUnreachable): MarketplaceError {
@@ -122,23 +147,40 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
   const retries = options.retries ?? DEFAULT_RETRIES
   const origin = options.baseUrl.replace(/\/+$/, '')
 
-  async function get(apiKey: string, operation: string, endpoint: Endpoint, path: string): Promise<unknown> {
+  /**
+   * One call to `${origin}/api/v0${path}`, paced per key and endpoint, retried on 429 and 502–504.
+   * `apiKey` null calls anonymously (the public offer search); the pacing bucket is then shared.
+   */
+  async function call(
+    apiKey: string | null,
+    operation: string,
+    endpoint: Endpoint,
+    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
+    path: string,
+    body?: unknown,
+  ): Promise<unknown> {
     // A key that cannot travel in a header is no key of Vast's; refusing it here keeps undici's
     // header errors (which may quote the value) out of every message.
-    if (apiKey === '' || !/^[\x21-\x7e]+$/.test(apiKey)) throw new MarketplaceError(MARKETPLACE, 'rejected_key', 'that is not a marketplace_a API key')
+    if (apiKey !== null && (apiKey === '' || !/^[\x21-\x7e]+$/.test(apiKey)))
+      throw new MarketplaceError(MARKETPLACE, 'rejected_key', 'that is not a marketplace_a API key')
     const url = `${origin}${PREFIX}${path}`
-    const headers = { authorization: `Bearer ${apiKey}`, accept: 'application/json' }
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      ...(apiKey !== null ? { authorization: `Bearer ${apiKey}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    }
+    const write = method !== 'GET' && endpoint !== 'bundles'
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) await Bun.sleep(BACKOFF_MS * BACKOFF_GROWTH ** (attempt - 1))
       let verdict: Verdict | undefined
       try {
-        await pacer.run(apiKey, endpoint, PACE_MS[endpoint], () =>
+        await pacer.run(apiKey ?? 'anonymous', endpoint, PACE_MS[endpoint], () =>
           recorded(
             options,
-            { marketplace: MARKETPLACE, operation, method: 'GET', url },
-            () => send(options, { url, method: 'GET', headers }),
+            { marketplace: MARKETPLACE, operation, method, url },
+            () => send(options, { url, method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
             (answer) => {
-              verdict = judge(answer, attempt < retries, apiKey, endpoint)
+              verdict = judge(answer, attempt < retries, apiKey ?? '', endpoint, write)
               return verdict.kind === 'ok' ? 'ok' : verdict.kind === 'retry' ? 'retried' : verdict.error.failure
             },
           ),
@@ -150,6 +192,15 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
       if (verdict?.kind === 'ok') return verdict.body
       if (verdict?.kind === 'fail') throw verdict.error
     }
+  }
+  const get = (apiKey: string, operation: string, endpoint: Endpoint, path: string) => call(apiKey, operation, endpoint, 'GET', path)
+
+  /** Vast addresses a machine by its numeric id; anything else is not one of its machines. */
+  function machineId(machine: MachineRef): number {
+    const id = Number(machine.externalMachineId)
+    if (!Number.isSafeInteger(id) || id <= 0)
+      throw new MarketplaceError(MARKETPLACE, 'refused', `"${machine.externalMachineId.slice(0, 64)}" is not a marketplace_a machine id`)
+    return id
   }
 
   return {
@@ -179,5 +230,44 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
 
     /** Vast has no holding programme. */
     readHolding: async () => null,
+
+    async publishOffer(apiKey, offer) {
+      if (offer.marketplace !== MARKETPLACE) throw new Error('marketplace_a adapter given a marketplace_b offer')
+      const body = await call(apiKey, 'offer.publish', 'create_asks', 'PUT', '/machines/create_asks/', offer.ask)
+      const extended = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).extended : undefined
+      return { extendedContracts: Number.isSafeInteger(extended) ? (extended as number) : null }
+    },
+
+    async withdrawOffer(apiKey, machine) {
+      await call(apiKey, 'offer.withdraw', 'unlist', 'DELETE', `/machines/${machineId(machine)}/asks/`)
+    },
+
+    maintenance: {
+      async announce(apiKey, machine, window) {
+        await call(apiKey, 'maintenance.announce', 'dnotify', 'PUT', `/machines/${machineId(machine)}/dnotify/`, {
+          client_id: 'me',
+          sdate: window.startsAtS,
+          duration: window.hours,
+          maintenance_category: window.category,
+          ...(window.reason !== null ? { maintenance_reason: window.reason } : {}),
+        })
+      },
+      async cancel(apiKey, machine) {
+        const id = machineId(machine)
+        await call(apiKey, 'maintenance.cancel', 'cancel_maint', 'PUT', `/machines/${id}/cancel_maint/`, { client_id: 'me', machine_id: id })
+      },
+    },
+
+    /** The public offer search (vast-cli `search offers`: POST /bundles/), on-demand asks that can be rented now. */
+    async listMarket() {
+      const body = await call(null, 'market.list', 'bundles', 'POST', '/bundles/', {
+        rentable: { eq: true },
+        type: 'on-demand',
+        limit: MARKET_LIMIT,
+      })
+      const list = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).offers : undefined
+      if (!Array.isArray(list)) throw new MarketplaceError(MARKETPLACE, 'unavailable', 'marketplace_a answered the offer search without an `offers` array')
+      return marketOffersOf(list)
+    },
   }
 }

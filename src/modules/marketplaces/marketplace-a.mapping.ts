@@ -1,7 +1,7 @@
-import { formatMoney, MAX_MONEY_MICROS, parseDecimal } from '../../platform/money'
+import { formatMoney, MAX_MONEY_MICROS, parseDecimal, parseMoney } from '../../platform/money'
 import { formatTimestamp } from '../../platform/time'
 import { normaliseGpuModel } from './gpu-model'
-import type { MachineFacts, RemoteMachine, RemoteProjection } from './marketplaces.adapter'
+import type { MachineFacts, MarketOffer, RemoteMachine, RemoteProjection } from './marketplaces.adapter'
 
 /**
  * One element of Vast's `GET /api/v0/machines/?owner=me` turned into the link's `remote`
@@ -156,6 +156,34 @@ export function machinesOf(list: unknown[], nowUs: number): RemoteMachine[] {
     if (id === null) continue
     const remote = projectMachine(m, nowUs)
     out.push({ externalMachineId: id, remote, marketplaceB: null, facts: factsOf(m, remote) })
+  }
+  return out
+}
+
+/**
+ * The public offer search's rows (`POST /bundles/` `offers`) as asking prices: `dph_base` is the
+ * offer's USD per hour for all its GPUs, so the per-GPU-hour price is dph_base ÷ num_gpus, rounded
+ * half up to the micro-dollar. A row without a price or a card count carries a null price.
+ */
+export function marketOffersOf(list: unknown[]): MarketOffer[] {
+  const out: MarketOffer[] = []
+  for (const raw of list) {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) continue
+    const o = raw as Json
+    const gpuName = str(o.gpu_name, 128)
+    const gpuCount = int(o.num_gpus)
+    const base = vastMoney(o.dph_base)
+    const baseMicros = base === null ? null : parseMoney(base)
+    const price = baseMicros !== null && gpuCount !== null && gpuCount > 0 ? Math.round(baseMicros / gpuCount) : null
+    const machine = int(o.machine_id)
+    out.push({
+      gpuName,
+      gpuModel: normaliseGpuModel(gpuName),
+      gpuCount,
+      priceGpuHourMicros: price,
+      rentable: bool(o.rentable),
+      machineId: machine === null ? null : String(machine),
+    })
   }
   return out
 }

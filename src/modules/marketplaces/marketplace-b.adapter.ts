@@ -1,7 +1,14 @@
 import { decimalToMicrosFloor, formatMoney, parseDecimal } from '../../platform/money'
-import { type CloreServer, mapCloreServer } from './marketplace-b.mapping'
+import { type CloreServer, cloreMarketOffers, mapCloreServer } from './marketplace-b.mapping'
 import { cloreWire, type Json } from './marketplace-b.wire'
-import { type AccountIdentity, type AdapterOptions, type MarketplaceAdapter, MarketplaceError, type RemoteMachine } from './marketplaces.adapter'
+import {
+  type AccountIdentity,
+  type AdapterOptions,
+  type MachineRef,
+  type MarketplaceAdapter,
+  MarketplaceError,
+  type RemoteMachine,
+} from './marketplaces.adapter'
 
 /**
  * marketplace_b speaks Clore.ai's host API (reference sections 2.1–2.2). The key is checked with
@@ -15,6 +22,12 @@ import { type AccountIdentity, type AdapterOptions, type MarketplaceAdapter, Mar
 
 const objects = (v: unknown): Json[] => (Array.isArray(v) ? v.filter((x): x is Json => typeof x === 'object' && x !== null && !Array.isArray(x)) : [])
 const ids = (v: unknown): number[] => (Array.isArray(v) ? v.filter((x): x is number => Number.isSafeInteger(x)) : [])
+
+/** Clore addresses a server by its name (the projection's hostname). */
+function serverName(machine: MachineRef): string {
+  if (!machine.name) throw new MarketplaceError('marketplace_b', 'refused', 'the marketplace_b server has no known name to address it by')
+  return machine.name
+}
 
 export function createMarketplaceBAdapter(options: AdapterOptions): MarketplaceAdapter {
   const wire = cloreWire(options)
@@ -80,6 +93,30 @@ export function createMarketplaceBAdapter(options: AdapterOptions): MarketplaceA
         }
       }
       return servers.map(mapCloreServer)
+    },
+
+    async publishOffer(apiKey, offer) {
+      if (offer.marketplace !== 'marketplace_b') throw new Error('marketplace_b adapter given a marketplace_a offer')
+      await wire.post(apiKey, 'offer.publish', 'set_server_settings', offer.settings)
+      return { extendedContracts: null }
+    },
+
+    /** Clore has no unlist endpoint: `availability: false` hides the server (reference 2.3). */
+    async withdrawOffer(apiKey, machine) {
+      await wire.post(apiKey, 'offer.withdraw', 'set_server_settings', { name: serverName(machine), availability: false })
+    },
+
+    /** Clore has no maintenance API (reference 2.3). */
+    maintenance: null,
+
+    /** The public `marketplace` listing, priced in USD with the rates `spot_marketplace` publishes. */
+    async listMarket(apiKey) {
+      if (apiKey === null) throw new MarketplaceError('marketplace_b', 'unavailable', 'marketplace_b needs an API key to read its market')
+      const servers = objects((await wire.get(apiKey, 'market.list', 'marketplace')).servers)
+      const firstId = servers.map((s) => s.id).find((id): id is number => Number.isSafeInteger(id))
+      const spot = firstId === undefined ? null : await optional(apiKey, 'market.rates', `spot_marketplace?market=${firstId}`)
+      const rates = ((spot?.market as Json | undefined)?.currency_rates_in_usd ?? null) as Json | null
+      return cloreMarketOffers(servers, rates)
     },
 
     readHolding(apiKey: string, machines: RemoteMachine[]): Promise<string | null> {

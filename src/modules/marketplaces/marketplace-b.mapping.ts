@@ -1,7 +1,16 @@
 import { type Decimal, decimalToMicrosFloor, formatMoney, parseDecimal } from '../../platform/money'
 import { normaliseGpuModel } from './gpu-model'
 import type { Json } from './marketplace-b.wire'
-import type { CoinPrice, MachineFacts, MarketplaceBProjection, RemoteMachine, RemoteProjection, RemoteRental, SpotBid } from './marketplaces.adapter'
+import type {
+  CoinPrice,
+  MachineFacts,
+  MarketOffer,
+  MarketplaceBProjection,
+  RemoteMachine,
+  RemoteProjection,
+  RemoteRental,
+  SpotBid,
+} from './marketplaces.adapter'
 
 /**
  * One Clore server as gpuhq's link shows it (reference section 2.2). A server is read from up to
@@ -188,4 +197,39 @@ export function mapCloreServer(s: CloreServer): RemoteMachine {
     port_range_size: null,
   }
   return { externalMachineId: (id !== null ? String(id) : (name ?? '')).slice(0, 128), remote, marketplaceB, facts }
+}
+
+/** Coins in the order their price is taken for a USD asking price: the USD-pegged coin needs no rate. */
+const PRICE_COINS = ['USD-Blockchain', 'bitcoin', 'CLORE-Blockchain']
+
+/**
+ * The public `marketplace` servers as asking prices in USD per GPU-hour: Clore prices a whole
+ * server per day in a coin, so the on-demand price of the first coin with a known rate (USD per
+ * coin, from `spot_marketplace`'s `currency_rates_in_usd`) × that rate ÷ 24 ÷ the card count,
+ * rounded to the micro-dollar. Null when no coin has both a price and a rate, or the card count is unknown.
+ */
+export function cloreMarketOffers(servers: Json[], ratesUsdPerCoin: Json | null): MarketOffer[] {
+  return servers.map((s) => {
+    const gpu = gpuOf(obj(s.specs), s)
+    const onDemand = obj(obj(s.price)?.on_demand)
+    let price: number | null = null
+    for (const coin of PRICE_COINS) {
+      const perDay = parseDecimal(onDemand?.[coin])
+      const rate = coin === 'USD-Blockchain' ? parseDecimal(1) : parseDecimal(ratesUsdPerCoin?.[coin])
+      if (!perDay || !rate || gpu.count === null || gpu.count <= 0) continue
+      const usdDay = decimalToMicrosFloor({ units: perDay.units * rate.units, scale: perDay.scale + rate.scale })
+      if (usdDay === null) continue
+      price = Math.round(usdDay / 24 / gpu.count)
+      break
+    }
+    const id = int(s.id)
+    return {
+      gpuName: gpu.name,
+      gpuModel: normaliseGpuModel(gpu.name),
+      gpuCount: gpu.count,
+      priceGpuHourMicros: price,
+      rentable: s.rented === undefined ? null : s.rented !== true,
+      machineId: id === null ? null : String(id),
+    }
+  })
 }

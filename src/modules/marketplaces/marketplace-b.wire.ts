@@ -22,7 +22,7 @@ const DEFAULT_RETRIES = 3
 /** Hint for a platform that could not be reached or answered 5xx. */
 const UNAVAILABLE_RETRY_AFTER_S = 30
 
-type Verdict = { kind: 'ok'; body: Json } | { kind: 'rejected' } | { kind: 'rate_limited' } | { kind: 'failed'; reason: string }
+type Verdict = { kind: 'ok'; body: Json } | { kind: 'rejected' } | { kind: 'rate_limited' } | { kind: 'failed'; reason: string; refused: boolean }
 
 function parseBody(text: string): Json | null {
   try {
@@ -39,12 +39,13 @@ function judge(answer: PlatformAnswer): Verdict {
   const code = typeof body?.code === 'number' ? body.code : null
   if (code === 3) return { kind: 'rejected' }
   if (code === 5 || answer.status === 429) return { kind: 'rate_limited' }
-  if (answer.status >= 500) return { kind: 'failed', reason: `answered HTTP ${answer.status}` }
-  if (body === null) return { kind: 'failed', reason: 'answered something other than a JSON object' }
+  if (answer.status >= 500) return { kind: 'failed', reason: `answered HTTP ${answer.status}`, refused: false }
+  if (body === null) return { kind: 'failed', reason: 'answered something other than a JSON object', refused: false }
   if (code === 0) return { kind: 'ok', body }
-  if (code === null) return { kind: 'failed', reason: 'answered without a code' }
+  if (code === null) return { kind: 'failed', reason: 'answered without a code', refused: false }
   const said = typeof body.error === 'string' ? `: ${body.error.slice(0, 200)}` : ''
-  return { kind: 'failed', reason: `answered code ${code}${said}` }
+  // 2 INVALID INPUT DATA and 6 (an error named in `error`) turn down the request itself.
+  return { kind: 'failed', reason: `answered code ${code}${said}`, refused: code === 2 || code === 6 }
 }
 
 function retryAfterHeader(answer: PlatformAnswer): number | null {
@@ -76,6 +77,8 @@ function sendGetWithBody(options: Pick<AdapterOptions, 'timeoutMs'>, url: string
 export type CloreWire = {
   /** GET `/v1/<endpoint>` (with a JSON body when given); the body of a code-0 answer, or throws MarketplaceError. */
   get(apiKey: string, operation: string, endpoint: string, jsonBody?: Json): Promise<Json>
+  /** POST `/v1/<endpoint>` with a JSON body (a write): code 2 or 6 is `refused`, with Clore's reason. */
+  post(apiKey: string, operation: string, endpoint: string, jsonBody: Json): Promise<Json>
 }
 
 export function cloreWire(options: AdapterOptions): CloreWire {
@@ -83,52 +86,55 @@ export function cloreWire(options: AdapterOptions): CloreWire {
   const retries = options.retries ?? DEFAULT_RETRIES
   const pacer = new Pacer(scale)
   const origin = options.baseUrl.replace(/\/+$/, '')
-  const fail = (apiKey: string, failure: 'rejected_key' | 'unavailable', message: string, retryAfterSeconds?: number) =>
+  const fail = (apiKey: string, failure: 'rejected_key' | 'unavailable' | 'refused', message: string, retryAfterSeconds?: number) =>
     // The key is never put in a message; the platform's own `error` text is scrubbed of it anyway.
     new MarketplaceError('marketplace_b', failure, message.split(apiKey).join('[key]'), retryAfterSeconds)
 
-  return {
-    async get(apiKey, operation, endpoint, jsonBody) {
-      const url = `${origin}/v1/${endpoint}`
-      const headers = { auth: apiKey, accept: 'application/json', ...(jsonBody ? { 'content-type': 'application/json' } : {}) }
-      for (let attempt = 0; ; attempt++) {
-        const last = attempt >= retries
-        const outcomeOf = (answer: PlatformAnswer): MarketplaceCall['outcome'] => {
-          const v = judge(answer)
-          if (v.kind === 'ok') return 'ok'
-          if (v.kind === 'rejected') return 'rejected_key'
-          return v.kind === 'rate_limited' && !last ? 'retried' : 'unavailable'
-        }
-        let answer: PlatformAnswer
-        try {
-          answer = await pacer.run(apiKey, 'all', INTERVAL_MS, () =>
-            recorded(
-              options,
-              { marketplace: 'marketplace_b', operation, method: 'GET', url },
-              () => (jsonBody ? sendGetWithBody(options, url, headers, JSON.stringify(jsonBody)) : send(options, { url, method: 'GET', headers })),
-              outcomeOf,
-            ),
-          )
-        } catch (e) {
-          if (e instanceof PlatformUnreachable) throw fail(apiKey, 'unavailable', 'marketplace_b could not be reached', UNAVAILABLE_RETRY_AFTER_S)
-          throw e
-        }
-        const verdict = judge(answer)
-        if (verdict.kind === 'ok') return verdict.body
-        if (verdict.kind === 'rejected') throw fail(apiKey, 'rejected_key', 'marketplace_b rejected the API key (code 3)')
-        // Backoff doubles per attempt: 2, 4, 8 … times the pacing interval (scaled like it).
-        const backoffMs = INTERVAL_MS * 2 ** (attempt + 1)
-        if (verdict.kind === 'failed')
-          throw fail(apiKey, 'unavailable', `marketplace_b ${verdict.reason}`, retryAfterHeader(answer) ?? UNAVAILABLE_RETRY_AFTER_S)
-        if (last)
-          throw fail(
-            apiKey,
-            'unavailable',
-            `marketplace_b kept rate-limiting after ${retries} retries`,
-            retryAfterHeader(answer) ?? Math.ceil(backoffMs / 1000),
-          )
-        await Bun.sleep(Math.max(backoffMs, (retryAfterHeader(answer) ?? 0) * 1000) * scale)
+  async function call(method: 'GET' | 'POST', apiKey: string, operation: string, endpoint: string, jsonBody?: Json): Promise<Json> {
+    const url = `${origin}/v1/${endpoint}`
+    const headers = { auth: apiKey, accept: 'application/json', ...(jsonBody ? { 'content-type': 'application/json' } : {}) }
+    for (let attempt = 0; ; attempt++) {
+      const last = attempt >= retries
+      const outcomeOf = (answer: PlatformAnswer): MarketplaceCall['outcome'] => {
+        const v = judge(answer)
+        if (v.kind === 'ok') return 'ok'
+        if (v.kind === 'rejected') return 'rejected_key'
+        if (v.kind === 'failed' && v.refused && method === 'POST') return 'refused'
+        return v.kind === 'rate_limited' && !last ? 'retried' : 'unavailable'
       }
-    },
+      let answer: PlatformAnswer
+      try {
+        answer = await pacer.run(apiKey, 'all', INTERVAL_MS, () =>
+          recorded(
+            options,
+            { marketplace: 'marketplace_b', operation, method, url },
+            () =>
+              method === 'GET' && jsonBody
+                ? sendGetWithBody(options, url, headers, JSON.stringify(jsonBody))
+                : send(options, { url, method, headers, body: jsonBody ? JSON.stringify(jsonBody) : undefined }),
+            outcomeOf,
+          ),
+        )
+      } catch (e) {
+        if (e instanceof PlatformUnreachable) throw fail(apiKey, 'unavailable', 'marketplace_b could not be reached', UNAVAILABLE_RETRY_AFTER_S)
+        throw e
+      }
+      const verdict = judge(answer)
+      if (verdict.kind === 'ok') return verdict.body
+      if (verdict.kind === 'rejected') throw fail(apiKey, 'rejected_key', 'marketplace_b rejected the API key (code 3)')
+      // Backoff doubles per attempt: 2, 4, 8 … times the pacing interval (scaled like it).
+      const backoffMs = INTERVAL_MS * 2 ** (attempt + 1)
+      if (verdict.kind === 'failed' && verdict.refused && method === 'POST')
+        throw fail(apiKey, 'refused', `marketplace_b refused the request: ${verdict.reason}`)
+      if (verdict.kind === 'failed') throw fail(apiKey, 'unavailable', `marketplace_b ${verdict.reason}`, retryAfterHeader(answer) ?? UNAVAILABLE_RETRY_AFTER_S)
+      if (last)
+        throw fail(apiKey, 'unavailable', `marketplace_b kept rate-limiting after ${retries} retries`, retryAfterHeader(answer) ?? Math.ceil(backoffMs / 1000))
+      await Bun.sleep(Math.max(backoffMs, (retryAfterHeader(answer) ?? 0) * 1000) * scale)
+    }
+  }
+
+  return {
+    get: (apiKey, operation, endpoint, jsonBody) => call('GET', apiKey, operation, endpoint, jsonBody),
+    post: (apiKey, operation, endpoint, jsonBody) => call('POST', apiKey, operation, endpoint, jsonBody),
   }
 }

@@ -114,9 +114,10 @@ export type AccountIdentity = {
  * The three outcomes kept apart everywhere: the platform rejected the key (the only way a stored
  * connection becomes invalid_key); the key lacks a permission group or needs 2FA (status unchanged);
  * the platform could not be reached, answered 5xx, kept rate-limiting past the retries, or is not
- * configured (retriable, status unchanged).
+ * configured (retriable, status unchanged). A write adds a fourth: the platform understood the key
+ * but refused the request itself (`refused`: a bad value, an unknown machine), with its reason.
  */
-export type MarketplaceFailure = 'rejected_key' | 'missing_permission' | 'unavailable'
+export type MarketplaceFailure = 'rejected_key' | 'missing_permission' | 'unavailable' | 'refused'
 
 export class MarketplaceError extends Error {
   constructor(
@@ -145,6 +146,46 @@ export type MarketplaceCall = {
   outcome: 'ok' | MarketplaceFailure | 'retried'
 }
 
+/** Vast's `create_asks` body (reference 1.3): USD per GPU-hour, per GB-month, per GB; end_date in unix seconds. */
+export type VastAsk = {
+  machine: number
+  price_gpu: number
+  price_min_bid?: number
+  price_disk?: number
+  price_inetu?: number
+  price_inetd?: number
+  /** Never null: Vast does int(min_chunk) and answers 400 to a null. */
+  min_chunk: number
+  end_date?: number
+  credit_discount_max?: number
+}
+
+/** Clore's `set_server_settings` body (reference 2.3): per-day, per-server prices per coin. */
+export type CloreSettings = { name: string; availability: boolean } & Record<string, string | number | boolean | Record<string, unknown>>
+
+/** An offer as each platform takes it; the service builds it from the API's `remote` names. */
+export type OfferWrite = { marketplace: 'marketplace_a'; ask: VastAsk } | { marketplace: 'marketplace_b'; settings: CloreSettings }
+
+/** How a machine is addressed for a write: Vast by numeric id, Clore by server name. */
+export type MachineRef = { externalMachineId: string; name: string | null }
+
+/** A maintenance window as Vast's `dnotify` takes it. */
+type MaintenanceWindow = { startsAtS: number; hours: number; category: string; reason: string | null }
+
+/** One asking price on a platform's public market, for market statistics. */
+export type MarketOffer = {
+  /** The platform's name for the GPU and the normalised model key (gpu-model.ts). */
+  gpuName: string | null
+  gpuModel: string | null
+  gpuCount: number | null
+  /** USD per GPU-hour (marketplace_a) or null when the platform prices otherwise. */
+  priceGpuHourMicros: number | null
+  /** Whether a renter could take it now. */
+  rentable: boolean | null
+  /** The platform's id of the machine behind the offer (to tell the tenant's own offers apart). */
+  machineId: string | null
+}
+
 export interface MarketplaceAdapter {
   readonly marketplace: MarketplaceId
   /** Checks the key and says whose it is; throws MarketplaceError. */
@@ -157,6 +198,20 @@ export interface MarketplaceAdapter {
    * Throws MarketplaceError only for a rejected key.
    */
   readHolding(apiKey: string, machines: RemoteMachine[]): Promise<string | null>
+  /** Publishes or updates the machine's offer; answers how many running contracts the platform says it extended (null: not told). */
+  publishOffer(apiKey: string, offer: OfferWrite): Promise<{ extendedContracts: number | null }>
+  /** Takes the machine's offer off the market. */
+  withdrawOffer(apiKey: string, machine: MachineRef): Promise<void>
+  /** Announces a maintenance window to renters; null on a platform without a maintenance API. */
+  readonly maintenance: {
+    announce(apiKey: string, machine: MachineRef, window: MaintenanceWindow): Promise<void>
+    cancel(apiKey: string, machine: MachineRef): Promise<void>
+  } | null
+  /**
+   * The platform's public asking prices. `apiKey` is used where the platform needs one to read
+   * its public market (marketplace_b); marketplace_a's offer search is anonymous.
+   */
+  listMarket(apiKey: string | null): Promise<MarketOffer[]>
 }
 
 export type AdapterOptions = {

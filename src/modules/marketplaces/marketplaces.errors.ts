@@ -20,6 +20,11 @@ const E = defineErrors('marketplaces', {
   alreadyLinked: { problem: 'conflict', message: 'this server is already linked at this marketplace: delete that link first' },
   tooManyLinks: { problem: 'conflict', message: 'a tenant keeps at most 512 links' },
   linkNotFound: { problem: 'not_found', message: 'this server has no link at this marketplace' },
+  storedKeyCannotWrite: {
+    problem: 'conflict',
+    message:
+      'the stored key cannot manage machines (a missing permission group, e.g. machine_write, or a two-factor session); send a key with the host permissions',
+  },
 })
 
 /**
@@ -54,8 +59,8 @@ export const MarketplaceErrors = {
   },
   /**
    * An operation that needs the stored connection (candidates, links): none connected → 409; a connection
-   * whose key the platform now rejects, or that cannot read machines → 409 (the stored connection
-   * is left as it is; only sync marks it invalid_key); unreachable → 503 with Retry-After.
+   * whose key the platform now rejects, or that cannot read machines → 409 (a rejection also marks
+   * the connection invalid_key, see recordOutcome); unreachable → 503 with Retry-After.
    */
   notConnectedHere: () => E.notConnectedHere(),
   fromStoredKey: (e: MarketplaceError): DomainError => {
@@ -63,4 +68,18 @@ export const MarketplaceErrors = {
     if (e.failure === 'missing_permission') return E.storedKeyLacksPermission(undefined, { internal: e.message })
     return E.platformUnavailable(undefined, { retryAfterSeconds: e.retryAfterSeconds ?? 30, internal: e.message })
   },
+  /**
+   * A write with the stored key (offers, maintenance): as fromStoredKey, plus the platform turning
+   * down the request itself → 422 with errors[0] {path: "", code: "refused_by_marketplace"} and the
+   * platform's reason in the detail (scrubbed of the key by the adapter).
+   */
+  fromWrite: (e: MarketplaceError): DomainError => {
+    if (e.failure === 'refused')
+      return new DomainError('marketplaces.refused', 'validation_failed', e.message, { fields: [{ path: '', code: 'refused_by_marketplace' }] })
+    if (e.failure === 'missing_permission') return E.storedKeyCannotWrite(undefined, { internal: e.message })
+    return MarketplaceErrors.fromStoredKey(e)
+  },
+  /** A field the marketplace has no use for (e.g. coin_prices on marketplace_a). */
+  notSupported: (path: string, detail: string) =>
+    new DomainError('marketplaces.not_supported', 'validation_failed', detail, { fields: [{ path, code: 'not_supported_by_marketplace' }] }),
 }

@@ -39,8 +39,14 @@ const Operation = Type.Object({
   method: Type.String({ maxLength: 8 }),
   path: Type.String({ maxLength: 512, description: 'The platform path called, without its query string' }),
   status: Nullable(Type.Integer({ description: 'HTTP status the platform answered; null when no answer came' })),
-  outcome: Literals(['ok', 'rejected_key', 'missing_permission', 'unavailable', 'retried'] as const),
+  outcome: Literals(['ok', 'rejected_key', 'missing_permission', 'unavailable', 'refused', 'retried'] as const),
   latency_ms: Type.Integer({ minimum: 0 }),
+  reason: Nullable(
+    Type.String({
+      maxLength: 256,
+      description: 'Why gpuhq made the call on its own (e.g. keep-on re-publishing an offer the platform showed unlisted); null when asked',
+    }),
+  ),
   actor: Type.Object({ kind: Type.String(), id: Nullable(Type.String()) }),
   at: Timestamp(),
 })
@@ -166,3 +172,75 @@ export const Link = Type.Object({
 })
 
 export const LinkList = Type.Object({ items: Type.Array(Link, { maxItems: 512 }) })
+
+/** A coin amount as Clore takes it (per day, per server): up to 12 fraction digits, never a JSON number. */
+const CoinAmount = Type.String({
+  pattern: '^(0|[1-9][0-9]{0,11})(\\.[0-9]{1,12})?$',
+  maxLength: 25,
+  description: 'Decimal string in the coin, e.g. "0.00010337"',
+})
+
+/**
+ * PUT /marketplaces/links/{server_id}/{marketplace}/offer: the `remote` projection's names
+ * (decisions.md "Request bodies"). marketplace_a takes the USD fields; marketplace_b takes
+ * `coin_prices` and `max_rental_hours`. A field the other platform has no use for → 422.
+ */
+export const OfferBody = Type.Object(
+  {
+    price_gpu_hour: Type.Optional(Money({ description: 'marketplace_a: USD per GPU-hour on demand (required there)' })),
+    min_bid_hour: Type.Optional(Money({ description: 'marketplace_a: the lowest interruptible bid, USD per GPU-hour' })),
+    price_storage_gb_month: Type.Optional(Money({ description: 'marketplace_a: USD per GB-month of disk' })),
+    price_inet_up_tb: Type.Optional(Money({ description: 'marketplace_a: USD per TB uploaded (sent to Vast per GB, ÷ 1000)' })),
+    price_inet_down_tb: Type.Optional(Money({ description: 'marketplace_a: USD per TB downloaded (sent to Vast per GB, ÷ 1000)' })),
+    min_gpu_count: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 64,
+        description: 'marketplace_a: the smallest rentable GPU count (min_chunk); keeps the current one, or 1, when omitted',
+      }),
+    ),
+    end_date: Type.Optional(Timestamp({ description: 'marketplace_a: the offer ends then; Vast also extends running contracts to it' })),
+    discount_max: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'marketplace_a: the largest prepay discount, a fraction' })),
+    coin_prices: Type.Optional(
+      Type.Record(
+        Type.String({ maxLength: 32 }),
+        Type.Object({ on_demand: CoinAmount, spot: Type.Optional(Nullable(CoinAmount)) }, { additionalProperties: false }),
+        {
+          minProperties: 1,
+          maxProperties: 3,
+          description:
+            'marketplace_b: per-day, per-server prices per coin (bitcoin, CLORE-Blockchain, USD-Blockchain): the on-demand price and the lowest spot price. Each coin given is enabled. Required there.',
+        },
+      ),
+    ),
+    max_rental_hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 3000, description: 'marketplace_b: the longest rental (mrl), in hours' })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+)
+
+const Warning = Type.Object({
+  code: Literals(['pending_price_increase', 'contracts_extended'] as const),
+  message: Type.String({ maxLength: 512 }),
+})
+
+export const OfferAnswer = Type.Object({
+  link: Link,
+  warnings: Type.Array(Warning, {
+    maxItems: 4,
+    description:
+      'What the platform implies and does not say: on marketplace_a, raising a price while renters run creates pending increases they must accept (their auto-extend stops at the old price); an end_date extends running contracts to it',
+  }),
+  extended_contracts: Nullable(Type.Integer({ description: 'How many running contracts marketplace_a says it extended to the end_date; null when not told' })),
+})
+
+export const MaintenanceBody = Type.Object(
+  {
+    starts_at: Timestamp({ description: 'In the future and at most a year ahead' }),
+    hours: Type.Integer({ minimum: 1, maximum: 8760, description: 'Whole hours' }),
+    category: Literals(['power', 'internet', 'disk', 'gpu', 'software', 'other'] as const),
+    reason: Type.Optional(Nullable(Type.String({ maxLength: 256 }))),
+  },
+  { additionalProperties: false },
+)
+
+export const LinkAnswer = Type.Object({ link: Link })

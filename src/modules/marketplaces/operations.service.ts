@@ -14,7 +14,7 @@ import { insertOperations, operationsOf, type OperationRow } from './marketplace
  * for a tenant, with who asked, the outcome and the latency. The adapters never hand a key or a
  * query string here, so the log cannot hold one.
  */
-function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: MarketplaceCall[], serverId: string | null = null): void {
+function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: MarketplaceCall[], serverId: string | null, reason: string | null): void {
   insertOperations(
     tx,
     calls.map(
@@ -29,6 +29,7 @@ function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: MarketplaceCal
         status: c.status,
         outcome: c.outcome,
         latencyMs: Math.max(0, Math.round(c.latencyMs)),
+        reason,
         actorKind: actor.kind,
         actorId: actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null),
         startedAt: c.startedAtUs,
@@ -47,9 +48,10 @@ export async function callPlatform<T>(
   actor: Actor,
   serverId: string | null,
   fn: () => Promise<T>,
+  reason: string | null = null,
 ): Promise<{ ok: true; value: T } | { ok: false; failure: MarketplaceError }> {
   const asked = await callsOf(fn)
-  if (asked.calls.length) withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, asked.calls, serverId))
+  if (asked.calls.length) withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, asked.calls, serverId, reason))
   if (asked.error === undefined) return { ok: true, value: asked.result as T }
   if (asked.error instanceof MarketplaceError) return { ok: false, failure: asked.error }
   throw asked.error
@@ -68,6 +70,20 @@ export async function askPlatform<T>(
   throw mapFailure(asked.failure)
 }
 
+/** gpuhq acting for the tenant on its own (the sync, keep-on): the operations log shows `system`. */
+export function systemActor(tenantId: string): Actor {
+  return {
+    kind: 'system',
+    via: 'system',
+    tenantId,
+    userId: null,
+    role: null,
+    scopes: null,
+    serverAllowlist: null,
+    tenant: { planCode: null, accountState: 'active' },
+  }
+}
+
 function operationView(o: OperationRow) {
   return {
     id: o.id,
@@ -79,6 +95,7 @@ function operationView(o: OperationRow) {
     status: o.status,
     outcome: o.outcome,
     latency_ms: o.latencyMs,
+    reason: o.reason,
     actor: { kind: o.actorKind, id: o.actorId },
     at: formatTimestamp(o.startedAt),
   }

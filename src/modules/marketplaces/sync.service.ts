@@ -1,12 +1,17 @@
 import { withTransaction } from '../../../db/client'
-import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
+import { DomainError } from '../../platform/domain-error'
+import { parseTimestamp } from '../../platform/time'
+import { keepOnOf, recordServerEvent } from '../fleet'
+import { snapshotMarkets } from './market.service'
+import type { OfferInput } from './offers.mapping'
+import { applyOffer, offerWriteOf, write } from './offers.service'
 import { openKey, recordOutcome } from './accounts.service'
 import type { RemoteMachine } from './marketplaces.adapter'
 import { connectedAccounts, type AccountRow } from './marketplaces.repository'
 import { adapterFor } from './marketplaces.registry'
 import { linksOfAccount, updateLink, type LinkState } from './links.repository'
-import { callPlatform } from './operations.service'
+import { callPlatform, systemActor } from './operations.service'
 import { announceEnded, refreshMarketRentals } from './rentals.service'
 
 /**
@@ -22,11 +27,11 @@ import { announceEnded, refreshMarketRentals } from './rentals.service'
 /** Accounts read at once: different keys are paced independently, so they may overlap. */
 const CONCURRENCY = 4
 
-type Tally = { ok: number; failed: number; skipped: number; refreshed: number; stale: number; conflict: number }
+type Tally = { ok: number; failed: number; skipped: number; refreshed: number; stale: number; conflict: number; republished: number; republishFailed: number }
 
 export async function syncMarketplaces(deps: Deps): Promise<string> {
   const accounts = connectedAccounts(deps.db)
-  const tally: Tally = { ok: 0, failed: 0, skipped: 0, refreshed: 0, stale: 0, conflict: 0 }
+  const tally: Tally = { ok: 0, failed: 0, skipped: 0, refreshed: 0, stale: 0, conflict: 0, republished: 0, republishFailed: 0 }
   let next = 0
   const worker = async () => {
     while (next < accounts.length) {
@@ -41,24 +46,12 @@ export async function syncMarketplaces(deps: Deps): Promise<string> {
     }
   }
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, accounts.length) }, worker))
+  const market = await snapshotMarkets(deps)
   return (
     `${accounts.length} accounts: ${tally.ok} read, ${tally.failed} failed, ${tally.skipped} changed meanwhile; ` +
-    `links: ${tally.refreshed} refreshed, ${tally.stale} stale, ${tally.conflict} in conflict`
+    `links: ${tally.refreshed} refreshed, ${tally.stale} stale, ${tally.conflict} in conflict; ` +
+    `keep-on: ${tally.republished} re-published, ${tally.republishFailed} failed; ${market}`
   )
-}
-
-/** The job acts for the tenant as the system (the operations log shows `system`). */
-function systemActor(tenantId: string): Actor {
-  return {
-    kind: 'system',
-    via: 'system',
-    tenantId,
-    userId: null,
-    role: null,
-    scopes: null,
-    serverAllowlist: null,
-    tenant: { planCode: null, accountState: 'active' },
-  }
 }
 
 async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promise<void> {
@@ -68,6 +61,7 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
     const machines = await adapter.listMachines(key)
     return { machines, holdingUsd: await adapter.readHolding(key, machines) }
   })
+  const relist: string[] = []
   const ended = withTransaction(deps.db, (tx) => {
     if (!recordOutcome(tx, deps, account, asked.ok ? { ok: true, holdingUsd: asked.value.holdingUsd } : asked)) {
       tally.skipped++
@@ -101,6 +95,12 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
       tally.refreshed++
       if (state === 'conflict') tally.conflict++
     }
+    // Keep-on: an offer gpuhq published, on a machine the platform now shows unlisted, whose server
+    // the owner asked to keep on this marketplace, is published again after the transaction.
+    for (const link of links) {
+      const machine = byId.get(link.externalMachineId)
+      if (machine?.remote.listed === false && link.offer && keepOnOf(tx, link.serverId).includes(account.marketplace)) relist.push(link.id)
+    }
     return refreshMarketRentals(
       tx,
       deps,
@@ -109,4 +109,42 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
     )
   })
   announceEnded(deps, ended)
+  for (const id of relist) await keepOn(deps, account, id, tally)
 }
+
+/**
+ * Publishes the kept offer again (an end_date already past is left out), logged under the server as
+ * the system with the reason. A failure is in the operations log too; the next sync tries again.
+ */
+async function keepOn(deps: Deps, account: AccountRow, linkId: string, tally: Tally): Promise<void> {
+  const link = linksOfAccount(deps.db, account.id).find((l) => l.id === linkId)
+  if (!link?.offer) return
+  const input = { ...link.offer } as OfferInput
+  if (input.end_date !== undefined && (parseTimestamp(input.end_date) ?? 0) <= deps.clock.nowUs()) delete input.end_date
+  try {
+    const offer = offerWriteOf(link, input)
+    await write(deps, systemActor(account.tenantId), account, link, (key) => adapterFor(deps, account.marketplace).publishOffer(key, offer), KEEP_ON_REASON)
+    withTransaction(deps.db, (tx) => {
+      const current = linksOfAccount(tx, account.id).find((l) => l.id === linkId)
+      if (!current) return
+      const next = applyOffer(deps, current, input, offer)
+      updateLink(tx, current.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
+      recordServerEvent(
+        tx,
+        deps,
+        { id: current.serverId, tenantId: account.tenantId },
+        {
+          kind: 'marketplace.offer_republished',
+          message: `keep-on: ${account.marketplace} showed the machine unlisted; the last offer was published again`,
+          data: { marketplace: account.marketplace },
+        },
+      )
+    })
+    tally.republished++
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error
+    tally.republishFailed++
+  }
+}
+
+const KEEP_ON_REASON = 'keep-on: the platform showed the machine unlisted'
