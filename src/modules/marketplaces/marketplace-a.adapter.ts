@@ -117,8 +117,11 @@ function judge(answer: PlatformAnswer, canRetry: boolean, apiKey: string, endpoi
     if (write && typeof b === 'object' && b !== null && b.success === false) return refused(answer, apiKey)
     return { kind: 'ok', body: parsed.value }
   }
-  // A write with a bad value, or about a machine Vast does not know: the request, not the key.
-  if (write && (status === 400 || status === 422 || (status === 404 && errorText(answer).error !== 'auth_error'))) return refused(answer, apiKey)
+  // A write with a bad value, about a machine Vast does not know, or about one that is not the
+  // key owner's ("Only machine owner can create ask contracts", not_authorized): the request, not the key.
+  const said = errorText(answer).error
+  if (write && (status === 400 || status === 422 || (status === 404 && said !== 'auth_error') || (status === 403 && said === 'not_authorized')))
+    return refused(answer, apiKey)
   if (RETRIED_STATUSES.has(status) && canRetry) return { kind: 'retry' }
   if (status === 429) {
     const seconds = Math.max(1, Math.ceil(thresholdSeconds(answer.text) ?? PACE_MS[endpoint] / 1000))
