@@ -16,7 +16,7 @@ import { agentDownloadRoutes, agentRoutes, resolveAgent } from './modules/agent'
 import { serversRoutes, visibleServerId } from './modules/fleet'
 import { findGroup, groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
-import { candidatesRoutes, linksRoutes, marketplacesRoutes, marketRoutes, offersRoutes } from './modules/marketplaces'
+import { candidatesRoutes, linksRoutes, maintenanceAnnouncements, marketplacesRoutes, marketRoutes, offersRoutes } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
@@ -100,7 +100,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(auditRoutes(deps))
     .use(agentRoutes(deps))
     .use(agentDownloadRoutes())
-    .use(serversRoutes(deps, findGroup))
+    .use(serversRoutes(deps, findGroup, maintenanceAnnouncements))
     .use(groupsRoutes(deps))
     .use(metricsRoutes(deps, visibleServerId))
     .use(marketplacesRoutes(deps, visibleServerId))

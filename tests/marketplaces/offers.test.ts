@@ -292,6 +292,35 @@ describe('maintenance windows', () => {
   })
 })
 
+describe('fleet maintenance offers to announce', () => {
+  test('declaring maintenance on a server lists its linked platforms and how to announce there, and sends nothing', async () => {
+    simA.clearRequests()
+    simB.clearRequests()
+    const a = await ok(api(app, owner, 'PUT', `/servers/${s1}/maintenance`, { json: { reason: 'new PSU' } }))
+    expect(a.announce_on).toEqual([
+      {
+        marketplace: 'marketplace_a',
+        external_machine_id: '701',
+        supported: true,
+        how: `PUT /api/v1/marketplaces/links/${s1}/marketplace_a/maintenance {starts_at, hours, category, reason?}`,
+      },
+    ])
+    const b = await ok(api(app, owner, 'PUT', `/servers/${s2}/maintenance`))
+    expect(b.announce_on).toEqual([
+      {
+        marketplace: 'marketplace_b',
+        external_machine_id: '55',
+        supported: false,
+        how: `no maintenance API: DELETE /api/v1/marketplaces/links/${s2}/marketplace_b/offer to keep renters off`,
+      },
+    ])
+    expect(writesA()).toEqual([])
+    expect(writesB()).toEqual([])
+    await api(app, owner, 'DELETE', `/servers/${s1}/maintenance`)
+    await api(app, owner, 'DELETE', `/servers/${s2}/maintenance`)
+  })
+})
+
 describe('keep-on', () => {
   test('an offer unlisted outside gpuhq is published again by the sync, with the reason in the operations log', async () => {
     expect((await offer(s1, 'marketplace_a', { price_gpu_hour: '0.42', price_inet_up_tb: '4' })).status).toBe(200)

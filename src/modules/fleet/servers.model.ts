@@ -108,7 +108,19 @@ export const ServerListQuery = t.Object({
 export const ServerEventsQuery = t.Object({ ...PageQuery, kind: t.Optional(t.String({ maxLength: 64 })) })
 
 export const MaintenanceBody = Type.Object({ reason: Type.Optional(Nullable(DisplayText({ maxLength: 256 }))) }, { additionalProperties: false })
-export const Maintenance = Type.Object({ server_id: Uuid(), maintenance: Type.Object({ since: Timestamp(), reason: Nullable(Type.String()) }) })
+export const MaintenanceDeclared = Type.Object({
+  server_id: Uuid(),
+  maintenance: Type.Object({ since: Timestamp(), reason: Nullable(Type.String()) }),
+  announce_on: Type.Array(
+    Type.Object({
+      marketplace: Marketplace,
+      external_machine_id: Type.String({ maxLength: 128 }),
+      supported: Type.Boolean({ description: 'Whether the marketplace has a maintenance API' }),
+      how: Type.String({ maxLength: 256, description: 'The request that announces the window there, or what to do instead' }),
+    }),
+    { maxItems: 2, description: 'The marketplaces this server is linked to; nothing was announced to their renters' },
+  ),
+})
 
 export const KeepOn = Type.Object({ server_id: Uuid(), keep_on: Type.Array(Marketplace) })
 

@@ -8,8 +8,8 @@ import { auditContextOf } from '../audit'
 import {
   Dashboard,
   KeepOn,
-  Maintenance,
   MaintenanceBody,
+  MaintenanceDeclared,
   ServerDetail,
   ServerEventPage,
   ServerEventsQuery,
@@ -27,6 +27,7 @@ import {
   setKeepOn,
   updateServerConfig,
   type GroupLookup,
+  type MaintenanceAnnouncements,
 } from './servers.service'
 
 const tags = ['servers']
@@ -35,8 +36,12 @@ const write: AccessSpec = { role: 'operator', scope: 'servers:write', serverPara
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: t.Union([t.Literal('marketplace_a'), t.Literal('marketplace_b')]) })
 
-/** `groups` finds a group of the tenant (the groups module's, handed in by the composition root). */
-export function serversRoutes(deps: Deps, groups: GroupLookup) {
+/**
+ * `groups` finds a group of the tenant (the groups module's); `announcements` lists the linked
+ * platforms a maintenance declaration could be announced on (the marketplaces module's). Both are
+ * handed in by the composition root.
+ */
+export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: MaintenanceAnnouncements) {
   return new Elysia({ name: 'servers', prefix: '/api/v1' })
     .get(
       '/servers',
@@ -161,12 +166,17 @@ export function serversRoutes(deps: Deps, groups: GroupLookup) {
     .put(
       '/servers/:id/maintenance',
       ({ request, params, body }) =>
-        declareMaintenance({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, reason: body?.reason ?? null }),
+        declareMaintenance({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, reason: body?.reason ?? null, announcements }),
       {
         params: Id,
         body: t.Optional(MaintenanceBody),
-        response: responses({ 200: Maintenance }, [401, 403, 404, 409, 413, 415, 422]),
-        detail: describe(write, { tags, summary: 'Declare maintenance', description: 'Repeating the declaration keeps `since` (the reason is updated).' }),
+        response: responses({ 200: MaintenanceDeclared }, [401, 403, 404, 409, 413, 415, 422]),
+        detail: describe(write, {
+          tags,
+          summary: 'Declare maintenance',
+          description:
+            'Repeating the declaration keeps `since` (the reason is updated). Nothing is announced to renters by itself: `announce_on` lists each marketplace the server is linked to, whether it has a maintenance API, and the request that announces the window there (marketplace_b has none: withdraw the offer instead).',
+        }),
       },
     )
     .delete(

@@ -33,6 +33,16 @@ import type { ServerEventsQuery, ServerPatch } from './servers.model'
  */
 export type GroupLookup = (db: DbOrTx, tenantId: string, id: string) => { id: string } | undefined
 
+/**
+ * Where a fleet maintenance declaration could also be announced to renters: one entry per platform
+ * the server is linked to (the marketplaces module's, handed in by the composition root).
+ */
+export type MaintenanceAnnouncements = (
+  deps: Deps,
+  tenantId: string,
+  serverId: string,
+) => { marketplace: 'marketplace_a' | 'marketplace_b'; external_machine_id: string; supported: boolean; how: string }[]
+
 /** A server of the actor's tenant that the actor may see; anything else is a plain 404. */
 export function loadServer(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): ServerRow {
   const server = findServer(db, actor.tenantId, id.toLowerCase())
@@ -134,8 +144,15 @@ export function updateServerConfig({
   return serverDetail(deps, server)
 }
 
-export function declareMaintenance({ deps, actor, audit, id, reason }: Change & { reason: string | null }) {
-  return withTransaction(deps.db, (tx) => {
+export function declareMaintenance({
+  deps,
+  actor,
+  audit,
+  id,
+  reason,
+  announcements,
+}: Change & { reason: string | null; announcements: MaintenanceAnnouncements }) {
+  const declared = withTransaction(deps.db, (tx) => {
     const server = loadServer(deps, actor, id, tx)
     if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
     // Repeating the declaration keeps `since`; only the reason follows the latest call.
@@ -151,6 +168,8 @@ export function declareMaintenance({ deps, actor, audit, id, reason }: Change & 
     recordAudit(tx, deps, audit, { operation: 'servers.maintenance.declare', targetKind: 'server', targetId: server.id })
     return { server_id: server.id, maintenance: { since: formatTimestamp(since), reason } }
   })
+  // Declaring fleet maintenance announces nothing to renters by itself: it offers where to.
+  return { ...declared, announce_on: announcements(deps, actor.tenantId, declared.server_id) }
 }
 
 export function endMaintenance({ deps, actor, audit, id }: Change) {

@@ -6,7 +6,7 @@ import { invalidField } from '../../platform/domain-error'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { openKey, recordOutcome } from './accounts.service'
-import { type LinkRow, findLink, updateLink } from './links.repository'
+import { type LinkRow, findLink, linksOfServers, updateLink } from './links.repository'
 import { linkView, nullMarketplaceB } from './links.service'
 import { type MachineRef, MarketplaceError, type MarketplaceId, type OfferWrite } from './marketplaces.adapter'
 import { MarketplaceErrors } from './marketplaces.errors'
@@ -155,4 +155,24 @@ export async function cancelMaintenance({ deps, actor, audit, serverId, marketpl
       updateLink(tx, current.id, { remote: { ...current.remote, maintenance_announced: false, maintenance_starts_at: null, maintenance_hours: null } })
     recordAudit(tx, deps, audit, { operation: 'marketplaces.maintenance.cancel', targetKind: 'server', targetId: link.serverId })
   })
+}
+
+/**
+ * For fleet's maintenance declaration: each platform the server is linked to, whether it has a
+ * maintenance API, and the request that announces the window there (or, on marketplace_b, the
+ * withdrawal that keeps renters off instead). Nothing is sent: renters are notified only on request.
+ */
+export function maintenanceAnnouncements(deps: Deps, tenantId: string, serverId: string) {
+  return linksOfServers(deps.db, tenantId, [serverId])
+    .sort((a, b) => a.marketplace.localeCompare(b.marketplace))
+    .map((l) => {
+      const supported = adapterFor(deps, l.marketplace).maintenance !== null
+      const base = `/api/v1/marketplaces/links/${l.serverId}/${l.marketplace}`
+      return {
+        marketplace: l.marketplace,
+        external_machine_id: l.externalMachineId,
+        supported,
+        how: supported ? `PUT ${base}/maintenance {starts_at, hours, category, reason?}` : `no maintenance API: DELETE ${base}/offer to keep renters off`,
+      }
+    })
 }
