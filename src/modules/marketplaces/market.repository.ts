@@ -1,4 +1,4 @@
-import { and, desc, eq, lt, lte, max } from 'drizzle-orm'
+import { and, desc, eq, lt, lte, max, sql } from 'drizzle-orm'
 import { marketSnapshots } from '../../../db/schema'
 import { changesOf, type DbOrTx } from '../../../db/client'
 import type { MarketplaceId } from './marketplaces.adapter'
@@ -46,4 +46,12 @@ export function modelAt(db: DbOrTx, marketplace: MarketplaceId, gpuModel: string
 
 export function pruneSnapshots(tx: DbOrTx, beforeUs: number): number {
   return changesOf(tx.delete(marketSnapshots).where(lt(marketSnapshots.takenAt, beforeUs)).run())
+}
+
+/** Older snapshots keep their summary only: standing reads the latest prices, movement the summaries. */
+export function dropPricesBefore(tx: DbOrTx, marketplace: MarketplaceId, beforeUs: number): void {
+  tx.update(marketSnapshots)
+    .set({ prices: [] })
+    .where(and(eq(marketSnapshots.marketplace, marketplace), lt(marketSnapshots.takenAt, beforeUs), sql`${marketSnapshots.prices} != '[]'`))
+    .run()
 }

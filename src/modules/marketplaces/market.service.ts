@@ -5,7 +5,7 @@ import { decimalToMicrosFloor, formatMoney, parseDecimal, parseMoney } from '../
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { openKey } from './accounts.service'
 import { type LinkRow, linksOf } from './links.repository'
-import { insertSnapshots, modelAt, pruneSnapshots, type SnapshotRow, snapshotAt, snapshotTimeAt } from './market.repository'
+import { dropPricesBefore, insertSnapshots, modelAt, pruneSnapshots, type SnapshotRow, snapshotAt, snapshotTimeAt } from './market.repository'
 import { standing, summarize } from './market.stats'
 import { MARKETPLACES, MarketplaceError, type MarketOffer, type MarketplaceId } from './marketplaces.adapter'
 import { connectedAccounts } from './marketplaces.repository'
@@ -25,18 +25,32 @@ const KEEP_DAYS = 90
 /** The most prices one snapshot row keeps for standing percentiles. */
 const MAX_PRICES = 5000
 
-/** Reads both markets and stores a snapshot of each that could be read; a failure skips that market until the next run. */
+/** A market is read at most this often: hourly snapshots are plenty for movement and standing, and cost the platforms little. */
+const SNAPSHOT_EVERY_US = 55 * 60 * 1_000_000
+
+/**
+ * Reads each market whose last snapshot is an hour old (or missing) and stores a snapshot of each
+ * that could be read; a failure skips that market until the next run.
+ */
 export async function snapshotMarkets(deps: Deps): Promise<string> {
   const now = deps.clock.nowUs()
   const parts: string[] = []
   for (const marketplace of MARKETPLACES) {
+    const last = snapshotTimeAt(deps.db, marketplace, now)
+    if (last !== null && now - last < SNAPSHOT_EVERY_US) {
+      parts.push(`${marketplace}: fresh`)
+      continue
+    }
     const offers = await readMarket(deps, marketplace)
     if (typeof offers === 'string') {
       parts.push(`${marketplace}: ${offers}`)
       continue
     }
     const rows = snapshotRows(deps, marketplace, offers, now)
-    withTransaction(deps.db, (tx) => insertSnapshots(tx, rows))
+    withTransaction(deps.db, (tx) => {
+      insertSnapshots(tx, rows)
+      dropPricesBefore(tx, marketplace, now)
+    })
     parts.push(`${marketplace}: ${rows.length} models from ${offers.length} offers`)
   }
   const pruned = withTransaction(deps.db, (tx) => pruneSnapshots(tx, now - KEEP_DAYS * DAY_US))
