@@ -334,6 +334,14 @@ describe('GET /marketplaces/links/candidates', () => {
     expect((await candidates(member, server, 'marketplace_b')).status).toBe(200)
   })
 
+  test('a missing or unknown marketplace is 422, never a default marketplace', async () => {
+    for (const qs of [`server_id=${server}`, `server_id=${server}&marketplace=marketplace_c`]) {
+      const res = await call(app, 'GET', `/marketplaces/links/candidates?${qs}`, member)
+      expect(res.status).toBe(422)
+      expect(((await res.json()) as { code: string }).code).toBe('validation_failed')
+    }
+  })
+
   test('no key appears in any answer or log line', () => {
     const everything = [...answers, ...app.rawLogs].join('\n')
     expect(everything).not.toContain(KEY_A)

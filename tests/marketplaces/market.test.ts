@@ -18,9 +18,9 @@ import { expectProblem } from '../support/problem'
  * market's GPUs (/supply), cut down to an allowlisted token's servers; /prices/movement compares the
  * latest snapshot with the one `days` back (null when none is that old, and for a model new since).
  * A market is read at most once per 55 minutes. The four tenant views answer 401 without
- * credentials and 403 to a token without marketplaces:read. Two known defects (an unfiltered request
- * answered for marketplace_a only; a marketplace_b link priced with a rate rounded to 6 decimals) are
- * pinned with test.failing at the end.
+ * credentials and 403 to a token without marketplaces:read. Two defects these tests found (an
+ * unfiltered request answered for marketplace_a only; a marketplace_b link priced with a rounded rate
+ * while its market used the exact one) are fixed and stay tested at the end.
  */
 
 const KEY_A = 'vast-market-key-0123456789abcdef'
@@ -667,7 +667,7 @@ describe('price movement', () => {
  * Known defects, reported and not fixed here. `test.failing` passes while the defect is there; once
  * it is fixed the test fails, and should become a plain `test`.
  */
-describe('known defects', () => {
+describe('defects found by these tests, fixed', () => {
   // A fresh snapshot of both markets, so that each test here also fails for its defect when run alone (-t).
   beforeAll(async () => {
     await advance(3600)
@@ -677,36 +677,35 @@ describe('known defects', () => {
   })
 
   /*
-   * market.model.ts declares the optional `marketplace` query of StatsQuery and MovementQuery with
-   * Elysia's t.UnionEnum, which gives the schema `default: values[0]`; Elysia fills query defaults, so
-   * a request without `marketplace` is answered as `?marketplace=marketplace_a`.
+   * market.model.ts declared the optional `marketplace` query with Elysia's t.UnionEnum, which gives
+   * the schema `default: values[0]`; Elysia filled it in, so a request without `marketplace` was
+   * answered as `?marketplace=marketplace_a`. Declared with Literals now, as everywhere else.
    */
-  test.failing('GET /marketplaces/stats without a marketplace filter lists both marketplaces', async () => {
+  test('GET /marketplaces/stats without a marketplace filter lists both marketplaces', async () => {
     expect(await ok<Stats>(stats())).toEqual(await statsOfBoth())
   })
 
-  test.failing('GET /marketplaces/stats?gpu_model=… without a marketplace filter lists the model on both marketplaces', async () => {
+  test('GET /marketplaces/stats?gpu_model=… without a marketplace filter lists the model on both marketplaces', async () => {
     expect(await ok<Stats>(stats('?gpu_model=rtx_4090'))).toEqual(await statsOfBoth('&gpu_model=rtx_4090'))
   })
 
-  test.failing('GET /marketplaces/prices/movement without a marketplace filter lists both marketplaces', async () => {
+  test('GET /marketplaces/prices/movement without a marketplace filter lists both marketplaces', async () => {
     expect(await get<Movement>('/marketplaces/prices/movement')).toEqual(await movementOfBoth())
   })
 
   /*
    * ownPriceMicros (market.service.ts) converts a marketplace_b link's coin price with the rate the
-   * link stores, `marketplace_b.spot.rates_usd_per_coin`, which spotOf (marketplace-b.mapping.ts)
-   * rounded down to 6 decimals as money; cloreMarketOffers converts the same server's price in the
-   * market with the exact rate. With a CLORE rate of 0.0123456789, server 42 (4800 CLORE a day, one
-   * card) is 4800 × 0.0123456789 = 59.259258 USD ÷ 24 = 2.469136 in the market but 4800 × 0.012345 =
-   * 59.256 ÷ 24 = 2.469 as the tenant's price: it stands below its own offer (0 equal, 1 dearer).
+   * link stores, `marketplace_b.spot.rates_usd_per_coin` (money: floored to 6 decimals), and the
+   * market used the exact rate, so a tenant's own server stood below its own market entry. Both sides
+   * now use the rate as the link shows it: with a CLORE rate of 0.0123456789 (shown 0.012345), server
+   * 42 (4800 CLORE a day, one card) is 4800 × 0.012345 = 59.256 USD ÷ 24 = 2.469 on both sides.
    */
-  test.failing('a marketplace_b offer priced in a coin whose rate has more than 6 decimals stands equal to its own market entry', async () => {
+  test('a marketplace_b offer priced in a coin whose rate has more than 6 decimals stands equal to its own market entry', async () => {
     simB.setRates({ bitcoin: 60000, 'CLORE-Blockchain': 0.0123456789, 'USD-Blockchain': 1 })
     await advance(3600)
     expect((await sync()).detail).toContain('marketplace_b: 3 models from 10 offers')
-    expect((await ok<Stats>(stats('?marketplace=marketplace_b&gpu_model=rtx_3090'))).items).toEqual([expect.objectContaining(flat(1, 1, '2.469136'))])
+    expect((await ok<Stats>(stats('?marketplace=marketplace_b&gpu_model=rtx_3090'))).items).toEqual([expect.objectContaining(flat(1, 1, '2.469'))])
     const standing = byServer((await get<{ items: Row[] }>('/marketplaces/prices/standing')).items)
-    expect(standing[s5]).toMatchObject({ price_gpu_hour: '2.469136', market_offers: 1, cheaper: 0, equal: 1, dearer: 0, percentile: 50 })
+    expect(standing[s5]).toMatchObject({ price_gpu_hour: '2.469', market_offers: 1, cheaper: 0, equal: 1, dearer: 0, percentile: 50 })
   })
 })

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { Nullable, Uuid } from '../../platform/schemas'
+import { Literals, Nullable, Uuid } from '../../platform/schemas'
 import { MARKETPLACES } from './marketplaces.adapter'
 
 /** GET /marketplaces/links/candidates (Elysia `t`: query strings are coerced). */
 export const CandidatesQuery = t.Object({
   server_id: t.String({ format: 'uuid', description: 'The server the machines are ranked against' }),
-  marketplace: t.UnionEnum([...MARKETPLACES]),
+  marketplace: Literals(MARKETPLACES),
 })
 
 const Evidence = Type.Object(

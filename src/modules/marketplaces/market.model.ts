@@ -23,7 +23,7 @@ const Summary = {
 const MarketSummary = Type.Object(Summary)
 
 export const StatsQuery = t.Object({
-  marketplace: t.Optional(t.UnionEnum([...MARKETPLACES])),
+  marketplace: t.Optional(Literals(MARKETPLACES)),
   gpu_model: t.Optional(t.String({ maxLength: 128 })),
 })
 
@@ -85,7 +85,7 @@ export const Standing = Type.Object({
 
 export const MovementQuery = t.Object({
   days: t.Optional(t.Integer({ minimum: 1, maximum: 90, description: 'Look-back window in days (default 7)' })),
-  marketplace: t.Optional(t.UnionEnum([...MARKETPLACES])),
+  marketplace: t.Optional(Literals(MARKETPLACES)),
   gpu_model: t.Optional(t.String({ maxLength: 128 })),
 })
 

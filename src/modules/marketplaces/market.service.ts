@@ -22,8 +22,8 @@ import { callPlatform, systemActor } from './operations.service'
 const DAY_US = 24 * 3600 * 1_000_000
 /** Snapshots older than this are deleted by the sync (price movement looks back at most 90 days). */
 const KEEP_DAYS = 90
-/** The most prices one snapshot row keeps for standing percentiles. */
-const MAX_PRICES = 5000
+/** The most prices one snapshot row keeps for standing percentiles (far above any platform's offers of one model). */
+const MAX_PRICES = 100_000
 
 /** A market is read at most this often: hourly snapshots are plenty for movement and standing, and cost the platforms little. */
 const SNAPSHOT_EVERY_US = 55 * 60 * 1_000_000
@@ -125,9 +125,9 @@ function latest(deps: Deps, filter: { marketplace?: MarketplaceId; gpuModel?: st
   const takenAt: Record<MarketplaceId, string | null> = { marketplace_a: null, marketplace_b: null }
   const rows: SnapshotRow[] = []
   for (const m of MARKETPLACES) {
-    if (filter.marketplace && filter.marketplace !== m) continue
     const at = snapshotTimeAt(deps.db, m, now)
     takenAt[m] = formatNullableTimestamp(at)
+    if (filter.marketplace && filter.marketplace !== m) continue
     if (at !== null) rows.push(...snapshotAt(deps.db, m, at).filter((r) => !filter.gpuModel || r.gpuModel === filter.gpuModel))
   }
   return { rows, takenAt }

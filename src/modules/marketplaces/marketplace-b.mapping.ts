@@ -205,7 +205,7 @@ const PRICE_COINS = ['USD-Blockchain', 'bitcoin', 'CLORE-Blockchain']
 /**
  * The public `marketplace` servers as asking prices in USD per GPU-hour: Clore prices a whole
  * server per day in a coin, so the on-demand price of the first coin with a known rate (USD per
- * coin, from `spot_marketplace`'s `currency_rates_in_usd`) × that rate ÷ 24 ÷ the card count,
+ * coin, from `spot_marketplace`'s `currency_rates_in_usd`, to the micro-dollar) × that rate ÷ 24 ÷ the card count,
  * rounded to the micro-dollar. Null when no coin has both a price and a rate, or the card count is unknown.
  */
 export function cloreMarketOffers(servers: Json[], ratesUsdPerCoin: Json | null): MarketOffer[] {
@@ -215,7 +215,9 @@ export function cloreMarketOffers(servers: Json[], ratesUsdPerCoin: Json | null)
     let price: number | null = null
     for (const coin of PRICE_COINS) {
       const perDay = parseDecimal(onDemand?.[coin])
-      const rate = coin === 'USD-Blockchain' ? parseDecimal(1) : parseDecimal(ratesUsdPerCoin?.[coin])
+      // The rate as a link's `rates_usd_per_coin` shows it (floored to the micro-dollar), so a
+      // tenant's own offer and its market entry are priced alike (market.service.ts ownPriceMicros).
+      const rate = coin === 'USD-Blockchain' ? parseDecimal(1) : parseDecimal(usd(parseDecimal(ratesUsdPerCoin?.[coin])))
       if (!perDay || !rate || gpu.count === null || gpu.count <= 0) continue
       const usdDay = decimalToMicrosFloor({ units: perDay.units * rate.units, scale: perDay.scale + rate.scale })
       if (usdDay === null) continue

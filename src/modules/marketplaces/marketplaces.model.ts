@@ -3,7 +3,7 @@ import { t } from 'elysia'
 import { Literals, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
 import { MARKETPLACES } from './marketplaces.adapter'
 
-export const MarketplaceParam = t.Object({ marketplace: t.UnionEnum([...MARKETPLACES]) })
+export const MarketplaceParam = t.Object({ marketplace: Literals(MARKETPLACES) })
 
 export const ConnectBody = Type.Object(
   {
@@ -62,7 +62,7 @@ export const LinkCreate = Type.Object(
   { additionalProperties: false },
 )
 
-export const LinkParams = t.Object({ server_id: t.String({ format: 'uuid' }), marketplace: t.UnionEnum([...MARKETPLACES]) })
+export const LinkParams = t.Object({ server_id: t.String({ format: 'uuid' }), marketplace: Literals(MARKETPLACES) })
 
 const NStr = (maxLength: number, description?: string) => Nullable(Type.String({ maxLength, ...(description ? { description } : {}) }))
 const NInt = (description?: string) => Nullable(Type.Integer(description ? { description } : {}))
