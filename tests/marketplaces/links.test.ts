@@ -90,7 +90,7 @@ const link = (caller: Caller, server_id: string, marketplace: string, external_m
 const list = async (caller: Caller = owner) => {
   const r = await req('GET', '/marketplaces/links', caller)
   expect(r.status).toBe(200)
-  return (r.body as { items: Link[] }).items
+  return (r.body as { links: Link[] }).links
 }
 const find = (items: Link[], server: string, marketplace: string) => items.find((l) => l.server_id === server && l.marketplace === marketplace)
 

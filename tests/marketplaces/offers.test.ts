@@ -88,7 +88,7 @@ const writesB = () => simB.requests.filter((r) => r.method === 'POST')
 /** A whole second `seconds` from the service's now (Vast speaks unix seconds). */
 const secondsAhead = (seconds: number) => Math.floor(app.deps.clock.nowUs() / US) + seconds
 const linkOf = async (server: string, marketplace: string): Promise<Link> =>
-  (await send('GET', '/marketplaces/links')).body.items.find((l: Link) => l.server_id === server && l.marketplace === marketplace)
+  (await send('GET', '/marketplaces/links')).body.links.find((l: Link) => l.server_id === server && l.marketplace === marketplace)
 
 describe('publishing on marketplace_a', () => {
   test('the offer reaches Vast as create_asks with per-GB prices, min_chunk 1 and end_date in unix seconds', async () => {

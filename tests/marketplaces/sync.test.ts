@@ -76,7 +76,7 @@ async function read<T>(res: Promise<Response>, status = 200): Promise<T> {
 }
 const link = (server_id: string, marketplace: string, external_machine_id: string) =>
   api(app, owner, 'POST', '/marketplaces/links', { json: { server_id, marketplace, external_machine_id } })
-const links = async () => (await read<{ items: Link[] }>(api(app, owner, 'GET', '/marketplaces/links'))).items
+const links = async () => (await read<{ links: Link[] }>(api(app, owner, 'GET', '/marketplaces/links'))).links
 const linkOf = async (server: string, marketplace = 'marketplace_a') => (await links()).find((l) => l.server_id === server && l.marketplace === marketplace)!
 const connection = async (marketplace: string) =>
   (await read<{ items: Connection[] }>(api(app, owner, 'GET', '/marketplaces/accounts'))).items.find((c) => c.marketplace === marketplace)!

@@ -122,7 +122,7 @@ export function listLinks({ deps, actor }: { deps: Deps; actor: Actor }) {
     if (!perServer.has(serverId)) perServer.set(serverId, electricity(deps, actor.tenantId, serverId, now))
     return perServer.get(serverId)!
   }
-  return { items: links.map((l) => linkView(l, electricityOf(l.serverId))) }
+  return { links: links.map((l) => linkView(l, electricityOf(l.serverId))) }
 }
 
 function electricity(deps: Deps, tenantId: string, serverId: string, nowUs: number): string | null {

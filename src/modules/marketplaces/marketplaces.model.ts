@@ -171,7 +171,7 @@ export const Link = Type.Object({
   ),
 })
 
-export const LinkList = Type.Object({ items: Type.Array(Link, { maxItems: 512 }) })
+export const LinkList = Type.Object({ links: Type.Array(Link, { maxItems: 512 }) })
 
 /** A coin amount as Clore takes it (per day, per server): up to 12 fraction digits, never a JSON number. */
 const CoinAmount = Type.String({
