@@ -10,6 +10,7 @@ import { runHourlyCharges } from '../src/modules/billing'
 import { reconcileTopups } from '../src/modules/payments'
 import { fireScheduled } from '../src/modules/subscription'
 import { syncMarketplaces } from '../src/modules/marketplaces'
+import { sampleEarnings } from '../src/modules/earnings'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -67,6 +68,14 @@ export const jobs: readonly JobDefinition[] = [
     description:
       "Reads every connected marketplace account's machines: refreshes link projections, marks vanished machines stale, flags conflicts, records failures and keeps the servers' marketplace rental facts.",
     run: ({ deps }) => syncMarketplaces(deps),
+  },
+  {
+    name: 'earnings.sample',
+    schedule: '0 */5 * * * *',
+    leaseSeconds: 600,
+    description:
+      "Accrues each link's running deals (price × time since the last sample, split at UTC midnight, gaps past the sync's silence cap reported) and reads the platforms' own daily figures hourly.",
+    run: ({ deps }) => sampleEarnings(deps),
   },
   {
     name: 'metrics.rollup',

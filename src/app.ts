@@ -16,6 +16,7 @@ import { agentDownloadRoutes, agentRoutes, resolveAgent } from './modules/agent'
 import { serversRoutes, visibleServerId } from './modules/fleet'
 import { findGroup, groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
+import { earningsRoutes } from './modules/earnings'
 import { candidatesRoutes, linksRoutes, maintenanceAnnouncements, marketplacesRoutes, marketRoutes, offersRoutes } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
 import { billingRoutes } from './modules/billing'
@@ -108,6 +109,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(candidatesRoutes(deps))
     .use(offersRoutes(deps))
     .use(marketRoutes(deps))
+    .use(earningsRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))

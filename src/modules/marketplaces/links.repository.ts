@@ -49,6 +49,11 @@ export function linksToMachine(db: DbOrTx, tenantId: string, marketplace: Market
     .all()
 }
 
+/** Every link of every tenant (the earnings.sample job walks them). */
+export function allLinks(db: DbOrTx): LinkRow[] {
+  return db.select().from(marketplaceLinks).orderBy(asc(marketplaceLinks.tenantId), asc(marketplaceLinks.id)).all()
+}
+
 /** The links made through one connected account (the tenant's links on its marketplace). */
 export function linksOfAccount(db: DbOrTx, accountId: string): LinkRow[] {
   return db.select().from(marketplaceLinks).where(eq(marketplaceLinks.accountId, accountId)).orderBy(asc(marketplaceLinks.id)).all()

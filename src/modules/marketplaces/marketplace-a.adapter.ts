@@ -1,4 +1,4 @@
-import { machinesOf, marketOffersOf } from './marketplace-a.mapping'
+import { dayEarningsOf, machinesOf, marketOffersOf } from './marketplace-a.mapping'
 import {
   type AccountIdentity,
   type AdapterOptions,
@@ -36,6 +36,8 @@ const PACE_MS = {
   dnotify: 2750,
   cancel_maint: 1100,
   bundles: 1100,
+  // machine-earnings: the documented threshold (1.3: earnings 2.0) plus 10 %.
+  earnings: 2200,
 } as const
 type Endpoint = keyof typeof PACE_MS
 
@@ -259,6 +261,17 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
         const id = machineId(machine)
         await call(apiKey, 'maintenance.cancel', 'cancel_maint', 'PUT', `/machines/${id}/cancel_maint/`, { client_id: 'me', machine_id: id })
       },
+    },
+
+    /**
+     * `GET /users/me/machine-earnings?owner=me&sday=D&eday=D`: with one day asked, `per_machine` is
+     * that day's figure per machine; gpu, storage and both bandwidth earnings summed (USD, after
+     * Vast's cut). Needs billing_read: without it the call is missing_permission.
+     */
+    async dayEarnings(apiKey, day) {
+      const body = await get(apiKey, 'earnings.day', 'earnings', `/users/me/machine-earnings?owner=me&sday=${day}&eday=${day}`)
+      const rows = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).per_machine : undefined
+      return dayEarningsOf(Array.isArray(rows) ? rows : [])
     },
 
     /** The public offer search (vast-cli `search offers`: POST /bundles/), on-demand asks that can be rented now. */

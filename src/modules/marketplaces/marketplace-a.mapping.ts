@@ -187,3 +187,21 @@ export function marketOffersOf(list: unknown[]): MarketOffer[] {
   }
   return out
 }
+
+/**
+ * machine-earnings `per_machine` rows of one day → USD money text by machine id: gpu_earn + sto_earn
+ * + bwu_earn + bwd_earn, each read exactly (vastMoney) and summed in micro-dollars. A row without a
+ * machine id or without any figure is left out (the platform said nothing about it).
+ */
+export function dayEarningsOf(rows: unknown[]): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const raw of rows) {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) continue
+    const r = raw as Json
+    const id = int(r.machine_id)
+    const parts = [r.gpu_earn, r.sto_earn, r.bwu_earn, r.bwd_earn].map((v) => vastMoney(v)).filter((v): v is string => v !== null)
+    if (id === null || parts.length === 0) continue
+    out.set(String(id), formatMoney(parts.reduce((sum, v) => sum + parseMoney(v), 0)))
+  }
+  return out
+}

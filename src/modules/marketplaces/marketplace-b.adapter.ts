@@ -109,6 +109,9 @@ export function createMarketplaceBAdapter(options: AdapterOptions): MarketplaceA
     /** Clore has no maintenance API (reference 2.3). */
     maintenance: null,
 
+    /** Clore has no host earnings endpoint (reference 2.3). */
+    dayEarnings: null,
+
     /** The public `marketplace` listing, priced in USD with the rates `spot_marketplace` publishes. */
     async listMarket(apiKey) {
       if (apiKey === null) throw new MarketplaceError('marketplace_b', 'unavailable', 'marketplace_b needs an API key to read its market')

@@ -212,6 +212,12 @@ export interface MarketplaceAdapter {
    * its public market (marketplace_b); marketplace_a's offer search is anonymous.
    */
   listMarket(apiKey: string | null): Promise<MarketOffer[]>
+  /**
+   * The platform's own earnings per machine for one UTC day (days since the epoch), after its cut,
+   * USD money text by machine id; a machine the report does not name is absent. Null on a platform
+   * with no earnings report (marketplace_b).
+   */
+  readonly dayEarnings: ((apiKey: string, day: number) => Promise<Map<string, string>>) | null
 }
 
 export type AdapterOptions = {

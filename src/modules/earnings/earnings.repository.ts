@@ -1,0 +1,107 @@
+import { and, asc, desc, eq, gt, gte, min } from 'drizzle-orm'
+import { earningsDays, earningsReports, earningsWatermarks } from '../../../db/schema'
+import { changesOf, type DbOrTx } from '../../../db/client'
+
+export type EarningsDayRow = typeof earningsDays.$inferSelect
+type Key = { tenantId: string; serverId: string; marketplace: 'marketplace_a' | 'marketplace_b' }
+
+export function watermarkOf(db: DbOrTx, k: Key): number | null {
+  return (
+    db
+      .select({ at: earningsWatermarks.accruedUntil })
+      .from(earningsWatermarks)
+      .where(and(eq(earningsWatermarks.tenantId, k.tenantId), eq(earningsWatermarks.serverId, k.serverId), eq(earningsWatermarks.marketplace, k.marketplace)))
+      .get()?.at ?? null
+  )
+}
+
+/**
+ * Moves the watermark from `from` (null: none yet) to `to`; false when another sample moved it
+ * first, in which case the caller accrues nothing (the exactly-once step).
+ */
+export function moveWatermark(tx: DbOrTx, k: Key, from: number | null, to: number): boolean {
+  if (from === null) {
+    const r = tx
+      .insert(earningsWatermarks)
+      .values({ ...k, accruedUntil: to })
+      .onConflictDoNothing()
+      .run()
+    return changesOf(r) === 1
+  }
+  const r = tx
+    .update(earningsWatermarks)
+    .set({ accruedUntil: to })
+    .where(
+      and(
+        eq(earningsWatermarks.tenantId, k.tenantId),
+        eq(earningsWatermarks.serverId, k.serverId),
+        eq(earningsWatermarks.marketplace, k.marketplace),
+        eq(earningsWatermarks.accruedUntil, from),
+      ),
+    )
+    .run()
+  return changesOf(r) === 1
+}
+
+export function findDay(db: DbOrTx, k: Key, day: string): EarningsDayRow | undefined {
+  return db
+    .select()
+    .from(earningsDays)
+    .where(
+      and(eq(earningsDays.tenantId, k.tenantId), eq(earningsDays.serverId, k.serverId), eq(earningsDays.marketplace, k.marketplace), eq(earningsDays.day, day)),
+    )
+    .get()
+}
+
+export function saveDay(tx: DbOrTx, row: EarningsDayRow): void {
+  const { tenantId: _t, serverId: _s, marketplace: _m, day: _d, ...set } = row
+  tx.insert(earningsDays)
+    .values(row)
+    .onConflictDoUpdate({ target: [earningsDays.tenantId, earningsDays.serverId, earningsDays.marketplace, earningsDays.day], set })
+    .run()
+}
+
+/** The tenant's rows from `fromDay` on, newest day first, at most `limit`. */
+export function daysOf(db: DbOrTx, tenantId: string, fromDay: string, limit: number): EarningsDayRow[] {
+  return db
+    .select()
+    .from(earningsDays)
+    .where(and(eq(earningsDays.tenantId, tenantId), gte(earningsDays.day, fromDay)))
+    .orderBy(desc(earningsDays.day), asc(earningsDays.serverId), asc(earningsDays.marketplace))
+    .limit(limit)
+    .all()
+}
+
+/** The earliest day on record, and the earliest with accrued time. */
+export function firstDays(db: DbOrTx, tenantId: string): { collected: string | null; accrued: string | null } {
+  const collected =
+    db
+      .select({ d: min(earningsDays.day) })
+      .from(earningsDays)
+      .where(eq(earningsDays.tenantId, tenantId))
+      .get()?.d ?? null
+  const accrued =
+    db
+      .select({ d: min(earningsDays.day) })
+      .from(earningsDays)
+      .where(and(eq(earningsDays.tenantId, tenantId), gt(earningsDays.accruedUs, 0)))
+      .get()?.d ?? null
+  return { collected, accrued }
+}
+
+export function reportReadAt(db: DbOrTx, tenantId: string, marketplace: Key['marketplace']): number | null {
+  return (
+    db
+      .select({ at: earningsReports.readAt })
+      .from(earningsReports)
+      .where(and(eq(earningsReports.tenantId, tenantId), eq(earningsReports.marketplace, marketplace)))
+      .get()?.at ?? null
+  )
+}
+
+export function markReportRead(tx: DbOrTx, tenantId: string, marketplace: Key['marketplace'], at: number): void {
+  tx.insert(earningsReports)
+    .values({ tenantId, marketplace, readAt: at })
+    .onConflictDoUpdate({ target: [earningsReports.tenantId, earningsReports.marketplace], set: { readAt: at } })
+    .run()
+}

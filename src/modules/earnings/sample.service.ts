@@ -1,0 +1,111 @@
+import { withTransaction, type DbOrTx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { type Decimal, parseDecimal, parseMoney } from '../../platform/money'
+import { utcDay } from '../../platform/time'
+import { accrualSources, platformDayEarnings, type AccrualSource } from '../marketplaces'
+import { type DayDelta, type Deal, sampleStep } from './accrual'
+import { type EarningsDayRow, findDay, markReportRead, moveWatermark, reportReadAt, saveDay, watermarkOf } from './earnings.repository'
+
+/**
+ * The earnings.sample job (docs/earnings.md "Accrual"): for every link, accrues the deals the sync
+ * last saw over the time since the previous sample, in one transaction per link that also moves the
+ * link's watermark (a sample that finds it moved accrues nothing: exactly once). Then, at most
+ * hourly per tenant, reads the platform's own daily figures where it reports any.
+ */
+
+/** The job's period; the first sample of a link looks back at most this far. */
+const SAMPLE_PERIOD_US = 5 * 60 * 1_000_000
+/**
+ * How long deals the sync saw are taken to run without a new sighting: three sync periods. Past it,
+ * a known-running deal's time is reported as a gap, never accrued.
+ */
+const SIGHTING_CAP_US = 15 * 60 * 1_000_000
+const REPORT_EVERY_US = 55 * 60 * 1_000_000
+const DAY_US = 86_400_000_000
+
+export async function sampleEarnings(deps: Deps): Promise<string> {
+  const now = deps.clock.nowUs()
+  let sampled = 0
+  let skipped = 0
+  for (const source of accrualSources(deps.db)) {
+    if (withTransaction(deps.db, (tx) => sampleOne(tx, deps, source, now))) sampled++
+    else skipped++
+  }
+  const reports = await readReports(deps, now)
+  return `${sampled} links sampled, ${skipped} already sampled; ${reports}`
+}
+
+function sampleOne(tx: DbOrTx, deps: Deps, source: AccrualSource, now: number): boolean {
+  const key = { tenantId: source.tenantId, serverId: source.serverId, marketplace: source.marketplace }
+  const mark = watermarkOf(tx, key)
+  const fromUs = Math.max(mark ?? now - SAMPLE_PERIOD_US, source.linkedAt)
+  if (!moveWatermark(tx, key, mark, now)) return false
+  const deals: Deal[] = source.deals.map((d) => ({ ...d, priceDay: d.priceDay === null ? null : parseDecimal(d.priceDay) }))
+  const rates = new Map<string, Decimal>()
+  for (const [coin, rate] of Object.entries(source.rates)) {
+    const d = parseDecimal(rate)
+    if (d) rates.set(coin, d)
+  }
+  const knownUntilUs = source.seenAt === null ? fromUs : source.seenAt + SIGHTING_CAP_US
+  for (const delta of sampleStep({ fromUs, nowUs: now, knownUntilUs, deals, rates })) addToDay(tx, deps, key, delta, now)
+  return true
+}
+
+function emptyDay(key: Pick<EarningsDayRow, 'tenantId' | 'serverId' | 'marketplace'>, day: string, now: number): EarningsDayRow {
+  return { ...key, day, accruedUsdMicros: 0, accruedUs: 0, gapUs: 0, samples: 0, platformUsdMicros: null, byCurrency: {}, updatedAt: now }
+}
+
+function addToDay(tx: DbOrTx, _deps: Deps, key: Pick<EarningsDayRow, 'tenantId' | 'serverId' | 'marketplace'>, delta: DayDelta, now: number): void {
+  const row = findDay(tx, key, delta.day) ?? emptyDay(key, delta.day, now)
+  const byCurrency = { ...row.byCurrency }
+  for (const c of delta.byCurrency) {
+    const before = byCurrency[c.currency] ?? { amount12: '0', usdMicros: 0 }
+    byCurrency[c.currency] = { amount12: (BigInt(before.amount12) + c.amount12).toString(), usdMicros: before.usdMicros + c.usdMicros }
+  }
+  saveDay(tx, {
+    ...row,
+    accruedUsdMicros: row.accruedUsdMicros + delta.usdMicros,
+    accruedUs: row.accruedUs + delta.accruedUs,
+    gapUs: row.gapUs + delta.gapUs,
+    samples: row.samples + 1,
+    byCurrency,
+    updatedAt: now,
+  })
+}
+
+/**
+ * The platform's own figure after its cut, for yesterday and today, per tenant with an account on a
+ * platform that reports one (marketplace_a), at most hourly. A day the report names a server for
+ * gets `platform_usd_micros` (a row it creates counts that read as its one sample); one it does not
+ * name stays null: the platform said nothing.
+ */
+async function readReports(deps: Deps, now: number): Promise<string> {
+  const tenants = [
+    ...new Set(
+      accrualSources(deps.db)
+        .filter((s) => s.marketplace === 'marketplace_a')
+        .map((s) => s.tenantId),
+    ),
+  ]
+  let read = 0
+  for (const tenantId of tenants) {
+    const last = reportReadAt(deps.db, tenantId, 'marketplace_a')
+    if (last !== null && now - last < REPORT_EVERY_US) continue
+    const today = Math.floor(now / DAY_US)
+    const days = await platformDayEarnings(deps, tenantId, 'marketplace_a', [today - 1, today])
+    withTransaction(deps.db, (tx) => {
+      markReportRead(tx, tenantId, 'marketplace_a', now)
+      for (const [dayNumber, byServer] of days ?? []) {
+        const day = utcDay(dayNumber * DAY_US)
+        for (const [serverId, usd] of byServer) {
+          const key = { tenantId, serverId, marketplace: 'marketplace_a' as const }
+          const existing = findDay(tx, key, day)
+          const row = existing ?? { ...emptyDay(key, day, now), samples: 1 }
+          saveDay(tx, { ...row, platformUsdMicros: parseMoney(usd), updatedAt: now })
+        }
+      }
+    })
+    read++
+  }
+  return `platform reports read for ${read} tenants`
+}
