@@ -16,6 +16,7 @@ import { agentDownloadRoutes, agentRoutes, resolveAgent } from './modules/agent'
 import { serversRoutes, visibleServerId } from './modules/fleet'
 import { findGroup, groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
+import { costsRoutes, serverMargin } from './modules/costs'
 import { earningsRoutes } from './modules/earnings'
 import { candidatesRoutes, linksRoutes, maintenanceAnnouncements, marketplacesRoutes, marketRoutes, offersRoutes } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
@@ -101,7 +102,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(auditRoutes(deps))
     .use(agentRoutes(deps))
     .use(agentDownloadRoutes())
-    .use(serversRoutes(deps, findGroup, maintenanceAnnouncements))
+    .use(serversRoutes(deps, findGroup, maintenanceAnnouncements, serverMargin))
     .use(groupsRoutes(deps))
     .use(metricsRoutes(deps, visibleServerId))
     .use(marketplacesRoutes(deps, visibleServerId))
@@ -110,6 +111,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(offersRoutes(deps))
     .use(marketRoutes(deps))
     .use(earningsRoutes(deps))
+    .use(costsRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))

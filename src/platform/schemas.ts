@@ -27,7 +27,7 @@ export const Money = (opts: { description?: string } = {}) =>
  * control and bidi characters are refused with 422 (`pattern`), see src/platform/text.ts.
  */
 export const DisplayText = (opts: { minLength?: number; maxLength: number; description?: string }) => Type.String({ ...opts, pattern: SAFE_TEXT_PATTERN })
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+export const Nullable = <T extends TSchema>(schema: T, opts: { description?: string } = {}) => Type.Union([schema, Type.Null()], opts)
 
 /** A closed set of string values, keeping their literal types. */
 export function Literals<const T extends readonly string[]>(values: T, opts: { description?: string } = {}) {

@@ -219,6 +219,79 @@ describe('accrual from running deals', () => {
   })
 })
 
+describe('rental revenue in the cost basis', () => {
+  test("today and month to date are the accrual's, per marketplace", async () => {
+    const today = utcDay(app.deps.clock.nowUs())
+    const rows = (await earnings(owner, '?days=90')).items
+    const micros = (s: string) => Math.round(Number(s) * 1e6)
+    const sum = (rs: Row[]) => rs.reduce((n, r) => n + micros(r.earn_usd_accrued), 0)
+    const res = await call(app, 'GET', '/billing/cost-basis', owner)
+    const revenue = (
+      (await res.json()) as {
+        rental_revenue: { source: string; today_usd: string; mtd_usd: string; by_marketplace: { marketplace: string; today_usd: string }[] }
+      }
+    ).rental_revenue
+    expect(revenue.source).toBe('marketplace_accrual')
+    expect(micros(revenue.today_usd)).toBe(sum(rows.filter((r) => r.day === today)))
+    expect(micros(revenue.mtd_usd)).toBe(sum(rows.filter((r) => r.day.slice(0, 7) === today.slice(0, 7))))
+    const b = revenue.by_marketplace.find((m) => m.marketplace === 'marketplace_b')!
+    expect(micros(b.today_usd)).toBe(sum(rows.filter((r) => r.day === today && r.marketplace === 'marketplace_b')))
+  })
+})
+
+describe('margin', () => {
+  type Figures = {
+    earned_usd: string
+    platform_cut_usd: string
+    electricity_usd: string
+    gpuhq_charges_usd: string
+    margin_usd: string
+    estimate: boolean
+    missing: string[]
+  }
+  const micros = (s: string) => Math.round(Number(s) * 1e6)
+
+  test('per server: accrued earnings minus the cut (entered, else the published default) minus electricity and charges, labelled where an input is missing', async () => {
+    expect((await call(app, 'PUT', '/billing/cost-basis', owner, { json: { marketplaces: { marketplace_a: { commission_percent: '25' } } } })).status).toBe(200)
+    const rows = (await earnings(owner, '?days=90')).items
+    const res = await call(app, 'GET', '/reports/margin?days=90', owner)
+    expect(res.status).toBe(200)
+    const report = (await res.json()) as {
+      fleet: Figures
+      servers: (Figures & { server_id: string })[]
+      gpu_models: (Figures & { gpu_model: string; servers: number })[]
+    }
+    const of = (id: string) => report.servers.find((s) => s.server_id === id)!
+    const earnedA = rows.filter((r) => r.server_id === sA).reduce((n, r) => n + micros(r.earn_usd_accrued), 0)
+    const a = of(sA)
+    expect(micros(a.earned_usd)).toBe(earnedA)
+    expect(Math.abs(micros(a.platform_cut_usd) - earnedA * 0.25)).toBeLessThanOrEqual(1)
+    // No tariff anywhere: electricity is left out and named, not zero-as-if-known.
+    expect(a.electricity_usd).toBe('0.00')
+    expect(a.estimate).toBe(true)
+    expect(a.missing).toContain('electricity tariff')
+    expect(a.missing.some((m) => m.startsWith('commission marketplace_a'))).toBe(false)
+    expect(micros(a.margin_usd)).toBe(micros(a.earned_usd) - micros(a.platform_cut_usd) - micros(a.electricity_usd) - micros(a.gpuhq_charges_usd))
+    const b = of(sB)
+    const earnedB = rows.filter((r) => r.server_id === sB).reduce((n, r) => n + micros(r.earn_usd_accrued), 0)
+    // CLORE's published default (5 %), named as such.
+    expect(Math.abs(micros(b.platform_cut_usd) - earnedB * 0.05)).toBeLessThanOrEqual(1)
+    expect(b.missing).toContain('commission marketplace_b CLORE-Blockchain (published default used)')
+    expect(micros(report.fleet.earned_usd)).toBe(earnedA + earnedB)
+    expect(report.gpu_models.reduce((n, m) => n + m.servers, 0)).toBe(report.servers.length)
+  })
+
+  test("GET /servers/{id} shows the server's last 7 days' margin to whoever may read billing, not to a token limited to servers", async () => {
+    const res = await call(app, 'GET', `/servers/${sA}`, owner)
+    const detail = (await res.json()) as { margin?: Figures & { days: number } }
+    expect(detail.margin?.days).toBe(7)
+    expect(detail.margin?.estimate).toBe(true)
+    const pat = (await mintPat(app, owner, { scopes: ['servers:read'], server_allowlist: [sA] })).token
+    const limited = (await (await call(app, 'GET', `/servers/${sA}`, pat)).json()) as { margin?: unknown }
+    expect('margin' in limited).toBe(false)
+  })
+})
+
 describe('reading', () => {
   test('days is 1..90 (default 7) and inclusive of today', async () => {
     const one = await earnings(owner, '?days=1')

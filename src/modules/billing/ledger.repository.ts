@@ -146,3 +146,24 @@ export function setChargedUntil(tx: DbOrTx, key: string, until: number, now: num
     .onConflictDoUpdate({ target: billingState.key, set: { chargedUntil: until, updatedAt: now } })
     .run()
 }
+
+/** Server-hours the tenant was charged for in [fromUs, toUs): the billable managed servers of each charged hour, summed. */
+export function billableServerHours(db: DbOrTx, tenantId: string, fromUs: number, toUs: number): number {
+  return chargeCalculationsBetween(db, tenantId, fromUs, toUs).reduce((n, c) => n + c.servers, 0)
+}
+
+/** What the tenant was charged per server and UTC day in [fromUs, toUs), micro-dollars (each hour's amount shared evenly by its servers). */
+export function chargesPerServerDay(db: DbOrTx, tenantId: string, fromUs: number, toUs: number): Map<string, Map<string, number>> {
+  const out = new Map<string, Map<string, number>>()
+  for (const c of chargeCalculationsBetween(db, tenantId, fromUs, toUs)) {
+    if (c.servers === 0) continue
+    const day = new Date(Math.floor(c.chargeHour / 1000)).toISOString().slice(0, 10)
+    const share = c.amountMicros / c.servers
+    for (const id of c.serverIds) {
+      const byDay = out.get(id) ?? new Map<string, number>()
+      byDay.set(day, (byDay.get(day) ?? 0) + share)
+      out.set(id, byDay)
+    }
+  }
+  return out
+}

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, gte, min } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, gte, lte, min } from 'drizzle-orm'
 import { earningsDays, earningsReports, earningsWatermarks } from '../../../db/schema'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
@@ -104,4 +104,13 @@ export function markReportRead(tx: DbOrTx, tenantId: string, marketplace: Key['m
     .values({ tenantId, marketplace, readAt: at })
     .onConflictDoUpdate({ target: [earningsReports.tenantId, earningsReports.marketplace], set: { readAt: at } })
     .run()
+}
+
+/** The tenant's rows for days in [fromDay, toDay] (both inclusive). */
+export function daysBetween(db: DbOrTx, tenantId: string, fromDay: string, toDay: string): EarningsDayRow[] {
+  return db
+    .select()
+    .from(earningsDays)
+    .where(and(eq(earningsDays.tenantId, tenantId), gte(earningsDays.day, fromDay), lte(earningsDays.day, toDay)))
+    .all()
 }

@@ -4,7 +4,7 @@ import { formatMoney } from '../../platform/money'
 import { formatNullableTimestamp, utcDay } from '../../platform/time'
 import { currentRates } from '../marketplaces'
 import { formatAmount } from './accrual'
-import { daysOf, type EarningsDayRow, firstDays } from './earnings.repository'
+import { daysBetween, daysOf, type EarningsDayRow, firstDays } from './earnings.repository'
 
 /** GET /marketplaces/earnings (docs/earnings.md "Reading earnings"). */
 
@@ -46,4 +46,28 @@ export function listEarnings({ deps, actor, days }: { deps: Deps; actor: Actor; 
     })),
     total_label: TOTAL_LABEL,
   }
+}
+
+/** One accrued row for other modules (cost basis, margin): micro-dollars before the platform's cut, per currency. */
+export type AccruedDay = {
+  serverId: string
+  marketplace: 'marketplace_a' | 'marketplace_b'
+  day: string
+  accruedUsdMicros: number
+  accruedUs: number
+  gapUs: number
+  byCurrencyUsdMicros: Record<string, number>
+}
+
+/** The tenant's earnings rows for days in [fromDay, toDay]. */
+export function accruedDays(deps: Deps, tenantId: string, fromDay: string, toDay: string): AccruedDay[] {
+  return daysBetween(deps.db, tenantId, fromDay, toDay).map((r) => ({
+    serverId: r.serverId,
+    marketplace: r.marketplace,
+    day: r.day,
+    accruedUsdMicros: r.accruedUsdMicros,
+    accruedUs: r.accruedUs,
+    gapUs: r.gapUs,
+    byCurrencyUsdMicros: Object.fromEntries(Object.entries(r.byCurrency).map(([c, v]) => [c, v.usdMicros])),
+  }))
 }

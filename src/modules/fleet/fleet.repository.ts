@@ -69,6 +69,16 @@ export function serversManagedDuring(db: DbOrTx, fromUs: number, toUs: number): 
     .all()
 }
 
+/** The tenant's managed (not decommissioned) servers, by name. */
+export function managedServersOf(db: DbOrTx, tenantId: string): ServerRow[] {
+  return db
+    .select()
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
+    .orderBy(asc(servers.name), asc(servers.id))
+    .all()
+}
+
 /** When the first server ever was enrolled; null before any. */
 export function firstServerEnrolledAt(db: DbOrTx): number | null {
   const r = db

@@ -20,6 +20,7 @@ export {
   findServerById,
   insertServer,
   keepOnOf,
+  managedServersOf,
   markFleetDirty,
   releaseGroup,
   serverNames,

@@ -73,6 +73,26 @@ export const ServerDetail = Type.Object({
     maxItems: 4,
     description: 'Who says a rental runs now: operator or agent (the PATCH/agent fact), then marketplace_a and/or marketplace_b; empty when none',
   }),
+  margin: Type.Optional(
+    Type.Object(
+      {
+        days: Type.Integer(),
+        from_day: Type.String({ format: 'date' }),
+        to_day: Type.String({ format: 'date' }),
+        earned_usd: Money(),
+        platform_cut_usd: Money(),
+        electricity_usd: Money(),
+        gpuhq_charges_usd: Money(),
+        margin_usd: Money(),
+        estimate: Type.Boolean(),
+        missing: Type.Array(Type.String()),
+      },
+      {
+        description:
+          "The last 7 days' margin (GET /reports/margin for one server): earned − platform cut − electricity − gpuhq's charges; present for callers who may read billing",
+      },
+    ),
+  ),
   last_hello_at: Nullable(Timestamp()),
   enrolled_at: Nullable(Timestamp()),
   created_at: Timestamp(),

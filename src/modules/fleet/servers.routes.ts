@@ -28,6 +28,7 @@ import {
   updateServerConfig,
   type GroupLookup,
   type MaintenanceAnnouncements,
+  type MarginLookup,
 } from './servers.service'
 
 const tags = ['servers']
@@ -38,10 +39,10 @@ const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: 
 
 /**
  * `groups` finds a group of the tenant (the groups module's); `announcements` lists the linked
- * platforms a maintenance declaration could be announced on (the marketplaces module's). Both are
- * handed in by the composition root.
+ * platforms a maintenance declaration could be announced on (the marketplaces module's); `margin`
+ * is a server's recent margin (the costs module's). All are handed in by the composition root.
  */
-export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: MaintenanceAnnouncements) {
+export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: MaintenanceAnnouncements, margin: MarginLookup) {
   return new Elysia({ name: 'servers', prefix: '/api/v1' })
     .get(
       '/servers',
@@ -89,7 +90,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     .get(
       '/servers/:id',
       ({ request, params, set }) => {
-        const out = getServer({ deps, actor: actorOf(request), id: params.id })
+        const out = getServer({ deps, actor: actorOf(request), id: params.id, margin })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
         set.headers.etag = out.etag
         return out.body()

@@ -55,9 +55,32 @@ export function visibleServerId(deps: Deps, actor: Actor, id: string): string {
   return loadServer(deps, actor, id).id
 }
 
-export function getServer({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+/** The last days' margin of a server (the costs module's, handed in by the composition root). */
+export type MarginLookup = (
+  deps: Deps,
+  tenantId: string,
+  serverId: string,
+) => {
+  days: number
+  from_day: string
+  to_day: string
+  earned_usd: string
+  platform_cut_usd: string
+  electricity_usd: string
+  gpuhq_charges_usd: string
+  margin_usd: string
+  estimate: boolean
+  missing: string[]
+}
+
+export function getServer({ deps, actor, id, margin }: { deps: Deps; actor: Actor; id: string; margin: MarginLookup }) {
   const server = loadServer(deps, actor, id)
-  return { etag: etagOf(server.version), body: () => serverDetail(deps, server) }
+  // The margin carries gpuhq's charges: billing information, shown to whoever may read billing.
+  const mayReadBilling = actor.serverAllowlist === null && (actor.scopes === null || actor.scopes.includes('billing:read'))
+  return {
+    etag: etagOf(server.version),
+    body: () => ({ ...serverDetail(deps, server), ...(mayReadBilling ? { margin: margin(deps, actor.tenantId, server.id) } : {}) }),
+  }
 }
 
 function serverDetail(deps: Deps, server: ServerRow) {

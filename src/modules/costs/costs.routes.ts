@@ -1,0 +1,74 @@
+import { Elysia } from 'elysia'
+import { actorOf, describe } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { ifNoneMatchHits, notModified } from '../../platform/etag'
+import { requestState } from '../../platform/http'
+import { idempotent } from '../../platform/idempotency'
+import { responses } from '../../platform/schemas'
+import { auditContextOf } from '../audit'
+import { CostBasis, CostBasisPatch, MarginQuery, MarginReport } from './costs.model'
+import { getCostBasis, putCostBasis } from './costs.service'
+import { marginReport } from './margin.service'
+
+const tags = ['billing']
+
+/** The owner's own costs (docs/earnings.md "Cost basis"). */
+export function costsRoutes(deps: Deps) {
+  return new Elysia({ name: 'costs', prefix: '/api/v1' })
+    .get(
+      '/billing/cost-basis',
+      ({ request, set }) => {
+        const out = getCostBasis({ deps, actor: actorOf(request) })
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+        set.headers.etag = out.etag
+        return out.body
+      },
+      {
+        response: responses({ 200: CostBasis }, [401, 403]),
+        detail: describe(
+          { role: 'viewer', scope: 'billing:read' },
+          {
+            tags,
+            summary: "The owner's cost basis: electricity, operational cost, commissions, rental revenue",
+            description:
+              "The customer's own costs, not the service's: the ledger never sees them. Every rate is nullable (null: not entered, never zero). Commissions are per marketplace and deal currency; `percent` resolves a currency without its own rate to the marketplace-wide one. `defaults` lists what the margin calculation uses where nothing is entered. ETag is `version`.",
+          },
+        ),
+      },
+    )
+    .get('/reports/margin', ({ request, query }) => marginReport({ deps, actor: actorOf(request), days: query.days ?? 7 }), {
+      query: MarginQuery,
+      response: responses({ 200: MarginReport }, [401, 403, 422]),
+      detail: describe(
+        { role: 'viewer', scope: 'billing:read' },
+        {
+          tags: ['reports'],
+          summary: 'Margin of the fleet, each server and each GPU model over the last days',
+          description:
+            "Beyond the spec. Over `days` UTC days (1..90, default 7, today included): earnings accrued from running deals, minus the platforms' cut, minus electricity, minus gpuhq's own charges. A figure with a missing input (no tariff, no power measurements, no commission, a sync outage) leaves it out, says `estimate: true` and names it in `missing`; it is never shown as zero.",
+        },
+      ),
+    })
+    .put(
+      '/billing/cost-basis',
+      ({ request, body, set }) => {
+        const out = putCostBasis({ deps, actor: actorOf(request), audit: auditContextOf(request), ifMatch: request.headers.get('if-match'), input: body })
+        set.headers.etag = out.etag
+        return out.body
+      },
+      {
+        beforeHandle: idempotent(deps),
+        body: CostBasisPatch,
+        response: responses({ 200: CostBasis }, [401, 403, 409, 412, 413, 415, 422]),
+        detail: describe(
+          { role: 'admin', scope: 'billing:write' },
+          {
+            tags,
+            summary: 'Change the cost basis (partial: only the fields sent change)',
+            description:
+              '`electricity_usd_per_kwh`, `operational.usd_per_month` (money, not negative), and per marketplace `commission_percent` (the fallback), `commissions` {currency: percent} and `renter_markup_percent`; null clears a field. A zero commission → 422 with code zero_not_allowed (send null for not entered); an unknown currency → 422 unknown_currency. If-Match optional (412 when stale); takes Idempotency-Key.',
+          },
+        ),
+      },
+    )
+}

@@ -1,0 +1,129 @@
+import type { Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { formatMoney } from '../../platform/money'
+import { utcDay } from '../../platform/time'
+import { chargesPerServerDay } from '../billing'
+import { accruedDays } from '../earnings'
+import { findServer, managedServersOf } from '../fleet'
+import { averageGpuPowerW } from '../telemetry'
+import { costBasisOf, cutPercent } from './costs.service'
+
+/**
+ * The margin of every GPU-hour (docs/earnings.md "Margin"), beyond the spec: per server and UTC day,
+ * what the deals accrued (before the platform's cut) minus the platform's cut (the commission
+ * entered, else the published default), minus electricity (the server's tariff, else the fleet's,
+ * × measured GPU power × hours), minus gpuhq's own hourly charges. A figure with a missing input is
+ * computed without it and labelled an estimate, with what is missing named: never shown as zero.
+ */
+
+const DAY_US = 86_400_000_000
+const HOUR_US = 3_600_000_000
+
+type Figures = {
+  earned_usd: string
+  platform_cut_usd: string
+  electricity_usd: string
+  gpuhq_charges_usd: string
+  margin_usd: string
+  estimate: boolean
+  missing: string[]
+}
+
+type Acc = { earned: number; cut: number; electricity: number; charges: number; missing: Set<string> }
+const empty = (): Acc => ({ earned: 0, cut: 0, electricity: 0, charges: 0, missing: new Set() })
+
+function view(a: Acc): Figures {
+  const m = (n: number) => formatMoney(Math.round(n))
+  return {
+    earned_usd: m(a.earned),
+    platform_cut_usd: m(a.cut),
+    electricity_usd: m(a.electricity),
+    gpuhq_charges_usd: m(a.charges),
+    margin_usd: m(a.earned - a.cut - a.electricity - a.charges),
+    estimate: a.missing.size > 0,
+    missing: [...a.missing].sort(),
+  }
+}
+
+function add(into: Acc, from: Acc): void {
+  into.earned += from.earned
+  into.cut += from.cut
+  into.electricity += from.electricity
+  into.charges += from.charges
+  for (const m of from.missing) into.missing.add(m)
+}
+
+/** The margin of each of the tenant's managed servers over the last `days` UTC days (today included). */
+function marginsOf(deps: Deps, tenantId: string, serverIds: string[], days: number) {
+  const now = deps.clock.nowUs()
+  const firstDayUs = Math.floor(now / DAY_US) * DAY_US - (days - 1) * DAY_US
+  const fromDay = utcDay(firstDayUs)
+  const toDay = utcDay(now)
+  const basis = costBasisOf(deps, tenantId)
+  const earned = accruedDays(deps, tenantId, fromDay, toDay)
+  const charges = chargesPerServerDay(deps.db, tenantId, firstDayUs, now)
+  const out = new Map<string, Acc>()
+  for (const serverId of serverIds) {
+    const acc = empty()
+    const server = findServer(deps.db, tenantId, serverId)
+    for (const row of earned.filter((r) => r.serverId === serverId)) {
+      acc.earned += row.accruedUsdMicros
+      if (row.gapUs > 0) acc.missing.add('sync silent past its cap: accrual understated')
+      for (const [currency, usd] of Object.entries(row.byCurrencyUsdMicros)) {
+        const cut = cutPercent(basis, row.marketplace, currency)
+        if (cut.percent === null) acc.missing.add(`commission ${row.marketplace} ${currency}`)
+        else {
+          acc.cut += (usd * Number(cut.percent)) / 100
+          if (cut.estimated) acc.missing.add(`commission ${row.marketplace} ${currency} (published default used)`)
+        }
+      }
+    }
+    const tariff = server?.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
+    for (let day = firstDayUs; day <= now; day += DAY_US) {
+      const end = Math.min(day + DAY_US, now)
+      const watts = averageGpuPowerW(deps.db, serverId, day, end)
+      if (tariff === null) acc.missing.add('electricity tariff')
+      else if (watts === null) acc.missing.add('power measurements')
+      else acc.electricity += (tariff * (watts / 1000) * (end - day)) / HOUR_US
+      acc.charges += charges.get(serverId)?.get(utcDay(day)) ?? 0
+    }
+    out.set(serverId, acc)
+  }
+  return { fromDay, toDay, margins: out }
+}
+
+/** GET /reports/margin: the fleet, each managed server, and each GPU model. */
+export function marginReport({ deps, actor, days }: { deps: Deps; actor: Actor; days: number }) {
+  const servers = managedServersOf(deps.db, actor.tenantId)
+  const { fromDay, toDay, margins } = marginsOf(
+    deps,
+    actor.tenantId,
+    servers.map((s) => s.id),
+    days,
+  )
+  const fleet = empty()
+  const byModel = new Map<string, { servers: number; acc: Acc }>()
+  for (const s of servers) {
+    const acc = margins.get(s.id)!
+    add(fleet, acc)
+    const model = s.gpuModel || 'unknown'
+    const entry = byModel.get(model) ?? { servers: 0, acc: empty() }
+    entry.servers++
+    add(entry.acc, acc)
+    byModel.set(model, entry)
+  }
+  return {
+    days,
+    from_day: fromDay,
+    to_day: toDay,
+    fleet: view(fleet),
+    servers: servers.map((s) => ({ server_id: s.id, name: s.name, gpu_model: s.gpuModel || null, ...view(margins.get(s.id)!) })),
+    gpu_models: [...byModel].sort(([a], [b]) => a.localeCompare(b)).map(([gpu_model, e]) => ({ gpu_model, servers: e.servers, ...view(e.acc) })),
+  }
+}
+
+/** The last 7 days' margin of one server (GET /servers/{id}). */
+export function serverMargin(deps: Deps, tenantId: string, serverId: string) {
+  const { fromDay, toDay, margins } = marginsOf(deps, tenantId, [serverId], 7)
+  return { days: 7, from_day: fromDay, to_day: toDay, ...view(margins.get(serverId)!) }
+}
