@@ -25,10 +25,10 @@ const usdPrice = fc.integer({ min: 0, max: 500_000_000 }).map((m) => (m / 1e6).t
 type Segment = { at: number; deals: Deal[] }
 type Timeline = { changes: Segment[]; syncs: { at: number; ok: boolean }[]; samples: number[]; end: number }
 
-/** Deals that change at random times, syncs at random times (some failing), samples at random times (some repeated). */
+/** Deals that change at random times after T0 (nothing runs at T0), syncs at random times (some failing), samples at random times (some repeated). */
 const timeline = fc
   .record({
-    changes: fc.array(fc.record({ offset: fc.integer({ min: 0, max: 2 * DAY_US }), price: fc.option(usdPrice, { nil: null }) }), { maxLength: 8 }),
+    changes: fc.array(fc.record({ offset: fc.integer({ min: 1, max: 2 * DAY_US }), price: fc.option(usdPrice, { nil: null }) }), { maxLength: 8 }),
     syncs: fc.array(fc.record({ offset: fc.integer({ min: 0, max: 2 * DAY_US }), ok: fc.boolean() }), { minLength: 1, maxLength: 60 }),
     samples: fc.array(fc.integer({ min: 1, max: 2 * DAY_US }), { minLength: 1, maxLength: 80 }),
     reruns: fc.array(fc.nat(), { maxLength: 10 }),

@@ -23,6 +23,8 @@ type CostBasis = {
 
 let app: TestApp
 let owner: Member
+let rig1: string
+let rig2: string
 beforeAll(async () => {
   app = await startTestApp()
   owner = await newTenant(app, 'costs')
@@ -126,8 +128,8 @@ describe('the cost basis', () => {
   test('the operational cost is spread over billable managed server-days; without servers there is nothing to divide by', async () => {
     const none = (await (await put({ operational: { usd_per_month: '300' } })).json()) as CostBasis
     expect(none.operational).toEqual({ usd_per_month: '300.00', spread: null })
-    insertServer(app, owner.tenantId, 'rig-1')
-    insertServer(app, owner.tenantId, 'rig-2')
+    rig1 = insertServer(app, owner.tenantId, 'rig-1')
+    rig2 = insertServer(app, owner.tenantId, 'rig-2')
     const { body } = await get()
     const spread = body.operational.spread!
     const now = new Date(app.deps.clock.nowUs() / 1000)
@@ -162,5 +164,32 @@ describe('the cost basis', () => {
     expect((await put({ electricity_usd_per_kwh: '0.1' }, {}, admin)).status).toBe(200)
     const stranger = await newTenant(app, 'costs-stranger')
     expect((await get(stranger)).body.electricity_usd_per_kwh).toBeNull()
+  })
+
+  test('the margin prices electricity with the fleet tariff × measured GPU power × hours; a server without measurements is null and named', async () => {
+    expect((await put({ electricity_usd_per_kwh: '0.20' })).status).toBe(200)
+    const HOUR = 3_600_000_000
+    const now = app.deps.clock.nowUs()
+    const midnight = Math.floor(now / (24 * HOUR)) * 24 * HOUR
+    app.deps.sqlite.run('INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (?, 0, ?)', [rig1, 'power_w'])
+    const series = (app.deps.sqlite.query('SELECT id FROM metric_series WHERE server_id = ?').get(rig1) as { id: number }).id
+    app.deps.sqlite.run(
+      'INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples) VALUES (?, 3600, ?, 500, 500, 500, 500, 500, 500, 12)',
+      [series, midnight],
+    )
+    const res = await call(app, 'GET', '/reports/margin?days=1', owner)
+    expect(res.status).toBe(200)
+    type Fig = { server_id: string; electricity_usd: string | null; margin_usd: string; estimate: boolean; missing: string[] }
+    const report = (await res.json()) as { servers: Fig[] }
+    const one = report.servers.find((x) => x.server_id === rig1)!
+    // 0.20 USD/kWh × 0.5 kW × the hours since midnight (real time flows: a wide margin).
+    const expected = 0.2 * 0.5 * ((app.deps.clock.nowUs() - midnight) / HOUR)
+    expect(Math.abs(Number(one.electricity_usd) - expected)).toBeLessThan(0.01)
+    expect(Number(one.margin_usd)).toBeLessThan(0)
+    expect(one.missing).not.toContain('power measurements')
+    const two = report.servers.find((x) => x.server_id === rig2)!
+    expect(two.electricity_usd).toBeNull()
+    expect(two.estimate).toBe(true)
+    expect(two.missing).toContain('power measurements')
   })
 })

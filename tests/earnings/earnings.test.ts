@@ -242,8 +242,8 @@ describe('rental revenue in the cost basis', () => {
 describe('margin', () => {
   type Figures = {
     earned_usd: string
-    platform_cut_usd: string
-    electricity_usd: string
+    platform_cut_usd: string | null
+    electricity_usd: string | null
     gpuhq_charges_usd: string
     margin_usd: string
     estimate: boolean
@@ -265,17 +265,17 @@ describe('margin', () => {
     const earnedA = rows.filter((r) => r.server_id === sA).reduce((n, r) => n + micros(r.earn_usd_accrued), 0)
     const a = of(sA)
     expect(micros(a.earned_usd)).toBe(earnedA)
-    expect(Math.abs(micros(a.platform_cut_usd) - earnedA * 0.25)).toBeLessThanOrEqual(1)
-    // No tariff anywhere: electricity is left out and named, not zero-as-if-known.
-    expect(a.electricity_usd).toBe('0.00')
+    expect(Math.abs(micros(a.platform_cut_usd!) - earnedA * 0.25)).toBeLessThanOrEqual(1)
+    // No tariff anywhere: electricity is unknown (null) and named, not shown as zero.
+    expect(a.electricity_usd).toBeNull()
     expect(a.estimate).toBe(true)
     expect(a.missing).toContain('electricity tariff')
     expect(a.missing.some((m) => m.startsWith('commission marketplace_a'))).toBe(false)
-    expect(micros(a.margin_usd)).toBe(micros(a.earned_usd) - micros(a.platform_cut_usd) - micros(a.electricity_usd) - micros(a.gpuhq_charges_usd))
+    expect(micros(a.margin_usd)).toBe(micros(a.earned_usd) - micros(a.platform_cut_usd!) - micros(a.gpuhq_charges_usd))
     const b = of(sB)
     const earnedB = rows.filter((r) => r.server_id === sB).reduce((n, r) => n + micros(r.earn_usd_accrued), 0)
     // CLORE's published default (5 %), named as such.
-    expect(Math.abs(micros(b.platform_cut_usd) - earnedB * 0.05)).toBeLessThanOrEqual(1)
+    expect(Math.abs(micros(b.platform_cut_usd!) - earnedB * 0.05)).toBeLessThanOrEqual(1)
     expect(b.missing).toContain('commission marketplace_b CLORE-Blockchain (published default used)')
     expect(micros(report.fleet.earned_usd)).toBe(earnedA + earnedB)
     expect(report.gpu_models.reduce((n, m) => n + m.servers, 0)).toBe(report.servers.length)

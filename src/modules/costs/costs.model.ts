@@ -96,8 +96,14 @@ export const CostBasisPatch = Type.Object(
 
 const Figures = {
   earned_usd: Money({ description: "Accrued from running deals, before the platforms' cut (GET /marketplaces/earnings' earn_usd_accrued)" }),
-  platform_cut_usd: Money({ description: 'The commission entered per marketplace and currency, else the published default' }),
-  electricity_usd: Money({ description: "The server's tariff (else the fleet's) × measured GPU power × hours" }),
+  platform_cut_usd: Nullable(
+    Money({ description: 'The commission entered per marketplace and currency, else the published default; null when no rate is known for what was earned' }),
+  ),
+  electricity_usd: Nullable(
+    Money({
+      description: "The server's tariff (else the fleet's) × measured GPU power × hours; null when no tariff or no power measurement exists for any day",
+    }),
+  ),
   gpuhq_charges_usd: Money({ description: "gpuhq's own hourly charges for the server (the charge journal)" }),
   margin_usd: Money({ description: 'earned − cut − electricity − charges; may be negative' }),
   estimate: Type.Boolean({ description: 'true when an input is missing: the figure leaves it out, it is not zero' }),

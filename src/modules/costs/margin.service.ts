@@ -13,7 +13,8 @@ import { costBasisOf, cutPercent } from './costs.service'
  * what the deals accrued (before the platform's cut) minus the platform's cut (the commission
  * entered, else the published default), minus electricity (the server's tariff, else the fleet's,
  * × measured GPU power × hours), minus gpuhq's own hourly charges. A figure with a missing input is
- * computed without it and labelled an estimate, with what is missing named: never shown as zero.
+ * computed without it and labelled an estimate, with what is missing named; a cost with no input at
+ * all is null, never shown as zero.
  */
 
 const DAY_US = 86_400_000_000
@@ -21,23 +22,33 @@ const HOUR_US = 3_600_000_000
 
 type Figures = {
   earned_usd: string
-  platform_cut_usd: string
-  electricity_usd: string
+  platform_cut_usd: string | null
+  electricity_usd: string | null
   gpuhq_charges_usd: string
   margin_usd: string
   estimate: boolean
   missing: string[]
 }
 
-type Acc = { earned: number; cut: number; electricity: number; charges: number; missing: Set<string> }
-const empty = (): Acc => ({ earned: 0, cut: 0, electricity: 0, charges: 0, missing: new Set() })
+/** `cutUnknown`/`electricityUnknown`: nothing at all could be computed for that cost (shown null, not zero). */
+type Acc = {
+  earned: number
+  cut: number
+  electricity: number
+  charges: number
+  missing: Set<string>
+  cutKnown: boolean
+  cutNeeded: boolean
+  electricityKnown: boolean
+}
+const empty = (): Acc => ({ earned: 0, cut: 0, electricity: 0, charges: 0, missing: new Set(), cutKnown: false, cutNeeded: false, electricityKnown: false })
 
 function view(a: Acc): Figures {
   const m = (n: number) => formatMoney(Math.round(n))
   return {
     earned_usd: m(a.earned),
-    platform_cut_usd: m(a.cut),
-    electricity_usd: m(a.electricity),
+    platform_cut_usd: a.cutNeeded && !a.cutKnown ? null : m(a.cut),
+    electricity_usd: a.electricityKnown ? m(a.electricity) : null,
     gpuhq_charges_usd: m(a.charges),
     margin_usd: m(a.earned - a.cut - a.electricity - a.charges),
     estimate: a.missing.size > 0,
@@ -50,6 +61,9 @@ function add(into: Acc, from: Acc): void {
   into.cut += from.cut
   into.electricity += from.electricity
   into.charges += from.charges
+  into.cutKnown ||= from.cutKnown
+  into.cutNeeded ||= from.cutNeeded
+  into.electricityKnown ||= from.electricityKnown
   for (const m of from.missing) into.missing.add(m)
 }
 
@@ -71,8 +85,10 @@ function marginsOf(deps: Deps, tenantId: string, serverIds: string[], days: numb
       if (row.gapUs > 0) acc.missing.add('sync silent past its cap: accrual understated')
       for (const [currency, usd] of Object.entries(row.byCurrencyUsdMicros)) {
         const cut = cutPercent(basis, row.marketplace, currency)
+        acc.cutNeeded = true
         if (cut.percent === null) acc.missing.add(`commission ${row.marketplace} ${currency}`)
         else {
+          acc.cutKnown = true
           acc.cut += (usd * Number(cut.percent)) / 100
           if (cut.estimated) acc.missing.add(`commission ${row.marketplace} ${currency} (published default used)`)
         }
@@ -84,7 +100,10 @@ function marginsOf(deps: Deps, tenantId: string, serverIds: string[], days: numb
       const watts = averageGpuPowerW(deps.db, serverId, day, end)
       if (tariff === null) acc.missing.add('electricity tariff')
       else if (watts === null) acc.missing.add('power measurements')
-      else acc.electricity += (tariff * (watts / 1000) * (end - day)) / HOUR_US
+      else {
+        acc.electricityKnown = true
+        acc.electricity += (tariff * (watts / 1000) * (end - day)) / HOUR_US
+      }
       acc.charges += charges.get(serverId)?.get(utcDay(day)) ?? 0
     }
     out.set(serverId, acc)

@@ -65,8 +65,8 @@ export type MarginLookup = (
   from_day: string
   to_day: string
   earned_usd: string
-  platform_cut_usd: string
-  electricity_usd: string
+  platform_cut_usd: string | null
+  electricity_usd: string | null
   gpuhq_charges_usd: string
   margin_usd: string
   estimate: boolean
