@@ -4,7 +4,7 @@ import { formatMoney } from '../../platform/money'
 import { utcDay } from '../../platform/time'
 import { chargesPerServerDay } from '../billing'
 import { accruedDays } from '../earnings'
-import { findServer, managedServersOf } from '../fleet'
+import { findServer, managedServersOf, type ServerMargin } from '../fleet'
 import { averageGpuPowerW } from '../telemetry'
 import { costBasisOf, cutPercent } from './costs.service'
 
@@ -20,17 +20,9 @@ import { costBasisOf, cutPercent } from './costs.service'
 const DAY_US = 86_400_000_000
 const HOUR_US = 3_600_000_000
 
-type Figures = {
-  earned_usd: string
-  platform_cut_usd: string | null
-  electricity_usd: string | null
-  gpuhq_charges_usd: string
-  margin_usd: string
-  estimate: boolean
-  missing: string[]
-}
+type Figures = Omit<ServerMargin, 'days' | 'from_day' | 'to_day'>
 
-/** `cutUnknown`/`electricityUnknown`: nothing at all could be computed for that cost (shown null, not zero). */
+/** `cutKnown`/`electricityKnown`: something could be computed for that cost; when not (and the cost applies), it is shown null, not zero. */
 type Acc = {
   earned: number
   cut: number
@@ -50,7 +42,8 @@ function view(a: Acc): Figures {
     platform_cut_usd: a.cutNeeded && !a.cutKnown ? null : m(a.cut),
     electricity_usd: a.electricityKnown ? m(a.electricity) : null,
     gpuhq_charges_usd: m(a.charges),
-    margin_usd: m(a.earned - a.cut - a.electricity - a.charges),
+    // From the rounded parts, so the figures shown add up to the micro-dollar.
+    margin_usd: m(Math.round(a.earned) - Math.round(a.cut) - Math.round(a.electricity) - Math.round(a.charges)),
     estimate: a.missing.size > 0,
     missing: [...a.missing].sort(),
   }
@@ -142,7 +135,7 @@ export function marginReport({ deps, actor, days }: { deps: Deps; actor: Actor; 
 }
 
 /** The last 7 days' margin of one server (GET /servers/{id}). */
-export function serverMargin(deps: Deps, tenantId: string, serverId: string) {
+export function serverMargin(deps: Deps, tenantId: string, serverId: string): ServerMargin {
   const { fromDay, toDay, margins } = marginsOf(deps, tenantId, [serverId], 7)
   return { days: 7, from_day: fromDay, to_day: toDay, ...view(margins.get(serverId)!) }
 }

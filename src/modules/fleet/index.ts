@@ -5,7 +5,7 @@
 export { serversRoutes } from './servers.routes'
 export { fleetRuntime, type Sample } from './presence'
 export { refreshAllSnapshots } from './snapshot.service'
-export { loadServer, visibleServerId } from './servers.service'
+export { loadServer, visibleServerId, type ServerMargin } from './servers.service'
 export { agentSessions, type LiveSession } from './agent-sessions'
 export { recordServerEvent } from './events'
 export { rentalRunning, setMarketRentals } from './rentals'

@@ -56,11 +56,8 @@ export function visibleServerId(deps: Deps, actor: Actor, id: string): string {
 }
 
 /** The last days' margin of a server (the costs module's, handed in by the composition root). */
-export type MarginLookup = (
-  deps: Deps,
-  tenantId: string,
-  serverId: string,
-) => {
+/** A server's recent margin (docs/earnings.md "Margin"): money text; a cost with no input at all is null. */
+export type ServerMargin = {
   days: number
   from_day: string
   to_day: string
@@ -72,6 +69,7 @@ export type MarginLookup = (
   estimate: boolean
   missing: string[]
 }
+export type MarginLookup = (deps: Deps, tenantId: string, serverId: string) => ServerMargin
 
 export function getServer({ deps, actor, id, margin }: { deps: Deps; actor: Actor; id: string; margin: MarginLookup }) {
   const server = loadServer(deps, actor, id)
