@@ -1,0 +1,2 @@
+/** The notifications module's front door: settings and channels (GET/PUT /notifications/settings, email connect). */
+export { notificationsRoutes } from './notifications.routes'

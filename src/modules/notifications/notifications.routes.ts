@@ -1,0 +1,71 @@
+import { Elysia } from 'elysia'
+import { actorOf, describe } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { ifNoneMatchHits, notModified } from '../../platform/etag'
+import { requestState } from '../../platform/http'
+import { idempotent } from '../../platform/idempotency'
+import { responses } from '../../platform/schemas'
+import { auditContextOf } from '../audit'
+import { EmailConnectAnswer, EmailConnectBody, Settings, SettingsPatch } from './notifications.model'
+import { connectEmail, getSettings, putSettings } from './settings.service'
+
+const tags = ['notifications']
+const READ = { role: 'viewer', scope: 'notifications:read' } as const
+const WRITE = { role: 'admin', scope: 'notifications:write' } as const
+
+/** Notification settings and channels (docs/notifications.md). */
+export function notificationsRoutes(deps: Deps) {
+  return new Elysia({ name: 'notifications', prefix: '/api/v1' })
+    .get(
+      '/notifications/settings',
+      ({ request, set }) => {
+        const out = getSettings({ deps, actor: actorOf(request) })
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+        set.headers.etag = out.etag
+        return out.body
+      },
+      {
+        response: responses({ 200: Settings }, [401, 403]),
+        detail: describe(READ, {
+          tags,
+          summary: 'Read channels, rules, quiet hours',
+          description:
+            'Both channels are always present. `event_keys` are the nine categories; `crit_event_keys` the critical ones (temp, error, offline, balance, payment): the only ones email may carry, and delivered through quiet hours. ETag is `version`.',
+        }),
+      },
+    )
+    .put(
+      '/notifications/settings',
+      ({ request, body, set }) => {
+        const out = putSettings({ deps, actor: actorOf(request), audit: auditContextOf(request), ifMatch: request.headers.get('if-match'), input: body })
+        set.headers.etag = out.etag
+        return out.body
+      },
+      {
+        beforeHandle: idempotent(deps),
+        body: SettingsPatch,
+        response: responses({ 200: Settings }, [401, 403, 409, 412, 413, 415, 422]),
+        detail: describe(WRITE, {
+          tags,
+          summary: 'Change notification settings (partial: only the fields sent change)',
+          description:
+            '`rules` {category: {chat?, email?}}: email only for the critical categories, else 422 not_critical. `quiet_hours` {enabled, from, to} as HH:MM in the account timezone (a window may cross midnight). `channels.chat.status` / `channels.email.status`: connected resumes a paused channel, paused pauses it, not_connected forgets its destination; a channel never connected cannot be set connected or paused here (409: use its own flow). `channels.email.address` sends a verification code to that address; it becomes the destination only once confirmed through POST /notifications/email/connect. If-Match optional (412 when stale); takes Idempotency-Key.',
+        }),
+      },
+    )
+    .post(
+      '/notifications/email/connect',
+      ({ request, body }) => connectEmail({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body ?? {} }),
+      {
+        beforeHandle: idempotent(deps),
+        body: EmailConnectBody,
+        response: responses({ 200: EmailConnectAnswer }, [401, 403, 409, 413, 415, 422]),
+        detail: describe(WRITE, {
+          tags,
+          summary: 'Send critical alerts by email',
+          description:
+            '`{}`: the account email of the member asking is connected at once (it was verified at sign-up). `{address}`: another address gets a 6-digit code (valid 15 minutes) and the answer says verification_sent. `{address, code}`: confirms it and connects it; a wrong, expired or over-tried code (5 tries) → 422 invalid_code. Destinations are shown masked. Takes Idempotency-Key.',
+        }),
+      },
+    )
+}
