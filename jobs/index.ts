@@ -11,6 +11,7 @@ import { reconcileTopups } from '../src/modules/payments'
 import { fireScheduled } from '../src/modules/subscription'
 import { syncMarketplaces } from '../src/modules/marketplaces'
 import { sampleEarnings } from '../src/modules/earnings'
+import { pollChatLinks } from '../src/modules/notifications'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -97,8 +98,8 @@ export const jobs: readonly JobDefinition[] = [
     name: 'notifications.dispatch',
     schedule: '*/30 * * * * *',
     leaseSeconds: 120,
-    description: 'Sends queued outgoing mail (the outbox), retrying failures with backoff.',
-    run: async ({ deps }) => `sent ${await deps.mail.dispatchDue()} messages`,
+    description: "Sends queued outgoing mail (the outbox), retrying failures with backoff, and reads the Telegram bot's updates to link chats.",
+    run: async ({ deps }) => `sent ${await deps.mail.dispatchDue()} messages; chat: ${await pollChatLinks(deps)}`,
   },
   {
     name: 'accounts.gc',

@@ -40,3 +40,20 @@ export const notificationChannels = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.kind] })],
 )
+
+/** One-time codes that link a Telegram chat to a tenant (kept as keyed hashes; a code is spent once used). */
+export const chatLinkCodes = sqliteTable('chat_link_codes', {
+  codeHash: text('code_hash').primaryKey(),
+  tenantId: text('tenant_id')
+    .notNull()
+    .references(() => tenants.id),
+  expiresAt: integer('expires_at').notNull(),
+  usedAt: integer('used_at'),
+  createdAt: integer('created_at').notNull(),
+})
+
+/** The bot's getUpdates offset: updates below it were handled (moved in the transaction that handled them). */
+export const telegramState = sqliteTable('telegram_state', {
+  id: text('id').primaryKey(),
+  updateOffset: integer('update_offset').notNull(),
+})

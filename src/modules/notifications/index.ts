@@ -1,2 +1,3 @@
 /** The notifications module's front door: settings and channels (GET/PUT /notifications/settings, email connect). */
 export { notificationsRoutes } from './notifications.routes'
+export { pollChatLinks } from './chat-link.service'

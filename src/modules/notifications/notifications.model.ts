@@ -78,3 +78,11 @@ export const EmailConnectAnswer = Type.Object({
   status: Literals(['connected', 'verification_sent'] as const),
   channel: Channel('email'),
 })
+
+export const ChatLinkAnswer = Type.Object({
+  code: Type.String({ pattern: '^[A-Z0-9]{8}$', description: 'Send it to the bot within 15 minutes; it works once' }),
+  expires_at: Timestamp(),
+  bot_username: Nullable(Type.String({ maxLength: 64, description: "The bot's Telegram username; null when Telegram could not be asked just now" })),
+  deep_link: Nullable(Type.String({ maxLength: 256, description: 'https://t.me/<bot>?start=<code>: opens the bot with the code ready to send' })),
+  instructions: Type.String({ maxLength: 256 }),
+})

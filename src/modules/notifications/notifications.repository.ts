@@ -1,5 +1,5 @@
 import { and, eq } from 'drizzle-orm'
-import { notificationChannels, notificationSettings } from '../../../db/schema'
+import { chatLinkCodes, notificationChannels, notificationSettings, telegramState } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 
 export type SettingsRow = typeof notificationSettings.$inferSelect
@@ -28,5 +28,28 @@ export function saveChannel(tx: DbOrTx, row: ChannelRow): void {
   tx.insert(notificationChannels)
     .values(row)
     .onConflictDoUpdate({ target: [notificationChannels.tenantId, notificationChannels.kind], set })
+    .run()
+}
+
+export function insertLinkCode(tx: DbOrTx, row: typeof chatLinkCodes.$inferInsert): void {
+  tx.insert(chatLinkCodes).values(row).run()
+}
+
+/** Spends an unexpired, unused code; answers its tenant, or undefined. */
+export function spendLinkCode(tx: DbOrTx, codeHash: string, now: number): string | undefined {
+  const row = tx.select().from(chatLinkCodes).where(eq(chatLinkCodes.codeHash, codeHash)).get()
+  if (!row || row.usedAt !== null || row.expiresAt <= now) return undefined
+  tx.update(chatLinkCodes).set({ usedAt: now }).where(eq(chatLinkCodes.codeHash, codeHash)).run()
+  return row.tenantId
+}
+
+export function updateOffset(db: DbOrTx): number {
+  return db.select().from(telegramState).where(eq(telegramState.id, 'updates')).get()?.updateOffset ?? 0
+}
+
+export function setUpdateOffset(tx: DbOrTx, offset: number): void {
+  tx.insert(telegramState)
+    .values({ id: 'updates', updateOffset: offset })
+    .onConflictDoUpdate({ target: telegramState.id, set: { updateOffset: offset } })
     .run()
 }

@@ -6,7 +6,8 @@ import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { responses } from '../../platform/schemas'
 import { auditContextOf } from '../audit'
-import { EmailConnectAnswer, EmailConnectBody, Settings, SettingsPatch } from './notifications.model'
+import { ChatLinkAnswer, EmailConnectAnswer, EmailConnectBody, Settings, SettingsPatch } from './notifications.model'
+import { issueChatLink } from './chat-link.service'
 import { connectEmail, getSettings, putSettings } from './settings.service'
 
 const tags = ['notifications']
@@ -50,6 +51,23 @@ export function notificationsRoutes(deps: Deps) {
           summary: 'Change notification settings (partial: only the fields sent change)',
           description:
             '`rules` {category: {chat?, email?}}: email only for the critical categories, else 422 not_critical. `quiet_hours` {enabled, from, to} as HH:MM in the account timezone (a window may cross midnight). `channels.chat.status` / `channels.email.status`: connected resumes a paused channel, paused pauses it, not_connected forgets its destination; a channel never connected cannot be set connected or paused here (409: use its own flow). `channels.email.address` sends a verification code to that address; it becomes the destination only once confirmed through POST /notifications/email/connect. If-Match optional (412 when stale); takes Idempotency-Key.',
+        }),
+      },
+    )
+    .post(
+      '/notifications/chat/link',
+      async ({ request, set }) => {
+        set.status = 201
+        return issueChatLink({ deps, actor: actorOf(request), audit: auditContextOf(request) })
+      },
+      {
+        beforeHandle: idempotent(deps),
+        response: responses({ 201: ChatLinkAnswer }, [401, 403, 503]),
+        detail: describe(WRITE, {
+          tags,
+          summary: 'Issue a one-time code linking a Telegram chat to the tenant',
+          description:
+            "An 8-character code, valid 15 minutes, used once. Send it to the bot (or open `deep_link`); the notifications.dispatch job reads the bot's updates every 30 s and connects the chat that sent it (the chat gets a confirmation). A chat linked again replaces the previous one. 503 temporarily_unavailable when the service has no TELEGRAM_BOT_TOKEN. Takes Idempotency-Key.",
         }),
       },
     )

@@ -191,7 +191,7 @@ export function putSettings({
 }
 
 /** Bumps the settings version after a channel changed outside PUT (a link, a verification, a block). */
-function bumpVersion(tx: DbOrTx, deps: Deps, tenantId: string): void {
+export function bumpVersion(tx: DbOrTx, deps: Deps, tenantId: string): void {
   const s = findSettings(tx, tenantId) ?? defaultSettings(deps, tenantId)
   saveSettings(tx, { ...s, version: s.version + 1, updatedAt: deps.clock.nowUs() })
 }
