@@ -11,7 +11,7 @@ import { reconcileTopups } from '../src/modules/payments'
 import { fireScheduled } from '../src/modules/subscription'
 import { syncMarketplaces } from '../src/modules/marketplaces'
 import { sampleEarnings } from '../src/modules/earnings'
-import { pollChatLinks } from '../src/modules/notifications'
+import { dispatchNotifications, pollChatLinks } from '../src/modules/notifications'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -98,8 +98,13 @@ export const jobs: readonly JobDefinition[] = [
     name: 'notifications.dispatch',
     schedule: '*/30 * * * * *',
     leaseSeconds: 120,
-    description: "Sends queued outgoing mail (the outbox), retrying failures with backoff, and reads the Telegram bot's updates to link chats.",
-    run: async ({ deps }) => `sent ${await deps.mail.dispatchDue()} messages; chat: ${await pollChatLinks(deps)}`,
+    description:
+      "Reads the Telegram bot's updates to link chats, sends due notification deliveries (chat and email, after quiet hours, with retries), then the mail outbox.",
+    run: async ({ deps }) => {
+      const chat = await pollChatLinks(deps)
+      const notifications = await dispatchNotifications(deps)
+      return `chat: ${chat}; ${notifications} notification deliveries sent; ${await deps.mail.dispatchDue()} mails sent`
+    },
   },
   {
     name: 'accounts.gc',

@@ -16,4 +16,14 @@ export type AppEvents = {
    * Commands waiting for the rental to end are delivered.
    */
   'server.rental_ended': { serverId: string }
+  /**
+   * A typed server event was recorded (fleet's recordServerEvent, in its transaction): presence
+   * transitions, maintenance, rentals a marketplace reports, what the agent reports. Notifications
+   * turn the ones a category covers into a notification that commits with it.
+   */
+  'server.event_recorded': { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string }
+  /** A tenant's account entered grace or was frozen, or became active again (billing, in its transaction). */
+  'tenant.account_state_changed': { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }
+  /** A scheduled plan change was refused when its day came (subscription.fire, in its transaction; the spec's Events 3). */
+  'subscription.change_refused': { tx: Tx; tenantId: string; targetPlan: string; reason: string }
 }

@@ -1,5 +1,6 @@
 import type { Deps } from './platform/context'
 import { dispatchServer } from './modules/commands'
+import { fromAccountState, fromPlanRefusal, fromServerEvent, fromTopup } from './modules/notifications'
 import { activateOnTopup } from './modules/subscription'
 
 /**
@@ -10,4 +11,9 @@ import { activateOnTopup } from './modules/subscription'
 export function registerReactions(deps: Deps): void {
   deps.events.on('topup.succeeded', ({ tx, topup }) => activateOnTopup(tx, deps, topup))
   deps.events.on('server.rental_ended', ({ serverId }) => dispatchServer(deps, serverId))
+  // Notifications: each from the event that really happens, committed with it.
+  deps.events.on('server.event_recorded', (e) => fromServerEvent(deps, e))
+  deps.events.on('tenant.account_state_changed', (e) => fromAccountState(deps, e))
+  deps.events.on('topup.succeeded', (e) => fromTopup(deps, e))
+  deps.events.on('subscription.change_refused', (e) => fromPlanRefusal(deps, e))
 }

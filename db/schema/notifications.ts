@@ -1,4 +1,4 @@
-import { integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { tenants } from './accounts'
 
 /**
@@ -57,3 +57,62 @@ export const telegramState = sqliteTable('telegram_state', {
   id: text('id').primaryKey(),
   updateOffset: integer('update_offset').notNull(),
 })
+
+/** One logical notification of a tenant (docs/notifications.md "History"). */
+export const notifications = sqliteTable(
+  'notifications',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    /** One of the nine categories, or `test` for POST /notifications/test. */
+    category: text('category').notNull(),
+    title: text('title').notNull(),
+    body: text('body').notNull(),
+    critical: integer('critical', { mode: 'boolean' }).notNull(),
+    /** Repeats of one condition share it: a second one within the grouping window is not sent again. */
+    groupKey: text('group_key'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('notifications_tenant').on(t.tenantId, t.id), index('notifications_group').on(t.tenantId, t.groupKey, t.createdAt)],
+)
+
+/** One channel's delivery of a notification; claimed before a send, so two processes never send it twice. */
+export const notificationDeliveries = sqliteTable(
+  'notification_deliveries',
+  {
+    id: text('id').primaryKey(),
+    notificationId: text('notification_id')
+      .notNull()
+      .references(() => notifications.id),
+    tenantId: text('tenant_id').notNull(),
+    channel: text('channel', { enum: ['chat', 'email'] }).notNull(),
+    destination: text('destination'),
+    status: text('status', { enum: ['queued', 'sent', 'failed', 'skipped'] }).notNull(),
+    attempts: integer('attempts').notNull(),
+    nextAttemptAt: integer('next_attempt_at').notNull(),
+    claimedUntil: integer('claimed_until'),
+    lastError: text('last_error'),
+    sentAt: integer('sent_at'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [index('notification_deliveries_due').on(t.status, t.nextAttemptAt), index('notification_deliveries_notification').on(t.notificationId)],
+)
+
+/** Every attempt at a delivery: when, how it went, and the channel's answer. */
+export const notificationAttempts = sqliteTable(
+  'notification_attempts',
+  {
+    id: text('id').primaryKey(),
+    deliveryId: text('delivery_id')
+      .notNull()
+      .references(() => notificationDeliveries.id),
+    at: integer('at').notNull(),
+    outcome: text('outcome', { enum: ['sent', 'retry', 'failed'] }).notNull(),
+    httpStatus: integer('http_status'),
+    error: text('error'),
+  },
+  (t) => [index('notification_attempts_delivery').on(t.deliveryId, t.at)],
+)

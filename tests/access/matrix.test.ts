@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mintPat } from '../support/access'
+import { call, mintPat } from '../support/access'
 import { allRoutes, protectedRoutes, runAccessMatrix, type Fixture, type MatrixContext, type MatrixReport } from '../support/access-matrix'
 import { startTestApp, type TestApp } from '../support/app'
 
@@ -90,6 +90,13 @@ const FIXTURES: Record<string, Fixture> = {
   'PUT /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' }, body: { api_key: 'matrix-key' } }),
   'DELETE /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' } }),
   'GET /api/v1/servers/:id/operations': server,
+  'GET /api/v1/notifications/deliveries/:delivery_id': async ({ app, owner }) => {
+    // A real delivery of tenant A: the account email connected, then a test through it.
+    await call(app, 'POST', '/notifications/email/connect', owner, { json: {} })
+    const res = await call(app, 'POST', '/notifications/test', owner, { json: { channels: ['email'] } })
+    const body = (await res.json()) as { deliveries: { id: string }[] }
+    return { params: { delivery_id: body.deliveries[0]!.id } }
+  },
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace': linkOf,
   'PUT /api/v1/marketplaces/links/:server_id/:marketplace/offer': (ctx) => ({ ...linkOf(ctx), body: { price_gpu_hour: '0.40' } }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/offer': linkOf,

@@ -1,4 +1,4 @@
-import type { DbOrTx } from '../../../db/client'
+import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp, US_PER_HOUR } from '../../platform/time'
@@ -50,6 +50,7 @@ function followBalance(tx: DbOrTx, deps: Deps, tenantId: string, state: TenantRo
   if (state === 'active' && balance < 0) {
     setAccountState(tx, tenantId, { accountState: 'grace', graceSince: now })
     recordSystemEvent(tx, deps, tenantId, 'account.grace', `balance ${formatMoney(balance)} below zero`)
+    deps.events.emit('tenant.account_state_changed', { tx: tx as Tx, tenantId, state: 'grace' })
   } else if (state === 'grace' && balance >= 0) {
     setAccountState(tx, tenantId, { accountState: 'active', graceSince: null })
     recordSystemEvent(tx, deps, tenantId, 'account.active', `balance ${formatMoney(balance)} back to zero or above`)
@@ -66,6 +67,7 @@ export function freezeOverdue(tx: DbOrTx, deps: Deps): number {
   for (const t of overdue) {
     setAccountState(tx, t.id, { accountState: 'frozen', frozenAt: now })
     recordSystemEvent(tx, deps, t.id, 'account.frozen', `in grace for more than ${deps.config.gracePeriodHours} h`)
+    deps.events.emit('tenant.account_state_changed', { tx: tx as Tx, tenantId: t.id, state: 'frozen' })
   }
   return overdue.length
 }

@@ -1,4 +1,4 @@
-import type { DbOrTx } from '../../../db/client'
+import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatTimestamp } from '../../platform/time'
 import { insertServerEvent, type ServerEventRow } from './fleet.repository'
@@ -12,19 +12,28 @@ export type Severity = ServerEventRow['severity']
  */
 export function recordServerEvent(
   tx: DbOrTx,
-  deps: Pick<Deps, 'newId' | 'clock'>,
+  deps: Pick<Deps, 'newId' | 'clock' | 'events'>,
   server: { id: string; tenantId: string },
   event: { kind: string; severity?: Severity; message: string; data?: Record<string, unknown> | null },
 ): void {
+  const severity = event.severity ?? 'info'
   insertServerEvent(tx, {
     id: deps.newId(),
     tenantId: server.tenantId,
     serverId: server.id,
     kind: event.kind,
-    severity: event.severity ?? 'info',
+    severity,
     message: event.message.slice(0, 1024),
     data: event.data ?? null,
     createdAt: deps.clock.nowUs(),
+  })
+  // Notifications react in this transaction (src/reactions.ts).
+  deps.events.emit('server.event_recorded', {
+    tx: tx as Tx,
+    server: { id: server.id, tenantId: server.tenantId },
+    kind: event.kind,
+    severity,
+    message: event.message,
   })
 }
 

@@ -26,7 +26,7 @@ export function rentalSources(server: RentalFacts): string[] {
  * marketplace that started or stopped reporting one. Answers true when no rental runs any more
  * though one ran before (the caller emits `server.rental_ended` after its transaction commits).
  */
-export function setMarketRentals(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, serverId: string, marketplaces: readonly string[]): boolean {
+export function setMarketRentals(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'events'>, serverId: string, marketplaces: readonly string[]): boolean {
   const server = findServerById(tx, serverId)
   if (!server) return false
   const next = [...new Set(marketplaces)].sort()

@@ -1,3 +1,5 @@
 /** The notifications module's front door: settings and channels (GET/PUT /notifications/settings, email connect). */
 export { notificationsRoutes } from './notifications.routes'
 export { pollChatLinks } from './chat-link.service'
+export { dispatchNotifications } from './outbox.service'
+export { fromAccountState, fromPlanRefusal, fromServerEvent, fromTopup } from './producers'

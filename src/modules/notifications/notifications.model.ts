@@ -86,3 +86,53 @@ export const ChatLinkAnswer = Type.Object({
   deep_link: Nullable(Type.String({ maxLength: 256, description: 'https://t.me/<bot>?start=<code>: opens the bot with the code ready to send' })),
   instructions: Type.String({ maxLength: 256 }),
 })
+
+const Delivery = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  channel: Literals(['chat', 'email'] as const),
+  status: Literals(['queued', 'sent', 'failed', 'skipped'] as const, {
+    description:
+      'queued (waiting for its time or a retry), sent (chat: Telegram accepted it; email: handed to the mail outbox), failed, skipped (the channel was not connected)',
+  }),
+  attempts: Type.Integer({ minimum: 0 }),
+  next_attempt_at: Nullable(Timestamp({ description: 'When a queued delivery goes next (after quiet hours, or a retry)' })),
+  sent_at: Nullable(Timestamp()),
+  last_error: Nullable(Type.String({ maxLength: 512 })),
+})
+
+export const HistoryPage = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      id: Type.String({ format: 'uuid' }),
+      category: Type.String({ maxLength: 32, description: 'One of the nine categories, or test' }),
+      title: Type.String({ maxLength: 256 }),
+      body: Type.String({ maxLength: 2048 }),
+      critical: Type.Boolean({ description: 'Critical notifications ignore quiet hours' }),
+      created_at: Timestamp(),
+      deliveries: Type.Array(Delivery),
+    }),
+  ),
+  next_cursor: Nullable(Type.String()),
+})
+
+export const DeliveryDetail = Type.Intersect([
+  Delivery,
+  Type.Object({
+    notification_id: Type.String({ format: 'uuid' }),
+    attempt_log: Type.Array(
+      Type.Object({
+        at: Timestamp(),
+        outcome: Literals(['sent', 'retry', 'failed'] as const),
+        http_status: Nullable(Type.Integer()),
+        error: Nullable(Type.String({ maxLength: 512 })),
+      }),
+    ),
+  }),
+])
+
+export const TestBody = Type.Object(
+  { channels: Type.Optional(Type.Array(Literals(['chat', 'email'] as const), { minItems: 1, maxItems: 2, uniqueItems: true })) },
+  { additionalProperties: false },
+)
+
+export const TestAnswer = Type.Object({ notification_id: Type.String({ format: 'uuid' }), deliveries: Type.Array(Delivery) })

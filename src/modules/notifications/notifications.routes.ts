@@ -1,12 +1,23 @@
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
-import { responses } from '../../platform/schemas'
+import { PageQuery, responses } from '../../platform/schemas'
 import { auditContextOf } from '../audit'
-import { ChatLinkAnswer, EmailConnectAnswer, EmailConnectBody, Settings, SettingsPatch } from './notifications.model'
+import {
+  ChatLinkAnswer,
+  DeliveryDetail,
+  EmailConnectAnswer,
+  EmailConnectBody,
+  HistoryPage,
+  Settings,
+  SettingsPatch,
+  TestAnswer,
+  TestBody,
+} from './notifications.model'
+import { getDelivery, listHistory, sendTest } from './outbox.service'
 import { issueChatLink } from './chat-link.service'
 import { connectEmail, getSettings, putSettings } from './settings.service'
 
@@ -86,4 +97,29 @@ export function notificationsRoutes(deps: Deps) {
         }),
       },
     )
+    .get('/notifications/history', ({ request, query }) => listHistory({ deps, actor: actorOf(request), input: query }), {
+      query: t.Object({ ...PageQuery }),
+      response: responses({ 200: HistoryPage }, [401, 403, 422]),
+      detail: describe(READ, {
+        tags,
+        summary: 'Logical notifications with their channel deliveries, newest first',
+        description: 'Paginated (`cursor`, `limit`). Each notification has one delivery per channel its rule turned on.',
+      }),
+    })
+    .get('/notifications/deliveries/:delivery_id', ({ request, params }) => getDelivery({ deps, actor: actorOf(request), id: params.delivery_id }), {
+      params: t.Object({ delivery_id: t.String({ format: 'uuid' }) }),
+      response: responses({ 200: DeliveryDetail }, [401, 403, 404, 422]),
+      detail: describe(READ, { tags, summary: 'One delivery: status, every attempt, errors', description: "Another tenant's delivery is 404." }),
+    })
+    .post('/notifications/test', ({ request, body }) => sendTest({ deps, actor: actorOf(request), channels: body?.channels }), {
+      beforeHandle: idempotent(deps),
+      body: t.Optional(TestBody),
+      response: responses({ 200: TestAnswer }, [401, 403, 409, 413, 415, 422]),
+      detail: describe(WRITE, {
+        tags,
+        summary: 'Send a test notification through the connected channels',
+        description:
+          '`channels` (chat, email; default: every connected one) picks which. Sent at once, ignoring quiet hours; the answer shows each delivery as it stands after the attempt. No connected channel among those asked → 409. Takes Idempotency-Key.',
+      }),
+    })
 }

@@ -65,6 +65,7 @@ function fireOne(tx: Tx, deps: Deps, id: string, now: number): 'applied' | 'refu
       createdAt: now,
     })
     recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.refused', `${c.targetPlan}: ${reason}`)
+    deps.events.emit('subscription.change_refused', { tx, tenantId: c.tenantId, targetPlan: c.targetPlan, reason })
   } else {
     switchPlan(tx, deps, tenant.id, tenant.planCode, c.targetPlan, c.billingEffectiveDay)
     updateChange(tx, c.id, { status: 'applied', appliedAt: now })

@@ -1,0 +1,241 @@
+import { withTransaction, type DbOrTx } from '../../../db/client'
+import type { Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { paginate } from '../../platform/cursor'
+import { defineErrors } from '../../platform/domain-error'
+import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
+import { composeMail, enqueueMail } from '../mail'
+import { memberTimezone } from '../users'
+import { type Category, CRITICAL } from './notifications.model'
+import { findChannel, findSettings, saveChannel, type ChannelKind } from './notifications.repository'
+import {
+  attemptsOf,
+  claimDue,
+  type DeliveryRow,
+  deliveriesOf,
+  findDelivery,
+  findNotification,
+  insertAttempt,
+  insertDelivery,
+  insertNotification,
+  notificationsOf,
+  recentInGroup,
+  updateDelivery,
+} from './outbox.repository'
+import { releaseAt } from './quiet-hours'
+import { bumpVersion } from './settings.service'
+import { telegramCall } from './telegram.client'
+
+/**
+ * The notification outbox (docs/notifications.md "Delivery"): one logical notification, one
+ * delivery per channel its rule turns on. A non-critical delivery made during quiet hours waits for
+ * the window's end; a critical one goes at once. The dispatcher claims one delivery at a time before
+ * sending it and records every attempt, so two processes never send one delivery and a dispatcher
+ * stopped between deliveries resumes without losing or repeating any.
+ */
+
+const E = defineErrors('notifications', {
+  deliveryNotFound: { problem: 'not_found', message: 'no such delivery' },
+  nothingToTest: { problem: 'conflict', message: 'no connected channel to send a test through: connect the chat or the email channel first' },
+})
+
+/** Repeats of one condition within this window are grouped into the first. */
+const GROUP_WINDOW_US = 30 * 60 * 1_000_000
+const CLAIM_US = 120 * 1_000_000
+const MAX_ATTEMPTS = 10
+const CHANNELS: readonly ChannelKind[] = ['chat', 'email']
+
+/** Seconds before attempt n+1: 30 s doubling, at most an hour. */
+const backoffSeconds = (attempts: number) => Math.min(3600, 30 * 2 ** Math.max(0, attempts - 1))
+
+export type Notice = { category: Category; title: string; body: string; groupKey?: string }
+
+/**
+ * Records a notification for the tenant in the caller's transaction and queues its deliveries.
+ * Answers its id, or null when it repeats a grouped one (nothing new is sent).
+ */
+export function notify(
+  tx: DbOrTx,
+  deps: Deps,
+  tenantId: string,
+  notice: Notice | (Omit<Notice, 'category'> & { category: 'test'; channels: ChannelKind[] }),
+): string | null {
+  const now = deps.clock.nowUs()
+  if (notice.groupKey && recentInGroup(tx, tenantId, notice.groupKey, now - GROUP_WINDOW_US)) return null
+  const isTest = notice.category === 'test'
+  const critical = isTest || CRITICAL.includes(notice.category as Category)
+  const settings = findSettings(tx, tenantId)
+  const rule = (kind: ChannelKind): boolean => {
+    if (isTest) return (notice as { channels: ChannelKind[] }).channels.includes(kind)
+    const category = notice.category as Category
+    const r = settings?.rules[category] ?? { chat: true, email: CRITICAL.includes(category) }
+    return kind === 'chat' ? r.chat : r.email && CRITICAL.includes(category)
+  }
+  const id = deps.newId()
+  insertNotification(tx, {
+    id,
+    tenantId,
+    category: notice.category,
+    title: notice.title.slice(0, 256),
+    body: notice.body.slice(0, 2048),
+    critical,
+    groupKey: notice.groupKey ?? null,
+    createdAt: now,
+  })
+  // The account timezone: the owner's (billing tiles use the same).
+  const timeZone = memberTimezone(tx, tenantId, null) ?? 'UTC'
+  const quiet = settings ? { enabled: settings.quietEnabled, from: settings.quietFrom, to: settings.quietTo } : { enabled: false, from: '22:00', to: '07:00' }
+  const due = critical ? now : releaseAt(now, quiet, timeZone)
+  for (const kind of CHANNELS) {
+    if (!rule(kind)) continue
+    const channel = findChannel(tx, tenantId, kind)
+    const live = channel?.status === 'connected' && channel.destination !== null
+    insertDelivery(tx, {
+      id: deps.newId(),
+      notificationId: id,
+      tenantId,
+      channel: kind,
+      destination: live ? channel!.destination : null,
+      status: live ? 'queued' : 'skipped',
+      attempts: 0,
+      nextAttemptAt: due,
+      claimedUntil: null,
+      lastError: live ? null : `the ${kind} channel is ${channel?.status ?? 'not_connected'}`,
+      sentAt: null,
+      createdAt: now,
+      updatedAt: now,
+    })
+  }
+  return id
+}
+
+type SendResult =
+  | { outcome: 'sent' }
+  | { outcome: 'retry'; error: string; status: number | null; afterSeconds: number }
+  | { outcome: 'failed'; error: string; status: number | null }
+
+async function send(deps: Deps, d: DeliveryRow, title: string, body: string): Promise<SendResult> {
+  if (d.channel === 'email') {
+    // Mail has its own outbox (sealed, retried): handing the message to it is this delivery's send.
+    withTransaction(deps.db, (tx) => enqueueMail(tx, deps, composeMail(d.destination!, 'notification', `gpuhq: ${title}`, [body, deps.config.publicUrl])))
+    deps.mail.kick()
+    return { outcome: 'sent' }
+  }
+  const r = await telegramCall(deps, 'sendMessage', { chat_id: Number(d.destination), text: `${title}\n${body}`.slice(0, 4096) })
+  if (r.ok) return { outcome: 'sent' }
+  if (r.status === 429) return { outcome: 'retry', error: r.description, status: 429, afterSeconds: r.retryAfterSeconds ?? backoffSeconds(d.attempts + 1) }
+  if (r.unreachable) return { outcome: 'retry', error: r.description, status: r.status, afterSeconds: backoffSeconds(d.attempts + 1) }
+  return { outcome: 'failed', error: r.description, status: r.status }
+}
+
+/** Sends every due delivery once; answers how many were sent. */
+export async function dispatchNotifications(deps: Deps): Promise<number> {
+  let sent = 0
+  for (;;) {
+    const now = deps.clock.nowUs()
+    const d = withTransaction(deps.db, (tx) => claimDue(tx, now, now + CLAIM_US))
+    if (!d) return sent
+    const n = findNotification(deps.db, d.notificationId)!
+    const result = await send(deps, d, n.title, n.body)
+    const at = deps.clock.nowUs()
+    const attempts = d.attempts + 1
+    withTransaction(deps.db, (tx) => {
+      const giveUp = result.outcome === 'failed' || (result.outcome === 'retry' && attempts >= MAX_ATTEMPTS)
+      insertAttempt(tx, {
+        id: deps.newId(),
+        deliveryId: d.id,
+        at,
+        outcome: result.outcome === 'sent' ? 'sent' : giveUp ? 'failed' : 'retry',
+        httpStatus: result.outcome === 'sent' ? 200 : result.status,
+        error: result.outcome === 'sent' ? null : result.error,
+      })
+      if (result.outcome === 'sent') updateDelivery(tx, d.id, { status: 'sent', attempts, sentAt: at, claimedUntil: null, lastError: null, updatedAt: at })
+      else if (giveUp) updateDelivery(tx, d.id, { status: 'failed', attempts, claimedUntil: null, lastError: result.error, updatedAt: at })
+      else
+        updateDelivery(tx, d.id, {
+          attempts,
+          claimedUntil: null,
+          lastError: result.error,
+          nextAttemptAt: at + (result as { afterSeconds: number }).afterSeconds * 1_000_000,
+          updatedAt: at,
+        })
+      // A chat that blocked the bot is paused, with the reason, until the owner resumes it.
+      if (result.outcome === 'failed' && d.channel === 'chat' && /blocked|deactivated|kicked/i.test(result.error)) {
+        const channel = findChannel(tx, d.tenantId, 'chat')
+        if (channel && channel.destination === d.destination) {
+          saveChannel(tx, { ...channel, status: 'paused', disabledReason: `Telegram: ${result.error}`.slice(0, 256), updatedAt: at })
+          bumpVersion(tx, deps, d.tenantId)
+        }
+      }
+    })
+    if (result.outcome === 'sent') sent++
+  }
+}
+
+function deliveryView(d: DeliveryRow) {
+  return {
+    id: d.id,
+    channel: d.channel,
+    status: d.status,
+    attempts: d.attempts,
+    next_attempt_at: d.status === 'queued' ? formatTimestamp(d.nextAttemptAt) : null,
+    sent_at: formatNullableTimestamp(d.sentAt),
+    last_error: d.lastError,
+  }
+}
+
+/** GET /notifications/history: newest first, each with its deliveries. */
+export function listHistory({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number } }) {
+  return paginate(deps.keys.cursor, {
+    scope: `notifications:${actor.tenantId}`,
+    input,
+    fetch: (after: { id: string } | undefined, take) => {
+      const rows = notificationsOf(deps.db, actor.tenantId, after?.id, take)
+      const byNotification = new Map<string, DeliveryRow[]>()
+      for (const d of deliveriesOf(
+        deps.db,
+        rows.map((r) => r.id),
+      ))
+        byNotification.set(d.notificationId, [...(byNotification.get(d.notificationId) ?? []), d])
+      return rows.map((r) => ({ ...r, deliveries: byNotification.get(r.id) ?? [] }))
+    },
+    position: (n) => ({ id: n.id }),
+    view: (n) => ({
+      id: n.id,
+      category: n.category,
+      title: n.title,
+      body: n.body,
+      critical: n.critical,
+      created_at: formatTimestamp(n.createdAt),
+      deliveries: n.deliveries.map(deliveryView),
+    }),
+  })
+}
+
+/** GET /notifications/deliveries/{id}: status, every attempt and its error. */
+export function getDelivery({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  const d = findDelivery(deps.db, actor.tenantId, id.toLowerCase())
+  if (!d) throw E.deliveryNotFound()
+  return {
+    ...deliveryView(d),
+    notification_id: d.notificationId,
+    attempt_log: attemptsOf(deps.db, d.id).map((a) => ({ at: formatTimestamp(a.at), outcome: a.outcome, http_status: a.httpStatus, error: a.error })),
+  }
+}
+
+/** POST /notifications/test: a test through the chosen connected channels (all connected ones by default), sent now. */
+export async function sendTest({ deps, actor, channels }: { deps: Deps; actor: Actor; channels: ChannelKind[] | undefined }) {
+  const id = withTransaction(deps.db, (tx) => {
+    const wanted = (channels ?? [...CHANNELS]).filter((k) => findChannel(tx, actor.tenantId, k)?.status === 'connected')
+    if (wanted.length === 0) throw E.nothingToTest()
+    return notify(tx, deps, actor.tenantId, {
+      category: 'test',
+      title: 'Test notification',
+      body: 'This is a test from gpuhq: this channel works.',
+      channels: wanted,
+    })!
+  })
+  await dispatchNotifications(deps)
+  const deliveries = deliveriesOf(deps.db, [id])
+  return { notification_id: id, deliveries: deliveries.map(deliveryView) }
+}

@@ -1,0 +1,64 @@
+import type { Tx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { serverNames } from '../fleet'
+import type { Category } from './notifications.model'
+import { notify } from './outbox.service'
+
+/**
+ * What becomes a notification (docs/notifications.md "Categories"), each from the event that really
+ * happens, in the transaction that recorded it. Server events arrive through fleet's one
+ * recordServerEvent (every presence transition, maintenance, rental a marketplace reports, agent
+ * report); repeats of one condition share a group key, so a flapping server or an agent repeating an
+ * error is notified once per 30 minutes, not once per sample.
+ */
+
+type ServerEvent = { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string }
+
+/** Server event kinds that notify, with their category and how repeats are grouped. */
+function categoryOf(e: ServerEvent): { category: Category; title: string; group: string } | null {
+  if (e.kind === 'presence.offline') return { category: 'offline', title: 'Server offline', group: `offline:${e.server.id}` }
+  if (e.kind === 'maintenance.declared') return { category: 'maint', title: 'Maintenance declared', group: `maint:${e.server.id}` }
+  if (e.kind === 'marketplace.rental_started') return { category: 'rental', title: 'Rental started', group: `rental-start:${e.server.id}:${e.message}` }
+  if (e.kind === 'marketplace.rental_ended') return { category: 'rental', title: 'Rental ended', group: `rental-end:${e.server.id}:${e.message}` }
+  if (e.kind === 'marketplace.offer_republished') return { category: 'price', title: 'Offer published again', group: `offer:${e.server.id}` }
+  if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical'))
+    return { category: 'error', title: 'Agent reported an error', group: `error:${e.server.id}:${e.kind}` }
+  return null
+}
+
+export function fromServerEvent(deps: Deps, e: ServerEvent): void {
+  const c = categoryOf(e)
+  if (!c) return
+  const name = serverNames(e.tx, e.server.tenantId).get(e.server.id) ?? e.server.id
+  notify(e.tx, deps, e.server.tenantId, { category: c.category, title: `${c.title}: ${name}`, body: e.message, groupKey: c.group })
+}
+
+export function fromAccountState(deps: Deps, e: { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }): void {
+  if (e.state === 'grace')
+    notify(e.tx, deps, e.tenantId, {
+      category: 'balance',
+      title: 'Balance below zero: grace started',
+      body: `Your gpuhq balance is below zero. Top up within ${deps.config.gracePeriodHours} h or the account is frozen.`,
+      groupKey: 'account:grace',
+    })
+  if (e.state === 'frozen')
+    notify(e.tx, deps, e.tenantId, {
+      category: 'balance',
+      title: 'Account frozen',
+      body: 'The grace period ran out: changes are refused until a top-up brings the balance above zero.',
+      groupKey: 'account:frozen',
+    })
+}
+
+export function fromTopup(deps: Deps, e: { tx: Tx; topup: { id: string; tenantId: string } }): void {
+  notify(e.tx, deps, e.topup.tenantId, { category: 'payment', title: 'Top-up credited', body: `Top-up ${e.topup.id} was credited to your balance.` })
+}
+
+export function fromPlanRefusal(deps: Deps, e: { tx: Tx; tenantId: string; targetPlan: string; reason: string }): void {
+  const why = e.reason === 'reserve_not_covered' ? 'the balance does not cover the new plan' : 'the change is no longer a downgrade'
+  notify(e.tx, deps, e.tenantId, {
+    category: 'payment',
+    title: `Plan change to ${e.targetPlan} refused`,
+    body: `The scheduled change to ${e.targetPlan} was refused when its day came: ${why} (${e.reason}).`,
+  })
+}
