@@ -11,7 +11,7 @@ import { reconcileTopups } from '../src/modules/payments'
 import { fireScheduled } from '../src/modules/subscription'
 import { syncMarketplaces } from '../src/modules/marketplaces'
 import { sampleEarnings } from '../src/modules/earnings'
-import { dispatchNotifications, pollChatLinks } from '../src/modules/notifications'
+import { dispatchNotifications, pollChatLinks, watchTemperatures } from '../src/modules/notifications'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -82,10 +82,11 @@ export const jobs: readonly JobDefinition[] = [
     name: 'metrics.rollup',
     schedule: '5 * * * * *',
     leaseSeconds: 600,
-    description: 'Rolls raw telemetry into 5-minute and hourly buckets (running buckets too), catching up after downtime.',
+    description:
+      'Rolls raw telemetry into 5-minute and hourly buckets (running buckets too), catching up after downtime; then watches GPU temperatures (notifications).',
     run: ({ deps }) => {
       fleetRuntime(deps).flush()
-      return runRollups(deps)
+      return `${runRollups(deps)}; ${watchTemperatures(deps)}`
     },
   },
   {

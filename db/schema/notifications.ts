@@ -116,3 +116,19 @@ export const notificationAttempts = sqliteTable(
   },
   (t) => [index('notification_attempts_delivery').on(t.deliveryId, t.at)],
 )
+
+/**
+ * Per GPU, the temperature condition (docs/notifications.md "temp"): since when it has been at or
+ * over the threshold, and whether that stretch was notified; re-armed only below the lower mark.
+ */
+export const temperatureWatch = sqliteTable(
+  'temperature_watch',
+  {
+    serverId: text('server_id').notNull(),
+    gpuIndex: integer('gpu_index').notNull(),
+    overSince: integer('over_since'),
+    alerted: integer('alerted', { mode: 'boolean' }).notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.serverId, t.gpuIndex] })],
+)

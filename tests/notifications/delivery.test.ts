@@ -16,7 +16,6 @@ import { startTelegram, type FakeTelegram } from '../support/telegram'
 
 const TOKEN = '424242:AAE-gpuhq-delivery-token-987654'
 const CHAT = 61_000_042
-const US = 1_000_000
 
 let tg: FakeTelegram
 let smtp: FakeSmtp

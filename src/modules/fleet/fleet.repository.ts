@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite'
-import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 
@@ -211,6 +211,23 @@ export function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
         .all(),
     )
   return out
+}
+
+/** The latest reading of one metric of every managed server, read since `sinceUs`, with the server's tenant and name. */
+export function latestOfMetric(db: DbOrTx, metric: string, sinceUs: number) {
+  return db
+    .select({
+      serverId: serverLatestMetrics.serverId,
+      tenantId: servers.tenantId,
+      name: servers.name,
+      gpuIndex: serverLatestMetrics.gpuIndex,
+      value: serverLatestMetrics.value,
+      t: serverLatestMetrics.t,
+    })
+    .from(serverLatestMetrics)
+    .innerJoin(servers, eq(servers.id, serverLatestMetrics.serverId))
+    .where(and(eq(serverLatestMetrics.metric, metric), gte(serverLatestMetrics.t, sinceUs), isNull(servers.decommissionedAt)))
+    .all()
 }
 
 /** Runs once per series per flush: a statement prepared once, as insertSamples (telemetry) explains. */

@@ -20,6 +20,7 @@ export {
   findServerById,
   insertServer,
   keepOnOf,
+  latestOfMetric,
   managedServersOf,
   markFleetDirty,
   releaseGroup,

@@ -1,0 +1,48 @@
+import { withTransaction } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { latestOfMetric } from '../fleet'
+import { notify } from './outbox.service'
+import { findWatch, saveWatch } from './temperature.repository'
+
+/**
+ * The `temp` producer (docs/notifications.md "Categories"): a GPU whose latest temperature reading
+ * stays at or above HIGH_C for DELAY is notified once; the condition re-arms only when a reading
+ * falls below LOW_C (hysteresis), so a card hovering around the threshold is not notified per
+ * sample. Runs after each telemetry flush (metrics.rollup); readings older than STALE are ignored
+ * (an offline server is the `offline` category's business).
+ */
+
+const HIGH_C = 85
+const LOW_C = 80
+const DELAY_US = 2 * 60 * 1_000_000
+const STALE_US = 5 * 60 * 1_000_000
+
+export function watchTemperatures(deps: Deps): string {
+  const now = deps.clock.nowUs()
+  let alerted = 0
+  for (const r of latestOfMetric(deps.db, 'temperature_c', now - STALE_US)) {
+    if (r.gpuIndex < 0 || r.value === null) continue
+    const value = r.value
+    withTransaction(deps.db, (tx) => {
+      const w = findWatch(tx, r.serverId, r.gpuIndex) ?? { serverId: r.serverId, gpuIndex: r.gpuIndex, overSince: null, alerted: false, updatedAt: now }
+      if (value < LOW_C) {
+        if (w.overSince !== null || w.alerted) saveWatch(tx, { ...w, overSince: null, alerted: false, updatedAt: now })
+        return
+      }
+      if (value < HIGH_C && w.overSince === null) return // between the marks without a stretch: nothing starts
+      const overSince = w.overSince ?? r.t
+      if (!w.alerted && now - overSince >= DELAY_US) {
+        notify(tx, deps, r.tenantId, {
+          category: 'temp',
+          title: `GPU ${r.gpuIndex} hot: ${r.name}`,
+          body: `GPU ${r.gpuIndex} of ${r.name} reads ${Math.round(value)} °C, at or above ${HIGH_C} °C for ${Math.round((now - overSince) / 60_000_000)} min. It is notified again only after it cools below ${LOW_C} °C.`,
+        })
+        saveWatch(tx, { ...w, overSince, alerted: true, updatedAt: now })
+        alerted++
+        return
+      }
+      if (w.overSince === null) saveWatch(tx, { ...w, overSince, updatedAt: now })
+    })
+  }
+  return `${alerted} GPUs over temperature notified`
+}
