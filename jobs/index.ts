@@ -11,7 +11,7 @@ import { reconcileTopups } from '../src/modules/payments'
 import { fireScheduled } from '../src/modules/subscription'
 import { syncMarketplaces } from '../src/modules/marketplaces'
 import { sampleEarnings } from '../src/modules/earnings'
-import { dispatchNotifications, pollChatLinks, watchTemperatures } from '../src/modules/notifications'
+import { dispatchNotifications, pollChatLinks, sendWeeklyReports, watchTemperatures } from '../src/modules/notifications'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -106,6 +106,13 @@ export const jobs: readonly JobDefinition[] = [
       const notifications = await dispatchNotifications(deps)
       return `chat: ${chat}; ${notifications} notification deliveries sent; ${await deps.mail.dispatchDue()} mails sent`
     },
+  },
+  {
+    name: 'notifications.weekly',
+    schedule: '0 0 8 * * 1',
+    leaseSeconds: 600,
+    description: "Queues each tenant's weekly report (servers, the week's accrued earnings) as a `weekly` notification, once per week.",
+    run: ({ deps }) => sendWeeklyReports(deps),
   },
   {
     name: 'accounts.gc',

@@ -1,6 +1,6 @@
 import type { Deps } from './platform/context'
 import { dispatchServer } from './modules/commands'
-import { fromAccountState, fromPlanRefusal, fromServerEvent, fromTopup } from './modules/notifications'
+import { fromAccountState, fromOfferPublished, fromPlanRefusal, fromServerEvent, fromTopup } from './modules/notifications'
 import { activateOnTopup } from './modules/subscription'
 
 /**
@@ -16,4 +16,5 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('tenant.account_state_changed', (e) => fromAccountState(deps, e))
   deps.events.on('topup.succeeded', (e) => fromTopup(deps, e))
   deps.events.on('subscription.change_refused', (e) => fromPlanRefusal(deps, e))
+  deps.events.on('offer.published', (e) => fromOfferPublished(deps, e))
 }

@@ -374,6 +374,14 @@ describe('the house rules', () => {
     expect(writesA()).toHaveLength(1)
   })
 
+  test('each offer published through gpuhq is a price notification naming the server and the prices', async () => {
+    const items = (await send('GET', '/notifications/history?limit=100')).body.items as { category: string; title: string; body: string }[]
+    const prices = items.filter((i) => i.category === 'price')
+    expect(prices.length).toBeGreaterThan(0)
+    expect(prices.some((p) => p.title === 'Offer updated: rig-1' && p.body.includes('0.44 USD per GPU-hour'))).toBe(true)
+    expect(prices.some((p) => p.title === 'Offer updated: rig-2' && p.body.includes('0.0001 bitcoin/day'))).toBe(true)
+  })
+
   test('a server without a link there is 404; another tenant’s server is 404', async () => {
     const bare = insertServer(app, owner.tenantId, 'rig-bare')
     expect((await offer(bare, 'marketplace_a', { price_gpu_hour: '0.4' })).status).toBe(404)

@@ -169,6 +169,22 @@ describe('Telegram answers', () => {
   })
 })
 
+describe('the weekly report', () => {
+  test('notifications.weekly queues one report per tenant with servers, once per week however often it runs', async () => {
+    for (let i = 0; i < 2; i++) {
+      const run = await ok<{ outcome: string; detail: string }>(app.fetch('/api/v1/_test/jobs/notifications.weekly/run', { method: 'POST' }))
+      expect(run.outcome).toBe('succeeded')
+    }
+    const weekly = (await history()).filter((i) => i.category === 'weekly')
+    expect(weekly).toHaveLength(1)
+    expect(weekly[0]!.title).toMatch(/^Your week: \d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2}$/)
+    expect(weekly[0]!.body).toContain('3 servers managed')
+    expect(weekly[0]!.critical).toBe(false)
+    await dispatch()
+    expect((await history()).find((i) => i.category === 'weekly')!.deliveries.map((d) => [d.channel, d.status])).toEqual([['chat', 'sent']])
+  })
+})
+
 describe('reading and testing', () => {
   test('POST /notifications/test sends through every connected channel at once', async () => {
     const sentBefore = tg.sent.length

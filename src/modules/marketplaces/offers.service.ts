@@ -92,12 +92,21 @@ export async function publishOffer({ deps, actor, audit, serverId, marketplace, 
     const next = applyOffer(deps, current ?? link, input, offer)
     if (current) updateLink(tx, next.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
     recordAudit(tx, deps, audit, { operation: 'marketplaces.offer.publish', targetKind: 'server', targetId: link.serverId })
+    deps.events.emit('offer.published', { tx, tenantId: actor.tenantId, serverId: link.serverId, marketplace, summary: offerSummary(input) })
     return {
       link: linkView(next),
       warnings: offerWarnings(marketplace, input, (current ?? link).remote, extendedContracts),
       extended_contracts: extendedContracts,
     }
   })
+}
+
+/** A one-line account of an offer for a notification: the prices the owner set, in the API's names. */
+function offerSummary(input: OfferInput): string {
+  if (input.price_gpu_hour !== undefined) return `${input.price_gpu_hour} USD per GPU-hour${input.min_bid_hour ? `, bids from ${input.min_bid_hour}` : ''}`
+  return Object.entries(input.coin_prices ?? {})
+    .map(([coin, p]) => `${p.on_demand} ${coin}/day`)
+    .join(', ')
 }
 
 /** Takes the offer off the market; the kept offer is dropped, so keep-on has nothing to re-publish. */

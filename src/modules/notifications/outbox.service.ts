@@ -48,7 +48,7 @@ const CHANNELS: readonly ChannelKind[] = ['chat', 'email']
 /** Seconds before attempt n+1: 30 s doubling, at most an hour. */
 const backoffSeconds = (attempts: number) => Math.min(3600, 30 * 2 ** Math.max(0, attempts - 1))
 
-export type Notice = { category: Category; title: string; body: string; groupKey?: string }
+export type Notice = { category: Category; title: string; body: string; groupKey?: string; groupWindowUs?: number }
 
 /**
  * Records a notification for the tenant in the caller's transaction and queues its deliveries.
@@ -61,7 +61,7 @@ export function notify(
   notice: Notice | (Omit<Notice, 'category'> & { category: 'test'; channels: ChannelKind[] }),
 ): string | null {
   const now = deps.clock.nowUs()
-  if (notice.groupKey && recentInGroup(tx, tenantId, notice.groupKey, now - GROUP_WINDOW_US)) return null
+  if (notice.groupKey && recentInGroup(tx, tenantId, notice.groupKey, now - ((notice as Notice).groupWindowUs ?? GROUP_WINDOW_US))) return null
   const isTest = notice.category === 'test'
   const critical = isTest || CRITICAL.includes(notice.category as Category)
   const settings = findSettings(tx, tenantId)

@@ -62,3 +62,13 @@ export function fromPlanRefusal(deps: Deps, e: { tx: Tx; tenantId: string; targe
     body: `The scheduled change to ${e.targetPlan} was refused when its day came: ${why} (${e.reason}).`,
   })
 }
+
+export function fromOfferPublished(deps: Deps, e: { tx: Tx; tenantId: string; serverId: string; marketplace: string; summary: string }): void {
+  const name = serverNames(e.tx, e.tenantId).get(e.serverId) ?? e.serverId
+  notify(e.tx, deps, e.tenantId, {
+    category: 'price',
+    title: `Offer updated: ${name}`,
+    body: `The ${e.marketplace} offer of ${name} is now ${e.summary}.`,
+    groupKey: `offer:${e.serverId}:${e.marketplace}:${e.summary}`,
+  })
+}
