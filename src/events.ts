@@ -24,6 +24,8 @@ export type AppEvents = {
   'server.event_recorded': { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string }
   /** A tenant's account entered grace or was frozen, or became active again (billing, in its transaction). */
   'tenant.account_state_changed': { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }
+  /** An hourly charge left the balance at or above zero but with fewer than 3 days left at the current rate (billing, in its transaction). */
+  'tenant.balance_low': { tx: Tx; tenantId: string; daysLeft: number; balanceMicros: number }
   /** An offer was published or changed through gpuhq (marketplaces, in its transaction). */
   'offer.published': { tx: Tx; tenantId: string; serverId: string; marketplace: string; summary: string }
   /** A scheduled plan change was refused when its day came (subscription.fire, in its transaction; the spec's Events 3). */

@@ -1,6 +1,6 @@
 import type { Deps } from './platform/context'
 import { dispatchServer } from './modules/commands'
-import { fromAccountState, fromOfferPublished, fromPlanRefusal, fromServerEvent, fromTopup } from './modules/notifications'
+import { fromAccountState, fromLowBalance, fromOfferPublished, fromPlanRefusal, fromServerEvent, fromTopup } from './modules/notifications'
 import { activateOnTopup } from './modules/subscription'
 
 /**
@@ -17,4 +17,5 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('topup.succeeded', (e) => fromTopup(deps, e))
   deps.events.on('subscription.change_refused', (e) => fromPlanRefusal(deps, e))
   deps.events.on('offer.published', (e) => fromOfferPublished(deps, e))
+  deps.events.on('tenant.balance_low', (e) => fromLowBalance(deps, e))
 }

@@ -1,4 +1,4 @@
-import { withTransaction, type DbOrTx } from '../../../db/client'
+import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { divideRounded, formatMoney } from '../../platform/money'
 import { daysInMonth, formatTimestamp, US_PER_HOUR, utcDay } from '../../platform/time'
@@ -26,6 +26,9 @@ const hourStart = (us: number) => Math.floor(us / US_PER_HOUR) * US_PER_HOUR
 function hourlyAmount(priceMicrosPerServerMonth: number, servers: number, days: number): number {
   return divideRounded(priceMicrosPerServerMonth * servers, days * 24)
 }
+
+/** Below this many days of balance at the current rate, the owner is warned (notifications, `balance`). */
+const LOW_BALANCE_DAYS = 3
 
 export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}): string {
   const now = deps.clock.nowUs()
@@ -101,7 +104,7 @@ function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
       amountMicros: amount,
       createdAt: now,
     })
-    appendEntry(tx, deps, {
+    const entry = appendEntry(tx, deps, {
       tenantId,
       kind: 'charge',
       amountMicros: -amount,
@@ -111,6 +114,10 @@ function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
       calculationId,
       detail: `${serverIds.length} server${serverIds.length === 1 ? '' : 's'} × ${plan.planCode} ${formatMoney(plan.price)} USD/month ÷ ${days} days ÷ 24 h`,
     })
+    // Days of balance left at this hour's rate: a warning while there is still time to top up.
+    const daysLeft = entry.balanceAfterMicros / (amount * 24)
+    if (amount > 0 && entry.balanceAfterMicros >= 0 && daysLeft < LOW_BALANCE_DAYS)
+      deps.events.emit('tenant.balance_low', { tx: tx as Tx, tenantId, daysLeft, balanceMicros: entry.balanceAfterMicros })
     written++
   }
   return written

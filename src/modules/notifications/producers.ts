@@ -1,5 +1,6 @@
 import type { Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import { formatMoney } from '../../platform/money'
 import { serverNames } from '../fleet'
 import type { Category } from './notifications.model'
 import { notify } from './outbox.service'
@@ -70,5 +71,17 @@ export function fromOfferPublished(deps: Deps, e: { tx: Tx; tenantId: string; se
     title: `Offer updated: ${name}`,
     body: `The ${e.marketplace} offer of ${name} is now ${e.summary}.`,
     groupKey: `offer:${e.serverId}:${e.marketplace}:${e.summary}`,
+  })
+}
+
+/** A low balance: at most one warning a day while it lasts (grace and freeze have their own). */
+export function fromLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; daysLeft: number; balanceMicros: number }): void {
+  const day = new Date(deps.clock.nowUs() / 1000).toISOString().slice(0, 10)
+  notify(e.tx, deps, e.tenantId, {
+    category: 'balance',
+    title: `Balance low: about ${Math.max(0, Math.floor(e.daysLeft * 24))} hours left`,
+    body: `Your gpuhq balance is ${formatMoney(e.balanceMicros)} USD: at the current rate it lasts about ${e.daysLeft.toFixed(1)} days. Top up to keep the account out of grace.`,
+    groupKey: `balance-low:${day}`,
+    groupWindowUs: 24 * 3600 * 1_000_000,
   })
 }
