@@ -1,7 +1,7 @@
 import type { Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
-import { serverNames } from '../fleet'
+import { findServerById } from '../fleet'
 import type { Category } from './notifications.model'
 import { notify } from './outbox.service'
 
@@ -30,7 +30,7 @@ function categoryOf(e: ServerEvent): { category: Category; title: string; group:
 export function fromServerEvent(deps: Deps, e: ServerEvent): void {
   const c = categoryOf(e)
   if (!c) return
-  const name = serverNames(e.tx, e.server.tenantId).get(e.server.id) ?? e.server.id
+  const name = findServerById(e.tx, e.server.id)?.name ?? e.server.id
   notify(e.tx, deps, e.server.tenantId, { category: c.category, title: `${c.title}: ${name}`, body: e.message, groupKey: c.group })
 }
 
@@ -65,7 +65,7 @@ export function fromPlanRefusal(deps: Deps, e: { tx: Tx; tenantId: string; targe
 }
 
 export function fromOfferPublished(deps: Deps, e: { tx: Tx; tenantId: string; serverId: string; marketplace: string; summary: string }): void {
-  const name = serverNames(e.tx, e.tenantId).get(e.serverId) ?? e.serverId
+  const name = findServerById(e.tx, e.serverId)?.name ?? e.serverId
   notify(e.tx, deps, e.tenantId, {
     category: 'price',
     title: `Offer updated: ${name}`,
