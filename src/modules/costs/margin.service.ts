@@ -4,7 +4,7 @@ import { formatMoney } from '../../platform/money'
 import { utcDay } from '../../platform/time'
 import { chargesPerServerDay } from '../billing'
 import { accruedDays } from '../earnings'
-import { findServer, managedServersOf, type ServerMargin } from '../fleet'
+import { findServer, managedServers, type ServerMargin } from '../fleet'
 import { averageGpuPowerW } from '../telemetry'
 import { costBasisOf, cutPercent } from './costs.service'
 
@@ -106,7 +106,7 @@ function marginsOf(deps: Deps, tenantId: string, serverIds: string[], days: numb
 
 /** GET /reports/margin: the fleet, each managed server, and each GPU model. */
 export function marginReport({ deps, actor, days }: { deps: Deps; actor: Actor; days: number }) {
-  const servers = managedServersOf(deps.db, actor.tenantId)
+  const servers = managedServers(deps.db, actor.tenantId)
   const { fromDay, toDay, margins } = marginsOf(
     deps,
     actor.tenantId,

@@ -41,6 +41,7 @@ export function findServerByFingerprint(db: DbOrTx, tenantId: string, fingerprin
     .get()
 }
 
+/** The tenant's managed (not decommissioned) servers, by name. */
 export function managedServers(db: DbOrTx, tenantId: string): ServerRow[] {
   return db
     .select()
@@ -66,16 +67,6 @@ export function serversManagedDuring(db: DbOrTx, fromUs: number, toUs: number): 
     .select({ tenantId: servers.tenantId, serverId: servers.id })
     .from(servers)
     .where(and(lt(servers.createdAt, toUs), or(isNull(servers.decommissionedAt), gt(servers.decommissionedAt, fromUs))))
-    .all()
-}
-
-/** The tenant's managed (not decommissioned) servers, by name. */
-export function managedServersOf(db: DbOrTx, tenantId: string): ServerRow[] {
-  return db
-    .select()
-    .from(servers)
-    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
-    .orderBy(asc(servers.name), asc(servers.id))
     .all()
 }
 

@@ -21,7 +21,7 @@ export {
   insertServer,
   keepOnOf,
   latestOfMetric,
-  managedServersOf,
+  managedServers,
   markFleetDirty,
   releaseGroup,
   serverNames,

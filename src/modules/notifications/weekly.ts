@@ -3,7 +3,7 @@ import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { utcDay } from '../../platform/time'
 import { accruedDays } from '../earnings'
-import { managedServersOf } from '../fleet'
+import { managedServers } from '../fleet'
 import { listTenants } from '../tenants'
 import { notify } from './outbox.service'
 
@@ -24,7 +24,7 @@ export function sendWeeklyReports(deps: Deps): string {
   const week = utcDay(now - weekday * DAY_US)
   let sent = 0
   for (const tenant of listTenants(deps.db)) {
-    const servers = managedServersOf(deps.db, tenant.id)
+    const servers = managedServers(deps.db, tenant.id)
     if (servers.length === 0) continue
     const online = servers.filter((s) => s.presence === 'online').length
     const earned = accruedDays(deps, tenant.id, from, to).reduce((n, r) => n + r.accruedUsdMicros, 0)
