@@ -1,13 +1,14 @@
 import { withTransaction } from '../../../db/client'
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { decimalToMicrosFloor, formatMoney, parseDecimal, parseMoney } from '../../platform/money'
+import { formatMoney, parseMoney } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { openKey } from './accounts.service'
 import { type LinkRow, linksOf } from './links.repository'
 import { dropPricesBefore, insertSnapshots, modelAt, pruneSnapshots, type SnapshotRow, snapshotAt, snapshotTimeAt } from './market.repository'
 import { standing, summarize } from './market.stats'
 import { MARKETPLACES, MarketplaceError, type MarketOffer, type MarketplaceId } from './marketplaces.adapter'
+import { cloreUsdPerGpuHour } from './marketplace-b.mapping'
 import { connectedAccounts } from './marketplaces.repository'
 import { adapterFor } from './marketplaces.registry'
 import { callPlatform, systemActor } from './operations.service'
@@ -139,24 +140,15 @@ export function marketStats(deps: Deps, query: { marketplace?: MarketplaceId; gp
   return { taken_at: takenAt, items: rows.map((r) => ({ marketplace: r.marketplace, gpu_model: r.gpuModel, ...summaryView(r) })) }
 }
 
-/**
- * The asking price of a linked machine in USD micro-dollars per GPU-hour: marketplace_a's
- * `price_gpu_hour`; marketplace_b's on-demand price per day of the first coin with a known rate ×
- * that rate ÷ 24 ÷ the card count (the same rule as its market's prices). Null when not derivable.
- */
+/** The asking price of a linked machine in USD micro-dollars per GPU-hour: marketplace_a's `price_gpu_hour`; marketplace_b's by the same rule as its market (cloreUsdPerGpuHour). */
 function ownPriceMicros(link: LinkRow): number | null {
   if (link.marketplace === 'marketplace_a') return link.remote.price_gpu_hour === null ? null : parseMoney(link.remote.price_gpu_hour)
   const b = link.marketplaceB
-  const count = link.remote.gpu_count
-  if (!b?.coin_prices || count === null || count <= 0) return null
-  for (const coin of ['USD-Blockchain', 'bitcoin', 'CLORE-Blockchain']) {
-    const perDay = parseDecimal(b.coin_prices[coin]?.on_demand ?? null)
-    const rate = coin === 'USD-Blockchain' ? parseDecimal(1) : parseDecimal(b.spot?.rates_usd_per_coin[coin] ?? null)
-    if (!perDay || !rate) continue
-    const usdDay = decimalToMicrosFloor({ units: perDay.units * rate.units, scale: perDay.scale + rate.scale })
-    if (usdDay !== null) return Math.round(usdDay / 24 / count)
-  }
-  return null
+  return cloreUsdPerGpuHour(
+    (coin) => b?.coin_prices?.[coin]?.on_demand ?? null,
+    (coin) => b?.spot?.rates_usd_per_coin[coin] ?? null,
+    link.remote.gpu_count,
+  )
 }
 
 /** The actor's links that are offered now (listed), with their model and price. */

@@ -203,27 +203,34 @@ export function mapCloreServer(s: CloreServer): RemoteMachine {
 const PRICE_COINS = ['USD-Blockchain', 'bitcoin', 'CLORE-Blockchain']
 
 /**
- * The public `marketplace` servers as asking prices in USD per GPU-hour: Clore prices a whole
- * server per day in a coin, so the on-demand price of the first coin with a known rate (USD per
- * coin, from `spot_marketplace`'s `currency_rates_in_usd`, to the micro-dollar) × that rate ÷ 24 ÷ the card count,
- * rounded to the micro-dollar. Null when no coin has both a price and a rate, or the card count is unknown.
+ * A Clore server's asking price in USD micro-dollars per GPU-hour: the on-demand per-day price of
+ * the first coin (USD-Blockchain, bitcoin, CLORE-Blockchain) that has both a price and a rate (USD
+ * per coin, floored to the micro-dollar as a link's `rates_usd_per_coin` shows it) × that rate ÷ 24
+ * ÷ the card count. The one rule for the market's prices and a tenant's own offer, so they compare
+ * alike. Null when not derivable.
  */
+export function cloreUsdPerGpuHour(onDemandPerDay: (coin: string) => unknown, usdPerCoin: (coin: string) => unknown, gpuCount: number | null): number | null {
+  if (gpuCount === null || gpuCount <= 0) return null
+  for (const coin of PRICE_COINS) {
+    const perDay = parseDecimal(onDemandPerDay(coin))
+    const rate = coin === 'USD-Blockchain' ? parseDecimal(1) : parseDecimal(usd(parseDecimal(usdPerCoin(coin))))
+    if (!perDay || !rate) continue
+    const usdDay = decimalToMicrosFloor({ units: perDay.units * rate.units, scale: perDay.scale + rate.scale })
+    if (usdDay !== null) return Math.round(usdDay / 24 / gpuCount)
+  }
+  return null
+}
+
+/** The public `marketplace` servers as asking prices (cloreUsdPerGpuHour) with their GPUs and whether they can be rented now. */
 export function cloreMarketOffers(servers: Json[], ratesUsdPerCoin: Json | null): MarketOffer[] {
   return servers.map((s) => {
     const gpu = gpuOf(obj(s.specs), s)
     const onDemand = obj(obj(s.price)?.on_demand)
-    let price: number | null = null
-    for (const coin of PRICE_COINS) {
-      const perDay = parseDecimal(onDemand?.[coin])
-      // The rate as a link's `rates_usd_per_coin` shows it (floored to the micro-dollar), so a
-      // tenant's own offer and its market entry are priced alike (market.service.ts ownPriceMicros).
-      const rate = coin === 'USD-Blockchain' ? parseDecimal(1) : parseDecimal(usd(parseDecimal(ratesUsdPerCoin?.[coin])))
-      if (!perDay || !rate || gpu.count === null || gpu.count <= 0) continue
-      const usdDay = decimalToMicrosFloor({ units: perDay.units * rate.units, scale: perDay.scale + rate.scale })
-      if (usdDay === null) continue
-      price = Math.round(usdDay / 24 / gpu.count)
-      break
-    }
+    const price = cloreUsdPerGpuHour(
+      (coin) => onDemand?.[coin],
+      (coin) => ratesUsdPerCoin?.[coin],
+      gpu.count,
+    )
     const id = int(s.id)
     return {
       gpuName: gpu.name,
