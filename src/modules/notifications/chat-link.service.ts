@@ -6,8 +6,8 @@ import { defineErrors } from '../../platform/domain-error'
 import { hmac } from '../../platform/secrets'
 import { formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
-import { findChannel, insertLinkCode, saveChannel, setUpdateOffset, spendLinkCode, updateOffset } from './notifications.repository'
-import { bumpVersion } from './settings.service'
+import { insertLinkCode, saveChannel, setUpdateOffset, spendLinkCode, updateOffset } from './notifications.repository'
+import { bumpVersion, channelOf, connectedTo } from './settings.service'
 import { telegramCall, telegramConfigured } from './telegram.client'
 
 /**
@@ -87,20 +87,7 @@ export async function pollChatLinks(deps: Deps): Promise<string> {
       if (chatId === undefined || code === null) continue
       const tenantId = spendLinkCode(tx, hashOf(deps, code), now)
       if (!tenantId) continue
-      const before = findChannel(tx, tenantId, 'chat')
-      saveChannel(tx, {
-        tenantId,
-        kind: 'chat',
-        status: 'connected',
-        destination: String(chatId),
-        verifiedAt: now,
-        disabledReason: null,
-        pendingAddress: null,
-        pendingCodeHash: null,
-        pendingExpiresAt: null,
-        pendingAttempts: before?.pendingAttempts ?? 0,
-        updatedAt: now,
-      })
+      saveChannel(tx, connectedTo(channelOf(tx, deps, tenantId, 'chat'), String(chatId), now))
       bumpVersion(tx, deps, tenantId)
       linked.push({ chatId })
     }

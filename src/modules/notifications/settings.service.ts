@@ -42,7 +42,7 @@ function defaultSettings(deps: Deps, tenantId: string): SettingsRow {
   }
 }
 
-function channelOf(db: DbOrTx, deps: Deps, tenantId: string, kind: ChannelKind): ChannelRow {
+export function channelOf(db: DbOrTx, deps: Deps, tenantId: string, kind: ChannelKind): ChannelRow {
   return (
     findChannel(db, tenantId, kind) ?? {
       tenantId,
@@ -58,6 +58,21 @@ function channelOf(db: DbOrTx, deps: Deps, tenantId: string, kind: ChannelKind):
       updatedAt: deps.clock.nowUs(),
     }
   )
+}
+
+/** The channel connected to a verified destination: resumed, its reason and any pending code cleared. */
+export function connectedTo(c: ChannelRow, destination: string, now: number): ChannelRow {
+  return {
+    ...c,
+    status: 'connected',
+    destination,
+    verifiedAt: now,
+    disabledReason: null,
+    pendingAddress: null,
+    pendingCodeHash: null,
+    pendingExpiresAt: null,
+    updatedAt: now,
+  }
 }
 
 /** "a•••@example.com" for an address; "chat •••4321" for a chat id. */
@@ -210,16 +225,7 @@ export function connectEmail({ deps, actor, audit, input }: { deps: Deps; actor:
     let email = channelOf(tx, deps, actor.tenantId, 'email')
     let status: 'connected' | 'verification_sent' = 'connected'
     if (address === accountEmail && input.code === undefined) {
-      email = {
-        ...email,
-        status: 'connected',
-        destination: address,
-        verifiedAt: now,
-        disabledReason: null,
-        pendingAddress: null,
-        pendingCodeHash: null,
-        updatedAt: now,
-      }
+      email = connectedTo(email, address, now)
     } else if (input.code === undefined) {
       email = startVerification(tx, deps, email, address)
       status = 'verification_sent'
@@ -234,16 +240,7 @@ export function connectEmail({ deps, actor, audit, input }: { deps: Deps; actor:
         saveChannel(tx, { ...email, pendingAttempts: email.pendingAttempts + 1, updatedAt: now })
         return { refused: true as const }
       }
-      email = {
-        ...email,
-        status: 'connected',
-        destination: address,
-        verifiedAt: now,
-        disabledReason: null,
-        pendingAddress: null,
-        pendingCodeHash: null,
-        updatedAt: now,
-      }
+      email = connectedTo(email, address, now)
     }
     saveChannel(tx, email)
     bumpVersion(tx, deps, actor.tenantId)
