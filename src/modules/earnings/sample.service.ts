@@ -27,11 +27,12 @@ export async function sampleEarnings(deps: Deps): Promise<string> {
   const now = deps.clock.nowUs()
   let sampled = 0
   let skipped = 0
-  for (const source of accrualSources(deps.db)) {
+  const sources = accrualSources(deps.db)
+  for (const source of sources) {
     if (withTransaction(deps.db, (tx) => sampleOne(tx, deps, source, now))) sampled++
     else skipped++
   }
-  const reports = await readReports(deps, now)
+  const reports = await readReports(deps, now, sources)
   return `${sampled} links sampled, ${skipped} already sampled; ${reports}`
 }
 
@@ -79,14 +80,8 @@ function addToDay(tx: DbOrTx, _deps: Deps, key: Pick<EarningsDayRow, 'tenantId' 
  * gets `platform_usd_micros` (a row it creates counts that read as its one sample); one it does not
  * name stays null: the platform said nothing.
  */
-async function readReports(deps: Deps, now: number): Promise<string> {
-  const tenants = [
-    ...new Set(
-      accrualSources(deps.db)
-        .filter((s) => s.marketplace === 'marketplace_a')
-        .map((s) => s.tenantId),
-    ),
-  ]
+async function readReports(deps: Deps, now: number, sources: AccrualSource[]): Promise<string> {
+  const tenants = [...new Set(sources.filter((s) => s.marketplace === 'marketplace_a').map((s) => s.tenantId))]
   let read = 0
   for (const tenantId of tenants) {
     const last = reportReadAt(deps.db, tenantId, 'marketplace_a')

@@ -2,7 +2,7 @@ import type { DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney, parseMoney } from '../../platform/money'
 import { openKey } from './accounts.service'
-import { allLinks, linksOfAccount, type LinkRow } from './links.repository'
+import { allLinks, linksOf, linksOfAccount, type LinkRow } from './links.repository'
 import type { MarketplaceId } from './marketplaces.adapter'
 import { findAccount } from './marketplaces.repository'
 import { adapterFor } from './marketplaces.registry'
@@ -118,8 +118,8 @@ export function currentRates(db: DbOrTx, tenantId: string): { marketplace: Marke
     { marketplace: 'marketplace_a', currency: 'USD', usdPerCoin: '1', observedAt: null },
   ]
   const fresh = new Map<string, { usdPerCoin: string; observedAt: number }>()
-  for (const l of allLinks(db)) {
-    if (l.tenantId !== tenantId || l.marketplace !== 'marketplace_b' || l.lastSeenAt === null) continue
+  for (const l of linksOf(db, tenantId)) {
+    if (l.marketplace !== 'marketplace_b' || l.lastSeenAt === null) continue
     for (const [coin, rate] of Object.entries(l.marketplaceB?.spot?.rates_usd_per_coin ?? {})) {
       const seen = fresh.get(coin)
       if (!seen || seen.observedAt < l.lastSeenAt) fresh.set(coin, { usdPerCoin: rate, observedAt: l.lastSeenAt })
