@@ -11,6 +11,12 @@ export type AppEvents = {
    * feature applies a paid upgrade waiting for it in the same transaction.
    */
   'topup.succeeded': { tx: Tx; topup: { id: string; tenantId: string; changeId: string | null } }
+  /** A top-up ended without a credit: held for review, expired unpaid, or failed (payments' moveTopup, in its transaction). */
+  'topup.not_credited': {
+    tx: Tx
+    topup: { id: string; tenantId: string; amountMicros: number; paymentMethod: string }
+    status: 'review' | 'expired' | 'failed'
+  }
   /**
    * A server's rental ended (fleet, after commit: the operator's PATCH or the agent's report).
    * Commands waiting for the rental to end are delivered.

@@ -1,6 +1,14 @@
 import type { Deps } from './platform/context'
 import { dispatchServer } from './modules/commands'
-import { fromAccountState, fromLowBalance, fromOfferPublished, fromPlanRefusal, fromServerEvent, fromTopup } from './modules/notifications'
+import {
+  fromAccountState,
+  fromLowBalance,
+  fromOfferPublished,
+  fromPlanRefusal,
+  fromServerEvent,
+  fromTopup,
+  fromTopupNotCredited,
+} from './modules/notifications'
 import { activateOnTopup } from './modules/subscription'
 
 /**
@@ -15,6 +23,7 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('server.event_recorded', (e) => fromServerEvent(deps, e))
   deps.events.on('tenant.account_state_changed', (e) => fromAccountState(deps, e))
   deps.events.on('topup.succeeded', (e) => fromTopup(deps, e))
+  deps.events.on('topup.not_credited', (e) => fromTopupNotCredited(deps, e))
   deps.events.on('subscription.change_refused', (e) => fromPlanRefusal(deps, e))
   deps.events.on('offer.published', (e) => fromOfferPublished(deps, e))
   deps.events.on('tenant.balance_low', (e) => fromLowBalance(deps, e))

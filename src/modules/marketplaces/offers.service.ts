@@ -13,6 +13,7 @@ import { MarketplaceErrors } from './marketplaces.errors'
 import type { MaintenanceBody } from './marketplaces.model'
 import { type AccountRow, findAccount } from './marketplaces.repository'
 import { adapterFor } from './marketplaces.registry'
+import { noteMaintenance } from './rentals.service'
 import { type OfferInput, checkOffer, cloreSettings, offerWarnings, projectOffer, vastAsk } from './offers.mapping'
 import { callPlatform } from './operations.service'
 
@@ -149,6 +150,7 @@ export async function announceMaintenance({ deps, actor, audit, serverId, market
       maintenance_hours: window.hours,
     }
     updateLink(tx, current.id, { remote })
+    noteMaintenance(tx, deps, current, current.remote, remote)
     recordAudit(tx, deps, audit, { operation: 'marketplaces.maintenance.announce', targetKind: 'server', targetId: link.serverId })
     return { link: linkView({ ...current, remote }) }
   })

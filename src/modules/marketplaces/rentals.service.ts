@@ -1,6 +1,6 @@
 import type { DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
-import { setMarketRentals } from '../fleet'
+import { recordServerEvent, setMarketRentals } from '../fleet'
 import type { RemoteProjection } from './marketplaces.adapter'
 import { linksOfServers } from './links.repository'
 
@@ -33,4 +33,34 @@ export function refreshMarketRentals(tx: DbOrTx, deps: Deps, tenantId: string, s
 /** Tells the rest of the service that rentals ended (commands waiting for them may go now). */
 export function announceEnded(deps: Deps, serverIds: readonly string[]): void {
   for (const serverId of serverIds) deps.events.emit('server.rental_ended', { serverId })
+}
+
+/**
+ * A maintenance window the platform now shows for a linked machine that it did not show before (or
+ * a changed one), announced through gpuhq or in the platform's own console, becomes a server event
+ * in the caller's transaction, and with it the owner's `maint` notification. Unchanged windows
+ * record nothing, so each sync does not repeat it.
+ */
+export function noteMaintenance(
+  tx: DbOrTx,
+  deps: Deps,
+  link: { serverId: string; tenantId: string; marketplace: string },
+  before: RemoteProjection | null,
+  after: RemoteProjection,
+): void {
+  if (!after.maintenance_announced) return
+  if (before?.maintenance_announced && before.maintenance_starts_at === after.maintenance_starts_at && before.maintenance_hours === after.maintenance_hours)
+    return
+  const hours = after.maintenance_hours !== null ? ` for ${after.maintenance_hours} h` : ''
+  const when = after.maintenance_starts_at ? ` from ${after.maintenance_starts_at}${hours}` : ''
+  recordServerEvent(
+    tx,
+    deps,
+    { id: link.serverId, tenantId: link.tenantId },
+    {
+      kind: 'marketplace.maintenance_announced',
+      message: `${link.marketplace} shows a maintenance window${when}: renters see it`,
+      data: { marketplace: link.marketplace, starts_at: after.maintenance_starts_at, hours: after.maintenance_hours },
+    },
+  )
 }

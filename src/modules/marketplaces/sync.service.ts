@@ -12,7 +12,7 @@ import { connectedAccounts, type AccountRow } from './marketplaces.repository'
 import { adapterFor } from './marketplaces.registry'
 import { linksOfAccount, updateLink, type LinkState } from './links.repository'
 import { callPlatform, systemActor } from './operations.service'
-import { announceEnded, refreshMarketRentals } from './rentals.service'
+import { announceEnded, noteMaintenance, refreshMarketRentals } from './rentals.service'
 
 /**
  * The marketplaces.sync job (docs/marketplaces.md "Sync"). For every connected account of every
@@ -86,6 +86,7 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
         continue
       }
       const state: LinkState = (claims.get(link.externalMachineId) ?? 0) > 1 ? 'conflict' : 'linked'
+      noteMaintenance(tx, deps, link, link.remote, machine.remote)
       updateLink(tx, link.id, {
         state,
         lastSeenAt: now,

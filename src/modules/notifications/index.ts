@@ -2,6 +2,6 @@
 export { notificationsRoutes } from './notifications.routes'
 export { pollChatLinks } from './chat-link.service'
 export { dispatchNotifications } from './outbox.service'
-export { fromAccountState, fromLowBalance, fromOfferPublished, fromPlanRefusal, fromServerEvent, fromTopup } from './producers'
+export { fromAccountState, fromLowBalance, fromOfferPublished, fromPlanRefusal, fromServerEvent, fromTopup, fromTopupNotCredited } from './producers'
 export { watchTemperatures } from './temperature'
 export { sendWeeklyReports } from './weekly'

@@ -19,6 +19,8 @@ type ServerEvent = { tx: Tx; server: { id: string; tenantId: string }; kind: str
 function categoryOf(e: ServerEvent): { category: Category; title: string; group: string } | null {
   if (e.kind === 'presence.offline') return { category: 'offline', title: 'Server offline', group: `offline:${e.server.id}` }
   if (e.kind === 'maintenance.declared') return { category: 'maint', title: 'Maintenance declared', group: `maint:${e.server.id}` }
+  if (e.kind === 'marketplace.maintenance_announced')
+    return { category: 'maint', title: 'Maintenance announced', group: `maint-announced:${e.server.id}:${e.message}` }
   if (e.kind === 'marketplace.rental_started') return { category: 'rental', title: 'Rental started', group: `rental-start:${e.server.id}:${e.message}` }
   if (e.kind === 'marketplace.rental_ended') return { category: 'rental', title: 'Rental ended', group: `rental-end:${e.server.id}:${e.message}` }
   if (e.kind === 'marketplace.offer_republished') return { category: 'price', title: 'Offer published again', group: `offer:${e.server.id}` }
@@ -53,6 +55,29 @@ export function fromAccountState(deps: Deps, e: { tx: Tx; tenantId: string; stat
 
 export function fromTopup(deps: Deps, e: { tx: Tx; topup: { id: string; tenantId: string } }): void {
   notify(e.tx, deps, e.topup.tenantId, { category: 'payment', title: 'Top-up credited', body: `Top-up ${e.topup.id} was credited to your balance.` })
+}
+
+const NOT_CREDITED = {
+  expired: { title: 'Top-up expired unpaid', why: 'expired before a payment arrived; nothing was charged. A payment that still arrives for it is credited.' },
+  failed: { title: 'Top-up failed', why: 'failed at the payment provider; nothing was credited.' },
+  review: {
+    title: 'Top-up held for review',
+    why: 'is held for review by the operator (the payment did not match the invoice); nothing is credited until it is settled.',
+  },
+} as const
+
+export function fromTopupNotCredited(
+  deps: Deps,
+  e: { tx: Tx; topup: { id: string; tenantId: string; amountMicros: number; paymentMethod: string }; status: keyof typeof NOT_CREDITED },
+): void {
+  const text = NOT_CREDITED[e.status]
+  notify(e.tx, deps, e.topup.tenantId, {
+    category: 'payment',
+    title: text.title,
+    body: `Top-up ${e.topup.id} of ${formatMoney(e.topup.amountMicros)} USD (${e.topup.paymentMethod}) ${text.why}`,
+    groupKey: `topup:${e.topup.id}:${e.status}`,
+    groupWindowUs: 30 * 24 * 3600 * 1_000_000,
+  })
 }
 
 export function fromPlanRefusal(deps: Deps, e: { tx: Tx; tenantId: string; targetPlan: string; reason: string }): void {

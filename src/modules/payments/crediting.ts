@@ -6,6 +6,26 @@ import type { ProviderPayment } from './provider'
 import { changeTopup, claimTopup, TERMINAL, topupById, type TopupRow } from './topups.repository'
 import { insertUnsettled, type UnsettledRow } from './unsettled.repository'
 
+/** The outcomes that end a top-up without a credit: the owner hears of each (a `payment` notification). */
+const NOT_CREDITED = ['review', 'expired', 'failed'] as const
+
+/**
+ * Every change of a top-up goes through here: writes it, and when it moves the top-up into review,
+ * expired or failed, says so (topup.not_credited, in the caller's transaction) so the owner learns
+ * of the outcome exactly once, whichever path (notification, reconcile, creation) moved it.
+ */
+export function moveTopup(tx: Tx, deps: Deps, t: TopupRow, patch: Partial<TopupRow>): TopupRow {
+  const next = changeTopup(tx, deps, t, patch)
+  const status = next.status as (typeof NOT_CREDITED)[number]
+  if (next.status !== t.status && NOT_CREDITED.includes(status))
+    deps.events.emit('topup.not_credited', {
+      tx,
+      topup: { id: next.id, tenantId: next.tenantId, amountMicros: next.amountMicros, paymentMethod: next.paymentMethod },
+      status,
+    })
+  return next
+}
+
 /** The states a finished payment may move to succeeded (expired too: money that arrived is not dropped). */
 const CREDITABLE: TopupRow['status'][] = ['creating', 'partially_paid', 'expired']
 
@@ -23,8 +43,8 @@ export function applyPayment(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment
   const base = { providerStatus: p.status.slice(0, 64), paymentId: t.paymentId ?? p.paymentId }
   const review = (reason: string) =>
     t.status === 'succeeded'
-      ? changeTopup(tx, deps, t, { ...base, reviewReason: reason })
-      : changeTopup(tx, deps, t, { ...base, status: 'review', reviewReason: reason })
+      ? moveTopup(tx, deps, t, { ...base, reviewReason: reason })
+      : moveTopup(tx, deps, t, { ...base, status: 'review', reviewReason: reason })
   if (p.orderId !== null && p.orderId !== t.id) return review('order_mismatch')
   if (p.invoiceId !== null && t.invoiceId !== null && p.invoiceId !== t.invoiceId) return review('invoice_mismatch')
   if (p.priceCurrency !== null && p.priceCurrency !== 'usd') return review('currency_mismatch')
@@ -32,13 +52,13 @@ export function applyPayment(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment
   if (p.kind === 'finished') return applyFinished(tx, deps, t, p, base, review)
   if (TERMINAL.includes(t.status)) {
     // A late non-final report never moves a terminal top-up back; a refund after a credit needs a human.
-    if (p.kind === 'refunded' && t.status === 'succeeded') return changeTopup(tx, deps, t, { ...base, reviewReason: 'refunded_after_credit' })
+    if (p.kind === 'refunded' && t.status === 'succeeded') return moveTopup(tx, deps, t, { ...base, reviewReason: 'refunded_after_credit' })
     return t
   }
-  if (p.kind === 'partial') return changeTopup(tx, deps, t, { ...base, status: 'partially_paid' })
-  if (p.kind === 'pending') return changeTopup(tx, deps, t, base)
-  if (p.kind === 'expired') return changeTopup(tx, deps, t, { ...base, status: 'expired' })
-  if (p.kind === 'failed') return changeTopup(tx, deps, t, { ...base, status: 'failed' })
+  if (p.kind === 'partial') return moveTopup(tx, deps, t, { ...base, status: 'partially_paid' })
+  if (p.kind === 'pending') return moveTopup(tx, deps, t, base)
+  if (p.kind === 'expired') return moveTopup(tx, deps, t, { ...base, status: 'expired' })
+  if (p.kind === 'failed') return moveTopup(tx, deps, t, { ...base, status: 'failed' })
   return review('refunded_before_credit')
 }
 
@@ -50,7 +70,7 @@ function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base
   if (t.status === 'review' || t.status === 'failed') {
     // A human decides about the top-up; the money that arrived is on their list too.
     recordUnsettled(tx, deps, t, p, t.status === 'review' ? 'topup_in_review' : 'topup_failed')
-    return changeTopup(tx, deps, t, base)
+    return moveTopup(tx, deps, t, base)
   }
   if (p.confirmedMicros === null || p.confirmedMicros <= 0) return review('no_confirmed_amount')
   const now = deps.clock.nowUs()

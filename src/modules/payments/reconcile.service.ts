@@ -1,9 +1,9 @@
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
-import { applyPayment } from './crediting'
+import { applyPayment, moveTopup } from './crediting'
 import { ProviderRejected, ProviderUnavailable, type ProviderPayment } from './provider'
 import { providers } from './topups.service'
-import { changeTopup, openTopups, topupById } from './topups.repository'
+import { openTopups, topupById } from './topups.repository'
 
 type JobRef = { job: string; period: string }
 
@@ -56,7 +56,7 @@ export async function reconcileTopups(deps: Deps, run: JobRef = { job: 'billing.
         const cur = topupById(tx, t.id)!
         // Re-read: a notification may have moved it since the list was taken.
         if (cur.version === t.version) {
-          changeTopup(tx, deps, cur, { status: 'expired' })
+          moveTopup(tx, deps, cur, { status: 'expired' })
           expired++
         }
       })

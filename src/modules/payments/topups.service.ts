@@ -7,22 +7,13 @@ import { formatMoney, parseMoney } from '../../platform/money'
 import { sha256Hex } from '../../platform/secrets'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { type AuditContext, recordAudit } from '../audit'
-import { applyPayment } from './crediting'
+import { applyPayment, moveTopup as change } from './crediting'
 import { createNowPayments } from './nowpayments.provider'
 import { invalidPaymentField, PaymentErrors } from './payments.errors'
 import type { TopupCreate, TopupListQuery } from './payments.model'
 import { ProviderRejected, ProviderUnavailable, type PaymentMethod, type PaymentProvider, type ProviderPayment } from './provider'
 import { createSandbox } from './sandbox.provider'
-import {
-  changeTopup as change,
-  findTenantTopup,
-  findTopupFor,
-  insertPaymentNotification,
-  insertTopup,
-  listTenantTopups,
-  TERMINAL,
-  type TopupRow,
-} from './topups.repository'
+import { findTenantTopup, findTopupFor, insertPaymentNotification, insertTopup, listTenantTopups, TERMINAL, type TopupRow } from './topups.repository'
 
 /**
  * Top-ups (docs/payments.md): creating → partially_paid → succeeded, or review, expired,
