@@ -23,7 +23,8 @@ export type Config = Readonly<{
   marketplaceBApiUrl: string
   /** Percent of the platforms' published spacing between calls (100 in production; tests go lower). */
   marketplacePacePercent: number
-  telegram: { botToken: string | null; apiUrl: string }
+  /** `updates`: how chat links are learned, getUpdates polling (default) or a webhook at PUBLIC_URL (TELEGRAM_UPDATES). */
+  telegram: { botToken: string | null; apiUrl: string; updates: 'polling' | 'webhook' }
   testClock: boolean
   minAgentVersion: string
   trustedProxies: readonly string[]
@@ -137,6 +138,13 @@ function secretKey(env: Env, dataDir: string): Buffer {
   }
 }
 
+function telegramUpdates(env: Record<string, string | undefined>): 'polling' | 'webhook' {
+  const v = (env.TELEGRAM_UPDATES ?? '').trim() || 'polling'
+  if (v !== 'polling' && v !== 'webhook') throw new ConfigError('TELEGRAM_UPDATES', `expected polling or webhook, got "${v}"`)
+  if (v === 'webhook' && !env.TELEGRAM_BOT_TOKEN?.trim()) throw new ConfigError('TELEGRAM_UPDATES', 'webhook needs TELEGRAM_BOT_TOKEN')
+  return v
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = env.NODE_ENV || 'development'
   if (!['development', 'production', 'test'].includes(nodeEnv)) throw new ConfigError('NODE_ENV', `expected development, production or test, got "${nodeEnv}"`)
@@ -194,6 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
     telegram: {
       botToken: env.TELEGRAM_BOT_TOKEN?.trim() || null,
       apiUrl: httpUrl(env, 'TELEGRAM_API_URL', 'https://api.telegram.org'),
+      updates: telegramUpdates(env),
     },
     testClock,
     minAgentVersion: semver(env, 'MIN_AGENT_VERSION', '1.0.0'),

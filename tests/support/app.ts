@@ -29,8 +29,9 @@ export type TestApp = {
 /**
  * The real app on a fresh, migrated SQLite file in a temp dir, listening on a random loopback port.
  * Nothing is mocked; only the outside world (mail, payment providers, marketplaces) gets fakes.
+ * `opts.port` listens on a chosen port instead (freePort()), for a test whose PUBLIC_URL must reach it.
  */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, opts: { port?: number } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'gpuhq-test-'))
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -64,7 +65,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   })
   const runner = new JobRunner(deps, jobs)
   const app = createApp(deps, runner)
-  const running = startServer(app, deps, { port: 0, hostname: '127.0.0.1' })
+  const running = startServer(app, deps, { port: opts.port ?? 0, hostname: '127.0.0.1' })
   const url = running.url
   return {
     url,
@@ -87,4 +88,12 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/** A loopback port free right now (for a test app whose PUBLIC_URL must name its own address). */
+export function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response(null) })
+  const port = probe.port!
+  probe.stop(true)
+  return port
 }

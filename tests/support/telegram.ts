@@ -138,6 +138,16 @@ export type FakeTelegram = {
   unblock: (chatId: number) => void
   /** The next `times` sendMessage calls (default 1) answer 429 with this retry_after, whatever they carry. */
   rateLimit: (limit: { retryAfter: number; times?: number }) => void
+  /**
+   * From now, the first `n` sendMessage calls are handled as usual and every later one is held
+   * unanswered and not delivered (Telegram has not accepted it), until releaseHeld(): a send in
+   * flight when its caller dies.
+   */
+  holdSendsAfter: (n: number) => void
+  /** How many sendMessage calls are held right now. */
+  heldSends: () => number
+  /** Answers every held sendMessage 502 Bad Gateway (nothing delivered) and stops holding. */
+  releaseHeld: () => void
   /** 'unreachable' closes the listener (connections refused, held polls cut); 'ok' listens again on the same port. */
   setMode: (mode: Mode) => Promise<void>
   /** Updates not confirmed yet (getUpdates) or not delivered yet (webhook). */
@@ -258,6 +268,8 @@ export async function startTelegram(options: TelegramOptions = {}): Promise<Fake
   let held: Held | null = null
   let webhook: Webhook | null = null
   let lastError: { date: number; message: string } | null = null
+  let holdAfter: number | null = null
+  const holding: (() => void)[] = []
   let limited = { times: 0, retryAfter: 0 }
   let mode: Mode = 'ok'
   let closed = false
@@ -499,6 +511,10 @@ export async function startTelegram(options: TelegramOptions = {}): Promise<Fake
       case 'getwebhookinfo':
         return ok(webhookInfo())
       case 'sendmessage':
+        if (holdAfter !== null) {
+          if (holdAfter <= 0) return new Promise<Response>((resolve) => holding.push(() => resolve(fail(502, 'Bad Gateway'))))
+          holdAfter--
+        }
         return sendMessage(p)
       default:
         return fail(404, 'Not Found')
@@ -571,6 +587,14 @@ export async function startTelegram(options: TelegramOptions = {}): Promise<Fake
     unblock(chatId) {
       blocked.delete(chatId)
     },
+    holdSendsAfter(n) {
+      holdAfter = n
+    },
+    heldSends: () => holding.length,
+    releaseHeld() {
+      holdAfter = null
+      for (const answer of holding.splice(0)) answer()
+    },
     rateLimit({ retryAfter, times = 1 }) {
       limited = { times, retryAfter }
     },
@@ -594,6 +618,7 @@ export async function startTelegram(options: TelegramOptions = {}): Promise<Fake
       closed = true
       closing.abort()
       cutHeld()
+      for (const answer of holding.splice(0)) answer()
       await switching
       if (server) await server.stop(true)
       server = null

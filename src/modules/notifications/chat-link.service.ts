@@ -1,7 +1,7 @@
-import { randomInt } from 'node:crypto'
-import { withTransaction } from '../../../db/client'
+import { randomInt, timingSafeEqual } from 'node:crypto'
+import { type Tx, withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
-import type { Deps } from '../../platform/context'
+import { type Deps, perDeps } from '../../platform/context'
 import { defineErrors } from '../../platform/domain-error'
 import { hmac } from '../../platform/secrets'
 import { formatTimestamp } from '../../platform/time'
@@ -19,6 +19,8 @@ import { telegramCall, telegramConfigured } from './telegram.client'
 
 const E = defineErrors('notifications', {
   chatNotConfigured: { problem: 'temporarily_unavailable', message: 'the chat channel is not configured on this service (TELEGRAM_BOT_TOKEN)' },
+  webhookOff: { problem: 'not_found', message: 'the chat webhook is not in use on this service (TELEGRAM_UPDATES=webhook)' },
+  webhookSecret: { problem: 'unauthorized', message: 'the X-Telegram-Bot-Api-Secret-Token header is missing or wrong' },
 })
 
 const CODE_MINUTES = 15
@@ -70,30 +72,81 @@ function codeIn(text: string | undefined): string | null {
   return /^[A-Z0-9]{8}$/.test(cleaned) ? cleaned : null
 }
 
-/** Reads the bot's new updates once (no long poll: the job runs every 30 s) and links the chats that sent a live code. */
-export async function pollChatLinks(deps: Deps): Promise<string> {
-  if (!telegramConfigured(deps)) return 'chat not configured'
-  const offset = updateOffset(deps.db)
-  const got = await telegramCall<Update[]>(deps, 'getUpdates', { offset, timeout: 0, limit: 100, allowed_updates: ['message'] })
-  if (!got.ok) return `getUpdates failed: ${got.description}`
+/** Links the chats that sent a live code among `updates`, in one transaction; `after` runs in it too (the polling offset). */
+function linkChats(deps: Deps, updates: readonly Update[], after?: (tx: Tx) => void): { chatId: number }[] {
   const linked: { chatId: number }[] = []
   withTransaction(deps.db, (tx) => {
     const now = deps.clock.nowUs()
-    let next = offset
-    for (const u of got.result) {
-      next = Math.max(next, u.update_id + 1)
+    for (const u of updates) {
       const chatId = u.message?.chat?.id
       const code = codeIn(u.message?.text)
-      if (chatId === undefined || code === null) continue
+      if (typeof chatId !== 'number' || code === null) continue
       const tenantId = spendLinkCode(tx, hashOf(deps, code), now)
       if (!tenantId) continue
       saveChannel(tx, connectedTo(channelOf(tx, deps, tenantId, 'chat'), String(chatId), now))
       bumpVersion(tx, deps, tenantId)
       linked.push({ chatId })
     }
-    setUpdateOffset(tx, next)
+    after?.(tx)
   })
-  // A confirmation in the chat, best effort: the link stands whether or not it arrives.
+  return linked
+}
+
+/** A confirmation in each newly linked chat, best effort: the link stands whether or not it arrives. */
+async function confirm(deps: Deps, linked: readonly { chatId: number }[]): Promise<void> {
   for (const l of linked) await telegramCall(deps, 'sendMessage', { chat_id: l.chatId, text: 'gpuhq: this chat now receives your fleet notifications.' })
+}
+
+/**
+ * Learns chat links once: with TELEGRAM_UPDATES=polling reads the bot's new updates (no long poll:
+ * the job runs every 30 s); with `webhook` makes sure Telegram has this process's webhook and
+ * secret (updates then arrive at POST /notifications/telegram/webhook).
+ */
+export async function pollChatLinks(deps: Deps): Promise<string> {
+  if (!telegramConfigured(deps)) return 'chat not configured'
+  if (deps.config.telegram.updates === 'webhook') return ensureWebhook(deps)
+  const offset = updateOffset(deps.db)
+  const got = await telegramCall<Update[]>(deps, 'getUpdates', { offset, timeout: 0, limit: 100, allowed_updates: ['message'] })
+  if (!got.ok) return `getUpdates failed: ${got.description}`
+  const next = got.result.reduce((n, u) => Math.max(n, u.update_id + 1), offset)
+  // The offset moves in the transaction that handled the updates: none is handled twice or skipped.
+  const linked = linkChats(deps, got.result, (tx) => setUpdateOffset(tx, next))
+  await confirm(deps, linked)
   return `${got.result.length} updates read, ${linked.length} chats linked`
+}
+
+const WEBHOOK_PATH = '/api/v1/notifications/telegram/webhook'
+
+/** The secret Telegram sends back in X-Telegram-Bot-Api-Secret-Token: derived from SECRET_KEY, never stored or logged. */
+const webhookSecret = (deps: Deps) => hmac(deps.keys.codes, 'telegram-webhook').toString('base64url')
+
+/** The webhook this process registered (per Deps), so setWebhook is called once, and again after a failure. */
+const registered = perDeps(() => ({ url: null as string | null }))
+
+async function ensureWebhook(deps: Deps): Promise<string> {
+  const url = `${deps.config.publicUrl}${WEBHOOK_PATH}`
+  const state = registered(deps)
+  if (state.url === url) return 'webhook set'
+  const r = await telegramCall(deps, 'setWebhook', { url, secret_token: webhookSecret(deps), allowed_updates: ['message'], max_connections: 10 })
+  if (!r.ok) return `setWebhook failed: ${r.description}`
+  state.url = url
+  return 'webhook set now'
+}
+
+/**
+ * POST /notifications/telegram/webhook: one update from Telegram. Checked by the secret token in
+ * constant time before the body is looked at; an update Telegram repeats (it retries until it gets
+ * a 2xx) spends no code twice, since a code is spent once.
+ */
+export function receiveWebhook(deps: Deps, headers: Headers, body: unknown): { ok: true } {
+  if (deps.config.telegram.updates !== 'webhook' || !telegramConfigured(deps)) throw E.webhookOff()
+  const sent = Buffer.from(headers.get('x-telegram-bot-api-secret-token') ?? '')
+  const want = Buffer.from(webhookSecret(deps))
+  if (sent.length !== want.length || !timingSafeEqual(sent, want)) throw E.webhookSecret()
+  const update = body && typeof body === 'object' && !Array.isArray(body) ? (body as Update) : null
+  if (!update) return { ok: true }
+  const linked = linkChats(deps, [update])
+  // Telegram waits for this answer: the confirmation goes after it.
+  if (linked.length) void confirm(deps, linked).catch(() => undefined)
+  return { ok: true }
 }

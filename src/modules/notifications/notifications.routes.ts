@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
@@ -18,7 +19,7 @@ import {
   TestBody,
 } from './notifications.model'
 import { getDelivery, listHistory, sendTest } from './outbox.service'
-import { issueChatLink } from './chat-link.service'
+import { issueChatLink, receiveWebhook } from './chat-link.service'
 import { connectEmail, getSettings, putSettings } from './settings.service'
 
 const tags = ['notifications']
@@ -121,5 +122,18 @@ export function notificationsRoutes(deps: Deps) {
         description:
           '`channels` (chat, email; default: every connected one) picks which. Sent at once, ignoring quiet hours; the answer shows each delivery as it stands after the attempt. No connected channel among those asked → 409. Takes Idempotency-Key.',
       }),
+    })
+    .post('/notifications/telegram/webhook', ({ request, body }) => receiveWebhook(deps, request.headers, body), {
+      body: Type.Unknown({ description: "One Telegram Update object, as Telegram's webhook POSTs it" }),
+      response: responses({ 200: Type.Object({ ok: Type.Literal(true) }) }, [401, 404, 413, 415, 422]),
+      detail: describe(
+        { public: true },
+        {
+          tags,
+          summary: "Telegram's webhook (TELEGRAM_UPDATES=webhook)",
+          description:
+            "Public; Telegram posts the bot's updates here once notifications.dispatch has registered the webhook (setWebhook with this URL under PUBLIC_URL and a secret token derived from SECRET_KEY). A request without the right X-Telegram-Bot-Api-Secret-Token → 401 and nothing is read. A message carrying a live link code connects its chat, as polling would. 404 while the service polls getUpdates (the default).",
+        },
+      ),
     })
 }

@@ -115,12 +115,9 @@ type SendResult =
   | { outcome: 'failed'; error: string; status: number | null }
 
 async function send(deps: Deps, d: DeliveryRow, title: string, body: string): Promise<SendResult> {
-  if (d.channel === 'email') {
-    // Mail has its own outbox (sealed, retried): handing the message to it is this delivery's send.
-    withTransaction(deps.db, (tx) => enqueueMail(tx, deps, composeMail(d.destination!, 'notification', `gpuhq: ${title}`, [body, deps.config.publicUrl])))
-    deps.mail.kick()
-    return { outcome: 'sent' }
-  }
+  // Mail has its own outbox (sealed, retried): handing the message to it, in the transaction that
+  // records this delivery as sent, is the send, so a crash can neither lose nor double it.
+  if (d.channel === 'email') return { outcome: 'sent' }
   const r = await telegramCall(deps, 'sendMessage', { chat_id: Number(d.destination), text: `${title}\n${body}`.slice(0, 4096) })
   if (r.ok) return { outcome: 'sent' }
   if (r.status === 429) return { outcome: 'retry', error: r.description, status: 429, afterSeconds: r.retryAfterSeconds ?? backoffSeconds(d.attempts + 1) }
@@ -149,6 +146,8 @@ export async function dispatchNotifications(deps: Deps): Promise<number> {
         httpStatus: result.outcome === 'sent' ? 200 : result.status,
         error: result.outcome === 'sent' ? null : result.error,
       })
+      if (result.outcome === 'sent' && d.channel === 'email')
+        enqueueMail(tx, deps, composeMail(d.destination!, 'notification', `gpuhq: ${n.title}`, [n.body, deps.config.publicUrl]))
       if (result.outcome === 'sent') updateDelivery(tx, d.id, { status: 'sent', attempts, sentAt: at, claimedUntil: null, lastError: null, updatedAt: at })
       else if (giveUp) updateDelivery(tx, d.id, { status: 'failed', attempts, claimedUntil: null, lastError: result.error, updatedAt: at })
       else
@@ -169,6 +168,7 @@ export async function dispatchNotifications(deps: Deps): Promise<number> {
       }
     })
     if (result.outcome === 'sent') sent++
+    if (result.outcome === 'sent' && d.channel === 'email') deps.mail.kick()
   }
 }
 
