@@ -3,16 +3,19 @@ import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marke
 import { formatTimestamp } from '../../src/platform/time'
 import { insertServer } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
-import { api, newOwner, ok, type Owner } from '../support/fleet'
+import { onlineServer } from '../support/commands'
+import { api, closeAllAgents, newOwner, ok, RawAgent, type Owner } from '../support/fleet'
+import { adjust, clockTo, dayStartUs, midNextMonth, orderOk, tenantOn, US_PER_HOUR } from '../support/subscription'
 import { checkoutPath, type Topup } from '../support/payments'
 import { startTelegram, type FakeTelegram } from '../support/telegram'
 
 /**
- * Issue 19, the producers added last: payment outcomes that credit nothing (a sandbox payment that
- * expires, a top-up that expires unpaid and billing.reconcile closes, a provider's answer that
- * sends it to review) and a maintenance window announced on a marketplace (through gpuhq, or in the
- * platform's own console and learned by the sync). Each notifies once from its real cause, through
- * the one path every top-up change and every remote maintenance window go through.
+ * Issue 19, producers from their real causes: a rental the marketplace sync sees start and end, a
+ * server going offline (a flapping one notified once), an offer published, a plan change refused at
+ * firing, payment outcomes (credited, or not: a sandbox payment that expires, a top-up that expires
+ * unpaid and billing.reconcile closes, a provider's answer that sends it to review) and a
+ * maintenance window announced on a marketplace (through gpuhq, or in the platform's own console
+ * and learned by the sync). Each notifies once, through the one path its cause goes through.
  */
 
 const TOKEN = '515151:AAE-gpuhq-producers-token-123456'
@@ -55,6 +58,7 @@ beforeAll(async () => {
   tg.sent.splice(0)
 })
 afterAll(async () => {
+  await closeAllAgents()
   await app.close()
   await tg.close()
   await simA.stop()
@@ -147,5 +151,75 @@ describe('maintenance announced on a marketplace', () => {
     expect(await titled('Maintenance announced: rig-p')).toHaveLength(before + 1)
     await runJob('notifications.dispatch')
     expect(tg.sent.filter((m) => m.text.startsWith('Maintenance announced: rig-p')).length).toBeGreaterThanOrEqual(1)
+  })
+})
+
+describe('fleet and marketplace causes', () => {
+  test('a rental the sync sees start and then end: one rental notification each', async () => {
+    const rental = simA.addRental(801, { kind: 'on_demand', gpus: 1, running: true })
+    await runJob('marketplaces.sync')
+    await runJob('marketplaces.sync')
+    expect(await titled('Rental started: rig-p')).toHaveLength(1)
+    simA.removeRental(rental)
+    await runJob('marketplaces.sync')
+    const ended = await titled('Rental ended: rig-p')
+    expect(ended).toHaveLength(1)
+    expect(ended[0]).toMatchObject({ category: 'rental', critical: false })
+  })
+
+  test('a server going offline notifies once; flapping within 30 minutes is not notified again', async () => {
+    const { server_id, agent_token, agent } = await onlineServer(app, owner)
+    const { name } = await ok<{ name: string }>(api(app, owner, 'GET', `/servers/${server_id}`))
+    const offline = () => titled(`Server offline: ${name}`)
+    agent.heartbeat()
+    await agent.barrier()
+    await agent.close()
+    for (let i = 0; i < 100 && (await offline()).length === 0; i++) await Bun.sleep(20)
+    expect(await offline()).toHaveLength(1)
+    expect((await offline())[0]).toMatchObject({ category: 'offline', critical: true })
+    // It comes back and drops again ten minutes later: the same condition, grouped.
+    await advance(10 * 60)
+    const back = await RawAgent.start(app, agent_token)
+    back.agent.heartbeat()
+    await back.agent.barrier()
+    await back.agent.close()
+    const drops = () =>
+      (app.deps.sqlite.query("SELECT count(*) AS n FROM server_events WHERE server_id = ? AND kind = 'presence.offline'").get(server_id) as { n: number }).n
+    for (let i = 0; i < 500 && drops() < 2; i++) await Bun.sleep(20)
+    expect(drops()).toBe(2)
+    expect(await offline()).toHaveLength(1)
+    // Past the 30-minute window a new drop is news again.
+    await advance(31 * 60)
+    const later = await RawAgent.start(app, agent_token)
+    later.agent.heartbeat()
+    await later.agent.barrier()
+    await later.agent.close()
+    for (let i = 0; i < 100 && (await offline()).length < 2; i++) await Bun.sleep(20)
+    expect(await offline()).toHaveLength(2)
+  })
+
+  test('an offer published through gpuhq notifies its price', async () => {
+    const r = await api(app, owner, 'PUT', `/marketplaces/links/${rig}/marketplace_a/offer`, { json: { price_gpu_hour: '0.45' } })
+    expect(r.status).toBe(200)
+    const items = await titled('Offer updated: rig-p')
+    expect(items).toHaveLength(1)
+    expect(items[0]).toMatchObject({ category: 'price', critical: false })
+    expect(items[0]!.body).toContain('marketplace_a')
+  })
+})
+
+describe('a plan change refused at firing (Events 3)', () => {
+  test('the tenant gets a payment notification naming the plan and the reason', async () => {
+    await midNextMonth(app)
+    const member = await tenantOn(app, 'pro', { servers: 2, balance: '10.00' })
+    const c = await orderOk(app, member, { target_plan: 'starter' }, 201)
+    adjust(app, member.tenantId, '-10.05')
+    await clockTo(app, dayStartUs(c.billing_effective_day) + US_PER_HOUR)
+    await runJob('subscription.fire')
+    const rows = app.deps.sqlite.query("SELECT title, body FROM notifications WHERE tenant_id = ? AND category = 'payment'").all(member.tenantId) as {
+      title: string
+      body: string
+    }[]
+    expect(rows).toEqual([{ title: 'Plan change to starter refused', body: expect.stringContaining('reserve_not_covered') }])
   })
 })
