@@ -25,6 +25,7 @@ import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
 import { paymentsRoutes, sandboxRoutes } from './modules/payments'
 import { subscriptionRoutes } from './modules/subscription'
+import { authenticateMcp, mcpRoutes } from './modules/mcp'
 
 const API_PREFIX = '/api/v1'
 
@@ -36,15 +37,18 @@ export function createApp(deps: Deps, runner: JobRunner) {
   const authenticators: Authenticators = {
     session: (token) => resolveSession(deps, token),
     bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null),
+    mcp: (token, request) => authenticateMcp(deps, token, request),
     planFeatures: (code) => featuresOfPlan(deps.db, code),
   }
   let allowedMethods: (path: string) => string[] = () => []
+  let handleInProcess: (request: Request) => Promise<Response> = () => Promise.reject(new Error('the app is not built yet'))
   let accessIndex = new Map<string, AccessSpec>()
   const app = new Elysia({ normalize: false })
     .use(
       platform(deps, {
         allowedMethods: (p) => allowedMethods(p),
         checkAccess: (request, route, params) => ensureAccess(deps, accessIndex, authenticators, request, route, params),
+        formRoutes: new Set([`POST ${API_PREFIX}/mcp/token`]),
         checkBody: ensureBodyServers,
         checkQuery: narrowQueryServers,
       }),
@@ -89,6 +93,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
             { name: 'billing', description: 'Balance, ledger, hourly charges, top-ups' },
             { name: 'subscription', description: 'Plan changes: quote, order, cancel' },
             { name: 'marketplaces', description: 'Marketplace accounts, links to their machines, and the calls made to them' },
+            { name: 'ai access', description: 'The AI-assistant token, OAuth for MCP clients, and the MCP gateway at PUBLIC_URL + /mcp' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
@@ -120,8 +125,11 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(paymentsRoutes(deps))
     .use(sandboxRoutes(deps))
     .use(subscriptionRoutes(deps))
+    // The gateway's tools are REST requests made in-process through this same app.
+    .use(mcpRoutes(deps, (request) => handleInProcess(request)))
 
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
+  handleInProcess = (request) => app.handle(request)
 
   // A switched-off feature's routes do not exist for 405 either: every method answers 404.
   allowedMethods = createMethodIndex(

@@ -27,6 +27,16 @@ export type AccessSpec =
       agent: true
     }
   | {
+      /**
+       * The AI-assistant gateway and its whoami: only an AI-assistant token (the tenant's gpuhq_mcp_
+       * token or an OAuth access token issued for this resource). Unauthenticated → 401 with the
+       * protected-resource metadata in WWW-Authenticate (RFC 9728).
+       */
+      mcp: true
+      /** Plan feature needed (403 feature_not_entitled otherwise). */
+      entitlement?: Entitlement
+    }
+  | {
       public: true
       /** A deployment switch that must be on, else the operation answers 404 (signup). */
       requires?: 'signup'
@@ -66,18 +76,35 @@ export type Authenticators = {
   session: (token: string) => Actor | null
   /** Resolves an Authorization: Bearer token, or null. */
   bearer: (token: string) => Actor | null
+  /** Resolves an AI-assistant token (only for `mcp` routes; `request` lets the resolver keep what it learned for the handler). */
+  mcp: (token: string, request: Request) => Actor | null
   /** The features of a plan code ([] when unknown). */
   planFeatures: (planCode: string) => readonly string[]
 }
 
 const checked = new WeakSet<Request>()
+const presetActors = new WeakMap<Request, Actor>()
+
+/**
+ * Marks an in-process request as made on `actor`'s behalf (the AI-assistant gateway turns each tool
+ * call into the REST operation it stands for). It then passes the very same access check, body and
+ * allowlist rules as any HTTP request, as that actor. A Request that arrived over the network is
+ * never in this map, so no header can claim it.
+ */
+export function onBehalfOf(request: Request, actor: Actor): Request {
+  presetActors.set(request, actor)
+  return request
+}
 
 /** The OpenAPI `detail` of a route, carrying its access declaration. */
 export function describe<D extends { tags: string[]; summary: string; description?: string }>(spec: AccessSpec, doc: D) {
   let who: string
   let security: Record<string, string[]>[] = []
   if ('public' in spec) who = 'Public: no credentials.'
-  else if ('agent' in spec) {
+  else if ('mcp' in spec) {
+    who = 'Requires an AI-assistant token (Authorization: Bearer gpuhq_mcp_… or an OAuth access token from POST /api/v1/mcp/token).'
+    security = [{ bearer: [] }]
+  } else if ('agent' in spec) {
     who = 'Requires the agent credential of an enrolled server (Authorization: Bearer gpuhq_agt_…).'
     security = [{ bearer: [] }]
   } else {
@@ -116,7 +143,7 @@ export function buildAccessIndex(
       else problems.push(`${key} has no access declaration (describe(spec, doc) in its detail)`)
       continue
     }
-    if (!('public' in spec) && !('agent' in spec)) {
+    if (!('public' in spec) && !('agent' in spec) && !('mcp' in spec)) {
       if (!spec.scope && !spec.cookieOnly && !spec.anyToken) problems.push(`${key} names no scope, cookieOnly or anyToken`)
       const m = /\/servers\/:([A-Za-z_]+)/.exec(r.path)
       if (m && m[1] !== 'server_id' && spec.serverParam !== m[1]) problems.push(`${key} must declare serverParam: '${m[1]}'`)
@@ -140,13 +167,24 @@ function unauthorized(): ProblemError {
   return new ProblemError('unauthorized', { detail: 'missing or invalid credentials', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } })
 }
 
+/** Where an AI-assistant client learns how to get a token (RFC 9728 §5.1; MCP authorization). */
+export const protectedResourceMetadataUrl = (publicUrl: string) => `${publicUrl}/.well-known/oauth-protected-resource/mcp`
+
+function mcpUnauthorized(publicUrl: string, presented: boolean): ProblemError {
+  const params = [...(presented ? ['error="invalid_token"'] : []), 'scope="mcp"', `resource_metadata="${protectedResourceMetadataUrl(publicUrl)}"`]
+  return new ProblemError('unauthorized', {
+    detail: presented ? 'the AI-assistant token is unknown, revoked, expired, or not issued for this resource' : 'an AI-assistant token is required',
+    headers: { 'WWW-Authenticate': `Bearer ${params.join(', ')}` },
+  })
+}
+
 /**
  * The authorisation decision for an identified actor; throws the problem that applies. Every HTTP
  * route reaches it through ensureAccess; a caller outside HTTP (AI-assistant tools) will share it.
  */
 function authorize(
   actor: Actor,
-  spec: Exclude<AccessSpec, { public: true } | { agent: true }>,
+  spec: Exclude<AccessSpec, { public: true } | { agent: true } | { mcp: true }>,
   ctx: {
     method: string
     params?: Record<string, string | undefined>
@@ -207,9 +245,23 @@ export function ensureAccess(
   }
 
   const authorization = request.headers.get('authorization')
+  if ('mcp' in spec) {
+    const m = authorization === null ? null : /^Bearer ([\x21-\x7e]{1,512})$/i.exec(authorization.trim())
+    const found = m ? authenticators.mcp(m[1]!, request) : null
+    if (!found) throw mcpUnauthorized(deps.config.publicUrl, authorization !== null)
+    requestState(request, deps).tenantId = found.tenantId
+    requestState(request, deps).actor = { kind: 'mcp', id: found.tokenId ?? null }
+    if (spec.entitlement && !(found.tenant.planCode && authenticators.planFeatures(found.tenant.planCode).includes(spec.entitlement)))
+      throw new ProblemError('feature_not_entitled', { detail: `the plan does not include ${spec.entitlement}` })
+    enforceRequestRateLimits(deps, found, request.method)
+    setActor(request, found)
+    return
+  }
   const cookie = cookieValue(request.headers.get('cookie'), SESSION_COOKIE)
-  let actor: Actor | null = null
-  if (authorization !== null) {
+  let actor: Actor | null = presetActors.get(request) ?? null
+  if (actor) {
+    // On behalf of an actor already identified (onBehalfOf): nothing in the request can change who.
+  } else if (authorization !== null) {
     const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(authorization.trim())
     actor = m ? authenticators.bearer(m[1]!) : null
   } else if (cookie) {

@@ -109,6 +109,8 @@ export type ProblemInit = {
   headers?: Record<string, string>
   /** Never sent to the client; logged with the request id. */
   internal?: unknown
+  /** An OAuth endpoint's error (RFC 6749 §5.2, RFC 7591 §3.2.2): `error` and `error_description` beside the problem's members. */
+  oauth?: { error: string; error_description: string }
 }
 
 export class ProblemError extends Error {
@@ -117,6 +119,7 @@ export class ProblemError extends Error {
   readonly errors?: FieldError[]
   readonly headers: Record<string, string>
   readonly internal?: unknown
+  readonly oauth?: { error: string; error_description: string }
 
   constructor(
     readonly code: ProblemCode,
@@ -128,6 +131,7 @@ export class ProblemError extends Error {
     this.errors = init.errors?.slice(0, 100)
     this.headers = init.headers ?? {}
     this.internal = init.internal
+    this.oauth = init.oauth
   }
 }
 
@@ -190,5 +194,6 @@ export function toProblemDocument(e: ProblemError, ctx: { publicUrl: string; req
   if (ctx.instance) doc.instance = ctx.instance.slice(0, 512)
   if (ctx.requestId) doc.request_id = ctx.requestId
   if (e.errors?.length) doc.errors = e.errors.map((x) => ({ path: x.path.slice(0, 512), code: x.code.slice(0, 64) }))
+  if (e.oauth) Object.assign(doc, { error: e.oauth.error, error_description: e.oauth.error_description.slice(0, 512) })
   return doc
 }

@@ -12,7 +12,7 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const RANDOM_CHARS = 40
 const CHECKSUM_CHARS = 6
 
-export type SecretPrefix = 'gpuhq_pat_' | 'gpuhq_init_' | 'gpuhq_agt_' | 'gpuhq_mcp_'
+export type SecretPrefix = 'gpuhq_pat_' | 'gpuhq_init_' | 'gpuhq_agt_' | 'gpuhq_mcp_' | 'gpuhq_mcpat_' | 'gpuhq_mcprt_'
 
 function base62(n: number, width: number): string {
   let out = ''

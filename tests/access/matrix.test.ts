@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, mintPat } from '../support/access'
 import { allRoutes, protectedRoutes, runAccessMatrix, type Fixture, type MatrixContext, type MatrixReport } from '../support/access-matrix'
 import { startTestApp, type TestApp } from '../support/app'
+import { connectClient, enableAccess } from '../support/mcp'
 
 /**
  * Issue 4, "Done when": the permission matrix runs against every protected route of the app.
@@ -64,6 +65,12 @@ function linkOf({ owner, newServer }: Parameters<Fixture>[0]) {
 }
 
 /** Real resources of tenant A per route; a PATCH also gives a valid body (see the helper). */
+/** A client connected to tenant A through the OAuth flow (AI access enabled first). */
+async function mcpClient(app: Parameters<Fixture>[0]['app'], owner: Parameters<Fixture>[0]['owner']) {
+  await enableAccess(app, owner)
+  return connectClient(app, owner)
+}
+
 const FIXTURES: Record<string, Fixture> = {
   'DELETE /api/v1/tokens/:id': async ({ app, owner }) => ({ params: { id: (await mintPat(app, owner, { name: 'matrix fixture' })).id } }),
   'GET /api/v1/servers/:id': server,
@@ -97,6 +104,8 @@ const FIXTURES: Record<string, Fixture> = {
     const body = (await res.json()) as { deliveries: { id: string }[] }
     return { params: { delivery_id: body.deliveries[0]!.id } }
   },
+  'GET /api/v1/mcp/clients/:client_id': async ({ app, owner }) => ({ params: { client_id: (await mcpClient(app, owner)).client.client_id } }),
+  'DELETE /api/v1/mcp/clients/:id': async ({ app, owner }) => ({ params: { id: (await mcpClient(app, owner)).client.client_id } }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace': linkOf,
   'PUT /api/v1/marketplaces/links/:server_id/:marketplace/offer': (ctx) => ({ ...linkOf(ctx), body: { price_gpu_hour: '0.40' } }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/offer': linkOf,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { MAX_JSON_DEPTH } from '../../src/platform/json-depth'
 import { canonicalJson } from '../../src/platform/idempotency'
-import { enrolAgent, newOwner, type Owner } from '../support/fleet'
+import { api, enrolAgent, newOwner, type Owner } from '../support/fleet'
 import { startTestApp, type TestApp } from '../support/app'
 
 /**
@@ -19,10 +19,12 @@ const deepText = (n = DEPTH) => '['.repeat(n) + ']'.repeat(n)
 let app: TestApp
 let owner: Owner
 let agentToken: string
+let mcpToken: string
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent', SIGNUP_ENABLED: 'true' })
   owner = await newOwner(app, 'deep', 'pro')
   agentToken = (await enrolAgent(app, owner)).agent_token
+  mcpToken = ((await (await api(app, owner, 'PUT', '/mcp/access', { json: { enabled: true } })).json()) as { token: string }).token
 })
 afterAll(() => app.close())
 
@@ -45,7 +47,13 @@ describe('deeply nested JSON', () => {
         const schema = deref(doc, op.requestBody?.content?.['application/json']?.schema)
         if (!schema) continue
         const access = op['x-gpuhq-access'] ?? {}
-        const auth: Record<string, string> = access.public ? {} : access.agent ? { authorization: `Bearer ${agentToken}` } : owner.headers
+        const auth: Record<string, string> = access.public
+          ? {}
+          : access.agent
+            ? { authorization: `Bearer ${agentToken}` }
+            : access.mcp
+              ? { authorization: `Bearer ${mcpToken}` }
+              : owner.headers
         const headers = { ...auth, 'content-type': 'application/json', 'idempotency-key': `deep-${cases.length}` }
         const url = path.replace(/\{(\w+)\}/g, (_: string, n: string) => (n === 'day' ? '2026-11-22' : '00000000-0000-4000-8000-000000000000'))
         cases.push({ name: `${method.toUpperCase()} ${path} (top level)`, path: url, method, headers, body: deepText(), pointer: `/0`.repeat(MAX_JSON_DEPTH) })

@@ -19,6 +19,8 @@ import type { TestApp } from './app'
  *   plan_required    the tenant has no plan (requiresPlan)                        → 409 plan_required
  *   entitlement      the free plan on a route needing a plan feature             → 403 feature_not_entitled
  *   not an agent     (routes declared `agent: true`) a member's session or a PAT  → 403 forbidden
+ *   not an AI token  (routes declared `mcp: true`) a member's session or a PAT  → 401 unauthorized
+ *                    (they accept only the AI-assistant token; a plan without ai_access → 403)
  *
  * Path parameters: a route with any path parameter needs a fixture (key "METHOD /path") that
  * returns real values belonging to tenant A (the owner in the context); the wrong-tenant check
@@ -116,6 +118,16 @@ export async function runAccessMatrix(app: TestApp, fixtures: Record<string, Fix
     return pats.get(k)!
   }
 
+  let mcpToken: string | null = null
+  /** The tenant's AI-assistant token, enabled once (read tools). */
+  const mcpTokenOf = async (member: Member) => {
+    if (!mcpToken) {
+      const res = await call(app, 'PUT', '/mcp/access', member, { json: { enabled: true } })
+      mcpToken = ((await res.json()) as { token: string }).token
+    }
+    return mcpToken
+  }
+
   const report: MatrixReport = { routes: routes.map((r) => r.key), checks: {}, failures: [] }
   for (const route of routes) {
     const declared = route.spec
@@ -126,7 +138,8 @@ export async function runAccessMatrix(app: TestApp, fixtures: Record<string, Fix
       report.failures.push(`${route.key}: the fixture returned no value for :${unfilled.join(', :')}`)
       continue
     }
-    const path = route.path.replace(/^\/api\/v1/, '').replace(/:(\w+)/g, (_, p: string) => encodeURIComponent(params[p]!))
+    const inApi = route.path.startsWith('/api/v1/')
+    const path = (inApi ? route.path.replace(/^\/api\/v1/, '') : `/${route.path}`).replace(/:(\w+)/g, (_, p: string) => encodeURIComponent(params[p]!))
     const json = SAFE.has(route.method) || route.method === 'DELETE' ? undefined : {}
     const checks: string[] = (report.checks[route.key] = [])
     const expectRefusal = async (check: string, caller: Caller, status: number, code: string, headers: Record<string, string> = {}, body = json) => {
@@ -139,6 +152,20 @@ export async function runAccessMatrix(app: TestApp, fixtures: Record<string, Fix
     await expectRefusal('unauthenticated', null, 401, 'unauthorized', { cookie: '__Host-gpuhq_session=' + 'x'.repeat(43) })
     await expectRefusal('unauthenticated', 'gpuhq_pat_not-a-real-token', 401, 'unauthorized')
 
+    if ('mcp' in declared) {
+      await expectRefusal('not an AI token', owner, 401, 'unauthorized')
+      await expectRefusal('not an AI token', await patWithout(null), 401, 'unauthorized')
+      if (declared.entitlement) {
+        const token = await mcpTokenOf(stateOwner)
+        setPlan(app, stateOwner.tenantId, 'free')
+        try {
+          await expectRefusal('entitlement', token, 403, 'feature_not_entitled')
+        } finally {
+          setPlan(app, stateOwner.tenantId, 'pro')
+        }
+      }
+      continue
+    }
     if ('agent' in declared) {
       await expectRefusal('not an agent', owner, 403, 'forbidden')
       await expectRefusal('not an agent', await patWithout(null), 403, 'forbidden')

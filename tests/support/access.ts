@@ -82,7 +82,9 @@ export function call(
   caller: Caller,
   opts: { json?: unknown; headers?: Record<string, string> } = {},
 ): Promise<Response> {
-  return app.fetch(`/api/v1${path}`, { method, json: opts.json, headers: { ...credentials(caller), ...opts.headers } })
+  // A path outside the API (the MCP gateway at /mcp) is given whole, with its leading slash doubled: `//mcp`.
+  const url = path.startsWith('//') ? path.slice(1) : `/api/v1${path}`
+  return app.fetch(url, { method, json: opts.json, headers: { ...credentials(caller), ...opts.headers } })
 }
 
 export type MintedPat = {

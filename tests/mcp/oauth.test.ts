@@ -1,0 +1,423 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { call, insertServer, newTenant, setPlan, type Member } from '../support/access'
+import { freePort, startTestApp, type TestApp } from '../support/app'
+import { connectClient, enableAccess, pkce, registerClient, tokenRequest } from '../support/mcp'
+
+/**
+ * Issue 20: AI-assistant access against the official MCP TypeScript SDK client. The state table of
+ * PUT /mcp/access; the SDK client through the whole OAuth flow (discovery, RFC 7591 registration,
+ * authorize with PKCE S256 as the owner, token, refresh after expiry) and then initialize,
+ * tools/list and tools/call; every failing OAuth case of the reference refused; and the gateway's
+ * own limits (401 with resource metadata, 403 insufficient_scope, plan, Origin, 405).
+ */
+
+let app: TestApp
+let owner: Member
+let rig: string
+const REDIRECT = 'http://127.0.0.1:47123/callback'
+
+beforeAll(async () => {
+  const port = freePort()
+  app = await startTestApp({ LOG_LEVEL: 'silent', PUBLIC_URL: `http://127.0.0.1:${port}` }, { port })
+  owner = await newTenant(app, 'mcp')
+  setPlan(app, owner.tenantId, 'pro')
+  rig = insertServer(app, owner.tenantId, 'rig-mcp')
+})
+afterAll(() => app.close())
+
+const access = async (m: Member = owner) => (await call(app, 'GET', '/mcp/access', m)).json() as Promise<any>
+const put = (json: unknown, m: Member = owner) => call(app, 'PUT', '/mcp/access', m, { json })
+const whoami = (token: string) => app.fetch('/api/v1/mcp/whoami', { headers: { authorization: `Bearer ${token}` } })
+const advance = (seconds: number) => app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } })
+
+/** An in-memory OAuth client: the test plays the browser and the owner at the consent step. */
+class TestProvider implements OAuthClientProvider {
+  authUrl?: URL
+  private client?: OAuthClientInformationMixed
+  private saved?: OAuthTokens
+  private verifier?: string
+  readonly stateValue = crypto.randomUUID()
+  get redirectUrl() {
+    return REDIRECT
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: 'SDK test assistant',
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    }
+  }
+  state() {
+    return this.stateValue
+  }
+  clientInformation() {
+    return this.client
+  }
+  saveClientInformation(i: OAuthClientInformationMixed) {
+    this.client = i
+  }
+  tokens() {
+    return this.saved
+  }
+  saveTokens(t: OAuthTokens) {
+    this.saved = t
+  }
+  redirectToAuthorization(url: URL) {
+    this.authUrl = url
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v
+  }
+  codeVerifier() {
+    return this.verifier!
+  }
+}
+
+describe('the access token (state table)', () => {
+  test('a plan without AI access sees the catalogue unavailable and cannot enable it', async () => {
+    const starter = await newTenant(app, 'mcp-starter')
+    setPlan(app, starter.tenantId, 'starter')
+    const view = await access(starter)
+    expect(view.enabled).toBe(false)
+    expect(view.tools.length).toBeGreaterThan(10)
+    expect(view.tools.every((t: any) => t.available === false && t.allowed === false)).toBe(true)
+    const res = await put({ enabled: true }, starter)
+    expect(res.status).toBe(403)
+    expect(((await res.json()) as any).code).toBe('feature_not_entitled')
+  })
+
+  test('first enable: read tools only, the gpuhq_mcp_ token once, stored as SHA-256', async () => {
+    const res = await put({ enabled: true })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('cache-control')).toBe('no-store')
+    const body = (await res.json()) as any
+    expect(body.token).toMatch(/^gpuhq_mcp_[0-9A-Za-z]{46}$/)
+    expect(body.prefix).toBe(body.token.slice(0, 14))
+    expect(body.endpoint).toBe(`${app.url}/mcp`)
+    expect(body.groups.map((g: any) => g.key)).toEqual(['fleet', 'metrics', 'commands', 'billing', 'earnings', 'marketplaces'])
+    for (const t of body.tools)
+      expect({ name: t.name, allowed: t.allowed, available: t.available }).toEqual({ name: t.name, allowed: t.mode === 'read', available: true })
+    const stored = app.deps.sqlite.query('SELECT token_hash FROM mcp_access WHERE tenant_id = ?').get(owner.tenantId) as { token_hash: string }
+    expect(stored.token_hash).toBe(new Bun.CryptoHasher('sha256').update(body.token).digest('hex'))
+    expect(JSON.stringify(await access())).not.toContain(body.token)
+    expect((await whoami(body.token)).status).toBe(200)
+  })
+
+  test('enabled again rewrites the scopes with the secret unchanged; reissue changes only the secret; an unknown tool is 422', async () => {
+    const first = (await (await put({ enabled: true, reissue: true })).json()) as any
+    const rescoped = await put({ enabled: true, allowed_tools: ['fleet.list_servers', 'commands.send'] })
+    const r = (await rescoped.json()) as any
+    expect(r.token).toBeUndefined()
+    expect(r.tools.filter((t: any) => t.allowed).map((t: any) => t.name)).toEqual(['fleet.list_servers', 'commands.send'])
+    const who = (await (await whoami(first.token)).json()) as any
+    expect(who.allowed_tools).toEqual(['fleet.list_servers', 'commands.send'])
+
+    const bad = await put({ enabled: true, allowed_tools: ['fleet.list_servers', 'rm.rf'] })
+    expect(bad.status).toBe(422)
+    expect(((await bad.json()) as any).errors[0]).toEqual({ path: '/allowed_tools/1', code: 'unknown_tool' })
+
+    const reissued = (await (await put({ enabled: true, reissue: true })).json()) as any
+    expect(reissued.token).not.toBe(first.token)
+    expect(reissued.tools.filter((t: any) => t.allowed).map((t: any) => t.name)).toEqual(['fleet.list_servers', 'commands.send'])
+    expect((await whoami(first.token)).status).toBe(401)
+    expect((await whoami(reissued.token)).status).toBe(200)
+
+    const none = (await (await put({ enabled: true, allowed_tools: [] })).json()) as any
+    expect(none.enabled).toBe(true)
+    expect(none.tools.some((t: any) => t.allowed)).toBe(false)
+  })
+
+  test('disable revokes the token and every connected client', async () => {
+    const on = await enableAccess(app, owner, ['fleet.list_servers'])
+    const conn = await connectClient(app, owner)
+    expect((await whoami(conn.access_token)).status).toBe(200)
+    expect((await access()).clients.map((c: any) => c.id)).toContain(conn.client.client_id)
+    await put({ enabled: false })
+    expect((await whoami(on.token as string)).status).toBe(401)
+    expect((await whoami(conn.access_token)).status).toBe(401)
+    const view = await access()
+    expect({ enabled: view.enabled, prefix: view.prefix, clients: view.clients }).toEqual({ enabled: false, prefix: null, clients: [] })
+  })
+})
+
+describe('OAuth for connecting clients', () => {
+  test('the metadata documents: protected resource at both addresses, authorization server with S256 and registration', async () => {
+    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
+      const prm = (await (await app.fetch(path)).json()) as any
+      expect(prm).toMatchObject({ resource: `${app.url}/mcp`, authorization_servers: [app.url] })
+    }
+    const as = (await (await app.fetch('/.well-known/oauth-authorization-server')).json()) as any
+    expect(as).toMatchObject({
+      issuer: app.url,
+      code_challenge_methods_supported: ['S256'],
+      registration_endpoint: `${app.url}/api/v1/mcp/register`,
+      token_endpoint: `${app.url}/api/v1/mcp/token`,
+      authorization_endpoint: `${app.url}/api/v1/mcp/authorize`,
+      response_types_supported: ['code'],
+    })
+  })
+
+  test('registration validates its metadata: https or loopback redirect URIs, a name, public clients only', async () => {
+    const reg = (json: unknown) => app.fetch('/api/v1/mcp/register', { method: 'POST', json })
+    for (const [json, error] of [
+      [{ client_name: 'x', redirect_uris: ['http://evil.example/cb'] }, 'invalid_redirect_uri'],
+      [{ client_name: 'x', redirect_uris: ['https://ok.example/cb#frag'] }, 'invalid_redirect_uri'],
+      [{ client_name: 'x', redirect_uris: [] }, 'invalid_redirect_uri'],
+      [{ redirect_uris: ['https://ok.example/cb'] }, 'invalid_client_metadata'],
+      [{ client_name: 'x', redirect_uris: ['https://ok.example/cb'], token_endpoint_auth_method: 'client_secret_basic' }, 'invalid_client_metadata'],
+      [{ client_name: 'x', redirect_uris: ['https://ok.example/cb'], grant_types: ['implicit'] }, 'invalid_client_metadata'],
+    ] as const) {
+      const res = await reg(json)
+      expect({ status: res.status, error: ((await res.json()) as any).error }).toEqual({ status: 400, error })
+    }
+  })
+
+  test('authorize: exact redirect match (loopback port free), S256 only, state unchanged, access must be on', async () => {
+    await enableAccess(app, owner)
+    const c = await registerClient(app, { redirect_uris: ['http://127.0.0.1:33418/callback', 'https://app.example/cb'] })
+    const { challenge } = pkce()
+    const authorize = (json: Record<string, unknown>) =>
+      call(app, 'POST', '/mcp/authorize', owner, { json: { client_id: c.client_id, code_challenge: challenge, ...json } })
+    for (const redirect_uri of [
+      'https://app.example/cb/',
+      'https://app.example/c',
+      'https://app.example/cb?x=1',
+      'https://APP.example/cb',
+      'http://127.0.0.1:33418/callback/x',
+    ]) {
+      const res = await authorize({ redirect_uri })
+      expect({ redirect_uri, status: res.status }).toEqual({ redirect_uri, status: 422 })
+    }
+    const loop = await authorize({ redirect_uri: 'http://127.0.0.1:50001/callback', state: 'a b&c' })
+    expect(loop.status).toBe(200)
+    const to = new URL(((await loop.json()) as any).redirect_to)
+    expect(`${to.origin}${to.pathname}`).toBe('http://127.0.0.1:50001/callback')
+    expect(to.searchParams.get('state')).toBe('a b&c')
+    expect(to.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(to.searchParams.get('code_challenge')).toBeNull()
+    expect((await authorize({ redirect_uri: 'https://app.example/cb', code_challenge_method: 'plain' })).status).toBe(422)
+    expect((await call(app, 'POST', '/mcp/authorize', owner, { json: { client_id: c.client_id, redirect_uri: 'https://app.example/cb' } })).status).toBe(422)
+    expect((await authorize({ redirect_uri: 'https://app.example/cb', code_challenge: 'short' })).status).toBe(422)
+    expect(
+      (
+        await call(app, 'POST', '/mcp/authorize', owner, {
+          json: { client_id: crypto.randomUUID(), redirect_uri: 'https://app.example/cb', code_challenge: challenge },
+        })
+      ).status,
+    ).toBe(422)
+    // The consent page refuses the same mistakes with a problem, never a redirect.
+    const page = await app.fetch(
+      `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent('https://evil.example/cb')}&code_challenge=${challenge}&code_challenge_method=S256`,
+      { redirect: 'manual' },
+    )
+    expect(page.status).toBe(422)
+    const plainPage = await app.fetch(
+      `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent('https://app.example/cb')}&code_challenge=${challenge}&code_challenge_method=plain`,
+    )
+    expect(plainPage.status).toBe(422)
+  })
+
+  test('token: a wrong verifier spends the code; a reused code is refused and revokes what it issued; redirect and verifier checked', async () => {
+    await enableAccess(app, owner)
+    const c = await registerClient(app)
+    const redirect_uri = c.redirect_uris[0]!
+    const codeFor = async (challenge: string) => {
+      const res = await call(app, 'POST', '/mcp/authorize', owner, { json: { client_id: c.client_id, redirect_uri, code_challenge: challenge } })
+      return new URL(((await res.json()) as any).redirect_to).searchParams.get('code')!
+    }
+    const exchange = (code: string, code_verifier: string, extra: Record<string, string> = {}) =>
+      tokenRequest(app, { grant_type: 'authorization_code', code, redirect_uri, client_id: c.client_id, code_verifier, ...extra })
+    const errorOf = async (res: Response) => ({ status: res.status, error: ((await res.json()) as any).error, cache: res.headers.get('cache-control') })
+
+    const a = pkce()
+    const codeA = await codeFor(a.challenge)
+    expect(await errorOf(await exchange(codeA, pkce().verifier))).toEqual({ status: 400, error: 'invalid_grant', cache: 'no-store' })
+    expect((await errorOf(await exchange(codeA, a.verifier))).error).toBe('invalid_grant')
+
+    const b = pkce()
+    expect((await errorOf(await exchange(await codeFor(b.challenge), 'x'))).error).toBe('invalid_grant')
+    const d = pkce()
+    expect((await errorOf(await exchange(await codeFor(d.challenge), d.verifier, { redirect_uri: 'http://127.0.0.1:33418/other' }))).error).toBe(
+      'invalid_grant',
+    )
+
+    const e = pkce()
+    const codeE = await codeFor(e.challenge)
+    const ok = await exchange(codeE, e.verifier)
+    expect(ok.status).toBe(200)
+    expect(ok.headers.get('cache-control')).toBe('no-store')
+    const tokens = (await ok.json()) as any
+    expect(tokens).toMatchObject({ token_type: 'Bearer', expires_in: 3600 })
+    expect(tokens.access_token).toMatch(/^gpuhq_mcpat_/)
+    expect((await whoami(tokens.access_token)).status).toBe(200)
+    expect((await errorOf(await exchange(codeE, e.verifier))).error).toBe('invalid_grant')
+    expect((await whoami(tokens.access_token)).status).toBe(401)
+    expect((await errorOf(await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: c.client_id }))).error).toBe(
+      'invalid_grant',
+    )
+
+    // JSON is accepted as well as the form; an unknown grant is unsupported_grant_type.
+    const f = pkce()
+    const json = await app.fetch('/api/v1/mcp/token', {
+      method: 'POST',
+      json: { grant_type: 'authorization_code', code: await codeFor(f.challenge), redirect_uri, client_id: c.client_id, code_verifier: f.verifier },
+    })
+    expect(json.status).toBe(200)
+    expect((await errorOf(await tokenRequest(app, { grant_type: 'password', username: 'a', password: 'b' }))).error).toBe('unsupported_grant_type')
+  })
+
+  test('refresh rotates; a spent refresh token presented again revokes the whole authorization', async () => {
+    await enableAccess(app, owner)
+    const conn = await connectClient(app, owner)
+    const refresh = (token: string) => tokenRequest(app, { grant_type: 'refresh_token', refresh_token: token, client_id: conn.client.client_id })
+    const next = (await (await refresh(conn.refresh_token)).json()) as any
+    expect(next.refresh_token).not.toBe(conn.refresh_token)
+    expect((await whoami(next.access_token)).status).toBe(200)
+    const reuse = await refresh(conn.refresh_token)
+    expect({ status: reuse.status, error: ((await reuse.json()) as any).error }).toEqual({ status: 400, error: 'invalid_grant' })
+    expect((await whoami(next.access_token)).status).toBe(401)
+    expect((await refresh(next.refresh_token)).status).toBe(400)
+  })
+})
+
+describe('the official SDK client through the whole flow', () => {
+  test('register, authorize with PKCE, token, initialize, tools/list, tools/call, and a refresh after the access token expires', async () => {
+    await enableAccess(app, owner, ['fleet.list_servers', 'fleet.get_server', 'billing.balance'])
+    const url = new URL(`${app.url}/mcp`)
+    const provider = new TestProvider()
+    const first = new StreamableHTTPClientTransport(url, { authProvider: provider })
+    const err = await new Client({ name: 'gpuhq-test', version: '1.0.0' }).connect(first).catch((e) => e)
+    expect(err).toBeInstanceOf(UnauthorizedError)
+    const authUrl = provider.authUrl!
+    expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256')
+    expect(authUrl.searchParams.get('resource')).toBe(`${app.url}/mcp`)
+    // The browser opens the consent page; the owner approves (the page's POST, made here with the session).
+    expect((await app.fetch(`${authUrl.pathname}${authUrl.search}`)).status).toBe(200)
+    const approve = await call(app, 'POST', '/mcp/authorize', owner, {
+      json: {
+        client_id: authUrl.searchParams.get('client_id'),
+        redirect_uri: authUrl.searchParams.get('redirect_uri'),
+        code_challenge: authUrl.searchParams.get('code_challenge'),
+        code_challenge_method: 'S256',
+        state: authUrl.searchParams.get('state'),
+        resource: authUrl.searchParams.get('resource'),
+      },
+    })
+    const to = new URL(((await approve.json()) as any).redirect_to)
+    expect(to.searchParams.get('state')).toBe(provider.stateValue)
+    await first.finishAuth(to.searchParams.get('code')!)
+
+    const client = new Client({ name: 'gpuhq-test', version: '1.0.0' })
+    await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }))
+    expect(client.getServerVersion()?.name).toBe('gpuhq')
+    const tools = await client.listTools()
+    expect(tools.tools.map((t) => t.name)).toEqual(['fleet.list_servers', 'fleet.get_server', 'billing.balance'])
+    const listed = await client.callTool({ name: 'fleet.list_servers', arguments: {} })
+    expect(listed.isError).toBeFalsy()
+    expect((listed.structuredContent as any).items.map((s: any) => s.id)).toContain(rig)
+    const one = await client.callTool({ name: 'fleet.get_server', arguments: { server_id: rig } })
+    expect((one.structuredContent as any).name).toBe('rig-mcp')
+    const bad = await client.callTool({ name: 'fleet.get_server', arguments: { server_id: 'not-a-uuid' } })
+    expect(bad.isError).toBe(true)
+    const stranger = insertServer(app, (await newTenant(app, 'mcp-stranger')).tenantId, 'theirs')
+    const foreign = await client.callTool({ name: 'fleet.get_server', arguments: { server_id: stranger } })
+    expect(foreign.isError).toBe(true)
+    expect(JSON.stringify(foreign.content)).toContain('404')
+    expect((await access()).clients.map((c: any) => c.name)).toContain('SDK test assistant')
+
+    // An hour later the access token has expired: the SDK gets a 401, refreshes, and goes on.
+    const before = provider.tokens()!.access_token
+    await advance(3700)
+    const again = await client.callTool({ name: 'billing.balance', arguments: {} })
+    expect(again.isError).toBeFalsy()
+    expect(provider.tokens()!.access_token).not.toBe(before)
+    await client.close()
+
+    // Every invocation is in the audit trail with the client's name.
+    const audit = app.deps.sqlite
+      .query("SELECT operation, user_agent FROM audit_log WHERE tenant_id = ? AND operation LIKE 'mcp.tools.call%'")
+      .all(owner.tenantId) as any[]
+    expect(audit.length).toBe(5)
+    expect(audit.every((a) => a.user_agent.startsWith('MCP client: SDK test assistant'))).toBe(true)
+  })
+})
+
+describe('the gateway enforces', () => {
+  const rpc = (token: string | null, body: unknown, headers: Record<string, string> = {}) =>
+    app.fetch('/mcp', {
+      method: 'POST',
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), accept: 'application/json, text/event-stream', ...headers },
+      json: body,
+    })
+  const init = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  }
+
+  test('401 with the resource metadata; 403 insufficient_scope for a tool not allowed; the plan; Origin; 405', async () => {
+    const { token } = await enableAccess(app, owner, ['fleet.list_servers'])
+    const anon = await rpc(null, init)
+    expect(anon.status).toBe(401)
+    expect(anon.headers.get('www-authenticate')).toContain(`resource_metadata="${app.url}/.well-known/oauth-protected-resource/mcp"`)
+    const pat = await rpc('gpuhq_pat_not-a-real-token', init)
+    expect(pat.headers.get('www-authenticate')).toContain('error="invalid_token"')
+
+    expect((await rpc(token, init)).status).toBe(200)
+    const denied = await rpc(token, {
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'commands.send', arguments: { server_id: rig, type: 'reboot' } },
+    })
+    expect(denied.status).toBe(403)
+    expect(denied.headers.get('www-authenticate')).toContain('error="insufficient_scope"')
+
+    expect((await rpc(token, init, { origin: 'https://evil.example' })).status).toBe(403)
+    expect((await app.fetch('/mcp', { headers: { authorization: `Bearer ${token}` } })).status).toBe(405)
+
+    setPlan(app, owner.tenantId, 'starter')
+    try {
+      const res = await rpc(token, init)
+      expect(res.status).toBe(403)
+      expect(((await res.json()) as any).code).toBe('feature_not_entitled')
+      expect((await access()).tools.every((t: any) => t.available === false)).toBe(true)
+    } finally {
+      setPlan(app, owner.tenantId, 'pro')
+    }
+  })
+
+  test("a write tool runs as the member who allowed it, within that member's role", async () => {
+    const { token } = await enableAccess(app, owner, ['commands.send', 'commands.get'])
+    const send = await rpc(token, {
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'tools/call',
+      params: { name: 'commands.send', arguments: { server_id: rig, type: 'reboot' } },
+    })
+    expect(send.status).toBe(200)
+    const text = await send.text()
+    expect(text).toContain('"result"')
+    expect(text).not.toContain('"isError":true')
+    // The member is demoted: the write tool is no longer covered.
+    app.deps.sqlite.query("UPDATE users SET role = 'viewer' WHERE tenant_id = ? AND role = 'owner'").run(owner.tenantId)
+    try {
+      const again = await rpc(token, {
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'tools/call',
+        params: { name: 'commands.send', arguments: { server_id: rig, type: 'reboot' } },
+      })
+      expect(again.status).toBe(403)
+    } finally {
+      app.deps.sqlite.query("UPDATE users SET role = 'owner' WHERE tenant_id = ? AND role = 'viewer'").run(owner.tenantId)
+    }
+  })
+})
