@@ -421,3 +421,32 @@ describe('the gateway enforces', () => {
     }
   })
 })
+
+describe('clients and registration limits', () => {
+  test('DELETE /mcp/clients/{id} disconnects a client: its tokens stop at once and it is gone from the list', async () => {
+    await enableAccess(app, owner)
+    const conn = await connectClient(app, owner)
+    const one = await call(app, 'GET', `/mcp/clients/${conn.client.client_id}`, owner)
+    expect(((await one.json()) as any).name).toBe('Test assistant')
+    expect((await call(app, 'DELETE', `/mcp/clients/${conn.client.client_id}`, owner)).status).toBe(204)
+    expect((await whoami(conn.access_token)).status).toBe(401)
+    expect((await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: conn.refresh_token, client_id: conn.client.client_id })).status).toBe(400)
+    expect((await call(app, 'GET', `/mcp/clients/${conn.client.client_id}`, owner)).status).toBe(404)
+    expect((await call(app, 'DELETE', `/mcp/clients/${conn.client.client_id}`, owner)).status).toBe(404)
+  })
+
+  test('registration is rate-limited per client address, with Retry-After', async () => {
+    let limited: Response | null = null
+    for (let i = 0; i < 25 && !limited; i++) {
+      const res = await app.fetch('/api/v1/mcp/register', { method: 'POST', json: { client_name: `burst ${i}`, redirect_uris: ['https://app.example/cb'] } })
+      if (res.status === 429) limited = res
+      else expect(res.status).toBe(201)
+    }
+    expect(limited).not.toBeNull()
+    expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThan(0)
+    await advance(3601)
+    expect(
+      (await app.fetch('/api/v1/mcp/register', { method: 'POST', json: { client_name: 'after', redirect_uris: ['https://app.example/cb'] } })).status,
+    ).toBe(201)
+  })
+})
