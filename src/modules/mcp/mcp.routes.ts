@@ -121,14 +121,11 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
       app
         .get('/mcp/access', ({ request }) => getAccess({ deps, actor: actorOf(request) }), {
           response: responses({ 200: AccessAnswer }, [401, 403]),
-          detail: describe(
-            { role: 'admin', cookieOnly: true },
-            {
-              tags,
-              summary: 'AI-assistant access: state, tool catalogue, connected clients',
-              description: `Readable on every plan, so the catalogue shows what a plan without AI access lacks (\`available: false\`); changing it needs pro or enterprise. Groups: ${GROUPS.map((g) => g.key).join(', ')}. Never holds the token.`,
-            },
-          ),
+          detail: describe(MANAGE, {
+            tags,
+            summary: 'AI-assistant access: state, tool catalogue, connected clients',
+            description: `Groups: ${GROUPS.map((g) => g.key).join(', ')}. Never holds the token. Like every AI-access operation, 403 feature_not_entitled on a plan without ai_access (decisions.md).`,
+          }),
         })
         .put(
           '/mcp/access',
@@ -168,7 +165,7 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
         )
         .get('/mcp/whoami', ({ request }) => whoami(deps, callerOf(request)), {
           response: responses({ 200: Whoami }, [401, 403]),
-          detail: describe({ mcp: true }, { tags, summary: 'Who the presented AI-assistant token is and what it may call' }),
+          detail: describe({ mcp: true, entitlement: 'ai_access' }, { tags, summary: 'Who the presented AI-assistant token is and what it may call' }),
         })
         .post(
           '/mcp/register',
