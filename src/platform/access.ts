@@ -167,6 +167,18 @@ function unauthorized(): ProblemError {
   return new ProblemError('unauthorized', { detail: 'missing or invalid credentials', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } })
 }
 
+/** The token of an `Authorization: Bearer …` header, or null for any other shape. */
+function bearerToken(authorization: string | null): string | null {
+  const m = authorization === null ? null : /^Bearer ([\x21-\x7e]{1,512})$/i.exec(authorization.trim())
+  return m ? m[1]! : null
+}
+
+/** 403 feature_not_entitled unless the tenant's plan has the feature (when the route needs one). */
+function ensureEntitled(actor: Actor, entitlement: Entitlement | undefined, planFeatures: (code: string) => readonly string[]): void {
+  if (entitlement && !(actor.tenant.planCode && planFeatures(actor.tenant.planCode).includes(entitlement)))
+    throw new ProblemError('feature_not_entitled', { detail: `the plan does not include ${entitlement}` })
+}
+
 /** Where an AI-assistant client learns how to get a token (RFC 9728 §5.1; MCP authorization). */
 export const protectedResourceMetadataUrl = (publicUrl: string) => `${publicUrl}/.well-known/oauth-protected-resource/mcp`
 
@@ -209,8 +221,7 @@ function authorize(
       })
   }
   if (spec.requiresPlan && actor.tenant.planCode === null) throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
-  if (spec.entitlement && !(actor.tenant.planCode && ctx.planFeatures(actor.tenant.planCode).includes(spec.entitlement)))
-    throw new ProblemError('feature_not_entitled', { detail: `the plan does not include ${spec.entitlement}` })
+  ensureEntitled(actor, spec.entitlement, ctx.planFeatures)
   if (spec.denyFrozen && actor.tenant.accountState === 'frozen')
     throw new ProblemError('account_frozen', { detail: 'the account is frozen; a top-up that brings the balance above zero unfreezes it' })
   if (spec.denyGrace && actor.tenant.accountState === 'grace')
@@ -246,13 +257,12 @@ export function ensureAccess(
 
   const authorization = request.headers.get('authorization')
   if ('mcp' in spec) {
-    const m = authorization === null ? null : /^Bearer ([\x21-\x7e]{1,512})$/i.exec(authorization.trim())
-    const found = m ? authenticators.mcp(m[1]!, request) : null
+    const token = bearerToken(authorization)
+    const found = token ? authenticators.mcp(token, request) : null
     if (!found) throw mcpUnauthorized(deps.config.publicUrl, authorization !== null)
     requestState(request, deps).tenantId = found.tenantId
     requestState(request, deps).actor = { kind: 'mcp', id: found.tokenId ?? null }
-    if (spec.entitlement && !(found.tenant.planCode && authenticators.planFeatures(found.tenant.planCode).includes(spec.entitlement)))
-      throw new ProblemError('feature_not_entitled', { detail: `the plan does not include ${spec.entitlement}` })
+    ensureEntitled(found, spec.entitlement, authenticators.planFeatures)
     enforceRequestRateLimits(deps, found, request.method)
     setActor(request, found)
     return
@@ -262,8 +272,8 @@ export function ensureAccess(
   if (actor) {
     // On behalf of an actor already identified (onBehalfOf): nothing in the request can change who.
   } else if (authorization !== null) {
-    const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(authorization.trim())
-    actor = m ? authenticators.bearer(m[1]!) : null
+    const token = bearerToken(authorization)
+    actor = token ? authenticators.bearer(token) : null
   } else if (cookie) {
     actor = authenticators.session(cookie)
   }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { insertServer } from '../support/access'
-import { startTestApp, TEST_PUBLIC_URL, TEST_SECRET_KEY, type TestApp } from '../support/app'
+import { startTestApp, type TestApp, workerEnv } from '../support/app'
 import { api, newOwner, ok, type Owner } from '../support/fleet'
 import { startTelegram, type FakeTelegram } from '../support/telegram'
 
@@ -27,21 +27,12 @@ let tg: FakeTelegram
 let app: TestApp
 let owner: Owner
 
-const workerEnv = (): Record<string, string> => ({
-  PATH: process.env.PATH ?? '',
-  NODE_ENV: 'test',
-  PUBLIC_URL: TEST_PUBLIC_URL,
-  DATA_DIR: app.dir,
-  DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
-  SECRET_KEY: TEST_SECRET_KEY,
-  TEST_CLOCK: 'true',
-  JOBS_ENABLED: 'false',
-  LOG_LEVEL: 'error',
-  PAYMENT_PROVIDERS: 'sandbox',
-  TELEGRAM_BOT_TOKEN: TOKEN,
-  TELEGRAM_API_URL: tg.url,
-})
-const spawnDispatch = () => Bun.spawn([process.execPath, 'run', WORKER, 'notifications.dispatch'], { env: workerEnv(), stdout: 'pipe', stderr: 'pipe' })
+const spawnDispatch = () =>
+  Bun.spawn([process.execPath, 'run', WORKER, 'notifications.dispatch'], {
+    env: workerEnv(app, { PAYMENT_PROVIDERS: 'sandbox', TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: tg.url }),
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
 
 type Delivery = { id: string; channel: string; status: string; attempts: number }
 type Item = { id: string; title: string; deliveries: Delivery[] }

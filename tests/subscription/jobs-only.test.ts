@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { call } from '../support/access'
-import { TEST_PUBLIC_URL, TEST_SECRET_KEY } from '../support/app'
+import { workerEnv } from '../support/app'
 import { balanceMicros, getTopup, ipn, startPaymentsApp, type PaymentsApp } from '../support/payments'
 import { orderOk, subscription, tenantOn } from '../support/subscription'
 
@@ -18,23 +18,13 @@ beforeAll(async () => {
 })
 afterAll(() => app.stop())
 
-function workerEnv(): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? '',
-    NODE_ENV: 'test',
-    PUBLIC_URL: TEST_PUBLIC_URL,
-    DATA_DIR: app.dir,
-    DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
-    SECRET_KEY: TEST_SECRET_KEY,
-    TEST_CLOCK: 'true',
-    JOBS_ENABLED: 'false',
-    LOG_LEVEL: 'error',
+const env = () =>
+  workerEnv(app, {
     PAYMENT_PROVIDERS: 'nowpayments',
     NOWPAYMENTS_API_KEY: app.np.apiKey,
     NOWPAYMENTS_IPN_SECRET: app.np.ipnSecret,
     NOWPAYMENTS_API_URL: app.np.url,
-  }
-}
+  })
 
 describe('a jobs-only process', () => {
   test('billing.reconcile run by a process that never built the HTTP app credits a late payment and applies the upgrade it pays for', async () => {
@@ -50,7 +40,7 @@ describe('a jobs-only process', () => {
     await ipn(app, p.payment_id) // the service learns the payment id; nothing is credited yet
     app.np.pay(topup.invoice_id, { status: 'finished', paidUsd: 25, paymentId: p.payment_id }) // its IPN is lost
 
-    const proc = Bun.spawn([process.execPath, 'run', WORKER, 'billing.reconcile'], { env: workerEnv(), stdout: 'pipe', stderr: 'pipe' })
+    const proc = Bun.spawn([process.execPath, 'run', WORKER, 'billing.reconcile'], { env: env(), stdout: 'pipe', stderr: 'pipe' })
     const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
     expect({ code, err }).toMatchObject({ code: 0 })
     expect(JSON.parse(out.trim().split('\n').pop()!)).toMatchObject({ job: 'billing.reconcile', outcome: 'succeeded' })

@@ -97,3 +97,22 @@ export function freePort(): number {
   probe.stop(true)
   return port
 }
+
+/**
+ * The environment of a separate process (tests/support/jobs-worker.ts) on this test app's database,
+ * configured as startTestApp configures the app, plus `extra` (fakes' URLs and keys).
+ */
+export function workerEnv(app: TestApp, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'test',
+    PUBLIC_URL: TEST_PUBLIC_URL,
+    DATA_DIR: app.dir,
+    DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+    SECRET_KEY: TEST_SECRET_KEY,
+    TEST_CLOCK: 'true',
+    JOBS_ENABLED: 'false',
+    LOG_LEVEL: 'error',
+    ...extra,
+  }
+}

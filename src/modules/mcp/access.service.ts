@@ -14,6 +14,7 @@ import {
   disconnect,
   findAccess,
   findAccessByHash,
+  findClient,
   findConnection,
   findToken,
   revokeTenantTokens,
@@ -224,7 +225,8 @@ function callerOf(
   if (!user || !tenant || user.tenantId !== row.tenantId) return null
   const roleScopes = ROLE_SCOPES[user.role]
   const tools = TOOLS.filter((t) => row.allowedTools.includes(t.name) && roleScopes.includes(t.scope))
-  const client = clientId ? connectionsOf(db, row.tenantId).find((c) => c.clientId === clientId) : undefined
+  // The connection was checked by the caller; only the client's name is wanted here.
+  const client = clientId ? findClient(db, clientId) : undefined
   return {
     actor: {
       kind: 'mcp',
@@ -237,7 +239,7 @@ function callerOf(
       serverAllowlist: null,
       tenant: { planCode: tenant.planCode, accountState: tenant.accountState },
     },
-    client: client ? { id: client.clientId, name: client.name } : null,
+    client: client ? { id: client.id, name: client.name } : null,
     allowedTools: tools.map((t) => t.name),
     planAllows: planAllows(deps, tenant.planCode),
     expiresAt,

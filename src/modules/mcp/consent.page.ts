@@ -1,7 +1,6 @@
 import type { Deps } from '../../platform/context'
 import { invalidField } from '../../platform/domain-error'
-import { findClient } from './mcp.repository'
-import { redirectMatches } from './oauth.service'
+import { checkedClient } from './oauth.service'
 
 const htmlEscape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
@@ -21,15 +20,17 @@ function denied(redirect: string, state: string | null): string {
  */
 export function consentPage(deps: Deps, q: URLSearchParams): Response {
   const clientId = (q.get('client_id') ?? '').toLowerCase()
-  const client = /^[0-9a-f-]{36}$/.test(clientId) ? findClient(deps.db, clientId) : undefined
   const redirect = q.get('redirect_uri') ?? ''
-  // Never a redirect to an unchecked address: what is wrong is answered here.
-  if (!client) throw invalidField('mcp', '/client_id', 'unknown_client', 'this client is not registered with gpuhq')
-  if (!redirectMatches(client.redirectUris, redirect))
-    throw invalidField('mcp', '/redirect_uri', 'redirect_uri_mismatch', 'the redirect address is not one this client registered')
+  // Never a redirect to an unchecked address: what is wrong is answered here, as POST /mcp/authorize would.
   if (q.get('response_type') !== 'code') throw invalidField('mcp', '/response_type', 'unsupported', 'only response_type=code is supported')
-  if (q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge'))
-    throw invalidField('mcp', '/code_challenge_method', 'unsupported', 'the client must use PKCE with S256 (plain or no challenge is refused)')
+  if (q.get('code_challenge_method') !== 'S256')
+    throw invalidField('mcp', '/code_challenge_method', 'unsupported', 'the client must use PKCE with S256 (plain or no method is refused)')
+  const client = checkedClient(deps, {
+    client_id: clientId,
+    redirect_uri: redirect,
+    code_challenge: q.get('code_challenge') ?? '',
+    code_challenge_method: 'S256',
+  })
   const body = `<h1>Connect ${htmlEscape(client.name)} to gpuhq?</h1>
 <p>It will reach your fleet through the tools you allowed under AI access, as you. You can disconnect it at any time.</p>
 <p id="msg" role="status"></p>

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { withTransaction } from '../../../db/client'
+import { type Tx, withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { invalidField } from '../../platform/domain-error'
@@ -17,6 +17,7 @@ import {
   insertClient,
   insertCode,
   insertToken,
+  type ClientRow,
   revokeFamily,
   spendCode,
   useRefresh,
@@ -100,31 +101,21 @@ export function registerClient(deps: Deps, body: unknown) {
 
 // ---- authorization (the owner's consent) ----------------------------------------------------
 
-/** Exact string match; for a loopback redirect only the port may differ (OAuth 2.1 §8.4.2). */
-export function redirectMatches(registered: readonly string[], asked: string): boolean {
+/** Exact string match; for a loopback redirect only the port may differ (OAuth 2.1 §8.4.2), nothing else is normalised. */
+function redirectMatches(registered: readonly string[], asked: string): boolean {
   if (registered.includes(asked)) return true
-  let a: URL
+  if (!isLoopbackHttp(asked)) return false
+  const withoutPort = (uri: string) => uri.replace(/:\d+(?=\/|$|\?)/, '')
+  return registered.some((r) => isLoopbackHttp(r) && withoutPort(r) === withoutPort(asked))
+}
+
+function isLoopbackHttp(uri: string): boolean {
   try {
-    a = new URL(asked)
+    const u = new URL(uri)
+    return u.protocol === 'http:' && LOOPBACK.has(u.hostname)
   } catch {
     return false
   }
-  if (a.protocol !== 'http:' || !LOOPBACK.has(a.hostname)) return false
-  const withoutPort = (u: URL) => `${u.protocol}//${u.hostname}${u.pathname}${u.search}`
-  return registered.some((r) => {
-    try {
-      const u = new URL(r)
-      // The registered string must itself be what the asked one is, port aside (no normalisation beyond that).
-      return (
-        u.protocol === 'http:' &&
-        LOOPBACK.has(u.hostname) &&
-        withoutPort(u) === withoutPort(a) &&
-        r.replace(/:\d+(?=\/|$|\?)/, '') === asked.replace(/:\d+(?=\/|$|\?)/, '')
-      )
-    } catch {
-      return false
-    }
-  })
 }
 
 const CHALLENGE = /^[A-Za-z0-9_-]{43}$/
@@ -140,7 +131,11 @@ type AuthorizeInput = {
 }
 
 /** POST /mcp/authorize: checks everything before issuing; never answers with a redirect to an unchecked URI. */
-export function authorize({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: AuthorizeInput }) {
+/**
+ * The checks an authorization request passes before anything is shown or issued (the consent page
+ * and POST /mcp/authorize both): a registered client, one of its redirect URIs, an S256 challenge.
+ */
+export function checkedClient(deps: Deps, input: Pick<AuthorizeInput, 'client_id' | 'redirect_uri' | 'code_challenge' | 'code_challenge_method'>): ClientRow {
   const client = findClient(deps.db, input.client_id.toLowerCase())
   if (!client) throw invalidField('mcp', '/client_id', 'unknown_client', 'no client is registered with this client_id (POST /mcp/register)')
   if (!redirectMatches(client.redirectUris, input.redirect_uri))
@@ -149,6 +144,11 @@ export function authorize({ deps, actor, audit, input }: { deps: Deps; actor: Ac
     throw invalidField('mcp', '/code_challenge_method', 'unsupported', 'only S256 is supported (plain is refused)')
   if (!CHALLENGE.test(input.code_challenge))
     throw invalidField('mcp', '/code_challenge', 'format', 'code_challenge is the S256 challenge: 43 base64url characters')
+  return client
+}
+
+export function authorize({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: AuthorizeInput }) {
+  const client = checkedClient(deps, input)
   if (input.resource !== undefined && input.resource !== gatewayUrl(deps))
     throw invalidField('mcp', '/resource', 'invalid_target', `resource must be ${gatewayUrl(deps)}`)
   const access = findAccess(deps.db, actor.tenantId)
@@ -186,14 +186,11 @@ const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/
 
 const s256 = (verifier: string) => createHash('sha256').update(verifier, 'ascii').digest('base64url')
 
-function issuePair(
-  deps: Deps,
-  tx: Parameters<Parameters<typeof withTransaction>[1]>[0],
-  base: { tenantId: string; clientId: string; userId: string; familyId: string; familyEnds: number },
-) {
+function issuePair(deps: Deps, tx: Tx, base: { tenantId: string; clientId: string; userId: string; familyId: string; familyEnds: number }) {
   const now = deps.clock.nowUs()
   const access = generateSecret('gpuhq_mcpat_')
   const refresh = generateSecret('gpuhq_mcprt_')
+  const accessEnds = Math.min(now + ACCESS_SECONDS * US, base.familyEnds)
   const common = {
     familyId: base.familyId,
     tenantId: base.tenantId,
@@ -209,13 +206,13 @@ function issuePair(
     id: deps.newId(),
     tokenHash: hashSecret(access),
     kind: 'access',
-    expiresAt: Math.min(now + ACCESS_SECONDS * US, base.familyEnds),
+    expiresAt: accessEnds,
   })
   insertToken(tx, { ...common, id: deps.newId(), tokenHash: hashSecret(refresh), kind: 'refresh', expiresAt: base.familyEnds })
   return {
     access_token: access,
     token_type: 'Bearer' as const,
-    expires_in: Math.max(1, Math.floor((Math.min(now + ACCESS_SECONDS * US, base.familyEnds) - now) / US)),
+    expires_in: Math.max(1, Math.floor((accessEnds - now) / US)),
     refresh_token: refresh,
     scope: 'mcp',
   }
