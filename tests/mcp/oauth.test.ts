@@ -214,6 +214,11 @@ describe('OAuth for connecting clients', () => {
       { redirect: 'manual' },
     )
     expect(page.status).toBe(422)
+    // Access switched off: 403 (the spec's errors for this operation are 401, 403, 422), no code issued.
+    await put({ enabled: false })
+    const off = await authorize({ redirect_uri: 'https://app.example/cb' })
+    expect({ status: off.status, code: ((await off.json()) as any).code }).toEqual({ status: 403, code: 'forbidden' })
+    await enableAccess(app, owner)
     const plainPage = await app.fetch(
       `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent('https://app.example/cb')}&code_challenge=${challenge}&code_challenge_method=plain`,
     )

@@ -202,12 +202,12 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
         })
         .post('/mcp/authorize', ({ request, body }) => authorize({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body }), {
           body: AuthorizeBody,
-          response: responses({ 200: AuthorizeAnswer }, [401, 403, 409, 413, 415, 422]),
+          response: responses({ 200: AuthorizeAnswer }, [401, 403, 413, 415, 422]),
           detail: describe(MANAGE, {
             tags,
             summary: 'Approve a client: issue an authorization code, answer where the browser goes',
             description:
-              'redirect_uri must equal one registered for the client string for string (a loopback one may differ only in its port); the challenge is PKCE S256 (`code_challenge_method` may be omitted; plain → 422); `state` comes back unchanged, with `code` and `iss`. The code lives 5 minutes and is bound to client, redirect URI and challenge. Access switched off → 409.',
+              'redirect_uri must equal one registered for the client string for string (a loopback one may differ only in its port); the challenge is PKCE S256 (`code_challenge_method` may be omitted; plain → 422); `state` comes back unchanged, with `code` and `iss`. The code lives 5 minutes and is bound to client, redirect URI and challenge. Access switched off → 403 forbidden (the spec lists 401, 403, 422 for this operation).',
           }),
         })
         .post(

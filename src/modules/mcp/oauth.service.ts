@@ -153,7 +153,7 @@ export function authorize({ deps, actor, audit, input }: { deps: Deps; actor: Ac
     throw invalidField('mcp', '/resource', 'invalid_target', `resource must be ${gatewayUrl(deps)}`)
   const access = findAccess(deps.db, actor.tenantId)
   if (!access?.enabled)
-    throw new ProblemError('conflict', { detail: 'AI-assistant access is switched off for this tenant: enable it with PUT /mcp/access first' })
+    throw new ProblemError('forbidden', { detail: 'AI-assistant access is switched off for this tenant: enable it with PUT /mcp/access first' })
   const code = randomBytes(32).toString('base64url')
   const now = deps.clock.nowUs()
   withTransaction(deps.db, (tx) => {
