@@ -11,6 +11,7 @@ import { reconcileTopups } from '../src/modules/payments'
 import { fireScheduled } from '../src/modules/subscription'
 import { syncMarketplaces } from '../src/modules/marketplaces'
 import { sampleEarnings } from '../src/modules/earnings'
+import { suggestPrices } from '../src/modules/strategy'
 import { dispatchNotifications, pollChatLinks, sendWeeklyReports, watchTemperatures } from '../src/modules/notifications'
 
 /**
@@ -77,6 +78,14 @@ export const jobs: readonly JobDefinition[] = [
     description:
       "Accrues each link's running deals (price × time since the last sample, split at UTC midnight, gaps past the sync's silence cap reported) and reads the platforms' own daily figures hourly.",
     run: ({ deps }) => sampleEarnings(deps),
+  },
+  {
+    name: 'strategy.suggest',
+    schedule: '30 */5 * * * *',
+    leaseSeconds: 600,
+    description:
+      'Applies each enabled pricing policy whose cadence has come to the listed offers it targets and keeps one pending suggestion per offer (a changed price supersedes the last one); releases acceptances left half-done by a dead process.',
+    run: ({ deps }) => suggestPrices(deps),
   },
   {
     name: 'metrics.rollup',

@@ -26,6 +26,7 @@ import { featuresOfPlan, plansRoutes } from './modules/plans'
 import { paymentsRoutes, sandboxRoutes } from './modules/payments'
 import { subscriptionRoutes } from './modules/subscription'
 import { authenticateMcp, mcpRoutes } from './modules/mcp'
+import { strategyRoutes } from './modules/strategy'
 
 const API_PREFIX = '/api/v1'
 
@@ -118,6 +119,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(marketRoutes(deps))
     .use(earningsRoutes(deps))
     .use(costsRoutes(deps))
+    .use(strategyRoutes(deps))
     .use(notificationsRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))

@@ -64,6 +64,30 @@ function linkOf({ owner, newServer }: Parameters<Fixture>[0]) {
   return { params: { server_id: newServer(owner.tenantId), marketplace: 'marketplace_a' } }
 }
 
+/** A pricing policy of tenant A (targeting a GPU model), as POST /strategy/policies stores it. */
+const policy = ({ app, owner }: MatrixContext) => {
+  const id = app.deps.newId()
+  const now = app.deps.clock.nowUs()
+  app.deps.sqlite.run(
+    `INSERT INTO strategy_policies (id, tenant_id, name, marketplace, target, min_margin_percent, target_percentile, rounding_step_micros, cadence_minutes, raise_while_rented, enabled, version, created_at, updated_at)
+     VALUES (?, ?, 'matrix policy', 'marketplace_a', '{"kind":"gpu_model","gpuModel":"rtx_4090"}', '0', 50, 10000, 60, 'hold', 1, 1, ?, ?)`,
+    [id, owner.tenantId, now, now],
+  )
+  return { params: { id } }
+}
+
+/** A pending suggestion of tenant A for a new server of the tenant. */
+const suggestion = (ctx: MatrixContext) => {
+  const { app, owner, newServer } = ctx
+  const id = app.deps.newId()
+  app.deps.sqlite.run(
+    `INSERT INTO strategy_suggestions (id, tenant_id, policy_id, server_id, marketplace, state, evaluation, offer, current_micros, suggested_micros, created_at)
+     VALUES (?, ?, ?, ?, 'marketplace_a', 'pending', '{}', '{"price_gpu_hour":"0.40"}', 500000, 400000, ?)`,
+    [id, owner.tenantId, policy(ctx).params.id, newServer(owner.tenantId), app.deps.clock.nowUs()],
+  )
+  return { params: { id } }
+}
+
 /** Real resources of tenant A per route; a PATCH also gives a valid body (see the helper). */
 /** A client connected to tenant A through the OAuth flow (AI access enabled first). */
 async function mcpClient(app: Parameters<Fixture>[0]['app'], owner: Parameters<Fixture>[0]['owner']) {
@@ -74,6 +98,11 @@ async function mcpClient(app: Parameters<Fixture>[0]['app'], owner: Parameters<F
 const FIXTURES: Record<string, Fixture> = {
   'DELETE /api/v1/tokens/:id': async ({ app, owner }) => ({ params: { id: (await mintPat(app, owner, { name: 'matrix fixture' })).id } }),
   'GET /api/v1/servers/:id': server,
+  'GET /api/v1/strategy/policies/:id': policy,
+  'PATCH /api/v1/strategy/policies/:id': (ctx) => ({ ...policy(ctx), body: { name: 'renamed policy' } }),
+  'DELETE /api/v1/strategy/policies/:id': policy,
+  'POST /api/v1/strategy/suggestions/:id/accept': suggestion,
+  'POST /api/v1/strategy/suggestions/:id/dismiss': (ctx) => ({ ...suggestion(ctx), body: { reason: 'matrix' } }),
   'PATCH /api/v1/servers/:id': (ctx) => ({ ...server(ctx), body: { name: 'renamed' } }),
   'POST /api/v1/servers/:id/decommission': server,
   'PUT /api/v1/servers/:id/keep-on/:marketplace': keepOn,

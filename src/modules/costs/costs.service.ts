@@ -114,7 +114,7 @@ export function costBasisOf(deps: Deps, tenantId: string): CostBasisRow {
 
 const DAY_US = 86_400_000_000
 
-function spreadOf(deps: Deps, tenantId: string, perMonth: number | null) {
+export function spreadOf(deps: Deps, tenantId: string, perMonth: number | null) {
   if (perMonth === null) return null
   const now = deps.clock.nowUs()
   const d = new Date(Math.floor(now / 1000))

@@ -7,3 +7,7 @@ export { offersRoutes } from './offers.routes'
 export { marketRoutes } from './market.routes'
 export { maintenanceAnnouncements } from './offers.service'
 export { accrualSources, currentRates, platformDayEarnings, type AccrualSource } from './deals.service'
+// What pricing strategy reads and does (docs/strategy.md).
+export { marketOfModel, pricedOffers, type PricedOffer } from './pricing.service'
+export { quantile, standing } from './market.stats'
+export { publishOffer } from './offers.service'

@@ -141,7 +141,7 @@ export function marketStats(deps: Deps, query: { marketplace?: MarketplaceId; gp
 }
 
 /** The asking price of a linked machine in USD micro-dollars per GPU-hour: marketplace_a's `price_gpu_hour`; marketplace_b's by the same rule as its market (cloreUsdPerGpuHour). */
-function ownPriceMicros(link: LinkRow): number | null {
+export function ownPriceMicros(link: LinkRow): number | null {
   if (link.marketplace === 'marketplace_a') return link.remote.price_gpu_hour === null ? null : parseMoney(link.remote.price_gpu_hour)
   const b = link.marketplaceB
   return cloreUsdPerGpuHour(

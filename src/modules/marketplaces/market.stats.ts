@@ -8,7 +8,7 @@
 export type PriceSummary = { count: number; min: number; p25: number; median: number; p75: number; max: number }
 
 /** The q-quantile (0..1) of ascending `sorted` (not empty). */
-function quantile(sorted: readonly number[], q: number): number {
+export function quantile(sorted: readonly number[], q: number): number {
   const pos = (sorted.length - 1) * q
   const lo = Math.floor(pos)
   const hi = Math.ceil(pos)

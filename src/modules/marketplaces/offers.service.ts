@@ -82,11 +82,20 @@ export function applyOffer(deps: Deps, link: LinkRow, input: OfferInput, offer: 
   }
 }
 
-export async function publishOffer({ deps, actor, audit, serverId, marketplace, input }: Target & { input: OfferInput }) {
+/** Publishes the offer; `reason` (pricing strategy's acceptance) goes into the operations log beside the call. */
+export async function publishOffer({
+  deps,
+  actor,
+  audit,
+  serverId,
+  marketplace,
+  input,
+  reason = null,
+}: Target & { input: OfferInput; reason?: string | null }) {
   const { link, account } = writable(deps, actor, serverId, marketplace)
   checkOffer(marketplace, input, deps.clock.nowUs())
   const offer = offerWriteOf(link, input)
-  const { extendedContracts } = await write(deps, actor, account, link, (key) => adapterFor(deps, marketplace).publishOffer(key, offer))
+  const { extendedContracts } = await write(deps, actor, account, link, (key) => adapterFor(deps, marketplace).publishOffer(key, offer), reason)
   return withTransaction(deps.db, (tx) => {
     // The link as it is now (a sync may have refreshed it meanwhile); gone → answer what was sent.
     const current = findLink(tx, actor.tenantId, link.serverId, marketplace)

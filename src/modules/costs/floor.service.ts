@@ -1,0 +1,66 @@
+import type { Deps } from '../../platform/context'
+import { parseMoney } from '../../platform/money'
+import { daysInMonth } from '../../platform/time'
+import { findServer } from '../fleet'
+import { findPlan } from '../plans'
+import { averageGpuPowerW } from '../telemetry'
+import { costBasisOf, cutPercent, spreadOf } from './costs.service'
+
+/**
+ * What one GPU-hour of a server costs its owner (docs/strategy.md "The floor"), from the same
+ * numbers as the cost basis and the margin: electricity (the server's tariff, else the fleet's, ×
+ * its measured GPU power over the last 7 days), the operational cost spread over billable
+ * server-days, gpuhq's own hourly charge at the plan's price, and the platform's cut (the highest
+ * of the currencies the offer is paid in). A missing input is null and named in `missing`.
+ */
+
+const HOUR_US = 3_600_000_000
+const WEEK_US = 7 * 24 * HOUR_US
+
+export type GpuHourCosts = {
+  electricityMicros: number | null
+  operationalMicros: number | null
+  gpuhqMicros: number | null
+  /** Percent as a decimal string; null when neither entered nor published. */
+  commissionPercent: string | null
+  missing: string[]
+}
+
+export function costsPerGpuHour(
+  deps: Deps,
+  input: { tenantId: string; planCode: string | null; serverId: string; marketplace: 'marketplace_a' | 'marketplace_b'; currencies: string[]; gpus: number },
+): GpuHourCosts {
+  const { tenantId, gpus } = input
+  const now = deps.clock.nowUs()
+  const missing: string[] = []
+  const basis = costBasisOf(deps, tenantId)
+  const server = findServer(deps.db, tenantId, input.serverId)
+
+  const tariff = server?.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
+  const watts = averageGpuPowerW(deps.db, input.serverId, now - WEEK_US, now)
+  let electricityMicros: number | null = null
+  if (tariff === null) missing.push('electricity tariff')
+  else if (watts === null) missing.push('power measurements')
+  else electricityMicros = Math.round((tariff * watts) / 1000 / gpus)
+
+  const spread = spreadOf(deps, tenantId, basis.operationalMicrosPerMonth)
+  if (basis.operationalMicrosPerMonth === null) missing.push('operational cost')
+  const operationalMicros = spread ? Math.round(parseMoney(spread.usd_per_server_day) / 24 / gpus) : null
+
+  const plan = input.planCode ? findPlan(deps.db, input.planCode) : undefined
+  let gpuhqMicros: number | null = null
+  if (!plan || plan.priceMicrosPerServerMonth === null) missing.push('gpuhq charge (contract-priced plan)')
+  else {
+    const d = new Date(Math.floor(now / 1000))
+    const days = daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
+    gpuhqMicros = Math.round(plan.priceMicrosPerServerMonth / days / 24 / gpus)
+  }
+
+  let commissionPercent: string | null = null
+  for (const currency of input.currencies) {
+    const cut = cutPercent(basis, input.marketplace, currency)
+    if (cut.percent === null) missing.push(`commission ${input.marketplace} ${currency}`)
+    else if (commissionPercent === null || Number(cut.percent) > Number(commissionPercent)) commissionPercent = cut.percent
+  }
+  return { electricityMicros, operationalMicros, gpuhqMicros, commissionPercent, missing }
+}

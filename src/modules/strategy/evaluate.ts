@@ -1,0 +1,242 @@
+import type { Deps } from '../../platform/context'
+import { formatMoney, formatNullableMoney } from '../../platform/money'
+import { formatNullableTimestamp, utcDay } from '../../platform/time'
+import { costsPerGpuHour } from '../costs'
+import { accruedDays } from '../earnings'
+import type { ServerRow } from '../fleet'
+import { marketOfModel, pricedOffers, type PricedOffer, quantile, standing } from '../marketplaces'
+import { COIN_DIGITS, choosePrice, coinPerDay, floorOf } from './pricing'
+import type { PolicyRow } from './strategy.repository'
+
+/**
+ * A policy applied to the tenant's offers now (docs/strategy.md): which listed offers it targets,
+ * and for each the price it would set, why, and the expected change in earnings. Pure reads: the
+ * suggest job stores what this answers, the preview returns it.
+ */
+
+const DAY_US = 86_400_000_000
+const OCCUPANCY_DAYS = 7
+const USD = 'USD-Blockchain'
+
+export type Evaluation = {
+  server_id: string
+  marketplace: PolicyRow['marketplace']
+  gpu_model: string
+  gpu_count: number
+  current_price_gpu_hour: string | null
+  suggested_price_gpu_hour: string
+  change: 'raise' | 'lower' | 'none'
+  bound_by: 'market' | 'floor' | 'ceiling' | 'held_for_renters' | 'no_market'
+  market: { offers: number; taken_at: string | null; target_percentile: number; price_at_percentile: string | null; suggested_percentile: number | null }
+  floor: {
+    price_gpu_hour: string
+    cost_gpu_hour: string
+    electricity_gpu_hour: string | null
+    operational_gpu_hour: string | null
+    gpuhq_charge_gpu_hour: string | null
+    commission_percent: string | null
+    min_margin_percent: string
+    estimate: boolean
+    missing: string[]
+  }
+  ceiling_gpu_hour: string | null
+  occupancy: number | null
+  expected_change_usd_day: string | null
+  offer: { price_gpu_hour?: string; coin_prices?: Record<string, { on_demand: string }> }
+  reasons: string[]
+  warnings: { code: 'pending_price_increase' | 'lowering_limited' | 'floor_above_ceiling' | 'estimated_floor'; message: string }[]
+}
+
+export type Outcome = {
+  items: { evaluation: Evaluation; currentMicros: number | null; suggestedMicros: number }[]
+  skipped: { server_id: string; reason: string }[]
+}
+
+/** Servers a policy targets, by id. */
+function targeted(policy: PolicyRow, servers: ServerRow[]): Set<string> {
+  const t = policy.target
+  if (t.kind === 'servers') return new Set(t.serverIds.filter((id) => servers.some((s) => s.id === id)))
+  if (t.kind === 'group') return new Set(servers.filter((s) => s.groupId === t.groupId).map((s) => s.id))
+  return new Set()
+}
+
+/** Specificity of a target: named servers beat a group, a group beats a GPU model. */
+const rank = (p: PolicyRow) => (p.target.kind === 'servers' ? 0 : p.target.kind === 'group' ? 1 : 2)
+
+/**
+ * Which policy prices each offer when several target it: the most specific (servers, then group,
+ * then GPU model), then the oldest. Only enabled policies take part.
+ */
+export function winningPolicies(policies: PolicyRow[], servers: ServerRow[], offers: PricedOffer[]): Map<string, PolicyRow> {
+  const out = new Map<string, PolicyRow>()
+  const ordered = policies.filter((p) => p.enabled).sort((a, b) => rank(a) - rank(b) || a.createdAt - b.createdAt || a.id.localeCompare(b.id))
+  for (const o of offers)
+    for (const p of ordered) {
+      if (p.marketplace !== o.marketplace) continue
+      const hit = p.target.kind === 'gpu_model' ? o.gpuModel === p.target.gpuModel : targeted(p, servers).has(o.serverId)
+      if (hit) {
+        out.set(`${o.serverId}|${o.marketplace}`, p)
+        break
+      }
+    }
+  return out
+}
+
+/** The offers of the marketplace the policy targets (whatever other policies say). */
+export function offersOf(deps: Deps, policy: PolicyRow, servers: ServerRow[]): PricedOffer[] {
+  const offers = pricedOffers(deps, policy.tenantId, policy.marketplace)
+  if (policy.target.kind === 'gpu_model') {
+    const model = policy.target.gpuModel
+    return offers.filter((o) => o.gpuModel === model)
+  }
+  const ids = targeted(policy, servers)
+  return offers.filter((o) => ids.has(o.serverId))
+}
+
+export function evaluatePolicy(deps: Deps, policy: PolicyRow, planCode: string | null, offers: PricedOffer[]): Outcome {
+  const out: Outcome = { items: [], skipped: [] }
+  const now = deps.clock.nowUs()
+  const earned = accruedDays(deps, policy.tenantId, utcDay(now - OCCUPANCY_DAYS * DAY_US), utcDay(now))
+  for (const o of offers) {
+    if (o.gpuModel === null) out.skipped.push({ server_id: o.serverId, reason: 'the marketplace shows no GPU model for the machine' })
+    else if (o.gpuCount === null || o.gpuCount <= 0) out.skipped.push({ server_id: o.serverId, reason: 'the marketplace shows no GPU count for the machine' })
+    else {
+      const earnedMicros = earned.filter((r) => r.serverId === o.serverId && r.marketplace === o.marketplace).reduce((n, r) => n + r.accruedUsdMicros, 0)
+      const item = evaluateOffer(deps, policy, planCode, { ...o, gpuModel: o.gpuModel, gpuCount: o.gpuCount }, earnedMicros)
+      if (typeof item === 'string') out.skipped.push({ server_id: o.serverId, reason: item })
+      else out.items.push(item)
+    }
+  }
+  return out
+}
+
+type KnownOffer = PricedOffer & { gpuModel: string; gpuCount: number }
+
+/** The coins a marketplace_b offer is priced in (its own, else the policy's), each with its rate. */
+function coinsOf(policy: PolicyRow, o: PricedOffer): string[] {
+  if (policy.marketplace === 'marketplace_a') return ['USD']
+  const own = Object.keys(o.coinPrices).sort()
+  return own.length > 0 ? own : [policy.coin ?? USD]
+}
+
+function evaluateOffer(deps: Deps, policy: PolicyRow, planCode: string | null, o: KnownOffer, earnedMicros: number): Outcome['items'][number] | string {
+  const coins = coinsOf(policy, o)
+  const costs = costsPerGpuHour(deps, {
+    tenantId: policy.tenantId,
+    planCode,
+    serverId: o.serverId,
+    marketplace: policy.marketplace,
+    currencies: coins,
+    gpus: o.gpuCount,
+  })
+  const costMicros = (costs.electricityMicros ?? 0) + (costs.operationalMicros ?? 0) + (costs.gpuhqMicros ?? 0)
+  const floorMicros = floorOf(costMicros, policy.minMarginPercent, costs.commissionPercent)
+  const market = marketOfModel(deps, policy.marketplace, o.gpuModel)
+  // The market without this offer's own ask: a price is not set against itself.
+  const others = market ? withoutOne(market.prices, o.currentMicros) : null
+  const choice = choosePrice(
+    {
+      market: others,
+      targetPercentile: policy.targetPercentile,
+      currentMicros: o.currentMicros,
+      floorMicros,
+      ceilingMicros: policy.ceilingMicros,
+      stepMicros: policy.roundingStepMicros,
+      holdRaises: policy.marketplace === 'marketplace_a' && policy.raiseWhileRented === 'hold' && o.rentalsRunning !== 0,
+    },
+    quantile,
+  )
+  const suggested = choice.suggestedMicros
+  const offer = offerBody(policy, o, coins, suggested)
+  if (typeof offer === 'string') return offer
+  const current = o.currentMicros
+  const change = current === null || suggested > current ? 'raise' : suggested < current ? 'lower' : 'none'
+  const capacity = current === null ? 0 : current * o.gpuCount * 24 * OCCUPANCY_DAYS
+  const occupancy = capacity > 0 ? Math.min(1, Math.round((1000 * earnedMicros) / capacity) / 1000) : null
+  const expected = current === null || occupancy === null ? null : Math.round((suggested - current) * o.gpuCount * 24 * occupancy)
+  const warnings: Evaluation['warnings'] = []
+  if (policy.ceilingMicros !== null && floorMicros > policy.ceilingMicros)
+    warnings.push({
+      code: 'floor_above_ceiling',
+      message: `the floor ${formatMoney(floorMicros)} is above the ceiling ${formatMoney(policy.ceilingMicros)}: the floor wins`,
+    })
+  if (costs.missing.length) warnings.push({ code: 'estimated_floor', message: `the floor leaves out what is not known: ${costs.missing.join(', ')}` })
+  if (policy.marketplace === 'marketplace_a' && change === 'raise' && o.rentalsRunning !== 0 && current !== null)
+    warnings.push({
+      code: 'pending_price_increase',
+      message: `raising while ${o.rentalsRunning === null ? 'an unknown number of' : o.rentalsRunning} rentals run: each renter gets a pending increase to accept, and their auto-extend stops at the old price until they do`,
+    })
+  if (policy.marketplace === 'marketplace_b' && change === 'lower')
+    warnings.push({ code: 'lowering_limited', message: 'marketplace_b lets a price be lowered once per 600 seconds; accepting inside that window is refused' })
+  return {
+    currentMicros: current,
+    suggestedMicros: suggested,
+    evaluation: {
+      server_id: o.serverId,
+      marketplace: policy.marketplace,
+      gpu_model: o.gpuModel,
+      gpu_count: o.gpuCount,
+      current_price_gpu_hour: formatNullableMoney(current),
+      suggested_price_gpu_hour: formatMoney(suggested),
+      change,
+      bound_by: choice.boundBy,
+      market: {
+        offers: others?.length ?? 0,
+        taken_at: formatNullableTimestamp(market?.takenAt ?? null),
+        target_percentile: policy.targetPercentile,
+        price_at_percentile: formatNullableMoney(choice.marketMicros),
+        suggested_percentile: others && others.length > 0 ? standing(suggested, others).percentile : null,
+      },
+      floor: {
+        price_gpu_hour: formatMoney(floorMicros),
+        cost_gpu_hour: formatMoney(costMicros),
+        electricity_gpu_hour: formatNullableMoney(costs.electricityMicros),
+        operational_gpu_hour: formatNullableMoney(costs.operationalMicros),
+        gpuhq_charge_gpu_hour: formatNullableMoney(costs.gpuhqMicros),
+        commission_percent: costs.commissionPercent,
+        min_margin_percent: policy.minMarginPercent,
+        estimate: costs.missing.length > 0,
+        missing: costs.missing,
+      },
+      ceiling_gpu_hour: formatNullableMoney(policy.ceilingMicros),
+      occupancy,
+      expected_change_usd_day: formatNullableMoney(expected),
+      offer,
+      reasons: reasonsOf(choice.boundBy, policy, choice.marketMicros, floorMicros, suggested, current),
+      warnings,
+    },
+  }
+}
+
+/** `sorted` without one occurrence of `own` (when present). */
+function withoutOne(sorted: number[], own: number | null): number[] {
+  if (own === null) return sorted
+  const i = sorted.indexOf(own)
+  return i < 0 ? sorted : [...sorted.slice(0, i), ...sorted.slice(i + 1)]
+}
+
+/** The body accept publishes: USD per GPU-hour on marketplace_a; per-day, per-server coin prices on marketplace_b. */
+function offerBody(policy: PolicyRow, o: KnownOffer, coins: string[], micros: number): Evaluation['offer'] | string {
+  if (policy.marketplace === 'marketplace_a') return { price_gpu_hour: formatMoney(micros) }
+  const prices: Record<string, { on_demand: string }> = {}
+  for (const coin of coins) {
+    const rate = coin === USD ? '1' : (o.ratesUsdPerCoin[coin] ?? null)
+    const amount = coinPerDay(micros, o.gpuCount, rate, COIN_DIGITS[coin] ?? 8)
+    if (amount === null) return `no exchange rate known for ${coin}: the next marketplaces.sync reads one`
+    prices[coin] = { on_demand: amount }
+  }
+  return { coin_prices: prices }
+}
+
+function reasonsOf(boundBy: Evaluation['bound_by'], p: PolicyRow, market: number | null, floor: number, suggested: number, current: number | null): string[] {
+  const m = (n: number) => formatMoney(n)
+  const out: string[] = []
+  if (market !== null) out.push(`the market's ${p.targetPercentile}th percentile is ${m(market)} USD per GPU-hour`)
+  else out.push('the market lists no other offer of this model: the current price is kept inside floor and ceiling')
+  out.push(`the floor is ${m(floor)} (costs plus ${p.minMarginPercent} % margin, after the platform's cut)`)
+  if (boundBy === 'floor') out.push('the floor holds the price up')
+  if (boundBy === 'ceiling') out.push(`the ceiling ${m(p.ceilingMicros!)} holds the price down`)
+  if (boundBy === 'held_for_renters') out.push('a raise is held while renters run (raise_while_rented: hold)')
+  out.push(current === null ? `suggested ${m(suggested)}` : `suggested ${m(suggested)} against ${m(current)} now`)
+  return out
+}

@@ -1,0 +1,257 @@
+import type { Static } from '@sinclair/typebox'
+import { withTransaction, type DbOrTx } from '../../../db/client'
+import { type Actor, mayAccessServer } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { paginate } from '../../platform/cursor'
+import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
+import { recordAudit, type AuditContext } from '../audit'
+import { managedServers } from '../fleet'
+import { pricedOffers, publishOffer } from '../marketplaces'
+import { featuresOfPlan } from '../plans'
+import { findTenant } from '../tenants'
+import { type Evaluation, evaluatePolicy, offersOf, winningPolicies } from './evaluate'
+import { draftPolicy } from './policies.service'
+import { StrategyErrors } from './strategy.errors'
+import type { DismissBody, PreviewBody } from './strategy.model'
+import {
+  findSuggestion,
+  insertSuggestion,
+  lastLoweringAt,
+  pendingOfOffer,
+  policiesOf,
+  releaseStaleClaims,
+  type SuggestionFilter,
+  type SuggestionRow,
+  suggestionsPage,
+  supersede,
+  tenantsWithPolicies,
+  updatePolicyRow,
+  updateSuggestion,
+} from './strategy.repository'
+
+/**
+ * Suggestions (docs/strategy.md "Suggestions"): the strategy.suggest job stores, per targeted offer,
+ * what its policy would set now; a member accepts one (published through the marketplace adapter,
+ * logged in the operations log with the suggestion's id as the reason) or dismisses it with a reason.
+ */
+
+const MINUTE_US = 60_000_000
+/** A run a little early still counts as due (the scheduler's own jitter). */
+const CADENCE_SLACK_US = 30_000_000
+/** An `accepting` claim older than this belongs to a process that died; the next job run releases it. */
+const CLAIM_US = 10 * MINUTE_US
+/** marketplace_b lets a price be lowered once per 600 s (reference 2.3). */
+const LOWERING_EVERY_US = 600_000_000
+
+const MARKETPLACES = ['marketplace_a', 'marketplace_b'] as const
+
+/** The strategy.suggest job: every due enabled policy of every entitled tenant looks at its offers once. */
+export function suggestPrices(deps: Deps): string {
+  const now = deps.clock.nowUs()
+  const released = withTransaction(deps.db, (tx) => releaseStaleClaims(tx, now - CLAIM_US))
+  let looked = 0
+  let made = 0
+  let notEntitled = 0
+  for (const tenantId of tenantsWithPolicies(deps.db)) {
+    const planCode = findTenant(deps.db, tenantId)?.planCode ?? null
+    if (!planCode || !featuresOfPlan(deps.db, planCode).includes('strategy')) {
+      notEntitled++
+      continue
+    }
+    const policies = policiesOf(deps.db, tenantId)
+    const servers = managedServers(deps.db, tenantId)
+    const offers = MARKETPLACES.flatMap((m) => pricedOffers(deps, tenantId, m))
+    const winners = winningPolicies(policies, servers, offers)
+    for (const policy of policies) {
+      if (!policy.enabled || (policy.lastRunAt !== null && now - policy.lastRunAt < policy.cadenceMinutes * MINUTE_US - CADENCE_SLACK_US)) continue
+      looked++
+      const mine = offers.filter((o) => winners.get(`${o.serverId}|${o.marketplace}`)?.id === policy.id)
+      const outcome = evaluatePolicy(deps, policy, planCode, mine)
+      withTransaction(deps.db, (tx) => {
+        for (const item of outcome.items) if (store(tx, deps, policy.id, tenantId, item)) made++
+        updatePolicyRow(tx, policy.id, { lastRunAt: now })
+      })
+    }
+  }
+  return `${looked} policies looked at, ${made} suggestions made; ${notEntitled} tenants without strategy skipped; ${released} stale claims released`
+}
+
+/**
+ * Keeps one pending suggestion per offer: an unchanged one stays, a different one supersedes it,
+ * and an offer already at the policy's price has none. Answers whether a suggestion was made.
+ */
+function store(tx: DbOrTx, deps: Deps, policyId: string, tenantId: string, item: ReturnType<typeof evaluatePolicy>['items'][number]): boolean {
+  const e = item.evaluation
+  const pending = pendingOfOffer(tx, tenantId, e.server_id, e.marketplace)
+  const same = pending.find((s) => s.policyId === policyId && s.suggestedMicros === item.suggestedMicros && s.currentMicros === item.currentMicros)
+  if (same) return false
+  supersede(
+    tx,
+    pending.map((s) => s.id),
+  )
+  if (e.change === 'none') return false
+  const { offer, ...evaluation } = e
+  insertSuggestion(tx, {
+    id: deps.newId(),
+    tenantId,
+    policyId,
+    serverId: e.server_id,
+    marketplace: e.marketplace,
+    state: 'pending',
+    evaluation,
+    offer,
+    currentMicros: item.currentMicros,
+    suggestedMicros: item.suggestedMicros,
+    createdAt: deps.clock.nowUs(),
+    claimedAt: null,
+    decidedAt: null,
+    decidedBy: null,
+    dismissReason: null,
+    outcome: null,
+  })
+  return true
+}
+
+function suggestionView(s: SuggestionRow) {
+  const evaluation = s.evaluation as Omit<Evaluation, 'offer'>
+  return {
+    id: s.id,
+    policy_id: s.policyId,
+    state: s.state,
+    created_at: formatTimestamp(s.createdAt),
+    decided_at: formatNullableTimestamp(s.decidedAt),
+    decided_by: s.decidedBy,
+    dismiss_reason: s.dismissReason,
+    outcome: (s.outcome as { warnings: { code: string; message: string }[]; extended_contracts: number | null } | null) ?? null,
+    ...evaluation,
+    offer: s.offer as Evaluation['offer'],
+  }
+}
+
+/** POST /strategy/preview: the body as a policy, applied now to the offers it targets (alone, whatever other policies say); nothing is stored. */
+export function previewPolicy({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof PreviewBody> }) {
+  const policy = draftPolicy(deps, actor, input)
+  const servers = managedServers(deps.db, actor.tenantId)
+  const offers = offersOf(deps, policy, servers).filter((o) => mayAccessServer(actor, o.serverId))
+  const outcome = evaluatePolicy(deps, policy, actor.tenant.planCode, offers)
+  const unlisted =
+    policy.target.kind === 'servers'
+      ? policy.target.serverIds
+          .filter((id) => !offers.some((o) => o.serverId === id))
+          .map((id) => ({ server_id: id, reason: `no offer listed on ${policy.marketplace} through a live link` }))
+      : []
+  return {
+    evaluated_at: formatTimestamp(deps.clock.nowUs()),
+    items: outcome.items.map((i) => i.evaluation),
+    skipped: [...outcome.skipped, ...unlisted],
+  }
+}
+
+type Query = {
+  cursor?: string
+  limit?: number
+  state?: SuggestionRow['state']
+  policy_id?: string
+  server_id?: string
+  marketplace?: SuggestionRow['marketplace']
+}
+
+/** GET /strategy/suggestions: newest first; a token with a server allowlist sees only its servers' suggestions. */
+export function listSuggestions({ deps, actor, query }: { deps: Deps; actor: Actor; query: Query }) {
+  const filter: SuggestionFilter = {
+    state: query.state,
+    policyId: query.policy_id?.toLowerCase(),
+    serverId: query.server_id?.toLowerCase(),
+    marketplace: query.marketplace,
+    serverIds: actor.serverAllowlist ?? undefined,
+  }
+  return paginate(deps.keys.cursor, {
+    scope: `strategy.suggestions:${actor.tenantId}:${JSON.stringify(filter)}`,
+    input: query,
+    fetch: (after: { id: string } | undefined, take) => suggestionsPage(deps.db, actor.tenantId, filter, after?.id, take),
+    position: (s) => ({ id: s.id }),
+    view: suggestionView,
+  })
+}
+
+/** The tenant's suggestion, visible to the actor (a server outside a token's allowlist is a plain 404). */
+function loadSuggestion(db: DbOrTx, actor: Actor, id: string): SuggestionRow {
+  const s = findSuggestion(db, actor.tenantId, id.toLowerCase())
+  if (!s || !mayAccessServer(actor, s.serverId)) throw StrategyErrors.suggestionNotFound()
+  return s
+}
+
+type Decision = { deps: Deps; actor: Actor; audit: AuditContext; id: string }
+
+/**
+ * Publishes the suggested offer. Claimed first (pending → accepting) so two accepts publish once; a
+ * repeated accept of an accepted suggestion answers it as it is. A refused or failed publication
+ * puts it back to pending and answers the marketplace's problem.
+ */
+export async function acceptSuggestion({ deps, actor, audit, id }: Decision) {
+  const claim = withTransaction(deps.db, (tx) => {
+    const s = loadSuggestion(tx, actor, id)
+    const now = deps.clock.nowUs()
+    if (s.state === 'accepted') return { done: s, claimed: null }
+    if (s.state === 'accepting' && s.claimedAt !== null && s.claimedAt > now - CLAIM_US) throw StrategyErrors.busy()
+    if (s.state !== 'pending' && s.state !== 'accepting') throw StrategyErrors.decided(`the suggestion was ${s.state}`)
+    if (s.marketplace === 'marketplace_b' && s.currentMicros !== null && s.suggestedMicros < s.currentMicros) {
+      const last = lastLoweringAt(tx, actor.tenantId, s.serverId, s.marketplace)
+      if (last !== null && now - last < LOWERING_EVERY_US)
+        throw StrategyErrors.loweringLimited(
+          `marketplace_b lets a price be lowered once per 600 seconds; the last lowering was accepted at ${formatTimestamp(last)}, try again after ${formatTimestamp(last + LOWERING_EVERY_US)}`,
+        )
+    }
+    updateSuggestion(tx, s.id, { state: 'accepting', claimedAt: now })
+    return { done: null, claimed: { ...s, claimedAt: now } }
+  })
+  if (claim.done) return suggestionView(claim.done)
+  const s = claim.claimed!
+  let published: Awaited<ReturnType<typeof publishOffer>>
+  try {
+    published = await publishOffer({
+      deps,
+      actor,
+      audit,
+      serverId: s.serverId,
+      marketplace: s.marketplace,
+      input: s.offer,
+      reason: `strategy suggestion ${s.id}`,
+    })
+  } catch (e) {
+    withTransaction(deps.db, (tx) => {
+      const now = findSuggestion(tx, actor.tenantId, s.id)
+      if (now?.state === 'accepting' && now.claimedAt === s.claimedAt) updateSuggestion(tx, s.id, { state: 'pending', claimedAt: null })
+    })
+    throw e
+  }
+  return withTransaction(deps.db, (tx) => {
+    const next: SuggestionRow = {
+      ...s,
+      state: 'accepted',
+      decidedAt: deps.clock.nowUs(),
+      decidedBy: actor.userId,
+      outcome: { warnings: published.warnings, extended_contracts: published.extended_contracts },
+    }
+    updateSuggestion(tx, s.id, { state: next.state, decidedAt: next.decidedAt, decidedBy: next.decidedBy, outcome: next.outcome })
+    supersede(
+      tx,
+      pendingOfOffer(tx, actor.tenantId, s.serverId, s.marketplace).map((p) => p.id),
+    )
+    recordAudit(tx, deps, audit, { operation: 'strategy.suggestion.accept', targetKind: 'strategy_suggestion', targetId: s.id })
+    return suggestionView(next)
+  })
+}
+
+/** Records why the price was not taken; dismissing a dismissed suggestion answers it unchanged. */
+export function dismissSuggestion({ deps, actor, audit, id, input }: Decision & { input: Static<typeof DismissBody> }) {
+  return withTransaction(deps.db, (tx) => {
+    const s = loadSuggestion(tx, actor, id)
+    if (s.state === 'dismissed') return suggestionView(s)
+    if (s.state !== 'pending') throw StrategyErrors.decided(`the suggestion was ${s.state}`)
+    const next: SuggestionRow = { ...s, state: 'dismissed', decidedAt: deps.clock.nowUs(), decidedBy: actor.userId, dismissReason: input.reason.trim() }
+    updateSuggestion(tx, s.id, { state: next.state, decidedAt: next.decidedAt, decidedBy: next.decidedBy, dismissReason: next.dismissReason })
+    recordAudit(tx, deps, audit, { operation: 'strategy.suggestion.dismiss', targetKind: 'strategy_suggestion', targetId: s.id })
+    return suggestionView(next)
+  })
+}
