@@ -131,6 +131,7 @@ function evaluateOffer(deps: Deps, policy: PolicyRow, planCode: string | null, o
   })
   const costMicros = (costs.electricityMicros ?? 0) + (costs.operationalMicros ?? 0) + (costs.gpuhqMicros ?? 0)
   const floorMicros = floorOf(costMicros, policy.minMarginPercent, costs.commissionPercent)
+  if (floorMicros === null) return `the commission entered for ${policy.marketplace} is ${costs.commissionPercent} %: no price covers the costs`
   const market = marketOfModel(deps, policy.marketplace, o.gpuModel)
   // The market without this offer's own ask: a price is not set against itself.
   const others = market ? withoutOne(market.prices, o.currentMicros) : null

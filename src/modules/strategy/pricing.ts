@@ -73,12 +73,13 @@ function percentMillionths(percent: string): bigint {
 /**
  * The lowest price that leaves the owner `marginPercent` above `costMicros` after the platform takes
  * `commissionPercent` of it: cost × (100 + margin) ÷ (100 − commission), rounded up to the micro-dollar.
+ * Null when the platform takes everything (a 100 % commission): no price covers any cost.
  */
-export function floorOf(costMicros: number, marginPercent: string, commissionPercent: string | null): number {
+export function floorOf(costMicros: number, marginPercent: string, commissionPercent: string | null): number | null {
   const hundred = 100n * SCALE
   const up = hundred + percentMillionths(marginPercent)
   const keep = hundred - (commissionPercent === null ? 0n : percentMillionths(commissionPercent))
-  if (keep <= 0n) throw new Error('a commission of 100 % leaves nothing')
+  if (keep <= 0n) return null
   const num = BigInt(costMicros) * up
   return Number((num + keep - 1n) / keep)
 }
