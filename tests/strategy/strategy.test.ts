@@ -324,6 +324,33 @@ describe('a policy against a market the test chose', () => {
   })
 })
 
+describe('accepting at the same moment twice', () => {
+  test('two simultaneous accepts publish once: the second finds the suggestion claimed or already accepted', async () => {
+    const policies = await ok<{ items: { id: string; marketplace: string }[] }>(send('GET', '/strategy/policies'))
+    const a = policies.items.find((p) => p.marketplace === 'marketplace_a')!
+    await ok(send('PATCH', `/strategy/policies/${a.id}`, { target_percentile: 60 }))
+    await runJob('strategy.suggest')
+    const [pending] = await suggestions(`?policy_id=${a.id}&state=pending`)
+    // The 60th percentile of 0.30, 0.36, 0.42, 0.48, 0.60 is 0.444, to the cent 0.44.
+    expect(pending!.suggested_price_gpu_hour).toBe('0.44')
+    simA.clearRequests()
+    const answers = await Promise.all([1, 2].map(() => call(app, 'POST', `/strategy/suggestions/${pending!.id}/accept`, owner)))
+    const statuses = answers.map((r) => r.status).sort()
+    expect([
+      [200, 200],
+      [200, 409],
+    ]).toContainEqual(statuses)
+    expect(
+      simA
+        .requests()
+        .filter((r) => r.method !== 'GET' && r.endpoint !== 'bundles')
+        .map((w) => w.body),
+    ).toEqual([{ machine: 701, price_gpu: 0.44, min_chunk: 2 }])
+    await ok(send('PATCH', `/strategy/policies/${a.id}`, { target_percentile: 50 }))
+    await runJob('strategy.suggest')
+  })
+})
+
 describe("the platforms' own rules", () => {
   test('on marketplace_a a raise is held while renters run, or raised with a pending-increase warning when the policy allows it', async () => {
     const held = await ok<{ items: Suggestion[] }>(
