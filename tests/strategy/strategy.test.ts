@@ -450,6 +450,31 @@ describe('who may use strategy', () => {
   })
 })
 
+describe('an offer withdrawn after its suggestion', () => {
+  test('accepting is refused rather than listing it again, and the next run supersedes the suggestion', async () => {
+    await ok(
+      send(
+        'POST',
+        '/strategy/policies',
+        { name: 'rig-2 dearest', marketplace: 'marketplace_a', target: { server_ids: [s2] }, target_percentile: 100, raise_while_rented: 'allow' },
+        owner,
+      ),
+      201,
+    )
+    await runJob('strategy.suggest')
+    const [pending] = await suggestions(`?server_id=${s2}&state=pending`)
+    expect(pending).toMatchObject({ suggested_price_gpu_hour: '0.60', change: 'raise' })
+    expect((await call(app, 'DELETE', `/marketplaces/links/${s2}/marketplace_a/offer`, owner)).status).toBe(204)
+    simA.clearRequests()
+    const refused = await expectProblem(await send('POST', `/strategy/suggestions/${pending!.id}/accept`), 409, 'conflict')
+    expect(refused.detail).toContain('no longer listed')
+    expect(simA.requests().filter((r) => r.method !== 'GET' && r.endpoint !== 'bundles')).toEqual([])
+    await advance(3600)
+    await runJob('strategy.suggest')
+    expect((await suggestions(`?server_id=${s2}`)).map((s) => s.state)).toEqual(['superseded'])
+  })
+})
+
 describe('costs no price can cover', () => {
   test('a 100 % commission makes the offer unpriceable, named in skipped, never a failure', async () => {
     await ok(send('PUT', '/billing/cost-basis', { marketplaces: { marketplace_a: { commission_percent: '100' } } }))

@@ -6,6 +6,7 @@ export const StrategyErrors = defineErrors('strategy', {
   suggestionNotFound: { problem: 'not_found', message: 'no such suggestion' },
   tooManyPolicies: { problem: 'conflict', message: 'a tenant keeps at most 50 pricing policies' },
   decided: { problem: 'conflict', message: 'the suggestion was already decided' },
+  notListed: { problem: 'conflict', message: 'the offer is no longer listed' },
   busy: { problem: 'conflict', message: 'the suggestion is being accepted right now' },
   loweringLimited: { problem: 'conflict', message: 'marketplace_b lets a price be lowered once per 600 seconds' },
 })

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, lt, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, lt, notInArray, sql } from 'drizzle-orm'
 import { strategyPolicies, strategySuggestions } from '../../../db/schema'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
@@ -110,11 +110,13 @@ export function supersede(tx: DbOrTx, ids: string[]): void {
     .run()
 }
 
-/** Supersedes every pending suggestion a policy made (it was changed, disabled or deleted). */
-export function supersedeOfPolicy(tx: DbOrTx, tenantId: string, policyId: string): void {
+/** Supersedes the pending suggestions a policy made (it was changed, disabled or deleted), except those of the servers in `keep`. */
+export function supersedeOfPolicy(tx: DbOrTx, tenantId: string, policyId: string, keep: string[] = []): void {
+  const where = [eq(strategySuggestions.tenantId, tenantId), eq(strategySuggestions.policyId, policyId), eq(strategySuggestions.state, 'pending')]
+  if (keep.length) where.push(notInArray(strategySuggestions.serverId, keep))
   tx.update(strategySuggestions)
     .set({ state: 'superseded' })
-    .where(and(eq(strategySuggestions.tenantId, tenantId), eq(strategySuggestions.policyId, policyId), eq(strategySuggestions.state, 'pending')))
+    .where(and(...where))
     .run()
 }
 

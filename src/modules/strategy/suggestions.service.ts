@@ -24,6 +24,7 @@ import {
   type SuggestionRow,
   suggestionsPage,
   supersede,
+  supersedeOfPolicy,
   tenantsWithPolicies,
   updatePolicyRow,
   updateSuggestion,
@@ -69,6 +70,13 @@ export function suggestPrices(deps: Deps): string {
       const outcome = evaluatePolicy(deps, policy, planCode, mine)
       withTransaction(deps.db, (tx) => {
         for (const item of outcome.items) if (store(tx, deps, policy.id, tenantId, item)) made++
+        // An offer the policy no longer prices (withdrawn, unlinked, taken by another policy) keeps no suggestion of it.
+        supersedeOfPolicy(
+          tx,
+          tenantId,
+          policy.id,
+          outcome.items.map((i) => i.evaluation.server_id),
+        )
         updatePolicyRow(tx, policy.id, { lastRunAt: now })
       })
     }
@@ -195,6 +203,9 @@ export async function acceptSuggestion({ deps, actor, audit, id }: Decision) {
     if (s.state === 'accepted') return { done: s, claimed: null }
     if (s.state === 'accepting' && s.claimedAt !== null && s.claimedAt > now - CLAIM_US) throw StrategyErrors.busy()
     if (s.state !== 'pending' && s.state !== 'accepting') throw StrategyErrors.decided(`the suggestion was ${s.state}`)
+    // Accepting must not list again an offer that was withdrawn (or unlinked) since the suggestion was made.
+    if (!pricedOffers(deps, actor.tenantId, s.marketplace).some((o) => o.serverId === s.serverId))
+      throw StrategyErrors.notListed(`the offer of server ${s.serverId} on ${s.marketplace} is no longer listed through a live link`)
     if (s.marketplace === 'marketplace_b' && s.currentMicros !== null && s.suggestedMicros < s.currentMicros) {
       const last = lastLoweringAt(tx, actor.tenantId, s.serverId, s.marketplace)
       if (last !== null && now - last < LOWERING_EVERY_US)
