@@ -12,6 +12,7 @@ import { fireScheduled } from '../src/modules/subscription'
 import { syncMarketplaces } from '../src/modules/marketplaces'
 import { sampleEarnings } from '../src/modules/earnings'
 import { dispatchNotifications, pollChatLinks, sendWeeklyReports, watchTemperatures } from '../src/modules/notifications'
+import { evaluateAlerts } from '../src/modules/alerts'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -113,6 +114,14 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 600,
     description: "Queues each tenant's weekly report (servers, the week's accrued earnings) as a `weekly` notification, once per week.",
     run: ({ deps }) => sendWeeklyReports(deps),
+  },
+  {
+    name: 'alerts.evaluate',
+    schedule: '10,40 * * * * *',
+    leaseSeconds: 120,
+    description:
+      'Opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
+    run: ({ deps }) => evaluateAlerts(deps),
   },
   {
     name: 'accounts.gc',

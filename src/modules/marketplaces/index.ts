@@ -7,3 +7,5 @@ export { offersRoutes } from './offers.routes'
 export { marketRoutes } from './market.routes'
 export { maintenanceAnnouncements } from './offers.service'
 export { accrualSources, currentRates, platformDayEarnings, type AccrualSource } from './deals.service'
+// What alerts read: accounts whose key is rejected or whose calls fail, and stale links.
+export { accountHealth, staleLinks } from './health.repository'
