@@ -151,4 +151,3 @@ describe("an incident's life", () => {
     expect(await alert(app, operator, open!.id)).toMatchObject({ state: 'resolved', resolution: 'the server was decommissioned', resolved_by: null })
   })
 })
-

@@ -98,7 +98,10 @@ describe('a marketplace account in trouble', () => {
     expect(await evaluate(app)).toBe(NOTHING_CHANGED)
     await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: SPARE_KEY } }))
     await evaluate(app)
-    expect(await alert(app, asMember(owner), open[0]!.id)).toMatchObject({ state: 'resolved', resolution: 'the account is connected and its calls succeed again' })
+    expect(await alert(app, asMember(owner), open[0]!.id)).toMatchObject({
+      state: 'resolved',
+      resolution: 'the account is connected and its calls succeed again',
+    })
   })
 })
 
