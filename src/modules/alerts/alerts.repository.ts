@@ -12,30 +12,31 @@ export function findIncident(db: DbOrTx, tenantId: string, id: string): Incident
     .get()
 }
 
+/**
+ * `state <> 'resolved'` written out, not bound: SQLite uses a partial index only for a WHERE term that
+ * matches the index's own, and the open-cause index holds exactly the unresolved incidents.
+ */
+const UNRESOLVED = sql`${alertIncidents.state} <> 'resolved'`
+
 /** The cause's unresolved incident, if any (the partial unique index allows one). */
 export function findUnresolved(db: DbOrTx, tenantId: string, causeKey: string): IncidentRow | undefined {
   return db
     .select()
     .from(alertIncidents)
-    .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.causeKey, causeKey), ne(alertIncidents.state, 'resolved')))
+    .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.causeKey, causeKey), UNRESOLVED))
     .get()
 }
 
-/** Every unresolved incident of these kinds, of every tenant (the alerts.evaluate job). */
-export function unresolvedOfKinds(db: DbOrTx, kinds: readonly string[]): IncidentRow[] {
-  return db
-    .select()
-    .from(alertIncidents)
-    .where(and(ne(alertIncidents.state, 'resolved'), inArray(alertIncidents.kind, [...kinds])))
-    .orderBy(alertIncidents.tenantId, alertIncidents.id)
-    .all()
+/** Every unresolved incident of every tenant (the alerts.evaluate job), read from the partial index. */
+export function unresolvedIncidents(db: DbOrTx): IncidentRow[] {
+  return db.select().from(alertIncidents).where(UNRESOLVED).orderBy(alertIncidents.tenantId, alertIncidents.causeKey).all()
 }
 
 export function unresolvedOfServer(db: DbOrTx, tenantId: string, serverId: string): IncidentRow[] {
   return db
     .select()
     .from(alertIncidents)
-    .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.serverId, serverId), ne(alertIncidents.state, 'resolved')))
+    .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.serverId, serverId), UNRESOLVED))
     .all()
 }
 
@@ -72,7 +73,7 @@ export type IncidentFilter = {
 /** Newest first (ids are UUIDv7, so id order is opening order). */
 export function listIncidents(db: DbOrTx, tenantId: string, f: IncidentFilter, beforeId: string | undefined, limit: number): IncidentRow[] {
   const where: SQL[] = [eq(alertIncidents.tenantId, tenantId)]
-  if (f.state === 'unresolved') where.push(ne(alertIncidents.state, 'resolved'))
+  if (f.state === 'unresolved') where.push(UNRESOLVED)
   else if (f.state) where.push(eq(alertIncidents.state, f.state))
   if (f.kind) where.push(eq(alertIncidents.kind, f.kind))
   if (f.severity) where.push(eq(alertIncidents.severity, f.severity as IncidentRow['severity']))

@@ -4,7 +4,7 @@ import { formatTimestamp } from '../../platform/time'
 import { findServerById, latestOfMetric } from '../fleet'
 import { accountHealth, staleLinks } from '../marketplaces'
 import { TEMPERATURE_MARKS } from '../notifications'
-import { findUnresolved, type IncidentRow, unresolvedOfKinds } from './alerts.repository'
+import { findUnresolved, type IncidentRow, unresolvedIncidents } from './alerts.repository'
 import { balanceCovers, settleLowBalance } from './alerts.reactions'
 import { type Cause, clear, isNews, linkNotifications, notificationLinks, type Outcome, raise } from './incidents'
 
@@ -21,48 +21,57 @@ const AGENT_ERROR_QUIET_US = 60 * 60 * 1_000_000
 
 type Tally = Record<Outcome | 'resolved' | 'linked', number>
 
+/** What each step of a run shares: the incidents unresolved when it started, and the two writes. */
+type Run = {
+  deps: Deps
+  unresolved: (kinds: readonly string[]) => IncidentRow[]
+  raise: (cause: Cause, observedAt: number) => void
+  resolve: (i: IncidentRow, why: string) => void
+}
+
 export function evaluateAlerts(deps: Deps): string {
   const tally: Tally = { opened: 0, repeated: 0, unchanged: 0, resolved: 0, linked: 0 }
-  const raiseIn = (cause: Cause, observedAt: number) => {
-    // Most runs see what the last one saw: a read decides, and only news takes the write lock.
-    if (isNews(deps.db, deps, cause, observedAt)) tally[withTransaction(deps.db, (tx) => raise(tx, deps, cause, observedAt))]++
-  }
-  const resolve = (i: IncidentRow, why: string) =>
-    withTransaction(deps.db, (tx) => {
-      // Re-read inside the transaction: a reaction or a member may have resolved it meanwhile.
-      const still = findUnresolved(tx, i.tenantId, i.causeKey)
-      if (still?.id === i.id) {
+  const snapshot = unresolvedIncidents(deps.db)
+  const run: Run = {
+    deps,
+    unresolved: (kinds) => snapshot.filter((i) => kinds.includes(i.kind)),
+    raise: (cause, observedAt) => {
+      // Most runs see what the last one saw: a read decides, and only news takes the write lock.
+      if (isNews(deps.db, deps, cause, observedAt)) tally[withTransaction(deps.db, (tx) => raise(tx, deps, cause, observedAt))]++
+    },
+    resolve: (i, why) =>
+      withTransaction(deps.db, (tx) => {
+        // Re-read inside the transaction: a reaction or a member may have resolved it meanwhile.
+        const still = findUnresolved(tx, i.tenantId, i.causeKey)
+        if (still?.id !== i.id) return
         clear(tx, deps, still, why)
         tally.resolved++
-      }
-    })
-  temperatures(deps, raiseIn, resolve)
-  marketplaceAccounts(deps, raiseIn, resolve)
-  links(deps, raiseIn, resolve)
+      }),
+  }
+  temperatures(run)
+  marketplaceAccounts(run)
+  links(run)
   const now = deps.clock.nowUs()
-  for (const i of unresolvedOfKinds(deps.db, ['agent_error']))
-    if (i.lastSeenAt <= now - AGENT_ERROR_QUIET_US) resolve(i, `not reported again for ${AGENT_ERROR_QUIET_US / 60_000_000} minutes`)
-  for (const i of unresolvedOfKinds(deps.db, ['low_balance']))
+  for (const i of run.unresolved(['agent_error']))
+    if (i.lastSeenAt <= now - AGENT_ERROR_QUIET_US) run.resolve(i, `not reported again for ${AGENT_ERROR_QUIET_US / 60_000_000} minutes`)
+  for (const i of run.unresolved(['low_balance']))
     if (balanceCovers(deps.db, deps, i.tenantId) && withTransaction(deps.db, (tx) => settleLowBalance(tx, deps, i.tenantId))) tally.resolved++
   // Notifications a job produced after the incident opened (a GPU hot for two minutes) are linked here.
-  for (const i of unresolvedOfKinds(deps.db, ['offline', 'temperature', 'agent_error', 'low_balance'])) {
+  for (const i of unresolvedIncidents(deps.db)) {
     if (notificationLinks(deps.db, i, deps.clock.nowUs()).length === i.notificationIds.length) continue
     withTransaction(deps.db, (tx) => {
       const still = findUnresolved(tx, i.tenantId, i.causeKey)
-      if (still) linkNotifications(tx, deps, still)
+      if (still?.id !== i.id || linkNotifications(tx, deps, still).length === still.notificationIds.length) return
+      tally.linked++
     })
-    tally.linked++
   }
   return `${tally.opened} incidents opened, ${tally.repeated} repeats counted, ${tally.resolved} resolved, ${tally.linked} linked to new notifications`
 }
 
-type Raise = (cause: Cause, observedAt: number) => void
-type Resolve = (i: IncidentRow, why: string) => void
-
 /** A GPU at or above the notifier's high mark opens; a reading below its low mark resolves (hysteresis); stale readings say nothing. */
-function temperatures(deps: Deps, raiseIn: Raise, resolve: Resolve): void {
+function temperatures({ deps, unresolved, raise: raiseIn, resolve }: Run): void {
   const { highC, lowC, staleUs } = TEMPERATURE_MARKS
-  const open = new Map(unresolvedOfKinds(deps.db, ['temperature']).map((i) => [`${i.tenantId}|${i.causeKey}`, i]))
+  const open = new Map(unresolved(['temperature']).map((i) => [`${i.tenantId}|${i.causeKey}`, i]))
   for (const r of latestOfMetric(deps.db, 'temperature_c', deps.clock.nowUs() - staleUs)) {
     if (r.gpuIndex < 0 || r.value === null) continue
     const key = `temperature:${r.serverId}:${r.gpuIndex}`
@@ -89,7 +98,7 @@ function temperatures(deps: Deps, raiseIn: Raise, resolve: Resolve): void {
 }
 
 /** An account whose stored key the platform rejected (`invalid_key`), or whose last call failed, until it works again. */
-function marketplaceAccounts(deps: Deps, raiseIn: Raise, resolve: Resolve): void {
+function marketplaceAccounts({ deps, unresolved, raise: raiseIn, resolve }: Run): void {
   const accounts = accountHealth(deps.db)
   const failing = new Set<string>()
   const present = new Set<string>()
@@ -115,7 +124,7 @@ function marketplaceAccounts(deps: Deps, raiseIn: Raise, resolve: Resolve): void
       a.lastFailureAt ?? a.updatedAt,
     )
   }
-  for (const i of unresolvedOfKinds(deps.db, ['marketplace_error'])) {
+  for (const i of unresolved(['marketplace_error'])) {
     const at = `${i.tenantId}|${i.causeKey}`
     if (!present.has(at)) resolve(i, 'the account was disconnected')
     else if (!failing.has(at)) resolve(i, 'the account is connected and its calls succeed again')
@@ -123,7 +132,7 @@ function marketplaceAccounts(deps: Deps, raiseIn: Raise, resolve: Resolve): void
 }
 
 /** A link the sync marked stale (its machine left the platform's listing), until it is listed again or unlinked. */
-function links(deps: Deps, raiseIn: Raise, resolve: Resolve): void {
+function links({ deps, unresolved, raise: raiseIn, resolve }: Run): void {
   const stale = new Set<string>()
   for (const l of staleLinks(deps.db)) {
     const server = findServerById(deps.db, l.serverId)
@@ -145,6 +154,6 @@ function links(deps: Deps, raiseIn: Raise, resolve: Resolve): void {
       l.checkedAt ?? 0,
     )
   }
-  for (const i of unresolvedOfKinds(deps.db, ['stale_link']))
+  for (const i of unresolved(['stale_link']))
     if (!stale.has(`${i.tenantId}|${i.causeKey}`)) resolve(i, 'the link is no longer stale: the machine is listed again, or the link was removed')
 }

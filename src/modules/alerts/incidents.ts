@@ -132,8 +132,11 @@ export function linkNotifications(tx: DbOrTx, deps: Deps, incident: IncidentRow,
 export function notificationLinks(db: DbOrTx, incident: IncidentRow, toUs: number): string[] {
   const groups = notificationGroups(incident)
   if (!groups) return incident.notificationIds
+  const linked = new Set(incident.notificationIds)
+  let found = notificationsInGroups(db, incident.tenantId, groups, incident.openedAt - LOOKBACK_US, toUs).filter((n) => !linked.has(n.id))
+  if (!found.length) return incident.notificationIds
+  // Only news costs the look for an earlier incident of the cause, whose notifications are its own.
   const before = lastResolvedAt(db, incident.tenantId, incident.causeKey, incident.openedAt)
-  const fromUs = Math.max(incident.openedAt - LOOKBACK_US, before === null ? 0 : before + 1)
-  const found = notificationsInGroups(db, incident.tenantId, groups, fromUs, toUs).map((n) => n.id)
-  return [...new Set([...incident.notificationIds, ...found])]
+  if (before !== null) found = found.filter((n) => n.createdAt > before)
+  return [...incident.notificationIds, ...found.map((n) => n.id)]
 }
