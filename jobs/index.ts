@@ -13,6 +13,7 @@ import { syncMarketplaces } from '../src/modules/marketplaces'
 import { sampleEarnings } from '../src/modules/earnings'
 import { suggestPrices } from '../src/modules/strategy'
 import { dispatchNotifications, pollChatLinks, sendWeeklyReports, watchTemperatures } from '../src/modules/notifications'
+import { evaluateAlerts } from '../src/modules/alerts'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -122,6 +123,14 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 600,
     description: "Queues each tenant's weekly report (servers, the week's accrued earnings) as a `weekly` notification, once per week.",
     run: ({ deps }) => sendWeeklyReports(deps),
+  },
+  {
+    name: 'alerts.evaluate',
+    schedule: '10,40 * * * * *',
+    leaseSeconds: 120,
+    description:
+      'Opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
+    run: ({ deps }) => evaluateAlerts(deps),
   },
   {
     name: 'accounts.gc',

@@ -27,6 +27,7 @@ import { paymentsRoutes, sandboxRoutes } from './modules/payments'
 import { subscriptionRoutes } from './modules/subscription'
 import { authenticateMcp, mcpRoutes } from './modules/mcp'
 import { strategyRoutes } from './modules/strategy'
+import { alertsRoutes } from './modules/alerts'
 
 const API_PREFIX = '/api/v1'
 
@@ -94,6 +95,11 @@ export function createApp(deps: Deps, runner: JobRunner) {
             { name: 'billing', description: 'Balance, ledger, hourly charges, top-ups' },
             { name: 'subscription', description: 'Plan changes: quote, order, cancel' },
             { name: 'marketplaces', description: 'Marketplace accounts, links to their machines, and the calls made to them' },
+            {
+              name: 'strategy',
+              description: 'Pricing policies, their price suggestions (accept publishes, dismiss says why) and a preview; plans pro and enterprise',
+            },
+            { name: 'alerts', description: 'Incidents opened and resolved from events and thresholds, acknowledged and resolved by members' },
             { name: 'ai access', description: 'The AI-assistant token, OAuth for MCP clients, and the MCP gateway at PUBLIC_URL + /mcp' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
@@ -121,6 +127,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(costsRoutes(deps))
     .use(strategyRoutes(deps))
     .use(notificationsRoutes(deps))
+    .use(alertsRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))

@@ -10,6 +10,7 @@ import {
   fromTopupNotCredited,
 } from './modules/notifications'
 import { activateOnTopup } from './modules/subscription'
+import { alertOnAccountState, alertOnLowBalance, alertOnServerEvent, alertOnTopup } from './modules/alerts'
 
 /**
  * Every cross-module reaction, registered once per Deps by buildDeps (the composition root), so a
@@ -27,4 +28,9 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('subscription.change_refused', (e) => fromPlanRefusal(deps, e))
   deps.events.on('offer.published', (e) => fromOfferPublished(deps, e))
   deps.events.on('tenant.balance_low', (e) => fromLowBalance(deps, e))
+  // Alert incidents, after the notifications above so the one the same event produced is linked.
+  deps.events.on('server.event_recorded', (e) => alertOnServerEvent(deps, e))
+  deps.events.on('tenant.balance_low', (e) => alertOnLowBalance(deps, e))
+  deps.events.on('tenant.account_state_changed', (e) => alertOnAccountState(deps, e))
+  deps.events.on('topup.succeeded', (e) => alertOnTopup(deps, e))
 }

@@ -59,6 +59,19 @@ const planChange = ({ app, owner }: MatrixContext) => {
   return { params: { id } }
 }
 
+/** An open offline incident of a new server of the tenant, as the alerts reaction leaves it. */
+const incident = ({ app, owner, newServer }: MatrixContext) => {
+  const id = app.deps.newId()
+  const serverId = newServer(owner.tenantId)
+  const now = app.deps.clock.nowUs()
+  app.deps.sqlite.run(
+    `INSERT INTO alert_incidents (id, tenant_id, kind, cause_key, severity, server_id, title, detail, state, opened_at, last_seen_at, occurrences, notification_ids)
+     VALUES (?, ?, 'offline', ?, 'critical', ?, 'Server offline: matrix rig', 'offline: session closed', 'open', ?, ?, 1, '[]')`,
+    [id, owner.tenantId, `offline:${serverId}`, serverId, now, now],
+  )
+  return { params: { id } }
+}
+
 /** A server of tenant A at a marketplace (no link there: the access checks come first). */
 function linkOf({ owner, newServer }: Parameters<Fixture>[0]) {
   return { params: { server_id: newServer(owner.tenantId), marketplace: 'marketplace_a' } }
@@ -143,6 +156,9 @@ const FIXTURES: Record<string, Fixture> = {
     body: { starts_at: '2099-01-01T00:00:00Z', hours: 2, category: 'power' },
   }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/maintenance': linkOf,
+  'GET /api/v1/alerts/:id': incident,
+  'POST /api/v1/alerts/:id/acknowledge': incident,
+  'POST /api/v1/alerts/:id/resolve': incident,
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

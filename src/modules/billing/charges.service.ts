@@ -27,8 +27,8 @@ function hourlyAmount(priceMicrosPerServerMonth: number, servers: number, days: 
   return divideRounded(priceMicrosPerServerMonth * servers, days * 24)
 }
 
-/** Below this many days of balance at the current rate, the owner is warned (notifications, `balance`). */
-const LOW_BALANCE_DAYS = 3
+/** Below this many days of balance at the current rate, the owner is warned (notifications, `balance`; alerts, `low_balance`). */
+export const LOW_BALANCE_DAYS = 3
 
 export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}): string {
   const now = deps.clock.nowUs()

@@ -11,3 +11,5 @@ export { accrualSources, currentRates, platformDayEarnings, type AccrualSource }
 export { marketOfModel, pricedOffers, type PricedOffer } from './pricing.service'
 export { quantile, standing } from './market.stats'
 export { publishOffer } from './offers.service'
+// What alerts read: accounts whose key is rejected or whose calls fail, and stale links.
+export { accountHealth, staleLinks } from './health.repository'

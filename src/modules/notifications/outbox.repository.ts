@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gte, inArray, isNull, lt, lte, or } from 'drizzle-orm'
+import { and, asc, desc, eq, gte, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm'
 import { notificationAttempts, notificationDeliveries, notifications } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 
@@ -89,5 +89,44 @@ export function deliveriesOf(db: DbOrTx, notificationIds: string[]): DeliveryRow
     .from(notificationDeliveries)
     .where(inArray(notificationDeliveries.notificationId, notificationIds))
     .orderBy(asc(notificationDeliveries.channel))
+    .all()
+}
+
+/** A notification as another module shows it (an alert incident's linked notifications). */
+export type NotificationSummary = Pick<NotificationRow, 'id' | 'category' | 'title' | 'createdAt'>
+
+/**
+ * The tenant's notifications whose group key is one of `keys` or starts with one of `prefixes`,
+ * created in [fromUs, toUs], oldest first: what one condition produced during a time window.
+ */
+export function notificationsInGroups(
+  db: DbOrTx,
+  tenantId: string,
+  groups: { keys: readonly string[]; prefixes: readonly string[] },
+  fromUs: number,
+  toUs: number,
+): NotificationSummary[] {
+  const match = [
+    ...(groups.keys.length ? [inArray(notifications.groupKey, [...groups.keys])] : []),
+    // substr, not LIKE: a group key may hold `_`, which LIKE would read as a wildcard.
+    ...groups.prefixes.map((p) => sql`substr(${notifications.groupKey}, 1, ${p.length}) = ${p}`),
+  ]
+  if (!match.length) return []
+  return db
+    .select({ id: notifications.id, category: notifications.category, title: notifications.title, createdAt: notifications.createdAt })
+    .from(notifications)
+    .where(and(eq(notifications.tenantId, tenantId), gte(notifications.createdAt, fromUs), lte(notifications.createdAt, toUs), or(...match)))
+    .orderBy(asc(notifications.createdAt), asc(notifications.id))
+    .all()
+}
+
+/** The tenant's notifications among `ids`, oldest first (another tenant's ids match nothing). */
+export function notificationSummaries(db: DbOrTx, tenantId: string, ids: readonly string[]): NotificationSummary[] {
+  if (!ids.length) return []
+  return db
+    .select({ id: notifications.id, category: notifications.category, title: notifications.title, createdAt: notifications.createdAt })
+    .from(notifications)
+    .where(and(eq(notifications.tenantId, tenantId), inArray(notifications.id, [...ids])))
+    .orderBy(asc(notifications.createdAt), asc(notifications.id))
     .all()
 }

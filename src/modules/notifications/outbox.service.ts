@@ -61,7 +61,9 @@ export function notify(
   notice: Notice | (Omit<Notice, 'category'> & { category: 'test'; channels: ChannelKind[] }),
 ): string | null {
   const now = deps.clock.nowUs()
-  if (notice.groupKey && recentInGroup(tx, tenantId, notice.groupKey, now - ((notice as Notice).groupWindowUs ?? GROUP_WINDOW_US))) return null
+  // A window of 0 only tags the notification with its group (alerts link it to an incident); nothing is grouped.
+  const window = (notice as Notice).groupWindowUs ?? GROUP_WINDOW_US
+  if (notice.groupKey && window > 0 && recentInGroup(tx, tenantId, notice.groupKey, now - window)) return null
   const isTest = notice.category === 'test'
   const critical = isTest || CRITICAL.includes(notice.category as Category)
   const settings = findSettings(tx, tenantId)

@@ -17,6 +17,9 @@ const LOW_C = 80
 const DELAY_US = 2 * 60 * 1_000_000
 const STALE_US = 5 * 60 * 1_000_000
 
+/** The marks a GPU is judged by, shared with the alerts module's temperature incidents. */
+export const TEMPERATURE_MARKS = { highC: HIGH_C, lowC: LOW_C, staleUs: STALE_US } as const
+
 export function watchTemperatures(deps: Deps): string {
   const now = deps.clock.nowUs()
   let alerted = 0
@@ -36,6 +39,9 @@ export function watchTemperatures(deps: Deps): string {
           category: 'temp',
           title: `GPU ${r.gpuIndex} hot: ${r.name}`,
           body: `GPU ${r.gpuIndex} of ${r.name} reads ${Math.round(value)} °C, at or above ${HIGH_C} °C for ${Math.round((now - overSince) / 60_000_000)} min. It is notified again only after it cools below ${LOW_C} °C.`,
+          // Tagged for the GPU's temperature incident; the hysteresis above already keeps it to one per stretch.
+          groupKey: `temp:${r.serverId}:${r.gpuIndex}`,
+          groupWindowUs: 0,
         })
         saveWatch(tx, { ...w, overSince, alerted: true, updatedAt: now })
         alerted++

@@ -1,0 +1,110 @@
+import type { DbOrTx, Tx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { formatMoney } from '../../platform/money'
+import { daysInMonth } from '../../platform/time'
+import { balanceOf, LOW_BALANCE_DAYS } from '../billing'
+import { countManagedServers, findServerById } from '../fleet'
+import { findPlan } from '../plans'
+import { findTenant } from '../tenants'
+import { findUnresolved, unresolvedOfServer } from './alerts.repository'
+import { clear, clearCause, raise } from './incidents'
+
+/**
+ * The event-driven causes (docs/alerts.md "Causes"), each reacting in the transaction that recorded
+ * its event (src/reactions.ts registers them after the notification producers, so the notification
+ * the same event produced is there to be linked).
+ */
+
+type ServerEvent = { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string }
+
+const offlineKey = (serverId: string) => `offline:${serverId}`
+
+export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
+  const { tx, server } = e
+  if (e.kind === 'presence.online') clearCause(tx, deps, server.tenantId, offlineKey(server.id), 'the server is back online')
+  else if (e.kind === 'server.decommissioned')
+    for (const i of unresolvedOfServer(tx, server.tenantId, server.id)) clear(tx, deps, i, 'the server was decommissioned')
+  else if (e.kind === 'presence.offline') {
+    const name = findServerById(tx, server.id)?.name ?? server.id
+    const cause = { title: `Server offline: ${name}`, detail: e.message }
+    raise(tx, deps, {
+      tenantId: server.tenantId,
+      kind: 'offline',
+      key: offlineKey(server.id),
+      severity: 'critical',
+      serverId: server.id,
+      marketplace: null,
+      ...cause,
+    })
+  } else if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical')) {
+    // The same events the `error` notification producer takes (producers.ts categoryOf), one cause per server and kind.
+    const name = findServerById(tx, server.id)?.name ?? server.id
+    raise(tx, deps, {
+      tenantId: server.tenantId,
+      kind: 'agent_error',
+      key: `agent_error:${server.id}:${e.kind}`,
+      severity: e.severity === 'critical' ? 'critical' : 'warning',
+      serverId: server.id,
+      marketplace: null,
+      title: `Agent reported ${e.kind.slice('agent.'.length)}: ${name}`,
+      detail: e.message,
+    })
+  }
+}
+
+const LOW_BALANCE_KEY = 'low_balance'
+const lowBalance = { kind: 'low_balance', key: LOW_BALANCE_KEY, serverId: null, marketplace: null } as const
+
+/** An hourly charge left under LOW_BALANCE_DAYS of balance at the current rate (billing's `tenant.balance_low`). */
+export function alertOnLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; daysLeft: number; balanceMicros: number }): void {
+  raise(e.tx, deps, {
+    ...lowBalance,
+    tenantId: e.tenantId,
+    severity: 'warning',
+    title: `Balance low: about ${Math.max(0, Math.floor(e.daysLeft * 24))} hours left`,
+    detail: `The balance is ${formatMoney(e.balanceMicros)} USD: at the current rate it lasts about ${e.daysLeft.toFixed(1)} days. Top up to keep the account out of grace.`,
+  })
+}
+
+/** Grace and freeze are the balance running out: the same cause, now critical. Active again: maybe covered again. */
+export function alertOnAccountState(deps: Deps, e: { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }): void {
+  if (e.state === 'active') {
+    settleLowBalance(e.tx, deps, e.tenantId)
+    return
+  }
+  const text =
+    e.state === 'grace'
+      ? {
+          title: 'Balance below zero: grace started',
+          detail: `The balance is below zero. Top up within ${deps.config.gracePeriodHours} h or the account is frozen.`,
+        }
+      : { title: 'Account frozen: balance below zero', detail: 'The grace period ran out: changes are refused until a top-up brings the balance above zero.' }
+  raise(e.tx, deps, { ...lowBalance, tenantId: e.tenantId, severity: 'critical', ...text })
+}
+
+/** A top-up was credited (payments' `topup.succeeded`): the low-balance incident resolves if the balance covers it now. */
+export function alertOnTopup(deps: Deps, e: { tx: Tx; topup: { tenantId: string } }): void {
+  settleLowBalance(e.tx, deps, e.topup.tenantId)
+}
+
+/** Resolves the tenant's low-balance incident when the account is active and its balance lasts LOW_BALANCE_DAYS again. */
+export function settleLowBalance(tx: DbOrTx, deps: Deps, tenantId: string): boolean {
+  const open = findUnresolved(tx, tenantId, LOW_BALANCE_KEY)
+  const why = open ? balanceCovers(tx, deps, tenantId) : null
+  if (open && why) clear(tx, deps, open, why)
+  return why !== null
+}
+
+/** Why the balance covers the rate again (a read), or null while it does not or the account is not active. */
+export function balanceCovers(db: DbOrTx, deps: Deps, tenantId: string): string | null {
+  const tenant = findTenant(db, tenantId)
+  if (tenant?.accountState !== 'active') return null
+  const price = tenant.planCode ? (findPlan(db, tenant.planCode)?.priceMicrosPerServerMonth ?? null) : null
+  const d = new Date(deps.clock.nowUs() / 1000)
+  // The rate billing's own figures use (GET /billing days_left, the hourly charge's warning).
+  const perDay = ((price ?? 0) * countManagedServers(db, tenantId)) / daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
+  const balance = balanceOf(db, tenantId)
+  if (perDay <= 0) return `nothing is charged at the current plan and fleet; the balance is ${formatMoney(balance)} USD`
+  if (balance < LOW_BALANCE_DAYS * perDay) return null
+  return `the balance of ${formatMoney(balance)} USD lasts about ${(balance / perDay).toFixed(1)} days again`
+}

@@ -1,0 +1,94 @@
+import { and, desc, eq, gte, inArray, isNull, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm'
+import { alertIncidents } from '../../../db/schema'
+import type { DbOrTx } from '../../../db/client'
+
+export type IncidentRow = typeof alertIncidents.$inferSelect
+
+export function findIncident(db: DbOrTx, tenantId: string, id: string): IncidentRow | undefined {
+  return db
+    .select()
+    .from(alertIncidents)
+    .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.id, id)))
+    .get()
+}
+
+/**
+ * `state <> 'resolved'` written out, not bound: SQLite uses a partial index only for a WHERE term that
+ * matches the index's own, and the open-cause index holds exactly the unresolved incidents.
+ */
+const UNRESOLVED = sql`${alertIncidents.state} <> 'resolved'`
+
+/** The cause's unresolved incident, if any (the partial unique index allows one). */
+export function findUnresolved(db: DbOrTx, tenantId: string, causeKey: string): IncidentRow | undefined {
+  return db
+    .select()
+    .from(alertIncidents)
+    .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.causeKey, causeKey), UNRESOLVED))
+    .get()
+}
+
+/** Every unresolved incident of every tenant (the alerts.evaluate job), read from the partial index. */
+export function unresolvedIncidents(db: DbOrTx): IncidentRow[] {
+  return db.select().from(alertIncidents).where(UNRESOLVED).orderBy(alertIncidents.tenantId, alertIncidents.causeKey).all()
+}
+
+export function unresolvedOfServer(db: DbOrTx, tenantId: string, serverId: string): IncidentRow[] {
+  return db
+    .select()
+    .from(alertIncidents)
+    .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.serverId, serverId), UNRESOLVED))
+    .all()
+}
+
+/** When the cause's latest incident resolved at or before `atUs` was resolved (null when none was). */
+export function lastResolvedAt(db: DbOrTx, tenantId: string, causeKey: string, atUs: number): number | null {
+  const r = db
+    .select({ at: sql<number | null>`max(${alertIncidents.resolvedAt})` })
+    .from(alertIncidents)
+    .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.causeKey, causeKey), lte(alertIncidents.resolvedAt, atUs)))
+    .get()
+  return r?.at ?? null
+}
+
+export function insertIncident(tx: DbOrTx, row: IncidentRow): void {
+  tx.insert(alertIncidents).values(row).run()
+}
+
+export function updateIncident(tx: DbOrTx, id: string, patch: Partial<Omit<IncidentRow, 'id' | 'tenantId'>>): void {
+  tx.update(alertIncidents).set(patch).where(eq(alertIncidents.id, id)).run()
+}
+
+export type IncidentFilter = {
+  state?: 'open' | 'acknowledged' | 'resolved' | 'unresolved'
+  kind?: string
+  severity?: string
+  serverId?: string
+  marketplace?: string
+  fromUs?: number
+  toUs?: number
+  /** A token's server allowlist: incidents of other servers are left out (account-wide ones stay). */
+  allowlist: readonly string[] | null
+}
+
+/** Newest first (ids are UUIDv7, so id order is opening order). */
+export function listIncidents(db: DbOrTx, tenantId: string, f: IncidentFilter, beforeId: string | undefined, limit: number): IncidentRow[] {
+  const where: SQL[] = [eq(alertIncidents.tenantId, tenantId)]
+  if (f.state === 'unresolved') where.push(UNRESOLVED)
+  else if (f.state) where.push(eq(alertIncidents.state, f.state))
+  if (f.kind) where.push(eq(alertIncidents.kind, f.kind))
+  if (f.severity) where.push(eq(alertIncidents.severity, f.severity as IncidentRow['severity']))
+  if (f.serverId) where.push(eq(alertIncidents.serverId, f.serverId))
+  if (f.marketplace) where.push(eq(alertIncidents.marketplace, f.marketplace))
+  if (f.fromUs !== undefined) where.push(gte(alertIncidents.openedAt, f.fromUs))
+  if (f.toUs !== undefined) where.push(lt(alertIncidents.openedAt, f.toUs))
+  if (f.allowlist)
+    where.push(f.allowlist.length ? or(isNull(alertIncidents.serverId), inArray(alertIncidents.serverId, [...f.allowlist]))! : isNull(alertIncidents.serverId))
+  if (beforeId) where.push(lt(alertIncidents.id, beforeId))
+  return db
+    .select()
+    .from(alertIncidents)
+    .where(and(...where))
+    .orderBy(desc(alertIncidents.id))
+    .limit(limit)
+    .all()
+}

@@ -1,0 +1,121 @@
+import type { Static } from '@sinclair/typebox'
+import { withTransaction, type DbOrTx } from '../../../db/client'
+import { mayAccessServer, type Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { paginate } from '../../platform/cursor'
+import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../../platform/time'
+import { recordAudit, type AuditContext } from '../audit'
+import { notificationSummaries, type NotificationSummary } from '../notifications'
+import { AlertErrors } from './alerts.errors'
+import type { AlertsQuery, Kind, ResolveBody } from './alerts.model'
+import { findIncident, listIncidents, type IncidentRow, updateIncident } from './alerts.repository'
+import { clear } from './incidents'
+
+/**
+ * The incident verbs (docs/alerts.md): list and read, acknowledge and resolve. An incident of a
+ * server outside a token's allowlist does not exist for it (404, absent from lists), exactly like
+ * another tenant's.
+ */
+
+/** The most linked notifications an answer shows (the latest). */
+const SHOWN_NOTIFICATIONS = 100
+
+function incidentView(i: IncidentRow, notifications: Map<string, NotificationSummary>) {
+  return {
+    id: i.id,
+    kind: i.kind as Kind,
+    cause_key: i.causeKey,
+    severity: i.severity,
+    state: i.state,
+    server_id: i.serverId,
+    marketplace: i.marketplace as 'marketplace_a' | 'marketplace_b' | null,
+    title: i.title,
+    detail: i.detail,
+    opened_at: formatTimestamp(i.openedAt),
+    last_seen_at: formatTimestamp(i.lastSeenAt),
+    occurrences: i.occurrences,
+    acknowledged_at: formatNullableTimestamp(i.acknowledgedAt),
+    acknowledged_by: i.acknowledgedBy,
+    resolved_at: formatNullableTimestamp(i.resolvedAt),
+    resolved_by: i.resolvedBy,
+    resolution: i.resolution,
+    notifications: i.notificationIds
+      .slice(-SHOWN_NOTIFICATIONS)
+      .flatMap((id) => notifications.get(id) ?? [])
+      .map((n) => ({ id: n.id, category: n.category, title: n.title, created_at: formatTimestamp(n.createdAt) })),
+  }
+}
+
+/** Views of the rows with their linked notifications, read in one query. */
+function viewsOf(db: DbOrTx, tenantId: string, rows: IncidentRow[]) {
+  const ids = rows.flatMap((r) => r.notificationIds.slice(-SHOWN_NOTIFICATIONS))
+  const notifications = new Map(notificationSummaries(db, tenantId, ids).map((n) => [n.id, n]))
+  return rows.map((r) => incidentView(r, notifications))
+}
+
+function loadIncident(db: DbOrTx, actor: Actor, id: string): IncidentRow {
+  const row = findIncident(db, actor.tenantId, id.toLowerCase())
+  if (!row || (row.serverId !== null && !mayAccessServer(actor, row.serverId))) throw AlertErrors.notFound()
+  return row
+}
+
+export function listAlerts({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof AlertsQuery> }) {
+  const fromUs = input.since === undefined ? undefined : (parseTimestamp(input.since) ?? undefined)
+  const toUs = input.until === undefined ? undefined : (parseTimestamp(input.until) ?? undefined)
+  if (input.since !== undefined && fromUs === undefined) throw AlertErrors.badSince()
+  if (input.until !== undefined && toUs === undefined) throw AlertErrors.badUntil()
+  const filter = {
+    state: input.state,
+    kind: input.kind,
+    severity: input.severity,
+    serverId: input.server_id?.toLowerCase(),
+    marketplace: input.marketplace,
+    fromUs,
+    toUs,
+  }
+  const page = paginate(deps.keys.cursor, {
+    scope: `alerts:${actor.tenantId}:${JSON.stringify(filter)}`,
+    input,
+    fetch: (after: { id: string } | undefined, take) =>
+      listIncidents(deps.db, actor.tenantId, { ...filter, allowlist: actor.serverAllowlist }, after?.id, take).filter(
+        (r) => r.serverId === null || mayAccessServer(actor, r.serverId),
+      ),
+    position: (r) => ({ id: r.id }),
+    view: (r: IncidentRow) => r,
+  })
+  return { items: viewsOf(deps.db, actor.tenantId, page.items), next_cursor: page.next_cursor }
+}
+
+export function getAlert({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  return viewsOf(deps.db, actor.tenantId, [loadIncident(deps.db, actor, id)])[0]!
+}
+
+type Change = { deps: Deps; actor: Actor; audit: AuditContext; id: string }
+
+/** The member behind the call (a token's creator), or the token itself for a caller without one. */
+const memberOf = (actor: Actor) => actor.userId ?? actor.tokenId ?? null
+
+/** Acknowledging says someone is on it: it stays unresolved. Again: unchanged. A resolved incident: 409. */
+export function acknowledgeAlert({ deps, actor, audit, id }: Change) {
+  return withTransaction(deps.db, (tx) => {
+    let row = loadIncident(tx, actor, id)
+    if (row.state === 'resolved') throw AlertErrors.alreadyResolved()
+    if (row.state === 'open') {
+      const patch = { state: 'acknowledged' as const, acknowledgedAt: deps.clock.nowUs(), acknowledgedBy: memberOf(actor) }
+      updateIncident(tx, row.id, patch)
+      row = { ...row, ...patch }
+    }
+    recordAudit(tx, deps, audit, { operation: 'alerts.acknowledge', targetKind: 'alert_incident', targetId: row.id })
+    return viewsOf(tx, actor.tenantId, [row])[0]!
+  })
+}
+
+/** A member resolves it by hand, with an optional note. Resolved already (by anyone): unchanged. */
+export function resolveAlert({ deps, actor, audit, id, input }: Change & { input: Static<typeof ResolveBody> | null | undefined }) {
+  return withTransaction(deps.db, (tx) => {
+    let row = loadIncident(tx, actor, id)
+    if (row.state !== 'resolved') row = clear(tx, deps, row, input?.note?.trim() || 'resolved by a member', memberOf(actor))
+    recordAudit(tx, deps, audit, { operation: 'alerts.resolve', targetKind: 'alert_incident', targetId: row.id })
+    return viewsOf(tx, actor.tenantId, [row])[0]!
+  })
+}

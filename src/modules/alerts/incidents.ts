@@ -1,0 +1,142 @@
+import type { DbOrTx } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { notificationsInGroups } from '../notifications'
+import { type Kind, type Severity, SEVERITIES } from './alerts.model'
+import { findUnresolved, insertIncident, type IncidentRow, lastResolvedAt, updateIncident } from './alerts.repository'
+
+/**
+ * An incident's life (docs/alerts.md): a cause is raised (opened, or counted again in its unresolved
+ * incident), its notifications are linked, and it is cleared (resolved) when the cause goes away or a
+ * member says so. Every function here runs in the caller's transaction: a reaction's, so the incident
+ * commits with the event that caused it, or one the evaluator or a verb opened.
+ */
+
+export type Cause = {
+  tenantId: string
+  kind: Kind
+  /** One unresolved incident per (tenant, key): `offline:<server>`, `temperature:<server>:<gpu>`, … */
+  key: string
+  severity: Severity
+  serverId: string | null
+  marketplace: 'marketplace_a' | 'marketplace_b' | null
+  title: string
+  detail: string
+}
+
+export type Outcome = 'opened' | 'repeated' | 'unchanged'
+
+const higher = (a: Severity, b: Severity): Severity => (SEVERITIES.indexOf(a) >= SEVERITIES.indexOf(b) ? a : b)
+
+/**
+ * Opens the cause's incident, or counts a repeat in the unresolved one. `observedAt` is when the cause
+ * was seen (an event: now; a threshold: the reading, failure or sync that showed it): an observation
+ * not newer than the last one counted changes nothing, so evaluating the same state twice is a no-op,
+ * and an incident a member resolved stays resolved until the cause is seen again after that.
+ */
+export function raise(tx: DbOrTx, deps: Deps, cause: Cause, observedAt = deps.clock.nowUs()): Outcome {
+  const now = deps.clock.nowUs()
+  if (!isNews(tx, deps, cause, observedAt)) return 'unchanged'
+  const open = findUnresolved(tx, cause.tenantId, cause.key)
+  if (open) {
+    const next = {
+      occurrences: open.occurrences + 1,
+      lastSeenAt: observedAt,
+      severity: higher(open.severity, cause.severity),
+      title: cause.title.slice(0, 256),
+      detail: cause.detail.slice(0, 1024),
+    }
+    updateIncident(tx, open.id, next)
+    linkNotifications(tx, deps, { ...open, ...next })
+    return 'repeated'
+  }
+  const row: IncidentRow = {
+    id: deps.newId(),
+    tenantId: cause.tenantId,
+    kind: cause.kind,
+    causeKey: cause.key,
+    severity: cause.severity,
+    serverId: cause.serverId,
+    marketplace: cause.marketplace,
+    title: cause.title.slice(0, 256),
+    detail: cause.detail.slice(0, 1024),
+    state: 'open',
+    openedAt: now,
+    // Never before it opened, so the observation that opened it is not counted again.
+    lastSeenAt: Math.max(now, observedAt),
+    occurrences: 1,
+    acknowledgedAt: null,
+    acknowledgedBy: null,
+    resolvedAt: null,
+    resolvedBy: null,
+    resolution: null,
+    notificationIds: [],
+  }
+  insertIncident(tx, row)
+  linkNotifications(tx, deps, row)
+  return 'opened'
+}
+
+/** Whether raising the cause with this observation would change anything (a read: the evaluator asks before it writes). */
+export function isNews(db: DbOrTx, deps: Deps, cause: Pick<Cause, 'tenantId' | 'key'>, observedAt: number): boolean {
+  const open = findUnresolved(db, cause.tenantId, cause.key)
+  if (open) return observedAt > open.lastSeenAt
+  const resolvedAt = lastResolvedAt(db, cause.tenantId, cause.key, deps.clock.nowUs())
+  return resolvedAt === null || observedAt > resolvedAt
+}
+
+/** Resolves an unresolved incident: `by` is the member who did, null when the cause cleared. */
+export function clear(tx: DbOrTx, deps: Deps, incident: IncidentRow, resolution: string, by: string | null = null): IncidentRow {
+  const now = deps.clock.nowUs()
+  // The last notifications produced while it was open are linked before the window closes.
+  const notificationIds = linkNotifications(tx, deps, incident, now)
+  const patch = { state: 'resolved' as const, resolvedAt: now, resolvedBy: by, resolution: resolution.slice(0, 1024) }
+  updateIncident(tx, incident.id, patch)
+  return { ...incident, ...patch, notificationIds }
+}
+
+/** Resolves the cause's unresolved incident, if there is one. */
+export function clearCause(tx: DbOrTx, deps: Deps, tenantId: string, key: string, resolution: string): boolean {
+  const open = findUnresolved(tx, tenantId, key)
+  if (open) clear(tx, deps, open, resolution)
+  return open !== undefined
+}
+
+/**
+ * The notification groups each cause's producer uses (src/modules/notifications/producers.ts and
+ * temperature.ts); marketplace errors and stale links have no producer, so nothing to link.
+ */
+function notificationGroups(i: Pick<IncidentRow, 'kind' | 'causeKey'>): { keys: string[]; prefixes: string[] } | null {
+  const rest = i.causeKey.slice(i.causeKey.indexOf(':') + 1)
+  if (i.kind === 'offline') return { keys: [`offline:${rest}`], prefixes: [] }
+  if (i.kind === 'temperature') return { keys: [`temp:${rest}`], prefixes: [] }
+  if (i.kind === 'agent_error') return { keys: [`error:${rest}`], prefixes: [] }
+  if (i.kind === 'low_balance') return { keys: ['account:grace', 'account:frozen'], prefixes: ['balance-low:'] }
+  return null
+}
+
+/** How long before its opening a notification of the cause may have been sent (the notifier's grouping window). */
+const LOOKBACK_US = 30 * 60 * 1_000_000
+
+/**
+ * Links the notifications the cause produced from shortly before the incident opened (the same event,
+ * or a threshold the notifier saw first) until `toUs`, never one sent before an earlier incident of
+ * the cause was resolved (that one is the earlier incident's). Answers the linked ids.
+ */
+export function linkNotifications(tx: DbOrTx, deps: Deps, incident: IncidentRow, toUs = incident.resolvedAt ?? deps.clock.nowUs()): string[] {
+  const ids = notificationLinks(tx, incident, toUs)
+  if (ids.length !== incident.notificationIds.length) updateIncident(tx, incident.id, { notificationIds: ids })
+  return ids
+}
+
+/** The ids linkNotifications would store (a read: the evaluator asks before it writes). */
+export function notificationLinks(db: DbOrTx, incident: IncidentRow, toUs: number): string[] {
+  const groups = notificationGroups(incident)
+  if (!groups) return incident.notificationIds
+  const linked = new Set(incident.notificationIds)
+  let found = notificationsInGroups(db, incident.tenantId, groups, incident.openedAt - LOOKBACK_US, toUs).filter((n) => !linked.has(n.id))
+  if (!found.length) return incident.notificationIds
+  // Only news costs the look for an earlier incident of the cause, whose notifications are its own.
+  const before = lastResolvedAt(db, incident.tenantId, incident.causeKey, incident.openedAt)
+  if (before !== null) found = found.filter((n) => n.createdAt > before)
+  return [...incident.notificationIds, ...found.map((n) => n.id)]
+}
