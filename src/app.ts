@@ -17,6 +17,7 @@ import { serversRoutes, visibleServerId } from './modules/fleet'
 import { findGroup, groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
 import { costsRoutes, serverMargin } from './modules/costs'
+import { reportsRoutes } from './modules/reports'
 import { notificationsRoutes } from './modules/notifications'
 import { earningsRoutes } from './modules/earnings'
 import { candidatesRoutes, linksRoutes, maintenanceAnnouncements, marketplacesRoutes, marketRoutes, offersRoutes } from './modules/marketplaces'
@@ -126,6 +127,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(earningsRoutes(deps))
     .use(costsRoutes(deps))
     .use(strategyRoutes(deps))
+    .use(reportsRoutes(deps))
     .use(notificationsRoutes(deps))
     .use(alertsRoutes(deps))
     .use(commandsRoutes(deps))

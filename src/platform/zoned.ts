@@ -61,6 +61,18 @@ function addDays(date: LocalDate, n: number): LocalDate {
   return { y: t.getUTCFullYear(), m: t.getUTCMonth() + 1, d: t.getUTCDate() }
 }
 
+/** The local calendar date (YYYY-MM-DD) holding an instant (µs) in the zone. */
+export function localDay(tz: string, us: number): string {
+  const d = localDateOf(tz, us)
+  return `${String(d.y).padStart(4, '0')}-${String(d.m).padStart(2, '0')}-${String(d.d).padStart(2, '0')}`
+}
+
+/** The first instant (µs) of a local calendar date (YYYY-MM-DD) in the zone. */
+export function localDayStart(tz: string, day: string): number {
+  const [y, m, d] = day.split('-').map(Number) as [number, number, number]
+  return startOfLocalDay(tz, { y, m, d })
+}
+
 export const BILLING_RANGES = ['today', 'yesterday', '7d', 'month', 'prev_month'] as const
 export type BillingRange = (typeof BILLING_RANGES)[number]
 

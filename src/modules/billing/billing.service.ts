@@ -12,6 +12,7 @@ import { countManagedServers, serverNames } from '../fleet'
 import { BillingErrors, invalidBillingField } from './billing.errors'
 import type { ChargeDaysQuery, LedgerQuery } from './billing.model'
 import { ledgerView } from './ledger'
+import { splitCharge } from './split'
 import { balanceOf, chargeCalculationsBetween, chargeDayRows, listLedger, spendBetween, type LedgerPosition } from './ledger.repository'
 import { memberTimezone } from '../users'
 
@@ -113,14 +114,10 @@ export function chargesCsv({ deps, actor, day }: { deps: Deps; actor: Actor; day
   if (start === null) throw BillingErrors.dayNotFound()
   const per = new Map<string, { hours: number; micros: number }>()
   for (const c of chargeCalculationsBetween(deps.db, actor.tenantId, start, start + US_PER_DAY)) {
-    const ids = c.serverIds
-    const base = Math.floor(c.amountMicros / ids.length)
-    let rest = c.amountMicros - base * ids.length
-    for (const id of ids) {
+    for (const [id, micros] of splitCharge(c.amountMicros, c.serverIds)) {
       const row = per.get(id) ?? { hours: 0, micros: 0 }
       row.hours++
-      row.micros += base + (rest > 0 ? 1 : 0)
-      if (rest > 0) rest--
+      row.micros += micros
       per.set(id, row)
     }
   }

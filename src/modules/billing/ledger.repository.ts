@@ -2,6 +2,7 @@ import { and, desc, eq, gte, lt, or, sql, type SQL } from 'drizzle-orm'
 import { balances, billingState, chargeCalculations, ledgerEntries } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
+import { splitCharge } from './split'
 
 export type LedgerRow = typeof ledgerEntries.$inferSelect
 export type ChargeCalculationRow = typeof chargeCalculations.$inferSelect
@@ -152,18 +153,46 @@ export function billableServerHours(db: DbOrTx, tenantId: string, fromUs: number
   return chargeCalculationsBetween(db, tenantId, fromUs, toUs).reduce((n, c) => n + c.servers, 0)
 }
 
-/** What the tenant was charged per server and UTC day in [fromUs, toUs), micro-dollars (each hour's amount shared evenly by its servers). */
+/** What the tenant was charged per server and UTC day in [fromUs, toUs), micro-dollars (each hour split as the per-server CSV splits it). */
 export function chargesPerServerDay(db: DbOrTx, tenantId: string, fromUs: number, toUs: number): Map<string, Map<string, number>> {
   const out = new Map<string, Map<string, number>>()
   for (const c of chargeCalculationsBetween(db, tenantId, fromUs, toUs)) {
-    if (c.servers === 0) continue
     const day = new Date(Math.floor(c.chargeHour / 1000)).toISOString().slice(0, 10)
-    const share = c.amountMicros / c.servers
-    for (const id of c.serverIds) {
+    for (const [id, share] of splitCharge(c.amountMicros, c.serverIds)) {
       const byDay = out.get(id) ?? new Map<string, number>()
       byDay.set(day, (byDay.get(day) ?? 0) + share)
       out.set(id, byDay)
     }
   }
   return out
+}
+
+export type ReportEntry = {
+  kind: LedgerRow['kind']
+  amountMicros: number
+  occurredAt: number
+  /** A charge's amount split over the servers its hour charged (as booked: negative); empty for other kinds. */
+  servers: [string, number][]
+}
+
+/** The tenant's entries with occurred_at in [fromUs, toUs), oldest first, each charge split over its servers (the spend report). */
+export function entriesForReport(db: DbOrTx, tenantId: string, fromUs: number, toUs: number): ReportEntry[] {
+  return db
+    .select({
+      kind: ledgerEntries.kind,
+      amountMicros: ledgerEntries.amountMicros,
+      occurredAt: ledgerEntries.occurredAt,
+      serverIds: chargeCalculations.serverIds,
+    })
+    .from(ledgerEntries)
+    .leftJoin(chargeCalculations, eq(chargeCalculations.id, ledgerEntries.calculationId))
+    .where(and(eq(ledgerEntries.tenantId, tenantId), gte(ledgerEntries.occurredAt, fromUs), lt(ledgerEntries.occurredAt, toUs)))
+    .orderBy(ledgerEntries.occurredAt, ledgerEntries.seq)
+    .all()
+    .map((r) => ({
+      kind: r.kind,
+      amountMicros: r.amountMicros,
+      occurredAt: r.occurredAt,
+      servers: r.kind === 'charge' && r.serverIds ? splitCharge(r.amountMicros, r.serverIds) : [],
+    }))
 }

@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox'
-import { t } from 'elysia'
 import { Literals, Money, Nullable } from '../../platform/schemas'
 
 const MARKETPLACE = Literals(['marketplace_a', 'marketplace_b'] as const)
@@ -109,8 +108,6 @@ const Figures = {
   estimate: Type.Boolean({ description: 'true when an input is missing: the figure leaves it out, it is not zero' }),
   missing: Type.Array(Type.String({ maxLength: 128 }), { description: 'What is missing or defaulted' }),
 }
-
-export const MarginQuery = t.Object({ days: t.Optional(t.Integer({ minimum: 1, maximum: 90, default: 7 })) })
 
 export const MarginReport = Type.Object({
   days: Type.Integer(),

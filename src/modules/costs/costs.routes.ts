@@ -6,9 +6,8 @@ import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { responses } from '../../platform/schemas'
 import { auditContextOf } from '../audit'
-import { CostBasis, CostBasisPatch, MarginQuery, MarginReport } from './costs.model'
+import { CostBasis, CostBasisPatch } from './costs.model'
 import { getCostBasis, putCostBasis } from './costs.service'
-import { marginReport } from './margin.service'
 
 const tags = ['billing']
 
@@ -36,19 +35,6 @@ export function costsRoutes(deps: Deps) {
         ),
       },
     )
-    .get('/reports/margin', ({ request, query }) => marginReport({ deps, actor: actorOf(request), days: query.days ?? 7 }), {
-      query: MarginQuery,
-      response: responses({ 200: MarginReport }, [401, 403, 422]),
-      detail: describe(
-        { role: 'viewer', scope: 'billing:read' },
-        {
-          tags: ['reports'],
-          summary: 'Margin of the fleet, each server and each GPU model over the last days',
-          description:
-            "Beyond the spec. Over `days` UTC days (1..90, default 7, today included): earnings accrued from running deals, minus the platforms' cut, minus electricity, minus gpuhq's own charges. A figure with a missing input (no tariff, no power measurements, no commission, a sync outage) leaves it out, says `estimate: true` and names it in `missing`; it is never shown as zero.",
-        },
-      ),
-    })
     .put(
       '/billing/cost-basis',
       ({ request, body, set }) => {

@@ -1,4 +1,5 @@
-/** The costs module's front door: the owner's cost basis (GET/PUT /billing/cost-basis). */
+/** The costs module's front door: the owner's cost basis (GET/PUT /billing/cost-basis) and the margin the reports module serves. */
 export { costsRoutes } from './costs.routes'
-export { serverMargin } from './margin.service'
+export { MarginReport } from './costs.model'
+export { marginReport, serverMargin } from './margin.service'
 export { costsPerGpuHour } from './floor.service'

@@ -1,7 +1,7 @@
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
-import { utcDay } from '../../platform/time'
+import { parseDay, utcDay } from '../../platform/time'
 import { chargesPerServerDay } from '../billing'
 import { accruedDays } from '../earnings'
 import { findServer, managedServers, type ServerMargin } from '../fleet'
@@ -60,15 +60,20 @@ function add(into: Acc, from: Acc): void {
   for (const m of from.missing) into.missing.add(m)
 }
 
-/** The margin of each of the tenant's managed servers over the last `days` UTC days (today included). */
-function marginsOf(deps: Deps, tenantId: string, serverIds: string[], days: number) {
+/** The UTC days [fromDay, toDay] of the last `days` days, today included. */
+function lastDays(deps: Deps, days: number): { fromDay: string; toDay: string } {
   const now = deps.clock.nowUs()
-  const firstDayUs = Math.floor(now / DAY_US) * DAY_US - (days - 1) * DAY_US
-  const fromDay = utcDay(firstDayUs)
-  const toDay = utcDay(now)
+  return { fromDay: utcDay(Math.floor(now / DAY_US) * DAY_US - (days - 1) * DAY_US), toDay: utcDay(now) }
+}
+
+/** The margin of each of the tenant's managed servers over the UTC days [fromDay, toDay], up to now. */
+function marginsOf(deps: Deps, tenantId: string, serverIds: string[], fromDay: string, toDay: string) {
+  const now = deps.clock.nowUs()
+  const firstDayUs = parseDay(fromDay)!
+  const endUs = Math.min(parseDay(toDay)! + DAY_US, now)
   const basis = costBasisOf(deps, tenantId)
   const earned = accruedDays(deps, tenantId, fromDay, toDay)
-  const charges = chargesPerServerDay(deps.db, tenantId, firstDayUs, now)
+  const charges = chargesPerServerDay(deps.db, tenantId, firstDayUs, endUs)
   const out = new Map<string, Acc>()
   for (const serverId of serverIds) {
     const acc = empty()
@@ -88,8 +93,8 @@ function marginsOf(deps: Deps, tenantId: string, serverIds: string[], days: numb
       }
     }
     const tariff = server?.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
-    for (let day = firstDayUs; day <= now; day += DAY_US) {
-      const end = Math.min(day + DAY_US, now)
+    for (let day = firstDayUs; day < endUs; day += DAY_US) {
+      const end = Math.min(day + DAY_US, endUs)
       const watts = averageGpuPowerW(deps.db, serverId, day, end)
       if (tariff === null) acc.missing.add('electricity tariff')
       else if (watts === null) acc.missing.add('power measurements')
@@ -101,17 +106,21 @@ function marginsOf(deps: Deps, tenantId: string, serverIds: string[], days: numb
     }
     out.set(serverId, acc)
   }
-  return { fromDay, toDay, margins: out }
+  return { margins: out }
 }
 
-/** GET /reports/margin: the fleet, each managed server, and each GPU model. */
-export function marginReport({ deps, actor, days }: { deps: Deps; actor: Actor; days: number }) {
+/**
+ * GET /reports/margin (served by the reports module): the fleet, each managed server, and each GPU
+ * model over the UTC days [fromDay, toDay] (the days not begun yet count nothing).
+ */
+export function marginReport({ deps, actor, fromDay, toDay }: { deps: Deps; actor: Actor; fromDay: string; toDay: string }) {
   const servers = managedServers(deps.db, actor.tenantId)
-  const { fromDay, toDay, margins } = marginsOf(
+  const { margins } = marginsOf(
     deps,
     actor.tenantId,
     servers.map((s) => s.id),
-    days,
+    fromDay,
+    toDay,
   )
   const fleet = empty()
   const byModel = new Map<string, { servers: number; acc: Acc }>()
@@ -125,7 +134,7 @@ export function marginReport({ deps, actor, days }: { deps: Deps; actor: Actor; 
     byModel.set(model, entry)
   }
   return {
-    days,
+    days: Math.round((parseDay(toDay)! - parseDay(fromDay)!) / DAY_US) + 1,
     from_day: fromDay,
     to_day: toDay,
     fleet: view(fleet),
@@ -136,6 +145,7 @@ export function marginReport({ deps, actor, days }: { deps: Deps; actor: Actor; 
 
 /** The last 7 days' margin of one server (GET /servers/{id}). */
 export function serverMargin(deps: Deps, tenantId: string, serverId: string): ServerMargin {
-  const { fromDay, toDay, margins } = marginsOf(deps, tenantId, [serverId], 7)
+  const { fromDay, toDay } = lastDays(deps, 7)
+  const { margins } = marginsOf(deps, tenantId, [serverId], fromDay, toDay)
   return { days: 7, from_day: fromDay, to_day: toDay, ...view(margins.get(serverId)!) }
 }

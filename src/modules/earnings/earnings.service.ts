@@ -56,6 +56,8 @@ export type AccruedDay = {
   accruedUsdMicros: number
   accruedUs: number
   gapUs: number
+  /** The platform's own figure after its cut (earn_usd_day): null when it said nothing, always on marketplace_b. */
+  platformUsdMicros: number | null
   byCurrencyUsdMicros: Record<string, number>
 }
 
@@ -68,6 +70,7 @@ export function accruedDays(deps: Deps, tenantId: string, fromDay: string, toDay
     accruedUsdMicros: r.accruedUsdMicros,
     accruedUs: r.accruedUs,
     gapUs: r.gapUs,
+    platformUsdMicros: r.marketplace === 'marketplace_b' ? null : r.platformUsdMicros,
     byCurrencyUsdMicros: Object.fromEntries(Object.entries(r.byCurrency).map(([c, v]) => [c, v.usdMicros])),
   }))
 }

@@ -51,6 +51,36 @@ export function managedServers(db: DbOrTx, tenantId: string): ServerRow[] {
     .all()
 }
 
+/** Every server of the tenant, decommissioned ones too (they keep their history), by name. */
+export function serversOfTenant(db: DbOrTx, tenantId: string): ServerRow[] {
+  return db.select().from(servers).where(eq(servers.tenantId, tenantId)).orderBy(asc(servers.name), asc(servers.id)).all()
+}
+
+const PRESENCE_KINDS = ['presence.online', 'presence.suspect', 'presence.offline']
+
+/**
+ * A server's presence transitions with created_at in [fromUs, toUs), oldest first, preceded by the
+ * last one before fromUs (the presence the window opens with; none: the server was never online).
+ */
+export function presenceTransitions(db: DbOrTx, tenantId: string, serverId: string, fromUs: number, toUs: number): { kind: string; at: number }[] {
+  const mine = and(eq(serverEvents.tenantId, tenantId), eq(serverEvents.serverId, serverId), inArray(serverEvents.kind, PRESENCE_KINDS))
+  const cols = { kind: serverEvents.kind, at: serverEvents.createdAt }
+  const before = db
+    .select(cols)
+    .from(serverEvents)
+    .where(and(mine, lt(serverEvents.createdAt, fromUs)))
+    .orderBy(desc(serverEvents.createdAt), desc(serverEvents.id))
+    .limit(1)
+    .all()
+  const within = db
+    .select(cols)
+    .from(serverEvents)
+    .where(and(mine, gte(serverEvents.createdAt, fromUs), lt(serverEvents.createdAt, toUs)))
+    .orderBy(asc(serverEvents.createdAt), asc(serverEvents.id))
+    .all()
+  return [...before, ...within]
+}
+
 /** The tenant's managed (not decommissioned) servers: what the plan's server limit counts. */
 export function countManagedServers(db: DbOrTx, tenantId: string): number {
   const r = db

@@ -23,9 +23,11 @@ export {
   latestOfMetric,
   managedServers,
   markFleetDirty,
+  presenceTransitions,
   releaseGroup,
   serverNames,
   serversManagedDuring,
+  serversOfTenant,
   updateServer,
   type ServerRow,
 } from './fleet.repository'

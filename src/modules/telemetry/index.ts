@@ -5,4 +5,4 @@
 export { metricsRoutes } from './metrics.routes'
 export { pruneTelemetry, runRollups } from './rollup.service'
 export { MAX_METRIC_NAMES_PER_SERVER, metricNames, seriesCache, seriesId, type SeriesKey } from './ingest'
-export { averageGpuPowerW, insertSamples, noteLateSamples } from './telemetry.repository'
+export { averageGpuPowerW, hourlyGpuUtilisation, insertSamples, noteLateSamples } from './telemetry.repository'

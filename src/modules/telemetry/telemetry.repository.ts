@@ -175,3 +175,29 @@ export function averageGpuPowerW(db: DbOrTx, serverId: string, fromUs: number, t
     .get()
   return row?.watts ?? null
 }
+
+/**
+ * A server's GPU utilisation per hourly rollup bucket in [fromUs, toUs): the sum of its GPUs'
+ * average `utilization_pct` and how many GPUs measured it, so any span of hours averages as
+ * Σ sum ÷ Σ gpus (every GPU-hour weighs the same). Buckets without a measurement are left out.
+ */
+export function hourlyGpuUtilisation(db: DbOrTx, serverId: string, fromUs: number, toUs: number): { bucket: number; sumPct: number; gpus: number }[] {
+  return db
+    .select({ bucket: metricRollups.bucket, sumPct: sql<number>`sum(${metricRollups.avg})`, gpus: sql<number>`count(*)` })
+    .from(metricRollups)
+    .innerJoin(metricSeries, eq(metricSeries.id, metricRollups.seriesId))
+    .where(
+      and(
+        eq(metricSeries.serverId, serverId),
+        eq(metricSeries.metric, 'utilization_pct'),
+        gte(metricSeries.gpuIndex, 0),
+        eq(metricRollups.grain, 3600),
+        gte(metricRollups.bucket, fromUs),
+        lt(metricRollups.bucket, toUs),
+        isNotNull(metricRollups.avg),
+      ),
+    )
+    .groupBy(metricRollups.bucket)
+    .orderBy(asc(metricRollups.bucket))
+    .all()
+}

@@ -1,0 +1,29 @@
+import type { Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { memberTimezone } from '../users'
+import { resolveRange, type RangeInput } from './range'
+
+/**
+ * The reports (docs/reports.md) and the days each counts in. Reports built from the marketplaces'
+ * accrual rows count UTC days (the rows' own days, never split); spend, built from ledger
+ * timestamps, counts the account's days (the caller's zone, else the owner's, else UTC).
+ */
+const DAYS = { utilisation: 'utc', earnings: 'utc', spend: 'account', margin: 'utc' } as const
+
+export type ReportName = keyof typeof DAYS
+
+/**
+ * Resolves a report request: its range (422 on a range the rules refuse), the cache key (tenant, the
+ * caller's server allowlist, report and resolved range: callers who see the same rows share an
+ * answer) and a file name.
+ */
+export function reportRequest({ deps, actor, report, input }: { deps: Deps; actor: Actor; report: ReportName; input: RangeInput }) {
+  const zone = DAYS[report] === 'utc' ? 'UTC' : (memberTimezone(deps.db, actor.tenantId, actor.userId) ?? 'UTC')
+  const range = resolveRange(input, zone, deps.clock.nowUs())
+  const allowlist = actor.serverAllowlist ? [...actor.serverAllowlist].sort().join(',') : '*'
+  return {
+    range,
+    key: JSON.stringify([actor.tenantId, allowlist, report, range.from, range.to, range.groupBy, range.zone]),
+    filename: `gpuhq-${report}-${range.from}-${range.to}`,
+  }
+}
