@@ -15,7 +15,7 @@ const CHROMIUM = '/usr/bin/chromium'
 const ORIGIN = new URL(TEST_PUBLIC_URL).origin
 // The page's DOM, as the function given to page.evaluate sees it in the browser (no DOM lib here).
 type El = { getAttribute(name: string): string | null; textContent: string | null; querySelector(selector: string): El | null }
-declare const document: { querySelectorAll(selector: string): Iterable<El> }
+declare const document: { querySelectorAll(selector: string): Iterable<El> & { length: number } }
 type Doc = { tags?: { name: string }[]; paths: Record<string, Record<string, { tags?: string[]; operationId: string }>> }
 
 let app: TestApp
