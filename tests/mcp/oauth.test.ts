@@ -97,7 +97,7 @@ describe('the access token (state table)', () => {
     expect(body.token).toMatch(/^gpuhq_mcp_[0-9A-Za-z]{46}$/)
     expect(body.prefix).toBe(body.token.slice(0, 14))
     expect(body.endpoint).toBe(`${app.url}/mcp`)
-    expect(body.groups.map((g: any) => g.key)).toEqual(['fleet', 'metrics', 'commands', 'billing', 'earnings', 'marketplaces'])
+    expect(body.groups.map((g: any) => g.key)).toEqual(['fleet', 'metrics', 'commands', 'billing', 'earnings', 'marketplaces', 'strategy', 'alerts'])
     for (const t of body.tools)
       expect({ name: t.name, allowed: t.allowed, available: t.available }).toEqual({ name: t.name, allowed: t.mode === 'read', available: true })
     const stored = app.deps.sqlite.query('SELECT token_hash FROM mcp_access WHERE tenant_id = ?').get(owner.tenantId) as { token_hash: string }
@@ -394,6 +394,23 @@ describe('the gateway enforces', () => {
     } finally {
       setPlan(app, owner.tenantId, 'pro')
     }
+  })
+
+  test('the strategy and alerts tools answer what their routes answer', async () => {
+    const { token } = await enableAccess(app, owner, ['strategy.suggestions', 'alerts.list'])
+    const callTool = async (id: number, name: string, args: Record<string, unknown>) => {
+      const res = await rpc(token, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })
+      expect(res.status).toBe(200)
+      const text = await res.text()
+      const line = text.split('\n').find((l) => l.startsWith('data: ')) ?? text
+      return (JSON.parse(line.replace(/^data: /, '')) as any).result
+    }
+    const suggestions = await callTool(5, 'strategy.suggestions', { state: 'pending', limit: 5 })
+    expect(suggestions.isError).toBeFalsy()
+    expect(suggestions.structuredContent).toEqual(await (await call(app, 'GET', '/strategy/suggestions?state=pending&limit=5', owner)).json())
+    const alerts = await callTool(6, 'alerts.list', { state: 'unresolved' })
+    expect(alerts.isError).toBeFalsy()
+    expect(alerts.structuredContent).toEqual(await (await call(app, 'GET', '/alerts?state=unresolved&limit=20', owner)).json())
   })
 
   test("a write tool runs as the member who allowed it, within that member's role", async () => {

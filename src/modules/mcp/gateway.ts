@@ -79,7 +79,7 @@ function buildServer(deps: Deps, gatewayRequest: Request, caller: McpCaller, dis
     {
       capabilities: { tools: { listChanged: false }, logging: {} },
       instructions:
-        'gpuhq: a GPU fleet rented out on marketplaces. Tools read the fleet (servers, vitals, events), metrics, commands, billing, earnings and marketplace offers; write tools act only where the owner allowed them. Ids are UUIDs from fleet.list_servers; money is a decimal string in USD.',
+        'gpuhq: a GPU fleet rented out on marketplaces. Tools read the fleet (servers, vitals, events), metrics, commands, billing, earnings, marketplace offers, price suggestions and alert incidents; write tools act only where the owner allowed them. Ids are UUIDs from fleet.list_servers; money is a decimal string in USD.',
     },
   )
   const allowed = TOOLS.filter((t) => caller.allowedTools.includes(t.name))

@@ -16,6 +16,8 @@ export const GROUPS = [
   { key: 'billing', description: 'Balance, charges and the ledger' },
   { key: 'earnings', description: "What the machines earn on the marketplaces, and the fleet's margin" },
   { key: 'marketplaces', description: 'Links to marketplace machines and their offers' },
+  { key: 'strategy', description: 'Price suggestions of the pricing policies, and accepting one' },
+  { key: 'alerts', description: 'Incidents: what is wrong now, and what was' },
 ] as const
 
 type GroupKey = (typeof GROUPS)[number]['key']
@@ -244,6 +246,63 @@ export const TOOLS: readonly Tool[] = [
     description: 'Unlists the machine on the marketplace (DELETE /api/v1/marketplaces/links/{server_id}/{marketplace}/offer).',
     input: Type.Object({ server_id: Uuid('The server'), marketplace: Marketplace }, { additionalProperties: false }),
     request: (a) => ({ method: 'DELETE', path: `/marketplaces/links/${seg(a.server_id)}/${a.marketplace}/offer` }),
+  }),
+  tool({
+    name: 'strategy.suggestions',
+    title: 'Price suggestions',
+    group: 'strategy',
+    scope: 'strategy:read',
+    mode: 'read',
+    description:
+      'What the pricing policies would set for each offer now, why (market percentile, cost floor, ceiling) and the expected change in daily earnings, newest first (GET /api/v1/strategy/suggestions). Plans pro and enterprise.',
+    input: Type.Object(
+      {
+        state: Type.Optional(
+          Type.Union([Type.Literal('pending'), Type.Literal('accepted'), Type.Literal('dismissed'), Type.Literal('superseded')], {
+            description: 'Only suggestions in this state (pending: not decided yet)',
+          }),
+        ),
+        server_id: Type.Optional(Uuid('Only this server')),
+        limit: Limit,
+        cursor: Cursor,
+      },
+      { additionalProperties: false },
+    ),
+    request: (a) => ({ method: 'GET', path: '/strategy/suggestions', query: a }),
+  }),
+  tool({
+    name: 'strategy.accept_suggestion',
+    title: 'Accept a price suggestion',
+    group: 'strategy',
+    scope: 'strategy:write',
+    mode: 'write',
+    description:
+      "Publishes the suggestion's price on its marketplace, once (POST /api/v1/strategy/suggestions/{id}/accept); a decided or superseded suggestion is refused.",
+    input: Type.Object({ suggestion_id: Uuid('The suggestion') }, { additionalProperties: false }),
+    request: (a) => ({ method: 'POST', path: `/strategy/suggestions/${seg(a.suggestion_id)}/accept` }),
+  }),
+  tool({
+    name: 'alerts.list',
+    title: 'Alert incidents',
+    group: 'alerts',
+    scope: 'notifications:read',
+    mode: 'read',
+    description:
+      'Incidents (offline, temperature, agent errors, marketplace errors, stale links, low balance), newest first, with when they opened, were acknowledged and resolved (GET /api/v1/alerts).',
+    input: Type.Object(
+      {
+        state: Type.Optional(
+          Type.Union([Type.Literal('unresolved'), Type.Literal('open'), Type.Literal('acknowledged'), Type.Literal('resolved')], {
+            description: 'unresolved: open or acknowledged',
+          }),
+        ),
+        server_id: Type.Optional(Uuid('Only this server')),
+        limit: Limit,
+        cursor: Cursor,
+      },
+      { additionalProperties: false },
+    ),
+    request: (a) => ({ method: 'GET', path: '/alerts', query: a }),
   }),
 ]
 
