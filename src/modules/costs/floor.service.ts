@@ -26,41 +26,44 @@ export type GpuHourCosts = {
   missing: string[]
 }
 
-export function costsPerGpuHour(
+/**
+ * The costs of one GPU-hour of each of the tenant's servers: the tenant's cost basis, operational
+ * spread and plan price are read once, then each server adds its own tariff, power and GPU count.
+ */
+export function gpuHourCosts(
   deps: Deps,
-  input: { tenantId: string; planCode: string | null; serverId: string; marketplace: 'marketplace_a' | 'marketplace_b'; currencies: string[]; gpus: number },
-): GpuHourCosts {
-  const { tenantId, gpus } = input
+  tenant: { tenantId: string; planCode: string | null },
+): (server: { serverId: string; marketplace: 'marketplace_a' | 'marketplace_b'; currencies: string[]; gpus: number }) => GpuHourCosts {
   const now = deps.clock.nowUs()
-  const missing: string[] = []
-  const basis = costBasisOf(deps, tenantId)
-  const server = findServer(deps.db, tenantId, input.serverId)
+  const basis = costBasisOf(deps, tenant.tenantId)
+  const spread = spreadOf(deps, tenant.tenantId, basis.operationalMicrosPerMonth)
+  const plan = tenant.planCode ? findPlan(deps.db, tenant.planCode) : undefined
+  const d = new Date(Math.floor(now / 1000))
+  const days = daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
 
-  const tariff = server?.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
-  const watts = averageGpuPowerW(deps.db, input.serverId, now - WEEK_US, now)
-  let electricityMicros: number | null = null
-  if (tariff === null) missing.push('electricity tariff')
-  else if (watts === null) missing.push('power measurements')
-  else electricityMicros = Math.round((tariff * watts) / 1000 / gpus)
+  return ({ serverId, marketplace, currencies, gpus }) => {
+    const missing: string[] = []
+    const server = findServer(deps.db, tenant.tenantId, serverId)
+    const tariff = server?.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
+    const watts = averageGpuPowerW(deps.db, serverId, now - WEEK_US, now)
+    let electricityMicros: number | null = null
+    if (tariff === null) missing.push('electricity tariff')
+    else if (watts === null) missing.push('power measurements')
+    else electricityMicros = Math.round((tariff * watts) / 1000 / gpus)
 
-  const spread = spreadOf(deps, tenantId, basis.operationalMicrosPerMonth)
-  if (basis.operationalMicrosPerMonth === null) missing.push('operational cost')
-  const operationalMicros = spread ? Math.round(parseMoney(spread.usd_per_server_day) / 24 / gpus) : null
+    if (basis.operationalMicrosPerMonth === null) missing.push('operational cost')
+    const operationalMicros = spread ? Math.round(parseMoney(spread.usd_per_server_day) / 24 / gpus) : null
 
-  const plan = input.planCode ? findPlan(deps.db, input.planCode) : undefined
-  let gpuhqMicros: number | null = null
-  if (!plan || plan.priceMicrosPerServerMonth === null) missing.push('gpuhq charge (contract-priced plan)')
-  else {
-    const d = new Date(Math.floor(now / 1000))
-    const days = daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
-    gpuhqMicros = Math.round(plan.priceMicrosPerServerMonth / days / 24 / gpus)
+    let gpuhqMicros: number | null = null
+    if (!plan || plan.priceMicrosPerServerMonth === null) missing.push('gpuhq charge (contract-priced plan)')
+    else gpuhqMicros = Math.round(plan.priceMicrosPerServerMonth / days / 24 / gpus)
+
+    let commissionPercent: string | null = null
+    for (const currency of currencies) {
+      const cut = cutPercent(basis, marketplace, currency)
+      if (cut.percent === null) missing.push(`commission ${marketplace} ${currency}`)
+      else if (commissionPercent === null || Number(cut.percent) > Number(commissionPercent)) commissionPercent = cut.percent
+    }
+    return { electricityMicros, operationalMicros, gpuhqMicros, commissionPercent, missing }
   }
-
-  let commissionPercent: string | null = null
-  for (const currency of input.currencies) {
-    const cut = cutPercent(basis, input.marketplace, currency)
-    if (cut.percent === null) missing.push(`commission ${input.marketplace} ${currency}`)
-    else if (commissionPercent === null || Number(cut.percent) > Number(commissionPercent)) commissionPercent = cut.percent
-  }
-  return { electricityMicros, operationalMicros, gpuhqMicros, commissionPercent, missing }
 }

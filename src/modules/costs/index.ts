@@ -2,4 +2,4 @@
 export { costsRoutes } from './costs.routes'
 export { MarginReport } from './costs.model'
 export { marginReport, serverMargin } from './margin.service'
-export { costsPerGpuHour } from './floor.service'
+export { gpuHourCosts } from './floor.service'

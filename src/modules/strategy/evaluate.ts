@@ -1,7 +1,7 @@
 import type { Deps } from '../../platform/context'
 import { formatMoney, formatNullableMoney } from '../../platform/money'
 import { formatNullableTimestamp, utcDay } from '../../platform/time'
-import { costsPerGpuHour } from '../costs'
+import { gpuHourCosts } from '../costs'
 import { accruedDays } from '../earnings'
 import type { ServerRow } from '../fleet'
 import { marketOfModel, pricedOffers, type PricedOffer, quantile, standing } from '../marketplaces'
@@ -52,12 +52,14 @@ export type Outcome = {
   skipped: { server_id: string; reason: string }[]
 }
 
-/** Servers a policy targets, by id. */
-function targeted(policy: PolicyRow, servers: ServerRow[]): Set<string> {
+/** Whether the policy's target covers an offer (its marketplace aside): the servers named, the group's, or the GPU model's. */
+function coverage(policy: PolicyRow, servers: ServerRow[]): (o: PricedOffer) => boolean {
   const t = policy.target
-  if (t.kind === 'servers') return new Set(t.serverIds.filter((id) => servers.some((s) => s.id === id)))
-  if (t.kind === 'group') return new Set(servers.filter((s) => s.groupId === t.groupId).map((s) => s.id))
-  return new Set()
+  if (t.kind === 'gpu_model') return (o) => o.gpuModel === t.gpuModel
+  const ids = new Set(
+    t.kind === 'servers' ? t.serverIds.filter((id) => servers.some((s) => s.id === id)) : servers.filter((s) => s.groupId === t.groupId).map((s) => s.id),
+  )
+  return (o) => ids.has(o.serverId)
 }
 
 /** Specificity of a target: named servers beat a group, a group beats a GPU model. */
@@ -69,40 +71,33 @@ const rank = (p: PolicyRow) => (p.target.kind === 'servers' ? 0 : p.target.kind 
  */
 export function winningPolicies(policies: PolicyRow[], servers: ServerRow[], offers: PricedOffer[]): Map<string, PolicyRow> {
   const out = new Map<string, PolicyRow>()
-  const ordered = policies.filter((p) => p.enabled).sort((a, b) => rank(a) - rank(b) || a.createdAt - b.createdAt || a.id.localeCompare(b.id))
-  for (const o of offers)
-    for (const p of ordered) {
-      if (p.marketplace !== o.marketplace) continue
-      const hit = p.target.kind === 'gpu_model' ? o.gpuModel === p.target.gpuModel : targeted(p, servers).has(o.serverId)
-      if (hit) {
-        out.set(`${o.serverId}|${o.marketplace}`, p)
-        break
-      }
-    }
+  const ordered = policies
+    .filter((p) => p.enabled)
+    .sort((a, b) => rank(a) - rank(b) || a.createdAt - b.createdAt || a.id.localeCompare(b.id))
+    .map((p) => ({ p, covers: coverage(p, servers) }))
+  for (const o of offers) {
+    const winner = ordered.find(({ p, covers }) => p.marketplace === o.marketplace && covers(o))
+    if (winner) out.set(`${o.serverId}|${o.marketplace}`, winner.p)
+  }
   return out
 }
 
 /** The offers of the marketplace the policy targets (whatever other policies say). */
 export function offersOf(deps: Deps, policy: PolicyRow, servers: ServerRow[]): PricedOffer[] {
-  const offers = pricedOffers(deps, policy.tenantId, policy.marketplace)
-  if (policy.target.kind === 'gpu_model') {
-    const model = policy.target.gpuModel
-    return offers.filter((o) => o.gpuModel === model)
-  }
-  const ids = targeted(policy, servers)
-  return offers.filter((o) => ids.has(o.serverId))
+  return pricedOffers(deps, policy.tenantId, policy.marketplace).filter(coverage(policy, servers))
 }
 
 export function evaluatePolicy(deps: Deps, policy: PolicyRow, planCode: string | null, offers: PricedOffer[]): Outcome {
   const out: Outcome = { items: [], skipped: [] }
   const now = deps.clock.nowUs()
   const earned = accruedDays(deps, policy.tenantId, utcDay(now - OCCUPANCY_DAYS * DAY_US), utcDay(now))
+  const costsOf = gpuHourCosts(deps, { tenantId: policy.tenantId, planCode })
   for (const o of offers) {
     if (o.gpuModel === null) out.skipped.push({ server_id: o.serverId, reason: 'the marketplace shows no GPU model for the machine' })
     else if (o.gpuCount === null || o.gpuCount <= 0) out.skipped.push({ server_id: o.serverId, reason: 'the marketplace shows no GPU count for the machine' })
     else {
       const earnedMicros = earned.filter((r) => r.serverId === o.serverId && r.marketplace === o.marketplace).reduce((n, r) => n + r.accruedUsdMicros, 0)
-      const item = evaluateOffer(deps, policy, planCode, { ...o, gpuModel: o.gpuModel, gpuCount: o.gpuCount }, earnedMicros)
+      const item = evaluateOffer(deps, policy, costsOf, { ...o, gpuModel: o.gpuModel, gpuCount: o.gpuCount }, earnedMicros)
       if (typeof item === 'string') out.skipped.push({ server_id: o.serverId, reason: item })
       else out.items.push(item)
     }
@@ -119,16 +114,15 @@ function coinsOf(policy: PolicyRow, o: PricedOffer): string[] {
   return own.length > 0 ? own : [policy.coin ?? USD]
 }
 
-function evaluateOffer(deps: Deps, policy: PolicyRow, planCode: string | null, o: KnownOffer, earnedMicros: number): Outcome['items'][number] | string {
+function evaluateOffer(
+  deps: Deps,
+  policy: PolicyRow,
+  costsOf: ReturnType<typeof gpuHourCosts>,
+  o: KnownOffer,
+  earnedMicros: number,
+): Outcome['items'][number] | string {
   const coins = coinsOf(policy, o)
-  const costs = costsPerGpuHour(deps, {
-    tenantId: policy.tenantId,
-    planCode,
-    serverId: o.serverId,
-    marketplace: policy.marketplace,
-    currencies: coins,
-    gpus: o.gpuCount,
-  })
+  const costs = costsOf({ serverId: o.serverId, marketplace: policy.marketplace, currencies: coins, gpus: o.gpuCount })
   const costMicros = (costs.electricityMicros ?? 0) + (costs.operationalMicros ?? 0) + (costs.gpuhqMicros ?? 0)
   const floorMicros = floorOf(costMicros, policy.minMarginPercent, costs.commissionPercent)
   if (floorMicros === null) return `the commission entered for ${policy.marketplace} is ${costs.commissionPercent} %: no price covers the costs`

@@ -1,4 +1,4 @@
-import { parseDecimal } from '../../platform/money'
+import { decimalToMicrosFloor, parseDecimal } from '../../platform/money'
 
 /**
  * The price a policy sets for one offer (docs/strategy.md "How a price is chosen"), in integer
@@ -63,11 +63,11 @@ function roundWithin(price: number, step: number, floor: number, ceiling: number
 
 const SCALE = 1_000_000n
 
-/** A non-negative percent given as a decimal string, in millionths of a percent. */
+/** A non-negative percent given as a decimal string (at most 1000), in millionths of a percent. */
 function percentMillionths(percent: string): bigint {
   const d = parseDecimal(percent)
   if (!d) throw new Error(`not a percent: ${percent}`)
-  return d.scale <= 6 ? d.units * 10n ** BigInt(6 - d.scale) : d.units / 10n ** BigInt(d.scale - 6)
+  return BigInt(decimalToMicrosFloor(d)!)
 }
 
 /**
