@@ -146,6 +146,18 @@ export function deleteRollupsBefore(tx: DbOrTx, grain: number, bucket: number): 
   return changesOf(tx.delete(metricRollups).where(sql`${metricRollups.grain} = ${grain} AND ${metricRollups.bucket} < ${bucket}`).run())
 }
 
+/** The hourly rollups, with a value, of one metric of a server's GPUs in [fromUs, toUs). */
+const gpuHourly = (serverId: string, metric: string, fromUs: number, toUs: number) =>
+  and(
+    eq(metricSeries.serverId, serverId),
+    eq(metricSeries.metric, metric),
+    gte(metricSeries.gpuIndex, 0),
+    eq(metricRollups.grain, 3600),
+    gte(metricRollups.bucket, fromUs),
+    lt(metricRollups.bucket, toUs),
+    isNotNull(metricRollups.avg),
+  )
+
 /**
  * A server's average measured GPU power over [fromUs, toUs), in watts: per hourly rollup bucket the
  * `power_w` averages of its GPUs are summed, and those sums are averaged over the buckets that have
@@ -156,17 +168,7 @@ export function averageGpuPowerW(db: DbOrTx, serverId: string, fromUs: number, t
     .select({ bucket: metricRollups.bucket, watts: sql<number>`sum(${metricRollups.avg})`.as('watts') })
     .from(metricRollups)
     .innerJoin(metricSeries, eq(metricSeries.id, metricRollups.seriesId))
-    .where(
-      and(
-        eq(metricSeries.serverId, serverId),
-        eq(metricSeries.metric, 'power_w'),
-        gte(metricSeries.gpuIndex, 0),
-        eq(metricRollups.grain, 3600),
-        gte(metricRollups.bucket, fromUs),
-        lt(metricRollups.bucket, toUs),
-        isNotNull(metricRollups.avg),
-      ),
-    )
+    .where(gpuHourly(serverId, 'power_w', fromUs, toUs))
     .groupBy(metricRollups.bucket)
     .as('per_bucket')
   const row = db
@@ -186,17 +188,7 @@ export function hourlyGpuUtilisation(db: DbOrTx, serverId: string, fromUs: numbe
     .select({ bucket: metricRollups.bucket, sumPct: sql<number>`sum(${metricRollups.avg})`, gpus: sql<number>`count(*)` })
     .from(metricRollups)
     .innerJoin(metricSeries, eq(metricSeries.id, metricRollups.seriesId))
-    .where(
-      and(
-        eq(metricSeries.serverId, serverId),
-        eq(metricSeries.metric, 'utilization_pct'),
-        gte(metricSeries.gpuIndex, 0),
-        eq(metricRollups.grain, 3600),
-        gte(metricRollups.bucket, fromUs),
-        lt(metricRollups.bucket, toUs),
-        isNotNull(metricRollups.avg),
-      ),
-    )
+    .where(gpuHourly(serverId, 'utilization_pct', fromUs, toUs))
     .groupBy(metricRollups.bucket)
     .orderBy(asc(metricRollups.bucket))
     .all()
