@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
-import type { OfferFields } from '../../scripts/sim/marketplace-a.types'
+import { vastMarketOffer } from '../support/marketplaces'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { call, type Caller, insertServer, type Member, mintPat, newTenant, setPlan } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
@@ -84,16 +84,7 @@ const A_4090_LATER: Summary = { offers: 6, gpus: 20, min: '0.30', p25: '0.3825',
 const A_H100 = flat(1, 1, '2.50')
 const B_4090_LATER: Summary = { offers: 6, gpus: 13, min: '0.025', p25: '0.2125', median: '0.29', p75: '0.4575', max: '0.55' }
 
-const vast = (id: number, gpu_name: string, num_gpus: number, dph_base: number, rentable = true): Partial<OfferFields> => ({
-  id,
-  machine_id: id - 1000,
-  host_id: 7000 + id,
-  gpu_name,
-  num_gpus,
-  dph_base,
-  dph_total: dph_base,
-  rentable,
-})
+const vast = vastMarketOffer
 const MARKET_A = [
   vast(9001, 'RTX 4090', 1, 0.3),
   vast(9002, 'RTX 4090', 3, 1.05),

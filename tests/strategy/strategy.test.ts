@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
-import type { OfferFields } from '../../scripts/sim/marketplace-a.types'
+import { vastMarketOffer } from '../support/marketplaces'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { call, type Caller, insertServer, type Member, mintPat, newTenant, setPlan } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
@@ -22,16 +22,7 @@ const KEY_B = 'clore-strategy-key-5f2e9a17c3'
 const VAST_OWNER = 5151
 const HOUR_US = 3_600_000_000
 
-const vast = (id: number, dph: number): Partial<OfferFields> => ({
-  id,
-  machine_id: id - 1000,
-  host_id: 8000 + id,
-  gpu_name: 'RTX 4090',
-  num_gpus: 1,
-  dph_base: dph,
-  dph_total: dph,
-  rentable: true,
-})
+const vast = (id: number, dph: number) => vastMarketOffer(id, 'RTX 4090', 1, dph)
 /** The other RTX 4090 asks on Vast, one GPU each: sorted 0.30, 0.36, 0.42, 0.48, 0.60 (p50 0.42, p75 0.48). */
 const MARKET_A = [vast(9101, 0.3), vast(9102, 0.36), vast(9103, 0.42), vast(9104, 0.48), vast(9105, 0.6)]
 /** The market after it fell below cost: 0.02, 0.03, 0.04 (p75 0.035). */

@@ -1,4 +1,4 @@
-import type { MachineFields } from '../../scripts/sim/marketplace-a.types'
+import type { MachineFields, OfferFields } from '../../scripts/sim/marketplace-a.types'
 import type { RemoteProjection } from '../../src/modules/marketplaces/marketplaces.adapter'
 
 /**
@@ -154,3 +154,15 @@ export const NULL_REMOTE: RemoteProjection = {
   error: null,
   rentals: [],
 }
+
+/** Another host's offer on Vast's market: `num_gpus` cards asking `dph_base` USD an hour in all (its machine is id − 1000, its host 7000 + id). */
+export const vastMarketOffer = (id: number, gpu_name: string, num_gpus: number, dph_base: number, rentable = true): Partial<OfferFields> => ({
+  id,
+  machine_id: id - 1000,
+  host_id: 7000 + id,
+  gpu_name,
+  num_gpus,
+  dph_base,
+  dph_total: dph_base,
+  rentable,
+})
