@@ -2,7 +2,7 @@ import type { Server } from 'bun'
 import type { App } from './app'
 import type { Deps } from './platform/context'
 import { beginRequest, internalProblem, problemResponse } from './platform/http'
-import { finishKey, RequestIdempotency, runWithIdempotency } from './platform/idempotency'
+import { finishKey, releaseKey, RequestIdempotency, runWithIdempotency } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { encodeResponse } from './platform/compression'
 import { BUSY_PAUSES_MS, isDatabaseBusy } from '../db/client'
@@ -84,7 +84,7 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
   let state = beginRequest(current, id, startUs, ip)
   let response: Response
   for (let attempt = 0; ; attempt++) {
-    const scope = new RequestIdempotency()
+    const scope = new RequestIdempotency(deps)
     try {
       response = await runWithIdempotency(scope, () => app.handle(current))
     } catch (error) {
@@ -93,6 +93,8 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
       response = problemResponse(internalProblem(error), deps.config.publicUrl, state.id)
     }
     if (!state.busy || !replayable || scope.beganCount > 0 || attempt >= BUSY_PAUSES_MS.length) break
+    // Nothing was written: the next attempt takes the key up again.
+    if (state.idempotency) releaseKey(deps, state.idempotency)
     await Bun.sleep(BUSY_PAUSES_MS[attempt]!)
     current = spare ? (spare.clone() as Request) : new Request(request.url, { method: request.method, headers: request.headers })
     state = beginRequest(current, id, startUs, ip)
