@@ -105,7 +105,7 @@ class FleetRuntime {
         }
       }
       // The latest value per series is written once per flush, from the sample with the latest time.
-      const { earliest, latest } = storeSamples(deps.sqlite, cache, fresh, samples)
+      const { earliest, latest } = storeSamples(deps, cache, fresh, samples)
       for (const row of latest) upsertLatestMetric(deps.sqlite, row)
       if (earliest !== Number.POSITIVE_INFINITY) noteLateSamples(tx, earliest, deps.clock.nowUs())
     })

@@ -1,6 +1,6 @@
-import type { Database } from 'bun:sqlite'
 import type { DbOrTx } from '../../../db/client'
-import { perDeps } from '../../platform/context'
+import { perDeps, type Deps } from '../../platform/context'
+import { noteSamplesWritten } from './rollup.service'
 import { createSeries, metricNamesOf, sampleInsert, seriesOfServer } from './telemetry.repository'
 
 /**
@@ -26,13 +26,15 @@ export type LatestValue = { serverId: string; gpuIndex: number; metric: string; 
  * Writes the buffered samples of every server, series by series (the primary key's order), and
  * answers the earliest instant written (for late samples) and the latest value of each series.
  * A server whose series are not all cached has its stored series read once; the rest are made.
+ * A rollup run under way hears of the earliest instant written (it may have passed it already).
  */
 export function storeSamples(
-  sqlite: Database,
+  deps: Deps,
   cache: SeriesCache,
   fresh: Map<SeriesKey, number>,
   samples: [string, TelemetrySample[]][],
 ): { earliest: number; latest: LatestValue[] } {
+  const { sqlite } = deps
   const insert = sampleInsert(sqlite)
   let earliest = Number.POSITIVE_INFINITY
   const latest: LatestValue[] = []
@@ -76,6 +78,7 @@ export function storeSamples(
       latest.push(last)
     }
   }
+  noteSamplesWritten(deps, earliest)
   return { earliest, latest }
 }
 

@@ -1,7 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, eq, gte, inArray, isNotNull, lt, sql } from 'drizzle-orm'
 import { metricRollups, metricSamples, metricSeries, rollupWatermarks } from '../../../db/schema'
-import { changesOf, type DbOrTx } from '../../../db/client'
+import type { DbOrTx } from '../../../db/client'
 
 /** The queries of telemetry's tables: series, raw samples, rollups and the rollup watermarks. */
 const US = 1_000_000
@@ -81,11 +81,16 @@ export function watermarkOf(db: DbOrTx, grain: number): Watermark | undefined {
   return db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, grain)).get()
 }
 
-export function saveWatermark(tx: DbOrTx, grain: number, doneUntil: number, now: number): void {
+export function saveWatermark(tx: DbOrTx, grain: number, doneUntil: number, redoFrom: number | null, now: number): void {
   tx.insert(rollupWatermarks)
-    .values({ grain, doneUntil, redoFrom: null, updatedAt: now })
-    .onConflictDoUpdate({ target: rollupWatermarks.grain, set: { doneUntil, redoFrom: null, updatedAt: now } })
+    .values({ grain, doneUntil, redoFrom, updatedAt: now })
+    .onConflictDoUpdate({ target: rollupWatermarks.grain, set: { doneUntil, redoFrom, updatedAt: now } })
     .run()
+}
+
+/** Every series id, ascending: the rollup job works through them a slice at a time. */
+export function allSeriesIds(sqlite: Database): number[] {
+  return (sqlite.query('SELECT id FROM metric_series ORDER BY id').values() as [number][]).map((r) => r[0])
 }
 
 /** One bucket as the metrics answer reads it: series id, bucket start, then min, max, avg, p50, p95, last. */
@@ -107,31 +112,32 @@ export function storedBuckets(sqlite: Database, seriesIds: number[], grain: numb
 }
 
 /**
- * The statistics of every bucket of `grain` with raw samples in [?3, ?4), one row per series and
- * bucket; `filtered` adds "AND the series is in the JSON array ?5". The rollup job stores these
- * rows; GET /metrics computes the same rows for the part of a range not rolled up yet.
+ * The statistics of every bucket of `grain` with raw samples in [?3, ?4) of the series in the
+ * JSON array ?5, one row per series and bucket (an index seek per series on the primary key). The
+ * rollup job stores these rows; GET /metrics computes the same rows for the part of a range not
+ * rolled up yet.
  */
-const bucketsOfRaw = (filtered: boolean) => `
+const BUCKETS_OF_RAW = `
   SELECT s.series_id AS series_id, ?1 AS grain, (s.t / ?2) * ?2 AS bucket,
          min(s.value) AS min, max(s.value) AS max, avg(s.value) AS avg,
          percentile_cont(s.value, 0.5) AS p50, percentile_cont(s.value, 0.95) AS p95,
          (SELECT l.value FROM metric_samples l WHERE l.series_id = s.series_id AND l.t >= (s.t / ?2) * ?2 AND l.t < (s.t / ?2) * ?2 + ?2 ORDER BY l.t DESC LIMIT 1) AS last,
          count(*) AS samples
   FROM metric_samples s
-  WHERE s.t >= ?3 AND s.t < ?4${filtered ? ' AND s.series_id IN (SELECT value FROM json_each(?5))' : ''}
+  WHERE s.t >= ?3 AND s.t < ?4 AND s.series_id IN (SELECT value FROM json_each(?5))
   GROUP BY s.series_id, bucket`
 
-/** Stores the buckets of every series with raw samples in [fromUs, toUs); answers the rows written. */
-export function rollupRange(sqlite: Database, grain: number, fromUs: number, toUs: number): number {
+/** Stores the buckets of these series with raw samples in [fromUs, toUs); answers the rows written. */
+export function rollupRange(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): number {
   const r = sqlite
     .query(
       `INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples)
-       ${bucketsOfRaw(false)}
+       ${BUCKETS_OF_RAW}
        ON CONFLICT (series_id, grain, bucket) DO UPDATE SET
          min = excluded.min, max = excluded.max, avg = excluded.avg, p50 = excluded.p50,
          p95 = excluded.p95, last = excluded.last, samples = excluded.samples`,
     )
-    .run(grain, grain * US, fromUs, toUs)
+    .run(grain, grain * US, fromUs, toUs, JSON.stringify(seriesIds))
   return r.changes
 }
 
@@ -139,16 +145,20 @@ export function rollupRange(sqlite: Database, grain: number, fromUs: number, toU
 export function rawBuckets(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): BucketRow[] {
   if (seriesIds.length === 0 || fromUs >= toUs) return []
   return sqlite
-    .query(`SELECT series_id, bucket, min, max, avg, p50, p95, last FROM (${bucketsOfRaw(true)})`)
+    .query(`SELECT series_id, bucket, min, max, avg, p50, p95, last FROM (${BUCKETS_OF_RAW})`)
     .values(grain, grain * US, fromUs, toUs, JSON.stringify(seriesIds)) as BucketRow[]
 }
 
-export function deleteSamplesBefore(tx: DbOrTx, t: number): number {
-  return changesOf(tx.delete(metricSamples).where(lt(metricSamples.t, t)).run())
+/** Deletes at most `limit` raw samples older than `t` (the oldest first); answers how many. */
+export function deleteSamplesBefore(sqlite: Database, t: number, limit: number): number {
+  return sqlite.query('DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM metric_samples WHERE t < ?1 ORDER BY t LIMIT ?2)').run(t, limit).changes
 }
 
-export function deleteRollupsBefore(tx: DbOrTx, grain: number, bucket: number): number {
-  return changesOf(tx.delete(metricRollups).where(sql`${metricRollups.grain} = ${grain} AND ${metricRollups.bucket} < ${bucket}`).run())
+/** Deletes at most `limit` buckets of `grain` starting before `bucket`; answers how many. */
+export function deleteRollupsBefore(sqlite: Database, grain: number, bucket: number, limit: number): number {
+  return sqlite
+    .query('DELETE FROM metric_rollups WHERE rowid IN (SELECT rowid FROM metric_rollups WHERE grain = ?1 AND bucket < ?2 ORDER BY bucket LIMIT ?3)')
+    .run(grain, bucket, limit).changes
 }
 
 /** The hourly rollups, with a value, of one metric of a server's GPUs in [fromUs, toUs). */
