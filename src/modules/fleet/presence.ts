@@ -1,6 +1,6 @@
 import { withTransaction } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
-import { insertSamples, noteLateSamples, seriesCache, seriesId, type SeriesKey } from '../telemetry'
+import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
 import { recordServerEvent } from './events'
 import { markFleetDirty, presenceOf, presenceOfServer, silentServers, updateServer, upsertLatestMetric } from './fleet.repository'
 
@@ -17,7 +17,7 @@ const SUSPECT_AFTER_US = 60_000_000
 const OFFLINE_AFTER_US = 300_000_000
 const FLUSH_EVERY_MS = 1000
 
-export type Sample = { t: number; gpuIndex: number; values: Record<string, number | null> }
+export type Sample = TelemetrySample
 
 class FleetRuntime {
   readonly #heartbeats = new Map<string, number>()
@@ -104,22 +104,9 @@ class FleetRuntime {
           cameOnline.push(id)
         }
       }
-      let earliest = Number.POSITIVE_INFINITY
-      const rows: (number | null)[][] = []
       // The latest value per series is written once per flush, from the sample with the latest time.
-      const latest = new Map<string, { serverId: string; gpuIndex: number; metric: string; value: number | null; t: number }>()
-      for (const [serverId, list] of samples)
-        for (const s of list) {
-          if (s.t < earliest) earliest = s.t
-          for (const [metric, value] of Object.entries(s.values)) {
-            rows.push([seriesId(tx, cache, fresh, serverId, s.gpuIndex, metric), s.t, value])
-            const key = `${serverId}|${s.gpuIndex}|${metric}`
-            const seen = latest.get(key)
-            if (!seen || s.t >= seen.t) latest.set(key, { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t })
-          }
-        }
-      insertSamples(deps.sqlite, rows)
-      for (const row of latest.values()) upsertLatestMetric(deps.sqlite, row)
+      const { earliest, latest } = storeSamples(deps, cache, fresh, samples)
+      for (const row of latest) upsertLatestMetric(deps.sqlite, row)
       if (earliest !== Number.POSITIVE_INFINITY) noteLateSamples(tx, earliest, deps.clock.nowUs())
     })
   }
