@@ -17,7 +17,7 @@ import { freePort, waitFor } from './support'
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
-const WARMUP_SECONDS = 1
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 2)
 const ROOT = resolve(import.meta.dir, '..')
 const FLEET = 50 // servers on the benchmark tenant: GET /servers answers all of them in one page
 const PASSWORD = 'correct horse battery staple 42'

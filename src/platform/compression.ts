@@ -64,6 +64,38 @@ function compress(body: Uint8Array, coding: Coding): Promise<Uint8Array> {
   }
 }
 
+/**
+ * Compressed answers, by content: a snapshot page or a metrics answer
+ * polled by many clients is compressed once. The key is the coding and a hash of the bytes, and a
+ * hit also compares the bytes themselves, so one answer's compressed form can never be served for
+ * another's. At most KEEP_MAX_BYTES (uncompressed and compressed together), least recently used
+ * dropped first.
+ */
+const KEEP_MAX_BYTES = 64 * 1024 * 1024
+const kept = new Map<string, { raw: Uint8Array; packed: Uint8Array }>()
+let keptBytes = 0
+
+async function compressKept(raw: Uint8Array, coding: Coding): Promise<Uint8Array> {
+  const key = `${coding}:${raw.byteLength}:${Bun.hash(raw)}`
+  const hit = kept.get(key)
+  if (hit && Buffer.from(hit.raw.buffer, hit.raw.byteOffset, hit.raw.byteLength).equals(raw)) {
+    kept.delete(key)
+    kept.set(key, hit)
+    return hit.packed
+  }
+  const packed = await compress(raw, coding)
+  if (!kept.has(key) && raw.byteLength + packed.byteLength <= KEEP_MAX_BYTES / 8) {
+    kept.set(key, { raw, packed })
+    keptBytes += raw.byteLength + packed.byteLength
+    for (const [k, v] of kept) {
+      if (keptBytes <= KEEP_MAX_BYTES) break
+      kept.delete(k)
+      keptBytes -= v.raw.byteLength + v.packed.byteLength
+    }
+  }
+  return packed
+}
+
 /** The answer as the request's Accept-Encoding would have it. */
 export async function encodeResponse(request: Request, response: Response): Promise<Response> {
   const type = response.headers.get('content-type')
@@ -75,7 +107,7 @@ export async function encodeResponse(request: Request, response: Response): Prom
   const raw = new Uint8Array(await response.arrayBuffer())
   const headers = new Headers(response.headers)
   if (raw.byteLength < COMPRESS_MIN_BYTES) return new Response(raw, { status: response.status, statusText: response.statusText, headers })
-  const packed = await compress(raw, coding)
+  const packed = await compressKept(raw, coding)
   headers.set('content-encoding', coding)
   headers.delete('content-length')
   return new Response(packed, { status: response.status, statusText: response.statusText, headers })

@@ -55,6 +55,21 @@ describe('answers', () => {
     expect(decode[coding]!(packed.bytes)).toBe(new TextDecoder().decode(plain.bytes))
   })
 
+  test("compressed answers are kept by content: two answers of one size never get each other's bytes", async () => {
+    const values = ['a', 'b'].map((c) => c.repeat(1000))
+    const ids: string[] = []
+    for (const value of values) {
+      const created = await app.fetch('/api/v1/_test/probes', { method: 'POST', json: { value } })
+      ids.push(created.headers.get('location')!)
+    }
+    for (let round = 0; round < 2; round++)
+      for (const [i, location] of ids.entries()) {
+        const { res, bytes } = await raw(location, { headers: { 'accept-encoding': 'gzip' } })
+        expect(res.headers.get('content-encoding')).toBe('gzip')
+        expect((JSON.parse(decode.gzip!(bytes)) as { value: string }).value).toBe(values[i]!)
+      }
+  })
+
   test('an answer below the threshold is sent as it is', async () => {
     const { res, bytes } = await raw('/healthz', { headers: { 'accept-encoding': 'gzip' } })
     expect(bytes.byteLength).toBeLessThan(COMPRESS_MIN_BYTES)

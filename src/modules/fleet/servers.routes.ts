@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { actorOf, describe, type AccessSpec } from '../../platform/access'
-import type { Deps } from '../../platform/context'
+import { perDeps, type Deps } from '../../platform/context'
+import { AnswerCache, jsonAnswer, responseCheck } from '../../platform/answer-cache'
 import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { NoContent, responses } from '../../platform/schemas'
@@ -42,15 +43,20 @@ const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: 
  * platforms a maintenance declaration could be announced on (the marketplaces module's); `margin`
  * is a server's recent margin (the costs module's). All are handed in by the composition root.
  */
+/** Built pages of the fleet snapshot, by tenant and strong tag (src/platform/answer-cache.ts). */
+const answers = perDeps(() => new AnswerCache())
+const checkServerList = responseCheck(ServerList)
+const checkDashboard = responseCheck(Dashboard)
+
 export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: MaintenanceAnnouncements, margin: MarginLookup) {
   return new Elysia({ name: 'servers', prefix: '/api/v1' })
     .get(
       '/servers',
       ({ request, query, set }) => {
-        const out = listServers({ deps, actor: actorOf(request), input: query })
+        const actor = actorOf(request)
+        const out = listServers({ deps, actor, input: query })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
-        set.headers.etag = out.etag
-        return out.body()
+        return jsonAnswer(answers(deps).json(`servers\n${actor.tenantId}\n${out.etag}`, out.body, checkServerList), out.etag)
       },
       {
         query: ServerListQuery,
@@ -69,10 +75,10 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     .get(
       '/dashboard',
       ({ request, set }) => {
-        const out = fleetDashboard({ deps, actor: actorOf(request) })
+        const actor = actorOf(request)
+        const out = fleetDashboard({ deps, actor })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
-        set.headers.etag = out.etag
-        return out.body()
+        return jsonAnswer(answers(deps).json(`dashboard\n${actor.tenantId}\n${out.etag}`, out.body, checkDashboard), out.etag)
       },
       {
         response: responses({ 200: Dashboard }, [304, 401, 403]),
