@@ -22,7 +22,10 @@ export function createLogger(level: LogLevel, now: () => string, write: (line: s
   const emit = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[lvl] < RANK[level]) return
     const record = { time: now(), level: lvl, msg, ...fields }
-    write(redact(JSON.stringify(record, errorReplacer)))
+    // The per-request line has only strings and numbers: the replacer (a call per value) and the
+    // masking pass run only where they could change something.
+    const text = fields && Object.values(fields).some(needsReplacer) ? JSON.stringify(record, errorReplacer) : JSON.stringify(record)
+    write(text.includes('gpuhq_') ? redact(text) : text)
   }
   return {
     debug: (m, f) => emit('debug', m, f),
@@ -30,6 +33,11 @@ export function createLogger(level: LogLevel, now: () => string, write: (line: s
     warn: (m, f) => emit('warn', m, f),
     error: (m, f) => emit('error', m, f),
   }
+}
+
+/** An Error or a bigint, at the top or nested in an object: what errorReplacer exists for. */
+function needsReplacer(value: unknown): boolean {
+  return value !== null && (typeof value === 'object' || typeof value === 'bigint')
 }
 
 function errorReplacer(_key: string, value: unknown): unknown {
