@@ -73,16 +73,21 @@ try {
 
   // One hourly run per hour H, H+1h, …: the clock sits at the hour + 1 h 16 min, so exactly that hour is due.
   const chargeTimes: number[] = []
+  const longest: number[] = []
+  const transactions: number[] = []
   for (let r = 0; r < RUNS; r++) {
     const hour = H + r * US_PER_HOUR
     deps.testClock!.setNow(hour + 76 * 60_000_000)
+    const held: number[] = []
     t0 = performance.now()
-    const detail = runHourlyCharges(deps)
+    const detail = await runHourlyCharges(deps, { onTransaction: (ms) => held.push(ms) })
     const took = performance.now() - t0
+    longest.push(Math.max(...held))
+    transactions.push(held.length)
     const booked = (sqlite.query("SELECT count(*) AS n FROM ledger_entries WHERE kind = 'charge' AND charge_hour = ?").get(hour) as { n: number }).n
     if (booked !== TENANTS) throw new Error(`expected ${TENANTS} charges for the hour, found ${booked} (${detail})`)
     chargeTimes.push(took)
-    console.log(`charge run ${r + 1}: ${ms(took)}  (${detail})`)
+    console.log(`charge run ${r + 1}: ${ms(took)} in ${held.length} write transactions, longest ${ms(Math.max(...held))}  (${detail})`)
   }
 
   // Baseline: the same number of ledger-shaped rows, one transaction, a plain STRICT table
@@ -119,6 +124,8 @@ try {
   )
   console.log(`| plain insert of ${TENANTS.toLocaleString('en')} rows | ${ms(plain)} | ${((plain * 1000) / TENANTS).toFixed(1)} µs |`)
   console.log(`| ratio charge / plain | ${(charge / plain).toFixed(1)}× | |`)
+  console.log(`| longest write transaction of any charge run = the longest a concurrent request waits for the write lock | ${ms(Math.max(...longest))} | |`)
+  console.log(`| write transactions per charge run | ${transactions.join(', ')} | |`)
   sqlite.close()
 } finally {
   rmSync(dir, { recursive: true, force: true })

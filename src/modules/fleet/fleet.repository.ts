@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite'
-import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
 
@@ -91,13 +91,26 @@ export function countManagedServers(db: DbOrTx, tenantId: string): number {
   return Number(r?.n ?? 0)
 }
 
-/** Every (tenant, server) managed during some part of [fromUs, toUs): what hourly charges bill. */
-export function serversManagedDuring(db: DbOrTx, fromUs: number, toUs: number): { tenantId: string; serverId: string }[] {
-  return db
-    .select({ tenantId: servers.tenantId, serverId: servers.id })
-    .from(servers)
-    .where(and(lt(servers.createdAt, toUs), or(isNull(servers.decommissionedAt), gt(servers.decommissionedAt, fromUs))))
-    .all()
+/**
+ * What hourly charges bill, read in slices of the table (by rowid, so each slice is a short
+ * sequential read): of the next `limit` servers after `afterRowid`, those managed during some part
+ * of [fromUs, toUs), as [rowid, tenant id, server id]. An empty answer means the table is done.
+ */
+export function serversManagedDuring(
+  sqlite: Database,
+  fromUs: number,
+  toUs: number,
+  afterRowid: number,
+  limit: number,
+): { last: number; rows: [string, string][] } {
+  const chunk = sqlite
+    .query<unknown, [number, number, number, number]>(
+      'SELECT rowid, tenant_id, id, created_at < ?2 AND (decommissioned_at IS NULL OR decommissioned_at > ?3) FROM servers WHERE rowid > ?1 ORDER BY rowid LIMIT ?4',
+    )
+    .values(afterRowid, toUs, fromUs, limit) as [number, string, string, number][]
+  const rows: [string, string][] = []
+  for (const r of chunk) if (r[3]) rows.push([r[1], r[2]])
+  return { last: chunk.length === 0 ? -1 : chunk[chunk.length - 1]![0], rows }
 }
 
 /** When the first server ever was enrolled; null before any. */
