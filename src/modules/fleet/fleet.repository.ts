@@ -157,29 +157,25 @@ export function updateServer(tx: DbOrTx, id: string, patch: Partial<ServerRow>):
   tx.update(servers).set(patch).where(eq(servers.id, id)).run()
 }
 
-type PresenceRow = { id: string; tenantId: string; presence: Presence }
+export type PresenceRow = { id: string; tenantId: string; presence: Presence; decommissioned: boolean }
 
-/** Presence of the managed servers among `ids`. */
+/** Presence of the servers among `ids`, decommissioned ones too (flagged). */
 export function presenceOf(tx: DbOrTx, ids: string[]): PresenceRow[] {
   const out: PresenceRow[] = []
   for (let i = 0; i < ids.length; i += SLICE)
     out.push(
       ...tx
-        .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence })
+        .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, decommissionedAt: servers.decommissionedAt })
         .from(servers)
-        .where(and(inArray(servers.id, ids.slice(i, i + SLICE)), isNull(servers.decommissionedAt)))
-        .all(),
+        .where(inArray(servers.id, ids.slice(i, i + SLICE)))
+        .all()
+        .map((r) => ({ id: r.id, tenantId: r.tenantId, presence: r.presence, decommissioned: r.decommissionedAt !== null })),
     )
   return out
 }
 
-/** Presence of one server, decommissioned or not. */
-export function presenceOfServer(tx: DbOrTx, id: string): PresenceRow | undefined {
-  return tx.select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence }).from(servers).where(eq(servers.id, id)).get()
-}
-
 /** Managed servers whose last heartbeat is older than their presence allows (online → suspect, suspect → offline). */
-export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: number) {
+export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: number, limit: number) {
   return tx
     .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, lastSeenAt: servers.lastSeenAt })
     .from(servers)
@@ -193,6 +189,7 @@ export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: 
         ),
       ),
     )
+    .limit(limit)
     .all()
 }
 
