@@ -157,6 +157,14 @@ export function updateServer(tx: DbOrTx, id: string, patch: Partial<ServerRow>):
   tx.update(servers).set(patch).where(eq(servers.id, id)).run()
 }
 
+/**
+ * A server's presence and/or last heartbeat (null leaves that column as it is). Runs for every
+ * server of a group-committed flush: a statement SQLite keeps compiled, not the query builder.
+ */
+export function setPresence(sqlite: Database, id: string, presence: Presence | null, lastSeenAt: number | null): void {
+  sqlite.query('UPDATE servers SET presence = coalesce(?2, presence), last_seen_at = coalesce(?3, last_seen_at) WHERE id = ?1').run(id, presence, lastSeenAt)
+}
+
 export type PresenceRow = { id: string; tenantId: string; presence: Presence; decommissioned: boolean }
 
 /** Presence of the servers among `ids`, decommissioned ones too (flagged). */

@@ -2,7 +2,7 @@ import { withTransaction, type Tx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { insertSamples, noteLateSamples, seriesCache, seriesId, type SeriesKey } from '../telemetry'
 import { recordServerEvent } from './events'
-import { markFleetDirty, presenceOf, silentServers, updateServer, upsertLatestMetric, type PresenceRow, type ServerRow } from './fleet.repository'
+import { markFleetDirty, presenceOf, setPresence, silentServers, updateServer, upsertLatestMetric, type PresenceRow, type ServerRow } from './fleet.repository'
 
 /**
  * Presence from the agent session's heartbeats only (docs/fleet.md "Presence"): online while
@@ -184,10 +184,17 @@ class FleetRuntime {
     for (const [id] of beats) ids.add(id)
     // Decommissioned servers included: a close still takes one offline (decommissioning does too).
     const rows = new Map(presenceOf(tx, [...ids]).map((r) => [r.id, r]))
+    // Each tenant's snapshot is marked out of date once per flush, however many of its servers moved.
+    const dirty = new Set<string>()
+    const markDirty = (tenantId: string) => {
+      if (dirty.has(tenantId)) return
+      dirty.add(tenantId)
+      markFleetDirty(tx, tenantId)
+    }
     const online = (row: PresenceRow, at: number, eventId?: string) => {
-      updateServer(tx, row.id, { lastSeenAt: at, presence: 'online' })
+      setPresence(deps.sqlite, row.id, 'online', at)
       recordServerEvent(tx, deps, row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence }, at, id: eventId })
-      markFleetDirty(tx, row.tenantId)
+      markDirty(row.tenantId)
       cameOnline.push(row.id)
       row.presence = 'online'
     }
@@ -195,18 +202,18 @@ class FleetRuntime {
       const row = rows.get(st.serverId)
       if (st.kind === 'hello') {
         updateServer(tx, st.serverId, st.facts)
-        markFleetDirty(tx, st.tenantId)
+        markDirty(st.tenantId)
         continue
       }
       if (!row) continue
       if (st.kind === 'beat') {
         if (row.decommissioned) continue
-        if (row.presence === 'online') updateServer(tx, row.id, { lastSeenAt: st.at })
+        if (row.presence === 'online') setPresence(deps.sqlite, row.id, null, st.at)
         else online(row, st.at, st.eventId)
         continue
       }
       if (row.presence === 'offline') continue
-      updateServer(tx, row.id, { presence: 'offline' })
+      setPresence(deps.sqlite, row.id, 'offline', null)
       recordServerEvent(tx, deps, row, {
         kind: 'presence.offline',
         severity: 'warning',
@@ -215,13 +222,13 @@ class FleetRuntime {
         at: st.at,
         id: st.eventId,
       })
-      markFleetDirty(tx, row.tenantId)
+      markDirty(row.tenantId)
       row.presence = 'offline'
     }
     for (const [id, at] of beats) {
       const row = rows.get(id)
       if (!row || row.decommissioned) continue
-      if (row.presence === 'online') updateServer(tx, id, { lastSeenAt: at })
+      if (row.presence === 'online') setPresence(deps.sqlite, id, null, at)
       else online(row, at)
     }
   }
