@@ -6,15 +6,25 @@
  * event loop; `bun run bench/http.ts bare <port> <db>` is the bare baseline server itself.
  */
 import { Database } from 'bun:sqlite'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { loadConfig } from '../src/config'
+import { buildDeps } from '../src/deps'
+import { createLogger } from '../src/platform/logger'
+import { createAccount } from '../src/modules/accounts/admin.service'
 import { freePort, waitFor } from './support'
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const WARMUP_SECONDS = 1
 const ROOT = resolve(import.meta.dir, '..')
+const FLEET = 50 // servers on the benchmark tenant: GET /servers answers all of them in one page
+const PASSWORD = 'correct horse battery staple 42'
+/** BENCH_CPU_PROF=<dir>: the service writes a CPU profile (markdown) there when it stops. */
+const CPU_PROF = process.env.BENCH_CPU_PROF
+/** BENCH_ONLY=<text>: only the rows whose name contains it. */
+const ONLY = process.env.BENCH_ONLY
 
 if (process.argv[2] === 'bare') bareServer(Number(process.argv[3]), process.argv[4]!)
 else await main()
@@ -46,29 +56,44 @@ function bareServer(port: number, dbPath: string) {
   process.on('SIGTERM', () => process.exit(0))
 }
 
-type Result = { name: string; requests: number; errors: number; rps: number; p50: number; p99: number }
-type Target = { label: string; url: string; init: (n: number) => RequestInit; expect: number }
+type Result = { name: string; requests: number; errors: number; rps: number; p50: number; p99: number; cpuUs: number }
+type Target = { label: string; url: string; init: (n: number) => RequestInit; expect: number; pid: () => number }
+
+/** CPU time (user + system) a process has used, in µs, from /proc (Linux clock ticks of 10 ms). */
+function cpuUsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100
+}
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'gpuhq-bench-'))
   const gpuhqPort = freePort()
   const barePort = freePort()
+  const env = {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'test',
+    TEST_CLOCK: 'true', // mounts the test-only probes resource this benchmark writes
+    PORT: String(gpuhqPort),
+    DATA_DIR: dir,
+    DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
+    SECRET_KEY: 'c'.repeat(64),
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    JOBS_ENABLED: 'false',
+    // The token limit (2400 a minute) would answer 429 within a second of this load: what is
+    // measured is the path, limiter included, so the limit is set out of reach instead of off.
+    RATE_LIMIT_TOKEN_PER_MINUTE: '1000000',
+    RATE_LIMIT_TENANT_WRITES_PER_MINUTE: '1000000',
+  }
+  const ticket = prepareFleet(env)
+  const profile = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : []
   const children = [
-    Bun.spawn([process.execPath, 'run', 'src/main.ts'], {
+    Bun.spawn([process.execPath, ...profile, 'run', 'src/main.ts'], {
       cwd: ROOT,
       stdout: 'ignore', // the per-request log line is still written, as in production
       stderr: 'inherit',
-      env: {
-        PATH: process.env.PATH ?? '',
-        NODE_ENV: 'test',
-        TEST_CLOCK: 'true', // mounts the test-only probes resource this benchmark writes
-        PORT: String(gpuhqPort),
-        DATA_DIR: dir,
-        DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
-        SECRET_KEY: 'c'.repeat(64),
-        LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
-        JOBS_ENABLED: 'false',
-      },
+      env,
     }),
     Bun.spawn([process.execPath, 'run', import.meta.path, 'bare', String(barePort), join(dir, 'bare.db')], {
       cwd: ROOT,
@@ -88,22 +113,50 @@ async function main() {
       headers: { 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
       body: JSON.stringify({ value }),
     })
-    const healthz = { label: 'bare Bun.serve', url: `${bare}/healthz`, init: () => get, expect: 200 }
-    const insert = { label: 'bare Bun + INSERT', url: `${bare}/insert`, init: (n: number) => post(`v-${run}-${n}`), expect: 201 }
+    const pat = await personalAccessToken(gpuhq, ticket)
+    const fleet: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${pat}` } }
+    const first = await fetch(`${gpuhq}/api/v1/servers?limit=${FLEET}`, fleet)
+    const page = (await first.json()) as { items: unknown[] }
+    const etag = first.headers.get('etag')
+    if (first.status !== 200 || page.items.length !== FLEET || !etag) throw new Error(`GET /servers answered ${first.status} with ${page.items.length} rows`)
+    const identity: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${pat}`, 'accept-encoding': 'identity' } }
+    const cached: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${pat}`, 'if-none-match': etag } }
+    const healthz = { label: 'bare Bun.serve', pid: () => children[1]!.pid, url: `${bare}/healthz`, init: () => get, expect: 200 }
+    const insert = { label: 'bare Bun + INSERT', pid: () => children[1]!.pid, url: `${bare}/insert`, init: (n: number) => post(`v-${run}-${n}`), expect: 201 }
     const scenarios: [string, Target, Target][] = [
-      ['GET /healthz', { label: 'gpuhq', url: `${gpuhq}/healthz`, init: () => get, expect: 200 }, healthz],
+      ['GET /healthz', { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/healthz`, init: () => get, expect: 200 }, healthz],
       [
         'POST probe, unique Idempotency-Key',
-        { label: 'gpuhq', url: `${gpuhq}/api/v1/_test/probes`, init: (n) => post(`v-${run}-${n}`, `k-${run}-${n}`), expect: 201 },
+        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/_test/probes`, init: (n) => post(`v-${run}-${n}`, `k-${run}-${n}`), expect: 201 },
         insert,
       ],
-      ['POST probe, no Idempotency-Key', { label: 'gpuhq', url: `${gpuhq}/api/v1/_test/probes`, init: (n) => post(`w-${run}-${n}`), expect: 201 }, insert],
+      [
+        'POST probe, no Idempotency-Key',
+        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/_test/probes`, init: (n) => post(`w-${run}-${n}`), expect: 201 },
+        insert,
+      ],
+      [
+        `GET /servers (PAT, ${FLEET} rows)`,
+        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/servers?limit=${FLEET}`, init: () => fleet, expect: 200 },
+        healthz,
+      ],
+      [
+        `GET /servers (PAT, ${FLEET} rows, uncompressed)`,
+        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/servers?limit=${FLEET}`, init: () => identity, expect: 200 },
+        healthz,
+      ],
+      [
+        'GET /servers, If-None-Match → 304',
+        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/servers?limit=${FLEET}`, init: () => cached, expect: 304 },
+        healthz,
+      ],
     ]
     console.log(`bun ${Bun.version}, ${cpus().length} cores, ${CONCURRENCY} concurrent loops, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per row\n`)
     // Each bare baseline is measured once and compared with every gpuhq row that uses it.
     const baselines = new Map<Target, Result>()
     const rows: [string, Result, Result][] = []
     for (const [name, ours, theirs] of scenarios) {
+      if (ONLY && !name.includes(ONLY)) continue
       const mine = await load(ours)
       if (!baselines.has(theirs)) baselines.set(theirs, await load(theirs))
       rows.push([name, mine, baselines.get(theirs)!])
@@ -115,6 +168,56 @@ async function main() {
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * Before the service starts: a pro-plan tenant with FLEET enrolled servers, written straight into
+ * the migrated file. Returns the owner's password-reset ticket (the first sign-in sets a password).
+ */
+function prepareFleet(env: Record<string, string>): string {
+  const deps = buildDeps(loadConfig(env), {
+    log: createLogger(
+      'warn',
+      () => new Date().toISOString(),
+      () => {},
+    ),
+  })
+  const { tenantId, ticket } = createAccount({ deps, input: { email: 'bench@example.test', tenantName: 'Bench rigs' } })
+  deps.sqlite.run(`UPDATE tenants SET plan_code = 'pro' WHERE id = ?`, [tenantId])
+  const now = deps.clock.nowUs()
+  const gpus = JSON.stringify(Array.from({ length: 8 }, (_, index) => ({ index, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24564 })))
+  const insert = deps.sqlite.prepare(
+    `INSERT INTO servers (id, tenant_id, name, created_at, hostname, fingerprint, agent_version, gpus, gpu_count, gpu_model, agent_token_hash, enrolled_at)
+     VALUES (?, ?, ?, ?, ?, ?, '1.4.0', ?, 8, 'NVIDIA GeForce RTX 4090', ?, ?)`,
+  )
+  deps.sqlite.transaction(() => {
+    for (let i = 0; i < FLEET; i++) {
+      const host = `rig-${String(i).padStart(3, '0')}`
+      insert.run(deps.newId(), tenantId, host, now, host, `sha256:${host}`, gpus, `unused-${i}`, now)
+    }
+  })()
+  deps.durable.stop()
+  deps.sqlite.close()
+  return ticket
+}
+
+/** The owner sets a password (signed in), then creates a read-only personal access token. */
+async function personalAccessToken(base: string, ticket: string): Promise<string> {
+  const json = { 'content-type': 'application/json' }
+  const reset = await fetch(`${base}/api/v1/auth/password-reset/complete`, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ ticket, password: PASSWORD }),
+  })
+  const cookie = /^([^=]+=[^;]+)/.exec(reset.headers.get('set-cookie') ?? '')?.[1]
+  if (reset.status !== 200 || !cookie) throw new Error(`password reset answered ${reset.status}`)
+  const created = await fetch(`${base}/api/v1/tokens`, {
+    method: 'POST',
+    headers: { ...json, cookie },
+    body: JSON.stringify({ name: 'bench', scopes: ['servers:read'] }),
+  })
+  if (created.status !== 201) throw new Error(`POST /tokens answered ${created.status}: ${await created.text()}`)
+  return ((await created.json()) as { token: string }).token
 }
 
 /** Closed loop: CONCURRENCY loops, each sending its next request when the previous answered. */
@@ -142,25 +245,28 @@ async function load(target: Target): Promise<Result> {
     return { latencies, errors, elapsed: (performance.now() - began) / 1000 }
   }
   await drive(WARMUP_SECONDS, false)
+  const cpuBefore = cpuUsOf(target.pid())
   const { latencies, errors, elapsed } = await drive(SECONDS, true)
+  const cpuUs = (cpuUsOf(target.pid()) - cpuBefore) / Math.max(1, latencies.length)
   latencies.sort((a, b) => a - b)
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN
   process.stderr.write(`  measured ${target.label} ${target.url}\n`)
-  return { name: target.label, requests: latencies.length, errors, rps: latencies.length / elapsed, p50: pct(50), p99: pct(99) }
+  return { name: target.label, requests: latencies.length, errors, rps: latencies.length / elapsed, p50: pct(50), p99: pct(99), cpuUs }
 }
 
 function printTable(rows: [string, Result, Result][]) {
-  const head = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors']
+  const head = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'errors']
   const lines: string[][] = []
   for (const [name, ours, theirs] of rows) {
-    lines.push([name, ours.name, ours.rps.toFixed(0), ours.p50.toFixed(2), ours.p99.toFixed(2), String(ours.errors)])
-    lines.push(['', theirs.name, theirs.rps.toFixed(0), theirs.p50.toFixed(2), theirs.p99.toFixed(2), String(theirs.errors)])
+    lines.push([name, ours.name, ours.rps.toFixed(0), ours.p50.toFixed(2), ours.p99.toFixed(2), ours.cpuUs.toFixed(0), String(ours.errors)])
+    lines.push(['', theirs.name, theirs.rps.toFixed(0), theirs.p50.toFixed(2), theirs.p99.toFixed(2), theirs.cpuUs.toFixed(0), String(theirs.errors)])
     lines.push([
       '',
       'gpuhq / bare',
       `${(ours.rps / theirs.rps).toFixed(2)}×`,
       `${(ours.p50 / theirs.p50).toFixed(2)}×`,
       `${(ours.p99 / theirs.p99).toFixed(2)}×`,
+      `${(ours.cpuUs / theirs.cpuUs).toFixed(2)}×`,
       '',
     ])
   }

@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config'
 import { buildDeps } from '../src/deps'
 import { createLogger } from '../src/platform/logger'
 import { createAccount } from '../src/modules/accounts/admin.service'
+import { DEFAULT_METRICS } from '../src/modules/telemetry/metrics.model'
 import { freePort, waitFor } from './support'
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 200)
@@ -19,6 +20,10 @@ const GPUS = Number(process.env.BENCH_GPUS ?? 8)
 const FRAMES = Number(process.env.BENCH_FRAMES ?? 30) // telemetry frames per agent, one instant each
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 200)
 const BASELINE_BATCH = Number(process.env.BENCH_BATCH ?? 5000) // rows per transaction
+/** A directory: the service runs with `--cpu-prof-md --cpu-prof-dir=<dir>` and writes its profile there on exit. */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : null
+/** Which parts run (comma-separated, default all): `ingest`, `7d`, `48h`; one part at a time gives a profile of that part alone. */
+const ONLY = new Set((process.env.BENCH_ONLY ?? 'ingest,7d,48h').split(',').map((p) => p.trim()))
 const DEADLINE_MS = 180_000
 const ROOT = resolve(import.meta.dir, '..')
 const US = 1_000_000
@@ -58,7 +63,8 @@ const env = {
   LOG_LEVEL: 'info',
   JOBS_ENABLED: 'false',
 }
-const child = Bun.spawn([process.execPath, 'run', 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'inherit' })
+const profiling = CPU_PROF_DIR ? ['--cpu-prof-md', `--cpu-prof-dir=${CPU_PROF_DIR}`] : []
+const child = Bun.spawn([process.execPath, ...profiling, 'run', 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'inherit' })
 const watchdog = setTimeout(() => {
   console.error(`bench: gave up after ${DEADLINE_MS / 1000} s`)
   child.kill('SIGKILL')
@@ -71,16 +77,19 @@ try {
     `bun ${Bun.version}, ${cpus().length} cores; ${AGENTS} agents × ${GPUS} GPUs, ${FRAMES} frames each (${GPU_METRICS.length} GPU metrics per GPU + ${HOST_METRICS.length} host metrics per frame)\n`,
   )
   const cookie = await owner()
-  const agents = await enrol(cookie, AGENTS)
-  const ingest = await ingestThroughWebSockets(agents)
-  const baseline = baselineInserts()
-  printIngest(ingest, baseline)
-  await queryBenchmark(cookie)
+  if (ONLY.has('ingest')) {
+    const agents = await enrol(cookie, AGENTS)
+    const ingest = await ingestThroughWebSockets(agents)
+    const baseline = baselineInserts()
+    printIngest(ingest, baseline)
+  }
+  if (ONLY.has('7d') || ONLY.has('48h')) await queryBenchmark(cookie)
 } finally {
   clearTimeout(watchdog)
-  child.kill('SIGTERM')
-  await Promise.race([child.exited, Bun.sleep(10_000)])
+  child.kill('SIGTERM') // the service drains and exits 0, writing its CPU profile when asked to
+  await Promise.race([child.exited, Bun.sleep(CPU_PROF_DIR ? 60_000 : 10_000)])
   if (child.exitCode === null) child.kill('SIGKILL')
+  else if (CPU_PROF_DIR) console.log(`service exited with ${child.exitCode}; CPU profile in ${CPU_PROF_DIR}`)
   rmSync(dir, { recursive: true, force: true })
 }
 process.exit(0)
@@ -215,7 +224,9 @@ type BaselineResult = { rows: number; seconds: number }
 function baselineInserts(): BaselineResult {
   const db = new Database(join(dir, 'baseline.db'), { create: true, strict: true })
   db.exec('PRAGMA journal_mode = WAL')
-  db.exec('PRAGMA synchronous = FULL')
+  // The service's pragmas (db/durability.ts): commits visible at once, the WAL fsynced apart from
+  // them (the ingest clock stops when the rows are visible, so neither side waits for that fsync).
+  db.exec('PRAGMA synchronous = NORMAL')
   db.exec('CREATE TABLE metric_samples (series_id integer NOT NULL, t integer NOT NULL, value real, PRIMARY KEY(series_id, t)) STRICT')
   db.exec('CREATE INDEX metric_samples_t ON metric_samples (t)')
   const insert = db.prepare('INSERT INTO metric_samples (series_id, t, value) VALUES (?, ?, ?)')
@@ -259,9 +270,12 @@ function printIngest(r: IngestResult, b: BaselineResult) {
 /**
  * A server with a week of history for 8 GPUs: series, 5-minute and hourly rollups written straight
  * into SQLite for the 7 days up to two hours ago, plus a raw tail of the last two hours at one
- * sample per 10 s, which the rollup job (run once over HTTP) turns into the recent buckets. Then
- * QUERIES sequential requests for the last 7 days at the default metric set, each with `from`
- * moved by 1 µs so none is answered from the 60 s cache.
+ * sample per 10 s, which the rollup job (run once over HTTP) turns into the recent buckets. Then,
+ * for the last 7 days and the last 48 hours at the default metric set, 2 × QUERIES sequential
+ * requests (alternately without encoding and with `Accept-Encoding: gzip`, timed until the body as
+ * sent has been read), each with `from` moved by 1 µs so none is answered from the 60 s cache; and
+ * QUERIES reads, in this process on the same file, of the rollup rows such an answer is made of
+ * through one prepared statement: the least the answer can cost.
  */
 async function queryBenchmark(cookie: string) {
   const [server] = await enrol(cookie, 1, 8)
@@ -302,36 +316,113 @@ async function queryBenchmark(cookie: string) {
   )
   db.close()
 
-  let t = performance.now()
+  const t = performance.now()
   const job = (await (await post('/api/v1/_test/jobs/metrics.rollup/run', {})).json()) as { outcome: string; detail: string }
   console.log(
     `metrics.rollup, first run over every raw sample (${samples} of this server + the ingest run's): ${job.outcome} in ${((performance.now() - t) / 1000).toFixed(2)} s (${job.detail})\n`,
   )
 
-  for (const [label, rangeUs] of [
-    ['7 days (1h, 168 points per series)', 7 * 24 * H],
-    ['48 hours (5m, 576 points per series)', 48 * H],
+  const reader = new Database(join(dir, 'gpuhq.db'), { readonly: true })
+  const defaultSeries = (
+    reader
+      .query(`SELECT id FROM metric_series WHERE server_id = ? AND metric IN (SELECT value FROM json_each(?))`)
+      .values(server!.serverId, JSON.stringify(DEFAULT_METRICS)) as number[][]
+  ).map((r) => r[0]!)
+  // What the service reads for one answer once the rollups are up to date: the stored buckets of
+  // the default series at the answer's grain, nothing else (the running bucket aside).
+  const rollupRows = reader.prepare(
+    `SELECT series_id, bucket, min, max, avg, p50, p95, last FROM metric_rollups
+     WHERE series_id IN (SELECT value FROM json_each(?1)) AND grain = ?2 AND bucket >= ?3 AND bucket < ?4`,
+  )
+  const rows: QueryRow[] = []
+  for (const [key, label, rangeUs, grain] of [
+    ['7d', 'last 7 days at 1h', 7 * 24 * H, 3600],
+    ['48h', 'last 48 hours at 5m', 48 * H, 300],
   ] as const) {
+    if (!ONLY.has(key)) continue
     const to = iso(now)
-    const latencies: number[] = []
-    let bytes = 0
+    const url = (i: number) =>
+      `${base}/api/v1/servers/${server!.serverId}/metrics?from=${encodeURIComponent(iso(now - rangeUs + i))}&to=${encodeURIComponent(to)}`
+    // 1 µs apart: never the cached answer. Odd requests ask for gzip, even ones for no encoding.
+    const plain: number[] = []
+    const gzip: number[] = []
+    let plainBytes = 0
+    let gzipBytes = 0
+    let encoding = 'none'
     let seriesCount = 0
-    for (let i = 0; i < QUERIES; i++) {
-      const from = iso(now - rangeUs + i) // 1 µs apart: never the cached answer
-      t = performance.now()
-      const res = await fetch(`${base}/api/v1/servers/${server!.serverId}/metrics?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`, {
-        headers: { cookie },
-      })
-      const text = await res.text()
-      latencies.push(performance.now() - t)
-      if (res.status !== 200) throw new Error(`metrics answered ${res.status}: ${text.slice(0, 300)}`)
-      bytes = text.length
-      seriesCount = (JSON.parse(text) as { series: unknown[] }).series.length
+    let points = 0
+    for (let i = 0; i < 2 * QUERIES; i++) {
+      const compressed = i % 2 === 1
+      const t0 = performance.now()
+      const res = await fetch(url(i), {
+        headers: { cookie, 'accept-encoding': compressed ? 'gzip' : 'identity' },
+        decompress: false,
+      } as RequestInit)
+      const body = new Uint8Array(await res.arrayBuffer())
+      const ms = performance.now() - t0
+      if (res.status !== 200) throw new Error(`metrics answered ${res.status}: ${new TextDecoder().decode(body.slice(0, 300))}`)
+      if (compressed) {
+        gzip.push(ms)
+        gzipBytes = body.byteLength
+        encoding = res.headers.get('content-encoding') ?? 'none'
+      } else {
+        plain.push(ms)
+        plainBytes = body.byteLength
+        if (i === 0) {
+          const answer = JSON.parse(new TextDecoder().decode(body)) as { series: { points: unknown[] }[] }
+          seriesCount = answer.series.length
+          points = answer.series[0]?.points.length ?? 0
+        }
+      }
     }
-    latencies.sort((a, b) => a - b)
-    const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!
+    const first = Math.floor((now - rangeUs) / (grain * US)) * grain * US
+    const raw: number[] = []
+    let rawRows = 0
+    const ids = JSON.stringify(defaultSeries)
+    for (let i = 0; i < QUERIES; i++) {
+      const t0 = performance.now()
+      rawRows = rollupRows.values(ids, grain, first, now).length
+      raw.push(performance.now() - t0)
+    }
+    rows.push({ label, seriesCount, points, plain, gzip, plainBytes, gzipBytes, encoding, raw, rawRows })
+  }
+  reader.close()
+  printQueries(rows)
+}
+
+type QueryRow = {
+  label: string
+  seriesCount: number
+  points: number
+  plain: number[]
+  gzip: number[]
+  plainBytes: number
+  gzipBytes: number
+  encoding: string
+  raw: number[]
+  rawRows: number
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))]!
+}
+
+function kib(bytes: number): string {
+  return `${(bytes / 1024).toFixed(0)} KiB`
+}
+
+function printQueries(rows: QueryRow[]) {
+  console.log(`| query (default metric set), ${QUERIES} sequential requests each | p50 | p95 | max | body |`)
+  console.log('|---|---:|---:|---:|---:|')
+  for (const r of rows) {
+    const line = (what: string, xs: number[], body: string) =>
+      console.log(`| ${what} | ${pct(xs, 0.5).toFixed(1)} ms | ${pct(xs, 0.95).toFixed(1)} ms | ${Math.max(...xs).toFixed(1)} ms | ${body} |`)
+    line(`${r.label} (${r.seriesCount} series × ${r.points} points): gpuhq, no encoding`, r.plain, kib(r.plainBytes))
+    line(`… gpuhq, Accept-Encoding: gzip`, r.gzip, `${kib(r.gzipBytes)} (${r.encoding})`)
+    line(`… raw SQL: prepared SELECT of the same ${r.rawRows} rollup rows, .values()`, r.raw, '')
     console.log(
-      `GET /servers/{id}/metrics, last ${label}, default metric set (${seriesCount} series, ${(bytes / 1024).toFixed(0)} KiB): ${QUERIES} sequential requests, p50 ${pct(0.5).toFixed(1)} ms, p95 ${pct(0.95).toFixed(1)} ms, max ${latencies[latencies.length - 1]!.toFixed(1)} ms`,
+      `| … gpuhq / raw SQL, p50 | ${(pct(r.plain, 0.5) / pct(r.raw, 0.5)).toFixed(1)}× (gzip ${(pct(r.gzip, 0.5) / pct(r.raw, 0.5)).toFixed(1)}×) | | | |`,
     )
   }
 }

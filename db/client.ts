@@ -1,4 +1,4 @@
-import { Database } from 'bun:sqlite'
+import { Database, type Statement } from 'bun:sqlite'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
@@ -70,7 +70,7 @@ export function openDatabase(path: string, options: { busyTimeoutMs?: number } =
   sqlite.exec('PRAGMA journal_mode = WAL')
   sqlite.exec('PRAGMA synchronous = FULL')
   sqlite.exec('PRAGMA foreign_keys = ON')
-  const db = drizzle({ client: sqlite, schema })
+  const db = drizzle({ client: withStatementCache(sqlite), schema })
   if (path !== ':memory:') {
     const st = statSync(path)
     fileIdentity.set(sqlite, { path, dev: st.dev, ino: st.ino })
@@ -79,6 +79,38 @@ export function openDatabase(path: string, options: { busyTimeoutMs?: number } =
 }
 
 const fileIdentity = new WeakMap<Database, { path: string; dev: number; ino: number }>()
+
+/** Distinct statements kept per connection; past it the least recently used is dropped (and GC'd). */
+const STATEMENT_CACHE_SIZE = 1000
+
+/**
+ * The connection as Drizzle sees it, with a statement cache. Drizzle's bun-sqlite session prepares
+ * every query anew (`client.prepare(sql)` on each call, never finalized): SQLite then parses and
+ * plans the same text again for every request. Here a statement is prepared once per distinct SQL
+ * text and reused; bun:sqlite statements run to completion synchronously (`all`, `get`, `values`,
+ * `run`), so one statement serves every caller in turn.
+ */
+function withStatementCache(sqlite: Database): Database {
+  const cache = new Map<string, Statement>()
+  const prepare = (text: string) => {
+    let statement = cache.get(text)
+    if (statement) {
+      cache.delete(text) // most recently used goes last
+    } else {
+      statement = sqlite.prepare(text)
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
+    }
+    cache.set(text, statement)
+    return statement
+  }
+  return new Proxy(sqlite, {
+    get(target, key) {
+      if (key === 'prepare') return prepare
+      const value = Reflect.get(target, key, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
 
 /**
  * True when the file this connection opened is gone or replaced (deleted data directory, a restore
@@ -166,6 +198,28 @@ export const transactionWatchers = new AsyncLocalStorage<TransactionWatcher>()
  */
 export function changesOf(result: unknown): number {
   return (result as { changes: number }).changes
+}
+
+/**
+ * A Drizzle query built once per connection instead of on every call, for the lookups every request
+ * makes (the caller behind a token or cookie, its tenant, the fleet snapshot): building the SQL text
+ * through the query builder costs several times what SQLite then takes to answer. `build` returns
+ * `db.select()…prepare()` with `sql.placeholder(name)` for the values; callers pass them to
+ * `.get({ name })` / `.all({ name })`. Works on the database and inside a transaction alike (one
+ * connection: the statement runs in whatever transaction is open).
+ *
+ *   const byId = preparedQuery((db) => db.select().from(users).where(eq(users.id, sql.placeholder('id'))).prepare())
+ *   export const findUserById = (db: DbOrTx, id: string) => byId(db).get({ id })
+ */
+export function preparedQuery<Q>(build: (db: Db) => Q): (db: DbOrTx) => Q {
+  const made = new WeakMap<object, Q>()
+  return (db) => {
+    // A transaction shares its database's session (and connection): one prepared query serves both.
+    const session = (db as unknown as { session: object }).session
+    let query = made.get(session)
+    if (query === undefined) made.set(session, (query = build(db as Db)))
+    return query
+  }
 }
 
 function isTransaction(db: DbOrTx): db is Tx {

@@ -94,9 +94,9 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 600,
     description:
       'Rolls raw telemetry into 5-minute and hourly buckets (running buckets too), catching up after downtime; then watches GPU temperatures (notifications).',
-    run: ({ deps }) => {
+    run: async ({ deps }) => {
       fleetRuntime(deps).flush()
-      return `${runRollups(deps)}; ${watchTemperatures(deps)}`
+      return `${await runRollups(deps)}; ${watchTemperatures(deps)}`
     },
   },
   {

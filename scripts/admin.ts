@@ -87,6 +87,8 @@ const deps = buildDeps(config, {
     (l) => console.error(l),
   ),
   busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
+  // An operator command prints "done" after its write: each commit fsyncs before it returns.
+  groupCommit: false,
 })
 
 try {

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
+import './platform/formats'
 import type { Deps } from './platform/context'
 import type { JobRunner } from './platform/jobs'
 import { createMethodIndex, platform } from './platform/http'

@@ -1,4 +1,5 @@
 import { migrateDatabase, openDatabase } from '../db/client'
+import { fsyncedByCommit, groupCommit } from '../db/durability'
 import type { Config } from './config'
 import { SystemClock, TestClock, type Clock } from './platform/clock'
 import type { Deps } from './platform/context'
@@ -26,12 +27,23 @@ export const SERVICE_BUSY_TIMEOUT_MS = 5
 export function buildDeps(
   config: Config,
   /** busyTimeoutMs: operator commands and tools wait for the lock like a person would (DEFAULT_BUSY_TIMEOUT_MS). */
-  options: { log?: Logger; mailTransport?: MailTransport; busyTimeoutMs?: number } = {},
+  options: {
+    log?: Logger
+    mailTransport?: MailTransport
+    busyTimeoutMs?: number
+    /**
+     * false: every commit fsyncs itself (synchronous=FULL), for tools that print "done" after a
+     * write without going through a barrier (scripts/admin). The service groups commits.
+     */
+    groupCommit?: boolean
+  } = {},
 ): Deps {
   // Migrations may wait for another process's lock; requests then wait only briefly (db/client.ts).
   const database = openDatabase(config.databasePath)
   migrateDatabase(database)
   database.sqlite.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? SERVICE_BUSY_TIMEOUT_MS}`)
+  // Migrations above were fsynced commit by commit; from here on commits share fsyncs.
+  const durable = options.groupCommit !== false && config.databasePath !== ':memory:' ? groupCommit(database.sqlite, database.path) : fsyncedByCommit
   let testClock: TestClock | null = null
   let clock: Clock = new SystemClock()
   if (config.testClock) {
@@ -40,7 +52,7 @@ export function buildDeps(
   }
   const log = options.log ?? createLogger(config.logLevel, () => formatTimestamp(clock.nowUs()))
   const mailKey = deriveKey(config.secretKey, 'mail-bodies')
-  const mail = new MailDispatcher({ db: database.db, clock, log, key: mailKey }, options.mailTransport ?? createMailTransport(config, log))
+  const mail = new MailDispatcher({ db: database.db, clock, log, key: mailKey, durable }, options.mailTransport ?? createMailTransport(config, log))
   const deps: Deps = {
     config,
     events: createEventBus<AppEvents>(),
@@ -49,6 +61,7 @@ export function buildDeps(
     testClock,
     db: database.db,
     sqlite: database.sqlite,
+    durable,
     newId: createIdGenerator(clock),
     log,
     keys: {

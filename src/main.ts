@@ -63,6 +63,8 @@ async function shutdown(signal: string) {
   await running.stop() // waits for in-flight requests
   await runner.stop()
   fleetRuntime(deps).stop() // writes buffered heartbeats and telemetry
+  await deps.durable.barrier().catch((error) => deps.log.error('could not make the last writes durable', { error }))
+  deps.durable.stop()
   deps.sqlite.close()
   deps.log.info('stopped', { signal })
   process.exit(0)

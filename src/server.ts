@@ -2,8 +2,9 @@ import type { Server } from 'bun'
 import type { App } from './app'
 import type { Deps } from './platform/context'
 import { beginRequest, internalProblem, problemResponse } from './platform/http'
-import { finishKey, RequestIdempotency, runWithIdempotency } from './platform/idempotency'
+import { finishKey, releaseKey, RequestIdempotency, runWithIdempotency } from './platform/idempotency'
 import { clientIp } from './platform/ip'
+import { encodeResponse } from './platform/compression'
 import { BUSY_PAUSES_MS, isDatabaseBusy } from '../db/client'
 import { securityHeaders } from './platform/headers'
 import { SAFE_METHODS } from './platform/access'
@@ -99,7 +100,7 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
   let state = beginRequest(current, id, startUs, ip)
   let response: Response
   for (let attempt = 0; ; attempt++) {
-    const scope = new RequestIdempotency()
+    const scope = new RequestIdempotency(deps)
     try {
       response = await runWithIdempotency(scope, () => app.handle(current))
     } catch (error) {
@@ -108,6 +109,8 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
       response = problemResponse(internalProblem(error), deps.config.publicUrl, state.id)
     }
     if (!state.busy || !replayable || scope.beganCount > 0 || attempt >= BUSY_PAUSES_MS.length) break
+    // Nothing was written: the next attempt takes the key up again.
+    if (state.idempotency) releaseKey(deps, state.idempotency)
     await Bun.sleep(BUSY_PAUSES_MS[attempt]!)
     current = spare ? (spare.clone() as Request) : new Request(request.url, { method: request.method, headers: request.headers })
     state = beginRequest(current, id, startUs, ip)
@@ -136,6 +139,24 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
     } catch (error) {
       deps.log.error('could not write the audit row', { request_id: state.id, error })
     }
+  }
+  // Group commit (db/durability.ts): the answer leaves only once every commit before it is on disk,
+  // this request's and whatever it read of others'. Concurrent answers share one fsync, which runs
+  // in the thread pool while the answer is compressed.
+  const durable = deps.durable.barrier().then(
+    () => null,
+    (error: unknown) => ({ error }),
+  )
+  try {
+    response = await encodeResponse(request, response)
+  } catch (error) {
+    deps.log.error('could not encode the answer', { request_id: state.id, error })
+    response = problemResponse(internalProblem(error), deps.config.publicUrl, state.id)
+  }
+  const failed = await durable
+  if (failed) {
+    deps.log.error('could not make the write durable (fsync failed)', { request_id: state.id, error: failed.error })
+    response = problemResponse(internalProblem(failed.error), deps.config.publicUrl, state.id)
   }
   if (!response.headers.has('x-request-id')) response.headers.set('x-request-id', state.id)
   securityHeaders(response, {

@@ -1,5 +1,6 @@
 import type { Database } from 'bun:sqlite'
 import type { Db } from '../../db/client'
+import type { Durability } from '../../db/durability'
 import type { Config } from '../config'
 import type { AppEvents } from '../events'
 import type { EventBus } from './events'
@@ -17,6 +18,12 @@ export type Deps = {
   testClock: TestClock | null
   db: Db
   sqlite: Database
+  /**
+   * Group commit (db/durability.ts): await `durable.barrier()` before anything leaves the process on
+   * the strength of a write. src/server.ts does it for every answer, the outbound clients before
+   * each request.
+   */
+  durable: Durability
   newId: () => string
   log: Logger
   keys: Keys

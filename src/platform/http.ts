@@ -24,10 +24,22 @@ export type RequestState = {
   audited?: boolean
   /** The request body as sent (UTF-8), for operations that verify a signature over it. */
   rawBody?: string
-  /** Set by the idempotency layer when this request claimed a key and must store its response. */
-  idempotency?: { scope: string; operation: string; key: string }
+  /** Set by the idempotency layer when this request holds a key and must store its response. */
+  idempotency?: HeldKey
   /** The request failed on a busy database (src/server.ts runs it again when nothing was written). */
   busy?: boolean
+}
+
+/** A key this request holds: what its first write inserts and its answer completes. */
+export type HeldKey = {
+  scope: string
+  operation: string
+  key: string
+  fingerprint: string
+  /** A row exists that the first write replaces (past retention, or a dead process's claim). */
+  replace: boolean
+  /** Set by the first write transaction, which wrote the row. */
+  executed: boolean
 }
 
 const states = new WeakMap<Request, RequestState>()

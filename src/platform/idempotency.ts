@@ -1,50 +1,47 @@
-import { and, eq, lt } from 'drizzle-orm'
+import { and, eq, lt, lte, or, sql } from 'drizzle-orm'
 import { idempotencyKeys } from '../../db/schema'
-import { changesOf, transactionWatchers, withTransaction, type TransactionWatcher, type Tx } from '../../db/client'
-import type { Deps } from './context'
+import { changesOf, preparedQuery, transactionWatchers, withTransaction, type TransactionWatcher, type Tx } from '../../db/client'
+import { perDeps, type Deps } from './context'
 import { ProblemError, problems } from './problem'
 import { open, seal, sha256Hex } from './secrets'
-import { requestState } from './http'
+import { requestState, type HeldKey } from './http'
 
 /**
  * Idempotency-Key (docs/conventions.md "Idempotency-Key"). A key is scoped by (tenant, operation,
  * key), kept at least 24 h, and replayed only to the principal that made the request.
  *
- * - First request: claims the key (in_progress) in its own BEGIN IMMEDIATE transaction, runs.
+ * - First request: the key is looked up (a read) and held in this process while the request runs;
+ *   the request's first write transaction inserts it as "executed", in that same transaction, so
+ *   the claim costs no commit of its own and a crash after that commit never runs the request twice.
  * - Same key and body after completion: the stored status, headers and body are replayed.
  * - Same key, another body: 409 idempotency_conflict. Same key while the first runs: 409 conflict
- *   with Retry-After, and the operation never runs twice.
- * - Nothing is stored for a request refused before it ran (validation, auth, rate limit: 401, 403,
- *   422, 429) or that failed unexpectedly (5xx): the key is released and a corrected retry proceeds.
- * - The request's first write transaction marks the key "executed" in that same transaction. A
- *   claim left by a crashed process is taken over once its lock expires (LOCK_SECONDS) only if it
- *   never got that far; one that did answers 409 (its outcome is unknown: the write happened but the
- *   answer was lost), so a request never runs twice.
+ *   with Retry-After, and the operation never runs twice (in this process: the hold; across
+ *   processes: the insert of the second one's first write meets the first's row and rolls back).
+ * - Nothing is stored for a request refused before it wrote (validation, auth, rate limit: 401, 403,
+ *   422, 429) or that failed unexpectedly (5xx) before its first write: a corrected retry proceeds.
+ * - A request that wrote and whose answer was then lost (the process died) answers 409: its outcome
+ *   is unknown, so it is not run again. A request that died before writing left nothing behind.
  * Stored responses are sealed with AES-GCM, since some carry a secret shown once.
  */
 
 /**
  * The idempotency state of the request being handled, across its async hooks and handler, and the
- * watcher of its write transactions: its first top-level transaction with a claimed key marks the
- * key executed in that same transaction.
+ * watcher of its write transactions: its first top-level transaction with a held key writes the
+ * key, "executed", in that same transaction.
  */
 export class RequestIdempotency implements TransactionWatcher {
-  claim?: { scope: string; operation: string; key: string }
-  executed = false
+  claim?: HeldKey
   /** Top-level write transactions this request began (src/server.ts retries a busy one only at 0). */
   beganCount = 0
 
+  constructor(private readonly deps: Deps) {}
+
   began(tx: Tx): void {
     this.beganCount++
-    if (!this.claim || this.executed) return
-    this.executed = true
-    const { scope, operation, key } = this.claim
-    tx.update(idempotencyKeys)
-      .set({ state: 'executed' })
-      .where(
-        and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.operation, operation), eq(idempotencyKeys.key, key), eq(idempotencyKeys.state, 'in_progress')),
-      )
-      .run()
+    const held = this.claim
+    if (!held || held.executed) return
+    held.executed = true
+    writeExecuted(this.deps, tx, held)
   }
 }
 
@@ -58,13 +55,17 @@ function currentRequest(): RequestIdempotency | undefined {
   return store instanceof RequestIdempotency ? store : undefined
 }
 
+/** Keys held by requests running in this process, with the fingerprint of the request holding each. */
+const held = perDeps(() => new Map<string, string>())
+const heldId = (k: { scope: string; operation: string; key: string }) => `${k.scope}\n${k.operation}\n${k.key}`
+
 const KEY_PATTERN = /^[\x21-\x7e]{1,128}$/
 const LOCK_SECONDS = 60
 const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'cache-control']
 /** Outcomes that mean "the operation did not run": the key is released, not stored. */
 const NOT_STORED = new Set([401, 403, 422, 429])
 
-export type Claim = { kind: 'claimed' } | { kind: 'replay'; status: number; headers: Record<string, string>; body: string }
+export type Claim = { kind: 'claimed'; claim: HeldKey } | { kind: 'replay'; status: number; headers: Record<string, string>; body: string }
 
 type Stored = { headers: Record<string, string>; body: string }
 
@@ -127,32 +128,52 @@ export function canonicalJson(value: unknown): string {
   return out.join('')
 }
 
+const keyRow = preparedQuery((db) =>
+  db
+    .select()
+    .from(idempotencyKeys)
+    .where(
+      and(
+        eq(idempotencyKeys.scope, sql.placeholder('scope')),
+        eq(idempotencyKeys.operation, sql.placeholder('operation')),
+        eq(idempotencyKeys.key, sql.placeholder('key')),
+      ),
+    )
+    .prepare(),
+)
+
+const whereKey = (k: { scope: string; operation: string; key: string }) =>
+  and(eq(idempotencyKeys.scope, k.scope), eq(idempotencyKeys.operation, k.operation), eq(idempotencyKeys.key, k.key))
+
+function stillRunning(): ProblemError {
+  return new ProblemError('conflict', {
+    detail: 'a request with this Idempotency-Key is still being processed; retry later',
+    headers: { 'Retry-After': '1' },
+  })
+}
+
+/**
+ * Looks the key up and, when the request is to run, holds it in this process until finishKey.
+ * Writes nothing: the request's first write transaction writes the key (RequestIdempotency).
+ */
 export function claimKey(deps: Deps, scope: string, operation: string, key: string, print: string): Claim {
   const now = deps.clock.nowUs()
   const retentionUs = deps.config.idempotencyRetentionSeconds * 1_000_000
-  return withTransaction(deps.db, (tx) => {
-    const where = and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.operation, operation), eq(idempotencyKeys.key, key))
-    const row = tx.select().from(idempotencyKeys).where(where).get()
-    const fresh = {
-      scope,
-      operation,
-      key,
-      fingerprint: print,
-      state: 'in_progress' as const,
-      lockedUntil: now + LOCK_SECONDS * 1_000_000,
-      responseStatus: null,
-      responseBox: null,
-      createdAt: now,
-    }
-    if (!row) {
-      tx.insert(idempotencyKeys).values(fresh).run()
-      return { kind: 'claimed' }
-    }
-    if (row.createdAt < now - retentionUs) {
-      // Past retention the key is forgotten: the request is new.
-      tx.update(idempotencyKeys).set(fresh).where(where).run()
-      return { kind: 'claimed' }
-    }
+  const running = held(deps)
+  const id = heldId({ scope, operation, key })
+  const holder = running.get(id)
+  if (holder !== undefined) {
+    if (holder !== print)
+      throw new ProblemError('idempotency_conflict', {
+        detail: 'this Idempotency-Key was used with a different request, or by another caller; use a new key for a new request',
+      })
+    throw stillRunning()
+  }
+  const row = keyRow(deps.db).get({ scope, operation, key })
+  let replace = false
+  if (row && row.createdAt < now - retentionUs) {
+    replace = true // past retention the key is forgotten: the request is new
+  } else if (row) {
     if (row.fingerprint !== print)
       throw new ProblemError('idempotency_conflict', {
         detail: 'this Idempotency-Key was used with a different request, or by another caller; use a new key for a new request',
@@ -161,46 +182,89 @@ export function claimKey(deps: Deps, scope: string, operation: string, key: stri
       const stored = JSON.parse(open(deps.keys.idempotency, row.responseBox, aad(scope, operation, key)).toString()) as Stored
       return { kind: 'replay', status: row.responseStatus!, headers: stored.headers, body: stored.body }
     }
-    if (row.lockedUntil > now || row.state === 'executed') {
-      if (row.lockedUntil <= now)
-        throw new ProblemError('conflict', {
-          detail:
-            'the first request with this Idempotency-Key made its change, but its answer was lost when the service stopped; read the resource to see the outcome, and use a new key for a new request',
-        })
+    if (row.lockedUntil > now) {
       const wait = Math.max(1, Math.ceil((row.lockedUntil - now) / 1_000_000))
       throw new ProblemError('conflict', {
         detail: 'a request with this Idempotency-Key is still being processed; retry later',
         headers: { 'Retry-After': String(Math.min(wait, 5)) },
       })
     }
-    // The claim of a process that crashed mid-request: take it over.
-    tx.update(idempotencyKeys).set({ lockedUntil: fresh.lockedUntil }).where(where).run()
-    return { kind: 'claimed' }
-  })
+    if (row.state === 'executed')
+      throw new ProblemError('conflict', {
+        detail:
+          'the first request with this Idempotency-Key made its change, but its answer was lost when the service stopped; read the resource to see the outcome, and use a new key for a new request',
+      })
+    replace = true // the claim of a process that died before it wrote (an older build's row): taken over
+  }
+  running.set(id, print)
+  return { kind: 'claimed', claim: { scope, operation, key, fingerprint: print, replace, executed: false } }
 }
 
-/** Stores the outcome of a claimed request, or releases the key when the outcome must not be replayed. */
-export async function finishKey(deps: Deps, claim: { scope: string; operation: string; key: string }, response: Response): Promise<void> {
-  const where = and(eq(idempotencyKeys.scope, claim.scope), eq(idempotencyKeys.operation, claim.operation), eq(idempotencyKeys.key, claim.key))
-  // Nothing was written: the key is released so a corrected retry runs. Once the request wrote
-  // (state executed) its answer is kept whatever it is, since running it again is not safe.
-  if (response.status >= 500 || NOT_STORED.has(response.status)) {
-    const released = withTransaction(deps.db, (tx) =>
-      tx
-        .delete(idempotencyKeys)
-        .where(and(where, eq(idempotencyKeys.state, 'in_progress')))
-        .run(),
-    )
-    if (changesOf(released) === 1) return
+/** The first write of a request holding `k`: the key row, "executed", in the same transaction. */
+function writeExecuted(deps: Deps, tx: Tx, k: HeldKey): void {
+  const now = deps.clock.nowUs()
+  const fields = {
+    fingerprint: k.fingerprint,
+    state: 'executed' as const,
+    lockedUntil: now + LOCK_SECONDS * 1_000_000,
+    responseStatus: null,
+    responseBox: null,
+    createdAt: now,
   }
-  const body = await response.clone().text()
-  const headers: Record<string, string> = {}
-  for (const name of REPLAYED_HEADERS) {
-    const v = response.headers.get(name)
-    if (v !== null) headers[name] = v
+  if (k.replace) {
+    // Only the row claimKey saw may be replaced: one past retention, or a dead process's claim.
+    const cutoff = now - deps.config.idempotencyRetentionSeconds * 1_000_000
+    const taken = tx
+      .update(idempotencyKeys)
+      .set(fields)
+      .where(and(whereKey(k), or(lt(idempotencyKeys.createdAt, cutoff), and(eq(idempotencyKeys.state, 'in_progress'), lte(idempotencyKeys.lockedUntil, now)))))
+      .run()
+    if (changesOf(taken) === 1) return
   }
-  const box = seal(deps.keys.idempotency, JSON.stringify({ headers, body } satisfies Stored), aad(claim.scope, claim.operation, claim.key))
-  withTransaction(deps.db, (tx) => tx.update(idempotencyKeys).set({ state: 'completed', responseStatus: response.status, responseBox: box }).where(where).run())
+  const inserted = tx
+    .insert(idempotencyKeys)
+    .values({ scope: k.scope, operation: k.operation, key: k.key, ...fields })
+    .onConflictDoNothing()
+    .run()
+  // Another process's request with this key wrote first: this one rolls back and says so.
+  if (changesOf(inserted) !== 1) throw stillRunning()
+}
+
+/** Stores the outcome of a held key, or lets it go when the outcome must not be replayed. */
+export async function finishKey(deps: Deps, claim: HeldKey, response: Response): Promise<void> {
+  try {
+    // Nothing was written: nothing is kept, so a corrected retry runs. Once the request wrote, its
+    // answer is kept whatever it is, since running it again is not safe.
+    if (!claim.executed && (response.status >= 500 || NOT_STORED.has(response.status))) return
+    const body = await response.clone().text()
+    const headers: Record<string, string> = {}
+    for (const name of REPLAYED_HEADERS) {
+      const v = response.headers.get(name)
+      if (v !== null) headers[name] = v
+    }
+    const box = seal(deps.keys.idempotency, JSON.stringify({ headers, body } satisfies Stored), aad(claim.scope, claim.operation, claim.key))
+    const answer = { state: 'completed' as const, responseStatus: response.status, responseBox: box }
+    withTransaction(deps.db, (tx) => {
+      if (claim.executed && changesOf(tx.update(idempotencyKeys).set(answer).where(whereKey(claim)).run()) === 1) return
+      // Nothing of the request was written (it never wrote, or its write rolled back with the key).
+      if (response.status >= 500 || NOT_STORED.has(response.status)) return
+      // An answer without a write (404, 409, …): the row is written now, with its answer.
+      const now = deps.clock.nowUs()
+      const row = { fingerprint: claim.fingerprint, lockedUntil: now, createdAt: now, ...answer }
+      if (claim.replace) tx.delete(idempotencyKeys).where(whereKey(claim)).run()
+      tx.insert(idempotencyKeys)
+        .values({ scope: claim.scope, operation: claim.operation, key: claim.key, ...row })
+        .onConflictDoNothing()
+        .run()
+    })
+  } finally {
+    held(deps).delete(heldId(claim))
+  }
+}
+
+/** Lets a held key go without storing anything (an attempt run again after a busy database). */
+export function releaseKey(deps: Deps, claim: HeldKey): void {
+  held(deps).delete(heldId(claim))
 }
 
 function replayResponse(claim: Extract<Claim, { kind: 'replay' }>, requestId: string): Response {
@@ -236,9 +300,9 @@ function idempotencyBeforeHandle(deps: Deps, ctx: { request: Request; body: unkn
   const principal = state.actor ? `${state.actor.kind}:${state.actor.id}` : 'anonymous'
   const claim = claimKey(deps, scope, operation, key, fingerprint(ctx.request.method, ctx.route, ctx.body, principal))
   if (claim.kind === 'replay') return replayResponse(claim, state.id)
-  state.idempotency = { scope, operation, key }
+  state.idempotency = claim.claim
   const store = currentRequest()
-  if (store) store.claim = state.idempotency
+  if (store) store.claim = claim.claim
   return undefined
 }
 

@@ -147,14 +147,16 @@ describe('withTransaction', () => {
 })
 
 describe('connection settings', () => {
-  test('every connection runs in WAL with synchronous FULL, foreign keys on and a busy timeout (short in the service)', () => {
+  test('every connection runs in WAL with foreign keys on and a busy timeout (short in the service); tools fsync each commit, the service groups them', () => {
     const fresh = openDatabase(t.dbPath)
     try {
       for (const { sqlite } of [database, fresh]) {
         expect(sqlite.query('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' })
-        expect(sqlite.query('PRAGMA synchronous').get()).toEqual({ synchronous: 2 })
         expect(sqlite.query('PRAGMA foreign_keys').get()).toEqual({ foreign_keys: 1 })
       }
+      // synchronous=FULL for a tool's connection; NORMAL plus the barrier of db/durability.ts in the service.
+      expect(fresh.sqlite.query('PRAGMA synchronous').get()).toEqual({ synchronous: 2 })
+      expect(database.sqlite.query('PRAGMA synchronous').get()).toEqual({ synchronous: 1 })
       // Tools wait for another process's lock; the service waits briefly and retries without blocking.
       expect((fresh.sqlite.query('PRAGMA busy_timeout').get() as { timeout: number }).timeout).toBeGreaterThanOrEqual(1000)
       expect((database.sqlite.query('PRAGMA busy_timeout').get() as { timeout: number }).timeout).toBe(SERVICE_BUSY_TIMEOUT_MS)

@@ -33,7 +33,7 @@ describe('caching', () => {
     const tag = first.res.headers.get('etag')!
     expect(tag).toMatch(/^"[A-Za-z0-9_-]{32}"$/)
     expect(first.res.headers.get('cache-control')).toBe('private, max-age=60')
-    expect(first.res.headers.get('vary')).toBe('Accept')
+    expect(first.res.headers.get('vary')).toBe('Accept, Accept-Encoding')
     adjust(app, owner.tenantId, '-2.50', 'hardware fee')
     await advanceBy(app, 30)
     const cached = await report(app, owner, 'spend', `from=${today}&to=${today}`)

@@ -84,6 +84,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { por
       await running.stop()
       await runner.stop()
       fleetRuntime(deps).stop()
+      deps.durable.stop()
       deps.sqlite.close()
       rmSync(dir, { recursive: true, force: true })
     },

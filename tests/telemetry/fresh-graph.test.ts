@@ -112,4 +112,30 @@ describe('the precision of a point', () => {
     })
     expect(seriesOf(snap, 'hashrate', 0).unit).toBeNull()
   })
+
+  test('halves round away from zero, below zero too, and a value rounding to nothing is 0, not -0', async () => {
+    const { owner, serverId, agent } = await newRig(app)
+    const t0 = bucketOf(parseIso((await metrics(app, owner, serverId, [['metric', 'fan_pct']])).generated_at)) - 2 * FIVE
+    // One reading per metric and bucket: min, max, avg, p50, p95 and last are that reading.
+    const values = { ambient_c: -3.25, offset_c: -0.04, drift_pct: 12.25, memory_used_mb: 1000.5, swap_used_mb: -1000.5, net_rx_mbps: 9.125 }
+    await feed(agent, [{ t: t0, gpu: 0, values }])
+    await rollup(app)
+    const names = Object.keys(values)
+    const snap = await metrics(
+      app,
+      owner,
+      serverId,
+      names.map((m) => ['metric', m] as [string, string]),
+    )
+    const point = (m: string) => pointAt(seriesOf(snap, m, 0), t0)
+    expect(Object.fromEntries(names.map((m) => [m, point(m).last]))).toEqual({
+      ambient_c: -3.3,
+      offset_c: 0,
+      drift_pct: 12.3,
+      memory_used_mb: 1001,
+      swap_used_mb: -1001,
+      net_rx_mbps: 9.13,
+    })
+    expect(Object.is(point('offset_c').min, 0)).toBe(true)
+  })
 })

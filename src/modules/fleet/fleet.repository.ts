@@ -1,7 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
-import type { DbOrTx } from '../../../db/client'
+import { preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type ServerRow = typeof servers.$inferSelect
 export type ServerEventRow = typeof serverEvents.$inferSelect
@@ -292,10 +292,30 @@ export function markFleetDirty(tx: DbOrTx, tenantId: string): void {
     .run()
 }
 
-/** The stored snapshot row; its body is the rows snapshot.service wrote, typed by the caller. */
-export function findSnapshot<Row>(db: DbOrTx, tenantId: string) {
-  const row = db.select().from(fleetSnapshots).where(eq(fleetSnapshots.tenantId, tenantId)).get()
-  return row && { ...row, body: row.body as Row[] }
+const snapshotHead = preparedQuery((db) =>
+  db
+    .select({ generatedAt: fleetSnapshots.generatedAt, dataAsOf: fleetSnapshots.dataAsOf, dirty: fleetSnapshots.dirty })
+    .from(fleetSnapshots)
+    .where(eq(fleetSnapshots.tenantId, sql.placeholder('tenant')))
+    .prepare(),
+)
+const snapshotBody = preparedQuery((db) =>
+  db
+    .select({ generatedAt: fleetSnapshots.generatedAt, body: fleetSnapshots.body })
+    .from(fleetSnapshots)
+    .where(eq(fleetSnapshots.tenantId, sql.placeholder('tenant')))
+    .prepare(),
+)
+
+/** The stored snapshot's times and state, without its body (a read of a few bytes). */
+export function findSnapshotHead(db: DbOrTx, tenantId: string) {
+  return snapshotHead(db).get({ tenant: tenantId })
+}
+
+/** The stored snapshot's body (the rows snapshot.service wrote, typed by the caller) and its time. */
+export function findSnapshotBody<Row>(db: DbOrTx, tenantId: string) {
+  const row = snapshotBody(db).get({ tenant: tenantId })
+  return row && { generatedAt: row.generatedAt, body: row.body as Row[] }
 }
 
 export function saveSnapshot(tx: DbOrTx, row: { tenantId: string; generatedAt: number; dataAsOf: number; body: unknown[] }): void {

@@ -1,6 +1,6 @@
 import { withTransaction, type Tx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
-import { insertSamples, noteLateSamples, seriesCache, seriesId, type SeriesKey } from '../telemetry'
+import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
 import { recordServerEvent } from './events'
 import { markFleetDirty, presenceOf, setPresence, silentServers, updateServer, upsertLatestMetric, type PresenceRow, type ServerRow } from './fleet.repository'
 
@@ -33,7 +33,7 @@ type Step =
   | { kind: 'closed'; serverId: string; at: number; eventId: string; reason: string }
   | { kind: 'hello'; serverId: string; tenantId: string; facts: Partial<ServerRow> }
 
-export type Sample = { t: number; gpuIndex: number; values: Record<string, number | null> }
+export type Sample = TelemetrySample
 
 class FleetRuntime {
   readonly #heartbeats = new Map<string, number>()
@@ -152,22 +152,9 @@ class FleetRuntime {
     const { deps } = this
     withTransaction(deps.db, (tx) => {
       this.#writeSteps(tx, steps, beats, cameOnline)
-      let earliest = Number.POSITIVE_INFINITY
-      const rows: (number | null)[][] = []
       // The latest value per series is written once per flush, from the sample with the latest time.
-      const latest = new Map<string, { serverId: string; gpuIndex: number; metric: string; value: number | null; t: number }>()
-      for (const [serverId, list] of samples)
-        for (const s of list) {
-          if (s.t < earliest) earliest = s.t
-          for (const [metric, value] of Object.entries(s.values)) {
-            rows.push([seriesId(tx, cache, fresh, serverId, s.gpuIndex, metric), s.t, value])
-            const key = `${serverId}|${s.gpuIndex}|${metric}`
-            const seen = latest.get(key)
-            if (!seen || s.t >= seen.t) latest.set(key, { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t })
-          }
-        }
-      insertSamples(deps.sqlite, rows)
-      for (const row of latest.values()) upsertLatestMetric(deps.sqlite, row)
+      const { earliest, latest } = storeSamples(deps, cache, fresh, samples)
+      for (const row of latest) upsertLatestMetric(deps.sqlite, row)
       if (earliest !== Number.POSITIVE_INFINITY) noteLateSamples(tx, earliest, deps.clock.nowUs())
     })
   }

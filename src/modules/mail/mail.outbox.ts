@@ -1,4 +1,5 @@
 import { withTransaction, type DbOrTx } from '../../../db/client'
+import type { Durability } from '../../../db/durability'
 import type { Clock } from '../../platform/clock'
 import type { Logger } from '../../platform/logger'
 import { open, seal } from '../../platform/secrets'
@@ -64,7 +65,7 @@ export class MailDispatcher {
   #again = false
 
   constructor(
-    private readonly ctx: { db: DbOrTx; clock: Clock; log: Logger; key: Buffer },
+    private readonly ctx: { db: DbOrTx; clock: Clock; log: Logger; key: Buffer; durable: Durability },
     private readonly transport: MailTransport,
   ) {}
 
@@ -108,6 +109,8 @@ export class MailDispatcher {
       const row = withTransaction(db, (tx) => claimDueMessage(tx, now, now + CLAIM_SECONDS * 1_000_000))
       if (!row) return sent
       try {
+        // A message about a write goes out only once that write is on disk (db/durability.ts).
+        await this.ctx.durable.barrier()
         await this.transport.send({ id: row.id, to: row.to, ...wordsOf(key, row) })
         // A sent message's words are not kept: they may hold a sign-in code.
         withTransaction(db, (tx) => markMessageSent(tx, row.id, row.template, clock.nowUs()))

@@ -55,9 +55,15 @@ function retryAfterHeader(answer: PlatformAnswer): number | null {
 }
 
 /** `server_config` is a GET with a JSON body, which Bun's undici and fetch refuse to send: node:http does. */
-function sendGetWithBody(options: Pick<AdapterOptions, 'timeoutMs'>, url: string, headers: Record<string, string>, body: string): Promise<PlatformAnswer> {
+async function sendGetWithBody(
+  options: Pick<AdapterOptions, 'timeoutMs' | 'beforeCall'>,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<PlatformAnswer> {
   const timeout = options.timeoutMs ?? 15_000
   const request = url.startsWith('https:') ? httpsRequest : httpRequest
+  await options.beforeCall?.()
   return new Promise((resolve, reject) => {
     const req = request(url, { method: 'GET', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, timeout }, (res) => {
       let text = ''

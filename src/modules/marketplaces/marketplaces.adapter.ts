@@ -233,4 +233,9 @@ export type AdapterOptions = {
   retries?: number
   /** Every call, for the operations log. */
   onCall?: (call: MarketplaceCall) => void
+  /**
+   * Awaited before each request leaves the process: the service's durability barrier, so the
+   * platform never acts on a write a power loss could still undo (db/durability.ts).
+   */
+  beforeCall?: () => Promise<void>
 }

@@ -21,10 +21,11 @@ export class PlatformUnreachable extends Error {
 }
 
 export async function send(
-  options: Pick<AdapterOptions, 'timeoutMs'>,
+  options: Pick<AdapterOptions, 'timeoutMs' | 'beforeCall'>,
   req: { url: string; method: string; headers: Record<string, string>; body?: string },
 ): Promise<PlatformAnswer> {
   const timeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  await options.beforeCall?.()
   try {
     const res = await request(req.url, {
       method: req.method as 'GET',

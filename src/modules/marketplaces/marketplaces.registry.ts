@@ -15,6 +15,7 @@ const adapters = perDeps((deps: Deps): Record<MarketplaceId, MarketplaceAdapter>
   const common = {
     nowUs: () => deps.clock.nowUs(),
     onCall: (call: MarketplaceCall) => collector.getStore()?.push(call),
+    beforeCall: () => deps.durable.barrier(),
     paceScale: deps.config.marketplacePacePercent / 100,
   }
   return {

@@ -25,6 +25,8 @@ export async function telegramCall<T>(deps: Deps, method: string, params: Record
   const url = `${deps.config.telegram.apiUrl.replace(/\/+$/, '')}/bot${token}/${method}`
   let status: number
   let text: string
+  // Nothing leaves the process on the strength of a write a power loss could still undo.
+  await deps.durable.barrier()
   try {
     const res = await request(url, {
       method: 'POST',

@@ -41,7 +41,8 @@ const toMicros = (v: unknown): number | null => {
   return d === null ? null : decimalToMicrosFloor(d)
 }
 
-export function createNowPayments(config: Config): PaymentProvider {
+/** `beforeCall`: the service's durability barrier, awaited before each request leaves the process. */
+export function createNowPayments(config: Config, beforeCall: () => Promise<void>): PaymentProvider {
   const np = config.nowpayments!
   const methods: PaymentMethod[] = [
     { code: 'usdt_tron', label: 'USDT (TRC-20)', provider: 'nowpayments', minAmountMicros: 10_000_000 },
@@ -54,6 +55,7 @@ export function createNowPayments(config: Config): PaymentProvider {
   async function call(method: 'GET' | 'POST', path: string, body?: string) {
     let res: Awaited<ReturnType<typeof request>>
     let text: string
+    await beforeCall()
     try {
       res = await request(`${np.apiUrl}${path}`, {
         method,

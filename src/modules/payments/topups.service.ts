@@ -25,7 +25,12 @@ const INVOICE_TTL_US = 24 * 3_600_000_000
 
 export const providers = perDeps(
   (deps): Map<string, PaymentProvider> =>
-    new Map(deps.config.paymentProviders.map((name) => [name, name === 'sandbox' ? createSandbox(deps) : createNowPayments(deps.config)])),
+    new Map(
+      deps.config.paymentProviders.map((name) => [
+        name,
+        name === 'sandbox' ? createSandbox(deps) : createNowPayments(deps.config, () => deps.durable.barrier()),
+      ]),
+    ),
 )
 
 /** The catalogue: every enabled provider's methods; a code offered twice goes to the first provider listed. */

@@ -1,6 +1,6 @@
-import { and, eq, ne } from 'drizzle-orm'
+import { and, eq, ne, sql } from 'drizzle-orm'
 import { sessions } from '../../../db/schema'
-import { changesOf, type DbOrTx } from '../../../db/client'
+import { changesOf, preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type SessionRow = typeof sessions.$inferSelect
 
@@ -8,8 +8,17 @@ export function insertSession(tx: DbOrTx, row: SessionRow): void {
   tx.insert(sessions).values(row).run()
 }
 
+const sessionByHash = preparedQuery((db) =>
+  db
+    .select()
+    .from(sessions)
+    .where(eq(sessions.tokenHash, sql.placeholder('hash')))
+    .prepare(),
+)
+
+/** Every request with a session cookie asks: built once (preparedQuery). */
 export function findSessionByTokenHash(db: DbOrTx, tokenHash: string): SessionRow | undefined {
-  return db.select().from(sessions).where(eq(sessions.tokenHash, tokenHash)).get()
+  return sessionByHash(db).get({ hash: tokenHash })
 }
 
 export function touchSession(tx: DbOrTx, id: string, lastSeenAt: number, idleExpiresAt: number): void {

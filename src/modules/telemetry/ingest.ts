@@ -1,11 +1,12 @@
 import type { DbOrTx } from '../../../db/client'
-import { perDeps } from '../../platform/context'
-import { ensureSeries, metricNamesOf } from './telemetry.repository'
+import { perDeps, type Deps } from '../../platform/context'
+import { noteSamplesWritten } from './rollup.service'
+import { createSeries, metricNamesOf, sampleInsert, seriesOfServer } from './telemetry.repository'
 
 /**
- * Ingestion of telemetry samples into the raw history, inside the fleet runtime's group commit
- * (one transaction a second for every agent). Series ids are cached per process; ids created in a
- * transaction join the cache only after it commits.
+ * Ingestion of telemetry samples into the raw history, inside the fleet runtime's group commit.
+ * Series ids are cached per process; ids created or read in a transaction join the cache only
+ * after it commits (`fresh`, which the caller merges).
  */
 export type SeriesKey = string // `${serverId}|${gpuIndex}|${metric}`
 
@@ -15,13 +16,70 @@ class SeriesCache {
 
 export const seriesCache = perDeps(() => new SeriesCache())
 
-export function seriesId(tx: DbOrTx, cache: SeriesCache, fresh: Map<SeriesKey, number>, serverId: string, gpuIndex: number, metric: string): number {
-  const key = `${serverId}|${gpuIndex}|${metric}`
-  const known = cache.ids.get(key) ?? fresh.get(key)
-  if (known !== undefined) return known
-  const id = ensureSeries(tx, serverId, gpuIndex, metric)
-  fresh.set(key, id)
-  return id
+/** What the group commit keeps of a server's telemetry frame. */
+export type TelemetrySample = { t: number; gpuIndex: number; values: Record<string, number | null> }
+
+/** The latest value of one series in what was written, for the fleet's latest-metric rows. */
+export type LatestValue = { serverId: string; gpuIndex: number; metric: string; value: number | null; t: number }
+
+/**
+ * Writes the buffered samples of every server, series by series (the primary key's order), and
+ * answers the earliest instant written (for late samples) and the latest value of each series.
+ * A server whose series are not all cached has its stored series read once; the rest are made.
+ * A rollup run under way hears of the earliest instant written (it may have passed it already).
+ */
+export function storeSamples(
+  deps: Deps,
+  cache: SeriesCache,
+  fresh: Map<SeriesKey, number>,
+  samples: [string, TelemetrySample[]][],
+): { earliest: number; latest: LatestValue[] } {
+  const { sqlite } = deps
+  const insert = sampleInsert(sqlite)
+  let earliest = Number.POSITIVE_INFINITY
+  const latest: LatestValue[] = []
+  for (const [serverId, list] of samples) {
+    let loaded = false
+    const idOf = (gpuIndex: number, metric: string): number => {
+      const key = `${serverId}|${gpuIndex}|${metric}`
+      const known = cache.ids.get(key) ?? fresh.get(key)
+      if (known !== undefined) return known
+      if (!loaded) {
+        loaded = true
+        for (const [g, m, id] of seriesOfServer(sqlite, serverId)) fresh.set(`${serverId}|${g}|${m}`, id)
+        const stored = fresh.get(key)
+        if (stored !== undefined) return stored
+      }
+      const id = createSeries(sqlite, serverId, gpuIndex, metric)
+      fresh.set(key, id)
+      return id
+    }
+    // Per series: its (t, value) pairs in arrival order, and its latest value.
+    const bySeries = new Map<number, { pairs: (number | null)[]; last: LatestValue }>()
+    for (const s of list) {
+      if (s.t < earliest) earliest = s.t
+      for (const metric in s.values) {
+        const value = s.values[metric] as number | null
+        const id = idOf(s.gpuIndex, metric)
+        const series = bySeries.get(id)
+        if (!series) bySeries.set(id, { pairs: [s.t, value], last: { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t } })
+        else {
+          series.pairs.push(s.t, value)
+          if (s.t >= series.last.t) {
+            series.last.t = s.t
+            series.last.value = value
+          }
+        }
+      }
+    }
+    for (const id of [...bySeries.keys()].sort((a, b) => a - b)) {
+      const { pairs, last } = bySeries.get(id)!
+      for (let i = 0; i < pairs.length; i += 2) insert(id, pairs[i]!, pairs[i + 1]!)
+      latest.push(last)
+    }
+  }
+  noteSamplesWritten(deps, earliest)
+  return { earliest, latest }
 }
 
 /**

@@ -39,9 +39,14 @@ export const MetricsSnapshot = Type.Object({
       metric: Type.String({ pattern: '^[a-z][a-z0-9_]{1,63}$' }),
       scope: Type.Union([Type.Literal('host'), Type.Literal('gpu')]),
       gpu_index: Nullable(Type.Integer()),
-      unit: Nullable(Type.String({ maxLength: 16 })),
+      unit: Nullable(
+        Type.String({ maxLength: 16, description: 'From the metric name: °C (_c), % (_pct), W (_w), MB (_mb), MHz (_mhz), Mbit/s (_mbps), else null' }),
+      ),
       points: Type.Array(
-        Type.Object({ t: Timestamp({ description: 'Bucket start; the bucket is [t, t + resolution)' }), min: N, max: N, avg: N, p50: N, p95: N, last: N }),
+        Type.Object(
+          { t: Timestamp({ description: 'Bucket start; the bucket is [t, t + resolution)' }), min: N, max: N, avg: N, p50: N, p95: N, last: N },
+          { description: "Statistics rounded to the unit's precision: °C, % and W to 0.1, MB and MHz whole, Mbit/s to 0.01, no unit to 12 significant digits" },
+        ),
         { maxItems: 5000 },
       ),
     }),

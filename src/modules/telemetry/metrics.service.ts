@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import type { Static } from '@sinclair/typebox'
 import type { Actor } from '../../platform/access'
 import { perDeps, type Deps } from '../../platform/context'
@@ -6,7 +5,7 @@ import { invalidField } from '../../platform/domain-error'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { DEFAULT_METRICS, type MetricsQuery } from './metrics.model'
 import { floorTo, unsettledFrom } from './rollup.service'
-import { rawBuckets, seriesOf, storedBuckets, watermarkOf, type BucketStats } from './telemetry.repository'
+import { rawBuckets, seriesOf, storedBuckets, watermarkOf, type BucketRow } from './telemetry.repository'
 
 /**
  * GET /servers/{id}/metrics (docs/telemetry.md): default
@@ -31,12 +30,24 @@ const HISTORY_TTL_US = 3600 * US
  */
 const DECIMALS: Record<string, number> = { '°C': 1, '%': 1, W: 1, MB: 0, MHz: 0, 'Mbit/s': 2 }
 
-function roundForUnit(value: number | null, unit: string | null): number | null {
-  if (value === null) return null
-  const decimals = unit === null ? undefined : DECIMALS[unit]
-  if (decimals === undefined) return Number(value.toPrecision(12))
+/**
+ * A value as its JSON text, rounded for its unit (`decimals` undefined: 12 significant digits),
+ * halves away from zero and never -0. An answer formats hundreds of thousands of values, mostly
+ * the same few thousand: the text of each rounded magnitude is kept once made.
+ */
+const MEMO_LIMIT = 1 << 17
+const memo: string[][] = [[], [], []]
+
+function formatValue(value: number | null | undefined, decimals: number | undefined): string {
+  if (value === null || value === undefined) return 'null'
+  if (decimals === undefined) return String(Number(value.toPrecision(12)))
   const f = 10 ** decimals
-  return (Math.sign(value) * Math.round(Math.abs(value) * f)) / f || 0 // halves away from zero; no -0
+  const k = Math.round(Math.abs(value) * f)
+  if (k === 0) return '0'
+  if (k >= MEMO_LIMIT || decimals > 2) return String((Math.sign(value) * k) / f)
+  const texts = memo[decimals]!
+  const text = texts[k] ?? (texts[k] = String(k / f))
+  return value < 0 ? `-${text}` : text
 }
 
 function unitOf(metric: string): string | null {
@@ -52,8 +63,44 @@ function unitOf(metric: string): string | null {
 /** The server id when the caller may see that server; throws the owner's 404 otherwise (the fleet's, handed in). */
 export type ServerScope = (deps: Deps, actor: Actor, id: string) => string
 
-type Answer = { body: ReturnType<typeof build>; etag: string; expiresAt: number }
-const answerCache = perDeps(() => new Map<string, Answer>())
+/** The answer as sent: its JSON text (a metrics snapshot, checked against the schema by the tests), ETag and cache expiry. */
+export type Answer = { json: string; etag: string; expiresAt: number }
+
+/**
+ * Answers cached per query, oldest first out: at most MAX_CACHED_BYTES of JSON text in all (an
+ * answer of 48 hours at 5 minutes for 43 series is about 2.4 MB), expired ones dropped on the way.
+ */
+const MAX_CACHED_BYTES = 64 * 1024 * 1024
+class AnswerCache {
+  readonly #answers = new Map<string, Answer>()
+  #bytes = 0
+
+  get(key: string, now: number): Answer | undefined {
+    const hit = this.#answers.get(key)
+    if (!hit) return undefined
+    if (hit.expiresAt > now) return hit
+    this.#drop(key, hit)
+    return undefined
+  }
+
+  set(key: string, answer: Answer, now: number): void {
+    const old = this.#answers.get(key)
+    if (old) this.#drop(key, old)
+    for (const [k, a] of this.#answers) {
+      if (this.#bytes + answer.json.length <= MAX_CACHED_BYTES && a.expiresAt > now) break
+      this.#drop(k, a)
+    }
+    if (answer.json.length > MAX_CACHED_BYTES) return
+    this.#answers.set(key, answer)
+    this.#bytes += answer.json.length
+  }
+
+  #drop(key: string, answer: Answer): void {
+    this.#answers.delete(key)
+    this.#bytes -= answer.json.length
+  }
+}
+const answerCache = perDeps(() => new AnswerCache())
 
 export function serverMetrics({
   deps,
@@ -68,12 +115,12 @@ export function serverMetrics({
   input: Static<typeof MetricsQuery>
   visibleServer: ServerScope
 }): Answer {
-  const server = { id: visibleServer(deps, actor, id) }
+  const serverId = visibleServer(deps, actor, id)
   const now = deps.clock.nowUs()
-  const key = JSON.stringify([server.id, input.from ?? null, input.to ?? null, input.resolution ?? 'auto', input.metric ?? null, input.gpu_index ?? null])
+  const key = JSON.stringify([serverId, input.from ?? null, input.to ?? null, input.resolution ?? 'auto', input.metric ?? null, input.gpu_index ?? null])
   const cache = answerCache(deps)
-  const hit = cache.get(key)
-  if (hit && hit.expiresAt > now) return hit
+  const hit = cache.get(key, now)
+  if (hit) return hit
 
   const to = input.to === undefined ? now : parseTimestamp(input.to)
   if (to === null) throw invalidField('telemetry', '/to', 'format', 'to must be an RFC 3339 timestamp')
@@ -92,7 +139,7 @@ export function serverMetrics({
     )
 
   const metrics = [...new Set(input.metric ?? DEFAULT_METRICS)]
-  const series = seriesOf(deps.db, server.id, metrics)
+  const series = seriesOf(deps.db, serverId, metrics)
     .filter((s) => s.gpuIndex < 0 || input.gpu_index === undefined || s.gpuIndex === input.gpu_index)
     .sort((a, b) => metrics.indexOf(a.metric) - metrics.indexOf(b.metric) || a.gpuIndex - b.gpuIndex)
   if (series.length > MAX_SERIES)
@@ -103,86 +150,87 @@ export function serverMetrics({
       `at most ${MAX_SERIES} series; this selection has ${series.length} (restrict gpu_index or metric)`,
     )
 
-  const stored = storedBuckets(
-    deps.db,
-    series.map((s) => s.id),
-    resolution,
-    first,
-    to,
-  )
+  const ids = series.map((s) => s.id)
+  const rangeEnd = first + points * resolution * US
   const wm = watermarkOf(deps.db, resolution)
   // The buckets not final yet (all of them before the job's first run) come from the raw samples,
   // whole buckets as the job would store them; they replace any stored row of the same bucket.
-  const rangeEnd = first + points * resolution * US
   const rawFrom = Math.max(first, wm ? floorTo(unsettledFrom(deps, resolution, wm, now), resolution) : first)
-  const fresh = rawBuckets(
-    deps.sqlite,
-    resolution,
-    series.map((s) => s.id),
-    rawFrom,
-    rangeEnd,
-  )
-  const bySeries = new Map<number, Map<number, BucketStats>>()
-  const put = (seriesId: number, bucket: number, stats: BucketStats) => {
-    let m = bySeries.get(seriesId)
-    if (!m) bySeries.set(seriesId, (m = new Map()))
-    m.set(bucket, stats)
-  }
-  for (const r of stored)
-    put(r.seriesId, r.bucket, { series_id: r.seriesId, bucket: r.bucket, min: r.min, max: r.max, avg: r.avg, p50: r.p50, p95: r.p95, last: r.last })
-  for (const r of fresh) put(r.series_id, r.bucket, r)
+  const grid = new BucketGrid(ids, first, resolution * US, points)
+  grid.put(storedBuckets(deps.sqlite, ids, resolution, first, to))
+  grid.put(rawBuckets(deps.sqlite, resolution, ids, rawFrom, rangeEnd))
   // Read from the raw samples up to the range's end, the answer is as fresh as this moment.
   const dataAsOf = rawFrom < rangeEnd ? now : (wm?.updatedAt ?? now)
-  const body = build(server.id, resolution, from, to, first, points, series, bySeries, now, dataAsOf)
-  const etag = `"${createHash('sha256')
-    .update(JSON.stringify([body.resolution, body.from, body.to, body.series]))
-    .digest('base64url')
-    .slice(0, 27)}"`
+  const head = `"server_id":${JSON.stringify(serverId)},"resolution":"${resolution === 300 ? '5m' : '1h'}","from":"${formatTimestamp(from)}","to":"${formatTimestamp(to)}","series":`
+  const body = grid.seriesJson(series)
+  const etag = `"${Bun.hash(head).toString(36)}-${Bun.hash(body).toString(36)}"`
+  const envelope = `{"generated_at":"${formatTimestamp(now)}","data_as_of":"${formatTimestamp(Math.min(dataAsOf, now))}","version":1,"stale":false,"stale_reason":null,`
   const hot = to > (wm?.doneUntil ?? 0)
-  const answer = { body, etag, expiresAt: now + (hot ? HOT_TTL_US : HISTORY_TTL_US) }
-  if (cache.size > 5000) cache.clear()
-  cache.set(key, answer)
+  const answer = { json: `${envelope}${head}${body}}`, etag, expiresAt: now + (hot ? HOT_TTL_US : HISTORY_TTL_US) }
+  cache.set(key, answer, now)
   return answer
 }
 
-function build(
-  serverId: string,
-  resolution: 300 | 3600,
-  from: number,
-  to: number,
-  first: number,
-  points: number,
-  series: { id: number; gpuIndex: number; metric: string }[],
-  bySeries: Map<number, Map<number, BucketStats>>,
-  now: number,
-  dataAsOf: number,
-) {
-  const step = resolution * US
-  return {
-    generated_at: formatTimestamp(now),
-    data_as_of: formatTimestamp(Math.min(dataAsOf, now)),
-    version: 1,
-    stale: false,
-    stale_reason: null as string | null,
-    server_id: serverId,
-    resolution: resolution === 300 ? ('5m' as const) : ('1h' as const),
-    from: formatTimestamp(from),
-    to: formatTimestamp(to),
-    series: series.map((s) => {
-      const buckets = bySeries.get(s.id)
+const STATS = 6 // min, max, avg, p50, p95, last
+
+/**
+ * The answer's numbers in one flat array, series by series, point by point, six statistics each
+ * (null where nothing was measured), written straight from the rows read; then its JSON text,
+ * built from that array with each bucket's `t` formatted once for every series.
+ */
+class BucketGrid {
+  readonly #row = new Map<number, number>()
+  readonly #cells: (number | null)[]
+
+  constructor(
+    seriesIds: number[],
+    private readonly first: number,
+    private readonly step: number,
+    private readonly points: number,
+  ) {
+    seriesIds.forEach((id, i) => {
+      this.#row.set(id, i)
+    })
+    this.#cells = new Array<number | null>(seriesIds.length * points * STATS).fill(null)
+  }
+
+  put(rows: BucketRow[]): void {
+    const cells = this.#cells
+    for (const r of rows) {
+      const i = (r[1] - this.first) / this.step
+      const row = this.#row.get(r[0])
+      if (row === undefined || i < 0 || i >= this.points) continue
+      const at = (row * this.points + i) * STATS
+      cells[at] = r[2]
+      cells[at + 1] = r[3]
+      cells[at + 2] = r[4]
+      cells[at + 3] = r[5]
+      cells[at + 4] = r[6]
+      cells[at + 5] = r[7]
+    }
+  }
+
+  seriesJson(series: { gpuIndex: number; metric: string }[]): string {
+    const { points } = this
+    const opening = Array.from({ length: points }, (_, i) => `{"t":"${formatTimestamp(this.first + i * this.step)}","min":`)
+    const cells = this.#cells
+    const parts: string[] = []
+    series.forEach((s, row) => {
       const unit = unitOf(s.metric)
-      const r = (v: number | null | undefined) => roundForUnit(v ?? null, unit)
-      return {
-        metric: s.metric,
-        scope: s.gpuIndex < 0 ? ('host' as const) : ('gpu' as const),
-        gpu_index: s.gpuIndex < 0 ? null : s.gpuIndex,
-        unit,
-        points: Array.from({ length: points }, (_, i) => {
-          const t = first + i * step
-          const b = buckets?.get(t)
-          return { t: formatTimestamp(t), min: r(b?.min), max: r(b?.max), avg: r(b?.avg), p50: r(b?.p50), p95: r(b?.p95), last: r(b?.last) }
-        }),
+      const d = unit === null ? undefined : DECIMALS[unit]
+      const host = s.gpuIndex < 0
+      parts.push(
+        `${row ? ',' : '['}{"metric":"${s.metric}","scope":"${host ? 'host' : 'gpu'}","gpu_index":${host ? 'null' : s.gpuIndex},"unit":${unit === null ? 'null' : `"${unit}"`},"points":[`,
+      )
+      for (let i = 0; i < points; i++) {
+        const at = (row * points + i) * STATS
+        parts.push(
+          `${i ? ',' : ''}${opening[i]}${formatValue(cells[at], d)},"max":${formatValue(cells[at + 1], d)},"avg":${formatValue(cells[at + 2], d)},"p50":${formatValue(cells[at + 3], d)},"p95":${formatValue(cells[at + 4], d)},"last":${formatValue(cells[at + 5], d)}}`,
+        )
       }
-    }),
+      parts.push(']}')
+    })
+    parts.push(series.length ? ']' : '[]')
+    return parts.join('')
   }
 }

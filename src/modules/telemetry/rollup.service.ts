@@ -1,21 +1,64 @@
 import { withTransaction } from '../../../db/client'
-import type { Deps } from '../../platform/context'
-import { deleteRollupsBefore, deleteSamplesBefore, earliestSampleAt, rollupRange, saveWatermark, watermarkOf, type Watermark } from './telemetry.repository'
+import { perDeps, type Deps } from '../../platform/context'
+import {
+  allSeriesIds,
+  deleteRollupsBefore,
+  deleteSamplesBefore,
+  earliestSampleAt,
+  rollupRange,
+  saveWatermark,
+  watermarkOf,
+  type Watermark,
+} from './telemetry.repository'
 
 /**
  * The `metrics.rollup` job: raw samples → 5-minute and hourly buckets with min, max, avg, p50, p95
  * and last (SQLite's percentile_cont, linear interpolation). Each run recomputes every bucket from
- * the watermark (or from a late sample's bucket) up to now, the running bucket included, in chunks;
- * a recomputation writes the same numbers, so running it twice changes nothing, and after downtime
+ * the watermark (or from a late sample's bucket) up to now, the running bucket included; a
+ * recomputation writes the same numbers, so running it twice changes nothing, and after downtime
  * it catches up from where it stopped (as far back as raw samples are kept).
+ *
+ * It works in slices (docs/telemetry.md "Slices"): a span of buckets at a time, and within it a
+ * batch of series per transaction, the batch grown or shrunk so a transaction takes about
+ * SLICE_MS; the event loop is yielded between slices, so a request waits at most one slice. The
+ * watermark moves when every series of a span is done: a run that stops half-way redoes at most
+ * that span. Samples written while a run is under way (the group commit does not wait for it) may
+ * land in buckets it has already computed: their earliest instant becomes the watermark's redo
+ * point, so the next run computes those buckets again.
  */
 const GRAINS = [300, 3600] as const
 export type Grain = (typeof GRAINS)[number]
 const US = 1_000_000
-/** Buckets recomputed per transaction while catching up. */
+/** Buckets per span: 6 h of 5-minute buckets, a day of hourly ones. */
 const CHUNK_BUCKETS = { 300: 72, 3600: 24 } as const
+/** What one transaction of a bulk job aims at, and the most it should take. */
+const SLICE_MS = 25
+const SLICE_MAX_MS = 50
 
 export const floorTo = (us: number, grainS: number) => Math.floor(us / (grainS * US)) * grainS * US
+
+/** Lets pending requests and frames run between two slices. */
+const yieldLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** The next batch size after a slice of `size` took `ms`: doubled while well under SLICE_MS, halved past SLICE_MAX_MS. */
+function nextBatch(size: number, ms: number, min: number, max: number): number {
+  if (ms < SLICE_MS / 2) return Math.min(max, size * 2)
+  if (ms > SLICE_MAX_MS) return Math.max(min, Math.floor(size / 2))
+  return size
+}
+
+/** The earliest sample written while a rollup run is under way in this process (see above). */
+class RollupRun {
+  running = false
+  lateFrom = Number.POSITIVE_INFINITY
+}
+const rollupRun = perDeps(() => new RollupRun())
+
+/** Called by the group commit with the earliest instant of what it wrote. */
+export function noteSamplesWritten(deps: Deps, earliestT: number): void {
+  const run = rollupRun(deps)
+  if (run.running && earliestT < run.lateFrom) run.lateFrom = earliestT
+}
 
 /**
  * Where a grain's stored buckets stop being final: its watermark, or an earlier bucket a late sample
@@ -28,35 +71,86 @@ export function unsettledFrom(deps: Deps, grain: Grain, wm: Pick<Watermark, 'don
   return Math.min(wm.doneUntil, redo)
 }
 
-export function runRollups(deps: Deps): string {
+/** Batch sizes the rollup starts from and keeps within (series per transaction). */
+const SERIES_BATCH = { first: 64, min: 1, max: 4096 }
+
+export async function runRollups(deps: Deps): Promise<string> {
   const now = deps.clock.nowUs()
-  const parts: string[] = []
-  for (const grain of GRAINS) {
-    const wm = watermarkOf(deps.db, grain)
-    const from = floorTo(wm ? unsettledFrom(deps, grain, wm, now) : (earliestSampleAt(deps.db) ?? now), grain)
-    const end = floorTo(now, grain) + grain * US // the running bucket too
-    const completeUntil = floorTo(now, grain)
-    let buckets = 0
-    for (let chunk = from; chunk < end; chunk += CHUNK_BUCKETS[grain] * grain * US) {
-      const chunkEnd = Math.min(end, chunk + CHUNK_BUCKETS[grain] * grain * US)
-      withTransaction(deps.db, (tx) => {
-        buckets += rollupRange(deps.sqlite, grain, chunk, chunkEnd)
-        saveWatermark(tx, grain, Math.min(chunkEnd, completeUntil), now)
-      })
+  const run = rollupRun(deps)
+  run.running = true
+  run.lateFrom = Number.POSITIVE_INFINITY
+  try {
+    const series = allSeriesIds(deps.sqlite)
+    const parts: string[] = []
+    let slices = 0
+    let longest = 0
+    let batch = SERIES_BATCH.first
+    for (const grain of GRAINS) {
+      const wm = watermarkOf(deps.db, grain)
+      const from = floorTo(wm ? unsettledFrom(deps, grain, wm, now) : (earliestSampleAt(deps.db) ?? now), grain)
+      const end = floorTo(now, grain) + grain * US // the running bucket too
+      const completeUntil = floorTo(now, grain)
+      const span = CHUNK_BUCKETS[grain] * grain * US
+      let buckets = 0
+      for (let chunk = from; chunk < end; chunk += span) {
+        const chunkEnd = Math.min(end, chunk + span)
+        const doneUntil = Math.min(chunkEnd, completeUntil)
+        let i = 0
+        do {
+          const ids = series.slice(i, i + batch)
+          i += ids.length
+          const last = i >= series.length
+          const started = performance.now()
+          withTransaction(deps.db, (tx) => {
+            if (ids.length) buckets += rollupRange(deps.sqlite, grain, ids, chunk, chunkEnd)
+            // Samples written during the run before this point ask for a redo from there.
+            if (last) saveWatermark(tx, grain, doneUntil, run.lateFrom < doneUntil ? run.lateFrom : null, now)
+          })
+          const ms = performance.now() - started
+          slices++
+          longest = Math.max(longest, ms)
+          batch = nextBatch(batch, ms, SERIES_BATCH.min, SERIES_BATCH.max)
+          await yieldLoop()
+        } while (i < series.length)
+      }
+      parts.push(`${grain === 300 ? '5m' : '1h'}: ${buckets} buckets`)
     }
-    parts.push(`${grain === 300 ? '5m' : '1h'}: ${buckets} buckets`)
+    return `${parts.join(', ')} in ${slices} transactions (longest ${Math.round(longest)} ms)`
+  } finally {
+    run.running = false
   }
-  return parts.join(', ')
 }
 
-/** Retention per grain (configurable); deleting old rows changes nothing newer. */
-export function pruneTelemetry(deps: Deps): string {
+/** Rows deleted per transaction by the retention job: where it starts and the range it adapts within. */
+const DELETE_BATCH = { first: 2000, min: 100, max: 100_000 }
+
+/**
+ * Retention per grain (configurable); deleting old rows changes nothing newer. Oldest rows first,
+ * a batch per transaction sized like the rollup's slices; a run that stops half-way has deleted
+ * only what was past retention, and the next one deletes the rest.
+ */
+export async function pruneTelemetry(deps: Deps): Promise<string> {
   const now = deps.clock.nowUs()
   const { rawHours, fiveMinuteDays, hourlyDays } = deps.config.metricsRetention
-  return withTransaction(deps.db, (tx) => {
-    const raw = deleteSamplesBefore(tx, now - rawHours * 3600 * US)
-    const five = deleteRollupsBefore(tx, 300, now - fiveMinuteDays * 86400 * US)
-    const hourly = deleteRollupsBefore(tx, 3600, now - hourlyDays * 86400 * US)
-    return `removed ${raw} raw samples, ${five} 5-minute and ${hourly} hourly buckets past retention`
-  })
+  let slices = 0
+  let longest = 0
+  let batch = DELETE_BATCH.first
+  const sliced = async (deleteSome: (limit: number) => number): Promise<number> => {
+    let total = 0
+    for (;;) {
+      const started = performance.now()
+      const n = withTransaction(deps.db, () => deleteSome(batch))
+      const ms = performance.now() - started
+      slices++
+      longest = Math.max(longest, ms)
+      total += n
+      if (n < batch) return total
+      batch = nextBatch(batch, ms, DELETE_BATCH.min, DELETE_BATCH.max)
+      await yieldLoop()
+    }
+  }
+  const raw = await sliced((limit) => deleteSamplesBefore(deps.sqlite, now - rawHours * 3600 * US, limit))
+  const five = await sliced((limit) => deleteRollupsBefore(deps.sqlite, 300, now - fiveMinuteDays * 86400 * US, limit))
+  const hourly = await sliced((limit) => deleteRollupsBefore(deps.sqlite, 3600, now - hourlyDays * 86400 * US, limit))
+  return `removed ${raw} raw samples, ${five} 5-minute and ${hourly} hourly buckets past retention in ${slices} transactions (longest ${Math.round(longest)} ms)`
 }

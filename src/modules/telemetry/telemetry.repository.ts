@@ -1,19 +1,25 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, eq, gte, inArray, isNotNull, lt, sql } from 'drizzle-orm'
 import { metricRollups, metricSamples, metricSeries, rollupWatermarks } from '../../../db/schema'
-import { changesOf, type DbOrTx } from '../../../db/client'
+import type { DbOrTx } from '../../../db/client'
 
 /** The queries of telemetry's tables: series, raw samples, rollups and the rollup watermarks. */
 const US = 1_000_000
 
-/** The series id of (server, GPU, metric), made on first use. */
-export function ensureSeries(tx: DbOrTx, serverId: string, gpuIndex: number, metric: string): number {
-  tx.insert(metricSeries).values({ serverId, gpuIndex, metric }).onConflictDoNothing().run()
-  return tx
-    .select({ id: metricSeries.id })
-    .from(metricSeries)
-    .where(and(eq(metricSeries.serverId, serverId), eq(metricSeries.gpuIndex, gpuIndex), eq(metricSeries.metric, metric)))
-    .get()!.id
+/** Every series of a server as [gpu_index, metric, id]: a server's first samples in a process load them all at once. */
+export function seriesOfServer(sqlite: Database, serverId: string): [number, string, number][] {
+  return sqlite.query('SELECT gpu_index, metric, id FROM metric_series WHERE server_id = ?1').values(serverId) as [number, string, number][]
+}
+
+/** Makes the series of (server, GPU, metric) and answers its id (the id it has when it exists already). */
+export function createSeries(sqlite: Database, serverId: string, gpuIndex: number, metric: string): number {
+  const row = sqlite
+    .query(
+      `INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (?1, ?2, ?3)
+       ON CONFLICT (server_id, gpu_index, metric) DO UPDATE SET metric = excluded.metric RETURNING id`,
+    )
+    .values(serverId, gpuIndex, metric) as [number][]
+  return row[0]![0]
 }
 
 /** The distinct metric names a server has series for. */
@@ -37,19 +43,19 @@ export function seriesOf(db: DbOrTx, serverId: string, metrics: string[]) {
 }
 
 /**
- * Raw samples, hundreds of thousands a minute on a large fleet: multi-row INSERTs of up to 100
- * rows through statements prepared once on the connection the open transaction uses (the query
- * builder costs about a hundred times more per row than the insert itself). A repeated sample
- * (same series and instant, e.g. re-sent after a reconnect) keeps the newer value.
+ * Raw samples, hundreds of thousands a minute on a large fleet: one statement prepared once on the
+ * connection the open transaction uses, run once per row (multi-row INSERTs measured no faster
+ * here, and the query builder costs about a hundred times more per row than the insert itself).
+ * Rows go in fastest in primary-key order, series by series. A repeated sample (same series and
+ * instant, e.g. re-sent after a reconnect) keeps the newer value.
  */
-const CHUNK = 100
-const insertSql = (rows: number) =>
-  `INSERT INTO metric_samples (series_id, t, value) VALUES ${Array(rows).fill('(?, ?, ?)').join(', ')} ON CONFLICT (series_id, t) DO UPDATE SET value = excluded.value`
-
-export function insertSamples(sqlite: Database, rows: (number | null)[][]): void {
-  let i = 0
-  for (; i + CHUNK <= rows.length; i += CHUNK) sqlite.query(insertSql(CHUNK)).run(...rows.slice(i, i + CHUNK).flat())
-  if (i < rows.length) sqlite.query(insertSql(rows.length - i)).run(...rows.slice(i).flat())
+export function sampleInsert(sqlite: Database): (seriesId: number, t: number, value: number | null) => void {
+  const insert = sqlite.query(
+    'INSERT INTO metric_samples (series_id, t, value) VALUES (?1, ?2, ?3) ON CONFLICT (series_id, t) DO UPDATE SET value = excluded.value',
+  )
+  return (seriesId, t, value) => {
+    insert.run(seriesId, t, value)
+  }
 }
 
 /** Samples for time already rolled up make the rollup job redo from their bucket. */
@@ -75,75 +81,84 @@ export function watermarkOf(db: DbOrTx, grain: number): Watermark | undefined {
   return db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, grain)).get()
 }
 
-export function saveWatermark(tx: DbOrTx, grain: number, doneUntil: number, now: number): void {
+export function saveWatermark(tx: DbOrTx, grain: number, doneUntil: number, redoFrom: number | null, now: number): void {
   tx.insert(rollupWatermarks)
-    .values({ grain, doneUntil, redoFrom: null, updatedAt: now })
-    .onConflictDoUpdate({ target: rollupWatermarks.grain, set: { doneUntil, redoFrom: null, updatedAt: now } })
+    .values({ grain, doneUntil, redoFrom, updatedAt: now })
+    .onConflictDoUpdate({ target: rollupWatermarks.grain, set: { doneUntil, redoFrom, updatedAt: now } })
     .run()
 }
 
-/** Stored buckets of these series at `grain` in [fromUs, toUs). */
-export function storedBuckets(db: DbOrTx, seriesIds: number[], grain: number, fromUs: number, toUs: number) {
-  if (seriesIds.length === 0) return []
-  return db
-    .select()
-    .from(metricRollups)
-    .where(and(inArray(metricRollups.seriesId, seriesIds), eq(metricRollups.grain, grain), gte(metricRollups.bucket, fromUs), lt(metricRollups.bucket, toUs)))
-    .all()
+/** Every series id, ascending: the rollup job works through them a slice at a time. */
+export function allSeriesIds(sqlite: Database): number[] {
+  return (sqlite.query('SELECT id FROM metric_series ORDER BY id').values() as [number][]).map((r) => r[0])
 }
 
-export type BucketStats = {
-  series_id: number
-  bucket: number
-  min: number | null
-  max: number | null
-  avg: number | null
-  p50: number | null
-  p95: number | null
-  last: number | null
+/** One bucket as the metrics answer reads it: series id, bucket start, then min, max, avg, p50, p95, last. */
+export type BucketRow = [number, number, number | null, number | null, number | null, number | null, number | null, number | null]
+
+/**
+ * Stored buckets of these series at `grain` in [fromUs, toUs), as bare rows (`.values()`, no
+ * object per row): an answer reads thousands of them. The series go in as one JSON array, so the
+ * statement is prepared once whatever their number; each is an index seek on the primary key.
+ */
+export function storedBuckets(sqlite: Database, seriesIds: number[], grain: number, fromUs: number, toUs: number): BucketRow[] {
+  if (seriesIds.length === 0 || fromUs >= toUs) return []
+  return sqlite
+    .query(
+      `SELECT series_id, bucket, min, max, avg, p50, p95, last FROM metric_rollups
+       WHERE series_id IN (SELECT value FROM json_each(?1)) AND grain = ?2 AND bucket >= ?3 AND bucket < ?4`,
+    )
+    .values(JSON.stringify(seriesIds), grain, fromUs, toUs) as BucketRow[]
 }
 
 /**
- * The statistics of every bucket of `grain` with raw samples in [?3, ?4), one row per series and
- * bucket; `filtered` adds "AND the series is in the JSON array ?5". The rollup job stores these
- * rows; GET /metrics computes the same rows for the part of a range not rolled up yet.
+ * The statistics of every bucket of `grain` with raw samples in [?3, ?4) of the series in the
+ * JSON array ?5, one row per series and bucket (an index seek per series on the primary key). The
+ * rollup job stores these rows; GET /metrics computes the same rows for the part of a range not
+ * rolled up yet.
  */
-const bucketsOfRaw = (filtered: boolean) => `
+const BUCKETS_OF_RAW = `
   SELECT s.series_id AS series_id, ?1 AS grain, (s.t / ?2) * ?2 AS bucket,
          min(s.value) AS min, max(s.value) AS max, avg(s.value) AS avg,
          percentile_cont(s.value, 0.5) AS p50, percentile_cont(s.value, 0.95) AS p95,
          (SELECT l.value FROM metric_samples l WHERE l.series_id = s.series_id AND l.t >= (s.t / ?2) * ?2 AND l.t < (s.t / ?2) * ?2 + ?2 ORDER BY l.t DESC LIMIT 1) AS last,
          count(*) AS samples
   FROM metric_samples s
-  WHERE s.t >= ?3 AND s.t < ?4${filtered ? ' AND s.series_id IN (SELECT value FROM json_each(?5))' : ''}
+  WHERE s.t >= ?3 AND s.t < ?4 AND s.series_id IN (SELECT value FROM json_each(?5))
   GROUP BY s.series_id, bucket`
 
-/** Stores the buckets of every series with raw samples in [fromUs, toUs); answers the rows written. */
-export function rollupRange(sqlite: Database, grain: number, fromUs: number, toUs: number): number {
+/** Stores the buckets of these series with raw samples in [fromUs, toUs); answers the rows written. */
+export function rollupRange(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): number {
   const r = sqlite
     .query(
       `INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples)
-       ${bucketsOfRaw(false)}
+       ${BUCKETS_OF_RAW}
        ON CONFLICT (series_id, grain, bucket) DO UPDATE SET
          min = excluded.min, max = excluded.max, avg = excluded.avg, p50 = excluded.p50,
          p95 = excluded.p95, last = excluded.last, samples = excluded.samples`,
     )
-    .run(grain, grain * US, fromUs, toUs)
+    .run(grain, grain * US, fromUs, toUs, JSON.stringify(seriesIds))
   return r.changes
 }
 
-/** What rollupRange would store for these series in [fromUs, toUs), read straight from the raw samples. */
-export function rawBuckets(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): BucketStats[] {
+/** What rollupRange would store for these series in [fromUs, toUs), read straight from the raw samples, as storedBuckets answers. */
+export function rawBuckets(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): BucketRow[] {
   if (seriesIds.length === 0 || fromUs >= toUs) return []
-  return sqlite.query(bucketsOfRaw(true)).all(grain, grain * US, fromUs, toUs, JSON.stringify(seriesIds)) as BucketStats[]
+  return sqlite
+    .query(`SELECT series_id, bucket, min, max, avg, p50, p95, last FROM (${BUCKETS_OF_RAW})`)
+    .values(grain, grain * US, fromUs, toUs, JSON.stringify(seriesIds)) as BucketRow[]
 }
 
-export function deleteSamplesBefore(tx: DbOrTx, t: number): number {
-  return changesOf(tx.delete(metricSamples).where(lt(metricSamples.t, t)).run())
+/** Deletes at most `limit` raw samples older than `t` (the oldest first); answers how many. */
+export function deleteSamplesBefore(sqlite: Database, t: number, limit: number): number {
+  return sqlite.query('DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM metric_samples WHERE t < ?1 ORDER BY t LIMIT ?2)').run(t, limit).changes
 }
 
-export function deleteRollupsBefore(tx: DbOrTx, grain: number, bucket: number): number {
-  return changesOf(tx.delete(metricRollups).where(sql`${metricRollups.grain} = ${grain} AND ${metricRollups.bucket} < ${bucket}`).run())
+/** Deletes at most `limit` buckets of `grain` starting before `bucket`; answers how many. */
+export function deleteRollupsBefore(sqlite: Database, grain: number, bucket: number, limit: number): number {
+  return sqlite
+    .query('DELETE FROM metric_rollups WHERE rowid IN (SELECT rowid FROM metric_rollups WHERE grain = ?1 AND bucket < ?2 ORDER BY bucket LIMIT ?3)')
+    .run(grain, bucket, limit).changes
 }
 
 /** The hourly rollups, with a value, of one metric of a server's GPUs in [fromUs, toUs). */

@@ -1,6 +1,6 @@
 import { and, asc, eq, lt, sql } from 'drizzle-orm'
 import { tenants } from '../../../db/schema'
-import type { DbOrTx } from '../../../db/client'
+import { preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type TenantRow = typeof tenants.$inferSelect
 type AccountState = TenantRow['accountState']
@@ -9,8 +9,17 @@ export function insertTenant(tx: DbOrTx, row: typeof tenants.$inferInsert): void
   tx.insert(tenants).values(row).run()
 }
 
+const tenantById = preparedQuery((db) =>
+  db
+    .select()
+    .from(tenants)
+    .where(eq(tenants.id, sql.placeholder('id')))
+    .prepare(),
+)
+
+/** Every authenticated request asks: built once (preparedQuery). */
 export function findTenant(db: DbOrTx, id: string): TenantRow | undefined {
-  return db.select().from(tenants).where(eq(tenants.id, id)).get()
+  return tenantById(db).get({ id })
 }
 
 export function listTenants(db: DbOrTx): TenantRow[] {

@@ -1,6 +1,6 @@
 import { and, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm'
 import { accessTokens, initTokens } from '../../../db/schema'
-import { changesOf, type DbOrTx } from '../../../db/client'
+import { changesOf, preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type AccessTokenRow = typeof accessTokens.$inferSelect
 export type InitTokenRow = typeof initTokens.$inferSelect
@@ -10,8 +10,17 @@ export function insertAccessToken(tx: DbOrTx, row: AccessTokenRow): void {
 }
 
 /** The token by the hash of its plaintext. */
+const accessTokenByHash = preparedQuery((db) =>
+  db
+    .select()
+    .from(accessTokens)
+    .where(eq(accessTokens.tokenHash, sql.placeholder('hash')))
+    .prepare(),
+)
+
+/** The token by the hash of its plaintext; every PAT request asks: built once (preparedQuery). */
 export function findAccessTokenByHash(db: DbOrTx, tokenHash: string): AccessTokenRow | undefined {
-  return db.select().from(accessTokens).where(eq(accessTokens.tokenHash, tokenHash)).get()
+  return accessTokenByHash(db).get({ hash: tokenHash })
 }
 
 export function touchAccessToken(tx: DbOrTx, id: string, at: number): void {

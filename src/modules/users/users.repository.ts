@@ -1,6 +1,6 @@
-import { and, asc, eq, gt } from 'drizzle-orm'
+import { and, asc, eq, gt, sql } from 'drizzle-orm'
 import { users } from '../../../db/schema'
-import type { DbOrTx } from '../../../db/client'
+import { preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type UserRow = typeof users.$inferSelect
 
@@ -12,8 +12,17 @@ export function findUserByEmail(db: DbOrTx, email: string): UserRow | undefined 
   return db.select().from(users).where(eq(users.email, email)).get()
 }
 
+const userById = preparedQuery((db) =>
+  db
+    .select()
+    .from(users)
+    .where(eq(users.id, sql.placeholder('id')))
+    .prepare(),
+)
+
+/** Every authenticated request asks: built once (preparedQuery). */
 export function findUserById(db: DbOrTx, id: string): UserRow | undefined {
-  return db.select().from(users).where(eq(users.id, id)).get()
+  return userById(db).get({ id })
 }
 
 /** Load-or-undefined within a tenant: a user of another tenant is simply not found. */
