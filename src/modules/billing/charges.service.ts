@@ -4,7 +4,7 @@ import { divideRounded, formatMoney } from '../../platform/money'
 import { daysInMonth, formatTimestamp, US_PER_HOUR, utcDay } from '../../platform/time'
 import { plansDuringHour, type PricedPlan } from '../plans'
 import { appendEntry, freezeOverdue } from './ledger'
-import { chargedFor, chargedUntil, insertChargeCalculation, setChargedUntil } from './ledger.repository'
+import { chargedFor, chargedUntil, checkpointWal, insertChargeCalculation, setChargedUntil } from './ledger.repository'
 import { firstServerEnrolledAt, serversManagedDuring } from '../fleet'
 
 /**
@@ -27,8 +27,9 @@ const WATERMARK = 'charges'
 /** Most tenants one batch transaction books (and one page of the read before it). */
 const BATCH_TENANTS = 1000
 /**
- * A batch stops taking tenants once it has run this long, leaving room for its commit (an fsync)
- * under the 50 ms a concurrent request may wait at most (bench/charges.ts measures it).
+ * A batch stops taking tenants once it has run this long, leaving room for its commit (an fsync
+ * under synchronous=FULL, none under the group commit) below the 50 ms a concurrent request may
+ * wait at most: about 900 tenants on the two-core test machine (bench/charges.ts measures it).
  */
 const BATCH_BUDGET_MS = 20
 /** Servers per slice of the read of an hour's managed servers (a few ms each, outside any transaction). */
@@ -163,6 +164,11 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: <T>(fn: 
     if (done === null) return 'overtaken'
     next = done.i
     batch.charges += done.n
+    await yieldToEventLoop()
+    // SQLite would otherwise copy the WAL back into the database inside some batch's COMMIT (every
+    // 1000 pages), making that one block the event loop twice as long; between batches it is a
+    // separate, shorter step (no lock: a passive checkpoint waits for no reader or writer).
+    checkpointWal(deps)
     await yieldToEventLoop()
   }
   return 'done'

@@ -143,6 +143,11 @@ export function insertChargeCalculation(deps: Deps, row: ChargeCalculationRow): 
   )
 }
 
+/** Copies committed WAL pages into the database file: a PASSIVE checkpoint, which waits for no reader or writer. */
+export function checkpointWal(deps: Deps): void {
+  deps.sqlite.exec('PRAGMA wal_checkpoint(PASSIVE)')
+}
+
 /** True when the tenant's charge for hour `h` is booked already (by this run, an earlier one or another process). */
 export function chargedFor(deps: Deps, tenantId: string, h: number): boolean {
   return statements(deps).charged.get(tenantId, h) !== null
