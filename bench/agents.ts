@@ -14,6 +14,8 @@
  * known agent-token hashes, the way enrolment stores them), on a tenant on the unlimited `pro`
  * plan; a small sample is also enrolled through POST /agent/register to show that path's rate.
  * Everything runs on 127.0.0.1; every wait has a deadline; the temp dir is removed at the end.
+ * The sessions' client ends live in BENCH_CLIENT_PROCS child processes (bench/agents-client.ts),
+ * so only the service holds one socket per session in one process.
  */
 import { Database } from 'bun:sqlite'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -25,8 +27,9 @@ import { createAccount } from '../src/modules/accounts/admin.service'
 import { createLogger } from '../src/platform/logger'
 import { generateSecret, hashSecret } from '../src/platform/secrets'
 import { freePort } from './support'
+import type { ClientCommand, ClientReply } from './agents-client'
 
-const N = Number(process.env.BENCH_AGENTS ?? 10_000)
+const ASKED = Number(process.env.BENCH_AGENTS ?? 10_000)
 const OPEN_CONCURRENCY = Number(process.env.BENCH_OPEN_CONCURRENCY ?? 256)
 const BURSTS = Number(process.env.BENCH_BURSTS ?? 2)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10)
@@ -35,29 +38,85 @@ const REGISTER_SAMPLE = Number(process.env.BENCH_REGISTER_SAMPLE ?? 100)
 const PHASE_DEADLINE_MS = Number(process.env.BENCH_PHASE_DEADLINE_S ?? 300) * 1000
 /** The service's heartbeat_interval_s (welcome frame), used while reopened sessions wait for the sweep. */
 const HEARTBEAT_INTERVAL_MS = 15_000
+/** Sessions per client process (each holds one socket per session). */
+const SESSIONS_PER_CLIENT = 5000
+/** Descriptors the service needs besides its sessions' sockets (database, WAL, listener, runtime). */
+const SERVICE_FD_HEADROOM = 1000
+/** When set, the service runs with `--cpu-prof-md --cpu-prof-dir=<dir>` and writes its profile on SIGTERM. */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : null
 const ROOT = resolve(import.meta.dir, '..')
 const SECRET_KEY = 'd'.repeat(64)
 
-// File descriptors: this process holds N client sockets and the service N server sockets. A Bun
-// program cannot raise its own limit, so when the soft limit is too low and the hard one allows
-// it, the script runs itself again under `ulimit -n <hard>`.
-const needFds = N + 512
+// File descriptors: the service holds one socket per session, in one process; the client ends are
+// spread over child processes. A Bun program cannot raise its own limit, so when the soft limit is
+// too low and the hard one allows more, the script runs itself again under `ulimit -n <hard>`
+// (the service and the clients inherit it). A count the hard limit cannot carry is lowered to
+// the largest it can, and the run says so.
 const { soft, hard } = openFileLimits()
-if (soft < needFds) {
-  if (hard >= needFds && !process.env.BENCH_REEXEC) {
-    const proc = Bun.spawn(['sh', '-c', `ulimit -n ${hard} && exec "$0" run "$1"`, process.execPath, import.meta.path], {
-      env: { ...process.env, BENCH_REEXEC: '1' },
-      stdio: ['inherit', 'inherit', 'inherit'],
-    })
-    process.exit(await proc.exited)
-  }
-  console.error(
-    `bench/agents: ${N} sessions need about ${needFds} open files; the limit is ${soft} (hard ${hard}). Raise it (e.g. "ulimit -n ${needFds}" as root) or lower BENCH_AGENTS.`,
-  )
+const needFds = ASKED + SERVICE_FD_HEADROOM
+if (soft < needFds && hard > soft && !process.env.BENCH_REEXEC) {
+  const proc = Bun.spawn(['sh', '-c', `ulimit -n ${hard} && exec "$0" run "$1"`, process.execPath, import.meta.path], {
+    env: { ...process.env, BENCH_REEXEC: '1' },
+    stdio: ['inherit', 'inherit', 'inherit'],
+  })
+  process.exit(await proc.exited)
+}
+const N = Math.min(ASKED, soft - SERVICE_FD_HEADROOM)
+const LIMIT_NOTE =
+  N < ASKED
+    ? `${ASKED.toLocaleString('en')} sessions were asked for, but one service process needs a descriptor per session (about ${needFds.toLocaleString('en')}) and this process's open-files limit is ${soft.toLocaleString('en')} (hard ${hard.toLocaleString('en')}); raising the hard limit takes CAP_SYS_RESOURCE (as root: ulimit -n ${needFds}, or LimitNOFILE= in the service unit). This run uses the largest count that fits: ${N.toLocaleString('en')}.`
+    : null
+if (N < 1) {
+  console.error(`bench/agents: the open-files limit ${soft} leaves no room for sessions`)
   process.exit(2)
 }
+if (LIMIT_NOTE) console.log(`NOTE: ${LIMIT_NOTE}\n`)
 
-type Session = { ws: WebSocket | null; token: string; serverId: string; hello: string; seq: number; welcomed: boolean; onBarrier: (() => void) | null }
+type Session = { token: string; serverId: string; hello: string }
+
+/** The client processes, each holding a share of the sessions; every call runs on all of them at once. */
+class Clients {
+  readonly #procs: ReturnType<typeof Bun.spawn>[] = []
+  readonly #waiting = new Map<number, { resolve: () => void; reject: (e: Error) => void }>()
+  #next = 1
+
+  constructor(count: number) {
+    for (let i = 0; i < count; i++)
+      this.#procs.push(
+        Bun.spawn([process.execPath, 'run', join(import.meta.dir, 'agents-client.ts')], {
+          stdio: ['ignore', 'inherit', 'inherit'],
+          ipc: (m: ClientReply) => {
+            const w = this.#waiting.get(m.id)
+            this.#waiting.delete(m.id)
+            if (m.ok) w?.resolve()
+            else w?.reject(new Error(`client: ${m.error}`))
+          },
+        }),
+      )
+  }
+
+  get count(): number {
+    return this.#procs.length
+  }
+
+  /** Sends `make(i)` to client i and resolves once every client answered. */
+  all(make: (i: number) => Omit<ClientCommand, 'id'>): Promise<void> {
+    return Promise.all(
+      this.#procs.map(
+        (p, i) =>
+          new Promise<void>((resolve, reject) => {
+            const id = this.#next++
+            this.#waiting.set(id, { resolve, reject })
+            p.send({ ...make(i), id })
+          }),
+      ),
+    ).then(() => undefined)
+  }
+
+  stop(): void {
+    for (const p of this.#procs) p.kill()
+  }
+}
 
 await main()
 
@@ -77,7 +136,9 @@ async function main() {
     LOG_LEVEL: 'warn',
     JOBS_ENABLED: 'false',
   }
-  console.log(`bun ${Bun.version}, ${cpus().length} cores, ${N} agent sessions, open files limit ${openFileLimits().soft}\n`)
+  console.log(
+    `bun ${Bun.version}, ${cpus().length} cores, ${N} agent sessions, open files limit ${openFileLimits().soft}, clients in ${Math.max(1, Math.ceil(N / SESSIONS_PER_CLIENT))} processes\n`,
+  )
 
   // 1. The fleet, written before the service starts.
   let t = performance.now()
@@ -91,7 +152,9 @@ async function main() {
   const { sessions, ticket } = prepared
   console.log(`prepared ${N} servers in the database in ${secs(t)} s`)
 
-  const service = Bun.spawn([process.execPath, 'run', 'src/main.ts'], { cwd: ROOT, env, stdin: 'ignore', stdout: 'ignore', stderr: 'inherit' })
+  const profile = CPU_PROF_DIR ? ['--cpu-prof-md', `--cpu-prof-dir=${CPU_PROF_DIR}`] : []
+  const service = Bun.spawn([process.execPath, ...profile, 'run', 'src/main.ts'], { cwd: ROOT, env, stdin: 'ignore', stdout: 'ignore', stderr: 'inherit' })
+  const clients = new Clients(Math.max(1, Math.ceil(N / SESSIONS_PER_CLIENT)))
   const db = new Database(join(dir, 'gpuhq.db'), { readonly: true })
   const count = (sql: string, ...params: (string | number)[]) => (db.query(sql).get(...params) as { n: number }).n
   const figures: [string, string][] = []
@@ -104,6 +167,14 @@ async function main() {
     await until(async () => (await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200, 20_000, 'the service to be ready')
     const cookie = await signIn(url, ticket)
     const ws = url.replace(/^http/, 'ws') + '/api/v1/agent/ws'
+    const share = Math.ceil(N / clients.count)
+    await clients.all((i) => ({
+      cmd: 'init',
+      url: ws,
+      sessions: sessions.slice(i * share, (i + 1) * share),
+      openConcurrency: Math.max(1, Math.floor(OPEN_CONCURRENCY / clients.count)),
+      deadlineMs: PHASE_DEADLINE_MS,
+    }))
 
     // 2. A sample of real enrolments, for the rate of POST /agent/register.
     if (REGISTER_SAMPLE > 0) {
@@ -124,35 +195,48 @@ async function main() {
       record('enrolments through HTTP (mint + register, sequential)', `${REGISTER_SAMPLE} in ${dt.toFixed(2)} s = ${(REGISTER_SAMPLE / dt).toFixed(0)}/s`)
     }
 
-    // 3. Memory per session.
+    // 3. Memory per session: RSS growth while the second half of the sessions opens (the first
+    // half has warmed up what every session shares: compiled code, statement caches, buffers).
     await Bun.sleep(1000)
     const rssBefore = rssKb(service.pid)
     t = performance.now()
-    await openAll(ws, sessions, false)
-    const openS = (performance.now() - t) / 1000
+    await clients.all(() => ({ cmd: 'open', heartbeatOnWelcome: false, half: 1 }))
+    await Bun.sleep(2000)
+    const rssHalf = rssKb(service.pid)
+    const t2 = performance.now()
+    await clients.all(() => ({ cmd: 'open', heartbeatOnWelcome: false, half: 2 }))
+    const secondS = (performance.now() - t2) / 1000
+    const openS = (performance.now() - t - 2000) / 1000
     await Bun.sleep(2000)
     const rssAfter = rssKb(service.pid)
-    record('sessions opened with hello → welcome', `${N} in ${openS.toFixed(2)} s = ${(N / openS).toFixed(0)}/s`)
-    record('service RSS before / after', `${mb(rssBefore)} / ${mb(rssAfter)} MiB`)
-    record('service RSS growth per session', `${(((rssAfter - rssBefore) * 1024) / N / 1024).toFixed(1)} KiB`)
+    let secondHalf = 0
+    for (let i = 0; i < clients.count; i++) {
+      const mine = Math.max(0, Math.min(share, N - i * share))
+      secondHalf += mine - Math.ceil(mine / 2)
+    }
+    record('sessions opened with hello → welcome', `${N} in ${openS.toFixed(2)} s = ${(N / openS).toFixed(0)}/s (second half ${secondS.toFixed(2)} s)`)
+    record('service RSS before / half open / all open', `${mb(rssBefore)} / ${mb(rssHalf)} / ${mb(rssAfter)} MiB`)
+    record('service RSS growth per session, all sessions', `${((rssAfter - rssBefore) / N).toFixed(1)} KiB`)
+    record(`service RSS growth per session, the second ${secondHalf} (warm)`, `${((rssAfter - rssHalf) / Math.max(1, secondHalf)).toFixed(1)} KiB`)
 
-    // 4. Heartbeats: the first one of each session is a presence transition (written at once)...
+    // 4. Heartbeats: the first one of each session is a presence transition (group-committed on
+    // the short presence wait)...
     t = performance.now()
-    for (const s of sessions) heartbeat(s)
+    await clients.all(() => ({ cmd: 'heartbeat' }))
     await until(
       () => count(`SELECT count(*) AS n FROM servers WHERE presence = 'online' AND hostname LIKE 'bench-%'`) === N,
       PHASE_DEADLINE_MS,
       () => `${N} servers online; presence now ${presence()}`,
     )
     const firstS = (performance.now() - t) / 1000
-    record('first heartbeat of every session (offline → online, one write each)', `${firstS.toFixed(2)} s = ${(N / firstS).toFixed(0)}/s`)
+    record('first heartbeat of every session (offline → online, a presence transition each)', `${firstS.toFixed(2)} s = ${(N / firstS).toFixed(0)}/s`)
 
     // ... later ones are group-committed (at most a second late, one transaction for all). A single
     // burst shows that latency: from the first send until every heartbeat is in the database.
     for (let b = 0; b < BURSTS; b++) {
       const before = count(`SELECT max(last_seen_at) AS n FROM servers`)
       t = performance.now()
-      for (const s of sessions) heartbeat(s)
+      await clients.all(() => ({ cmd: 'heartbeat' }))
       const sent = performance.now()
       await until(
         () => count(`SELECT count(*) AS n FROM servers WHERE last_seen_at > ? AND hostname LIKE 'bench-%'`, before) === N,
@@ -167,13 +251,10 @@ async function main() {
     // processed every frame (a barrier frame per session is answered); "written" until the last
     // round is in the database.
     t = performance.now()
-    let lastRoundUs = 0
-    for (let r = 0; r < ROUNDS; r++) {
-      if (r === ROUNDS - 1) lastRoundUs = Date.now() * 1000
-      for (const s of sessions) heartbeat(s)
-      await Bun.sleep(0)
-    }
-    await barrierAll(sessions)
+    // The last round starts after this instant in every client.
+    const lastRoundUs = Date.now() * 1000
+    await clients.all(() => ({ cmd: 'rounds', rounds: ROUNDS }))
+    await clients.all(() => ({ cmd: 'barrier' }))
     const handled = (performance.now() - t) / 1000
     await until(
       () => count(`SELECT count(*) AS n FROM servers WHERE last_seen_at > ? AND hostname LIKE 'bench-%'`, lastRoundUs) === N,
@@ -199,22 +280,20 @@ async function main() {
 
     // 6. Mass reconnect: everyone drops, everyone comes back with one heartbeat.
     t = performance.now()
-    for (const s of sessions) s.ws!.close(1001, 'bench reconnect')
+    await clients.all(() => ({ cmd: 'close' }))
     await until(
       () => count(`SELECT count(*) AS n FROM servers WHERE presence = 'offline' AND hostname LIKE 'bench-%'`) === N,
       PHASE_DEADLINE_MS,
       () => `${N} servers offline after the close; presence now ${presence()}`,
     )
-    record(`mass close: all ${N} offline (one write each)`, `${secs(t)} s`)
+    record(`mass close: all ${N} offline`, `${secs(t)} s`)
 
     // Reopened sessions keep heartbeating at the protocol's interval, as real agents do: when
     // reopening everything takes longer than 60 s, the sweep rightly marks the earliest ones suspect
     // unless they heartbeat again.
     t = performance.now()
-    const ticker = setInterval(() => {
-      for (const s of sessions) if (s.welcomed && s.ws?.readyState === WebSocket.OPEN) heartbeat(s)
-    }, HEARTBEAT_INTERVAL_MS)
-    await openAll(ws, sessions, true)
+    await clients.all(() => ({ cmd: 'ticker', everyMs: HEARTBEAT_INTERVAL_MS }))
+    await clients.all(() => ({ cmd: 'open', heartbeatOnWelcome: true }))
     const reopened = performance.now()
     const swept = await fetch(`${url}/api/v1/_test/jobs/presence.sweep/run`, { method: 'POST' })
     if (swept.status !== 200) throw new Error(`presence.sweep answered ${swept.status}`)
@@ -228,21 +307,27 @@ async function main() {
     record(`mass reconnect: ${N} sessions reopened with hello + one heartbeat`, `${((reopened - t) / 1000).toFixed(2)} s`)
     record('mass reconnect: all online in the database', `${((dbSettled - t) / 1000).toFixed(2)} s after the first reconnect`)
     record('mass reconnect: all online on GET /dashboard', `${secs(t)} s after the first reconnect`)
-    clearInterval(ticker)
+    await clients.all(() => ({ cmd: 'ticker', everyMs: null }))
     record('service RSS at the end', `${mb(rssKb(service.pid))} MiB`)
     const errors = count(`SELECT count(*) AS n FROM servers WHERE presence != 'online' AND hostname LIKE 'bench-%'`)
     if (errors) throw new Error(`${errors} servers are not online at the end`)
   } finally {
-    for (const s of sessions) s.ws?.close()
+    clients.stop()
     db.close()
     service.kill('SIGTERM')
-    await Promise.race([service.exited, Bun.sleep(10_000)])
-    if (service.exitCode === null && service.signalCode === null) service.kill('SIGKILL')
+    // A clean stop writes what every closed session left (and the CPU profile, when asked for).
+    await Promise.race([service.exited, Bun.sleep(60_000)])
+    if (service.exitCode === null && service.signalCode === null) {
+      console.error('bench/agents: the service did not stop within the wait after SIGTERM; killed')
+      service.kill('SIGKILL')
+    } else if (service.exitCode !== 0) console.error(`bench/agents: the service stopped with ${service.exitCode ?? service.signalCode}`)
     rmSync(dir, { recursive: true, force: true })
   }
   const width = Math.max(...figures.map(([k]) => k.length))
   console.log('')
   for (const [k, v] of figures) console.log(`${k.padEnd(width)}  ${v}`)
+  if (LIMIT_NOTE) console.log(`\nNOTE: ${LIMIT_NOTE}`)
+  if (CPU_PROF_DIR) console.log(`\nservice CPU profile written to ${CPU_PROF_DIR}`)
   process.exit(0)
 }
 
@@ -270,7 +355,7 @@ function prepareDatabase(env: Record<string, string>, n: number): { sessions: Se
       const token = generateSecret('gpuhq_agt_')
       const host = `bench-${String(i).padStart(6, '0')}`
       insert.run(id, tenantId, host, now, host, `sha256:${host}`, gpus, hashSecret(token), now)
-      sessions.push({ ws: null, token, serverId: id, hello: JSON.stringify({ type: 'hello', ...facts(host) }), seq: 0, welcomed: false, onBarrier: null })
+      sessions.push({ token, serverId: id, hello: JSON.stringify({ type: 'hello', ...facts(host) }) })
     }
   })()
   deps.sqlite.close()
@@ -285,69 +370,6 @@ function facts(hostname: string) {
     public_ip: '203.0.113.7',
     gpus: Array.from({ length: 8 }, (_, i) => ({ index: i, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24564 })),
   }
-}
-
-/** Opens every session (at most OPEN_CONCURRENCY at a time), hello → welcome, and optionally one heartbeat. */
-async function openAll(url: string, sessions: Session[], heartbeatOnWelcome: boolean): Promise<void> {
-  let next = 0
-  const deadline = Date.now() + PHASE_DEADLINE_MS
-  const openOne = (s: Session) =>
-    new Promise<void>((resolve, reject) => {
-      s.welcomed = false
-      const ws = new WebSocket(url, { headers: { authorization: `Bearer ${s.token}` } } as unknown as string[])
-      s.ws = ws
-      const timer = setTimeout(() => reject(new Error(`session of ${s.serverId} got no welcome within 60 s`)), 60_000)
-      ws.onopen = () => ws.send(s.hello)
-      ws.onmessage = (e) => {
-        const f = JSON.parse(String(e.data)) as { type: string; message?: string }
-        if (f.type === 'error' && f.message?.endsWith('bench_barrier')) {
-          const done = s.onBarrier
-          s.onBarrier = null
-          done?.()
-          return
-        }
-        if (s.welcomed || f.type !== 'welcome') return
-        s.welcomed = true
-        clearTimeout(timer)
-        if (heartbeatOnWelcome) heartbeat(s)
-        resolve()
-      }
-      ws.onclose = (e) => {
-        clearTimeout(timer)
-        if (!s.welcomed) reject(new Error(`session of ${s.serverId} closed before welcome (${e.code})`))
-      }
-    })
-  const worker = async () => {
-    while (next < sessions.length) {
-      if (Date.now() > deadline) throw new Error('opening the sessions took too long')
-      await openOne(sessions[next++]!)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(OPEN_CONCURRENCY, sessions.length) }, worker))
-}
-
-/**
- * Resolves once the service has handled every frame each session sent so far: frames of one
- * session are handled in order, and an unknown frame type sent last is answered with an error.
- */
-async function barrierAll(sessions: Session[]): Promise<void> {
-  await Promise.all(
-    sessions.map(
-      (s) =>
-        new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`no barrier answer from ${s.serverId} within the phase deadline`)), PHASE_DEADLINE_MS)
-          s.onBarrier = () => {
-            clearTimeout(timer)
-            resolve()
-          }
-          s.ws!.send('{"type":"bench_barrier"}')
-        }),
-    ),
-  )
-}
-
-function heartbeat(s: Session): void {
-  s.ws!.send(`{"type":"heartbeat","seq":${++s.seq}}`)
 }
 
 async function signIn(url: string, ticket: string): Promise<string> {

@@ -11,7 +11,7 @@ import { SAFE_METHODS } from './platform/access'
 import { recordRequestAudit } from './modules/audit'
 import { setSandboxSelfUrl } from './modules/payments'
 import { AGENT_WS_PATH, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent'
-import { agentSessions } from './modules/fleet'
+import { agentSessions, fleetRuntime } from './modules/fleet'
 
 /**
  * Bun.serve around the Elysia app: gives each request its id and client address, writes the one
@@ -41,6 +41,7 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
       const peer = srv.requestIP(request)?.address ?? '127.0.0.1'
       const ip = clientIp(peer, request.headers.get('x-forwarded-for'), deps.config.trustedProxies)
       if (request.headers.get('upgrade')?.toLowerCase() === 'websocket' && new URL(request.url).pathname === AGENT_WS_PATH) {
+        settlePresence(deps) // a new session starts after its predecessor's close, as the agent sees it
         const requestId = deps.newId()
         const refused = upgradeAgent(deps, request, srv, requestId)
         deps.log.info('request', { method: 'GET', route: AGENT_WS_PATH, path: AGENT_WS_PATH, status: refused?.status ?? 101, request_id: requestId, ip })
@@ -65,6 +66,20 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
 }
 
 /**
+ * Agent sessions' presence steps (a close, a hello, the heartbeat that brings a server online) are
+ * group-committed; every request (an agent's session upgrade too) writes those waiting before it
+ * runs, so whatever it reads (the fleet, events, the dashboard) already shows them (docs/fleet.md "Presence"). A failure leaves
+ * them for the runtime's own timer; the request goes on.
+ */
+function settlePresence(deps: Deps): void {
+  try {
+    fleetRuntime(deps).settle()
+  } catch (error) {
+    deps.log.warn('presence steps not written before a request', { error })
+  }
+}
+
+/**
  * A request that met a busy database (another process held the write lock past the driver's short
  * wait) before anything of it was written is run again after a pause that yields the event loop;
  * past the last pause it answers 503 with Retry-After. See docs/operations.md "A busy database".
@@ -80,6 +95,7 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
   const length = request.headers.get('content-length')
   const replayable = !request.body || (length !== null && Number(length) <= deps.config.bodyLimitBytes)
   const spare = request.body && replayable ? request.clone() : null
+  settlePresence(deps)
   let current = request
   let state = beginRequest(current, id, startUs, ip)
   let response: Response

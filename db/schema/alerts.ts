@@ -38,5 +38,8 @@ export const alertIncidents = sqliteTable(
   (t) => [
     index('alert_incidents_tenant').on(t.tenantId, t.id),
     uniqueIndex('alert_incidents_open_cause').on(t.tenantId, t.causeKey).where(sql`state <> 'resolved'`),
+    // When a cause was last resolved (raising it again, linking its notifications): one lookup, not
+    // a walk through every incident of the tenant.
+    index('alert_incidents_cause_resolved').on(t.tenantId, t.causeKey, t.resolvedAt),
   ],
 )

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { withTransaction } from '../../db/client'
-import { appendEntry } from '../../src/modules/billing'
+import { appendEntry, runHourlyCharges } from '../../src/modules/billing'
 import { startTestApp, TEST_PUBLIC_URL, TEST_SECRET_KEY, type TestApp } from '../support/app'
 import {
   addServers,
@@ -173,7 +173,7 @@ describe('exactly one charge per tenant and hour', () => {
     const booked = charges()
     expect(booked).toBeGreaterThan(0)
     expect(booked).toBeLessThan(3 * ((lastBookable(now) - H0) / US_PER_HOUR + 1)) // it really was stopped before the end
-    // Every hour is one transaction: an hour is booked for all three tenants or for none.
+    // Three tenants fit in one batch, so each hour is one transaction here: booked for all three or for none.
     const perHour = app.deps.sqlite.query("SELECT charge_hour, count(*) AS n FROM ledger_entries WHERE kind = 'charge' GROUP BY charge_hour").all() as {
       n: number
     }[]
@@ -201,5 +201,51 @@ describe('exactly one charge per tenant and hour', () => {
     await clockTo(app, now + US_PER_HOUR)
     await runCharges(app)
     expectEveryHourOnce(app, tenants, H0, last + US_PER_HOUR)
+  })
+})
+
+describe('an hour booked in batches, each its own transaction', () => {
+  const chargesOfHour = (app: TestApp, h: number) =>
+    (
+      app.deps.sqlite.query("SELECT tenant_id FROM ledger_entries WHERE kind = 'charge' AND charge_hour = ? ORDER BY tenant_id").all(h) as {
+        tenant_id: string
+      }[]
+    ).map((r) => r.tenant_id)
+  const watermark = (app: TestApp) =>
+    (app.deps.sqlite.query("SELECT charged_until FROM billing_state WHERE key = 'charges'").get() as { charged_until: number } | null)?.charged_until
+
+  test('more tenants than one batch: every tenant is booked once over several transactions, and a second run books nothing', async () => {
+    const app = await freshApp()
+    const tenants = await payingTenants(app, [1, 2, 3, 1, 2])
+    const now = await clockTo(app, H0 + 2 * US_PER_HOUR + 30 * US_PER_MINUTE) // H0 and H0 + 1h due
+    const held: number[] = []
+    const detail = await runHourlyCharges(app.deps, { batchTenants: 2, onTransaction: (ms) => held.push(ms) })
+    // Two hours × three batches (2 + 2 + 1 tenants), each hour's watermark move, the freeze check.
+    expect(detail).toContain('booked 2 hours (10 charges)')
+    expect(detail).toContain('6 batches')
+    expect(held).toHaveLength(6 + 2 + 1)
+    expectEveryHourOnce(app, tenants, H0, lastBookable(now))
+    expect(await runHourlyCharges(app.deps, { batchTenants: 2 })).toContain('booked 0 hours (0 charges)')
+    expectEveryHourOnce(app, tenants, H0, lastBookable(now))
+  })
+
+  test('a run that ends between two batches leaves the hour open; the next run books the tenants left, each once', async () => {
+    const app = await freshApp()
+    const tenants = await payingTenants(app, [1, 2, 3, 4, 5])
+    const now = await clockTo(app, H0 + 1 * US_PER_HOUR + 30 * US_PER_MINUTE) // H0 due
+    expect(watermark(app)).toBeUndefined()
+    const first = await runHourlyCharges(app.deps, { batchTenants: 2, maxBatches: 1 })
+    expect(first).toContain('stopped after 1 batches (2 charges)')
+    // The first batch is durable with its own transaction; the watermark has not moved past H0.
+    const sorted = tenants.map((t) => t.id).sort()
+    expect(chargesOfHour(app, H0)).toEqual(sorted.slice(0, 2))
+    expect(watermark(app)).toBeUndefined()
+    // Another interrupted run resumes with the next batch.
+    await runHourlyCharges(app.deps, { batchTenants: 2, maxBatches: 1 })
+    expect(chargesOfHour(app, H0)).toEqual(sorted.slice(0, 4))
+    // Through the job, as the scheduler runs it: the rest of the hour, then the watermark.
+    expect((await runCharges(app)).detail).toContain('booked 1 hours (1 charges)')
+    expect(watermark(app)).toBe(H0 + US_PER_HOUR)
+    expectEveryHourOnce(app, tenants, H0, lastBookable(now))
   })
 })

@@ -3,11 +3,13 @@ import { startTestApp, type TestApp } from '../support/app'
 import {
   advance,
   api,
+  closeAllAgents,
   enrolAgent,
   eventually,
   getServer,
   listServers,
   newOwner,
+  ok,
   RawAgent,
   runJob,
   serverEvents,
@@ -16,6 +18,7 @@ import {
   stopApp,
 } from '../support/fleet'
 import { expectProblem } from '../support/problem'
+import { agentSessions } from '../../src/modules/fleet'
 
 /** docs/fleet.md "Presence": heartbeats of the live session only, moved by the test clock and presence.sweep. */
 
@@ -225,5 +228,71 @@ describe('telemetry', () => {
     expect(row.gpu_vitals).toHaveLength(row.gpu_count)
     expect(row.gpu_vitals.every((v: { temp_c: unknown; fan_pct: unknown }) => v.temp_c === null && v.fan_pct === null)).toBe(true)
     await agent.close()
+  })
+})
+
+describe('presence steps are group-committed, and no reader sees one late', () => {
+  const storedPresence = (id: string) => (app.deps.sqlite.query('SELECT presence FROM servers WHERE id = ?').get(id) as { presence: string }).presence
+  /** Resolves once the service has run the session's close handler (the server has no live session). */
+  async function closedInService(id: string) {
+    const until = Date.now() + 3000
+    while (agentSessions(app.deps).isLive(id) && Date.now() < until) await Bun.sleep(1)
+    expect(agentSessions(app.deps).isLive(id)).toBe(false)
+  }
+
+  test('right after the close, every read shows the server offline, though the step was not written yet', async () => {
+    const { id, agent } = await connected()
+    agent.heartbeat()
+    await agent.barrier()
+    expect(await presenceOf(id)).toBe('online')
+    const dashboardBefore = (await ok<{ servers: { offline: number } }>(api(app, owner, 'GET', '/dashboard'))).servers.offline
+    const before = Date.now()
+    await agent.close()
+    await closedInService(id)
+    // The step waits in memory (its timer has not run yet): the database still says online…
+    expect(storedPresence(id)).toBe('online')
+    // …and the first read writes it before it reads.
+    expect(await presenceOf(id)).toBe('offline')
+    expect(storedPresence(id)).toBe('offline')
+    expect((await rowOf(id)).presence).toBe('offline')
+    expect((await ok<{ servers: { offline: number } }>(api(app, owner, 'GET', '/dashboard'))).servers.offline).toBe(dashboardBefore + 1)
+    const offline = (await serverEvents(app, owner, id, { kind: 'presence.offline' })).items
+    expect(offline).toHaveLength(1)
+    expect(offline[0]).toMatchObject({ severity: 'warning', data: { from: 'online', reason: 'session closed (1000)' } })
+    // Its time is the close's, not the write's.
+    expect(Date.parse(offline[0]!.created_at)).toBeGreaterThanOrEqual(before - 5000)
+  })
+
+  test('without a read, the timer writes the steps within a fraction of a second', async () => {
+    const { id, agent } = await connected()
+    agent.heartbeat()
+    await agent.barrier()
+    await eventually(() => storedPresence(id) === 'online', 1000, 10)
+    await agent.close()
+    await closedInService(id)
+    await eventually(() => storedPresence(id) === 'offline', 1000, 10)
+  })
+
+  test('close, reconnect and heartbeat in quick succession: each transition recorded once, in order, the server online', async () => {
+    const e = await enrolAgent(app, owner)
+    const cycles = 3
+    for (let i = 0; i < cycles; i++) {
+      const { agent } = await RawAgent.start(app, e.agent_token)
+      agent.heartbeat()
+      await agent.barrier()
+      agent.heartbeat() // a second one: keeps it online, no transition
+      await agent.barrier()
+      if (i < cycles - 1) {
+        await agent.close()
+        await closedInService(e.server_id)
+      }
+    }
+    expect(await presenceOf(e.server_id)).toBe('online')
+    const events = (await serverEvents(app, owner, e.server_id)).items.filter((x) => x.kind.startsWith('presence.'))
+    // Newest first: online, offline, online, offline, online.
+    expect(events.map((x) => x.kind)).toEqual(['presence.online', 'presence.offline', 'presence.online', 'presence.offline', 'presence.online'])
+    const times = events.map((x) => Date.parse(x.created_at))
+    expect([...times].sort((a, b) => b - a)).toEqual(times)
+    await closeAllAgents()
   })
 })

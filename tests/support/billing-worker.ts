@@ -24,5 +24,5 @@ const deps = buildDeps(loadConfig(), {
   busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
 })
 while (Date.now() < startAt) Bun.sleepSync(1)
-console.log(runHourlyCharges(deps))
+console.log(await runHourlyCharges(deps))
 deps.sqlite.close()

@@ -1,6 +1,7 @@
 import { expect } from 'bun:test'
 import { connect } from 'node:net'
 import { createAccount } from '../../src/modules/accounts'
+import { fleetRuntime } from '../../src/modules/fleet'
 import { GOOD_PASSWORD, newEmail, sessionFrom, withSession } from './accounts'
 import type { TestApp } from './app'
 
@@ -387,6 +388,9 @@ function count(app: TestApp, sql: string, params: (string | number | null)[] = [
 
 /** Row counts of the tables a session can write to, to show a bad frame stored nothing. */
 export function fleetRowCounts(app: TestApp) {
+  // A reader of the fleet: the presence steps waiting in memory (hello, close) are written first, as
+  // every request of the service does before it reads.
+  fleetRuntime(app.deps).settle()
   return {
     events: count(app, 'SELECT count(*) AS n FROM server_events'),
     metrics: count(app, 'SELECT count(*) AS n FROM server_latest_metrics'),

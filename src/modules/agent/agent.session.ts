@@ -4,7 +4,7 @@ import type { Deps } from '../../platform/context'
 import { stripUnsafeText } from '../../platform/text'
 import { parseTimestamp } from '../../platform/time'
 import { applyCommandFrame, sessionLost, sessionReady } from '../commands'
-import { agentSessions, findServer, fleetRuntime, markFleetDirty, recordServerEvent, updateServer, type LiveSession, type Sample } from '../fleet'
+import { agentSessions, findServer, fleetRuntime, recordServerEvent, updateServer, type LiveSession, type Sample } from '../fleet'
 import { MAX_METRIC_NAMES_PER_SERVER, metricNames } from '../telemetry'
 import type { Frames, OutgoingFrame } from './agent.model'
 import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, TELEMETRY_INTERVAL_S } from './agent.service'
@@ -42,17 +42,15 @@ export function openSession(deps: Deps, s: AgentSocketData, session: LiveSession
 export function sessionHello(deps: Deps, s: AgentSocketData, f: Static<typeof Frames.hello>, reply: (frame: OutgoingFrame) => void): Refusal | undefined {
   if (compareVersions(f.agent_version, deps.config.minAgentVersion) < 0)
     return { code: 'unsupported_agent_version', message: `agent ${f.agent_version} is older than the minimum ${deps.config.minAgentVersion}` }
-  withTransaction(deps.db, (tx) => {
-    updateServer(tx, s.serverId, hostFacts(f))
-    markFleetDirty(tx, s.tenantId)
-  })
+  // Group-committed with the session's other presence steps; written before any read sees the server.
+  fleetRuntime(deps).hello(s.serverId, s.tenantId, hostFacts(f))
   reply({ type: 'welcome', server_id: s.serverId, heartbeat_interval_s: HEARTBEAT_INTERVAL_S, telemetry_interval_s: TELEMETRY_INTERVAL_S })
   sessionReady(deps, s.serverId)
 }
 
 export function sessionHeartbeat(deps: Deps, s: AgentSocketData): void {
-  const cameOnline = fleetRuntime(deps).heartbeat(s.serverId, s.online)
-  if (cameOnline || !s.online) s.online = true
+  fleetRuntime(deps).heartbeat(s.serverId, s.online)
+  s.online = true
 }
 
 export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: Static<typeof Frames.telemetry>): Refusal | undefined {

@@ -2,9 +2,9 @@ import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { divideRounded, formatMoney } from '../../platform/money'
 import { daysInMonth, formatTimestamp, US_PER_HOUR, utcDay } from '../../platform/time'
-import { plansDuringHour } from '../plans'
+import { plansDuringHour, type PricedPlan } from '../plans'
 import { appendEntry, freezeOverdue } from './ledger'
-import { chargedUntil, insertChargeCalculation, setChargedUntil, tenantsChargedFor } from './ledger.repository'
+import { chargedFor, chargedUntil, checkpointWal, insertChargeCalculation, setChargedUntil } from './ledger.repository'
 import { firstServerEnrolledAt, serversManagedDuring } from '../fleet'
 
 /**
@@ -13,12 +13,27 @@ import { firstServerEnrolledAt, serversManagedDuring } from '../fleet'
  * before the hour ended and not decommissioned before it began.
  *
  * `billing.charge` books hour H once it is 1 h 15 min old (created_at ≈ H + 1h15m; occurred_at and
- * charge_hour = H). Each hour is one transaction for every tenant, followed by the watermark, so a
- * crash mid-run books nothing of that hour; a unique index (tenant, charge_hour) makes a second
- * booking impossible whatever reruns, overlapping processes or catch-ups after downtime do.
+ * charge_hour = H). An hour is booked in short slices: tenants in id order, each batch its own
+ * transaction, cut at BATCH_TENANTS tenants or once it has run BATCH_BUDGET_MS, and the event loop
+ * yields between batches, so a request never waits long for the write lock. A batch's progress is
+ * its own ledger rows, durable with it: a crash mid-hour leaves whole tenants behind, and the next
+ * run skips every tenant already charged for the hour (one lookup in the partial unique index
+ * (tenant, charge_hour), which also makes a second booking impossible whatever reruns, overlapping
+ * processes or catch-ups after downtime do). The watermark moves past H only once every tenant of H
+ * is booked.
  */
 const BOOKING_LAG_US = 75 * 60 * 1_000_000
 const WATERMARK = 'charges'
+/** Most tenants one batch transaction books (and one page of the read before it). */
+const BATCH_TENANTS = 1000
+/**
+ * A batch stops taking tenants once it has run this long, leaving room for its commit (an fsync
+ * under synchronous=FULL, none under the group commit) below the 50 ms a concurrent request may
+ * wait at most: about 900 tenants on the two-core test machine (bench/charges.ts measures it).
+ */
+const BATCH_BUDGET_MS = 20
+/** Servers per slice of the read of an hour's managed servers (a few ms each, outside any transaction). */
+const READ_SLICE = 20_000
 
 const hourStart = (us: number) => Math.floor(us / US_PER_HOUR) * US_PER_HOUR
 
@@ -30,34 +45,65 @@ function hourlyAmount(priceMicrosPerServerMonth: number, servers: number, days: 
 /** Below this many days of balance at the current rate, the owner is warned (notifications, `balance`; alerts, `low_balance`). */
 export const LOW_BALANCE_DAYS = 3
 
-export function runHourlyCharges(deps: Deps, options: { maxHours?: number } = {}): string {
+type ChargeRunOptions = {
+  /** Hours one run books at most (catch-up after downtime). */
+  maxHours?: number
+  /** Tenants one batch books at most (BATCH_TENANTS). */
+  batchTenants?: number
+  /** Ends the run after this many batch transactions, as a crash between two batches would. */
+  maxBatches?: number
+  /** Told how long each write transaction of the run held the write lock, in ms. */
+  onTransaction?: (ms: number) => void
+}
+
+/** The run's batch size, what it may still run (maxBatches), and what it ran and booked. */
+type Batches = { size: number; left: number; count: number; charges: number }
+
+/** Lets requests and other work run between two batches. */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {}): Promise<string> {
+  const timed = <T>(fn: (tx: Tx) => T): T => {
+    const t0 = performance.now()
+    try {
+      return withTransaction(deps.db, fn)
+    } finally {
+      options.onTransaction?.(performance.now() - t0)
+    }
+  }
   const now = deps.clock.nowUs()
   const lastBookable = hourStart(now - BOOKING_LAG_US) // the latest hour H with H + 1h15m <= now
   let hour = chargedUntil(deps.db, WATERMARK) ?? firstHour(deps.db)
   if (hour === null) {
-    withTransaction(deps.db, (tx) => freezeOverdue(tx, deps))
+    timed((tx) => freezeOverdue(tx, deps))
     return 'no servers yet; nothing to charge'
   }
+  const batch: Batches = { size: options.batchTenants ?? BATCH_TENANTS, left: options.maxBatches ?? Number.POSITIVE_INFINITY, count: 0, charges: 0 }
   let hours = 0
-  let rows = 0
   const max = options.maxHours ?? 24 * 400
+  let stopped = false
   while (hour <= lastBookable && hours < max) {
     const h = hour
-    const booked = withTransaction(deps.db, (tx) => {
-      // Another run may have moved on meanwhile: the watermark only ever moves forward.
+    const ended = await chargeHour(deps, h, batch, timed)
+    if (ended === 'overtaken') break
+    if (ended === 'stopped') {
+      stopped = true
+      break
+    }
+    // The hour is booked for every tenant: the watermark moves past it (only ever forward).
+    const moved = timed((tx) => {
       const current = chargedUntil(tx, WATERMARK)
-      if (current !== undefined && current > h) return null
-      const n = chargeHour(tx, deps, h)
+      if (current !== undefined && current > h) return false
       setChargedUntil(tx, WATERMARK, h + US_PER_HOUR, deps.clock.nowUs())
-      return n
+      return true
     })
-    if (booked === null) break
-    rows += booked
+    if (!moved) break
     hour += US_PER_HOUR
     hours++
   }
-  const frozen = withTransaction(deps.db, (tx) => freezeOverdue(tx, deps))
-  return `booked ${hours} hours (${rows} charges) up to ${formatTimestamp(hour)}; ${frozen} accounts frozen`
+  if (stopped) return `stopped after ${batch.count} batches (${batch.charges} charges), ${formatTimestamp(hour)} not finished`
+  const frozen = timed((tx) => freezeOverdue(tx, deps))
+  return `booked ${hours} hours (${batch.charges} charges) up to ${formatTimestamp(hour)}; ${frozen} accounts frozen; ${batch.count} batches`
 }
 
 /** Billing starts with the hour of the first server ever enrolled. */
@@ -66,59 +112,100 @@ function firstHour(db: DbOrTx): number | null {
   return first === null ? null : hourStart(first)
 }
 
-/** Books hour `h` for every tenant with managed servers and a priced plan; returns rows written. */
-function chargeHour(tx: DbOrTx, deps: Deps, h: number): number {
+/**
+ * Books hour `h` for every tenant with managed servers and a priced plan, batch by batch (counting
+ * them and their charges in `batch`); answers 'done', or why it ended first: another process moved the watermark past the hour, or
+ * the run's batch allowance (maxBatches) ran out.
+ */
+async function chargeHour(deps: Deps, h: number, batch: Batches, timed: <T>(fn: (tx: Tx) => T) => T): Promise<'done' | 'overtaken' | 'stopped'> {
   const end = h + US_PER_HOUR
-  const managed = serversManagedDuring(tx, h, end)
-  const byTenant = new Map<string, string[]>()
-  for (const m of managed) {
-    const list = byTenant.get(m.tenantId)
-    if (list) list.push(m.serverId)
-    else byTenant.set(m.tenantId, [m.serverId])
-  }
-  if (byTenant.size === 0) return 0
   const day = utcDay(h)
-  // The plan and price in force during this hour, not the ones of today (plan history).
-  const tenantPlans = plansDuringHour(tx, h)
+  // The plan and price in force during this hour, not the ones of today (plan history). Which
+  // servers an hour bills and its plans are settled once the hour is over, so they are read outside
+  // the batches' transactions.
+  const tenantPlans = plansDuringHour(deps.db, h)
   const date = new Date(h / 1000)
   const days = daysInMonth(date.getUTCFullYear(), date.getUTCMonth() + 1)
-  const now = deps.clock.nowUs()
-  let written = 0
-  const booked = tenantsChargedFor(tx, h)
-  for (const [tenantId, serverIds] of byTenant) {
-    const plan = tenantPlans.get(tenantId)
-    if (!plan || plan.price === null || plan.price === 0) continue // free or contract-priced: nothing booked here
-    if (booked.has(tenantId)) continue
-    serverIds.sort()
-    const amount = hourlyAmount(plan.price, serverIds.length, days)
-    const calculationId = deps.newId()
-    insertChargeCalculation(tx, {
-      id: calculationId,
-      tenantId,
-      chargeHour: h,
-      planCode: plan.planCode!,
-      priceMicrosPerServerMonth: plan.price,
-      daysInMonth: days,
-      servers: serverIds.length,
-      serverIds,
-      amountMicros: amount,
-      createdAt: now,
-    })
-    const entry = appendEntry(tx, deps, {
-      tenantId,
-      kind: 'charge',
-      amountMicros: -amount,
-      occurredAt: h,
-      chargeDay: day,
-      chargeHour: h,
-      calculationId,
-      detail: `${serverIds.length} server${serverIds.length === 1 ? '' : 's'} × ${plan.planCode} ${formatMoney(plan.price)} USD/month ÷ ${days} days ÷ 24 h`,
-    })
-    // Days of balance left at this hour's rate: a warning while there is still time to top up.
-    const daysLeft = entry.balanceAfterMicros / (amount * 24)
-    if (amount > 0 && entry.balanceAfterMicros >= 0 && daysLeft < LOW_BALANCE_DAYS)
-      deps.events.emit('tenant.balance_low', { tx: tx as Tx, tenantId, daysLeft, balanceMicros: entry.balanceAfterMicros })
-    written++
+  const byTenant = new Map<string, string[]>()
+  for (let after = 0; after >= 0; ) {
+    const chunk = serversManagedDuring(deps.sqlite, h, end, after, READ_SLICE)
+    for (const [tenantId, serverId] of chunk.rows) {
+      const list = byTenant.get(tenantId)
+      if (list) list.push(serverId)
+      else byTenant.set(tenantId, [serverId])
+    }
+    after = chunk.last
+    await yieldToEventLoop()
   }
-  return written
+  // Tenants in id order, so a crash-and-resume or another process walks them the same way.
+  const tenants = [...byTenant.keys()].sort()
+  let next = 0
+  while (next < tenants.length) {
+    if (batch.left <= 0) return 'stopped'
+    const from = next
+    const done = timed((tx) => {
+      // Another run may have finished this hour meanwhile: the watermark only ever moves forward.
+      const current = chargedUntil(tx, WATERMARK)
+      if (current !== undefined && current > h) return null
+      const deadline = performance.now() + BATCH_BUDGET_MS
+      let i = from
+      let n = 0
+      // Tenants booked already (by a run that stopped mid-hour, or another process) cost one
+      // lookup each and do not count: a resumed run's first batch books the next tenants.
+      while (i < tenants.length && n < batch.size) {
+        const tenantId = tenants[i++]!
+        if (chargeTenant(tx, deps, tenantPlans.get(tenantId), tenantId, byTenant.get(tenantId)!, h, day, days)) n++
+        if (performance.now() > deadline) break
+      }
+      return { i, n }
+    })
+    batch.left--
+    batch.count++
+    if (done === null) return 'overtaken'
+    next = done.i
+    batch.charges += done.n
+    await yieldToEventLoop()
+    // SQLite would otherwise copy the WAL back into the database inside some batch's COMMIT (every
+    // 1000 pages), making that one block the event loop twice as long; between batches it is a
+    // separate, shorter step (no lock: a passive checkpoint waits for no reader or writer).
+    checkpointWal(deps)
+    await yieldToEventLoop()
+  }
+  return 'done'
+}
+
+/** Books one tenant's hour unless it is free, contract-priced or booked already; true when it wrote a charge. */
+function chargeTenant(tx: Tx, deps: Deps, plan: PricedPlan | undefined, tenantId: string, serverIds: string[], h: number, day: string, days: number): boolean {
+  if (!plan || plan.price === null || plan.price === 0) return false // free or contract-priced: nothing booked here
+  if (chargedFor(deps, tenantId, h)) return false
+  serverIds.sort()
+  const amount = hourlyAmount(plan.price, serverIds.length, days)
+  const calculationId = deps.newId()
+  insertChargeCalculation(deps, {
+    id: calculationId,
+    tenantId,
+    chargeHour: h,
+    planCode: plan.planCode!,
+    priceMicrosPerServerMonth: plan.price,
+    daysInMonth: days,
+    servers: serverIds.length,
+    serverIds,
+    amountMicros: amount,
+    createdAt: deps.clock.nowUs(),
+  })
+  const entry = appendEntry(tx, deps, {
+    tenantId,
+    kind: 'charge',
+    amountMicros: -amount,
+    occurredAt: h,
+    chargeDay: day,
+    chargeHour: h,
+    calculationId,
+    detail: `${serverIds.length} server${serverIds.length === 1 ? '' : 's'} × ${plan.planCode} ${formatMoney(plan.price)} USD/month ÷ ${days} days ÷ 24 h`,
+  })
+  // Days of balance left at this hour's rate: a warning while there is still time to top up.
+  const daysLeft = entry.balanceAfterMicros / (amount * 24)
+  if (amount > 0 && entry.balanceAfterMicros >= 0 && daysLeft < LOW_BALANCE_DAYS)
+    deps.events.emit('tenant.balance_low', { tx, tenantId, daysLeft, balanceMicros: entry.balanceAfterMicros })
+  return true
 }

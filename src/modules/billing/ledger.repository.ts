@@ -16,6 +16,13 @@ const statements = perDeps((deps) => ({
   upsertBalance: deps.sqlite.prepare(
     'INSERT INTO balances (tenant_id, balance_micros, last_seq, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id) DO UPDATE SET balance_micros = excluded.balance_micros, last_seq = excluded.last_seq, updated_at = excluded.updated_at',
   ),
+  // The partial unique index ledger_one_charge_per_hour answers this with one lookup.
+  charged: deps.sqlite.prepare<{ one: number }, [string, number]>(
+    "SELECT 1 AS one FROM ledger_entries WHERE tenant_id = ? AND charge_hour = ? AND kind = 'charge'",
+  ),
+  insertCalculation: deps.sqlite.prepare(
+    'INSERT INTO charge_calculations (id, tenant_id, charge_hour, plan_code, price_micros_per_server_month, days_in_month, servers, server_ids, amount_micros, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  ),
 }))
 
 /** The running balance and the last entry's sequence number (zero for a tenant with no entry). */
@@ -120,20 +127,30 @@ export function chargeCalculationsBetween(db: DbOrTx, tenantId: string, fromUs: 
     .all()
 }
 
-export function insertChargeCalculation(tx: DbOrTx, row: ChargeCalculationRow): void {
-  tx.insert(chargeCalculations).values(row).run()
+/** Runs once per tenant per hour inside a charge batch: a statement prepared once, on the transaction's connection. */
+export function insertChargeCalculation(deps: Deps, row: ChargeCalculationRow): void {
+  statements(deps).insertCalculation.run(
+    row.id,
+    row.tenantId,
+    row.chargeHour,
+    row.planCode,
+    row.priceMicrosPerServerMonth,
+    row.daysInMonth,
+    row.servers,
+    JSON.stringify(row.serverIds),
+    row.amountMicros,
+    row.createdAt,
+  )
 }
 
-/** The tenants whose charge for hour `h` is booked already. */
-export function tenantsChargedFor(db: DbOrTx, h: number): Set<string> {
-  return new Set(
-    db
-      .select({ tenantId: ledgerEntries.tenantId })
-      .from(ledgerEntries)
-      .where(and(eq(ledgerEntries.chargeHour, h), eq(ledgerEntries.kind, 'charge')))
-      .all()
-      .map((r) => r.tenantId),
-  )
+/** Copies committed WAL pages into the database file: a PASSIVE checkpoint, which waits for no reader or writer. */
+export function checkpointWal(deps: Deps): void {
+  deps.sqlite.exec('PRAGMA wal_checkpoint(PASSIVE)')
+}
+
+/** True when the tenant's charge for hour `h` is booked already (by this run, an earlier one or another process). */
+export function chargedFor(deps: Deps, tenantId: string, h: number): boolean {
+  return statements(deps).charged.get(tenantId, h) !== null
 }
 
 /** billing.charge's watermark: every hour before it is booked for every tenant. */

@@ -35,6 +35,10 @@ export function appendEntry(tx: DbOrTx, deps: Deps, e: NewEntry): LedgerRow {
     createdAt: now,
   }
   writeEntry(deps, row)
+  // A debit that leaves the balance at zero or above moves no account state: out of grace the
+  // balance was already at or above zero (grace always means below zero), and only a top-up
+  // unfreezes. Every hourly charge of a covered account takes this path: no lookup.
+  if (e.amountMicros <= 0 && balance >= 0) return row
   const state = accountStateOf(tx, e.tenantId)
   if (state) followBalance(tx, deps, e.tenantId, state, balance, e.kind)
   return row

@@ -2,7 +2,7 @@ import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatNullableTimestamp } from '../../platform/time'
 import { agentSessions, findServerById, rentalRunning } from '../fleet'
-import { changeCommand, pastAcceptBy, pastDeadline, TERMINAL, undeliveredFor, type CommandRow } from './commands.repository'
+import { changeCommand, hasUndelivered, pastAcceptBy, pastDeadline, TERMINAL, undeliveredFor, type CommandRow } from './commands.repository'
 import type { OutgoingCommandFrame } from './commands.frames'
 
 /**
@@ -35,6 +35,7 @@ export function sendFrame(deps: Deps, serverId: string, frame: OutgoingCommandFr
 
 /** Sends every command of the server that may go now over its live session in this process. */
 export function dispatchServer(deps: Deps, serverId: string): number {
+  if (!hasUndelivered(deps.sqlite, serverId)) return 0 // nothing waits: no transaction
   const online = agentSessions(deps).isLive(serverId)
   let sent = 0
   const now = deps.clock.nowUs()
@@ -86,6 +87,7 @@ export function sessionReady(deps: Deps, serverId: string): number {
 
 /** The session dropped: what was sent but not accepted goes back to the queue to be sent again. */
 export function sessionLost(deps: Deps, serverId: string): void {
+  if (!hasUndelivered(deps.sqlite, serverId)) return // nothing was in flight: no transaction
   withTransaction(deps.db, (tx) => {
     for (const c of undeliveredFor(tx, serverId))
       if (c.deliveryStatus === 'routing' || c.deliveryStatus === 'sent') changeCommand(tx, deps, c, { deliveryStatus: 'queued', queueReason: 'awaiting_retry' })

@@ -1,3 +1,4 @@
+import type { Database } from 'bun:sqlite'
 import { and, asc, desc, eq, gt, inArray, lt, notInArray, sql, type SQL } from 'drizzle-orm'
 import { commandLogs, commands, commandTimeline } from '../../../db/schema'
 import type { DbOrTx } from '../../../db/client'
@@ -28,6 +29,21 @@ export function findServerCommand(db: DbOrTx, serverId: string, id: string): Com
     .from(commands)
     .where(and(eq(commands.serverId, serverId), eq(commands.id, id)))
     .get()
+}
+
+/**
+ * Whether the server has a command not yet accepted by its agent and still alive (undeliveredFor
+ * would answer one): one lookup in commands_server_delivery through a statement SQLite keeps
+ * compiled. Every session's hello and close ask it, and nearly always there is none.
+ */
+export function hasUndelivered(sqlite: Database, serverId: string): boolean {
+  return (
+    sqlite
+      .query<{ one: number }, [string]>(
+        `SELECT 1 AS one FROM commands WHERE server_id = ?1 AND delivery_status IN (${UNDELIVERED.map((d) => `'${d}'`).join(', ')}) AND execution_status = 'not_started' LIMIT 1`,
+      )
+      .get(serverId) !== null
+  )
 }
 
 /** Commands of a server not yet accepted by its agent and still alive, oldest first. */

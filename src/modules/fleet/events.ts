@@ -14,18 +14,19 @@ export function recordServerEvent(
   tx: DbOrTx,
   deps: Pick<Deps, 'newId' | 'clock' | 'events'>,
   server: { id: string; tenantId: string },
-  event: { kind: string; severity?: Severity; message: string; data?: Record<string, unknown> | null },
+  /** `at` and `id`: when it happened and its id, for an event written later than it happened (presence steps). */
+  event: { kind: string; severity?: Severity; message: string; data?: Record<string, unknown> | null; at?: number; id?: string },
 ): void {
   const severity = event.severity ?? 'info'
   insertServerEvent(tx, {
-    id: deps.newId(),
+    id: event.id ?? deps.newId(),
     tenantId: server.tenantId,
     serverId: server.id,
     kind: event.kind,
     severity,
     message: event.message.slice(0, 1024),
     data: event.data ?? null,
-    createdAt: deps.clock.nowUs(),
+    createdAt: event.at ?? deps.clock.nowUs(),
   })
   // Notifications react in this transaction (src/reactions.ts).
   deps.events.emit('server.event_recorded', {

@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite'
-import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
 import { preparedQuery, type DbOrTx } from '../../../db/client'
 
@@ -91,13 +91,26 @@ export function countManagedServers(db: DbOrTx, tenantId: string): number {
   return Number(r?.n ?? 0)
 }
 
-/** Every (tenant, server) managed during some part of [fromUs, toUs): what hourly charges bill. */
-export function serversManagedDuring(db: DbOrTx, fromUs: number, toUs: number): { tenantId: string; serverId: string }[] {
-  return db
-    .select({ tenantId: servers.tenantId, serverId: servers.id })
-    .from(servers)
-    .where(and(lt(servers.createdAt, toUs), or(isNull(servers.decommissionedAt), gt(servers.decommissionedAt, fromUs))))
-    .all()
+/**
+ * What hourly charges bill, read in slices of the table (by rowid, so each slice is a short
+ * sequential read): of the next `limit` servers after `afterRowid`, those managed during some part
+ * of [fromUs, toUs), as [rowid, tenant id, server id]. An empty answer means the table is done.
+ */
+export function serversManagedDuring(
+  sqlite: Database,
+  fromUs: number,
+  toUs: number,
+  afterRowid: number,
+  limit: number,
+): { last: number; rows: [string, string][] } {
+  const chunk = sqlite
+    .query<unknown, [number, number, number, number]>(
+      'SELECT rowid, tenant_id, id, created_at < ?2 AND (decommissioned_at IS NULL OR decommissioned_at > ?3) FROM servers WHERE rowid > ?1 ORDER BY rowid LIMIT ?4',
+    )
+    .values(afterRowid, toUs, fromUs, limit) as [number, string, string, number][]
+  const rows: [string, string][] = []
+  for (const r of chunk) if (r[3]) rows.push([r[1], r[2]])
+  return { last: chunk.length === 0 ? -1 : chunk[chunk.length - 1]![0], rows }
 }
 
 /** When the first server ever was enrolled; null before any. */
@@ -144,29 +157,33 @@ export function updateServer(tx: DbOrTx, id: string, patch: Partial<ServerRow>):
   tx.update(servers).set(patch).where(eq(servers.id, id)).run()
 }
 
-type PresenceRow = { id: string; tenantId: string; presence: Presence }
+/**
+ * A server's presence and/or last heartbeat (null leaves that column as it is). Runs for every
+ * server of a group-committed flush: a statement SQLite keeps compiled, not the query builder.
+ */
+export function setPresence(sqlite: Database, id: string, presence: Presence | null, lastSeenAt: number | null): void {
+  sqlite.query('UPDATE servers SET presence = coalesce(?2, presence), last_seen_at = coalesce(?3, last_seen_at) WHERE id = ?1').run(id, presence, lastSeenAt)
+}
 
-/** Presence of the managed servers among `ids`. */
+export type PresenceRow = { id: string; tenantId: string; presence: Presence; decommissioned: boolean }
+
+/** Presence of the servers among `ids`, decommissioned ones too (flagged). */
 export function presenceOf(tx: DbOrTx, ids: string[]): PresenceRow[] {
   const out: PresenceRow[] = []
   for (let i = 0; i < ids.length; i += SLICE)
     out.push(
       ...tx
-        .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence })
+        .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, decommissionedAt: servers.decommissionedAt })
         .from(servers)
-        .where(and(inArray(servers.id, ids.slice(i, i + SLICE)), isNull(servers.decommissionedAt)))
-        .all(),
+        .where(inArray(servers.id, ids.slice(i, i + SLICE)))
+        .all()
+        .map((r) => ({ id: r.id, tenantId: r.tenantId, presence: r.presence, decommissioned: r.decommissionedAt !== null })),
     )
   return out
 }
 
-/** Presence of one server, decommissioned or not. */
-export function presenceOfServer(tx: DbOrTx, id: string): PresenceRow | undefined {
-  return tx.select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence }).from(servers).where(eq(servers.id, id)).get()
-}
-
 /** Managed servers whose last heartbeat is older than their presence allows (online → suspect, suspect → offline). */
-export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: number) {
+export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: number, limit: number) {
   return tx
     .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, lastSeenAt: servers.lastSeenAt })
     .from(servers)
@@ -180,6 +197,7 @@ export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: 
         ),
       ),
     )
+    .limit(limit)
     .all()
 }
 

@@ -1,8 +1,8 @@
-import { withTransaction } from '../../../db/client'
+import { withTransaction, type Tx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
 import { recordServerEvent } from './events'
-import { markFleetDirty, presenceOf, presenceOfServer, silentServers, updateServer, upsertLatestMetric } from './fleet.repository'
+import { markFleetDirty, presenceOf, setPresence, silentServers, updateServer, upsertLatestMetric, type PresenceRow, type ServerRow } from './fleet.repository'
 
 /**
  * Presence from the agent session's heartbeats only (docs/fleet.md "Presence"): online while
@@ -10,30 +10,88 @@ import { markFleetDirty, presenceOf, presenceOfServer, silentServers, updateServ
  * session closes. Every transition is a durable server event and makes the fleet snapshot stale.
  *
  * Heartbeats and telemetry of servers already online are group-committed: kept in memory and
- * written in one transaction at most a second later, so ten thousand agents are a light load. A
- * heartbeat that changes presence is written at once.
+ * written in one transaction at most a second later, so ten thousand agents are a light load.
+ * What moves presence or what a reader sees of a session (its close, its hello, the heartbeat that
+ * brings a server online) is group-committed too, on a shorter wait (PRESENCE_FLUSH_MS): kept in
+ * order with the time it happened, and written before anything of this process reads fleet state
+ * (settle(): every HTTP request calls it first, src/server.ts), so a client never sees it late.
  */
 const SUSPECT_AFTER_US = 60_000_000
 const OFFLINE_AFTER_US = 300_000_000
 const FLUSH_EVERY_MS = 1000
+const PRESENCE_FLUSH_MS = 100
+/** Servers per transaction of presence.sweep; the sweep yields between two. */
+const SWEEP_SLICE = 500
+
+/**
+ * A session's step waiting for the next presence write, in the order it happened: the heartbeat
+ * that may bring the server online, the session's close (offline at once), its hello's host facts.
+ * `at` is when it happened (event times and last_seen_at), `eventId` the id its event gets.
+ */
+type Step =
+  | { kind: 'beat'; serverId: string; at: number; eventId: string }
+  | { kind: 'closed'; serverId: string; at: number; eventId: string; reason: string }
+  | { kind: 'hello'; serverId: string; tenantId: string; facts: Partial<ServerRow> }
 
 export type Sample = TelemetrySample
 
 class FleetRuntime {
   readonly #heartbeats = new Map<string, number>()
   readonly #samples = new Map<string, Sample[]>()
-  /** Servers this process's sweep moved out of online: their next heartbeat is written at once. */
+  /** Presence steps not written yet, oldest first. */
+  #steps: Step[] = []
+  /** Servers this process's sweep moved out of online: their next heartbeat is a presence step. */
   readonly #demoted = new Set<string>()
   #timer: ReturnType<typeof setTimeout> | null = null
+  #presenceTimer: ReturnType<typeof setTimeout> | null = null
 
   constructor(private readonly deps: Deps) {}
 
-  /** Records a heartbeat; returns true when it brought the server online (written at once). */
-  heartbeat(serverId: string, knownOnline: boolean): boolean {
-    this.#heartbeats.set(serverId, this.deps.clock.nowUs())
-    if (!knownOnline || this.#demoted.delete(serverId)) return this.flush().includes(serverId)
+  /**
+   * Records a heartbeat. The first one of a session (`knownOnline` false) or the first after the
+   * sweep demoted the server is a presence step: it brings the server online with the next
+   * presence write.
+   */
+  heartbeat(serverId: string, knownOnline: boolean): void {
+    const at = this.deps.clock.nowUs()
+    if (!knownOnline || this.#demoted.delete(serverId)) {
+      this.#heartbeats.delete(serverId)
+      this.#step({ kind: 'beat', serverId, at, eventId: this.deps.newId() })
+      return
+    }
+    this.#heartbeats.set(serverId, at)
     this.#schedule()
-    return false
+  }
+
+  /** A session said hello: its host facts are written with the next presence write. */
+  hello(serverId: string, tenantId: string, facts: Partial<ServerRow>): void {
+    this.#step({ kind: 'hello', serverId, tenantId, facts })
+  }
+
+  #step(step: Step): void {
+    this.#steps.push(step)
+    this.#schedulePresence()
+  }
+
+  #schedulePresence(): void {
+    if (this.#presenceTimer) return
+    this.#presenceTimer = setTimeout(() => {
+      this.#presenceTimer = null
+      try {
+        this.settle()
+      } catch (e) {
+        this.deps.log.error('presence flush failed', { error: e })
+      }
+    }, PRESENCE_FLUSH_MS)
+  }
+
+  /**
+   * Writes the presence steps waiting, and with them whatever else waits (heartbeats, and the
+   * telemetry a closed session sent before its close), in one transaction. Called before anything
+   * of this process reads fleet state, so a read never sees a session's step late.
+   */
+  settle(): void {
+    if (this.#steps.length > 0) this.flush()
   }
 
   telemetry(serverId: string, samples: Sample[]): void {
@@ -57,19 +115,23 @@ class FleetRuntime {
 
   /** Writes buffered heartbeats and telemetry in one transaction; returns servers that came online. */
   flush(): string[] {
-    if (this.#heartbeats.size === 0 && this.#samples.size === 0) return []
+    if (this.#heartbeats.size === 0 && this.#samples.size === 0 && this.#steps.length === 0) return []
     const beats = [...this.#heartbeats]
     const samples = [...this.#samples]
+    const steps = this.#steps
     this.#heartbeats.clear()
     this.#samples.clear()
+    this.#steps = []
     const { deps } = this
     const cameOnline: string[] = []
     const cache = seriesCache(deps)
     const fresh = new Map<SeriesKey, number>()
     try {
-      this.#write(beats, samples, cache, fresh, cameOnline)
+      this.#write(steps, beats, samples, cache, fresh, cameOnline)
     } catch (e) {
       // Nothing was written (a busy database, say): what was taken goes back for the next flush.
+      this.#steps = [...steps, ...this.#steps]
+      if (this.#steps.length) this.#schedulePresence()
       for (const [id, at] of beats) if (!((this.#heartbeats.get(id) ?? 0) > at)) this.#heartbeats.set(id, at)
       for (const [id, list] of samples) this.#samples.set(id, [...list, ...(this.#samples.get(id) ?? [])])
       this.#schedule()
@@ -80,6 +142,7 @@ class FleetRuntime {
   }
 
   #write(
+    steps: Step[],
     beats: [string, number][],
     samples: [string, Sample[]][],
     cache: ReturnType<typeof seriesCache>,
@@ -88,22 +151,7 @@ class FleetRuntime {
   ): void {
     const { deps } = this
     withTransaction(deps.db, (tx) => {
-      if (beats.length) {
-        const ids = beats.map(([id]) => id)
-        const byId = new Map(presenceOf(tx, ids).map((r) => [r.id, r]))
-        for (const [id, at] of beats) {
-          const row = byId.get(id)
-          if (!row) continue
-          if (row.presence === 'online') {
-            updateServer(tx, id, { lastSeenAt: at })
-            continue
-          }
-          updateServer(tx, id, { lastSeenAt: at, presence: 'online' })
-          recordServerEvent(tx, deps, row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence } })
-          markFleetDirty(tx, row.tenantId)
-          cameOnline.push(id)
-        }
-      }
+      this.#writeSteps(tx, steps, beats, cameOnline)
       // The latest value per series is written once per flush, from the sample with the latest time.
       const { earliest, latest } = storeSamples(deps, cache, fresh, samples)
       for (const row of latest) upsertLatestMetric(deps.sqlite, row)
@@ -111,50 +159,125 @@ class FleetRuntime {
     })
   }
 
-  /** The live session ended: offline at once (after writing what it sent). */
-  sessionClosed(serverId: string, reason: string): void {
-    this.flush()
+  /**
+   * Writes presence steps in the order they happened, then heartbeats of servers online (the
+   * latest of each; one finding its server not online brings it online, as a step would).
+   */
+  #writeSteps(tx: Tx, steps: Step[], beats: [string, number][], cameOnline: string[]): void {
     const { deps } = this
-    withTransaction(deps.db, (tx) => {
-      const row = presenceOfServer(tx, serverId)
-      if (!row || row.presence === 'offline') return
-      updateServer(tx, serverId, { presence: 'offline' })
-      recordServerEvent(tx, deps, row, { kind: 'presence.offline', severity: 'warning', message: `offline: ${reason}`, data: { from: row.presence, reason } })
-      markFleetDirty(tx, row.tenantId)
-    })
+    if (steps.length === 0 && beats.length === 0) return
+    const ids = new Set<string>()
+    for (const st of steps) ids.add(st.serverId)
+    for (const [id] of beats) ids.add(id)
+    // Decommissioned servers included: a close still takes one offline (decommissioning does too).
+    const rows = new Map(presenceOf(tx, [...ids]).map((r) => [r.id, r]))
+    // Each tenant's snapshot is marked out of date once per flush, however many of its servers moved.
+    const dirty = new Set<string>()
+    const markDirty = (tenantId: string) => {
+      if (dirty.has(tenantId)) return
+      dirty.add(tenantId)
+      markFleetDirty(tx, tenantId)
+    }
+    const online = (row: PresenceRow, at: number, eventId?: string) => {
+      setPresence(deps.sqlite, row.id, 'online', at)
+      recordServerEvent(tx, deps, row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence }, at, id: eventId })
+      markDirty(row.tenantId)
+      cameOnline.push(row.id)
+      row.presence = 'online'
+    }
+    for (const st of steps) {
+      const row = rows.get(st.serverId)
+      if (st.kind === 'hello') {
+        updateServer(tx, st.serverId, st.facts)
+        markDirty(st.tenantId)
+        continue
+      }
+      if (!row) continue
+      if (st.kind === 'beat') {
+        if (row.decommissioned) continue
+        if (row.presence === 'online') setPresence(deps.sqlite, row.id, null, st.at)
+        else online(row, st.at, st.eventId)
+        continue
+      }
+      if (row.presence === 'offline') continue
+      setPresence(deps.sqlite, row.id, 'offline', null)
+      recordServerEvent(tx, deps, row, {
+        kind: 'presence.offline',
+        severity: 'warning',
+        message: `offline: ${st.reason}`,
+        data: { from: row.presence, reason: st.reason },
+        at: st.at,
+        id: st.eventId,
+      })
+      markDirty(row.tenantId)
+      row.presence = 'offline'
+    }
+    for (const [id, at] of beats) {
+      const row = rows.get(id)
+      if (!row || row.decommissioned) continue
+      if (row.presence === 'online') setPresence(deps.sqlite, id, null, at)
+      else online(row, at)
+    }
   }
 
-  /** The presence.sweep job: online → suspect after 60 s, → offline after 300 s without a heartbeat. */
-  sweep(): string {
+  /**
+   * The live session ended: offline at once, as every reader sees it (the step is written before
+   * any read of this process, and within PRESENCE_FLUSH_MS otherwise), after what it sent.
+   */
+  sessionClosed(serverId: string, reason: string): void {
+    // The session's last heartbeat happened before its close: it goes first.
+    const last = this.#heartbeats.get(serverId)
+    if (last !== undefined) {
+      this.#heartbeats.delete(serverId)
+      this.#steps.push({ kind: 'beat', serverId, at: last, eventId: this.deps.newId() })
+    }
+    this.#step({ kind: 'closed', serverId, at: this.deps.clock.nowUs(), eventId: this.deps.newId(), reason })
+  }
+
+  /**
+   * The presence.sweep job: online → suspect after 60 s, → offline after 300 s without a heartbeat.
+   * What waits in memory is written first; then SWEEP_SLICE servers per transaction, yielding
+   * between two, so a mass silence never holds the write lock for long.
+   */
+  async sweep(): Promise<string> {
     this.flush()
     const { deps } = this
     const now = deps.clock.nowUs()
     let suspect = 0
     let offline = 0
-    withTransaction(deps.db, (tx) => {
-      const stale = silentServers(tx, now - SUSPECT_AFTER_US, now - OFFLINE_AFTER_US)
-      for (const s of stale) {
-        const to = s.lastSeenAt! < now - OFFLINE_AFTER_US ? 'offline' : 'suspect'
-        updateServer(tx, s.id, { presence: to })
-        const silentS = Math.floor((now - s.lastSeenAt!) / 1_000_000)
-        recordServerEvent(tx, deps, s, {
-          kind: `presence.${to}`,
-          severity: 'warning',
-          message: `${to}: no heartbeat for ${silentS} s`,
-          data: { from: s.presence, silent_seconds: silentS },
-        })
-        markFleetDirty(tx, s.tenantId)
-        this.#demoted.add(s.id)
-        if (to === 'offline') offline++
-        else suspect++
-      }
-    })
+    for (;;) {
+      const n = withTransaction(deps.db, (tx) => {
+        const stale = silentServers(tx, now - SUSPECT_AFTER_US, now - OFFLINE_AFTER_US, SWEEP_SLICE)
+        for (const s of stale) {
+          const to = s.lastSeenAt! < now - OFFLINE_AFTER_US ? 'offline' : 'suspect'
+          updateServer(tx, s.id, { presence: to })
+          const silentS = Math.floor((now - s.lastSeenAt!) / 1_000_000)
+          recordServerEvent(tx, deps, s, {
+            kind: `presence.${to}`,
+            severity: 'warning',
+            message: `${to}: no heartbeat for ${silentS} s`,
+            data: { from: s.presence, silent_seconds: silentS },
+          })
+          markFleetDirty(tx, s.tenantId)
+          this.#demoted.add(s.id)
+          if (to === 'offline') offline++
+          else suspect++
+        }
+        return stale.length
+      })
+      if (n < SWEEP_SLICE) break
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      // Heartbeats that came in meanwhile are written before the next slice is chosen.
+      this.flush()
+    }
     return `${suspect} servers became suspect, ${offline} offline`
   }
 
   stop(): void {
     if (this.#timer) clearTimeout(this.#timer)
+    if (this.#presenceTimer) clearTimeout(this.#presenceTimer)
     this.#timer = null
+    this.#presenceTimer = null
     this.flush()
   }
 }

@@ -105,10 +105,16 @@ export function readSnapshot(deps: Deps, tenantId: string): Snapshot {
   }
 }
 
-/** The `fleet.snapshot` job: refreshes every tenant that has servers or a snapshot. */
-export function refreshAllSnapshots(deps: Deps): string {
+/**
+ * The `fleet.snapshot` job: refreshes every tenant that has servers or a snapshot, each in its own
+ * transaction, yielding between two so requests and agent sessions are served meanwhile.
+ */
+export async function refreshAllSnapshots(deps: Deps): Promise<string> {
   const all = snapshotTenants(deps.db)
-  for (const t of all) refreshSnapshot(deps, t)
+  for (const t of all) {
+    refreshSnapshot(deps, t)
+    await new Promise<void>((resolve) => setImmediate(resolve))
+  }
   return `refreshed ${all.length} fleet snapshots`
 }
 

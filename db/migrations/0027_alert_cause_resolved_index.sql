@@ -1,0 +1,1 @@
+CREATE INDEX `alert_incidents_cause_resolved` ON `alert_incidents` (`tenant_id`,`cause_key`,`resolved_at`);
