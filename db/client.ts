@@ -8,6 +8,8 @@ import { readMigrationFiles } from 'drizzle-orm/migrator'
 import type { SQLiteTransaction } from 'drizzle-orm/sqlite-core'
 import type { ExtractTablesWithRelations } from 'drizzle-orm'
 import * as schema from './schema'
+import { PgDatabase } from './pg/database'
+import { migratePostgres, pendingPgMigrations } from './pg/migrate'
 
 type Schema = typeof schema
 export type Db = BunSQLiteDatabase<Schema>
@@ -17,7 +19,46 @@ export type DbOrTx = Db | Tx
 
 export const MIGRATIONS_FOLDER = resolve(import.meta.dir, 'migrations')
 
-export type Database_ = { sqlite: Database; db: Db; path: string }
+/**
+ * An open database. `sqlite` is bun:sqlite's connection, or on PostgreSQL (`postgres` set) the
+ * synchronous client that offers the same interface (db/pg/database.ts, docs/scale-out.md).
+ */
+export type Database_ = { sqlite: Database; db: Db; path: string; postgres?: PgDatabase }
+
+/** True for a `postgres://` or `postgresql://` URL (src/config.ts accepts both as DATABASE_URL). */
+function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//.test(url)
+}
+
+/** How long one statement may run on PostgreSQL before the server cancels it (a stuck database never freezes the process). */
+const PG_STATEMENT_TIMEOUT_MS = 30_000
+
+/**
+ * Opens PostgreSQL behind the bun:sqlite interface, so Drizzle's bun-sqlite session and every
+ * repository run on it unchanged. `busyTimeoutMs` is the wait for another transaction's row lock
+ * (`lock_timeout`), SQLite's busy timeout's counterpart.
+ */
+function openPostgres(url: string, options: { busyTimeoutMs?: number }): Database_ {
+  const pg = new PgDatabase(url, {
+    lockTimeoutMs: Math.max(1, Math.trunc(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)),
+    statementTimeoutMs: PG_STATEMENT_TIMEOUT_MS,
+    connectTimeoutMs: 10_000,
+  })
+  const sqlite = pg as unknown as Database
+  return { sqlite, db: drizzle({ client: sqlite, schema }), path: redactedUrl(url), postgres: pg }
+}
+
+/** The URL without its password, for logs and health answers. */
+function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    u.password = ''
+    u.search = ''
+    return u.toString()
+  } catch {
+    return 'postgres://'
+  }
+}
 
 /**
  * How long a connection waits for another process's write lock by default: tools and operator
@@ -59,6 +100,7 @@ export async function retryWhileBusy<T>(fn: () => T | Promise<T>, pauses: readon
  * secrets and money.
  */
 export function openDatabase(path: string, options: { busyTimeoutMs?: number } = {}): Database_ {
+  if (isPostgresUrl(path)) return openPostgres(path, options)
   if (path !== ':memory:') {
     const dir = dirname(path)
     if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: 0o700 })
@@ -145,10 +187,20 @@ export function isDatabaseBusy(error: unknown): boolean {
   for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code
     if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) return true
+    // PostgreSQL (db/pg/database.ts): a row lock held past lock_timeout, a conflict that outlived its
+    // retries, a statement past statement_timeout, a connection refused or lost.
+    if (typeof code === 'string' && (e as Error).name === 'PostgresError' && PG_BUSY.test(code)) return true
     if (e instanceof Error && /^database is locked\b/.test(e.message)) return true
   }
   return false
 }
+
+/** The PostgreSQL client behind a database, or null on SQLite. */
+function postgresOf(database: { sqlite: unknown }): PgDatabase | null {
+  return database.sqlite instanceof PgDatabase ? database.sqlite : null
+}
+
+const PG_BUSY = /^(55P03|40001|40P01|57014|57P0[1-3]|53300|08...)$/
 
 /**
  * Applies pending migrations. Two processes starting together may both see the same migration
@@ -156,6 +208,11 @@ export function isDatabaseBusy(error: unknown): boolean {
  * journal and finds nothing left to do.
  */
 export function migrateDatabase(database: Database_): void {
+  const pg = postgresOf(database)
+  if (pg) {
+    migratePostgres(pg)
+    return
+  }
   for (let attempt = 1; ; attempt++) {
     try {
       migrate(database.db, { migrationsFolder: MIGRATIONS_FOLDER })
@@ -172,6 +229,8 @@ export function migrateDatabase(database: Database_): void {
 
 /** How many migrations of this build the database has not applied yet. */
 export function pendingMigrations(database: Database_): number {
+  const pg = postgresOf(database)
+  if (pg) return pendingPgMigrations(pg)
   const all = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER })
   let applied: { hash: string }[] = []
   try {

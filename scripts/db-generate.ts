@@ -1,11 +1,14 @@
 /**
  * Generates a migration from db/schema with drizzle-kit, then marks every table it creates STRICT
- * (db/strictify.ts says why).
+ * (db/strictify.ts says why), then writes the PostgreSQL migration of the same change into
+ * db/migrations-pg/ (db/pg/generate.ts: the one schema, both dialects). With --custom both get an
+ * empty file to fill in by hand, each in its own dialect.
  * Usage: bun run db:generate [--name=<migration_name>] [--custom]
  */
 import { readdirSync, readFileSync, writeFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { strictify } from '../db/strictify'
+import { generatePgMigration } from '../db/pg/generate'
 
 const dir = join(import.meta.dir, '..', 'db', 'migrations')
 const before = new Set(safeList(dir))
@@ -23,6 +26,10 @@ for (const file of safeList(dir)) {
     console.log(`marked tables STRICT in ${file}`)
   }
 }
+
+const name = process.argv.find((a) => a.startsWith('--name='))?.slice('--name='.length) || 'migration'
+const pg = await generatePgMigration(name, { custom: process.argv.includes('--custom') })
+console.log(pg ? `PostgreSQL: wrote db/migrations-pg/${pg}` : 'PostgreSQL: no schema change')
 
 function safeList(d: string): string[] {
   try {

@@ -54,6 +54,80 @@ ensure_chromium() {
   fi
 }
 
+# PostgreSQL's server programs (initdb, pg_ctl), for the suite's PostgreSQL pass (docs/scale-out.md):
+# Debian's postgresql package, installed with apt-get when none is here. Sets PG_BIN; a failure is a
+# warning (the PostgreSQL pass is then skipped and says so).
+PG_BIN=""
+ensure_postgres() {
+  local d
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4 -n -r) /usr/local/bin /usr/bin; do
+    if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then PG_BIN="$d"; return 0; fi
+  done
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; else
+      echo "gpuhq: PostgreSQL is not installed and this user cannot install it: apt-get install postgresql as root" >&2
+      return 1
+    fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "gpuhq: PostgreSQL is not installed and there is no apt-get here: install Debian's postgresql package" >&2
+    return 1
+  fi
+  echo "gpuhq: installing PostgreSQL from Debian's packages (the suite's PostgreSQL pass) …" >&2
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql; } >&2; then
+    echo "gpuhq: could not install postgresql with apt-get" >&2
+    return 1
+  fi
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4 -n -r); do
+    if [ -x "$d/initdb" ]; then PG_BIN="$d"; return 0; fi
+  done
+  return 1
+}
+
+# A throwaway PostgreSQL cluster: initdb in a temporary directory, listening on a free loopback port
+# only (and a socket in that directory), fsync on as in production, C collation so text sorts as
+# SQLite's BINARY does. PostgreSQL refuses to run as root: as root the cluster runs as the
+# `postgres` user Debian's package creates. Exports GPUHQ_TEST_PG_URL (its maintenance database);
+# stop_test_postgres stops it and removes every file.
+PG_TEST_DIR=""
+start_test_postgres() {
+  ensure_postgres || return 1
+  local as=() port tries
+  PG_TEST_DIR="$(mktemp -d "${TMPDIR:-/tmp}/gpuhq-pg.XXXXXX")"
+  if [ "$(id -u)" -eq 0 ]; then
+    if ! id postgres >/dev/null 2>&1; then
+      echo "gpuhq: PostgreSQL cannot run as root and there is no postgres user" >&2
+      return 1
+    fi
+    chown postgres "$PG_TEST_DIR"
+    as=(runuser -u postgres --)
+  fi
+  if ! "${as[@]}" "$PG_BIN/initdb" -D "$PG_TEST_DIR/data" -U gpuhq --auth=trust --locale=C.UTF-8 --encoding=UTF8 >"$PG_TEST_DIR/initdb.log" 2>&1; then
+    echo "gpuhq: initdb failed (see $PG_TEST_DIR/initdb.log)" >&2
+    return 1
+  fi
+  for tries in 1 2 3 4 5; do
+    port=$((20000 + RANDOM % 40000))
+    if "${as[@]}" "$PG_BIN/pg_ctl" -D "$PG_TEST_DIR/data" -l "$PG_TEST_DIR/server.log" -w -t 60 \
+      -o "-p $port -k $PG_TEST_DIR -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=300 -c shared_buffers=64MB" start >/dev/null 2>&1; then
+      export GPUHQ_TEST_PG_URL="postgres://gpuhq@127.0.0.1:$port/postgres"
+      return 0
+    fi
+  done
+  echo "gpuhq: PostgreSQL did not start (see $PG_TEST_DIR/server.log)" >&2
+  return 1
+}
+
+stop_test_postgres() {
+  [ -n "$PG_TEST_DIR" ] || return 0
+  local as=()
+  [ "$(id -u)" -eq 0 ] && as=(runuser -u postgres --)
+  "${as[@]}" "$PG_BIN/pg_ctl" -D "$PG_TEST_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$PG_TEST_DIR"
+  PG_TEST_DIR=""
+}
+
 if [ "${GPUHQ_PREINSTALLED:-}" = "1" ]; then
   # The Docker image: its Dockerfile installed Bun and the production dependencies, and it has no npm.
   BUN="$(command -v bun)"

@@ -11,7 +11,10 @@ export type Config = Readonly<{
   env: 'development' | 'production' | 'test'
   port: number
   publicUrl: string
+  /** The SQLite file, or on PostgreSQL the URL without its password (for logs). */
   databasePath: string
+  /** DATABASE_URL when it names PostgreSQL (it may hold a password: never logged); null on SQLite. */
+  postgresUrl: string | null
   dataDir: string
   secretKey: Buffer
   signupEnabled: boolean
@@ -99,12 +102,26 @@ function semver(env: Env, name: string, fallback: string): string {
 }
 
 function databasePath(raw: string): string {
-  if (raw.startsWith('postgres://') || raw.startsWith('postgresql://'))
-    throw new ConfigError('DATABASE_URL', 'Postgres is not supported by this build; use a file: URL for SQLite')
+  if (raw.startsWith('postgres://') || raw.startsWith('postgresql://')) return postgresUrl(raw)
   if (!raw.startsWith('file:')) throw new ConfigError('DATABASE_URL', `expected file:<path>, got "${raw}"`)
   const path = raw.slice('file:'.length)
   if (path === '') throw new ConfigError('DATABASE_URL', 'the file path is empty')
   return path === ':memory:' ? path : resolve(path)
+}
+
+/** A postgres:// URL as Bun's client takes it: a host and a database name; shown without its password. */
+function postgresUrl(raw: string): string {
+  let u: URL
+  try {
+    u = new URL(raw)
+  } catch {
+    throw new ConfigError('DATABASE_URL', 'not a valid postgres:// URL')
+  }
+  if (!u.hostname) throw new ConfigError('DATABASE_URL', 'the PostgreSQL URL names no host')
+  if (u.pathname.replace(/^\//, '') === '') throw new ConfigError('DATABASE_URL', 'the PostgreSQL URL names no database')
+  u.password = ''
+  u.search = ''
+  return u.toString()
 }
 
 /** SECRET_KEY is hex or base64 of at least 32 bytes; when absent one is generated once into the data dir. */
@@ -153,7 +170,8 @@ export function loadConfig(env: Env = process.env): Config {
   const publicUrl = httpUrl(env, 'PUBLIC_URL', `http://localhost:${port}`)
   if (new URL(publicUrl).pathname !== '/') throw new ConfigError('PUBLIC_URL', 'must be an origin without a path')
   const dataDir = resolve(env.DATA_DIR || './data')
-  const dbPath = databasePath(env.DATABASE_URL || 'file:./data/gpuhq.db')
+  const databaseUrl = env.DATABASE_URL || 'file:./data/gpuhq.db'
+  const dbPath = databasePath(databaseUrl)
 
   const testClock = bool(env, 'TEST_CLOCK', false)
   if (testClock && production) throw new ConfigError('TEST_CLOCK', 'the test clock is refused in production')
@@ -185,6 +203,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     publicUrl,
     databasePath: dbPath,
+    postgresUrl: /^postgres(ql)?:\/\//.test(databaseUrl) ? databaseUrl : null,
     dataDir,
     secretKey: secretKey(env, dataDir),
     signupEnabled: bool(env, 'SIGNUP_ENABLED', false),

@@ -39,11 +39,14 @@ export function buildDeps(
   } = {},
 ): Deps {
   // Migrations may wait for another process's lock; requests then wait only briefly (db/client.ts).
-  const database = openDatabase(config.databasePath)
+  const database = openDatabase(config.postgresUrl ?? config.databasePath)
   migrateDatabase(database)
+  // On PostgreSQL this is the wait for a row lock (lock_timeout; db/pg/database.ts).
   database.sqlite.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? SERVICE_BUSY_TIMEOUT_MS}`)
-  // Migrations above were fsynced commit by commit; from here on commits share fsyncs.
-  const durable = options.groupCommit !== false && config.databasePath !== ':memory:' ? groupCommit(database.sqlite, database.path) : fsyncedByCommit
+  // Migrations above were fsynced commit by commit; from here on commits share fsyncs. A
+  // PostgreSQL commit is durable when it returns (synchronous_commit): nothing to group.
+  const groups = options.groupCommit !== false && config.databasePath !== ':memory:' && !database.postgres
+  const durable = groups ? groupCommit(database.sqlite, database.path) : fsyncedByCommit
   let testClock: TestClock | null = null
   let clock: Clock = new SystemClock()
   if (config.testClock) {

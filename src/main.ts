@@ -26,7 +26,17 @@ try {
   console.error(`gpuhq: could not make ${config.dataDir} private (0700): ${(e as Error).message}`)
 }
 
-const deps = buildDeps(config)
+let deps: ReturnType<typeof buildDeps>
+try {
+  deps = buildDeps(config)
+} catch (e) {
+  // PostgreSQL unreachable or refusing us (db/pg/database.ts): one line naming the variable, no stack.
+  if ((e as Error).name === 'PostgresError') {
+    console.error(`gpuhq: DATABASE_URL: cannot use the database at ${config.databasePath}: ${(e as Error).message}`)
+    process.exit(1)
+  }
+  throw e
+}
 const runner = new JobRunner(deps, jobs)
 const app = createApp(deps, runner)
 let running: ReturnType<typeof startServer>

@@ -88,7 +88,9 @@ describe('SIGTERM', () => {
 describe('an invalid configuration', () => {
   const cases: [string, Record<string, string>][] = [
     ['PORT', { PORT: 'abc' }],
-    ['DATABASE_URL', { DATABASE_URL: 'postgres://db.example/gpuhq' }],
+    ['DATABASE_URL', { DATABASE_URL: 'postgres://127.0.0.1' }],
+    // Nothing listens on the discard port: the database cannot be reached.
+    ['DATABASE_URL', { DATABASE_URL: 'postgres://gpuhq@127.0.0.1:9/gpuhq' }],
     ['SECRET_KEY', { SECRET_KEY: 'abcd' }],
     ['TEST_CLOCK', { NODE_ENV: 'production', PAYMENT_PROVIDERS: '' }],
   ]

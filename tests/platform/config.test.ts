@@ -102,6 +102,14 @@ describe('loadConfig defaults', () => {
     expect(Object.isFrozen(c)).toBe(true)
   })
 
+  test('a postgres:// DATABASE_URL selects PostgreSQL, and only its password-free form is shown', () => {
+    const c = load({ DATABASE_URL: 'postgres://gpuhq:s3cret@db.internal:5433/gpuhq?sslmode=require' })
+    expect(c.postgresUrl).toBe('postgres://gpuhq:s3cret@db.internal:5433/gpuhq?sslmode=require')
+    expect(c.databasePath).toBe('postgres://gpuhq@db.internal:5433/gpuhq')
+    expect(load({ DATABASE_URL: 'postgresql://db/gpuhq' }).postgresUrl).toBe('postgresql://db/gpuhq')
+    expect(load({}).postgresUrl).toBeNull()
+  })
+
   test('a hex or base64 SECRET_KEY of 32 bytes is decoded', () => {
     expect(load({ SECRET_KEY: 'ab'.repeat(32) }).secretKey.equals(Buffer.alloc(32, 0xab))).toBe(true)
     expect(load({ SECRET_KEY: Buffer.alloc(32, 7).toString('base64') }).secretKey.equals(Buffer.alloc(32, 7))).toBe(true)
@@ -116,7 +124,8 @@ describe('loadConfig refuses invalid values, naming the variable first', () => {
     ['PUBLIC_URL', { PUBLIC_URL: 'ftp://x' }],
     ['PUBLIC_URL', { PUBLIC_URL: 'not a url' }],
     ['PUBLIC_URL', { PUBLIC_URL: 'https://example.com/app' }],
-    ['DATABASE_URL', { DATABASE_URL: 'postgres://user:pw@localhost/gpuhq' }],
+    ['DATABASE_URL', { DATABASE_URL: 'postgres://user:pw@localhost' }],
+    ['DATABASE_URL', { DATABASE_URL: 'postgresql://' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://localhost/gpuhq' }],
     ['DATABASE_URL', { DATABASE_URL: 'file:' }],
     ['NODE_ENV', { NODE_ENV: 'staging' }],

@@ -10,6 +10,7 @@ import { createLogger } from '../../src/platform/logger'
 import type { Deps } from '../../src/platform/context'
 import { jobs } from '../../jobs'
 import { fleetRuntime } from '../../src/modules/fleet'
+import { freshPostgresDatabase, onPostgres } from './postgres'
 
 export const TEST_PUBLIC_URL = 'http://gpuhq.test'
 export const TEST_SECRET_KEY = 'a'.repeat(64)
@@ -19,6 +20,8 @@ export type TestApp = {
   deps: Deps
   runner: JobRunner
   dir: string
+  /** DATABASE_URL of the app's database (a file: URL, or with GPUHQ_TEST_DATABASE=postgres its own PostgreSQL database). */
+  databaseUrl: string
   /** Every log line the app wrote, parsed. */
   logs: Record<string, unknown>[]
   rawLogs: string[]
@@ -33,11 +36,13 @@ export type TestApp = {
  */
 export async function startTestApp(env: Record<string, string> = {}, opts: { port?: number } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'gpuhq-test-'))
+  const pg = onPostgres && !env.DATABASE_URL ? await freshPostgresDatabase() : null
+  const databaseUrl = pg?.url ?? `file:${join(dir, 'gpuhq.db')}`
   const config = loadConfig({
     NODE_ENV: 'test',
     PUBLIC_URL: TEST_PUBLIC_URL,
     DATA_DIR: dir,
-    DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
+    DATABASE_URL: databaseUrl,
     SECRET_KEY: TEST_SECRET_KEY,
     TEST_CLOCK: 'true',
     JOBS_ENABLED: 'false',
@@ -72,6 +77,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { por
     deps,
     runner,
     dir,
+    databaseUrl: env.DATABASE_URL ?? databaseUrl,
     logs,
     rawLogs,
     fetch: (path, init = {}) => {
@@ -86,6 +92,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { por
       fleetRuntime(deps).stop()
       deps.durable.stop()
       deps.sqlite.close()
+      await pg?.drop()
       rmSync(dir, { recursive: true, force: true })
     },
   }
@@ -109,7 +116,7 @@ export function workerEnv(app: TestApp, extra: Record<string, string> = {}): Rec
     NODE_ENV: 'test',
     PUBLIC_URL: TEST_PUBLIC_URL,
     DATA_DIR: app.dir,
-    DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+    DATABASE_URL: app.databaseUrl,
     SECRET_KEY: TEST_SECRET_KEY,
     TEST_CLOCK: 'true',
     JOBS_ENABLED: 'false',

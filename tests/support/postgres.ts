@@ -1,0 +1,84 @@
+import { createHash } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { migrateDatabase, openDatabase } from '../../db/client'
+
+/**
+ * The suite on PostgreSQL (docs/scale-out.md): with GPUHQ_TEST_DATABASE=postgres and
+ * GPUHQ_TEST_PG_URL naming a throwaway cluster's maintenance database (scripts/lib.sh
+ * `start_test_postgres`), every test app gets a fresh database copied from a migrated template:
+ * `CREATE DATABASE … TEMPLATE` copies files, far faster than migrating each one.
+ */
+export const onPostgres = process.env.GPUHQ_TEST_DATABASE === 'postgres'
+
+function adminUrl(): string {
+  const url = process.env.GPUHQ_TEST_PG_URL
+  if (!url) throw new Error('GPUHQ_TEST_DATABASE=postgres needs GPUHQ_TEST_PG_URL (scripts/test sets both)')
+  return url
+}
+
+function urlOf(database: string): string {
+  const u = new URL(adminUrl())
+  u.pathname = `/${database}`
+  return u.toString()
+}
+
+/** The template's name changes with the migrations, so a cluster kept between runs never serves a stale schema. */
+function templateName(): string {
+  const dir = join(import.meta.dir, '..', '..', 'db', 'migrations-pg')
+  const h = createHash('sha256')
+  for (const f of readdirSync(dir).sort()) if (f.endsWith('.sql')) h.update(readFileSync(join(dir, f)))
+  return `gpuhq_template_${h.digest('hex').slice(0, 12)}`
+}
+
+let template: Promise<string> | null = null
+
+async function ensureTemplate(): Promise<string> {
+  const name = templateName()
+  const admin = new Bun.SQL(adminUrl(), { max: 1 })
+  try {
+    const found = await admin.unsafe('SELECT 1 FROM pg_database WHERE datname = $1', [name])
+    if (found.length) return name
+    const building = `${name}_${process.pid}_${Date.now()}`
+    await admin.unsafe(`CREATE DATABASE ${building}`)
+    const database = openDatabase(urlOf(building))
+    try {
+      migrateDatabase(database)
+    } finally {
+      database.sqlite.close()
+    }
+    try {
+      await admin.unsafe(`ALTER DATABASE ${building} RENAME TO ${name}`)
+    } catch {
+      // Another process made it first.
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`)
+    }
+    return name
+  } finally {
+    await admin.close()
+  }
+}
+
+/** A fresh, migrated database of its own: its URL and a function that drops it. */
+export async function freshPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  template ??= ensureTemplate()
+  const from = await template
+  const name = `gpuhq_t_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+  const admin = new Bun.SQL(adminUrl(), { max: 1 })
+  try {
+    await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${from}`)
+  } finally {
+    await admin.close()
+  }
+  return {
+    url: urlOf(name),
+    drop: async () => {
+      const a = new Bun.SQL(adminUrl(), { max: 1 })
+      try {
+        await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      } finally {
+        await a.close()
+      }
+    },
+  }
+}
