@@ -308,6 +308,17 @@ export function withTransaction<T>(db: DbOrTx, fn: (tx: Tx) => T): T {
 }
 
 /**
+ * Runs `undo` if the transaction `tx` is in rolls back, before anything else happens: on
+ * PostgreSQL a transaction that lost a serialization conflict is rolled back and its callback runs
+ * again (db/pg/database.ts), so an in-memory effect of the attempt that rolled back (a flag saying
+ * "written") must be undone. On SQLite nothing runs a transaction twice: a rollback ends the work.
+ */
+export function onRollback(tx: Tx, undo: () => void): void {
+  const client = (tx as unknown as { session: { client: unknown } }).session.client
+  if (client instanceof PgDatabase) client.onRollback(undo)
+}
+
+/**
  * A write that is worth skipping rather than failing for (a last-used stamp, a sliding expiry):
  * when another process holds the write lock it is dropped, and the next request writes it.
  */

@@ -23,7 +23,7 @@ CREATE FUNCTION gpuhq_compat.percentile_step(state double precision[], v double 
   LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE WHEN v IS NULL THEN coalesce(state, ARRAY[p]) ELSE coalesce(state, ARRAY[p]) || v END $$;
 --> statement-breakpoint
 CREATE FUNCTION gpuhq_compat.percentile_final(state double precision[]) RETURNS double precision
-  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT percentile_cont(state[1]) WITHIN GROUP (ORDER BY x) FROM unnest(state[2:]) AS x $$;
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT pg_catalog.percentile_cont(state[1]) WITHIN GROUP (ORDER BY x) FROM unnest(state[2:]) AS x $$;
 --> statement-breakpoint
 CREATE AGGREGATE gpuhq_compat.percentile_cont(double precision, double precision) (SFUNC = gpuhq_compat.percentile_step, STYPE = double precision[], FINALFUNC = gpuhq_compat.percentile_final);
 --> statement-breakpoint

@@ -7,7 +7,9 @@
  *   string, a quoted identifier or a comment is left alone;
  * - `rowid` (SQLite's implicit row id, used to delete in slices) becomes `ctid`;
  * - backquoted identifiers (drizzle-kit's SQLite migrations) become double-quoted;
- * - `INSERT OR IGNORE INTO` becomes `INSERT INTO … ON CONFLICT DO NOTHING`.
+ * - `INSERT OR IGNORE INTO` becomes `INSERT INTO … ON CONFLICT DO NOTHING`;
+ * - the columns of an `on conflict (…)` target lose their table name, which Drizzle's SQLite
+ *   dialect writes and PostgreSQL refuses.
  *
  * What needs no rewrite: double-quoted identifiers, `returning`, `on conflict … do update set … =
  * excluded.…`, `limit ? offset ?` (Drizzle's SQLite dialect never emits `limit -1`), `true`/`false`.
@@ -83,5 +85,7 @@ export function translateSql(text: string): { sql: string; params: number } {
     i++
   }
   if (ignore) out = `${out.replace(/;\s*$/, '')} ON CONFLICT DO NOTHING`
+  // Drizzle names the conflict target's columns with their table ("t"."key"); PostgreSQL takes bare names.
+  out = out.replace(/\bon conflict \(([^)]*)\)/gi, (clause, target: string) => clause.replace(target, target.replace(/"(?:[^"]|"")+"\./g, '')))
   return { sql: out, params: max }
 }

@@ -1,6 +1,6 @@
 import { and, eq, lt, lte, or, sql } from 'drizzle-orm'
 import { idempotencyKeys } from '../../db/schema'
-import { changesOf, preparedQuery, transactionWatchers, withTransaction, type TransactionWatcher, type Tx } from '../../db/client'
+import { changesOf, onRollback, preparedQuery, transactionWatchers, withTransaction, type TransactionWatcher, type Tx } from '../../db/client'
 import { perDeps, type Deps } from './context'
 import { ProblemError, problems } from './problem'
 import { open, seal, sha256Hex } from './secrets'
@@ -41,6 +41,10 @@ export class RequestIdempotency implements TransactionWatcher {
     const held = this.claim
     if (!held || held.executed) return
     held.executed = true
+    // A transaction that rolls back (and on PostgreSQL runs again) did not write the key after all.
+    onRollback(tx, () => {
+      held.executed = false
+    })
     writeExecuted(this.deps, tx, held)
   }
 }

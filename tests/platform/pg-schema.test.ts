@@ -99,6 +99,9 @@ describe('SQLite statements read by PostgreSQL', () => {
     )
     expect(translateSql('SELECT `a` FROM `t`').sql).toBe('SELECT "a" FROM "t"')
     expect(translateSql('INSERT OR IGNORE INTO t (a) VALUES (?);').sql).toBe('INSERT INTO t (a) VALUES ($1) ON CONFLICT DO NOTHING')
+    expect(translateSql('insert into "s" ("key") values (?) on conflict ("s"."key") do update set "value" = ?').sql).toBe(
+      'insert into "s" ("key") values ($1) on conflict ("key") do update set "value" = $2',
+    )
     expect(translateSql('select rowid_count, growid from t').sql).toBe('select rowid_count, growid from t')
   })
 })

@@ -65,6 +65,8 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { por
       (line) => {
         rawLogs.push(line)
         logs.push(JSON.parse(line))
+        // GPUHQ_TEST_LOG_ERRORS=1: the app's error lines on stderr, to see why a request failed.
+        if (process.env.GPUHQ_TEST_LOG_ERRORS === '1' && logs.at(-1)!.level === 'error') console.error(line)
       },
     ),
   })

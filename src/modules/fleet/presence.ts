@@ -151,6 +151,10 @@ class FleetRuntime {
   ): void {
     const { deps } = this
     withTransaction(deps.db, (tx) => {
+      // On PostgreSQL a transaction that lost a serialization conflict runs again from the start
+      // (db/pg/database.ts): what an attempt that rolled back collected is dropped first.
+      cameOnline.length = 0
+      fresh.clear()
       this.#writeSteps(tx, steps, beats, cameOnline)
       // The latest value per series is written once per flush, from the sample with the latest time.
       const { earliest, latest } = storeSamples(deps, cache, fresh, samples)

@@ -76,6 +76,7 @@ function codeIn(text: string | undefined): string | null {
 function linkChats(deps: Deps, updates: readonly Update[], after?: (tx: Tx) => void): { chatId: number }[] {
   const linked: { chatId: number }[] = []
   withTransaction(deps.db, (tx) => {
+    linked.length = 0 // a PostgreSQL retry starts over (db/pg/database.ts)
     const now = deps.clock.nowUs()
     for (const u of updates) {
       const chatId = u.message?.chat?.id

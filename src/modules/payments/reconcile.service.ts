@@ -43,10 +43,11 @@ export async function reconcileTopups(deps: Deps, run: JobRef = { job: 'billing.
         continue
       }
       try {
-        withTransaction(deps.db, (tx) => {
+        const moved = withTransaction(deps.db, (tx) => {
           const cur = topupById(tx, t.id)!
-          if (applyPayment(tx, deps, cur, p).status !== cur.status) settled++
+          return applyPayment(tx, deps, cur, p).status !== cur.status
         })
+        if (moved) settled++
       } catch (e) {
         failed.push(t.id)
         deps.log.error('applying a payment failed; the top-up is left as it was', { ...run, topup_id: t.id, payment_id: t.paymentId, error: e })

@@ -68,8 +68,9 @@ export function suggestPrices(deps: Deps): string {
       looked++
       const mine = offers.filter((o) => winners.get(`${o.serverId}|${o.marketplace}`)?.id === policy.id)
       const outcome = evaluatePolicy(deps, policy, planCode, mine)
-      withTransaction(deps.db, (tx) => {
-        for (const item of outcome.items) if (store(tx, deps, policy.id, tenantId, item)) made++
+      made += withTransaction(deps.db, (tx) => {
+        let stored = 0
+        for (const item of outcome.items) if (store(tx, deps, policy.id, tenantId, item)) stored++
         // An offer the policy no longer prices (withdrawn, unlinked, taken by another policy) keeps no suggestion of it.
         supersedeOfPolicy(
           tx,
@@ -78,6 +79,7 @@ export function suggestPrices(deps: Deps): string {
           outcome.items.map((i) => i.evaluation.server_id),
         )
         updatePolicyRow(tx, policy.id, { lastRunAt: now })
+        return stored
       })
     }
   }

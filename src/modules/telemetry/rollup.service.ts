@@ -101,10 +101,11 @@ export async function runRollups(deps: Deps): Promise<string> {
           i += ids.length
           const last = i >= series.length
           const started = performance.now()
-          withTransaction(deps.db, (tx) => {
-            if (ids.length) buckets += rollupRange(deps.sqlite, grain, ids, chunk, chunkEnd)
+          buckets += withTransaction(deps.db, (tx) => {
+            const written = ids.length ? rollupRange(deps.sqlite, grain, ids, chunk, chunkEnd) : 0
             // Samples written during the run before this point ask for a redo from there.
             if (last) saveWatermark(tx, grain, doneUntil, run.lateFrom < doneUntil ? run.lateFrom : null, now)
+            return written
           })
           const ms = performance.now() - started
           slices++

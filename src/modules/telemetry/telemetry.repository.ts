@@ -115,17 +115,18 @@ export function storedBuckets(sqlite: Database, seriesIds: number[], grain: numb
  * The statistics of every bucket of `grain` with raw samples in [?3, ?4) of the series in the
  * JSON array ?5, one row per series and bucket (an index seek per series on the primary key). The
  * rollup job stores these rows; GET /metrics computes the same rows for the part of a range not
- * rolled up yet.
+ * rolled up yet. Written so that PostgreSQL reads it too (docs/scale-out.md): the buckets come
+ * from a derived table, so the `last` subquery names only grouped columns.
  */
 const BUCKETS_OF_RAW = `
-  SELECT s.series_id AS series_id, ?1 AS grain, (s.t / ?2) * ?2 AS bucket,
-         min(s.value) AS min, max(s.value) AS max, avg(s.value) AS avg,
-         percentile_cont(s.value, 0.5) AS p50, percentile_cont(s.value, 0.95) AS p95,
-         (SELECT l.value FROM metric_samples l WHERE l.series_id = s.series_id AND l.t >= (s.t / ?2) * ?2 AND l.t < (s.t / ?2) * ?2 + ?2 ORDER BY l.t DESC LIMIT 1) AS last,
+  SELECT b.series_id AS series_id, CAST(?1 AS INTEGER) AS grain, b.bucket AS bucket,
+         min(b.value) AS min, max(b.value) AS max, avg(b.value) AS avg,
+         percentile_cont(b.value, 0.5) AS p50, percentile_cont(b.value, 0.95) AS p95,
+         (SELECT l.value FROM metric_samples l WHERE l.series_id = b.series_id AND l.t >= b.bucket AND l.t < b.bucket + ?2 ORDER BY l.t DESC LIMIT 1) AS last,
          count(*) AS samples
-  FROM metric_samples s
-  WHERE s.t >= ?3 AND s.t < ?4 AND s.series_id IN (SELECT value FROM json_each(?5))
-  GROUP BY s.series_id, bucket`
+  FROM (SELECT s.series_id AS series_id, (s.t / ?2) * ?2 AS bucket, s.value AS value FROM metric_samples s
+        WHERE s.t >= ?3 AND s.t < ?4 AND s.series_id IN (SELECT value FROM json_each(?5))) AS b
+  GROUP BY b.series_id, b.bucket`
 
 /** Stores the buckets of these series with raw samples in [fromUs, toUs); answers the rows written. */
 export function rollupRange(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): number {
@@ -145,7 +146,7 @@ export function rollupRange(sqlite: Database, grain: number, seriesIds: number[]
 export function rawBuckets(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): BucketRow[] {
   if (seriesIds.length === 0 || fromUs >= toUs) return []
   return sqlite
-    .query(`SELECT series_id, bucket, min, max, avg, p50, p95, last FROM (${BUCKETS_OF_RAW})`)
+    .query(`SELECT series_id, bucket, min, max, avg, p50, p95, last FROM (${BUCKETS_OF_RAW}) AS r`)
     .values(grain, grain * US, fromUs, toUs, JSON.stringify(seriesIds)) as BucketRow[]
 }
 
