@@ -130,7 +130,7 @@ export class PgDatabase {
           // The connection broke: the server rolled the transaction back itself.
         }
         this.#undo()
-        if (attempt < MAX_ATTEMPTS && isSerializationFailure(e)) {
+        if (mayRunAgain(e, attempt)) {
           this.counters.retries++
           Bun.sleepSync(Math.random() * Math.min(50, 2 ** attempt))
           continue
@@ -202,11 +202,24 @@ export class PgDatabase {
 }
 
 const MAX_ATTEMPTS = 10
+/** Attempts of a transaction that met a unique violation (see mayRunAgain). */
+const MAX_UNIQUE_ATTEMPTS = MAX_ATTEMPTS
 
-/** 40001 serialization_failure, 40P01 deadlock_detected: the transaction can simply run again. */
-function isSerializationFailure(e: unknown): boolean {
+/**
+ * 40001 serialization_failure and 40P01 deadlock_detected: the transaction simply runs again.
+ * 23505 unique_violation too, a few times: under SQLite's one writer a transaction that checked
+ * "not there yet" could insert safely; here another instance may have inserted the same key and
+ * committed between the check and the insert (PostgreSQL reports that as a unique violation when
+ * the check read another table, as the hourly charge's does). Run again, the check sees the row and
+ * the work takes its "already done" path; a real duplicate fails again and is thrown.
+ */
+function mayRunAgain(e: unknown, attempt: number): boolean {
   for (let x = e, depth = 0; x && depth < 5; x = (x as { cause?: unknown }).cause, depth++) {
-    if (x instanceof PostgresError) return x.code === '40001' || x.code === '40P01'
+    if (x instanceof PostgresError) {
+      if (x.code === '40001' || x.code === '40P01') return attempt < MAX_ATTEMPTS
+      if (x.code === '23505') return attempt < MAX_UNIQUE_ATTEMPTS
+      return false
+    }
   }
   return false
 }

@@ -90,7 +90,7 @@ async function handle(m: PgRequest): Promise<PgReply> {
     const result = await c.unsafe(q.sql, params)
     return { id: m.id, rows: m.kind === 'objects' ? (result as Record<string, unknown>[]).map(rowObject) : [], changes: result.count ?? 0 }
   } catch (e) {
-    const err = e as { message?: string; errno?: string; code?: string; constraint?: string; detail?: string }
+    const err = e as { message?: string; errno?: string; code?: string; constraint?: string; detail?: string; table?: string; column?: string }
     const sqlState = typeof err.errno === 'string' && /^[0-9A-Z]{5}$/.test(err.errno) ? err.errno : connectionState(err.code)
     if (LOST.test(sqlState)) {
       try {
@@ -100,8 +100,26 @@ async function handle(m: PgRequest): Promise<PgReply> {
       }
       conn = null
     }
-    return { id: m.id, error: { message: err.message ?? String(e), sqlState, constraint: err.constraint ?? null } }
+    return { id: m.id, error: { message: sqliteMessage(sqlState, err) ?? err.message ?? String(e), sqlState, constraint: err.constraint ?? null } }
   }
+}
+
+/**
+ * A lock wait past lock_timeout, or a constraint violation, worded as SQLite words it ("UNIQUE constraint failed: t.a, t.b"), which
+ * is what callers and operators of this service already know, with PostgreSQL's constraint name.
+ * The key's values (PostgreSQL's detail) are left out: they may be hashes or personal data.
+ */
+function sqliteMessage(sqlState: string, err: { table?: string; column?: string; constraint?: string; detail?: string; message?: string }): string | null {
+  const table = err.table ?? '?'
+  if (sqlState === '55P03') return `database is locked (${err.message})`
+  if (sqlState === '23505') {
+    const columns = /^Key \((.+?)\)=/.exec(err.detail ?? '')?.[1]?.split(', ') ?? []
+    return `UNIQUE constraint failed: ${columns.map((c) => `${table}.${c}`).join(', ')} (${err.constraint ?? 'unique'})`
+  }
+  if (sqlState === '23502') return `NOT NULL constraint failed: ${table}.${err.column ?? '?'}`
+  if (sqlState === '23503') return `FOREIGN KEY constraint failed (${err.constraint ?? 'foreign key'})`
+  if (sqlState === '23514') return `CHECK constraint failed: ${err.constraint ?? 'check'}`
+  return null
 }
 
 /** Bun's client errors that never reached the server: the connection is what failed (class 08). */

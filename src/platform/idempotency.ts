@@ -38,10 +38,15 @@ export class RequestIdempotency implements TransactionWatcher {
 
   began(tx: Tx): void {
     this.beganCount++
+    // A transaction that rolls back wrote nothing: on PostgreSQL that is how a row lock held
+    // elsewhere shows (SQLite refuses BEGIN IMMEDIATE instead), and how a transaction that lost a
+    // serialization conflict ends before it runs again. Neither counts, nor writes the key.
+    onRollback(tx, () => {
+      this.beganCount--
+    })
     const held = this.claim
     if (!held || held.executed) return
     held.executed = true
-    // A transaction that rolls back (and on PostgreSQL runs again) did not write the key after all.
     onRollback(tx, () => {
       held.executed = false
     })

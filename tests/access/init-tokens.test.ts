@@ -153,7 +153,7 @@ describe('claiming an init token (the consumption primitive of POST /agent/regis
 
   test('two OS processes claiming the same token at the same moment: exactly one succeeds, every time', async () => {
     const server = insertServer(app, owner.tenantId)
-    const dbPath = join(app.dir, 'gpuhq.db')
+    const dbPath = app.databaseUrl.replace(/^file:/, '')
     const script = join(import.meta.dir, 'fixtures', 'claim-init-token.ts')
     // Rounds where both processes reached the start line in time are true races; a loaded machine
     // may make one late (then the claims merely follow each other), so run until five true races.

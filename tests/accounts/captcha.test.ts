@@ -143,7 +143,7 @@ describe('captcha with a verifier that cannot be reached', () => {
     app = await startAccountsApp({ CAPTCHA_SECRET: 'some-secret', CAPTCHA_VERIFY_URL: url })
     // The account is made without a captcha (another app over the same database, captcha off).
     const { startTestApp } = await import('../support/app')
-    const open = await startTestApp({ SIGNUP_ENABLED: 'true', DATABASE_URL: `file:${app.dir}/gpuhq.db`, SMTP_URL: app.smtp.url })
+    const open = await startTestApp({ SIGNUP_ENABLED: 'true', DATABASE_URL: app.databaseUrl, SMTP_URL: app.smtp.url })
     try {
       account = await signUp(Object.assign(open, { smtp: app.smtp, stop: async () => {} }))
     } finally {

@@ -91,7 +91,7 @@ describe('signup switched off', () => {
   test('an account created while signup was on can still sign in and reset its password after it is switched off', async () => {
     // Another app over the same database file with signup on creates the account.
     const { startTestApp } = await import('../support/app')
-    const on = await startTestApp({ SIGNUP_ENABLED: 'true', DATABASE_URL: `file:${app.dir}/gpuhq.db`, SMTP_URL: app.smtp.url })
+    const on = await startTestApp({ SIGNUP_ENABLED: 'true', DATABASE_URL: app.databaseUrl, SMTP_URL: app.smtp.url })
     try {
       const email = newEmail('made-while-on')
       expect((await on.fetch('/api/v1/auth/signup/start', { method: 'POST', json: { email, tenant_name: 'T' } })).status).toBe(202)

@@ -27,7 +27,7 @@ function admin(...args: string[]) {
     NODE_ENV: 'test',
     TEST_CLOCK: 'true',
     DATA_DIR: app.dir,
-    DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+    DATABASE_URL: app.databaseUrl,
     SECRET_KEY: TEST_SECRET_KEY,
     PUBLIC_URL: TEST_PUBLIC_URL,
     LOG_LEVEL: 'warn',

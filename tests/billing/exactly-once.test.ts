@@ -85,7 +85,7 @@ function workerEnv(app: TestApp) {
     PUBLIC_URL: TEST_PUBLIC_URL,
     SECRET_KEY: TEST_SECRET_KEY,
     DATA_DIR: app.dir,
-    DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+    DATABASE_URL: app.databaseUrl,
     LOG_LEVEL: 'error',
   }
 }
@@ -107,7 +107,7 @@ describe('exactly one charge per tenant and hour', () => {
   test('two apps on the same database running billing.charge at the same time book every hour once', async () => {
     const a = await freshApp()
     const tenants = await payingTenants(a, [2, 3, 1])
-    const b = await freshApp({ DATABASE_URL: `file:${join(a.dir, 'gpuhq.db')}`, DATA_DIR: a.dir })
+    const b = await freshApp({ DATABASE_URL: a.databaseUrl, DATA_DIR: a.dir })
     const target = H0 + 30 * US_PER_HOUR + 30 * US_PER_MINUTE
     await clockTo(a, target)
     await clockTo(b, target + 1000)
@@ -219,13 +219,13 @@ describe('an hour booked in batches, each its own transaction', () => {
     const tenants = await payingTenants(app, [1, 2, 3, 1, 2])
     const now = await clockTo(app, H0 + 2 * US_PER_HOUR + 30 * US_PER_MINUTE) // H0 and H0 + 1h due
     const held: number[] = []
-    const detail = await runHourlyCharges(app.deps, { batchTenants: 2, onTransaction: (ms) => held.push(ms) })
+    const detail = await runHourlyCharges(app.deps, { batchTenants: 2, batchBudgetMs: 60_000, onTransaction: (ms) => held.push(ms) })
     // Two hours × three batches (2 + 2 + 1 tenants), each hour's watermark move, the freeze check.
     expect(detail).toContain('booked 2 hours (10 charges)')
     expect(detail).toContain('6 batches')
     expect(held).toHaveLength(6 + 2 + 1)
     expectEveryHourOnce(app, tenants, H0, lastBookable(now))
-    expect(await runHourlyCharges(app.deps, { batchTenants: 2 })).toContain('booked 0 hours (0 charges)')
+    expect(await runHourlyCharges(app.deps, { batchTenants: 2, batchBudgetMs: 60_000 })).toContain('booked 0 hours (0 charges)')
     expectEveryHourOnce(app, tenants, H0, lastBookable(now))
   })
 
@@ -234,14 +234,14 @@ describe('an hour booked in batches, each its own transaction', () => {
     const tenants = await payingTenants(app, [1, 2, 3, 4, 5])
     const now = await clockTo(app, H0 + 1 * US_PER_HOUR + 30 * US_PER_MINUTE) // H0 due
     expect(watermark(app)).toBeUndefined()
-    const first = await runHourlyCharges(app.deps, { batchTenants: 2, maxBatches: 1 })
+    const first = await runHourlyCharges(app.deps, { batchTenants: 2, maxBatches: 1, batchBudgetMs: 60_000 })
     expect(first).toContain('stopped after 1 batches (2 charges)')
     // The first batch is durable with its own transaction; the watermark has not moved past H0.
     const sorted = tenants.map((t) => t.id).sort()
     expect(chargesOfHour(app, H0)).toEqual(sorted.slice(0, 2))
     expect(watermark(app)).toBeUndefined()
     // Another interrupted run resumes with the next batch.
-    await runHourlyCharges(app.deps, { batchTenants: 2, maxBatches: 1 })
+    await runHourlyCharges(app.deps, { batchTenants: 2, maxBatches: 1, batchBudgetMs: 60_000 })
     expect(chargesOfHour(app, H0)).toEqual(sorted.slice(0, 4))
     // Through the job, as the scheduler runs it: the rest of the hour, then the watermark.
     expect((await runCharges(app)).detail).toContain('booked 1 hours (1 charges)')

@@ -19,7 +19,7 @@ beforeAll(async () => {
 afterAll(() => app.close())
 
 async function holdLock() {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'fixtures/hold-write-lock.ts'), join(app.dir, 'gpuhq.db')], {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'fixtures/hold-write-lock.ts'), app.databaseUrl.replace(/^file:/, '')], {
     stdin: 'pipe',
     stdout: 'pipe',
     stderr: 'inherit',

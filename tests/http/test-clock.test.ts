@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { buildDeps } from '../../src/deps'
 import { createLogger } from '../../src/platform/logger'
@@ -92,7 +91,7 @@ describe('moving the clock', () => {
         NODE_ENV: 'test',
         PUBLIC_URL: TEST_PUBLIC_URL,
         DATA_DIR: app.dir,
-        DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+        DATABASE_URL: app.databaseUrl,
         SECRET_KEY: TEST_SECRET_KEY,
         TEST_CLOCK: 'true',
       }),

@@ -160,7 +160,7 @@ describe("scripts/admin, the operator's side", () => {
     const env = {
       PATH: process.env.PATH ?? '',
       DATA_DIR: app.dir,
-      DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+      DATABASE_URL: app.databaseUrl,
       SECRET_KEY: TEST_SECRET_KEY,
       PUBLIC_URL: 'http://gpuhq.test',
       LOG_LEVEL: 'warn',

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { buildDeps } from '../../src/deps'
 import { realNowUs, SystemClock, TestClock } from '../../src/platform/clock'
@@ -81,7 +80,7 @@ describe('the test clock across a restart', () => {
       NODE_ENV: 'test',
       PUBLIC_URL: TEST_PUBLIC_URL,
       DATA_DIR: app.dir,
-      DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+      DATABASE_URL: app.databaseUrl,
       SECRET_KEY: TEST_SECRET_KEY,
       TEST_CLOCK: 'true',
     })
@@ -105,7 +104,7 @@ describe('the test clock across a restart', () => {
     const config = loadConfig({
       NODE_ENV: 'test',
       DATA_DIR: app.dir,
-      DATABASE_URL: `file:${join(app.dir, 'gpuhq.db')}`,
+      DATABASE_URL: app.databaseUrl,
       SECRET_KEY: TEST_SECRET_KEY,
     })
     const real = buildDeps(config, { log: createLogger('silent', () => '') })

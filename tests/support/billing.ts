@@ -154,7 +154,7 @@ export function chargeRowsOf(app: TestApp, tenantId: string): { charge_hour: num
 /** (tenant, hour) pairs charged more than once anywhere in the database. */
 export function doubleCharges(app: TestApp): unknown[] {
   return app.deps.sqlite
-    .query("SELECT tenant_id, charge_hour, count(*) AS n FROM ledger_entries WHERE kind = 'charge' GROUP BY tenant_id, charge_hour HAVING n > 1")
+    .query("SELECT tenant_id, charge_hour, count(*) AS n FROM ledger_entries WHERE kind = 'charge' GROUP BY tenant_id, charge_hour HAVING count(*) > 1")
     .all()
 }
 

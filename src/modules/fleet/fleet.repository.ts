@@ -92,25 +92,27 @@ export function countManagedServers(db: DbOrTx, tenantId: string): number {
 }
 
 /**
- * What hourly charges bill, read in slices of the table (by rowid, so each slice is a short
- * sequential read): of the next `limit` servers after `afterRowid`, those managed during some part
- * of [fromUs, toUs), as [rowid, tenant id, server id]. An empty answer means the table is done.
+ * What hourly charges bill, read in slices of the table by primary key (ids are UUIDv7, so
+ * roughly in the order servers were enrolled; a key rather than SQLite's rowid, so PostgreSQL
+ * walks it the same way): of the next `limit` servers after the id `after` ('' for the first),
+ * those managed during some part of [fromUs, toUs), as [tenant id, server id]. `last` is the
+ * slice's last id, null when the table is done.
  */
 export function serversManagedDuring(
   sqlite: Database,
   fromUs: number,
   toUs: number,
-  afterRowid: number,
+  after: string,
   limit: number,
-): { last: number; rows: [string, string][] } {
+): { last: string | null; rows: [string, string][] } {
   const chunk = sqlite
-    .query<unknown, [number, number, number, number]>(
-      'SELECT rowid, tenant_id, id, created_at < ?2 AND (decommissioned_at IS NULL OR decommissioned_at > ?3) FROM servers WHERE rowid > ?1 ORDER BY rowid LIMIT ?4',
+    .query<unknown, [string, number, number, number]>(
+      'SELECT id, tenant_id, id, created_at < ?2 AND (decommissioned_at IS NULL OR decommissioned_at > ?3) FROM servers WHERE id > ?1 ORDER BY id LIMIT ?4',
     )
-    .values(afterRowid, toUs, fromUs, limit) as [number, string, string, number][]
+    .values(after, toUs, fromUs, limit) as [string, string, string, number][]
   const rows: [string, string][] = []
   for (const r of chunk) if (r[3]) rows.push([r[1], r[2]])
-  return { last: chunk.length === 0 ? -1 : chunk[chunk.length - 1]![0], rows }
+  return { last: chunk.length === 0 ? null : chunk[chunk.length - 1]![0], rows }
 }
 
 /** When the first server ever was enrolled; null before any. */

@@ -1,0 +1,111 @@
+/**
+ * The price of one statement and of one write transaction through the service's data layer
+ * (db/client.ts: Drizzle's bun-sqlite session, `withTransaction`), on SQLite and on PostgreSQL
+ * behind the same synchronous interface (db/pg/database.ts: a worker thread, Atomics.wait per
+ * round trip). docs/scale-out.md quotes it.
+ *
+ *   PATH="$PWD/.tools/node_modules/.bin:$PATH" bun run bench/database.ts
+ *   # knobs: BENCH_PG_URL=postgres://user@127.0.0.1:5432/postgres (else a throwaway cluster is
+ *   #        started with scripts/lib.sh), BENCH_QUERIES=5000 BENCH_TRANSACTIONS=500
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { eq, sql } from 'drizzle-orm'
+import { type Database_, migrateDatabase, openDatabase, withTransaction } from '../db/client'
+import { serviceSettings, testProbes } from '../db/schema'
+
+const QUERIES = Number(process.env.BENCH_QUERIES ?? 5000)
+const TRANSACTIONS = Number(process.env.BENCH_TRANSACTIONS ?? 500)
+const root = join(import.meta.dir, '..')
+
+type Row = { database: string; what: string; n: number; us: number }
+
+function measure(database: Database_, label: string): Row[] {
+  const { db } = database
+  const find = db
+    .select()
+    .from(serviceSettings)
+    .where(eq(serviceSettings.key, sql.placeholder('key')))
+    .prepare()
+  withTransaction(db, (tx) => tx.insert(serviceSettings).values({ key: 'bench', value: '0', updatedAt: 0 }).run())
+  for (let i = 0; i < 200; i++) find.get({ key: 'bench' }) // warm-up
+  let t = performance.now()
+  for (let i = 0; i < QUERIES; i++) find.get({ key: 'bench' })
+  const query = ((performance.now() - t) * 1000) / QUERIES
+  t = performance.now()
+  for (let i = 0; i < QUERIES; i++)
+    db.select()
+      .from(testProbes)
+      .where(eq(testProbes.id, `p${i}`))
+      .get()
+  const built = ((performance.now() - t) * 1000) / QUERIES
+  t = performance.now()
+  for (let i = 0; i < TRANSACTIONS; i++)
+    withTransaction(db, (tx) => {
+      tx.insert(testProbes)
+        .values({ id: `p${i}`, value: 'x', version: 1, createdAt: i })
+        .run()
+      tx.update(serviceSettings)
+        .set({ value: String(i), updatedAt: i })
+        .where(eq(serviceSettings.key, 'bench'))
+        .run()
+    })
+  const transaction = ((performance.now() - t) * 1000) / TRANSACTIONS
+  return [
+    { database: label, what: 'one prepared primary-key SELECT', n: QUERIES, us: query },
+    { database: label, what: 'one SELECT built by the query builder', n: QUERIES, us: built },
+    { database: label, what: 'one write transaction (INSERT + UPDATE, committed durably)', n: TRANSACTIONS, us: transaction },
+  ]
+}
+
+/** A throwaway PostgreSQL cluster through scripts/lib.sh, unless BENCH_PG_URL names one. */
+function startPostgres(): { url: string; stop: () => void } {
+  if (process.env.BENCH_PG_URL) return { url: process.env.BENCH_PG_URL, stop: () => {} }
+  const out = Bun.spawnSync(['bash', '-c', 'source scripts/lib.sh >/dev/null && start_test_postgres >&2 && echo "$GPUHQ_TEST_PG_URL $PG_TEST_DIR $PG_BIN"'], {
+    cwd: root,
+    stderr: 'inherit',
+  })
+  const [url, dir, bin] = out.stdout.toString().trim().split(' ')
+  if (!url || !dir || !bin) throw new Error('could not start PostgreSQL (set BENCH_PG_URL)')
+  return {
+    url,
+    stop: () => {
+      Bun.spawnSync(['bash', '-c', `source scripts/lib.sh >/dev/null && PG_TEST_DIR=${dir} PG_BIN=${bin} stop_test_postgres`], { cwd: root })
+    },
+  }
+}
+
+const rows: Row[] = []
+const dir = mkdtempSync(join(tmpdir(), 'gpuhq-bench-db-'))
+try {
+  // The service's SQLite settings with each commit fsynced (what scripts/admin runs): a durable commit, as on PostgreSQL.
+  const lite = openDatabase(join(dir, 'bench.db'))
+  migrateDatabase(lite)
+  rows.push(...measure(lite, 'SQLite (WAL, synchronous=FULL)'))
+  lite.sqlite.close()
+
+  const pg = startPostgres()
+  try {
+    const admin = new Bun.SQL(pg.url, { max: 1 })
+    const name = `gpuhq_bench_${process.pid}`
+    await admin.unsafe(`CREATE DATABASE ${name}`)
+    const u = new URL(pg.url)
+    u.pathname = `/${name}`
+    const database = openDatabase(u.toString())
+    migrateDatabase(database)
+    rows.push(...measure(database, 'PostgreSQL (loopback, fsync on)'))
+    const counters = database.postgres!.counters
+    database.sqlite.close()
+    await admin.unsafe(`DROP DATABASE ${name} WITH (FORCE)`)
+    await admin.close()
+    console.log(`PostgreSQL: ${counters.statements} round trips, ${counters.transactions} transactions, ${counters.retries} retried`)
+  } finally {
+    pg.stop()
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
+
+console.log('\n| database | what | n | µs each |\n|---|---|---|---|')
+for (const r of rows) console.log(`| ${r.database} | ${r.what} | ${r.n} | ${r.us.toFixed(1)} |`)
