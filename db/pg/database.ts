@@ -70,18 +70,23 @@ export class PgDatabase {
    * service's `PRAGMA busy_timeout = N` sets.
    */
   exec(text: string, ...params: unknown[]): { changes: number; lastInsertRowid: number } {
-    const pragma = /^\s*PRAGMA\s+(\w+)\s*(?:=\s*(\d+))?/i.exec(text)
-    if (pragma) {
-      if (pragma[1]!.toLowerCase() === 'busy_timeout' && pragma[2] !== undefined) this.#send('exec', `SET lock_timeout = ${Math.max(1, Number(pragma[2]))}`, [])
-      return { changes: 0, lastInsertRowid: 0 }
-    }
+    if (this.#pragma(text)) return { changes: 0, lastInsertRowid: 0 }
     if (params.length) return this.run(text, params)
     this.#send('exec', translateSql(text).sql, [])
     return { changes: 0, lastInsertRowid: 0 }
   }
 
   run(text: string, params: unknown[] = []): { changes: number; lastInsertRowid: number } {
+    if (this.#pragma(text)) return { changes: 0, lastInsertRowid: 0 }
     return this.prepare(text).run(...params)
+  }
+
+  /** True for a PRAGMA, done here (busy_timeout) or skipped (see exec). */
+  #pragma(text: string): boolean {
+    const pragma = /^\s*PRAGMA\s+(\w+)\s*(?:=\s*(\d+))?/i.exec(text)
+    if (!pragma) return false
+    if (pragma[1]!.toLowerCase() === 'busy_timeout' && pragma[2] !== undefined) this.#send('exec', `SET lock_timeout = ${Math.max(1, Number(pragma[2]))}`, [])
+    return true
   }
 
   /**

@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync, existsSync } from 'node:fs'
-import { join } from 'node:path'
 import { resolvePat } from '../../src/modules/tokens/tokens.service'
 import { hasValidChecksum } from '../../src/platform/secrets'
 import { advance } from '../support/accounts'
@@ -19,6 +17,7 @@ import {
   type MintedPat,
 } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
+import { storedText, tableNames } from '../support/postgres'
 import { expectProblem } from '../support/problem'
 
 /** Personal access tokens: docs/access.md "Personal access tokens (PATs)". */
@@ -194,8 +193,7 @@ describe('personal access tokens', () => {
     }
     expect(secrets.length).toBeGreaterThan(15)
     const leaks: string[] = []
-    const tables = app.deps.sqlite.query(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]
-    for (const { name } of tables)
+    for (const name of tableNames(app.deps.sqlite))
       for (const row of app.deps.sqlite.query(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[])
         for (const [col, v] of Object.entries(row)) {
           const text = typeof v === 'string' ? v : v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : null
@@ -204,11 +202,8 @@ describe('personal access tokens', () => {
     expect(leaks).toEqual([])
 
     app.deps.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
-    const files = ['gpuhq.db', 'gpuhq.db-wal'].map((f) => join(app.dir, f)).filter(existsSync)
-    for (const f of files) {
-      const bytes = readFileSync(f)
-      expect(secrets.filter((s) => bytes.includes(s) || bytes.includes(s.slice(-40)))).toEqual([])
-    }
+    const bytes = storedText(app.deps.sqlite, app.dir)
+    expect(secrets.filter((s) => bytes.includes(s) || bytes.includes(s.slice(-40)))).toEqual([])
     const logs = app.rawLogs.join('\n')
     expect(secrets.filter((s) => logs.includes(s.slice(-40)))).toEqual([])
   })

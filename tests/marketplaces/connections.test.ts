@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { ALL_SCOPES } from '../../src/platform/access'
 import { addMember, call, mintPat, newTenant, setPlan, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
+import { storedText } from '../support/postgres'
 
 /**
  * Issue 16, connections: PUT /marketplaces/{marketplace} checks the key with the platform (here the
@@ -147,9 +146,7 @@ describe('connecting a marketplace account', () => {
 
   test('no key appears in any log line, the database file or its WAL', async () => {
     const logs = app.rawLogs.join('\n')
-    const files = readdirSync(app.dir).filter((f) => f.startsWith('gpuhq.db'))
-    expect(files.length).toBeGreaterThan(0)
-    const stored = files.map((f) => readFileSync(join(app.dir, f)).toString('latin1')).join('\n')
+    const stored = storedText(app.deps.sqlite, app.dir)
     for (const key of KEYS) {
       expect(logs).not.toContain(key)
       expect(stored).not.toContain(key)

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { balanceMicros, getTopup, ipn, npTopup, runReconcile, startPaymentsApp, topupEntries, type PaymentsApp } from '../support/payments'
+import { onPostgres } from '../support/postgres'
 
 /**
  * Issue 13 finding 13: a failure while crediting in billing.reconcile is not "provider unreachable".
@@ -19,6 +20,24 @@ async function runJob(name: string) {
   return (await res.json()) as { outcome: string; detail: string | null }
 }
 
+/** Makes every ledger insert of this tenant fail, as a broken disk or a bug would (a trigger on either database). */
+function injectLedgerFault(tenantId: string) {
+  if (onPostgres)
+    app.deps.sqlite.exec(
+      `CREATE FUNCTION reconcile_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.tenant_id = '${tenantId}' THEN RAISE EXCEPTION 'injected ledger fault'; END IF; RETURN NEW; END $$;
+       CREATE TRIGGER reconcile_fault BEFORE INSERT ON ledger_entries FOR EACH ROW EXECUTE FUNCTION reconcile_fault()`,
+    )
+  else
+    app.deps.sqlite.run(
+      `CREATE TEMP TRIGGER reconcile_fault BEFORE INSERT ON ledger_entries WHEN NEW.tenant_id = '${tenantId}' BEGIN SELECT RAISE(ABORT, 'injected ledger fault'); END`,
+    )
+}
+
+function removeLedgerFault() {
+  if (onPostgres) app.deps.sqlite.exec('DROP TRIGGER reconcile_fault ON ledger_entries; DROP FUNCTION reconcile_fault()')
+  else app.deps.sqlite.run('DROP TRIGGER reconcile_fault')
+}
+
 describe('billing.reconcile when crediting fails', () => {
   test('the run fails and names the top-up, the error is logged with the job run, nothing counts as unreadable, and the next run credits it once', async () => {
     const { owner, topup } = await npTopup(app, '25.00')
@@ -26,15 +45,13 @@ describe('billing.reconcile when crediting fails', () => {
     await ipn(app, p.payment_id)
     app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25, paymentId: p.payment_id }) // its IPN is lost
 
-    app.deps.sqlite.run(
-      `CREATE TEMP TRIGGER reconcile_fault BEFORE INSERT ON ledger_entries WHEN NEW.tenant_id = '${owner.tenantId}' BEGIN SELECT RAISE(ABORT, 'injected ledger fault'); END`,
-    )
+    injectLedgerFault(owner.tenantId)
     const logsBefore = app.logs.length
     let run: Awaited<ReturnType<typeof runJob>>
     try {
       run = await runJob('billing.reconcile')
     } finally {
-      app.deps.sqlite.run('DROP TRIGGER reconcile_fault')
+      removeLedgerFault()
     }
     expect(run.outcome).toBe('failed')
     expect(run.detail).toContain(topup.id)

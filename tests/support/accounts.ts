@@ -1,7 +1,7 @@
 import { expect } from 'bun:test'
 import { startTestApp, type TestApp } from './app'
 import { codeFrom, startFakeSmtp, type FakeSmtp, type ReceivedMail } from './smtp'
-import { onPostgres } from './postgres'
+import { tableNames } from './postgres'
 
 /** Helpers for the account tests: an app wired to a local SMTP server, and the flows as steps. */
 
@@ -107,14 +107,7 @@ function countRows(app: TestApp, table: string): number {
 
 /** Every table's row count, to show a request wrote nothing. */
 export function allRowCounts(app: TestApp): Record<string, number> {
-  const tables = app.deps.sqlite
-    .query(
-      onPostgres
-        ? `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE '__drizzle%'`
-        : `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'`,
-    )
-    .all() as { name: string }[]
-  return Object.fromEntries(tables.map((t) => [t.name, countRows(app, `"${t.name}"`)]))
+  return Object.fromEntries(tableNames(app.deps.sqlite).map((name) => [name, countRows(app, `"${name}"`)]))
 }
 
 /** Headers as a plain object without the ones that differ on every response. */

@@ -82,3 +82,35 @@ export async function freshPostgresDatabase(): Promise<{ url: string; drop: () =
     },
   }
 }
+
+type Queryable = { query(sql: string): { all(): unknown[] } }
+
+/** The service's tables, on either database (sqlite_master is SQLite's catalogue, pg_tables PostgreSQL's). */
+export function tableNames(db: Queryable): string[] {
+  const rows = db
+    .query(
+      onPostgres
+        ? `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE '\\_\\_drizzle%'`
+        : `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'`,
+    )
+    .all() as { name: string }[]
+  return rows.map((r) => r.name)
+}
+
+/**
+ * Everything the database stores, as text, to show a secret is not in it: on SQLite the bytes of
+ * the database file and its WAL in `dir`; on PostgreSQL (whose files are the server's) every value
+ * of every row, bytes read as latin1.
+ */
+export function storedText(db: Queryable, dir: string): string {
+  if (!onPostgres) {
+    const files = readdirSync(dir).filter((f) => f.startsWith('gpuhq.db'))
+    if (files.length === 0) throw new Error(`no database file in ${dir}`)
+    return files.map((f) => readFileSync(join(dir, f)).toString('latin1')).join('\n')
+  }
+  const out: string[] = []
+  for (const name of tableNames(db))
+    for (const row of db.query(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[])
+      for (const v of Object.values(row)) out.push(v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : String(v))
+  return out.join('\n')
+}
