@@ -319,6 +319,25 @@ export function onRollback(tx: Tx, undo: () => void): void {
 }
 
 /**
+ * Tells every process on the same PostgreSQL database (NOTIFY): inside a transaction when it
+ * commits (nothing if it rolls back), outside one at once. On SQLite, whose processes share one
+ * machine and find their work on their own, it does nothing. Payloads are ids, never secrets.
+ */
+export function notifyOthers(db: DbOrTx, channel: string, payload: string): void {
+  const client = (db as unknown as { session: { client: unknown } }).session.client
+  if (client instanceof PgDatabase) client.run('SELECT pg_notify(?, ?)', [channel, payload])
+}
+
+/**
+ * Calls `handler` with each payload notifyOthers sends on `channel`, on this process's event loop;
+ * answers a function that stops it. Nothing on SQLite.
+ */
+export function onNotice(database: { sqlite: unknown }, channel: string, handler: (payload: string) => void): () => void {
+  const pg = postgresOf(database)
+  return pg ? pg.listen(channel, handler) : () => {}
+}
+
+/**
  * A write that is worth skipping rather than failing for (a last-used stamp, a sliding expiry):
  * when another process holds the write lock it is dropped, and the next request writes it.
  */

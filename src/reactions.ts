@@ -1,5 +1,5 @@
 import type { Deps } from './platform/context'
-import { dispatchServer } from './modules/commands'
+import { announceDeliverable, deliverAcrossInstances, dispatchServer } from './modules/commands'
 import {
   fromAccountState,
   fromLowBalance,
@@ -19,7 +19,12 @@ import { alertOnAccountState, alertOnLowBalance, alertOnServerEvent, alertOnTopu
  */
 export function registerReactions(deps: Deps): void {
   deps.events.on('topup.succeeded', ({ tx, topup }) => activateOnTopup(tx, deps, topup))
-  deps.events.on('server.rental_ended', ({ serverId }) => dispatchServer(deps, serverId))
+  deps.events.on('server.rental_ended', ({ serverId }) => {
+    dispatchServer(deps, serverId)
+    announceDeliverable(deps, serverId) // the agent may be connected to another instance (PostgreSQL)
+  })
+  // Commands created on another instance for an agent connected to this one (PostgreSQL LISTEN).
+  deliverAcrossInstances(deps)
   // Notifications: each from the event that really happens, committed with it.
   deps.events.on('server.event_recorded', (e) => fromServerEvent(deps, e))
   deps.events.on('tenant.account_state_changed', (e) => fromAccountState(deps, e))

@@ -106,8 +106,31 @@ export class PgDatabase {
     if (this.#depth > 0) this.#rollbackHooks.push(fn)
   }
 
+  /**
+   * Calls `handler` with the payload of every NOTIFY on `channel` (from any process on this
+   * database, this one included), on this thread's event loop, over a connection of its own (Bun's
+   * client reconnects it and listens again when it drops). Answers a function that stops it.
+   */
+  listen(channel: string, handler: (payload: string) => void): () => void {
+    this.#listener ??= new Bun.SQL(this.url, { max: 1 })
+    const listening = this.#listener.listen(channel, handler)
+    this.#listening.push(listening)
+    listening.catch(() => {}) // a database that is down: the statements say so where it matters
+    return () => void listening.then((s) => s.unlisten()).catch(() => {})
+  }
+
+  #listener: InstanceType<typeof Bun.SQL> | null = null
+  readonly #listening: Promise<{ unlisten(): Promise<void> }>[] = []
+
+  /** Resolves once every listen() so far is acknowledged by the server. */
+  async listening(): Promise<void> {
+    await Promise.all(this.#listening)
+  }
+
   close(): void {
     if (this.#closed) return
+    const listener = this.#listener
+    if (listener) void listener.close({ timeout: 1 }).catch(() => {})
     try {
       this.#call({ id: 0, kind: 'close' })
     } catch {

@@ -1,6 +1,6 @@
-import { eq, lt } from 'drizzle-orm'
+import { eq, lt, sql } from 'drizzle-orm'
 import { rateLimits } from '../../db/schema'
-import { withTransaction, type DbOrTx, changesOf } from '../../db/client'
+import { withTransaction, type DbOrTx, changesOf, transactionWatchers } from '../../db/client'
 import { SAFE_METHODS, type Actor } from './actor'
 import type { Clock } from './clock'
 import { perDeps, type Deps } from './context'
@@ -100,6 +100,40 @@ export class LocalRateLimiter {
   }
 }
 
+/**
+ * LocalRateLimiter's decision over buckets kept in the database, for instances sharing one
+ * PostgreSQL: all buckets or none, in one transaction whose commit need not wait for the disk (a
+ * count lost to a crash only lets a few more requests through). It runs outside the request's
+ * transaction watcher: a refused request keeps no idempotency key (docs/conventions.md).
+ */
+function consumeShared(db: DbOrTx, clock: Clock, limits: readonly LocalLimit[]): RateDecision {
+  return transactionWatchers.exit(() =>
+    withTransaction(db, (tx) => {
+      tx.run(sql`SET LOCAL synchronous_commit = off`)
+      const now = clock.nowUs()
+      const next: { bucket: string; tat: number }[] = []
+      let retryUs = 0
+      let remaining = Number.POSITIVE_INFINITY
+      for (const { bucket, limit, periodSeconds } of limits) {
+        const periodUs = periodSeconds * 1_000_000
+        const intervalUs = periodUs / limit
+        const row = tx.select({ tat: rateLimits.tat }).from(rateLimits).where(eq(rateLimits.bucket, bucket)).get()
+        const newTat = Math.max(row?.tat ?? now, now) + intervalUs
+        if (newTat - now > periodUs) retryUs = Math.max(retryUs, newTat - periodUs - now)
+        else remaining = Math.min(remaining, Math.floor((periodUs - (newTat - now)) / intervalUs))
+        next.push({ bucket, tat: Math.round(newTat) })
+      }
+      if (retryUs > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(retryUs / 1_000_000)), remaining: 0 }
+      for (const { bucket, tat } of next)
+        tx.insert(rateLimits)
+          .values({ bucket, tat, expiresAt: tat })
+          .onConflictDoUpdate({ target: rateLimits.bucket, set: { tat, expiresAt: tat } })
+          .run()
+      return { allowed: true, retryAfterSeconds: 0, remaining: Number.isFinite(remaining) ? remaining : 0 }
+    }),
+  )
+}
+
 /** This process's limiter for a Deps (tests build several Deps in one process). */
 export const requestRateLimiter = perDeps((deps) => new LocalRateLimiter(deps.clock))
 
@@ -119,6 +153,7 @@ export function enforceRequestRateLimits(deps: Deps, actor: Actor, method: strin
   if (tenantWritesPerMinute > 0 && !SAFE_METHODS.has(method.toUpperCase()))
     limits.push({ bucket: `tenant-writes:${actor.tenantId}`, limit: tenantWritesPerMinute, periodSeconds: 60 })
   if (limits.length === 0) return
-  const decision = requestRateLimiter(deps).consume(limits)
+  // On PostgreSQL several instances serve one tenant: the count is theirs together (docs/scale-out.md).
+  const decision = deps.config.postgresUrl ? consumeShared(deps.db, deps.clock, limits) : requestRateLimiter(deps).consume(limits)
   if (!decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
 }

@@ -1,4 +1,4 @@
-import { withTransaction } from '../../../db/client'
+import { notifyOthers, onNotice, withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatNullableTimestamp } from '../../platform/time'
 import { agentSessions, findServerById, rentalRunning } from '../fleet'
@@ -33,6 +33,34 @@ export function sendFrame(deps: Deps, serverId: string, frame: OutgoingCommandFr
   return agentSessions(deps).send(serverId, frame)
 }
 
+/**
+ * The channel on which an instance says "this server has a command that may go now" (PostgreSQL
+ * NOTIFY, payload the server id): the instance holding the agent's session delivers it.
+ */
+export const COMMANDS_CHANNEL = 'gpuhq_commands'
+
+/**
+ * Listens for commands created, or made deliverable, by any instance on the same database and
+ * delivers those whose agent is connected here. Registered once per process (src/reactions.ts);
+ * on SQLite it does nothing.
+ */
+export function deliverAcrossInstances(deps: Deps): () => void {
+  return onNotice(deps, COMMANDS_CHANNEL, (serverId) => {
+    if (!agentSessions(deps).isLive(serverId)) return
+    try {
+      dispatchServer(deps, serverId)
+    } catch (error) {
+      // The next announcement, the session's next start or commands.expire delivers it.
+      deps.log.warn('delivering a command announced by another instance failed', { server_id: serverId, error })
+    }
+  })
+}
+
+/** Tells the instance holding this server's session, wherever it is, to deliver what may go now. */
+export function announceDeliverable(deps: Deps, serverId: string): void {
+  notifyOthers(deps.db, COMMANDS_CHANNEL, serverId)
+}
+
 /** Sends every command of the server that may go now over its live session in this process. */
 export function dispatchServer(deps: Deps, serverId: string): number {
   if (!hasUndelivered(deps.sqlite, serverId)) return 0 // nothing waits: no transaction
@@ -40,6 +68,7 @@ export function dispatchServer(deps: Deps, serverId: string): number {
   let sent = 0
   const now = deps.clock.nowUs()
   withTransaction(deps.db, (tx) => {
+    sent = 0 // a PostgreSQL retry starts over (db/pg/database.ts)
     const server = findServerById(tx, serverId)
     if (!server) return
     for (const c of undeliveredFor(tx, serverId)) {

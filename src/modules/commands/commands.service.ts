@@ -1,5 +1,5 @@
 import type { Static } from '@sinclair/typebox'
-import { withTransaction, type DbOrTx } from '../../../db/client'
+import { notifyOthers, withTransaction, type DbOrTx } from '../../../db/client'
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { paginate } from '../../platform/cursor'
@@ -10,7 +10,7 @@ import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { agentSessions, loadServer, rentalRunning } from '../fleet'
 import { commandType, paramsErrors } from './commands.catalogue'
-import { dispatchServer, isTerminal, sendFrame, waitReason } from './commands.delivery'
+import { COMMANDS_CHANNEL, dispatchServer, isTerminal, sendFrame, waitReason } from './commands.delivery'
 import { CommandErrors } from './commands.errors'
 import type { CommandCreate, CommandListQuery, TimelineQuery } from './commands.model'
 import {
@@ -107,6 +107,8 @@ export function createCommand({
     }
     row.queueReason = waitReason(row, server, live)
     insertCommand(tx, row)
+    // The agent may be connected to another instance: it delivers there (commands.delivery.ts).
+    notifyOthers(tx, COMMANDS_CHANNEL, row.serverId)
     appendTimeline(tx, deps, { commandId: row.id, at: now, axis: 'command', fromState: null, toState: 'created', note: row.queueReason })
     recordAudit(tx, deps, audit, { operation: 'commands.create', targetKind: 'command', targetId: row.id })
     return row

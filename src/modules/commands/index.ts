@@ -3,5 +3,5 @@
  * what the agent session calls (a session ready or lost, the agent's command.* reports).
  */
 export { commandsRoutes } from './commands.routes'
-export { dispatchServer, expireCommands, sessionLost, sessionReady } from './commands.delivery'
+export { announceDeliverable, deliverAcrossInstances, dispatchServer, expireCommands, sessionLost, sessionReady } from './commands.delivery'
 export { applyCommandFrame } from './commands.reports'
