@@ -10,10 +10,15 @@
  *   scripts/admin plan --code team --label Team --price 3.00 --servers-max 50 [--features strategy,ai_access]
  *   scripts/admin unsettled-payments [--all]
  *   scripts/admin settle-payment --id <id> (--credit | --refunded) --reason "paid twice; kept as balance"
+ *   DATABASE_URL=postgres://… scripts/admin migrate-to-postgres --from data/gpuhq.db
  */
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../src/config'
-import { DEFAULT_BUSY_TIMEOUT_MS } from '../db/client'
+import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase, pendingMigrations } from '../db/client'
+import type { PgDatabase } from '../db/pg/database'
+import { copySqliteToPostgres } from '../db/pg/copy'
 import { buildDeps } from '../src/deps'
 import { createLogger } from '../src/platform/logger'
 import { ProblemError } from '../src/platform/problem'
@@ -45,7 +50,10 @@ const USAGE = `usage:
       includes settled ones
   scripts/admin settle-payment --id <id> (--credit | --refunded) --reason <text>
       settles one: --credit books its amount as an adjustment, --refunded records that it was
-      refunded at the provider (nothing booked)`
+      refunded at the provider (nothing booked)
+  DATABASE_URL=postgres://… scripts/admin migrate-to-postgres --from <SQLite file>
+      copies every row of a stopped SQLite deployment into the empty PostgreSQL database of
+      DATABASE_URL, in one transaction (docs/operations.md "Moving to PostgreSQL")`
 
 function fail(message: string): never {
   console.error(`admin: ${message}`)
@@ -176,6 +184,25 @@ try {
         ? `settled payment ${r.provider}:${r.paymentId}: credited ${formatMoney(r.amountMicros!)} USD to tenant ${r.tenantId} (ledger entry ${r.settlementEntryId})`
         : `settled payment ${r.provider}:${r.paymentId}: recorded as refunded at the provider; nothing booked`,
     )
+  } else if (command === 'migrate-to-postgres') {
+    const { values } = parseArgs({ args: rest, options: { from: { type: 'string' } }, strict: true })
+    if (!config.postgresUrl) fail('DATABASE_URL must name the PostgreSQL database to fill (postgres://…)')
+    if (!values.from) fail('--from <SQLite file> is required')
+    const path = resolve(values.from.replace(/^file:/, ''))
+    if (!existsSync(path)) fail(`no SQLite database at ${path}`)
+    const source = openDatabase(path, { busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS })
+    try {
+      const pending = pendingMigrations(source)
+      if (pending > 0) fail(`${path} lacks ${pending} migration(s) of this build: start this build on it once, stop it, then copy`)
+      const copied = copySqliteToPostgres(source.sqlite, deps.sqlite as unknown as PgDatabase)
+      for (const t of copied) if (t.rows > 0) console.log(`${t.table}: ${t.rows} rows`)
+      console.log(`copied ${copied.reduce((s, t) => s + t.rows, 0)} rows of ${copied.length} tables from ${path} into ${config.databasePath}`)
+    } catch (e) {
+      if (e instanceof Error && /not empty/.test(e.message)) fail(e.message)
+      throw e
+    } finally {
+      source.sqlite.close()
+    }
   } else {
     fail(`unknown command "${command}"\n${USAGE}`)
   }
