@@ -14,10 +14,10 @@ import { join } from 'node:path'
 import { eq, sql } from 'drizzle-orm'
 import { type Database_, migrateDatabase, openDatabase, withTransaction } from '../db/client'
 import { serviceSettings, testProbes } from '../db/schema'
+import { benchPostgres } from './support'
 
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 5000)
 const TRANSACTIONS = Number(process.env.BENCH_TRANSACTIONS ?? 500)
-const root = join(import.meta.dir, '..')
 
 type Row = { database: string; what: string; n: number; us: number }
 
@@ -59,23 +59,6 @@ function measure(database: Database_, label: string): Row[] {
   ]
 }
 
-/** A throwaway PostgreSQL cluster through scripts/lib.sh, unless BENCH_PG_URL names one. */
-function startPostgres(): { url: string; stop: () => void } {
-  if (process.env.BENCH_PG_URL) return { url: process.env.BENCH_PG_URL, stop: () => {} }
-  const out = Bun.spawnSync(['bash', '-c', 'source scripts/lib.sh >/dev/null && start_test_postgres >&2 && echo "$GPUHQ_TEST_PG_URL $PG_TEST_DIR $PG_BIN"'], {
-    cwd: root,
-    stderr: 'inherit',
-  })
-  const [url, dir, bin] = out.stdout.toString().trim().split(' ')
-  if (!url || !dir || !bin) throw new Error('could not start PostgreSQL (set BENCH_PG_URL)')
-  return {
-    url,
-    stop: () => {
-      Bun.spawnSync(['bash', '-c', `source scripts/lib.sh >/dev/null && PG_TEST_DIR=${dir} PG_BIN=${bin} stop_test_postgres`], { cwd: root })
-    },
-  }
-}
-
 const rows: Row[] = []
 const dir = mkdtempSync(join(tmpdir(), 'gpuhq-bench-db-'))
 try {
@@ -85,23 +68,16 @@ try {
   rows.push(...measure(lite, 'SQLite (WAL, synchronous=FULL)'))
   lite.sqlite.close()
 
-  const pg = startPostgres()
+  const pg = await benchPostgres()
   try {
-    const admin = new Bun.SQL(pg.url, { max: 1 })
-    const name = `gpuhq_bench_${process.pid}`
-    await admin.unsafe(`CREATE DATABASE ${name}`)
-    const u = new URL(pg.url)
-    u.pathname = `/${name}`
-    const database = openDatabase(u.toString())
+    const database = openDatabase(pg.url)
     migrateDatabase(database)
     rows.push(...measure(database, 'PostgreSQL (loopback, fsync on)'))
     const counters = database.postgres!.counters
     database.sqlite.close()
-    await admin.unsafe(`DROP DATABASE ${name} WITH (FORCE)`)
-    await admin.close()
     console.log(`PostgreSQL: ${counters.statements} round trips, ${counters.transactions} transactions, ${counters.retries} retried`)
   } finally {
-    pg.stop()
+    await pg.stop()
   }
 } finally {
   rmSync(dir, { recursive: true, force: true })

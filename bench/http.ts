@@ -4,6 +4,8 @@
  *
  * The servers run as child processes so the load generator (this process) never shares their
  * event loop; `bun run bench/http.ts bare <port> <db>` is the bare baseline server itself.
+ * BENCH_DATABASE=postgres runs gpuhq on PostgreSQL (docs/scale-out.md), BENCH_INSTANCES=2 as two
+ * instances on it, the load spread over both.
  */
 import { Database } from 'bun:sqlite'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -13,7 +15,7 @@ import { loadConfig } from '../src/config'
 import { buildDeps } from '../src/deps'
 import { createLogger } from '../src/platform/logger'
 import { createAccount } from '../src/modules/accounts/admin.service'
-import { freePort, waitFor } from './support'
+import { benchPostgres, freePort, waitFor } from './support'
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -25,6 +27,8 @@ const PASSWORD = 'correct horse battery staple 42'
 const CPU_PROF = process.env.BENCH_CPU_PROF
 /** BENCH_ONLY=<text>: only the rows whose name contains it. */
 const ONLY = process.env.BENCH_ONLY
+const POSTGRES = process.env.BENCH_DATABASE === 'postgres'
+const INSTANCES = Math.max(1, Number(process.env.BENCH_INSTANCES ?? 1))
 
 if (process.argv[2] === 'bare') bareServer(Number(process.argv[3]), process.argv[4]!)
 else await main()
@@ -57,7 +61,8 @@ function bareServer(port: number, dbPath: string) {
 }
 
 type Result = { name: string; requests: number; errors: number; rps: number; p50: number; p99: number; cpuUs: number }
-type Target = { label: string; url: string; init: (n: number) => RequestInit; expect: number; pid: () => number }
+/** `url` is a path on every instance of `bases` (requests take turns), or a full URL without them. */
+type Target = { label: string; url: string; bases?: string[]; init: (n: number) => RequestInit; expect: number; pids: () => number[] }
 
 /** CPU time (user + system) a process has used, in µs, from /proc (Linux clock ticks of 10 ms). */
 function cpuUsOf(pid: number): number {
@@ -69,15 +74,16 @@ function cpuUsOf(pid: number): number {
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'gpuhq-bench-'))
-  const gpuhqPort = freePort()
+  const ports = Array.from({ length: INSTANCES }, () => freePort())
   const barePort = freePort()
+  const pg = POSTGRES ? await benchPostgres() : null
   const env = {
     PATH: process.env.PATH ?? '',
     NODE_ENV: 'test',
     TEST_CLOCK: 'true', // mounts the test-only probes resource this benchmark writes
-    PORT: String(gpuhqPort),
+    PORT: String(ports[0]),
     DATA_DIR: dir,
-    DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
+    DATABASE_URL: pg?.url ?? `file:${join(dir, 'gpuhq.db')}`,
     SECRET_KEY: 'c'.repeat(64),
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     JOBS_ENABLED: 'false',
@@ -88,23 +94,27 @@ async function main() {
   }
   const ticket = prepareFleet(env)
   const profile = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : []
-  const children = [
+  const bareChild = Bun.spawn([process.execPath, 'run', import.meta.path, 'bare', String(barePort), join(dir, 'bare.db')], {
+    cwd: ROOT,
+    stdout: 'inherit',
+    stderr: 'inherit',
+  })
+  const instances = ports.map((port) =>
     Bun.spawn([process.execPath, ...profile, 'run', 'src/main.ts'], {
       cwd: ROOT,
       stdout: 'ignore', // the per-request log line is still written, as in production
       stderr: 'inherit',
-      env,
+      env: { ...env, PORT: String(port) },
     }),
-    Bun.spawn([process.execPath, 'run', import.meta.path, 'bare', String(barePort), join(dir, 'bare.db')], {
-      cwd: ROOT,
-      stdout: 'inherit',
-      stderr: 'inherit',
-    }),
-  ]
+  )
+  const children = [...instances, bareChild]
+  const bases = ports.map((port) => `http://127.0.0.1:${port}`)
+  const gpuhqPids = () => instances.map((c) => c.pid)
+  const barePids = () => [bareChild.pid]
   try {
-    const gpuhq = `http://127.0.0.1:${gpuhqPort}`
+    const gpuhq = bases[0]!
     const bare = `http://127.0.0.1:${barePort}`
-    await waitFor(`${gpuhq}/readyz`)
+    for (const base of bases) await waitFor(`${base}/readyz`)
     await waitFor(`${bare}/healthz`)
     const run = Date.now().toString(36)
     const get: RequestInit = { method: 'GET' }
@@ -121,37 +131,21 @@ async function main() {
     if (first.status !== 200 || page.items.length !== FLEET || !etag) throw new Error(`GET /servers answered ${first.status} with ${page.items.length} rows`)
     const identity: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${pat}`, 'accept-encoding': 'identity' } }
     const cached: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${pat}`, 'if-none-match': etag } }
-    const healthz = { label: 'bare Bun.serve', pid: () => children[1]!.pid, url: `${bare}/healthz`, init: () => get, expect: 200 }
-    const insert = { label: 'bare Bun + INSERT', pid: () => children[1]!.pid, url: `${bare}/insert`, init: (n: number) => post(`v-${run}-${n}`), expect: 201 }
+    const healthz = { label: 'bare Bun.serve', pids: barePids, url: `${bare}/healthz`, init: () => get, expect: 200 }
+    const insert = { label: 'bare Bun + INSERT', pids: barePids, url: `${bare}/insert`, init: (n: number) => post(`v-${run}-${n}`), expect: 201 }
+    const label = `gpuhq${POSTGRES ? ' on PostgreSQL' : ''}${INSTANCES > 1 ? ` ×${INSTANCES}` : ''}`
+    const ours = (path: string, init: (n: number) => RequestInit, expect: number): Target => ({ label, pids: gpuhqPids, url: path, bases, init, expect })
     const scenarios: [string, Target, Target][] = [
-      ['GET /healthz', { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/healthz`, init: () => get, expect: 200 }, healthz],
-      [
-        'POST probe, unique Idempotency-Key',
-        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/_test/probes`, init: (n) => post(`v-${run}-${n}`, `k-${run}-${n}`), expect: 201 },
-        insert,
-      ],
-      [
-        'POST probe, no Idempotency-Key',
-        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/_test/probes`, init: (n) => post(`w-${run}-${n}`), expect: 201 },
-        insert,
-      ],
-      [
-        `GET /servers (PAT, ${FLEET} rows)`,
-        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/servers?limit=${FLEET}`, init: () => fleet, expect: 200 },
-        healthz,
-      ],
-      [
-        `GET /servers (PAT, ${FLEET} rows, uncompressed)`,
-        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/servers?limit=${FLEET}`, init: () => identity, expect: 200 },
-        healthz,
-      ],
-      [
-        'GET /servers, If-None-Match → 304',
-        { label: 'gpuhq', pid: () => children[0]!.pid, url: `${gpuhq}/api/v1/servers?limit=${FLEET}`, init: () => cached, expect: 304 },
-        healthz,
-      ],
+      ['GET /healthz', ours('/healthz', () => get, 200), healthz],
+      ['POST probe, unique Idempotency-Key', ours('/api/v1/_test/probes', (n) => post(`v-${run}-${n}`, `k-${run}-${n}`), 201), insert],
+      ['POST probe, no Idempotency-Key', ours('/api/v1/_test/probes', (n) => post(`w-${run}-${n}`), 201), insert],
+      [`GET /servers (PAT, ${FLEET} rows)`, ours(`/api/v1/servers?limit=${FLEET}`, () => fleet, 200), healthz],
+      [`GET /servers (PAT, ${FLEET} rows, uncompressed)`, ours(`/api/v1/servers?limit=${FLEET}`, () => identity, 200), healthz],
+      ['GET /servers, If-None-Match → 304', ours(`/api/v1/servers?limit=${FLEET}`, () => cached, 304), healthz],
     ]
-    console.log(`bun ${Bun.version}, ${cpus().length} cores, ${CONCURRENCY} concurrent loops, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per row\n`)
+    console.log(
+      `bun ${Bun.version}, ${cpus().length} cores, ${CONCURRENCY} concurrent loops, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per row; ${label}\n`,
+    )
     // Each bare baseline is measured once and compared with every gpuhq row that uses it.
     const baselines = new Map<Target, Result>()
     const rows: [string, Result, Result][] = []
@@ -166,6 +160,7 @@ async function main() {
     for (const c of children) c.kill('SIGTERM')
     await Promise.race([Promise.all(children.map((c) => c.exited)), Bun.sleep(5000)])
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
+    await pg?.stop()
     rmSync(dir, { recursive: true, force: true })
   }
 }
@@ -231,7 +226,9 @@ async function load(target: Target): Promise<Result> {
       while (performance.now() < end) {
         const started = performance.now()
         try {
-          const res = await fetch(target.url, { ...target.init(n++), signal: AbortSignal.timeout(10_000) })
+          const i = n++
+          const url = target.bases ? `${target.bases[i % target.bases.length]}${target.url}` : target.url
+          const res = await fetch(url, { ...target.init(i), signal: AbortSignal.timeout(10_000) })
           await res.arrayBuffer()
           if (res.status !== target.expect) errors++
         } catch {
@@ -245,9 +242,10 @@ async function load(target: Target): Promise<Result> {
     return { latencies, errors, elapsed: (performance.now() - began) / 1000 }
   }
   await drive(WARMUP_SECONDS, false)
-  const cpuBefore = cpuUsOf(target.pid())
+  const cpu = () => target.pids().reduce((sum, pid) => sum + cpuUsOf(pid), 0)
+  const cpuBefore = cpu()
   const { latencies, errors, elapsed } = await drive(SECONDS, true)
-  const cpuUs = (cpuUsOf(target.pid()) - cpuBefore) / Math.max(1, latencies.length)
+  const cpuUs = (cpu() - cpuBefore) / Math.max(1, latencies.length)
   latencies.sort((a, b) => a - b)
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN
   process.stderr.write(`  measured ${target.label} ${target.url}\n`)

@@ -1,4 +1,5 @@
-/** Shared by the benchmarks: a free loopback port, and waiting for a service to answer. */
+/** Shared by the benchmarks: a free loopback port, waiting for a service to answer, a PostgreSQL database. */
+import { join } from 'node:path'
 
 /** A loopback port nothing listens on right now. */
 export function freePort(): number {
@@ -20,4 +21,42 @@ export async function waitFor(url: string): Promise<void> {
     await Bun.sleep(50)
   }
   throw new Error(`${url} did not answer within 15 s`)
+}
+
+/**
+ * A fresh PostgreSQL database for a benchmark: on the cluster BENCH_PG_URL names (its maintenance
+ * database), else on a throwaway cluster started with scripts/lib.sh. `stop` drops the database and
+ * stops the cluster it started.
+ */
+export async function benchPostgres(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const root = join(import.meta.dir, '..')
+  let admin = process.env.BENCH_PG_URL
+  let stopCluster = () => {}
+  if (!admin) {
+    const out = Bun.spawnSync(['bash', '-c', 'source scripts/lib.sh >/dev/null && start_test_postgres >&2 && echo "$GPUHQ_TEST_PG_URL $PG_TEST_DIR $PG_BIN"'], {
+      cwd: root,
+      stderr: 'inherit',
+    })
+    const [url, dir, bin] = out.stdout.toString().trim().split(' ')
+    if (!url || !dir || !bin) throw new Error('could not start PostgreSQL (set BENCH_PG_URL)')
+    admin = url
+    stopCluster = () => {
+      Bun.spawnSync(['bash', '-c', `source scripts/lib.sh >/dev/null && PG_TEST_DIR=${dir} PG_BIN=${bin} stop_test_postgres`], { cwd: root })
+    }
+  }
+  const name = `gpuhq_bench_${process.pid}_${Date.now().toString(36)}`
+  const sql = new Bun.SQL(admin, { max: 1 })
+  await sql.unsafe(`CREATE DATABASE ${name}`)
+  await sql.close()
+  const u = new URL(admin)
+  u.pathname = `/${name}`
+  return {
+    url: u.toString(),
+    stop: async () => {
+      const a = new Bun.SQL(admin, { max: 1 })
+      await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {})
+      await a.close()
+      stopCluster()
+    },
+  }
 }

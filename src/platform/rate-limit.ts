@@ -1,6 +1,6 @@
 import { eq, lt, sql } from 'drizzle-orm'
 import { rateLimits } from '../../db/schema'
-import { withTransaction, type DbOrTx, changesOf, transactionWatchers } from '../../db/client'
+import { withTransaction, type DbOrTx, changesOf } from '../../db/client'
 import { SAFE_METHODS, type Actor } from './actor'
 import type { Clock } from './clock'
 import { perDeps, type Deps } from './context'
@@ -102,36 +102,19 @@ export class LocalRateLimiter {
 
 /**
  * LocalRateLimiter's decision over buckets kept in the database, for instances sharing one
- * PostgreSQL: all buckets or none, in one transaction whose commit need not wait for the disk (a
- * count lost to a crash only lets a few more requests through). It runs outside the request's
- * transaction watcher: a refused request keeps no idempotency key (docs/conventions.md).
+ * PostgreSQL: all buckets or none, in one statement (the gpuhq_compat.rate_take function of
+ * db/migrations-pg/0002), whose commit does not wait for the disk (a count lost to a crash only
+ * lets a few more requests through). It runs outside any transaction of the request, so a refused
+ * request keeps no idempotency key (docs/conventions.md).
  */
 function consumeShared(db: DbOrTx, clock: Clock, limits: readonly LocalLimit[]): RateDecision {
-  return transactionWatchers.exit(() =>
-    withTransaction(db, (tx) => {
-      tx.run(sql`SET LOCAL synchronous_commit = off`)
-      const now = clock.nowUs()
-      const next: { bucket: string; tat: number }[] = []
-      let retryUs = 0
-      let remaining = Number.POSITIVE_INFINITY
-      for (const { bucket, limit, periodSeconds } of limits) {
-        const periodUs = periodSeconds * 1_000_000
-        const intervalUs = periodUs / limit
-        const row = tx.select({ tat: rateLimits.tat }).from(rateLimits).where(eq(rateLimits.bucket, bucket)).get()
-        const newTat = Math.max(row?.tat ?? now, now) + intervalUs
-        if (newTat - now > periodUs) retryUs = Math.max(retryUs, newTat - periodUs - now)
-        else remaining = Math.min(remaining, Math.floor((periodUs - (newTat - now)) / intervalUs))
-        next.push({ bucket, tat: Math.round(newTat) })
-      }
-      if (retryUs > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(retryUs / 1_000_000)), remaining: 0 }
-      for (const { bucket, tat } of next)
-        tx.insert(rateLimits)
-          .values({ bucket, tat, expiresAt: tat })
-          .onConflictDoUpdate({ target: rateLimits.bucket, set: { tat, expiresAt: tat } })
-          .run()
-      return { allowed: true, retryAfterSeconds: 0, remaining: Number.isFinite(remaining) ? remaining : 0 }
-    }),
+  const json = JSON.stringify(
+    limits.map(({ bucket, limit, periodSeconds }) => ({ bucket, interval_us: (periodSeconds * 1_000_000) / limit, period_us: periodSeconds * 1_000_000 })),
   )
+  // A raw statement's row comes back as its values (Drizzle's bun-sqlite get()).
+  const [retryUs] = db.get<[number]>(sql`SELECT rate_take(${json}, ${clock.nowUs()}) AS retry`)
+  if (retryUs > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(retryUs / 1_000_000)), remaining: 0 }
+  return { allowed: true, retryAfterSeconds: 0, remaining: 0 }
 }
 
 /** This process's limiter for a Deps (tests build several Deps in one process). */
