@@ -30,6 +30,7 @@ import { subscriptionRoutes } from './modules/subscription'
 import { authenticateMcp, mcpRoutes } from './modules/mcp'
 import { strategyRoutes } from './modules/strategy'
 import { alertsRoutes } from './modules/alerts'
+import { consoleRoutes } from './modules/console'
 
 const API_PREFIX = '/api/v1'
 
@@ -103,6 +104,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
             },
             { name: 'alerts', description: 'Incidents opened and resolved from events and thresholds, acknowledged and resolved by members' },
             { name: 'ai access', description: 'The AI-assistant token, OAuth for MCP clients, and the MCP gateway at PUBLIC_URL + /mcp' },
+            { name: 'console', description: 'The web console: the page at / and its files under /app/ (docs/console.md)' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
@@ -140,6 +142,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
     // The gateway's tools are REST requests made in-process through this same app.
     .use(mcpRoutes(deps, (request) => handleInProcess(request)))
 
+  // Outside the chain above: one more link there passes TypeScript's instantiation depth limit.
+  app.use(consoleRoutes())
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
   handleInProcess = (request) => app.handle(request)
 

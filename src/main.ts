@@ -6,6 +6,7 @@ import { startServer } from './server'
 import { JobRunner } from './platform/jobs'
 import { jobs } from '../jobs'
 import { fleetRuntime } from './modules/fleet'
+import { consoleBundle } from './modules/console'
 
 /** Composition root: config → database → app → jobs → listen; SIGTERM drains and closes. */
 let config: Config
@@ -44,16 +45,23 @@ try {
 }
 if (config.jobsEnabled) runner.start()
 
+// The web console is bundled in memory now, not at its first visit; a failed build leaves the API
+// running and says why here (the page answers 503 meanwhile).
+consoleBundle().then(
+  (bundle) => deps.log.info('web console built', { files: [...bundle.assets.keys()] }),
+  (error) => deps.log.error('the web console did not build', { error }),
+)
 deps.log.info('listening', {
   port: running.server.port,
   public_url: config.publicUrl,
+  console: `${config.publicUrl}/`,
   api_docs: `${config.publicUrl}/api/v1/docs`,
   openapi: `${config.publicUrl}/api/v1/openapi.json`,
   database: config.databasePath,
   test_clock: config.testClock,
 })
 if (process.stdout.isTTY || process.env.GPUHQ_BANNER === '1')
-  console.error(`gpuhq listening on ${config.publicUrl} — API docs: ${config.publicUrl}/api/v1/docs`)
+  console.error(`gpuhq listening on ${config.publicUrl} — console: ${config.publicUrl}/ — API docs: ${config.publicUrl}/api/v1/docs`)
 
 let stopping = false
 async function shutdown(signal: string) {

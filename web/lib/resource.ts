@@ -1,0 +1,60 @@
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
+import { ApiError } from './api'
+
+export type Resource<T> = {
+  data: T | undefined
+  error: ApiError | null
+  loading: boolean
+  reload: () => void
+  /** Replace the data in place (after a write answered the new state). */
+  set: (data: T) => void
+}
+
+const asApiError = (e: unknown) =>
+  e instanceof ApiError ? e : new ApiError(0, { title: 'Something went wrong', status: 0, code: 'client', detail: (e as Error)?.message ?? String(e) })
+
+/**
+ * Loads `load()` now and whenever `deps` change; `reload()` loads again keeping what is shown, so a
+ * refresh never blanks the page. An answer that arrives after a newer request started is dropped.
+ */
+export function useResource<T>(load: () => Promise<T>, deps: unknown[]): Resource<T> {
+  const [state, setState] = useState<{ data: T | undefined; error: ApiError | null; loading: boolean }>({ data: undefined, error: null, loading: true })
+  const seq = useRef(0)
+  const loadRef = useRef(load)
+  loadRef.current = load
+  const run = useCallback((keep: boolean) => {
+    const n = ++seq.current
+    setState((s) => ({ data: keep ? s.data : undefined, error: null, loading: true }))
+    loadRef.current().then(
+      (data) => n === seq.current && setState({ data, error: null, loading: false }),
+      (e) => n === seq.current && setState((s) => ({ data: keep ? s.data : undefined, error: asApiError(e), loading: false })),
+    )
+  }, [])
+  // The caller names what the load depends on (`deps`).
+  useEffect(() => {
+    run(false)
+    return () => {
+      seq.current++
+    }
+  }, deps)
+  return {
+    ...state,
+    reload: useCallback(() => run(true), [run]),
+    set: useCallback((data: T) => setState({ data, error: null, loading: false }), []),
+  }
+}
+
+/** Calls `fn` every `ms` while the component is shown (and once the tab is visible again). */
+function useInterval(fn: () => void, ms: number | null): void {
+  const ref = useRef(fn)
+  ref.current = fn
+  useEffect(() => {
+    if (ms === null) return
+    const t = setInterval(() => {
+      if (document.visibilityState === 'visible') ref.current()
+    }, ms)
+    return () => clearInterval(t)
+  }, [ms])
+}
+
+export { asApiError }
