@@ -5,6 +5,8 @@ import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { freePort, startTestApp, type TestApp } from './app'
 import { startFakeSmtp, type FakeSmtp } from './smtp'
+import { newOwner, setPlan, type Owner } from './fleet'
+import { GOOD_PASSWORD } from './accounts'
 
 /**
  * The web console in Debian's headless Chromium (scripts/test installs it when missing), driven by
@@ -80,6 +82,8 @@ export async function startConsole(env: Record<string, string> = {}, viewport = 
       if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(m.text())
     })
   context.on('page', watch)
+  // Confirmations (decommission, cancel, delete) are accepted, as the member would.
+  context.on('page', (p) => p.on('dialog', (d) => void d.accept()))
   // Runs before any script of the page, outside its policy: records every CSP violation.
   await context.addInitScript(() => {
     const w = window as unknown as { __csp: string[]; addEventListener: (t: string, f: (e: { violatedDirective: string; blockedURI: string }) => void) => void }
@@ -88,6 +92,7 @@ export async function startConsole(env: Record<string, string> = {}, viewport = 
   })
   const page = context.pages()[0] ?? (await context.newPage())
   watch(page)
+  page.on('dialog', (d) => void d.accept())
   mkdirSync(SHOTS, { recursive: true })
   return {
     app,
@@ -135,4 +140,26 @@ export async function expectAccessible(c: ConsoleSession, name: string, page = c
 export function expectClean(c: ConsoleSession): void {
   expect(c.outside()).toEqual([])
   expect(c.problems).toEqual([])
+}
+
+/**
+ * A new tenant's owner (created as the operator would, on `plan`), signed in through the console's
+ * own sign-in form; answers the owner with an API session of its own for set-up calls.
+ */
+export async function signedInOwner(c: ConsoleSession, plan?: string): Promise<Owner> {
+  const owner = await newOwner(c.app, 'console')
+  if (plan) setPlan(c.app, owner.tenantId, plan)
+  const { page } = c
+  await page.goto(`${c.origin}/#/signin`, { timeout: WAIT })
+  await page.getByLabel('Email').fill(owner.email)
+  await page.getByLabel('Password').fill(GOOD_PASSWORD)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('heading', { level: 1, name: 'Fleet' }).waitFor({ timeout: WAIT })
+  return owner
+}
+
+/** Goes to a console route and waits for its <h1>. */
+export async function open(c: ConsoleSession, route: string, title: string | RegExp, page = c.page): Promise<void> {
+  await page.goto(`${c.origin}/#${route}`, { timeout: WAIT })
+  await page.getByRole('heading', { level: 1, name: title }).waitFor({ timeout: WAIT })
 }

@@ -26,7 +26,7 @@ export class ApiError extends Error {
   }
 }
 
-type Query = Record<string, string | number | boolean | null | undefined | string[]>
+export type Query = Record<string, string | number | boolean | null | undefined | string[]>
 
 export type RequestOptions = {
   body?: unknown
@@ -97,7 +97,7 @@ export async function request<T>(method: string, path: string, opts: RequestOpti
 export const get = <T>(path: string, query?: Query) => request<T>('GET', path, { query }).then((a) => a.data)
 
 /** A fresh Idempotency-Key for one user action. */
-const newKey = () => crypto.randomUUID()
+export const newKey = () => crypto.randomUUID()
 
 /** A page of a list operation (docs/conventions.md "Pagination"). */
-type Page<T> = { items: T[]; next_cursor: string | null }
+export type Page<T> = { items: T[]; next_cursor: string | null }

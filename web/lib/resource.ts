@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
-import { ApiError } from './api'
+import { ApiError, get, type Page, request, type Query } from './api'
 
 export type Resource<T> = {
   data: T | undefined
@@ -58,3 +58,43 @@ function useInterval(fn: () => void, ms: number | null): void {
 }
 
 export { asApiError }
+
+/**
+ * A snapshot read (GET /servers, /dashboard, a server's detail): `refresh()` asks again with
+ * If-None-Match, so a live tick costs a 304 while nothing changed. A failed refresh keeps what is
+ * shown (the next tick tries again).
+ */
+export function useSnapshot<T>(path: string, query: Query, deps: unknown[]): Resource<T> & { refresh: () => Promise<void> } {
+  const etag = useRef<string | null>(null)
+  const args = useRef({ path, query })
+  args.current = { path, query }
+  const r = useResource(async () => {
+    etag.current = null
+    const a = await request<T>('GET', args.current.path, { query: args.current.query })
+    etag.current = a.etag
+    return a.data
+  }, deps)
+  const set = r.set
+  const refresh = useCallback(async () => {
+    if (!etag.current) return
+    try {
+      const a = await request<T>('GET', args.current.path, { query: args.current.query, ifNoneMatch: etag.current })
+      if (a.status === 304) return
+      etag.current = a.etag
+      set(a.data)
+    } catch {}
+  }, [set])
+  return { ...r, refresh }
+}
+
+/** A paginated list (docs/conventions.md "Pagination"): the first page, and `more()` for the next. */
+export function usePaged<T>(path: string, query: Query, deps: unknown[]): Resource<Page<T>> & { more: (cursor: string) => Promise<void> } {
+  const r = useResource(() => get<Page<T>>(path, query), deps)
+  return {
+    ...r,
+    more: async (cursor) => {
+      const next = await get<Page<T>>(path, { ...query, cursor })
+      r.set({ items: [...(r.data?.items ?? []), ...next.items], next_cursor: next.next_cursor })
+    },
+  }
+}

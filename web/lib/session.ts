@@ -1,7 +1,7 @@
 import { signal } from '@preact/signals'
 import { ApiError, get, onSessionEnded, request } from './api'
 
-type Role = 'owner' | 'admin' | 'operator' | 'viewer'
+export type Role = 'owner' | 'admin' | 'operator' | 'viewer'
 export type Me = { id: string; email: string; tenant_id: string; role: Role; display_name: string | null; timezone: string; locale: string; created_at: string }
 
 /** undefined: not known yet; null: signed out. */
@@ -39,4 +39,4 @@ export async function signOut(): Promise<void> {
 
 const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2, owner: 3 }
 /** Whether the member may do what needs `role` (the service decides; this only hides buttons that would be refused). */
-const can = (role: Role) => RANK[me.value?.role ?? 'viewer'] >= RANK[role]
+export const can = (role: Role) => RANK[me.value?.role ?? 'viewer'] >= RANK[role]

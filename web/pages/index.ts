@@ -1,6 +1,16 @@
 import type { JSX } from 'preact'
+import { AddServer } from './add-server'
+import { CommandPage } from './command'
+import { Commands } from './commands'
 import { Fleet } from './fleet'
+import { ServerPage } from './server'
 
 /** The signed-in pages by route (lib/router.ts `match`): the first pattern that fits wins. */
 // biome-ignore lint/suspicious/noExplicitAny: each page takes its own route parameters
-export const ROUTES: [string, (params: any) => JSX.Element][] = [['/', Fleet]]
+export const ROUTES: [string, (params: any) => JSX.Element][] = [
+  ['/', Fleet],
+  ['/add-server', AddServer],
+  ['/servers/:id', ServerPage],
+  ['/commands', Commands],
+  ['/commands/:id', CommandPage],
+]

@@ -137,7 +137,7 @@ type FieldProps = {
   class?: string
 }
 
-function Field({ form, name, label, hint, children, class: cls }: FieldProps) {
+export function Field({ form, name, label, hint, children, class: cls }: FieldProps) {
   form.register(name)
   const id = `${form.id}${name.replaceAll('/', '-')}`
   const errors = form.errorsFor(name)
@@ -188,7 +188,7 @@ export function TextField(
   )
 }
 
-function SelectField(props: {
+export function SelectField(props: {
   form: FormApi
   name: string
   label: ComponentChildren

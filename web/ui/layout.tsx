@@ -109,7 +109,7 @@ const slug = (s: string) =>
     .replace(/^-|-$/g, '')
 
 /** A panel of a page, named by its <h2> for landmarks and screen readers. */
-function Section({ title, children, actions }: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {
+export function Section({ title, children, actions }: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {
   const id = `s-${slug(title)}`
   return (
     <section class="panel" aria-labelledby={id}>

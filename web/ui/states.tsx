@@ -12,7 +12,7 @@ export const Loading = ({ label = 'Loading…' }: { label?: string }) => (
   </p>
 )
 
-const Empty = ({ children }: { children: ComponentChildren }) => <div class="state empty">{children}</div>
+export const Empty = ({ children }: { children: ComponentChildren }) => <div class="state empty">{children}</div>
 
 export function ErrorNote({ error, retry }: { error: ApiError; retry?: () => void }) {
   return (
@@ -43,7 +43,7 @@ export function Async<T>({ r, children, label }: { r: Resource<T>; children: (da
  * A button that calls the API: busy while it runs, its refusal shown beside it. `confirm` asks
  * first (for what cannot be undone).
  */
-function Action(props: {
+export function Action(props: {
   label: string
   busyLabel?: string
   run: () => Promise<unknown>
@@ -87,14 +87,14 @@ function Action(props: {
 }
 
 /** A table that scrolls sideways on a narrow screen; focusable so the keyboard can scroll it too. */
-const TableWrap = ({ label, children }: { label: string; children: ComponentChildren }) => (
+export const TableWrap = ({ label, children }: { label: string; children: ComponentChildren }) => (
   <section class="table-wrap" aria-label={label} tabindex={0}>
     {children}
   </section>
 )
 
 /** "Load more" under a paginated list. */
-function More({ cursor, load }: { cursor: string | null; load: (cursor: string) => Promise<void> }) {
+export function More({ cursor, load }: { cursor: string | null; load: (cursor: string) => Promise<void> }) {
   if (!cursor) return null
   return <Action label="Load more" busyLabel="Loading…" run={() => load(cursor)} class="more" />
 }
