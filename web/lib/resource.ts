@@ -45,7 +45,7 @@ export function useResource<T>(load: () => Promise<T>, deps: unknown[]): Resourc
 }
 
 /** Calls `fn` every `ms` while the component is shown (and once the tab is visible again). */
-function useInterval(fn: () => void, ms: number | null): void {
+export function useInterval(fn: () => void, ms: number | null): void {
   const ref = useRef(fn)
   ref.current = fn
   useEffect(() => {
@@ -61,7 +61,7 @@ export { asApiError }
 
 /**
  * A snapshot read (GET /servers, /dashboard, a server's detail): `refresh()` asks again with
- * If-None-Match, so a live tick costs a 304 while nothing changed. A failed refresh keeps what is
+ * If-None-Match when the answer had an ETag, so a live tick costs a 304 while nothing changed. A failed refresh keeps what is
  * shown (the next tick tries again).
  */
 export function useSnapshot<T>(path: string, query: Query, deps: unknown[]): Resource<T> & { refresh: () => Promise<void> } {
@@ -76,8 +76,8 @@ export function useSnapshot<T>(path: string, query: Query, deps: unknown[]): Res
   }, deps)
   const set = r.set
   const refresh = useCallback(async () => {
-    if (!etag.current) return
     try {
+      // Without a tag (an answer that carries none) the read is simply made again.
       const a = await request<T>('GET', args.current.path, { query: args.current.query, ifNoneMatch: etag.current })
       if (a.status === 304) return
       etag.current = a.etag

@@ -134,3 +134,55 @@ export type Link = {
   marketplace_b?: { coin_prices: Record<string, number> | null; max_rental_hours: number | null } & Record<string, unknown>
   electricity_usd_per_gpu_hour: string | null
 }
+
+export type PlanInfo = {
+  code: string
+  label: string
+  monthly_price_per_server_usd: string | null
+  contract_priced: boolean
+  upgrade_effective: string
+  downgrade_effective: string
+  capabilities: Record<string, boolean | number | null>
+}
+
+export type Billing = {
+  balance_usd: string
+  account_state: 'active' | 'grace' | 'frozen'
+  grace_ends_at: string | null
+  frozen_at: string | null
+  tariff: { plan: string | null; label: string | null; monthly_price_per_server_usd: string | null; contract_priced: boolean; servers_max: number | null }
+  estimate: { managed_servers: number; per_day_usd: string | null; per_month_usd: string | null; days_in_month: number }
+  days_left: number | null
+  timezone: string
+  tiles: Record<'today' | 'yesterday' | '7d' | 'month' | 'prev_month', { spend_usd: string; from: string; to: string }>
+}
+
+export type Topup = {
+  id: string
+  status: 'creating' | 'partially_paid' | 'succeeded' | 'review' | 'expired' | 'failed'
+  amount_usd: string
+  credited_usd: string
+  payment_method: string
+  provider: string
+  provider_status: string | null
+  purpose: { kind: string; target_plan?: string | null; change_id?: string | null }
+  checkout_url?: string
+  review_reason: string | null
+  created_at: string
+  expires_at: string
+  succeeded_at: string | null
+}
+
+export type PlanChange = {
+  id: string
+  status: 'applied' | 'scheduled' | 'awaiting_payment' | 'cancelled' | 'refused'
+  direction: 'upgrade' | 'downgrade' | 'lateral'
+  from_plan: string
+  target_plan: string
+  effective_at: string
+  billing_effective_day: string
+  required_reserve_usd: string
+  refusal_reason: string | null
+  topup_id: string | null
+  requested_at: string
+}

@@ -1,5 +1,7 @@
 import type { JSX } from 'preact'
 import { AddServer } from './add-server'
+import { BillingPage } from './billing'
+import { PlanPage } from './plan'
 import { CommandPage } from './command'
 import { Commands } from './commands'
 import { Fleet } from './fleet'
@@ -13,4 +15,6 @@ export const ROUTES: [string, (params: any) => JSX.Element][] = [
   ['/servers/:id', ServerPage],
   ['/commands', Commands],
   ['/commands/:id', CommandPage],
+  ['/billing', BillingPage],
+  ['/billing/plan', PlanPage],
 ]
