@@ -28,11 +28,9 @@ export function ago(ts: string | null | undefined, now = Date.now(), empty = 'ne
 export const num = (v: number | string | null | undefined, unit = '', empty = '—') =>
   v === null || v === undefined || v === '' ? empty : `${typeof v === 'number' ? Math.round(v * 10) / 10 : v}${unit}`
 
-const pct = (share: number | null | undefined) => (share === null || share === undefined ? '—' : `${Math.round(share * 1000) / 10} %`)
-
-const MARKETPLACES = { marketplace_a: 'Marketplace A (Vast.ai)', marketplace_b: 'Marketplace B (Clore.ai)' } as const
+export const MARKETPLACES = { marketplace_a: 'Marketplace A (Vast.ai)', marketplace_b: 'Marketplace B (Clore.ai)' } as const
 export type Marketplace = keyof typeof MARKETPLACES
 export const marketplaceName = (m: string | null | undefined) => (m ? (MARKETPLACES[m as Marketplace] ?? m) : '—')
 
 /** A day (YYYY-MM-DD) in UTC, `days` before today. */
-const utcDay = (daysAgo = 0) => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10)
+export const utcDay = (daysAgo = 0) => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10)

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
-import { ApiError, get, type Page, request, type Query } from './api'
+import { ApiError, get, newKey, type Page, request, type Query } from './api'
 
 export type Resource<T> = {
   data: T | undefined
@@ -95,6 +95,24 @@ export function usePaged<T>(path: string, query: Query, deps: unknown[]): Resour
     more: async (cursor) => {
       const next = await get<Page<T>>(path, { ...query, cursor })
       r.set({ items: [...(r.data?.items ?? []), ...next.items], next_cursor: next.next_cursor })
+    },
+  }
+}
+
+/**
+ * Idempotency-Key for a form: the same key while the member retries the same body (a lost answer is
+ * then replayed, never done twice), a new one once the body changes or the write succeeded.
+ */
+export function useIdempotency(): { keyFor: (body: unknown) => string; done: () => void } {
+  const ref = useRef<{ body: string; key: string } | null>(null)
+  return {
+    keyFor: (body) => {
+      const b = JSON.stringify(body)
+      if (ref.current?.body !== b) ref.current = { body: b, key: newKey() }
+      return ref.current.key
+    },
+    done: () => {
+      ref.current = null
     },
   }
 }

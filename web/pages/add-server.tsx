@@ -1,7 +1,8 @@
 import { useRef, useState } from 'preact/hooks'
-import { get, newKey, request } from '../lib/api'
+import { get, request } from '../lib/api'
 import { dateTime } from '../lib/format'
 import { useLive } from '../lib/live'
+import { useIdempotency } from '../lib/resource'
 import { href } from '../lib/router'
 import type { ServerRow } from '../lib/types'
 import { PresenceBadge } from '../ui/badges'
@@ -70,7 +71,7 @@ export function AddServer() {
   const [minutes, setMinutes] = useState('60')
   const [token, setToken] = useState<InitToken | null>(null)
   const known = useRef(new Set<string>())
-  const [key, setKey] = useState(newKey)
+  const idem = useIdempotency()
   const url = token ? (/--url (\S+)/.exec(token.install_command)?.[1] ?? location.origin) : location.origin
   const file = '/root/gpuhq-init-token'
   return (
@@ -86,11 +87,9 @@ export function AddServer() {
             onSubmit={async () => {
               const before = await get<{ items: ServerRow[] }>('/servers', { limit: 200 })
               known.current = new Set(before.items.map((s) => s.id))
-              const { data } = await request<InitToken>('POST', '/tokens/init', {
-                body: { expires_in_s: Number(minutes) * 60, ...(purpose.trim() ? { purpose: purpose.trim() } : {}) },
-                idempotencyKey: key,
-              })
-              setKey(newKey())
+              const body = { expires_in_s: Number(minutes) * 60, ...(purpose.trim() ? { purpose: purpose.trim() } : {}) }
+              const { data } = await request<InitToken>('POST', '/tokens/init', { body, idempotencyKey: idem.keyFor(body) })
+              idem.done()
               setToken(data)
             }}
           >

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks'
-import { get, newKey, request } from '../lib/api'
+import { get, request } from '../lib/api'
 import { ago } from '../lib/format'
 import { useLive } from '../lib/live'
-import { usePaged, useResource } from '../lib/resource'
+import { useIdempotency, usePaged, useResource } from '../lib/resource'
 import { href, navigate } from '../lib/router'
 import { can } from '../lib/session'
 import type { CatalogueItem, Command, JsonSchema, ServerRow } from '../lib/types'
@@ -47,7 +47,7 @@ export function SendCommand({ serverId, onSent }: { serverId?: string; onSent?: 
   const [type, setType] = useState('diagnostics.run')
   const [params, setParams] = useState<Record<string, string>>({})
   const [requires, setRequires] = useState('')
-  const [key, setKey] = useState(newKey)
+  const idem = useIdempotency()
   const item = catalogue.data?.items.find((c) => c.type === type)
   const fields = item ? paramFields(item.params) : []
   return (
@@ -68,11 +68,9 @@ export function SendCommand({ serverId, onSent }: { serverId?: string; onSent?: 
               }
               body[f.name] = f.kind === 'integer' && /^-?\d+$/.test(raw) ? Number(raw) : raw
             }
-            const { data } = await request<Command>('POST', '/commands', {
-              body: { server_id: server || serverId, type, params: body, ...(requires ? { requires } : {}) },
-              idempotencyKey: key,
-            })
-            setKey(newKey())
+            const command = { server_id: server || serverId, type, params: body, ...(requires ? { requires } : {}) }
+            const { data } = await request<Command>('POST', '/commands', { body: command, idempotencyKey: idem.keyFor(command) })
+            idem.done()
             onSent?.(data)
           }}
         >
@@ -99,7 +97,6 @@ export function SendCommand({ serverId, onSent }: { serverId?: string; onSent?: 
             onChange={(v) => {
               setType(v)
               setParams({})
-              setKey(newKey())
             }}
             options={cat.items.map((c) => [c.type, c.type])}
           />

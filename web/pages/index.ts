@@ -4,7 +4,9 @@ import { BillingPage } from './billing'
 import { PlanPage } from './plan'
 import { CommandPage } from './command'
 import { Commands } from './commands'
+import { EarningsPage } from './earnings'
 import { Fleet } from './fleet'
+import { MarketplacesPage } from './marketplaces'
 import { ServerPage } from './server'
 
 /** The signed-in pages by route (lib/router.ts `match`): the first pattern that fits wins. */
@@ -17,4 +19,6 @@ export const ROUTES: [string, (params: any) => JSX.Element][] = [
   ['/commands/:id', CommandPage],
   ['/billing', BillingPage],
   ['/billing/plan', PlanPage],
+  ['/marketplaces', MarketplacesPage],
+  ['/earnings', EarningsPage],
 ]

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks'
-import { ApiError, get, newKey, request } from '../lib/api'
+import { ApiError, get, request } from '../lib/api'
 import { dateTime, money } from '../lib/format'
 import { problemMessage } from '../lib/messages'
-import { useResource } from '../lib/resource'
+import { useIdempotency, useResource } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
 import type { PlanChange, PlanInfo } from '../lib/types'
@@ -37,13 +37,13 @@ const max = (p: PlanInfo) => {
 
 function QuoteBox({ plan, sub, done }: { plan: PlanInfo; sub: Subscription; done: (c: PlanChange) => void }) {
   const quote = useResource(() => get<Quote>('/subscription/quote', { plan: plan.code }), [plan.code])
-  const [key] = useState(newKey)
+  const idem = useIdempotency()
   const [pending, setPending] = useState<ApiError | null>(null)
   const order = async (replace: boolean) => {
     try {
       const { data } = await request<PlanChange>('POST', '/subscription/changes', {
         body: { target_plan: plan.code },
-        idempotencyKey: replace ? newKey() : key,
+        idempotencyKey: idem.keyFor({ target_plan: plan.code, replace }),
         ifMatch: replace ? `"${sub.version}"` : null,
       })
       done(data)

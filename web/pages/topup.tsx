@@ -1,8 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { get, newKey, request } from '../lib/api'
+import { get, request } from '../lib/api'
 import { dateTime, money } from '../lib/format'
 import { useLive } from '../lib/live'
-import { useInterval, useResource } from '../lib/resource'
+import { useIdempotency, useInterval, useResource } from '../lib/resource'
 import type { Topup } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
@@ -84,7 +84,7 @@ export function TopUpForm({
   const form = useForm()
   const [amount, setAmount] = useState(initialAmount)
   const [method, setMethod] = useState('')
-  const [key, setKey] = useState(newKey)
+  const idem = useIdempotency()
   const [topup, setTopup] = useState<Topup | null>(null)
   const [ended, setEnded] = useState<Topup | null>(null)
   return (
@@ -101,11 +101,9 @@ export function TopUpForm({
                 submit={submit}
                 busyLabel="Creating the invoice…"
                 onSubmit={async () => {
-                  const { data } = await request<Topup>('POST', '/billing/topups', {
-                    body: { amount_usd: amount.trim(), payment_method: chosen!.code, ...(purpose ? { purpose } : {}) },
-                    idempotencyKey: key,
-                  })
-                  setKey(newKey())
+                  const body = { amount_usd: amount.trim(), payment_method: chosen!.code, ...(purpose ? { purpose } : {}) }
+                  const { data } = await request<Topup>('POST', '/billing/topups', { body, idempotencyKey: idem.keyFor(body) })
+                  idem.done()
                   setTopup(data)
                 }}
               >
