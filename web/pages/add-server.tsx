@@ -18,7 +18,7 @@ import { Page, Section } from '../ui/layout'
 
 type InitToken = { id: string; token: string; expires_at: string; install_command: string }
 
-function CopyButton({ text, label }: { text: string; label: string }) {
+export function CopyButton({ text, label }: { text: string; label: string }) {
   const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle')
   return (
     <span class="action">

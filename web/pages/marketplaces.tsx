@@ -219,7 +219,7 @@ function LinkMachine({ servers, connected, done }: { servers: ServerRow[]; conne
                     </td>
                     <td>{c.hostname ?? '—'}</td>
                     <td>{c.gpu ? `${c.gpu_count ?? '?'} × ${c.gpu}` : '—'}</td>
-                    {EVIDENCE.map(([k, label]) => (
+                    {EVIDENCE.map(([k]) => (
                       <td key={k}>{c.evidence[k] ? '✓ matches' : <span class="muted">no</span>}</td>
                     ))}
                     <td>

@@ -214,7 +214,14 @@ export function SelectField(props: {
   )
 }
 
-function CheckField(props: { form: FormApi; name: string; label: ComponentChildren; checked: boolean; onChange: (v: boolean) => void; disabled?: boolean }) {
+export function CheckField(props: {
+  form: FormApi
+  name: string
+  label: ComponentChildren
+  checked: boolean
+  onChange: (v: boolean) => void
+  disabled?: boolean
+}) {
   const { form, name, label, checked, onChange, disabled } = props
   form.register(name)
   const id = `${form.id}${name.replaceAll('/', '-')}`
