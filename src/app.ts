@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
 import './platform/formats'
 import type { Deps } from './platform/context'
@@ -37,7 +37,7 @@ const API_PREFIX = '/api/v1'
  * The HTTP application: platform conventions first (ids, body rules, problem documents), then the
  * OpenAPI document, then every module's routes. No listening here; src/server.ts does that.
  */
-export function createApp(deps: Deps, runner: JobRunner) {
+export function createApp(deps: Deps, runner: JobRunner): App {
   const authenticators: Authenticators = {
     session: (token) => resolveSession(deps, token),
     bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null),
@@ -156,4 +156,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
   return app
 }
 
-export type App = ReturnType<typeof createApp>
+/**
+ * The app as its callers use it (compile, handle, routes). Not ReturnType<typeof createApp>: Elysia's
+ * chain type grows with every module's routes, and past about thirty TypeScript stops (TS2589).
+ */
+export type App = AnyElysia
