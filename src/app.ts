@@ -30,6 +30,7 @@ import { subscriptionRoutes } from './modules/subscription'
 import { authenticateMcp, mcpRoutes } from './modules/mcp'
 import { strategyRoutes } from './modules/strategy'
 import { alertsRoutes } from './modules/alerts'
+import { prometheusRoutes } from './modules/prometheus'
 
 const API_PREFIX = '/api/v1'
 
@@ -102,6 +103,7 @@ export function createApp(deps: Deps, runner: JobRunner): App {
               description: 'Pricing policies, their price suggestions (accept publishes, dismiss says why) and a preview; plans pro and enterprise',
             },
             { name: 'alerts', description: 'Incidents opened and resolved from events and thresholds, acknowledged and resolved by members' },
+            { name: 'monitoring', description: 'The fleet, rentals, earnings and balance as Prometheus metrics, for Prometheus and Grafana' },
             { name: 'ai access', description: 'The AI-assistant token, OAuth for MCP clients, and the MCP gateway at PUBLIC_URL + /mcp' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
@@ -131,6 +133,7 @@ export function createApp(deps: Deps, runner: JobRunner): App {
     .use(reportsRoutes(deps))
     .use(notificationsRoutes(deps))
     .use(alertsRoutes(deps))
+    .use(prometheusRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))

@@ -46,9 +46,16 @@ export type AccessSpec =
       role: Role
       /**
        * Scope a bearer token needs. Every declaration names one, or says `cookieOnly`, or says
-       * `anyToken`: a route that does none of these does not start (access fails closed).
+       * `anyToken` or `anyScope`: a route that does none of these does not start (access fails closed).
        */
       scope?: Scope
+      /**
+       * Instead of `scope`: a bearer token needs at least one of these (each usable as `scope` would
+       * be: held, within its creator's role, not tenant-wide for an allowlisted token). For reads
+       * that show each part only to the scope guarding it, which the handler asks with `mayUseScope`
+       * (GET /metrics/prometheus).
+       */
+      anyScope?: readonly Scope[]
       /** Browser session only (no bearer tokens), e.g. minting tokens. */
       cookieOnly?: boolean
       /** Any valid token may call it, whatever its scopes: only for reads of the caller itself (GET /me). */
@@ -108,16 +115,18 @@ export function describe<D extends { tags: string[]; summary: string; descriptio
     who = 'Requires the agent credential of an enrolled server (Authorization: Bearer gpuhq_agt_…).'
     security = [{ bearer: [] }]
   } else {
-    const parts = [
-      spec.cookieOnly ? 'a browser session cookie' : `a session cookie or a bearer token${spec.scope ? ` with scope \`${spec.scope}\`` : ''}`,
-      `role ${spec.role} or above`,
-    ]
+    const scopes = spec.scope
+      ? ` with scope \`${spec.scope}\``
+      : spec.anyScope
+        ? ` with at least one of the scopes ${spec.anyScope.map((s) => `\`${s}\``).join(', ')}`
+        : ''
+    const parts = [spec.cookieOnly ? 'a browser session cookie' : `a session cookie or a bearer token${scopes}`, `role ${spec.role} or above`]
     if (spec.entitlement) parts.push(`plan feature \`${spec.entitlement}\``)
     if (spec.requiresPlan) parts.push('a plan assignment')
     if (spec.denyFrozen) parts.push('an account that is not frozen')
     if (spec.denyGrace) parts.push('an account that is not in grace')
     who = `Requires ${parts.join(', ')}.`
-    security = spec.cookieOnly ? [{ session: [] }] : [{ session: [] }, { bearer: spec.scope ? [spec.scope] : [] }]
+    security = spec.cookieOnly ? [{ session: [] }] : [{ session: [] }, { bearer: spec.scope ? [spec.scope] : [...(spec.anyScope ?? [])] }]
   }
   return { ...doc, description: doc.description ? `${doc.description}\n\n${who}` : who, security, 'x-gpuhq-access': spec }
 }
@@ -144,7 +153,8 @@ export function buildAccessIndex(
       continue
     }
     if (!('public' in spec) && !('agent' in spec) && !('mcp' in spec)) {
-      if (!spec.scope && !spec.cookieOnly && !spec.anyToken) problems.push(`${key} names no scope, cookieOnly or anyToken`)
+      if (!spec.scope && !spec.anyScope?.length && !spec.cookieOnly && !spec.anyToken)
+        problems.push(`${key} names no scope, cookieOnly or anyToken (or anyScope)`)
       const m = /\/servers\/:([A-Za-z_]+)/.exec(r.path)
       if (m && m[1] !== 'server_id' && spec.serverParam !== m[1]) problems.push(`${key} must declare serverParam: '${m[1]}'`)
     }
@@ -191,6 +201,30 @@ function mcpUnauthorized(publicUrl: string, presented: boolean): ProblemError {
 }
 
 /**
+ * Why a token may not use `scope`, or null when it may: it must hold the scope, its creator's
+ * current role must allow it, and a token with a server_allowlist cannot use a tenant-wide area.
+ */
+function tokenScopeRefusal(actor: Actor, scopes: readonly Scope[], scope: Scope): string | null {
+  if (!scopes.includes(scope) || !actor.role || !ROLE_SCOPES[actor.role].includes(scope)) return `the token lacks the ${scope} scope`
+  if (actor.serverAllowlist && TENANT_WIDE_AREAS.has(scope.split(':')[0]!))
+    return `a token limited to servers (server_allowlist) cannot use ${scope}: it spans every server of the tenant`
+  return null
+}
+
+/**
+ * Whether the actor may see what `scope` guards, by the same rule the access check applies to a
+ * declared scope: a token as tokenScopeRefusal says, a browser session by its member's role (the
+ * scopes that role could give a token), the system always, an agent never. For operations declared
+ * with `anyScope`, which show each part only to the scope that guards it.
+ */
+export function mayUseScope(actor: Actor, scope: Scope): boolean {
+  if (actor.kind === 'system') return true
+  if (actor.kind === 'agent' || !actor.role) return false
+  if (actor.scopes === null) return ROLE_SCOPES[actor.role].includes(scope)
+  return tokenScopeRefusal(actor, actor.scopes, scope) === null
+}
+
+/**
  * The authorisation decision for an identified actor; throws the problem that applies. Every HTTP
  * route reaches it through ensureAccess; a caller outside HTTP (AI-assistant tools) will share it.
  */
@@ -210,15 +244,17 @@ function authorize(
   if (actor.scopes !== null) {
     // Fails closed: a token passes only a scope it holds, or a declaration that names every token.
     if (spec.scope) {
-      if (!actor.scopes.includes(spec.scope) || !ROLE_SCOPES[actor.role].includes(spec.scope))
-        throw new ProblemError('forbidden', { detail: `the token lacks the ${spec.scope} scope` })
+      const refused = tokenScopeRefusal(actor, actor.scopes, spec.scope)
+      if (refused) throw new ProblemError('forbidden', { detail: refused })
+    } else if (spec.anyScope?.length) {
+      const scopes = actor.scopes
+      if (!spec.anyScope.some((s) => tokenScopeRefusal(actor, scopes, s) === null))
+        throw new ProblemError('forbidden', {
+          detail: `the token needs one of the scopes ${spec.anyScope.join(', ')}${actor.serverAllowlist ? ' (billing and audit do not count for a token limited to servers)' : ''}`,
+        })
     } else if (!(spec.anyToken && SAFE_METHODS.has(ctx.method))) {
       throw new ProblemError('forbidden', { detail: 'tokens cannot perform this operation' })
     }
-    if (actor.serverAllowlist && spec.scope && TENANT_WIDE_AREAS.has(spec.scope.split(':')[0]!))
-      throw new ProblemError('forbidden', {
-        detail: `a token limited to servers (server_allowlist) cannot use ${spec.scope}: it spans every server of the tenant`,
-      })
   }
   if (spec.requiresPlan && actor.tenant.planCode === null) throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
   ensureEntitled(actor, spec.entitlement, ctx.planFeatures)

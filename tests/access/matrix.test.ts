@@ -206,6 +206,8 @@ describe('the permission matrix', () => {
     expect(report.checks['PATCH /api/v1/servers/:id']).toEqual(['unauthenticated', 'wrong tenant', 'role:viewer', 'scope', 'allowlist'])
     expect(report.checks['GET /api/v1/servers/:id/events']).toEqual(['unauthenticated', 'wrong tenant', 'scope', 'allowlist'])
     expect(report.checks['POST /api/v1/agent/hello']).toEqual(['unauthenticated', 'not an agent'])
+    // anyScope: a PAT holding every scope but the listed ones is refused.
+    expect(report.checks['GET /api/v1/metrics/prometheus']).toEqual(['unauthenticated', 'scope'])
   })
 
   test('every /api/v1 route declares who may call it, except the documentation and the test clock', () => {

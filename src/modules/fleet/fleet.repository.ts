@@ -332,3 +332,52 @@ export function snapshotTenants(db: DbOrTx): string[] {
   const withSnapshots = db.select({ tenantId: fleetSnapshots.tenantId }).from(fleetSnapshots).all()
   return [...new Set([...withServers, ...withSnapshots].map((r) => r.tenantId))]
 }
+
+/**
+ * What the Prometheus exposition shows of the tenant's managed servers, in one read on the
+ * servers_tenant index (docs/prometheus.md): presence, the last heartbeat, the GPU inventory and
+ * the rental facts, by name.
+ */
+export function exposedServers(db: DbOrTx, tenantId: string) {
+  return db
+    .select({
+      id: servers.id,
+      name: servers.name,
+      presence: servers.presence,
+      lastSeenAt: servers.lastSeenAt,
+      gpus: servers.gpus,
+      gpuModel: servers.gpuModel,
+      rentalActive: servers.rentalActive,
+      rentalSource: servers.rentalSource,
+      marketRentals: servers.marketRentals,
+    })
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
+    .orderBy(asc(servers.name), asc(servers.id))
+    .all()
+}
+
+/**
+ * The latest GPU-scope value of each of `metrics` for every managed server of the tenant, in one
+ * read: the tenant's servers by their index, then each one's rows by the primary key's prefix.
+ */
+export function latestGpuMetricsOfTenant(db: DbOrTx, tenantId: string, metrics: readonly string[]) {
+  return db
+    .select({
+      serverId: serverLatestMetrics.serverId,
+      gpuIndex: serverLatestMetrics.gpuIndex,
+      metric: serverLatestMetrics.metric,
+      value: serverLatestMetrics.value,
+    })
+    .from(servers)
+    .innerJoin(serverLatestMetrics, eq(serverLatestMetrics.serverId, servers.id))
+    .where(
+      and(
+        eq(servers.tenantId, tenantId),
+        isNull(servers.decommissionedAt),
+        gte(serverLatestMetrics.gpuIndex, 0),
+        inArray(serverLatestMetrics.metric, [...metrics]),
+      ),
+    )
+    .all()
+}
