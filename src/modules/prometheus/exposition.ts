@@ -37,24 +37,28 @@ export function formatSecondsOfUs(us: number): string {
 
 export type MetricType = 'gauge' | 'counter'
 
-/** Collects families in order; `text()` is the answer body. */
+/**
+ * Collects families in order; `text()` is the answer body. Appended to one string (JavaScriptCore
+ * keeps it as a rope until read), which for a hundred thousand samples is several times faster
+ * than joining an array of lines.
+ */
 export class Exposition {
-  readonly #lines: string[] = []
+  #text = ''
   readonly #names = new Set<string>()
 
   /** Starts a family: its HELP and TYPE lines. A name may start only one family. */
   family(name: string, type: MetricType, help: string): void {
     if (this.#names.has(name)) throw new Error(`metric family ${name} written twice`)
     this.#names.add(name)
-    this.#lines.push(`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} ${type}`)
+    this.#text += `# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`
   }
 
   /** One sample of the family started last; `labels` is a labelSet() text. */
   sample(name: string, labels: string, value: string): void {
-    this.#lines.push(`${name}${labels} ${value}`)
+    this.#text += `${name}${labels} ${value}\n`
   }
 
   text(): string {
-    return this.#lines.length ? `${this.#lines.join('\n')}\n` : ''
+    return this.#text
   }
 }

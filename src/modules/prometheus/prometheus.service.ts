@@ -18,10 +18,8 @@ import { BALANCE, EARNINGS, GPU_INVENTORY, GPU_READINGS, PRESENCE, RENTALS, type
  */
 
 type Server = ReturnType<typeof exposedServers>[number]
-/** Latest readings of one server: GPU index → metric → value. */
-type Readings = Map<number, Map<string, number | null>>
-
-const GPU_METRICS = GPU_READINGS.map((r) => r.metric)
+/** Latest readings of one server: GPU index → value by GPU_READINGS slot (undefined: never reported). */
+type Readings = Map<number, (number | null | undefined)[]>
 
 export function scrapeMetrics({ deps, actor }: { deps: Deps; actor: Actor }): string {
   const out = new Exposition()
@@ -54,14 +52,19 @@ function writePresence(out: Exposition, servers: Server[], labels: Map<string, P
   for (const s of servers) if (s.lastSeenAt !== null) out.sample(PRESENCE.lastSeen.name, labelSet(labels.get(s.id)!), formatSecondsOfUs(s.lastSeenAt))
 }
 
+/** Slot of each reading in a GPU's values, by the agent's metric name. */
+const SLOT = new Map(GPU_READINGS.map((r, i) => [r.metric, i]))
+
 function readingsOf(deps: Deps, tenantId: string): Map<string, Readings> {
   const byServer = new Map<string, Readings>()
-  for (const r of latestGpuMetricsOfTenant(deps.db, tenantId, GPU_METRICS)) {
-    let gpus = byServer.get(r.serverId)
-    if (!gpus) byServer.set(r.serverId, (gpus = new Map()))
-    let metrics = gpus.get(r.gpuIndex)
-    if (!metrics) gpus.set(r.gpuIndex, (metrics = new Map()))
-    metrics.set(r.metric, r.value)
+  for (const [serverId, gpuIndex, metric, value] of latestGpuMetricsOfTenant(deps.sqlite, tenantId)) {
+    const slot = SLOT.get(metric)
+    if (slot === undefined) continue
+    let gpus = byServer.get(serverId)
+    if (!gpus) byServer.set(serverId, (gpus = new Map()))
+    let values = gpus.get(gpuIndex)
+    if (!values) gpus.set(gpuIndex, (values = []))
+    values[slot] = value
   }
   return byServer
 }
@@ -72,7 +75,7 @@ const MAX_GPUS = 128
 function writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pairs>, readings: Map<string, Readings>): void {
   // Per server: its GPUs (the inventory and any GPU that reported), each with its label text.
   const gpus = servers.map((s) => {
-    const reported = readings.get(s.id) ?? new Map()
+    const reported: Readings = readings.get(s.id) ?? new Map()
     const indexes = [...new Set([...s.gpus.map((g) => g.index), ...reported.keys()])].sort((a, b) => a - b).slice(0, MAX_GPUS)
     return {
       server: s,
@@ -87,16 +90,16 @@ function writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pairs
       }),
     }
   })
-  for (const reading of GPU_READINGS) {
+  GPU_READINGS.forEach((reading, slot) => {
     start(out, reading)
     for (const { server, reported, gpus: list } of gpus) {
       if (server.presence === 'offline') continue
       for (const g of list) {
-        const v = reported.get(g.index)?.get(reading.metric)
+        const v = reported.get(g.index)?.[slot]
         if (typeof v === 'number' && Number.isFinite(v)) out.sample(reading.name, g.labels, reading.value(v))
       }
     }
-  }
+  })
   const total = GPU_INVENTORY.memoryTotal
   start(out, total)
   for (const { gpus: list } of gpus) for (const g of list) if (typeof g.memoryMb === 'number') out.sample(total.name, g.labels, total.value(g.memoryMb))
