@@ -37,8 +37,10 @@ const API_PREFIX = '/api/v1'
 /**
  * The HTTP application: platform conventions first (ids, body rules, problem documents), then the
  * OpenAPI document, then every module's routes. No listening here; src/server.ts does that.
+ * Typed as any Elysia app: its callers only compile, handle and list routes, and the full type of
+ * the chain of every module's routes is past what TypeScript will instantiate.
  */
-export function createApp(deps: Deps, runner: JobRunner): App {
+export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
   const authenticators: Authenticators = {
     session: (token) => resolveSession(deps, token),
     bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null),
@@ -159,8 +161,4 @@ export function createApp(deps: Deps, runner: JobRunner): App {
   return app
 }
 
-/**
- * The app as its callers use it (compile, handle, routes). Not ReturnType<typeof createApp>: Elysia's
- * chain type grows with every module's routes, and past about thirty TypeScript stops (TS2589).
- */
-export type App = AnyElysia
+export type App = ReturnType<typeof createApp>

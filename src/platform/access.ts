@@ -45,15 +45,14 @@ export type AccessSpec =
       /** Lowest member role allowed. */
       role: Role
       /**
-       * Scope a bearer token needs. Every declaration names one, or says `cookieOnly`, or says
-       * `anyToken` or `anyScope`: a route that does none of these does not start (access fails closed).
+       * Scope a bearer token needs. Every declaration names one, or `anyScope`, or says `cookieOnly`,
+       * or says `anyToken`: a route that does none of these does not start (access fails closed).
        */
       scope?: Scope
       /**
-       * Instead of `scope`: a bearer token needs at least one of these (each usable as `scope` would
-       * be: held, within its creator's role, not tenant-wide for an allowlisted token). For reads
-       * that show each part only to the scope guarding it, which the handler asks with `mayUseScope`
-       * (GET /metrics/prometheus).
+       * A bearer token needs at least one of these scopes (usable by its creator's current role, and
+       * not a tenant-wide area for a token with a server allowlist): for an answer made of parts of
+       * several areas, each part shown only to a caller that `permits` it (the live event stream).
        */
       anyScope?: readonly Scope[]
       /** Browser session only (no bearer tokens), e.g. minting tokens. */
@@ -118,7 +117,7 @@ export function describe<D extends { tags: string[]; summary: string; descriptio
     const scopes = spec.scope
       ? ` with scope \`${spec.scope}\``
       : spec.anyScope
-        ? ` with at least one of the scopes ${spec.anyScope.map((s) => `\`${s}\``).join(', ')}`
+        ? ` with at least one of the scopes ${spec.anyScope.map((x) => `\`${x}\``).join(', ')}`
         : ''
     const parts = [spec.cookieOnly ? 'a browser session cookie' : `a session cookie or a bearer token${scopes}`, `role ${spec.role} or above`]
     if (spec.entitlement) parts.push(`plan feature \`${spec.entitlement}\``)
@@ -126,7 +125,11 @@ export function describe<D extends { tags: string[]; summary: string; descriptio
     if (spec.denyFrozen) parts.push('an account that is not frozen')
     if (spec.denyGrace) parts.push('an account that is not in grace')
     who = `Requires ${parts.join(', ')}.`
-    security = spec.cookieOnly ? [{ session: [] }] : [{ session: [] }, { bearer: spec.scope ? [spec.scope] : [...(spec.anyScope ?? [])] }]
+    security = spec.cookieOnly
+      ? [{ session: [] }]
+      : spec.anyScope
+        ? [{ session: [] }, ...spec.anyScope.map((x) => ({ bearer: [x] }))]
+        : [{ session: [] }, { bearer: spec.scope ? [spec.scope] : [] }]
   }
   return { ...doc, description: doc.description ? `${doc.description}\n\n${who}` : who, security, 'x-gpuhq-access': spec }
 }
@@ -153,8 +156,7 @@ export function buildAccessIndex(
       continue
     }
     if (!('public' in spec) && !('agent' in spec) && !('mcp' in spec)) {
-      if (!spec.scope && !spec.anyScope?.length && !spec.cookieOnly && !spec.anyToken)
-        problems.push(`${key} names no scope, cookieOnly or anyToken (or anyScope)`)
+      if (!spec.scope && !spec.anyScope?.length && !spec.cookieOnly && !spec.anyToken) problems.push(`${key} names no scope, cookieOnly or anyToken`)
       const m = /\/servers\/:([A-Za-z_]+)/.exec(r.path)
       if (m && m[1] !== 'server_id' && spec.serverParam !== m[1]) problems.push(`${key} must declare serverParam: '${m[1]}'`)
     }
@@ -201,30 +203,6 @@ function mcpUnauthorized(publicUrl: string, presented: boolean): ProblemError {
 }
 
 /**
- * Why a token may not use `scope`, or null when it may: it must hold the scope, its creator's
- * current role must allow it, and a token with a server_allowlist cannot use a tenant-wide area.
- */
-function tokenScopeRefusal(actor: Actor, scopes: readonly Scope[], scope: Scope): string | null {
-  if (!scopes.includes(scope) || !actor.role || !ROLE_SCOPES[actor.role].includes(scope)) return `the token lacks the ${scope} scope`
-  if (actor.serverAllowlist && TENANT_WIDE_AREAS.has(scope.split(':')[0]!))
-    return `a token limited to servers (server_allowlist) cannot use ${scope}: it spans every server of the tenant`
-  return null
-}
-
-/**
- * Whether the actor may see what `scope` guards, by the same rule the access check applies to a
- * declared scope: a token as tokenScopeRefusal says, a browser session by its member's role (the
- * scopes that role could give a token), the system always, an agent never. For operations declared
- * with `anyScope`, which show each part only to the scope that guards it.
- */
-export function mayUseScope(actor: Actor, scope: Scope): boolean {
-  if (actor.kind === 'system') return true
-  if (actor.kind === 'agent' || !actor.role) return false
-  if (actor.scopes === null) return ROLE_SCOPES[actor.role].includes(scope)
-  return tokenScopeRefusal(actor, actor.scopes, scope) === null
-}
-
-/**
  * The authorisation decision for an identified actor; throws the problem that applies. Every HTTP
  * route reaches it through ensureAccess; a caller outside HTTP (AI-assistant tools) will share it.
  */
@@ -244,17 +222,21 @@ function authorize(
   if (actor.scopes !== null) {
     // Fails closed: a token passes only a scope it holds, or a declaration that names every token.
     if (spec.scope) {
-      const refused = tokenScopeRefusal(actor, actor.scopes, spec.scope)
-      if (refused) throw new ProblemError('forbidden', { detail: refused })
+      if (!actor.scopes.includes(spec.scope) || !ROLE_SCOPES[actor.role].includes(spec.scope))
+        throw new ProblemError('forbidden', { detail: `the token lacks the ${spec.scope} scope` })
     } else if (spec.anyScope?.length) {
-      const scopes = actor.scopes
-      if (!spec.anyScope.some((s) => tokenScopeRefusal(actor, scopes, s) === null))
-        throw new ProblemError('forbidden', {
-          detail: `the token needs one of the scopes ${spec.anyScope.join(', ')}${actor.serverAllowlist ? ' (billing and audit do not count for a token limited to servers)' : ''}`,
-        })
+      const role = actor.role
+      const usable = spec.anyScope.filter(
+        (x) => actor.scopes!.includes(x) && ROLE_SCOPES[role].includes(x) && !(actor.serverAllowlist && TENANT_WIDE_AREAS.has(x.split(':')[0]!)),
+      )
+      if (!usable.length) throw new ProblemError('forbidden', { detail: `the token holds none of the scopes ${spec.anyScope.join(', ')}` })
     } else if (!(spec.anyToken && SAFE_METHODS.has(ctx.method))) {
       throw new ProblemError('forbidden', { detail: 'tokens cannot perform this operation' })
     }
+    if (actor.serverAllowlist && spec.scope && TENANT_WIDE_AREAS.has(spec.scope.split(':')[0]!))
+      throw new ProblemError('forbidden', {
+        detail: `a token limited to servers (server_allowlist) cannot use ${spec.scope}: it spans every server of the tenant`,
+      })
   }
   if (spec.requiresPlan && actor.tenant.planCode === null) throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
   ensureEntitled(actor, spec.entitlement, ctx.planFeatures)
@@ -266,6 +248,22 @@ function authorize(
     const named = spec.serverParam ? ctx.params?.[spec.serverParam] : undefined
     if (named !== undefined) ensureServerAllowed(actor, named)
     for (const [name, value] of Object.entries(ctx.params ?? {})) if (SERVER_ID_NAMES.has(name) && value !== undefined) ensureServerAllowed(actor, value)
+  }
+}
+
+/**
+ * Whether `actor` may read something of `scope` about `serverId` (null: about no server): exactly the
+ * check a GET route declaring that scope makes (role, the token's scopes cut to its creator's role,
+ * tenant-wide areas refused to an allowlisted token, the server allowlist). For answers assembled
+ * from several areas (the live event stream), so that no part needs a check of its own.
+ */
+export function permits(actor: Actor, scope: Scope, serverId: string | null): boolean {
+  try {
+    authorize(actor, { role: 'viewer', scope }, { method: 'GET', params: serverId === null ? {} : { server_id: serverId }, planFeatures: () => [] })
+    return true
+  } catch (e) {
+    if (e instanceof ProblemError) return false
+    throw e
   }
 }
 

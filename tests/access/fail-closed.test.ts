@@ -78,7 +78,7 @@ describe('a token reads only what its scopes name', () => {
     expect(patch.status).toBe(403)
   })
 
-  test('every protected operation in the OpenAPI document names a scope (or a list of which one suffices), a browser session, or every token', async () => {
+  test('every protected operation in the OpenAPI document names a scope, a browser session, or every token', async () => {
     const doc = (await (await app.fetch('/api/v1/openapi.json')).json()) as { paths: Record<string, Record<string, Record<string, any>>> }
     const loose: string[] = []
     for (const [path, item] of Object.entries(doc.paths))

@@ -1,4 +1,4 @@
-import { mayAccessServer, mayUseScope, type Actor } from '../../platform/access'
+import { mayAccessServer, permits, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { utcDay } from '../../platform/time'
@@ -10,8 +10,9 @@ import { BALANCE, EARNINGS, GPU_INVENTORY, GPU_READINGS, PRESENCE, RENTALS, type
 
 /**
  * GET /metrics/prometheus (docs/prometheus.md): the caller's fleet as Prometheus metrics. Each
- * family shows only to the scope guarding it (mayUseScope: the access check's own rule), and every
- * per-server series only for servers the caller may see (mayAccessServer: a token's allowlist).
+ * family shows only to the scope guarding it (permits: the access check's own rule, as for a GET
+ * route declaring that scope), and every per-server series only for servers the caller may see
+ * (mayAccessServer: a token's allowlist).
  *
  * A scrape is a handful of reads, whatever the fleet's size: the tenant's managed servers, their
  * latest GPU readings, today's earnings rows and the balance; no query per server.
@@ -23,8 +24,8 @@ type Readings = Map<number, (number | null | undefined)[]>
 
 export function scrapeMetrics({ deps, actor }: { deps: Deps; actor: Actor }): string {
   const out = new Exposition()
-  const fleet = mayUseScope(actor, 'servers:read')
-  const markets = mayUseScope(actor, 'marketplaces:read')
+  const fleet = permits(actor, 'servers:read', null)
+  const markets = permits(actor, 'marketplaces:read', null)
   const servers = fleet || markets ? exposedServers(deps.db, actor.tenantId).filter((s) => mayAccessServer(actor, s.id)) : []
   const serverLabels = new Map(servers.map((s) => [s.id, [['server', s.id] as const, ['name', s.name] as const]]))
   if (fleet) {
@@ -35,7 +36,7 @@ export function scrapeMetrics({ deps, actor }: { deps: Deps; actor: Actor }): st
     writeRentals(out, servers, serverLabels)
     writeEarnings(out, deps, actor, serverLabels)
   }
-  if (mayUseScope(actor, 'billing:read')) writeBalance(out, deps, actor.tenantId)
+  if (permits(actor, 'billing:read', null)) writeBalance(out, deps, actor.tenantId)
   return out.text()
 }
 
