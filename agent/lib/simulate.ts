@@ -106,6 +106,17 @@ export class SimulatedGpus {
   }
 }
 
+/** A repeatable random source for a simulation (mulberry32 seeded by the text), so a run can be told again. */
+export function seededRandom(seed: string): () => number {
+  let a = [...seed].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619), 2166136261)
+  return () => {
+    a = (a + 0x6d2b79f5) | 0
+    let t = Math.imul(a ^ (a >>> 15), 1 | a)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
 /** "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", derived from the seed like a real UUID is fixed in silicon. */
 export function simulatedUuid(seed: string, index: number): string {
   const h = createHash('sha256').update(`gpuhq-simulated-gpu:${seed}:${index}`).digest('hex')

@@ -1,4 +1,4 @@
-import { SimulatedGpus } from '../../agent/lib/simulate'
+import { SimulatedGpus, seededRandom } from '../../agent/lib/simulate'
 import { withTransaction } from '../../db/client'
 import type { Deps } from '../../src/platform/context'
 import { parseTimestamp, US_PER_DAY, US_PER_HOUR } from '../../src/platform/time'
@@ -24,17 +24,6 @@ const HOST_METRICS = ['cpu_usage_pct', 'memory_used_pct']
 
 const enrolledAt = (s: DemoServer, nowUs: number) => nowUs - s.enrolledDaysAgo * US_PER_DAY
 
-/** A repeatable random source per server (mulberry32), so two demo starts tell the same story. */
-function seeded(text: string): () => number {
-  let a = [...text].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619), 2166136261)
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 /**
  * The servers were enrolled days ago, and the tenant has been on `pro` since the first of them: the
  * plan history the charge job prices each hour by. (The plan was ordered through the API, which puts
@@ -58,7 +47,7 @@ export async function backfillTelemetry(deps: Deps, ids: Map<string, string>, no
       s.gpus,
       `history:${s.name}`,
       { model: s.model, memoryMb: s.memoryMb, maxPowerW: s.maxPowerW, hot: s.role === 'hot' },
-      seeded(s.name),
+      seededRandom(s.name),
     )
     const pick = (values: Record<string, number | null>, names: string[]) => Object.fromEntries(names.map((n) => [n, values[n] ?? null]))
     let batch: Sample[] = []
@@ -110,7 +99,7 @@ export function backfillEarnings(deps: Deps, tenantId: string, ids: Map<string, 
   for (const s of DEMO_SERVERS.filter((x) => x.listing)) {
     const serverId = ids.get(s.name)!
     const until = parseTimestamp(linkedAt.get(serverId) ?? '') ?? nowUs
-    const random = seeded(`earnings:${s.name}`)
+    const random = seededRandom(`earnings:${s.name}`)
     const spells: { fromUs: number; toUs: number; deals: Deal[] }[] = []
     let rented = random() < 0.6
     for (let from = enrolledAt(s, nowUs); from < until; rented = !rented) {

@@ -1,22 +1,11 @@
 import { describe, expect, test } from 'bun:test'
-import { SimulatedGpus } from '../../agent/lib/simulate'
+import { SimulatedGpus, seededRandom } from '../../agent/lib/simulate'
 
 /** The simulated GPUs behind `--simulate N`, and the profiles the demo gives its servers. */
 
-/** A repeatable random source (mulberry32), so a failure can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 describe('simulated GPUs', () => {
   test('without a profile they are RTX 4090s that stay within a healthy card’s temperatures', () => {
-    const sim = new SimulatedGpus(2, 'seed', {}, seeded(1))
+    const sim = new SimulatedGpus(2, 'seed', {}, seededRandom('1'))
     expect(sim.inventory().map((g) => [g.model, g.memory_mb])).toEqual([
       ['NVIDIA GeForce RTX 4090', 24564],
       ['NVIDIA GeForce RTX 4090', 24564],
@@ -29,7 +18,7 @@ describe('simulated GPUs', () => {
   })
 
   test('a profile names the model and memory, caps the power at its maximum, and a big card runs no hotter for it', () => {
-    const sim = new SimulatedGpus(3, 'seed', { model: 'NVIDIA H100 80GB HBM3', memoryMb: 81559, maxPowerW: 700 }, seeded(2))
+    const sim = new SimulatedGpus(3, 'seed', { model: 'NVIDIA H100 80GB HBM3', memoryMb: 81559, maxPowerW: 700 }, seededRandom('2'))
     expect(sim.inventory().map((g) => g.model)).toEqual(['NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3'])
     expect(sim.inventory()[0]!.memory_mb).toBe(81559)
     let busiest = 0
@@ -45,7 +34,7 @@ describe('simulated GPUs', () => {
 
   test('a hot rig reads 85 °C or more from its first sample on, whatever its power', () => {
     for (const maxPowerW of [250, 450]) {
-      const sim = new SimulatedGpus(2, 'seed', { hot: true, maxPowerW }, seeded(3))
+      const sim = new SimulatedGpus(2, 'seed', { hot: true, maxPowerW }, seededRandom('3'))
       for (let i = 0; i < 500; i++) for (const v of sim.sample().values()) expect(v.temperature_c!).toBeGreaterThanOrEqual(85)
     }
   })

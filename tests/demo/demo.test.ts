@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { freePort } from '../support/app'
 
 /**
  * `scripts/start --demo` as a user starts it (issue 23): the script itself, on a free port, with a
@@ -30,14 +30,6 @@ let password = ''
 let token = ''
 const demoDir = () => join(root, 'demo')
 const realDir = () => join(root, 'real')
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 function env(extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -71,7 +63,7 @@ async function poll<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = SET
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'gpuhq-demo-'))
-  port = await freePort()
+  port = freePort()
   base = `http://127.0.0.1:${port}`
   demo = Bun.spawn(['scripts/start', '--demo'], { cwd: REPO, env: env(), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   void (async () => {
