@@ -12,6 +12,7 @@ import { recordRequestAudit } from './modules/audit'
 import { setSandboxSelfUrl } from './modules/payments'
 import { AGENT_WS_PATH, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent'
 import { agentSessions, fleetRuntime } from './modules/fleet'
+import { liveHub } from './modules/live'
 
 /**
  * Bun.serve around the Elysia app: gives each request its id and client address, writes the one
@@ -60,6 +61,9 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
       // An open agent session would hold a graceful stop forever: close each (1001 going away), so
       // its close handler requeues unaccepted commands while the database is still open.
       agentSessions(deps).closeAll(1001, 'service shutting down')
+      // A live event stream never ends by itself: each is told (stream.end) and closed, so the
+      // graceful stop below does not wait for it. Its client reconnects, to this or another process.
+      liveHub(deps).closeAll('shutdown')
       await server.stop(false)
     },
   }
