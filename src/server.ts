@@ -155,12 +155,12 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
     response = await encodeResponse(request, response)
   } catch (error) {
     deps.log.error('could not encode the answer', { request_id: state.id, error })
-    response = problemResponse(internalProblem(error), deps.config.publicUrl, state.id)
+    response = replaced(response, problemResponse(internalProblem(error), deps.config.publicUrl, state.id))
   }
   const failed = await durable
   if (failed) {
     deps.log.error('could not make the write durable (fsync failed)', { request_id: state.id, error: failed.error })
-    response = problemResponse(internalProblem(failed.error), deps.config.publicUrl, state.id)
+    response = replaced(response, problemResponse(internalProblem(failed.error), deps.config.publicUrl, state.id))
   }
   if (!response.headers.has('x-request-id')) response.headers.set('x-request-id', state.id)
   securityHeaders(response, {
@@ -178,4 +178,13 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
     ip,
   })
   return response
+}
+
+/**
+ * An answer given up for another: its body is cancelled, so a producer behind it (a live event
+ * stream, which never ends by itself) learns that nobody will read it.
+ */
+function replaced(dropped: Response, next: Response): Response {
+  if (dropped.body && !dropped.bodyUsed) dropped.body.cancel().catch(() => {})
+  return next
 }
