@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
 import './platform/formats'
 import type { Deps } from './platform/context'
@@ -30,14 +30,17 @@ import { subscriptionRoutes } from './modules/subscription'
 import { authenticateMcp, mcpRoutes } from './modules/mcp'
 import { strategyRoutes } from './modules/strategy'
 import { alertsRoutes } from './modules/alerts'
+import { liveRoutes } from './modules/live'
 
 const API_PREFIX = '/api/v1'
 
 /**
  * The HTTP application: platform conventions first (ids, body rules, problem documents), then the
  * OpenAPI document, then every module's routes. No listening here; src/server.ts does that.
+ * Typed as any Elysia app: its callers only compile, handle and list routes, and the full type of
+ * the chain of every module's routes is past what TypeScript will instantiate.
  */
-export function createApp(deps: Deps, runner: JobRunner) {
+export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
   const authenticators: Authenticators = {
     session: (token) => resolveSession(deps, token),
     bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null),
@@ -102,6 +105,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
               description: 'Pricing policies, their price suggestions (accept publishes, dismiss says why) and a preview; plans pro and enterprise',
             },
             { name: 'alerts', description: 'Incidents opened and resolved from events and thresholds, acknowledged and resolved by members' },
+            { name: 'events', description: 'The live event stream (Server-Sent Events): presence, commands, rentals, alerts, top-ups' },
             { name: 'ai access', description: 'The AI-assistant token, OAuth for MCP clients, and the MCP gateway at PUBLIC_URL + /mcp' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
@@ -131,6 +135,7 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(reportsRoutes(deps))
     .use(notificationsRoutes(deps))
     .use(alertsRoutes(deps))
+    .use(liveRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))

@@ -80,7 +80,8 @@ describe('a token reads only what its scopes name', () => {
       for (const [method, op] of Object.entries(item)) {
         const spec = op['x-gpuhq-access']
         if (!spec) loose.push(`${method} ${path}: no x-gpuhq-access`)
-        else if (!spec.public && !spec.agent && !spec.mcp && !spec.scope && !spec.cookieOnly && !spec.anyToken) loose.push(`${method} ${path}`)
+        else if (!spec.public && !spec.agent && !spec.mcp && !spec.scope && !spec.anyScope?.length && !spec.cookieOnly && !spec.anyToken)
+          loose.push(`${method} ${path}`)
       }
     expect(loose).toEqual([])
   })
