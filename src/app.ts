@@ -31,6 +31,7 @@ import { authenticateMcp, mcpRoutes } from './modules/mcp'
 import { strategyRoutes } from './modules/strategy'
 import { alertsRoutes } from './modules/alerts'
 import { prometheusRoutes } from './modules/prometheus'
+import { liveRoutes } from './modules/live'
 
 const API_PREFIX = '/api/v1'
 
@@ -106,6 +107,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
             },
             { name: 'alerts', description: 'Incidents opened and resolved from events and thresholds, acknowledged and resolved by members' },
             { name: 'monitoring', description: 'The fleet, rentals, earnings and balance as Prometheus metrics, for Prometheus and Grafana' },
+            { name: 'events', description: 'The live event stream (Server-Sent Events): presence, commands, rentals, alerts, top-ups' },
             { name: 'ai access', description: 'The AI-assistant token, OAuth for MCP clients, and the MCP gateway at PUBLIC_URL + /mcp' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
@@ -136,6 +138,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(notificationsRoutes(deps))
     .use(alertsRoutes(deps))
     .use(prometheusRoutes(deps))
+    .use(liveRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))

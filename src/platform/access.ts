@@ -267,6 +267,19 @@ export function permits(actor: Actor, scope: Scope, serverId: string | null): bo
   }
 }
 
+const rechecks = new WeakMap<Request, () => Actor | null>()
+
+/**
+ * The request's caller as of now, for an answer that outlives its request (the live event stream):
+ * its credential is resolved again (a revoked or expired token, an ended session, a removed member
+ * answer null) and the route's declaration applied again to the fresh actor (a lowered role, say).
+ * Null when the request would no longer be let in.
+ */
+export function reauthenticate(request: Request): Actor | null {
+  const recheck = rechecks.get(request)
+  return recheck ? recheck() : null
+}
+
 /**
  * Runs once per request (from the parse or transform hook, whichever comes first): identifies the
  * caller and applies the route's declaration.
@@ -302,15 +315,17 @@ export function ensureAccess(
     return
   }
   const cookie = cookieValue(request.headers.get('cookie'), SESSION_COOKIE)
-  let actor: Actor | null = presetActors.get(request) ?? null
-  if (actor) {
-    // On behalf of an actor already identified (onBehalfOf): nothing in the request can change who.
-  } else if (authorization !== null) {
-    const token = bearerToken(authorization)
-    actor = token ? authenticators.bearer(token) : null
-  } else if (cookie) {
-    actor = authenticators.session(cookie)
+  const preset = presetActors.get(request) ?? null
+  // On behalf of an actor already identified (onBehalfOf): nothing in the request can change who.
+  const identify = (): Actor | null => {
+    if (preset) return preset
+    if (authorization !== null) {
+      const token = bearerToken(authorization)
+      return token ? authenticators.bearer(token) : null
+    }
+    return cookie ? authenticators.session(cookie) : null
   }
+  const actor = identify()
   if (!actor) throw unauthorized()
   requestState(request, deps).tenantId = actor.tenantId
   if ('agent' in spec) {
@@ -328,7 +343,19 @@ export function ensureAccess(
   }
   const state = requestState(request, deps)
   state.actor = { kind: actor.kind, id: actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null) }
-  authorize(actor, spec, { method: request.method, params, planFeatures: authenticators.planFeatures })
+  const context = { method: request.method, params, planFeatures: authenticators.planFeatures }
+  authorize(actor, spec, context)
   enforceRequestRateLimits(deps, actor, request.method)
   setActor(request, actor)
+  rechecks.set(request, () => {
+    const again = identify()
+    if (!again || again.tenantId !== actor.tenantId) return null
+    try {
+      authorize(again, spec, context)
+      return again
+    } catch (e) {
+      if (e instanceof ProblemError) return null
+      throw e
+    }
+  })
 }

@@ -8,7 +8,7 @@ export { refreshAllSnapshots } from './snapshot.service'
 export { loadServer, visibleServerId, type ServerMargin } from './servers.service'
 export { agentSessions, type LiveSession } from './agent-sessions'
 export { recordServerEvent } from './events'
-export { rentalRunning, rentalSources, setMarketRentals } from './rentals'
+export { noteRentalFact, rentalRunning, rentalSources, setMarketRentals } from './rentals'
 // What other modules read of fleet's tables (tokens: the server limit; billing: charges and names).
 export {
   countManagedServers,
