@@ -41,6 +41,14 @@ export type Config = Readonly<{
   rateLimits: { tenantWritesPerMinute: number; tokenRequestsPerMinute: number }
   /** Seconds of silence before an agent session is pinged, and again before it is closed. */
   agentIdleTimeoutSeconds: number
+  /** The live event stream (docs/events.md): its buffer's retention and bounds, and how streams are fed. */
+  liveEvents: {
+    retentionHours: number
+    maxPerTenant: number
+    heartbeatSeconds: number
+    pollMs: number
+    streamsPerTenant: number
+  }
 }>
 
 export class ConfigError extends Error {
@@ -236,5 +244,13 @@ export function loadConfig(env: Env = process.env): Config {
       tokenRequestsPerMinute: int(env, 'RATE_LIMIT_TOKEN_PER_MINUTE', 2400, 0, 1_000_000),
     },
     agentIdleTimeoutSeconds: int(env, 'AGENT_IDLE_TIMEOUT_SECONDS', 60, 4, 960),
+    liveEvents: {
+      retentionHours: int(env, 'LIVE_EVENTS_RETENTION_HOURS', 24, 1, 24 * 30),
+      maxPerTenant: int(env, 'LIVE_EVENTS_MAX_PER_TENANT', 10_000, 100, 1_000_000),
+      // Bun closes a connection that sent nothing for 10 s: a heartbeat must come sooner.
+      heartbeatSeconds: int(env, 'LIVE_STREAM_HEARTBEAT_SECONDS', 5, 1, 9),
+      pollMs: int(env, 'LIVE_STREAM_POLL_MS', 1000, 50, 60_000),
+      streamsPerTenant: int(env, 'LIVE_STREAMS_PER_TENANT', 20, 1, 1000),
+    },
   })
 }

@@ -1,12 +1,6 @@
 import { chmodSync, existsSync, statSync } from 'node:fs'
 import { ConfigError, loadConfig, type Config } from './config'
-import { buildDeps } from './deps'
-import { createApp } from './app'
-import { startServer } from './server'
-import { JobRunner } from './platform/jobs'
-import { jobs } from '../jobs'
-import { fleetRuntime } from './modules/fleet'
-import { consoleBundle } from './modules/console'
+import { listenFailure, type Service, startService } from './service'
 
 /** Composition root: config → database → app → jobs → listen; SIGTERM drains and closes. */
 let config: Config
@@ -27,32 +21,22 @@ try {
   console.error(`gpuhq: could not make ${config.dataDir} private (0700): ${(e as Error).message}`)
 }
 
-const deps = buildDeps(config)
-const runner = new JobRunner(deps, jobs)
-const app = createApp(deps, runner)
-let running: ReturnType<typeof startServer>
+let service: Service
 try {
-  running = startServer(app, deps, { port: config.port })
+  service = startService(config)
 } catch (e) {
-  const code = (e as { code?: string }).code
-  if (code === 'EADDRINUSE' || code === 'EACCES') {
-    console.error(
-      `gpuhq: cannot listen on port ${config.port}: ${code === 'EADDRINUSE' ? 'it is in use by another program (or another gpuhq)' : 'permission denied'}; set PORT to another port`,
-    )
+  const line = listenFailure(e, config.port)
+  if (line) {
+    console.error(line)
     process.exit(1)
   }
   throw e
 }
+const { deps, runner } = service
 if (config.jobsEnabled) runner.start()
 
-// The web console is bundled in memory now, not at its first visit; a failed build leaves the API
-// running and says why here (the page answers 503 meanwhile).
-consoleBundle().then(
-  (bundle) => deps.log.info('web console built', { files: [...bundle.assets.keys()] }),
-  (error) => deps.log.error('the web console did not build', { error }),
-)
 deps.log.info('listening', {
-  port: running.server.port,
+  port: service.port,
   public_url: config.publicUrl,
   console: `${config.publicUrl}/`,
   api_docs: `${config.publicUrl}/api/v1/docs`,
@@ -68,12 +52,7 @@ async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
   deps.log.info('shutting down', { signal })
-  await running.stop() // waits for in-flight requests
-  await runner.stop()
-  fleetRuntime(deps).stop() // writes buffered heartbeats and telemetry
-  await deps.durable.barrier().catch((error) => deps.log.error('could not make the last writes durable', { error }))
-  deps.durable.stop()
-  deps.sqlite.close()
+  await service.stop()
   deps.log.info('stopped', { signal })
   process.exit(0)
 }

@@ -14,6 +14,7 @@ import { dispatchServer, isTerminal, sendFrame, waitReason } from './commands.de
 import { CommandErrors } from './commands.errors'
 import type { CommandCreate, CommandListQuery, TimelineQuery } from './commands.model'
 import {
+  announceChange,
   appendTimeline,
   changeCommand,
   commandView,
@@ -108,6 +109,7 @@ export function createCommand({
     row.queueReason = waitReason(row, server, live)
     insertCommand(tx, row)
     appendTimeline(tx, deps, { commandId: row.id, at: now, axis: 'command', fromState: null, toState: 'created', note: row.queueReason })
+    announceChange(tx, deps, row, 'command', null, 'created', row.queueReason)
     recordAudit(tx, deps, audit, { operation: 'commands.create', targetKind: 'command', targetId: row.id })
     return row
   })
@@ -186,8 +188,10 @@ export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps;
       )
     } else {
       next = cur.cancelRequestedAt ? cur : changeCommand(tx, deps, cur, { cancelRequestedAt: now })
-      if (!cur.cancelRequestedAt)
+      if (!cur.cancelRequestedAt) {
         appendTimeline(tx, deps, { commandId: cur.id, at: now, axis: 'command', fromState: null, toState: 'cancel_requested', note: 'asked the agent to stop' })
+        announceChange(tx, deps, next, 'command', null, 'cancel_requested', 'asked the agent to stop')
+      }
     }
     recordAudit(tx, deps, audit, { operation: 'commands.cancel', targetKind: 'command', targetId: cur.id })
     return next
