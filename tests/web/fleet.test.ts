@@ -70,6 +70,9 @@ describe('the fleet', () => {
     const { page } = c
     await page.getByRole('link', { name: 'Back to the fleet' }).click()
     await row().locator('.badge', { hasText: 'online' }).waitFor({ timeout: WAIT })
+    // Followed on the live event stream (docs/events.md), not by polling.
+    await page.locator('.live', { hasText: 'Live' }).waitFor({ timeout: WAIT })
+    expect(c.requests.some((u) => new URL(u).pathname === '/api/v1/events/stream')).toBe(true)
     await page.locator('.tile', { hasText: 'Online' }).locator('dd', { hasText: '1' }).waitFor({ timeout: WAIT })
     await expectAccessible(c, 'fleet-4-online')
     const loads = c.requests.filter((u) => new URL(u).pathname === '/').length
