@@ -12,7 +12,7 @@ import { DemoDirError, demoDir, freshDemoDir } from './demo/dir'
 import { backdateFleet, backfillEarnings, backfillTelemetry } from './demo/history'
 import { churnRentals, type DemoMarkets, type EarningsRow, reportVastEarnings, startDemoMarkets } from './demo/markets'
 import { DEMO_SERVERS } from './demo/plan'
-import { arrangeFleet, configureAccount, connectMarketplaces, createOwner, fundAndUpgrade, mintToken } from './demo/seed'
+import { arrangeFleet, configureAccount, connectMarketplaces, createOwner, demoSignIn, fundAndUpgrade, mintToken } from './demo/seed'
 
 const USAGE = 'usage: scripts/start --demo   (DEMO_DIR picks the demo directory, default ./data/demo; PORT the port, default 8080)'
 /** How often a renter comes or goes on one of the listed machines. */
@@ -40,6 +40,7 @@ try {
 }
 say(`building a fresh demo in ${dir} (wiped at every demo start; nothing persists)`)
 
+const signIn = demoSignIn()
 const markets: DemoMarkets = await startDemoMarkets()
 let config: ReturnType<typeof loadConfig>
 try {
@@ -65,6 +66,9 @@ try {
     MARKETPLACE_B_API_URL: markets.b.url,
     MARKETPLACE_PACE_PERCENT: '10',
     LOG_LEVEL: env.LOG_LEVEL || 'warn',
+    // Published to the web console, which signs straight in (refused in production, like the demo).
+    DEMO_EMAIL: signIn.email,
+    DEMO_PASSWORD: signIn.password,
   })
 } catch (e) {
   await markets.stop()
@@ -101,7 +105,7 @@ process.on('SIGINT', () => void shutdown('SIGINT'))
 
 try {
   const api = new DemoClient(service.url)
-  const owner = await createOwner(deps, api)
+  const owner = await createOwner(deps, api, signIn)
   await fundAndUpgrade(owner.member)
   const token = await mintToken(owner.member)
   const pat = api.as({ bearer: token })
@@ -133,13 +137,13 @@ try {
   console.error(
     [
       '',
-      `gpuhq demo listening on ${base} — API docs: ${base}/api/v1/docs`,
+      `gpuhq demo listening on ${base} — console: ${base}/ — API docs: ${base}/api/v1/docs`,
+      `  console:  ${base}/   (opens signed in as the demo owner)`,
       '  This is a demo: a fresh database in its own directory, wiped at the next demo start; nothing persists.',
       `  sign in:  ${owner.email}  /  ${owner.password}   (POST ${base}/api/v1/auth/sessions)`,
       `  token:    ${token}`,
       '            (every scope; shown once: use it as  -H "authorization: Bearer <token>")',
       `  try:      curl -sS -H "authorization: Bearer ${token}" ${base}/api/v1/servers`,
-      `  base URL: ${base}   (the web console will be served here too)`,
       '  Stop with Ctrl-C.',
       '',
     ].join('\n'),

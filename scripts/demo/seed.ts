@@ -24,16 +24,22 @@ function newPassword(): string {
   return `demo-${groups.join('-')}`
 }
 
-export type Owner = { email: string; password: string; tenantId: string; member: DemoClient }
+export type SignIn = { email: string; password: string }
+export type Owner = SignIn & { tenantId: string; member: DemoClient }
+
+/**
+ * The demo owner's sign-in, chosen before the service starts: the service publishes it to the web
+ * console (DEMO_EMAIL, DEMO_PASSWORD; docs/console.md "The demo"), which signs straight in.
+ */
+export const demoSignIn = (): SignIn => ({ email: DEMO_EMAIL, password: newPassword() })
 
 /** The owner, signed in: created as the operator creates accounts, the password set with the one-time ticket. */
-export async function createOwner(deps: Deps, api: DemoClient): Promise<Owner> {
-  const { tenantId, ticket } = createAccount({ deps, input: { email: DEMO_EMAIL, tenantName: 'Demo rigs' } })
-  const password = newPassword()
+export async function createOwner(deps: Deps, api: DemoClient, { email, password }: SignIn): Promise<Owner> {
+  const { tenantId, ticket } = createAccount({ deps, input: { email, tenantName: 'Demo rigs' } })
   const res = await api.send('POST', '/auth/password-reset/complete', { ticket, password })
   const cookie = res.headers.get('set-cookie')?.split(';')[0]
   if (res.status !== 200 || !cookie) throw new Error(`setting the demo password answered ${res.status}: ${await res.text()}`)
-  return { email: DEMO_EMAIL, password, tenantId, member: api.as({ cookie }) }
+  return { email, password, tenantId, member: api.as({ cookie }) }
 }
 
 /** A top-up paid (or left open) on the sandbox's checkout page, as the page's button does. */

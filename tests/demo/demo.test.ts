@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { freePort } from '../support/app'
+import { expectAccessible, expectClean, openBrowser } from '../support/browser'
 
 /**
  * `scripts/start --demo` as a user starts it (issue 23): the script itself, on a free port, with a
@@ -91,13 +92,45 @@ afterAll(async () => {
 
 describe('scripts/start --demo', () => {
   test('prints a banner that says it is a demo and where: the docs, the base URL, a sign-in and a token', () => {
-    expect(err).toContain(`gpuhq demo listening on http://localhost:${port} — API docs: http://localhost:${port}/api/v1/docs`)
+    expect(err).toContain(
+      `gpuhq demo listening on http://localhost:${port} — console: http://localhost:${port}/ — API docs: http://localhost:${port}/api/v1/docs`,
+    )
     expect(err).toContain('nothing persists')
-    expect(err).toContain(`base URL: http://localhost:${port}`)
+    expect(err).toContain(`console:  http://localhost:${port}/   (opens signed in as the demo owner)`)
     expect(email).toContain('@')
     expect(password.length).toBeGreaterThanOrEqual(12)
     expect(token).toMatch(/^gpuhq_pat_[0-9A-Za-z]{46}$/)
   })
+
+  test('the web console opens signed in as the demo owner, on a populated fleet, loading nothing from elsewhere', async () => {
+    // The demo publishes its throwaway sign-in to the console through /auth/config, never in an address.
+    const config = (await (await fetch(`${base}/api/v1/auth/config`)).json()) as { demo?: unknown }
+    expect(config.demo).toEqual({ email, password })
+    const origin = `http://localhost:${port}`
+    const b = await openBrowser(origin)
+    try {
+      await b.page.goto(`${origin}/`, { timeout: 60_000 })
+      await b.page.getByRole('heading', { level: 1, name: 'Fleet' }).waitFor({ timeout: 60_000 })
+      await b.page.getByRole('link', { name: 'rig-01', exact: true }).waitFor({ timeout: 60_000 })
+      await b.page.locator('.live', { hasText: 'Live' }).waitFor({ timeout: 60_000 })
+      await expectAccessible(b, 'demo-1-fleet')
+      for (const [route, title, shows] of [
+        ['/billing', 'Billing', 'succeeded'],
+        ['/marketplaces', 'Marketplaces', 'connected'],
+        ['/alerts', 'Alerts', 'open'],
+        ['/strategy', 'Strategy', 'Accept and publish'],
+        ['/earnings', 'Earnings', 'rig-01'],
+      ]) {
+        await b.page.goto(`${origin}/#${route}`, { timeout: 60_000 })
+        await b.page.getByRole('heading', { level: 1, name: title }).waitFor({ timeout: 60_000 })
+        await b.page.locator('main td, main .badge, main button').filter({ hasText: shows! }).first().waitFor({ timeout: 60_000 })
+        await expectAccessible(b, `demo-2-${route.slice(1)}`)
+      }
+      expectClean(b)
+    } finally {
+      await b.close()
+    }
+  }, 300_000)
 
   test('the printed sign-in opens a session, and the token holds every scope', async () => {
     const res = await fetch(`${base}/api/v1/auth/sessions`, {

@@ -27,9 +27,8 @@ const AXE = await Bun.file(require.resolve('axe-core/axe.min.js')).text()
 /** Generous: a loaded two-core machine runs several suites at once. Tests wait on what is visible. */
 export const WAIT = 30_000
 
-export type ConsoleSession = {
-  app: TestApp
-  smtp: FakeSmtp
+/** A browser on one origin, with its watchers (see above). */
+export type BrowserSession = {
   origin: string
   context: BrowserContext
   page: Page
@@ -43,17 +42,17 @@ export type ConsoleSession = {
   close: () => Promise<void>
 }
 
+/** The real app (with a local SMTP server) and a browser on its origin. */
+export type ConsoleSession = BrowserSession & { app: TestApp; smtp: FakeSmtp }
+
 type AxeViolation = { id: string; impact: string | null; help: string; nodes: { target: string[]; failureSummary?: string }[] }
 
 declare const window: { axe: { run: (ctx: unknown, opts: unknown) => Promise<{ violations: AxeViolation[] }> }; __csp: string[] }
 declare const document: unknown
 
-export async function startConsole(env: Record<string, string> = {}, viewport = { width: 1280, height: 900 }): Promise<ConsoleSession> {
+/** Debian's headless Chromium, watching every page it opens for `origin` (a test app or the demo). */
+export async function openBrowser(origin: string, viewport = { width: 1280, height: 900 }): Promise<BrowserSession> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: scripts/test installs it (apt-get install chromium)`)
-  const smtp = await startFakeSmtp()
-  const port = freePort()
-  const origin = `http://localhost:${port}`
-  const app = await startTestApp({ PUBLIC_URL: origin, SIGNUP_ENABLED: 'true', SMTP_URL: smtp.url, LOG_LEVEL: 'silent', ...env }, { port })
   const profile = mkdtempSync(join(tmpdir(), 'gpuhq-console-'))
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -75,15 +74,16 @@ export async function startConsole(env: Record<string, string> = {}, viewport = 
   const requests: string[] = []
   const problems: string[] = []
   context.on('request', (r) => requests.push(r.url()))
-  const watch = (p: Page) =>
+  const watch = (p: Page) => {
     p.on('console', (m) => {
       // A 401 or 404 the console handles (GET /me before signing in) is logged by Chromium as a
       // failed load; the page's own errors and policy violations are what count.
       if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(m.text())
     })
+    // Confirmations (decommission, cancel, delete) are accepted, as the member would.
+    p.on('dialog', (d) => void d.accept())
+  }
   context.on('page', watch)
-  // Confirmations (decommission, cancel, delete) are accepted, as the member would.
-  context.on('page', (p) => p.on('dialog', (d) => void d.accept()))
   // Runs before any script of the page, outside its policy: records every CSP violation.
   await context.addInitScript(() => {
     const w = window as unknown as { __csp: string[]; addEventListener: (t: string, f: (e: { violatedDirective: string; blockedURI: string }) => void) => void }
@@ -92,11 +92,8 @@ export async function startConsole(env: Record<string, string> = {}, viewport = 
   })
   const page = context.pages()[0] ?? (await context.newPage())
   watch(page)
-  page.on('dialog', (d) => void d.accept())
   mkdirSync(SHOTS, { recursive: true })
   return {
-    app,
-    smtp,
     origin,
     context,
     page,
@@ -120,24 +117,40 @@ export async function startConsole(env: Record<string, string> = {}, viewport = 
     },
     close: async () => {
       await context.close().catch(() => {})
-      smtp.refuse(true)
-      await app.deps.mail.idle()
-      await app.close()
-      await smtp.close()
       rmSync(profile, { recursive: true, force: true })
     },
   }
 }
 
+export async function startConsole(env: Record<string, string> = {}, viewport = { width: 1280, height: 900 }): Promise<ConsoleSession> {
+  const smtp = await startFakeSmtp()
+  const port = freePort()
+  const origin = `http://localhost:${port}`
+  const app = await startTestApp({ PUBLIC_URL: origin, SIGNUP_ENABLED: 'true', SMTP_URL: smtp.url, LOG_LEVEL: 'silent', ...env }, { port })
+  const browser = await openBrowser(origin, viewport)
+  return {
+    ...browser,
+    app,
+    smtp,
+    close: async () => {
+      await browser.close()
+      smtp.refuse(true)
+      await app.deps.mail.idle()
+      await app.close()
+      await smtp.close()
+    },
+  }
+}
+
 /** axe-core finds no serious or critical violation on the page as it stands; the screenshot is saved either way. */
-export async function expectAccessible(c: ConsoleSession, name: string, page = c.page): Promise<void> {
+export async function expectAccessible(c: BrowserSession, name: string, page = c.page): Promise<void> {
   await c.shot(name, page)
   const violations = await c.axe(page)
   expect(violations.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([])
 }
 
 /** Nothing outside the origin, no console error, no policy violation: the end of every journey. */
-export function expectClean(c: ConsoleSession): void {
+export function expectClean(c: BrowserSession): void {
   expect(c.outside()).toEqual([])
   expect(c.problems).toEqual([])
 }

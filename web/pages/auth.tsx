@@ -19,6 +19,8 @@ export type AuthConfig = {
   captcha: { enabled: boolean; provider: string; site_key: string | null }
   password: { min_length: number; max_length: number }
   code: { length: number; ttl_seconds: number; max_attempts: number; resend_cooldown_seconds: number }
+  /** Only on `scripts/start --demo`: the throwaway demo account (docs/console.md "The demo"). */
+  demo?: { email: string; password: string }
 }
 
 const useConfig = () => useResource(() => get<AuthConfig>('/auth/config'), [])
@@ -56,6 +58,39 @@ function CaptchaNote({ config }: { config: AuthConfig }) {
   )
 }
 
+/**
+ * The demo (`scripts/start --demo`) publishes its throwaway sign-in in GET /auth/config: the console
+ * signs straight in with it, except after the member signed out (then a button offers it again).
+ * No secret ever travels in an address.
+ */
+function DemoSignIn({ demo }: { demo: { email: string; password: string } }) {
+  const form = useForm()
+  const enter = () =>
+    form.run(async () => {
+      const { data } = await request<Me>('POST', '/auth/sessions', { body: demo })
+      signedIn(data)
+      navigate('/')
+    })
+  const auto = !signedOutReason.value
+  useEffect(() => {
+    if (auto) void enter()
+  }, [])
+  return (
+    <div class="note" role="status">
+      <p>
+        This is the gpuhq demo: a throwaway account, <strong>{demo.email}</strong>, with a populated fleet.
+        {form.busy && ' Signing in…'}
+      </p>
+      {form.error && <p class="inline-error">{form.error.problem.detail ?? form.error.problem.title}</p>}
+      {!form.busy && (
+        <button type="button" class="primary" onClick={() => void enter()}>
+          Enter the demo
+        </button>
+      )}
+    </div>
+  )
+}
+
 export function SignIn() {
   const config = useConfig()
   const form = useForm()
@@ -77,7 +112,7 @@ export function SignIn() {
           {reason}
         </p>
       )}
-      <Async r={config}>{(c) => <CaptchaNote config={c} />}</Async>
+      <Async r={config}>{(c) => (c.demo ? <DemoSignIn demo={c.demo} /> : <CaptchaNote config={c} />)}</Async>
       <Form
         form={form}
         submit="Sign in"
