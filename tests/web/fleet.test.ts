@@ -89,6 +89,14 @@ describe('the fleet', () => {
     const { page } = c
     await row().getByRole('link').first().click()
     await page.getByRole('heading', { name: 'GPU vitals' }).waitFor({ timeout: WAIT })
+    // Presence follows on this page too: offline and back without a reload.
+    const presence = page.locator('dd', { has: page.locator('.badge') }).first()
+    await presence.locator('.badge', { hasText: 'online' }).waitFor({ timeout: WAIT })
+    await agent!.stop()
+    agent = null
+    await presence.locator('.badge', { hasText: 'offline' }).waitFor({ timeout: WAIT })
+    agent = await runAgent()
+    await presence.locator('.badge', { hasText: 'online' }).waitFor({ timeout: WAIT })
     // Telemetry arrives every second; the vitals fill in on the next live refresh.
     await page
       .locator('section', { has: page.getByRole('heading', { name: 'GPU vitals' }) })

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks'
-import { request } from '../lib/api'
+import { get, request } from '../lib/api'
 import { ago, dateTime, marketplaceName, num } from '../lib/format'
 import { useLive } from '../lib/live'
-import { useSnapshot } from '../lib/resource'
+import { useResource } from '../lib/resource'
 import { href, navigate } from '../lib/router'
 import { can } from '../lib/session'
 import type { Command, ServerDetail } from '../lib/types'
@@ -104,8 +104,10 @@ function Maintenance({ s, reload }: { s: ServerDetail; reload: () => void }) {
 }
 
 export function ServerPage({ id }: { id: string }) {
-  const server = useSnapshot<ServerDetail>(`/servers/${id}`, {}, [id])
-  useLive(() => void server.refresh())
+  // Read again on every live event or polling tick, without If-None-Match: the detail's ETag is its
+  // configuration version, which neither presence nor telemetry moves.
+  const server = useResource(() => get<ServerDetail>(`/servers/${id}`), [id])
+  useLive(() => server.reload())
   return (
     <Page title={server.data?.name ?? 'Server'} actions={<a href={href('/')}>Back to the fleet</a>}>
       <Async r={server} label="Loading the server…">
