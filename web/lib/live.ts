@@ -141,5 +141,11 @@ export function useLive(fn: Listener): void {
   }, [])
 }
 
+/**
+ * Telemetry is not on the event stream (a sample every few seconds per GPU would drown it), so
+ * pages that show vitals also read again on this cadence: the agents' default telemetry interval.
+ */
+export const VITALS_REFRESH_MS = 10_000
+
 export const liveLabel = (mode: LiveMode) =>
   mode === 'stream' ? 'Live' : mode === 'polling' ? `Updated every ${POLL_MS / 1000} s` : 'Connecting to live updates…'

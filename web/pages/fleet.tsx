@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks'
 import { get } from '../lib/api'
 import { ago, money, num } from '../lib/format'
-import { liveLabel, liveMode, useLive } from '../lib/live'
-import { useResource, useSnapshot } from '../lib/resource'
+import { liveLabel, liveMode, useLive, VITALS_REFRESH_MS } from '../lib/live'
+import { useInterval, useResource, useSnapshot } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
 import type { Dashboard, Group, ServerRow, Snapshot } from '../lib/types'
@@ -169,6 +169,7 @@ export function Fleet() {
     void dashboard.refresh()
     void servers.refresh()
   })
+  useInterval(() => void servers.refresh(), VITALS_REFRESH_MS)
   const filtered = Object.values(filters).some(Boolean)
   return (
     <Page

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks'
 import { get, request } from '../lib/api'
 import { ago, dateTime, marketplaceName, num } from '../lib/format'
-import { useLive } from '../lib/live'
-import { useResource } from '../lib/resource'
+import { useLive, VITALS_REFRESH_MS } from '../lib/live'
+import { useInterval, useResource } from '../lib/resource'
 import { href, navigate } from '../lib/router'
 import { can } from '../lib/session'
 import type { Command, ServerDetail } from '../lib/types'
@@ -108,6 +108,7 @@ export function ServerPage({ id }: { id: string }) {
   // configuration version, which neither presence nor telemetry moves.
   const server = useResource(() => get<ServerDetail>(`/servers/${id}`), [id])
   useLive(() => server.reload())
+  useInterval(() => server.reload(), VITALS_REFRESH_MS)
   return (
     <Page title={server.data?.name ?? 'Server'} actions={<a href={href('/')}>Back to the fleet</a>}>
       <Async r={server} label="Loading the server…">
