@@ -23,6 +23,8 @@ RUN bun install --frozen-lockfile --production --omit=peer && rm -rf /root/.bun/
 COPY src ./src
 COPY db ./db
 COPY jobs ./jobs
+# The web console's source: the service bundles it in memory at start (docs/console.md).
+COPY web ./web
 # The reference agent, served at /agent/install.sh and /agent/gpuhq-agent.tar.gz.
 COPY agent ./agent
 # The operator commands; `admin` on the PATH is scripts/admin, which here uses the image's Bun

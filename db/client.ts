@@ -328,6 +328,23 @@ export function notifyOthers(db: DbOrTx, channel: string, payload: string): void
   if (client instanceof PgDatabase) client.run('SELECT pg_notify(?, ?)', [channel, payload])
 }
 
+/** Whether this database is PostgreSQL behind the bun:sqlite interface (db/pg/database.ts), for the few statements that differ. */
+export function isPostgres(sqlite: unknown): boolean {
+  return sqlite instanceof PgDatabase
+}
+
+/**
+ * Makes the transactions that reach this line for `key` commit in the order they reached it: on
+ * PostgreSQL a transaction-scoped advisory lock, held until commit or rollback; on SQLite, whose
+ * writers run one at a time already, nothing. For rows that readers page through as "after the
+ * last id I saw": a sequence hands out ids in the order of the calls, not of the commits, so
+ * without it a reader could pass an id whose row commits a moment later and never see that row.
+ */
+export function commitInOrder(tx: DbOrTx, key: string): void {
+  const client = (tx as unknown as { session: { client: unknown } }).session.client
+  if (client instanceof PgDatabase) client.run('SELECT pg_advisory_xact_lock(hashtext(?))', [key])
+}
+
 /**
  * Calls `handler` with each payload notifyOthers sends on `channel`, on this process's event loop;
  * answers a function that stops it. Nothing on SQLite.

@@ -14,6 +14,7 @@ import { sampleEarnings } from '../src/modules/earnings'
 import { suggestPrices } from '../src/modules/strategy'
 import { dispatchNotifications, pollChatLinks, sendWeeklyReports, watchTemperatures } from '../src/modules/notifications'
 import { evaluateAlerts } from '../src/modules/alerts'
+import { pruneLiveEvents } from '../src/modules/live'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -131,6 +132,13 @@ export const jobs: readonly JobDefinition[] = [
     description:
       'Opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
     run: ({ deps }) => evaluateAlerts(deps),
+  },
+  {
+    name: 'live.prune',
+    schedule: '47 * * * * *',
+    leaseSeconds: 120,
+    description: 'Deletes live events past LIVE_EVENTS_RETENTION_HOURS and past LIVE_EVENTS_MAX_PER_TENANT per tenant, in short slices.',
+    run: ({ deps }) => pruneLiveEvents(deps),
   },
   {
     name: 'accounts.gc',

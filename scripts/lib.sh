@@ -128,6 +128,38 @@ stop_test_postgres() {
   PG_TEST_DIR=""
 }
 
+# promtool from Debian's prometheus package, for tests/prometheus/ (`promtool check metrics` parses
+# and lints the Prometheus exposition). Only that binary is taken from the package (apt-get download,
+# then dpkg-deb, into .tools/bin): installing the package would also start a Prometheus server and
+# pull in its web assets. A promtool already on PATH (the package installed) is used as it is. Only
+# scripts/test calls this. A failure here is a warning: those tests then fail and say why.
+PROMTOOL="$ROOT/.tools/bin/promtool"
+ensure_promtool() {
+  if [ -x "$PROMTOOL" ] || command -v promtool >/dev/null 2>&1; then return 0; fi
+  if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
+    echo "gpuhq: promtool is missing and there is no apt-get here: install Debian's prometheus package (or put promtool on PATH)" >&2
+    return 0
+  fi
+  local sudo="" apt_opts=() dir
+  if [ "$(id -u)" -eq 0 ]; then apt_opts=(-o APT::Sandbox::User=root); elif command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; fi
+  dir="$(mktemp -d)"
+  echo "gpuhq: fetching promtool from Debian's prometheus package (the Prometheus endpoint's tests) …" >&2
+  # The package lists may be missing or stale on a fresh machine: refresh them once and try again.
+  if ! (cd "$dir" && apt-get "${apt_opts[@]}" download -qq prometheus >&2 2>/dev/null); then
+    $sudo apt-get update -qq >&2 || true
+    (cd "$dir" && apt-get "${apt_opts[@]}" download -qq prometheus >&2) || true
+  fi
+  local deb
+  deb="$(find "$dir" -maxdepth 1 -name 'prometheus_*.deb' | head -n1)"
+  if [ -n "$deb" ] && dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir" ./usr/bin/promtool && "$dir/usr/bin/promtool" --version >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$PROMTOOL")"
+    mv "$dir/usr/bin/promtool" "$PROMTOOL"
+  else
+    echo "gpuhq: could not fetch promtool from Debian's prometheus package; the Prometheus endpoint's tests will fail" >&2
+  fi
+  rm -rf "$dir"
+}
+
 if [ "${GPUHQ_PREINSTALLED:-}" = "1" ]; then
   # The Docker image: its Dockerfile installed Bun and the production dependencies, and it has no npm.
   BUN="$(command -v bun)"

@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
 import './platform/formats'
 import type { Deps } from './platform/context'
@@ -30,14 +30,19 @@ import { subscriptionRoutes } from './modules/subscription'
 import { authenticateMcp, mcpRoutes } from './modules/mcp'
 import { strategyRoutes } from './modules/strategy'
 import { alertsRoutes } from './modules/alerts'
+import { prometheusRoutes } from './modules/prometheus'
+import { liveRoutes } from './modules/live'
+import { consoleRoutes } from './modules/console'
 
 const API_PREFIX = '/api/v1'
 
 /**
  * The HTTP application: platform conventions first (ids, body rules, problem documents), then the
  * OpenAPI document, then every module's routes. No listening here; src/server.ts does that.
+ * Typed as any Elysia app: its callers only compile, handle and list routes, and the full type of
+ * the chain of every module's routes is past what TypeScript will instantiate.
  */
-export function createApp(deps: Deps, runner: JobRunner) {
+export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
   const authenticators: Authenticators = {
     session: (token) => resolveSession(deps, token),
     bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null),
@@ -102,7 +107,10 @@ export function createApp(deps: Deps, runner: JobRunner) {
               description: 'Pricing policies, their price suggestions (accept publishes, dismiss says why) and a preview; plans pro and enterprise',
             },
             { name: 'alerts', description: 'Incidents opened and resolved from events and thresholds, acknowledged and resolved by members' },
+            { name: 'monitoring', description: 'The fleet, rentals, earnings and balance as Prometheus metrics, for Prometheus and Grafana' },
+            { name: 'events', description: 'The live event stream (Server-Sent Events): presence, commands, rentals, alerts, top-ups' },
             { name: 'ai access', description: 'The AI-assistant token, OAuth for MCP clients, and the MCP gateway at PUBLIC_URL + /mcp' },
+            { name: 'console', description: 'The web console: the page at / and its files under /app/ (docs/console.md)' },
             { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
           ],
         },
@@ -131,6 +139,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
     .use(reportsRoutes(deps))
     .use(notificationsRoutes(deps))
     .use(alertsRoutes(deps))
+    .use(prometheusRoutes(deps))
+    .use(liveRoutes(deps))
     .use(commandsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))
@@ -140,6 +150,8 @@ export function createApp(deps: Deps, runner: JobRunner) {
     // The gateway's tools are REST requests made in-process through this same app.
     .use(mcpRoutes(deps, (request) => handleInProcess(request)))
 
+  // Outside the chain above: one more link there passes TypeScript's instantiation depth limit.
+  app.use(consoleRoutes())
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
   handleInProcess = (request) => app.handle(request)
 

@@ -42,8 +42,21 @@ export type Config = Readonly<{
   nowpayments: { apiKey: string; ipnSecret: string; apiUrl: string } | null
   /** Requests a minute (burst the same), per process; 0 turns a limit off. See rate-limit.ts. */
   rateLimits: { tenantWritesPerMinute: number; tokenRequestsPerMinute: number }
+  /**
+   * The demo's throwaway sign-in (DEMO_EMAIL, DEMO_PASSWORD; only `scripts/start --demo` sets them,
+   * refused in production): GET /auth/config hands it to the web console, which signs straight in.
+   */
+  demoSignIn: { email: string; password: string } | null
   /** Seconds of silence before an agent session is pinged, and again before it is closed. */
   agentIdleTimeoutSeconds: number
+  /** The live event stream (docs/events.md): its buffer's retention and bounds, and how streams are fed. */
+  liveEvents: {
+    retentionHours: number
+    maxPerTenant: number
+    heartbeatSeconds: number
+    pollMs: number
+    streamsPerTenant: number
+  }
 }>
 
 export class ConfigError extends Error {
@@ -194,6 +207,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigError('SMTP_URL', 'expected smtp:// or smtps://')
   const mailFrom = env.MAIL_FROM?.trim() || `gpuhq <no-reply@${new URL(publicUrl).hostname}>`
 
+  const demoEmail = env.DEMO_EMAIL?.trim() || null
+  const demoPassword = env.DEMO_PASSWORD || null
+  if ((demoEmail === null) !== (demoPassword === null))
+    throw new ConfigError(demoEmail ? 'DEMO_PASSWORD' : 'DEMO_EMAIL', 'DEMO_EMAIL and DEMO_PASSWORD go together (scripts/start --demo sets both)')
+  if (demoEmail && production) throw new ConfigError('DEMO_EMAIL', 'a published demo sign-in is refused in production')
+
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel']
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel))
     throw new ConfigError('LOG_LEVEL', `expected debug, info, warn, error or silent, got "${logLevel}"`)
@@ -224,6 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
       updates: telegramUpdates(env),
     },
     testClock,
+    demoSignIn: demoEmail && demoPassword ? { email: demoEmail, password: demoPassword } : null,
     minAgentVersion: semver(env, 'MIN_AGENT_VERSION', '1.0.0'),
     trustedProxies: Object.freeze(
       (env.TRUSTED_PROXIES || '')
@@ -255,5 +275,13 @@ export function loadConfig(env: Env = process.env): Config {
       tokenRequestsPerMinute: int(env, 'RATE_LIMIT_TOKEN_PER_MINUTE', 2400, 0, 1_000_000),
     },
     agentIdleTimeoutSeconds: int(env, 'AGENT_IDLE_TIMEOUT_SECONDS', 60, 4, 960),
+    liveEvents: {
+      retentionHours: int(env, 'LIVE_EVENTS_RETENTION_HOURS', 24, 1, 24 * 30),
+      maxPerTenant: int(env, 'LIVE_EVENTS_MAX_PER_TENANT', 10_000, 100, 1_000_000),
+      // Bun closes a connection that sent nothing for 10 s: a heartbeat must come sooner.
+      heartbeatSeconds: int(env, 'LIVE_STREAM_HEARTBEAT_SECONDS', 5, 1, 9),
+      pollMs: int(env, 'LIVE_STREAM_POLL_MS', 1000, 50, 60_000),
+      streamsPerTenant: int(env, 'LIVE_STREAMS_PER_TENANT', 20, 1, 1000),
+    },
   })
 }

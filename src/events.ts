@@ -10,7 +10,10 @@ export type AppEvents = {
    * A top-up's one credit was booked (payments, in the crediting transaction). The subscription
    * feature applies a paid upgrade waiting for it in the same transaction.
    */
-  'topup.succeeded': { tx: Tx; topup: { id: string; tenantId: string; changeId: string | null } }
+  'topup.succeeded': {
+    tx: Tx
+    topup: { id: string; tenantId: string; changeId: string | null; amountMicros: number; creditedMicros: number; paymentMethod: string }
+  }
   /** A top-up ended without a credit: held for review, expired unpaid, or failed (payments' moveTopup, in its transaction). */
   'topup.not_credited': {
     tx: Tx
@@ -27,7 +30,44 @@ export type AppEvents = {
    * transitions, maintenance, rentals a marketplace reports, what the agent reports. Notifications
    * turn the ones a category covers into a notification that commits with it.
    */
-  'server.event_recorded': { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string }
+  'server.event_recorded': {
+    tx: Tx
+    server: { id: string; tenantId: string }
+    /** The server event's id and when it happened (a presence step may be written after it happened). */
+    eventId: string
+    at: number
+    kind: string
+    severity: string
+    message: string
+    data: Record<string, unknown> | null
+  }
+  /**
+   * One source of a server's rental facts changed (fleet, in its transaction): the operator's or the
+   * agent's `rental_active`, or a marketplace that started or stopped reporting a rental. `running`
+   * is whether any source still says a rental runs.
+   */
+  'server.rental_changed': { tx: Tx; server: { id: string; tenantId: string }; source: string; started: boolean; running: boolean }
+  /**
+   * A command changed state (commands, in its transaction): created, a step on the delivery or the
+   * execution axis, or a cancel asked of the agent. Progress and queue reasons alone are not state changes.
+   */
+  'command.changed': {
+    tx: Tx
+    command: { id: string; tenantId: string; serverId: string; type: string; deliveryStatus: string; executionStatus: string; queueReason: string | null }
+    axis: 'command' | 'delivery' | 'execution'
+    from: string | null
+    to: string
+    note: string | null
+  }
+  /** An alert incident opened, was acknowledged or resolved (alerts, in its transaction). */
+  'alert.changed': {
+    tx: Tx
+    incident: { id: string; tenantId: string; serverId: string | null; kind: string; severity: string; marketplace: string | null; title: string }
+    change: 'opened' | 'acknowledged' | 'resolved'
+    /** The member who acknowledged or resolved it; null when gpuhq did (the cause cleared). */
+    by: string | null
+    resolution: string | null
+  }
   /** A tenant's account entered grace or was frozen, or became active again (billing, in its transaction). */
   'tenant.account_state_changed': { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }
   /** An hourly charge left the balance at or above zero but with fewer than 3 days left at the current rate (billing, in its transaction). */

@@ -1,11 +1,6 @@
 import { chmodSync, existsSync, statSync } from 'node:fs'
 import { ConfigError, loadConfig, type Config } from './config'
-import { buildDeps } from './deps'
-import { createApp } from './app'
-import { startServer } from './server'
-import { JobRunner } from './platform/jobs'
-import { jobs } from '../jobs'
-import { fleetRuntime } from './modules/fleet'
+import { listenFailure, type Service, startService } from './service'
 
 /** Composition root: config → database → app → jobs → listen; SIGTERM drains and closes. */
 let config: Config
@@ -26,10 +21,15 @@ try {
   console.error(`gpuhq: could not make ${config.dataDir} private (0700): ${(e as Error).message}`)
 }
 
-let deps: ReturnType<typeof buildDeps>
+let service: Service
 try {
-  deps = buildDeps(config)
+  service = startService(config)
 } catch (e) {
+  const line = listenFailure(e, config.port)
+  if (line) {
+    console.error(line)
+    process.exit(1)
+  }
   // PostgreSQL unreachable or refusing us (db/pg/database.ts): one line naming the variable, no stack.
   if ((e as Error).name === 'PostgresError') {
     console.error(`gpuhq: DATABASE_URL: cannot use the database at ${config.databasePath}: ${(e as Error).message}`)
@@ -37,45 +37,27 @@ try {
   }
   throw e
 }
-const runner = new JobRunner(deps, jobs)
-const app = createApp(deps, runner)
-let running: ReturnType<typeof startServer>
-try {
-  running = startServer(app, deps, { port: config.port })
-} catch (e) {
-  const code = (e as { code?: string }).code
-  if (code === 'EADDRINUSE' || code === 'EACCES') {
-    console.error(
-      `gpuhq: cannot listen on port ${config.port}: ${code === 'EADDRINUSE' ? 'it is in use by another program (or another gpuhq)' : 'permission denied'}; set PORT to another port`,
-    )
-    process.exit(1)
-  }
-  throw e
-}
+const { deps, runner } = service
 if (config.jobsEnabled) runner.start()
 
 deps.log.info('listening', {
-  port: running.server.port,
+  port: service.port,
   public_url: config.publicUrl,
+  console: `${config.publicUrl}/`,
   api_docs: `${config.publicUrl}/api/v1/docs`,
   openapi: `${config.publicUrl}/api/v1/openapi.json`,
   database: config.databasePath,
   test_clock: config.testClock,
 })
 if (process.stdout.isTTY || process.env.GPUHQ_BANNER === '1')
-  console.error(`gpuhq listening on ${config.publicUrl} — API docs: ${config.publicUrl}/api/v1/docs`)
+  console.error(`gpuhq listening on ${config.publicUrl} — console: ${config.publicUrl}/ — API docs: ${config.publicUrl}/api/v1/docs`)
 
 let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
   deps.log.info('shutting down', { signal })
-  await running.stop() // waits for in-flight requests
-  await runner.stop()
-  fleetRuntime(deps).stop() // writes buffered heartbeats and telemetry
-  await deps.durable.barrier().catch((error) => deps.log.error('could not make the last writes durable', { error }))
-  deps.durable.stop()
-  deps.sqlite.close()
+  await service.stop()
   deps.log.info('stopped', { signal })
   process.exit(0)
 }

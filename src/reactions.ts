@@ -11,6 +11,7 @@ import {
 } from './modules/notifications'
 import { activateOnTopup } from './modules/subscription'
 import { alertOnAccountState, alertOnLowBalance, alertOnServerEvent, alertOnTopup } from './modules/alerts'
+import { liveFromAlert, liveFromCommand, liveFromRental, liveFromServerEvent, liveFromTopup, liveFromTopupNotCredited } from './modules/live'
 
 /**
  * Every cross-module reaction, registered once per Deps by buildDeps (the composition root), so a
@@ -38,4 +39,11 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('tenant.balance_low', (e) => alertOnLowBalance(deps, e))
   deps.events.on('tenant.account_state_changed', (e) => alertOnAccountState(deps, e))
   deps.events.on('topup.succeeded', (e) => alertOnTopup(deps, e))
+  // The live event stream's buffer: a row per change, in the change's transaction (docs/events.md).
+  deps.events.on('server.event_recorded', (e) => liveFromServerEvent(deps, e))
+  deps.events.on('server.rental_changed', (e) => liveFromRental(deps, e))
+  deps.events.on('command.changed', (e) => liveFromCommand(deps, e))
+  deps.events.on('alert.changed', (e) => liveFromAlert(deps, e))
+  deps.events.on('topup.succeeded', (e) => liveFromTopup(deps, e))
+  deps.events.on('topup.not_credited', (e) => liveFromTopupNotCredited(deps, e))
 }

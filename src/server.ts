@@ -12,6 +12,7 @@ import { recordRequestAudit } from './modules/audit'
 import { setSandboxSelfUrl } from './modules/payments'
 import { AGENT_WS_PATH, agentWebSocket, upgradeAgent, type AgentSocketData } from './modules/agent'
 import { agentSessions, fleetRuntime } from './modules/fleet'
+import { liveHub } from './modules/live'
 
 /**
  * Bun.serve around the Elysia app: gives each request its id and client address, writes the one
@@ -60,6 +61,9 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
       // An open agent session would hold a graceful stop forever: close each (1001 going away), so
       // its close handler requeues unaccepted commands while the database is still open.
       agentSessions(deps).closeAll(1001, 'service shutting down')
+      // A live event stream never ends by itself: each is told (stream.end) and closed, so the
+      // graceful stop below does not wait for it. Its client reconnects, to this or another process.
+      liveHub(deps).closeAll('shutdown')
       await server.stop(false)
     },
   }
@@ -151,12 +155,12 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
     response = await encodeResponse(request, response)
   } catch (error) {
     deps.log.error('could not encode the answer', { request_id: state.id, error })
-    response = problemResponse(internalProblem(error), deps.config.publicUrl, state.id)
+    response = replaced(response, problemResponse(internalProblem(error), deps.config.publicUrl, state.id))
   }
   const failed = await durable
   if (failed) {
     deps.log.error('could not make the write durable (fsync failed)', { request_id: state.id, error: failed.error })
-    response = problemResponse(internalProblem(failed.error), deps.config.publicUrl, state.id)
+    response = replaced(response, problemResponse(internalProblem(failed.error), deps.config.publicUrl, state.id))
   }
   if (!response.headers.has('x-request-id')) response.headers.set('x-request-id', state.id)
   securityHeaders(response, {
@@ -174,4 +178,13 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
     ip,
   })
   return response
+}
+
+/**
+ * An answer given up for another: its body is cancelled, so a producer behind it (a live event
+ * stream, which never ends by itself) learns that nobody will read it.
+ */
+function replaced(dropped: Response, next: Response): Response {
+  if (dropped.body && !dropped.bodyUsed) dropped.body.cancel().catch(() => {})
+  return next
 }

@@ -2,7 +2,7 @@ import { resolve } from 'node:path'
 import { diskGb, HostReader } from './procfs'
 import { fingerprint, hostname, localPublicIpv4, readMachineId } from './host'
 import { GPU_METRICS, NvidiaSmi, type GpuInfo, type GpuValues } from './nvidia'
-import { SimulatedGpus } from './simulate'
+import { SimulatedGpus, type SimulationProfile } from './simulate'
 
 /** What the agent knows about the machine it runs on: real (nvidia-smi, /proc) or simulated GPUs. */
 
@@ -18,7 +18,17 @@ export type HostFacts = {
   gpus: GpuInfo[]
 }
 
-export type MachineOptions = { simulate?: number; stateDir: string; nvidiaSmi?: string; publicIp?: string; portRange?: string }
+export type MachineOptions = {
+  simulate?: number
+  /** What the simulated GPUs are (model, memory, power, a hot rig); the CLI leaves the defaults. */
+  simulation?: SimulationProfile
+  stateDir: string
+  nvidiaSmi?: string
+  publicIp?: string
+  portRange?: string
+  /** The hostname to report instead of this host's (a demo runs a dozen simulated servers on one host). */
+  hostname?: string
+}
 
 /** RFC 3339 UTC with microseconds, the service's own timestamp form. */
 function rfc3339(d: Date = new Date()): string {
@@ -35,7 +45,7 @@ export class Machine {
 
   constructor(private readonly opts: MachineOptions) {
     const seed = `${readMachineId() ?? hostname()}:${resolve(opts.stateDir)}`
-    this.simulated = opts.simulate ? new SimulatedGpus(opts.simulate, seed) : null
+    this.simulated = opts.simulate ? new SimulatedGpus(opts.simulate, seed, opts.simulation) : null
     this.nvidia = new NvidiaSmi(opts.nvidiaSmi)
   }
 
@@ -55,7 +65,7 @@ export class Machine {
     const publicIp = this.opts.publicIp ?? localPublicIpv4()
     const disk = diskGb('/')
     return {
-      hostname: hostname(),
+      hostname: this.opts.hostname ?? hostname(),
       fingerprint: fingerprint({ machineId: readMachineId(), gpuUuids: gpus.map((g) => g.uuid) }),
       ...(publicIp ? { public_ip: publicIp } : {}),
       ...(disk !== null ? { disk_gb: disk } : {}),

@@ -7,6 +7,7 @@ import { httpsHello, REVOKED, TOO_OLD } from './hello'
 import { websocketUrl } from './http'
 import type { Logger } from './log'
 import { Machine, type AgentEvent, type HostFacts } from './machine'
+import type { SimulationProfile } from './simulate'
 import { AGENT_VERSION, EXIT } from './version'
 
 /**
@@ -19,6 +20,9 @@ export type AgentOptions = {
   stateDir: string
   log: Logger
   simulate?: number
+  /** What the simulated GPUs are, and the hostname to report (demos running many servers in one process). */
+  simulation?: SimulationProfile
+  hostname?: string
   /** Override the service's intervals (tests, demos). */
   heartbeatIntervalS?: number
   telemetryIntervalS?: number
@@ -81,6 +85,8 @@ class Agent {
     this.telemetryS = opts.telemetryIntervalS ?? cred.telemetry_interval_s
     this.machine = new Machine({
       simulate: opts.simulate ?? cred.simulate,
+      simulation: opts.simulation,
+      hostname: opts.hostname,
       stateDir: opts.stateDir,
       nvidiaSmi: opts.nvidiaSmi,
       publicIp: opts.publicIp,

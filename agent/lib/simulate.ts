@@ -14,6 +14,13 @@ type SimGpu = GpuInfo & {
   memUsed: number
 }
 
+/**
+ * What the simulated cards are (the CLI's `--simulate N` takes the defaults: RTX 4090s). `hot`
+ * cards run like a rig with clogged fans: always busy and at 86 to 92 °C whatever their power, from
+ * the first sample on (gpuhq's temperature alert opens at 85 °C).
+ */
+export type SimulationProfile = { model?: string; memoryMb?: number; maxPowerW?: number; hot?: boolean }
+
 const MODEL = 'NVIDIA GeForce RTX 4090'
 const MEMORY_MB = 24564
 const DEFAULT_LIMIT_W = 450
@@ -21,22 +28,29 @@ const IDLE_W = 25
 
 export class SimulatedGpus {
   readonly gpus: SimGpu[]
+  private readonly maxPowerW: number
+  private readonly memoryMb: number
+  private readonly hot: boolean
 
   /** `seed` makes the UUIDs stable for one installation (state dir) and distinct between two. */
   constructor(
     count: number,
     seed: string,
+    profile: SimulationProfile = {},
     private readonly random: () => number = Math.random,
   ) {
+    this.maxPowerW = profile.maxPowerW ?? DEFAULT_LIMIT_W
+    this.memoryMb = profile.memoryMb ?? MEMORY_MB
+    this.hot = profile.hot ?? false
     this.gpus = Array.from({ length: count }, (_, index) => ({
       index,
-      model: MODEL,
-      memory_mb: MEMORY_MB,
+      model: profile.model ?? MODEL,
+      memory_mb: this.memoryMb,
       uuid: simulatedUuid(seed, index),
-      util: 0,
-      target: 0,
-      temp: 32 + index,
-      limitW: DEFAULT_LIMIT_W,
+      util: this.hot ? 95 : 0,
+      target: this.hot ? 95 : 0,
+      temp: this.hot ? 90 : 32 + index,
+      limitW: this.maxPowerW,
       memUsed: 300,
     }))
   }
@@ -59,12 +73,12 @@ export class SimulatedGpus {
   sample(): Map<number, GpuValues> {
     const out = new Map<number, GpuValues>()
     for (const g of this.gpus) {
-      if (this.random() < 0.1) g.target = this.random() < 0.6 ? 85 + this.random() * 15 : this.random() * 5
+      if (this.random() < 0.1) g.target = this.hot || this.random() < 0.6 ? 85 + this.random() * 15 : this.random() * 5
       g.util = clamp(g.util + (g.target - g.util) * 0.5 + (this.random() - 0.5) * 4, 0, 100)
-      const power = Math.min(g.limitW, IDLE_W + (g.util / 100) * (DEFAULT_LIMIT_W - IDLE_W))
-      const settle = 30 + power / 9
+      const power = Math.min(g.limitW, IDLE_W + (g.util / 100) * (this.maxPowerW - IDLE_W))
+      const settle = this.hot ? 86 + (power / this.maxPowerW) * 6 : 30 + (power / this.maxPowerW) * 50
       g.temp = clamp(g.temp + (settle - g.temp) * 0.3 + (this.random() - 0.5), 20, 95)
-      g.memUsed = clamp(g.util > 20 ? g.memUsed + (20000 - g.memUsed) * 0.3 : g.memUsed * 0.7, 300, MEMORY_MB)
+      g.memUsed = clamp(g.util > 20 ? g.memUsed + (this.memoryMb * 0.8 - g.memUsed) * 0.3 : g.memUsed * 0.7, 300, this.memoryMb)
       out.set(g.index, {
         temperature_c: round(g.temp),
         hotspot_temperature_c: round(g.temp + 8 + g.util / 20),
@@ -89,6 +103,17 @@ export class SimulatedGpus {
       net_rx_mbps: round(busy * 2 * this.random()),
       net_tx_mbps: round(busy * 0.5 * this.random()),
     }
+  }
+}
+
+/** A repeatable random source for a simulation (mulberry32 seeded by the text), so a run can be told again. */
+export function seededRandom(seed: string): () => number {
+  let a = [...seed].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619), 2166136261)
+  return () => {
+    a = (a + 0x6d2b79f5) | 0
+    let t = Math.imul(a ^ (a >>> 15), 1 | a)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
 }
 

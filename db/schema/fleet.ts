@@ -128,8 +128,12 @@ export const fleetSnapshots = sqliteTable('fleet_snapshots', {
   tenantId: text('tenant_id').primaryKey(),
   generatedAt: integer('generated_at').notNull(),
   dataAsOf: integer('data_as_of').notNull(),
-  /** JSON array of fleet rows. */
-  body: text('body', { mode: 'json' }).$type<unknown[]>().notNull(),
   /** Set when a write made the snapshot out of date; the next read recomputes it. */
   dirty: integer('dirty', { mode: 'boolean' }).notNull(),
+  /**
+   * JSON array of fleet rows. Last on purpose: SQLite reads a row's columns in order, and a body
+   * larger than a page spills into overflow pages, so a column after it costs a walk down that chain
+   * on every read of the head (migration 0028 moved it here).
+   */
+  body: text('body', { mode: 'json' }).$type<unknown[]>().notNull(),
 })

@@ -45,10 +45,16 @@ export type AccessSpec =
       /** Lowest member role allowed. */
       role: Role
       /**
-       * Scope a bearer token needs. Every declaration names one, or says `cookieOnly`, or says
-       * `anyToken`: a route that does none of these does not start (access fails closed).
+       * Scope a bearer token needs. Every declaration names one, or `anyScope`, or says `cookieOnly`,
+       * or says `anyToken`: a route that does none of these does not start (access fails closed).
        */
       scope?: Scope
+      /**
+       * A bearer token needs at least one of these scopes (usable by its creator's current role, and
+       * not a tenant-wide area for a token with a server allowlist): for an answer made of parts of
+       * several areas, each part shown only to a caller that `permits` it (the live event stream).
+       */
+      anyScope?: readonly Scope[]
       /** Browser session only (no bearer tokens), e.g. minting tokens. */
       cookieOnly?: boolean
       /** Any valid token may call it, whatever its scopes: only for reads of the caller itself (GET /me). */
@@ -108,16 +114,22 @@ export function describe<D extends { tags: string[]; summary: string; descriptio
     who = 'Requires the agent credential of an enrolled server (Authorization: Bearer gpuhq_agt_…).'
     security = [{ bearer: [] }]
   } else {
-    const parts = [
-      spec.cookieOnly ? 'a browser session cookie' : `a session cookie or a bearer token${spec.scope ? ` with scope \`${spec.scope}\`` : ''}`,
-      `role ${spec.role} or above`,
-    ]
+    const scopes = spec.scope
+      ? ` with scope \`${spec.scope}\``
+      : spec.anyScope
+        ? ` with at least one of the scopes ${spec.anyScope.map((x) => `\`${x}\``).join(', ')}`
+        : ''
+    const parts = [spec.cookieOnly ? 'a browser session cookie' : `a session cookie or a bearer token${scopes}`, `role ${spec.role} or above`]
     if (spec.entitlement) parts.push(`plan feature \`${spec.entitlement}\``)
     if (spec.requiresPlan) parts.push('a plan assignment')
     if (spec.denyFrozen) parts.push('an account that is not frozen')
     if (spec.denyGrace) parts.push('an account that is not in grace')
     who = `Requires ${parts.join(', ')}.`
-    security = spec.cookieOnly ? [{ session: [] }] : [{ session: [] }, { bearer: spec.scope ? [spec.scope] : [] }]
+    security = spec.cookieOnly
+      ? [{ session: [] }]
+      : spec.anyScope
+        ? [{ session: [] }, ...spec.anyScope.map((x) => ({ bearer: [x] }))]
+        : [{ session: [] }, { bearer: spec.scope ? [spec.scope] : [] }]
   }
   return { ...doc, description: doc.description ? `${doc.description}\n\n${who}` : who, security, 'x-gpuhq-access': spec }
 }
@@ -144,7 +156,7 @@ export function buildAccessIndex(
       continue
     }
     if (!('public' in spec) && !('agent' in spec) && !('mcp' in spec)) {
-      if (!spec.scope && !spec.cookieOnly && !spec.anyToken) problems.push(`${key} names no scope, cookieOnly or anyToken`)
+      if (!spec.scope && !spec.anyScope?.length && !spec.cookieOnly && !spec.anyToken) problems.push(`${key} names no scope, cookieOnly or anyToken`)
       const m = /\/servers\/:([A-Za-z_]+)/.exec(r.path)
       if (m && m[1] !== 'server_id' && spec.serverParam !== m[1]) problems.push(`${key} must declare serverParam: '${m[1]}'`)
     }
@@ -212,6 +224,12 @@ function authorize(
     if (spec.scope) {
       if (!actor.scopes.includes(spec.scope) || !ROLE_SCOPES[actor.role].includes(spec.scope))
         throw new ProblemError('forbidden', { detail: `the token lacks the ${spec.scope} scope` })
+    } else if (spec.anyScope?.length) {
+      const role = actor.role
+      const usable = spec.anyScope.filter(
+        (x) => actor.scopes!.includes(x) && ROLE_SCOPES[role].includes(x) && !(actor.serverAllowlist && TENANT_WIDE_AREAS.has(x.split(':')[0]!)),
+      )
+      if (!usable.length) throw new ProblemError('forbidden', { detail: `the token holds none of the scopes ${spec.anyScope.join(', ')}` })
     } else if (!(spec.anyToken && SAFE_METHODS.has(ctx.method))) {
       throw new ProblemError('forbidden', { detail: 'tokens cannot perform this operation' })
     }
@@ -231,6 +249,35 @@ function authorize(
     if (named !== undefined) ensureServerAllowed(actor, named)
     for (const [name, value] of Object.entries(ctx.params ?? {})) if (SERVER_ID_NAMES.has(name) && value !== undefined) ensureServerAllowed(actor, value)
   }
+}
+
+/**
+ * Whether `actor` may read something of `scope` about `serverId` (null: about no server): exactly the
+ * check a GET route declaring that scope makes (role, the token's scopes cut to its creator's role,
+ * tenant-wide areas refused to an allowlisted token, the server allowlist). For answers assembled
+ * from several areas (the live event stream), so that no part needs a check of its own.
+ */
+export function permits(actor: Actor, scope: Scope, serverId: string | null): boolean {
+  try {
+    authorize(actor, { role: 'viewer', scope }, { method: 'GET', params: serverId === null ? {} : { server_id: serverId }, planFeatures: () => [] })
+    return true
+  } catch (e) {
+    if (e instanceof ProblemError) return false
+    throw e
+  }
+}
+
+const rechecks = new WeakMap<Request, () => Actor | null>()
+
+/**
+ * The request's caller as of now, for an answer that outlives its request (the live event stream):
+ * its credential is resolved again (a revoked or expired token, an ended session, a removed member
+ * answer null) and the route's declaration applied again to the fresh actor (a lowered role, say).
+ * Null when the request would no longer be let in.
+ */
+export function reauthenticate(request: Request): Actor | null {
+  const recheck = rechecks.get(request)
+  return recheck ? recheck() : null
 }
 
 /**
@@ -268,15 +315,17 @@ export function ensureAccess(
     return
   }
   const cookie = cookieValue(request.headers.get('cookie'), SESSION_COOKIE)
-  let actor: Actor | null = presetActors.get(request) ?? null
-  if (actor) {
-    // On behalf of an actor already identified (onBehalfOf): nothing in the request can change who.
-  } else if (authorization !== null) {
-    const token = bearerToken(authorization)
-    actor = token ? authenticators.bearer(token) : null
-  } else if (cookie) {
-    actor = authenticators.session(cookie)
+  const preset = presetActors.get(request) ?? null
+  // On behalf of an actor already identified (onBehalfOf): nothing in the request can change who.
+  const identify = (): Actor | null => {
+    if (preset) return preset
+    if (authorization !== null) {
+      const token = bearerToken(authorization)
+      return token ? authenticators.bearer(token) : null
+    }
+    return cookie ? authenticators.session(cookie) : null
   }
+  const actor = identify()
   if (!actor) throw unauthorized()
   requestState(request, deps).tenantId = actor.tenantId
   if ('agent' in spec) {
@@ -294,7 +343,19 @@ export function ensureAccess(
   }
   const state = requestState(request, deps)
   state.actor = { kind: actor.kind, id: actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null) }
-  authorize(actor, spec, { method: request.method, params, planFeatures: authenticators.planFeatures })
+  const context = { method: request.method, params, planFeatures: authenticators.planFeatures }
+  authorize(actor, spec, context)
   enforceRequestRateLimits(deps, actor, request.method)
   setActor(request, actor)
+  rechecks.set(request, () => {
+    const again = identify()
+    if (!again || again.tenantId !== actor.tenantId) return null
+    try {
+      authorize(again, spec, context)
+      return again
+    } catch (e) {
+      if (e instanceof ProblemError) return null
+      throw e
+    }
+  })
 }

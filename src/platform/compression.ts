@@ -4,7 +4,7 @@ import { promisify } from 'node:util'
 /**
  * Content coding of answers (RFC 9110 §8.4, §12.5.3; docs/conventions.md "Compression").
  *
- * A JSON or CSV answer of at least COMPRESS_MIN_BYTES is sent zstd-, brotli- or gzip-encoded when
+ * A JSON, CSV or plain-text answer (the Prometheus exposition) of at least COMPRESS_MIN_BYTES is sent zstd-, brotli- or gzip-encoded when
  * the request's Accept-Encoding allows one: the highest q-value wins, and on a tie zstd, then br,
  * then gzip (fastest for the size it saves). Smaller answers and every other type are sent as they
  * are. Compression runs in the thread pool, off the event loop. Every compressible answer says
@@ -19,7 +19,7 @@ export const COMPRESS_MIN_BYTES = 1024
 const CODINGS = ['zstd', 'br', 'gzip'] as const
 type Coding = (typeof CODINGS)[number]
 
-const COMPRESSIBLE = /^(application\/(json|problem\+json)|text\/csv)\s*(;|$)/i
+const COMPRESSIBLE = /^(application\/(json|problem\+json)|text\/(csv|plain))\s*(;|$)/i
 /** Longer Accept-Encoding values are read no further (the real ones are a few dozen characters). */
 const MAX_HEADER = 1024
 

@@ -152,7 +152,7 @@ describe('a token with a server_allowlist', () => {
     let read = 0
     for (const o of operations.filter((x) => x.method === 'GET' && !/\{/.test(x.path.replace('{day}', '')))) {
       const res = await call(app, 'GET', o.path.replace(/^\/api\/v1/, '').replace('{day}', '2026-11-22'), token)
-      const text = await res.text()
+      const text = await readAnswer(res)
       if (res.status === 200) read++
       if (text.toLowerCase().includes(s2)) leaks.push(`${o.path}: ${text.slice(0, 200)}`)
     }
@@ -160,3 +160,21 @@ describe('a token with a server_allowlist', () => {
     expect(leaks).toEqual([])
   })
 })
+
+/**
+ * A read's text. A live event stream never ends by itself: it is read up to its first event
+ * (stream.open, which every stream starts with), then dropped. tests/events/ follow it further.
+ */
+async function readAnswer(res: Response): Promise<string> {
+  if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) return res.text()
+  const reader = res.body!.getReader()
+  const decoder = new TextDecoder()
+  let text = ''
+  while (!/event: stream\.open\n[\s\S]*?\n\n/.test(text)) {
+    const { done, value } = await reader.read()
+    if (done) break
+    text += decoder.decode(value, { stream: true })
+  }
+  await reader.cancel()
+  return text
+}

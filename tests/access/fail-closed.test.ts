@@ -16,6 +16,11 @@ describe('an access declaration is required for a route to start', () => {
     expect(() => buildAccessIndex([route('GET', '/api/v1/things', { role: 'viewer' })])).toThrow('names no scope, cookieOnly or anyToken')
   })
 
+  test('an empty list of scopes of which one suffices (anyScope) names no scope: it stops the app', () => {
+    expect(() => buildAccessIndex([route('GET', '/api/v1/things', { role: 'viewer', anyScope: [] })])).toThrow('names no scope, cookieOnly or anyToken')
+    expect(buildAccessIndex([route('GET', '/api/v1/things', { role: 'viewer', anyScope: ['servers:read'] })]).size).toBe(1)
+  })
+
   test('a /servers/:id route that does not declare its server parameter stops the app', () => {
     expect(() => buildAccessIndex([route('GET', '/api/v1/servers/:id/things', { role: 'viewer', scope: 'servers:read' })])).toThrow(
       "must declare serverParam: 'id'",
@@ -80,7 +85,8 @@ describe('a token reads only what its scopes name', () => {
       for (const [method, op] of Object.entries(item)) {
         const spec = op['x-gpuhq-access']
         if (!spec) loose.push(`${method} ${path}: no x-gpuhq-access`)
-        else if (!spec.public && !spec.agent && !spec.mcp && !spec.scope && !spec.cookieOnly && !spec.anyToken) loose.push(`${method} ${path}`)
+        else if (!spec.public && !spec.agent && !spec.mcp && !spec.scope && !spec.anyScope?.length && !spec.cookieOnly && !spec.anyToken)
+          loose.push(`${method} ${path}`)
       }
     expect(loose).toEqual([])
   })

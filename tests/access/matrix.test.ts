@@ -205,7 +205,11 @@ describe('the permission matrix', () => {
     expect(report.checks['GET /api/v1/audit']).toEqual(['unauthenticated', 'role:viewer', 'role:operator', 'scope'])
     expect(report.checks['PATCH /api/v1/servers/:id']).toEqual(['unauthenticated', 'wrong tenant', 'role:viewer', 'scope', 'allowlist'])
     expect(report.checks['GET /api/v1/servers/:id/events']).toEqual(['unauthenticated', 'wrong tenant', 'scope', 'allowlist'])
+    // The live stream needs any one of its areas' scopes: a token with none of them is refused.
+    expect(report.checks['GET /api/v1/events/stream']).toEqual(['unauthenticated', 'scope'])
     expect(report.checks['POST /api/v1/agent/hello']).toEqual(['unauthenticated', 'not an agent'])
+    // anyScope: a PAT holding every scope but the listed ones is refused.
+    expect(report.checks['GET /api/v1/metrics/prometheus']).toEqual(['unauthenticated', 'scope'])
   })
 
   test('every /api/v1 route declares who may call it, except the documentation and the test clock', () => {

@@ -125,6 +125,7 @@ describe('the Docker image, rebuilt from the Dockerfile as a directory', () => {
       'db/client.ts',
       'jobs/index.ts',
       'agent/gpuhq-agent.ts',
+      'web/main.tsx',
       'scripts/admin',
       'scripts/admin.ts',
       'scripts/lib.sh',
@@ -140,6 +141,13 @@ describe('the Docker image, rebuilt from the Dockerfile as a directory', () => {
     for (const dev of ['typescript', '@typescript', 'drizzle-kit', 'playwright-core', 'fast-check'])
       expect({ dev, present: existsSync(join(app, 'node_modules', dev)) }).toEqual({ dev, present: false })
   })
+
+  test('bundles the web console from its own copy, with the runtime dependencies alone', () => {
+    const built = run(['bun', '-e', "const b = await (await import('./src/modules/console')).consoleBundle(); console.log([...b.assets.keys()].join(' '))"])
+    expect({ code: built.code, err: built.err }).toEqual({ code: 0, err: '' })
+    expect(built.out).toMatch(/main-\w+\.js/)
+    expect(built.out).toMatch(/main-\w+\.css/)
+  }, 60_000)
 
   test('runs as a non-root user, keeps ./data on a volume, checks its health', () => {
     const ops = (op: string) => dockerfile.filter((i) => i.op === op).map((i) => i.args)

@@ -82,7 +82,9 @@ afterAll(async () => {
 
 describe("the README's quickstart", () => {
   test('scripts/start announces where it listens only once it listens', () => {
-    expect(serviceErr).toContain(`gpuhq listening on http://localhost:${port} — API docs: http://localhost:${port}/api/v1/docs`)
+    expect(serviceErr).toContain(
+      `gpuhq listening on http://localhost:${port} — console: http://localhost:${port}/ — API docs: http://localhost:${port}/api/v1/docs`,
+    )
     expect(serviceErr).not.toContain('starting on port')
   })
 

@@ -24,6 +24,19 @@ function configError(env: Record<string, string | undefined>): ConfigError {
   throw new Error('expected a ConfigError')
 }
 
+describe('the demo sign-in (docs/console.md "The demo")', () => {
+  test('is absent unless both DEMO_EMAIL and DEMO_PASSWORD are set, and then read as given', () => {
+    expect(load().demoSignIn).toBeNull()
+    expect(load({ DEMO_EMAIL: 'demo@example.com', DEMO_PASSWORD: 'demo-abcd' }).demoSignIn).toEqual({ email: 'demo@example.com', password: 'demo-abcd' })
+    expect(configError({ DEMO_EMAIL: 'demo@example.com' }).variable).toBe('DEMO_PASSWORD')
+    expect(configError({ DEMO_PASSWORD: 'demo-abcd' }).variable).toBe('DEMO_EMAIL')
+  })
+
+  test('is refused in production', () => {
+    expect(configError({ NODE_ENV: 'production', DEMO_EMAIL: 'demo@example.com', DEMO_PASSWORD: 'demo-abcd' }).message).toContain('refused in production')
+  })
+})
+
 describe('marketplace pacing', () => {
   test("paces at the platforms' published limits unless told otherwise", () => {
     expect(load().marketplacePacePercent).toBe(100)

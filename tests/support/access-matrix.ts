@@ -12,8 +12,9 @@ import type { TestApp } from './app'
  *   unauthenticated  no credential, an unknown session cookie, a malformed bearer → 401 unauthorized
  *   wrong tenant     the owner of another tenant names this tenant's resource     → 404 not_found
  *   role:<r>         each role below the declared minimum (viewer first)         → 403 forbidden
- *   scope            a PAT holding every scope but the declared one; any PAT on a
- *                    cookie-only route; any PAT on an unsafe route without scope  → 403 forbidden
+ *   scope            a PAT holding every scope but the declared one (or but all of
+ *                    anyScope); any PAT on a cookie-only route; any PAT on an
+ *                    unsafe route without scope                                   → 403 forbidden
  *   allowlist        a PAT whose server_allowlist names another server           → 404 not_found
  *   frozen / grace   the account frozen (denyFrozen) or in grace (denyGrace)     → 403 account_frozen / account_in_grace
  *   plan_required    the tenant has no plan (requiresPlan)                        → 409 plan_required
@@ -109,10 +110,11 @@ export async function runAccessMatrix(app: TestApp, fixtures: Record<string, Fix
   const ctx: MatrixContext = { app, owner, newServer: (tenantId) => insertServer(app, tenantId, 'matrix rig') }
   const decoy = ctx.newServer(owner.tenantId)
   const pats = new Map<string, string>()
-  const patWithout = async (scope: string | null, allowlist?: string[]) => {
-    const k = `${scope}|${allowlist?.join(',') ?? ''}`
+  const patWithout = async (scope: string | readonly string[] | null, allowlist?: string[]) => {
+    const without = typeof scope === 'string' ? [scope] : (scope ?? [])
+    const k = `${without.join(',')}|${allowlist?.join(',') ?? ''}`
     if (!pats.has(k)) {
-      const scopes = ALL_SCOPES.filter((s) => s !== scope)
+      const scopes = ALL_SCOPES.filter((s) => !without.includes(s))
       pats.set(k, (await mintPat(app, owner, { name: `matrix ${k}`, scopes, ...(allowlist ? { server_allowlist: allowlist } : {}) })).token)
     }
     return pats.get(k)!
@@ -178,6 +180,7 @@ export async function runAccessMatrix(app: TestApp, fixtures: Record<string, Fix
 
     if (spec.cookieOnly) await expectRefusal('scope', await patWithout(null), 403, 'forbidden')
     else if (spec.scope) await expectRefusal('scope', await patWithout(spec.scope), 403, 'forbidden')
+    else if (spec.anyScope) await expectRefusal('scope', await patWithout(spec.anyScope), 403, 'forbidden')
     else if (!SAFE.has(route.method)) await expectRefusal('scope', await patWithout(null), 403, 'forbidden')
 
     if (spec.serverParam && !spec.cookieOnly) {

@@ -15,6 +15,15 @@ export const AuthConfig = Type.Object({
   }),
   password: Type.Object({ min_length: Type.Integer(), max_length: Type.Integer() }),
   code: Type.Object({ length: Type.Integer(), ttl_seconds: Type.Integer(), max_attempts: Type.Integer(), resend_cooldown_seconds: Type.Integer() }),
+  demo: Type.Optional(
+    Type.Object(
+      { email: Email, password: Type.String() },
+      {
+        description:
+          'Only on a service started by `scripts/start --demo` (never in production): the throwaway demo account, so the web console signs straight in. Absent everywhere else.',
+      },
+    ),
+  ),
 })
 
 export const SignupStart = Type.Object(

@@ -36,6 +36,7 @@ export function accountsRoutes(deps: Deps) {
         },
         password: { min_length: PASSWORD_MIN, max_length: PASSWORD_MAX },
         code: { length: 6, ttl_seconds: CODE_TTL_SECONDS, max_attempts: CODE_MAX_ATTEMPTS, resend_cooldown_seconds: RESEND_COOLDOWN_SECONDS },
+        ...(deps.config.demoSignIn ? { demo: deps.config.demoSignIn } : {}),
       }),
       { response: responses({ 200: AuthConfig }, []), detail: describe(open, { tags, summary: 'Public sign-in configuration' }) },
     )

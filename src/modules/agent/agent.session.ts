@@ -4,7 +4,17 @@ import type { Deps } from '../../platform/context'
 import { stripUnsafeText } from '../../platform/text'
 import { parseTimestamp } from '../../platform/time'
 import { applyCommandFrame, sessionLost, sessionReady } from '../commands'
-import { agentSessions, findServer, fleetRuntime, recordServerEvent, updateServer, type LiveSession, type Sample } from '../fleet'
+import {
+  agentSessions,
+  findServer,
+  findServerById,
+  fleetRuntime,
+  noteRentalFact,
+  recordServerEvent,
+  updateServer,
+  type LiveSession,
+  type Sample,
+} from '../fleet'
 import { MAX_METRIC_NAMES_PER_SERVER, metricNames } from '../telemetry'
 import type { Frames, OutgoingFrame } from './agent.model'
 import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, TELEMETRY_INTERVAL_S } from './agent.service'
@@ -90,7 +100,11 @@ export function sessionEvent(deps: Deps, s: AgentSocketData, f: Static<typeof Fr
       { id: s.serverId, tenantId: s.tenantId },
       { kind: `agent.${f.kind}`, severity: f.severity, message: stripUnsafeText(f.message), data: f.data ?? null },
     )
-    if (rental !== null) updateServer(tx, s.serverId, { rentalActive: rental, rentalSource: 'agent', rentalUpdatedAt: deps.clock.nowUs() })
+    if (rental !== null) {
+      const server = findServerById(tx, s.serverId)
+      if (server) noteRentalFact(tx, deps, server, rental, 'agent')
+      updateServer(tx, s.serverId, { rentalActive: rental, rentalSource: 'agent', rentalUpdatedAt: deps.clock.nowUs() })
+    }
   })
   if (rental === false) deps.events.emit('server.rental_ended', { serverId: s.serverId })
 }

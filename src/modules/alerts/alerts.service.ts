@@ -9,7 +9,7 @@ import { notificationSummaries, type NotificationSummary } from '../notification
 import { AlertErrors } from './alerts.errors'
 import type { AlertsQuery, Kind, ResolveBody } from './alerts.model'
 import { findIncident, listIncidents, type IncidentRow, updateIncident } from './alerts.repository'
-import { clear } from './incidents'
+import { announce, clear } from './incidents'
 
 /**
  * The incident verbs (docs/alerts.md): list and read, acknowledge and resolve. An incident of a
@@ -104,6 +104,7 @@ export function acknowledgeAlert({ deps, actor, audit, id }: Change) {
       const patch = { state: 'acknowledged' as const, acknowledgedAt: deps.clock.nowUs(), acknowledgedBy: memberOf(actor) }
       updateIncident(tx, row.id, patch)
       row = { ...row, ...patch }
+      announce(tx, deps, row, 'acknowledged', patch.acknowledgedBy, null)
     }
     recordAudit(tx, deps, audit, { operation: 'alerts.acknowledge', targetKind: 'alert_incident', targetId: row.id })
     return viewsOf(tx, actor.tenantId, [row])[0]!

@@ -1,4 +1,4 @@
-import type { DbOrTx } from '../../../db/client'
+import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { notificationsInGroups } from '../notifications'
 import { type Kind, type Severity, SEVERITIES } from './alerts.model'
@@ -73,6 +73,7 @@ export function raise(tx: DbOrTx, deps: Deps, cause: Cause, observedAt = deps.cl
   }
   insertIncident(tx, row)
   linkNotifications(tx, deps, row)
+  announce(tx, deps, row, 'opened', null, null)
   return 'opened'
 }
 
@@ -91,7 +92,27 @@ export function clear(tx: DbOrTx, deps: Deps, incident: IncidentRow, resolution:
   const notificationIds = linkNotifications(tx, deps, incident, now)
   const patch = { state: 'resolved' as const, resolvedAt: now, resolvedBy: by, resolution: resolution.slice(0, 1024) }
   updateIncident(tx, incident.id, patch)
-  return { ...incident, ...patch, notificationIds }
+  const resolved = { ...incident, ...patch, notificationIds }
+  announce(tx, deps, resolved, 'resolved', by, resolved.resolution)
+  return resolved
+}
+
+/** Says that an incident opened, was acknowledged or resolved (`alert.changed`, in the caller's transaction). */
+export function announce(
+  tx: DbOrTx,
+  deps: Deps,
+  i: IncidentRow,
+  change: 'opened' | 'acknowledged' | 'resolved',
+  by: string | null,
+  resolution: string | null,
+): void {
+  deps.events.emit('alert.changed', {
+    tx: tx as Tx,
+    incident: { id: i.id, tenantId: i.tenantId, serverId: i.serverId, kind: i.kind, severity: i.severity, marketplace: i.marketplace, title: i.title },
+    change,
+    by,
+    resolution,
+  })
 }
 
 /** Resolves the cause's unresolved incident, if there is one. */

@@ -21,17 +21,38 @@ function tenantZone(deps: Deps, actor: Actor): string {
   return memberTimezone(deps.db, actor.tenantId, actor.userId) ?? 'UTC'
 }
 
-export function getBilling({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const tenant = findTenant(deps.db, actor.tenantId)!
+/**
+ * The tenant's charge at its current fleet and plan: the monthly price per server (null without a
+ * plan or on a contract price), spread over this UTC month's days as the hourly charges are.
+ */
+function chargeRate(deps: Deps, tenantId: string, now: number) {
+  const tenant = findTenant(deps.db, tenantId)!
   const plan = tenant.planCode ? findPlan(deps.db, tenant.planCode) : undefined
-  const now = deps.clock.nowUs()
-  const balance = balanceOf(deps.db, actor.tenantId)
-  const managed = countManagedServers(deps.db, actor.tenantId)
+  const managed = countManagedServers(deps.db, tenantId)
   const d = new Date(now / 1000)
   const days = daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
   const price = plan?.priceMicrosPerServerMonth ?? null
   const perDay = price === null ? null : divideRounded(price * managed, days)
   const perMonth = price === null ? null : price * managed
+  return { tenant, plan, managed, days, price, perDay, perMonth }
+}
+
+/**
+ * The balance and how long it lasts at the current charge (GET /billing's days_left, to the
+ * second): whole seconds, 0 once the balance is not above zero, null when nothing is charged.
+ * Computed in integers (BigInt: micro-USD times 86,400 passes 2^53).
+ */
+export function balanceRunway(deps: Deps, tenantId: string): { balanceMicros: number; perDayMicros: number | null; secondsLeft: number | null } {
+  const balance = balanceOf(deps.db, tenantId)
+  const { perDay } = chargeRate(deps, tenantId, deps.clock.nowUs())
+  const secondsLeft = perDay === null || perDay === 0 ? null : balance <= 0 ? 0 : Number((BigInt(balance) * 86_400n) / BigInt(perDay))
+  return { balanceMicros: balance, perDayMicros: perDay, secondsLeft }
+}
+
+export function getBilling({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const now = deps.clock.nowUs()
+  const { tenant, plan, managed, days, price, perDay, perMonth } = chargeRate(deps, actor.tenantId, now)
+  const balance = balanceOf(deps.db, actor.tenantId)
   const tz = tenantZone(deps, actor)
   const tile = (r: BillingRange) => {
     const { from, to } = rangeBounds(r, tz, now)

@@ -1,7 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, desc, eq, gt, inArray, lt, notInArray, sql, type SQL } from 'drizzle-orm'
 import { commandLogs, commands, commandTimeline } from '../../../db/schema'
-import type { DbOrTx } from '../../../db/client'
+import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 
@@ -69,27 +69,61 @@ export function countUndelivered(db: DbOrTx, serverId: string): number {
  * Writes a change to a command (its version moves on) and the timeline entries that explain it,
  * in the caller's transaction. Returns the command as it now is.
  */
-export function changeCommand(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, cmd: CommandRow, patch: Partial<CommandRow>, note?: string): CommandRow {
+export function changeCommand(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'newId' | 'clock' | 'events'>,
+  cmd: CommandRow,
+  patch: Partial<CommandRow>,
+  note?: string,
+): CommandRow {
   const next = { ...cmd, ...patch, version: cmd.version + 1 }
   tx.update(commands)
     .set({ ...patch, version: next.version })
     .where(eq(commands.id, cmd.id))
     .run()
   const at = deps.clock.nowUs()
-  if (patch.deliveryStatus && patch.deliveryStatus !== cmd.deliveryStatus)
-    appendTimeline(tx, deps, {
-      commandId: cmd.id,
-      at,
-      axis: 'delivery',
-      fromState: cmd.deliveryStatus,
-      toState: patch.deliveryStatus,
-      note: note ?? patch.queueReason ?? null,
-    })
-  else if (patch.queueReason !== undefined && patch.queueReason !== cmd.queueReason && patch.queueReason !== null)
+  if (patch.deliveryStatus && patch.deliveryStatus !== cmd.deliveryStatus) {
+    const why = note ?? patch.queueReason ?? null
+    appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: patch.deliveryStatus, note: why })
+    announceChange(tx, deps, next, 'delivery', cmd.deliveryStatus, patch.deliveryStatus, why)
+  } else if (patch.queueReason !== undefined && patch.queueReason !== cmd.queueReason && patch.queueReason !== null)
     appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: cmd.deliveryStatus, note: patch.queueReason })
-  if (patch.executionStatus && patch.executionStatus !== cmd.executionStatus)
+  if (patch.executionStatus && patch.executionStatus !== cmd.executionStatus) {
     appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'execution', fromState: cmd.executionStatus, toState: patch.executionStatus, note: note ?? null })
+    announceChange(tx, deps, next, 'execution', cmd.executionStatus, patch.executionStatus, note ?? null)
+  }
   return next
+}
+
+/**
+ * Says that a command changed state (`command.changed`, in the caller's transaction, so what reacts
+ * commits with the change): its creation, a delivery or execution step, a cancel asked of the agent.
+ */
+export function announceChange(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'events'>,
+  c: CommandRow,
+  axis: 'command' | 'delivery' | 'execution',
+  from: string | null,
+  to: string,
+  note: string | null,
+): void {
+  deps.events.emit('command.changed', {
+    tx: tx as Tx,
+    command: {
+      id: c.id,
+      tenantId: c.tenantId,
+      serverId: c.serverId,
+      type: c.type,
+      deliveryStatus: c.deliveryStatus,
+      executionStatus: c.executionStatus,
+      queueReason: c.queueReason,
+    },
+    axis,
+    from,
+    to,
+    note,
+  })
 }
 
 export function appendTimeline(tx: DbOrTx, deps: Pick<Deps, 'newId'>, entry: Omit<TimelineRow, 'id'>): void {

@@ -14,6 +14,7 @@ import { COMMANDS_CHANNEL, dispatchServer, isTerminal, sendFrame, waitReason } f
 import { CommandErrors } from './commands.errors'
 import type { CommandCreate, CommandListQuery, TimelineQuery } from './commands.model'
 import {
+  announceChange,
   appendTimeline,
   changeCommand,
   commandView,
@@ -110,6 +111,7 @@ export function createCommand({
     // The agent may be connected to another instance: it delivers there (commands.delivery.ts).
     notifyOthers(tx, COMMANDS_CHANNEL, row.serverId)
     appendTimeline(tx, deps, { commandId: row.id, at: now, axis: 'command', fromState: null, toState: 'created', note: row.queueReason })
+    announceChange(tx, deps, row, 'command', null, 'created', row.queueReason)
     recordAudit(tx, deps, audit, { operation: 'commands.create', targetKind: 'command', targetId: row.id })
     return row
   })
@@ -188,8 +190,10 @@ export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps;
       )
     } else {
       next = cur.cancelRequestedAt ? cur : changeCommand(tx, deps, cur, { cancelRequestedAt: now })
-      if (!cur.cancelRequestedAt)
+      if (!cur.cancelRequestedAt) {
         appendTimeline(tx, deps, { commandId: cur.id, at: now, axis: 'command', fromState: null, toState: 'cancel_requested', note: 'asked the agent to stop' })
+        announceChange(tx, deps, next, 'command', null, 'cancel_requested', 'asked the agent to stop')
+      }
     }
     recordAudit(tx, deps, audit, { operation: 'commands.cancel', targetKind: 'command', targetId: cur.id })
     return next

@@ -1,4 +1,7 @@
-/** The earnings module's front door: accrual from running deals (the earnings.sample job) and GET /marketplaces/earnings. */
+/**
+ * The earnings module's front door: accrual from running deals (the earnings.sample job, and
+ * `accruePast` for time before it watched, the demo's history) and GET /marketplaces/earnings.
+ */
 export { earningsRoutes } from './earnings.routes'
-export { sampleEarnings } from './sample.service'
+export { accruePast, sampleEarnings } from './sample.service'
 export { accruedDays, type AccruedDay } from './earnings.service'

@@ -41,15 +41,56 @@ function sampleOne(tx: DbOrTx, deps: Deps, source: AccrualSource, now: number): 
   const mark = watermarkOf(tx, key)
   const fromUs = Math.max(mark ?? now - SAMPLE_PERIOD_US, source.linkedAt)
   if (!moveWatermark(tx, key, mark, now)) return false
-  const deals: Deal[] = source.deals.map((d) => ({ ...d, priceDay: d.priceDay === null ? null : parseDecimal(d.priceDay) }))
-  const rates = new Map<string, Decimal>()
-  for (const [coin, rate] of Object.entries(source.rates)) {
-    const d = parseDecimal(rate)
-    if (d) rates.set(coin, d)
-  }
+  const deals = parsedDeals(source.deals)
+  const rates = parsedRates(source.rates)
   const knownUntilUs = source.seenAt === null ? fromUs : source.seenAt + SIGHTING_CAP_US
   for (const delta of sampleStep({ fromUs, nowUs: now, knownUntilUs, deals, rates })) addToDay(tx, deps, key, delta, now)
   return true
+}
+
+const parsedDeals = (deals: AccrualSource['deals']): Deal[] => deals.map((d) => ({ ...d, priceDay: d.priceDay === null ? null : parseDecimal(d.priceDay) }))
+
+function parsedRates(rates: AccrualSource['rates']): Map<string, Decimal> {
+  const out = new Map<string, Decimal>()
+  for (const [coin, rate] of Object.entries(rates)) {
+    const d = parseDecimal(rate)
+    if (d) out.set(coin, d)
+  }
+  return out
+}
+
+/**
+ * Accrual for time before gpuhq was watching the link (the demo's past week): each spell's deals are
+ * accrued in the job's own steps (SAMPLE_PERIOD_US, `sampleStep`, `addToDay`), as if the job had
+ * sampled them then, at the rates given. A spell without deals counts its samples and accrues
+ * nothing, as an idle machine's do. The link's watermark is left alone: the job's first sample of
+ * the link starts where it always does. Answers the number of samples written.
+ */
+export function accruePast(
+  deps: Deps,
+  input: {
+    tenantId: string
+    serverId: string
+    marketplace: AccrualSource['marketplace']
+    /** The deals as a link's projection shows them (`accrualSources`), per spell of time. */
+    spells: { fromUs: number; toUs: number; deals: AccrualSource['deals'] }[]
+    rates: AccrualSource['rates']
+  },
+): number {
+  const key = { tenantId: input.tenantId, serverId: input.serverId, marketplace: input.marketplace }
+  const rates = parsedRates(input.rates)
+  let samples = 0
+  withTransaction(deps.db, (tx) => {
+    for (const spell of input.spells) {
+      const deals = parsedDeals(spell.deals)
+      for (let fromUs = spell.fromUs; fromUs < spell.toUs; fromUs += SAMPLE_PERIOD_US) {
+        const nowUs = Math.min(fromUs + SAMPLE_PERIOD_US, spell.toUs)
+        for (const delta of sampleStep({ fromUs, nowUs, knownUntilUs: nowUs, deals, rates })) addToDay(tx, deps, key, delta, nowUs)
+        samples++
+      }
+    }
+  })
+  return samples
 }
 
 function emptyDay(key: Pick<EarningsDayRow, 'tenantId' | 'serverId' | 'marketplace'>, day: string, now: number): EarningsDayRow {

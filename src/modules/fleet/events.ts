@@ -18,23 +18,28 @@ export function recordServerEvent(
   event: { kind: string; severity?: Severity; message: string; data?: Record<string, unknown> | null; at?: number; id?: string },
 ): void {
   const severity = event.severity ?? 'info'
+  const id = event.id ?? deps.newId()
+  const at = event.at ?? deps.clock.nowUs()
   insertServerEvent(tx, {
-    id: event.id ?? deps.newId(),
+    id,
     tenantId: server.tenantId,
     serverId: server.id,
     kind: event.kind,
     severity,
     message: event.message.slice(0, 1024),
     data: event.data ?? null,
-    createdAt: event.at ?? deps.clock.nowUs(),
+    createdAt: at,
   })
   // Notifications react in this transaction (src/reactions.ts).
   deps.events.emit('server.event_recorded', {
     tx: tx as Tx,
     server: { id: server.id, tenantId: server.tenantId },
+    eventId: id,
+    at,
     kind: event.kind,
     severity,
     message: event.message,
+    data: event.data ?? null,
   })
 }
 

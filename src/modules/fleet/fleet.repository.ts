@@ -334,3 +334,42 @@ export function snapshotTenants(db: DbOrTx): string[] {
   const withSnapshots = db.select({ tenantId: fleetSnapshots.tenantId }).from(fleetSnapshots).all()
   return [...new Set([...withServers, ...withSnapshots].map((r) => r.tenantId))]
 }
+
+/**
+ * What the Prometheus exposition shows of the tenant's managed servers, in one read on the
+ * servers_tenant index (docs/prometheus.md): presence, the last heartbeat, the GPU inventory and
+ * the rental facts, by name.
+ */
+export function exposedServers(db: DbOrTx, tenantId: string) {
+  return db
+    .select({
+      id: servers.id,
+      name: servers.name,
+      presence: servers.presence,
+      lastSeenAt: servers.lastSeenAt,
+      gpus: servers.gpus,
+      gpuModel: servers.gpuModel,
+      rentalActive: servers.rentalActive,
+      rentalSource: servers.rentalSource,
+      marketRentals: servers.marketRentals,
+    })
+    .from(servers)
+    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
+    .orderBy(asc(servers.name), asc(servers.id))
+    .all()
+}
+
+/**
+ * The latest GPU-scope value of every metric of every managed server of the tenant, in one read:
+ * the tenant's servers by their index, then each one's rows by the primary key's prefix. Rows come
+ * as [server id, GPU index, metric, value] (a compiled statement, no objects: a fleet of thousands
+ * of 8-GPU servers is a hundred thousand rows, read at every scrape).
+ */
+export function latestGpuMetricsOfTenant(sqlite: Database, tenantId: string): [string, number, string, number | null][] {
+  return sqlite
+    .query<[string, number, string, number | null], [string]>(
+      `SELECT l.server_id, l.gpu_index, l.metric, l.value FROM servers s JOIN server_latest_metrics l ON l.server_id = s.id
+       WHERE s.tenant_id = ?1 AND s.decommissioned_at IS NULL AND l.gpu_index >= 0`,
+    )
+    .values(tenantId) as [string, number, string, number | null][]
+}

@@ -8,11 +8,12 @@ export { refreshAllSnapshots } from './snapshot.service'
 export { loadServer, visibleServerId, type ServerMargin } from './servers.service'
 export { agentSessions, type LiveSession } from './agent-sessions'
 export { recordServerEvent } from './events'
-export { rentalRunning, setMarketRentals } from './rentals'
+export { noteRentalFact, rentalRunning, rentalSources, setMarketRentals } from './rentals'
 // What other modules read of fleet's tables (tokens: the server limit; billing: charges and names).
 export {
   countManagedServers,
   countServersInGroup,
+  exposedServers,
   firstServerEnrolledAt,
   findServer,
   findServerByAgentToken,
@@ -20,6 +21,7 @@ export {
   findServerById,
   insertServer,
   keepOnOf,
+  latestGpuMetricsOfTenant,
   latestOfMetric,
   managedServers,
   markFleetDirty,

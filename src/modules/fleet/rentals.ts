@@ -1,4 +1,4 @@
-import type { DbOrTx } from '../../../db/client'
+import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { recordServerEvent } from './events'
 import { findServerById, updateServer, type ServerRow } from './fleet.repository'
@@ -32,10 +32,36 @@ export function setMarketRentals(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' 
   const next = [...new Set(marketplaces)].sort()
   const before = server.marketRentals
   if (next.length === before.length && next.every((m, i) => m === before[i])) return false
-  for (const m of next.filter((x) => !before.includes(x)))
+  const running = rentalRunning({ ...server, marketRentals: next })
+  for (const m of next.filter((x) => !before.includes(x))) {
     recordServerEvent(tx, deps, server, { kind: 'marketplace.rental_started', message: `${m} reports a running rental`, data: { marketplace: m } })
-  for (const m of before.filter((x) => !next.includes(x)))
+    deps.events.emit('server.rental_changed', { tx: tx as Tx, server: { id: server.id, tenantId: server.tenantId }, source: m, started: true, running })
+  }
+  for (const m of before.filter((x) => !next.includes(x))) {
     recordServerEvent(tx, deps, server, { kind: 'marketplace.rental_ended', message: `${m} reports no running rental any more`, data: { marketplace: m } })
+    deps.events.emit('server.rental_changed', { tx: tx as Tx, server: { id: server.id, tenantId: server.tenantId }, source: m, started: false, running })
+  }
   updateServer(tx, server.id, { marketRentals: next })
   return rentalRunning(server) && !rentalRunning({ ...server, marketRentals: next })
+}
+
+/**
+ * The operator's or the agent's rental fact (`rental_active`, the latest write wins) is about to be
+ * `active`, in the caller's transaction: when that changes it, says so (`server.rental_changed`).
+ */
+export function noteRentalFact(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'events'>,
+  server: RentalFacts & { id: string; tenantId: string },
+  active: boolean,
+  source: 'operator' | 'agent',
+): void {
+  if (server.rentalActive === active) return
+  deps.events.emit('server.rental_changed', {
+    tx: tx as Tx,
+    server: { id: server.id, tenantId: server.tenantId },
+    source,
+    started: active,
+    running: rentalRunning({ ...server, rentalActive: active }),
+  })
 }

@@ -10,7 +10,7 @@ import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { agentSessions } from './agent-sessions'
 import { eventView, recordServerEvent } from './events'
-import { rentalRunning, rentalSources } from './rentals'
+import { noteRentalFact, rentalRunning, rentalSources } from './rentals'
 import { FleetErrors } from './fleet.errors'
 import {
   clearKeepOnRow,
@@ -150,6 +150,7 @@ export function updateServerConfig({
       patch.electricityMicrosPerKwh = micros
     }
     if (input.rental_active !== undefined) {
+      noteRentalFact(tx, deps, server, input.rental_active, 'operator')
       patch.rentalActive = input.rental_active
       patch.rentalSource = 'operator'
       patch.rentalUpdatedAt = deps.clock.nowUs()

@@ -96,7 +96,17 @@ function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base
   })
   const next: TopupRow = { ...t, ...base, status: 'succeeded', creditedMicros: p.confirmedMicros, succeededAt: t.succeededAt ?? now, updatedAt: now, version }
   // Reactions (a paid upgrade) run inside this transaction: they commit exactly with the credit.
-  deps.events.emit('topup.succeeded', { tx, topup: { id: next.id, tenantId: next.tenantId, changeId: next.changeId } })
+  deps.events.emit('topup.succeeded', {
+    tx,
+    topup: {
+      id: next.id,
+      tenantId: next.tenantId,
+      changeId: next.changeId,
+      amountMicros: next.amountMicros,
+      creditedMicros: p.confirmedMicros,
+      paymentMethod: next.paymentMethod,
+    },
+  })
   return next
 }
 

@@ -1,0 +1,99 @@
+/**
+ * Prometheus scrape benchmark: GET /metrics/prometheus's body (scrapeMetrics, as the route builds
+ * it) for one tenant of BENCH_SERVERS servers with BENCH_GPUS GPUs each, every GPU with the eight
+ * readings of the agent protocol, beside the two reads it starts with alone. Never part of the test
+ * run. Usage: `bun run bench/prometheus.ts` (see bench/README.md).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../src/config'
+import { buildDeps } from '../src/deps'
+import { exposedServers, latestGpuMetricsOfTenant } from '../src/modules/fleet'
+import { scrapeMetrics } from '../src/modules/prometheus'
+import { createLogger } from '../src/platform/logger'
+
+const FLEETS = (process.env.BENCH_SERVERS ?? '30,2000').split(',').map(Number)
+const GPUS = Number(process.env.BENCH_GPUS ?? 8)
+const RUNS = Number(process.env.BENCH_RUNS ?? 7)
+const READINGS = ['temperature_c', 'hotspot_temperature_c', 'memory_temperature_c', 'utilization_pct', 'power_w', 'memory_used_mb', 'fan_pct', 'clock_sm_mhz']
+const HOST = ['cpu_usage_pct', 'memory_used_pct', 'disk_used_pct', 'net_rx_mbps', 'net_tx_mbps']
+
+const dir = mkdtempSync(join(tmpdir(), 'gpuhq-bench-prometheus-'))
+const ms = (t: number) => `${t.toFixed(1)} ms`
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+try {
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATA_DIR: dir,
+    DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
+    SECRET_KEY: 'c'.repeat(64),
+    PUBLIC_URL: 'http://127.0.0.1',
+    LOG_LEVEL: 'warn',
+  })
+  const deps = buildDeps(config, {
+    log: createLogger(
+      'warn',
+      () => new Date().toISOString(),
+      (l) => console.error(l),
+    ),
+  })
+  const { sqlite } = deps
+  console.log(`bun ${Bun.version}, ${cpus().length} cores; fleets of ${FLEETS.join(' and ')} servers × ${GPUS} GPUs, ${READINGS.length} readings each\n`)
+  const rows: string[] = []
+  for (const servers of FLEETS) {
+    // Fixtures in bulk SQL: a tenant on pro, its servers online with an inventory, their latest readings.
+    const tenantId = deps.newId()
+    const now = deps.clock.nowUs()
+    const gpus = JSON.stringify(Array.from({ length: GPUS }, (_, i) => ({ index: i, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24564, uuid: `GPU-${i}` })))
+    sqlite.transaction(() => {
+      sqlite.prepare("INSERT INTO tenants (id, name, plan_code, account_state, created_at) VALUES (?, 'bench', 'pro', 'active', ?)").run(tenantId, now)
+      const server = sqlite.prepare(
+        "INSERT INTO servers (id, tenant_id, name, created_at, gpus, gpu_count, gpu_model, presence, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, 'NVIDIA GeForce RTX 4090', 'online', ?)",
+      )
+      const latest = sqlite.prepare('INSERT INTO server_latest_metrics (server_id, gpu_index, metric, value, t) VALUES (?, ?, ?, ?, ?)')
+      for (let s = 0; s < servers; s++) {
+        const id = deps.newId()
+        server.run(id, tenantId, `rig-${s}`, now, gpus, GPUS, now)
+        for (let g = 0; g < GPUS; g++) for (const m of READINGS) latest.run(id, g, m, Math.round(Math.random() * 1000) / 10, now)
+        for (const m of HOST) latest.run(id, -1, m, 12.5, now)
+      }
+    })()
+    sqlite.exec('ANALYZE')
+    const actor = {
+      kind: 'system',
+      via: 'system',
+      tenantId,
+      userId: null,
+      role: null,
+      scopes: null,
+      serverAllowlist: null,
+      tenant: { planCode: 'pro', accountState: 'active' },
+    } as const
+    const reads: number[] = []
+    const whole: number[] = []
+    let body = ''
+    for (let r = 0; r < RUNS; r++) {
+      let t0 = performance.now()
+      exposedServers(deps.db, tenantId)
+      latestGpuMetricsOfTenant(sqlite, tenantId)
+      reads.push(performance.now() - t0)
+      t0 = performance.now()
+      body = scrapeMetrics({ deps, actor })
+      whole.push(performance.now() - t0)
+    }
+    const lines = body.split('\n').length - 1
+    const gzip = Bun.gzipSync(body).byteLength
+    console.log(`${servers} servers: scrape ${whole.map(ms).join(', ')}; reads alone ${reads.map(ms).join(', ')}`)
+    rows.push(
+      `| ${servers.toLocaleString('en')} × ${GPUS} GPUs | ${lines.toLocaleString('en')} | ${(body.length / 1e6).toFixed(2)} MB / ${(gzip / 1e6).toFixed(2)} MB | ${ms(median(reads))} | ${ms(median(whole))} |`,
+    )
+  }
+  console.log(`\n| fleet | lines | text / gzip | the two reads alone (median of ${RUNS}) | whole scrape body (median of ${RUNS}) |`)
+  console.log('|---|---|---|---|---|')
+  for (const r of rows) console.log(r)
+  sqlite.close()
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}

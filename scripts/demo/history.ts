@@ -1,0 +1,114 @@
+import { SimulatedGpus, seededRandom } from '../../agent/lib/simulate'
+import { withTransaction } from '../../db/client'
+import type { Deps } from '../../src/platform/context'
+import { parseTimestamp, US_PER_DAY, US_PER_HOUR } from '../../src/platform/time'
+import { accruePast } from '../../src/modules/earnings'
+import { fleetRuntime, markFleetDirty, type Sample, updateServer } from '../../src/modules/fleet'
+import { assignPlan, hourStartOf } from '../../src/modules/plans'
+import { CLORE_RATES, DEMO_SERVERS, type DemoServer } from './plan'
+
+/**
+ * The demo's past week: what a fresh database cannot have made in real time, written through the
+ * owning modules' own paths. The servers' enrolments and the tenant's plan are moved back (so the
+ * `billing.charge` job, run afterwards, books their hourly charges itself), a week of telemetry
+ * goes through the fleet's ingestion as an agent's backlog would (the `metrics.rollup` job then
+ * rolls it up), and a week of rentals is accrued by the earnings module's own arithmetic.
+ */
+
+const MINUTE_US = 60_000_000
+/** Telemetry steps: every 5 minutes for the last two days (the 5-minute graphs), every 30 before (the hourly ones). */
+const RECENT_US = 48 * US_PER_HOUR
+/** The metrics the graphs show by default (docs/telemetry.md): a week of them, not of every metric. */
+const GPU_METRICS = ['temperature_c', 'utilization_pct', 'power_w', 'fan_pct', 'memory_used_mb']
+const HOST_METRICS = ['cpu_usage_pct', 'memory_used_pct']
+
+const enrolledAt = (s: DemoServer, nowUs: number) => nowUs - s.enrolledDaysAgo * US_PER_DAY
+
+/**
+ * The servers were enrolled days ago, and the tenant has been on `pro` since the first of them: the
+ * plan history the charge job prices each hour by. (The plan was ordered through the API, which puts
+ * it in force from today on.)
+ */
+export function backdateFleet(deps: Deps, tenantId: string, ids: Map<string, string>, nowUs: number): void {
+  withTransaction(deps.db, (tx) => {
+    for (const s of DEMO_SERVERS) updateServer(tx, ids.get(s.name)!, { enrolledAt: enrolledAt(s, nowUs), createdAt: enrolledAt(s, nowUs) })
+    markFleetDirty(tx, tenantId)
+    const first = Math.min(...DEMO_SERVERS.map((s) => enrolledAt(s, nowUs)))
+    assignPlan(tx, deps, tenantId, 'free', 'pro', hourStartOf(first))
+  })
+}
+
+/** A week of each server's GPU and host readings from its enrolment up to now, from simulated cards like its agent's. */
+export async function backfillTelemetry(deps: Deps, ids: Map<string, string>, nowUs: number): Promise<number> {
+  const runtime = fleetRuntime(deps)
+  let written = 0
+  for (const s of DEMO_SERVERS) {
+    const gpus = new SimulatedGpus(
+      s.gpus,
+      `history:${s.name}`,
+      { model: s.model, memoryMb: s.memoryMb, maxPowerW: s.maxPowerW, hot: s.role === 'hot' },
+      seededRandom(s.name),
+    )
+    const pick = (values: Record<string, number | null>, names: string[]) => Object.fromEntries(names.map((n) => [n, values[n] ?? null]))
+    let batch: Sample[] = []
+    const end = nowUs - 5 * MINUTE_US
+    for (let t = Math.floor(enrolledAt(s, nowUs) / (5 * MINUTE_US)) * 5 * MINUTE_US; t < end; ) {
+      batch.push({ t, gpuIndex: -1, values: pick(gpus.hostSample(), HOST_METRICS) })
+      for (const [index, values] of gpus.sample()) batch.push({ t, gpuIndex: index, values: pick(values, GPU_METRICS) })
+      t += nowUs - t > RECENT_US ? 30 * MINUTE_US : 5 * MINUTE_US
+      if (batch.length >= 2000 || t >= end) {
+        // The fleet's group commit, as for an agent flushing a backlog; the event loop runs between batches.
+        runtime.telemetry(ids.get(s.name)!, batch)
+        runtime.flush()
+        written += batch.length
+        batch = []
+        await Bun.sleep(0)
+      }
+    }
+  }
+  return written
+}
+
+type Deal = { kind: string; currency: string; priceDay: string | null; gpuCount: number | null }
+const money = (n: number) => n.toFixed(8).replace(/0+$/, '').replace(/\.$/, '')
+
+/** The deals a listed server shows while rented: the plan's renters now, or one renter of half its cards. */
+function dealsWhenRented(s: DemoServer): Deal[] {
+  const l = s.listing!
+  if (l.marketplace === 'marketplace_a') {
+    const rented = l.rented.length > 0 ? l.rented : [{ kind: 'on_demand' as const, gpus: Math.ceil(s.gpus / 2) }]
+    return rented.map((r) => ({
+      kind: r.kind,
+      currency: 'USD',
+      priceDay: money((r.kind === 'interruptible' ? l.minBidHour : l.priceGpuHour) * 24 * r.gpus),
+      gpuCount: r.gpus,
+    }))
+  }
+  const [coin, price] = l.order ? [l.order.currency, l.order.pricePerDay] : Object.entries(l.pricing)[0]!
+  return [{ kind: l.order?.spot ? 'spot' : 'on_demand', currency: coin, priceDay: money(price), gpuCount: s.gpus }]
+}
+
+/**
+ * A week of rentals on each linked server, up to the moment it was linked (from then on the
+ * earnings.sample job accrues what the sync sees): rented spells of 6 to 40 hours between idle
+ * ones of 1 to 10, accrued by the earnings module as its job would have.
+ */
+export function backfillEarnings(deps: Deps, tenantId: string, ids: Map<string, string>, linkedAt: Map<string, string>, nowUs: number): number {
+  let samples = 0
+  const rates = Object.fromEntries(Object.entries(CLORE_RATES).map(([coin, usd]) => [coin, String(usd)]))
+  for (const s of DEMO_SERVERS.filter((x) => x.listing)) {
+    const serverId = ids.get(s.name)!
+    const until = parseTimestamp(linkedAt.get(serverId) ?? '') ?? nowUs
+    const random = seededRandom(`earnings:${s.name}`)
+    const spells: { fromUs: number; toUs: number; deals: Deal[] }[] = []
+    let rented = random() < 0.6
+    for (let from = enrolledAt(s, nowUs); from < until; rented = !rented) {
+      const hours = rented ? 6 + random() * 34 : 1 + random() * 9
+      const to = Math.min(until, from + Math.round(hours * US_PER_HOUR))
+      spells.push({ fromUs: from, toUs: to, deals: rented ? dealsWhenRented(s) : [] })
+      from = to
+    }
+    samples += accruePast(deps, { tenantId, serverId, marketplace: s.listing!.marketplace, spells, rates })
+  }
+  return samples
+}

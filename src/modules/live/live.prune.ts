@@ -1,0 +1,33 @@
+import { withTransaction } from '../../../db/client'
+import type { Deps } from '../../platform/context'
+import { overCap, pruneBefore, pruneTenantThrough } from './live.repository'
+
+/** Events deleted per transaction: the write lock is held a few milliseconds at a time. */
+const SLICE = 1000
+const yieldLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * The live.prune job: deletes events past LIVE_EVENTS_RETENTION_HOURS, then each tenant's oldest
+ * past LIVE_EVENTS_MAX_PER_TENANT, SLICE per transaction, yielding between two. Each slice raises
+ * the tenants' horizons with it, so a client resuming before them is told (`stream.reset`).
+ */
+export async function pruneLiveEvents(deps: Deps): Promise<string> {
+  const { retentionHours, maxPerTenant } = deps.config.liveEvents
+  const before = deps.clock.nowUs() - retentionHours * 3600 * 1_000_000
+  let slices = 0
+  const sliced = async (deleteSome: () => number): Promise<number> => {
+    let total = 0
+    for (;;) {
+      const n = withTransaction(deps.db, () => deleteSome())
+      slices++
+      total += n
+      if (n < SLICE) return total
+      await yieldLoop()
+    }
+  }
+  const old = await sliced(() => pruneBefore(deps.sqlite, before, SLICE))
+  let capped = 0
+  for (const { tenantId, throughId } of overCap(deps.sqlite, maxPerTenant))
+    capped += await sliced(() => pruneTenantThrough(deps.sqlite, tenantId, throughId, SLICE))
+  return `removed ${old} live events past retention and ${capped} past the per-tenant cap in ${slices} transactions`
+}

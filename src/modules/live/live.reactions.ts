@@ -1,0 +1,109 @@
+import type { DbOrTx } from '../../../db/client'
+import type { AppEvents } from '../../events'
+import type { Deps } from '../../platform/context'
+import { formatMoney } from '../../platform/money'
+import { formatTimestamp } from '../../platform/time'
+import { liveHub } from './live.hub'
+import { insertLiveEvent } from './live.repository'
+
+/**
+ * The live stream's producers, wired in src/reactions.ts: each turns a change another module made
+ * into a row of the buffer, in that change's transaction (it commits or rolls back with it), and
+ * wakes this process's open streams of the tenant once the transaction is over.
+ */
+
+function record(tx: DbOrTx, deps: Deps, e: { tenantId: string; serverId: string | null; type: string; at?: number; data: Record<string, unknown> }): void {
+  const now = deps.clock.nowUs()
+  const payload = JSON.stringify({ type: e.type, at: formatTimestamp(e.at ?? now), ...e.data })
+  insertLiveEvent(tx, { tenantId: e.tenantId, serverId: e.serverId, type: e.type, payload, createdAt: now })
+  liveHub(deps).wakeSoon(e.tenantId)
+}
+
+/** Presence transitions, from the server events fleet records for them. */
+export function liveFromServerEvent(deps: Deps, e: AppEvents['server.event_recorded']): void {
+  if (!e.kind.startsWith('presence.')) return
+  const to = e.kind.slice('presence.'.length)
+  const from = typeof e.data?.from === 'string' ? e.data.from : null
+  record(e.tx, deps, {
+    tenantId: e.server.tenantId,
+    serverId: e.server.id,
+    type: e.kind,
+    at: e.at,
+    data: { server_id: e.server.id, from, to, message: e.message, server_event_id: e.eventId },
+  })
+}
+
+export function liveFromRental(deps: Deps, e: AppEvents['server.rental_changed']): void {
+  record(e.tx, deps, {
+    tenantId: e.server.tenantId,
+    serverId: e.server.id,
+    type: e.started ? 'rental.started' : 'rental.ended',
+    data: { server_id: e.server.id, source: e.source, rental_running: e.running },
+  })
+}
+
+export function liveFromCommand(deps: Deps, e: AppEvents['command.changed']): void {
+  const c = e.command
+  record(e.tx, deps, {
+    tenantId: c.tenantId,
+    serverId: c.serverId,
+    type: `command.${e.to}`,
+    data: {
+      command_id: c.id,
+      server_id: c.serverId,
+      command_type: c.type,
+      axis: e.axis,
+      from: e.from,
+      to: e.to,
+      delivery_status: c.deliveryStatus,
+      execution_status: c.executionStatus,
+      queue_reason: c.queueReason,
+      note: e.note,
+    },
+  })
+}
+
+export function liveFromAlert(deps: Deps, e: AppEvents['alert.changed']): void {
+  const i = e.incident
+  record(e.tx, deps, {
+    tenantId: i.tenantId,
+    serverId: i.serverId,
+    type: `alert.${e.change}`,
+    data: {
+      alert_id: i.id,
+      kind: i.kind,
+      severity: i.severity,
+      server_id: i.serverId,
+      marketplace: i.marketplace,
+      title: i.title,
+      by: e.by,
+      resolution: e.resolution,
+    },
+  })
+}
+
+export function liveFromTopup(deps: Deps, e: AppEvents['topup.succeeded']): void {
+  const t = e.topup
+  record(e.tx, deps, {
+    tenantId: t.tenantId,
+    serverId: null,
+    type: 'topup.succeeded',
+    data: {
+      topup_id: t.id,
+      status: 'succeeded',
+      amount_usd: formatMoney(t.amountMicros),
+      credited_usd: formatMoney(t.creditedMicros),
+      payment_method: t.paymentMethod,
+    },
+  })
+}
+
+export function liveFromTopupNotCredited(deps: Deps, e: AppEvents['topup.not_credited']): void {
+  const t = e.topup
+  record(e.tx, deps, {
+    tenantId: t.tenantId,
+    serverId: null,
+    type: `topup.${e.status}`,
+    data: { topup_id: t.id, status: e.status, amount_usd: formatMoney(t.amountMicros), credited_usd: null, payment_method: t.paymentMethod },
+  })
+}

@@ -1,0 +1,91 @@
+import type { Database } from 'bun:sqlite'
+import { and, asc, eq, gt } from 'drizzle-orm'
+import { liveEventHorizons, liveEvents } from '../../../db/schema'
+import { commitInOrder, isPostgres, type DbOrTx } from '../../../db/client'
+
+export type LiveEventRow = typeof liveEvents.$inferSelect
+
+/**
+ * Appends an event in the caller's transaction. Streams read the buffer as "ids after the last I
+ * saw", so ids must become visible in order: on PostgreSQL the writers of events take their turn
+ * until they commit (commitInOrder); SQLite's single writer gives that order already.
+ */
+export function insertLiveEvent(tx: DbOrTx, row: Omit<LiveEventRow, 'id'>): void {
+  commitInOrder(tx, 'live_events')
+  tx.insert(liveEvents).values(row).run()
+}
+
+/** The tenant's events after `afterId`, oldest first. */
+export function eventsAfter(db: DbOrTx, tenantId: string, afterId: number, limit: number): LiveEventRow[] {
+  return db
+    .select()
+    .from(liveEvents)
+    .where(and(eq(liveEvents.tenantId, tenantId), gt(liveEvents.id, afterId)))
+    .orderBy(asc(liveEvents.id))
+    .limit(limit)
+    .all()
+}
+
+/** The last id handed out (0 before the first): pruning never lowers it, AUTOINCREMENT never reuses one. */
+export function lastIssuedId(sqlite: Database): number {
+  // PostgreSQL has no sqlite_sequence: the newest event, or the newest one the prune removed.
+  if (isPostgres(sqlite))
+    return (
+      sqlite
+        .query<{ seq: number }, []>(
+          'SELECT max(coalesce((SELECT max(id) FROM live_events), 0), coalesce((SELECT max(pruned_through) FROM live_event_horizons), 0)) AS seq',
+        )
+        .get()?.seq ?? 0
+    )
+  const row = sqlite.query<{ seq: number }, []>("SELECT seq FROM sqlite_sequence WHERE name = 'live_events'").get()
+  return row?.seq ?? 0
+}
+
+/** The highest id of the tenant's events the prune removed (0 when none was). */
+export function horizonOf(db: DbOrTx, tenantId: string): number {
+  return db.select().from(liveEventHorizons).where(eq(liveEventHorizons.tenantId, tenantId)).get()?.prunedThrough ?? 0
+}
+
+/** Per tenant, the newest id written after `afterId` (by any process): which tenants' streams have news. */
+export function newestByTenant(sqlite: Database, afterId: number): { tenantId: string; id: number }[] {
+  return sqlite
+    .query<{ tenantId: string; id: number }, [number]>('SELECT tenant_id AS tenantId, max(id) AS id FROM live_events WHERE id > ?1 GROUP BY tenant_id')
+    .all(afterId)
+}
+
+/**
+ * Deletes one slice of events chosen by `where` (a condition on live_events, its parameters from ?2
+ * on), at most `limit`, raising each tenant's horizon to the highest id deleted: two statements over
+ * the same ordered slice, in the caller's transaction. Answers how many were deleted.
+ */
+function deleteSlice(sqlite: Database, where: string, limit: number, ...params: (string | number)[]): number {
+  const slice = `SELECT id, tenant_id FROM live_events WHERE ${where} ORDER BY id LIMIT ?1`
+  sqlite
+    .query(
+      `INSERT INTO live_event_horizons (tenant_id, pruned_through) SELECT tenant_id, max(id) FROM (${slice}) AS s WHERE true GROUP BY tenant_id
+       ON CONFLICT (tenant_id) DO UPDATE SET pruned_through = max(pruned_through, excluded.pruned_through)`,
+    )
+    .run(limit, ...params)
+  return sqlite.query(`DELETE FROM live_events WHERE id IN (SELECT id FROM (${slice}) AS s)`).run(limit, ...params).changes
+}
+
+/** Deletes at most `limit` events written before `beforeUs`, oldest first. */
+export function pruneBefore(sqlite: Database, beforeUs: number, limit: number): number {
+  return deleteSlice(sqlite, 'created_at < ?2', limit, beforeUs)
+}
+
+/** Tenants holding more than `cap` events, with the id of their newest event past the cap (it and everything older go). */
+export function overCap(sqlite: Database, cap: number): { tenantId: string; throughId: number }[] {
+  const over = sqlite.query<{ tenantId: string }, [number]>('SELECT tenant_id AS tenantId FROM live_events GROUP BY tenant_id HAVING count(*) > ?1').all(cap)
+  return over.map(({ tenantId }) => ({
+    tenantId,
+    throughId: sqlite
+      .query<{ id: number }, [string, number]>('SELECT id FROM live_events WHERE tenant_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2')
+      .get(tenantId, cap)!.id,
+  }))
+}
+
+/** Deletes at most `limit` of the tenant's events up to `throughId`, oldest first. */
+export function pruneTenantThrough(sqlite: Database, tenantId: string, throughId: number, limit: number): number {
+  return deleteSlice(sqlite, 'tenant_id = ?2 AND id <= ?3', limit, tenantId, throughId)
+}

@@ -1,0 +1,140 @@
+import { mayAccessServer, permits, type Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { formatMoney } from '../../platform/money'
+import { utcDay } from '../../platform/time'
+import { balanceRunway } from '../billing'
+import { accruedDays } from '../earnings'
+import { exposedServers, latestGpuMetricsOfTenant, rentalSources, serverNames } from '../fleet'
+import { Exposition, formatSecondsOfUs, labelSet } from './exposition'
+import { BALANCE, EARNINGS, GPU_INVENTORY, GPU_READINGS, PRESENCE, RENTALS, type FamilySpec } from './prometheus.catalogue'
+
+/**
+ * GET /metrics/prometheus (docs/prometheus.md): the caller's fleet as Prometheus metrics. Each
+ * family shows only to the scope guarding it (permits: the access check's own rule, as for a GET
+ * route declaring that scope), and every per-server series only for servers the caller may see
+ * (mayAccessServer: a token's allowlist).
+ *
+ * A scrape is a handful of reads, whatever the fleet's size: the tenant's managed servers, their
+ * latest GPU readings, today's earnings rows and the balance; no query per server.
+ */
+
+type Server = ReturnType<typeof exposedServers>[number]
+/** Latest readings of one server: GPU index → value by GPU_READINGS slot (undefined: never reported). */
+type Readings = Map<number, (number | null | undefined)[]>
+
+export function scrapeMetrics({ deps, actor }: { deps: Deps; actor: Actor }): string {
+  const out = new Exposition()
+  const fleet = permits(actor, 'servers:read', null)
+  const markets = permits(actor, 'marketplaces:read', null)
+  const servers = fleet || markets ? exposedServers(deps.db, actor.tenantId).filter((s) => mayAccessServer(actor, s.id)) : []
+  const serverLabels = new Map(servers.map((s) => [s.id, [['server', s.id] as const, ['name', s.name] as const]]))
+  if (fleet) {
+    writePresence(out, servers, serverLabels)
+    writeGpus(out, servers, serverLabels, readingsOf(deps, actor.tenantId))
+  }
+  if (markets) {
+    writeRentals(out, servers, serverLabels)
+    writeEarnings(out, deps, actor, serverLabels)
+  }
+  if (permits(actor, 'billing:read', null)) writeBalance(out, deps, actor.tenantId)
+  return out.text()
+}
+
+type Pairs = readonly (readonly [string, string])[]
+
+function start(out: Exposition, f: FamilySpec): void {
+  out.family(f.name, f.type, f.help)
+}
+
+function writePresence(out: Exposition, servers: Server[], labels: Map<string, Pairs>): void {
+  start(out, PRESENCE.online)
+  for (const s of servers) out.sample(PRESENCE.online.name, labelSet(labels.get(s.id)!), s.presence === 'online' ? '1' : '0')
+  start(out, PRESENCE.lastSeen)
+  for (const s of servers) if (s.lastSeenAt !== null) out.sample(PRESENCE.lastSeen.name, labelSet(labels.get(s.id)!), formatSecondsOfUs(s.lastSeenAt))
+}
+
+/** Slot of each reading in a GPU's values, by the agent's metric name. */
+const SLOT = new Map(GPU_READINGS.map((r, i) => [r.metric, i]))
+
+function readingsOf(deps: Deps, tenantId: string): Map<string, Readings> {
+  const byServer = new Map<string, Readings>()
+  for (const [serverId, gpuIndex, metric, value] of latestGpuMetricsOfTenant(deps.sqlite, tenantId)) {
+    const slot = SLOT.get(metric)
+    if (slot === undefined) continue
+    let gpus = byServer.get(serverId)
+    if (!gpus) byServer.set(serverId, (gpus = new Map()))
+    let values = gpus.get(gpuIndex)
+    if (!values) gpus.set(gpuIndex, (values = []))
+    values[slot] = value
+  }
+  return byServer
+}
+
+/** At most this many GPUs per server, as in the fleet rows. */
+const MAX_GPUS = 128
+
+function writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pairs>, readings: Map<string, Readings>): void {
+  // Per server: its GPUs (the inventory and any GPU that reported), each with its label text.
+  const gpus = servers.map((s) => {
+    const reported: Readings = readings.get(s.id) ?? new Map()
+    const indexes = [...new Set([...s.gpus.map((g) => g.index), ...reported.keys()])].sort((a, b) => a - b).slice(0, MAX_GPUS)
+    return {
+      server: s,
+      reported,
+      gpus: indexes.map((i) => {
+        const inventory = s.gpus.find((g) => g.index === i)
+        return {
+          index: i,
+          memoryMb: inventory?.memory_mb ?? null,
+          labels: labelSet([...labels.get(s.id)!, ['gpu', String(i)], ['model', inventory?.model ?? s.gpuModel]]),
+        }
+      }),
+    }
+  })
+  GPU_READINGS.forEach((reading, slot) => {
+    start(out, reading)
+    for (const { server, reported, gpus: list } of gpus) {
+      if (server.presence === 'offline') continue
+      for (const g of list) {
+        const v = reported.get(g.index)?.[slot]
+        if (typeof v === 'number' && Number.isFinite(v)) out.sample(reading.name, g.labels, reading.value(v))
+      }
+    }
+  })
+  const total = GPU_INVENTORY.memoryTotal
+  start(out, total)
+  for (const { gpus: list } of gpus) for (const g of list) if (typeof g.memoryMb === 'number') out.sample(total.name, g.labels, total.value(g.memoryMb))
+}
+
+function writeRentals(out: Exposition, servers: Server[], labels: Map<string, Pairs>): void {
+  const sources = new Map(servers.map((s) => [s.id, rentalSources(s)]))
+  start(out, RENTALS.rented)
+  for (const s of servers) out.sample(RENTALS.rented.name, labelSet(labels.get(s.id)!), sources.get(s.id)!.length ? '1' : '0')
+  start(out, RENTALS.running)
+  for (const s of servers)
+    for (const source of sources.get(s.id)!) out.sample(RENTALS.running.name, labelSet([...labels.get(s.id)!, ['marketplace', source]]), '1')
+}
+
+function writeEarnings(out: Exposition, deps: Deps, actor: Actor, labels: Map<string, Pairs>): void {
+  start(out, EARNINGS.accruedToday)
+  const today = utcDay(deps.clock.nowUs())
+  const rows = accruedDays(deps, actor.tenantId, today, today).filter((r) => mayAccessServer(actor, r.serverId))
+  // A server decommissioned today still earned today: its name comes from the full list.
+  const others = rows.some((r) => !labels.has(r.serverId)) ? serverNames(deps.db, actor.tenantId) : new Map<string, string>()
+  rows.sort((a, b) => a.serverId.localeCompare(b.serverId) || a.marketplace.localeCompare(b.marketplace))
+  for (const r of rows) {
+    const server = labels.get(r.serverId) ?? [
+      ['server', r.serverId],
+      ['name', others.get(r.serverId) ?? ''],
+    ]
+    out.sample(EARNINGS.accruedToday.name, labelSet([...server, ['marketplace', r.marketplace]]), formatMoney(r.accruedUsdMicros))
+  }
+}
+
+function writeBalance(out: Exposition, deps: Deps, tenantId: string): void {
+  const runway = balanceRunway(deps, tenantId)
+  start(out, BALANCE.balance)
+  out.sample(BALANCE.balance.name, '', formatMoney(runway.balanceMicros))
+  start(out, BALANCE.timeLeft)
+  if (runway.secondsLeft !== null) out.sample(BALANCE.timeLeft.name, '', String(runway.secondsLeft))
+}

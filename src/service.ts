@@ -1,0 +1,58 @@
+import type { Config } from './config'
+import { buildDeps } from './deps'
+import { createApp } from './app'
+import { startServer } from './server'
+import { JobRunner } from './platform/jobs'
+import type { Deps } from './platform/context'
+import { jobs } from '../jobs'
+import { fleetRuntime } from './modules/fleet'
+import { consoleBundle } from './modules/console'
+
+/**
+ * The service as one process runs it: config → database → app → listen, and a stop that drains in
+ * the right order. src/main.ts runs it as it is; the demo (scripts/demo.ts) seeds it before starting
+ * the jobs. The caller starts the jobs (`runner.start()`) when it wants them.
+ */
+export type Service = {
+  deps: Deps
+  runner: JobRunner
+  /** The loopback address this process answers on (PUBLIC_URL may name a proxy in front of it). */
+  url: string
+  port: number
+  /** Drains in-flight requests, stops the jobs, writes what waits and closes the database. */
+  stop: () => Promise<void>
+}
+
+export function startService(config: Config): Service {
+  const deps = buildDeps(config)
+  const runner = new JobRunner(deps, jobs)
+  const app = createApp(deps, runner)
+  const running = startServer(app, deps, { port: config.port })
+  // The web console is bundled in memory now, not at its first visit; a failed build leaves the API
+  // running and says why here (the page answers 503 meanwhile).
+  consoleBundle().then(
+    (bundle) => deps.log.info('web console built', { files: [...bundle.assets.keys()] }),
+    (error) => deps.log.error('the web console did not build', { error }),
+  )
+  return {
+    deps,
+    runner,
+    url: running.url,
+    port: running.server.port as number,
+    stop: async () => {
+      await running.stop() // waits for in-flight requests
+      await runner.stop()
+      fleetRuntime(deps).stop() // writes buffered heartbeats and telemetry
+      await deps.durable.barrier().catch((error) => deps.log.error('could not make the last writes durable', { error }))
+      deps.durable.stop()
+      deps.sqlite.close()
+    },
+  }
+}
+
+/** The one line for a port the service cannot listen on, or null when the failure is something else. */
+export function listenFailure(error: unknown, port: number): string | null {
+  const code = (error as { code?: string }).code
+  if (code !== 'EADDRINUSE' && code !== 'EACCES') return null
+  return `gpuhq: cannot listen on port ${port}: ${code === 'EADDRINUSE' ? 'it is in use by another program (or another gpuhq)' : 'permission denied'}; set PORT to another port`
+}

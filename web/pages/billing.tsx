@@ -1,0 +1,272 @@
+import { useState } from 'preact/hooks'
+import { dateTime, money } from '../lib/format'
+import { useLive } from '../lib/live'
+import { usePaged, useSnapshot } from '../lib/resource'
+import { href } from '../lib/router'
+import { can } from '../lib/session'
+import type { Billing, Topup } from '../lib/types'
+import { StatusBadge } from '../ui/badges'
+import { Page, Section } from '../ui/layout'
+import { Async, Empty, More, TableWrap } from '../ui/states'
+import { TopUpForm } from './topup'
+
+/** Billing (docs/billing.md): the balance and account state, spend tiles, top-ups, the ledger by range, the daily charges. */
+
+type Entry = { id: string; kind: string; amount_usd: string; balance_after_usd: string; occurred_at: string; detail: string }
+type ChargeDay = { day: string; amount_usd: string; hours: number; server_hours: number; csv: string }
+
+const TILES: [keyof Billing['tiles'], string][] = [
+  ['today', 'Today'],
+  ['yesterday', 'Yesterday'],
+  ['7d', 'Last 7 days'],
+  ['month', 'This month'],
+  ['prev_month', 'Last month'],
+]
+
+function Overview({ b }: { b: Billing }) {
+  return (
+    <>
+      <dl class="tiles" aria-label="Balance">
+        <div class="tile">
+          <dt>Balance</dt>
+          <dd data-testid="balance">{money(b.balance_usd)}</dd>
+        </div>
+        <div class="tile">
+          <dt>Account</dt>
+          <dd>
+            <StatusBadge status={b.account_state} />
+          </dd>
+        </div>
+        <div class="tile">
+          <dt>Plan</dt>
+          <dd>{b.tariff.label ?? 'none'}</dd>
+        </div>
+        <div class="tile">
+          <dt>Per day now</dt>
+          <dd>{money(b.estimate.per_day_usd)}</dd>
+        </div>
+        <div class="tile">
+          <dt>Balance lasts</dt>
+          <dd>{b.days_left === null ? '—' : `${b.days_left} days`}</dd>
+        </div>
+      </dl>
+      {b.account_state !== 'active' && (
+        <p class="form-error" role="alert">
+          {b.account_state === 'frozen'
+            ? `The account is frozen since ${dateTime(b.frozen_at)}: fleet changes are refused until a top-up brings the balance above zero.`
+            : `The account is in grace until ${dateTime(b.grace_ends_at)}: top up before then to avoid a freeze.`}
+        </p>
+      )}
+      <h3>Spend ({b.timezone} days)</h3>
+      <dl class="tiles" aria-label="Spend">
+        {TILES.map(([k, label]) => (
+          <div class="tile" key={k}>
+            <dt>{label}</dt>
+            <dd>{money(b.tiles[k].spend_usd)}</dd>
+          </div>
+        ))}
+      </dl>
+      <p class="muted small">
+        {b.estimate.managed_servers} managed servers on {b.tariff.label ?? 'no plan'} ({money(b.tariff.monthly_price_per_server_usd)} per server per month).{' '}
+        <a href={href('/billing/plan')}>Change plan</a>
+      </p>
+    </>
+  )
+}
+
+function Ledger({ version }: { version: number }) {
+  const [range, setRange] = useState('')
+  const [kind, setKind] = useState('')
+  const ledger = usePaged<Entry>('/billing/ledger', { range, kind, limit: 50 }, [range, kind, version])
+  return (
+    <Section title="Ledger">
+      <div class="form inline">
+        <div class="field">
+          <label for="ledger-range">Period</label>
+          <select id="ledger-range" value={range} onChange={(e) => setRange(e.currentTarget.value)}>
+            <option value="">All</option>
+            {TILES.map(([k, label]) => (
+              <option key={k} value={k}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="ledger-kind">Kind</label>
+          <select id="ledger-kind" value={kind} onChange={(e) => setKind(e.currentTarget.value)}>
+            <option value="">All</option>
+            <option value="charge">Charges</option>
+            <option value="topup">Top-ups</option>
+            <option value="adjustment">Adjustments</option>
+          </select>
+        </div>
+      </div>
+      <Async r={ledger} label="Loading the ledger…">
+        {(page) =>
+          page.items.length === 0 ? (
+            <Empty>No entries in this period.</Empty>
+          ) : (
+            <>
+              <TableWrap label="Ledger entries">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">When</th>
+                      <th scope="col">Kind</th>
+                      <th scope="col">Detail</th>
+                      <th scope="col" class="num">
+                        Amount
+                      </th>
+                      <th scope="col" class="num">
+                        Balance after
+                      </th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {page.items.map((e) => (
+                      <tr key={e.id}>
+                        <td>{dateTime(e.occurred_at)}</td>
+                        <td>{e.kind}</td>
+                        <td>{e.detail}</td>
+                        <td class="num">{money(e.amount_usd)}</td>
+                        <td class="num">{money(e.balance_after_usd)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableWrap>
+              <More cursor={page.next_cursor} load={ledger.more} />
+            </>
+          )
+        }
+      </Async>
+    </Section>
+  )
+}
+
+function Topups({ version }: { version: number }) {
+  const list = usePaged<Topup>('/billing/topups', { limit: 20 }, [version])
+  return (
+    <Async r={list} label="Loading the top-ups…">
+      {(page) =>
+        page.items.length === 0 ? (
+          <Empty>No top-ups yet.</Empty>
+        ) : (
+          <>
+            <TableWrap label="Top-ups">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Started</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Method</th>
+                    <th scope="col" class="num">
+                      Invoiced
+                    </th>
+                    <th scope="col" class="num">
+                      Credited
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {page.items.map((t) => (
+                    <tr key={t.id}>
+                      <td>{dateTime(t.created_at)}</td>
+                      <td>
+                        <StatusBadge status={t.status} />
+                        {t.purpose.kind === 'subscription_change' && <span class="muted small"> for the plan {t.purpose.target_plan}</span>}
+                      </td>
+                      <td>{t.payment_method}</td>
+                      <td class="num">{money(t.amount_usd)}</td>
+                      <td class="num">{money(t.credited_usd)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableWrap>
+            <More cursor={page.next_cursor} load={list.more} />
+          </>
+        )
+      }
+    </Async>
+  )
+}
+
+function Charges() {
+  const charges = usePaged<ChargeDay>('/billing/charges', { limit: 31 }, [])
+  return (
+    <Section title="Daily charges">
+      <Async r={charges} label="Loading the charges…">
+        {(page) =>
+          page.items.length === 0 ? (
+            <Empty>No charges yet: each managed server is charged by the hour.</Empty>
+          ) : (
+            <>
+              <TableWrap label="Daily charges">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Day (UTC)</th>
+                      <th scope="col" class="num">
+                        Server-hours
+                      </th>
+                      <th scope="col" class="num">
+                        Amount
+                      </th>
+                      <th scope="col">Per server</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {page.items.map((d) => (
+                      <tr key={d.day}>
+                        <td>{d.day}</td>
+                        <td class="num">{d.server_hours}</td>
+                        <td class="num">{money(d.amount_usd)}</td>
+                        <td>
+                          <a href={`/api/v1/billing/charges/${d.day}.csv`} download={`gpuhq-charges-${d.day}.csv`}>
+                            CSV of {d.day}
+                          </a>
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableWrap>
+              <More cursor={page.next_cursor} load={charges.more} />
+            </>
+          )
+        }
+      </Async>
+    </Section>
+  )
+}
+
+export function BillingPage() {
+  const billing = useSnapshot<Billing>('/billing', {}, [])
+  const [paid, setPaid] = useState(0)
+  useLive(() => void billing.refresh())
+  return (
+    <Page title="Billing" actions={<a href={href('/billing/plan')}>Plan</a>}>
+      <Async r={billing} label="Loading the balance…">
+        {(b) => <Overview b={b} />}
+      </Async>
+      <Section title="Top up">
+        {can('admin') ? (
+          <TopUpForm
+            onSucceeded={() => {
+              billing.reload()
+              setPaid(paid + 1)
+            }}
+          />
+        ) : (
+          <p>Only owners and admins can top up.</p>
+        )}
+        <h3>Earlier top-ups</h3>
+        <Topups version={paid} />
+      </Section>
+      <Ledger version={paid} />
+      <Charges />
+    </Page>
+  )
+}

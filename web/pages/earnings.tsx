@@ -1,0 +1,272 @@
+import { useState } from 'preact/hooks'
+import { get, request } from '../lib/api'
+import { MARKETPLACES, type Marketplace, marketplaceName, money, utcDay } from '../lib/format'
+import { useIdempotency, useResource } from '../lib/resource'
+import { can } from '../lib/session'
+import type { Margin } from '../lib/types'
+import { Form, TextField, useForm } from '../ui/form'
+import { Page, Section } from '../ui/layout'
+import { Async, Empty, TableWrap } from '../ui/states'
+
+/**
+ * Earnings and costs (docs/earnings.md, docs/reports.md): what the marketplaces report as earned
+ * (their numbers, not a ledger: every total carries the service's label), the margin after the
+ * platforms' cut, electricity and gpuhq's charges, and the cost basis those figures use.
+ */
+
+type Sums = { earned_usd: string; platform_reported_usd: string | null; accrued_seconds: number }
+type EarningsReport = {
+  from: string
+  to: string
+  total: Sums
+  by_marketplace: (Sums & { marketplace: string; servers: number })[]
+  by_gpu_model: (Sums & { gpu_model: string; servers: number })[]
+  servers: (Sums & { server_id: string; name: string; gpu_model: string | null })[]
+  total_label: string
+}
+type MarginReport = { fleet: Margin; servers: (Margin & { server_id: string; name: string })[]; from_day: string; to_day: string }
+type CostBasis = {
+  electricity_usd_per_kwh: string | null
+  operational: { usd_per_month: string | null }
+  marketplaces: { marketplace: Marketplace; commission_percent: string | null; renter_markup_percent: string | null }[]
+  defaults: { key: string; value: string; reason: string }[]
+  version: number
+}
+
+const hours = (s: number) => `${Math.round(s / 360) / 10} h`
+
+function EarningsTable({ r }: { r: EarningsReport }) {
+  if (r.servers.length === 0) return <Empty>No earnings in this period. They accrue while a linked machine is rented.</Empty>
+  return (
+    <>
+      <dl class="tiles" aria-label="Earnings">
+        <div class="tile">
+          <dt>Earned ({r.total_label})</dt>
+          <dd>{money(r.total.earned_usd)}</dd>
+        </div>
+        <div class="tile">
+          <dt>Reported by the platforms</dt>
+          <dd>{money(r.total.platform_reported_usd, 'not reported')}</dd>
+        </div>
+        <div class="tile">
+          <dt>Rented time</dt>
+          <dd>{hours(r.total.accrued_seconds)}</dd>
+        </div>
+      </dl>
+      <TableWrap label="Earnings by server">
+        <table>
+          <caption class="muted small">{r.total_label}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Server</th>
+              <th scope="col">Model</th>
+              <th scope="col" class="num">
+                Rented
+              </th>
+              <th scope="col" class="num">
+                Earned
+              </th>
+              <th scope="col" class="num">
+                Platform's figure
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {r.servers.map((s) => (
+              <tr key={s.server_id}>
+                <td>{s.name}</td>
+                <td>{s.gpu_model ?? '—'}</td>
+                <td class="num">{hours(s.accrued_seconds)}</td>
+                <td class="num">{money(s.earned_usd)}</td>
+                <td class="num">{money(s.platform_reported_usd)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
+      <h3>By marketplace</h3>
+      <ul>
+        {r.by_marketplace.map((m) => (
+          <li key={m.marketplace}>
+            {marketplaceName(m.marketplace)}: {money(m.earned_usd)} from {m.servers} servers
+          </li>
+        ))}
+      </ul>
+    </>
+  )
+}
+
+function MarginTable({ r }: { r: MarginReport }) {
+  const rows: [string, Margin][] = [['Fleet', r.fleet], ...r.servers.map((s): [string, Margin] => [s.name, s])]
+  return (
+    <TableWrap label="Margin">
+      <table>
+        <caption class="muted small">
+          {r.from_day} to {r.to_day}. A figure with a missing input is left out and marked, never counted as zero.
+        </caption>
+        <thead>
+          <tr>
+            <th scope="col">Of</th>
+            <th scope="col" class="num">
+              Earned
+            </th>
+            <th scope="col" class="num">
+              Platform cut
+            </th>
+            <th scope="col" class="num">
+              Electricity
+            </th>
+            <th scope="col" class="num">
+              gpuhq
+            </th>
+            <th scope="col" class="num">
+              Margin
+            </th>
+            <th scope="col">Missing</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map(([name, m]) => (
+            <tr key={name}>
+              <th scope="row">{name}</th>
+              <td class="num">{money(m.earned_usd)}</td>
+              <td class="num">{money(m.platform_cut_usd, 'unknown')}</td>
+              <td class="num">{money(m.electricity_usd, 'unknown')}</td>
+              <td class="num">{money(m.gpuhq_charges_usd)}</td>
+              <td class="num">
+                {money(m.margin_usd)}
+                {m.estimate ? ' (estimate)' : ''}
+              </td>
+              <td>{m.missing.join(', ') || '—'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableWrap>
+  )
+}
+
+function CostBasisForm({ basis, saved }: { basis: CostBasis; saved: (b: CostBasis) => void }) {
+  const form = useForm()
+  const idem = useIdempotency()
+  const [electricity, setElectricity] = useState(basis.electricity_usd_per_kwh ?? '')
+  const [operational, setOperational] = useState(basis.operational.usd_per_month ?? '')
+  const commission = (m: Marketplace) => basis.marketplaces.find((x) => x.marketplace === m)?.commission_percent ?? ''
+  const [commissions, setCommissions] = useState<Record<Marketplace, string>>({
+    marketplace_a: commission('marketplace_a'),
+    marketplace_b: commission('marketplace_b'),
+  })
+  const [done, setDone] = useState(false)
+  const orNull = (v: string) => v.trim() || null
+  return (
+    <Form
+      form={form}
+      label="Cost basis"
+      submit="Save the cost basis"
+      busyLabel="Saving…"
+      onSubmit={async () => {
+        setDone(false)
+        const body = {
+          electricity_usd_per_kwh: orNull(electricity),
+          operational: { usd_per_month: orNull(operational) },
+          marketplaces: {
+            marketplace_a: { commission_percent: orNull(commissions.marketplace_a) },
+            marketplace_b: { commission_percent: orNull(commissions.marketplace_b) },
+          },
+        }
+        const { data } = await request<CostBasis>('PUT', '/billing/cost-basis', { body, idempotencyKey: idem.keyFor(body), ifMatch: `"${basis.version}"` })
+        idem.done()
+        saved(data)
+        setDone(true)
+      }}
+    >
+      <TextField
+        form={form}
+        name="/electricity_usd_per_kwh"
+        label="Electricity (USD per kWh)"
+        hint="Empty: not entered (a server's own tariff wins)."
+        inputMode="decimal"
+        value={electricity}
+        onInput={setElectricity}
+      />
+      <TextField
+        form={form}
+        name="/operational/usd_per_month"
+        label="Other operating costs (USD per month)"
+        inputMode="decimal"
+        value={operational}
+        onInput={setOperational}
+      />
+      {(Object.keys(MARKETPLACES) as Marketplace[]).map((m) => (
+        <TextField
+          key={m}
+          form={form}
+          name={`/marketplaces/${m}/commission_percent`}
+          label={`${MARKETPLACES[m]} commission (%)`}
+          inputMode="decimal"
+          value={commissions[m]}
+          onInput={(v) => setCommissions({ ...commissions, [m]: v })}
+        />
+      ))}
+      {done && (
+        <p class="note" role="status">
+          Saved.
+        </p>
+      )}
+    </Form>
+  )
+}
+
+export function EarningsPage() {
+  const [days, setDays] = useState(7)
+  const earnings = useResource(() => get<EarningsReport>('/reports/earnings', { from: utcDay(days - 1), to: utcDay(0) }), [days])
+  const margin = useResource(() => get<MarginReport>('/reports/margin', { days }), [days])
+  const basis = useResource(() => get<CostBasis>('/billing/cost-basis'), [])
+  return (
+    <Page
+      title="Earnings"
+      actions={
+        <div class="field">
+          <label for="earnings-days">Period</label>
+          <select id="earnings-days" value={String(days)} onChange={(e) => setDays(Number(e.currentTarget.value))}>
+            <option value="7">Last 7 days</option>
+            <option value="30">Last 30 days</option>
+            <option value="90">Last 90 days</option>
+          </select>
+        </div>
+      }
+    >
+      <Section title="Earned">
+        <Async r={earnings} label="Loading the earnings…">
+          {(r) => <EarningsTable r={r} />}
+        </Async>
+      </Section>
+      <Section title="Margin">
+        <Async r={margin} label="Loading the margin…">
+          {(r) => <MarginTable r={r} />}
+        </Async>
+      </Section>
+      <Section title="Cost basis">
+        <Async r={basis} label="Loading the cost basis…">
+          {(b) => (
+            <>
+              {can('admin') ? <CostBasisForm basis={b} saved={basis.set} /> : <p>Electricity {money(b.electricity_usd_per_kwh, 'not entered')} per kWh.</p>}
+              {b.defaults.length > 0 && (
+                <>
+                  <h3>Used where nothing is entered</h3>
+                  <ul>
+                    {b.defaults.map((d) => (
+                      <li key={d.key}>
+                        <code>{d.key}</code> {d.value}: {d.reason}
+                      </li>
+                    ))}
+                  </ul>
+                </>
+              )}
+            </>
+          )}
+        </Async>
+      </Section>
+    </Page>
+  )
+}

@@ -1,0 +1,190 @@
+import { get } from '../lib/api'
+import { dateTime, marketplaceName, money } from '../lib/format'
+import { usePaged, useResource } from '../lib/resource'
+import type { ServerRow } from '../lib/types'
+import { StatusBadge } from '../ui/badges'
+import { Section } from '../ui/layout'
+import { Async, Empty, More, TableWrap } from '../ui/states'
+
+/** Market standing of each offer, supply against the market, and every call gpuhq made to a marketplace. */
+
+type Standing = {
+  server_id: string
+  marketplace: string
+  gpu_model: string | null
+  price_gpu_hour: string | null
+  market_offers: number
+  cheaper: number | null
+  equal: number | null
+  dearer: number | null
+  percentile: number | null
+  median: string | null
+}
+type Supply = {
+  marketplace: string
+  gpu_model: string
+  my_offers: number
+  my_gpus: number
+  market_offers: number
+  market_gpus: number
+  share_of_gpus: number | null
+}
+type Operation = {
+  id: string
+  marketplace: string
+  operation: string
+  method: string
+  path: string
+  status: number | null
+  outcome: string
+  reason: string | null
+  at: string
+}
+
+export function Market({ servers, version }: { servers: ServerRow[]; version: number }) {
+  const standing = useResource(() => get<{ items: Standing[] }>('/marketplaces/prices/standing'), [version])
+  const supply = useResource(() => get<{ items: Supply[] }>('/marketplaces/supply'), [version])
+  const ops = usePaged<Operation>('/marketplaces/operations', { limit: 20 }, [version])
+  const name = (id: string) => servers.find((s) => s.id === id)?.name ?? id.slice(0, 8)
+  return (
+    <>
+      <Section title="Market standing">
+        <Async r={standing} label="Loading the market…">
+          {({ items }) =>
+            items.length === 0 ? (
+              <Empty>No listed offer yet: publish one to see where it stands in its market.</Empty>
+            ) : (
+              <TableWrap label="Market standing">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Server</th>
+                      <th scope="col">Marketplace</th>
+                      <th scope="col">Model</th>
+                      <th scope="col" class="num">
+                        Your price
+                      </th>
+                      <th scope="col" class="num">
+                        Median
+                      </th>
+                      <th scope="col" class="num">
+                        Cheaper / equal / dearer
+                      </th>
+                      <th scope="col" class="num">
+                        Percentile
+                      </th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {items.map((s) => (
+                      <tr key={`${s.server_id}-${s.marketplace}`}>
+                        <td>{name(s.server_id)}</td>
+                        <td>{marketplaceName(s.marketplace)}</td>
+                        <td>{s.gpu_model ?? '—'}</td>
+                        <td class="num">{money(s.price_gpu_hour)}</td>
+                        <td class="num">{money(s.median)}</td>
+                        <td class="num">{s.cheaper === null ? '—' : `${s.cheaper} / ${s.equal} / ${s.dearer} of ${s.market_offers}`}</td>
+                        <td class="num">{s.percentile === null ? '—' : Math.round(s.percentile)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableWrap>
+            )
+          }
+        </Async>
+      </Section>
+      <Section title="Supply">
+        <Async r={supply} label="Loading the supply…">
+          {({ items }) =>
+            items.length === 0 ? (
+              <Empty>Nothing listed yet.</Empty>
+            ) : (
+              <TableWrap label="Supply">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Marketplace</th>
+                      <th scope="col">Model</th>
+                      <th scope="col" class="num">
+                        Your GPUs
+                      </th>
+                      <th scope="col" class="num">
+                        Market GPUs
+                      </th>
+                      <th scope="col" class="num">
+                        Your share
+                      </th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {items.map((s) => (
+                      <tr key={`${s.marketplace}-${s.gpu_model}`}>
+                        <td>{marketplaceName(s.marketplace)}</td>
+                        <td>{s.gpu_model}</td>
+                        <td class="num">{s.my_gpus}</td>
+                        <td class="num">{s.market_gpus}</td>
+                        <td class="num">{s.share_of_gpus === null ? '—' : `${Math.round(s.share_of_gpus * 1000) / 10} %`}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableWrap>
+            )
+          }
+        </Async>
+      </Section>
+      <Section
+        title="Calls to the marketplaces"
+        actions={
+          <button type="button" onClick={ops.reload}>
+            Refresh
+          </button>
+        }
+      >
+        <Async r={ops} label="Loading the calls…">
+          {(page) =>
+            page.items.length === 0 ? (
+              <Empty>gpuhq has not called a marketplace for you yet.</Empty>
+            ) : (
+              <>
+                <TableWrap label="Calls to the marketplaces">
+                  <table>
+                    <thead>
+                      <tr>
+                        <th scope="col">When</th>
+                        <th scope="col">Marketplace</th>
+                        <th scope="col">Operation</th>
+                        <th scope="col">Outcome</th>
+                        <th scope="col">Why</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {page.items.map((o) => (
+                        <tr key={o.id}>
+                          <td>{dateTime(o.at)}</td>
+                          <td>{marketplaceName(o.marketplace)}</td>
+                          <td>
+                            <code>
+                              {o.method} {o.path}
+                            </code>{' '}
+                            ({o.operation})
+                          </td>
+                          <td>
+                            <StatusBadge status={o.outcome === 'ok' ? 'succeeded' : o.outcome} /> {o.status ?? ''}
+                          </td>
+                          <td>{o.reason ?? ''}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </TableWrap>
+                <More cursor={page.next_cursor} load={ops.more} />
+              </>
+            )
+          }
+        </Async>
+      </Section>
+    </>
+  )
+}

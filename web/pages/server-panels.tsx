@@ -1,0 +1,213 @@
+import { useState } from 'preact/hooks'
+import { get, request } from '../lib/api'
+import { dateTime, marketplaceName, money } from '../lib/format'
+import { usePaged, useResource } from '../lib/resource'
+import { href } from '../lib/router'
+import type { Group, Link, Margin, ServerDetail, ServerEvent } from '../lib/types'
+import { StatusBadge } from '../ui/badges'
+import { Form, SelectField, TextField, useForm } from '../ui/form'
+import { Section } from '../ui/layout'
+import { Async, Empty, More, TableWrap } from '../ui/states'
+
+/** The lower panels of a server's page. */
+
+export function ServerEvents({ serverId }: { serverId: string }) {
+  const events = usePaged<ServerEvent>(`/servers/${serverId}/events`, { limit: 20 }, [serverId])
+  return (
+    <Section
+      title="Events"
+      actions={
+        <button type="button" onClick={events.reload}>
+          Refresh
+        </button>
+      }
+    >
+      <Async r={events} label="Loading the events…">
+        {(page) =>
+          page.items.length === 0 ? (
+            <Empty>No events yet.</Empty>
+          ) : (
+            <>
+              <TableWrap label="Events">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">When</th>
+                      <th scope="col">Event</th>
+                      <th scope="col">Severity</th>
+                      <th scope="col">Message</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {page.items.map((e) => (
+                      <tr key={e.id}>
+                        <td>{dateTime(e.created_at)}</td>
+                        <td>
+                          <code>{e.kind}</code>
+                        </td>
+                        <td>
+                          <StatusBadge status={e.severity} />
+                        </td>
+                        <td>{e.message}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableWrap>
+              <More cursor={page.next_cursor} load={events.more} />
+            </>
+          )
+        }
+      </Async>
+    </Section>
+  )
+}
+
+export function ServerLinks({ serverId }: { serverId: string }) {
+  const links = useResource(() => get<{ links: Link[] }>('/marketplaces/links'), [serverId])
+  return (
+    <Section title="Links and offers" actions={<a href={href('/marketplaces')}>Manage on Marketplaces</a>}>
+      <Async r={links} label="Loading the links…">
+        {({ links: all }) => {
+          const mine = all.filter((l) => l.server_id === serverId)
+          if (mine.length === 0) return <Empty>Not linked to a marketplace machine yet. Link it on the Marketplaces page.</Empty>
+          return (
+            <TableWrap label="Links">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Marketplace</th>
+                    <th scope="col">Machine</th>
+                    <th scope="col">Link</th>
+                    <th scope="col">Listed</th>
+                    <th scope="col" class="num">
+                      Price / GPU-h
+                    </th>
+                    <th scope="col" class="num">
+                      Rentals
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {mine.map((l) => (
+                    <tr key={l.marketplace}>
+                      <td>{marketplaceName(l.marketplace)}</td>
+                      <td>{l.external_machine_id}</td>
+                      <td>
+                        <StatusBadge status={l.state} />
+                      </td>
+                      <td>{l.remote.listed === null ? '—' : l.remote.listed ? 'yes' : 'no'}</td>
+                      <td class="num">{money(l.remote.price_gpu_hour)}</td>
+                      <td class="num">{l.remote.rentals_running ?? '—'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableWrap>
+          )
+        }}
+      </Async>
+    </Section>
+  )
+}
+
+const MISSING: Record<string, string> = { electricity: 'no electricity tariff or power measurements', commission: 'no platform commission entered' }
+
+export function ServerMargin({ margin }: { margin?: Margin }) {
+  return (
+    <Section title="Margin">
+      {!margin ? (
+        <Empty>No margin yet: it needs earnings from a linked marketplace machine.</Empty>
+      ) : (
+        <>
+          <dl class="tiles" aria-label={`Margin over ${margin.days} days`}>
+            {(
+              [
+                ['Earned', margin.earned_usd],
+                ['Platform cut', margin.platform_cut_usd],
+                ['Electricity', margin.electricity_usd],
+                ['gpuhq charges', margin.gpuhq_charges_usd],
+                ['Margin', margin.margin_usd],
+              ] as [string, string | null][]
+            ).map(([label, v]) => (
+              <div class="tile" key={label}>
+                <dt>{label}</dt>
+                <dd>{money(v, 'unknown')}</dd>
+              </div>
+            ))}
+          </dl>
+          <p class="muted small">
+            {margin.from_day} to {margin.to_day}.{' '}
+            {margin.estimate && `An estimate: ${margin.missing.map((m) => MISSING[m] ?? m).join('; ')} (left out, never counted as zero).`}
+          </p>
+        </>
+      )}
+    </Section>
+  )
+}
+
+export function ServerSettings({ s, saved }: { s: ServerDetail; saved: (s: ServerDetail) => void }) {
+  const groups = useResource(() => get<{ items: Group[] }>('/groups'), [])
+  const form = useForm()
+  const [name, setName] = useState(s.name)
+  const [group, setGroup] = useState(s.group_id ?? '')
+  const [tags, setTags] = useState(s.tags.join(' '))
+  const [tariff, setTariff] = useState(s.electricity_usd_per_kwh ?? '')
+  const [done, setDone] = useState(false)
+  return (
+    <Section title="Settings">
+      <Form
+        form={form}
+        label="Server settings"
+        submit="Save the settings"
+        busyLabel="Saving…"
+        onSubmit={async () => {
+          setDone(false)
+          const { data } = await request<ServerDetail>('PATCH', `/servers/${s.id}`, {
+            body: {
+              name: name.trim(),
+              group_id: group || null,
+              tags: tags.split(/[\s,]+/).filter(Boolean),
+              electricity_usd_per_kwh: tariff.trim() || null,
+            },
+            ifMatch: `"${s.version}"`,
+          })
+          saved(data)
+          setDone(true)
+        }}
+      >
+        <TextField form={form} name="/name" label="Name" value={name} onInput={setName} />
+        <SelectField
+          form={form}
+          name="/group_id"
+          label="Group"
+          value={group}
+          onChange={setGroup}
+          options={[['', 'No group'], ...(groups.data?.items ?? []).map((g): [string, string] => [g.id, g.name])]}
+        />
+        <TextField
+          form={form}
+          name="/tags"
+          label="Tags"
+          hint="key or key:value, separated by spaces (for example site:fra-1 owned)"
+          value={tags}
+          onInput={setTags}
+        />
+        <TextField
+          form={form}
+          name="/electricity_usd_per_kwh"
+          label="Electricity tariff (USD per kWh)"
+          hint="For the margin; empty means not entered."
+          inputMode="decimal"
+          value={tariff}
+          onInput={setTariff}
+        />
+        {done && (
+          <p role="status" class="note">
+            Saved.
+          </p>
+        )}
+      </Form>
+    </Section>
+  )
+}

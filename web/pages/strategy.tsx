@@ -1,0 +1,344 @@
+import type { ComponentChildren } from 'preact'
+import { useState } from 'preact/hooks'
+import { ApiError, get, request } from '../lib/api'
+import { ago, MARKETPLACES, type Marketplace, marketplaceName, money } from '../lib/format'
+import { useIdempotency, usePaged, useResource } from '../lib/resource'
+import { href } from '../lib/router'
+import { can } from '../lib/session'
+import type { Group, ServerRow } from '../lib/types'
+import { StatusBadge } from '../ui/badges'
+import { Form, SelectField, TextField, useForm } from '../ui/form'
+import { Page, Section } from '../ui/layout'
+import { Action, Async, Empty, ErrorNote, More, TableWrap } from '../ui/states'
+
+/**
+ * Pricing strategy (docs/strategy.md): policies that price listed offers from the market and the
+ * owner's costs, a preview before saving, and the suggestions they make, accepted (which publishes
+ * the price) or dismissed with a reason.
+ */
+
+type Policy = {
+  id: string
+  name: string
+  marketplace: Marketplace
+  target: Record<string, unknown>
+  target_percentile: number
+  min_margin_percent: string
+  enabled: boolean
+  last_run_at: string | null
+  version: number
+}
+type Priced = {
+  server_id: string
+  marketplace: string
+  gpu_model: string
+  current_price_gpu_hour: string | null
+  suggested_price_gpu_hour: string
+  change: string
+  bound_by: string
+  expected_change_usd_day: string | null
+  reasons: string[]
+}
+type Suggestion = Priced & { id: string; policy_id: string; state: string; created_at: string }
+
+function PolicyForm({ servers, groups, created }: { servers: ServerRow[]; groups: Group[]; created: () => void }) {
+  const form = useForm()
+  const idem = useIdempotency()
+  const [name, setName] = useState('')
+  const [marketplace, setMarketplace] = useState<Marketplace>('marketplace_a')
+  const [kind, setKind] = useState('gpu_model')
+  const [value, setValue] = useState('')
+  const [percentile, setPercentile] = useState('50')
+  const [margin, setMargin] = useState('10')
+  const [ceiling, setCeiling] = useState('')
+  const [preview, setPreview] = useState<{ items: Priced[]; skipped: { server_id: string; reason: string }[] } | null>(null)
+  const body = () => ({
+    name: name.trim(),
+    marketplace,
+    target: kind === 'server_ids' ? { server_ids: value ? [value] : [] } : { [kind]: value.trim() },
+    target_percentile: Number(percentile),
+    min_margin_percent: margin.trim() || '0',
+    ceiling_gpu_hour: ceiling.trim() || null,
+  })
+  const targetOptions: [string, string][] =
+    kind === 'server_ids'
+      ? [['', 'Choose a server'], ...servers.map((s): [string, string] => [s.id, s.name])]
+      : [['', 'Choose a group'], ...groups.map((g): [string, string] => [g.id, g.name])]
+  return (
+    <>
+      <Form
+        form={form}
+        label="New policy"
+        submit="Create the policy"
+        onSubmit={async () => {
+          const b = body()
+          await request('POST', '/strategy/policies', { body: b, idempotencyKey: idem.keyFor(b) })
+          idem.done()
+          setName('')
+          setPreview(null)
+          created()
+        }}
+        secondary={
+          <button
+            type="button"
+            onClick={() =>
+              void form.run(async () => setPreview((await request<NonNullable<typeof preview>>('POST', '/strategy/preview', { body: body() })).data))
+            }
+          >
+            Preview the prices
+          </button>
+        }
+      >
+        <TextField form={form} name="/name" label="Name" value={name} onInput={setName} />
+        <SelectField
+          form={form}
+          name="/marketplace"
+          label="Marketplace"
+          value={marketplace}
+          onChange={(v) => setMarketplace(v as Marketplace)}
+          options={Object.entries(MARKETPLACES)}
+        />
+        <SelectField
+          form={form}
+          name="/target"
+          label="Prices the offers of"
+          value={kind}
+          onChange={(v) => {
+            setKind(v)
+            setValue('')
+          }}
+          options={[
+            ['gpu_model', 'A GPU model'],
+            ['group_id', 'A group'],
+            ['server_ids', 'One server'],
+          ]}
+        />
+        {kind === 'gpu_model' ? (
+          <TextField form={form} name={`/target/${kind}`} label="GPU model" hint="The normalised key, for example rtx_4090." value={value} onInput={setValue} />
+        ) : (
+          <SelectField
+            form={form}
+            name={`/target/${kind}`}
+            label={kind === 'group_id' ? 'Group' : 'Server'}
+            value={value}
+            onChange={setValue}
+            options={targetOptions}
+          />
+        )}
+        <TextField
+          form={form}
+          name="/target_percentile"
+          label="Market percentile"
+          hint="0 the cheapest ask, 50 the median, 100 the dearest."
+          inputMode="numeric"
+          value={percentile}
+          onInput={setPercentile}
+        />
+        <TextField form={form} name="/min_margin_percent" label="Margin above your costs (%)" inputMode="decimal" value={margin} onInput={setMargin} />
+        <TextField
+          form={form}
+          name="/ceiling_gpu_hour"
+          label="Never above (USD per GPU-hour, optional)"
+          inputMode="decimal"
+          value={ceiling}
+          onInput={setCeiling}
+        />
+      </Form>
+      {preview &&
+        (preview.items.length === 0 ? (
+          <Empty>
+            Nothing to price now
+            {preview.skipped.length > 0 && `: ${preview.skipped.map((s) => s.reason).join('; ')}`}.
+          </Empty>
+        ) : (
+          <PricedTable items={preview.items} servers={servers} label="Preview" />
+        ))}
+    </>
+  )
+}
+
+function PricedTable({ items, servers, label, actions }: { items: Priced[]; servers: ServerRow[]; label: string; actions?: (p: Priced) => ComponentChildren }) {
+  const name = (id: string) => servers.find((s) => s.id === id)?.name ?? id.slice(0, 8)
+  return (
+    <TableWrap label={label}>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Server</th>
+            <th scope="col">Marketplace</th>
+            <th scope="col" class="num">
+              Now
+            </th>
+            <th scope="col" class="num">
+              Suggested
+            </th>
+            <th scope="col">Why</th>
+            <th scope="col" class="num">
+              Per day
+            </th>
+            {actions && <th scope="col">Decide</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((p, i) => (
+            <tr key={`${p.server_id}-${i}`}>
+              <td>{name(p.server_id)}</td>
+              <td>{marketplaceName(p.marketplace)}</td>
+              <td class="num">{money(p.current_price_gpu_hour)}</td>
+              <td class="num">
+                {money(p.suggested_price_gpu_hour)} ({p.change})
+              </td>
+              <td class="small">{p.reasons.join(' ') || p.bound_by.replaceAll('_', ' ')}</td>
+              <td class="num">{money(p.expected_change_usd_day)}</td>
+              {actions && <td>{actions(p)}</td>}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableWrap>
+  )
+}
+
+function Dismiss({ s, done }: { s: Suggestion; done: () => void }) {
+  const form = useForm()
+  const [reason, setReason] = useState('')
+  return (
+    <details>
+      <summary>Dismiss</summary>
+      <Form
+        form={form}
+        label="Dismiss the suggestion"
+        submit="Dismiss"
+        onSubmit={async () => {
+          await request('POST', `/strategy/suggestions/${s.id}/dismiss`, { body: { reason: reason.trim() } })
+          done()
+        }}
+      >
+        <TextField form={form} name="/reason" label="Why" value={reason} onInput={setReason} />
+      </Form>
+    </details>
+  )
+}
+
+export function StrategyPage() {
+  const policies = useResource(() => get<{ items: Policy[] }>('/strategy/policies'), [])
+  const suggestions = usePaged<Suggestion>('/strategy/suggestions', { state: 'pending', limit: 50 }, [])
+  const servers = useResource(() => get<{ items: ServerRow[] }>('/servers', { limit: 200 }), [])
+  const groups = useResource(() => get<{ items: Group[] }>('/groups'), [])
+  const idem = useIdempotency()
+  const notOnPlan = policies.error instanceof ApiError && policies.error.problem.code === 'feature_not_entitled'
+  const list = servers.data?.items ?? []
+  if (notOnPlan)
+    return (
+      <Page title="Strategy">
+        <Section title="Not on your plan">
+          <p>
+            Pricing strategy comes with the Pro and Enterprise plans. <a href={href('/billing/plan')}>See the plans</a>.
+          </p>
+        </Section>
+      </Page>
+    )
+  return (
+    <Page title="Strategy">
+      <Section title="Suggestions">
+        <Async r={suggestions} label="Loading the suggestions…">
+          {(page) =>
+            page.items.length === 0 ? (
+              <Empty>No pending suggestion. Policies look again at their cadence.</Empty>
+            ) : (
+              <>
+                <PricedTable
+                  items={page.items}
+                  servers={list}
+                  label="Pending suggestions"
+                  actions={
+                    can('admin')
+                      ? (p) => {
+                          const s = p as Suggestion
+                          return (
+                            <>
+                              <Action
+                                label="Accept and publish"
+                                run={async () => {
+                                  await request('POST', `/strategy/suggestions/${s.id}/accept`, { idempotencyKey: idem.keyFor({ id: s.id }) })
+                                  suggestions.reload()
+                                }}
+                              />
+                              <Dismiss s={s} done={suggestions.reload} />
+                            </>
+                          )
+                        }
+                      : undefined
+                  }
+                />
+                <More cursor={page.next_cursor} load={suggestions.more} />
+              </>
+            )
+          }
+        </Async>
+      </Section>
+      <Section title="Policies">
+        {policies.error && !policies.data ? (
+          <ErrorNote error={policies.error} retry={policies.reload} />
+        ) : (
+          <Async r={policies} label="Loading the policies…">
+            {({ items }) =>
+              items.length === 0 ? (
+                <Empty>No pricing policy yet.</Empty>
+              ) : (
+                <TableWrap label="Policies">
+                  <table>
+                    <thead>
+                      <tr>
+                        <th scope="col">Policy</th>
+                        <th scope="col">Marketplace</th>
+                        <th scope="col">Prices</th>
+                        <th scope="col">State</th>
+                        <th scope="col">Last looked</th>
+                        {can('admin') && <th scope="col">Delete</th>}
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {items.map((p) => (
+                        <tr key={p.id}>
+                          <td>{p.name}</td>
+                          <td>{marketplaceName(p.marketplace)}</td>
+                          <td>
+                            percentile {p.target_percentile}, margin {p.min_margin_percent} %,{' '}
+                            {Object.keys(p.target)[0]?.replace('_ids', 's').replace('_id', '').replace('_', ' ')}
+                          </td>
+                          <td>
+                            <StatusBadge status={p.enabled ? 'active' : 'paused'} />
+                          </td>
+                          <td>{ago(p.last_run_at)}</td>
+                          {can('admin') && (
+                            <td>
+                              <Action
+                                label={`Delete ${p.name}`}
+                                class="danger"
+                                confirm={`Delete the policy ${p.name}?`}
+                                run={async () => {
+                                  await request('DELETE', `/strategy/policies/${p.id}`, { ifMatch: `"${p.version}"` })
+                                  policies.reload()
+                                }}
+                              />
+                            </td>
+                          )}
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </TableWrap>
+              )
+            }
+          </Async>
+        )}
+      </Section>
+      {can('admin') && (
+        <Section title="New policy">
+          <PolicyForm servers={list} groups={groups.data?.items ?? []} created={policies.reload} />
+        </Section>
+      )}
+    </Page>
+  )
+}

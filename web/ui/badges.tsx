@@ -1,0 +1,43 @@
+import type { Presence } from '../lib/types'
+
+/** Status words in colour; the word itself always says it, so colour is never the only cue. */
+
+const PRESENCE: Record<Presence, string> = { online: 'ok', suspect: 'warn', offline: 'bad' }
+
+export const PresenceBadge = ({ presence }: { presence: Presence }) => <span class={`badge ${PRESENCE[presence]}`}>{presence}</span>
+
+const TONES: Record<string, string> = {
+  succeeded: 'ok',
+  connected: 'ok',
+  linked: 'ok',
+  accepted: 'ok',
+  applied: 'ok',
+  active: 'ok',
+  sent: 'info',
+  running: 'info',
+  queued: 'info',
+  routing: 'info',
+  creating: 'info',
+  scheduled: 'info',
+  pending: 'info',
+  awaiting_payment: 'warn',
+  partially_paid: 'warn',
+  review: 'warn',
+  stale: 'warn',
+  paused: 'warn',
+  grace: 'warn',
+  acknowledged: 'warn',
+  warning: 'warn',
+  open: 'bad',
+  failed: 'bad',
+  expired: 'bad',
+  delivery_failed: 'bad',
+  invalid_key: 'bad',
+  conflict: 'bad',
+  frozen: 'bad',
+  refused: 'bad',
+  error: 'bad',
+  critical: 'bad',
+}
+
+export const StatusBadge = ({ status }: { status: string }) => <span class={`badge ${TONES[status] ?? ''}`}>{status.replaceAll('_', ' ')}</span>

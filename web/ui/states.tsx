@@ -1,0 +1,100 @@
+import type { ComponentChildren, JSX } from 'preact'
+import { useState } from 'preact/hooks'
+import type { ApiError } from '../lib/api'
+import { problemMessage } from '../lib/messages'
+import { asApiError, type Resource } from '../lib/resource'
+
+/** Loading, empty and error states: every list and panel shows one of them instead of nothing. */
+
+export const Loading = ({ label = 'Loading…' }: { label?: string }) => (
+  <p class="state loading" role="status">
+    {label}
+  </p>
+)
+
+export const Empty = ({ children }: { children: ComponentChildren }) => <div class="state empty">{children}</div>
+
+export function ErrorNote({ error, retry }: { error: ApiError; retry?: () => void }) {
+  return (
+    <div class="state error" role="alert">
+      <p>{problemMessage(error)}</p>
+      {error.problem.request_id && <p class="muted small">Request id {error.problem.request_id}</p>}
+      {retry && (
+        <button type="button" onClick={retry}>
+          Try again
+        </button>
+      )}
+    </div>
+  )
+}
+
+/** The data once it is there; meanwhile the loading state, or the error with a retry. */
+export function Async<T>({ r, children, label }: { r: Resource<T>; children: (data: T) => JSX.Element | null; label?: string }) {
+  if (r.data === undefined) return r.error ? <ErrorNote error={r.error} retry={r.reload} /> : <Loading label={label} />
+  return (
+    <>
+      {r.error && <ErrorNote error={r.error} retry={r.reload} />}
+      {children(r.data)}
+    </>
+  )
+}
+
+/**
+ * A button that calls the API: busy while it runs, its refusal shown beside it. `confirm` asks
+ * first (for what cannot be undone).
+ */
+export function Action(props: {
+  label: string
+  busyLabel?: string
+  run: () => Promise<unknown>
+  confirm?: string
+  class?: string
+  disabled?: boolean
+  describedBy?: string
+}) {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<ApiError | null>(null)
+  return (
+    <span class="action">
+      <button
+        type="button"
+        class={props.class}
+        disabled={busy || props.disabled}
+        aria-busy={busy}
+        aria-describedby={props.describedBy}
+        onClick={async () => {
+          if (props.confirm && !window.confirm(props.confirm)) return
+          setBusy(true)
+          setError(null)
+          try {
+            await props.run()
+          } catch (e) {
+            setError(asApiError(e))
+          } finally {
+            setBusy(false)
+          }
+        }}
+      >
+        {busy ? (props.busyLabel ?? 'Working…') : props.label}
+      </button>
+      {error && (
+        <span class="inline-error" role="alert">
+          {problemMessage(error)}
+        </span>
+      )}
+    </span>
+  )
+}
+
+/** A table that scrolls sideways on a narrow screen; focusable so the keyboard can scroll it too. */
+export const TableWrap = ({ label, children }: { label: string; children: ComponentChildren }) => (
+  <section class="table-wrap" aria-label={label} tabindex={0}>
+    {children}
+  </section>
+)
+
+/** "Load more" under a paginated list. */
+export function More({ cursor, load }: { cursor: string | null; load: (cursor: string) => Promise<void> }) {
+  if (!cursor) return null
+  return <Action label="Load more" busyLabel="Loading…" run={() => load(cursor)} class="more" />
+}
