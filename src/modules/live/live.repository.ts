@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite'
-import { and, asc, eq, gt } from 'drizzle-orm'
+import { and, asc, eq, gt, sql } from 'drizzle-orm'
 import { liveEventHorizons, liveEvents } from '../../../db/schema'
 import { commitInOrder, isPostgres, type DbOrTx } from '../../../db/client'
 
@@ -12,7 +12,11 @@ export type LiveEventRow = typeof liveEvents.$inferSelect
  */
 export function insertLiveEvent(tx: DbOrTx, row: Omit<LiveEventRow, 'id'>): void {
   commitInOrder(tx, 'live_events')
-  tx.insert(liveEvents).values(row).run()
+  // The columns named, not Drizzle's insert: for a missing key that writes NULL, which SQLite
+  // turns into the next id and PostgreSQL refuses (its bigserial wants the column left out).
+  tx.run(
+    sql`INSERT INTO live_events (tenant_id, server_id, type, payload, created_at) VALUES (${row.tenantId}, ${row.serverId}, ${row.type}, ${row.payload}, ${row.createdAt})`,
+  )
 }
 
 /** The tenant's events after `afterId`, oldest first. */
