@@ -3,6 +3,11 @@
  * beside raw batched bun:sqlite inserts of the same rows, and the latency of a 7-day, 8-GPU
  * metrics query on a server with a week of data. Never part of the test run; loopback only.
  * Usage: `bun run bench/ingest.ts` (see bench/README.md).
+ *
+ * BENCH_DATABASE=postgres runs gpuhq on a fresh PostgreSQL database (docs/scale-out.md) and
+ * BENCH_INSTANCES=2 as two instances on it, the agents spread over both; the baseline then also
+ * inserts the same rows into PostgreSQL, batched. Only the ingest part runs there: the query part
+ * writes its week of history straight into the SQLite file.
  */
 import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -13,7 +18,7 @@ import { buildDeps } from '../src/deps'
 import { createLogger } from '../src/platform/logger'
 import { createAccount } from '../src/modules/accounts/admin.service'
 import { DEFAULT_METRICS } from '../src/modules/telemetry/metrics.model'
-import { freePort, waitFor } from './support'
+import { benchPostgres, freePort, waitFor } from './support'
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 200)
 const GPUS = Number(process.env.BENCH_GPUS ?? 8)
@@ -23,7 +28,9 @@ const BASELINE_BATCH = Number(process.env.BENCH_BATCH ?? 5000) // rows per trans
 /** A directory: the service runs with `--cpu-prof-md --cpu-prof-dir=<dir>` and writes its profile there on exit. */
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : null
 /** Which parts run (comma-separated, default all): `ingest`, `7d`, `48h`; one part at a time gives a profile of that part alone. */
-const ONLY = new Set((process.env.BENCH_ONLY ?? 'ingest,7d,48h').split(',').map((p) => p.trim()))
+const POSTGRES = process.env.BENCH_DATABASE === 'postgres'
+const INSTANCES = Math.max(1, Number(process.env.BENCH_INSTANCES ?? 1))
+const ONLY = new Set((POSTGRES ? 'ingest' : (process.env.BENCH_ONLY ?? 'ingest,7d,48h')).split(',').map((p) => p.trim()))
 const DEADLINE_MS = 180_000
 const ROOT = resolve(import.meta.dir, '..')
 const US = 1_000_000
@@ -49,47 +56,58 @@ const iso = (us: number) => {
 const value = (i: number, k: number) => 20 + ((i * 31 + k * 17) % 60) + k / 8
 
 const dir = mkdtempSync(join(tmpdir(), 'gpuhq-bench-ingest-'))
-const port = freePort()
-const base = `http://127.0.0.1:${port}`
+const ports = Array.from({ length: INSTANCES }, () => freePort())
+const bases = ports.map((p) => `http://127.0.0.1:${p}`)
+const base = bases[0]!
+const pg = POSTGRES ? await benchPostgres() : null
 const env = {
   PATH: process.env.PATH ?? '',
   NODE_ENV: 'test',
   TEST_CLOCK: 'true', // mounts POST /_test/jobs/{job}/run, used to run metrics.rollup once
-  PORT: String(port),
+  PORT: String(ports[0]),
   PUBLIC_URL: base,
   DATA_DIR: dir,
-  DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
+  DATABASE_URL: pg?.url ?? `file:${join(dir, 'gpuhq.db')}`,
   SECRET_KEY: 'd'.repeat(64),
   LOG_LEVEL: 'info',
   JOBS_ENABLED: 'false',
 }
 const profiling = CPU_PROF_DIR ? ['--cpu-prof-md', `--cpu-prof-dir=${CPU_PROF_DIR}`] : []
-const child = Bun.spawn([process.execPath, ...profiling, 'run', 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'inherit' })
+const children: ReturnType<typeof Bun.spawn>[] = []
 const watchdog = setTimeout(() => {
   console.error(`bench: gave up after ${DEADLINE_MS / 1000} s`)
-  child.kill('SIGKILL')
+  for (const c of children) c.kill('SIGKILL')
   process.exit(1)
 }, DEADLINE_MS * 2)
 
 try {
-  await waitFor(`${base}/readyz`)
+  // One at a time: the first migrates the database, the others find it migrated.
+  for (const [i, port] of ports.entries()) {
+    children.push(Bun.spawn([process.execPath, ...profiling, 'run', 'src/main.ts'], { cwd: ROOT, env: { ...env, PORT: String(port) }, stdout: 'ignore', stderr: 'inherit' }))
+    await waitFor(`${bases[i]}/readyz`)
+  }
   console.log(
-    `bun ${Bun.version}, ${cpus().length} cores; ${AGENTS} agents × ${GPUS} GPUs, ${FRAMES} frames each (${GPU_METRICS.length} GPU metrics per GPU + ${HOST_METRICS.length} host metrics per frame)\n`,
+    `bun ${Bun.version}, ${cpus().length} cores; ${AGENTS} agents × ${GPUS} GPUs, ${FRAMES} frames each (${GPU_METRICS.length} GPU metrics per GPU + ${HOST_METRICS.length} host metrics per frame)`,
   )
+  console.log(`gpuhq on ${POSTGRES ? `PostgreSQL, ${INSTANCES} instance${INSTANCES > 1 ? 's (agents spread over them)' : ''}` : 'SQLite'}\n`)
   const cookie = await owner()
   if (ONLY.has('ingest')) {
     const agents = await enrol(cookie, AGENTS)
     const ingest = await ingestThroughWebSockets(agents)
-    const baseline = baselineInserts()
-    printIngest(ingest, baseline)
+    const baselines = [baselineInserts()]
+    if (pg) baselines.push(await baselinePostgres(pg.url))
+    printIngest(ingest, baselines)
   }
   if (ONLY.has('7d') || ONLY.has('48h')) await queryBenchmark(cookie)
 } finally {
   clearTimeout(watchdog)
-  child.kill('SIGTERM') // the service drains and exits 0, writing its CPU profile when asked to
-  await Promise.race([child.exited, Bun.sleep(CPU_PROF_DIR ? 60_000 : 10_000)])
-  if (child.exitCode === null) child.kill('SIGKILL')
-  else if (CPU_PROF_DIR) console.log(`service exited with ${child.exitCode}; CPU profile in ${CPU_PROF_DIR}`)
+  for (const child of children) {
+    child.kill('SIGTERM') // the service drains and exits 0, writing its CPU profile when asked to
+    await Promise.race([child.exited, Bun.sleep(CPU_PROF_DIR ? 60_000 : 10_000)])
+    if (child.exitCode === null) child.kill('SIGKILL')
+    else if (CPU_PROF_DIR) console.log(`service exited with ${child.exitCode}; CPU profile in ${CPU_PROF_DIR}`)
+  }
+  await pg?.stop()
   rmSync(dir, { recursive: true, force: true })
 }
 process.exit(0)
@@ -113,6 +131,22 @@ async function owner(): Promise<string> {
 }
 
 type Agent = { serverId: string; token: string }
+
+/** How many metric_samples rows the database holds now, as another connection sees them. */
+function rowCounter(): { now: () => Promise<number>; close: () => Promise<void> } {
+  if (pg) {
+    const sql = new Bun.SQL(pg.url, { max: 1 })
+    return {
+      now: async () => Number((await sql`SELECT count(*) AS n FROM metric_samples`)[0].n),
+      close: () => sql.close(),
+    }
+  }
+  const reader = new Database(join(dir, 'gpuhq.db'), { readonly: true })
+  return {
+    now: async () => (reader.query('SELECT coalesce(max(rowid), 0) AS n FROM metric_samples').get() as { n: number }).n,
+    close: async () => reader.close(),
+  }
+}
 
 async function enrol(cookie: string, n: number, gpus = GPUS): Promise<Agent[]> {
   const out: Agent[] = []
@@ -138,14 +172,14 @@ type IngestResult = { gpuSamples: number; rows: number; seconds: number; sendSec
 /**
  * Every agent opens its session, says hello, then sends its frames back to back, each followed by
  * an unknown-type frame whose `error` answer proves the telemetry frame before it was handled (the
- * protocol has no telemetry ack). The clock stops when the last row is in SQLite, as a separate
- * read-only connection sees it.
+ * protocol has no telemetry ack). The clock stops when the last row is in the database, as a
+ * separate connection sees it. With several instances, agent i talks to instance i mod n.
  */
 async function ingestThroughWebSockets(agents: Agent[]): Promise<IngestResult> {
-  const sockets = await Promise.all(agents.map((a) => openSession(a.token)))
-  const reader = new Database(join(dir, 'gpuhq.db'), { readonly: true })
-  const rowsNow = () => (reader.query('SELECT coalesce(max(rowid), 0) AS n FROM metric_samples').get() as { n: number }).n
-  const before = rowsNow()
+  const sockets = await Promise.all(agents.map((a, i) => openSession(a.token, bases[i % bases.length]!)))
+  const counter = rowCounter()
+  const rowsNow = counter.now
+  const before = await rowsNow()
   const expected = before + agents.length * FRAMES * ROWS_PER_FRAME
   const t0 = Date.now() * 1000 - (FRAMES * 10 + 600) * US
   const started = performance.now()
@@ -166,18 +200,18 @@ async function ingestThroughWebSockets(agents: Agent[]): Promise<IngestResult> {
     }),
   )
   const sent = performance.now()
-  while (rowsNow() < expected) {
-    if (performance.now() - started > DEADLINE_MS) throw new Error(`only ${rowsNow() - before} of ${expected - before} rows arrived`)
+  while ((await rowsNow()) < expected) {
+    if (performance.now() - started > DEADLINE_MS) throw new Error(`only ${(await rowsNow()) - before} of ${expected - before} rows arrived`)
     await Bun.sleep(20)
   }
   const done = performance.now()
-  reader.close()
+  await counter.close()
   await Promise.all(sockets.map((s) => s.close()))
   return { gpuSamples: agents.length * FRAMES * GPUS, rows: expected - before, seconds: (done - started) / 1000, sendSeconds: (sent - started) / 1000 }
 }
 
-async function openSession(token: string) {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agent/ws`, { headers: { authorization: `Bearer ${token}` } } as unknown as string[])
+async function openSession(token: string, at: string) {
+  const ws = new WebSocket(`${at.replace('http', 'ws')}/api/v1/agent/ws`, { headers: { authorization: `Bearer ${token}` } } as unknown as string[])
   const waiting = new Map<string, () => void>()
   let welcomed: () => void
   const welcome = new Promise<void>((r) => (welcomed = r))
@@ -218,7 +252,43 @@ async function openSession(token: string) {
   }
 }
 
-type BaselineResult = { rows: number; seconds: number }
+type BaselineResult = { label: string; rows: number; seconds: number }
+
+/** The rows of the baselines: what the agents send, one series per agent, metric and GPU. */
+function baselineRows(): [number, number, number][] {
+  const rows: [number, number, number][] = []
+  const t0 = Date.now() * 1000
+  for (let a = 0; a < AGENTS; a++)
+    for (let f = 0; f < FRAMES; f++) {
+      const t = t0 + f * 10 * US + a
+      for (let g = 0; g < GPUS; g++)
+        for (let k = 0; k < GPU_METRICS.length; k++) rows.push([a * ROWS_PER_FRAME + g * GPU_METRICS.length + k + 1, t, value(f + g, k)])
+      for (let k = 0; k < HOST_METRICS.length; k++) rows.push([a * ROWS_PER_FRAME + GPUS * GPU_METRICS.length + k + 1, t, value(f, k)])
+    }
+  return rows
+}
+
+/**
+ * The same rows into a table of the same shape in a database of its own on the same PostgreSQL
+ * server, with one multi-row INSERT per BASELINE_BATCH rows, each its own transaction (committed
+ * durably, as the service's are).
+ */
+async function baselinePostgres(url: string): Promise<BaselineResult> {
+  const sql = new Bun.SQL(url, { max: 1 })
+  await sql.unsafe('CREATE TABLE bench_samples (series_id integer NOT NULL, t bigint NOT NULL, value double precision, PRIMARY KEY (series_id, t))')
+  await sql.unsafe('CREATE INDEX bench_samples_t ON bench_samples (t)')
+  const rows = baselineRows()
+  // Three arrays unnested: one statement of three parameters however many rows it carries.
+  const started = performance.now()
+  for (let i = 0; i < rows.length; i += BASELINE_BATCH) {
+    const slice = rows.slice(i, i + BASELINE_BATCH)
+    await sql`INSERT INTO bench_samples (series_id, t, value) SELECT * FROM unnest(${sql.array(slice.map((r) => r[0]), 'INTEGER')}, ${sql.array(slice.map((r) => r[1]), 'BIGINT')}, ${sql.array(slice.map((r) => r[2]), 'DOUBLE PRECISION')})`
+  }
+  const seconds = (performance.now() - started) / 1000
+  await sql.unsafe('DROP TABLE bench_samples')
+  await sql.close()
+  return { label: `batched PostgreSQL INSERT … SELECT unnest, ${BASELINE_BATCH} rows per statement`, rows: rows.length, seconds }
+}
 
 /** The same rows into the same table shape with the same pragmas, batched, on a fresh file. */
 function baselineInserts(): BaselineResult {
@@ -230,15 +300,7 @@ function baselineInserts(): BaselineResult {
   db.exec('CREATE TABLE metric_samples (series_id integer NOT NULL, t integer NOT NULL, value real, PRIMARY KEY(series_id, t)) STRICT')
   db.exec('CREATE INDEX metric_samples_t ON metric_samples (t)')
   const insert = db.prepare('INSERT INTO metric_samples (series_id, t, value) VALUES (?, ?, ?)')
-  const rows: [number, number, number][] = []
-  const t0 = Date.now() * 1000
-  for (let a = 0; a < AGENTS; a++)
-    for (let f = 0; f < FRAMES; f++) {
-      const t = t0 + f * 10 * US + a
-      for (let g = 0; g < GPUS; g++)
-        for (let k = 0; k < GPU_METRICS.length; k++) rows.push([a * ROWS_PER_FRAME + g * GPU_METRICS.length + k + 1, t, value(f + g, k)])
-      for (let k = 0; k < HOST_METRICS.length; k++) rows.push([a * ROWS_PER_FRAME + GPUS * GPU_METRICS.length + k + 1, t, value(f, k)])
-    }
+  const rows = baselineRows()
   const batch = db.transaction((slice: [number, number, number][]) => {
     for (const r of slice) insert.run(r[0], r[1], r[2])
   })
@@ -246,21 +308,22 @@ function baselineInserts(): BaselineResult {
   for (let i = 0; i < rows.length; i += BASELINE_BATCH) batch.immediate(rows.slice(i, i + BASELINE_BATCH))
   const seconds = (performance.now() - started) / 1000
   db.close()
-  return { rows: rows.length, seconds }
+  return { label: `batched bun:sqlite INSERT, ${BASELINE_BATCH} rows per transaction`, rows: rows.length, seconds }
 }
 
-function printIngest(r: IngestResult, b: BaselineResult) {
+function printIngest(r: IngestResult, baselines: BaselineResult[]) {
   const ours = r.gpuSamples / r.seconds
-  const theirs = ((b.rows / ROWS_PER_FRAME) * GPUS) / b.seconds
+  const store = POSTGRES ? `PostgreSQL${INSTANCES > 1 ? `, ${INSTANCES} instances` : ''}` : 'SQLite'
   console.log('| ingest | GPU samples/s | rows/s | GPU samples | rows | seconds |')
   console.log('|---|---:|---:|---:|---:|---:|')
   console.log(
-    `| gpuhq: WebSocket → group commit → SQLite | ${ours.toFixed(0)} | ${(r.rows / r.seconds).toFixed(0)} | ${r.gpuSamples} | ${r.rows} | ${r.seconds.toFixed(2)} (frames all handled after ${r.sendSeconds.toFixed(2)}) |`,
+    `| gpuhq: WebSocket → group commit → ${store} | ${ours.toFixed(0)} | ${(r.rows / r.seconds).toFixed(0)} | ${r.gpuSamples} | ${r.rows} | ${r.seconds.toFixed(2)} (frames all handled after ${r.sendSeconds.toFixed(2)}) |`,
   )
-  console.log(
-    `| baseline: batched bun:sqlite INSERT, ${BASELINE_BATCH} rows per transaction | ${theirs.toFixed(0)} | ${(b.rows / b.seconds).toFixed(0)} | ${(b.rows / ROWS_PER_FRAME) * GPUS} | ${b.rows} | ${b.seconds.toFixed(2)} |`,
-  )
-  console.log(`| gpuhq / baseline | ${(ours / theirs).toFixed(2)}× | | | | |`)
+  for (const b of baselines) {
+    const theirs = ((b.rows / ROWS_PER_FRAME) * GPUS) / b.seconds
+    console.log(`| baseline: ${b.label} | ${theirs.toFixed(0)} | ${(b.rows / b.seconds).toFixed(0)} | ${(b.rows / ROWS_PER_FRAME) * GPUS} | ${b.rows} | ${b.seconds.toFixed(2)} |`)
+    console.log(`| gpuhq / that baseline | ${(ours / theirs).toFixed(2)}× | | | | |`)
+  }
   const fleet = (10_000 * GPUS) / 10
   console.log(
     `\nA fleet of 10,000 servers × ${GPUS} GPUs reporting every 10 s sends ${fleet} GPU samples/s; the measured ingest rate is ${((ours / fleet) * 100).toFixed(0)} % of that.\n`,

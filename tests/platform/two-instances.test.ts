@@ -6,6 +6,7 @@ import { addServers, clockTo, doubleCharges, payer, US_PER_HOUR, US_PER_MINUTE, 
 import { commandFrame, issue, onlineServer, runToEnd } from '../support/commands'
 import { newOwner, type Owner } from '../support/fleet'
 import { getTopup, ipn, npTopup, startPaymentsApp, topupEntries, type PaymentsApp } from '../support/payments'
+import { closeAllClients, LiveClient } from '../support/events'
 import { onPostgres } from '../support/postgres'
 
 /**
@@ -13,7 +14,7 @@ import { onPostgres } from '../support/postgres'
  * does, the other sees and honours. Only on PostgreSQL (scripts/test's second pass): SQLite is one
  * machine's database.
  */
-const WRITES = 4
+const WRITES = 12
 const ENV = { LOG_LEVEL: 'silent', RATE_LIMIT_TENANT_WRITES_PER_MINUTE: String(WRITES) }
 
 describe.skipIf(!onPostgres)('two instances on one PostgreSQL database', () => {
@@ -30,6 +31,7 @@ describe.skipIf(!onPostgres)('two instances on one PostgreSQL database', () => {
     for (const app of [a, b]) await (app.deps.sqlite as unknown as PgDatabase).listening()
   })
   afterAll(async () => {
+    closeAllClients()
     await b?.close()
     await a?.close()
   })
@@ -42,6 +44,19 @@ describe.skipIf(!onPostgres)('two instances on one PostgreSQL database', () => {
     await runToEnd(agent, c.command_id)
     const seen = (await (await b.fetch(`/api/v1/commands/${c.command_id}`, { headers: owner.headers })).json()) as { execution_status: string }
     expect(seen.execution_status).toBe('succeeded')
+    await agent.close()
+  })
+
+  test("a live stream held by one instance carries the other's events, in id order", async () => {
+    const { server_id, agent } = await onlineServer(a, owner)
+    const onA = await LiveClient.open(a, { cookie: owner.session })
+    const made = [await issue(b, owner, server_id, 'reboot'), await issue(a, owner, server_id, 'reboot'), await issue(b, owner, server_id, 'reboot')]
+    for (const c of made) await onA.waitFor((e) => e.type === 'command.created' && e.data.command_id === c.command_id)
+    const created = onA.events.filter((e) => e.type === 'command.created').map((e) => e.data.command_id)
+    expect(created).toEqual(made.map((c) => c.command_id))
+    const ids = onA.changes().map((e) => Number(e.id))
+    expect(ids).toEqual([...ids].sort((x, y) => x - y))
+    onA.close()
     await agent.close()
   })
 

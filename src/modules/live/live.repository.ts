@@ -53,7 +53,7 @@ export function horizonOf(db: DbOrTx, tenantId: string): number {
 /** Per tenant, the newest id written after `afterId` (by any process): which tenants' streams have news. */
 export function newestByTenant(sqlite: Database, afterId: number): { tenantId: string; id: number }[] {
   return sqlite
-    .query<{ tenantId: string; id: number }, [number]>('SELECT tenant_id AS tenantId, max(id) AS id FROM live_events WHERE id > ?1 GROUP BY tenant_id')
+    .query<{ tenantId: string; id: number }, [number]>('SELECT tenant_id AS "tenantId", max(id) AS id FROM live_events WHERE id > ?1 GROUP BY tenant_id')
     .all(afterId)
 }
 
@@ -67,7 +67,7 @@ function deleteSlice(sqlite: Database, where: string, limit: number, ...params: 
   sqlite
     .query(
       `INSERT INTO live_event_horizons (tenant_id, pruned_through) SELECT tenant_id, max(id) FROM (${slice}) AS s WHERE true GROUP BY tenant_id
-       ON CONFLICT (tenant_id) DO UPDATE SET pruned_through = max(pruned_through, excluded.pruned_through)`,
+       ON CONFLICT (tenant_id) DO UPDATE SET pruned_through = max(live_event_horizons.pruned_through, excluded.pruned_through)`,
     )
     .run(limit, ...params)
   return sqlite.query(`DELETE FROM live_events WHERE id IN (SELECT id FROM (${slice}) AS s)`).run(limit, ...params).changes
@@ -80,7 +80,7 @@ export function pruneBefore(sqlite: Database, beforeUs: number, limit: number): 
 
 /** Tenants holding more than `cap` events, with the id of their newest event past the cap (it and everything older go). */
 export function overCap(sqlite: Database, cap: number): { tenantId: string; throughId: number }[] {
-  const over = sqlite.query<{ tenantId: string }, [number]>('SELECT tenant_id AS tenantId FROM live_events GROUP BY tenant_id HAVING count(*) > ?1').all(cap)
+  const over = sqlite.query<{ tenantId: string }, [number]>('SELECT tenant_id AS "tenantId" FROM live_events GROUP BY tenant_id HAVING count(*) > ?1').all(cap)
   return over.map(({ tenantId }) => ({
     tenantId,
     throughId: sqlite
