@@ -83,7 +83,14 @@ const watchdog = setTimeout(() => {
 try {
   // One at a time: the first migrates the database, the others find it migrated.
   for (const [i, port] of ports.entries()) {
-    children.push(Bun.spawn([process.execPath, ...profiling, 'run', 'src/main.ts'], { cwd: ROOT, env: { ...env, PORT: String(port) }, stdout: 'ignore', stderr: 'inherit' }))
+    children.push(
+      Bun.spawn([process.execPath, ...profiling, 'run', 'src/main.ts'], {
+        cwd: ROOT,
+        env: { ...env, PORT: String(port) },
+        stdout: 'ignore',
+        stderr: 'inherit',
+      }),
+    )
     await waitFor(`${bases[i]}/readyz`)
   }
   console.log(
@@ -282,7 +289,16 @@ async function baselinePostgres(url: string): Promise<BaselineResult> {
   const started = performance.now()
   for (let i = 0; i < rows.length; i += BASELINE_BATCH) {
     const slice = rows.slice(i, i + BASELINE_BATCH)
-    await sql`INSERT INTO bench_samples (series_id, t, value) SELECT * FROM unnest(${sql.array(slice.map((r) => r[0]), 'INTEGER')}, ${sql.array(slice.map((r) => r[1]), 'BIGINT')}, ${sql.array(slice.map((r) => r[2]), 'DOUBLE PRECISION')})`
+    await sql`INSERT INTO bench_samples (series_id, t, value) SELECT * FROM unnest(${sql.array(
+      slice.map((r) => r[0]),
+      'INTEGER',
+    )}, ${sql.array(
+      slice.map((r) => r[1]),
+      'BIGINT',
+    )}, ${sql.array(
+      slice.map((r) => r[2]),
+      'DOUBLE PRECISION',
+    )})`
   }
   const seconds = (performance.now() - started) / 1000
   await sql.unsafe('DROP TABLE bench_samples')
@@ -321,7 +337,9 @@ function printIngest(r: IngestResult, baselines: BaselineResult[]) {
   )
   for (const b of baselines) {
     const theirs = ((b.rows / ROWS_PER_FRAME) * GPUS) / b.seconds
-    console.log(`| baseline: ${b.label} | ${theirs.toFixed(0)} | ${(b.rows / b.seconds).toFixed(0)} | ${(b.rows / ROWS_PER_FRAME) * GPUS} | ${b.rows} | ${b.seconds.toFixed(2)} |`)
+    console.log(
+      `| baseline: ${b.label} | ${theirs.toFixed(0)} | ${(b.rows / b.seconds).toFixed(0)} | ${(b.rows / ROWS_PER_FRAME) * GPUS} | ${b.rows} | ${b.seconds.toFixed(2)} |`,
+    )
     console.log(`| gpuhq / that baseline | ${(ours / theirs).toFixed(2)}× | | | | |`)
   }
   const fleet = (10_000 * GPUS) / 10
