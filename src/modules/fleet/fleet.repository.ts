@@ -1,7 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
-import { preparedQuery, type DbOrTx } from '../../../db/client'
+import { isPostgres, preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type ServerRow = typeof servers.$inferSelect
 export type ServerEventRow = typeof serverEvents.$inferSelect
@@ -271,15 +271,27 @@ export function latestOfMetric(db: DbOrTx, metric: string, sinceUs: number) {
     .all()
 }
 
-/** Runs once per series per flush: a statement prepared once, as insertSamples (telemetry) explains. */
-export function upsertLatestMetric(sqlite: Database, row: typeof serverLatestMetrics.$inferSelect): void {
-  sqlite
-    .query(
-      `INSERT INTO server_latest_metrics (server_id, gpu_index, metric, value, t) VALUES (?1, ?2, ?3, ?4, ?5)
-       ON CONFLICT (server_id, gpu_index, metric) DO UPDATE SET value = excluded.value, t = excluded.t
-       WHERE excluded.t >= server_latest_metrics.t`, // an older sample never replaces a newer one
+/**
+ * The latest value of each series a flush wrote (one row per series). On SQLite a statement
+ * prepared once, run per row (as the telemetry repository's sampleInsert explains); on PostgreSQL,
+ * where each statement is a round trip, all rows in one statement as a JSON document.
+ */
+export function upsertLatestMetrics(sqlite: Database, rows: (typeof serverLatestMetrics.$inferSelect)[]): void {
+  if (rows.length === 0) return
+  // An older sample never replaces a newer one.
+  const onConflict = `ON CONFLICT (server_id, gpu_index, metric) DO UPDATE SET value = excluded.value, t = excluded.t
+       WHERE excluded.t >= server_latest_metrics.t`
+  if (isPostgres(sqlite)) {
+    sqlite.run(
+      `INSERT INTO server_latest_metrics (server_id, gpu_index, metric, value, t)
+       SELECT x.s, x.g, x.m, x.v, x.t FROM jsonb_to_recordset(CAST(CAST(?1 AS text) AS jsonb)) AS x(s text, g bigint, m text, v double precision, t bigint)
+       ${onConflict}`,
+      [JSON.stringify(rows.map((r) => ({ s: r.serverId, g: r.gpuIndex, m: r.metric, v: r.value, t: r.t })))],
     )
-    .run(row.serverId, row.gpuIndex, row.metric, row.value, row.t)
+    return
+  }
+  const upsert = sqlite.query(`INSERT INTO server_latest_metrics (server_id, gpu_index, metric, value, t) VALUES (?1, ?2, ?3, ?4, ?5) ${onConflict}`)
+  for (const row of rows) upsert.run(row.serverId, row.gpuIndex, row.metric, row.value, row.t)
 }
 
 /**

@@ -2,7 +2,7 @@ import { withTransaction, type Tx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
 import { recordServerEvent } from './events'
-import { markFleetDirty, presenceOf, setPresence, silentServers, updateServer, upsertLatestMetric, type PresenceRow, type ServerRow } from './fleet.repository'
+import { markFleetDirty, presenceOf, setPresence, silentServers, updateServer, upsertLatestMetrics, type PresenceRow, type ServerRow } from './fleet.repository'
 
 /**
  * Presence from the agent session's heartbeats only (docs/fleet.md "Presence"): online while
@@ -158,7 +158,7 @@ class FleetRuntime {
       this.#writeSteps(tx, steps, beats, cameOnline)
       // The latest value per series is written once per flush, from the sample with the latest time.
       const { earliest, latest } = storeSamples(deps, cache, fresh, samples)
-      for (const row of latest) upsertLatestMetric(deps.sqlite, row)
+      upsertLatestMetrics(deps.sqlite, latest)
       if (earliest !== Number.POSITIVE_INFINITY) noteLateSamples(tx, earliest, deps.clock.nowUs())
     })
   }

@@ -74,10 +74,11 @@ export function storeSamples(
     }
     for (const id of [...bySeries.keys()].sort((a, b) => a - b)) {
       const { pairs, last } = bySeries.get(id)!
-      for (let i = 0; i < pairs.length; i += 2) insert(id, pairs[i]!, pairs[i + 1]!)
+      for (let i = 0; i < pairs.length; i += 2) insert.add(id, pairs[i]!, pairs[i + 1]!)
       latest.push(last)
     }
   }
+  insert.flush()
   noteSamplesWritten(deps, earliest)
   return { earliest, latest }
 }
