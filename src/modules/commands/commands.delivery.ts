@@ -61,14 +61,21 @@ export function announceDeliverable(deps: Deps, serverId: string): void {
   notifyOthers(deps.db, COMMANDS_CHANNEL, serverId)
 }
 
-/** Sends every command of the server that may go now over its live session in this process. */
+/**
+ * Sends every command of the server that may go now over its live session in this process. The
+ * commands are marked sent in one transaction and their frames go out after it commits, never
+ * from inside it: on PostgreSQL a transaction that lost a conflict runs again (db/pg/database.ts),
+ * and a frame sent by an attempt that rolled back would reach the agent twice. Nothing runs
+ * between the liveness check and the send (both are synchronous), so the session is still there;
+ * should a send still find none, the commands go back to the queue as after any lost session.
+ */
 export function dispatchServer(deps: Deps, serverId: string): number {
   if (!hasUndelivered(deps.sqlite, serverId)) return 0 // nothing waits: no transaction
   const online = agentSessions(deps).isLive(serverId)
-  let sent = 0
+  const frames: OutgoingCommandFrame[] = []
   const now = deps.clock.nowUs()
   withTransaction(deps.db, (tx) => {
-    sent = 0 // a PostgreSQL retry starts over (db/pg/database.ts)
+    frames.length = 0 // a PostgreSQL retry starts over
     const server = findServerById(tx, serverId)
     if (!server) return
     for (const c of undeliveredFor(tx, serverId)) {
@@ -77,12 +84,19 @@ export function dispatchServer(deps: Deps, serverId: string): number {
       if (c.acceptBy !== null && c.acceptBy <= now) continue // commands.expire marks it delivery_failed
       const reason = waitReason(c, server, online)
       if (reason) {
-        if (c.deliveryStatus !== 'queued' || c.queueReason !== reason) changeCommand(tx, deps, c, { deliveryStatus: 'queued', queueReason: reason })
+        if (c.queueReason !== reason) changeCommand(tx, deps, c, { deliveryStatus: 'queued', queueReason: reason })
         continue
       }
       const retry = c.queueReason === 'awaiting_retry'
       const routing = changeCommand(tx, deps, c, { deliveryStatus: 'routing', queueReason: null })
-      const ok = sendFrame(deps, serverId, {
+      changeCommand(
+        tx,
+        deps,
+        routing,
+        { deliveryStatus: 'sent', queueReason: null, sentAt: deps.clock.nowUs(), sendCount: routing.sendCount + 1 },
+        retry ? 're-sent after reconnect' : undefined,
+      )
+      frames.push({
         type: 'command',
         command_id: c.id,
         command_type: c.type,
@@ -91,20 +105,16 @@ export function dispatchServer(deps: Deps, serverId: string): number {
         requires: c.requires,
         deadline: formatNullableTimestamp(c.deadline),
       })
-      if (!ok) {
-        changeCommand(tx, deps, routing, { deliveryStatus: 'queued', queueReason: 'server_offline' })
-        continue
-      }
-      changeCommand(
-        tx,
-        deps,
-        routing,
-        { deliveryStatus: 'sent', queueReason: null, sentAt: deps.clock.nowUs(), sendCount: routing.sendCount + 1 },
-        retry ? 're-sent after reconnect' : undefined,
-      )
-      sent++
     }
   })
+  let sent = 0
+  for (const frame of frames) {
+    if (!sendFrame(deps, serverId, frame)) {
+      sessionLost(deps, serverId)
+      return sent
+    }
+    sent++
+  }
   return sent
 }
 
