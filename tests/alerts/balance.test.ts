@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
-import { addServers, adjust, advanceBy, payer, runCharges } from '../support/billing'
+import { addServers, adjust, advanceBy, clockTo, payer, runCharges, utcUs } from '../support/billing'
 import { createTopup, sandboxPay } from '../support/payments'
 import { alerts, evaluate, NOTHING_CHANGED } from './support'
 
@@ -21,6 +21,9 @@ const lowOf = (m: Member) => alerts(app, m, { kind: 'low_balance' })
 
 beforeAll(async () => {
   app = await startTestApp()
+  // A fixed start, so the hours these tests move through never cross midnight where a test reads
+  // "the day's one warning" (the balance notification is once per UTC day), whatever the real time.
+  await clockTo(app, utcUs(2027, 3, 1, 12, 0))
   owner = await payer(app, 'pro', 'alerts-low')
   addServers(app, owner.tenantId, 10)
   adjust(app, owner.tenantId, '2.00')
