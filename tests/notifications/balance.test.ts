@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
-import { addServers, adjust, advanceBy, payer, runCharges } from '../support/billing'
+import { addServers, adjust, advanceBy, clockTo, payer, runCharges, utcUs } from '../support/billing'
 
 /**
  * Issue 19, the `balance` producers from real charges: an hourly charge that leaves less than three
@@ -13,6 +13,8 @@ let app: TestApp
 let owner: Member
 beforeAll(async () => {
   app = await startTestApp()
+  // A fixed start, so the hours charged never cross midnight (the warning is once per UTC day).
+  await clockTo(app, utcUs(2027, 3, 1, 12, 0))
   owner = await payer(app, 'pro', 'low-balance')
   // Pro is 4 USD per server per month: 10 servers cost about 1.33 USD a day, so 2 USD lasts 1.5 days.
   addServers(app, owner.tenantId, 10)
