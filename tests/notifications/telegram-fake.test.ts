@@ -241,6 +241,8 @@ describe('the fake Telegram Bot API', () => {
       const update = tg.userSends(ALICE, 'via webhook')!
       await until('the webhook received the update', () => received.length === 1)
       expect(received[0]).toEqual({ secret: 'hook-Secret_42', contentType: 'application/json', body: update })
+      // It leaves the queue when the receiver's 200 is back, a moment after the receiver saw it.
+      await until('the answered update left the queue', () => tg.pending().length === 0)
       const info = (await call(tg, 'getWebhookInfo')).body
       expect(info).toEqual({
         ok: true,
