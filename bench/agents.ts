@@ -21,12 +21,8 @@ import { Database } from 'bun:sqlite'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { loadConfig } from '../src/config'
-import { buildDeps } from '../src/deps'
-import { createAccount } from '../src/modules/accounts/admin.service'
-import { createLogger } from '../src/platform/logger'
 import { generateSecret, hashSecret } from '../src/platform/secrets'
-import { freePort } from './support'
+import { benchDeps, freePort, proAccount } from './support'
 import type { ClientCommand, ClientReply } from './agents-client'
 
 const ASKED = Number(process.env.BENCH_AGENTS ?? 10_000)
@@ -333,15 +329,8 @@ async function main() {
 
 /** Migrates a fresh database, creates the tenant (pro plan: no server limit) and N enrolled servers. */
 function prepareDatabase(env: Record<string, string>, n: number): { sessions: Session[]; ticket: string } {
-  const deps = buildDeps(loadConfig(env), {
-    log: createLogger(
-      'warn',
-      () => new Date().toISOString(),
-      () => {},
-    ),
-  })
-  const { tenantId, ticket } = createAccount({ deps, input: { email: 'bench@example.test', tenantName: 'Bench rigs' } })
-  deps.sqlite.run(`UPDATE tenants SET plan_code = 'pro' WHERE id = ?`, [tenantId])
+  const deps = benchDeps(env)
+  const { tenantId, ticket } = proAccount(deps)
   const now = deps.clock.nowUs()
   const gpus = JSON.stringify(facts('x').gpus)
   const insert = deps.sqlite.prepare(

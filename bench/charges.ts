@@ -8,10 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../db/client'
-import { loadConfig } from '../src/config'
-import { buildDeps } from '../src/deps'
 import { runHourlyCharges } from '../src/modules/billing'
-import { createLogger } from '../src/platform/logger'
+import { benchDeps } from './support'
 
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 10_000)
 const SERVERS_PER_TENANT = Number(process.env.BENCH_SERVERS_PER_TENANT ?? 10)
@@ -24,7 +22,7 @@ const ms = (t: number) => `${t.toFixed(1)} ms`
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 try {
-  const config = loadConfig({
+  const env = {
     NODE_ENV: 'test',
     TEST_CLOCK: 'true', // the clock is moved to the hour's booking moment instead of waiting for it
     DATA_DIR: dir,
@@ -32,14 +30,8 @@ try {
     SECRET_KEY: 'c'.repeat(64),
     PUBLIC_URL: 'http://127.0.0.1',
     LOG_LEVEL: 'warn',
-  })
-  const deps = buildDeps(config, {
-    log: createLogger(
-      'warn',
-      () => new Date().toISOString(),
-      (l) => console.error(l),
-    ),
-  })
+  }
+  const deps = benchDeps(env, { warnings: true })
   const { sqlite } = deps
   console.log(
     `bun ${Bun.version}, ${cpus().length} cores; ${TENANTS.toLocaleString('en')} tenants on starter × ${SERVERS_PER_TENANT} servers = ${(TENANTS * SERVERS_PER_TENANT).toLocaleString('en')} servers; WAL; the charge run as the service makes it (synchronous=NORMAL, then one fsync of the WAL), the plain insert with synchronous=FULL (one fsync at its commit)\n`,

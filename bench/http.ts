@@ -11,11 +11,7 @@ import { Database } from 'bun:sqlite'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { loadConfig } from '../src/config'
-import { buildDeps } from '../src/deps'
-import { createLogger } from '../src/platform/logger'
-import { createAccount } from '../src/modules/accounts/admin.service'
-import { benchPostgres, freePort, waitFor } from './support'
+import { benchDeps, benchPostgres, freePort, proAccount, waitFor } from './support'
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -170,15 +166,8 @@ async function main() {
  * the migrated file. Returns the owner's password-reset ticket (the first sign-in sets a password).
  */
 function prepareFleet(env: Record<string, string>): string {
-  const deps = buildDeps(loadConfig(env), {
-    log: createLogger(
-      'warn',
-      () => new Date().toISOString(),
-      () => {},
-    ),
-  })
-  const { tenantId, ticket } = createAccount({ deps, input: { email: 'bench@example.test', tenantName: 'Bench rigs' } })
-  deps.sqlite.run(`UPDATE tenants SET plan_code = 'pro' WHERE id = ?`, [tenantId])
+  const deps = benchDeps(env)
+  const { tenantId, ticket } = proAccount(deps)
   const now = deps.clock.nowUs()
   const gpus = JSON.stringify(Array.from({ length: 8 }, (_, index) => ({ index, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24564 })))
   const insert = deps.sqlite.prepare(

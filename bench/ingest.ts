@@ -13,12 +13,8 @@ import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { loadConfig } from '../src/config'
-import { buildDeps } from '../src/deps'
-import { createLogger } from '../src/platform/logger'
-import { createAccount } from '../src/modules/accounts/admin.service'
 import { DEFAULT_METRICS } from '../src/modules/telemetry/metrics.model'
-import { benchPostgres, freePort, waitFor } from './support'
+import { benchDeps, benchPostgres, freePort, proAccount, waitFor } from './support'
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 200)
 const GPUS = Number(process.env.BENCH_GPUS ?? 8)
@@ -121,15 +117,8 @@ process.exit(0)
 
 /** A pro-plan tenant (room for every server) and its owner's session cookie, over real HTTP. */
 async function owner(): Promise<string> {
-  const deps = buildDeps(loadConfig(env), {
-    log: createLogger(
-      'warn',
-      () => new Date().toISOString(),
-      () => {},
-    ),
-  })
-  const { tenantId, ticket } = createAccount({ deps, input: { email: `bench-${Date.now()}@example.test`, tenantName: 'bench rigs' } })
-  deps.sqlite.run("UPDATE tenants SET plan_code = 'pro' WHERE id = ?", [tenantId])
+  const deps = benchDeps(env)
+  const { tenantId, ticket } = proAccount(deps, `bench-${Date.now()}@example.test`)
   deps.sqlite.close()
   const res = await post('/api/v1/auth/password-reset/complete', { ticket, password: PASSWORD })
   const cookie = /^([^=]+=[^;]+)/.exec(res.headers.get('set-cookie') ?? '')?.[1]

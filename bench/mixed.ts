@@ -10,13 +10,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { loadConfig } from '../src/config'
-import { buildDeps } from '../src/deps'
-import { createLogger } from '../src/platform/logger'
-import { createAccount } from '../src/modules/accounts/admin.service'
 import { generateSecret, hashSecret } from '../src/platform/secrets'
 import { US_PER_HOUR } from '../src/platform/time'
-import { freePort, waitFor } from './support'
+import { benchDeps, freePort, proAccount, waitFor } from './support'
 
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 10_000)
 const SERVERS_PER_TENANT = Number(process.env.BENCH_SERVERS_PER_TENANT ?? 10)
@@ -179,13 +175,7 @@ async function openAgent(token: string): Promise<WebSocket> {
  * hour for each); and the API tenant (pro) with AGENTS enrolled servers and their credentials.
  */
 function prepare(): { ticket: string; agentTokens: string[] } {
-  const deps = buildDeps(loadConfig(env), {
-    log: createLogger(
-      'warn',
-      () => new Date().toISOString(),
-      () => {},
-    ),
-  })
+  const deps = benchDeps(env)
   const { sqlite } = deps
   const now = deps.clock.nowUs()
   const due = Math.floor(now / US_PER_HOUR) * US_PER_HOUR - 2 * US_PER_HOUR
@@ -206,8 +196,7 @@ function prepare(): { ticket: string; agentTokens: string[] } {
     }
     sqlite.prepare("INSERT INTO billing_state (key, charged_until, updated_at) VALUES ('charges', ?, ?)").run(due, enrolled)
   })()
-  const { tenantId, ticket } = createAccount({ deps, input: { email: 'bench@example.test', tenantName: 'Bench rigs' } })
-  sqlite.run(`UPDATE tenants SET plan_code = 'pro' WHERE id = ?`, [tenantId])
+  const { tenantId, ticket } = proAccount(deps)
   const agentTokens: string[] = []
   const insert = sqlite.prepare(
     `INSERT INTO servers (id, tenant_id, name, created_at, hostname, fingerprint, agent_version, gpus, gpu_count, gpu_model, agent_token_hash, enrolled_at)

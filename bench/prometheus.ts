@@ -7,11 +7,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
-import { buildDeps } from '../src/deps'
 import { exposedServers, latestGpuMetricsOfTenant } from '../src/modules/fleet'
 import { scrapeMetrics } from '../src/modules/prometheus'
-import { createLogger } from '../src/platform/logger'
+import { benchDeps } from './support'
 
 const FLEETS = (process.env.BENCH_SERVERS ?? '30,2000').split(',').map(Number)
 const GPUS = Number(process.env.BENCH_GPUS ?? 8)
@@ -24,21 +22,15 @@ const ms = (t: number) => `${t.toFixed(1)} ms`
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 try {
-  const config = loadConfig({
+  const env = {
     NODE_ENV: 'test',
     DATA_DIR: dir,
     DATABASE_URL: `file:${join(dir, 'gpuhq.db')}`,
     SECRET_KEY: 'c'.repeat(64),
     PUBLIC_URL: 'http://127.0.0.1',
     LOG_LEVEL: 'warn',
-  })
-  const deps = buildDeps(config, {
-    log: createLogger(
-      'warn',
-      () => new Date().toISOString(),
-      (l) => console.error(l),
-    ),
-  })
+  }
+  const deps = benchDeps(env, { warnings: true })
   const { sqlite } = deps
   console.log(`bun ${Bun.version}, ${cpus().length} cores; fleets of ${FLEETS.join(' and ')} servers × ${GPUS} GPUs, ${READINGS.length} readings each\n`)
   const rows: string[] = []

@@ -1,5 +1,30 @@
-/** Shared by the benchmarks: a free loopback port, waiting for a service to answer, a PostgreSQL database. */
+/**
+ * Shared by the benchmarks: the service's dependencies for fixtures, a pro-plan account, a free
+ * loopback port, waiting for a service to answer, a PostgreSQL database.
+ */
 import { join } from 'node:path'
+import { loadConfig } from '../src/config'
+import { buildDeps } from '../src/deps'
+import { createAccount } from '../src/modules/accounts/admin.service'
+import type { Deps } from '../src/platform/context'
+import { createLogger } from '../src/platform/logger'
+
+/**
+ * The service's dependencies on the database `env` names, for writing a benchmark's fixtures or
+ * running a module's code in-process; warnings go to standard error when `warnings`, else nowhere.
+ */
+export function benchDeps(env: Record<string, string>, { warnings = false } = {}): Deps {
+  return buildDeps(loadConfig(env), {
+    log: createLogger('warn', () => new Date().toISOString(), warnings ? (line) => console.error(line) : () => {}),
+  })
+}
+
+/** A tenant on pro (no server limit) and its owner's password-reset ticket (the first sign-in sets a password). */
+export function proAccount(deps: Deps, email = 'bench@example.test', tenantName = 'Bench rigs'): { tenantId: string; ticket: string } {
+  const { tenantId, ticket } = createAccount({ deps, input: { email, tenantName } })
+  deps.sqlite.run("UPDATE tenants SET plan_code = 'pro' WHERE id = ?", [tenantId])
+  return { tenantId, ticket }
+}
 
 /** A loopback port nothing listens on right now. */
 export function freePort(): number {
