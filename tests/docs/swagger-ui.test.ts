@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
+import { launchChromium } from '../support/chromium'
 import { startTestApp, TEST_PUBLIC_URL, type TestApp } from '../support/app'
 
 /**
@@ -11,7 +10,6 @@ import { startTestApp, TEST_PUBLIC_URL, type TestApp } from '../support/app'
  * in a deployment: served from PUBLIC_URL, and "Try it out" calling the document's server.
  */
 
-const CHROMIUM = '/usr/bin/chromium'
 const ORIGIN = new URL(TEST_PUBLIC_URL).origin
 // The page's DOM, as the function given to page.evaluate sees it in the browser (no DOM lib here).
 type El = { getAttribute(name: string): string | null; textContent: string | null; querySelector(selector: string): El | null }
@@ -19,7 +17,7 @@ declare const document: { querySelectorAll(selector: string): Iterable<El> & { l
 type Doc = { tags?: { name: string }[]; paths: Record<string, Record<string, { tags?: string[]; operationId: string }>> }
 
 let app: TestApp
-let profile: string
+let chromium: Awaited<ReturnType<typeof launchChromium>> | undefined
 let browser: BrowserContext
 let page: Page
 let doc: Doc
@@ -27,27 +25,13 @@ const requested: string[] = []
 const consoleErrors: string[] = []
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: scripts/test installs it (apt-get install chromium)`)
   app = await startTestApp({ LOG_LEVEL: 'silent' })
   doc = (await (await app.fetch('/api/v1/openapi.json')).json()) as Doc
-  profile = mkdtempSync(join(tmpdir(), 'gpuhq-chromium-'))
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    timeout: 60_000,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      // PUBLIC_URL's host (port 80) is this machine's test app; every other name fails to resolve.
-      `--host-resolver-rules=MAP ${new URL(ORIGIN).host}:80 127.0.0.1:${new URL(app.url).port}`,
-    ],
+  chromium = await launchChromium({
+    // PUBLIC_URL's host (port 80) is this machine's test app; every other name fails to resolve.
+    args: [`--host-resolver-rules=MAP ${new URL(ORIGIN).host}:80 127.0.0.1:${new URL(app.url).port}`],
   })
+  browser = chromium.context
   page = browser.pages()[0] ?? (await browser.newPage())
   page.on('request', (r) => requested.push(r.url()))
   page.on('console', (m) => {
@@ -58,9 +42,8 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
-  await browser?.close()
+  await chromium?.close()
   await app?.close()
-  if (profile) rmSync(profile, { recursive: true, force: true })
 })
 
 describe('the interactive API docs in a real browser', () => {

@@ -1,8 +1,8 @@
 import { expect } from 'bun:test'
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
+import { launchChromium } from './chromium'
 import { freePort, startTestApp, type TestApp } from './app'
 import { startFakeSmtp, type FakeSmtp } from './smtp'
 import { newOwner, setPlan, type Owner } from './fleet'
@@ -20,7 +20,6 @@ import { GOOD_PASSWORD } from './accounts'
  * Content-Security-Policy, so the policy under test stays as strict as served).
  */
 
-const CHROMIUM = '/usr/bin/chromium'
 const SHOTS = join(import.meta.dir, '../../test-results/web')
 const AXE = await Bun.file(require.resolve('axe-core/axe.min.js')).text()
 
@@ -52,25 +51,7 @@ declare const document: unknown
 
 /** Debian's headless Chromium, watching every page it opens for `origin` (a test app or the demo). */
 export async function openBrowser(origin: string, viewport = { width: 1280, height: 900 }): Promise<BrowserSession> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: scripts/test installs it (apt-get install chromium)`)
-  const profile = mkdtempSync(join(tmpdir(), 'gpuhq-console-'))
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    timeout: 60_000,
-    viewport,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-features=Translate,OptimizationHints,MediaRouter',
-    ],
-  })
+  const { context, close } = await launchChromium({ viewport, args: ['--disable-features=Translate,OptimizationHints,MediaRouter'] })
   const requests: string[] = []
   const problems: string[] = []
   context.on('request', (r) => requests.push(r.url()))
@@ -115,10 +96,7 @@ export async function openBrowser(origin: string, viewport = { width: 1280, heig
     shot: async (name, p = page) => {
       await p.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true })
     },
-    close: async () => {
-      await context.close().catch(() => {})
-      rmSync(profile, { recursive: true, force: true })
-    },
+    close,
   }
 }
 
