@@ -9,7 +9,7 @@ import type { ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Form, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Action, Async, Empty, More, TableWrap } from '../ui/states'
+import { Action, PagedTable } from '../ui/states'
 
 /** Alert incidents (docs/alerts.md): open and acknowledged first, acknowledge, resolve with a note. */
 
@@ -76,74 +76,57 @@ export function AlertsPage() {
           </div>
         }
       >
-        <Async r={list} label="Loading the incidents…">
-          {(page) =>
-            page.items.length === 0 ? (
-              <Empty>{state === 'unresolved' ? 'Nothing needs attention: no open incident.' : 'No incidents.'}</Empty>
-            ) : (
-              <>
-                <TableWrap label="Incidents">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">Incident</th>
-                        <th scope="col">Severity</th>
-                        <th scope="col">State</th>
-                        <th scope="col">Of</th>
-                        <th scope="col">Opened</th>
-                        {can('operator') && <th scope="col">Actions</th>}
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {page.items.map((a) => (
-                        <tr key={a.id}>
-                          <td>
-                            <strong>{a.title}</strong>
-                            <br />
-                            <span class="small">{a.detail}</span>
-                            {a.occurrences > 1 && <span class="muted small"> (seen {a.occurrences} times)</span>}
-                            {a.resolution && <p class="muted small">Resolved: {a.resolution}</p>}
-                          </td>
-                          <td>
-                            <StatusBadge status={a.severity} />
-                          </td>
-                          <td>
-                            <StatusBadge status={a.state} />
-                          </td>
-                          <td>
-                            {a.server_id ? (
-                              <a href={href(`/servers/${a.server_id}`)}>{name(a.server_id)}</a>
-                            ) : a.marketplace ? (
-                              marketplaceName(a.marketplace)
-                            ) : (
-                              'account'
-                            )}
-                          </td>
-                          <td>{ago(a.opened_at)}</td>
-                          {can('operator') && (
-                            <td>
-                              {a.state === 'open' && (
-                                <Action
-                                  label="Acknowledge"
-                                  run={async () => {
-                                    await request('POST', `/alerts/${a.id}/acknowledge`)
-                                    list.reload()
-                                  }}
-                                />
-                              )}
-                              {a.state !== 'resolved' && <Resolve incident={a} done={list.reload} />}
-                            </td>
-                          )}
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </TableWrap>
-                <More cursor={page.next_cursor} load={list.more} />
-              </>
-            )
+        <PagedTable
+          r={list}
+          loading="Loading the incidents…"
+          empty={state === 'unresolved' ? 'Nothing needs attention: no open incident.' : 'No incidents.'}
+          label="Incidents"
+          head={
+            <>
+              <th scope="col">Incident</th>
+              <th scope="col">Severity</th>
+              <th scope="col">State</th>
+              <th scope="col">Of</th>
+              <th scope="col">Opened</th>
+              {can('operator') && <th scope="col">Actions</th>}
+            </>
           }
-        </Async>
+          row={(a) => (
+            <tr key={a.id}>
+              <td>
+                <strong>{a.title}</strong>
+                <br />
+                <span class="small">{a.detail}</span>
+                {a.occurrences > 1 && <span class="muted small"> (seen {a.occurrences} times)</span>}
+                {a.resolution && <p class="muted small">Resolved: {a.resolution}</p>}
+              </td>
+              <td>
+                <StatusBadge status={a.severity} />
+              </td>
+              <td>
+                <StatusBadge status={a.state} />
+              </td>
+              <td>
+                {a.server_id ? <a href={href(`/servers/${a.server_id}`)}>{name(a.server_id)}</a> : a.marketplace ? marketplaceName(a.marketplace) : 'account'}
+              </td>
+              <td>{ago(a.opened_at)}</td>
+              {can('operator') && (
+                <td>
+                  {a.state === 'open' && (
+                    <Action
+                      label="Acknowledge"
+                      run={async () => {
+                        await request('POST', `/alerts/${a.id}/acknowledge`)
+                        list.reload()
+                      }}
+                    />
+                  )}
+                  {a.state !== 'resolved' && <Resolve incident={a} done={list.reload} />}
+                </td>
+              )}
+            </tr>
+          )}
+        />
       </Section>
     </Page>
   )

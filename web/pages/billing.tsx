@@ -7,7 +7,7 @@ import { can } from '../lib/session'
 import type { Billing, Topup } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Page, Section } from '../ui/layout'
-import { Async, Empty, More, TableWrap } from '../ui/states'
+import { Async, PagedTable } from '../ui/states'
 import { TopUpForm } from './topup'
 
 /** Billing (docs/billing.md): the balance and account state, spend tiles, top-ups, the ledger by range, the daily charges. */
@@ -102,45 +102,34 @@ function Ledger({ version }: { version: number }) {
           </select>
         </div>
       </div>
-      <Async r={ledger} label="Loading the ledger…">
-        {(page) =>
-          page.items.length === 0 ? (
-            <Empty>No entries in this period.</Empty>
-          ) : (
-            <>
-              <TableWrap label="Ledger entries">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">When</th>
-                      <th scope="col">Kind</th>
-                      <th scope="col">Detail</th>
-                      <th scope="col" class="num">
-                        Amount
-                      </th>
-                      <th scope="col" class="num">
-                        Balance after
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.items.map((e) => (
-                      <tr key={e.id}>
-                        <td>{dateTime(e.occurred_at)}</td>
-                        <td>{e.kind}</td>
-                        <td>{e.detail}</td>
-                        <td class="num">{money(e.amount_usd)}</td>
-                        <td class="num">{money(e.balance_after_usd)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
-              <More cursor={page.next_cursor} load={ledger.more} />
-            </>
-          )
+      <PagedTable
+        r={ledger}
+        loading="Loading the ledger…"
+        empty="No entries in this period."
+        label="Ledger entries"
+        head={
+          <>
+            <th scope="col">When</th>
+            <th scope="col">Kind</th>
+            <th scope="col">Detail</th>
+            <th scope="col" class="num">
+              Amount
+            </th>
+            <th scope="col" class="num">
+              Balance after
+            </th>
+          </>
         }
-      </Async>
+        row={(e) => (
+          <tr key={e.id}>
+            <td>{dateTime(e.occurred_at)}</td>
+            <td>{e.kind}</td>
+            <td>{e.detail}</td>
+            <td class="num">{money(e.amount_usd)}</td>
+            <td class="num">{money(e.balance_after_usd)}</td>
+          </tr>
+        )}
+      />
     </Section>
   )
 }
@@ -148,48 +137,37 @@ function Ledger({ version }: { version: number }) {
 function Topups({ version }: { version: number }) {
   const list = usePaged<Topup>('/billing/topups', { limit: 20 }, [version])
   return (
-    <Async r={list} label="Loading the top-ups…">
-      {(page) =>
-        page.items.length === 0 ? (
-          <Empty>No top-ups yet.</Empty>
-        ) : (
-          <>
-            <TableWrap label="Top-ups">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Started</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Method</th>
-                    <th scope="col" class="num">
-                      Invoiced
-                    </th>
-                    <th scope="col" class="num">
-                      Credited
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {page.items.map((t) => (
-                    <tr key={t.id}>
-                      <td>{dateTime(t.created_at)}</td>
-                      <td>
-                        <StatusBadge status={t.status} />
-                        {t.purpose.kind === 'subscription_change' && <span class="muted small"> for the plan {t.purpose.target_plan}</span>}
-                      </td>
-                      <td>{t.payment_method}</td>
-                      <td class="num">{money(t.amount_usd)}</td>
-                      <td class="num">{money(t.credited_usd)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableWrap>
-            <More cursor={page.next_cursor} load={list.more} />
-          </>
-        )
+    <PagedTable
+      r={list}
+      loading="Loading the top-ups…"
+      empty="No top-ups yet."
+      label="Top-ups"
+      head={
+        <>
+          <th scope="col">Started</th>
+          <th scope="col">Status</th>
+          <th scope="col">Method</th>
+          <th scope="col" class="num">
+            Invoiced
+          </th>
+          <th scope="col" class="num">
+            Credited
+          </th>
+        </>
       }
-    </Async>
+      row={(t) => (
+        <tr key={t.id}>
+          <td>{dateTime(t.created_at)}</td>
+          <td>
+            <StatusBadge status={t.status} />
+            {t.purpose.kind === 'subscription_change' && <span class="muted small"> for the plan {t.purpose.target_plan}</span>}
+          </td>
+          <td>{t.payment_method}</td>
+          <td class="num">{money(t.amount_usd)}</td>
+          <td class="num">{money(t.credited_usd)}</td>
+        </tr>
+      )}
+    />
   )
 }
 
@@ -197,47 +175,36 @@ function Charges() {
   const charges = usePaged<ChargeDay>('/billing/charges', { limit: 31 }, [])
   return (
     <Section title="Daily charges">
-      <Async r={charges} label="Loading the charges…">
-        {(page) =>
-          page.items.length === 0 ? (
-            <Empty>No charges yet: each managed server is charged by the hour.</Empty>
-          ) : (
-            <>
-              <TableWrap label="Daily charges">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Day (UTC)</th>
-                      <th scope="col" class="num">
-                        Server-hours
-                      </th>
-                      <th scope="col" class="num">
-                        Amount
-                      </th>
-                      <th scope="col">Per server</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.items.map((d) => (
-                      <tr key={d.day}>
-                        <td>{d.day}</td>
-                        <td class="num">{d.server_hours}</td>
-                        <td class="num">{money(d.amount_usd)}</td>
-                        <td>
-                          <a href={`/api/v1/billing/charges/${d.day}.csv`} download={`gpuhq-charges-${d.day}.csv`}>
-                            CSV of {d.day}
-                          </a>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
-              <More cursor={page.next_cursor} load={charges.more} />
-            </>
-          )
+      <PagedTable
+        r={charges}
+        loading="Loading the charges…"
+        empty="No charges yet: each managed server is charged by the hour."
+        label="Daily charges"
+        head={
+          <>
+            <th scope="col">Day (UTC)</th>
+            <th scope="col" class="num">
+              Server-hours
+            </th>
+            <th scope="col" class="num">
+              Amount
+            </th>
+            <th scope="col">Per server</th>
+          </>
         }
-      </Async>
+        row={(d) => (
+          <tr key={d.day}>
+            <td>{d.day}</td>
+            <td class="num">{d.server_hours}</td>
+            <td class="num">{money(d.amount_usd)}</td>
+            <td>
+              <a href={`/api/v1/billing/charges/${d.day}.csv`} download={`gpuhq-charges-${d.day}.csv`}>
+                CSV of {d.day}
+              </a>
+            </td>
+          </tr>
+        )}
+      />
     </Section>
   )
 }

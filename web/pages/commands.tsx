@@ -9,7 +9,7 @@ import type { CatalogueItem, Command, JsonSchema, ServerRow } from '../lib/types
 import { StatusBadge } from '../ui/badges'
 import { Field, Form, SelectField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Async, Empty, More, TableWrap } from '../ui/states'
+import { Async, Paged, TableWrap } from '../ui/states'
 
 /**
  * Typed commands (docs/commands.md): a form built from the catalogue's params schema, and the list
@@ -198,18 +198,9 @@ export function CommandList({ serverId }: { serverId?: string }) {
           ))}
         </select>
       </div>
-      <Async r={list} label="Loading the commands…">
-        {(page) =>
-          page.items.length === 0 ? (
-            <Empty>No commands{status ? ' with this status' : ' yet'}.</Empty>
-          ) : (
-            <>
-              <CommandTable items={page.items} servers={names} />
-              <More cursor={page.next_cursor} load={list.more} />
-            </>
-          )
-        }
-      </Async>
+      <Paged r={list} loading="Loading the commands…" empty={`No commands${status ? ' with this status' : ' yet'}.`}>
+        {(items) => <CommandTable items={items} servers={names} />}
+      </Paged>
     </>
   )
 }

@@ -4,7 +4,7 @@ import { usePaged, useResource } from '../lib/resource'
 import type { ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Section } from '../ui/layout'
-import { Async, Empty, More, TableWrap } from '../ui/states'
+import { Async, Empty, PagedTable, TableWrap } from '../ui/states'
 
 /** Market standing of each offer, supply against the market, and every call gpuhq made to a marketplace. */
 
@@ -142,48 +142,37 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
           </button>
         }
       >
-        <Async r={ops} label="Loading the calls…">
-          {(page) =>
-            page.items.length === 0 ? (
-              <Empty>gpuhq has not called a marketplace for you yet.</Empty>
-            ) : (
-              <>
-                <TableWrap label="Calls to the marketplaces">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">When</th>
-                        <th scope="col">Marketplace</th>
-                        <th scope="col">Operation</th>
-                        <th scope="col">Outcome</th>
-                        <th scope="col">Why</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {page.items.map((o) => (
-                        <tr key={o.id}>
-                          <td>{dateTime(o.at)}</td>
-                          <td>{marketplaceName(o.marketplace)}</td>
-                          <td>
-                            <code>
-                              {o.method} {o.path}
-                            </code>{' '}
-                            ({o.operation})
-                          </td>
-                          <td>
-                            <StatusBadge status={o.outcome === 'ok' ? 'succeeded' : o.outcome} /> {o.status ?? ''}
-                          </td>
-                          <td>{o.reason ?? ''}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </TableWrap>
-                <More cursor={page.next_cursor} load={ops.more} />
-              </>
-            )
+        <PagedTable
+          r={ops}
+          loading="Loading the calls…"
+          empty="gpuhq has not called a marketplace for you yet."
+          label="Calls to the marketplaces"
+          head={
+            <>
+              <th scope="col">When</th>
+              <th scope="col">Marketplace</th>
+              <th scope="col">Operation</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">Why</th>
+            </>
           }
-        </Async>
+          row={(o) => (
+            <tr key={o.id}>
+              <td>{dateTime(o.at)}</td>
+              <td>{marketplaceName(o.marketplace)}</td>
+              <td>
+                <code>
+                  {o.method} {o.path}
+                </code>{' '}
+                ({o.operation})
+              </td>
+              <td>
+                <StatusBadge status={o.outcome === 'ok' ? 'succeeded' : o.outcome} /> {o.status ?? ''}
+              </td>
+              <td>{o.reason ?? ''}</td>
+            </tr>
+          )}
+        />
       </Section>
     </>
   )

@@ -6,7 +6,7 @@ import { can, me } from '../lib/session'
 import { StatusBadge } from '../ui/badges'
 import { CheckField, Field, Form, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Action, Async, Empty, More, TableWrap } from '../ui/states'
+import { Action, Async, PagedTable, TableWrap } from '../ui/states'
 
 /**
  * Notifications (docs/notifications.md): the Telegram chat and email channels, the rules per
@@ -238,47 +238,36 @@ function RulesForm({ s, saved }: { s: Settings; saved: (s: Settings) => void }) 
 function History({ version }: { version: number }) {
   const list = usePaged<Notification>('/notifications/history', { limit: 20 }, [version])
   return (
-    <Async r={list} label="Loading the history…">
-      {(page) =>
-        page.items.length === 0 ? (
-          <Empty>Nothing sent yet.</Empty>
-        ) : (
-          <>
-            <TableWrap label="Notification history">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Category</th>
-                    <th scope="col">Title</th>
-                    <th scope="col">Deliveries</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {page.items.map((n) => (
-                    <tr key={n.id}>
-                      <td>{dateTime(n.created_at)}</td>
-                      <td>{CATEGORIES[n.category] ?? n.category}</td>
-                      <td>{n.title}</td>
-                      <td>
-                        {n.deliveries.length === 0
-                          ? 'none'
-                          : n.deliveries.map((d) => (
-                              <span key={d.id}>
-                                {d.channel}: <StatusBadge status={d.status} /> {d.last_error ?? ''}{' '}
-                              </span>
-                            ))}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableWrap>
-            <More cursor={page.next_cursor} load={list.more} />
-          </>
-        )
+    <PagedTable
+      r={list}
+      loading="Loading the history…"
+      empty="Nothing sent yet."
+      label="Notification history"
+      head={
+        <>
+          <th scope="col">When</th>
+          <th scope="col">Category</th>
+          <th scope="col">Title</th>
+          <th scope="col">Deliveries</th>
+        </>
       }
-    </Async>
+      row={(n) => (
+        <tr key={n.id}>
+          <td>{dateTime(n.created_at)}</td>
+          <td>{CATEGORIES[n.category] ?? n.category}</td>
+          <td>{n.title}</td>
+          <td>
+            {n.deliveries.length === 0
+              ? 'none'
+              : n.deliveries.map((d) => (
+                  <span key={d.id}>
+                    {d.channel}: <StatusBadge status={d.status} /> {d.last_error ?? ''}{' '}
+                  </span>
+                ))}
+          </td>
+        </tr>
+      )}
+    />
   )
 }
 

@@ -7,7 +7,7 @@ import type { Group, Link, Margin, ServerDetail, ServerEvent } from '../lib/type
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Section } from '../ui/layout'
-import { Async, Empty, More, TableWrap } from '../ui/states'
+import { Async, Empty, PagedTable, TableWrap } from '../ui/states'
 
 /** The lower panels of a server's page. */
 
@@ -22,43 +22,32 @@ export function ServerEvents({ serverId }: { serverId: string }) {
         </button>
       }
     >
-      <Async r={events} label="Loading the events…">
-        {(page) =>
-          page.items.length === 0 ? (
-            <Empty>No events yet.</Empty>
-          ) : (
-            <>
-              <TableWrap label="Events">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">When</th>
-                      <th scope="col">Event</th>
-                      <th scope="col">Severity</th>
-                      <th scope="col">Message</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.items.map((e) => (
-                      <tr key={e.id}>
-                        <td>{dateTime(e.created_at)}</td>
-                        <td>
-                          <code>{e.kind}</code>
-                        </td>
-                        <td>
-                          <StatusBadge status={e.severity} />
-                        </td>
-                        <td>{e.message}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
-              <More cursor={page.next_cursor} load={events.more} />
-            </>
-          )
+      <PagedTable
+        r={events}
+        loading="Loading the events…"
+        empty="No events yet."
+        label="Events"
+        head={
+          <>
+            <th scope="col">When</th>
+            <th scope="col">Event</th>
+            <th scope="col">Severity</th>
+            <th scope="col">Message</th>
+          </>
         }
-      </Async>
+        row={(e) => (
+          <tr key={e.id}>
+            <td>{dateTime(e.created_at)}</td>
+            <td>
+              <code>{e.kind}</code>
+            </td>
+            <td>
+              <StatusBadge status={e.severity} />
+            </td>
+            <td>{e.message}</td>
+          </tr>
+        )}
+      />
     </Section>
   )
 }

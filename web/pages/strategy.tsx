@@ -9,7 +9,7 @@ import type { Group, ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Action, Async, Empty, ErrorNote, More, TableWrap } from '../ui/states'
+import { Action, Async, Empty, ErrorNote, Paged, TableWrap } from '../ui/states'
 
 /**
  * Pricing strategy (docs/strategy.md): policies that price listed offers from the market and the
@@ -241,41 +241,34 @@ export function StrategyPage() {
   return (
     <Page title="Strategy">
       <Section title="Suggestions">
-        <Async r={suggestions} label="Loading the suggestions…">
-          {(page) =>
-            page.items.length === 0 ? (
-              <Empty>No pending suggestion. Policies look again at their cadence.</Empty>
-            ) : (
-              <>
-                <PricedTable
-                  items={page.items}
-                  servers={list}
-                  label="Pending suggestions"
-                  actions={
-                    can('admin')
-                      ? (p) => {
-                          const s = p as Suggestion
-                          return (
-                            <>
-                              <Action
-                                label="Accept and publish"
-                                run={async () => {
-                                  await request('POST', `/strategy/suggestions/${s.id}/accept`, { idempotencyKey: idem.keyFor({ id: s.id }) })
-                                  suggestions.reload()
-                                }}
-                              />
-                              <Dismiss s={s} done={suggestions.reload} />
-                            </>
-                          )
-                        }
-                      : undefined
-                  }
-                />
-                <More cursor={page.next_cursor} load={suggestions.more} />
-              </>
-            )
-          }
-        </Async>
+        <Paged r={suggestions} loading="Loading the suggestions…" empty="No pending suggestion. Policies look again at their cadence.">
+          {(items) => (
+            <PricedTable
+              items={items}
+              servers={list}
+              label="Pending suggestions"
+              actions={
+                can('admin')
+                  ? (p) => {
+                      const s = p as Suggestion
+                      return (
+                        <>
+                          <Action
+                            label="Accept and publish"
+                            run={async () => {
+                              await request('POST', `/strategy/suggestions/${s.id}/accept`, { idempotencyKey: idem.keyFor({ id: s.id }) })
+                              suggestions.reload()
+                            }}
+                          />
+                          <Dismiss s={s} done={suggestions.reload} />
+                        </>
+                      )
+                    }
+                  : undefined
+              }
+            />
+          )}
+        </Paged>
       </Section>
       <Section title="Policies">
         {policies.error && !policies.data ? (

@@ -6,7 +6,7 @@ import { can, type Role } from '../lib/session'
 import type { ServerRow } from '../lib/types'
 import { CheckField, Form, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Action, Async, Empty, More, TableWrap } from '../ui/states'
+import { Action, PagedTable } from '../ui/states'
 import { CopyButton } from './add-server'
 
 /**
@@ -129,58 +129,47 @@ export function TokensPage() {
         <NewToken servers={servers.data?.items ?? []} created={list.reload} />
       </Section>
       <Section title="Your tokens">
-        <Async r={list} label="Loading the tokens…">
-          {(page) =>
-            page.items.length === 0 ? (
-              <Empty>No tokens. Scripts and tools (Grafana, CI) use one instead of your password.</Empty>
-            ) : (
-              <>
-                <TableWrap label="Tokens">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">Name</th>
-                        <th scope="col">Starts with</th>
-                        <th scope="col">Scopes</th>
-                        <th scope="col">Expires</th>
-                        <th scope="col">Last used</th>
-                        <th scope="col">Revoke</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {page.items.map((t) => (
-                        <tr key={t.id} data-token={t.name}>
-                          <td>
-                            {t.name}
-                            {t.server_allowlist && <span class="muted small"> ({t.server_allowlist.length} servers only)</span>}
-                          </td>
-                          <td>
-                            <code>{t.prefix}…</code>
-                          </td>
-                          <td>{t.scopes.join(', ')}</td>
-                          <td>{dateTime(t.expires_at, 'never')}</td>
-                          <td>{dateTime(t.last_used_at, 'never')}</td>
-                          <td>
-                            <Action
-                              label={`Revoke ${t.name}`}
-                              class="danger"
-                              confirm={`Revoke the token ${t.name}? Whatever uses it stops working at once.`}
-                              run={async () => {
-                                await request('DELETE', `/tokens/${t.id}`)
-                                list.reload()
-                              }}
-                            />
-                          </td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </TableWrap>
-                <More cursor={page.next_cursor} load={list.more} />
-              </>
-            )
+        <PagedTable
+          r={list}
+          loading="Loading the tokens…"
+          empty="No tokens. Scripts and tools (Grafana, CI) use one instead of your password."
+          label="Tokens"
+          head={
+            <>
+              <th scope="col">Name</th>
+              <th scope="col">Starts with</th>
+              <th scope="col">Scopes</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Revoke</th>
+            </>
           }
-        </Async>
+          row={(t) => (
+            <tr key={t.id} data-token={t.name}>
+              <td>
+                {t.name}
+                {t.server_allowlist && <span class="muted small"> ({t.server_allowlist.length} servers only)</span>}
+              </td>
+              <td>
+                <code>{t.prefix}…</code>
+              </td>
+              <td>{t.scopes.join(', ')}</td>
+              <td>{dateTime(t.expires_at, 'never')}</td>
+              <td>{dateTime(t.last_used_at, 'never')}</td>
+              <td>
+                <Action
+                  label={`Revoke ${t.name}`}
+                  class="danger"
+                  confirm={`Revoke the token ${t.name}? Whatever uses it stops working at once.`}
+                  run={async () => {
+                    await request('DELETE', `/tokens/${t.id}`)
+                    list.reload()
+                  }}
+                />
+              </td>
+            </tr>
+          )}
+        />
       </Section>
     </Page>
   )

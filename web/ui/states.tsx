@@ -1,6 +1,6 @@
 import type { ComponentChildren, JSX } from 'preact'
 import { useState } from 'preact/hooks'
-import type { ApiError } from '../lib/api'
+import type { ApiError, Page } from '../lib/api'
 import { problemMessage } from '../lib/messages'
 import { asApiError, type Resource } from '../lib/resource'
 
@@ -97,4 +97,60 @@ export const TableWrap = ({ label, children }: { label: string; children: Compon
 export function More({ cursor, load }: { cursor: string | null; load: (cursor: string) => Promise<void> }) {
   if (!cursor) return null
   return <Action label="Load more" busyLabel="Loading…" run={() => load(cursor)} class="more" />
+}
+
+/** A resource of usePaged (web/lib/resource.ts): a first page, and `more` for the next. */
+type PagedResource<T> = Resource<Page<T>> & { more: (cursor: string) => Promise<void> }
+
+/** A paginated list: its loading and error states, a line when it is empty, its items, and "Load more". */
+export function Paged<T>({
+  r,
+  loading,
+  empty,
+  children,
+}: {
+  r: PagedResource<T>
+  loading: string
+  empty: ComponentChildren
+  children: (items: T[]) => JSX.Element
+}) {
+  return (
+    <Async r={r} label={loading}>
+      {(page) =>
+        page.items.length === 0 ? (
+          <Empty>{empty}</Empty>
+        ) : (
+          <>
+            {children(page.items)}
+            <More cursor={page.next_cursor} load={r.more} />
+          </>
+        )
+      }
+    </Async>
+  )
+}
+
+/** A paginated list as a table: `head` the header cells, `row` one item's row. */
+export function PagedTable<T>(props: {
+  r: PagedResource<T>
+  loading: string
+  empty: ComponentChildren
+  label: string
+  head: ComponentChildren
+  row: (item: T) => JSX.Element
+}) {
+  return (
+    <Paged r={props.r} loading={props.loading} empty={props.empty}>
+      {(items) => (
+        <TableWrap label={props.label}>
+          <table>
+            <thead>
+              <tr>{props.head}</tr>
+            </thead>
+            <tbody>{items.map(props.row)}</tbody>
+          </table>
+        </TableWrap>
+      )}
+    </Paged>
+  )
 }
