@@ -6,7 +6,7 @@ import { href } from '../lib/router'
 import { can } from '../lib/session'
 import { CheckField, Form, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Action, Async, Empty, ErrorNote, TableWrap } from '../ui/states'
+import { Action, Async, DataTable, Empty, ErrorNote } from '../ui/states'
 import { CopyButton } from './add-server'
 
 /**
@@ -152,37 +152,35 @@ export function AiPage() {
                 {a.clients.length === 0 ? (
                   <Empty>No client has connected through OAuth.</Empty>
                 ) : (
-                  <TableWrap label="Connected clients">
-                    <table>
-                      <thead>
-                        <tr>
-                          <th scope="col">Client</th>
-                          <th scope="col">Connected</th>
-                          <th scope="col">Last used</th>
-                          <th scope="col">Disconnect</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {a.clients.map((cl) => (
-                          <tr key={cl.id}>
-                            <td>{cl.name}</td>
-                            <td>{dateTime(cl.connected_at)}</td>
-                            <td>{dateTime(cl.last_used_at, 'never')}</td>
-                            <td>
-                              <Action
-                                label={`Disconnect ${cl.name}`}
-                                class="danger"
-                                run={async () => {
-                                  await request('DELETE', `/mcp/clients/${cl.id}`)
-                                  access.reload()
-                                }}
-                              />
-                            </td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </TableWrap>
+                  <DataTable
+                    label="Connected clients"
+                    head={
+                      <>
+                        <th scope="col">Client</th>
+                        <th scope="col">Connected</th>
+                        <th scope="col">Last used</th>
+                        <th scope="col">Disconnect</th>
+                      </>
+                    }
+                  >
+                    {a.clients.map((cl) => (
+                      <tr key={cl.id}>
+                        <td>{cl.name}</td>
+                        <td>{dateTime(cl.connected_at)}</td>
+                        <td>{dateTime(cl.last_used_at, 'never')}</td>
+                        <td>
+                          <Action
+                            label={`Disconnect ${cl.name}`}
+                            class="danger"
+                            run={async () => {
+                              await request('DELETE', `/mcp/clients/${cl.id}`)
+                              access.reload()
+                            }}
+                          />
+                        </td>
+                      </tr>
+                    ))}
+                  </DataTable>
                 )}
               </Section>
             </>

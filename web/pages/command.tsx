@@ -7,7 +7,7 @@ import { can } from '../lib/session'
 import type { Command } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Page, Section } from '../ui/layout'
-import { Action, Async, Empty, TableWrap } from '../ui/states'
+import { Action, Async, DataTable, Empty } from '../ui/states'
 import { isTerminal } from './commands'
 
 /** One command: both status axes, its timeline, the result or error, the log of a failure, cancel. */
@@ -23,31 +23,29 @@ function Timeline({ id, version }: { id: string; version: number }) {
         items.length === 0 ? (
           <Empty>Nothing has happened yet.</Empty>
         ) : (
-          <TableWrap label="Timeline">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Axis</th>
-                  <th scope="col">Change</th>
-                  <th scope="col">Note</th>
-                </tr>
-              </thead>
-              <tbody>
-                {items.map((s) => (
-                  <tr key={s.id}>
-                    <td>{dateTime(s.at)}</td>
-                    <td>{s.axis}</td>
-                    <td>
-                      {s.from ? `${s.from.replaceAll('_', ' ')} → ` : ''}
-                      <StatusBadge status={s.to} />
-                    </td>
-                    <td>{s.note ?? ''}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable
+            label="Timeline"
+            head={
+              <>
+                <th scope="col">When</th>
+                <th scope="col">Axis</th>
+                <th scope="col">Change</th>
+                <th scope="col">Note</th>
+              </>
+            }
+          >
+            {items.map((s) => (
+              <tr key={s.id}>
+                <td>{dateTime(s.at)}</td>
+                <td>{s.axis}</td>
+                <td>
+                  {s.from ? `${s.from.replaceAll('_', ' ')} → ` : ''}
+                  <StatusBadge status={s.to} />
+                </td>
+                <td>{s.note ?? ''}</td>
+              </tr>
+            ))}
+          </DataTable>
         )
       }
     </Async>

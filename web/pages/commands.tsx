@@ -9,7 +9,7 @@ import type { CatalogueItem, Command, JsonSchema, ServerRow } from '../lib/types
 import { StatusBadge } from '../ui/badges'
 import { Field, Form, SelectField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Async, Paged, TableWrap } from '../ui/states'
+import { Async, DataTable, Paged } from '../ui/states'
 
 /**
  * Typed commands (docs/commands.md): a form built from the catalogue's params schema, and the list
@@ -141,38 +141,36 @@ export function SendCommand({ serverId, onSent }: { serverId?: string; onSent?: 
 
 function CommandTable({ items, servers }: { items: Command[]; servers?: Map<string, string> }) {
   return (
-    <TableWrap label="Commands">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Command</th>
-            {servers && <th scope="col">Server</th>}
-            <th scope="col">Delivery</th>
-            <th scope="col">Execution</th>
-            <th scope="col">Sent</th>
-          </tr>
-        </thead>
-        <tbody>
-          {items.map((c) => (
-            <tr key={c.command_id} data-command={c.command_id}>
-              <td>
-                <a href={href(`/commands/${c.command_id}`)}>{c.type}</a>
-              </td>
-              {servers && <td>{servers.get(c.server_id) ?? c.server_id.slice(0, 8)}</td>}
-              <td>
-                <StatusBadge status={c.delivery_status} />
-                {c.queue_reason && <span class="muted small"> ({c.queue_reason.replaceAll('_', ' ')})</span>}
-              </td>
-              <td>
-                <StatusBadge status={c.execution_status} />
-                {c.progress !== null && c.execution_status === 'running' && <span class="muted small"> {c.progress} %</span>}
-              </td>
-              <td>{ago(c.created_at)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableWrap>
+    <DataTable
+      label="Commands"
+      head={
+        <>
+          <th scope="col">Command</th>
+          {servers && <th scope="col">Server</th>}
+          <th scope="col">Delivery</th>
+          <th scope="col">Execution</th>
+          <th scope="col">Sent</th>
+        </>
+      }
+    >
+      {items.map((c) => (
+        <tr key={c.command_id} data-command={c.command_id}>
+          <td>
+            <a href={href(`/commands/${c.command_id}`)}>{c.type}</a>
+          </td>
+          {servers && <td>{servers.get(c.server_id) ?? c.server_id.slice(0, 8)}</td>}
+          <td>
+            <StatusBadge status={c.delivery_status} />
+            {c.queue_reason && <span class="muted small"> ({c.queue_reason.replaceAll('_', ' ')})</span>}
+          </td>
+          <td>
+            <StatusBadge status={c.execution_status} />
+            {c.progress !== null && c.execution_status === 'running' && <span class="muted small"> {c.progress} %</span>}
+          </td>
+          <td>{ago(c.created_at)}</td>
+        </tr>
+      ))}
+    </DataTable>
   )
 }
 

@@ -8,7 +8,7 @@ import { can } from '../lib/session'
 import type { Dashboard, Group, ServerRow, Snapshot } from '../lib/types'
 import { PresenceBadge } from '../ui/badges'
 import { Page, Section } from '../ui/layout'
-import { Async, Empty, More, TableWrap } from '../ui/states'
+import { Async, DataTable, Empty, More } from '../ui/states'
 import { Groups } from './groups'
 
 /**
@@ -91,71 +91,69 @@ function FilterBar({ filters, set, groups }: { filters: Filters; set: (f: Filter
 function ServerTable({ rows, groups }: { rows: ServerRow[]; groups: Group[] }) {
   const groupName = (id: string | null) => groups.find((g) => g.id === id)?.name ?? '—'
   return (
-    <TableWrap label="Servers">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Server</th>
-            <th scope="col">Presence</th>
-            <th scope="col">GPUs</th>
-            <th scope="col">Group and tags</th>
-            <th scope="col" class="num">
-              Max temp
-            </th>
-            <th scope="col" class="num">
-              Utilisation
-            </th>
-            <th scope="col" class="num">
-              Price / GPU-h
-            </th>
-            <th scope="col" class="num">
-              Revenue today
-            </th>
-            <th scope="col">Last seen</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((s) => (
-            <tr key={s.id} data-server={s.id}>
-              <td>
-                <a href={href(`/servers/${s.id}`)}>{s.name}</a>
-                {s.maintenance && (
-                  <>
-                    {' '}
-                    <span class="badge warn" title={s.maintenance.reason ?? undefined}>
-                      maintenance
-                    </span>
-                  </>
-                )}
-              </td>
-              <td>
-                <PresenceBadge presence={s.presence} />
-              </td>
-              <td>
-                {s.gpu_count} × {s.gpu_model || '—'}
-              </td>
-              <td>
-                {groupName(s.group_id)}
-                {s.tags.length > 0 && (
-                  <ul class="tags" aria-label="Tags">
-                    {s.tags.map((t) => (
-                      <li key={t} class="badge">
-                        {t}
-                      </li>
-                    ))}
-                  </ul>
-                )}
-              </td>
-              <td class="num">{num(s.max_temp_core_c, ' °C')}</td>
-              <td class="num">{num(s.avg_util_pct, ' %')}</td>
-              <td class="num">{money(s.price_usd_gpu_h)}</td>
-              <td class="num">{money(s.revenue_today_usd)}</td>
-              <td>{ago(s.last_seen_at)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableWrap>
+    <DataTable
+      label="Servers"
+      head={
+        <>
+          <th scope="col">Server</th>
+          <th scope="col">Presence</th>
+          <th scope="col">GPUs</th>
+          <th scope="col">Group and tags</th>
+          <th scope="col" class="num">
+            Max temp
+          </th>
+          <th scope="col" class="num">
+            Utilisation
+          </th>
+          <th scope="col" class="num">
+            Price / GPU-h
+          </th>
+          <th scope="col" class="num">
+            Revenue today
+          </th>
+          <th scope="col">Last seen</th>
+        </>
+      }
+    >
+      {rows.map((s) => (
+        <tr key={s.id} data-server={s.id}>
+          <td>
+            <a href={href(`/servers/${s.id}`)}>{s.name}</a>
+            {s.maintenance && (
+              <>
+                {' '}
+                <span class="badge warn" title={s.maintenance.reason ?? undefined}>
+                  maintenance
+                </span>
+              </>
+            )}
+          </td>
+          <td>
+            <PresenceBadge presence={s.presence} />
+          </td>
+          <td>
+            {s.gpu_count} × {s.gpu_model || '—'}
+          </td>
+          <td>
+            {groupName(s.group_id)}
+            {s.tags.length > 0 && (
+              <ul class="tags" aria-label="Tags">
+                {s.tags.map((t) => (
+                  <li key={t} class="badge">
+                    {t}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </td>
+          <td class="num">{num(s.max_temp_core_c, ' °C')}</td>
+          <td class="num">{num(s.avg_util_pct, ' %')}</td>
+          <td class="num">{money(s.price_usd_gpu_h)}</td>
+          <td class="num">{money(s.revenue_today_usd)}</td>
+          <td>{ago(s.last_seen_at)}</td>
+        </tr>
+      ))}
+    </DataTable>
   )
 }
 

@@ -4,7 +4,7 @@ import { usePaged, useResource } from '../lib/resource'
 import type { ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Section } from '../ui/layout'
-import { Async, Empty, PagedTable, TableWrap } from '../ui/states'
+import { Async, DataTable, Empty, PagedTable } from '../ui/states'
 
 /** Market standing of each offer, supply against the market, and every call gpuhq made to a marketplace. */
 
@@ -54,42 +54,40 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
             items.length === 0 ? (
               <Empty>No listed offer yet: publish one to see where it stands in its market.</Empty>
             ) : (
-              <TableWrap label="Market standing">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Server</th>
-                      <th scope="col">Marketplace</th>
-                      <th scope="col">Model</th>
-                      <th scope="col" class="num">
-                        Your price
-                      </th>
-                      <th scope="col" class="num">
-                        Median
-                      </th>
-                      <th scope="col" class="num">
-                        Cheaper / equal / dearer
-                      </th>
-                      <th scope="col" class="num">
-                        Percentile
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {items.map((s) => (
-                      <tr key={`${s.server_id}-${s.marketplace}`}>
-                        <td>{name(s.server_id)}</td>
-                        <td>{marketplaceName(s.marketplace)}</td>
-                        <td>{s.gpu_model ?? '—'}</td>
-                        <td class="num">{money(s.price_gpu_hour)}</td>
-                        <td class="num">{money(s.median)}</td>
-                        <td class="num">{s.cheaper === null ? '—' : `${s.cheaper} / ${s.equal} / ${s.dearer} of ${s.market_offers}`}</td>
-                        <td class="num">{s.percentile === null ? '—' : Math.round(s.percentile)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
+              <DataTable
+                label="Market standing"
+                head={
+                  <>
+                    <th scope="col">Server</th>
+                    <th scope="col">Marketplace</th>
+                    <th scope="col">Model</th>
+                    <th scope="col" class="num">
+                      Your price
+                    </th>
+                    <th scope="col" class="num">
+                      Median
+                    </th>
+                    <th scope="col" class="num">
+                      Cheaper / equal / dearer
+                    </th>
+                    <th scope="col" class="num">
+                      Percentile
+                    </th>
+                  </>
+                }
+              >
+                {items.map((s) => (
+                  <tr key={`${s.server_id}-${s.marketplace}`}>
+                    <td>{name(s.server_id)}</td>
+                    <td>{marketplaceName(s.marketplace)}</td>
+                    <td>{s.gpu_model ?? '—'}</td>
+                    <td class="num">{money(s.price_gpu_hour)}</td>
+                    <td class="num">{money(s.median)}</td>
+                    <td class="num">{s.cheaper === null ? '—' : `${s.cheaper} / ${s.equal} / ${s.dearer} of ${s.market_offers}`}</td>
+                    <td class="num">{s.percentile === null ? '—' : Math.round(s.percentile)}</td>
+                  </tr>
+                ))}
+              </DataTable>
             )
           }
         </Async>
@@ -100,36 +98,34 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
             items.length === 0 ? (
               <Empty>Nothing listed yet.</Empty>
             ) : (
-              <TableWrap label="Supply">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Marketplace</th>
-                      <th scope="col">Model</th>
-                      <th scope="col" class="num">
-                        Your GPUs
-                      </th>
-                      <th scope="col" class="num">
-                        Market GPUs
-                      </th>
-                      <th scope="col" class="num">
-                        Your share
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {items.map((s) => (
-                      <tr key={`${s.marketplace}-${s.gpu_model}`}>
-                        <td>{marketplaceName(s.marketplace)}</td>
-                        <td>{s.gpu_model}</td>
-                        <td class="num">{s.my_gpus}</td>
-                        <td class="num">{s.market_gpus}</td>
-                        <td class="num">{s.share_of_gpus === null ? '—' : `${Math.round(s.share_of_gpus * 1000) / 10} %`}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
+              <DataTable
+                label="Supply"
+                head={
+                  <>
+                    <th scope="col">Marketplace</th>
+                    <th scope="col">Model</th>
+                    <th scope="col" class="num">
+                      Your GPUs
+                    </th>
+                    <th scope="col" class="num">
+                      Market GPUs
+                    </th>
+                    <th scope="col" class="num">
+                      Your share
+                    </th>
+                  </>
+                }
+              >
+                {items.map((s) => (
+                  <tr key={`${s.marketplace}-${s.gpu_model}`}>
+                    <td>{marketplaceName(s.marketplace)}</td>
+                    <td>{s.gpu_model}</td>
+                    <td class="num">{s.my_gpus}</td>
+                    <td class="num">{s.market_gpus}</td>
+                    <td class="num">{s.share_of_gpus === null ? '—' : `${Math.round(s.share_of_gpus * 1000) / 10} %`}</td>
+                  </tr>
+                ))}
+              </DataTable>
             )
           }
         </Async>

@@ -8,7 +8,7 @@ import type { Link, ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Action, Async, Empty, TableWrap } from '../ui/states'
+import { Action, Async, DataTable, Empty, TableWrap } from '../ui/states'
 import { LinkActions } from './link-actions'
 import { Market } from './market'
 
@@ -248,55 +248,51 @@ function Links({ links, servers, reload }: { links: Link[]; servers: ServerRow[]
   if (links.length === 0) return <Empty>No links yet. Find a server's machine above and link it.</Empty>
   const name = (id: string) => servers.find((s) => s.id === id)?.name ?? id.slice(0, 8)
   return (
-    <TableWrap label="Links">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Server</th>
-            <th scope="col">Marketplace</th>
-            <th scope="col">Machine</th>
-            <th scope="col">Link</th>
-            <th scope="col">Listed</th>
-            <th scope="col" class="num">
-              Price / GPU-h
-            </th>
-            <th scope="col" class="num">
-              Rentals
-            </th>
-            <th scope="col">Maintenance</th>
-            {can('admin') && <th scope="col">Actions</th>}
-          </tr>
-        </thead>
-        <tbody>
-          {links.map((l) => (
-            <tr key={`${l.server_id}-${l.marketplace}`} data-link={`${l.marketplace}:${l.external_machine_id}`}>
-              <td>
-                <a href={href(`/servers/${l.server_id}`)}>{name(l.server_id)}</a>
-              </td>
-              <td>{marketplaceName(l.marketplace)}</td>
-              <td>{l.external_machine_id}</td>
-              <td>
-                <StatusBadge status={l.state} />
-                {l.remote.error && <p class="inline-error">{l.remote.error}</p>}
-              </td>
-              <td>{l.remote.listed === null ? '—' : l.remote.listed ? 'yes' : 'no'}</td>
-              <td class="num">{money(l.remote.price_gpu_hour)}</td>
-              <td class="num">{l.remote.rentals_running ?? '—'}</td>
-              <td>
-                {l.remote.maintenance_announced
-                  ? `from ${new Date(l.remote.maintenance_starts_at ?? '').toLocaleString()}, ${l.remote.maintenance_hours} h`
-                  : '—'}
-              </td>
-              {can('admin') && (
-                <td>
-                  <LinkActions link={l} serverName={name(l.server_id)} changed={reload} />
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableWrap>
+    <DataTable
+      label="Links"
+      head={
+        <>
+          <th scope="col">Server</th>
+          <th scope="col">Marketplace</th>
+          <th scope="col">Machine</th>
+          <th scope="col">Link</th>
+          <th scope="col">Listed</th>
+          <th scope="col" class="num">
+            Price / GPU-h
+          </th>
+          <th scope="col" class="num">
+            Rentals
+          </th>
+          <th scope="col">Maintenance</th>
+          {can('admin') && <th scope="col">Actions</th>}
+        </>
+      }
+    >
+      {links.map((l) => (
+        <tr key={`${l.server_id}-${l.marketplace}`} data-link={`${l.marketplace}:${l.external_machine_id}`}>
+          <td>
+            <a href={href(`/servers/${l.server_id}`)}>{name(l.server_id)}</a>
+          </td>
+          <td>{marketplaceName(l.marketplace)}</td>
+          <td>{l.external_machine_id}</td>
+          <td>
+            <StatusBadge status={l.state} />
+            {l.remote.error && <p class="inline-error">{l.remote.error}</p>}
+          </td>
+          <td>{l.remote.listed === null ? '—' : l.remote.listed ? 'yes' : 'no'}</td>
+          <td class="num">{money(l.remote.price_gpu_hour)}</td>
+          <td class="num">{l.remote.rentals_running ?? '—'}</td>
+          <td>
+            {l.remote.maintenance_announced ? `from ${new Date(l.remote.maintenance_starts_at ?? '').toLocaleString()}, ${l.remote.maintenance_hours} h` : '—'}
+          </td>
+          {can('admin') && (
+            <td>
+              <LinkActions link={l} serverName={name(l.server_id)} changed={reload} />
+            </td>
+          )}
+        </tr>
+      ))}
+    </DataTable>
   )
 }
 

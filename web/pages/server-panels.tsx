@@ -7,7 +7,7 @@ import type { Group, Link, Margin, ServerDetail, ServerEvent } from '../lib/type
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Section } from '../ui/layout'
-import { Async, Empty, PagedTable, TableWrap } from '../ui/states'
+import { Async, DataTable, Empty, PagedTable } from '../ui/states'
 
 /** The lower panels of a server's page. */
 
@@ -61,38 +61,36 @@ export function ServerLinks({ serverId }: { serverId: string }) {
           const mine = all.filter((l) => l.server_id === serverId)
           if (mine.length === 0) return <Empty>Not linked to a marketplace machine yet. Link it on the Marketplaces page.</Empty>
           return (
-            <TableWrap label="Links">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Marketplace</th>
-                    <th scope="col">Machine</th>
-                    <th scope="col">Link</th>
-                    <th scope="col">Listed</th>
-                    <th scope="col" class="num">
-                      Price / GPU-h
-                    </th>
-                    <th scope="col" class="num">
-                      Rentals
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {mine.map((l) => (
-                    <tr key={l.marketplace}>
-                      <td>{marketplaceName(l.marketplace)}</td>
-                      <td>{l.external_machine_id}</td>
-                      <td>
-                        <StatusBadge status={l.state} />
-                      </td>
-                      <td>{l.remote.listed === null ? '—' : l.remote.listed ? 'yes' : 'no'}</td>
-                      <td class="num">{money(l.remote.price_gpu_hour)}</td>
-                      <td class="num">{l.remote.rentals_running ?? '—'}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableWrap>
+            <DataTable
+              label="Links"
+              head={
+                <>
+                  <th scope="col">Marketplace</th>
+                  <th scope="col">Machine</th>
+                  <th scope="col">Link</th>
+                  <th scope="col">Listed</th>
+                  <th scope="col" class="num">
+                    Price / GPU-h
+                  </th>
+                  <th scope="col" class="num">
+                    Rentals
+                  </th>
+                </>
+              }
+            >
+              {mine.map((l) => (
+                <tr key={l.marketplace}>
+                  <td>{marketplaceName(l.marketplace)}</td>
+                  <td>{l.external_machine_id}</td>
+                  <td>
+                    <StatusBadge status={l.state} />
+                  </td>
+                  <td>{l.remote.listed === null ? '—' : l.remote.listed ? 'yes' : 'no'}</td>
+                  <td class="num">{money(l.remote.price_gpu_hour)}</td>
+                  <td class="num">{l.remote.rentals_running ?? '—'}</td>
+                </tr>
+              ))}
+            </DataTable>
           )
         }}
       </Async>

@@ -9,7 +9,7 @@ import type { Command, ServerDetail } from '../lib/types'
 import { PresenceBadge } from '../ui/badges'
 import { Form, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Action, Async, Empty, TableWrap } from '../ui/states'
+import { Action, Async, DataTable, Empty } from '../ui/states'
 import { CommandList, SendCommand } from './commands'
 import { ServerCharts } from './server-charts'
 import { ServerEvents, ServerLinks, ServerMargin, ServerSettings } from './server-panels'
@@ -30,37 +30,35 @@ const VITALS: [string, string, string][] = [
 function Vitals({ s }: { s: ServerDetail }) {
   if (s.gpus.length === 0) return <Empty>The agent has reported no GPUs.</Empty>
   return (
-    <TableWrap label="GPU vitals">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">GPU</th>
-            {VITALS.map(([, label]) => (
-              <th scope="col" class="num" key={label}>
-                {label}
-              </th>
+    <DataTable
+      label="GPU vitals"
+      head={
+        <>
+          <th scope="col">GPU</th>
+          {VITALS.map(([, label]) => (
+            <th scope="col" class="num" key={label}>
+              {label}
+            </th>
+          ))}
+        </>
+      }
+    >
+      {s.gpus.map((g) => {
+        const m = s.telemetry.gpus.find((t) => t.index === g.index)?.metrics ?? {}
+        return (
+          <tr key={g.index}>
+            <th scope="row">
+              {g.index}: {g.model}
+            </th>
+            {VITALS.map(([metric, label, unit]) => (
+              <td class="num" key={label}>
+                {num(m[metric]?.value, unit)}
+              </td>
             ))}
           </tr>
-        </thead>
-        <tbody>
-          {s.gpus.map((g) => {
-            const m = s.telemetry.gpus.find((t) => t.index === g.index)?.metrics ?? {}
-            return (
-              <tr key={g.index}>
-                <th scope="row">
-                  {g.index}: {g.model}
-                </th>
-                {VITALS.map(([metric, label, unit]) => (
-                  <td class="num" key={label}>
-                    {num(m[metric]?.value, unit)}
-                  </td>
-                ))}
-              </tr>
-            )
-          })}
-        </tbody>
-      </table>
-    </TableWrap>
+        )
+      })}
+    </DataTable>
   )
 }
 

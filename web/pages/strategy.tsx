@@ -9,7 +9,7 @@ import type { Group, ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
-import { Action, Async, Empty, ErrorNote, Paged, TableWrap } from '../ui/states'
+import { Action, Async, DataTable, Empty, ErrorNote, Paged } from '../ui/states'
 
 /**
  * Pricing strategy (docs/strategy.md): policies that price listed offers from the market and the
@@ -160,42 +160,40 @@ function PolicyForm({ servers, groups, created }: { servers: ServerRow[]; groups
 function PricedTable({ items, servers, label, actions }: { items: Priced[]; servers: ServerRow[]; label: string; actions?: (p: Priced) => ComponentChildren }) {
   const name = (id: string) => servers.find((s) => s.id === id)?.name ?? id.slice(0, 8)
   return (
-    <TableWrap label={label}>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Server</th>
-            <th scope="col">Marketplace</th>
-            <th scope="col" class="num">
-              Now
-            </th>
-            <th scope="col" class="num">
-              Suggested
-            </th>
-            <th scope="col">Why</th>
-            <th scope="col" class="num">
-              Per day
-            </th>
-            {actions && <th scope="col">Decide</th>}
-          </tr>
-        </thead>
-        <tbody>
-          {items.map((p, i) => (
-            <tr key={`${p.server_id}-${i}`}>
-              <td>{name(p.server_id)}</td>
-              <td>{marketplaceName(p.marketplace)}</td>
-              <td class="num">{money(p.current_price_gpu_hour)}</td>
-              <td class="num">
-                {money(p.suggested_price_gpu_hour)} ({p.change})
-              </td>
-              <td class="small">{p.reasons.join(' ') || p.bound_by.replaceAll('_', ' ')}</td>
-              <td class="num">{money(p.expected_change_usd_day)}</td>
-              {actions && <td>{actions(p)}</td>}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableWrap>
+    <DataTable
+      label={label}
+      head={
+        <>
+          <th scope="col">Server</th>
+          <th scope="col">Marketplace</th>
+          <th scope="col" class="num">
+            Now
+          </th>
+          <th scope="col" class="num">
+            Suggested
+          </th>
+          <th scope="col">Why</th>
+          <th scope="col" class="num">
+            Per day
+          </th>
+          {actions && <th scope="col">Decide</th>}
+        </>
+      }
+    >
+      {items.map((p, i) => (
+        <tr key={`${p.server_id}-${i}`}>
+          <td>{name(p.server_id)}</td>
+          <td>{marketplaceName(p.marketplace)}</td>
+          <td class="num">{money(p.current_price_gpu_hour)}</td>
+          <td class="num">
+            {money(p.suggested_price_gpu_hour)} ({p.change})
+          </td>
+          <td class="small">{p.reasons.join(' ') || p.bound_by.replaceAll('_', ' ')}</td>
+          <td class="num">{money(p.expected_change_usd_day)}</td>
+          {actions && <td>{actions(p)}</td>}
+        </tr>
+      ))}
+    </DataTable>
   )
 }
 
@@ -279,49 +277,47 @@ export function StrategyPage() {
               items.length === 0 ? (
                 <Empty>No pricing policy yet.</Empty>
               ) : (
-                <TableWrap label="Policies">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">Policy</th>
-                        <th scope="col">Marketplace</th>
-                        <th scope="col">Prices</th>
-                        <th scope="col">State</th>
-                        <th scope="col">Last looked</th>
-                        {can('admin') && <th scope="col">Delete</th>}
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {items.map((p) => (
-                        <tr key={p.id}>
-                          <td>{p.name}</td>
-                          <td>{marketplaceName(p.marketplace)}</td>
-                          <td>
-                            percentile {p.target_percentile}, margin {p.min_margin_percent} %,{' '}
-                            {Object.keys(p.target)[0]?.replace('_ids', 's').replace('_id', '').replace('_', ' ')}
-                          </td>
-                          <td>
-                            <StatusBadge status={p.enabled ? 'active' : 'paused'} />
-                          </td>
-                          <td>{ago(p.last_run_at)}</td>
-                          {can('admin') && (
-                            <td>
-                              <Action
-                                label={`Delete ${p.name}`}
-                                class="danger"
-                                confirm={`Delete the policy ${p.name}?`}
-                                run={async () => {
-                                  await request('DELETE', `/strategy/policies/${p.id}`, { ifMatch: `"${p.version}"` })
-                                  policies.reload()
-                                }}
-                              />
-                            </td>
-                          )}
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </TableWrap>
+                <DataTable
+                  label="Policies"
+                  head={
+                    <>
+                      <th scope="col">Policy</th>
+                      <th scope="col">Marketplace</th>
+                      <th scope="col">Prices</th>
+                      <th scope="col">State</th>
+                      <th scope="col">Last looked</th>
+                      {can('admin') && <th scope="col">Delete</th>}
+                    </>
+                  }
+                >
+                  {items.map((p) => (
+                    <tr key={p.id}>
+                      <td>{p.name}</td>
+                      <td>{marketplaceName(p.marketplace)}</td>
+                      <td>
+                        percentile {p.target_percentile}, margin {p.min_margin_percent} %,{' '}
+                        {Object.keys(p.target)[0]?.replace('_ids', 's').replace('_id', '').replace('_', ' ')}
+                      </td>
+                      <td>
+                        <StatusBadge status={p.enabled ? 'active' : 'paused'} />
+                      </td>
+                      <td>{ago(p.last_run_at)}</td>
+                      {can('admin') && (
+                        <td>
+                          <Action
+                            label={`Delete ${p.name}`}
+                            class="danger"
+                            confirm={`Delete the policy ${p.name}?`}
+                            run={async () => {
+                              await request('DELETE', `/strategy/policies/${p.id}`, { ifMatch: `"${p.version}"` })
+                              policies.reload()
+                            }}
+                          />
+                        </td>
+                      )}
+                    </tr>
+                  ))}
+                </DataTable>
               )
             }
           </Async>

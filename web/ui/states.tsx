@@ -93,6 +93,18 @@ export const TableWrap = ({ label, children }: { label: string; children: Compon
   </section>
 )
 
+/** A table under TableWrap: `head` the header cells of its one header row, `children` its rows. */
+export const DataTable = ({ label, head, children }: { label: string; head: ComponentChildren; children: ComponentChildren }) => (
+  <TableWrap label={label}>
+    <table>
+      <thead>
+        <tr>{head}</tr>
+      </thead>
+      <tbody>{children}</tbody>
+    </table>
+  </TableWrap>
+)
+
 /** "Load more" under a paginated list. */
 export function More({ cursor, load }: { cursor: string | null; load: (cursor: string) => Promise<void> }) {
   if (!cursor) return null
@@ -142,14 +154,9 @@ export function PagedTable<T>(props: {
   return (
     <Paged r={props.r} loading={props.loading} empty={props.empty}>
       {(items) => (
-        <TableWrap label={props.label}>
-          <table>
-            <thead>
-              <tr>{props.head}</tr>
-            </thead>
-            <tbody>{items.map(props.row)}</tbody>
-          </table>
-        </TableWrap>
+        <DataTable label={props.label} head={props.head}>
+          {items.map(props.row)}
+        </DataTable>
       )}
     </Paged>
   )
