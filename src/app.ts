@@ -57,7 +57,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
       platform(deps, {
         allowedMethods: (p) => allowedMethods(p),
         checkAccess: (request, route, params) => ensureAccess(deps, accessIndex, authenticators, request, route, params),
-        formRoutes: new Set([`POST ${API_PREFIX}/mcp/token`]),
+        formRoutes: new Set([`POST ${API_PREFIX}/mcp/token`, `POST ${API_PREFIX}/mcp/revoke`]),
         checkBody: ensureBodyServers,
         checkQuery: narrowQueryServers,
       }),

@@ -145,9 +145,13 @@ describe('the access token (state table)', () => {
 
 describe('OAuth for connecting clients', () => {
   test('the metadata documents: protected resource at both addresses, authorization server with S256 and registration', async () => {
-    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
-      const prm = (await (await app.fetch(path)).json()) as any
-      expect(prm).toMatchObject({ resource: `${app.url}/mcp`, authorization_servers: [app.url] })
+    // RFC 9728 §3.3: each names the resource its address was made from (the origin at the root).
+    for (const [path, resource] of [
+      ['/.well-known/oauth-protected-resource', app.url],
+      ['/.well-known/oauth-protected-resource/mcp', `${app.url}/mcp`],
+    ]) {
+      const prm = (await (await app.fetch(path!)).json()) as any
+      expect(prm).toMatchObject({ resource, authorization_servers: [app.url] })
     }
     const as = (await (await app.fetch('/.well-known/oauth-authorization-server')).json()) as any
     expect(as).toMatchObject({
@@ -208,21 +212,104 @@ describe('OAuth for connecting clients', () => {
         })
       ).status,
     ).toBe(422)
-    // The consent page refuses the same mistakes with a problem, never a redirect.
+    // The consent page answers an unregistered redirect URI with an error page, never a redirect.
     const page = await app.fetch(
       `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent('https://evil.example/cb')}&code_challenge=${challenge}&code_challenge_method=S256`,
       { redirect: 'manual' },
     )
-    expect(page.status).toBe(422)
+    expect({ status: page.status, location: page.headers.get('location') }).toEqual({ status: 400, location: null })
     // Access switched off: 403 (the spec's errors for this operation are 401, 403, 422), no code issued.
     await put({ enabled: false })
     const off = await authorize({ redirect_uri: 'https://app.example/cb' })
     expect({ status: off.status, code: ((await off.json()) as any).code }).toEqual({ status: 403, code: 'forbidden' })
     await enableAccess(app, owner)
+    // With client and redirect URI valid, plain goes back to the client as an OAuth error (tests/mcp/oauth-client.test.ts).
     const plainPage = await app.fetch(
-      `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent('https://app.example/cb')}&code_challenge=${challenge}&code_challenge_method=plain`,
+      `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent('https://app.example/cb')}&code_challenge=${challenge}&code_challenge_method=plain&state=s1`,
+      { redirect: 'manual' },
     )
-    expect(plainPage.status).toBe(422)
+    const back = new URL(plainPage.headers.get('location')!)
+    expect({
+      status: plainPage.status,
+      to: `${back.origin}${back.pathname}`,
+      error: back.searchParams.get('error'),
+      state: back.searchParams.get('state'),
+    }).toEqual({
+      status: 302,
+      to: 'https://app.example/cb',
+      error: 'invalid_request',
+      state: 's1',
+    })
+  })
+
+  test('loopback redirect URIs are compared parsed (RFC 8252 §7.3): scheme, host, path and query equal, only the port free', async () => {
+    await enableAccess(app, owner)
+    const c = await registerClient(app, { redirect_uris: ['http://127.0.0.1:8976/oauth/callback'] })
+    const { challenge } = pkce()
+    const statusOf = async (redirect_uri: string) =>
+      (await call(app, 'POST', '/mcp/authorize', owner, { json: { client_id: c.client_id, redirect_uri, code_challenge: challenge } })).status
+    const pageOf = async (redirect_uri: string) =>
+      (
+        await app.fetch(
+          `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent(redirect_uri)}&code_challenge=${challenge}&code_challenge_method=S256`,
+          { redirect: 'manual' },
+        )
+      ).status
+    const rows = []
+    for (const uri of [
+      'http://127.0.0.1/oauth/callback:8976',
+      'http://127.0.0.1/oauth:8976/callback',
+      'http://127.0.0.1:8976/oauth/callback?x=1',
+      'http://localhost:8976/oauth/callback',
+      'http://127.0.0.1:8976/oauth/callback/',
+      'http://user@127.0.0.1:8976/oauth/callback',
+      'http://127.0.0.1:8976/oauth/callback',
+      'http://127.0.0.1:50123/oauth/callback',
+      'http://127.0.0.1/oauth/callback',
+    ])
+      rows.push({ uri, post: await statusOf(uri), page: await pageOf(uri) })
+    expect(rows).toEqual([
+      { uri: 'http://127.0.0.1/oauth/callback:8976', post: 422, page: 400 },
+      { uri: 'http://127.0.0.1/oauth:8976/callback', post: 422, page: 400 },
+      { uri: 'http://127.0.0.1:8976/oauth/callback?x=1', post: 422, page: 400 },
+      { uri: 'http://localhost:8976/oauth/callback', post: 422, page: 400 },
+      { uri: 'http://127.0.0.1:8976/oauth/callback/', post: 422, page: 400 },
+      { uri: 'http://user@127.0.0.1:8976/oauth/callback', post: 422, page: 400 },
+      { uri: 'http://127.0.0.1:8976/oauth/callback', post: 200, page: 200 },
+      { uri: 'http://127.0.0.1:50123/oauth/callback', post: 200, page: 200 },
+      { uri: 'http://127.0.0.1/oauth/callback', post: 200, page: 200 },
+    ])
+  })
+
+  test('codes not yet exchanged are revoked when their client is disconnected, or access switched off (even if on again at once)', async () => {
+    await enableAccess(app, owner)
+    const conn = await connectClient(app, owner)
+    const redirect_uri = conn.client.redirect_uris[0]!
+    const codeFor = async () => {
+      const p = pkce()
+      const res = await call(app, 'POST', '/mcp/authorize', owner, { json: { client_id: conn.client.client_id, redirect_uri, code_challenge: p.challenge } })
+      expect(res.status).toBe(200)
+      return { code: new URL(((await res.json()) as any).redirect_to).searchParams.get('code')!, verifier: p.verifier }
+    }
+    const exchange = (c: { code: string; verifier: string }) =>
+      tokenRequest(app, { grant_type: 'authorization_code', code: c.code, redirect_uri, client_id: conn.client.client_id, code_verifier: c.verifier })
+    const outcome = async (res: Response) => ({ status: res.status, error: ((await res.json()) as any).error })
+
+    // Approved again, then disconnected before the code is exchanged: the code does not reconnect it.
+    const beforeDisconnect = await codeFor()
+    expect((await call(app, 'DELETE', `/mcp/clients/${conn.client.client_id}`, owner)).status).toBe(204)
+    expect(await outcome(await exchange(beforeDisconnect))).toEqual({ status: 400, error: 'invalid_grant' })
+    expect((await access()).clients.map((c: any) => c.id)).not.toContain(conn.client.client_id)
+
+    // Approved, then access off and on again within the code's 5 minutes: the code is dead.
+    const beforeOff = await codeFor()
+    await put({ enabled: false })
+    await enableAccess(app, owner)
+    expect(await outcome(await exchange(beforeOff))).toEqual({ status: 400, error: 'invalid_grant' })
+    expect((await access()).clients.map((c: any) => c.id)).not.toContain(conn.client.client_id)
+
+    // A code approved after that works as ever.
+    expect((await exchange(await codeFor())).status).toBe(200)
   })
 
   test('token: a wrong verifier spends the code; a reused code is refused and revokes what it issued; redirect and verifier checked', async () => {
