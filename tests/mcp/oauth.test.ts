@@ -410,6 +410,10 @@ describe('the official SDK client through the whole flow', () => {
     const listed = await client.callTool({ name: 'fleet.list_servers', arguments: {} })
     expect(listed.isError).toBeFalsy()
     expect((listed.structuredContent as any).items.map((s: any) => s.id)).toContain(rig)
+    // A tool the owner did not allow: a result the assistant can explain, and the SDK stays connected.
+    const refused = await client.callTool({ name: 'commands.send', arguments: { server_id: rig, type: 'reboot' } })
+    expect(refused.isError).toBe(true)
+    expect(JSON.stringify(refused.content)).toContain('allow `commands.send` under AI access')
     const one = await client.callTool({ name: 'fleet.get_server', arguments: { server_id: rig } })
     expect((one.structuredContent as any).name).toBe('rig-mcp')
     const bad = await client.callTool({ name: 'fleet.get_server', arguments: { server_id: 'not-a-uuid' } })
@@ -432,7 +436,7 @@ describe('the official SDK client through the whole flow', () => {
     const audit = app.deps.sqlite
       .query("SELECT operation, user_agent FROM audit_log WHERE tenant_id = ? AND operation LIKE 'mcp.tools.call%'")
       .all(owner.tenantId) as any[]
-    expect(audit.length).toBe(5)
+    expect(audit.length).toBe(6)
     expect(audit.every((a) => a.user_agent.startsWith('MCP client: SDK test assistant'))).toBe(true)
   })
 })
@@ -444,6 +448,31 @@ describe('the gateway enforces', () => {
       headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), accept: 'application/json, text/event-stream', ...headers },
       json: body,
     })
+  const resultOf = (text: string) => (JSON.parse((text.split('\n').find((l) => l.startsWith('data: ')) ?? text).replace(/^data: /, '')) as any).result
+  /** POST /mcp over a raw socket with the Host given (an initialize with a valid token): the status line's code. */
+  const rawStatus = async (host: string, token: string) => {
+    const body = JSON.stringify(init)
+    const url = new URL(app.url)
+    let reply = ''
+    const { promise, resolve } = Promise.withResolvers<void>()
+    const socket = await Bun.connect({
+      hostname: url.hostname,
+      port: Number(url.port),
+      socket: {
+        data: (_s, chunk) => {
+          reply += chunk.toString()
+          if (reply.includes('\r\n')) resolve()
+        },
+        close: () => resolve(),
+      },
+    })
+    socket.write(
+      `POST /mcp HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
+    await promise
+    socket.end()
+    return Number(reply.split(' ')[1])
+  }
   const init = {
     jsonrpc: '2.0',
     id: 1,
@@ -451,7 +480,7 @@ describe('the gateway enforces', () => {
     params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
   }
 
-  test('401 with the resource metadata; 403 insufficient_scope for a tool not allowed; the plan; Origin; 405', async () => {
+  test('401 with the resource metadata; a tool not allowed is an isError result; the plan; Origin; 405', async () => {
     const { token } = await enableAccess(app, owner, ['fleet.list_servers'])
     const anon = await rpc(null, init)
     expect(anon.status).toBe(401)
@@ -466,8 +495,12 @@ describe('the gateway enforces', () => {
       method: 'tools/call',
       params: { name: 'commands.send', arguments: { server_id: rig, type: 'reboot' } },
     })
-    expect(denied.status).toBe(403)
-    expect(denied.headers.get('www-authenticate')).toContain('error="insufficient_scope"')
+    // Never a 403 on a valid token (the SDK would refresh it and throw): a tool result the assistant can explain.
+    expect(denied.status).toBe(200)
+    const refusal = resultOf(await denied.text())
+    expect(refusal.isError).toBe(true)
+    expect(refusal.structuredContent).toMatchObject({ status: 403, code: 'forbidden', tool: 'commands.send' })
+    expect(refusal.content[0].text).toContain('allow `commands.send` under AI access')
 
     expect((await rpc(token, init, { origin: 'https://evil.example' })).status).toBe(403)
     expect((await app.fetch('/mcp', { headers: { authorization: `Bearer ${token}` } })).status).toBe(405)
@@ -481,6 +514,17 @@ describe('the gateway enforces', () => {
     } finally {
       setPlan(app, owner.tenantId, 'pro')
     }
+  })
+
+  test('DNS-rebinding protection: a Host other than PUBLIC_URL is refused, even with a valid token', async () => {
+    const { token } = await enableAccess(app, owner, ['fleet.list_servers'])
+    const own = new URL(app.url).host
+    const statuses: Record<string, number> = {}
+    for (const host of ['evil.example.com', `evil.example.com:${new URL(app.url).port}`, 'localhost', own]) {
+      // A raw socket: fetch would not send a Host of our choosing.
+      statuses[host] = await rawStatus(host, token)
+    }
+    expect(statuses).toEqual({ 'evil.example.com': 403, [`evil.example.com:${new URL(app.url).port}`]: 403, localhost: 403, [own]: 200 })
   })
 
   test('the strategy and alerts tools answer what their routes answer', async () => {
@@ -521,7 +565,10 @@ describe('the gateway enforces', () => {
         method: 'tools/call',
         params: { name: 'commands.send', arguments: { server_id: rig, type: 'reboot' } },
       })
-      expect(again.status).toBe(403)
+      expect(again.status).toBe(200)
+      const refusal = resultOf(await again.text())
+      expect(refusal.isError).toBe(true)
+      expect(refusal.content[0].text).toContain('role (viewer)')
     } finally {
       app.deps.sqlite.query("UPDATE users SET role = 'owner' WHERE tenant_id = ? AND role = 'viewer'").run(owner.tenantId)
     }

@@ -183,6 +183,8 @@ export type McpCaller = {
   client: { id: string; name: string } | null
   /** Tools the owner allowed and the member's role covers. */
   allowedTools: readonly string[]
+  /** Tools the owner allowed under AI access, whether the member's role covers them or not (to explain a refusal). */
+  grantedTools: readonly string[]
   planAllows: boolean
   expiresAt: number | null
 }
@@ -241,6 +243,7 @@ function callerOf(
     },
     client: client ? { id: client.id, name: client.name } : null,
     allowedTools: tools.map((t) => t.name),
+    grantedTools: [...row.allowedTools],
     planAllows: planAllows(deps, tenant.planCode),
     expiresAt,
   }
