@@ -204,7 +204,7 @@ export function resolveMcpToken(deps: Deps, token: string): McpCaller | null {
   }
   if (hasValidChecksum(token, 'gpuhq_mcpat_')) {
     const t = findToken(deps.db, hashSecret(token))
-    if (!t || t.kind !== 'access' || t.revokedAt !== null || t.expiresAt <= now || t.resource !== gatewayUrl(deps)) return null
+    if (t?.kind !== 'access' || t.revokedAt !== null || t.expiresAt <= now || t.resource !== gatewayUrl(deps)) return null
     const row = findAccess(deps.db, t.tenantId)
     if (!row?.enabled || !findConnection(deps.db, t.tenantId, t.clientId)) return null
     writeUnlessBusy(deps.db, (tx) => touchConnection(tx, t.tenantId, t.clientId, now))

@@ -23,7 +23,7 @@ function page(status: number, body: string): Response {
  * `error_description`, `state` unchanged, and `iss` (RFC 9207), so the client can tell which
  * server answered.
  */
-export function authorizationError(deps: Deps, redirect: string, state: string | null, error: string, description: string): string {
+function authorizationError(deps: Deps, redirect: string, state: string | null, error: string, description: string): string {
   const u = new URL(redirect)
   u.searchParams.set('error', error)
   u.searchParams.set('error_description', description.replace(/["\\]/g, "'"))

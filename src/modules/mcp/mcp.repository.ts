@@ -103,7 +103,7 @@ export function findCode(db: DbOrTx, codeHash: string): CodeRow | undefined {
  * Revokes the tenant's codes not yet exchanged (of one client, or all): marked used with no token
  * family, which the token endpoint reads as revoked.
  */
-export function revokeCodes(tx: DbOrTx, tenantId: string, clientId: string | null, at: number): void {
+function revokeCodes(tx: DbOrTx, tenantId: string, clientId: string | null, at: number): void {
   tx.update(mcpCodes)
     .set({ usedAt: at, familyId: null })
     .where(and(eq(mcpCodes.tenantId, tenantId), clientId === null ? undefined : eq(mcpCodes.clientId, clientId), isNull(mcpCodes.usedAt)))

@@ -100,7 +100,7 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
         tags,
         summary,
         description:
-          'The MCP endpoint (Streamable HTTP, protocol 2025-11-25, stateless): POST one JSON-RPC message with Accept: application/json, text/event-stream. GET and DELETE answer 405 (no standalone stream, no sessions). DNS-rebinding protection: a Host other than PUBLIC_URL\'s host, or an Origin other than PUBLIC_URL → 403, a valid token or not. Unauthenticated → 401 with WWW-Authenticate resource_metadata. A tools/call of a tool the token may not use is a tool result with isError: true saying what to allow under AI access (never an HTTP 403 on a valid token); a tool answer is valid JSON of at most 64 KiB, saying in `truncated` what was left out.',
+          "The MCP endpoint (Streamable HTTP, protocol 2025-11-25, stateless): POST one JSON-RPC message with Accept: application/json, text/event-stream. GET and DELETE answer 405 (no standalone stream, no sessions). DNS-rebinding protection: a Host other than PUBLIC_URL's host, or an Origin other than PUBLIC_URL → 403, a valid token or not. Unauthenticated → 401 with WWW-Authenticate resource_metadata. A tools/call of a tool the token may not use is a tool result with isError: true saying what to allow under AI access (never an HTTP 403 on a valid token); a tool answer is valid JSON of at most 64 KiB, saying in `truncated` what was left out.",
       },
     ),
   })

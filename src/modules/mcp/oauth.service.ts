@@ -102,7 +102,7 @@ export function registerClient(deps: Deps, body: Record<string, unknown>) {
  * host, path and query equal, only the port free. Nothing else is normalised, so
  * `http://127.0.0.1/oauth/callback:8976` never matches `http://127.0.0.1:8976/oauth/callback`.
  */
-export function redirectMatches(registered: readonly string[], asked: string): boolean {
+function redirectMatches(registered: readonly string[], asked: string): boolean {
   if (registered.includes(asked)) return true
   const a = loopbackHttp(asked)
   if (!a) return false
@@ -326,7 +326,7 @@ function refresh(deps: Deps, body: Record<string, unknown>) {
   const out = withTransaction(deps.db, (tx) => {
     const now = deps.clock.nowUs()
     const row = findToken(tx, hashSecret(token))
-    if (!row || row.kind !== 'refresh') return { error: oauthError('invalid_grant', 'the refresh token is unknown') }
+    if (row?.kind !== 'refresh') return { error: oauthError('invalid_grant', 'the refresh token is unknown') }
     if (row.clientId !== clientId) return { error: oauthError('invalid_grant', 'the refresh token was issued to another client') }
     if (row.usedAt !== null) {
       // Reuse of a rotated refresh token: somebody holds a copy. The whole family is revoked.

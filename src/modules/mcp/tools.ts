@@ -27,14 +27,14 @@ type GroupKey = (typeof GROUPS)[number]['key']
 type Request = { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; path: string; query?: Record<string, unknown>; body?: unknown }
 
 /** What a tool's request may depend on besides its arguments: the service clock's now (microseconds). */
-export type ToolContext = { nowUs: number }
+type ToolContext = { nowUs: number }
 
 /**
  * How a tool's answer is cut to fit the output limit: the answer as parsed, the character budget;
  * the answer to send (valid JSON, under the budget, saying in `truncated` what was left out), or
  * null when nothing sensible fits. Tools without one get `fitByLargestList` (src/modules/mcp/fit.ts).
  */
-export type Fit = (answer: Record<string, unknown>, budget: number, args: Record<string, unknown>) => Record<string, unknown> | null
+type Fit = (answer: Record<string, unknown>, budget: number, args: Record<string, unknown>) => Record<string, unknown> | null
 
 export type Tool<S extends TObject = TObject> = {
   name: string
@@ -72,7 +72,7 @@ const HOST_METRICS = ['cpu_usage_pct', 'memory_used_pct', 'disk_used_pct', 'net_
 const METRIC_DEFAULT = ['temperature_c', 'utilization_pct', 'power_w']
 const HOURS_DEFAULT = 6
 /** The statistics of a metrics point; metrics.query sends only those asked for. */
-export const STATS = ['min', 'max', 'avg', 'p50', 'p95', 'last'] as const
+const STATS = ['min', 'max', 'avg', 'p50', 'p95', 'last'] as const
 
 function tool<S extends TObject>(t: Tool<S>): Tool {
   return t as unknown as Tool
