@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { fitByLargestList } from '../../src/modules/mcp/fit'
 import { TOOLS } from '../../src/modules/mcp/tools'
 import { freePort, startTestApp, type TestApp } from '../support/app'
 import { api, type Owner } from '../support/fleet'
@@ -145,5 +146,20 @@ describe('metrics.query', () => {
       expect(r.content[0]!.text).not.toContain('undefined')
       expect(JSON.parse(r.content[0]!.text)).toEqual(r.structuredContent)
     }
+  })
+})
+
+describe('any other tool', () => {
+  test('an answer over the limit keeps the first items of its largest list, stays valid JSON and says what was left out', () => {
+    const items = Array.from({ length: 400 }, (_, i) => ({ id: `${i}`.padStart(36, '0'), name: `rig-${i}`, notes: 'x'.repeat(300) }))
+    const fitted = fitByLargestList({ items, next_cursor: 'abc' }, LIMIT)!
+    const text = JSON.stringify(fitted)
+    expect(text.length).toBeLessThanOrEqual(LIMIT)
+    const kept = fitted.items as { id: string }[]
+    expect(kept.length).toBeGreaterThan(100)
+    expect(kept.map((x) => x.id)).toEqual(items.slice(0, kept.length).map((x) => x.id))
+    expect(fitted.truncated).toMatchObject({ list: 'items', shown: kept.length, of: 400 })
+    // One that fits is sent as it is.
+    expect(fitByLargestList({ items: items.slice(0, 3) }, LIMIT)).toEqual({ items: items.slice(0, 3) })
   })
 })
