@@ -57,7 +57,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
       platform(deps, {
         allowedMethods: (p) => allowedMethods(p),
         checkAccess: (request, route, params) => ensureAccess(deps, accessIndex, authenticators, request, route, params),
-        formRoutes: new Set([`POST ${API_PREFIX}/mcp/token`]),
+        formRoutes: new Set([`POST ${API_PREFIX}/mcp/token`, `POST ${API_PREFIX}/mcp/revoke`]),
         checkBody: ensureBodyServers,
         checkQuery: narrowQueryServers,
       }),
@@ -79,7 +79,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
             description:
               'Fleet, billing and access service for owners of GPU servers. Every error is an RFC 9457 problem document (application/problem+json) whose `type` is `' +
               `${deps.config.publicUrl}/problems/<code>` +
-              '`. Money is a decimal string, timestamps are RFC 3339 UTC with microseconds.',
+              '`, except on the OAuth endpoints (marked x-gpuhq-errors: oauth), which answer errors as the OAuth RFCs say (docs/conventions.md). Money is a decimal string, timestamps are RFC 3339 UTC with microseconds.',
           },
           servers: [{ url: deps.config.publicUrl }],
           components: {

@@ -192,7 +192,7 @@ function ensureEntitled(actor: Actor, entitlement: Entitlement | undefined, plan
 }
 
 /** Where an AI-assistant client learns how to get a token (RFC 9728 §5.1; MCP authorization). */
-export const protectedResourceMetadataUrl = (publicUrl: string) => `${publicUrl}/.well-known/oauth-protected-resource/mcp`
+const protectedResourceMetadataUrl = (publicUrl: string) => `${publicUrl}/.well-known/oauth-protected-resource/mcp`
 
 function mcpUnauthorized(publicUrl: string, presented: boolean): ProblemError {
   const params = [...(presented ? ['error="invalid_token"'] : []), 'scope="mcp"', `resource_metadata="${protectedResourceMetadataUrl(publicUrl)}"`]

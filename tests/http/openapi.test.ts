@@ -11,6 +11,8 @@ import { startTestApp, type TestApp } from '../support/app'
 // The document itself, and the Swagger UI page with its files (src/modules/system/docs.routes.ts).
 const isDocRoute = (key: string) => key === 'GET /api/v1/openapi.json' || /^GET \/api\/v1\/docs(\/[^/]+)?$/.test(key)
 const PROBLEM_REF = '#/components/schemas/Problem'
+// The OAuth endpoints answer errors as the OAuth RFCs say (docs/conventions.md "Errors"): marked x-gpuhq-errors: oauth.
+const OAUTH_REF = '#/components/schemas/OAuthError'
 
 type Operation = {
   operationId?: string
@@ -73,9 +75,12 @@ describe('the OpenAPI document', () => {
       if (!statuses.some((s) => /^(2\d\d|101)$/.test(s))) bad.push(`${r.method} ${r.path}: no 2xx`)
       const problems = statuses.filter((s) => /^[45]\d\d$/.test(s))
       if (problems.length === 0) bad.push(`${r.method} ${r.path}: no 4xx/5xx`)
+      const oauth = (operationOf(r) as { 'x-gpuhq-errors'?: string })['x-gpuhq-errors'] === 'oauth'
       for (const s of problems) {
-        const schemas = Object.values(responses[s]!.content ?? {}).map((m) => m.schema?.$ref)
-        if (!schemas.includes(PROBLEM_REF)) bad.push(`${r.method} ${r.path}: ${s} is not a problem document`)
+        const content = responses[s]!.content ?? {}
+        const schemas = Object.values(content).map((m) => m.schema?.$ref)
+        const oauthError = oauth && (schemas.includes(OAUTH_REF) || 'text/html' in content)
+        if (!schemas.includes(PROBLEM_REF) && !oauthError) bad.push(`${r.method} ${r.path}: ${s} is not a problem document`)
       }
     }
     expect(bad).toEqual([])

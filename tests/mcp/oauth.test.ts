@@ -145,9 +145,13 @@ describe('the access token (state table)', () => {
 
 describe('OAuth for connecting clients', () => {
   test('the metadata documents: protected resource at both addresses, authorization server with S256 and registration', async () => {
-    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
-      const prm = (await (await app.fetch(path)).json()) as any
-      expect(prm).toMatchObject({ resource: `${app.url}/mcp`, authorization_servers: [app.url] })
+    // RFC 9728 §3.3: each names the resource its address was made from (the origin at the root).
+    for (const [path, resource] of [
+      ['/.well-known/oauth-protected-resource', app.url],
+      ['/.well-known/oauth-protected-resource/mcp', `${app.url}/mcp`],
+    ]) {
+      const prm = (await (await app.fetch(path!)).json()) as any
+      expect(prm).toMatchObject({ resource, authorization_servers: [app.url] })
     }
     const as = (await (await app.fetch('/.well-known/oauth-authorization-server')).json()) as any
     expect(as).toMatchObject({
@@ -208,21 +212,104 @@ describe('OAuth for connecting clients', () => {
         })
       ).status,
     ).toBe(422)
-    // The consent page refuses the same mistakes with a problem, never a redirect.
+    // The consent page answers an unregistered redirect URI with an error page, never a redirect.
     const page = await app.fetch(
       `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent('https://evil.example/cb')}&code_challenge=${challenge}&code_challenge_method=S256`,
       { redirect: 'manual' },
     )
-    expect(page.status).toBe(422)
+    expect({ status: page.status, location: page.headers.get('location') }).toEqual({ status: 400, location: null })
     // Access switched off: 403 (the spec's errors for this operation are 401, 403, 422), no code issued.
     await put({ enabled: false })
     const off = await authorize({ redirect_uri: 'https://app.example/cb' })
     expect({ status: off.status, code: ((await off.json()) as any).code }).toEqual({ status: 403, code: 'forbidden' })
     await enableAccess(app, owner)
+    // With client and redirect URI valid, plain goes back to the client as an OAuth error (tests/mcp/oauth-client.test.ts).
     const plainPage = await app.fetch(
-      `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent('https://app.example/cb')}&code_challenge=${challenge}&code_challenge_method=plain`,
+      `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent('https://app.example/cb')}&code_challenge=${challenge}&code_challenge_method=plain&state=s1`,
+      { redirect: 'manual' },
     )
-    expect(plainPage.status).toBe(422)
+    const back = new URL(plainPage.headers.get('location')!)
+    expect({
+      status: plainPage.status,
+      to: `${back.origin}${back.pathname}`,
+      error: back.searchParams.get('error'),
+      state: back.searchParams.get('state'),
+    }).toEqual({
+      status: 302,
+      to: 'https://app.example/cb',
+      error: 'invalid_request',
+      state: 's1',
+    })
+  })
+
+  test('loopback redirect URIs are compared parsed (RFC 8252 §7.3): scheme, host, path and query equal, only the port free', async () => {
+    await enableAccess(app, owner)
+    const c = await registerClient(app, { redirect_uris: ['http://127.0.0.1:8976/oauth/callback'] })
+    const { challenge } = pkce()
+    const statusOf = async (redirect_uri: string) =>
+      (await call(app, 'POST', '/mcp/authorize', owner, { json: { client_id: c.client_id, redirect_uri, code_challenge: challenge } })).status
+    const pageOf = async (redirect_uri: string) =>
+      (
+        await app.fetch(
+          `/api/v1/mcp/authorize?response_type=code&client_id=${c.client_id}&redirect_uri=${encodeURIComponent(redirect_uri)}&code_challenge=${challenge}&code_challenge_method=S256`,
+          { redirect: 'manual' },
+        )
+      ).status
+    const rows = []
+    for (const uri of [
+      'http://127.0.0.1/oauth/callback:8976',
+      'http://127.0.0.1/oauth:8976/callback',
+      'http://127.0.0.1:8976/oauth/callback?x=1',
+      'http://localhost:8976/oauth/callback',
+      'http://127.0.0.1:8976/oauth/callback/',
+      'http://user@127.0.0.1:8976/oauth/callback',
+      'http://127.0.0.1:8976/oauth/callback',
+      'http://127.0.0.1:50123/oauth/callback',
+      'http://127.0.0.1/oauth/callback',
+    ])
+      rows.push({ uri, post: await statusOf(uri), page: await pageOf(uri) })
+    expect(rows).toEqual([
+      { uri: 'http://127.0.0.1/oauth/callback:8976', post: 422, page: 400 },
+      { uri: 'http://127.0.0.1/oauth:8976/callback', post: 422, page: 400 },
+      { uri: 'http://127.0.0.1:8976/oauth/callback?x=1', post: 422, page: 400 },
+      { uri: 'http://localhost:8976/oauth/callback', post: 422, page: 400 },
+      { uri: 'http://127.0.0.1:8976/oauth/callback/', post: 422, page: 400 },
+      { uri: 'http://user@127.0.0.1:8976/oauth/callback', post: 422, page: 400 },
+      { uri: 'http://127.0.0.1:8976/oauth/callback', post: 200, page: 200 },
+      { uri: 'http://127.0.0.1:50123/oauth/callback', post: 200, page: 200 },
+      { uri: 'http://127.0.0.1/oauth/callback', post: 200, page: 200 },
+    ])
+  })
+
+  test('codes not yet exchanged are revoked when their client is disconnected, or access switched off (even if on again at once)', async () => {
+    await enableAccess(app, owner)
+    const conn = await connectClient(app, owner)
+    const redirect_uri = conn.client.redirect_uris[0]!
+    const codeFor = async () => {
+      const p = pkce()
+      const res = await call(app, 'POST', '/mcp/authorize', owner, { json: { client_id: conn.client.client_id, redirect_uri, code_challenge: p.challenge } })
+      expect(res.status).toBe(200)
+      return { code: new URL(((await res.json()) as any).redirect_to).searchParams.get('code')!, verifier: p.verifier }
+    }
+    const exchange = (c: { code: string; verifier: string }) =>
+      tokenRequest(app, { grant_type: 'authorization_code', code: c.code, redirect_uri, client_id: conn.client.client_id, code_verifier: c.verifier })
+    const outcome = async (res: Response) => ({ status: res.status, error: ((await res.json()) as any).error })
+
+    // Approved again, then disconnected before the code is exchanged: the code does not reconnect it.
+    const beforeDisconnect = await codeFor()
+    expect((await call(app, 'DELETE', `/mcp/clients/${conn.client.client_id}`, owner)).status).toBe(204)
+    expect(await outcome(await exchange(beforeDisconnect))).toEqual({ status: 400, error: 'invalid_grant' })
+    expect((await access()).clients.map((c: any) => c.id)).not.toContain(conn.client.client_id)
+
+    // Approved, then access off and on again within the code's 5 minutes: the code is dead.
+    const beforeOff = await codeFor()
+    await put({ enabled: false })
+    await enableAccess(app, owner)
+    expect(await outcome(await exchange(beforeOff))).toEqual({ status: 400, error: 'invalid_grant' })
+    expect((await access()).clients.map((c: any) => c.id)).not.toContain(conn.client.client_id)
+
+    // A code approved after that works as ever.
+    expect((await exchange(await codeFor())).status).toBe(200)
   })
 
   test('token: a wrong verifier spends the code; a reused code is refused and revokes what it issued; redirect and verifier checked', async () => {
@@ -323,6 +410,10 @@ describe('the official SDK client through the whole flow', () => {
     const listed = await client.callTool({ name: 'fleet.list_servers', arguments: {} })
     expect(listed.isError).toBeFalsy()
     expect((listed.structuredContent as any).items.map((s: any) => s.id)).toContain(rig)
+    // A tool the owner did not allow: a result the assistant can explain, and the SDK stays connected.
+    const refused = await client.callTool({ name: 'commands.send', arguments: { server_id: rig, type: 'reboot' } })
+    expect(refused.isError).toBe(true)
+    expect(JSON.stringify(refused.content)).toContain('allow `commands.send` under AI access')
     const one = await client.callTool({ name: 'fleet.get_server', arguments: { server_id: rig } })
     expect((one.structuredContent as any).name).toBe('rig-mcp')
     const bad = await client.callTool({ name: 'fleet.get_server', arguments: { server_id: 'not-a-uuid' } })
@@ -345,7 +436,7 @@ describe('the official SDK client through the whole flow', () => {
     const audit = app.deps.sqlite
       .query("SELECT operation, user_agent FROM audit_log WHERE tenant_id = ? AND operation LIKE 'mcp.tools.call%'")
       .all(owner.tenantId) as any[]
-    expect(audit.length).toBe(5)
+    expect(audit.length).toBe(6)
     expect(audit.every((a) => a.user_agent.startsWith('MCP client: SDK test assistant'))).toBe(true)
   })
 })
@@ -357,6 +448,31 @@ describe('the gateway enforces', () => {
       headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), accept: 'application/json, text/event-stream', ...headers },
       json: body,
     })
+  const resultOf = (text: string) => (JSON.parse((text.split('\n').find((l) => l.startsWith('data: ')) ?? text).replace(/^data: /, '')) as any).result
+  /** POST /mcp over a raw socket with the Host given (an initialize with a valid token): the status line's code. */
+  const rawStatus = async (host: string, token: string) => {
+    const body = JSON.stringify(init)
+    const url = new URL(app.url)
+    let reply = ''
+    const { promise, resolve } = Promise.withResolvers<void>()
+    const socket = await Bun.connect({
+      hostname: url.hostname,
+      port: Number(url.port),
+      socket: {
+        data: (_s, chunk) => {
+          reply += chunk.toString()
+          if (reply.includes('\r\n')) resolve()
+        },
+        close: () => resolve(),
+      },
+    })
+    socket.write(
+      `POST /mcp HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
+    await promise
+    socket.end()
+    return Number(reply.split(' ')[1])
+  }
   const init = {
     jsonrpc: '2.0',
     id: 1,
@@ -364,7 +480,7 @@ describe('the gateway enforces', () => {
     params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
   }
 
-  test('401 with the resource metadata; 403 insufficient_scope for a tool not allowed; the plan; Origin; 405', async () => {
+  test('401 with the resource metadata; a tool not allowed is an isError result; the plan; Origin; 405', async () => {
     const { token } = await enableAccess(app, owner, ['fleet.list_servers'])
     const anon = await rpc(null, init)
     expect(anon.status).toBe(401)
@@ -379,8 +495,12 @@ describe('the gateway enforces', () => {
       method: 'tools/call',
       params: { name: 'commands.send', arguments: { server_id: rig, type: 'reboot' } },
     })
-    expect(denied.status).toBe(403)
-    expect(denied.headers.get('www-authenticate')).toContain('error="insufficient_scope"')
+    // Never a 403 on a valid token (the SDK would refresh it and throw): a tool result the assistant can explain.
+    expect(denied.status).toBe(200)
+    const refusal = resultOf(await denied.text())
+    expect(refusal.isError).toBe(true)
+    expect(refusal.structuredContent).toMatchObject({ status: 403, code: 'forbidden', tool: 'commands.send' })
+    expect(refusal.content[0].text).toContain('allow `commands.send` under AI access')
 
     expect((await rpc(token, init, { origin: 'https://evil.example' })).status).toBe(403)
     expect((await app.fetch('/mcp', { headers: { authorization: `Bearer ${token}` } })).status).toBe(405)
@@ -394,6 +514,17 @@ describe('the gateway enforces', () => {
     } finally {
       setPlan(app, owner.tenantId, 'pro')
     }
+  })
+
+  test('DNS-rebinding protection: a Host other than PUBLIC_URL is refused, even with a valid token', async () => {
+    const { token } = await enableAccess(app, owner, ['fleet.list_servers'])
+    const own = new URL(app.url).host
+    const statuses: Record<string, number> = {}
+    for (const host of ['evil.example.com', `evil.example.com:${new URL(app.url).port}`, 'localhost', own]) {
+      // A raw socket: fetch would not send a Host of our choosing.
+      statuses[host] = await rawStatus(host, token)
+    }
+    expect(statuses).toEqual({ 'evil.example.com': 403, [`evil.example.com:${new URL(app.url).port}`]: 403, localhost: 403, [own]: 200 })
   })
 
   test('the strategy and alerts tools answer what their routes answer', async () => {
@@ -434,7 +565,10 @@ describe('the gateway enforces', () => {
         method: 'tools/call',
         params: { name: 'commands.send', arguments: { server_id: rig, type: 'reboot' } },
       })
-      expect(again.status).toBe(403)
+      expect(again.status).toBe(200)
+      const refusal = resultOf(await again.text())
+      expect(refusal.isError).toBe(true)
+      expect(refusal.content[0].text).toContain('role (viewer)')
     } finally {
       app.deps.sqlite.query("UPDATE users SET role = 'owner' WHERE tenant_id = ? AND role = 'viewer'").run(owner.tenantId)
     }

@@ -28,7 +28,7 @@ describe('the tool catalogue', () => {
   test('each tool is a documented operation with the same scope, read tools GET and write tools not', () => {
     const args = { server_id: ID, command_id: ID, marketplace: 'marketplace_a', metric: ['gpu.temperature_c'], type: 'reboot', offer: {} }
     const rows = TOOLS.map((t) => {
-      const r = t.request(args as never)
+      const r = t.request(args as never, { nowUs: Date.now() * 1000 })
       const path = `/api/v1${r.path}`
       const template = templateOf(path, r.method.toLowerCase())
       const op = template ? doc.paths[template]![r.method.toLowerCase()] : undefined

@@ -183,6 +183,8 @@ export type McpCaller = {
   client: { id: string; name: string } | null
   /** Tools the owner allowed and the member's role covers. */
   allowedTools: readonly string[]
+  /** Tools the owner allowed under AI access, whether the member's role covers them or not (to explain a refusal). */
+  grantedTools: readonly string[]
   planAllows: boolean
   expiresAt: number | null
 }
@@ -202,7 +204,7 @@ export function resolveMcpToken(deps: Deps, token: string): McpCaller | null {
   }
   if (hasValidChecksum(token, 'gpuhq_mcpat_')) {
     const t = findToken(deps.db, hashSecret(token))
-    if (!t || t.kind !== 'access' || t.revokedAt !== null || t.expiresAt <= now || t.resource !== gatewayUrl(deps)) return null
+    if (t?.kind !== 'access' || t.revokedAt !== null || t.expiresAt <= now || t.resource !== gatewayUrl(deps)) return null
     const row = findAccess(deps.db, t.tenantId)
     if (!row?.enabled || !findConnection(deps.db, t.tenantId, t.clientId)) return null
     writeUnlessBusy(deps.db, (tx) => touchConnection(tx, t.tenantId, t.clientId, now))
@@ -241,6 +243,7 @@ function callerOf(
     },
     client: client ? { id: client.id, name: client.name } : null,
     allowedTools: tools.map((t) => t.name),
+    grantedTools: [...row.allowedTools],
     planAllows: planAllows(deps, tenant.planCode),
     expiresAt,
   }

@@ -4,12 +4,13 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, Set
 import type { TObject } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import { withTransaction } from '../../../db/client'
-import { onBehalfOf, protectedResourceMetadataUrl } from '../../platform/access'
+import { onBehalfOf } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { beginRequest, requestState } from '../../platform/http'
+import { beginRequest, requestState, valueErrorsToFields } from '../../platform/http'
 import { ProblemError } from '../../platform/problem'
 import { recordAudit } from '../audit'
 import type { McpCaller } from './access.service'
+import { fitByLargestList } from './fit'
 import { toolNamed, TOOLS, type Tool } from './tools'
 
 /**
@@ -21,7 +22,7 @@ import { toolNamed, TOOLS, type Tool } from './tools'
  * rules, rate limits and audit as the public API.
  */
 
-/** A tool answer longer than this is cut (and says so); lists take `limit` ≤ 50 besides. */
+/** A tool answer is at most this many characters of JSON: longer ones are fitted (src/modules/mcp/fit.ts) and say what was left out. */
 const MAX_OUTPUT_CHARS = 64 * 1024
 const API = '/api/v1'
 
@@ -29,13 +30,19 @@ const checks = new Map<string, TypeCheck<TObject>>(TOOLS.map((t) => [t.name, Typ
 
 export type Dispatch = (request: Request) => Promise<Response>
 
-/** 403 before the JSON-RPC layer: a tool the owner did not allow (MCP authorization "insufficient_scope"). */
-function insufficientScope(deps: Deps, tool: string): ProblemError {
+/**
+ * DNS-rebinding protection (MCP transport security): the request must be addressed to this
+ * gateway, `Host` equal to PUBLIC_URL's host (a reverse proxy passes Host on, docs/operations.md).
+ * A page on a rebound name (`evil.example.com` resolving to this server) is refused even when the
+ * request carries a valid token.
+ */
+function hostRefused(deps: Deps, request: Request): ProblemError | null {
+  const host = request.headers.get('host')?.toLowerCase() ?? null
+  const own = new URL(deps.config.publicUrl)
+  const defaultPort = own.protocol === 'https:' ? '443' : '80'
+  if (host !== null && (host === own.host || host === `${own.hostname}:${defaultPort}`)) return null
   return new ProblemError('forbidden', {
-    detail: `the owner has not allowed the tool ${tool} for AI assistants (PUT /api/v1/mcp/access allowed_tools), or the member's role does not cover it`,
-    headers: {
-      'WWW-Authenticate': `Bearer error="insufficient_scope", scope="mcp", resource_metadata="${protectedResourceMetadataUrl(deps.config.publicUrl)}", error_description="tool ${tool} not allowed"`,
-    },
+    detail: `this gateway answers only requests addressed to ${own.host} (Host ${host === null ? 'missing' : host.slice(0, 100)}): DNS-rebinding protection`,
   })
 }
 
@@ -46,19 +53,10 @@ function originRefused(deps: Deps, request: Request): ProblemError | null {
   return new ProblemError('forbidden', { detail: `Origin ${origin.slice(0, 100)} may not use this gateway` })
 }
 
-function callsOf(body: unknown): { name: string }[] {
-  const messages = Array.isArray(body) ? body : [body]
-  return messages
-    .filter((m): m is { method: string; params?: { name?: unknown } } => !!m && typeof m === 'object' && (m as { method?: unknown }).method === 'tools/call')
-    .map((m) => ({ name: typeof m.params?.name === 'string' ? m.params.name : '' }))
-}
-
 export async function handleGateway(deps: Deps, request: Request, body: unknown, caller: McpCaller, dispatch: Dispatch): Promise<Response> {
-  const refused = originRefused(deps, request)
+  const refused = hostRefused(deps, request) ?? originRefused(deps, request)
   if (refused) throw refused
   if (request.method !== 'POST') return new Response(null, { status: 405, headers: { allow: 'POST' } })
-  // Scope is enforced at the HTTP layer for a known tool outside the token's allowance.
-  for (const c of callsOf(body)) if (toolNamed(c.name) && !caller.allowedTools.includes(c.name)) throw insufficientScope(deps, c.name)
   const server = buildServer(deps, request, caller, dispatch)
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: 5000 })
   await server.connect(transport)
@@ -95,15 +93,31 @@ function buildServer(deps: Deps, gatewayRequest: Request, caller: McpCaller, dis
   server.setRequestHandler(SetLevelRequestSchema, async () => ({}))
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     const tool = toolNamed(req.params.name)
-    if (!tool || !caller.allowedTools.includes(tool.name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name.slice(0, 128)}`)
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name.slice(0, 128)}`)
+    // A tool the token may not use is a tool result the assistant can explain, never an HTTP 403 on a valid token.
+    if (!caller.allowedTools.includes(tool.name)) {
+      audit(deps, gatewayRequest, caller, tool, 403)
+      return toolError(refusal(caller, tool))
+    }
     const args = req.params.arguments ?? {}
     const check = checks.get(tool.name)!
     if (!check.Check(args)) {
-      const errors = [...check.Errors(args)].slice(0, 10).map((e) => `${e.path || '/'}: ${e.message}`)
       audit(deps, gatewayRequest, caller, tool, 422)
-      return { isError: true, content: [{ type: 'text' as const, text: `invalid arguments for ${tool.name}: ${errors.join('; ')}` }] }
+      return toolError({
+        status: 422,
+        code: 'validation_failed',
+        detail: `the arguments of ${tool.name} did not pass its input schema`,
+        errors: valueErrorsToFields(check.Errors(args)).slice(0, 20),
+      })
     }
-    return runTool(deps, gatewayRequest, caller, tool, args as Record<string, unknown>, dispatch)
+    try {
+      return await runTool(deps, gatewayRequest, caller, tool, args as Record<string, unknown>, dispatch)
+    } catch (error) {
+      // Never an internal message to the assistant: the log has it, the answer has the request id.
+      const requestId = requestState(gatewayRequest, deps).id
+      deps.log.error('mcp tool failed', { request_id: requestId, tool: tool.name, error })
+      return toolError({ status: 500, code: 'temporarily_unavailable', detail: `gpuhq could not run ${tool.name}; retry later`, request_id: requestId })
+    }
   })
   return server
 }
@@ -141,8 +155,44 @@ function audit(deps: Deps, gatewayRequest: Request, caller: McpCaller, tool: Too
   )
 }
 
+/** Why the token may not call a catalogue tool, in words the person can act on. */
+function refusal(caller: McpCaller, tool: Tool) {
+  const granted = caller.grantedTools.includes(tool.name)
+  return {
+    status: 403,
+    code: 'forbidden',
+    tool: tool.name,
+    detail: granted
+      ? `${tool.name} needs the scope ${tool.scope}, which the role (${caller.actor.role}) of the member who allowed AI access does not have: an admin or owner must allow \`${tool.name}\` under AI access again.`
+      : `The owner has not allowed ${tool.name} for AI assistants. To use it, allow \`${tool.name}\` under AI access (in the gpuhq console, or PUT /api/v1/mcp/access with allowed_tools).`,
+  }
+}
+
+/** A refusal as a tool result: isError, the JSON of what went wrong as text and as structuredContent. */
+function toolError(problem: Record<string, unknown>) {
+  return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(problem) }], structuredContent: problem }
+}
+
+/** A refused REST answer as the assistant sees it: status, code, detail and field errors; nothing internal. */
+function refusedAnswer(status: number, text: string): Record<string, unknown> {
+  let doc: Record<string, unknown> = {}
+  try {
+    const parsed = JSON.parse(text)
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) doc = parsed
+  } catch {
+    doc = {}
+  }
+  if (status >= 500) return { status, code: 'temporarily_unavailable', detail: 'gpuhq could not answer this time; retry later', request_id: doc.request_id }
+  return {
+    status,
+    code: typeof doc.code === 'string' ? doc.code : 'refused',
+    ...(typeof doc.detail === 'string' ? { detail: doc.detail.slice(0, 1024) } : {}),
+    ...(Array.isArray(doc.errors) ? { errors: doc.errors.slice(0, 20) } : {}),
+  }
+}
+
 async function runTool(deps: Deps, gatewayRequest: Request, caller: McpCaller, tool: Tool, args: Record<string, unknown>, dispatch: Dispatch) {
-  const r = tool.request(args as never)
+  const r = tool.request(args as never, { nowUs: deps.clock.nowUs() })
   const userAgent = userAgentOf(caller)
   const inner = new Request(`http://gateway.internal${API}${r.path}${queryString(r.query)}`, {
     method: r.method,
@@ -156,17 +206,21 @@ async function runTool(deps: Deps, gatewayRequest: Request, caller: McpCaller, t
   const text = await res.text()
   // Every invocation is audited with the client's name, whatever the operation recorded itself.
   audit(deps, gatewayRequest, caller, tool, res.status)
-  const cut = text.length > MAX_OUTPUT_CHARS
-  const shown = cut ? `${text.slice(0, MAX_OUTPUT_CHARS)}\n… (cut at ${MAX_OUTPUT_CHARS} characters: narrow the request, e.g. a smaller limit)` : text
-  if (!res.ok) return { isError: true, content: [{ type: 'text' as const, text: `HTTP ${res.status}: ${shown}` }] }
-  let structured: Record<string, unknown> | undefined
-  if (!cut && text) {
-    try {
-      const parsed = JSON.parse(text)
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) structured = parsed
-    } catch {
-      structured = undefined
-    }
+  if (!res.ok) return toolError(refusedAnswer(res.status, text))
+  if (!text) return { content: [{ type: 'text' as const, text: JSON.stringify({ status: res.status }) }], structuredContent: { status: res.status } }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    parsed = undefined
   }
-  return { content: [{ type: 'text' as const, text: shown || `HTTP ${res.status}` }], ...(structured ? { structuredContent: structured } : {}) }
+  const answer = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { value: parsed ?? text }
+  const fitted = (tool.fit ?? fitByLargestList)(answer, MAX_OUTPUT_CHARS, args)
+  if (!fitted)
+    return toolError({
+      status: 413,
+      code: 'payload_too_large',
+      detail: `the answer of ${tool.name} (${text.length} characters) does not fit in one reply of ${MAX_OUTPUT_CHARS}: narrow the request`,
+    })
+  return { content: [{ type: 'text' as const, text: JSON.stringify(fitted) }], structuredContent: fitted }
 }

@@ -72,7 +72,12 @@ export function touchConnection(tx: DbOrTx, tenantId: string, clientId: string, 
     .run()
 }
 
+/**
+ * Disconnects the client from the tenant: its tokens are revoked, and so are its codes not yet
+ * exchanged (issue 34.5), so no approval given before the disconnect can reconnect it.
+ */
 export function disconnect(tx: DbOrTx, tenantId: string, clientId: string, at: number): boolean {
+  revokeCodes(tx, tenantId, clientId, at)
   const gone = changesOf(
     tx
       .delete(mcpConnections)
@@ -92,6 +97,17 @@ export function insertCode(tx: DbOrTx, row: CodeRow): void {
 
 export function findCode(db: DbOrTx, codeHash: string): CodeRow | undefined {
   return db.select().from(mcpCodes).where(eq(mcpCodes.codeHash, codeHash)).get()
+}
+
+/**
+ * Revokes the tenant's codes not yet exchanged (of one client, or all): marked used with no token
+ * family, which the token endpoint reads as revoked.
+ */
+function revokeCodes(tx: DbOrTx, tenantId: string, clientId: string | null, at: number): void {
+  tx.update(mcpCodes)
+    .set({ usedAt: at, familyId: null })
+    .where(and(eq(mcpCodes.tenantId, tenantId), clientId === null ? undefined : eq(mcpCodes.clientId, clientId), isNull(mcpCodes.usedAt)))
+    .run()
 }
 
 /** Spends the code: true for the one caller that moved it from unused to used. */
@@ -135,10 +151,19 @@ export function revokeFamily(tx: DbOrTx, familyId: string, at: number): void {
     .run()
 }
 
-/** Every OAuth token of the tenant stops working (access switched off). */
+/** Every OAuth token and every unexchanged code of the tenant stops working (access switched off). */
 export function revokeTenantTokens(tx: DbOrTx, tenantId: string, at: number): void {
+  revokeCodes(tx, tenantId, null, at)
   tx.update(mcpTokens)
     .set({ revokedAt: at })
     .where(and(eq(mcpTokens.tenantId, tenantId), isNull(mcpTokens.revokedAt)))
+    .run()
+}
+
+/** One token stops working (RFC 7009 revocation of an access token). */
+export function revokeToken(tx: DbOrTx, id: string, at: number): void {
+  tx.update(mcpTokens)
+    .set({ revokedAt: at })
+    .where(and(eq(mcpTokens.id, id), isNull(mcpTokens.revokedAt)))
     .run()
 }

@@ -11,8 +11,23 @@ import { gatewayUrl, getAccess, getClient, putAccess, removeClient, whoami } fro
 import { consentPage } from './consent.page'
 import { handleGateway, type Dispatch } from './gateway'
 import { callerOf } from './caller'
-import { AccessAnswer, AccessBody, AuthorizeAnswer, AuthorizeBody, Client, RegisterAnswer, TokenAnswer, Whoami } from './mcp.model'
-import { authorize, exchangeToken, registerClient } from './oauth.service'
+import {
+  AccessAnswer,
+  AccessBody,
+  AuthorizeAnswer,
+  AuthorizeBody,
+  Client,
+  OAuthErrorSchema,
+  oauthResponses,
+  RegisterAnswer,
+  RegisterBody,
+  RevokeBody,
+  TokenAnswer,
+  TokenBody,
+  Whoami,
+} from './mcp.model'
+import { oauthAnswers } from './oauth.errors'
+import { authorize, exchangeToken, registerClient, revokeOAuthToken } from './oauth.service'
 import { GROUPS } from './tools'
 
 const tags = ['ai access']
@@ -20,10 +35,16 @@ const MANAGE = { role: 'admin', cookieOnly: true, entitlement: 'ai_access' } as 
 /** Dynamic registrations per client address per hour. */
 const REGISTER_PER_HOUR = 20
 
-/** The OAuth and MCP metadata documents (RFC 9728, RFC 8414), public and cacheable. */
+/**
+ * The OAuth and MCP metadata documents (RFC 9728, RFC 8414), public and cacheable. RFC 9728 §3.3:
+ * the `resource` of a protected-resource document is the identifier its well-known address was
+ * made from, so `/.well-known/oauth-protected-resource/mcp` names the gateway (PUBLIC_URL/mcp) and
+ * the root `/.well-known/oauth-protected-resource` names the origin (PUBLIC_URL); both name the same
+ * authorization server, and a token asked for either resource is one for the gateway.
+ */
 function metadata(deps: Deps) {
   const base = `${deps.config.publicUrl}/api/v1`
-  const resource = {
+  const gateway = {
     resource: gatewayUrl(deps),
     authorization_servers: [deps.config.publicUrl],
     scopes_supported: ['mcp'],
@@ -31,11 +52,14 @@ function metadata(deps: Deps) {
     resource_name: 'gpuhq',
     resource_documentation: `${deps.config.publicUrl}/api/v1/docs`,
   }
+  const origin = { ...gateway, resource: deps.config.publicUrl, resource_name: 'gpuhq (its OAuth-protected resource is the MCP gateway, PUBLIC_URL/mcp)' }
   const server = {
     issuer: deps.config.publicUrl,
     authorization_endpoint: `${base}/mcp/authorize`,
     token_endpoint: `${base}/mcp/token`,
     registration_endpoint: `${base}/mcp/register`,
+    revocation_endpoint: `${base}/mcp/revoke`,
+    revocation_endpoint_auth_methods_supported: ['none'],
     response_types_supported: ['code'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
     code_challenge_methods_supported: ['S256'],
@@ -44,7 +68,7 @@ function metadata(deps: Deps) {
     authorization_response_iss_parameter_supported: true,
     service_documentation: `${deps.config.publicUrl}/api/v1/docs`,
   }
-  return { resource, server }
+  return { gateway, origin, server }
 }
 
 const Json = Type.Record(Type.String(), Type.Unknown())
@@ -55,10 +79,10 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
   const cacheable = (set: { headers: Record<string, unknown> }) => {
     set.headers['cache-control'] = 'public, max-age=3600'
   }
-  const prmHook = {
+  const prmHook = (summary: string) => ({
     response: responses({ 200: Json }, []),
-    detail: describe({ public: true }, { tags, summary: 'OAuth protected resource metadata of the MCP gateway (RFC 9728)' }),
-  }
+    detail: describe({ public: true }, { tags, summary }),
+  })
   const asmHook = {
     response: responses({ 200: Json }, []),
     detail: describe({ public: true }, { tags, summary: 'OAuth authorization server metadata (RFC 8414)' }),
@@ -76,27 +100,30 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
         tags,
         summary,
         description:
-          'The MCP endpoint (Streamable HTTP, protocol 2025-11-25, stateless): POST one JSON-RPC message with Accept: application/json, text/event-stream. GET and DELETE answer 405 (no standalone stream, no sessions). A request with an Origin other than PUBLIC_URL → 403. Unauthenticated → 401 with WWW-Authenticate resource_metadata; a tools/call of a tool the owner did not allow → 403 insufficient_scope.',
+          "The MCP endpoint (Streamable HTTP, protocol 2025-11-25, stateless): POST one JSON-RPC message with Accept: application/json, text/event-stream. GET and DELETE answer 405 (no standalone stream, no sessions). DNS-rebinding protection: a Host other than PUBLIC_URL's host, or an Origin other than PUBLIC_URL → 403, a valid token or not. Unauthenticated → 401 with WWW-Authenticate resource_metadata. A tools/call of a tool the token may not use is a tool result with isError: true saying what to allow under AI access (never an HTTP 403 on a valid token); a tool answer is valid JSON of at most 64 KiB, saying in `truncated` what was left out.",
       },
     ),
   })
 
+  // The OAuth endpoints answer errors as the RFCs say, not as problem documents (docs/conventions.md "Errors").
+  const oauthDoc = { 'x-gpuhq-errors': 'oauth' } as const
   return new Elysia({ name: 'mcp' })
+    .model({ OAuthError: OAuthErrorSchema })
     .get(
       '/.well-known/oauth-protected-resource',
       ({ set }) => {
         cacheable(set)
-        return meta.resource
+        return meta.origin
       },
-      prmHook,
+      prmHook('OAuth protected resource metadata of the origin (RFC 9728): resource PUBLIC_URL, the same authorization server as the gateway'),
     )
     .get(
       '/.well-known/oauth-protected-resource/mcp',
       ({ set }) => {
         cacheable(set)
-        return meta.resource
+        return meta.gateway
       },
-      prmHook,
+      prmHook('OAuth protected resource metadata of the MCP gateway (RFC 9728): resource PUBLIC_URL/mcp'),
     )
     .get(
       '/.well-known/oauth-authorization-server',
@@ -176,27 +203,43 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
             return registerClient(deps, body)
           },
           {
-            body: t.Unknown(),
-            response: responses({ 201: RegisterAnswer }, [400, 413, 415, 429]),
+            body: RegisterBody,
+            mapResponse: oauthAnswers('register'),
+            response: oauthResponses({ 201: RegisterAnswer }, [400, 413, 415, 429]),
             detail: describe(
               { public: true },
               {
                 tags,
                 summary: 'Dynamic client registration (RFC 7591)',
-                description: `Public, ${REGISTER_PER_HOUR} per client address per hour. \`client_name\` and \`redirect_uris\` (1-10; https, or http on 127.0.0.1, [::1] or localhost) are required; public clients only (token_endpoint_auth_method none). Refusals are 400 with the RFC's \`error\` (invalid_redirect_uri, invalid_client_metadata) beside the problem members.`,
+                description: `Public, ${REGISTER_PER_HOUR} per client address per hour. \`client_name\` and \`redirect_uris\` (1-10; https, or http on 127.0.0.1, [::1] or localhost) are required; public clients only (token_endpoint_auth_method none); unknown metadata is ignored. Errors are OAuth errors, not problem documents (RFC 7591 §3.2.2): application/json \`{"error", "error_description"}\`, 400 with \`invalid_redirect_uri\` or \`invalid_client_metadata\`; 413 and 415 carry \`invalid_client_metadata\`, 429 \`temporarily_unavailable\` with Retry-After.`,
+                ...oauthDoc,
               },
             ),
           },
         )
         .get('/mcp/authorize', ({ request }) => consentPage(deps, new URL(request.url).searchParams), {
-          response: responses({ 200: t.String({ description: 'text/html: the consent page' }) }, [422]),
+          response: responses(
+            {
+              200: t.String({ description: 'The consent page', 'x-media-type': 'text/html' }),
+              302: Type.Null({
+                description:
+                  'Back to the client: its registered redirect_uri with error (unsupported_response_type, invalid_request, invalid_target), error_description, state and iss (RFC 6749 §4.1.2.1, RFC 9207)',
+              }),
+              400: t.String({
+                description: 'An error page: the client_id is unknown or the redirect_uri is not one it registered',
+                'x-media-type': 'text/html',
+              }),
+            },
+            [],
+          ),
           detail: describe(
             { public: true },
             {
               tags,
               summary: "The consent page (the authorization server's authorization_endpoint)",
               description:
-                'An HTML page for the browser an MCP client opens: it shows the client and, once the owner approves while signed in, posts POST /api/v1/mcp/authorize and follows redirect_to. An unknown client_id, a redirect_uri it did not register, a response_type other than code or a missing S256 challenge → 422 (a problem document, never a redirect).',
+                'An HTML page for the browser an MCP client opens: it shows the client and, once the owner approves while signed in, posts POST /api/v1/mcp/authorize and follows redirect_to; Deny goes back with error=access_denied. An unknown client_id or a redirect_uri it did not register → a 400 HTML error page, never a redirect. With client and redirect_uri valid, every other mistake goes back to the client as an OAuth authorization error (302): response_type other than code → unsupported_response_type; no code_challenge, or a method other than S256 (none given means plain) → invalid_request; a resource other than PUBLIC_URL/mcp or PUBLIC_URL → invalid_target; each with error_description, state and iss.',
+              ...oauthDoc,
             },
           ),
         })
@@ -215,18 +258,45 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
           ({ body, set }) => {
             set.headers['cache-control'] = 'no-store'
             set.headers.pragma = 'no-cache'
-            return exchangeToken(deps, (body ?? {}) as Record<string, unknown>)
+            return exchangeToken(deps, body)
           },
           {
-            body: t.Optional(t.Unknown()),
-            response: responses({ 200: TokenAnswer }, [400, 413, 415]),
+            body: TokenBody,
+            // Documents the form beside JSON; never runs (the platform's parser answers every body first).
+            parse: 'urlencoded',
+            mapResponse: oauthAnswers('token'),
+            response: oauthResponses({ 200: TokenAnswer }, [400, 413, 415]),
             detail: describe(
               { public: true },
               {
                 tags,
                 summary: 'OAuth token endpoint (authorization_code with PKCE, refresh_token)',
                 description:
-                  'Form (application/x-www-form-urlencoded) or JSON. authorization_code: code, redirect_uri, client_id, code_verifier (43-128 unreserved characters), resource optional. A failed verifier spends the code; a code presented again is refused and what it issued is revoked. refresh_token: rotates (the old one is spent); a spent one presented again revokes the whole authorization. Access tokens live 1 hour, bound to PUBLIC_URL + /mcp; an authorization lasts 30 days. Errors are 400 with the RFC 6749 `error`. Always Cache-Control: no-store.',
+                  'Form (application/x-www-form-urlencoded) or JSON. authorization_code: code, redirect_uri, client_id, code_verifier (43-128 unreserved characters), resource optional. A failed verifier spends the code; a code presented again is refused and what it issued is revoked; a code issued before its client was disconnected or access switched off is revoked. refresh_token: rotates (the old one is spent); a spent one presented again revokes the whole authorization. Access tokens live 1 hour, bound to PUBLIC_URL + /mcp; an authorization lasts 30 days. Always Cache-Control: no-store. Errors are OAuth errors, not problem documents (RFC 6749 §5.2): application/json `{"error", "error_description"}`, 400 with invalid_request, invalid_grant, invalid_target or unsupported_grant_type (413 and 415 carry invalid_request).',
+                ...oauthDoc,
+              },
+            ),
+          },
+        )
+        .post(
+          '/mcp/revoke',
+          ({ body, set }) => {
+            set.headers['cache-control'] = 'no-store'
+            return revokeOAuthToken(deps, body)
+          },
+          {
+            body: RevokeBody,
+            parse: 'urlencoded',
+            mapResponse: oauthAnswers('revoke'),
+            response: oauthResponses({ 200: Type.Object({}, { description: 'Revoked, or nothing to revoke (RFC 7009 §2.2)' }) }, [400, 413, 415]),
+            detail: describe(
+              { public: true },
+              {
+                tags,
+                summary: 'OAuth token revocation (RFC 7009)',
+                description:
+                  'Form (application/x-www-form-urlencoded) or JSON: token, client_id, token_type_hint optional. A refresh token revokes its whole authorization (every access and refresh token of it); an access token only itself. An unknown, expired or revoked token, or one issued to another client, answers 200 all the same. Errors are OAuth errors (RFC 7009 §2.2.1), application/json: 400 invalid_request (no token or client_id), unsupported_token_type (the tenant token gpuhq_mcp_…, which PUT /api/v1/mcp/access revokes).',
+                ...oauthDoc,
               },
             ),
           },

@@ -19,9 +19,11 @@ import {
   insertToken,
   type ClientRow,
   revokeFamily,
+  revokeToken,
   spendCode,
   useRefresh,
 } from './mcp.repository'
+import { oauthError } from './oauth.errors'
 
 /**
  * The authorization server for AI assistants (docs/ai-access.md "OAuth"): RFC 7591 registration,
@@ -36,11 +38,6 @@ const ACCESS_SECONDS = 3600
 const FAMILY_DAYS = 30
 const US = 1_000_000
 const MAX_REDIRECT_URIS = 10
-
-/** An OAuth error (RFC 6749 §5.2 / RFC 7591 §3.2.2) as a problem document that carries `error` and `error_description` too. */
-function oauthError(error: string, description: string, status = 400): ProblemError {
-  return new ProblemError('validation_failed', { status, detail: description, oauth: { error, error_description: description } })
-}
 
 // ---- registration (RFC 7591) ----------------------------------------------------------------
 
@@ -60,9 +57,8 @@ function redirectProblem(uri: unknown): string | null {
   return 'a redirect URI is https, or http on a loopback address (127.0.0.1, [::1], localhost)'
 }
 
-export function registerClient(deps: Deps, body: unknown) {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw oauthError('invalid_client_metadata', 'the body is a JSON object of client metadata')
-  const m = body as Record<string, unknown>
+export function registerClient(deps: Deps, body: Record<string, unknown>) {
+  const m = body
   const name = m.client_name
   if (typeof name !== 'string' || name.trim() === '' || name.length > 128)
     throw oauthError('invalid_client_metadata', 'client_name is required: a string of 1-128 characters')
@@ -101,18 +97,38 @@ export function registerClient(deps: Deps, body: unknown) {
 
 // ---- authorization (the owner's consent) ----------------------------------------------------
 
-/** Exact string match; for a loopback redirect only the port may differ (OAuth 2.1 §8.4.2), nothing else is normalised. */
+/**
+ * Exact string match; for a loopback redirect (RFC 8252 §7.3) the URIs are compared parsed: scheme,
+ * host, path and query equal, only the port free. Nothing else is normalised, so
+ * `http://127.0.0.1/oauth/callback:8976` never matches `http://127.0.0.1:8976/oauth/callback`.
+ */
 function redirectMatches(registered: readonly string[], asked: string): boolean {
   if (registered.includes(asked)) return true
-  if (!isLoopbackHttp(asked)) return false
-  const withoutPort = (uri: string) => uri.replace(/:\d+(?=\/|$|\?)/, '')
-  return registered.some((r) => isLoopbackHttp(r) && withoutPort(r) === withoutPort(asked))
+  const a = loopbackHttp(asked)
+  if (!a) return false
+  return registered.some((uri) => {
+    const r = loopbackHttp(uri)
+    return !!r && r.hostname === a.hostname && r.pathname === a.pathname && r.search === a.search
+  })
 }
 
-function isLoopbackHttp(uri: string): boolean {
+/** The parsed URI when it is a plain http URI on a loopback address (no user information, no fragment). */
+function loopbackHttp(uri: string): URL | null {
+  let u: URL
   try {
-    const u = new URL(uri)
-    return u.protocol === 'http:' && LOOPBACK.has(u.hostname)
+    u = new URL(uri)
+  } catch {
+    return null
+  }
+  if (u.protocol !== 'http:' || !LOOPBACK.has(u.hostname) || u.username || u.password || u.hash) return null
+  return u
+}
+
+/** The resource a client may name (RFC 8707): the gateway, or the origin whose metadata names the same server (docs/ai-access.md). */
+export function acceptsResource(deps: Deps, resource: string): boolean {
+  try {
+    const href = new URL(resource).href
+    return href === new URL(gatewayUrl(deps)).href || href === new URL(deps.config.publicUrl).href
   } catch {
     return false
   }
@@ -130,26 +146,50 @@ type AuthorizeInput = {
   scope?: string
 }
 
-/** POST /mcp/authorize: checks everything before issuing; never answers with a redirect to an unchecked URI. */
 /**
- * The checks an authorization request passes before anything is shown or issued (the consent page
- * and POST /mcp/authorize both): a registered client, one of its redirect URIs, an S256 challenge.
+ * The client and redirect URI of an authorization request, or why they cannot be trusted (then no
+ * redirect may be made to that URI: the consent page shows an error page, POST answers 422).
  */
-export function checkedClient(deps: Deps, input: Pick<AuthorizeInput, 'client_id' | 'redirect_uri' | 'code_challenge' | 'code_challenge_method'>): ClientRow {
-  const client = findClient(deps.db, input.client_id.toLowerCase())
-  if (!client) throw invalidField('mcp', '/client_id', 'unknown_client', 'no client is registered with this client_id (POST /mcp/register)')
-  if (!redirectMatches(client.redirectUris, input.redirect_uri))
-    throw invalidField('mcp', '/redirect_uri', 'redirect_uri_mismatch', 'redirect_uri is not one registered for this client (compared string for string)')
-  if (input.code_challenge_method !== undefined && input.code_challenge_method !== 'S256')
-    throw invalidField('mcp', '/code_challenge_method', 'unsupported', 'only S256 is supported (plain is refused)')
-  if (!CHALLENGE.test(input.code_challenge))
-    throw invalidField('mcp', '/code_challenge', 'format', 'code_challenge is the S256 challenge: 43 base64url characters')
+export function registeredClient(
+  deps: Deps,
+  clientId: string,
+  redirectUri: string,
+): { client: ClientRow; refused?: undefined } | { client?: undefined; refused: { path: string; code: string; message: string } } {
+  const client = /^[0-9a-f-]{36}$/i.test(clientId) ? findClient(deps.db, clientId.toLowerCase()) : undefined
+  if (!client) return { refused: { path: '/client_id', code: 'unknown_client', message: 'no client is registered with this client_id (POST /mcp/register)' } }
+  if (!redirectMatches(client.redirectUris, redirectUri))
+    return {
+      refused: {
+        path: '/redirect_uri',
+        code: 'redirect_uri_mismatch',
+        message: 'redirect_uri is not one registered for this client (compared string for string; a loopback one may differ only in its port)',
+      },
+    }
+  return { client }
+}
+
+/** Why a PKCE challenge is refused (RFC 7636; S256 only, as OAuth 2.1 and MCP require), or null. */
+export function challengeProblem(challenge: string | null | undefined, method: string | null | undefined): { path: string; message: string } | null {
+  if (challenge === null || challenge === undefined || challenge === '')
+    return { path: '/code_challenge', message: 'code_challenge is required: PKCE with S256' }
+  if (method !== undefined && method !== null && method !== 'S256')
+    return { path: '/code_challenge_method', message: 'only S256 is supported (plain is refused)' }
+  if (!CHALLENGE.test(challenge)) return { path: '/code_challenge', message: 'code_challenge is the S256 challenge: 43 base64url characters' }
+  return null
+}
+
+/** The checks POST /mcp/authorize passes before issuing: a registered client, one of its redirect URIs, an S256 challenge. */
+function checkedClient(deps: Deps, input: AuthorizeInput): ClientRow {
+  const { client, refused } = registeredClient(deps, input.client_id, input.redirect_uri)
+  if (refused) throw invalidField('mcp', refused.path, refused.code, refused.message)
+  const pkce = challengeProblem(input.code_challenge, input.code_challenge_method)
+  if (pkce) throw invalidField('mcp', pkce.path, pkce.path === '/code_challenge_method' ? 'unsupported' : 'format', pkce.message)
   return client
 }
 
 export function authorize({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: AuthorizeInput }) {
   const client = checkedClient(deps, input)
-  if (input.resource !== undefined && input.resource !== gatewayUrl(deps))
+  if (input.resource !== undefined && !acceptsResource(deps, input.resource))
     throw invalidField('mcp', '/resource', 'invalid_target', `resource must be ${gatewayUrl(deps)}`)
   const access = findAccess(deps.db, actor.tenantId)
   if (!access?.enabled)
@@ -245,8 +285,10 @@ function exchangeCode(deps: Deps, body: Record<string, unknown>) {
     const row = findCode(tx, hashSecret(code))
     if (!row) return { error: oauthError('invalid_grant', 'the code is unknown') }
     if (row.usedAt !== null) {
+      // Revoked before use: the client was disconnected, or access switched off, after it was issued.
+      if (!row.familyId) return { error: oauthError('invalid_grant', 'the code was revoked: the client was disconnected or AI access switched off') }
       // A second use: refused, and whatever the first use issued is revoked.
-      if (row.familyId) revokeFamily(tx, row.familyId, now)
+      revokeFamily(tx, row.familyId, now)
       return { error: oauthError('invalid_grant', 'the code was used already; the tokens issued for it are revoked') }
     }
     // From here the code is spent, whatever the outcome: a failed verifier cannot be retried.
@@ -257,7 +299,7 @@ function exchangeCode(deps: Deps, body: Record<string, unknown>) {
     if (row.redirectUri !== redirectUri) return { error: oauthError('invalid_grant', 'redirect_uri differs from the one the code was issued for') }
     if (!VERIFIER.test(verifier) || s256(verifier) !== row.codeChallenge)
       return { error: oauthError('invalid_grant', 'the code_verifier does not match the code_challenge (PKCE S256; 43-128 unreserved characters)') }
-    if (resource !== undefined && resource !== row.resource) return { error: oauthError('invalid_target', `resource must be ${row.resource}`) }
+    if (resource !== undefined && !acceptsResource(deps, resource)) return { error: oauthError('invalid_target', `resource must be ${row.resource}`) }
     if (!findAccess(tx, row.tenantId)?.enabled) return { error: oauthError('invalid_grant', 'AI-assistant access was switched off') }
     connect(tx, { tenantId: row.tenantId, clientId: row.clientId, userId: row.userId, connectedAt: now, lastUsedAt: null })
     return {
@@ -284,7 +326,7 @@ function refresh(deps: Deps, body: Record<string, unknown>) {
   const out = withTransaction(deps.db, (tx) => {
     const now = deps.clock.nowUs()
     const row = findToken(tx, hashSecret(token))
-    if (!row || row.kind !== 'refresh') return { error: oauthError('invalid_grant', 'the refresh token is unknown') }
+    if (row?.kind !== 'refresh') return { error: oauthError('invalid_grant', 'the refresh token is unknown') }
     if (row.clientId !== clientId) return { error: oauthError('invalid_grant', 'the refresh token was issued to another client') }
     if (row.usedAt !== null) {
       // Reuse of a rotated refresh token: somebody holds a copy. The whole family is revoked.
@@ -292,7 +334,7 @@ function refresh(deps: Deps, body: Record<string, unknown>) {
       return { error: oauthError('invalid_grant', 'the refresh token was used already; every token of this authorization is revoked') }
     }
     if (row.revokedAt !== null || row.expiresAt <= now) return { error: oauthError('invalid_grant', 'the refresh token is revoked or expired') }
-    if (resource !== undefined && resource !== row.resource) return { error: oauthError('invalid_target', `resource must be ${row.resource}`) }
+    if (resource !== undefined && !acceptsResource(deps, resource)) return { error: oauthError('invalid_target', `resource must be ${row.resource}`) }
     if (!findAccess(tx, row.tenantId)?.enabled || !findConnection(tx, row.tenantId, row.clientId))
       return { error: oauthError('invalid_grant', 'the client is no longer connected') }
     if (!useRefresh(tx, row.id, now)) return { error: oauthError('invalid_grant', 'the refresh token was used already') }
@@ -302,4 +344,31 @@ function refresh(deps: Deps, body: Record<string, unknown>) {
   })
   if (out.error) throw out.error
   return out.ok!
+}
+
+// ---- revocation (RFC 7009) -------------------------------------------------------------------
+
+/**
+ * POST /mcp/revoke (public): a client gives up a token it holds. A refresh token takes its whole
+ * authorization with it (every access and refresh token of the family, RFC 7009 §2.1); an access
+ * token only itself. An unknown, expired or already revoked token, or one issued to another client,
+ * answers 200 all the same and nothing is revoked (§2.2: the client cannot tell, nor learn whose a
+ * token is). The tenant's own `gpuhq_mcp_` token is not revoked here: unsupported_token_type.
+ */
+export function revokeOAuthToken(deps: Deps, body: Record<string, unknown>): Record<string, never> {
+  const token = str(body, 'token')
+  const clientId = str(body, 'client_id')?.toLowerCase()
+  if (!token) throw oauthError('invalid_request', 'token is required')
+  if (!clientId) throw oauthError('invalid_request', 'client_id is required (public clients identify themselves with it)')
+  if (hasValidChecksum(token, 'gpuhq_mcp_'))
+    throw oauthError('unsupported_token_type', 'the tenant AI-assistant token is revoked by its owner (PUT /api/v1/mcp/access), not here')
+  if (!hasValidChecksum(token, 'gpuhq_mcpat_') && !hasValidChecksum(token, 'gpuhq_mcprt_')) return {}
+  withTransaction(deps.db, (tx) => {
+    const row = findToken(tx, hashSecret(token))
+    if (!row || row.clientId !== clientId || row.revokedAt !== null) return
+    const now = deps.clock.nowUs()
+    if (row.kind === 'refresh') revokeFamily(tx, row.familyId, now)
+    else revokeToken(tx, row.id, now)
+  })
+  return {}
 }

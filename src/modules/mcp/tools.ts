@@ -1,5 +1,7 @@
 import { type Static, type TObject, Type } from '@sinclair/typebox'
 import type { Scope } from '../../platform/access'
+import { formatTimestamp, parseTimestamp } from '../../platform/time'
+import { fitMetrics } from './fit'
 
 /**
  * The AI-assistant tool catalogue (docs/ai-access.md "Tools"). Each tool is one REST operation of
@@ -24,6 +26,16 @@ type GroupKey = (typeof GROUPS)[number]['key']
 
 type Request = { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; path: string; query?: Record<string, unknown>; body?: unknown }
 
+/** What a tool's request may depend on besides its arguments: the service clock's now (microseconds). */
+type ToolContext = { nowUs: number }
+
+/**
+ * How a tool's answer is cut to fit the output limit: the answer as parsed, the character budget;
+ * the answer to send (valid JSON, under the budget, saying in `truncated` what was left out), or
+ * null when nothing sensible fits. Tools without one get `fitByLargestList` (src/modules/mcp/fit.ts).
+ */
+type Fit = (answer: Record<string, unknown>, budget: number, args: Record<string, unknown>) => Record<string, unknown> | null
+
 export type Tool<S extends TObject = TObject> = {
   name: string
   title: string
@@ -33,7 +45,9 @@ export type Tool<S extends TObject = TObject> = {
   scope: Scope
   description: string
   input: S
-  request: (args: Static<S>) => Request
+  request: (args: Static<S>, ctx: ToolContext) => Request
+  /** How the answer is cut to fit the output limit (default: the largest list is shortened). */
+  fit?: Fit
 }
 
 const Uuid = (description: string) => Type.String({ format: 'uuid', description })
@@ -42,6 +56,23 @@ const Cursor = Type.Optional(Type.String({ maxLength: 1024, description: 'next_c
 const Marketplace = Type.Union([Type.Literal('marketplace_a'), Type.Literal('marketplace_b')], { description: 'marketplace_a or marketplace_b' })
 const Days = Type.Optional(Type.Integer({ minimum: 1, maximum: 90, description: 'Days back, today included (1-90, default 7)' }))
 const seg = (v: string) => encodeURIComponent(v)
+
+/** The metric names the agent reports (agent/README.md), which GET /servers/{id}/metrics accepts. */
+const GPU_METRICS = [
+  'temperature_c',
+  'hotspot_temperature_c',
+  'memory_temperature_c',
+  'utilization_pct',
+  'memory_used_mb',
+  'power_w',
+  'fan_pct',
+  'clock_sm_mhz',
+] as const
+const HOST_METRICS = ['cpu_usage_pct', 'memory_used_pct', 'disk_used_pct', 'net_rx_mbps', 'net_tx_mbps'] as const
+const METRIC_DEFAULT = ['temperature_c', 'utilization_pct', 'power_w']
+const HOURS_DEFAULT = 6
+/** The statistics of a metrics point; metrics.query sends only those asked for. */
+const STATS = ['min', 'max', 'avg', 'p50', 'p95', 'last'] as const
 
 function tool<S extends TObject>(t: Tool<S>): Tool {
   return t as unknown as Tool
@@ -107,24 +138,54 @@ export const TOOLS: readonly Tool[] = [
     group: 'metrics',
     scope: 'servers:read',
     mode: 'read',
-    description:
-      'Metric series of one server between two instants (GET /api/v1/servers/{id}/metrics), e.g. gpu.temperature_c, gpu.power_w, gpu.utilization_pct. Times are RFC 3339.',
+    description: `Metric series of one server, newest data last (GET /api/v1/servers/{id}/metrics). Bounded: a few metrics (default ${METRIC_DEFAULT.join(', ')}), one GPU or all, the last \`hours\` (default ${HOURS_DEFAULT}) or from/to, resolution 5m or 1h, and only the statistics asked for (default avg and max). GPU metrics: ${GPU_METRICS.join(', ')}; host metrics: ${HOST_METRICS.join(', ')}. An answer too large for one reply keeps the newest points and says in \`truncated\` what was left out.`,
     input: Type.Object(
       {
         server_id: Uuid('The server'),
-        metric: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { minItems: 1, maxItems: 8, description: 'Metric names' }),
-        from: Type.Optional(Type.String({ maxLength: 40, description: 'Start (RFC 3339)' })),
-        to: Type.Optional(Type.String({ maxLength: 40, description: 'End (RFC 3339)' })),
-        resolution: Type.Optional(Type.String({ maxLength: 8, description: 'raw, 1m, 5m, 1h or 1d' })),
-        gpu_index: Type.Optional(Type.Integer({ minimum: 0, maximum: 63, description: 'Only this GPU' })),
+        metrics: Type.Optional(
+          Type.Array(Type.Union([...GPU_METRICS, ...HOST_METRICS].map((m) => Type.Literal(m))), {
+            minItems: 1,
+            maxItems: 6,
+            uniqueItems: true,
+            description: `Metric names (default ${METRIC_DEFAULT.join(', ')})`,
+          }),
+        ),
+        gpu_index: Type.Optional(Type.Integer({ minimum: 0, maximum: 127, description: 'Only this GPU (host metrics are unaffected); default every GPU' })),
+        hours: Type.Optional(
+          Type.Integer({
+            minimum: 1,
+            maximum: 720,
+            description: `The range: this many hours up to \`to\` (default ${HOURS_DEFAULT}); ignored when \`from\` is given`,
+          }),
+        ),
+        from: Type.Optional(Type.String({ maxLength: 40, description: 'Start (RFC 3339, inclusive)' })),
+        to: Type.Optional(Type.String({ maxLength: 40, description: 'End (RFC 3339, exclusive); default now' })),
+        resolution: Type.Optional(
+          Type.Union([Type.Literal('5m'), Type.Literal('1h')], { description: 'Bucket size: 5m, or 1h (the default for ranges over 48 hours)' }),
+        ),
+        stats: Type.Optional(
+          Type.Array(Type.Union(STATS.map((m) => Type.Literal(m))), {
+            minItems: 1,
+            maxItems: STATS.length,
+            uniqueItems: true,
+            description: 'Statistics per point (default avg, max)',
+          }),
+        ),
       },
       { additionalProperties: false },
     ),
-    request: (a) => ({
-      method: 'GET',
-      path: `/servers/${seg(a.server_id)}/metrics`,
-      query: { metric: a.metric, from: a.from, to: a.to, resolution: a.resolution, gpu_index: a.gpu_index },
-    }),
+    request: (a, ctx) => {
+      // The range is the operation's own from/to; `hours` back from `to` (a malformed `to` is left for the operation to refuse).
+      const toUs = a.to === undefined ? ctx.nowUs : parseTimestamp(a.to)
+      const to = a.to ?? formatTimestamp(ctx.nowUs)
+      const from = a.from ?? (toUs === null ? undefined : formatTimestamp(toUs - (a.hours ?? HOURS_DEFAULT) * 3_600_000_000))
+      return {
+        method: 'GET',
+        path: `/servers/${seg(a.server_id)}/metrics`,
+        query: { metric: a.metrics ?? METRIC_DEFAULT, from, to, resolution: a.resolution, gpu_index: a.gpu_index },
+      }
+    },
+    fit: fitMetrics,
   }),
   tool({
     name: 'commands.send',
