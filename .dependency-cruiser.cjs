@@ -15,7 +15,7 @@ module.exports = {
     },
     {
       name: 'routes-call-verbs-not-repositories',
-      comment: 'A route file reaches the database only through a service verb: never a repository, not even its own module\'s.',
+      comment: "A route file reaches the database only through a service verb: never a repository, not even its own module's.",
       severity: 'error',
       from: { path: '^src/modules/[^/]+/.+[.](routes|ws)[.]ts$' },
       to: { path: '[.]repository[.]ts$' },
@@ -26,6 +26,21 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/modules/', pathNot: '[.]repository[.]ts$' },
       to: { path: ['^db/schema/', '(^|/)node_modules/drizzle-orm/'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'repositories-own-their-tables',
+      comment:
+        "Every table has one owning module: db/schema/<module>.ts. Only that module's repositories query it (not through the db/schema barrel); another module's tables are reached through that module's index.ts.",
+      severity: 'error',
+      from: { path: '^src/modules/([^/]+)/' },
+      to: { path: '^db/schema/', pathNot: '^db/schema/$1[.]ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'the-platform-owns-only-its-tables',
+      comment: 'src/platform runs Drizzle on its own tables only (db/schema/platform.ts: idempotency keys, rate limits, job runs and leases).',
+      severity: 'error',
+      from: { path: '^src/platform/' },
+      to: { path: '^db/schema/', pathNot: '^db/schema/platform[.]ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'modules-meet-at-their-front-door',
