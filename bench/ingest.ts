@@ -118,7 +118,7 @@ process.exit(0)
 /** A pro-plan tenant (room for every server) and its owner's session cookie, over real HTTP. */
 async function owner(): Promise<string> {
   const deps = benchDeps(env)
-  const { tenantId, ticket } = proAccount(deps, `bench-${Date.now()}@example.test`)
+  const { ticket } = proAccount(deps, `bench-${Date.now()}@example.test`)
   deps.sqlite.close()
   const res = await post('/api/v1/auth/password-reset/complete', { ticket, password: PASSWORD })
   const cookie = /^([^=]+=[^;]+)/.exec(res.headers.get('set-cookie') ?? '')?.[1]

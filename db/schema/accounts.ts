@@ -1,61 +1,6 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 // Tenants, their members and how members sign in. Times are integer microseconds.
-
-export const tenants = sqliteTable('tenants', {
-  id: text('id').primaryKey(),
-  name: text('name').notNull(),
-  /** Catalogue code of the tenant's plan; null means no plan assignment (409 plan_required). */
-  planCode: text('plan_code'),
-  /** Account state for billing: active, grace or frozen. */
-  accountState: text('account_state', { enum: ['active', 'grace', 'frozen'] })
-    .notNull()
-    .default('active'),
-  /** When the balance went below zero (grace started); null while active. */
-  graceSince: integer('grace_since'),
-  frozenAt: integer('frozen_at'),
-  /** Moves on with every change of plan or pending plan change: ETag / If-Match of GET /subscription. */
-  subscriptionVersion: integer('subscription_version').notNull().default(1),
-  createdAt: integer('created_at').notNull(),
-})
-
-export const users = sqliteTable(
-  'users',
-  {
-    id: text('id').primaryKey(),
-    tenantId: text('tenant_id')
-      .notNull()
-      .references(() => tenants.id),
-    /** Lower-cased; one account per address across the deployment. */
-    email: text('email').notNull(),
-    passwordHash: text('password_hash'),
-    role: text('role', { enum: ['owner', 'admin', 'operator', 'viewer'] }).notNull(),
-    displayName: text('display_name'),
-    timezone: text('timezone').notNull().default('UTC'),
-    locale: text('locale').notNull().default('en'),
-    createdAt: integer('created_at').notNull(),
-    updatedAt: integer('updated_at').notNull(),
-  },
-  (t) => [uniqueIndex('users_email').on(t.email), index('users_tenant').on(t.tenantId)],
-)
-
-export const sessions = sqliteTable(
-  'sessions',
-  {
-    id: text('id').primaryKey(),
-    userId: text('user_id')
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
-    tokenHash: text('token_hash').notNull(),
-    createdAt: integer('created_at').notNull(),
-    lastSeenAt: integer('last_seen_at').notNull(),
-    idleExpiresAt: integer('idle_expires_at').notNull(),
-    absoluteExpiresAt: integer('absolute_expires_at').notNull(),
-    ip: text('ip'),
-    userAgent: text('user_agent'),
-  },
-  (t) => [uniqueIndex('sessions_token_hash').on(t.tokenHash), index('sessions_user').on(t.userId)],
-)
 
 /**
  * Emailed 6-digit codes, one live row per (purpose, email). `inert` rows stand for an email that

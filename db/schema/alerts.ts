@@ -1,6 +1,6 @@
-import { sql } from 'drizzle-orm'
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { tenants } from './accounts'
+import { sql } from 'drizzle-orm'
+import { tenants } from './tenants'
 
 /**
  * An alert incident (docs/alerts.md): one cause (`cause_key`, e.g. `offline:<server>`) of a tenant,

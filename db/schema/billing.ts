@@ -1,6 +1,6 @@
-import { sql } from 'drizzle-orm'
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { tenants } from './accounts'
+import { sql } from 'drizzle-orm'
+import { tenants } from './tenants'
 
 /**
  * The ledger: append-only (triggers refuse UPDATE and DELETE), integer micro-USD, one running

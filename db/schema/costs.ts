@@ -1,5 +1,5 @@
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
-import { tenants } from './accounts'
+import { tenants } from './tenants'
 
 /** Per marketplace: the marketplace-wide commission, per-currency commissions and the renter markup, as entered (percent text; null: not entered). */
 export type MarketplaceCosts = { commission: string | null; commissions: Record<string, string | null>; markup: string | null }

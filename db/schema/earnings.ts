@@ -1,5 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
-import { tenants } from './accounts'
+import { tenants } from './tenants'
 
 /**
  * One machine, one marketplace, one UTC day of earnings (the spec's "Earnings row";

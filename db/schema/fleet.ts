@@ -1,25 +1,10 @@
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { tenants } from './accounts'
+import { serverGroups } from './groups'
+import { tenants } from './tenants'
 
 // The fleet: servers with an agent, their groups, durable events and latest telemetry.
-
 /** A GPU as the agent reported it (JSON in servers.gpus). */
 export type ServerGpu = { index: number; model: string; memory_mb?: number | null; uuid?: string | null }
-
-export const serverGroups = sqliteTable(
-  'server_groups',
-  {
-    id: text('id').primaryKey(),
-    tenantId: text('tenant_id')
-      .notNull()
-      .references(() => tenants.id),
-    name: text('name').notNull(),
-    position: integer('position').notNull(),
-    version: integer('version').notNull(),
-    createdAt: integer('created_at').notNull(),
-  },
-  (t) => [uniqueIndex('server_groups_tenant_name').on(t.tenantId, t.name)],
-)
 
 export const servers = sqliteTable(
   'servers',

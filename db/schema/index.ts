@@ -1,9 +1,18 @@
-// One file per feature; drizzle-kit reads them all through this index.
+// One file per owning module (docs/development.md "Modules and their front doors": the module of
+// the same name is the only one whose repositories import it; src/platform owns platform.ts).
+// drizzle-kit, the PostgreSQL schema and the migration copy read them all through this index.
 export * from './platform'
+export * from './testing'
+export * from './tenants'
+export * from './users'
+export * from './sessions'
 export * from './accounts'
+export * from './audit'
 export * from './mail'
+export * from './plans'
+export * from './groups'
 export * from './fleet'
-export * from './access'
+export * from './tokens'
 export * from './telemetry'
 export * from './commands'
 export * from './billing'

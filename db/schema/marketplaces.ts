@@ -1,7 +1,7 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { tenants } from './accounts'
 import type { MarketplaceBProjection, RemoteProjection } from '../../src/modules/marketplaces/marketplaces.adapter'
 import { servers } from './fleet'
+import { tenants } from './tenants'
 
 /**
  * A tenant's account at a marketplace (docs/marketplaces.md "Connecting an account"). The API key

@@ -1,5 +1,6 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { tenants, users } from './accounts'
+import { tenants } from './tenants'
+import { users } from './users'
 
 /**
  * AI-assistant access (the spec's "Access token for AI assistants"; docs/ai-access.md): one row per

@@ -1,5 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
-import { tenants } from './accounts'
+import { tenants } from './tenants'
 
 /**
  * A tenant's notification settings (the spec's "Notification settings"; docs/notifications.md):

@@ -1,5 +1,5 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { tenants } from './accounts'
+import { tenants } from './tenants'
 
 /**
  * Top-ups: an invoice at a payment provider and what became of it. The balance moves only through

@@ -1,5 +1,6 @@
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
-import { tenants, users } from './accounts'
+import { tenants } from './tenants'
+import { users } from './users'
 
 /** What a pricing policy applies to: named servers, one group, or every server of one GPU model. */
 export type PolicyTarget = { kind: 'servers'; serverIds: string[] } | { kind: 'group'; groupId: string } | { kind: 'gpu_model'; gpuModel: string }

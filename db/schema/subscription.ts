@@ -1,5 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
-import { tenants } from './accounts'
+import { tenants } from './tenants'
 
 /** Ordered plan changes. The policies of the target plan are copied in when the order is placed. */
 export const subscriptionChanges = sqliteTable(
@@ -41,40 +41,6 @@ export const planPeriods = sqliteTable(
     createdAt: integer('created_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.effectiveDay] })],
-)
-
-/**
- * Which plan prices a tenant's hours from which instant on (the charge job reads it): one row per
- * change, never edited, so an hour is priced by the plan in force during it whenever it is booked.
- * `plan_code` null: no plan from then on (nothing billed). `effective_from` is an hour or day start.
- */
-export const planAssignments = sqliteTable(
-  'plan_assignments',
-  {
-    tenantId: text('tenant_id')
-      .notNull()
-      .references(() => tenants.id),
-    effectiveFrom: integer('effective_from').notNull(),
-    planCode: text('plan_code'),
-    createdAt: integer('created_at').notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.tenantId, t.effectiveFrom] })],
-)
-
-/**
- * Catalogue price versions: the monthly price per server of a plan from an instant on. A catalogue
- * edit adds one (and the price before it from the beginning of time), so past hours keep their price.
- * `price_micros_per_server_month` null: contract-priced.
- */
-export const planPrices = sqliteTable(
-  'plan_prices',
-  {
-    planCode: text('plan_code').notNull(),
-    effectiveFrom: integer('effective_from').notNull(),
-    priceMicrosPerServerMonth: integer('price_micros_per_server_month'),
-    createdAt: integer('created_at').notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.planCode, t.effectiveFrom] })],
 )
 
 /** Things to tell a tenant, recorded in the transaction that causes them; the notifications feature delivers them. */

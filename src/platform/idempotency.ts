@@ -1,5 +1,5 @@
 import { and, eq, lt, lte, or, sql } from 'drizzle-orm'
-import { idempotencyKeys } from '../../db/schema'
+import { idempotencyKeys } from '../../db/schema/platform'
 import { changesOf, onRollback, preparedQuery, transactionWatchers, withTransaction, type TransactionWatcher, type Tx } from '../../db/client'
 import { perDeps, type Deps } from './context'
 import { ProblemError, problems } from './problem'

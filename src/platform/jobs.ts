@@ -1,6 +1,6 @@
 import { Cron } from 'croner'
 import { and, eq, lt, or } from 'drizzle-orm'
-import { jobLeases, jobRuns } from '../../db/schema'
+import { jobLeases, jobRuns } from '../../db/schema/platform'
 import { changesOf, retryWhileBusy, withTransaction } from '../../db/client'
 import type { Deps } from './context'
 import { formatTimestamp } from './time'

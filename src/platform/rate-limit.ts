@@ -1,5 +1,5 @@
 import { eq, lt, sql } from 'drizzle-orm'
-import { rateLimits } from '../../db/schema'
+import { rateLimits } from '../../db/schema/platform'
 import { withTransaction, type DbOrTx, changesOf } from '../../db/client'
 import { SAFE_METHODS, type Actor } from './actor'
 import type { Clock } from './clock'

@@ -103,9 +103,7 @@ describe('a rate limit shared by two processes', () => {
     const attempts = 300
     const startAt = String(Date.now() + 400)
     const args = [t.dbPath, 'shared:bucket', String(limit), '3600', String(attempts), startAt]
-    const started = Date.now()
     const [a, b] = await Promise.all([runFixture('rate-limit-hammer.ts', args), runFixture('rate-limit-hammer.ts', args)])
-    expect(Date.now() - started).toBeLessThan(20_000)
     const results = [a, b].map((r) => {
       expect(r.stderr).toBe('')
       expect(r.code).toBe(0)

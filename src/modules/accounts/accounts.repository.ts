@@ -1,5 +1,5 @@
 import { and, eq, isNotNull, lt, or } from 'drizzle-orm'
-import { captchaTokens, emailCodes, signinFailures, tickets } from '../../../db/schema'
+import { captchaTokens, emailCodes, signinFailures, tickets } from '../../../db/schema/accounts'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type EmailCodeRow = typeof emailCodes.$inferSelect

@@ -1,5 +1,5 @@
-import { and, desc, eq, gte, inArray, isNull, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm'
-import { alertIncidents } from '../../../db/schema'
+import { and, desc, eq, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm'
+import { alertIncidents } from '../../../db/schema/alerts'
 import type { DbOrTx } from '../../../db/client'
 
 export type IncidentRow = typeof alertIncidents.$inferSelect

@@ -1,5 +1,5 @@
 import { and, desc, eq, gte, lt, type SQL } from 'drizzle-orm'
-import { auditLog } from '../../../db/schema'
+import { auditLog } from '../../../db/schema/audit'
 import type { DbOrTx } from '../../../db/client'
 
 export type AuditRow = typeof auditLog.$inferSelect

@@ -1,5 +1,5 @@
 import { and, desc, eq, gte, lt, or, sql, type SQL } from 'drizzle-orm'
-import { balances, billingState, chargeCalculations, ledgerEntries } from '../../../db/schema'
+import { balances, billingState, chargeCalculations, ledgerEntries } from '../../../db/schema/billing'
 import type { DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { splitCharge } from './split'

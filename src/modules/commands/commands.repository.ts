@@ -1,6 +1,6 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, desc, eq, gt, inArray, lt, notInArray, sql, type SQL } from 'drizzle-orm'
-import { commandLogs, commands, commandTimeline } from '../../../db/schema'
+import { commandLogs, commands, commandTimeline } from '../../../db/schema/commands'
 import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'

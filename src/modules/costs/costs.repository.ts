@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm'
-import { costBases } from '../../../db/schema'
+import { costBases } from '../../../db/schema/costs'
 import type { DbOrTx } from '../../../db/client'
 
 export type CostBasisRow = typeof costBases.$inferSelect

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, gte, lte, min } from 'drizzle-orm'
-import { earningsDays, earningsReports, earningsWatermarks } from '../../../db/schema'
+import { earningsDays, earningsReports, earningsWatermarks } from '../../../db/schema/earnings'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type EarningsDayRow = typeof earningsDays.$inferSelect

@@ -1,6 +1,6 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
-import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema'
+import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema/fleet'
 import { isPostgres, preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type ServerRow = typeof servers.$inferSelect

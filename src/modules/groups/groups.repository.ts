@@ -1,5 +1,5 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
-import { serverGroups } from '../../../db/schema'
+import { serverGroups } from '../../../db/schema/groups'
 import type { DbOrTx } from '../../../db/client'
 
 export type GroupRow = typeof serverGroups.$inferSelect

@@ -1,6 +1,6 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, eq, gt, sql } from 'drizzle-orm'
-import { liveEventHorizons, liveEvents } from '../../../db/schema'
+import { liveEventHorizons, liveEvents } from '../../../db/schema/live'
 import { commitInOrder, isPostgres, type DbOrTx } from '../../../db/client'
 
 export type LiveEventRow = typeof liveEvents.$inferSelect

@@ -1,5 +1,5 @@
 import { and, asc, eq, lte } from 'drizzle-orm'
-import { mailOutbox } from '../../../db/schema'
+import { mailOutbox } from '../../../db/schema/mail'
 import type { DbOrTx } from '../../../db/client'
 
 export type OutboxRow = typeof mailOutbox.$inferSelect

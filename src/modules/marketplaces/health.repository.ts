@@ -1,5 +1,5 @@
 import { asc, eq } from 'drizzle-orm'
-import { marketplaceAccounts, marketplaceLinks } from '../../../db/schema'
+import { marketplaceAccounts, marketplaceLinks } from '../../../db/schema/marketplaces'
 import type { DbOrTx } from '../../../db/client'
 
 /**

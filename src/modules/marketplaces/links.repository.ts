@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
-import { marketplaceLinks } from '../../../db/schema'
+import { marketplaceLinks } from '../../../db/schema/marketplaces'
 import { changesOf, type DbOrTx } from '../../../db/client'
 import type { MarketplaceId } from './marketplaces.adapter'
 

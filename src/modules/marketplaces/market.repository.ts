@@ -1,5 +1,5 @@
 import { and, desc, eq, lt, lte, max, sql } from 'drizzle-orm'
-import { marketSnapshots } from '../../../db/schema'
+import { marketSnapshots } from '../../../db/schema/marketplaces'
 import { changesOf, type DbOrTx } from '../../../db/client'
 import type { MarketplaceId } from './marketplaces.adapter'
 

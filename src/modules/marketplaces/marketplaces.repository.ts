@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, lt } from 'drizzle-orm'
-import { marketplaceAccounts, marketplaceOperations } from '../../../db/schema'
+import { marketplaceAccounts, marketplaceOperations } from '../../../db/schema/marketplaces'
 import { changesOf, type DbOrTx } from '../../../db/client'
 import type { MarketplaceId } from './marketplaces.adapter'
 

@@ -1,5 +1,5 @@
 import { and, eq, isNull } from 'drizzle-orm'
-import { mcpAccess, mcpClients, mcpCodes, mcpConnections, mcpTokens } from '../../../db/schema'
+import { mcpAccess, mcpClients, mcpCodes, mcpConnections, mcpTokens } from '../../../db/schema/mcp'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type AccessRow = typeof mcpAccess.$inferSelect

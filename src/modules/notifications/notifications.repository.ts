@@ -1,5 +1,5 @@
 import { and, eq } from 'drizzle-orm'
-import { chatLinkCodes, notificationChannels, notificationSettings, telegramState } from '../../../db/schema'
+import { chatLinkCodes, notificationChannels, notificationSettings, telegramState } from '../../../db/schema/notifications'
 import type { DbOrTx } from '../../../db/client'
 
 export type SettingsRow = typeof notificationSettings.$inferSelect

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gte, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm'
-import { notificationAttempts, notificationDeliveries, notifications } from '../../../db/schema'
+import { notificationAttempts, notificationDeliveries, notifications } from '../../../db/schema/notifications'
 import type { DbOrTx } from '../../../db/client'
 
 export type NotificationRow = typeof notifications.$inferSelect

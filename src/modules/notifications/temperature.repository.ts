@@ -1,5 +1,5 @@
 import { and, eq } from 'drizzle-orm'
-import { temperatureWatch } from '../../../db/schema'
+import { temperatureWatch } from '../../../db/schema/notifications'
 import type { DbOrTx } from '../../../db/client'
 
 export type WatchRow = typeof temperatureWatch.$inferSelect

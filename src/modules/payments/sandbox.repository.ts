@@ -1,5 +1,5 @@
 import { and, eq } from 'drizzle-orm'
-import { sandboxInvoices, sandboxPayments } from '../../../db/schema'
+import { sandboxInvoices, sandboxPayments } from '../../../db/schema/payments'
 import type { DbOrTx } from '../../../db/client'
 
 export type SandboxInvoiceRow = typeof sandboxInvoices.$inferSelect

@@ -1,5 +1,5 @@
 import { and, desc, eq, inArray, lt } from 'drizzle-orm'
-import { paymentNotifications, topups } from '../../../db/schema'
+import { paymentNotifications, topups } from '../../../db/schema/payments'
 import { changesOf, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 

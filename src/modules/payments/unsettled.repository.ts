@@ -1,5 +1,5 @@
 import { and, asc, eq, isNull } from 'drizzle-orm'
-import { unsettledPayments } from '../../../db/schema'
+import { unsettledPayments } from '../../../db/schema/payments'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type UnsettledRow = typeof unsettledPayments.$inferSelect

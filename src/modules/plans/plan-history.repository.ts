@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, lte } from 'drizzle-orm'
-import { planAssignments, planPrices, plans } from '../../../db/schema'
+import { planAssignments, planPrices, plans } from '../../../db/schema/plans'
 import type { DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { US_PER_HOUR } from '../../platform/time'

@@ -1,5 +1,5 @@
 import { asc, eq } from 'drizzle-orm'
-import { plans } from '../../../db/schema'
+import { plans } from '../../../db/schema/plans'
 import type { DbOrTx } from '../../../db/client'
 
 export type PlanRow = typeof plans.$inferSelect

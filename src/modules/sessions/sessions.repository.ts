@@ -1,5 +1,5 @@
 import { and, eq, ne, sql } from 'drizzle-orm'
-import { sessions } from '../../../db/schema'
+import { sessions } from '../../../db/schema/sessions'
 import { changesOf, preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type SessionRow = typeof sessions.$inferSelect

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, lt, notInArray, sql } from 'drizzle-orm'
-import { strategyPolicies, strategySuggestions } from '../../../db/schema'
+import { strategyPolicies, strategySuggestions } from '../../../db/schema/strategy'
 import { changesOf, type DbOrTx } from '../../../db/client'
 
 export type PolicyRow = typeof strategyPolicies.$inferSelect

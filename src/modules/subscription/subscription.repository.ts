@@ -1,5 +1,5 @@
 import { and, desc, eq, inArray, lte } from 'drizzle-orm'
-import { notificationEvents, subscriptionChanges } from '../../../db/schema'
+import { notificationEvents, subscriptionChanges } from '../../../db/schema/subscription'
 import type { DbOrTx } from '../../../db/client'
 
 export type ChangeRow = typeof subscriptionChanges.$inferSelect

@@ -1,6 +1,6 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, eq, gte, inArray, isNotNull, lt, sql } from 'drizzle-orm'
-import { metricRollups, metricSamples, metricSeries, rollupWatermarks } from '../../../db/schema'
+import { metricRollups, metricSamples, metricSeries, rollupWatermarks } from '../../../db/schema/telemetry'
 import { isPostgres, type DbOrTx } from '../../../db/client'
 
 /** The queries of telemetry's tables: series, raw samples, rollups and the rollup watermarks. */

@@ -1,5 +1,5 @@
 import { and, asc, eq, lt, sql } from 'drizzle-orm'
-import { tenants } from '../../../db/schema'
+import { tenants } from '../../../db/schema/tenants'
 import { preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type TenantRow = typeof tenants.$inferSelect

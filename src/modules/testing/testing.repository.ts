@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm'
-import { serviceSettings, testProbes } from '../../../db/schema'
+import { serviceSettings, testProbes } from '../../../db/schema/testing'
 import type { DbOrTx } from '../../../db/client'
 
 export type ProbeRow = typeof testProbes.$inferSelect

@@ -1,5 +1,5 @@
 import { and, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm'
-import { accessTokens, initTokens } from '../../../db/schema'
+import { accessTokens, initTokens } from '../../../db/schema/tokens'
 import { changesOf, preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type AccessTokenRow = typeof accessTokens.$inferSelect

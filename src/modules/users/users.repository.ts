@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, sql } from 'drizzle-orm'
-import { users } from '../../../db/schema'
+import { users } from '../../../db/schema/users'
 import { preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type UserRow = typeof users.$inferSelect
