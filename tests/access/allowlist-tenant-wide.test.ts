@@ -45,7 +45,7 @@ async function tenantWide(res: Response, path = '') {
   expect(p.errors).toEqual([{ path, code: 'tenant_wide' }])
   return p
 }
-type Link = { server_id: string; marketplace: string }
+type Link = { server_id: string; marketplace: string; state: string }
 const links = async (caller: Caller = owner) => (await ok<{ links: Link[] }>(send('GET', '/marketplaces/links', undefined, caller))).links
 type Policy = { id: string; enabled: boolean; target: Record<string, unknown>; version: number }
 const policies = async (caller: Caller = owner) => (await ok<{ items: Policy[] }>(send('GET', '/strategy/policies', undefined, caller))).items
@@ -117,6 +117,21 @@ describe('the marketplace account is the tenant’s, not a server’s', () => {
   test('nor read the accounts or the fleet-wide operations log, which show other servers', async () => {
     await tenantWide(await send('GET', '/marketplaces/accounts', undefined, token))
     await tenantWide(await send('GET', '/marketplaces/operations', undefined, token))
+  })
+
+  test('nor take a machine another server holds, which would put that server’s link in conflict; candidates do not show such a machine', async () => {
+    const found = await ok<{ candidates: { external_machine_id: string }[] }>(
+      send('GET', `/marketplaces/links/candidates?server_id=${s1}&marketplace=marketplace_a`, undefined, token),
+    )
+    expect(found.candidates.map((c) => c.external_machine_id)).toEqual(['701'])
+    expect(JSON.stringify(found)).not.toContain(s2)
+    const refused = await expectProblem(
+      await send('POST', '/marketplaces/links', { server_id: s1, marketplace: 'marketplace_a', external_machine_id: '702' }, token),
+      403,
+      'forbidden',
+    )
+    expect(refused.errors).toEqual([{ path: '/external_machine_id', code: 'outside_allowlist' }])
+    expect((await links()).map((l) => [l.server_id, l.state])).toEqual([[s2, 'linked']])
   })
 
   test('its own server it still links and lists', async () => {
