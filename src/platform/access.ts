@@ -17,8 +17,9 @@ export { ensureBodyServers, ensureReaches, narrowQueryServers } from './allowlis
  * body is validated, so an anonymous caller gets 401 and an unpermitted one 403 whatever they sent.
  *
  * Outcomes, in this order: 401 unauthorized → 403 forbidden (role, scope, cookie-only, a
- * tenant-wide operation for a token with a server allowlist) → 409 plan_required → 403 feature_not_entitled → 403 account_frozen / account_in_grace →
- * 404 not_found (a server outside the token's allowlist, like any foreign id).
+ * tenant-wide operation for a token with a server allowlist) → 409 plan_required → 403
+ * feature_not_entitled → 403 account_frozen / account_in_grace → 404 not_found (a server outside
+ * the token's allowlist, like any foreign id).
  */
 
 export type AccessSpec =
@@ -257,6 +258,7 @@ function authorize(
       throw new ProblemError('forbidden', { detail: 'tokens cannot perform this operation' })
     }
     if (actor.serverAllowlist && spec.reach === 'tenant') throw tenantWideRefusal(`${ctx.method} ${ctx.route}`)
+    // buildAccessIndex makes every billing and audit route tenant-wide; checked again for declarations made by hand (permits).
     if (actor.serverAllowlist && spec.scope && TENANT_WIDE_AREAS.has(spec.scope.split(':')[0]!)) throw tenantWideRefusal(spec.scope)
   }
   if (spec.requiresPlan && actor.tenant.planCode === null) throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
