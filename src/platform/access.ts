@@ -3,11 +3,11 @@ import { requestState } from './http'
 import { ProblemError } from './problem'
 import { enforceRequestRateLimits } from './rate-limit'
 import { ROLE_SCOPES, SAFE_METHODS, roleAtLeast, setActor, type Actor, type Entitlement, type Role, type Scope } from './actor'
-import { ensureServerAllowed, SERVER_ID_NAMES, TENANT_WIDE_AREAS } from './allowlist'
+import { ensureServerAllowed, REACHES, SERVER_ID_NAMES, TENANT_WIDE_AREAS, tenantWideRefusal, type Reach } from './allowlist'
 
 // The access check's companions, imported by routes and services from here.
 export * from './actor'
-export { ensureBodyServers, narrowQueryServers } from './allowlist'
+export { ensureBodyServers, ensureReaches, narrowQueryServers } from './allowlist'
 
 /**
  * One permission model. Every route declares an AccessSpec next to itself (it also lands in the
@@ -16,9 +16,10 @@ export { ensureBodyServers, narrowQueryServers } from './allowlist'
  * allowlist, the plan's entitlements and the account state. It runs once per request before the
  * body is validated, so an anonymous caller gets 401 and an unpermitted one 403 whatever they sent.
  *
- * Outcomes, in this order: 401 unauthorized → 403 forbidden (role, scope, cookie-only) →
- * 409 plan_required → 403 feature_not_entitled → 403 account_frozen / account_in_grace →
- * 404 not_found (a server outside the token's allowlist, like any foreign id).
+ * Outcomes, in this order: 401 unauthorized → 403 forbidden (role, scope, cookie-only, a
+ * tenant-wide operation for a token with a server allowlist) → 409 plan_required → 403
+ * feature_not_entitled → 403 account_frozen / account_in_grace → 404 not_found (a server outside
+ * the token's allowlist, like any foreign id).
  */
 
 export type AccessSpec =
@@ -44,6 +45,13 @@ export type AccessSpec =
   | {
       /** Lowest member role allowed. */
       role: Role
+      /**
+       * What the operation reaches: `server` (its servers are named in the request or its answer is
+       * cut to the caller's), `tenant` (the tenant as a whole: refused to a token with a server
+       * allowlist, 403 tenant_wide) or `none` (nothing of any server nor of the tenant). Every
+       * declaration states it (allowlist.ts, docs/access.md "What an operation reaches").
+       */
+      reach: Reach
       /**
        * Scope a bearer token needs. Every declaration names one, or `anyScope`, or says `cookieOnly`,
        * or says `anyToken`: a route that does none of these does not start (access fails closed).
@@ -102,6 +110,13 @@ export function onBehalfOf(request: Request, actor: Actor): Request {
   return request
 }
 
+/** How the OpenAPI description states a route's reach (docs/access.md "What an operation reaches"). */
+const REACH_SENTENCE: Record<Reach, string> = {
+  server: 'Per server: a token with a server_allowlist reaches only its servers (others answer 404 or are left out).',
+  tenant: 'Tenant-wide: a token with a server_allowlist is refused (403 forbidden, errors[0].code tenant_wide).',
+  none: 'Reaches no server: a token with a server_allowlist is served as any other.',
+}
+
 /** The OpenAPI `detail` of a route, carrying its access declaration. */
 export function describe<D extends { tags: string[]; summary: string; description?: string }>(spec: AccessSpec, doc: D) {
   let who: string
@@ -124,7 +139,7 @@ export function describe<D extends { tags: string[]; summary: string; descriptio
     if (spec.requiresPlan) parts.push('a plan assignment')
     if (spec.denyFrozen) parts.push('an account that is not frozen')
     if (spec.denyGrace) parts.push('an account that is not in grace')
-    who = `Requires ${parts.join(', ')}.`
+    who = `Requires ${parts.join(', ')}. ${REACH_SENTENCE[spec.reach]}`
     security = spec.cookieOnly
       ? [{ session: [] }]
       : spec.anyScope
@@ -137,8 +152,10 @@ export function describe<D extends { tags: string[]; summary: string; descriptio
 /**
  * Access declarations by "METHOD /route/template", read from the registered routes. Access fails
  * closed: a route without a declaration, a declaration that names neither a scope, `cookieOnly` nor
- * `anyToken`, or a /servers/:id route that does not declare its server parameter stops the app
- * from starting. `undeclaredPublic` names the few routes a plugin registers (the API docs).
+ * `anyToken`, one that does not say what it reaches (`reach`; `tenant` for the billing and audit
+ * areas; `none` on a write only when cookie-only), or a /servers/:id route that does not declare
+ * its server parameter stops the app from starting. `undeclaredPublic` names the few routes a
+ * plugin registers (the API docs).
  */
 export function buildAccessIndex(
   routes: { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[],
@@ -157,6 +174,11 @@ export function buildAccessIndex(
     }
     if (!('public' in spec) && !('agent' in spec) && !('mcp' in spec)) {
       if (!spec.scope && !spec.anyScope?.length && !spec.cookieOnly && !spec.anyToken) problems.push(`${key} names no scope, cookieOnly or anyToken`)
+      if (!REACHES.includes(spec.reach)) problems.push(`${key} must say what it reaches: reach 'server', 'tenant' or 'none'`)
+      else if (spec.scope && TENANT_WIDE_AREAS.has(spec.scope.split(':')[0]!) && spec.reach !== 'tenant')
+        problems.push(`${key} uses ${spec.scope}, an area that spans the tenant: reach must be 'tenant'`)
+      else if (spec.reach === 'none' && !SAFE_METHODS.has(r.method) && !spec.cookieOnly)
+        problems.push(`${key} is a write a token can make: reach must be 'server' or 'tenant', not 'none'`)
       const m = /\/servers\/:([A-Za-z_]+)/.exec(r.path)
       if (m && m[1] !== 'server_id' && spec.serverParam !== m[1]) problems.push(`${key} must declare serverParam: '${m[1]}'`)
     }
@@ -211,6 +233,8 @@ function authorize(
   spec: Exclude<AccessSpec, { public: true } | { agent: true } | { mcp: true }>,
   ctx: {
     method: string
+    /** The route template, for the detail of a refusal. */
+    route: string
     params?: Record<string, string | undefined>
     planFeatures: (code: string) => readonly string[]
   },
@@ -233,10 +257,9 @@ function authorize(
     } else if (!(spec.anyToken && SAFE_METHODS.has(ctx.method))) {
       throw new ProblemError('forbidden', { detail: 'tokens cannot perform this operation' })
     }
-    if (actor.serverAllowlist && spec.scope && TENANT_WIDE_AREAS.has(spec.scope.split(':')[0]!))
-      throw new ProblemError('forbidden', {
-        detail: `a token limited to servers (server_allowlist) cannot use ${spec.scope}: it spans every server of the tenant`,
-      })
+    if (actor.serverAllowlist && spec.reach === 'tenant') throw tenantWideRefusal(`${ctx.method} ${ctx.route}`)
+    // buildAccessIndex makes every billing and audit route tenant-wide; checked again for declarations made by hand (permits).
+    if (actor.serverAllowlist && spec.scope && TENANT_WIDE_AREAS.has(spec.scope.split(':')[0]!)) throw tenantWideRefusal(spec.scope)
   }
   if (spec.requiresPlan && actor.tenant.planCode === null) throw new ProblemError('plan_required', { detail: 'the tenant has no plan assignment' })
   ensureEntitled(actor, spec.entitlement, ctx.planFeatures)
@@ -259,7 +282,11 @@ function authorize(
  */
 export function permits(actor: Actor, scope: Scope, serverId: string | null): boolean {
   try {
-    authorize(actor, { role: 'viewer', scope }, { method: 'GET', params: serverId === null ? {} : { server_id: serverId }, planFeatures: () => [] })
+    authorize(
+      actor,
+      { role: 'viewer', scope, reach: 'server' },
+      { method: 'GET', route: scope, params: serverId === null ? {} : { server_id: serverId }, planFeatures: () => [] },
+    )
     return true
   } catch (e) {
     if (e instanceof ProblemError) return false
@@ -343,7 +370,7 @@ export function ensureAccess(
   }
   const state = requestState(request, deps)
   state.actor = { kind: actor.kind, id: actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null) }
-  const context = { method: request.method, params, planFeatures: authenticators.planFeatures }
+  const context = { method: request.method, route, params, planFeatures: authenticators.planFeatures }
   authorize(actor, spec, context)
   enforceRequestRateLimits(deps, actor, request.method)
   setActor(request, actor)

@@ -15,10 +15,65 @@ import { ProblemError } from './problem'
 export const SERVER_ID_NAMES: ReadonlySet<string> = new Set(['server_id', 'server_ids'])
 
 /**
- * Scope areas whose data spans every server of the tenant (money, the audit trail): a token with a
- * server_allowlist is refused them (403), since no answer could be cut down to its servers.
+ * What an operation reaches, as every role-based access declaration states it (`reach` in
+ * `describe({ role, scope, reach }, doc)`; docs/access.md "What an operation reaches"). It decides
+ * what a token with a server_allowlist may do there:
+ *
+ * - `server`: per server. The operation names its servers (a path parameter, or `server_id` /
+ *   `server_ids` in the query or anywhere in a JSON body: all checked here and in access.ts) or
+ *   answers only the token's servers (the service filters with `mayAccessServer`). Allowed.
+ * - `tenant`: the tenant as a whole (marketplace accounts, settings and channels, money, members,
+ *   groups, tokens, the fleet-wide logs). Refused, read or write: 403 forbidden with
+ *   `errors[0].code` `tenant_wide`. A change there would act on servers outside the allowlist, and
+ *   a read would show them.
+ * - `none`: nothing of any server nor of the tenant as a whole (GET /me, the command catalogue,
+ *   public market movement). Allowed as it is. A write declared `none` must be cookie-only, so no
+ *   token write escapes the choice between `server` and `tenant`.
+ */
+export const REACHES = ['server', 'tenant', 'none'] as const
+export type Reach = (typeof REACHES)[number]
+
+/** The `errors[0].code` of a 403 for a token with a server_allowlist (docs/access.md). */
+const ALLOWLIST_CODES = {
+  /** The operation (or the thing it acts on) spans the whole tenant. */
+  tenantWide: 'tenant_wide',
+  /** The request reaches servers outside the allowlist through something other than their ids (a group, a GPU model). */
+  outsideAllowlist: 'outside_allowlist',
+} as const
+
+/**
+ * Scope areas whose data spans every server of the tenant (money, the audit trail): every operation
+ * of theirs is `reach: 'tenant'` (buildAccessIndex checks it), and for an `anyScope` answer a token
+ * with a server_allowlist cannot use them (its part is left out).
  */
 export const TENANT_WIDE_AREAS: ReadonlySet<string> = new Set(['billing', 'audit'])
+
+/** 403 for a token with a server_allowlist on something of the whole tenant. */
+export function tenantWideRefusal(what: string, path = ''): ProblemError {
+  return new ProblemError('forbidden', {
+    detail: `a token limited to servers (server_allowlist) cannot use ${what}: it spans every server of the tenant`,
+    errors: [{ path, code: ALLOWLIST_CODES.tenantWide }],
+  })
+}
+
+/**
+ * For a service whose request reaches servers through something other than their ids, decided by
+ * data (a pricing policy's group or GPU model target, an incident of the whole account): 403 unless
+ * the actor may reach every one of `serverIds`; null means the tenant as a whole. `path` points at
+ * what reaches too far (a JSON Pointer into the body, or "" for the resource itself). Callers
+ * without an allowlist pass.
+ */
+export function ensureReaches(actor: Actor, serverIds: readonly string[] | null, what: string, path = ''): void {
+  const allow = actor.serverAllowlist
+  if (!allow) return
+  if (serverIds === null) throw tenantWideRefusal(what, path)
+  const outside = serverIds.filter((id) => !allow.includes(id.toLowerCase()))
+  if (outside.length)
+    throw new ProblemError('forbidden', {
+      detail: `a token limited to servers (server_allowlist) cannot use ${what}: it reaches servers outside its allowlist`,
+      errors: [{ path, code: ALLOWLIST_CODES.outsideAllowlist }],
+    })
+}
 
 export function ensureServerAllowed(actor: Actor, id: unknown): void {
   if (typeof id === 'string' && actor.serverAllowlist && !actor.serverAllowlist.includes(id.trim().toLowerCase()))

@@ -14,7 +14,8 @@ export const PROBLEM_CODES = {
   forbidden: {
     status: 403,
     title: 'Forbidden',
-    about: 'The caller is known but its role or token scopes do not cover this operation, or the captcha check failed.',
+    about:
+      'The caller is known but its role or token scopes do not cover this operation, or the captcha check failed. A token limited to servers (server_allowlist) gets it for something of the whole tenant, with errors[0].code `tenant_wide`, or for a request reaching other servers through a group or GPU model, with `outside_allowlist`.',
   },
   csrf_rejected: {
     status: 403,

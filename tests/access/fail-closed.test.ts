@@ -18,7 +18,7 @@ describe('an access declaration is required for a route to start', () => {
 
   test('an empty list of scopes of which one suffices (anyScope) names no scope: it stops the app', () => {
     expect(() => buildAccessIndex([route('GET', '/api/v1/things', { role: 'viewer', anyScope: [] })])).toThrow('names no scope, cookieOnly or anyToken')
-    expect(buildAccessIndex([route('GET', '/api/v1/things', { role: 'viewer', anyScope: ['servers:read'] })]).size).toBe(1)
+    expect(buildAccessIndex([route('GET', '/api/v1/things', { role: 'viewer', anyScope: ['servers:read'], reach: 'server' })]).size).toBe(1)
   })
 
   test('a /servers/:id route that does not declare its server parameter stops the app', () => {
@@ -27,9 +27,28 @@ describe('an access declaration is required for a route to start', () => {
     )
   })
 
+  test('a declaration that does not say what it reaches (server, tenant or none) stops the app, naming the route', () => {
+    expect(() => buildAccessIndex([route('GET', '/api/v1/things', { role: 'viewer', scope: 'servers:read' })])).toThrow(
+      "GET /api/v1/things must say what it reaches: reach 'server', 'tenant' or 'none'",
+    )
+    expect(() => buildAccessIndex([route('GET', '/api/v1/things', { role: 'viewer', scope: 'servers:read', reach: 'fleet' })])).toThrow(
+      'must say what it reaches',
+    )
+  })
+
+  test('the billing and audit areas are tenant-wide, and a write a token can make cannot reach nothing', () => {
+    expect(() => buildAccessIndex([route('GET', '/api/v1/money', { role: 'viewer', scope: 'billing:read', reach: 'server' })])).toThrow(
+      "GET /api/v1/money uses billing:read, an area that spans the tenant: reach must be 'tenant'",
+    )
+    expect(() => buildAccessIndex([route('POST', '/api/v1/things', { role: 'admin', scope: 'servers:write', reach: 'none' })])).toThrow(
+      "POST /api/v1/things is a write a token can make: reach must be 'server' or 'tenant', not 'none'",
+    )
+    expect(buildAccessIndex([route('POST', '/api/v1/things', { role: 'viewer', cookieOnly: true, reach: 'none' })]).size).toBe(1)
+  })
+
   test('only the routes named as plugin pages are public without a declaration', () => {
     const index = buildAccessIndex(
-      [route('GET', '/api/v1/openapi.json'), route('GET', '/api/v1/me', { role: 'viewer', anyToken: true })],
+      [route('GET', '/api/v1/openapi.json'), route('GET', '/api/v1/me', { role: 'viewer', anyToken: true, reach: 'none' })],
       ['GET /api/v1/openapi.json'],
     )
     expect(index.get('GET /api/v1/openapi.json')).toEqual({ public: true })

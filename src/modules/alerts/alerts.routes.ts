@@ -7,8 +7,8 @@ import { AlertsQuery, Incident, IncidentPage, ResolveBody } from './alerts.model
 import { acknowledgeAlert, getAlert, listAlerts, resolveAlert } from './alerts.service'
 
 const tags = ['alerts']
-const read = { role: 'viewer', scope: 'notifications:read' } as const
-const write = { role: 'operator', scope: 'notifications:write' } as const
+const read = { role: 'viewer', scope: 'notifications:read', reach: 'server' } as const
+const write = { role: 'operator', scope: 'notifications:write', reach: 'server' } as const
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function alertsRoutes(deps: Deps) {

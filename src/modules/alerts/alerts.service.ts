@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox'
 import { withTransaction, type DbOrTx } from '../../../db/client'
-import { mayAccessServer, type Actor } from '../../platform/access'
+import { ensureReaches, mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { paginate } from '../../platform/cursor'
 import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../../platform/time'
@@ -99,6 +99,7 @@ const memberOf = (actor: Actor) => actor.userId ?? actor.tokenId ?? null
 export function acknowledgeAlert({ deps, actor, audit, id }: Change) {
   return withTransaction(deps.db, (tx) => {
     let row = loadIncident(tx, actor, id)
+    ensureReaches(actor, row.serverId === null ? null : [row.serverId], 'an incident of the whole account')
     if (row.state === 'resolved') throw AlertErrors.alreadyResolved()
     if (row.state === 'open') {
       const patch = { state: 'acknowledged' as const, acknowledgedAt: deps.clock.nowUs(), acknowledgedBy: memberOf(actor) }
@@ -115,6 +116,7 @@ export function acknowledgeAlert({ deps, actor, audit, id }: Change) {
 export function resolveAlert({ deps, actor, audit, id, input }: Change & { input: Static<typeof ResolveBody> | null | undefined }) {
   return withTransaction(deps.db, (tx) => {
     let row = loadIncident(tx, actor, id)
+    ensureReaches(actor, row.serverId === null ? null : [row.serverId], 'an incident of the whole account')
     if (row.state !== 'resolved') row = clear(tx, deps, row, input?.note?.trim() || 'resolved by a member', memberOf(actor))
     recordAudit(tx, deps, audit, { operation: 'alerts.resolve', targetKind: 'alert_incident', targetId: row.id })
     return viewsOf(tx, actor.tenantId, [row])[0]!

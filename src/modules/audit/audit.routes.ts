@@ -13,7 +13,7 @@ export function auditRoutes(deps: Deps) {
       query: AuditQuery,
       response: responses({ 200: AuditPage }, [401, 403, 422]),
       detail: describe(
-        { role: 'admin', scope: 'audit:read' },
+        { role: 'admin', scope: 'audit:read', reach: 'tenant' },
         {
           tags: ['audit'],
           summary: 'Who used the account',

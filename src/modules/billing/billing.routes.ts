@@ -8,7 +8,7 @@ import { Billing, ChargeDay, ChargeDaysQuery, LedgerEntry, LedgerQuery } from '.
 import { chargeDays, chargesCsv, getBilling, ledgerPage } from './billing.service'
 
 const tags = ['billing']
-const read = { role: 'viewer', scope: 'billing:read' } as const
+const read = { role: 'viewer', scope: 'billing:read', reach: 'tenant' } as const
 
 export function billingRoutes(deps: Deps) {
   return new Elysia({ name: 'billing', prefix: '/api/v1' })

@@ -11,8 +11,8 @@ import { Catalogue, Command, CommandCreate, CommandListQuery, CommandLog, Comman
 import { cancelCommand, commandLog, commandTimelinePage, createCommand, getCommand, listCommands } from './commands.service'
 
 const tags = ['commands']
-const read = { role: 'viewer', scope: 'commands:read' } as const
-const write = { role: 'operator', scope: 'commands:write' } as const
+const read = { role: 'viewer', scope: 'commands:read', reach: 'server' } as const
+const write = { role: 'operator', scope: 'commands:write', reach: 'server' } as const
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function commandsRoutes(deps: Deps) {
@@ -24,7 +24,7 @@ export function commandsRoutes(deps: Deps) {
       }),
       {
         response: responses({ 200: Catalogue }, [401, 403]),
-        detail: describe(read, { tags, summary: 'Command types with their params schema' }),
+        detail: describe({ ...read, reach: 'none' }, { tags, summary: 'Command types with their params schema' }),
       },
     )
     .post(

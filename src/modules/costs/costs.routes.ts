@@ -25,7 +25,7 @@ export function costsRoutes(deps: Deps) {
       {
         response: responses({ 200: CostBasis }, [401, 403]),
         detail: describe(
-          { role: 'viewer', scope: 'billing:read' },
+          { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
           {
             tags,
             summary: "The owner's cost basis: electricity, operational cost, commissions, rental revenue",
@@ -47,7 +47,7 @@ export function costsRoutes(deps: Deps) {
         body: CostBasisPatch,
         response: responses({ 200: CostBasis }, [401, 403, 409, 412, 413, 415, 422]),
         detail: describe(
-          { role: 'admin', scope: 'billing:write' },
+          { role: 'admin', scope: 'billing:write', reach: 'tenant' },
           {
             tags,
             summary: 'Change the cost basis (partial: only the fields sent change)',

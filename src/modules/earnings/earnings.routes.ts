@@ -14,7 +14,7 @@ export function earningsRoutes(deps: Deps) {
       query: EarningsQuery,
       response: responses({ 200: Earnings }, [401, 403, 422]),
       detail: describe(
-        { role: 'viewer', scope: 'marketplaces:read' },
+        { role: 'viewer', scope: 'marketplaces:read', reach: 'server' },
         {
           tags: ['marketplaces'],
           summary: 'Earnings per machine, marketplace and UTC day',

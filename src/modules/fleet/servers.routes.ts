@@ -33,8 +33,8 @@ import {
 } from './servers.service'
 
 const tags = ['servers']
-const read: AccessSpec = { role: 'viewer', scope: 'servers:read', serverParam: 'id' }
-const write: AccessSpec = { role: 'operator', scope: 'servers:write', serverParam: 'id' }
+const read: AccessSpec = { role: 'viewer', scope: 'servers:read', reach: 'server', serverParam: 'id' }
+const write: AccessSpec = { role: 'operator', scope: 'servers:write', reach: 'server', serverParam: 'id' }
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: t.Union([t.Literal('marketplace_a'), t.Literal('marketplace_b')]) })
 
@@ -62,7 +62,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
         query: ServerListQuery,
         response: responses({ 200: ServerList }, [304, 401, 403, 422]),
         detail: describe(
-          { role: 'viewer', scope: 'servers:read' },
+          { role: 'viewer', scope: 'servers:read', reach: 'server' },
           {
             tags,
             summary: 'The fleet: one row per managed server',
@@ -83,7 +83,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
       {
         response: responses({ 200: Dashboard }, [304, 401, 403]),
         detail: describe(
-          { role: 'viewer', scope: 'servers:read' },
+          { role: 'viewer', scope: 'servers:read', reach: 'server' },
           {
             tags,
             summary: 'Versioned fleet dashboard snapshot',

@@ -15,7 +15,10 @@ export function groupsRoutes(deps: Deps) {
   return new Elysia({ name: 'groups', prefix: '/api/v1' })
     .get('/groups', ({ request }) => listGroups({ deps, actor: actorOf(request) }), {
       response: responses({ 200: Type.Object({ items: Type.Array(Group) }) }, [401, 403]),
-      detail: describe({ role: 'viewer', scope: 'servers:read' }, { tags, summary: 'List server groups', description: 'Ordered by position, then name.' }),
+      detail: describe(
+        { role: 'viewer', scope: 'servers:read', reach: 'tenant' },
+        { tags, summary: 'List server groups', description: 'Ordered by position, then name.' },
+      ),
     })
     .post(
       '/groups',
@@ -30,7 +33,7 @@ export function groupsRoutes(deps: Deps) {
         body: GroupCreate,
         response: responses({ 201: Group }, [401, 403, 409, 413, 415, 422]),
         detail: describe(
-          { role: 'operator', scope: 'servers:write' },
+          { role: 'operator', scope: 'servers:write', reach: 'tenant' },
           { tags, summary: 'Create a server group', description: 'Names are unique within the tenant (409 conflict).' },
         ),
       },
@@ -45,7 +48,7 @@ export function groupsRoutes(deps: Deps) {
       {
         params: Id,
         response: responses({ 200: Group }, [401, 403, 404, 422]),
-        detail: describe({ role: 'viewer', scope: 'servers:read' }, { tags, summary: 'Group detail' }),
+        detail: describe({ role: 'viewer', scope: 'servers:read', reach: 'tenant' }, { tags, summary: 'Group detail' }),
       },
     )
     .patch(
@@ -67,7 +70,7 @@ export function groupsRoutes(deps: Deps) {
         body: GroupPatch,
         response: responses({ 200: Group }, [401, 403, 404, 409, 412, 413, 415, 422]),
         detail: describe(
-          { role: 'operator', scope: 'servers:write' },
+          { role: 'operator', scope: 'servers:write', reach: 'tenant' },
           { tags, summary: 'Rename or reorder a group', description: 'If-Match optional; 412 when stale.' },
         ),
       },
@@ -83,7 +86,7 @@ export function groupsRoutes(deps: Deps) {
         params: Id,
         response: responses({ 204: NoContent }, [401, 403, 404, 409, 422]),
         detail: describe(
-          { role: 'operator', scope: 'servers:write' },
+          { role: 'operator', scope: 'servers:write', reach: 'tenant' },
           { tags, summary: 'Delete an empty group', description: '409 conflict while managed servers are in it.' },
         ),
       },

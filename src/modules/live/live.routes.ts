@@ -22,7 +22,7 @@ export function liveRoutes(deps: Deps) {
       headers: StreamHeaders,
       response: responses({ 200: EventStream }, [401, 403, 422, 429]),
       detail: describe(
-        { role: 'viewer', anyScope: LIVE_SCOPES },
+        { role: 'viewer', anyScope: LIVE_SCOPES, reach: 'server' },
         {
           tags: ['events'],
           summary: 'Follow what happens in the tenant, live (Server-Sent Events)',

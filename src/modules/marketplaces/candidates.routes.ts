@@ -14,7 +14,7 @@ export function candidatesRoutes(deps: Deps) {
       query: CandidatesQuery,
       response: responses({ 200: CandidateList }, [401, 403, 404, 409, 422, 503]),
       detail: describe(
-        { role: 'viewer', scope: 'marketplaces:read' },
+        { role: 'viewer', scope: 'marketplaces:read', reach: 'server' },
         {
           tags: ['marketplaces'],
           summary: "Machines at a marketplace ranked against one server's facts",

@@ -1,4 +1,4 @@
-import type { Actor } from '../../platform/access'
+import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { loadServer, type ServerRow } from '../fleet'
 import { liveMachines } from './accounts.service'
@@ -120,5 +120,10 @@ export async function listCandidates({ deps, actor, input }: { deps: Deps; actor
   for (const link of linksOnMarketplace(deps.db, actor.tenantId, input.marketplace))
     if (!holder.has(link.externalMachineId)) holder.set(link.externalMachineId, link.serverId)
   const known = knownFactsOf(server)
-  return { candidates: rankCandidates(known, machines, (id) => holder.get(id) ?? null), known }
+  // A token limited to servers sees no machine another server holds (nor that server's id).
+  const visible = machines.filter((m) => {
+    const held = holder.get(m.externalMachineId)
+    return held === undefined || mayAccessServer(actor, held)
+  })
+  return { candidates: rankCandidates(known, visible, (id) => holder.get(id) ?? null), known }
 }

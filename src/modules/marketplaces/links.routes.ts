@@ -24,7 +24,7 @@ export function linksRoutes(deps: Deps) {
         body: LinkCreate,
         response: responses({ 201: Link }, [401, 403, 404, 409, 413, 415, 422, 503]),
         detail: describe(
-          { role: 'admin', scope: 'marketplaces:write' },
+          { role: 'admin', scope: 'marketplaces:write', reach: 'server' },
           {
             tags,
             summary: 'Link one of your servers to a machine at a marketplace',
@@ -37,7 +37,7 @@ export function linksRoutes(deps: Deps) {
     .get('/marketplaces/links', ({ request }) => listLinks({ deps, actor: actorOf(request) }), {
       response: responses({ 200: LinkList }, [401, 403]),
       detail: describe(
-        { role: 'viewer', scope: 'marketplaces:read' },
+        { role: 'viewer', scope: 'marketplaces:read', reach: 'server' },
         {
           tags,
           summary: 'Every server-to-machine link (at most 512)',
@@ -57,7 +57,7 @@ export function linksRoutes(deps: Deps) {
         params: LinkParams,
         response: responses({ 204: NoContent }, [401, 403, 404, 422]),
         detail: describe(
-          { role: 'admin', scope: 'marketplaces:write' },
+          { role: 'admin', scope: 'marketplaces:write', reach: 'server' },
           { tags, summary: 'Remove a server-to-machine link', description: 'Nothing changes at the marketplace. 404 when the server has no link there.' },
         ),
       },

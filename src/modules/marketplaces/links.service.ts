@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
-import { mayAccessServer, type Actor } from '../../platform/access'
+import { ensureReaches, mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
@@ -79,6 +79,13 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
     if (countLinks(tx, actor.tenantId) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
     const now = deps.clock.nowUs()
     const others = linksToMachine(tx, actor.tenantId, marketplace, machine.externalMachineId)
+    // Linking a held machine puts the holder's link in conflict: a token limited to servers may not do that to another server.
+    ensureReaches(
+      actor,
+      others.map((o) => o.serverId),
+      'a machine linked to another server',
+      '/external_machine_id',
+    )
     setLinksState(
       tx,
       actor.tenantId,

@@ -8,7 +8,7 @@ import { Movement, MovementQuery, Prices, Standing, Stats, StatsQuery, Supply } 
 import { marketPrices, marketStats, marketSupply, priceMovement, priceStanding } from './market.service'
 
 const tags = ['marketplaces']
-const READ = { role: 'viewer', scope: 'marketplaces:read' } as const
+const READ = { role: 'viewer', scope: 'marketplaces:read', reach: 'server' } as const
 /** Public statistics: per client address, 60 requests a minute. */
 const STATS_LIMIT = 60
 
@@ -56,12 +56,15 @@ export function marketRoutes(deps: Deps) {
     .get('/marketplaces/prices/movement', ({ query }) => priceMovement(deps, query), {
       query: MovementQuery,
       response: responses({ 200: Movement }, [401, 403, 422]),
-      detail: describe(READ, {
-        tags,
-        summary: 'How asking prices of each model moved',
-        description:
-          "Per marketplace and model in the latest snapshot: the snapshot `days` ago (the latest at or before then; null when none is that old) and now, with the median's change in USD per GPU-hour and percent. Snapshots are kept 90 days.",
-      }),
+      detail: describe(
+        { ...READ, reach: 'none' },
+        {
+          tags,
+          summary: 'How asking prices of each model moved',
+          description:
+            "Per marketplace and model in the latest snapshot: the snapshot `days` ago (the latest at or before then; null when none is that old) and now, with the median's change in USD per GPU-hour and percent. Snapshots are kept 90 days.",
+        },
+      ),
     })
     .get('/marketplaces/prices/standing', ({ request }) => priceStanding(deps, actorOf(request)), {
       response: responses({ 200: Standing }, [401, 403]),

@@ -26,7 +26,7 @@ export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, act
         body: ConnectBody,
         response: responses({ 200: Connection }, [401, 403, 413, 415, 422, 503]),
         detail: describe(
-          { role: 'admin', scope: 'marketplaces:write' },
+          { role: 'admin', scope: 'marketplaces:write', reach: 'tenant' },
           {
             tags,
             summary: 'Connect an account at a marketplace, or replace its key',
@@ -38,7 +38,7 @@ export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, act
     )
     .get('/marketplaces/accounts', ({ request }) => listAccounts({ deps, actor: actorOf(request) }), {
       response: responses({ 200: ConnectionList }, [401, 403]),
-      detail: describe({ role: 'viewer', scope: 'marketplaces:read' }, { tags, summary: 'Connected marketplace accounts' }),
+      detail: describe({ role: 'viewer', scope: 'marketplaces:read', reach: 'tenant' }, { tags, summary: 'Connected marketplace accounts' }),
     })
     .delete(
       '/marketplaces/:marketplace',
@@ -51,7 +51,7 @@ export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, act
         params: MarketplaceParam,
         response: responses({ 204: NoContent }, [401, 403, 404, 422]),
         detail: describe(
-          { role: 'admin', scope: 'marketplaces:write' },
+          { role: 'admin', scope: 'marketplaces:write', reach: 'tenant' },
           {
             tags,
             summary: 'Disconnect a marketplace account',
@@ -64,7 +64,7 @@ export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, act
       query: t.Object({ ...PageQuery }),
       response: responses({ 200: OperationPage }, [401, 403, 422]),
       detail: describe(
-        { role: 'viewer', scope: 'marketplaces:read' },
+        { role: 'viewer', scope: 'marketplaces:read', reach: 'tenant' },
         {
           tags,
           summary: 'Recent marketplace operations, fleet-wide',
@@ -83,7 +83,7 @@ export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, act
         query: t.Object({ ...PageQuery }),
         response: responses({ 200: OperationPage }, [401, 403, 404, 422]),
         detail: describe(
-          { role: 'viewer', scope: 'marketplaces:read', serverParam: 'id' },
+          { role: 'viewer', scope: 'marketplaces:read', reach: 'server', serverParam: 'id' },
           {
             tags,
             summary: 'Recent marketplace operations for one server',

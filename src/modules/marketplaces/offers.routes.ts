@@ -8,7 +8,7 @@ import { LinkAnswer, LinkParams, MaintenanceBody, OfferAnswer, OfferBody } from 
 import { announceMaintenance, cancelMaintenance, publishOffer, withdrawOffer } from './offers.service'
 
 const tags = ['marketplaces']
-const WRITE = { role: 'admin', scope: 'marketplaces:write' } as const
+const WRITE = { role: 'admin', scope: 'marketplaces:write', reach: 'server' } as const
 
 /** Offers and maintenance windows of linked machines (docs/marketplaces.md "Publishing an offer", "Maintenance windows"). */
 export function offersRoutes(deps: Deps) {

@@ -31,7 +31,7 @@ import { authorize, exchangeToken, registerClient, revokeOAuthToken } from './oa
 import { GROUPS } from './tools'
 
 const tags = ['ai access']
-const MANAGE = { role: 'admin', cookieOnly: true, entitlement: 'ai_access' } as const
+const MANAGE = { role: 'admin', cookieOnly: true, entitlement: 'ai_access', reach: 'tenant' } as const
 /** Dynamic registrations per client address per hour. */
 const REGISTER_PER_HOUR = 20
 

@@ -23,8 +23,8 @@ import { issueChatLink, receiveWebhook } from './chat-link.service'
 import { connectEmail, getSettings, putSettings } from './settings.service'
 
 const tags = ['notifications']
-const READ = { role: 'viewer', scope: 'notifications:read' } as const
-const WRITE = { role: 'admin', scope: 'notifications:write' } as const
+const READ = { role: 'viewer', scope: 'notifications:read', reach: 'tenant' } as const
+const WRITE = { role: 'admin', scope: 'notifications:write', reach: 'tenant' } as const
 
 /** Notification settings and channels (docs/notifications.md). */
 export function notificationsRoutes(deps: Deps) {

@@ -15,7 +15,10 @@ export function paymentsRoutes(deps: Deps) {
   return new Elysia({ name: 'payments', prefix: '/api/v1' })
     .get('/billing/payment-methods', () => listPaymentMethods({ deps }), {
       response: responses({ 200: PaymentMethods }, [401, 403]),
-      detail: describe({ role: 'viewer', scope: 'billing:read' }, { tags, summary: 'Payment methods of the enabled providers, each with its minimum' }),
+      detail: describe(
+        { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
+        { tags, summary: 'Payment methods of the enabled providers, each with its minimum' },
+      ),
     })
     .post(
       '/billing/topups',
@@ -31,7 +34,7 @@ export function paymentsRoutes(deps: Deps) {
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: Topup }, [401, 403, 409, 413, 415, 422, 429, 503]),
         detail: describe(
-          { role: 'admin', scope: 'billing:write' },
+          { role: 'admin', scope: 'billing:write', reach: 'tenant' },
           {
             tags,
             summary: 'Start a top-up: a hosted invoice at the payment provider',
@@ -44,7 +47,7 @@ export function paymentsRoutes(deps: Deps) {
     .get('/billing/topups', ({ request, query }) => listTopups({ deps, actor: actorOf(request), input: query }), {
       query: TopupListQuery,
       response: responses({ 200: Type.Object({ items: Type.Array(Topup, { maxItems: 200 }), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
-      detail: describe({ role: 'viewer', scope: 'billing:read' }, { tags, summary: 'Top-up history, newest first' }),
+      detail: describe({ role: 'viewer', scope: 'billing:read', reach: 'tenant' }, { tags, summary: 'Top-up history, newest first' }),
     })
     .get(
       '/billing/topups/:topup_id',
@@ -55,7 +58,10 @@ export function paymentsRoutes(deps: Deps) {
       {
         params: t.Object({ topup_id: t.String({ format: 'uuid' }) }),
         response: responses({ 200: Topup }, [401, 403, 404, 422]),
-        detail: describe({ role: 'viewer', scope: 'billing:read' }, { tags, summary: "Top-up status, including the provider's intermediate states" }),
+        detail: describe(
+          { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
+          { tags, summary: "Top-up status, including the provider's intermediate states" },
+        ),
       },
     )
     .post(

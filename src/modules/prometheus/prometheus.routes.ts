@@ -14,7 +14,7 @@ export function prometheusRoutes(deps: Deps) {
     {
       response: responses({ 200: Type.String({ description: `${EXPOSITION_CONTENT_TYPE}: the Prometheus text exposition format 0.0.4` }) }, [401, 403]),
       detail: describe(
-        { role: 'viewer', anyScope: ['servers:read', 'marketplaces:read', 'billing:read'] },
+        { role: 'viewer', anyScope: ['servers:read', 'marketplaces:read', 'billing:read'], reach: 'server' },
         {
           tags: ['monitoring'],
           summary: 'Fleet, rentals, earnings and balance as Prometheus metrics',

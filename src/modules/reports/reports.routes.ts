@@ -42,7 +42,7 @@ export function reportsRoutes(deps: Deps) {
       query: ReportQuery,
       response: responses({ 200: UtilisationReport }, ERRORS),
       detail: describe(
-        { role: 'viewer', scope: 'servers:read' },
+        { role: 'viewer', scope: 'servers:read', reach: 'server' },
         {
           tags,
           summary: 'Uptime, rented time and GPU utilisation of the fleet and each server',
@@ -56,7 +56,7 @@ export function reportsRoutes(deps: Deps) {
       query: ReportQuery,
       response: responses({ 200: EarningsReport }, ERRORS),
       detail: describe(
-        { role: 'viewer', scope: 'marketplaces:read' },
+        { role: 'viewer', scope: 'marketplaces:read', reach: 'server' },
         {
           tags,
           summary: 'Earnings by period, marketplace, GPU model and server',
@@ -70,7 +70,7 @@ export function reportsRoutes(deps: Deps) {
       query: ReportQuery,
       response: responses({ 200: SpendReport }, ERRORS),
       detail: describe(
-        { role: 'viewer', scope: 'billing:read' },
+        { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
         {
           tags,
           summary: "gpuhq's charges, adjustments and top-ups by period, and charges per server",
@@ -84,7 +84,7 @@ export function reportsRoutes(deps: Deps) {
       query: MarginQuery,
       response: responses({ 200: MarginReport }, ERRORS),
       detail: describe(
-        { role: 'viewer', scope: 'billing:read' },
+        { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
         {
           tags,
           summary: 'Margin of the fleet, each server and each GPU model, by period',

@@ -19,7 +19,7 @@ export function sessionsRoutes(deps: Deps) {
     },
     {
       response: responses({ 204: NoContent }, [401, 403]),
-      detail: describe({ role: 'viewer', cookieOnly: true }, { tags, summary: 'Sign out: revoke the current session' }),
+      detail: describe({ role: 'viewer', cookieOnly: true, reach: 'none' }, { tags, summary: 'Sign out: revoke the current session' }),
     },
   )
 }

@@ -12,6 +12,7 @@ import { findServer } from '../fleet'
 import { findGroup } from '../groups'
 import { StrategyErrors } from './strategy.errors'
 import type { PolicyCreate, PolicyPatch, PreviewBody } from './strategy.model'
+import { ensurePolicyReach, ensureTargetReach, policyVisible, visibleTarget } from './reach'
 import { countPolicies, deletePolicyRow, findPolicy, insertPolicy, policiesOf, supersedeOfPolicy, updatePolicyRow, type PolicyRow } from './strategy.repository'
 
 /**
@@ -54,6 +55,7 @@ function targetView(t: PolicyTarget) {
 
 /** The target as stored, after checking every server and the group belong to the tenant (a foreign id is a plain 404). */
 function targetOf(db: DbOrTx, actor: Actor, input: TargetInput): PolicyTarget {
+  ensureTargetReach(actor, input)
   if (input.server_ids) {
     const ids = input.server_ids.map((id) => id.toLowerCase())
     for (const id of ids) if (!findServer(db, actor.tenantId, id)) throw StrategyErrors.policyNotFound(`no such server: ${id}`)
@@ -134,12 +136,13 @@ export function draftPolicy(deps: Deps, actor: Actor, input: Static<typeof Previ
 
 function loadPolicy(db: DbOrTx, actor: Actor, id: string): PolicyRow {
   const p = findPolicy(db, actor.tenantId, id.toLowerCase())
-  if (!p) throw StrategyErrors.policyNotFound()
+  if (!p || !policyVisible(actor, p.target)) throw StrategyErrors.policyNotFound()
   return p
 }
 
 export function listPolicies({ deps, actor }: { deps: Deps; actor: Actor }) {
-  return { items: policiesOf(deps.db, actor.tenantId).map(policyView) }
+  const visible = policiesOf(deps.db, actor.tenantId).filter((p) => policyVisible(actor, p.target))
+  return { items: visible.map((p) => policyView({ ...p, target: visibleTarget(actor, p.target) })) }
 }
 
 type Change = { deps: Deps; actor: Actor; audit: AuditContext }
@@ -170,6 +173,7 @@ export function createPolicy({ deps, actor, audit, input }: Change & { input: St
 export function updatePolicy({ deps, actor, audit, id, ifMatch, input }: Change & { id: string; ifMatch: string | null; input: Static<typeof PolicyPatch> }) {
   return withTransaction(deps.db, (tx) => {
     const p = loadPolicy(tx, actor, id)
+    ensurePolicyReach(actor, p.target)
     assertIfMatch(ifMatch, etagOf(p.version))
     const next: PolicyRow = {
       ...p,
@@ -191,6 +195,7 @@ export function updatePolicy({ deps, actor, audit, id, ifMatch, input }: Change 
 export function deletePolicy({ deps, actor, audit, id, ifMatch }: Change & { id: string; ifMatch: string | null }) {
   withTransaction(deps.db, (tx) => {
     const p = loadPolicy(tx, actor, id)
+    ensurePolicyReach(actor, p.target)
     assertIfMatch(ifMatch, etagOf(p.version))
     supersedeOfPolicy(tx, actor.tenantId, p.id)
     deletePolicyRow(tx, p.id)
@@ -199,5 +204,6 @@ export function deletePolicy({ deps, actor, audit, id, ifMatch }: Change & { id:
 }
 
 export function getPolicy({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
-  return policyView(loadPolicy(deps.db, actor, id))
+  const p = loadPolicy(deps.db, actor, id)
+  return policyView({ ...p, target: visibleTarget(actor, p.target) })
 }

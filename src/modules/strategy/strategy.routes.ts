@@ -22,8 +22,8 @@ import {
 import { acceptSuggestion, dismissSuggestion, listSuggestions, previewPolicy } from './suggestions.service'
 
 const tags = ['strategy']
-const READ = { role: 'viewer', scope: 'strategy:read', entitlement: 'strategy' } as const
-const WRITE = { role: 'admin', scope: 'strategy:write', entitlement: 'strategy' } as const
+const READ = { role: 'viewer', scope: 'strategy:read', entitlement: 'strategy', reach: 'server' } as const
+const WRITE = { role: 'admin', scope: 'strategy:write', entitlement: 'strategy', reach: 'server' } as const
 
 /** Pricing strategy (docs/strategy.md): policies, their suggestions, and a preview. Plans pro and enterprise only. */
 export function strategyRoutes(deps: Deps) {

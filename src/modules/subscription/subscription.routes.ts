@@ -17,7 +17,7 @@ export function subscriptionRoutes(deps: Deps) {
     .get('/plans/current', ({ request }) => currentPlan({ deps, actor: actorOf(request) }), {
       response: responses({ 200: CurrentPlan }, [401, 403]),
       detail: describe(
-        { role: 'viewer', scope: 'billing:read' },
+        { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
         { tags: ['plans'], summary: "What the tenant's plan allows now", description: 'plan is null when the tenant has no plan assignment.' },
       ),
     })
@@ -32,7 +32,7 @@ export function subscriptionRoutes(deps: Deps) {
       {
         response: responses({ 200: Subscription }, [304, 401, 403]),
         detail: describe(
-          { role: 'viewer', scope: 'billing:read' },
+          { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
           {
             tags,
             summary: 'Current plan and the ordered change',
@@ -45,7 +45,7 @@ export function subscriptionRoutes(deps: Deps) {
       query: QuoteQuery,
       response: responses({ 200: Quote }, [401, 403, 404, 409, 422]),
       detail: describe(
-        { role: 'viewer', scope: 'billing:read', requiresPlan: true },
+        { role: 'viewer', scope: 'billing:read', requiresPlan: true, reach: 'tenant' },
         {
           tags,
           summary: 'What changing to a plan would mean',
@@ -67,7 +67,7 @@ export function subscriptionRoutes(deps: Deps) {
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })), 'if-match': t.Optional(t.String({ maxLength: 256 })) }),
         response: responses({ 200: Change, 201: Change }, [401, 403, 404, 409, 412, 413, 415, 422]),
         detail: describe(
-          { role: 'admin', scope: 'billing:write', denyFrozen: true, requiresPlan: true },
+          { role: 'admin', scope: 'billing:write', denyFrozen: true, requiresPlan: true, reach: 'tenant' },
           {
             tags,
             summary: 'Order a plan change',
@@ -84,7 +84,7 @@ export function subscriptionRoutes(deps: Deps) {
         params: t.Object({ id: t.String({ format: 'uuid' }) }),
         response: responses({ 200: Change }, [401, 403, 404, 409, 422]),
         detail: describe(
-          { role: 'admin', scope: 'billing:write' },
+          { role: 'admin', scope: 'billing:write', reach: 'tenant' },
           {
             tags,
             summary: 'Cancel a pending plan change',

@@ -24,7 +24,7 @@ export function metricsRoutes(deps: Deps, visibleServer: ServerScope) {
       query: MetricsQuery,
       response: responses({ 200: MetricsSnapshot }, [304, 401, 403, 404, 422]),
       detail: describe(
-        { role: 'viewer', scope: 'servers:read', serverParam: 'id' },
+        { role: 'viewer', scope: 'servers:read', reach: 'server', serverParam: 'id' },
         {
           tags: ['servers'],
           summary: 'Metric series of a server',

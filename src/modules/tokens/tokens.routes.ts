@@ -26,7 +26,7 @@ export function tokensRoutes(deps: Deps) {
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: PatCreated }, [401, 403, 409, 413, 415, 422, 429]),
         detail: describe(
-          { role: 'viewer', cookieOnly: true, requiresPlan: true },
+          { role: 'viewer', cookieOnly: true, requiresPlan: true, reach: 'tenant' },
           {
             tags,
             summary: 'Mint a personal access token',
@@ -40,7 +40,7 @@ export function tokensRoutes(deps: Deps) {
       query: PatQuery,
       response: responses({ 200: PatPage }, [401, 403, 422]),
       detail: describe(
-        { role: 'viewer', cookieOnly: true },
+        { role: 'viewer', cookieOnly: true, reach: 'tenant' },
         {
           tags,
           summary: 'List personal access tokens',
@@ -59,7 +59,7 @@ export function tokensRoutes(deps: Deps) {
         params: t.Object({ id: t.String({ format: 'uuid' }) }),
         response: responses({ 204: NoContent }, [401, 403, 404, 422]),
         detail: describe(
-          { role: 'viewer', cookieOnly: true },
+          { role: 'viewer', cookieOnly: true, reach: 'tenant' },
           {
             tags,
             summary: 'Revoke a personal access token',
@@ -82,7 +82,7 @@ export function tokensRoutes(deps: Deps) {
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 128 })) }),
         response: responses({ 201: InitCreated }, [401, 403, 404, 409, 413, 415, 422, 429]),
         detail: describe(
-          { role: 'operator', scope: 'servers:write', denyFrozen: true, requiresPlan: true },
+          { role: 'operator', scope: 'servers:write', denyFrozen: true, requiresPlan: true, reach: 'server' },
           {
             tags,
             summary: 'Mint a one-time agent init token',

@@ -12,7 +12,7 @@ export function usersRoutes(deps: Deps) {
     .get('/me', ({ request }) => getMe({ deps, actor: actorOf(request) }), {
       response: responses({ 200: Me }, [401]),
       detail: describe(
-        { role: 'viewer', anyToken: true },
+        { role: 'viewer', anyToken: true, reach: 'none' },
         { tags, summary: 'Current user profile', description: 'Any valid token may read it: it shows only the caller.' },
       ),
     })
@@ -20,7 +20,7 @@ export function usersRoutes(deps: Deps) {
       body: MePatch,
       response: responses({ 200: Me }, [401, 403, 413, 415, 422]),
       detail: describe(
-        { role: 'viewer', cookieOnly: true },
+        { role: 'viewer', cookieOnly: true, reach: 'none' },
         {
           tags,
           summary: 'Update profile preferences',
@@ -33,7 +33,7 @@ export function usersRoutes(deps: Deps) {
       query: MemberQuery,
       response: responses({ 200: MemberPage }, [401, 403, 422]),
       detail: describe(
-        { role: 'viewer', scope: 'audit:read' },
+        { role: 'viewer', scope: 'audit:read', reach: 'tenant' },
         {
           tags,
           summary: 'Members of the tenant with their roles',
