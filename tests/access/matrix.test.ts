@@ -147,7 +147,7 @@ const FIXTURES: Record<string, Fixture> = {
     return { params: { delivery_id: body.deliveries[0]!.id } }
   },
   'GET /api/v1/mcp/clients/:client_id': async ({ app, owner }) => ({ params: { client_id: (await mcpClient(app, owner)).client.client_id } }),
-  'DELETE /api/v1/mcp/clients/:id': async ({ app, owner }) => ({ params: { id: (await mcpClient(app, owner)).client.client_id } }),
+  'DELETE /api/v1/mcp/clients/:client_id': async ({ app, owner }) => ({ params: { client_id: (await mcpClient(app, owner)).client.client_id } }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace': linkOf,
   'PUT /api/v1/marketplaces/links/:server_id/:marketplace/offer': (ctx) => ({ ...linkOf(ctx), body: { price_gpu_hour: '0.40' } }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/offer': linkOf,
