@@ -56,7 +56,13 @@ function callsOf(body: unknown): { name: string }[] {
 export async function handleGateway(deps: Deps, request: Request, body: unknown, caller: McpCaller, dispatch: Dispatch): Promise<Response> {
   const refused = originRefused(deps, request)
   if (refused) throw refused
-  if (request.method !== 'POST') return new Response(null, { status: 405, headers: { allow: 'POST' } })
+  // A problem document like every other 405 (MCP clients read only the status: no stream, no sessions).
+  if (request.method !== 'POST')
+    throw new ProblemError('not_found', {
+      status: 405,
+      detail: `${request.method} is not offered on the MCP endpoint; allowed: POST`,
+      headers: { Allow: 'POST' },
+    })
   // Scope is enforced at the HTTP layer for a known tool outside the token's allowance.
   for (const c of callsOf(body)) if (toolNamed(c.name) && !caller.allowedTools.includes(c.name)) throw insufficientScope(deps, c.name)
   const server = buildServer(deps, request, caller, dispatch)
