@@ -10,9 +10,11 @@ import type { AnyElysia } from 'elysia'
  */
 
 type Schema = Record<string, unknown>
+type Content = Record<string, { schema?: Schema }>
 type Operation = {
   parameters?: { name: string; in: string; schema?: Schema }[]
-  requestBody?: { content?: Record<string, { schema?: Schema }> }
+  requestBody?: { content?: Content }
+  responses?: Record<string, { content?: Content }>
 }
 export type OpenApiDocument = {
   openapi: string
@@ -56,6 +58,7 @@ function finishDocument(doc: OpenApiDocument, formRoutes: ReadonlySet<string>): 
       // document says so beside JSON, with the same schema (RFC 6749 §4.1.3 sends a form).
       if (content?.['application/json'] && formRoutes.has(`${method.toUpperCase()} ${elysiaPath(path)}`))
         content['application/x-www-form-urlencoded'] = { schema: content['application/json'].schema }
+      for (const response of Object.values(operation.responses ?? {})) if (response.content) alsoServed(response.content)
     }
   return doc
 }
@@ -75,6 +78,20 @@ function uncoerced(schema: Schema): Schema {
   if (!text || !number) return schema
   const { anyOf: _, ...own } = schema
   return { ...number, ...own }
+}
+
+/**
+ * A JSON answer that can also be had as text (a report as CSV, by `format=csv` or Accept): its
+ * schema names the other media types in `x-also-served` (`alsoServed()` in src/platform/schemas.ts),
+ * which become media types of the same response beside application/json.
+ */
+function alsoServed(content: Content): void {
+  const json = content['application/json']?.schema
+  const also = json?.['x-also-served'] as Record<string, string> | undefined
+  if (!json || !also) return
+  const { 'x-also-served': _, ...schema } = json
+  content['application/json'] = { ...content['application/json'], schema }
+  for (const [mediaType, description] of Object.entries(also)) content[mediaType] = { schema: { type: 'string', description } }
 }
 
 /** "/api/v1/mcp/clients/{client_id}" → "/api/v1/mcp/clients/:client_id", as routes are keyed. */

@@ -83,5 +83,11 @@ export const PageQuery = {
  */
 export const Served = (mediaType: string | readonly string[], description: string) => Type.String({ description, 'x-media-type': mediaType })
 
+/**
+ * Options of a JSON answer's schema that the operation also serves as other media types, by their
+ * description: `alsoServed({ 'text/csv': 'one row per …' })` (a report as CSV, src/platform/openapi.ts).
+ */
+export const alsoServed = (mediaTypes: Record<string, string>) => ({ 'x-also-served': mediaTypes })
+
 export const NoContent = Type.Null({ description: 'No content' })
 const NotModified = Type.Null({ description: 'Not modified: the If-None-Match tag still matches; no body' })

@@ -289,24 +289,31 @@ describe('the OpenAPI contract', () => {
     for (const [template, ops] of Object.entries(doc.paths)) {
       const op = ops.get
       if (!op || SKIPPED.some((re) => re.test(template))) continue
-      let path = template
+      // Every value of an enum path parameter (each report); one value of any other.
+      let paths = [template]
       for (const p of (op.parameters ?? []).filter((x) => x.in === 'path')) {
-        const value = await parameterValue(template, path, p)
-        if (value === null) {
+        const values = Array.isArray(p.schema.enum) ? p.schema.enum.map(String) : [await parameterValue(template, paths[0]!, p)]
+        if (values[0] === null) {
           unresolved.push(`${template}: no value for {${p.name}} (give one in PARAMS)`)
+          paths = []
           break
         }
-        path = path.replace(`{${p.name}}`, encodeURIComponent(value))
+        paths = paths.flatMap((path) => values.map((v) => path.replace(`{${p.name}}`, encodeURIComponent(v!))))
       }
-      if (path.includes('{')) continue
       const query = new URLSearchParams()
       for (const p of (op.parameters ?? []).filter((x) => x.in === 'query' && x.required)) {
         const value = await queryValue(p)
         if (value === null) unresolved.push(`${template}: no value for the required query parameter ${p.name}`)
         else query.set(p.name, value)
       }
-      const url = new URL(`${app.url}${path}${query.size ? `?${query}` : ''}`)
-      await record(reads, 'GET', url, await app.fetch(url.pathname + url.search, { headers: credentialFor(op) }))
+      // Each media type the success lists beside the first is asked for by Accept (a report as CSV).
+      const accepts = [undefined, ...Object.keys(op.responses['200']?.content ?? {}).slice(1)]
+      for (const path of paths)
+        for (const accept of accepts) {
+          const url = new URL(`${app.url}${path}${query.size ? `?${query}` : ''}`)
+          const headers = { ...credentialFor(op), ...(accept ? { accept } : {}) }
+          await record(reads, 'GET', url, await app.fetch(url.pathname + url.search, { headers }))
+        }
     }
     expect(unresolved).toEqual([])
     expect(reads.length).toBeGreaterThan(60)
@@ -315,5 +322,47 @@ describe('the OpenAPI contract', () => {
       .filter((r) => r.status >= 300 && !NOT_2XX[operationFor('GET', r.path)!.template])
       .map((r) => `${r.path}${r.query} → ${r.status}: ${r.body.slice(0, 200)}`)
     expect(refused).toEqual([])
+    // The reports were each asked for as JSON and as CSV, and answered both.
+    const reports = reads.filter((r) => r.path.startsWith('/api/v1/reports/')).map((r) => `${r.path} ${baseType(r.contentType)}`)
+    expect(reports).toHaveLength(8)
+    expect(reports).toContain('/api/v1/reports/margin text/csv')
   }, 120_000)
+})
+
+describe('the document, as the spec names its operations', () => {
+  const templateKey = (path: string) => path.replace(/\{[^}]+\}/g, '{}')
+
+  test('no two paths differ only by the names of their parameters (OpenAPI forbids it)', () => {
+    const seen = new Map<string, string>()
+    const clashes: string[] = []
+    for (const path of Object.keys(doc.paths)) {
+      const other = seen.get(templateKey(path))
+      if (other) clashes.push(`${other} and ${path}`)
+      seen.set(templateKey(path), path)
+    }
+    expect(clashes).toEqual([])
+  })
+
+  test('GET /reports/{report} is one operation, the reports its enum', () => {
+    const reports = Object.keys(doc.paths).filter((p) => p.startsWith('/api/v1/reports'))
+    expect(reports).toEqual(['/api/v1/reports/{report}'])
+    const parameter = doc.paths['/api/v1/reports/{report}']!.get!.parameters!.find((p) => p.name === 'report')!
+    expect(parameter).toMatchObject({ in: 'path', required: true, schema: { enum: ['utilisation', 'earnings', 'spend', 'margin'] } })
+  })
+
+  test("each report holds a token to the report's own scope; an unknown report is 404; days is the margin's alone", async () => {
+    const minted = await app.fetch('/api/v1/tokens', { method: 'POST', headers: { cookie }, json: { name: 'fleet only', scopes: ['servers:read'] } })
+    expect(minted.status).toBe(201)
+    const bearer = { authorization: `Bearer ${((await minted.json()) as { token: string }).token}` }
+    expect((await app.fetch('/api/v1/reports/utilisation', { headers: bearer })).status).toBe(200)
+    const spend = await app.fetch('/api/v1/reports/spend', { headers: bearer })
+    expect({ status: spend.status, code: ((await spend.json()) as { code: string }).code }).toEqual({ status: 403, code: 'forbidden' })
+    const unknown = await app.fetch('/api/v1/reports/profit', { headers: { cookie } })
+    expect({ status: unknown.status, code: ((await unknown.json()) as { code: string }).code }).toEqual({ status: 404, code: 'not_found' })
+    const days = await app.fetch('/api/v1/reports/utilisation?days=3', { headers: { cookie } })
+    expect({ status: days.status, errors: ((await days.json()) as { errors: unknown[] }).errors }).toEqual({
+      status: 422,
+      errors: [{ path: '/days', code: 'not_allowed' }],
+    })
+  })
 })
