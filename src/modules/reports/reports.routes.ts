@@ -70,20 +70,25 @@ export function reportsRoutes(deps: Deps) {
       params: t.Object({ report: Literals(NAMES as ['utilisation', 'earnings', 'spend', 'margin'], { description: 'Which report' }) }),
       query: MarginQuery,
       response: responses({ 200: ReportAnswer }, ERRORS),
-      detail: describe(
-        { role: 'viewer', anyScope: [...new Set(NAMES.map((n) => REPORTS[n].scope))] },
-        {
-          tags,
-          summary: 'An analytical report over a range of days: utilisation, earnings, spend or margin',
-          description: [
-            "`utilisation` (a token needs `servers:read`): over UTC days (the accrual's days), time under management, online and suspect (presence transitions), rented (the accrual's accrued time) and average GPU utilisation (hourly rollups), for the fleet per period and each server over the range (per period in the CSV).",
-            "`earnings` (`marketplaces:read`): sums of the earnings accrual rows (one per server, marketplace and UTC day, so the days are UTC): earned before the platforms' cut, beside the platforms' own figure after it where they report one. Marketplace numbers, not a ledger: totals carry `total_label`.",
-            "`spend` (`billing:read`): sums of the ledger rows whose occurred_at falls in each period of the account's own days (the caller's time zone, else the owner's, else UTC), as the spend tiles of GET /billing count them; charges split per server as the per-server CSV splits them.",
-            "`margin` (`billing:read`): over UTC days, earnings accrued from running deals, minus the platforms' cut, minus electricity, minus gpuhq's own charges. A figure with a missing input (no tariff, no power measurements, no commission, a sync outage) leaves it out, says `estimate: true` and names it in `missing`; it is never shown as zero. `days` (1..90, margin only) asks for the last days, today included, instead of `from`/`to`.",
-            "A token sees its allowlisted servers only; a token without the report's scope → 403; an unknown report → 404. Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV (text/csv). Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). See docs/reports.md.",
-          ].join('\n\n'),
-        },
-      ),
+      detail: {
+        ...describe(
+          { role: 'viewer', anyScope: [...new Set(NAMES.map((n) => REPORTS[n].scope))] },
+          {
+            tags,
+            summary: 'An analytical report over a range of days: utilisation, earnings, spend or margin',
+            description: [
+              "`utilisation` (a token needs `servers:read`): over UTC days (the accrual's days), time under management, online and suspect (presence transitions), rented (the accrual's accrued time) and average GPU utilisation (hourly rollups), for the fleet per period and each server over the range (per period in the CSV).",
+              "`earnings` (`marketplaces:read`): sums of the earnings accrual rows (one per server, marketplace and UTC day, so the days are UTC): earned before the platforms' cut, beside the platforms' own figure after it where they report one. Marketplace numbers, not a ledger: totals carry `total_label`.",
+              "`spend` (`billing:read`): sums of the ledger rows whose occurred_at falls in each period of the account's own days (the caller's time zone, else the owner's, else UTC), as the spend tiles of GET /billing count them; charges split per server as the per-server CSV splits them.",
+              "`margin` (`billing:read`): over UTC days, earnings accrued from running deals, minus the platforms' cut, minus electricity, minus gpuhq's own charges. A figure with a missing input (no tariff, no power measurements, no commission, a sync outage) leaves it out, says `estimate: true` and names it in `missing`; it is never shown as zero. `days` (1..90, margin only) asks for the last days, today included, instead of `from`/`to`.",
+              "A token sees its allowlisted servers only; a token without the report's scope → 403; an unknown report → 404. Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV (text/csv). Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). See docs/reports.md.",
+            ].join('\n\n'),
+          },
+        ),
+        // The scope each report needs, for a client (and the MCP tool catalogue) to read: the
+        // declaration above admits any of them, the transform holds each report to its own.
+        'x-gpuhq-scope-by-parameter': { report: Object.fromEntries(NAMES.map((n) => [n, REPORTS[n].scope])) },
+      },
     },
   )
 }
