@@ -40,7 +40,7 @@ type Exchange = { method: string; path: string; query: string; status: number; c
 const READY_MS = 600_000
 /** The jobs the demo runs once before its schedule starts (scripts/demo.ts), so every read has rows. */
 const FIRST_RUNS = ['metrics.rollup', 'marketplaces.sync', 'earnings.sample', 'strategy.suggest', 'billing.charge', 'alerts.evaluate', 'fleet.snapshot']
-/** Documentation and the test clock's own routes are not the API under contract. */
+/** The test clock's own routes (TEST_CLOCK=true only) are not the API under contract. */
 const SKIPPED = [/^\/api\/v1\/_test\//]
 /** GETs that answer something other than 2xx here, and why (the answer must still be a documented one). */
 const NOT_2XX: Record<string, string> = {
@@ -58,7 +58,8 @@ let agentToken = ''
 const writes: Exchange[] = []
 const reads: Exchange[] = []
 const unresolved: string[] = []
-const extras = new Map<string, Record<string, string>>()
+/** Path parameter values the seeding learned (by parameter name), for ids no list at the path's prefix gives. */
+const known = new Map<string, string>()
 
 // ajv with the string formats the service validates with (src/platform/formats.ts registers them).
 const ajv = new Ajv2020({ strict: false, allErrors: true })
@@ -179,7 +180,7 @@ function fixtureRows(tenantId: string, serverId: string, commandId: string): voi
     'ok\n',
     now,
   ])
-  extras.set('log_id', { log_id: logId })
+  known.set('log_id', logId)
 }
 
 beforeAll(async () => {
@@ -209,9 +210,9 @@ beforeAll(async () => {
     // What the demo does not make: an AI-assistant token and a connected client (OAuth), a delivery.
     const member = { userId: '', tenantId: owner.tenantId, email: owner.email, role: 'owner' as const, session: cookie.split('=')[1]! }
     aiToken = (await enableAccess(app, member)).token
-    extras.set('client_id', { client_id: (await connectClient(app, member)).client.client_id })
+    known.set('client_id', (await connectClient(app, member)).client.client_id)
     const test = await pat.call<{ deliveries: { id: string }[] }>('POST', '/notifications/test', { channels: ['email'] })
-    extras.set('delivery_id', { delivery_id: test.deliveries[0]!.id })
+    known.set('delivery_id', test.deliveries[0]!.id)
     // An agent's own credential (the demo's enrolment saved it where the agent keeps it), for the agent's operations.
     agentToken = loadCredential(join(app.dir, 'agents', 'rig-01')).agent_token
     const commands = await pat.get<{ items: { command_id: string }[] }>('/commands')
@@ -229,7 +230,7 @@ async function parameterValue(template: string, resolved: string, p: Parameter):
   if (Array.isArray(s.enum)) return String(s.enum[0])
   if (Array.isArray(s.examples)) return String(s.examples[0])
   if (s.format === 'date') return new Date(app.deps.clock.nowUs() / 1000).toISOString().slice(0, 10)
-  if (extras.get(p.name)) return extras.get(p.name)![p.name]!
+  if (known.has(p.name)) return known.get(p.name)!
   const special = PARAMS[`${template} ${p.name}`]
   if (special) return special()
   // The list at the prefix: GET /api/v1/servers for /api/v1/servers/{id}.
