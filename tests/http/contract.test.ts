@@ -330,6 +330,31 @@ describe('the OpenAPI contract', () => {
   }, 120_000)
 })
 
+describe('the OpenAPI contract of writes the seeding does not send', () => {
+  test('acknowledging and resolving an incident, cancelling a command, revoking a token and disconnecting a client answer as documented', async () => {
+    const list = async <T>(path: string) => ((await (await asOwner(path)).json()) as { items: T[] }).items
+    const incident = (await list<{ id: string }>('/api/v1/alerts'))[0]!.id
+    const command = (await list<{ command_id: string }>('/api/v1/commands'))[0]!.command_id
+    const token = (await (await asOwner('/api/v1/tokens')).json()) as { items: { id: string }[] }
+    const sent: Exchange[] = []
+    for (const [method, path, json] of [
+      ['POST', `/api/v1/alerts/${incident}/acknowledge`, undefined],
+      ['POST', `/api/v1/alerts/${incident}/resolve`, { note: 'fixed the cable' }],
+      ['POST', `/api/v1/commands/${command}/cancel`, undefined],
+      ['DELETE', `/api/v1/tokens/${token.items[0]!.id}`, undefined],
+      ['DELETE', `/api/v1/mcp/clients/${known.get('client_id')}`, undefined],
+      // Refusals are answers too: a group without a name, an unknown group.
+      ['POST', '/api/v1/groups', { name: '' }],
+      ['GET', `/api/v1/groups/${app.deps.newId()}`, undefined],
+    ] as const) {
+      const url = new URL(`${app.url}${path}`)
+      await record(sent, method, url, await app.fetch(path, { method, headers: { cookie }, json }))
+    }
+    expect(sent.map((x) => `${x.method} ${x.status}`)).toEqual(['POST 200', 'POST 200', 'POST 200', 'DELETE 204', 'DELETE 204', 'POST 422', 'GET 404'])
+    expect(sent.map(mismatch).filter((m) => m !== null)).toEqual([])
+  })
+})
+
 describe('the document, as the spec names its operations', () => {
   const templateKey = (path: string) => path.replace(/\{[^}]+\}/g, '{}')
 
