@@ -1,11 +1,11 @@
 import { Elysia, type AnyElysia } from 'elysia'
-import { openapi } from '@elysiajs/openapi'
 import './platform/formats'
 import type { Deps } from './platform/context'
 import type { JobRunner } from './platform/jobs'
 import { createMethodIndex, platform } from './platform/http'
 import { buildAccessIndex, ensureAccess, ensureBodyServers, narrowQueryServers, type AccessSpec, type Authenticators } from './platform/access'
 import { ProblemSchema } from './platform/schemas'
+import { openapiDocument } from './platform/openapi'
 import { docsRoutes, systemRoutes } from './modules/system'
 import { testingRoutes } from './modules/testing'
 import { accountsRoutes } from './modules/accounts'
@@ -36,6 +36,55 @@ import { consoleRoutes } from './modules/console'
 
 const API_PREFIX = '/api/v1'
 
+/** The OpenAPI document's own parts: everything but paths and component schemas, which the routes make. */
+const DOCUMENTATION = (deps: Deps) => ({
+  info: {
+    title: 'gpuhq API',
+    version: '1.0.0',
+    description:
+      'Fleet, billing and access service for owners of GPU servers. Every error is an RFC 9457 problem document (application/problem+json) whose `type` is `' +
+      `${deps.config.publicUrl}/problems/<code>` +
+      '`, except on the OAuth endpoints (marked x-gpuhq-errors: oauth), which answer errors as the OAuth RFCs say (docs/conventions.md). Money is a decimal string, timestamps are RFC 3339 UTC with microseconds.',
+  },
+  servers: [{ url: deps.config.publicUrl }],
+  components: {
+    securitySchemes: {
+      session: { type: 'apiKey', in: 'cookie', name: '__Host-gpuhq_session', description: 'Browser session cookie from POST /api/v1/auth/sessions' },
+      bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <personal access token>' },
+    },
+  },
+  tags: [
+    { name: 'system', description: 'Health, readiness and problem pages' },
+    { name: 'auth', description: 'Signup, password reset, browser sessions' },
+    { name: 'users', description: 'The current user and the members of the tenant' },
+    { name: 'tokens', description: 'Personal access tokens and agent init tokens' },
+    { name: 'audit', description: 'Who used the account' },
+    { name: 'agent', description: 'Agent enrolment, HTTPS hello and the WebSocket session' },
+    { name: 'servers', description: 'The fleet: servers, presence, configuration, maintenance, events, dashboard' },
+    { name: 'groups', description: 'Server groups' },
+    { name: 'commands', description: 'Typed commands delivered to agents' },
+    { name: 'plans', description: "The plan catalogue and what the tenant's plan allows" },
+    { name: 'billing', description: 'Balance, ledger, hourly charges, top-ups' },
+    { name: 'subscription', description: 'Plan changes: quote, order, cancel' },
+    { name: 'marketplaces', description: 'Marketplace accounts, links to their machines, and the calls made to them' },
+    {
+      name: 'strategy',
+      description: 'Pricing policies, their price suggestions (accept publishes, dismiss says why) and a preview; plans pro and enterprise',
+    },
+    { name: 'reports', description: 'Utilisation, earnings, spend and margin over a range of days, as JSON or CSV (docs/reports.md)' },
+    {
+      name: 'notifications',
+      description: 'Where alerts go (email and Telegram), what was sent and each delivery attempt (docs/notifications.md)',
+    },
+    { name: 'alerts', description: 'Incidents opened and resolved from events and thresholds, acknowledged and resolved by members' },
+    { name: 'monitoring', description: 'The fleet, rentals, earnings and balance as Prometheus metrics, for Prometheus and Grafana' },
+    { name: 'events', description: 'The live event stream (Server-Sent Events): presence, commands, rentals, alerts, top-ups' },
+    { name: 'ai access', description: 'The AI-assistant token, OAuth for MCP clients, and the MCP gateway at PUBLIC_URL + /mcp' },
+    { name: 'console', description: 'The web console: the page at / and its files under /app/ (docs/console.md)' },
+    { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
+  ],
+})
+
 /**
  * The HTTP application: platform conventions first (ids, body rules, problem documents), then the
  * OpenAPI document, then every module's routes. No listening here; src/server.ts does that.
@@ -50,72 +99,26 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     planFeatures: (code) => featuresOfPlan(deps.db, code),
   }
   let allowedMethods: (path: string) => string[] = () => []
+  let document: () => unknown = () => {
+    throw new Error('the app is not built yet')
+  }
   let handleInProcess: (request: Request) => Promise<Response> = () => Promise.reject(new Error('the app is not built yet'))
   let accessIndex = new Map<string, AccessSpec>()
+  const formRoutes = new Set([`POST ${API_PREFIX}/mcp/token`, `POST ${API_PREFIX}/mcp/revoke`])
   const app = new Elysia({ normalize: false })
     .use(
       platform(deps, {
         allowedMethods: (p) => allowedMethods(p),
         checkAccess: (request, route, params) => ensureAccess(deps, accessIndex, authenticators, request, route, params),
-        formRoutes: new Set([`POST ${API_PREFIX}/mcp/token`, `POST ${API_PREFIX}/mcp/revoke`]),
+        formRoutes,
         checkBody: ensureBodyServers,
         checkQuery: narrowQueryServers,
       }),
     )
     .model({ Problem: ProblemSchema })
-    .use(
-      openapi({
-        path: `${API_PREFIX}/docs`,
-        specPath: `${API_PREFIX}/openapi.json`,
-        // The plugin's pages load their scripts from a CDN at @latest; src/modules/system/docs.routes.ts
-        // serves Swagger UI from the pinned npm package instead, so the docs work offline.
-        provider: null,
-        // Paths with a dot are not static files here (GET /billing/charges/{day}.csv is an operation).
-        exclude: { staticFile: false, paths: [`${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`] },
-        documentation: {
-          info: {
-            title: 'gpuhq API',
-            version: '1.0.0',
-            description:
-              'Fleet, billing and access service for owners of GPU servers. Every error is an RFC 9457 problem document (application/problem+json) whose `type` is `' +
-              `${deps.config.publicUrl}/problems/<code>` +
-              '`, except on the OAuth endpoints (marked x-gpuhq-errors: oauth), which answer errors as the OAuth RFCs say (docs/conventions.md). Money is a decimal string, timestamps are RFC 3339 UTC with microseconds.',
-          },
-          servers: [{ url: deps.config.publicUrl }],
-          components: {
-            securitySchemes: {
-              session: { type: 'apiKey', in: 'cookie', name: '__Host-gpuhq_session', description: 'Browser session cookie from POST /api/v1/auth/sessions' },
-              bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <personal access token>' },
-            },
-          },
-          tags: [
-            { name: 'system', description: 'Health, readiness and problem pages' },
-            { name: 'auth', description: 'Signup, password reset, browser sessions' },
-            { name: 'users', description: 'The current user and the members of the tenant' },
-            { name: 'tokens', description: 'Personal access tokens and agent init tokens' },
-            { name: 'audit', description: 'Who used the account' },
-            { name: 'agent', description: 'Agent enrolment, HTTPS hello and the WebSocket session' },
-            { name: 'servers', description: 'The fleet: servers, presence, configuration, maintenance, events, dashboard' },
-            { name: 'groups', description: 'Server groups' },
-            { name: 'commands', description: 'Typed commands delivered to agents' },
-            { name: 'plans', description: "The plan catalogue and what the tenant's plan allows" },
-            { name: 'billing', description: 'Balance, ledger, hourly charges, top-ups' },
-            { name: 'subscription', description: 'Plan changes: quote, order, cancel' },
-            { name: 'marketplaces', description: 'Marketplace accounts, links to their machines, and the calls made to them' },
-            {
-              name: 'strategy',
-              description: 'Pricing policies, their price suggestions (accept publishes, dismiss says why) and a preview; plans pro and enterprise',
-            },
-            { name: 'alerts', description: 'Incidents opened and resolved from events and thresholds, acknowledged and resolved by members' },
-            { name: 'monitoring', description: 'The fleet, rentals, earnings and balance as Prometheus metrics, for Prometheus and Grafana' },
-            { name: 'events', description: 'The live event stream (Server-Sent Events): presence, commands, rentals, alerts, top-ups' },
-            { name: 'ai access', description: 'The AI-assistant token, OAuth for MCP clients, and the MCP gateway at PUBLIC_URL + /mcp' },
-            { name: 'console', description: 'The web console: the page at / and its files under /app/ (docs/console.md)' },
-            { name: 'test clock', description: 'Only with TEST_CLOCK=true (never in production)' },
-          ],
-        },
-      }),
-    )
+    // The OpenAPI document (src/platform/openapi.ts), built from every route below at the first
+    // request; Swagger UI (docsRoutes) renders it from the pinned swagger-ui-dist, so no CDN.
+    .get(`${API_PREFIX}/openapi.json`, () => document(), { detail: { hide: true } })
     .use(docsRoutes(deps))
     .use(systemRoutes(deps))
     .use(accountsRoutes(deps))
@@ -154,6 +157,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
   app.use(consoleRoutes())
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
   handleInProcess = (request) => app.handle(request)
+  document = openapiDocument(app, { documentation: DOCUMENTATION(deps), exclude: [`${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`], formRoutes })
 
   // A switched-off feature's routes do not exist for 405 either: every method answers 404.
   allowedMethods = createMethodIndex(

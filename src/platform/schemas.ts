@@ -76,5 +76,18 @@ export const PageQuery = {
   ),
 }
 
+/**
+ * A response that is not JSON (a page, a file, a script): its media types as the document lists them
+ * (the `x-media-type` patches/ teaches the plugin; without it a string would be documented as
+ * text/plain). The contract test holds each answer's Content-Type to this list.
+ */
+export const Served = (mediaType: string | readonly string[], description: string) => Type.String({ description, 'x-media-type': mediaType })
+
+/**
+ * Options of a JSON answer's schema that the operation also serves as other media types, by their
+ * description: `alsoServed({ 'text/csv': 'one row per …' })` (a report as CSV, src/platform/openapi.ts).
+ */
+export const alsoServed = (mediaTypes: Record<string, string>) => ({ 'x-also-served': mediaTypes })
+
 export const NoContent = Type.Null({ description: 'No content' })
 const NotModified = Type.Null({ description: 'Not modified: the If-None-Match tag still matches; no body' })

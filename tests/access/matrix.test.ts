@@ -147,7 +147,7 @@ const FIXTURES: Record<string, Fixture> = {
     return { params: { delivery_id: body.deliveries[0]!.id } }
   },
   'GET /api/v1/mcp/clients/:client_id': async ({ app, owner }) => ({ params: { client_id: (await mcpClient(app, owner)).client.client_id } }),
-  'DELETE /api/v1/mcp/clients/:id': async ({ app, owner }) => ({ params: { id: (await mcpClient(app, owner)).client.client_id } }),
+  'DELETE /api/v1/mcp/clients/:client_id': async ({ app, owner }) => ({ params: { client_id: (await mcpClient(app, owner)).client.client_id } }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace': linkOf,
   'PUT /api/v1/marketplaces/links/:server_id/:marketplace/offer': (ctx) => ({ ...linkOf(ctx), body: { price_gpu_hour: '0.40' } }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/offer': linkOf,
@@ -156,6 +156,8 @@ const FIXTURES: Record<string, Fixture> = {
     body: { starts_at: '2099-01-01T00:00:00Z', hours: 2, category: 'power' },
   }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/maintenance': linkOf,
+  // A report is no tenant resource (another tenant reads its own report): no wrong-tenant check.
+  'GET /api/v1/reports/:report': () => ({ params: { report: 'spend' } }),
   'GET /api/v1/alerts/:id': incident,
   'POST /api/v1/alerts/:id/acknowledge': incident,
   'POST /api/v1/alerts/:id/resolve': incident,

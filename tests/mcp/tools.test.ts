@@ -11,7 +11,8 @@ import { startTestApp, type TestApp } from '../support/app'
 
 const ID = '00000000-0000-4000-8000-000000000001'
 let app: TestApp
-let doc: { paths: Record<string, Record<string, { 'x-gpuhq-access'?: { scope?: string } }>> }
+type Operation = { 'x-gpuhq-access'?: { scope?: string }; 'x-gpuhq-scope-by-parameter'?: Record<string, Record<string, string>> }
+let doc: { paths: Record<string, Record<string, Operation>> }
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })
   doc = (await (await app.fetch('/api/v1/openapi.json')).json()) as typeof doc
@@ -22,6 +23,17 @@ afterAll(() => app.close())
 function templateOf(path: string, method: string): string | undefined {
   const matching = Object.keys(doc.paths).filter((t) => new RegExp(`^${t.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(path) && doc.paths[t]![method])
   return matching.sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0))[0]
+}
+
+/** The scope of one value of a path parameter (GET /reports/{report}: each report its own). */
+function scopeByParameter(op: Operation, template: string, path: string): string | undefined {
+  const names = [...template.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
+  const values = new RegExp(`^${template.replace(/\{[^}]+\}/g, '([^/]+)')}$`).exec(path)?.slice(1) ?? []
+  for (const [name, scopes] of Object.entries(op['x-gpuhq-scope-by-parameter'] ?? {})) {
+    const value = values[names.indexOf(name)]
+    if (value !== undefined && scopes[value]) return scopes[value]
+  }
+  return undefined
 }
 
 describe('the tool catalogue', () => {
@@ -35,7 +47,7 @@ describe('the tool catalogue', () => {
       return {
         tool: t.name,
         operation: op ? `${r.method} ${template}` : `missing: ${r.method} ${path}`,
-        scope: op?.['x-gpuhq-access']?.scope,
+        scope: op?.['x-gpuhq-access']?.scope ?? (template && op ? scopeByParameter(op, template, path) : undefined),
         read: r.method === 'GET',
       }
     })

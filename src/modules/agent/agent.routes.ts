@@ -2,11 +2,10 @@ import { Elysia } from 'elysia'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { ProblemError } from '../../platform/problem'
-import { NoContent, responses } from '../../platform/schemas'
+import { NoContent, responses, Served } from '../../platform/schemas'
 import { HelloBody, Registered, RegisterBody } from './agent.model'
 import { agentHello, registerAgent } from './agent.service'
 import { agentTarball, installScript } from './agent.files'
-import { Type } from '@sinclair/typebox'
 
 const tags = ['agent']
 
@@ -17,7 +16,7 @@ export function agentDownloadRoutes() {
       '/agent/install.sh',
       () => new Response(installScript(), { headers: { 'content-type': 'text/x-shellscript; charset=utf-8', 'cache-control': 'public, max-age=300' } }),
       {
-        response: responses({ 200: Type.String({ description: 'POSIX sh installer' }) }, []),
+        response: responses({ 200: Served('text/x-shellscript', 'POSIX sh installer') }, []),
         detail: describe(
           { public: true },
           {
@@ -39,7 +38,7 @@ export function agentDownloadRoutes() {
           },
         }),
       {
-        response: responses({ 200: Type.String({ description: 'gzip-compressed tar of the agent' }) }, []),
+        response: responses({ 200: Served('application/gzip', 'gzip-compressed tar of the agent') }, []),
         detail: describe({ public: true }, { tags, summary: 'The reference agent as a tarball (what install.sh downloads)' }),
       },
     )

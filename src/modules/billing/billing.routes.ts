@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { actorOf, describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { problems } from '../../platform/problem'
-import { Nullable, responses } from '../../platform/schemas'
+import { Nullable, responses, Served } from '../../platform/schemas'
 import { Billing, ChargeDay, ChargeDaysQuery, LedgerEntry, LedgerQuery } from './billing.model'
 import { chargeDays, chargesCsv, getBilling, ledgerPage } from './billing.service'
 
@@ -49,10 +49,7 @@ export function billingRoutes(deps: Deps) {
           }
         },
         params: t.Object({ day: t.String({ format: 'date', description: 'UTC day, YYYY-MM-DD' }) }),
-        response: responses(
-          { 200: Type.String({ description: 'text/csv with a header row: day,server_id,server_name,hours,amount_usd' }) },
-          [401, 403, 404, 422],
-        ),
+        response: responses({ 200: Served('text/csv', 'CSV with a header row: day,server_id,server_name,hours,amount_usd') }, [401, 403, 404, 422]),
         detail: describe(read, {
           tags,
           summary: "One UTC day's charges per server, as CSV",

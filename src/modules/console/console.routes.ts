@@ -1,9 +1,8 @@
 import { Elysia, t } from 'elysia'
-import { Type } from '@sinclair/typebox'
 import { describe } from '../../platform/access'
 import { negotiateEncoding } from '../../platform/compression'
 import { problems } from '../../platform/problem'
-import { responses } from '../../platform/schemas'
+import { responses, Served } from '../../platform/schemas'
 import { consoleBundle } from './console.build'
 
 /**
@@ -52,7 +51,7 @@ export function consoleRoutes() {
           },
         }),
       {
-        response: responses({ 200: Type.String({ description: 'The console page (HTML)' }) }, [503]),
+        response: responses({ 200: Served('text/html', 'The console page') }, [503]),
         detail: describe(
           { public: true },
           {
@@ -77,7 +76,7 @@ export function consoleRoutes() {
       },
       {
         params: t.Object({ file: t.String({ maxLength: 128 }) }),
-        response: responses({ 200: Type.String({ description: 'A script, stylesheet or icon of the console' }) }, [404, 422, 503]),
+        response: responses({ 200: Served(['text/javascript', 'text/css', 'image/svg+xml'], 'A script, stylesheet or icon of the console') }, [404, 422, 503]),
         detail: describe(
           { public: true },
           {

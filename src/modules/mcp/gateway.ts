@@ -56,7 +56,13 @@ function originRefused(deps: Deps, request: Request): ProblemError | null {
 export async function handleGateway(deps: Deps, request: Request, body: unknown, caller: McpCaller, dispatch: Dispatch): Promise<Response> {
   const refused = hostRefused(deps, request) ?? originRefused(deps, request)
   if (refused) throw refused
-  if (request.method !== 'POST') return new Response(null, { status: 405, headers: { allow: 'POST' } })
+  // A problem document like every other 405 (MCP clients read only the status: no stream, no sessions).
+  if (request.method !== 'POST')
+    throw new ProblemError('not_found', {
+      status: 405,
+      detail: `${request.method} is not offered on the MCP endpoint; allowed: POST`,
+      headers: { Allow: 'POST' },
+    })
   const server = buildServer(deps, request, caller, dispatch)
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: 5000 })
   await server.connect(transport)

@@ -5,7 +5,7 @@ import type { Deps } from '../../platform/context'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { enforceRateLimit } from '../../platform/rate-limit'
-import { NoContent, responses } from '../../platform/schemas'
+import { NoContent, responses, Served } from '../../platform/schemas'
 import { auditContextOf } from '../audit'
 import { gatewayUrl, getAccess, getClient, putAccess, removeClient, whoami } from './access.service'
 import { consentPage } from './consent.page'
@@ -178,14 +178,14 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
           detail: describe(MANAGE, { tags, summary: 'One connected client', description: "A client not connected to this tenant (another tenant's) is 404." }),
         })
         .delete(
-          '/mcp/clients/:id',
+          '/mcp/clients/:client_id',
           ({ request, params, set }) => {
-            removeClient({ deps, actor: actorOf(request), audit: auditContextOf(request), clientId: params.id })
+            removeClient({ deps, actor: actorOf(request), audit: auditContextOf(request), clientId: params.client_id })
             set.status = 204
             return null
           },
           {
-            params: t.Object({ id: t.String({ format: 'uuid' }) }),
+            params: t.Object({ client_id: t.String({ format: 'uuid' }) }),
             response: responses({ 204: NoContent }, [401, 403, 404, 422]),
             detail: describe(MANAGE, { tags, summary: 'Disconnect a client', description: 'Every access and refresh token it holds stops working at once.' }),
           },
@@ -220,15 +220,12 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
         .get('/mcp/authorize', ({ request }) => consentPage(deps, new URL(request.url).searchParams), {
           response: responses(
             {
-              200: t.String({ description: 'The consent page', 'x-media-type': 'text/html' }),
+              200: Served('text/html', 'The consent page'),
               302: Type.Null({
                 description:
                   'Back to the client: its registered redirect_uri with error (unsupported_response_type, invalid_request, invalid_target), error_description, state and iss (RFC 6749 §4.1.2.1, RFC 9207)',
               }),
-              400: t.String({
-                description: 'An error page: the client_id is unknown or the redirect_uri is not one it registered',
-                'x-media-type': 'text/html',
-              }),
+              400: Served('text/html', 'An error page: the client_id is unknown or the redirect_uri is not one it registered'),
             },
             [],
           ),

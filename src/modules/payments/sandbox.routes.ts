@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
-import { Literals, Money, responses } from '../../platform/schemas'
+import { Literals, Money, responses, Served } from '../../platform/schemas'
 import { SANDBOX_OUTCOMES, sandboxInvoice, sandboxPay } from './sandbox.provider'
 
 const html = (body: string) =>
@@ -24,7 +24,7 @@ export function sandboxRoutes(deps: Deps) {
     '/payments/return',
     () => html('<h1>Thank you</h1><p>Your payment is being confirmed. The balance changes once the provider confirms it; this page changes nothing.</p>'),
     {
-      response: responses({ 200: Type.String({ description: 'HTML' }) }, []),
+      response: responses({ 200: Served('text/html', 'HTML page') }, []),
       detail: describe({ public: true }, { tags: ['billing'], summary: 'Where the payment page sends the browser back; changes nothing' }),
     },
   )
@@ -43,7 +43,7 @@ export function sandboxRoutes(deps: Deps) {
       },
       {
         params: t.Object({ invoice_id: t.String({ format: 'uuid' }) }),
-        response: responses({ 200: Type.String({ description: 'HTML' }) }, [404, 422]),
+        response: responses({ 200: Served('text/html', 'HTML page') }, [404, 422]),
         detail: describe({ public: true }, { tags: ['billing'], summary: 'Sandbox checkout page' }),
       },
     )

@@ -15,10 +15,9 @@ const RangeParams = {
   format: t.Optional(Literals(['json', 'csv'] as const, { description: 'json (default) or csv; without it, Accept: text/csv asks for CSV' })),
 }
 
-export const ReportQuery = t.Object(RangeParams)
 export const MarginQuery = t.Object({
   ...RangeParams,
-  days: t.Optional(t.Integer({ minimum: 1, maximum: 90, description: 'The last 1..90 UTC days, today included (instead of from/to)' })),
+  days: t.Optional(t.Integer({ minimum: 1, maximum: 90, description: 'Margin only: the last 1..90 UTC days, today included (instead of from/to)' })),
 })
 
 const RangeFields = {

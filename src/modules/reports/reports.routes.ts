@@ -1,97 +1,98 @@
-import { Elysia } from 'elysia'
-import { actorOf, describe, type Actor } from '../../platform/access'
+import type { Static } from '@sinclair/typebox'
+import { Elysia, t } from 'elysia'
+import { actorOf, describe, ensureReaches, permits, type Actor, type Scope } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { responses } from '../../platform/schemas'
-import { formatOf, reportCache, serveReport, type Format, type Rendered } from './delivery'
+import { ProblemError, problems } from '../../platform/problem'
+import { alsoServed, Literals, responses } from '../../platform/schemas'
+import { formatOf, reportCache, serveReport, type Rendered } from './delivery'
 import { earningsReport } from './earnings.service'
 import { marginReportOf } from './margin.service'
-import type { Range, RangeInput } from './range'
-import { EarningsReport, MarginQuery, MarginReport, ReportQuery, SpendReport, UtilisationReport } from './reports.model'
+import type { Range } from './range'
+import { invalidReportQuery } from './reports.errors'
+import { EarningsReport, MarginQuery, MarginReport, SpendReport, UtilisationReport } from './reports.model'
 import { reportRequest, type ReportName } from './reports.service'
 import { spendReport } from './spend.service'
 import { utilisationReport } from './utilisation.service'
 
 const tags = ['reports']
-const ERRORS = [304, 401, 403, 422]
-const COMMON =
-  ' Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV. Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). See docs/reports.md.'
+const ERRORS = [304, 401, 403, 404, 422]
+
+type Verb = (o: { deps: Deps; actor: Actor; range: Range }) => Rendered<object>
 
 /**
- * GET /reports/{report}: one route per report, so each declares its own access and answer schema
- * in the OpenAPI document; an unknown report is an unknown route (404 not_found). The answer cache
- * belongs to this app (one per routes factory), keyed per tenant and server allowlist.
+ * The reports behind GET /reports/{report} (docs/reports.md), each with the scope a token needs to
+ * read it (the area its figures come from) and what it reaches: `server` reports are cut to a
+ * token's allowlisted servers, `tenant` ones (billing's figures) refuse such a token
+ * (docs/access.md "What an operation reaches").
+ */
+const REPORTS: Record<ReportName, { scope: Scope; reach: 'server' | 'tenant'; verb: Verb }> = {
+  utilisation: { scope: 'servers:read', reach: 'server', verb: utilisationReport },
+  earnings: { scope: 'marketplaces:read', reach: 'server', verb: earningsReport },
+  spend: { scope: 'billing:read', reach: 'tenant', verb: spendReport },
+  margin: { scope: 'billing:read', reach: 'tenant', verb: marginReportOf },
+}
+const NAMES = Object.keys(REPORTS) as ReportName[]
+const ReportAnswer = t.Union(
+  [UtilisationReport, EarningsReport, SpendReport, MarginReport],
+  alsoServed({ 'text/csv': 'The report as CSV (RFC 4180, a header row; the finest grain of the report): `format=csv`, or Accept preferring text/csv' }),
+)
+const isReport = (name: string | undefined): name is ReportName => name !== undefined && Object.hasOwn(REPORTS, name)
+
+/**
+ * GET /reports/{report}: one operation (decisions.md), its `report` an enum in the OpenAPI
+ * document, its answer the report's own schema (each says which it is in `report`). The route's
+ * declaration admits a token holding any report's scope; the report named is then held to its own
+ * (403 like any missing scope), and an unknown report is no such resource (404 not_found), both
+ * before the query is validated. The answer cache belongs to this app (one per routes factory),
+ * keyed per tenant and server allowlist.
  */
 export function reportsRoutes(deps: Deps) {
   const cache = reportCache(deps.clock)
-  /** Resolves the range, then serves the report from the cache or builds it with `verb`. */
-  function answer<T extends object>(
-    request: Request,
-    set: { headers: Record<string, string | number> },
-    report: ReportName,
-    query: RangeInput & { format?: Format },
-    verb: (o: { deps: Deps; actor: Actor; range: Range }) => Rendered<T>,
-  ): T | Response {
-    const actor = actorOf(request)
-    const { range, key, filename } = reportRequest({ deps, actor, report, input: query })
-    const format = formatOf(query.format, request.headers.get('accept'))
-    return serveReport({ request, set, cache, clock: deps.clock, key, format, filename, build: () => verb({ deps, actor, range }) })
-  }
-
-  return new Elysia({ name: 'reports', prefix: '/api/v1' })
-    .get('/reports/utilisation', ({ request, set, query }) => answer(request, set, 'utilisation', query, utilisationReport), {
-      query: ReportQuery,
-      response: responses({ 200: UtilisationReport }, ERRORS),
-      detail: describe(
-        { role: 'viewer', scope: 'servers:read', reach: 'server' },
-        {
-          tags,
-          summary: 'Uptime, rented time and GPU utilisation of the fleet and each server',
-          description:
-            "Over UTC days (the accrual's days): time under management, online and suspect (presence transitions), rented (the accrual's accrued time) and average GPU utilisation (hourly rollups), for the fleet per period and each server over the range (per period in the CSV). A token sees its allowlisted servers only." +
-            COMMON,
-        },
-      ),
-    })
-    .get('/reports/earnings', ({ request, set, query }) => answer(request, set, 'earnings', query, earningsReport), {
-      query: ReportQuery,
-      response: responses({ 200: EarningsReport }, ERRORS),
-      detail: describe(
-        { role: 'viewer', scope: 'marketplaces:read', reach: 'server' },
-        {
-          tags,
-          summary: 'Earnings by period, marketplace, GPU model and server',
-          description:
-            "Sums of the earnings accrual rows (one per server, marketplace and UTC day, so the days are UTC): earned before the platforms' cut, beside the platforms' own figure after it where they report one. Marketplace numbers, not a ledger: totals carry `total_label`. A token sees its allowlisted servers only." +
-            COMMON,
-        },
-      ),
-    })
-    .get('/reports/spend', ({ request, set, query }) => answer(request, set, 'spend', query, spendReport), {
-      query: ReportQuery,
-      response: responses({ 200: SpendReport }, ERRORS),
-      detail: describe(
-        { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
-        {
-          tags,
-          summary: "gpuhq's charges, adjustments and top-ups by period, and charges per server",
-          description:
-            "Sums of the ledger rows whose occurred_at falls in each period of the account's own days (the caller's time zone, else the owner's, else UTC), as the spend tiles of GET /billing count them; charges split per server as the per-server CSV splits them." +
-            COMMON,
-        },
-      ),
-    })
-    .get('/reports/margin', ({ request, set, query }) => answer(request, set, 'margin', query, marginReportOf), {
+  return new Elysia({ name: 'reports', prefix: '/api/v1' }).get(
+    '/reports/:report',
+    ({ request, set, query, params }) => {
+      const report = params.report
+      // `days` is the margin report's own way to give a range (docs/reports.md).
+      if (query.days !== undefined && report !== 'margin')
+        throw invalidReportQuery('/days', 'not_allowed', 'days is taken by the margin report only; give from and to')
+      const actor = actorOf(request)
+      const { range, key, filename } = reportRequest({ deps, actor, report, input: query })
+      const format = formatOf(query.format, request.headers.get('accept'))
+      return serveReport({ request, set, cache, clock: deps.clock, key, format, filename, build: () => REPORTS[report].verb({ deps, actor, range }) }) as
+        | Static<typeof ReportAnswer>
+        | Response
+    },
+    {
+      transform: ({ request, params }) => {
+        const name = (params as { report?: string }).report
+        if (!isReport(name)) throw problems.notFound(`no report ${name}; the reports are ${NAMES.join(', ')}`)
+        const { scope, reach } = REPORTS[name]
+        const actor = actorOf(request)
+        if (!permits(actor, scope, null)) throw new ProblemError('forbidden', { detail: `the ${name} report needs the ${scope} scope` })
+        if (reach === 'tenant') ensureReaches(actor, null, `the ${name} report`)
+      },
+      params: t.Object({ report: Literals(NAMES as ['utilisation', 'earnings', 'spend', 'margin'], { description: 'Which report' }) }),
       query: MarginQuery,
-      response: responses({ 200: MarginReport }, ERRORS),
-      detail: describe(
-        { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
-        {
-          tags,
-          summary: 'Margin of the fleet, each server and each GPU model, by period',
-          description:
-            "Beyond the spec. Over UTC days: earnings accrued from running deals, minus the platforms' cut, minus electricity, minus gpuhq's own charges. A figure with a missing input (no tariff, no power measurements, no commission, a sync outage) leaves it out, says `estimate: true` and names it in `missing`; it is never shown as zero. `days` (1..90) asks for the last days, today included, instead of `from`/`to`." +
-            COMMON,
-        },
-      ),
-    })
+      response: responses({ 200: ReportAnswer }, ERRORS),
+      detail: {
+        ...describe(
+          { role: 'viewer', anyScope: [...new Set(NAMES.map((n) => REPORTS[n].scope))], reach: 'server' },
+          {
+            tags,
+            summary: 'An analytical report over a range of days: utilisation, earnings, spend or margin',
+            description: [
+              "`utilisation` (a token needs `servers:read`): over UTC days (the accrual's days), time under management, online and suspect (presence transitions), rented (the accrual's accrued time) and average GPU utilisation (hourly rollups), for the fleet per period and each server over the range (per period in the CSV).",
+              "`earnings` (`marketplaces:read`): sums of the earnings accrual rows (one per server, marketplace and UTC day, so the days are UTC): earned before the platforms' cut, beside the platforms' own figure after it where they report one. Marketplace numbers, not a ledger: totals carry `total_label`.",
+              "`spend` (`billing:read`): sums of the ledger rows whose occurred_at falls in each period of the account's own days (the caller's time zone, else the owner's, else UTC), as the spend tiles of GET /billing count them; charges split per server as the per-server CSV splits them.",
+              "`margin` (`billing:read`): over UTC days, earnings accrued from running deals, minus the platforms' cut, minus electricity, minus gpuhq's own charges. A figure with a missing input (no tariff, no power measurements, no commission, a sync outage) leaves it out, says `estimate: true` and names it in `missing`; it is never shown as zero. `days` (1..90, margin only) asks for the last days, today included, instead of `from`/`to`.",
+              "`utilisation` and `earnings` show a token with a server_allowlist its servers only; `spend` and `margin` span the tenant and refuse such a token (403 forbidden, errors[0].code tenant_wide). A token without the report's scope → 403; an unknown report → 404. Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV (text/csv). Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). See docs/reports.md.",
+            ].join('\n\n'),
+          },
+        ),
+        // The scope each report needs, for a client (and the MCP tool catalogue) to read: the
+        // declaration above admits any of them, the transform holds each report to its own.
+        'x-gpuhq-scope-by-parameter': { report: Object.fromEntries(NAMES.map((n) => [n, REPORTS[n].scope])) },
+      },
+    },
+  )
 }

@@ -48,7 +48,7 @@ export const ChangeOrder = Type.Object(
 )
 
 export const Subscription = Type.Object({
-  plan: Nullable(Type.Any()),
+  plan: Nullable(Plan),
   pending_change: Nullable(Change),
   last_change: Nullable(Change),
   account_state: Type.String(),

@@ -1,14 +1,13 @@
 import { Elysia, t } from 'elysia'
-import { Type } from '@sinclair/typebox'
 import { describe } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { PROBLEM_CODE_LIST } from '../../platform/problem'
-import { responses } from '../../platform/schemas'
+import { responses, Served } from '../../platform/schemas'
 import { Health, Readiness } from './system.model'
 import { problemIndexPage } from './problems.page'
 import { checkReadiness, problemTypePage } from './system.service'
 
-const Html = Type.String({ description: 'HTML page' })
+const Html = Served('text/html', 'HTML page')
 
 export function systemRoutes(deps: Deps) {
   const html = (body: string) => new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'public, max-age=3600' } })
@@ -28,7 +27,6 @@ export function systemRoutes(deps: Deps) {
         {
           tags: ['system'],
           summary: 'Index of problem types',
-          responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' as const } } } } },
         },
       ),
     })
