@@ -87,7 +87,7 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 600,
     description:
       'Applies each enabled pricing policy whose cadence has come to the listed offers it targets and keeps one pending suggestion per offer (a changed price supersedes the last one); releases acceptances left half-done by a dead process.',
-    run: ({ deps }) => suggestPrices(deps),
+    run: ({ deps, tenants }) => suggestPrices(deps, tenants),
   },
   {
     name: 'metrics.rollup',
