@@ -147,6 +147,8 @@ export function updateServerConfig({
     if (input.electricity_usd_per_kwh !== undefined) {
       const micros = input.electricity_usd_per_kwh === null ? null : parseMoney(input.electricity_usd_per_kwh)
       if (micros !== null && micros < 0) throw invalidField('fleet', '/electricity_usd_per_kwh', 'too_small', 'the tariff cannot be negative')
+      // The cost basis's bound (docs/earnings.md "Bounds"): keeps the margin and the pricing floor inside the money range.
+      if (micros !== null && micros > 10_000_000) throw invalidField('fleet', '/electricity_usd_per_kwh', 'too_large', 'at most 10.00 USD per kWh')
       patch.electricityMicrosPerKwh = micros
     }
     if (input.rental_active !== undefined) {
