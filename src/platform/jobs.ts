@@ -58,29 +58,56 @@ export class TenantWalk {
     private readonly backoff: Map<string, Backoff> = new Map(),
   ) {}
 
-  /** Runs one tenant's part; answers its result, or undefined when it failed or is waiting out a backoff. */
-  async run<T>(tenantId: string, part: () => T | Promise<T>): Promise<T | undefined> {
-    const key = `${this.job}|${tenantId}`
-    const waiting = this.backoff.get(key)
-    if (waiting && waiting.retryAtUs > this.deps.clock.nowUs()) {
-      this.deferred++
-      return undefined
-    }
+  /**
+   * Runs one tenant's part; answers its result, or undefined when it failed or is waiting out a
+   * backoff. `scope` keeps apart the parts of one tenant that fail on their own (a marketplace account).
+   */
+  async run<T>(tenantId: string, part: () => T | Promise<T>, scope?: string): Promise<T | undefined> {
+    const key = this.#keyOf(tenantId, scope)
+    if (this.#waiting(key)) return undefined
     try {
       const result = await part()
       this.backoff.delete(key)
       return result
     } catch (e) {
-      if (isDatabaseBusy(e)) throw e
-      const cause = e instanceof Error ? e.message : String(e)
-      const failures = (waiting?.failures ?? 0) + 1
-      const delay = Math.min(BACKOFF_FIRST_US * 2 ** (failures - 1), BACKOFF_MAX_US)
-      const retryAtUs = this.deps.clock.nowUs() + delay
-      this.backoff.set(key, { failures, retryAtUs })
-      this.failures.push({ tenantId, cause })
-      this.deps.log.error('job failed for a tenant', { job: this.job, tenant: tenantId, error: e, failures, retry_at: formatTimestamp(retryAtUs) })
+      this.#failed(key, tenantId, scope, e)
       return undefined
     }
+  }
+
+  /** `run` for a synchronous part (a job that never awaits between tenants). */
+  runSync<T>(tenantId: string, part: () => T, scope?: string): T | undefined {
+    const key = this.#keyOf(tenantId, scope)
+    if (this.#waiting(key)) return undefined
+    try {
+      const result = part()
+      this.backoff.delete(key)
+      return result
+    } catch (e) {
+      this.#failed(key, tenantId, scope, e)
+      return undefined
+    }
+  }
+
+  #keyOf(tenantId: string, scope: string | undefined): string {
+    return `${this.job}|${tenantId}|${scope ?? ''}`
+  }
+
+  #waiting(key: string): boolean {
+    const waiting = this.backoff.get(key)
+    if (!waiting || waiting.retryAtUs <= this.deps.clock.nowUs()) return false
+    this.deferred++
+    return true
+  }
+
+  #failed(key: string, tenantId: string, scope: string | undefined, e: unknown): void {
+    if (isDatabaseBusy(e)) throw e
+    const cause = `${scope ? `${scope}: ` : ''}${e instanceof Error ? e.message : String(e)}`
+    const failures = (this.backoff.get(key)?.failures ?? 0) + 1
+    const retryAtUs = this.deps.clock.nowUs() + Math.min(BACKOFF_FIRST_US * 2 ** (failures - 1), BACKOFF_MAX_US)
+    this.backoff.set(key, { failures, retryAtUs })
+    this.failures.push({ tenantId, cause })
+    this.deps.log.error('job failed for a tenant', { job: this.job, tenant: tenantId, scope, error: e, failures, retry_at: formatTimestamp(retryAtUs) })
   }
 
   /** What the run's record adds to the job's own detail: the tenants that failed and why, and those deferred. */

@@ -132,7 +132,12 @@ describe('the AI tool marketplaces.set_offer', () => {
     })
     expect(res.status).toBe(200)
     const text = await res.text()
-    const json = text.trimStart().startsWith('{') ? text : text.split('\n').find((l) => l.startsWith('data:'))!.slice(5)
+    const json = text.trimStart().startsWith('{')
+      ? text
+      : text
+          .split('\n')
+          .find((l) => l.startsWith('data:'))!
+          .slice(5)
     const result = (JSON.parse(json) as { result: { isError?: boolean; content: { text: string }[] } }).result
     expect(result.isError).toBe(true)
     expect(result.content[0]!.text).toContain('HTTP 422')

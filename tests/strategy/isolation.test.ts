@@ -42,7 +42,13 @@ async function ok<T = any>(res: Promise<Response>, status = 200): Promise<T> {
 }
 const advance = (seconds: number) => ok(app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } }))
 const suggestionsOf = async (m: Member) => (await ok<{ items: { server_id: string; state: string }[] }>(call(app, 'GET', '/strategy/suggestions', m))).items
-const policy = (server: string) => ({ name: 'median', marketplace: 'marketplace_a', target: { server_ids: [server] }, target_percentile: 50, cadence_minutes: 60 })
+const policy = (server: string) => ({
+  name: 'median',
+  marketplace: 'marketplace_a',
+  target: { server_ids: [server] },
+  target_percentile: 50,
+  cadence_minutes: 60,
+})
 
 /** Writes the cost basis row as a database from before the bounds (or a damaged one) may hold it. */
 function storeCostBasis(tenantId: string, operationalMicros: number | null, commission: string): void {
@@ -59,7 +65,10 @@ async function tenantOnVast(tag: string, owner: number, key: string, machine: nu
   const server = insertServer(app, m.tenantId, `rig-${tag}`)
   sim.putMachine(owner, machine, { hostname: `rig-${machine}`, listed: true, gpu_name: 'RTX 4090', num_gpus: 2, listed_gpu_cost: 0.5, listed_min_gpu_count: 2 })
   await ok(call(app, 'PUT', '/marketplaces/marketplace_a', m, { json: { api_key: key } }))
-  await ok(call(app, 'POST', '/marketplaces/links', m, { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: String(machine) } }), 201)
+  await ok(
+    call(app, 'POST', '/marketplaces/links', m, { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: String(machine) } }),
+    201,
+  )
   await ok(call(app, 'PUT', '/billing/cost-basis', m, { json: { marketplaces: { marketplace_a: { commission_percent: '25' } } } }))
   return [m, server]
 }
@@ -96,9 +105,17 @@ describe('money inputs are bounded so that derived prices stay in range', () => 
       'validation_failed',
     )
     expect(commission.errors).toEqual([{ path: '/marketplaces/marketplace_a/commission_percent', code: 'too_large' }])
-    const tariff = await expectProblem(await call(app, 'PUT', '/billing/cost-basis', first, { json: { electricity_usd_per_kwh: '10.000001' } }), 422, 'validation_failed')
+    const tariff = await expectProblem(
+      await call(app, 'PUT', '/billing/cost-basis', first, { json: { electricity_usd_per_kwh: '10.000001' } }),
+      422,
+      'validation_failed',
+    )
     expect(tariff.errors).toEqual([{ path: '/electricity_usd_per_kwh', code: 'too_large' }])
-    const server = await expectProblem(await call(app, 'PATCH', `/servers/${firstServer}`, first, { json: { electricity_usd_per_kwh: '11' } }), 422, 'validation_failed')
+    const server = await expectProblem(
+      await call(app, 'PATCH', `/servers/${firstServer}`, first, { json: { electricity_usd_per_kwh: '11' } }),
+      422,
+      'validation_failed',
+    )
     expect(server.errors).toEqual([{ path: '/electricity_usd_per_kwh', code: 'too_large' }])
     const basis = await ok<{ operational: { usd_per_month: string | null }; marketplaces: { marketplace: string; commission_percent: string | null }[] }>(
       call(app, 'GET', '/billing/cost-basis', first),
@@ -143,7 +160,7 @@ describe('strategy.suggest isolates tenants', () => {
     expect((await suggestionsOf(second)).map((s) => [s.server_id, s.state])).toEqual([[secondServer, 'pending']])
   })
 
-  test("a tenant whose part fails is reported and backs off; the tenant after it still gets its suggestions", async () => {
+  test('a tenant whose part fails is reported and backs off; the tenant after it still gets its suggestions', async () => {
     // A row the code cannot read: the commission is no percentage at all.
     storeCostBasis(first.tenantId, null, 'garbage')
     await advance(3700)
@@ -156,8 +173,9 @@ describe('strategy.suggest isolates tenants', () => {
     expect(run.detail).toContain('2 policies looked at, 1 suggestions made')
     expect(run.detail).toContain(`1 tenants failed: ${first.tenantId} (policy `)
     expect(run.detail).toContain('not a percent: garbage')
-    const pending = (await ok<{ items: { server_id: string; suggested_price_gpu_hour: string }[] }>(call(app, 'GET', '/strategy/suggestions?state=pending', second)))
-      .items
+    const pending = (
+      await ok<{ items: { server_id: string; suggested_price_gpu_hour: string }[] }>(call(app, 'GET', '/strategy/suggestions?state=pending', second))
+    ).items
     expect(pending.map((s) => [s.server_id, s.suggested_price_gpu_hour])).toEqual([[secondServer, '0.30']])
 
     // The next ticks do not try the failing policy again: it waits its cadence like one that ran.

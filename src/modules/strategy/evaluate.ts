@@ -124,7 +124,8 @@ function evaluateOffer(
   const coins = coinsOf(policy, o)
   const costs = costsOf({ serverId: o.serverId, marketplace: policy.marketplace, currencies: coins, gpus: o.gpuCount })
   const costMicros = costOf([costs.electricityMicros, costs.operationalMicros, costs.gpuhqMicros])
-  if (costMicros === null) return `the costs of one GPU-hour are above ${formatMoney(MAX_MONEY_MICROS)} USD, the largest amount gpuhq handles: check the cost basis`
+  if (costMicros === null)
+    return `the costs of one GPU-hour are above ${formatMoney(MAX_MONEY_MICROS)} USD, the largest amount gpuhq handles: check the cost basis`
   const floor = floorOf(costMicros, policy.minMarginPercent, costs.commissionPercent)
   if ('refused' in floor)
     return floor.refused === 'commission_takes_all'
