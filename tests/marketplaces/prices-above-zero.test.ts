@@ -103,6 +103,13 @@ describe('the offer route', () => {
       const refused = await expectProblem(await send('PUT', `/marketplaces/links/${onA}/marketplace_a/offer`, body), 422, 'validation_failed')
       expect(refused.errors).toEqual([{ path, code: 'too_small' }])
     }
+    // A price beyond the money range is the same kind of answer, not a 500.
+    const beyond = await expectProblem(
+      await send('PUT', `/marketplaces/links/${onA}/marketplace_a/offer`, { price_gpu_hour: '99999999999999999' }),
+      422,
+      'validation_failed',
+    )
+    expect(beyond.errors).toEqual([{ path: '/price_gpu_hour', code: 'too_large' }])
     expect(writesA()).toEqual([])
   })
 

@@ -124,6 +124,23 @@ describe('money inputs are bounded so that derived prices stay in range', () => 
     expect(basis.marketplaces.find((m) => m.marketplace === 'marketplace_a')!.commission_percent).toBe('25')
   })
 
+  test('a money input beyond the money range itself is 422 at its field, never a 500', async () => {
+    const huge = '99999999999999999'
+    const cases: [string, string, unknown, string, string][] = [
+      ['PUT', '/billing/cost-basis', { electricity_usd_per_kwh: huge }, '/electricity_usd_per_kwh', 'too_large'],
+      ['PUT', '/billing/cost-basis', { operational: { usd_per_month: '1000000000.000001' } }, '/operational/usd_per_month', 'too_large'],
+      ['PUT', '/billing/cost-basis', { operational: { usd_per_month: `-${huge}` } }, '/operational/usd_per_month', 'too_small'],
+      ['PATCH', `/servers/${firstServer}`, { electricity_usd_per_kwh: huge }, '/electricity_usd_per_kwh', 'too_large'],
+      ['POST', '/strategy/preview', { ...policy(firstServer), ceiling_gpu_hour: huge }, '/ceiling_gpu_hour', 'too_large'],
+      ['POST', '/strategy/preview', { ...policy(firstServer), rounding_step: huge }, '/rounding_step', 'out_of_range'],
+      ['POST', '/strategy/policies', { ...policy(firstServer), ceiling_gpu_hour: huge }, '/ceiling_gpu_hour', 'too_large'],
+    ]
+    for (const [method, path, json, pointer, code] of cases) {
+      const refused = await expectProblem(await call(app, method, path, first, { json }), 422, 'validation_failed')
+      expect({ path, errors: refused.errors }).toEqual({ path, errors: [{ path: pointer, code }] })
+    }
+  })
+
   test('at the bounds themselves the preview prices the offer inside the money range', async () => {
     await ok(
       call(app, 'PUT', '/billing/cost-basis', first, {

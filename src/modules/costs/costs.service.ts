@@ -5,7 +5,7 @@ import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { invalidField } from '../../platform/domain-error'
 import { assertIfMatch, etagOf } from '../../platform/etag'
-import { formatMoney, MAX_MONEY_MICROS, parseMoney } from '../../platform/money'
+import { formatMoney, MAX_MONEY_MICROS, parseMoneyInRange } from '../../platform/money'
 import { daysInMonth, utcDay } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { billableServerHours } from '../billing'
@@ -224,9 +224,9 @@ const COST_BOUNDS = {
 
 function boundedMoney(path: string, v: string | null, max: number, unit: string): number | null {
   if (v === null) return null
-  const micros = parseMoney(v)
-  if (micros < 0) throw invalidField('costs', path, 'too_small', 'cannot be negative')
-  if (micros > max) throw invalidField('costs', path, 'too_large', `at most ${formatMoney(max)} ${unit}`)
+  if (v.startsWith('-') && /[1-9]/.test(v)) throw invalidField('costs', path, 'too_small', 'cannot be negative')
+  const micros = parseMoneyInRange(v)
+  if (micros === null || micros > max) throw invalidField('costs', path, 'too_large', `at most ${formatMoney(max)} ${unit}`)
   return micros
 }
 

@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox'
 import { invalidField } from '../../platform/domain-error'
-import { formatMoney, parseDecimal, parseMoney } from '../../platform/money'
+import { formatMoney, MAX_MONEY_MICROS, parseDecimal, parseMoney, parseMoneyInRange } from '../../platform/money'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import type { CloreSettings, MarketplaceBProjection, MarketplaceId, RemoteProjection, VastAsk } from './marketplaces.adapter'
 import { MarketplaceErrors } from './marketplaces.errors'
@@ -45,7 +45,9 @@ export function checkOffer(marketplace: MarketplaceId, input: OfferInput, nowUs:
     if (input.price_gpu_hour === undefined) throw invalidField('marketplaces', '/price_gpu_hour', 'required', 'marketplace_a needs price_gpu_hour')
     for (const field of USD_PRICES) {
       const v = input[field]
-      if (v !== undefined && parseMoney(v) < 0) throw invalidField('marketplaces', `/${field}`, 'too_small', `${field} cannot be negative`)
+      if (v === undefined) continue
+      if (v.startsWith('-') && /[1-9]/.test(v)) throw invalidField('marketplaces', `/${field}`, 'too_small', `${field} cannot be negative`)
+      if (parseMoneyInRange(v) === null) throw invalidField('marketplaces', `/${field}`, 'too_large', `${field} is at most ${formatMoney(MAX_MONEY_MICROS)}`)
     }
     assertPricesAboveZero(marketplace, input)
     if (input.end_date !== undefined) {

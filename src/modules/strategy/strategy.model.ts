@@ -37,7 +37,12 @@ const fields = {
     maximum: 100,
     description: "Where in the model's market the price sits: 0 the cheapest ask, 50 the median (default), 100 the dearest",
   }),
-  ceiling_gpu_hour: Nullable(Money({ description: 'Never above this, USD per GPU-hour (null: no ceiling); the floor wins when it is above the ceiling' })),
+  ceiling_gpu_hour: Nullable(
+    Money({
+      description:
+        'Never above this, USD per GPU-hour, above 0 and at most 1000000000 (422 too_small / too_large); null: no ceiling. The floor wins when it is above the ceiling',
+    }),
+  ),
   rounding_step: Money({ description: 'Prices are multiples of this, USD per GPU-hour, 0.000001..10; default "0.01"' }),
   cadence_minutes: Type.Integer({ minimum: 15, maximum: 10080, description: 'How often strategy.suggest looks again (15 minutes .. 7 days); default 60' }),
   raise_while_rented: Literals(['hold', 'allow'] as const, {
