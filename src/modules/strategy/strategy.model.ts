@@ -158,7 +158,10 @@ const Evaluation = {
   ceiling_gpu_hour: Nullable(Money()),
   occupancy: Nullable(Type.Number({ description: 'Share of the full-price capacity the offer earned over the last 7 days (0..1, three decimals)' })),
   expected_change_usd_day: Nullable(
-    Money({ description: '(suggested − current) × GPUs × 24 × occupancy: the change in daily earnings at the same occupancy' }),
+    Money({
+      description:
+        '(suggested − current) × GPUs × 24 × occupancy: the change in daily earnings at the same occupancy; null with no current price or occupancy, or when it would leave the money range',
+    }),
   ),
   offer: Type.Object(
     {
@@ -174,7 +177,10 @@ const Evaluation = {
 export const PreviewAnswer = Type.Object({
   evaluated_at: Timestamp(),
   items: Type.Array(Type.Object(Evaluation), { maxItems: 512 }),
-  skipped: Type.Array(Type.Object({ server_id: Uuid(), reason: Type.String() }), { description: 'Targeted servers that could not be priced, and why' }),
+  skipped: Type.Array(Type.Object({ server_id: Uuid(), reason: Type.String() }), {
+    description:
+      'Targeted servers that could not be priced, and why: no listed offer, no GPU model or count, no exchange rate, a commission of 100 %, costs or a floor above the money range (1000000000 USD per GPU-hour), a price that would be zero',
+  }),
 })
 
 export const Suggestion = Type.Object({
