@@ -120,6 +120,20 @@ describe('the offer route', () => {
   })
 })
 
+describe('keep-on', () => {
+  test('a kept offer with a zero price (stored before the check) is not published again: the sync counts it failed', async () => {
+    await ok(send('PUT', `/servers/${onA}/keep-on/marketplace_a`))
+    app.deps.sqlite.run('UPDATE marketplace_links SET offer = ? WHERE server_id = ?', [JSON.stringify({ price_gpu_hour: '0' }), onA])
+    simA.updateMachine(921, { listed: false }) // unlisted in Vast's console
+    simA.clearRequests()
+    await ok(app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: 60 } }))
+    const run = await runJob('marketplaces.sync')
+    expect(run.detail).toContain('keep-on: 0 re-published, 1 failed')
+    expect(writesA()).toEqual([])
+    await ok(send('DELETE', `/servers/${onA}/keep-on/marketplace_a`))
+  })
+})
+
 describe('the AI tool marketplaces.set_offer', () => {
   test('a zero price is the same 422, told to the assistant as the field error, and nothing is published', async () => {
     const { token } = await enableAccess(app, owner, ['marketplaces.set_offer'])
