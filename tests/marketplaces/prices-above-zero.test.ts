@@ -3,15 +3,14 @@ import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marke
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { call, insertServer, type Member, newTenant, setPlan } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
-import { enableAccess } from '../support/mcp'
 import { expectProblem } from '../support/problem'
 
 /**
  * Issue 34, finding 4: no free listings, on any platform and by any path. marketplace_b took a
  * price of 0 (`{"USD-Blockchain":{"on_demand":"0"}}` → 200, published) where marketplace_a refused
  * it, and an AI assistant allowed `marketplaces.set_offer` could do the same. One check of rental
- * prices now stands in every publication: PUT …/offer (so the AI tool), strategy's evaluation (a
- * policy never suggests zero) and accepting a suggestion. Both simulators over real HTTP; nothing
+ * prices now stands in every publication: PUT …/offer (so the AI tool: prices-above-zero-mcp.test.ts),
+ * keep-on, strategy's evaluation (a policy never suggests zero) and accepting a suggestion. Both simulators over real HTTP; nothing
  * refused ever reaches a platform.
  */
 
@@ -131,39 +130,6 @@ describe('keep-on', () => {
     expect(run.detail).toContain('keep-on: 0 re-published, 1 failed')
     expect(writesA()).toEqual([])
     await ok(send('DELETE', `/servers/${onA}/keep-on/marketplace_a`))
-  })
-})
-
-describe('the AI tool marketplaces.set_offer', () => {
-  test('a zero price is the same 422, told to the assistant as the field error, and nothing is published', async () => {
-    const { token } = await enableAccess(app, owner, ['marketplaces.set_offer'])
-    simB.clearRequests()
-    const res = await app.fetch('/mcp', {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream' },
-      json: {
-        jsonrpc: '2.0',
-        id: 7,
-        method: 'tools/call',
-        params: {
-          name: 'marketplaces.set_offer',
-          arguments: { server_id: onB, marketplace: 'marketplace_b', offer: { coin_prices: { 'USD-Blockchain': { on_demand: '0' } } } },
-        },
-      },
-    })
-    expect(res.status).toBe(200)
-    const text = await res.text()
-    const json = text.trimStart().startsWith('{')
-      ? text
-      : text
-          .split('\n')
-          .find((l) => l.startsWith('data:'))!
-          .slice(5)
-    const result = (JSON.parse(json) as { result: { isError?: boolean; content: { text: string }[] } }).result
-    expect(result.isError).toBe(true)
-    expect(result.content[0]!.text).toContain('HTTP 422')
-    expect(result.content[0]!.text).toContain('/coin_prices/USD-Blockchain/on_demand')
-    expect(writesB()).toEqual([])
   })
 })
 
