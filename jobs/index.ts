@@ -71,7 +71,7 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 900,
     description:
       "Reads every connected marketplace account's machines: refreshes link projections, marks vanished machines stale, flags conflicts, records failures and keeps the servers' marketplace rental facts.",
-    run: ({ deps }) => syncMarketplaces(deps),
+    run: ({ deps, tenants }) => syncMarketplaces(deps, tenants),
   },
   {
     name: 'earnings.sample',
@@ -87,7 +87,7 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 600,
     description:
       'Applies each enabled pricing policy whose cadence has come to the listed offers it targets and keeps one pending suggestion per offer (a changed price supersedes the last one); releases acceptances left half-done by a dead process.',
-    run: ({ deps }) => suggestPrices(deps),
+    run: ({ deps, tenants }) => suggestPrices(deps, tenants),
   },
   {
     name: 'metrics.rollup',
@@ -95,9 +95,9 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 600,
     description:
       'Rolls raw telemetry into 5-minute and hourly buckets (running buckets too), catching up after downtime; then watches GPU temperatures (notifications).',
-    run: async ({ deps }) => {
+    run: async ({ deps, tenants }) => {
       fleetRuntime(deps).flush()
-      return `${await runRollups(deps)}; ${watchTemperatures(deps)}`
+      return `${await runRollups(deps)}; ${watchTemperatures(deps, tenants)}`
     },
   },
   {
@@ -112,9 +112,9 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 120,
     description:
       "Reads the Telegram bot's updates to link chats, sends due notification deliveries (chat and email, after quiet hours, with retries), then the mail outbox.",
-    run: async ({ deps }) => {
+    run: async ({ deps, tenants }) => {
       const chat = await pollChatLinks(deps)
-      const notifications = await dispatchNotifications(deps)
+      const notifications = await dispatchNotifications(deps, tenants)
       return `chat: ${chat}; ${notifications} notification deliveries sent; ${await deps.mail.dispatchDue()} mails sent`
     },
   },
@@ -123,7 +123,7 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '0 0 8 * * 1',
     leaseSeconds: 600,
     description: "Queues each tenant's weekly report (servers, the week's accrued earnings) as a `weekly` notification, once per week.",
-    run: ({ deps }) => sendWeeklyReports(deps),
+    run: ({ deps, tenants }) => sendWeeklyReports(deps, tenants),
   },
   {
     name: 'alerts.evaluate',
@@ -131,7 +131,7 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 120,
     description:
       'Opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
-    run: ({ deps }) => evaluateAlerts(deps),
+    run: ({ deps, tenants }) => evaluateAlerts(deps, tenants),
   },
   {
     name: 'live.prune',

@@ -41,7 +41,8 @@ export const jobRuns = sqliteTable(
     holder: text('holder').notNull(),
     startedAt: integer('started_at').notNull(),
     finishedAt: integer('finished_at'),
-    outcome: text('outcome', { enum: ['running', 'succeeded', 'failed'] }).notNull(),
+    /** `partial`: the run went on past tenants whose part failed (src/platform/jobs.ts TenantWalk); the detail names them. */
+    outcome: text('outcome', { enum: ['running', 'succeeded', 'partial', 'failed'] }).notNull(),
     detail: text('detail'),
   },
   (t) => [primaryKey({ columns: [t.job, t.period] })],

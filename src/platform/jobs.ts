@@ -1,7 +1,7 @@
 import { Cron } from 'croner'
 import { and, eq, lt, or } from 'drizzle-orm'
 import { jobLeases, jobRuns } from '../../db/schema/platform'
-import { changesOf, retryWhileBusy, withTransaction } from '../../db/client'
+import { changesOf, isDatabaseBusy, retryWhileBusy, withTransaction } from '../../db/client'
 import type { Deps } from './context'
 import { formatTimestamp } from './time'
 
@@ -10,7 +10,13 @@ import { formatTimestamp } from './time'
  * same job at once, and each scheduled period claimed once (job_runs) so no period runs twice.
  * A job must itself be idempotent per period: running it again for the same period changes nothing.
  */
-type JobContext = { deps: Deps; period: string; nowUs: number }
+type JobContext = {
+  deps: Deps
+  period: string
+  nowUs: number
+  /** The per-tenant error boundary: a job that walks tenants runs each tenant's part in `tenants.run`. */
+  tenants: TenantWalk
+}
 export type JobDefinition = {
   name: string
   /** Cron pattern (croner syntax, UTC; six fields allowed for seconds). */
@@ -22,7 +28,100 @@ export type JobDefinition = {
   run: (ctx: JobContext) => Promise<string | undefined> | string | undefined
 }
 
-export type JobOutcome = { job: string; period: string; outcome: 'succeeded' | 'failed' | 'skipped'; detail: string | null }
+export type JobOutcome = { job: string; period: string; outcome: 'succeeded' | 'partial' | 'failed' | 'skipped'; detail: string | null }
+
+/** One tenant's part of a run that failed while the run went on with the others. */
+export type TenantFailure = { tenantId: string; cause: string }
+
+/** A tenant whose part failed waits this long before the job tries it again, doubling up to an hour. */
+const BACKOFF_FIRST_US = 60_000_000
+const BACKOFF_MAX_US = 3_600_000_000
+type Backoff = { failures: number; retryAtUs: number }
+
+/**
+ * The error boundary of a job that walks tenants (docs/operations.md "Jobs"): each tenant's part
+ * runs in `run`, so one tenant's bad data fails that tenant only. The failure is logged with the
+ * job, the tenant and the cause, the run goes on, and it is recorded `partial` with the tenants
+ * that failed. A tenant that failed is left out of this job's runs for a minute, then two, four…
+ * (at most an hour) until its part succeeds again, so it is never retried in a tight loop. The
+ * backoff lives in the process that runs the job (a restart forgets it). A busy database is not a
+ * tenant's failure: it goes up to the runner, which runs the job again.
+ */
+export class TenantWalk {
+  readonly failures: TenantFailure[] = []
+  /** Tenants left out of this run because they are waiting out a backoff. */
+  deferred = 0
+
+  constructor(
+    private readonly deps: Deps,
+    readonly job: string,
+    private readonly backoff: Map<string, Backoff> = new Map(),
+  ) {}
+
+  /**
+   * Runs one tenant's part; answers its result, or undefined when it failed or is waiting out a
+   * backoff. `scope` keeps apart the parts of one tenant that fail on their own (a marketplace account).
+   */
+  async run<T>(tenantId: string, part: () => T | Promise<T>, scope?: string): Promise<T | undefined> {
+    const key = this.#keyOf(tenantId, scope)
+    if (this.#waiting(key)) return undefined
+    try {
+      const result = await part()
+      this.backoff.delete(key)
+      return result
+    } catch (e) {
+      this.#failed(key, tenantId, scope, e)
+      return undefined
+    }
+  }
+
+  /** `run` for a synchronous part (a job that never awaits between tenants). */
+  runSync<T>(tenantId: string, part: () => T, scope?: string): T | undefined {
+    const key = this.#keyOf(tenantId, scope)
+    if (this.#waiting(key)) return undefined
+    try {
+      const result = part()
+      this.backoff.delete(key)
+      return result
+    } catch (e) {
+      this.#failed(key, tenantId, scope, e)
+      return undefined
+    }
+  }
+
+  #keyOf(tenantId: string, scope: string | undefined): string {
+    return `${this.job}|${tenantId}|${scope ?? ''}`
+  }
+
+  #waiting(key: string): boolean {
+    const waiting = this.backoff.get(key)
+    if (!waiting || waiting.retryAtUs <= this.deps.clock.nowUs()) return false
+    this.deferred++
+    return true
+  }
+
+  #failed(key: string, tenantId: string, scope: string | undefined, e: unknown): void {
+    if (isDatabaseBusy(e)) throw e
+    const cause = `${scope ? `${scope}: ` : ''}${e instanceof Error ? e.message : String(e)}`
+    const failures = (this.backoff.get(key)?.failures ?? 0) + 1
+    const retryAtUs = this.deps.clock.nowUs() + Math.min(BACKOFF_FIRST_US * 2 ** (failures - 1), BACKOFF_MAX_US)
+    this.backoff.set(key, { failures, retryAtUs })
+    this.failures.push({ tenantId, cause })
+    this.deps.log.error('job failed for a tenant', { job: this.job, tenant: tenantId, scope, error: e, failures, retry_at: formatTimestamp(retryAtUs) })
+  }
+
+  /** What the run's record adds to the job's own detail: the tenants that failed and why, and those deferred. */
+  summary(): string | null {
+    const parts: string[] = []
+    if (this.failures.length) {
+      const shown = this.failures.slice(0, 5).map((f) => `${f.tenantId} (${f.cause.slice(0, 200)})`)
+      const more = this.failures.length > 5 ? `, and ${this.failures.length - 5} more` : ''
+      parts.push(`${this.failures.length} tenants failed: ${shown.join(', ')}${more}`)
+    }
+    if (this.deferred) parts.push(`${this.deferred} tenants waiting out a backoff after failing`)
+    return parts.length ? parts.join('; ') : null
+  }
+}
 
 export class JobRunner {
   readonly holder: string
@@ -31,6 +130,8 @@ export class JobRunner {
   /** Jobs this process is running now: the database lease is shared by our own runs too. */
   #active = new Set<string>()
   readonly #byName: Map<string, JobDefinition>
+  /** Tenants whose part of a job failed, and when the job may try them again (TenantWalk). */
+  readonly #backoff = new Map<string, Backoff>()
 
   constructor(
     private readonly deps: Deps,
@@ -114,8 +215,15 @@ export class JobRunner {
     let outcome: JobOutcome
     try {
       // A job is idempotent for its period, so a run that met a busy database may run again.
-      const detail = (await retryWhileBusy(() => job.run({ deps, period, nowUs }))) ?? null
-      outcome = { job: name, period, outcome: 'succeeded', detail }
+      let walk = new TenantWalk(deps, name, this.#backoff)
+      const own =
+        (await retryWhileBusy(() => {
+          walk = new TenantWalk(deps, name, this.#backoff)
+          return job.run({ deps, period, nowUs, tenants: walk })
+        })) ?? null
+      const tenants = walk.summary()
+      const detail = own !== null && tenants !== null ? `${own}; ${tenants}` : (own ?? tenants)
+      outcome = { job: name, period, outcome: walk.failures.length ? 'partial' : 'succeeded', detail }
     } catch (e) {
       deps.log.error('job failed', { job: name, period, error: e })
       outcome = { job: name, period, outcome: 'failed', detail: e instanceof Error ? e.message : String(e) }
@@ -124,7 +232,7 @@ export class JobRunner {
     await retryWhileBusy(() =>
       withTransaction(deps.db, (tx) => {
         tx.update(jobRuns)
-          .set({ finishedAt: deps.clock.nowUs(), outcome: outcome.outcome as 'succeeded' | 'failed', detail: outcome.detail })
+          .set({ finishedAt: deps.clock.nowUs(), outcome: outcome.outcome as 'succeeded' | 'partial' | 'failed', detail: outcome.detail })
           .where(and(eq(jobRuns.job, name), eq(jobRuns.period, period)))
           .run()
         tx.delete(jobLeases)
@@ -143,7 +251,7 @@ export function pruneJobRuns(deps: Deps, days: number): number {
   const r = withTransaction(deps.db, (tx) =>
     tx
       .delete(jobRuns)
-      .where(and(lt(jobRuns.startedAt, cutoff), or(eq(jobRuns.outcome, 'succeeded'), eq(jobRuns.outcome, 'failed'))))
+      .where(and(lt(jobRuns.startedAt, cutoff), or(eq(jobRuns.outcome, 'succeeded'), eq(jobRuns.outcome, 'partial'), eq(jobRuns.outcome, 'failed'))))
       .run(),
   )
   return changesOf(r)

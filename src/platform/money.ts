@@ -26,6 +26,20 @@ export function parseMoney(value: unknown): number {
 }
 
 /**
+ * parseMoney for a value the Money schema let through (its pattern bounds the form, not the size):
+ * null when it is beyond MAX_MONEY_MICROS either way, so the caller answers 422 at its own pointer
+ * rather than letting MoneyFormatError become a 500.
+ */
+export function parseMoneyInRange(value: string): number | null {
+  try {
+    return parseMoney(value)
+  } catch (e) {
+    if (e instanceof MoneyFormatError && MONEY.test(value)) return null
+    throw e
+  }
+}
+
+/**
  * Formats micro-USD as a decimal string with at least two fraction digits and no trailing zeros
  * beyond them: 12_500_000 → "12.50", 1_234_567 → "1.234567", -5 → "-0.000005".
  */

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { JobRunner, type JobDefinition } from '../../src/platform/jobs'
+import type { TestClock } from '../../src/platform/clock'
 import { tempDeps, type TempDeps } from './fixtures/temp-deps'
 
 let t: TempDeps
@@ -154,5 +155,82 @@ describe('JobRunner', () => {
     const runner = new JobRunner(t.deps, [])
     expect(runner.has('nope')).toBe(false)
     await expect(runner.run('nope', 'p1')).rejects.toThrow(/unknown job/)
+  })
+})
+
+describe('the per-tenant error boundary (issue 34)', () => {
+  /** A job over three tenants in order; the ones in `poisoned` throw, each attempt is counted. */
+  function walkingJob(poisoned: Set<string>) {
+    const attempts: string[] = []
+    const job: JobDefinition = {
+      name: 'test.walk',
+      schedule: '0 0 1 1 *',
+      description: 'walks three tenants',
+      run: async ({ tenants }) => {
+        let done = 0
+        for (const tenant of ['t1', 't2', 't3'])
+          await tenants.run(tenant, () => {
+            attempts.push(tenant)
+            if (poisoned.has(tenant)) throw new Error(`bad data of ${tenant}`)
+            done++
+          })
+        return `${done} tenants done`
+      },
+    }
+    return { job, attempts }
+  }
+
+  test("one tenant's failure is logged with job, tenant and cause; the others run and the run is recorded partial", async () => {
+    const { job, attempts } = walkingJob(new Set(['t1']))
+    const outcome = await new JobRunner(t.deps, [job]).run(job.name, 'p1')
+    expect(attempts).toEqual(['t1', 't2', 't3'])
+    expect(outcome).toEqual({ job: 'test.walk', period: 'p1', outcome: 'partial', detail: '2 tenants done; 1 tenants failed: t1 (bad data of t1)' })
+    expect(runsOf(job.name)[0]).toEqual(expect.objectContaining({ outcome: 'partial', detail: outcome.detail }))
+    const logged = t.logs.find((l) => l.msg === 'job failed for a tenant')
+    expect(logged).toMatchObject({ job: 'test.walk', tenant: 't1', failures: 1 })
+    expect(JSON.stringify(logged)).toContain('bad data of t1')
+  })
+
+  test('a tenant that failed is left out for a minute, then two, four… and tried again once it is due; success clears it', async () => {
+    const poisoned = new Set(['t2'])
+    const { job, attempts } = walkingJob(poisoned)
+    const runner = new JobRunner(t.deps, [job])
+    const clock = t.deps.clock as TestClock
+    expect((await runner.run(job.name, 'p1')).outcome).toBe('partial')
+    attempts.length = 0
+    // The very next tick does not try it again.
+    expect(await runner.run(job.name, 'p2')).toMatchObject({ outcome: 'succeeded', detail: '2 tenants done; 1 tenants waiting out a backoff after failing' })
+    expect(attempts).toEqual(['t1', 't3'])
+    clock.advance(61)
+    attempts.length = 0
+    expect((await runner.run(job.name, 'p3')).outcome).toBe('partial')
+    expect(attempts).toEqual(['t1', 't2', 't3'])
+    // Failed twice: two minutes now.
+    clock.advance(61)
+    attempts.length = 0
+    await runner.run(job.name, 'p4')
+    expect(attempts).toEqual(['t1', 't3'])
+    clock.advance(60)
+    poisoned.clear()
+    attempts.length = 0
+    expect(await runner.run(job.name, 'p5')).toMatchObject({ outcome: 'succeeded', detail: '3 tenants done' })
+    expect(attempts).toEqual(['t1', 't2', 't3'])
+  })
+
+  test("a busy database is no tenant's failure: it reaches the runner, which runs the job again", async () => {
+    let calls = 0
+    const job: JobDefinition = {
+      name: 'test.walk-busy',
+      schedule: '0 0 1 1 *',
+      description: 'meets a busy database once',
+      run: async ({ tenants }) => {
+        calls++
+        await tenants.run('t1', () => {
+          if (calls === 1) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
+        })
+        return `call ${calls}`
+      },
+    }
+    expect(await new JobRunner(t.deps, [job]).run(job.name, 'p1')).toMatchObject({ outcome: 'succeeded', detail: 'call 2' })
   })
 })

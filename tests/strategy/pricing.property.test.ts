@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { quantile } from '../../src/modules/marketplaces/market.stats'
-import { choosePrice, coinPerDay, floorOf } from '../../src/modules/strategy/pricing'
+import { choosePrice, coinPerDay, costOf, floorOf } from '../../src/modules/strategy/pricing'
+import { formatMoney, MAX_MONEY_MICROS } from '../../src/platform/money'
 
 /**
  * Issue 21, the price rule as properties over random markets and policies: whatever the market
@@ -74,7 +75,9 @@ describe('the floor', () => {
   test('is the least price that keeps the margin above cost once the platform took its cut', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 10_000_000 }), percent, percent, (cost, margin, commission) => {
-        const f = floorOf(cost, margin, commission)!
+        const floor = floorOf(cost, margin, commission)
+        if (!('micros' in floor)) throw new Error(`no floor: ${floor.refused}`)
+        const f = floor.micros
         // price × (100 − c) ≥ cost × (100 + m), in hundredths of a percent to stay in integers.
         const keep = BigInt(10_000 - Math.round(Number(commission) * 100))
         const need = BigInt(cost) * BigInt(10_000 + Math.round(Number(margin) * 100))
@@ -113,8 +116,39 @@ describe('coin prices', () => {
   })
 
   test('a 100 % commission leaves no floor at all', () => {
-    expect(floorOf(50_000, '0', '100')).toBeNull()
-    expect(floorOf(50_000, '0', '100.0000')).toBeNull()
+    expect(floorOf(50_000, '0', '100')).toEqual({ refused: 'commission_takes_all' })
+    expect(floorOf(50_000, '0', '100.0000')).toEqual({ refused: 'commission_takes_all' })
+  })
+
+  test('issue 34: a floor above the money range is refused, never an unsafe number, whatever the costs and percentages', () => {
+    // The attack of issue 34: a cost near the range grossed up by a 99.9999 % commission.
+    expect(floorOf(13_354_700_860_257, '0', '99.9999')).toEqual({ refused: 'above_money_range' })
+    expect(floorOf(MAX_MONEY_MICROS, '0', null)).toEqual({ micros: MAX_MONEY_MICROS })
+    expect(floorOf(MAX_MONEY_MICROS, '0.0001', null)).toEqual({ refused: 'above_money_range' })
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: MAX_MONEY_MICROS }),
+        fc.integer({ min: 0, max: 9_999_999 }).map((n) => (n / 10_000).toFixed(4)),
+        fc.integer({ min: 1, max: 999_999 }).map((n) => (n / 10_000).toFixed(4)),
+        (cost, margin, commission) => {
+          const f = floorOf(cost, margin, commission)
+          if ('micros' in f) {
+            expect(Number.isSafeInteger(f.micros)).toBe(true)
+            expect(f.micros).toBeLessThanOrEqual(MAX_MONEY_MICROS)
+            expect(() => formatMoney(f.micros)).not.toThrow()
+          } else expect(f.refused).toBe('above_money_range')
+        },
+      ),
+      RUNS,
+    )
+  })
+
+  test('costs are added in integers, and a part that is no whole amount or a sum above the range is refused', () => {
+    expect(costOf([50_000, null, 2_778])).toBe(52_778)
+    expect(costOf([MAX_MONEY_MICROS, 1])).toBeNull()
+    expect(costOf([Number.POSITIVE_INFINITY])).toBeNull()
+    expect(costOf([Number.NaN, 1])).toBeNull()
+    expect(costOf([2 ** 60])).toBeNull()
   })
 
   test('an unknown or zero rate gives no price', () => {

@@ -467,8 +467,17 @@ describe('an offer withdrawn after its suggestion', () => {
 })
 
 describe('costs no price can cover', () => {
-  test('a 100 % commission makes the offer unpriceable, named in skipped, never a failure', async () => {
-    await ok(send('PUT', '/billing/cost-basis', { marketplaces: { marketplace_a: { commission_percent: '100' } } }))
+  test('a commission above 90 % is refused; a 100 % one stored before that bound makes the offer unpriceable, named in skipped, never a failure', async () => {
+    const refused = await expectProblem(
+      await send('PUT', '/billing/cost-basis', { marketplaces: { marketplace_a: { commission_percent: '100' } } }),
+      422,
+      'validation_failed',
+    )
+    expect(refused.errors).toEqual([{ path: '/marketplaces/marketplace_a/commission_percent', code: 'too_large' }])
+    const stored = app.deps.sqlite.query('SELECT marketplaces FROM cost_bases WHERE tenant_id = ?').get(owner.tenantId) as { marketplaces: string }
+    const marketplaces = JSON.parse(stored.marketplaces)
+    marketplaces.marketplace_a.commission = '100'
+    app.deps.sqlite.run('UPDATE cost_bases SET marketplaces = ? WHERE tenant_id = ?', [JSON.stringify(marketplaces), owner.tenantId])
     const preview = await ok<{ items: Suggestion[]; skipped: { server_id: string; reason: string }[] }>(
       send('POST', '/strategy/preview', { marketplace: 'marketplace_a', target: { server_ids: [s1] } }),
     )

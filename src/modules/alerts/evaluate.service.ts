@@ -1,5 +1,6 @@
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import type { TenantWalk } from '../../platform/jobs'
 import { formatTimestamp } from '../../platform/time'
 import { findServerById, latestOfMetric } from '../fleet'
 import { accountHealth, staleLinks } from '../marketplaces'
@@ -29,24 +30,29 @@ type Run = {
   resolve: (i: IncidentRow, why: string) => void
 }
 
-export function evaluateAlerts(deps: Deps): string {
+export function evaluateAlerts(deps: Deps, tenants: TenantWalk): string {
   const tally: Tally = { opened: 0, repeated: 0, unchanged: 0, resolved: 0, linked: 0 }
   const snapshot = unresolvedIncidents(deps.db)
+  // Every write is one tenant's, in the job's per-tenant boundary: a tenant whose incident cannot be
+  // written is logged and left out for a while; the other tenants' alerts still open and resolve.
   const run: Run = {
     deps,
     unresolved: (kinds) => snapshot.filter((i) => kinds.includes(i.kind)),
-    raise: (cause, observedAt) => {
-      // Most runs see what the last one saw: a read decides, and only news takes the write lock.
-      if (isNews(deps.db, deps, cause, observedAt)) tally[withTransaction(deps.db, (tx) => raise(tx, deps, cause, observedAt))]++
-    },
-    resolve: (i, why) =>
-      withTransaction(deps.db, (tx) => {
-        // Re-read inside the transaction: a reaction or a member may have resolved it meanwhile.
-        const still = findUnresolved(tx, i.tenantId, i.causeKey)
-        if (still?.id !== i.id) return
-        clear(tx, deps, still, why)
-        tally.resolved++
+    raise: (cause, observedAt) =>
+      tenants.runSync(cause.tenantId, () => {
+        // Most runs see what the last one saw: a read decides, and only news takes the write lock.
+        if (isNews(deps.db, deps, cause, observedAt)) tally[withTransaction(deps.db, (tx) => raise(tx, deps, cause, observedAt))]++
       }),
+    resolve: (i, why) =>
+      tenants.runSync(i.tenantId, () =>
+        withTransaction(deps.db, (tx) => {
+          // Re-read inside the transaction: a reaction or a member may have resolved it meanwhile.
+          const still = findUnresolved(tx, i.tenantId, i.causeKey)
+          if (still?.id !== i.id) return
+          clear(tx, deps, still, why)
+          tally.resolved++
+        }),
+      ),
   }
   temperatures(run)
   marketplaceAccounts(run)
@@ -55,16 +61,19 @@ export function evaluateAlerts(deps: Deps): string {
   for (const i of run.unresolved(['agent_error']))
     if (i.lastSeenAt <= now - AGENT_ERROR_QUIET_US) run.resolve(i, `not reported again for ${AGENT_ERROR_QUIET_US / 60_000_000} minutes`)
   for (const i of run.unresolved(['low_balance']))
-    if (balanceCovers(deps.db, deps, i.tenantId) && withTransaction(deps.db, (tx) => settleLowBalance(tx, deps, i.tenantId))) tally.resolved++
-  // Notifications a job produced after the incident opened (a GPU hot for two minutes) are linked here.
-  for (const i of unresolvedIncidents(deps.db)) {
-    if (notificationLinks(deps.db, i, deps.clock.nowUs()).length === i.notificationIds.length) continue
-    withTransaction(deps.db, (tx) => {
-      const still = findUnresolved(tx, i.tenantId, i.causeKey)
-      if (still?.id !== i.id || linkNotifications(tx, deps, still).length === still.notificationIds.length) return
-      tally.linked++
+    tenants.runSync(i.tenantId, () => {
+      if (balanceCovers(deps.db, deps, i.tenantId) && withTransaction(deps.db, (tx) => settleLowBalance(tx, deps, i.tenantId))) tally.resolved++
     })
-  }
+  // Notifications a job produced after the incident opened (a GPU hot for two minutes) are linked here.
+  for (const i of unresolvedIncidents(deps.db))
+    tenants.runSync(i.tenantId, () => {
+      if (notificationLinks(deps.db, i, deps.clock.nowUs()).length === i.notificationIds.length) return
+      withTransaction(deps.db, (tx) => {
+        const still = findUnresolved(tx, i.tenantId, i.causeKey)
+        if (still?.id !== i.id || linkNotifications(tx, deps, still).length === still.notificationIds.length) return
+        tally.linked++
+      })
+    })
   return `${tally.opened} incidents opened, ${tally.repeated} repeats counted, ${tally.resolved} resolved, ${tally.linked} linked to new notifications`
 }
 

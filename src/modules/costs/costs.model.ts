@@ -70,10 +70,16 @@ export const CostBasis = Type.Object({
   version: Type.Integer({ minimum: 0, description: 'The ETag is this version; PUT takes If-Match' }),
 })
 
+const COMMISSION_IN = 'Percent above 0 and at most 90 (422 too_large above, zero_not_allowed at 0: send null for "not entered")'
 const MarketplacePatch = Type.Object(
   {
-    commission_percent: Type.Optional(Nullable(Percent())),
-    commissions: Type.Optional(Type.Record(Type.String({ maxLength: 32 }), Nullable(Percent()), { maxProperties: 8 })),
+    commission_percent: Type.Optional(Nullable(Percent(`The marketplace-wide fallback. ${COMMISSION_IN}`))),
+    commissions: Type.Optional(
+      Type.Record(Type.String({ maxLength: 32 }), Nullable(Percent(COMMISSION_IN)), {
+        maxProperties: 8,
+        description: "Per deal currency, in the marketplace's spelling",
+      }),
+    ),
     renter_markup_percent: Type.Optional(Nullable(Markup)),
   },
   { additionalProperties: false },
@@ -81,8 +87,13 @@ const MarketplacePatch = Type.Object(
 
 export const CostBasisPatch = Type.Object(
   {
-    electricity_usd_per_kwh: Type.Optional(Nullable(Money())),
-    operational: Type.Optional(Type.Object({ usd_per_month: Nullable(Money()) }, { additionalProperties: false })),
+    electricity_usd_per_kwh: Type.Optional(Nullable(Money({ description: 'USD per kWh, 0 to 10 (422 too_large above); null clears it' }))),
+    operational: Type.Optional(
+      Type.Object(
+        { usd_per_month: Nullable(Money({ description: 'USD per month, 0 to 10000000 (422 too_large above); null clears it' })) },
+        { additionalProperties: false },
+      ),
+    ),
     marketplaces: Type.Optional(
       Type.Object(
         { marketplace_a: Type.Optional(MarketplacePatch), marketplace_b: Type.Optional(MarketplacePatch) },
@@ -90,7 +101,12 @@ export const CostBasisPatch = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false, minProperties: 1 },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description:
+      'A partial update. The bounds keep every derived figure (the spread, the margin, the pricing floor) inside the money range: tariff at most 10 USD per kWh, operational cost at most 10,000,000 USD per month, commissions above 0 and at most 90 %.',
+  },
 )
 
 const Figures = {

@@ -5,7 +5,7 @@ import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { invalidField } from '../../platform/domain-error'
 import { assertIfMatch, etagOf } from '../../platform/etag'
-import { formatMoney, parseMoney } from '../../platform/money'
+import { formatMoney, MAX_MONEY_MICROS, parseMoneyInRange } from '../../platform/money'
 import { daysInMonth, utcDay } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { billableServerHours } from '../billing'
@@ -126,11 +126,14 @@ export function spreadOf(deps: Deps, tenantId: string, perMonth: number | null) 
   const remainingDays = (monthStart + days * DAY_US - now) / DAY_US
   const serverDays = Math.round((charged + countManagedServers(deps.db, tenantId) * remainingDays) * 100) / 100
   if (serverDays <= 0) return null
+  // Within the bounds the spread is at most MAX_MONEY_MICROS; a row stored before them has no spread rather than a 500.
+  const perDay = Math.round(perMonth / serverDays)
+  if (perDay > MAX_MONEY_MICROS) return null
   return {
     method: 'billable_server_days' as const,
     period: `${year}-${String(month).padStart(2, '0')}`,
     billable_server_days: serverDays,
-    usd_per_server_day: formatMoney(Math.round(perMonth / serverDays)),
+    usd_per_server_day: formatMoney(perDay),
   }
 }
 
@@ -204,16 +207,34 @@ export function getCostBasis({ deps, actor }: { deps: Deps; actor: Actor }) {
   return { etag: etagOf(row.version), body: costBasisView(deps, row) }
 }
 
-function nonNegativeMoney(path: string, v: string | null): number | null {
+/**
+ * The bounds of what the cost basis takes (docs/earnings.md "Bounds"): far above any real tariff,
+ * monthly cost or commission, and low enough that every figure derived from them — the spread per
+ * server-day over as little as 0.01 server-days, the margin, strategy's floor grossed up by the
+ * commission — stays inside the money range (MAX_MONEY_MICROS, 1,000,000,000 USD).
+ */
+const COST_BOUNDS = {
+  /** 10 USD per kWh. */
+  electricityMicrosPerKwh: 10_000_000,
+  /** 10,000,000 USD per month. */
+  operationalMicrosPerMonth: 10_000_000_000_000,
+  /** 90 %: the platform keeping more than that of a rental is not a commission any marketplace charges. */
+  commissionPercent: 90,
+} as const
+
+function boundedMoney(path: string, v: string | null, max: number, unit: string): number | null {
   if (v === null) return null
-  const micros = parseMoney(v)
-  if (micros < 0) throw invalidField('costs', path, 'too_small', 'cannot be negative')
+  if (v.startsWith('-') && /[1-9]/.test(v)) throw invalidField('costs', path, 'too_small', 'cannot be negative')
+  const micros = parseMoneyInRange(v)
+  if (micros === null || micros > max) throw invalidField('costs', path, 'too_large', `at most ${formatMoney(max)} ${unit}`)
   return micros
 }
 
 function commission(path: string, v: string | null): string | null {
   if (v === null) return null
   if (Number(v) === 0) throw invalidField('costs', path, 'zero_not_allowed', 'a zero commission is not a rate: send null for "not entered"')
+  if (Number(v) > COST_BOUNDS.commissionPercent)
+    throw invalidField('costs', path, 'too_large', `at most ${COST_BOUNDS.commissionPercent} %: no marketplace keeps more of a rental`)
   return v
 }
 
@@ -235,8 +256,15 @@ export function putCostBasis({
     const before = findCostBasis(tx, actor.tenantId) ?? current(deps, actor.tenantId)
     assertIfMatch(ifMatch, etagOf(before.version))
     const next: CostBasisRow = { ...before, marketplaces: structuredClone(before.marketplaces), version: before.version + 1, updatedAt: deps.clock.nowUs() }
-    if (input.electricity_usd_per_kwh !== undefined) next.electricityMicrosPerKwh = nonNegativeMoney('/electricity_usd_per_kwh', input.electricity_usd_per_kwh)
-    if (input.operational !== undefined) next.operationalMicrosPerMonth = nonNegativeMoney('/operational/usd_per_month', input.operational.usd_per_month)
+    if (input.electricity_usd_per_kwh !== undefined)
+      next.electricityMicrosPerKwh = boundedMoney('/electricity_usd_per_kwh', input.electricity_usd_per_kwh, COST_BOUNDS.electricityMicrosPerKwh, 'USD per kWh')
+    if (input.operational !== undefined)
+      next.operationalMicrosPerMonth = boundedMoney(
+        '/operational/usd_per_month',
+        input.operational.usd_per_month,
+        COST_BOUNDS.operationalMicrosPerMonth,
+        'USD per month',
+      )
     for (const m of MARKETPLACES) {
       const patch = input.marketplaces?.[m]
       if (!patch) continue

@@ -104,7 +104,7 @@ export const ServerPatch = Type.Object(
     name: Type.Optional(DisplayText({ minLength: 1, maxLength: 128 })),
     group_id: Type.Optional(Nullable(Uuid())),
     tags: Type.Optional(Type.Array(Tag, { maxItems: 64, uniqueItems: true })),
-    electricity_usd_per_kwh: Type.Optional(Nullable(Money({ description: 'USD per kWh, e.g. "0.145"; null clears it' }))),
+    electricity_usd_per_kwh: Type.Optional(Nullable(Money({ description: 'USD per kWh, e.g. "0.145", 0 to 10 (422 too_large above); null clears it' }))),
     rental_active: Type.Optional(
       Type.Boolean({
         description:

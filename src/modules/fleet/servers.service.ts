@@ -5,7 +5,7 @@ import type { Deps } from '../../platform/context'
 import { paginate } from '../../platform/cursor'
 import { invalidField } from '../../platform/domain-error'
 import { assertIfMatch, etagOf } from '../../platform/etag'
-import { formatMoney, parseMoney } from '../../platform/money'
+import { formatMoney, parseMoneyInRange } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { agentSessions } from './agent-sessions'
@@ -145,8 +145,11 @@ export function updateServerConfig({
     }
     if (input.tags !== undefined) patch.tags = input.tags
     if (input.electricity_usd_per_kwh !== undefined) {
-      const micros = input.electricity_usd_per_kwh === null ? null : parseMoney(input.electricity_usd_per_kwh)
+      // The cost basis's bound (docs/earnings.md "Bounds"): keeps the margin and the pricing floor inside the money range.
+      const tariff = input.electricity_usd_per_kwh
+      const micros = tariff === null ? null : (parseMoneyInRange(tariff) ?? (tariff.startsWith('-') ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY))
       if (micros !== null && micros < 0) throw invalidField('fleet', '/electricity_usd_per_kwh', 'too_small', 'the tariff cannot be negative')
+      if (micros !== null && micros > 10_000_000) throw invalidField('fleet', '/electricity_usd_per_kwh', 'too_large', 'at most 10.00 USD per kWh')
       patch.electricityMicrosPerKwh = micros
     }
     if (input.rental_active !== undefined) {

@@ -11,5 +11,6 @@ export { accrualSources, currentRates, platformDayEarnings, type AccrualSource }
 export { marketOfModel, pricedOffers, type PricedOffer } from './pricing.service'
 export { quantile, standing } from './market.stats'
 export { publishOffer } from './offers.service'
+export { offerPriceRefusal } from './offers.mapping'
 // What alerts read: accounts whose key is rejected or whose calls fail, and stale links.
 export { accountHealth, staleLinks } from './health.repository'

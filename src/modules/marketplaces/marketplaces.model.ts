@@ -187,8 +187,10 @@ const CoinAmount = Type.String({
  */
 export const OfferBody = Type.Object(
   {
-    price_gpu_hour: Type.Optional(Money({ description: 'marketplace_a: USD per GPU-hour on demand (required there)' })),
-    min_bid_hour: Type.Optional(Money({ description: 'marketplace_a: the lowest interruptible bid, USD per GPU-hour' })),
+    price_gpu_hour: Type.Optional(
+      Money({ description: 'marketplace_a: USD per GPU-hour on demand (required there); above 0 (422 too_small) and at most 1000000000 (422 too_large)' }),
+    ),
+    min_bid_hour: Type.Optional(Money({ description: 'marketplace_a: the lowest interruptible bid, USD per GPU-hour; above 0 (422 too_small)' })),
     price_storage_gb_month: Type.Optional(Money({ description: 'marketplace_a: USD per GB-month of disk' })),
     price_inet_up_tb: Type.Optional(Money({ description: 'marketplace_a: USD per TB uploaded (sent to Vast per GB, ÷ 1000)' })),
     price_inet_down_tb: Type.Optional(Money({ description: 'marketplace_a: USD per TB downloaded (sent to Vast per GB, ÷ 1000)' })),
@@ -209,7 +211,7 @@ export const OfferBody = Type.Object(
           minProperties: 1,
           maxProperties: 3,
           description:
-            'marketplace_b: per-day, per-server prices per coin (bitcoin, CLORE-Blockchain, USD-Blockchain): the on-demand price and the lowest spot price. Each coin given is enabled. Required there.',
+            'marketplace_b: per-day, per-server prices per coin (bitcoin, CLORE-Blockchain, USD-Blockchain): the on-demand price and the lowest spot price, each above zero (a zero lists the server for free: 422 too_small at /coin_prices/<coin>/on_demand or /spot). Each coin given is enabled. Required there.',
         },
       ),
     ),

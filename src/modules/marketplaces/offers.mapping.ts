@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox'
 import { invalidField } from '../../platform/domain-error'
-import { formatMoney, parseMoney } from '../../platform/money'
+import { formatMoney, MAX_MONEY_MICROS, parseDecimal, parseMoney, parseMoneyInRange } from '../../platform/money'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import type { CloreSettings, MarketplaceBProjection, MarketplaceId, RemoteProjection, VastAsk } from './marketplaces.adapter'
 import { MarketplaceErrors } from './marketplaces.errors'
@@ -45,9 +45,11 @@ export function checkOffer(marketplace: MarketplaceId, input: OfferInput, nowUs:
     if (input.price_gpu_hour === undefined) throw invalidField('marketplaces', '/price_gpu_hour', 'required', 'marketplace_a needs price_gpu_hour')
     for (const field of USD_PRICES) {
       const v = input[field]
-      if (v !== undefined && parseMoney(v) < 0) throw invalidField('marketplaces', `/${field}`, 'too_small', `${field} cannot be negative`)
+      if (v === undefined) continue
+      if (v.startsWith('-') && /[1-9]/.test(v)) throw invalidField('marketplaces', `/${field}`, 'too_small', `${field} cannot be negative`)
+      if (parseMoneyInRange(v) === null) throw invalidField('marketplaces', `/${field}`, 'too_large', `${field} is at most ${formatMoney(MAX_MONEY_MICROS)}`)
     }
-    if (parseMoney(input.price_gpu_hour) === 0) throw invalidField('marketplaces', '/price_gpu_hour', 'too_small', 'price_gpu_hour must be above zero')
+    assertPricesAboveZero(marketplace, input)
     if (input.end_date !== undefined) {
       const end = parseTimestamp(input.end_date)
       if (end === null) throw invalidField('marketplaces', '/end_date', 'format', 'end_date is not an RFC 3339 timestamp')
@@ -60,6 +62,44 @@ export function checkOffer(marketplace: MarketplaceId, input: OfferInput, nowUs:
   for (const coin of Object.keys(input.coin_prices))
     if (!(CLORE_COINS as readonly string[]).includes(coin))
       throw invalidField('marketplaces', `/coin_prices/${coin.slice(0, 32)}`, 'unknown_coin', `marketplace_b prices in ${CLORE_COINS.join(', ')}`)
+  assertPricesAboveZero(marketplace, input)
+}
+
+/** The prices an offer body may carry, as the API, strategy's suggestions and a kept offer give them. */
+type PricedBody = { price_gpu_hour?: string; min_bid_hour?: string; coin_prices?: Record<string, { on_demand: string; spot?: string | null }> }
+
+/**
+ * The one check of rental prices every publication passes (docs/marketplaces.md "Prices above
+ * zero"): the API's PUT …/offer (and so the AI tool marketplaces.set_offer), accepting a strategy
+ * suggestion, keep-on's re-publication, and strategy's own evaluation before it suggests anything.
+ * A rental price — marketplace_a's `price_gpu_hour` and `min_bid_hour`, each marketplace_b coin's
+ * `on_demand` and `spot` — must be above zero: a zero lists the server for free (marketplace_b
+ * takes it). Storage and traffic prices may be zero. Answers the first refusal, or null.
+ */
+export function offerPriceRefusal(marketplace: MarketplaceId, input: PricedBody): { path: string; message: string } | null {
+  const zeroOrLess = (v: string) => {
+    const d = parseDecimal(v.startsWith('-') ? v.slice(1) : v)
+    return v.startsWith('-') || d === null || d.units === 0n
+  }
+  const refusal = (path: string, what: string) => ({ path, message: `${what} must be above zero: a price of 0 would rent the server out for free` })
+  if (marketplace === 'marketplace_a') {
+    for (const field of ['price_gpu_hour', 'min_bid_hour'] as const) {
+      const v = input[field]
+      if (v !== undefined && zeroOrLess(v)) return refusal(`/${field}`, field)
+    }
+    return null
+  }
+  for (const [coin, p] of Object.entries(input.coin_prices ?? {})) {
+    if (zeroOrLess(p.on_demand)) return refusal(`/coin_prices/${coin.slice(0, 32)}/on_demand`, `the on-demand price in ${coin}`)
+    if (p.spot !== undefined && p.spot !== null && zeroOrLess(p.spot)) return refusal(`/coin_prices/${coin.slice(0, 32)}/spot`, `the spot price in ${coin}`)
+  }
+  return null
+}
+
+/** Throws the 422 of offerPriceRefusal, with its pointer. */
+export function assertPricesAboveZero(marketplace: MarketplaceId, input: PricedBody): void {
+  const refused = offerPriceRefusal(marketplace, input)
+  if (refused) throw invalidField('marketplaces', refused.path, 'too_small', refused.message)
 }
 
 /** Micro-dollars ÷ `divisor` as the shortest exact decimal, then a JSON number (Vast reads floats). */

@@ -14,7 +14,7 @@ import type { MaintenanceBody } from './marketplaces.model'
 import { type AccountRow, findAccount } from './marketplaces.repository'
 import { adapterFor } from './marketplaces.registry'
 import { noteMaintenance } from './rentals.service'
-import { type OfferInput, checkOffer, cloreSettings, offerWarnings, projectOffer, vastAsk } from './offers.mapping'
+import { type OfferInput, assertPricesAboveZero, checkOffer, cloreSettings, offerWarnings, projectOffer, vastAsk } from './offers.mapping'
 import { callPlatform } from './operations.service'
 
 /**
@@ -60,6 +60,8 @@ export async function write<T>(
 
 /** The platform's request for an offer given in the API's terms. */
 export function offerWriteOf(link: LinkRow, input: OfferInput): OfferWrite {
+  // Every publication passes here (PUT …/offer, strategy's accept, keep-on): no rental price of zero.
+  assertPricesAboveZero(link.marketplace, input)
   if (link.marketplace === 'marketplace_a') {
     const id = Number(link.externalMachineId)
     if (!Number.isSafeInteger(id)) throw MarketplaceErrors.notSupported('', 'the linked machine id is not a marketplace_a machine id')

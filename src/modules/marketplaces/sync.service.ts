@@ -1,6 +1,7 @@
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { DomainError } from '../../platform/domain-error'
+import type { TenantWalk } from '../../platform/jobs'
 import { parseTimestamp } from '../../platform/time'
 import { keepOnOf, recordServerEvent } from '../fleet'
 import { snapshotMarkets } from './market.service'
@@ -29,20 +30,17 @@ const CONCURRENCY = 4
 
 type Tally = { ok: number; failed: number; skipped: number; refreshed: number; stale: number; conflict: number; republished: number; republishFailed: number }
 
-export async function syncMarketplaces(deps: Deps): Promise<string> {
+export async function syncMarketplaces(deps: Deps, tenants: TenantWalk): Promise<string> {
   const accounts = connectedAccounts(deps.db)
   const tally: Tally = { ok: 0, failed: 0, skipped: 0, refreshed: 0, stale: 0, conflict: 0, republished: 0, republishFailed: 0 }
   let next = 0
   const worker = async () => {
     while (next < accounts.length) {
       const account = accounts[next++]!
-      try {
-        await syncAccount(deps, account, tally)
-      } catch (error) {
-        // A defect with one account (say, a key sealed under another SECRET_KEY) stops only that one.
-        tally.failed++
-        deps.log.error('marketplace sync of one account failed', { marketplace: account.marketplace, tenant_id: account.tenantId, error })
-      }
+      // A defect with one account (say, a key sealed under another SECRET_KEY) stops only that one,
+      // in the job's per-tenant boundary: logged, reported, and left out for a while.
+      const done = await tenants.run(account.tenantId, () => syncAccount(deps, account, tally).then(() => true), account.marketplace)
+      if (!done) tally.failed++
     }
   }
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, accounts.length) }, worker))

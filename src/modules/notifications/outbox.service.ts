@@ -1,6 +1,7 @@
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { paginate } from '../../platform/cursor'
 import { defineErrors } from '../../platform/domain-error'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
@@ -128,49 +129,53 @@ async function send(deps: Deps, d: DeliveryRow, title: string, body: string): Pr
 }
 
 /** Sends every due delivery once; answers how many were sent. */
-export async function dispatchNotifications(deps: Deps): Promise<number> {
+export async function dispatchNotifications(deps: Deps, tenants: TenantWalk): Promise<number> {
   let sent = 0
   for (;;) {
     const now = deps.clock.nowUs()
     const d = withTransaction(deps.db, (tx) => claimDue(tx, now, now + CLAIM_US))
     if (!d) return sent
-    const n = findNotification(deps.db, d.notificationId)!
-    const result = await send(deps, d, n.title, n.body)
-    const at = deps.clock.nowUs()
-    const attempts = d.attempts + 1
-    withTransaction(deps.db, (tx) => {
-      const giveUp = result.outcome === 'failed' || (result.outcome === 'retry' && attempts >= MAX_ATTEMPTS)
-      insertAttempt(tx, {
-        id: deps.newId(),
-        deliveryId: d.id,
-        at,
-        outcome: result.outcome === 'sent' ? 'sent' : giveUp ? 'failed' : 'retry',
-        httpStatus: result.outcome === 'sent' ? 200 : result.status,
-        error: result.outcome === 'sent' ? null : result.error,
-      })
-      if (result.outcome === 'sent' && d.channel === 'email')
-        enqueueMail(tx, deps, composeMail(d.destination!, 'notification', `gpuhq: ${n.title}`, [n.body, deps.config.publicUrl]))
-      if (result.outcome === 'sent') updateDelivery(tx, d.id, { status: 'sent', attempts, sentAt: at, claimedUntil: null, lastError: null, updatedAt: at })
-      else if (giveUp) updateDelivery(tx, d.id, { status: 'failed', attempts, claimedUntil: null, lastError: result.error, updatedAt: at })
-      else
-        updateDelivery(tx, d.id, {
-          attempts,
-          claimedUntil: null,
-          lastError: result.error,
-          nextAttemptAt: at + (result as { afterSeconds: number }).afterSeconds * 1_000_000,
-          updatedAt: at,
+    // Each delivery in its tenant's boundary: one that cannot be sent or recorded stays claimed (so it
+    // waits out the claim) and the tenant is left out for a while; the other tenants' deliveries go on.
+    await tenants.run(d.tenantId, async () => {
+      const n = findNotification(deps.db, d.notificationId)!
+      const result = await send(deps, d, n.title, n.body)
+      const at = deps.clock.nowUs()
+      const attempts = d.attempts + 1
+      withTransaction(deps.db, (tx) => {
+        const giveUp = result.outcome === 'failed' || (result.outcome === 'retry' && attempts >= MAX_ATTEMPTS)
+        insertAttempt(tx, {
+          id: deps.newId(),
+          deliveryId: d.id,
+          at,
+          outcome: result.outcome === 'sent' ? 'sent' : giveUp ? 'failed' : 'retry',
+          httpStatus: result.outcome === 'sent' ? 200 : result.status,
+          error: result.outcome === 'sent' ? null : result.error,
         })
-      // A chat that blocked the bot is paused, with the reason, until the owner resumes it.
-      if (result.outcome === 'failed' && d.channel === 'chat' && /blocked|deactivated|kicked/i.test(result.error)) {
-        const channel = findChannel(tx, d.tenantId, 'chat')
-        if (channel && channel.destination === d.destination) {
-          saveChannel(tx, { ...channel, status: 'paused', disabledReason: `Telegram: ${result.error}`.slice(0, 256), updatedAt: at })
-          bumpVersion(tx, deps, d.tenantId)
+        if (result.outcome === 'sent' && d.channel === 'email')
+          enqueueMail(tx, deps, composeMail(d.destination!, 'notification', `gpuhq: ${n.title}`, [n.body, deps.config.publicUrl]))
+        if (result.outcome === 'sent') updateDelivery(tx, d.id, { status: 'sent', attempts, sentAt: at, claimedUntil: null, lastError: null, updatedAt: at })
+        else if (giveUp) updateDelivery(tx, d.id, { status: 'failed', attempts, claimedUntil: null, lastError: result.error, updatedAt: at })
+        else
+          updateDelivery(tx, d.id, {
+            attempts,
+            claimedUntil: null,
+            lastError: result.error,
+            nextAttemptAt: at + (result as { afterSeconds: number }).afterSeconds * 1_000_000,
+            updatedAt: at,
+          })
+        // A chat that blocked the bot is paused, with the reason, until the owner resumes it.
+        if (result.outcome === 'failed' && d.channel === 'chat' && /blocked|deactivated|kicked/i.test(result.error)) {
+          const channel = findChannel(tx, d.tenantId, 'chat')
+          if (channel && channel.destination === d.destination) {
+            saveChannel(tx, { ...channel, status: 'paused', disabledReason: `Telegram: ${result.error}`.slice(0, 256), updatedAt: at })
+            bumpVersion(tx, deps, d.tenantId)
+          }
         }
-      }
+      })
+      if (result.outcome === 'sent') sent++
+      if (result.outcome === 'sent' && d.channel === 'email') deps.mail.kick()
     })
-    if (result.outcome === 'sent') sent++
-    if (result.outcome === 'sent' && d.channel === 'email') deps.mail.kick()
   }
 }
 
@@ -237,7 +242,8 @@ export async function sendTest({ deps, actor, channels }: { deps: Deps; actor: A
       channels: wanted,
     })!
   })
-  await dispatchNotifications(deps)
+  // Sent now, outside the job: a failing delivery is logged and left for the job, as there.
+  await dispatchNotifications(deps, new TenantWalk(deps, 'notifications.dispatch'))
   const deliveries = deliveriesOf(deps.db, [id])
   return { notification_id: id, deliveries: deliveries.map(deliveryView) }
 }

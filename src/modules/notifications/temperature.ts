@@ -1,5 +1,6 @@
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import type { TenantWalk } from '../../platform/jobs'
 import { latestOfMetric } from '../fleet'
 import { notify } from './outbox.service'
 import { findWatch, saveWatch } from './temperature.repository'
@@ -20,35 +21,38 @@ const STALE_US = 5 * 60 * 1_000_000
 /** The marks a GPU is judged by, shared with the alerts module's temperature incidents. */
 export const TEMPERATURE_MARKS = { highC: HIGH_C, lowC: LOW_C, staleUs: STALE_US } as const
 
-export function watchTemperatures(deps: Deps): string {
+export function watchTemperatures(deps: Deps, tenants: TenantWalk): string {
   const now = deps.clock.nowUs()
   let alerted = 0
   for (const r of latestOfMetric(deps.db, 'temperature_c', now - STALE_US)) {
     if (r.gpuIndex < 0 || r.value === null) continue
     const value = r.value
-    withTransaction(deps.db, (tx) => {
-      const w = findWatch(tx, r.serverId, r.gpuIndex) ?? { serverId: r.serverId, gpuIndex: r.gpuIndex, overSince: null, alerted: false, updatedAt: now }
-      if (value < LOW_C) {
-        if (w.overSince !== null || w.alerted) saveWatch(tx, { ...w, overSince: null, alerted: false, updatedAt: now })
-        return
-      }
-      if (value < HIGH_C && w.overSince === null) return // between the marks without a stretch: nothing starts
-      const overSince = w.overSince ?? r.t
-      if (!w.alerted && now - overSince >= DELAY_US) {
-        notify(tx, deps, r.tenantId, {
-          category: 'temp',
-          title: `GPU ${r.gpuIndex} hot: ${r.name}`,
-          body: `GPU ${r.gpuIndex} of ${r.name} reads ${Math.round(value)} °C, at or above ${HIGH_C} °C for ${Math.round((now - overSince) / 60_000_000)} min. It is notified again only after it cools below ${LOW_C} °C.`,
-          // Tagged for the GPU's temperature incident; the hysteresis above already keeps it to one per stretch.
-          groupKey: `temp:${r.serverId}:${r.gpuIndex}`,
-          groupWindowUs: 0,
-        })
-        saveWatch(tx, { ...w, overSince, alerted: true, updatedAt: now })
-        alerted++
-        return
-      }
-      if (w.overSince === null) saveWatch(tx, { ...w, overSince, updatedAt: now })
-    })
+    // Each reading is its tenant's, in the job's per-tenant boundary: one that cannot be written stops no one else's.
+    tenants.runSync(r.tenantId, () =>
+      withTransaction(deps.db, (tx) => {
+        const w = findWatch(tx, r.serverId, r.gpuIndex) ?? { serverId: r.serverId, gpuIndex: r.gpuIndex, overSince: null, alerted: false, updatedAt: now }
+        if (value < LOW_C) {
+          if (w.overSince !== null || w.alerted) saveWatch(tx, { ...w, overSince: null, alerted: false, updatedAt: now })
+          return
+        }
+        if (value < HIGH_C && w.overSince === null) return // between the marks without a stretch: nothing starts
+        const overSince = w.overSince ?? r.t
+        if (!w.alerted && now - overSince >= DELAY_US) {
+          notify(tx, deps, r.tenantId, {
+            category: 'temp',
+            title: `GPU ${r.gpuIndex} hot: ${r.name}`,
+            body: `GPU ${r.gpuIndex} of ${r.name} reads ${Math.round(value)} °C, at or above ${HIGH_C} °C for ${Math.round((now - overSince) / 60_000_000)} min. It is notified again only after it cools below ${LOW_C} °C.`,
+            // Tagged for the GPU's temperature incident; the hysteresis above already keeps it to one per stretch.
+            groupKey: `temp:${r.serverId}:${r.gpuIndex}`,
+            groupWindowUs: 0,
+          })
+          saveWatch(tx, { ...w, overSince, alerted: true, updatedAt: now })
+          alerted++
+          return
+        }
+        if (w.overSince === null) saveWatch(tx, { ...w, overSince, updatedAt: now })
+      }),
+    )
   }
   return `${alerted} GPUs over temperature notified`
 }

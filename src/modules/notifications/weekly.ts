@@ -1,5 +1,6 @@
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import type { TenantWalk } from '../../platform/jobs'
 import { formatMoney } from '../../platform/money'
 import { utcDay } from '../../platform/time'
 import { accruedDays } from '../earnings'
@@ -15,7 +16,7 @@ import { notify } from './outbox.service'
 
 const DAY_US = 86_400_000_000
 
-export function sendWeeklyReports(deps: Deps): string {
+export function sendWeeklyReports(deps: Deps, tenants: TenantWalk): string {
   const now = deps.clock.nowUs()
   const from = utcDay(now - 7 * DAY_US)
   const to = utcDay(now - DAY_US)
@@ -23,24 +24,26 @@ export function sendWeeklyReports(deps: Deps): string {
   const weekday = (new Date(now / 1000).getUTCDay() + 6) % 7
   const week = utcDay(now - weekday * DAY_US)
   let sent = 0
-  for (const tenant of listTenants(deps.db)) {
-    const servers = managedServers(deps.db, tenant.id)
-    if (servers.length === 0) continue
-    const online = servers.filter((s) => s.presence === 'online').length
-    const earned = accruedDays(deps, tenant.id, from, to).reduce((n, r) => n + r.accruedUsdMicros, 0)
-    const id = withTransaction(deps.db, (tx) =>
-      notify(tx, deps, tenant.id, {
-        category: 'weekly',
-        title: `Your week: ${from} to ${to}`,
-        body: [
-          `${servers.length} servers managed, ${online} online now.`,
-          `Accrued from running deals: ${formatMoney(earned)} USD (before the platforms' cut; an estimate from marketplace data).`,
-        ].join('\n'),
-        groupKey: `weekly:${week}`,
-        groupWindowUs: 6 * DAY_US,
-      }),
-    )
-    if (id) sent++
-  }
+  // One tenant's report that cannot be made is logged and left out; the others are still queued.
+  for (const tenant of listTenants(deps.db))
+    tenants.runSync(tenant.id, () => {
+      const servers = managedServers(deps.db, tenant.id)
+      if (servers.length === 0) return
+      const online = servers.filter((s) => s.presence === 'online').length
+      const earned = accruedDays(deps, tenant.id, from, to).reduce((n, r) => n + r.accruedUsdMicros, 0)
+      const id = withTransaction(deps.db, (tx) =>
+        notify(tx, deps, tenant.id, {
+          category: 'weekly',
+          title: `Your week: ${from} to ${to}`,
+          body: [
+            `${servers.length} servers managed, ${online} online now.`,
+            `Accrued from running deals: ${formatMoney(earned)} USD (before the platforms' cut; an estimate from marketplace data).`,
+          ].join('\n'),
+          groupKey: `weekly:${week}`,
+          groupWindowUs: 6 * DAY_US,
+        }),
+      )
+      if (id) sent++
+    })
   return `${sent} weekly reports`
 }

@@ -1,11 +1,11 @@
 import type { Deps } from '../../platform/context'
-import { formatMoney, formatNullableMoney } from '../../platform/money'
+import { formatMoney, formatNullableMoney, MAX_MONEY_MICROS } from '../../platform/money'
 import { formatNullableTimestamp, utcDay } from '../../platform/time'
 import { gpuHourCosts } from '../costs'
 import { accruedDays } from '../earnings'
 import type { ServerRow } from '../fleet'
-import { marketOfModel, pricedOffers, type PricedOffer, quantile, standing } from '../marketplaces'
-import { COIN_DIGITS, choosePrice, coinPerDay, floorOf } from './pricing'
+import { marketOfModel, offerPriceRefusal, pricedOffers, type PricedOffer, quantile, standing } from '../marketplaces'
+import { COIN_DIGITS, choosePrice, coinPerDay, costOf, floorOf } from './pricing'
 import type { PolicyRow } from './strategy.repository'
 
 /**
@@ -123,9 +123,15 @@ function evaluateOffer(
 ): Outcome['items'][number] | string {
   const coins = coinsOf(policy, o)
   const costs = costsOf({ serverId: o.serverId, marketplace: policy.marketplace, currencies: coins, gpus: o.gpuCount })
-  const costMicros = (costs.electricityMicros ?? 0) + (costs.operationalMicros ?? 0) + (costs.gpuhqMicros ?? 0)
-  const floorMicros = floorOf(costMicros, policy.minMarginPercent, costs.commissionPercent)
-  if (floorMicros === null) return `the commission entered for ${policy.marketplace} is ${costs.commissionPercent} %: no price covers the costs`
+  const costMicros = costOf([costs.electricityMicros, costs.operationalMicros, costs.gpuhqMicros])
+  if (costMicros === null)
+    return `the costs of one GPU-hour are above ${formatMoney(MAX_MONEY_MICROS)} USD, the largest amount gpuhq handles: check the cost basis`
+  const floor = floorOf(costMicros, policy.minMarginPercent, costs.commissionPercent)
+  if ('refused' in floor)
+    return floor.refused === 'commission_takes_all'
+      ? `the commission entered for ${policy.marketplace} is ${costs.commissionPercent} %: no price covers the costs`
+      : `the floor (costs × (100 + ${policy.minMarginPercent} % margin) ÷ (100 − ${costs.commissionPercent} % commission)) is above ${formatMoney(MAX_MONEY_MICROS)} USD per GPU-hour, the largest price gpuhq handles: check the cost basis`
+  const floorMicros = floor.micros
   const market = marketOfModel(deps, policy.marketplace, o.gpuModel)
   // The market without this offer's own ask: a price is not set against itself.
   const others = market ? withoutOne(market.prices, o.currentMicros) : null
@@ -142,13 +148,18 @@ function evaluateOffer(
     quantile,
   )
   const suggested = choice.suggestedMicros
+  if (suggested <= 0)
+    return `the price would be ${formatMoney(suggested)}: with no cost known the floor is zero and the market rounds to nothing at a step of ${formatMoney(policy.roundingStepMicros)}; enter the cost basis or a smaller rounding_step`
   const offer = offerBody(policy, o, coins, suggested)
   if (typeof offer === 'string') return offer
+  // The same check every publication passes (API, accept, AI tools, keep-on): no price of zero, on any platform.
+  const refused = offerPriceRefusal(policy.marketplace, offer)
+  if (refused) return `the offer would be refused: ${refused.message}`
   const current = o.currentMicros
   const change = current === null || suggested > current ? 'raise' : suggested < current ? 'lower' : 'none'
   const capacity = current === null ? 0 : current * o.gpuCount * 24 * OCCUPANCY_DAYS
   const occupancy = capacity > 0 ? Math.min(1, Math.round((1000 * earnedMicros) / capacity) / 1000) : null
-  const expected = current === null || occupancy === null ? null : Math.round((suggested - current) * o.gpuCount * 24 * occupancy)
+  const expected = current === null || occupancy === null ? null : expectedChange(suggested - current, o.gpuCount, occupancy)
   const warnings: Evaluation['warnings'] = []
   if (policy.ceilingMicros !== null && floorMicros > policy.ceilingMicros)
     warnings.push({
@@ -208,6 +219,17 @@ function withoutOne(sorted: number[], own: number | null): number[] {
   if (own === null) return sorted
   const i = sorted.indexOf(own)
   return i < 0 ? sorted : [...sorted.slice(0, i), ...sorted.slice(i + 1)]
+}
+
+/** (suggested − current) × GPUs × 24 × occupancy, in integers; null when it would leave the money range. */
+function expectedChange(deltaMicros: number, gpus: number, occupancy: number): number | null {
+  const perMille = BigInt(Math.round(occupancy * 1000))
+  const n = BigInt(deltaMicros) * BigInt(gpus) * 24n * perMille
+  // Half up, as Math.round does: floor((n + 500) ÷ 1000).
+  const shifted = n + 500n
+  const rounded = shifted / 1000n - (shifted % 1000n < 0n ? 1n : 0n)
+  const limit = BigInt(MAX_MONEY_MICROS)
+  return rounded > limit || rounded < -limit ? null : Number(rounded)
 }
 
 /** The body accept publishes: USD per GPU-hour on marketplace_a; per-day, per-server coin prices on marketplace_b. */

@@ -5,7 +5,7 @@ import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { invalidField } from '../../platform/domain-error'
 import { assertIfMatch, etagOf } from '../../platform/etag'
-import { formatMoney, formatNullableMoney, parseMoney } from '../../platform/money'
+import { formatMoney, formatNullableMoney, MAX_MONEY_MICROS, parseMoneyInRange } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { findServer } from '../fleet'
@@ -90,11 +90,16 @@ function settingsOf(marketplace: PolicyRow['marketplace'], input: SettingsInput,
   if (input.min_margin_percent !== undefined) out.minMarginPercent = input.min_margin_percent
   if (input.target_percentile !== undefined) out.targetPercentile = input.target_percentile
   if (input.ceiling_gpu_hour !== undefined) {
-    out.ceilingMicros = input.ceiling_gpu_hour === null ? null : parseMoney(input.ceiling_gpu_hour)
-    if (out.ceilingMicros !== null && out.ceilingMicros <= 0) throw invalidField('strategy', '/ceiling_gpu_hour', 'too_small', 'the ceiling must be above zero')
+    const given = input.ceiling_gpu_hour
+    const ceiling = given === null ? null : parseMoneyInRange(given)
+    if (given !== null && (given.startsWith('-') || (ceiling !== null && ceiling <= 0)))
+      throw invalidField('strategy', '/ceiling_gpu_hour', 'too_small', 'the ceiling must be above zero')
+    if (given !== null && ceiling === null)
+      throw invalidField('strategy', '/ceiling_gpu_hour', 'too_large', `the ceiling is at most ${formatMoney(MAX_MONEY_MICROS)} USD per GPU-hour`)
+    out.ceilingMicros = ceiling
   }
   if (input.rounding_step !== undefined) {
-    out.roundingStepMicros = parseMoney(input.rounding_step)
+    out.roundingStepMicros = parseMoneyInRange(input.rounding_step) ?? Number.POSITIVE_INFINITY
     if (out.roundingStepMicros <= 0 || out.roundingStepMicros > MAX_STEP)
       throw invalidField('strategy', '/rounding_step', 'out_of_range', 'the rounding step is 0.000001 .. 10 USD per GPU-hour')
   }

@@ -1,4 +1,4 @@
-import { decimalToMicrosFloor, parseDecimal } from '../../platform/money'
+import { decimalToMicrosFloor, MAX_MONEY_MICROS, parseDecimal } from '../../platform/money'
 
 /**
  * The price a policy sets for one offer (docs/strategy.md "How a price is chosen"), in integer
@@ -70,18 +70,36 @@ function percentMillionths(percent: string): bigint {
   return BigInt(decimalToMicrosFloor(d)!)
 }
 
+/** The floor, or why there is none: the platform takes everything, or the price would leave the money range. */
+export type Floor = { micros: number } | { refused: 'commission_takes_all' | 'above_money_range' }
+
 /**
  * The lowest price that leaves the owner `marginPercent` above `costMicros` after the platform takes
- * `commissionPercent` of it: cost × (100 + margin) ÷ (100 − commission), rounded up to the micro-dollar.
- * Null when the platform takes everything (a 100 % commission): no price covers any cost.
+ * `commissionPercent` of it: cost × (100 + margin) ÷ (100 − commission), rounded up to the micro-dollar,
+ * in integers throughout. Refused when the platform takes everything (a 100 % commission: no price
+ * covers any cost) or when the floor is above MAX_MONEY_MICROS, the largest amount gpuhq handles.
  */
-export function floorOf(costMicros: number, marginPercent: string, commissionPercent: string | null): number | null {
+export function floorOf(costMicros: number, marginPercent: string, commissionPercent: string | null): Floor {
   const hundred = 100n * SCALE
   const up = hundred + percentMillionths(marginPercent)
   const keep = hundred - (commissionPercent === null ? 0n : percentMillionths(commissionPercent))
-  if (keep <= 0n) return null
-  const num = BigInt(costMicros) * up
-  return Number((num + keep - 1n) / keep)
+  if (keep <= 0n) return { refused: 'commission_takes_all' }
+  const floor = (BigInt(costMicros) * up + keep - 1n) / keep
+  return floor > BigInt(MAX_MONEY_MICROS) ? { refused: 'above_money_range' } : { micros: Number(floor) }
+}
+
+/**
+ * The parts of one GPU-hour's cost added up in integers; null when a part is not a whole number of
+ * micro-dollars (an impossible measurement) or the sum is above MAX_MONEY_MICROS.
+ */
+export function costOf(parts: readonly (number | null)[]): number | null {
+  let sum = 0n
+  for (const p of parts) {
+    if (p === null) continue
+    if (!Number.isSafeInteger(p) || p < 0) return null
+    sum += BigInt(p)
+  }
+  return sum > BigInt(MAX_MONEY_MICROS) ? null : Number(sum)
 }
 
 /** Coins with the fraction digits gpuhq sets their prices to. */

@@ -37,7 +37,12 @@ const fields = {
     maximum: 100,
     description: "Where in the model's market the price sits: 0 the cheapest ask, 50 the median (default), 100 the dearest",
   }),
-  ceiling_gpu_hour: Nullable(Money({ description: 'Never above this, USD per GPU-hour (null: no ceiling); the floor wins when it is above the ceiling' })),
+  ceiling_gpu_hour: Nullable(
+    Money({
+      description:
+        'Never above this, USD per GPU-hour, above 0 and at most 1000000000 (422 too_small / too_large); null: no ceiling. The floor wins when it is above the ceiling',
+    }),
+  ),
   rounding_step: Money({ description: 'Prices are multiples of this, USD per GPU-hour, 0.000001..10; default "0.01"' }),
   cadence_minutes: Type.Integer({ minimum: 15, maximum: 10080, description: 'How often strategy.suggest looks again (15 minutes .. 7 days); default 60' }),
   raise_while_rented: Literals(['hold', 'allow'] as const, {
@@ -153,7 +158,10 @@ const Evaluation = {
   ceiling_gpu_hour: Nullable(Money()),
   occupancy: Nullable(Type.Number({ description: 'Share of the full-price capacity the offer earned over the last 7 days (0..1, three decimals)' })),
   expected_change_usd_day: Nullable(
-    Money({ description: '(suggested − current) × GPUs × 24 × occupancy: the change in daily earnings at the same occupancy' }),
+    Money({
+      description:
+        '(suggested − current) × GPUs × 24 × occupancy: the change in daily earnings at the same occupancy; null with no current price or occupancy, or when it would leave the money range',
+    }),
   ),
   offer: Type.Object(
     {
@@ -169,7 +177,10 @@ const Evaluation = {
 export const PreviewAnswer = Type.Object({
   evaluated_at: Timestamp(),
   items: Type.Array(Type.Object(Evaluation), { maxItems: 512 }),
-  skipped: Type.Array(Type.Object({ server_id: Uuid(), reason: Type.String() }), { description: 'Targeted servers that could not be priced, and why' }),
+  skipped: Type.Array(Type.Object({ server_id: Uuid(), reason: Type.String() }), {
+    description:
+      'Targeted servers that could not be priced, and why: no listed offer, no GPU model or count, no exchange rate, a commission of 100 %, costs or a floor above the money range (1000000000 USD per GPU-hour), a price that would be zero',
+  }),
 })
 
 export const Suggestion = Type.Object({

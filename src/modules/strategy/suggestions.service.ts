@@ -1,8 +1,9 @@
 import type { Static } from '@sinclair/typebox'
-import { withTransaction, type DbOrTx } from '../../../db/client'
+import { isDatabaseBusy, withTransaction, type DbOrTx } from '../../../db/client'
 import { type Actor, mayAccessServer } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { paginate } from '../../platform/cursor'
+import type { TenantWalk } from '../../platform/jobs'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { managedServers } from '../fleet'
@@ -46,29 +47,39 @@ const LOWERING_EVERY_US = 600_000_000
 
 const MARKETPLACES = ['marketplace_a', 'marketplace_b'] as const
 
-/** The strategy.suggest job: every due enabled policy of every entitled tenant looks at its offers once. */
-export function suggestPrices(deps: Deps): string {
+/**
+ * The strategy.suggest job: every due enabled policy of every entitled tenant looks at its offers
+ * once. Each tenant's part runs in the job's per-tenant error boundary (`tenants`), and inside it
+ * each policy on its own: a policy that fails is marked run all the same (so it waits its cadence
+ * rather than failing at every tick), the tenant's other policies go on, and the tenant is reported
+ * failed; the tenants after it get their suggestions.
+ */
+export async function suggestPrices(deps: Deps, tenants: TenantWalk): Promise<string> {
   const now = deps.clock.nowUs()
   const released = withTransaction(deps.db, (tx) => releaseStaleClaims(tx, now - CLAIM_US))
-  let looked = 0
-  let made = 0
-  let notEntitled = 0
-  for (const tenantId of tenantsWithPolicies(deps.db)) {
-    const planCode = findTenant(deps.db, tenantId)?.planCode ?? null
-    if (!planCode || !featuresOfPlan(deps.db, planCode).includes('strategy')) {
-      notEntitled++
-      continue
-    }
-    const policies = policiesOf(deps.db, tenantId)
-    const servers = managedServers(deps.db, tenantId)
-    const offers = MARKETPLACES.flatMap((m) => pricedOffers(deps, tenantId, m))
-    const winners = winningPolicies(policies, servers, offers)
-    for (const policy of policies) {
-      if (!policy.enabled || (policy.lastRunAt !== null && now - policy.lastRunAt < policy.cadenceMinutes * MINUTE_US - CADENCE_SLACK_US)) continue
-      looked++
+  const tally = { looked: 0, made: 0, notEntitled: 0 }
+  for (const tenantId of tenantsWithPolicies(deps.db)) await tenants.run(tenantId, () => suggestForTenant(deps, tenantId, now, tally))
+  return `${tally.looked} policies looked at, ${tally.made} suggestions made; ${tally.notEntitled} tenants without strategy skipped; ${released} stale claims released`
+}
+
+function suggestForTenant(deps: Deps, tenantId: string, now: number, tally: { looked: number; made: number; notEntitled: number }): void {
+  const planCode = findTenant(deps.db, tenantId)?.planCode ?? null
+  if (!planCode || !featuresOfPlan(deps.db, planCode).includes('strategy')) {
+    tally.notEntitled++
+    return
+  }
+  const policies = policiesOf(deps.db, tenantId)
+  const servers = managedServers(deps.db, tenantId)
+  const offers = MARKETPLACES.flatMap((m) => pricedOffers(deps, tenantId, m))
+  const winners = winningPolicies(policies, servers, offers)
+  const failed: string[] = []
+  for (const policy of policies) {
+    if (!policy.enabled || (policy.lastRunAt !== null && now - policy.lastRunAt < policy.cadenceMinutes * MINUTE_US - CADENCE_SLACK_US)) continue
+    tally.looked++
+    try {
       const mine = offers.filter((o) => winners.get(`${o.serverId}|${o.marketplace}`)?.id === policy.id)
       const outcome = evaluatePolicy(deps, policy, planCode, mine)
-      made += withTransaction(deps.db, (tx) => {
+      tally.made += withTransaction(deps.db, (tx) => {
         let stored = 0
         for (const item of outcome.items) if (store(tx, deps, policy.id, tenantId, item)) stored++
         // An offer the policy no longer prices (withdrawn, unlinked, taken by another policy) keeps no suggestion of it.
@@ -81,9 +92,14 @@ export function suggestPrices(deps: Deps): string {
         updatePolicyRow(tx, policy.id, { lastRunAt: now })
         return stored
       })
+    } catch (e) {
+      if (isDatabaseBusy(e)) throw e
+      // Its suggestions were rolled back; the run is recorded so the policy waits its cadence.
+      withTransaction(deps.db, (tx) => updatePolicyRow(tx, policy.id, { lastRunAt: now }))
+      failed.push(`policy ${policy.id}: ${e instanceof Error ? e.message : String(e)}`)
     }
   }
-  return `${looked} policies looked at, ${made} suggestions made; ${notEntitled} tenants without strategy skipped; ${released} stale claims released`
+  if (failed.length) throw new Error(failed.join('; '))
 }
 
 /**

@@ -13,7 +13,9 @@ export const ClockReply = Type.Object({ now: Timestamp() })
 export const JobRunReply = Type.Object({
   job: Type.String(),
   now: Timestamp(),
-  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('skipped')]),
+  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('partial'), Type.Literal('failed'), Type.Literal('skipped')], {
+    description: '`partial`: the run went on past tenants whose part failed; the detail names them',
+  }),
   detail: Type.Union([Type.String(), Type.Null()]),
 })
 
