@@ -1,3 +1,4 @@
+import type { DbOrTx } from '../../../db/client'
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
@@ -73,4 +74,15 @@ export function accruedDays(deps: Deps, tenantId: string, fromDay: string, toDay
     platformUsdMicros: r.marketplace === 'marketplace_b' ? null : r.platformUsdMicros,
     byCurrencyUsdMicros: Object.fromEntries(Object.entries(r.byCurrency).map(([c, v]) => [c, v.usdMicros])),
   }))
+}
+
+/**
+ * What each server of the tenant accrued on one UTC day, summed over its marketplaces (micro-USD,
+ * before the platform's cut): the figure of its fleet row's `revenue_today_usd`, read in the
+ * caller's transaction.
+ */
+export function accruedByServerOn(db: DbOrTx, tenantId: string, day: string): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const r of daysBetween(db, tenantId, day, day)) out.set(r.serverId, (out.get(r.serverId) ?? 0) + r.accruedUsdMicros)
+  return out
 }

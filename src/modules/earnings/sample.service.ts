@@ -2,6 +2,7 @@ import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { type Decimal, parseDecimal, parseMoney } from '../../platform/money'
 import { utcDay } from '../../platform/time'
+import { markFleetDirty } from '../fleet'
 import { accrualSources, platformDayEarnings, type AccrualSource } from '../marketplaces'
 import { type DayDelta, type Deal, sampleStep } from './accrual'
 import { type EarningsDayRow, findDay, markReportRead, moveWatermark, reportReadAt, saveDay, watermarkOf } from './earnings.repository'
@@ -44,7 +45,10 @@ function sampleOne(tx: DbOrTx, deps: Deps, source: AccrualSource, now: number): 
   const deals = parsedDeals(source.deals)
   const rates = parsedRates(source.rates)
   const knownUntilUs = source.seenAt === null ? fromUs : source.seenAt + SIGHTING_CAP_US
-  for (const delta of sampleStep({ fromUs, nowUs: now, knownUntilUs, deals, rates })) addToDay(tx, deps, key, delta, now)
+  const deltas = sampleStep({ fromUs, nowUs: now, knownUntilUs, deals, rates })
+  for (const delta of deltas) addToDay(tx, deps, key, delta, now)
+  // The server's fleet row shows what it accrued today: a sample that earned money moves it.
+  if (deltas.some((d) => d.usdMicros !== 0)) markFleetDirty(tx, source.tenantId)
   return true
 }
 
@@ -89,6 +93,7 @@ export function accruePast(
         samples++
       }
     }
+    markFleetDirty(tx, input.tenantId)
   })
   return samples
 }

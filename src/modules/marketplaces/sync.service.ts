@@ -2,7 +2,7 @@ import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { DomainError } from '../../platform/domain-error'
 import { parseTimestamp } from '../../platform/time'
-import { keepOnOf, recordServerEvent } from '../fleet'
+import { keepOnOf, markFleetDirty, recordServerEvent } from '../fleet'
 import { snapshotMarkets } from './market.service'
 import type { OfferInput } from './offers.mapping'
 import { applyOffer, offerWriteOf, write } from './offers.service'
@@ -130,6 +130,7 @@ async function keepOn(deps: Deps, account: AccountRow, linkId: string, tally: Ta
       if (!current) return
       const next = applyOffer(deps, current, input, offer)
       updateLink(tx, current.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
+      markFleetDirty(tx, account.tenantId) // listed again: the row's marketplace and price
       recordServerEvent(
         tx,
         deps,
