@@ -98,7 +98,8 @@ async function job(name: string): Promise<void> {
   const res = await app.fetch(`/api/v1/_test/jobs/${name}/run`, { method: 'POST' })
   expect(((await res.json()) as { outcome: string }).outcome).toBe('succeeded')
 }
-const clock = async (advance_seconds: number) => expect((await app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds } })).status).toBe(200)
+const clock = async (advance_seconds: number) =>
+  expect((await app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds } })).status).toBe(200)
 async function earnings(): Promise<Earnings> {
   const res = await call(app, 'GET', '/marketplaces/earnings', owner)
   expect(res.status).toBe(200)
@@ -111,7 +112,13 @@ describe('without a cost basis', () => {
   test("marketplace_a's cut is unknown (it publishes none), marketplace_b's CLORE cut is its published 5 %", async () => {
     const e = await earnings()
     const a = e.items.find((r) => r.server_id === sA && r.day === today())!
-    expect(a).toMatchObject({ platform_cut_percent: null, platform_cut_source: 'unknown', platform_cut_usd: null, earn_usd_net: null, reported_difference_usd: null })
+    expect(a).toMatchObject({
+      platform_cut_percent: null,
+      platform_cut_source: 'unknown',
+      platform_cut_usd: null,
+      earn_usd_net: null,
+      reported_difference_usd: null,
+    })
     const b = e.items.find((r) => r.server_id === sB && r.day === today())!
     expect(b).toMatchObject({ platform_cut_percent: '5', platform_cut_source: 'published_default' })
     expect(micros(b.platform_cut_usd)).toBe(Math.round(micros(b.earn_usd_accrued)! * 0.05))
