@@ -124,6 +124,11 @@ describe('without a cost basis', () => {
     expect(micros(b.platform_cut_usd)).toBe(Math.round(micros(b.earn_usd_accrued)! * 0.05))
     expect(micros(b.earn_usd_net)).toBe(micros(b.earn_usd_accrued)! - micros(b.platform_cut_usd)!)
     expect(e.reconciliation.total).toMatchObject({ platform_cut_usd: null, net_usd: null })
+    // A day nothing was earned takes no cut, whatever the rate: it never makes a total unknown.
+    const idle = e.items.find((r) => r.server_id === sA && r.earn_usd_accrued === '0.00')!
+    expect(idle).toMatchObject({ platform_cut_usd: '0.00', earn_usd_net: '0.00', reported_difference_usd: '18.00' })
+    const rb = e.reconciliation.by_marketplace.find((r) => r.marketplace === 'marketplace_b')!
+    expect(micros(rb.net_usd)).toBe(micros(rb.gross_usd)! - micros(rb.platform_cut_usd)!)
     expect(e.reconciliation.by_marketplace.find((r) => r.marketplace === 'marketplace_b')!.cut_rates).toContainEqual({
       currency: 'CLORE-Blockchain',
       percent: '5',

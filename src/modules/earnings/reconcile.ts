@@ -33,9 +33,14 @@ function percentText(n: number): string {
 
 export type RowCut = { percent: string | null; source: CutSource; cutMicros: number | null; netMicros: number | null }
 
-/** The cut and net of one row: each currency at its own rate; unknown when any currency's rate is. */
+/** The cut and net of one row: each currency at its own rate; unknown when any earning currency's rate is (an idle row's cut is 0). */
 export function rowCut(r: EarningsDayRow, cutOf: CutOf): RowCut {
   const entries = Object.entries(r.byCurrency).map(([currency, c]) => ({ currency, usd: c.usdMicros }))
+  if (entries.length === 0 && r.accruedUsdMicros === 0) {
+    // Nothing earned: the cut of nothing is nothing, whatever the rate (shown when known).
+    const rate = cutOf(r.marketplace, DEFAULT_CURRENCY[r.marketplace])
+    return { percent: rate.percent, source: rate.source, cutMicros: 0, netMicros: 0 }
+  }
   if (entries.length === 0) entries.push({ currency: DEFAULT_CURRENCY[r.marketplace], usd: r.accruedUsdMicros })
   let cutMicros = 0
   const rates = new Set<string>()
