@@ -32,6 +32,7 @@ usage:
   gpuhq-agent enroll --url <PUBLIC_URL> (--token-file <path> | --token-stdin) [--state-dir <dir>] [--port-range 40000-40199]
   gpuhq-agent run [--state-dir <dir>] [--simulate N]
   gpuhq-agent facts [--simulate N]      print what enrolment and hello would report about this host
+                                        (exit 1, gpu_error and a line on stderr when nvidia-smi finds no GPUs)
   gpuhq-agent version
 
 options:
@@ -75,7 +76,19 @@ async function main(argv: string[]): Promise<number> {
   }
   const machineOptions = { simulate, stateDir, nvidiaSmi: stringOption(options, 'nvidia-smi'), publicIp: stringOption(options, 'public-ip'), portRange }
 
-  if (command === 'facts') return print(JSON.stringify({ agent_version: AGENT_VERSION, ...(await new Machine(machineOptions).facts()) }, null, 2))
+  if (command === 'facts') {
+    // A host whose nvidia-smi is missing, failing or lists nothing: the facts still print (marked
+    // with gpu_error), and stderr and the exit code say that enrolment would report no GPUs.
+    const machine = new Machine(machineOptions)
+    const facts = await machine.facts()
+    const problem = machine.gpuProblem
+    print(JSON.stringify({ agent_version: AGENT_VERSION, ...facts, ...(problem ? { gpu_error: problem } : {}) }, null, 2))
+    if (!problem) return EXIT.ok
+    process.stderr.write(
+      `gpuhq-agent: no GPUs found (${problem}): enrolment and hello would report none; point --nvidia-smi at the binary, or try --simulate N\n`,
+    )
+    return EXIT.failure
+  }
 
   if (command === 'enroll') {
     const rawUrl = stringOption(options, 'url')

@@ -30,6 +30,7 @@ import { listPlans, upsertPlan } from '../src/modules/plans'
 import { setTenantPlan } from '../src/modules/subscription'
 import { formatMoney, formatNullableMoney } from '../src/platform/money'
 import { listUnsettledPayments, settleUnsettledPayment } from '../src/modules/payments'
+import { loadPublicUrl } from '../src/modules/testing'
 
 const USAGE = `usage:
   scripts/admin create-account --email <address> --tenant-name <name>
@@ -99,17 +100,28 @@ const deps = buildDeps(config, {
   groupCommit: false,
 })
 
+/**
+ * Where the service answers, for the links a command prints: PUBLIC_URL when this shell sets it,
+ * else the address the service last started with on this database (its PUBLIC_URL, or
+ * http://localhost:PORT), else this shell's default from PORT.
+ */
+function serviceUrl(): string {
+  if (process.env.PUBLIC_URL) return config.publicUrl
+  return loadPublicUrl(deps.db) ?? config.publicUrl
+}
+
 try {
   if (command === 'create-account') {
     const { values } = parseArgs({ args: rest, options: { email: { type: 'string' }, 'tenant-name': { type: 'string' } }, strict: true })
     if (!values.email) fail('--email is required')
     if (!values['tenant-name']) fail('--tenant-name is required')
     const r = createAccount({ deps, input: { email: values.email, tenantName: values['tenant-name'] } })
+    const base = serviceUrl()
     console.log(`created tenant ${r.tenantId} ("${values['tenant-name']}", plan free) with owner ${r.email} (user ${r.userId})`)
     console.log(`one-time ticket to set the password (valid ${ADMIN_TICKET_TTL_SECONDS / 3600} h): ${r.ticket}`)
     console.log('set it, which signs you in (curl -c keeps the session cookie in the file jar; send it with -b jar):')
     console.log(
-      `  curl -s -c jar -X POST ${config.publicUrl}/api/v1/auth/password-reset/complete -H 'content-type: application/json' -d '{"ticket":"${r.ticket}","password":"<new password>"}'`,
+      `  curl -s -c jar -X POST ${base}/api/v1/auth/password-reset/complete -H 'content-type: application/json' -d '{"ticket":"${r.ticket}","password":"<new password>"}'`,
     )
   } else if (command === 'tenants') {
     const rows = tenantsOverview({ deps })

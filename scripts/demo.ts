@@ -9,14 +9,16 @@ import { listenFailure, type Service, startService } from '../src/service'
 import { type DemoFleet, enrolFleet, runFleet } from './demo/agents'
 import { DemoClient } from './demo/client'
 import { DemoDirError, demoDir, freshDemoDir } from './demo/dir'
-import { backdateFleet, backfillEarnings, backfillTelemetry } from './demo/history'
-import { churnRentals, type DemoMarkets, type EarningsRow, reportVastEarnings, startDemoMarkets } from './demo/markets'
+import { backdateFleet, backfillEarnings, backfillTelemetry, openingBalance } from './demo/history'
+import { churnRentals, type DemoMarkets, meterVastEarnings, reportVastEarnings, startDemoMarkets } from './demo/markets'
 import { DEMO_SERVERS } from './demo/plan'
-import { arrangeFleet, configureAccount, connectMarketplaces, createOwner, demoSignIn, fundAndUpgrade, mintToken } from './demo/seed'
+import { arrangeFleet, configureAccount, connectMarketplaces, createOwner, demoSignIn, fundAccount, mintToken, upgradeToPro } from './demo/seed'
 
 const USAGE = 'usage: scripts/start --demo   (DEMO_DIR picks the demo directory, default ./data/demo; PORT the port, default 8080)'
 /** How often a renter comes or goes on one of the listed machines. */
 const CHURN_MS = 150_000
+/** How often the marketplace_a simulator's meter adds what the running rentals earned to its report. */
+const METER_MS = 60_000
 /** The jobs run once, in this order, before the schedule takes over: so everything shows at once. */
 const FIRST_RUNS = ['metrics.rollup', 'marketplaces.sync', 'earnings.sample', 'strategy.suggest', 'billing.charge', 'alerts.evaluate', 'fleet.snapshot']
 
@@ -89,12 +91,14 @@ const { deps, runner } = service
 
 let fleet: DemoFleet | null = null
 let stopChurn = () => {}
+let stopMeter = () => {}
 let stopping = false
 async function shutdown(signal: string, code = 0) {
   if (stopping) return
   stopping = true
   say(`stopping (${signal})`)
   stopChurn()
+  stopMeter()
   await fleet?.stop()
   await service.stop()
   await markets.stop()
@@ -106,7 +110,8 @@ process.on('SIGINT', () => void shutdown('SIGINT'))
 try {
   const api = new DemoClient(service.url)
   const owner = await createOwner(deps, api, signIn)
-  await fundAndUpgrade(owner.member)
+  openingBalance(deps, owner.tenantId, deps.clock.nowUs())
+  await upgradeToPro(owner.member)
   const token = await mintToken(owner.member)
   const pat = api.as({ bearer: token })
 
@@ -122,9 +127,16 @@ try {
   say('backfilling a week of history (telemetry, rentals, hourly charges) …')
   const now = deps.clock.nowUs()
   backdateFleet(deps, owner.tenantId, ids, now)
+  // The week's hourly charges, booked before today's top-ups: the ledger's balances after chain.
+  const charged = await runner.run('billing.charge', `demo:${deps.newId()}`)
+  if (charged.outcome !== 'succeeded') say(`warning: booking the week's charges ${charged.outcome}: ${charged.detail}`)
+  await fundAccount(owner.member)
   await backfillTelemetry(deps, ids, now)
-  backfillEarnings(deps, owner.tenantId, ids, linkedAt, now)
-  reportVastEarnings(markets, ids, (await pat.get<{ items: EarningsRow[] }>('/marketplaces/earnings?days=2')).items)
+  // The week's rentals up to this moment, accrued by gpuhq and reported by the Vast simulator from
+  // the same rentals; from here on the simulator's meter and the earnings.sample job each go on.
+  const historyUntil = deps.clock.nowUs()
+  reportVastEarnings(markets, backfillEarnings(deps, owner.tenantId, ids, linkedAt, now, historyUntil))
+  stopMeter = meterVastEarnings(markets, historyUntil / 1000, METER_MS)
   for (const job of FIRST_RUNS) {
     const run = await runner.run(job, `demo:${deps.newId()}`)
     if (run.outcome !== 'succeeded') say(`warning: the first ${job} run ${run.outcome}: ${run.detail}`)

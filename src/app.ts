@@ -17,7 +17,7 @@ import { agentDownloadRoutes, agentRoutes, resolveAgent } from './modules/agent'
 import { serversRoutes, visibleServerId } from './modules/fleet'
 import { findGroup, groupsRoutes } from './modules/groups'
 import { metricsRoutes } from './modules/telemetry'
-import { costsRoutes, serverMargin } from './modules/costs'
+import { costsRoutes, platformCuts, serverMargin } from './modules/costs'
 import { reportsRoutes } from './modules/reports'
 import { notificationsRoutes } from './modules/notifications'
 import { earningsRoutes } from './modules/earnings'
@@ -136,7 +136,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(candidatesRoutes(deps))
     .use(offersRoutes(deps))
     .use(marketRoutes(deps))
-    .use(earningsRoutes(deps))
+    .use(earningsRoutes(deps, (tenantId) => platformCuts(deps, tenantId)))
     .use(costsRoutes(deps))
     .use(strategyRoutes(deps))
     .use(reportsRoutes(deps))

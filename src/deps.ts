@@ -12,6 +12,7 @@ import { createMailTransport, MailDispatcher, type MailTransport } from './modul
 import { createEventBus } from './platform/events'
 import type { AppEvents } from './events'
 import { registerReactions } from './reactions'
+import { provideFleetFacts } from './fleet-facts'
 
 /**
  * The service's wait for another process's write lock, per statement. bun:sqlite waits on the event
@@ -79,5 +80,7 @@ export function buildDeps(
   }
   // Cross-module reactions belong to the composition root, not to whichever routes were built.
   registerReactions(deps)
+  // The fleet rows' marketplace, price, revenue and health, read from the modules above fleet.
+  provideFleetFacts(deps)
   return deps
 }

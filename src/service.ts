@@ -7,6 +7,7 @@ import type { Deps } from './platform/context'
 import { jobs } from '../jobs'
 import { fleetRuntime } from './modules/fleet'
 import { consoleBundle } from './modules/console'
+import { savePublicUrl } from './modules/testing'
 
 /**
  * The service as one process runs it: config → database → app → listen, and a stop that drains in
@@ -28,6 +29,8 @@ export function startService(config: Config): Service {
   const runner = new JobRunner(deps, jobs)
   const app = createApp(deps, runner)
   const running = startServer(app, deps, { port: config.port })
+  // Where it answers, for operator commands run in another shell with another environment.
+  savePublicUrl(deps.db, config.publicUrl, deps.clock.nowUs())
   // The web console is bundled in memory now, not at its first visit; a failed build leaves the API
   // running and says why here (the page answers 503 meanwhile).
   consoleBundle().then(

@@ -49,13 +49,21 @@ export class Machine {
     this.nvidia = new NvidiaSmi(opts.nvidiaSmi)
   }
 
-  /** The GPUs as enrolment and hello report them. Without nvidia-smi a real host reports none. */
+  /**
+   * Why the last inventory found no GPUs on a real host: nvidia-smi missing, failing, or listing
+   * none; null when it listed some (or the GPUs are simulated).
+   */
+  gpuProblem: string | null = null
+
+  /** The GPUs as enrolment and hello report them. Without nvidia-smi a real host reports none (and `gpuProblem` says why). */
   async inventory(): Promise<GpuInfo[]> {
     if (this.simulated) return (this.known = this.simulated.inventory())
     try {
       this.known = await this.nvidia.inventory()
-    } catch {
+      this.gpuProblem = this.known.length ? null : `${this.nvidia.bin} lists no GPUs`
+    } catch (err) {
       this.known = []
+      this.gpuProblem = (err as Error).message
     }
     return this.known
   }

@@ -4,6 +4,7 @@ import type { Deps } from '../../src/platform/context'
 import { parseTimestamp, US_PER_DAY, US_PER_HOUR } from '../../src/platform/time'
 import { accruePast } from '../../src/modules/earnings'
 import { fleetRuntime, markFleetDirty, type Sample, updateServer } from '../../src/modules/fleet'
+import { appendEntry } from '../../src/modules/billing'
 import { assignPlan, hourStartOf } from '../../src/modules/plans'
 import { CLORE_RATES, DEMO_SERVERS, type DemoServer } from './plan'
 
@@ -23,6 +24,28 @@ const GPU_METRICS = ['temperature_c', 'utilization_pct', 'power_w', 'fan_pct', '
 const HOST_METRICS = ['cpu_usage_pct', 'memory_used_pct']
 
 const enrolledAt = (s: DemoServer, nowUs: number) => nowUs - s.enrolledDaysAgo * US_PER_DAY
+/** What the owner had on account when the demo's week began (micro-USD): enough for the week's hourly charges. */
+const OPENING_BALANCE_MICROS = 20_000_000
+
+/**
+ * The balance the owner carried into the demo's week, as one adjustment dated an hour before the
+ * first server's enrolment (`nowUs` is the demo's start; the enrolments are moved back from a later
+ * moment, so they come after it). The week's hourly charges are then booked against it before
+ * today's top-ups (demo.ts), so the ledger, newest first by when each entry occurred, chains: each
+ * entry's balance after is the one below it plus its amount.
+ */
+export function openingBalance(deps: Deps, tenantId: string, nowUs: number): void {
+  const first = Math.min(...DEMO_SERVERS.map((s) => enrolledAt(s, nowUs)))
+  withTransaction(deps.db, (tx) => {
+    appendEntry(tx, deps, {
+      tenantId,
+      kind: 'adjustment',
+      amountMicros: OPENING_BALANCE_MICROS,
+      occurredAt: hourStartOf(first) - US_PER_HOUR,
+      detail: "Opening balance carried into the demo's week",
+    })
+  })
+}
 
 /**
  * The servers were enrolled days ago, and the tenant has been on `pro` since the first of them: the
@@ -88,27 +111,55 @@ function dealsWhenRented(s: DemoServer): Deal[] {
   return [{ kind: l.order?.spot ? 'spot' : 'on_demand', currency: coin, priceDay: money(price), gpuCount: s.gpus }]
 }
 
+/** The deals the simulators hold on a listed server right now (the plan's renters; none when it lists none). */
+function dealsNow(s: DemoServer): Deal[] {
+  const l = s.listing!
+  if (l.marketplace === 'marketplace_a')
+    return l.rented.map((r) => ({
+      kind: r.kind,
+      currency: 'USD',
+      priceDay: money((r.kind === 'interruptible' ? l.minBidHour : l.priceGpuHour) * 24 * r.gpus),
+      gpuCount: r.gpus,
+    }))
+  return l.order ? [{ kind: l.order.spot ? 'spot' : 'on_demand', currency: l.order.currency, priceDay: money(l.order.pricePerDay), gpuCount: s.gpus }] : []
+}
+
+/** One spell of a server's past: the deals that ran through it (none: idle). */
+export type Spell = { fromUs: number; toUs: number; deals: Deal[] }
+
 /**
- * A week of rentals on each linked server, up to the moment it was linked (from then on the
- * earnings.sample job accrues what the sync sees): rented spells of 6 to 40 hours between idle
- * ones of 1 to 10, accrued by the earnings module as its job would have.
+ * A week of rentals on each linked server up to `untilUs` (now), accrued by the earnings module as
+ * its job would have: before the server was linked, rented spells of 6 to 40 hours between idle
+ * ones of 1 to 10; from the link on, the renters the simulators hold (the plan's). The links'
+ * watermarks are set at `untilUs`, so the earnings.sample job goes on from there. Answers the
+ * spells per server name: the platform's own report is made from the same rentals
+ * (markets.ts `reportVastEarnings`).
  */
-export function backfillEarnings(deps: Deps, tenantId: string, ids: Map<string, string>, linkedAt: Map<string, string>, nowUs: number): number {
-  let samples = 0
+export function backfillEarnings(
+  deps: Deps,
+  tenantId: string,
+  ids: Map<string, string>,
+  linkedAt: Map<string, string>,
+  nowUs: number,
+  untilUs: number,
+): Map<string, Spell[]> {
   const rates = Object.fromEntries(Object.entries(CLORE_RATES).map(([coin, usd]) => [coin, String(usd)]))
+  const out = new Map<string, Spell[]>()
   for (const s of DEMO_SERVERS.filter((x) => x.listing)) {
     const serverId = ids.get(s.name)!
-    const until = parseTimestamp(linkedAt.get(serverId) ?? '') ?? nowUs
+    const linked = Math.min(untilUs, parseTimestamp(linkedAt.get(serverId) ?? '') ?? untilUs)
     const random = seededRandom(`earnings:${s.name}`)
-    const spells: { fromUs: number; toUs: number; deals: Deal[] }[] = []
+    const spells: Spell[] = []
     let rented = random() < 0.6
-    for (let from = enrolledAt(s, nowUs); from < until; rented = !rented) {
+    for (let from = enrolledAt(s, nowUs); from < linked; rented = !rented) {
       const hours = rented ? 6 + random() * 34 : 1 + random() * 9
-      const to = Math.min(until, from + Math.round(hours * US_PER_HOUR))
+      const to = Math.min(linked, from + Math.round(hours * US_PER_HOUR))
       spells.push({ fromUs: from, toUs: to, deals: rented ? dealsWhenRented(s) : [] })
       from = to
     }
-    samples += accruePast(deps, { tenantId, serverId, marketplace: s.listing!.marketplace, spells, rates })
+    if (linked < untilUs) spells.push({ fromUs: linked, toUs: untilUs, deals: dealsNow(s) })
+    accruePast(deps, { tenantId, serverId, marketplace: s.listing!.marketplace, spells, rates, through: true })
+    out.set(s.name, spells)
   }
-  return samples
+  return out
 }

@@ -1,6 +1,18 @@
 import { startMarketplaceA, type MarketplaceASim } from '../sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../sim/marketplace-b'
-import { CLORE_KEY, CLORE_MARKET, CLORE_RATES, DEMO_SERVERS, type DemoServer, marketName, VAST_KEY, VAST_MARKET, VAST_OWNER } from './plan'
+import {
+  CLORE_KEY,
+  CLORE_MARKET,
+  CLORE_RATES,
+  DEMO_SERVERS,
+  type DemoServer,
+  marketName,
+  VAST_COMMISSION_PERCENT,
+  VAST_KEY,
+  VAST_MARKET,
+  VAST_OTHER_INCOME_PER_DAY,
+  VAST_OWNER,
+} from './plan'
 
 /**
  * Both marketplace simulators, in this process on loopback, holding the demo owner's machines as
@@ -143,23 +155,81 @@ export function churnRentals(m: DemoMarkets, everyMs: number): () => void {
   return () => clearInterval(timer)
 }
 
-export type EarningsRow = { day: string; server_id: string; marketplace: string; earn_usd_accrued: string }
+const DAY_MS = 86_400_000
+const KEEP = 1 - VAST_COMMISSION_PERCENT / 100
+type VastEarning = { machine_id: number; day: number; gpu_earn: number; sto_earn: number; bwu_earn: number; bwd_earn: number }
 
 /**
- * Vast's own machine-earnings report for the days given (what `earnings.sample` reads as
- * `earn_usd_day`): what the accrual counted on each machine, less Vast's 25 % cut, plus a little
- * storage income. The demo reports yesterday and today so both figures show side by side.
+ * Vast's machine-earnings for one machine over [fromMs, toMs) at `gpuUsdPerHour` (what its renters
+ * pay for the cards), cut at each UTC midnight: the GPUs' share after Vast's cut, and the storage and
+ * bandwidth income of that time.
  */
-export function reportVastEarnings(m: DemoMarkets, ids: Map<string, string>, rows: EarningsRow[]): void {
-  const machineOf = new Map<string, number>()
-  for (const s of DEMO_SERVERS) if (s.listing?.marketplace === 'marketplace_a') machineOf.set(ids.get(s.name)!, s.listing.machineId)
-  m.a.addEarnings(
-    VAST_OWNER,
-    rows.flatMap((r) => {
-      const machine = machineOf.get(r.server_id)
-      if (r.marketplace !== 'marketplace_a' || machine === undefined) return []
-      const gpu = Math.round(Number(r.earn_usd_accrued) * 0.75 * 100) / 100
-      return [{ machine_id: machine, day: Date.parse(`${r.day}T00:00:00Z`) / 86_400_000, gpu_earn: gpu, sto_earn: 0.36, bwu_earn: 0.05, bwd_earn: 0.02 }]
-    }),
-  )
+function earningsOver(machineId: number, fromMs: number, toMs: number, gpuUsdPerHour: number): VastEarning[] {
+  const out: VastEarning[] = []
+  for (let start = fromMs; start < toMs; ) {
+    const day = Math.floor(start / DAY_MS)
+    const end = Math.min(toMs, (day + 1) * DAY_MS)
+    const share = (end - start) / DAY_MS
+    out.push({
+      machine_id: machineId,
+      day,
+      gpu_earn: ((gpuUsdPerHour * (end - start)) / 3_600_000) * KEEP,
+      sto_earn: VAST_OTHER_INCOME_PER_DAY.sto_earn * share,
+      bwu_earn: VAST_OTHER_INCOME_PER_DAY.bwu_earn * share,
+      bwd_earn: VAST_OTHER_INCOME_PER_DAY.bwd_earn * share,
+    })
+    start = end
+  }
+  return out
+}
+
+type PastSpell = { fromUs: number; toUs: number; deals: { priceDay: string | null }[] }
+
+/**
+ * Vast's own machine-earnings report (what `earnings.sample` reads as `earn_usd_day`) for the
+ * demo's past: the very rentals the history accrued (`backfillEarnings`' spells), each at the price
+ * its renters paid, less Vast's cut (VAST_COMMISSION_PERCENT), plus storage and bandwidth income.
+ * Made from the rentals, never from gpuhq's accrual, so the two can be checked against each other.
+ */
+export function reportVastEarnings(m: DemoMarkets, spells: Map<string, PastSpell[]>): void {
+  const rows: VastEarning[] = []
+  for (const s of DEMO_SERVERS) {
+    const l = s.listing
+    if (l?.marketplace !== 'marketplace_a') continue
+    for (const spell of spells.get(s.name) ?? []) {
+      const perHour = spell.deals.reduce((sum, d) => sum + Number(d.priceDay ?? 0) / 24, 0)
+      rows.push(...earningsOver(l.machineId, spell.fromUs / 1000, spell.toUs / 1000, perHour))
+    }
+  }
+  m.a.addEarnings(VAST_OWNER, rows)
+}
+
+/**
+ * Vast's meter from `startMs` on: every `everyMs` each marketplace_a machine earns what its running
+ * rentals pay now (the cards × the machine's listed price, the minimum bid for interruptible ones),
+ * less Vast's cut, plus its storage and bandwidth income, added to the day's machine-earnings. So
+ * the platform's figure follows the rentals the churn starts and ends, as Vast's does. Answers the
+ * function that stops it (after a last reading).
+ */
+export function meterVastEarnings(m: DemoMarkets, startMs: number, everyMs: number): () => void {
+  let last = startMs
+  const read = () => {
+    const now = Date.now()
+    const rows: VastEarning[] = []
+    for (const s of DEMO_SERVERS) {
+      const l = s.listing
+      if (l?.marketplace !== 'marketplace_a') continue
+      const billing = m.a.billing(l.machineId)
+      if (!billing) continue
+      const perHour = billing.rentals
+        .filter((r) => r.running)
+        .reduce((sum, r) => sum + r.gpus * ((r.kind === 'interruptible' ? billing.minBidHour : billing.priceGpuHour) ?? 0), 0)
+      rows.push(...earningsOver(l.machineId, last, now, perHour))
+    }
+    if (now > last) m.a.addEarnings(VAST_OWNER, rows)
+    last = Math.max(last, now)
+  }
+  read()
+  const timer = setInterval(read, everyMs)
+  return () => clearInterval(timer)
 }

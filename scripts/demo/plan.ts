@@ -38,6 +38,14 @@ export const VAST_OWNER = 456
 export const VAST_KEY = 'sim-demo-key-a'
 export const CLORE_KEY = 'sim-marketplace-b-demo-key'
 export const CLORE_RATES = { bitcoin: 60000, 'CLORE-Blockchain': 0.0025, 'USD-Blockchain': 1 }
+/**
+ * Vast's cut of what renters pay for the GPUs, in percent: the simulator's machine-earnings report
+ * is what the rentals paid less this, and the demo enters the same rate in the cost basis, so
+ * gpuhq's net estimate and the platform's figure agree (docs/demo.md).
+ */
+export const VAST_COMMISSION_PERCENT = 25
+/** What a Vast machine earns a day besides its GPUs (storage, upload, download), in USD: in the report, never in the accrual. */
+export const VAST_OTHER_INCOME_PER_DAY = { sto_earn: 0.36, bwu_earn: 0.05, bwd_earn: 0.02 }
 
 const RTX_4090 = { model: 'NVIDIA GeForce RTX 4090', memoryMb: 24564, maxPowerW: 450 }
 const RTX_3090 = { model: 'NVIDIA GeForce RTX 3090', memoryMb: 24576, maxPowerW: 350 }

@@ -3,7 +3,7 @@ import { createAccount } from '../../src/modules/accounts'
 import { ALL_SCOPES } from '../../src/platform/access'
 import type { Deps } from '../../src/platform/context'
 import type { DemoClient } from './client'
-import { CLORE_KEY, DEMO_SERVERS, VAST_KEY } from './plan'
+import { CLORE_KEY, DEMO_SERVERS, VAST_COMMISSION_PERCENT, VAST_KEY } from './plan'
 
 /**
  * The demo's account, made through the service's public API wherever it has an operation: the
@@ -51,12 +51,19 @@ async function topUp(member: DemoClient, amount: string, method: string, pay: bo
   if (read.status !== 'succeeded') throw new Error(`the sandbox top-up of ${amount} ended ${read.status}`)
 }
 
-/** Balance through the sandbox, then the plan: `pro` (strategy and AI access), ordered as an owner orders it. */
-export async function fundAndUpgrade(member: DemoClient): Promise<void> {
+/** The plan: `pro` (strategy and AI access), ordered as an owner orders it (the opening balance covers it: no servers yet). */
+export async function upgradeToPro(member: DemoClient): Promise<void> {
+  await member.call('POST', '/subscription/changes', { target_plan: 'pro' })
+}
+
+/**
+ * Today's top-ups through the sandbox, paid on its checkout as the page's button does, made after
+ * the week's charges are booked so each ledger entry's balance after follows the one before it.
+ */
+export async function fundAccount(member: DemoClient): Promise<void> {
   await topUp(member, '100.00', 'card', true)
   await topUp(member, '50.00', 'usdt_tron', true)
   await topUp(member, '25.00', 'card', false) // left open: pay it yourself on its checkout page
-  await member.call('POST', '/subscription/changes', { target_plan: 'pro' })
 }
 
 /** The personal access token the demo prints: every scope an owner can give. */
@@ -82,7 +89,7 @@ export async function connectMarketplaces(api: DemoClient, ids: Map<string, stri
   await api.call('PUT', '/billing/cost-basis', {
     electricity_usd_per_kwh: '0.145',
     operational: { usd_per_month: '300' },
-    marketplaces: { marketplace_a: { commission_percent: '25' }, marketplace_b: { commission_percent: '5' } },
+    marketplaces: { marketplace_a: { commission_percent: String(VAST_COMMISSION_PERCENT) }, marketplace_b: { commission_percent: '5' } },
   })
   await api.call('PUT', '/marketplaces/marketplace_a', { api_key: VAST_KEY })
   await api.call('PUT', '/marketplaces/marketplace_b', { api_key: CLORE_KEY })

@@ -56,6 +56,8 @@ export interface MarketplaceASim {
   updateRental(id: number, patch: Partial<SimRental>): void
   removeRental(id: number): void
   setReports(machineId: number, reports: Report[]): void
+  /** What a machine is billed at now and who rents it (the demo's meter counts Vast's earnings from them). */
+  billing(machineId: number): { priceGpuHour: number | null; minBidHour: number | null; rentals: SimRental[] } | null
   addEarnings(owner: number | string, rows: EarningRow[]): void
   addInvoices(owner: number | string, invoices: Invoice[]): void
   /**
@@ -196,6 +198,13 @@ export async function startMarketplaceA(options: MarketplaceAOptions = {}): Prom
     updateRental: (id, patch) => state.updateRental(id, patch),
     removeRental: (id) => void state.rentals.delete(id),
     setReports: (machineId, reports) => void state.reports.set(machineId, reports),
+    billing: (machineId) => {
+      const m = state.machines.get(machineId)
+      if (!m) return null
+      const num = (v: unknown) => (typeof v === 'number' ? v : null)
+      const rentals = [...state.rentals.values()].filter((r) => r.machineId === machineId).map(({ machineId: _m, ...r }) => r)
+      return { priceGpuHour: num(m.fields.listed_gpu_cost), minBidHour: num(m.fields.min_bid_price), rentals }
+    },
     addEarnings: (owner, rows) => {
       const id = state.ownerOf(owner).id
       state.earnings.set(id, [...(state.earnings.get(id) ?? []), ...rows])

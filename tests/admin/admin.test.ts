@@ -2,7 +2,9 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startTestApp, TEST_SECRET_KEY } from '../support/app'
+import { loadConfig } from '../../src/config'
+import { startService } from '../../src/service'
+import { freePort, startTestApp, TEST_SECRET_KEY } from '../support/app'
 
 const dir = mkdtempSync(join(tmpdir(), 'gpuhq-admin-'))
 const env = {
@@ -20,11 +22,44 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const PROCESS_TEST_MS = 120_000
 
 function admin(...args: string[]) {
-  const p = Bun.spawnSync([process.execPath, 'run', 'scripts/admin.ts', ...args], { env, cwd: join(import.meta.dir, '../..') })
+  return adminWith(env, ...args)
+}
+function adminWith(environment: Record<string, string | undefined>, ...args: string[]) {
+  const p = Bun.spawnSync([process.execPath, 'run', 'scripts/admin.ts', ...args], { env: environment, cwd: join(import.meta.dir, '../..') })
   return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() }
 }
 
 describe('operator commands', () => {
+  test(
+    "create-account prints the link where the service answers: this shell's PUBLIC_URL, else the address the service started with",
+    async () => {
+      const own = mkdtempSync(join(tmpdir(), 'gpuhq-admin-url-'))
+      const files = { DATA_DIR: own, DATABASE_URL: `file:${join(own, 'gpuhq.db')}` }
+      try {
+        const port = freePort()
+        // The service started in another shell on another port: its own address is kept.
+        const { PUBLIC_URL: _drop, ...withoutUrl } = env
+        const service = startService(loadConfig({ ...withoutUrl, ...files, PORT: String(port), NODE_ENV: 'test' } as Record<string, string>))
+        await service.stop()
+        const plain = adminWith({ ...withoutUrl, ...files, PORT: undefined }, 'create-account', '--email', 'url@example.com', '--tenant-name', 'Url rigs')
+        expect(plain.err).toBe('')
+        expect(plain.out).toContain(`curl -s -c jar -X POST http://localhost:${port}/api/v1/auth/password-reset/complete`)
+        const mine = adminWith(
+          { ...env, ...files, PUBLIC_URL: 'https://rigs.example' },
+          'create-account',
+          '--email',
+          'url2@example.com',
+          '--tenant-name',
+          'Url 2',
+        )
+        expect(mine.out).toContain('curl -s -c jar -X POST https://rigs.example/api/v1/auth/password-reset/complete')
+      } finally {
+        rmSync(own, { recursive: true, force: true })
+      }
+    },
+    PROCESS_TEST_MS,
+  )
+
   test(
     'create-account makes a tenant on the free plan and a ticket the owner uses to set a password and sign in',
     async () => {

@@ -183,3 +183,34 @@ describe('the credential file', () => {
     expect(r.stdout).toContain('not enrolled')
   })
 })
+
+describe('facts on a host where nvidia-smi finds no GPUs (issue 35)', () => {
+  function fakeNvidiaSmi(script: string): string {
+    const path = join(tempDir(), 'nvidia-smi')
+    writeFileSync(path, `#!/bin/sh\n${script}\n`, { mode: 0o755 })
+    return path
+  }
+
+  test.each([
+    ['missing', () => join(tempDir(), 'no-such-nvidia-smi'), 'not found'],
+    ['failing', () => fakeNvidiaSmi('echo "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver." >&2; exit 9'), 'exited with 9'],
+    ['listing none', () => fakeNvidiaSmi('exit 0'), 'lists no GPUs'],
+  ])('nvidia-smi %s: the facts print with gpu_error, stderr says so, exit 1', async (_what, bin, reason) => {
+    const r = await agent(['facts', '--nvidia-smi', bin(), '--state-dir', tempDir()])
+    expect(r.code).toBe(1)
+    const facts = JSON.parse(r.stdout) as { gpus: unknown[]; gpu_error?: string }
+    expect(facts.gpus).toEqual([])
+    expect(facts.gpu_error).toContain(reason)
+    expect(r.stderr).toContain('no GPUs found')
+    expect(r.stderr).toContain(reason)
+  })
+
+  test('a working nvidia-smi: its GPUs, no gpu_error, exit 0', async () => {
+    const bin = fakeNvidiaSmi('echo "0, NVIDIA GeForce RTX 4090, 24564, GPU-0a1b2c3d"')
+    const r = await agent(['facts', '--nvidia-smi', bin, '--state-dir', tempDir()])
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
+    const facts = JSON.parse(r.stdout) as { gpus: { model: string }[]; gpu_error?: string }
+    expect(facts.gpus.map((g) => g.model)).toEqual(['NVIDIA GeForce RTX 4090'])
+    expect(facts.gpu_error).toBeUndefined()
+  })
+})

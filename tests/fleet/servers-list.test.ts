@@ -29,8 +29,11 @@ const ROW_FIELDS = [
   'max_temp_hotspot_c',
   'max_temp_vram_c',
   'name',
+  'open_incidents',
   'presence',
   'price_usd_gpu_h',
+  'rental_state',
+  'rented_gpu_count',
   'revenue_today_usd',
   'tags',
 ]
@@ -67,11 +70,15 @@ describe('the snapshot envelope', () => {
       presence: 'offline',
       marketplace: null,
       price_usd_gpu_h: null,
-      health: null,
+      // Never connected: offline outside maintenance (docs/fleet.md "health").
+      health: 'critical',
       last_seen_at: null,
       revenue_today_usd: '0.00',
       group_id: null,
       tags: [],
+      rental_state: null,
+      rented_gpu_count: 0,
+      open_incidents: 0,
     })
     // One entry per GPU, ordered by index, nulls until the agent reports.
     expect(row.gpu_vitals).toEqual([0, 1, 2, 3].map((index) => ({ index, temp_c: null, fan_pct: null })))
@@ -244,9 +251,23 @@ describe('the dashboard', () => {
     const body = await ok<Record<string, any>>(res)
     expect(body).toMatchObject({ stale: false, stale_reason: null, revenue_today_usd: '0.00' })
     expect(body.generated_at).toMatch(TIMESTAMP)
-    expect(body.servers).toEqual({ total: 3, online: 1, suspect: 0, offline: 2, in_maintenance: 1 })
+    // The offline server in maintenance is a warning, the other offline one critical (docs/fleet.md "health").
+    expect(body.servers).toEqual({
+      total: 3,
+      online: 1,
+      suspect: 0,
+      offline: 2,
+      in_maintenance: 1,
+      rented: 0,
+      idle: 0,
+      health: { ok: 1, warning: 1, critical: 1 },
+    })
     expect(body.gpus).toEqual({
       total: 7,
+      rented: 0,
+      idle: 0,
+      unlisted: 4,
+      offline: 3,
       by_model: [
         { model: 'NVIDIA A100', count: 6 },
         { model: 'NVIDIA H100', count: 1 },

@@ -32,6 +32,17 @@ export function unresolvedIncidents(db: DbOrTx): IncidentRow[] {
   return db.select().from(alertIncidents).where(UNRESOLVED).orderBy(alertIncidents.tenantId, alertIncidents.causeKey).all()
 }
 
+/** The tenant's unresolved incidents on servers, counted per server and severity (a fleet row's health). */
+export function unresolvedCountsByServer(db: DbOrTx, tenantId: string): { serverId: string; severity: IncidentRow['severity']; n: number }[] {
+  return db
+    .select({ serverId: sql<string>`${alertIncidents.serverId}`, severity: alertIncidents.severity, n: sql<number>`count(*)` })
+    .from(alertIncidents)
+    .where(and(eq(alertIncidents.tenantId, tenantId), sql`${alertIncidents.serverId} is not null`, UNRESOLVED))
+    .groupBy(alertIncidents.serverId, alertIncidents.severity)
+    .all()
+    .map((r) => ({ ...r, n: Number(r.n) }))
+}
+
 export function unresolvedOfServer(db: DbOrTx, tenantId: string, serverId: string): IncidentRow[] {
   return db
     .select()

@@ -8,7 +8,8 @@ import { recordAudit, type AuditContext } from '../audit'
 import { notificationSummaries, type NotificationSummary } from '../notifications'
 import { AlertErrors } from './alerts.errors'
 import type { AlertsQuery, Kind, ResolveBody } from './alerts.model'
-import { findIncident, listIncidents, type IncidentRow, updateIncident } from './alerts.repository'
+import type { IncidentCounts } from '../fleet'
+import { findIncident, listIncidents, type IncidentRow, unresolvedCountsByServer, updateIncident } from './alerts.repository'
 import { announce, clear } from './incidents'
 
 /**
@@ -121,4 +122,15 @@ export function resolveAlert({ deps, actor, audit, id, input }: Change & { input
     recordAudit(tx, deps, audit, { operation: 'alerts.resolve', targetKind: 'alert_incident', targetId: row.id })
     return viewsOf(tx, actor.tenantId, [row])[0]!
   })
+}
+
+/** Unresolved (open or acknowledged) incidents per server of the tenant, by severity: what a fleet row's health reads. */
+export function incidentsByServer(db: DbOrTx, tenantId: string): Map<string, IncidentCounts> {
+  const out = new Map<string, IncidentCounts>()
+  for (const r of unresolvedCountsByServer(db, tenantId)) {
+    const c = out.get(r.serverId) ?? { critical: 0, warning: 0, info: 0 }
+    c[r.severity] += r.n
+    out.set(r.serverId, c)
+  }
+  return out
 }

@@ -2,3 +2,5 @@
 export { alertsRoutes } from './alerts.routes'
 export { alertOnAccountState, alertOnLowBalance, alertOnServerEvent, alertOnTopup } from './alerts.reactions'
 export { evaluateAlerts } from './evaluate.service'
+// What a fleet row's health reads (the root hands it to fleet).
+export { incidentsByServer } from './alerts.service'

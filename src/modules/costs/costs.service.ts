@@ -290,3 +290,20 @@ export function putCostBasis({
   })
   return { etag: etagOf(row.version), body: costBasisView(deps, row) }
 }
+
+/** A platform's cut of one deal currency as the earnings reconciliation names it (docs/earnings.md "Reconciliation"). */
+type PlatformCut = { percent: string | null; source: 'entered' | 'published_default' | 'unknown' }
+
+/**
+ * The tenant's platform cuts, read once: per marketplace and deal currency, the rate entered in the
+ * cost basis (the currency's own, else the marketplace-wide one), else the platform's published
+ * default, else unknown. The same rule as the margin's (`cutPercent`). Handed to earnings by the root.
+ */
+export function platformCuts(deps: Deps, tenantId: string): (marketplace: MarketplaceId, currency: string) => PlatformCut {
+  const basis = current(deps, tenantId)
+  return (marketplace, currency) => {
+    const cut = cutPercent(basis, marketplace, currency)
+    if (cut.percent === null) return { percent: null, source: 'unknown' }
+    return { percent: cut.percent, source: cut.estimated ? 'published_default' : 'entered' }
+  }
+}

@@ -1,3 +1,4 @@
+import type { DbOrTx } from '../../../db/client'
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
@@ -5,6 +6,7 @@ import { formatNullableTimestamp, utcDay } from '../../platform/time'
 import { currentRates } from '../marketplaces'
 import { formatAmount } from './accrual'
 import { daysBetween, daysOf, type EarningsDayRow, firstDays } from './earnings.repository'
+import { type CutOf, type PlatformCutsOf, reconcile, rowCut } from './reconcile'
 
 /** GET /marketplaces/earnings (docs/earnings.md "Reading earnings"). */
 
@@ -12,12 +14,17 @@ const DAY_US = 86_400_000_000
 const MAX_ROWS = 8192
 const TOTAL_LABEL = "Estimate from marketplace data: the marketplaces' own numbers and gpuhq's accrual from them, not a ledger"
 
-function rowView(r: EarningsDayRow) {
+/** The platform's own figure after its cut (earn_usd_day): none on marketplace_b. */
+const platformOf = (r: EarningsDayRow) => (r.marketplace === 'marketplace_b' ? null : r.platformUsdMicros)
+
+function rowView(r: EarningsDayRow, cutOf: CutOf) {
+  const cut = rowCut(r, cutOf)
+  const platform = platformOf(r)
   return {
     day: r.day,
     server_id: r.serverId,
     marketplace: r.marketplace,
-    earn_usd_day: r.marketplace === 'marketplace_b' || r.platformUsdMicros === null ? null : formatMoney(r.platformUsdMicros),
+    earn_usd_day: platform === null ? null : formatMoney(platform),
     earn_usd_accrued: formatMoney(r.accruedUsdMicros),
     accrued_seconds: Math.floor(r.accruedUs / 1_000_000),
     accrual_gap_seconds: Math.floor(r.gapUs / 1_000_000),
@@ -25,17 +32,34 @@ function rowView(r: EarningsDayRow) {
     by_currency: Object.entries(r.byCurrency)
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([currency, c]) => ({ currency, amount: formatAmount(BigInt(c.amount12)), usd: formatMoney(c.usdMicros) })),
+    platform_cut_percent: cut.percent,
+    platform_cut_source: cut.source,
+    platform_cut_usd: cut.cutMicros === null ? null : formatMoney(cut.cutMicros),
+    earn_usd_net: cut.netMicros === null ? null : formatMoney(cut.netMicros),
+    reported_difference_usd: platform === null || cut.netMicros === null ? null : formatMoney(platform - cut.netMicros),
   }
 }
 
-export function listEarnings({ deps, actor, days }: { deps: Deps; actor: Actor; days: number }) {
+/** The deal currencies a marketplace's rows of the window show (marketplace_a's dollar always). */
+function currenciesOf(rows: EarningsDayRow[]) {
+  return (marketplace: EarningsDayRow['marketplace']) => {
+    const seen = new Set<string>(marketplace === 'marketplace_a' ? ['USD'] : [])
+    for (const r of rows) if (r.marketplace === marketplace) for (const c of Object.keys(r.byCurrency)) seen.add(c)
+    return [...seen].sort()
+  }
+}
+
+export function listEarnings({ deps, actor, days, cutsOf }: { deps: Deps; actor: Actor; days: number; cutsOf: PlatformCutsOf }) {
   const now = deps.clock.nowUs()
   const fromDay = utcDay(now - (days - 1) * DAY_US)
-  const rows = daysOf(deps.db, actor.tenantId, fromDay, MAX_ROWS * 2).filter((r) => mayAccessServer(actor, r.serverId))
+  const rows = daysOf(deps.db, actor.tenantId, fromDay, MAX_ROWS * 2)
+    .filter((r) => mayAccessServer(actor, r.serverId))
+    .slice(0, MAX_ROWS)
   const first = firstDays(deps.db, actor.tenantId)
+  const cutOf = cutsOf(actor.tenantId)
   return {
     days,
-    items: rows.slice(0, MAX_ROWS).map(rowView),
+    items: rows.map((r) => rowView(r, cutOf)),
     collected_since: first.collected,
     accrued_since: first.accrued,
     current_rates: currentRates(deps.db, actor.tenantId).map((r) => ({
@@ -45,6 +69,11 @@ export function listEarnings({ deps, actor, days }: { deps: Deps; actor: Actor; 
       observed_at: formatNullableTimestamp(r.observedAt),
     })),
     total_label: TOTAL_LABEL,
+    reconciliation: reconcile(
+      rows.map((row) => ({ row, cut: rowCut(row, cutOf), platformMicros: platformOf(row) })),
+      cutOf,
+      currenciesOf(rows),
+    ),
   }
 }
 
@@ -73,4 +102,15 @@ export function accruedDays(deps: Deps, tenantId: string, fromDay: string, toDay
     platformUsdMicros: r.marketplace === 'marketplace_b' ? null : r.platformUsdMicros,
     byCurrencyUsdMicros: Object.fromEntries(Object.entries(r.byCurrency).map(([c, v]) => [c, v.usdMicros])),
   }))
+}
+
+/**
+ * What each server of the tenant accrued on one UTC day, summed over its marketplaces (micro-USD,
+ * before the platform's cut): the figure of its fleet row's `revenue_today_usd`, read in the
+ * caller's transaction.
+ */
+export function accruedByServerOn(db: DbOrTx, tenantId: string, day: string): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const r of daysBetween(db, tenantId, day, day)) out.set(r.serverId, (out.get(r.serverId) ?? 0) + r.accruedUsdMicros)
+  return out
 }

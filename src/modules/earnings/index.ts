@@ -4,4 +4,4 @@
  */
 export { earningsRoutes } from './earnings.routes'
 export { accruePast, sampleEarnings } from './sample.service'
-export { accruedDays, type AccruedDay } from './earnings.service'
+export { accruedByServerOn, accruedDays, type AccruedDay } from './earnings.service'

@@ -2,6 +2,7 @@ import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { type Decimal, parseDecimal, parseMoney } from '../../platform/money'
 import { utcDay } from '../../platform/time'
+import { markFleetDirty } from '../fleet'
 import { accrualSources, platformDayEarnings, type AccrualSource } from '../marketplaces'
 import { type DayDelta, type Deal, sampleStep } from './accrual'
 import { type EarningsDayRow, findDay, markReportRead, moveWatermark, reportReadAt, saveDay, watermarkOf } from './earnings.repository'
@@ -21,6 +22,7 @@ const SAMPLE_PERIOD_US = 5 * 60 * 1_000_000
  */
 const SIGHTING_CAP_US = 15 * 60 * 1_000_000
 const REPORT_EVERY_US = 55 * 60 * 1_000_000
+const FIRST_REPORT_DAYS = 7
 const DAY_US = 86_400_000_000
 
 export async function sampleEarnings(deps: Deps): Promise<string> {
@@ -44,7 +46,10 @@ function sampleOne(tx: DbOrTx, deps: Deps, source: AccrualSource, now: number): 
   const deals = parsedDeals(source.deals)
   const rates = parsedRates(source.rates)
   const knownUntilUs = source.seenAt === null ? fromUs : source.seenAt + SIGHTING_CAP_US
-  for (const delta of sampleStep({ fromUs, nowUs: now, knownUntilUs, deals, rates })) addToDay(tx, deps, key, delta, now)
+  const deltas = sampleStep({ fromUs, nowUs: now, knownUntilUs, deals, rates })
+  for (const delta of deltas) addToDay(tx, deps, key, delta, now)
+  // The server's fleet row shows what it accrued today: a sample that earned money moves it.
+  if (deltas.some((d) => d.usdMicros !== 0)) markFleetDirty(tx, source.tenantId)
   return true
 }
 
@@ -63,8 +68,10 @@ function parsedRates(rates: AccrualSource['rates']): Map<string, Decimal> {
  * Accrual for time before gpuhq was watching the link (the demo's past week): each spell's deals are
  * accrued in the job's own steps (SAMPLE_PERIOD_US, `sampleStep`, `addToDay`), as if the job had
  * sampled them then, at the rates given. A spell without deals counts its samples and accrues
- * nothing, as an idle machine's do. The link's watermark is left alone: the job's first sample of
- * the link starts where it always does. Answers the number of samples written.
+ * nothing, as an idle machine's do. With `through: true` the spells reach up to now and the link's
+ * watermark (when it has none yet) is set at their end, so the job's first sample starts exactly
+ * there, neither missing nor counting twice the time since the link was made; otherwise the
+ * watermark is left alone. Answers the number of samples written.
  */
 export function accruePast(
   deps: Deps,
@@ -75,6 +82,7 @@ export function accruePast(
     /** The deals as a link's projection shows them (`accrualSources`), per spell of time. */
     spells: { fromUs: number; toUs: number; deals: AccrualSource['deals'] }[]
     rates: AccrualSource['rates']
+    through?: boolean
   },
 ): number {
   const key = { tenantId: input.tenantId, serverId: input.serverId, marketplace: input.marketplace }
@@ -89,6 +97,9 @@ export function accruePast(
         samples++
       }
     }
+    const end = input.spells.at(-1)?.toUs
+    if (input.through && end !== undefined && watermarkOf(tx, key) === null) moveWatermark(tx, key, null, end)
+    markFleetDirty(tx, input.tenantId)
   })
   return samples
 }
@@ -117,9 +128,11 @@ function addToDay(tx: DbOrTx, _deps: Deps, key: Pick<EarningsDayRow, 'tenantId' 
 
 /**
  * The platform's own figure after its cut, for yesterday and today, per tenant with an account on a
- * platform that reports one (marketplace_a), at most hourly. A day the report names a server for
- * gets `platform_usd_micros` (a row it creates counts that read as its one sample); one it does not
- * name stays null: the platform said nothing.
+ * platform that reports one (marketplace_a), at most hourly; the first read for a tenant goes back
+ * FIRST_REPORT_DAYS (the earnings window's default), so the days accrued before it (a history, the
+ * hours before the first read) have the platform's figure beside them too. A day the report names a
+ * server for gets `platform_usd_micros` (a row it creates counts that read as its one sample); one
+ * it does not name stays null: the platform said nothing.
  */
 async function readReports(deps: Deps, now: number, sources: AccrualSource[]): Promise<string> {
   const tenants = [...new Set(sources.filter((s) => s.marketplace === 'marketplace_a').map((s) => s.tenantId))]
@@ -128,7 +141,13 @@ async function readReports(deps: Deps, now: number, sources: AccrualSource[]): P
     const last = reportReadAt(deps.db, tenantId, 'marketplace_a')
     if (last !== null && now - last < REPORT_EVERY_US) continue
     const today = Math.floor(now / DAY_US)
-    const days = await platformDayEarnings(deps, tenantId, 'marketplace_a', [today - 1, today])
+    const back = last === null ? FIRST_REPORT_DAYS - 1 : 1
+    const days = await platformDayEarnings(
+      deps,
+      tenantId,
+      'marketplace_a',
+      Array.from({ length: back + 1 }, (_, i) => today - back + i),
+    )
     withTransaction(deps.db, (tx) => {
       markReportRead(tx, tenantId, 'marketplace_a', now)
       for (const [dayNumber, byServer] of days ?? []) {

@@ -5,6 +5,8 @@
 export { serversRoutes } from './servers.routes'
 export { fleetRuntime, type Sample } from './presence'
 export { refreshAllSnapshots } from './snapshot.service'
+// What the composition root hands in for the rows' marketplace, price, revenue and health.
+export { provideRowFacts, type IncidentCounts, type ServerListing } from './row-facts'
 export { loadServer, visibleServerId, type ServerMargin } from './servers.service'
 export { agentSessions, type LiveSession } from './agent-sessions'
 export { recordServerEvent } from './events'

@@ -1,6 +1,7 @@
 import type { Static } from '@sinclair/typebox'
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
+import { formatMoney, parseMoney } from '../../platform/money'
 import { DEFAULT_PAGE_SIZE, paginate } from '../../platform/cursor'
 import type { FleetRow } from './fleet.row'
 import type { ServerListQuery } from './servers.model'
@@ -24,6 +25,8 @@ function filterRows(rows: FleetRow[], actor: Actor, f: ServerFilters): FleetRow[
       (!f.presence || r.presence === f.presence) &&
       (!f.fsm_state || r.fsm_state === f.fsm_state) &&
       (!f.marketplace || r.marketplace === f.marketplace) &&
+      (!f.health || r.health === f.health) &&
+      (!f.rental_state || (r.rental_state ?? 'none') === f.rental_state) &&
       (!f.group_id || r.group_id === f.group_id.toLowerCase()) &&
       (!f.tag || r.tags.some((t) => t === f.tag || (!f.tag!.includes(':') && t.startsWith(`${f.tag}:`)))) &&
       (!q || r.name.toLowerCase().includes(q) || (r._hostname ?? '').toLowerCase().includes(q)),
@@ -52,7 +55,11 @@ export function listServers({ deps, actor, input }: { deps: Deps; actor: Actor; 
   return { etag, body } satisfies Tagged<unknown>
 }
 
-/** Counts by presence and maintenance, GPUs by model and servers per group, from the same snapshot. */
+/**
+ * Counts by presence, maintenance, rental state and health, GPUs by model and by what they do now,
+ * servers per group, and today's revenue: every figure a sum over the same rows GET /servers
+ * answers (docs/fleet.md "Dashboard").
+ */
 export function fleetDashboard({ deps, actor }: { deps: Deps; actor: Actor }) {
   const snap = readSnapshot(deps, actor.tenantId)
   const etag = snapshotTag(snap, `dashboard:${JSON.stringify(actor.serverAllowlist)}`)
@@ -63,6 +70,16 @@ export function fleetDashboard({ deps, actor }: { deps: Deps; actor: Actor }) {
     for (const r of rows) if (r.gpu_model) models.set(r.gpu_model, (models.get(r.gpu_model) ?? 0) + r.gpu_count)
     const groups = new Map<string | null, number>()
     for (const r of rows) groups.set(r.group_id, (groups.get(r.group_id) ?? 0) + 1)
+    const gpus = { rented: 0, idle: 0, unlisted: 0, offline: 0 }
+    for (const r of rows) {
+      if (r.presence === 'offline') gpus.offline += r.gpu_count
+      else {
+        gpus.rented += r.rented_gpu_count
+        if (r.rental_state === null) gpus.unlisted += r.gpu_count - r.rented_gpu_count
+        else gpus.idle += r.gpu_count - r.rented_gpu_count
+      }
+    }
+    const health = (h: string) => rows.filter((r) => r.health === h).length
     return {
       ...envelope(snap),
       servers: {
@@ -71,13 +88,17 @@ export function fleetDashboard({ deps, actor }: { deps: Deps; actor: Actor }) {
         suspect: count('suspect'),
         offline: count('offline'),
         in_maintenance: rows.filter((r) => 'maintenance' in r).length,
+        rented: rows.filter((r) => r.rental_state === 'rented').length,
+        idle: rows.filter((r) => r.rental_state === 'idle').length,
+        health: { ok: health('ok'), warning: health('warning'), critical: health('critical') },
       },
       gpus: {
         total: rows.reduce((a, r) => a + r.gpu_count, 0),
+        ...gpus,
         by_model: [...models].sort((a, b) => b[1] - a[1]).map(([model, c]) => ({ model, count: c })),
       },
       groups: [...groups].map(([group_id, n]) => ({ group_id, servers: n })),
-      revenue_today_usd: '0.00',
+      revenue_today_usd: formatMoney(rows.reduce((a, r) => a + parseMoney(r.revenue_today_usd), 0)),
     }
   }
   return { etag, body } satisfies Tagged<unknown>

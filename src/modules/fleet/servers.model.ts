@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { DisplayText, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Literals, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { UNSAFE_TEXT_CHARS } from '../../platform/text'
 
 // A tag's value may be any text but whitespace, commas, control and bidi characters.
@@ -26,11 +26,31 @@ const RowFields = {
   fsm_state: Type.String({ maxLength: 32, description: 'Historical; always "new"' }),
   maintenance: Type.Optional(Type.Object({ since: Timestamp(), reason: Nullable(Type.String({ maxLength: 256 })) }, { description: 'Absent when in service' })),
   presence: Presence,
-  marketplace: Nullable(Type.String({ maxLength: 32 })),
-  price_usd_gpu_h: Nullable(Money()),
-  health: Nullable(Type.String({ maxLength: 32 })),
+  marketplace: Nullable(
+    Type.String({
+      maxLength: 32,
+      description:
+        'The platform where the server is rented or listed now, through a live link (marketplace_a or marketplace_b): linked on both, the one with a running rental, else the one where it is listed, marketplace_a first on a tie; null when it is neither listed nor rented anywhere',
+    }),
+  ),
+  price_usd_gpu_h: Nullable(
+    Money({
+      description:
+        "The listed on-demand price per GPU-hour in USD of that offer, as the last marketplaces.sync read it (marketplace_b's coin prices converted at the rate that sync read); null when there is no marketplace or the platform shows no price",
+    }),
+  ),
+  health: Nullable(
+    Type.String({
+      maxLength: 32,
+      description:
+        'ok, warning or critical: critical with an unresolved (open or acknowledged) critical alert incident on the server or when it is offline outside a declared maintenance; warning with an unresolved warning incident, when suspect, or offline in maintenance; ok otherwise',
+    }),
+  ),
   last_seen_at: Nullable(Timestamp({ description: 'Last heartbeat of the agent session' })),
-  revenue_today_usd: Money(),
+  revenue_today_usd: Money({
+    description:
+      "What the server's rentals accrued since 00:00 UTC, before the platform's cut: the sum of earn_usd_accrued of its GET /marketplaces/earnings rows for today (every marketplace); moves with each earnings.sample",
+  }),
   max_temp_core_c: Nullable(Type.Number()),
   max_temp_hotspot_c: Nullable(Type.Number()),
   max_temp_vram_c: Nullable(Type.Number()),
@@ -38,6 +58,18 @@ const RowFields = {
   avg_util_pct: Nullable(Type.String({ pattern: '^-?[0-9]+(\\.[0-9]{1,6})?$' })),
   group_id: Nullable(Uuid()),
   tags: Type.Array(Type.String(), { maxItems: 64 }),
+  rental_state: Nullable(
+    Literals(['rented', 'idle'] as const, {
+      description:
+        "Not in the specification's row, added alongside: rented when a rental runs by any source (a marketplace the sync read, or the operator's or agent's rental fact); idle when listed on a platform and nothing is rented; null when neither",
+    }),
+  ),
+  rented_gpu_count: Type.Integer({
+    minimum: 0,
+    description:
+      'GPUs rented now as the platform says (all of gpu_count when it does not say how many, or when only the operator or agent says a rental runs); 0 when not rented',
+  }),
+  open_incidents: Type.Integer({ minimum: 0, description: 'Unresolved (open or acknowledged) alert incidents on this server: the ones behind health' }),
   gpu_vitals: Type.Array(Type.Object({ index: Type.Integer(), temp_c: Nullable(Type.Number()), fan_pct: Nullable(Type.Number()) }), { maxItems: 128 }),
 }
 const FleetRowSchema = Type.Object(RowFields)
@@ -120,7 +152,11 @@ export const ServerListQuery = t.Object({
   ...PageQuery,
   presence: t.Optional(t.Union([t.Literal('online'), t.Literal('suspect'), t.Literal('offline')])),
   fsm_state: t.Optional(t.String({ maxLength: 64 })),
-  marketplace: t.Optional(t.String({ maxLength: 64 })),
+  marketplace: t.Optional(t.String({ maxLength: 64, description: "The row's marketplace (where it is rented or listed now): marketplace_a or marketplace_b" })),
+  health: t.Optional(t.Union([t.Literal('ok'), t.Literal('warning'), t.Literal('critical')], { description: "The row's health" })),
+  rental_state: t.Optional(
+    t.Union([t.Literal('rented'), t.Literal('idle'), t.Literal('none')], { description: "The row's rental_state; none matches null (not offered)" }),
+  ),
   group_id: t.Optional(t.String({ format: 'uuid' })),
   tag: t.Optional(t.String({ maxLength: 128, description: 'Exact match of a tag key (matching key and key:value) or of key:value' })),
   q: t.Optional(t.String({ maxLength: 128, description: 'Substring of the server name or hostname, case-insensitive' })),
@@ -157,8 +193,24 @@ export const ServerEventPage = Type.Object({ items: Type.Array(ServerEvent, { ma
 
 export const Dashboard = Type.Object({
   ...Envelope,
-  servers: Type.Object({ total: Type.Integer(), online: Type.Integer(), suspect: Type.Integer(), offline: Type.Integer(), in_maintenance: Type.Integer() }),
-  gpus: Type.Object({ total: Type.Integer(), by_model: Type.Array(Type.Object({ model: Type.String(), count: Type.Integer() })) }),
+  servers: Type.Object({
+    total: Type.Integer(),
+    online: Type.Integer(),
+    suspect: Type.Integer(),
+    offline: Type.Integer(),
+    in_maintenance: Type.Integer(),
+    rented: Type.Integer({ description: "Rows whose rental_state is rented (added alongside the specification's fields)" }),
+    idle: Type.Integer({ description: 'Rows whose rental_state is idle: listed, nothing rented' }),
+    health: Type.Object({ ok: Type.Integer(), warning: Type.Integer(), critical: Type.Integer() }, { description: 'Rows by health' }),
+  }),
+  gpus: Type.Object({
+    total: Type.Integer(),
+    rented: Type.Integer({ description: "GPUs rented now on servers not offline (the rows' rented_gpu_count)" }),
+    idle: Type.Integer({ description: 'The other GPUs of listed or rented servers not offline: offered, not rented' }),
+    unlisted: Type.Integer({ description: 'GPUs of servers not offline that are neither listed nor rented' }),
+    offline: Type.Integer({ description: 'GPUs of offline servers; rented + idle + unlisted + offline = total' }),
+    by_model: Type.Array(Type.Object({ model: Type.String(), count: Type.Integer() })),
+  }),
   groups: Type.Array(Type.Object({ group_id: Nullable(Uuid()), servers: Type.Integer() })),
-  revenue_today_usd: Money(),
+  revenue_today_usd: Money({ description: "The sum of the rows' revenue_today_usd (the same rows GET /servers answers this caller)" }),
 })

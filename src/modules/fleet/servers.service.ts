@@ -24,7 +24,8 @@ import {
   type Marketplace,
   type ServerRow,
 } from './fleet.repository'
-import { fleetRow } from './fleet.row'
+import { factsOf, fleetRow } from './fleet.row'
+import { rowFactsOf } from './row-facts'
 import type { ServerEventsQuery, ServerPatch } from './servers.model'
 
 /**
@@ -98,7 +99,7 @@ function serverDetail(deps: Deps, server: ServerRow) {
       g[m.metric] = entry
     }
   }
-  const { _hostname, ...row } = fleetRow(server, byGpu)
+  const { _hostname, ...row } = fleetRow(server, byGpu, factsOf(rowFactsOf(deps, deps.db, server.tenantId, deps.clock.nowUs()), server.id))
   return {
     ...row,
     version: server.version,

@@ -3,12 +3,15 @@ import { withTransaction, type DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { formatTimestamp } from '../../platform/time'
 import { findSnapshotBody, findSnapshotHead, latestMetricsOf, managedServers, saveSnapshot, snapshotTenants } from './fleet.repository'
-import { fleetRow, type FleetRow, type LatestByGpu } from './fleet.row'
+import { factsOf, fleetRow, type FleetRow, type LatestByGpu } from './fleet.row'
+import { rowFactsOf } from './row-facts'
 
 /**
  * The fleet snapshot behind GET /servers and GET /dashboard: every managed server's row, computed
  * in one read and kept per tenant. It is refreshed every 60 s by `fleet.snapshot`; a write through
- * the API or a presence transition marks it out of date so the next read recomputes it. A read of a
+ * the API, a presence transition, a link's listing, price or rental read by the sync, an accrual
+ * sample that earned money, or an alert incident opening or resolving marks it out of date so the
+ * next read recomputes it. A read of a
  * snapshot older than 60 s is served at once with `stale: true` while a refresh runs
  * (stale-while-revalidate).
  */
@@ -17,7 +20,7 @@ const SNAPSHOT_SHAPE_VERSION = 1
 
 export type Snapshot = { generatedAt: number; dataAsOf: number; rows: FleetRow[]; stale: boolean; staleReason: string | null }
 
-function compute(db: DbOrTx, tenantId: string): FleetRow[] {
+function compute(deps: Deps, db: DbOrTx, tenantId: string, nowUs: number): FleetRow[] {
   const list = managedServers(db, tenantId)
   const byServer = new Map<string, LatestByGpu>()
   for (const m of latestMetricsOf(
@@ -30,7 +33,8 @@ function compute(db: DbOrTx, tenantId: string): FleetRow[] {
     if (!metrics) gpus.set(m.gpuIndex, (metrics = new Map()))
     metrics.set(m.metric, m.value)
   }
-  return list.map((s) => fleetRow(s, byServer.get(s.id) ?? new Map()))
+  const facts = rowFactsOf(deps, db, tenantId, nowUs)
+  return list.map((s) => fleetRow(s, byServer.get(s.id) ?? new Map(), factsOf(facts, s.id)))
 }
 
 /**
@@ -65,7 +69,7 @@ function rowsOf(deps: Deps, tenantId: string, generatedAt: number): FleetRow[] |
 function refreshSnapshot(deps: Deps, tenantId: string): Snapshot {
   const snap = withTransaction(deps.db, (tx) => {
     const now = deps.clock.nowUs()
-    const rows = compute(tx, tenantId)
+    const rows = compute(deps, tx, tenantId, now)
     saveSnapshot(tx, { tenantId, generatedAt: now, dataAsOf: now, body: rows })
     return { generatedAt: now, dataAsOf: now, rows, stale: false, staleReason: null }
   })

@@ -39,7 +39,7 @@ const OCCUPANCY_KINDS: Record<string, string> = { D: 'on_demand', R: 'reserved',
  * shows its orders: a spot order at its bid in its coin; an on-demand order, whose terms Clore does
  * not show, at the server's on-demand price in the first coin it prices.
  */
-function dealsOf(link: LinkRow): RunningDeal[] {
+export function dealsOf(link: LinkRow): RunningDeal[] {
   if (link.state === 'stale') return []
   const r = link.remote
   if (link.marketplace === 'marketplace_a') {

@@ -7,6 +7,8 @@ export { offersRoutes } from './offers.routes'
 export { marketRoutes } from './market.routes'
 export { maintenanceAnnouncements } from './offers.service'
 export { accrualSources, currentRates, platformDayEarnings, type AccrualSource } from './deals.service'
+// What a fleet row shows: where each server is listed or rented now, at what price (the root hands it to fleet).
+export { serverListings } from './listings.service'
 // What pricing strategy reads and does (docs/strategy.md).
 export { marketOfModel, pricedOffers, type PricedOffer } from './pricing.service'
 export { quantile, standing } from './market.stats'

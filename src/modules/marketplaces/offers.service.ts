@@ -5,6 +5,7 @@ import type { Deps } from '../../platform/context'
 import { invalidField } from '../../platform/domain-error'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
+import { markFleetDirty } from '../fleet'
 import { openKey, recordOutcome } from './accounts.service'
 import { type LinkRow, findLink, linksOfServers, updateLink } from './links.repository'
 import { linkView, nullMarketplaceB } from './links.service'
@@ -103,6 +104,7 @@ export async function publishOffer({
     const current = findLink(tx, actor.tenantId, link.serverId, marketplace)
     const next = applyOffer(deps, current ?? link, input, offer)
     if (current) updateLink(tx, next.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
+    markFleetDirty(tx, actor.tenantId) // the row's marketplace and price
     recordAudit(tx, deps, audit, { operation: 'marketplaces.offer.publish', targetKind: 'server', targetId: link.serverId })
     deps.events.emit('offer.published', { tx, tenantId: actor.tenantId, serverId: link.serverId, marketplace, summary: offerSummary(input) })
     return {
@@ -128,6 +130,7 @@ export async function withdrawOffer({ deps, actor, audit, serverId, marketplace 
   withTransaction(deps.db, (tx) => {
     const current = findLink(tx, actor.tenantId, link.serverId, marketplace)
     if (current) updateLink(tx, current.id, { remote: { ...current.remote, listed: false }, offer: null, offerPublishedAt: null })
+    markFleetDirty(tx, actor.tenantId) // the row's marketplace and price
     recordAudit(tx, deps, audit, { operation: 'marketplaces.offer.withdraw', targetKind: 'server', targetId: link.serverId })
   })
 }

@@ -1,6 +1,6 @@
 import type { DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
-import { recordServerEvent, setMarketRentals } from '../fleet'
+import { markFleetDirty, recordServerEvent, setMarketRentals } from '../fleet'
 import type { RemoteProjection } from './marketplaces.adapter'
 import { linksOfServers } from './links.repository'
 
@@ -18,8 +18,12 @@ function reportsRental(remote: RemoteProjection): boolean {
  * Recomputes the marketplace rental facts of the given servers of the tenant from their links, in
  * the caller's transaction. Answers the servers on which no rental runs any more though one ran
  * before: after commit, the caller emits `server.rental_ended` for each (waiting commands go).
+ * Every caller has just changed links (a sync, a link, an unlink, a disconnect), so the fleet
+ * snapshot, whose rows show where each server is listed or rented and at what price, is marked out
+ * of date too.
  */
 export function refreshMarketRentals(tx: DbOrTx, deps: Deps, tenantId: string, serverIds: Iterable<string>): string[] {
+  markFleetDirty(tx, tenantId)
   const ids = [...new Set(serverIds)]
   const links = linksOfServers(tx, tenantId, ids)
   const ended: string[] = []

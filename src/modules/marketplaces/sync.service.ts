@@ -3,7 +3,7 @@ import type { Deps } from '../../platform/context'
 import { DomainError } from '../../platform/domain-error'
 import type { TenantWalk } from '../../platform/jobs'
 import { parseTimestamp } from '../../platform/time'
-import { keepOnOf, recordServerEvent } from '../fleet'
+import { keepOnOf, markFleetDirty, recordServerEvent } from '../fleet'
 import { snapshotMarkets } from './market.service'
 import type { OfferInput } from './offers.mapping'
 import { applyOffer, offerWriteOf, write } from './offers.service'
@@ -128,6 +128,7 @@ async function keepOn(deps: Deps, account: AccountRow, linkId: string, tally: Ta
       if (!current) return
       const next = applyOffer(deps, current, input, offer)
       updateLink(tx, current.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
+      markFleetDirty(tx, account.tenantId) // listed again: the row's marketplace and price
       recordServerEvent(
         tx,
         deps,

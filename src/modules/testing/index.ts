@@ -1,3 +1,3 @@
-/** The testing module's front door: test-only routes (TEST_CLOCK) and the stored clock offset. */
+/** The testing module's front door: test-only routes (TEST_CLOCK), the stored clock offset, and the public address the service last started with. */
 export { testingRoutes } from './testing.routes'
-export { loadClockOffset, saveClockOffset } from './testing.service'
+export { loadClockOffset, loadPublicUrl, saveClockOffset, savePublicUrl } from './testing.service'

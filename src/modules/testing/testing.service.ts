@@ -26,6 +26,21 @@ export function saveClockOffset(db: DbOrTx, offsetUs: number, nowUs: number): vo
   withTransaction(db, (tx) => saveSetting(tx, CLOCK_OFFSET_KEY, String(offsetUs), nowUs))
 }
 
+const PUBLIC_URL_KEY = 'public_url'
+
+/**
+ * The public address the service last started with (PUBLIC_URL, else http://localhost:PORT), kept
+ * so an operator command run in another shell (scripts/admin create-account) prints the links
+ * where the service really answers, not its own default.
+ */
+export function savePublicUrl(db: DbOrTx, url: string, nowUs: number): void {
+  withTransaction(db, (tx) => saveSetting(tx, PUBLIC_URL_KEY, url, nowUs))
+}
+
+export function loadPublicUrl(db: DbOrTx): string | null {
+  return findSetting(db, PUBLIC_URL_KEY) ?? null
+}
+
 export function moveClock({ deps, input }: { deps: Deps; input: Static<typeof ClockBody> }) {
   const clock = deps.testClock!
   try {

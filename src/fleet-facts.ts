@@ -1,0 +1,24 @@
+import type { Deps } from './platform/context'
+import { utcDay } from './platform/time'
+import { incidentsByServer } from './modules/alerts'
+import { accruedByServerOn } from './modules/earnings'
+import { markFleetDirty, provideRowFacts } from './modules/fleet'
+import { serverListings } from './modules/marketplaces'
+
+/**
+ * What a fleet row shows of the modules above fleet (docs/fleet.md "Money and health on a row"),
+ * handed to fleet by the composition root: where each server is listed or rented and at what price
+ * (marketplaces), what it accrued today (earnings), its unresolved incidents (alerts). Read in the
+ * snapshot's transaction. An incident opening, acknowledged or resolving marks the snapshot out of
+ * date in its own transaction (the sync and the accrual sample mark it themselves).
+ */
+export function provideFleetFacts(deps: Deps): void {
+  provideRowFacts(deps, (db, tenantId, nowUs) => ({
+    listings: serverListings(db, tenantId),
+    revenueTodayMicros: accruedByServerOn(db, tenantId, utcDay(nowUs)),
+    incidents: incidentsByServer(db, tenantId),
+  }))
+  deps.events.on('alert.changed', ({ tx, incident }) => {
+    if (incident.serverId !== null) markFleetDirty(tx, incident.tenantId)
+  })
+}
