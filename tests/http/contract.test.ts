@@ -4,9 +4,9 @@ import { loadCredential } from '../../agent/lib/credential'
 import { FormatRegistry } from '@sinclair/typebox'
 import Ajv2020 from 'ajv/dist/2020'
 import { DemoClient } from '../../scripts/demo/client'
-import { backdateFleet, backfillEarnings, backfillTelemetry } from '../../scripts/demo/history'
-import { type DemoMarkets, type EarningsRow, reportVastEarnings, startDemoMarkets } from '../../scripts/demo/markets'
-import { arrangeFleet, configureAccount, connectMarketplaces, createOwner, demoSignIn, fundAndUpgrade, mintToken } from '../../scripts/demo/seed'
+import { backdateFleet, backfillEarnings, backfillTelemetry, openingBalance } from '../../scripts/demo/history'
+import { type DemoMarkets, reportVastEarnings, startDemoMarkets } from '../../scripts/demo/markets'
+import { arrangeFleet, configureAccount, connectMarketplaces, createOwner, demoSignIn, fundAccount, mintToken, upgradeToPro } from '../../scripts/demo/seed'
 import { enrolFleet } from '../../scripts/demo/agents'
 import { startTestApp, type TestApp } from '../support/app'
 import { connectClient, enableAccess } from '../support/mcp'
@@ -190,7 +190,8 @@ beforeAll(async () => {
   await recording(async () => {
     const api = new DemoClient(app.url)
     const owner = await createOwner(app.deps, api, demoSignIn())
-    await fundAndUpgrade(owner.member)
+    openingBalance(app.deps, owner.tenantId, app.deps.clock.nowUs())
+    await upgradeToPro(owner.member)
     const pat = api.as({ bearer: await mintToken(owner.member) })
     const ids = await enrolFleet(pat, app.url, app.dir, 'silent')
     await arrangeFleet(pat, ids)
@@ -198,9 +199,10 @@ beforeAll(async () => {
     await configureAccount(pat, ids)
     const now = app.deps.clock.nowUs()
     backdateFleet(app.deps, owner.tenantId, ids, now)
+    expect((await app.runner.run('billing.charge', `contract:${app.deps.newId()}`)).outcome).toBe('succeeded')
+    await fundAccount(owner.member)
     await backfillTelemetry(app.deps, ids, now)
-    backfillEarnings(app.deps, owner.tenantId, ids, linkedAt, now)
-    reportVastEarnings(markets, ids, (await pat.get<{ items: EarningsRow[] }>('/marketplaces/earnings?days=2')).items)
+    reportVastEarnings(markets, backfillEarnings(app.deps, owner.tenantId, ids, linkedAt, now, app.deps.clock.nowUs()))
     for (const job of FIRST_RUNS) expect({ job, run: (await app.runner.run(job, `contract:${app.deps.newId()}`)).outcome }).toEqual({ job, run: 'succeeded' })
 
     // The owner's own browser session, as the console signs in.
