@@ -5,6 +5,7 @@ import { TransformDecodeCheckError, TransformDecodeError, TransformEncodeCheckEr
 import type { Deps } from './context'
 import { ProblemError, problems, toProblemDocument, type FieldError } from './problem'
 import { excessiveDepthPointer, MAX_JSON_DEPTH } from './json-depth'
+import { jsonTextMayHoldUnstorable, unstorablePointer } from './storable'
 import { DomainError } from './domain-error'
 import { BUSY_RETRY_AFTER_SECONDS, isDatabaseBusy } from '../../db/client'
 
@@ -87,6 +88,9 @@ export function platform(deps: Deps, options: PlatformOptions) {
       .onTransform({ as: 'global' }, ({ request, route, params, query }) => {
         requestState(request, deps).route = route
         options.checkAccess(request, route, params as Record<string, string | undefined>)
+        // After access, before anything reads them: text no database stores (NUL) is refused here.
+        refuseUnstorable(params, 'a path parameter')
+        refuseUnstorable(query, 'a query parameter')
         options.checkQuery?.(request, query as Record<string, unknown>)
       })
       .onParse({ as: 'global' }, async ({ request, contentType, route, params }) => {
@@ -103,11 +107,13 @@ export function platform(deps: Deps, options: PlatformOptions) {
           const text = decodeUtf8(raw)
           requestState(request, deps).rawBody = text
           const body = parseJsonText(text)
+          if (jsonTextMayHoldUnstorable(text)) refuseUnstorable(body, 'the body')
           options.checkBody?.(request, body)
           return body
         }
         if (media === 'application/x-www-form-urlencoded' && options.formRoutes?.has(`${request.method} ${route}`)) {
           const body = Object.fromEntries(new URLSearchParams(decodeUtf8(raw)))
+          refuseUnstorable(body, 'the body')
           options.checkBody?.(request, body)
           return body
         }
@@ -355,6 +361,18 @@ function located(request: Request, value: unknown, valueError: ValueError | unde
 }
 
 const escapePointer = (name: string) => name.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/**
+ * The one check that keeps text no database stores out of every request (issue 36): U+0000 and
+ * unpaired surrogates (src/platform/storable.ts) in a body (JSON or form, values and keys), a query
+ * string or a path parameter answer 422 `invalid_character` at the offending pointer, on SQLite and
+ * PostgreSQL alike, before validation, the allowlist or any query sees them.
+ */
+function refuseUnstorable(value: unknown, where: string): void {
+  const pointer = unstorablePointer(value)
+  if (pointer !== null)
+    throw problems.field(pointer, 'invalid_character', `${where} holds a character no text can store: U+0000 (NUL) or an unpaired UTF-16 surrogate`)
+}
 
 function tooLarge(limit: number): ProblemError {
   return new ProblemError('payload_too_large', { detail: `the request body is larger than ${limit} bytes` })

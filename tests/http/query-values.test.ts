@@ -1,7 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../support/app'
 import { closeAllAgents } from '../support/fleet'
-import { concretePath, populatedTenant, problemFailure, sweptOperations, validValue, type Operation, type Populated, type Schema } from './sweep'
+import {
+  concretePath,
+  credentialsFor,
+  populatedTenant,
+  problemFailure,
+  sweptOperations,
+  validValue,
+  type Operation,
+  type Populated,
+  type Schema,
+} from './sweep'
 
 /**
  * Issue 34 (8): no query value reaches a 500. Table-driven over the served OpenAPI document: every
@@ -116,9 +126,9 @@ describe('every query parameter of every operation in the OpenAPI document', () 
     const failures: string[] = []
     const statuses = new Map<number, number>()
     for (const { o, p } of probes) {
-      const res = await app.fetch(`/api/v1${concretePath(o, tenant)}?${p.query}`, {
+      const res = await app.fetch(`${concretePath(o, tenant)}?${p.query}`, {
         method: o.method,
-        headers: { authorization: `Bearer ${tenant.token}`, ...(o.method === 'GET' ? {} : { 'content-type': 'application/json' }) },
+        headers: { ...credentialsFor(o, tenant), ...(o.method === 'GET' ? {} : { 'content-type': 'application/json' }) },
         body: o.method === 'GET' || o.method === 'DELETE' ? undefined : '{}',
       })
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)

@@ -4,7 +4,9 @@ import { PROBLEM_CODE_LIST } from '../../src/platform/problem'
 import { mintPat, newTenant, setPlan } from '../support/access'
 import type { TestApp } from '../support/app'
 import { report } from '../support/commands'
+import { withSession } from '../support/accounts'
 import { enrolAgent, RawAgent } from '../support/fleet'
+import { enableAccess } from '../support/mcp'
 
 /**
  * What the input sweeps (query-values.test.ts, nul.test.ts) share: the operations of the served
@@ -26,14 +28,14 @@ export function deref(doc: Schema, schema: Schema | undefined): Schema | undefin
   return s
 }
 
-/** Every operation of the document under /api/v1 with an access declaration a bearer token can pass (not public-only, agent or cookie-only ones). */
+/** Every operation of the document (but the test-only ones under /api/v1/_test and pages outside the API), each with its parameters resolved. */
 export async function sweptOperations(app: TestApp): Promise<{ doc: Schema; operations: Operation[] }> {
   const doc = (await (await app.fetch('/api/v1/openapi.json')).json()) as Schema
   const operations: Operation[] = []
   for (const [path, item] of Object.entries<Schema>(doc.paths))
     for (const [method, op] of Object.entries<Schema>(item)) {
-      if (!['get', 'post', 'put', 'patch', 'delete'].includes(method) || !path.startsWith('/api/v1/')) continue
-      if (path.startsWith('/api/v1/_test/')) continue
+      if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue
+      if (path.startsWith('/api/v1/_test/') || path.startsWith('/app/') || path.startsWith('/problems')) continue
       const params = ((op.parameters ?? []) as Schema[]).map((p) => deref(doc, p)!)
       operations.push({ method: method.toUpperCase(), path, op, params })
     }
@@ -87,7 +89,21 @@ export function validValue(doc: Schema, schema: Schema | undefined, name = '', i
  * A tenant with something in every area a read can show: two enrolled servers (one with a live
  * agent that sent telemetry), a finished command with a log, a group, and a PAT with every scope.
  */
-export type Populated = { token: string; tenantId: string; serverId: string; commandId: string; logId: string; groupId: string; agent: RawAgent }
+export type Populated = {
+  /** A PAT with every scope. */
+  token: string
+  /** The owner's session cookie header, for cookie-only operations. */
+  cookie: Record<string, string>
+  /** The server's agent credential, and the tenant's AI-assistant token. */
+  agentToken: string
+  mcpToken: string
+  tenantId: string
+  serverId: string
+  commandId: string
+  logId: string
+  groupId: string
+  agent: RawAgent
+}
 
 export async function populatedTenant(app: TestApp): Promise<Populated> {
   const owner = await newTenant(app, 'sweep')
@@ -127,8 +143,12 @@ export async function populatedTenant(app: TestApp): Promise<Populated> {
     error?: { log_ref?: string | null } | null
   }
   const logRow = app.deps.sqlite.query('SELECT id FROM command_logs WHERE command_id = ?').get(command.id) as { id: string } | null
+  const access = await enableAccess(app, owner)
   return {
     token,
+    cookie: withSession(owner.session),
+    agentToken: enrolled.agent_token,
+    mcpToken: access.token,
     tenantId: owner.tenantId,
     serverId: enrolled.server_id,
     commandId: command.id,
@@ -138,11 +158,11 @@ export async function populatedTenant(app: TestApp): Promise<Populated> {
   }
 }
 
-/** Path parameters filled with the populated tenant's ids where the path names their kind, else an id of nothing. */
+/** The operation's path, its parameters filled with the populated tenant's ids where the path names their kind, else an id of nothing. */
 export function concretePath(o: Operation, t: Populated, override: Record<string, string> = {}): string {
   const kind = o.path.split('/')[3]
   const byKind: Record<string, string> = { servers: t.serverId, commands: t.commandId, groups: t.groupId }
-  return o.path.replace(/^\/api\/v1/, '').replace(/\{(\w+)\}/g, (_, n: string) => {
+  return o.path.replace(/\{(\w+)\}/g, (_, n: string) => {
     if (override[n] !== undefined) return encodeURIComponent(override[n]!)
     if (n === 'log_id') return t.logId
     if (n === 'day') return '2026-11-20'
@@ -152,6 +172,16 @@ export function concretePath(o: Operation, t: Populated, override: Record<string
     const v = p ? validValue({}, p.schema, n) : 'x'
     return encodeURIComponent(String(v))
   })
+}
+
+/** The credentials an operation takes: the owner's cookie for cookie-only ones, the agent's or the AI token for theirs, none for public ones, else the PAT. */
+export function credentialsFor(o: Operation, t: Populated): Record<string, string> {
+  const spec = (o.op['x-gpuhq-access'] ?? {}) as Record<string, unknown>
+  if (spec.public) return {}
+  if (spec.agent) return { authorization: `Bearer ${t.agentToken}` }
+  if (spec.mcp) return { authorization: `Bearer ${t.mcpToken}` }
+  if (spec.cookieOnly) return t.cookie
+  return { authorization: `Bearer ${t.token}` }
 }
 
 /**

@@ -3,6 +3,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Deps } from '../../platform/context'
 import { problemResponse } from '../../platform/http'
 import { ProblemError } from '../../platform/problem'
+import { jsonTextMayHoldUnstorable, replaceUnstorable } from '../../platform/storable'
 import { AnyFrame, Frames, type OutgoingFrame } from './agent.model'
 import { resolveAgent } from './agent.service'
 import {
@@ -128,11 +129,14 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
       const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
       if (size > MAX_FRAME_BYTES) return sendError(ws, 'frame_too_large', `frames are limited to ${MAX_FRAME_BYTES} bytes`)
       let frame: unknown
+      const text = typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8')
       try {
-        frame = JSON.parse(typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8'))
+        frame = JSON.parse(text)
       } catch {
         return sendError(ws, 'invalid_json', 'a frame must be one JSON object')
       }
+      // What the agent reports is kept: U+0000 and lone surrogates, which PostgreSQL cannot store, become U+FFFD.
+      if (jsonTextMayHoldUnstorable(text)) replaceUnstorable(frame)
       if (!checkFrame.Check(frame)) return sendError(ws, 'validation_failed', 'a frame must be a JSON object with a string type')
       const type = frame.type
       try {
