@@ -59,11 +59,12 @@ function childPointer(parent: string, key: string): string {
 }
 
 /**
- * What an agent reports is kept, not refused (docs/agent.md): every such character in `value`'s
- * strings and keys becomes U+FFFD, in place. Iterative, for frames are not depth-limited.
+ * What an agent reports is kept, not refused (docs/agent.md): in `value`'s strings and keys, in
+ * place, U+0000 is removed (as every control character is from what an agent names, text.ts) and a
+ * lone surrogate becomes U+FFFD. Iterative, for frames are not depth-limited.
  */
 export function replaceUnstorable<T>(value: T): T {
-  const fix = (text: string) => text.replace(UNSTORABLE_ALL, '\ufffd')
+  const fix = (text: string) => text.replace(UNSTORABLE_ALL, (c) => (c === '\u0000' ? '' : '\ufffd'))
   if (typeof value === 'string') return fix(value) as T
   const stack: unknown[] = [value]
   while (stack.length) {
