@@ -1,4 +1,5 @@
 import type { ServerRow } from './fleet.repository'
+import { formatDecimal } from '../../platform/numbers'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 
 /** Latest values of one server: GPU index (-1 for the host) → metric → value. */
@@ -40,7 +41,8 @@ export function fleetRow(s: ServerRow, metrics: LatestByGpu) {
     max_temp_hotspot_c: max('hotspot_temperature_c'),
     max_temp_vram_c: max('memory_temperature_c'),
     max_fan_pct: max('fan_pct'),
-    avg_util_pct: util.length ? (util.reduce((a, b) => a + b, 0) / util.length).toFixed(2) : null,
+    // The shared formatter: two decimals, never exponent notation (null if the sum overflows).
+    avg_util_pct: util.length ? formatDecimal(util.reduce((a, b) => a + b, 0) / util.length, 2, 2) : null,
     group_id: s.groupId,
     tags: s.tags,
     gpu_vitals: gpuIndexes.slice(0, 128).map((i) => ({
