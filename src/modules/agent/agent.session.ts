@@ -29,7 +29,7 @@ export type AgentSocketData = {
   tenantId: string
   online: boolean
   requestId: string
-  /** Frame token bucket and strikes, on the service clock. */
+  /** The server's frame token bucket and strikes, on the service clock: shared by its sessions (agent.ws.ts). */
   limit: { tokens: number; at: number; strikes: number; struckAt: number }
 }
 export type Refusal = { code: string; message: string }
