@@ -1,7 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../support/app'
 import { closeAllAgents } from '../support/fleet'
-import { concretePath, credentialsFor, deref, populatedTenant, sweptOperations, validValue, type Operation, type Populated, type Schema } from './sweep'
+import {
+  concretePath,
+  credentialsFor,
+  deref,
+  isOAuthError,
+  populatedTenant,
+  sweptOperations,
+  validValue,
+  type Operation,
+  type Populated,
+  type Schema,
+} from './sweep'
 
 /**
  * Issue 36 (6): text PostgreSQL cannot store (U+0000, and a UTF-16 surrogate without its pair) is
@@ -134,6 +145,9 @@ describe('a character no database stores, anywhere in a request', () => {
         if (res.headers.get('content-type') !== 'application/problem+json' || !errors.some((e) => e.code === 'invalid_character' && at(e.path)))
           failures.push(`${label}: 422 without invalid_character at ${p.pointer}: ${text.slice(0, 300)}`)
         else refused++
+      } else if (res.status === 400 && isOAuthError(res, text)) {
+        // An OAuth endpoint's own refusal (invalid_request) is the same refusal in the words its clients read.
+        refused++
       } else if (![401, 403, 404].includes(res.status) || res.headers.get('content-type') !== 'application/problem+json')
         failures.push(`${label}: ${res.status} ${text.slice(0, 300)}`)
     }

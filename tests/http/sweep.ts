@@ -198,6 +198,7 @@ export async function problemFailure(res: Response): Promise<string | null> {
   const text = await res.text()
   if (res.status >= 500) return `${res.status} ${text.slice(0, 300)}`
   if (res.status < 400) return null
+  if (isOAuthError(res, text)) return null
   if (type !== 'application/problem+json') return `${res.status} as ${type}: ${text.slice(0, 200)}`
   let doc: { status?: number; code?: string; errors?: { path?: unknown; code?: unknown }[] }
   try {
@@ -214,4 +215,18 @@ export async function problemFailure(res: Response): Promise<string | null> {
         return `422 with a bad field error: ${text.slice(0, 300)}`
   }
   return null
+}
+
+/**
+ * The one documented exception to "every error is a problem document" (docs/conventions.md): the
+ * OAuth endpoints under /mcp answer refusals as RFC 6749 §5.2 / RFC 7591 §3.2.2 errors,
+ * `application/json` with an `error` code.
+ */
+export function isOAuthError(res: Response, text: string): boolean {
+  if (!new URL(res.url).pathname.includes('/mcp/') || !(res.headers.get('content-type') ?? '').startsWith('application/json')) return false
+  try {
+    return typeof (JSON.parse(text) as { error?: unknown }).error === 'string'
+  } catch {
+    return false
+  }
 }
