@@ -115,20 +115,28 @@ describe('host facts an agent reports', () => {
 })
 
 describe('values stored before the bounds existed', () => {
-  test('a latest utilisation of 1e308 still gives GET /servers a plain decimal, and the metrics answer plain numbers', async () => {
+  test('a latest utilisation, temperature and fan of 1e308 still give GET /servers 200 with plain numbers, and the metrics answer plain numbers', async () => {
     const rig = await newRig(app, { gpus: 1 })
     const t = BASE + 30 * MIN
-    await feed(rig.agent, [{ t, gpu: 0, values: { utilization_pct: 50, tokens_per_second: 3 } }])
+    await feed(rig.agent, [{ t, gpu: 0, values: { utilization_pct: 50, temperature_c: 70, fan_pct: 30, tokens_per_second: 3 } }])
     await runJob(app, 'presence.sweep')
     // As an older service stored them: straight into the rows the answers read.
-    app.deps.sqlite.run("UPDATE server_latest_metrics SET value = 1e308 WHERE server_id = ? AND metric = 'utilization_pct'", [rig.serverId])
+    app.deps.sqlite.run("UPDATE server_latest_metrics SET value = 1e308 WHERE server_id = ? AND metric IN ('utilization_pct', 'temperature_c', 'fan_pct')", [
+      rig.serverId,
+    ])
     app.deps.sqlite.run(
       "UPDATE metric_samples SET value = 1.5e-9 WHERE series_id IN (SELECT id FROM metric_series WHERE server_id = ? AND metric = 'tokens_per_second')",
       [rig.serverId],
     )
     const row = await fleetRow(rig.owner, rig.serverId)
-    expect(row.avg_util_pct).toMatch(DECIMAL)
-    expect(row.avg_util_pct).toBe(`1${'0'.repeat(308)}.00`)
+    // The row's numbers: a stored value out of its metric's range reads as no reading, and the
+    // rounding of a 1e308 temperature no longer overflows into a 500.
+    expect(row).toMatchObject({ avg_util_pct: null, max_temp_core_c: null, max_fan_pct: null, gpu_vitals: [{ index: 0, temp_c: null, fan_pct: null }] })
+    for (const path of ['/servers', `/servers/${rig.serverId}`]) {
+      const res = await api(app, rig.owner, 'GET', path)
+      expect({ path, status: res.status }).toEqual({ path, status: 200 })
+      expect(await res.text()).not.toMatch(/[:,[]-?[0-9.]+e[+-]?[0-9]/i)
+    }
     const res = await api(app, rig.owner, 'GET', `/servers/${rig.serverId}/metrics?metric=tokens_per_second&metric=utilization_pct`)
     const text = await res.text()
     expect(res.status).toBe(200)

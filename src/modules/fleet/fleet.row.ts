@@ -1,6 +1,7 @@
 import type { ServerRow } from './fleet.repository'
 import { formatDecimal } from '../../platform/numbers'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
+import { plausibleReading } from '../telemetry'
 
 /** Latest values of one server: GPU index (-1 for the host) → metric → value. */
 export type LatestByGpu = Map<number, Map<string, number | null>>
@@ -17,7 +18,9 @@ export function fleetRow(s: ServerRow, metrics: LatestByGpu) {
   // One vitals entry per GPU (the agent's inventory and any GPU that reported), ordered by index.
   const inventory = s.gpus.map((g) => g.index)
   const gpuIndexes = [...new Set([...inventory, ...[...metrics.keys()].filter((i) => i >= 0)])].sort((a, b) => a - b)
-  const gpuValues = (metric: string) => gpuIndexes.map((i) => metrics.get(i)?.get(metric)).filter((v): v is number => typeof v === 'number')
+  // A stored value outside its metric's range (from before ingest was bounded) reads as no reading.
+  const reading = (i: number, metric: string) => plausibleReading(metric, i, metrics.get(i)?.get(metric))
+  const gpuValues = (metric: string) => gpuIndexes.map((i) => reading(i, metric)).filter((v): v is number => v !== null)
   const max = (metric: string) => {
     const v = gpuValues(metric)
     return v.length ? Math.max(...v) : null
@@ -47,8 +50,8 @@ export function fleetRow(s: ServerRow, metrics: LatestByGpu) {
     tags: s.tags,
     gpu_vitals: gpuIndexes.slice(0, 128).map((i) => ({
       index: i,
-      temp_c: valueOrNull(metrics.get(i)?.get('temperature_c')),
-      fan_pct: valueOrNull(metrics.get(i)?.get('fan_pct')),
+      temp_c: valueOrNull(reading(i, 'temperature_c')),
+      fan_pct: valueOrNull(reading(i, 'fan_pct')),
     })),
     // Not part of the wire row: kept for the q filter on hostname.
     _hostname: s.hostname,

@@ -47,3 +47,12 @@ export function inMetricRange(metric: string, scope: 'gpu' | 'host', value: numb
   const { min, max } = metricRange(metric, scope)
   return Number.isFinite(value) && value >= min && value <= max
 }
+
+/**
+ * A stored latest value as the fleet reads it: one outside its metric's range (stored before these
+ * bounds existed) reads as no reading, so it can neither skew a row nor overflow its rounding.
+ * `gpuIndex` −1 is the host.
+ */
+export function plausibleReading(metric: string, gpuIndex: number, value: number | null | undefined): number | null {
+  return typeof value === 'number' && inMetricRange(metric, gpuIndex < 0 ? 'host' : 'gpu', value) ? value : null
+}
