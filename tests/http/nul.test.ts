@@ -157,6 +157,24 @@ describe('a character no database stores, anywhere in a request', () => {
     expect(refused).toBeGreaterThan(probes.length * 0.8)
   }, 600_000)
 
+  test('a form body (POST /mcp/token, form-encoded as OAuth clients send it) gets the same refusal', async () => {
+    const form = new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: 'c\u0000de',
+      client_id: 'x',
+      redirect_uri: 'http://127.0.0.1/cb',
+      code_verifier: 'v'.repeat(43),
+    })
+    const res = await app.fetch('/api/v1/mcp/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    })
+    const text = await res.text()
+    if (res.status === 400 && isOAuthError(res, text)) return
+    expect({ status: res.status, errors: JSON.parse(text).errors }).toEqual({ status: 422, errors: [{ path: '/code', code: 'invalid_character' }] })
+  })
+
   test('POST /mcp/authorize with U+0000 in client_id (a 500 on PostgreSQL) is a 422, and nothing is stored', async () => {
     const res = await app.fetch('/api/v1/mcp/authorize', {
       method: 'POST',
