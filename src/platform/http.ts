@@ -291,13 +291,15 @@ const WRONG_KIND = new Set([
  * 500 (issue 34): Elysia's ValidationError for a body, query, path or headers (its validator a
  * compiled TypeCheck, a plain schema, or none); its "property" error from coercing a query or path
  * value; a TypeBox error thrown while decoding a coerced value (a query array or union whose item
- * fails: TransformDecodeCheckError, TransformDecodeError). Only an answer that fails its own
- * schema (ValidationError "response", TransformEncode*) is ours, a 500. Field errors that cannot be
- * mapped point at the root rather than fail the mapping.
+ * fails: TransformDecodeCheckError, TransformDecodeError). An answer that fails its own schema
+ * (ValidationError "response", TransformEncode*) and any other TypeBox error are ours, a 500.
+ * Field errors that cannot be mapped point at the root rather than fail the mapping.
  */
 function validationProblem(error: unknown, request: Request): ProblemError {
   if (error instanceof TransformEncodeCheckError || error instanceof TransformEncodeError) return internalProblem(error)
   if (error instanceof ValidationError && error.type === 'response') return internalProblem(error.message)
+  // Any other TypeBox error (Elysia files every one under VALIDATION) came from our own code, not from the request.
+  if (!(error instanceof ValidationError || error instanceof TransformDecodeCheckError || error instanceof TransformDecodeError)) return internalProblem(error)
   let fields: FieldError[] = []
   let part = 'request'
   try {
