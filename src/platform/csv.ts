@@ -1,3 +1,5 @@
+import { formatShortest } from './numbers'
+
 /**
  * The one CSV writer (RFC 4180) every CSV answer goes through, so no export can forget either rule:
  *
@@ -18,7 +20,8 @@ export type CsvValue = string | number | null | undefined
 
 export function csvCell(value: CsvValue): string {
   if (value === null || value === undefined) return ''
-  const text = String(value)
+  // A number as plain decimal digits, never "1e-7" (which would not even read as a number).
+  const text = typeof value === 'number' ? (formatShortest(value) ?? '') : value
   const formula = FORMULA_START.test(text) && !PLAIN_NUMBER.test(text)
   if (!formula && !NEEDS_QUOTES.test(text)) return text
   return `"${formula ? "'" : ''}${text.replace(/"/g, '""')}"`

@@ -1,8 +1,11 @@
-import { Elysia, type ValidationError } from 'elysia'
+import { Elysia, ValidationError } from 'elysia'
+import { Kind, type TSchema } from '@sinclair/typebox'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
+import { TransformDecodeCheckError, TransformDecodeError, TransformEncodeCheckError, TransformEncodeError, Value } from '@sinclair/typebox/value'
 import type { Deps } from './context'
 import { ProblemError, problems, toProblemDocument, type FieldError } from './problem'
 import { excessiveDepthPointer, MAX_JSON_DEPTH } from './json-depth'
+import { jsonTextMayHoldUnstorable, unstorablePointer } from './storable'
 import { DomainError } from './domain-error'
 import { BUSY_RETRY_AFTER_SECONDS, isDatabaseBusy } from '../../db/client'
 
@@ -85,6 +88,9 @@ export function platform(deps: Deps, options: PlatformOptions) {
       .onTransform({ as: 'global' }, ({ request, route, params, query }) => {
         requestState(request, deps).route = route
         options.checkAccess(request, route, params as Record<string, string | undefined>)
+        // After access, before anything reads them: text no database stores (NUL) is refused here.
+        refuseUnstorable(params, 'a path parameter')
+        refuseUnstorable(query, 'a query parameter')
         options.checkQuery?.(request, query as Record<string, unknown>)
       })
       .onParse({ as: 'global' }, async ({ request, contentType, route, params }) => {
@@ -101,11 +107,13 @@ export function platform(deps: Deps, options: PlatformOptions) {
           const text = decodeUtf8(raw)
           requestState(request, deps).rawBody = text
           const body = parseJsonText(text)
+          if (jsonTextMayHoldUnstorable(text)) refuseUnstorable(body, 'the body')
           options.checkBody?.(request, body)
           return body
         }
         if (media === 'application/x-www-form-urlencoded' && options.formRoutes?.has(`${request.method} ${route}`)) {
           const body = Object.fromEntries(new URLSearchParams(decodeUtf8(raw)))
+          refuseUnstorable(body, 'the body')
           options.checkBody?.(request, body)
           return body
         }
@@ -146,12 +154,8 @@ function toProblem(code: string | number, error: unknown, request: Request, path
   if (error instanceof ProblemError) return error
   if (error instanceof DomainError) return fromDomainError(error)
   switch (code) {
-    case 'VALIDATION': {
-      const v = error as ValidationError
-      if (v.type === 'response') return internalProblem(v.message)
-      if (v.type === 'property') return problems.validation(coercedFieldErrors(v, request), 'the request did not pass validation')
-      return problems.validation(fieldErrors(v), `the request ${v.type === 'body' ? 'body' : v.type} did not pass validation`)
-    }
+    case 'VALIDATION':
+      return validationProblem(error, request)
     case 'PARSE': {
       // Elysia wraps whatever our parse hook threw in a ParseError. The hook turns every real parse
       // failure (413, 415, bad JSON, too deep) into a ProblemError; anything else failed around it
@@ -237,7 +241,8 @@ const FIELD_CODES: Partial<Record<ValueErrorType, string>> = {
 export function valueErrorsToFields(errors: Iterable<ValueError>, prefix = ''): FieldError[] {
   const seen = new Set<string>()
   const out: FieldError[] = []
-  for (const e of errors) {
+  for (const found of errors) {
+    const e = innermost(found)
     if (seen.has(e.path)) continue
     seen.add(e.path)
     out.push({ path: `${prefix}${e.path}`, code: FIELD_CODES[e.type] ?? 'invalid_type' })
@@ -246,31 +251,129 @@ export function valueErrorsToFields(errors: Iterable<ValueError>, prefix = ''): 
   return out
 }
 
-function fieldErrors(v: ValidationError): FieldError[] {
-  const validator = v.validator as { Errors?: (value: unknown) => Iterable<ValueError> }
-  const out = valueErrorsToFields(validator.Errors ? validator.Errors(v.value) : [])
-  return out.length ? out : [{ path: '', code: 'invalid' }]
+/**
+ * A union's error names only the union ("expected one of"); the alternative that got furthest
+ * names the field that is wrong. A query array is a union of one item and an array of them, so
+ * `?metric=a&metric=B` points at /metric/1 (pattern), not at /metric.
+ */
+function innermost(e: ValueError, depth = 0): ValueError {
+  if (e.type !== ValueErrorType.Union || !Array.isArray(e.errors) || depth > 8) return e
+  let best = e
+  let bestRank = -1
+  for (const alternative of e.errors) {
+    const first = alternative.First()
+    if (!first) continue
+    const inner = innermost(first, depth + 1)
+    // Deeper wins; at the same depth, an alternative of the value's own kind (too many items) wins over "not a string".
+    const rank = inner.path.length * 2 + (WRONG_KIND.has(inner.type) ? 0 : 1)
+    if (rank > bestRank && (inner.path.length > e.path.length || !WRONG_KIND.has(inner.type))) {
+      best = inner
+      bestRank = rank
+    }
+  }
+  return best
+}
+
+const WRONG_KIND = new Set([
+  ValueErrorType.Array,
+  ValueErrorType.Boolean,
+  ValueErrorType.Integer,
+  ValueErrorType.Null,
+  ValueErrorType.Number,
+  ValueErrorType.Object,
+  ValueErrorType.String,
+  ValueErrorType.Undefined,
+  ValueErrorType.Union,
+])
+
+/**
+ * Every validation failure of a request as a 422 problem document, whatever raised it, and never a
+ * 500 (issue 34): Elysia's ValidationError for a body, query, path or headers (its validator a
+ * compiled TypeCheck, a plain schema, or none); its "property" error from coercing a query or path
+ * value; a TypeBox error thrown while decoding a coerced value (a query array or union whose item
+ * fails: TransformDecodeCheckError, TransformDecodeError). An answer that fails its own schema
+ * (ValidationError "response", TransformEncode*) and any other TypeBox error are ours, a 500.
+ * Field errors that cannot be mapped point at the root rather than fail the mapping.
+ */
+function validationProblem(error: unknown, request: Request): ProblemError {
+  if (error instanceof TransformEncodeCheckError || error instanceof TransformEncodeError) return internalProblem(error)
+  if (error instanceof ValidationError && error.type === 'response') return internalProblem(error.message)
+  // Any other TypeBox error (Elysia files every one under VALIDATION) came from our own code, not from the request.
+  if (!(error instanceof ValidationError || error instanceof TransformDecodeCheckError || error instanceof TransformDecodeError)) return internalProblem(error)
+  let fields: FieldError[] = []
+  let part = 'request'
+  try {
+    if (error instanceof ValidationError) {
+      if (error.type === 'property') fields = located(request, error.value, error.valueError)
+      else {
+        part = `request ${error.type}`
+        fields = valueErrorsToFields(errorsOf(error))
+      }
+    } else if (error instanceof TransformDecodeCheckError) fields = located(request, error.value, error.error)
+    else if (error instanceof TransformDecodeError) {
+      const inner = error.error
+      fields = inner instanceof ValidationError ? located(request, inner.value, inner.valueError) : located(request, error.value, undefined, error.path)
+    }
+  } catch {
+    fields = []
+  }
+  return problems.validation(fields.length ? fields : [{ path: '', code: 'invalid' }], `the ${part} did not pass validation`)
+}
+
+/** The TypeBox errors of an Elysia ValidationError, from whatever validator it carries. */
+function errorsOf(v: ValidationError): Iterable<ValueError> {
+  const validator = v.validator as unknown
+  if (validator && typeof validator === 'object') {
+    if ('Errors' in validator && typeof validator.Errors === 'function') return (validator.Errors as (value: unknown) => Iterable<ValueError>)(v.value)
+    if (Kind in validator) return Value.Errors(validator as TSchema, v.value)
+  }
+  return v.valueError ? [v.valueError] : []
 }
 
 /**
- * Elysia coerces query and path parameters ("0" → 0) in a transform whose failure names only the
- * value, not the parameter that held it (ValidationError type "property"). The parameter is found
- * again by its text in the URL; when that is ambiguous the pointer stays at the root.
+ * Elysia coerces query and path parameters ("0" → 0, "a" → ["a"]) in transforms whose failure
+ * names only the value, not the parameter that held it. The parameter is found again by its text
+ * in the URL (every value of a repeated query parameter); the error's own path, relative to that
+ * value, follows (/metric + /1). When no parameter, or more than one, holds the value, the pointer
+ * stays at the root.
  */
-function coercedFieldErrors(v: ValidationError, request: Request): FieldError[] {
-  const first = (v as { valueError?: ValueError }).valueError
-  const code = (first && FIELD_CODES[first.type]) ?? 'invalid_type'
-  const holds = (raw: string) => raw === String(v.value) || (typeof v.value === 'number' && raw.trim() !== '' && Number(raw) === v.value)
+function located(request: Request, value: unknown, valueError: ValueError | undefined, subPath = ''): FieldError[] {
+  const e = valueError && innermost(valueError)
+  const code = (e && FIELD_CODES[e.type]) ?? 'invalid_type'
+  const texts = (Array.isArray(value) ? value : [value]).map((x) => String(x))
+  const holds = (raws: string[]) =>
+    raws.length === texts.length &&
+    raws.every((raw, i) => raw === texts[i] || (raw.trim() !== '' && texts[i]!.trim() !== '' && Number(raw) === Number(texts[i])))
   const names = new Set<string>()
   const url = new URL(request.url)
-  for (const [name, raw] of url.searchParams) if (holds(raw)) names.add(name)
+  for (const name of new Set(url.searchParams.keys())) if (holds(url.searchParams.getAll(name))) names.add(name)
   const template = requestState(request).route?.split('/') ?? []
   const segments = url.pathname.split('/')
   template.forEach((seg, i) => {
-    if (seg.startsWith(':') && segments[i] !== undefined && holds(segments[i]!)) names.add(seg.slice(1))
+    if (!seg.startsWith(':') || segments[i] === undefined) return
+    let raw = segments[i]!
+    try {
+      raw = decodeURIComponent(raw)
+    } catch {}
+    if (holds([raw])) names.add(seg.slice(1))
   })
-  const pointer = names.size === 1 ? `/${[...names][0]!.replace(/~/g, '~0').replace(/\//g, '~1')}` : ''
-  return [{ path: pointer, code }]
+  if (names.size !== 1) return [{ path: '', code }]
+  const inner = Array.isArray(value) ? (e?.path ?? subPath) : ''
+  return [{ path: `/${escapePointer([...names][0]!)}${inner}`, code }]
+}
+
+const escapePointer = (name: string) => name.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/**
+ * The one check that keeps text no database stores out of every request (issue 36): U+0000 and
+ * unpaired surrogates (src/platform/storable.ts) in a body (JSON or form, values and keys), a query
+ * string or a path parameter answer 422 `invalid_character` at the offending pointer, on SQLite and
+ * PostgreSQL alike, before validation, the allowlist or any query sees them.
+ */
+function refuseUnstorable(value: unknown, where: string): void {
+  const pointer = unstorablePointer(value)
+  if (pointer !== null)
+    throw problems.field(pointer, 'invalid_character', `${where} holds a character no text can store: U+0000 (NUL) or an unpaired UTF-16 surrogate`)
 }
 
 function tooLarge(limit: number): ProblemError {

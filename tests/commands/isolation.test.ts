@@ -57,6 +57,16 @@ describe('another tenant', () => {
     await ok(api(app, owner, 'GET', `/commands/${failed.command_id}/logs/${failed.error.log_ref}`))
   })
 
+  test('gets 404 for the log of a command of this tenant whatever the log id looks like (a non-UUID was a 422 before the tenant check)', async () => {
+    for (const logId of ['not-a-uuid', 'log_1', '0', 'x'.repeat(300), encodeURIComponent('..%2f'), failed.error.log_ref.toUpperCase()]) {
+      const p = await expectProblem(await api(app, stranger, 'GET', `/commands/${failed.command_id}/logs/${logId}`), 404, 'not_found')
+      expect(p.detail ?? '').not.toContain(failed.command_id)
+      // The owner, with a log id that names no log of the command: the same 404.
+      if (logId !== failed.error.log_ref.toUpperCase())
+        await expectProblem(await api(app, owner, 'GET', `/commands/${failed.command_id}/logs/${logId}`), 404, 'not_found')
+    }
+  })
+
   test("sees none of these commands in GET /commands, even when filtering by this tenant's server", async () => {
     expect((await ok(api(app, stranger, 'GET', '/commands'))).items).toEqual([])
     expect((await ok(api(app, stranger, 'GET', `/commands?server_id=${serverA}`))).items).toEqual([])

@@ -6,7 +6,8 @@ const SEMVER_PATTERN = '^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$'
 const Gpu = Type.Object({
   index: Type.Integer({ minimum: 0, maximum: 127 }),
   model: Type.String({ minLength: 1, maxLength: 128 }),
-  memory_mb: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+  // Bounds of what an agent reports (docs/telemetry.md "Bounds of reported values"): 1 TiB of GPU memory.
+  memory_mb: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 1_048_576 }))),
   uuid: Type.Optional(Nullable(Type.String({ maxLength: 128 }))),
 })
 
@@ -16,7 +17,7 @@ const HostFacts = {
   hostname: Type.String({ minLength: 1, maxLength: 253 }),
   fingerprint: Type.Optional(Nullable(Type.String({ maxLength: 128 }))),
   public_ip: Type.Optional(Nullable(Type.String({ maxLength: 45 }))),
-  disk_gb: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+  disk_gb: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 10_000_000, description: 'Up to 10 PB' }))),
   port_range: Type.Optional(Nullable(Type.String({ maxLength: 32 }))),
   gpus: Type.Array(Gpu, { maxItems: 128 }),
 }

@@ -15,7 +15,7 @@ import {
   type LiveSession,
   type Sample,
 } from '../fleet'
-import { MAX_METRIC_NAMES_PER_SERVER, metricNames } from '../telemetry'
+import { inMetricRange, MAX_METRIC_NAMES_PER_SERVER, metricNames, metricRange } from '../telemetry'
 import type { Frames, OutgoingFrame } from './agent.model'
 import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, TELEMETRY_INTERVAL_S } from './agent.service'
 
@@ -29,7 +29,7 @@ export type AgentSocketData = {
   tenantId: string
   online: boolean
   requestId: string
-  /** Frame token bucket and strikes, on the service clock. */
+  /** The server's frame token bucket and strikes, on the service clock: shared by its sessions (agent.ws.ts). */
   limit: { tokens: number; at: number; strikes: number; struckAt: number }
 }
 export type Refusal = { code: string; message: string }
@@ -66,13 +66,24 @@ export function sessionHeartbeat(deps: Deps, s: AgentSocketData): void {
 export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: Static<typeof Frames.telemetry>): Refusal | undefined {
   const invalid = (message: string) => ({ code: 'validation_failed', message })
   const samples: Sample[] = []
+  // Values outside their metric's physical range (docs/telemetry.md "Bounds of reported values").
+  const outOfRange: string[] = []
   for (const [i, x] of f.samples.entries()) {
     const t = parseTimestamp(x.t)
     if (t === null) return invalid(`samples/${i}/t is not an RFC 3339 timestamp`)
     // A sample from the future (a wrong agent clock) would stay "latest" for ever.
     if (t > deps.clock.nowUs() + MAX_CLOCK_AHEAD_US) return invalid(`samples/${i}/t is more than 10 minutes ahead of the service's clock`)
     if (x.scope === 'gpu' && (x.gpu_index === undefined || x.gpu_index === null)) return invalid(`samples/${i} has scope gpu but no gpu_index`)
-    samples.push({ t, gpuIndex: x.scope === 'gpu' ? x.gpu_index! : -1, values: x.values })
+    let values = x.values
+    for (const metric in x.values)
+      if (!inMetricRange(metric, x.scope, x.values[metric] as number | null)) {
+        if (values === x.values) values = { ...x.values }
+        delete values[metric]
+        const { min, max } = metricRange(metric, x.scope)
+        outOfRange.push(`samples/${i}/values/${metric} (${x.scope} range ${min}..${max})`)
+      }
+    if (values !== x.values && Object.keys(values).length === 0) continue
+    samples.push({ t, gpuIndex: x.scope === 'gpu' ? x.gpu_index! : -1, values })
   }
   const over = metricNames(deps).admit(
     s.serverId,
@@ -88,6 +99,12 @@ export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: Static<typeo
         ),
     }
   fleetRuntime(deps).telemetry(s.serverId, samples)
+  // The rest of the frame is stored; only the values out of range are dropped, and the agent is told which.
+  if (outOfRange.length > 0)
+    return {
+      code: 'value_out_of_range',
+      message: `${outOfRange.length} value(s) outside their metric's range were dropped, the rest stored: ${outOfRange.slice(0, 5).join(', ')}`.slice(0, 512),
+    }
 }
 
 /** An event the agent reports becomes a server event; until marketplace sync owns rentals, it may report those too. */

@@ -1,8 +1,9 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import type { Deps } from '../../platform/context'
+import { perDeps, type Deps } from '../../platform/context'
 import { problemResponse } from '../../platform/http'
 import { ProblemError } from '../../platform/problem'
+import { jsonTextMayHoldUnstorable, replaceUnstorable } from '../../platform/storable'
 import { AnyFrame, Frames, type OutgoingFrame } from './agent.model'
 import { resolveAgent } from './agent.service'
 import {
@@ -35,15 +36,48 @@ const MAX_FRAME_BYTES = 256 * 1024
  */
 const MAX_PAYLOAD_BYTES = MAX_FRAME_BYTES + 64 * 1024
 /**
- * Frames per session: a token bucket of FRAME_BURST refilled at FRAMES_PER_SECOND. The burst
- * covers the reference agent's outbox (up to 1000 command frames and events) flushed after
- * `welcome`; the rate is a hundred times a normal session's. Each refused frame is a strike, and
- * strikes fade at one a second: past STRIKES_BEFORE_CLOSE the session is closed with 4429.
+ * Frames per server, not per session (issue 34: twenty reconnecting sessions each got a fresh
+ * burst): a token bucket of FRAME_BURST refilled at FRAMES_PER_SECOND on the service clock, kept
+ * for the server across its sessions, so a reconnect carries on with what the last session left.
+ * The burst covers the reference agent's outbox (up to 1000 command frames and events) flushed
+ * after `welcome`; the rate is a hundred times a normal session's. Each refused frame is a strike,
+ * and strikes fade at one a second: past STRIKES_BEFORE_CLOSE the session is closed with 4429, and
+ * the strikes stay with the server too. Per process: with several instances behind one address, a
+ * server that reconnects to each in turn has one budget per instance (docs/agent.md).
  */
 export const FRAME_BURST = 1200
 const FRAMES_PER_SECOND = 20
 export const STRIKES_BEFORE_CLOSE = 100
 type Socket = ServerWebSocket<AgentSocketData>
+type FrameBudget = AgentSocketData['limit']
+
+/** Past this many servers remembered, budgets that have refilled (the same as a new one) are forgotten. */
+const BUDGETS_BEFORE_SWEEP = 10_000
+
+class FrameBudgets {
+  readonly #byServer = new Map<string, FrameBudget>()
+
+  /** The server's budget, as its last session left it; a new one holds the full burst. */
+  of(serverId: string, now: number): FrameBudget {
+    let budget = this.#byServer.get(serverId)
+    if (!budget) {
+      if (this.#byServer.size >= BUDGETS_BEFORE_SWEEP) this.#sweep(now)
+      budget = { tokens: FRAME_BURST, at: now, strikes: 0, struckAt: now }
+      this.#byServer.set(serverId, budget)
+    }
+    return budget
+  }
+
+  #sweep(now: number): void {
+    for (const [id, b] of this.#byServer) {
+      const full = b.tokens + (Math.max(0, now - b.at) / 1_000_000) * FRAMES_PER_SECOND >= FRAME_BURST
+      const faded = b.strikes - Math.max(0, now - b.struckAt) / 1_000_000 <= 0
+      if (full && faded) this.#byServer.delete(id)
+    }
+  }
+}
+
+const frameBudgets = perDeps(() => new FrameBudgets())
 
 const checkFrame = TypeCompiler.Compile(AnyFrame)
 const check = {
@@ -64,8 +98,7 @@ export function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSock
       requestId,
       AGENT_WS_PATH,
     )
-  const now = deps.clock.nowUs()
-  const limit = { tokens: FRAME_BURST, at: now, strikes: 0, struckAt: now }
+  const limit = frameBudgets(deps).of(actor.tokenId!, deps.clock.nowUs())
   const ok = srv.upgrade(request, {
     data: { serverId: actor.tokenId!, tenantId: actor.tenantId, online: false, requestId, limit },
     headers: { 'x-request-id': requestId },
@@ -128,11 +161,14 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
       const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
       if (size > MAX_FRAME_BYTES) return sendError(ws, 'frame_too_large', `frames are limited to ${MAX_FRAME_BYTES} bytes`)
       let frame: unknown
+      const text = typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8')
       try {
-        frame = JSON.parse(typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8'))
+        frame = JSON.parse(text)
       } catch {
         return sendError(ws, 'invalid_json', 'a frame must be one JSON object')
       }
+      // What the agent reports is kept: U+0000 and lone surrogates, which PostgreSQL cannot store, become U+FFFD.
+      if (jsonTextMayHoldUnstorable(text)) replaceUnstorable(frame)
       if (!checkFrame.Check(frame)) return sendError(ws, 'validation_failed', 'a frame must be a JSON object with a string type')
       const type = frame.type
       try {

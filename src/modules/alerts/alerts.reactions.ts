@@ -1,6 +1,7 @@
 import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
+import { formatDecimal } from '../../platform/numbers'
 import { daysInMonth } from '../../platform/time'
 import { balanceOf, LOW_BALANCE_DAYS } from '../billing'
 import { countManagedServers, findServerById } from '../fleet'
@@ -62,7 +63,7 @@ export function alertOnLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; day
     tenantId: e.tenantId,
     severity: 'warning',
     title: `Balance low: about ${Math.max(0, Math.floor(e.daysLeft * 24))} hours left`,
-    detail: `The balance is ${formatMoney(e.balanceMicros)} USD: at the current rate it lasts about ${e.daysLeft.toFixed(1)} days. Top up to keep the account out of grace.`,
+    detail: `The balance is ${formatMoney(e.balanceMicros)} USD: at the current rate it lasts about ${formatDecimal(e.daysLeft, 1, 1)} days. Top up to keep the account out of grace.`,
   })
 }
 
@@ -106,5 +107,5 @@ export function balanceCovers(db: DbOrTx, deps: Deps, tenantId: string): string 
   const balance = balanceOf(db, tenantId)
   if (perDay <= 0) return `nothing is charged at the current plan and fleet; the balance is ${formatMoney(balance)} USD`
   if (balance < LOW_BALANCE_DAYS * perDay) return null
-  return `the balance of ${formatMoney(balance)} USD lasts about ${(balance / perDay).toFixed(1)} days again`
+  return `the balance of ${formatMoney(balance)} USD lasts about ${formatDecimal(balance / perDay, 1, 1)} days again`
 }

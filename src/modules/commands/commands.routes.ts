@@ -81,7 +81,12 @@ export function commandsRoutes(deps: Deps) {
       detail: describe(read, { tags, summary: 'Append-only timeline of a command, oldest first' }),
     })
     .get('/commands/:id/logs/:log_id', ({ request, params }) => commandLog({ deps, actor: actorOf(request), id: params.id, logId: params.log_id }), {
-      params: t.Object({ id: t.String({ format: 'uuid' }), log_id: t.String({ format: 'uuid' }) }),
+      // log_id is opaque (the spec's log_ref): never validated for shape, so the command's tenant is
+      // checked first and another tenant's command is a 404 whatever the log id looks like (issue 36).
+      params: t.Object({
+        id: t.String({ format: 'uuid' }),
+        log_id: t.String({ description: "The command's `log_ref`, an opaque reference; one that names no log of this command is a 404" }),
+      }),
       response: responses({ 200: CommandLog }, [401, 403, 404, 422]),
       detail: describe(read, { tags, summary: 'The redacted, bounded log of a command (64 KiB)' }),
     })

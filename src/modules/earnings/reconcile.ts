@@ -1,5 +1,6 @@
 import { formatMoney, parseDecimal } from '../../platform/money'
 import type { EarningsDayRow } from './earnings.repository'
+import { formatDecimal } from '../../platform/numbers'
 
 /**
  * One earnings story (docs/earnings.md "Reconciliation"): what the rentals accrued (gross, before
@@ -28,7 +29,7 @@ function percentOf(micros: number, percent: string): number {
 
 /** A percent with up to 4 decimals, no trailing zeros. */
 function percentText(n: number): string {
-  return n.toFixed(4).replace(/0+$/, '').replace(/\.$/, '')
+  return formatDecimal(n, 4) ?? '0'
 }
 
 export type RowCut = { percent: string | null; source: CutSource; cutMicros: number | null; netMicros: number | null }

@@ -3,6 +3,8 @@ import { formatMoney, formatNullableMoney } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { rentalRunning } from './rentals'
 import type { IncidentCounts, RowFacts, ServerListing } from './row-facts'
+import { formatDecimal } from '../../platform/numbers'
+import { plausibleReading } from '../telemetry'
 
 /** Latest values of one server: GPU index (-1 for the host) → metric → value. */
 export type LatestByGpu = Map<number, Map<string, number | null>>
@@ -53,7 +55,9 @@ export function fleetRow(s: ServerRow, metrics: LatestByGpu, facts: ServerFacts)
   // One vitals entry per GPU (the agent's inventory and any GPU that reported), ordered by index.
   const inventory = s.gpus.map((g) => g.index)
   const gpuIndexes = [...new Set([...inventory, ...[...metrics.keys()].filter((i) => i >= 0)])].sort((a, b) => a - b)
-  const gpuValues = (metric: string) => gpuIndexes.map((i) => metrics.get(i)?.get(metric)).filter((v): v is number => typeof v === 'number')
+  // A stored value outside its metric's range (from before ingest was bounded) reads as no reading.
+  const reading = (i: number, metric: string) => plausibleReading(metric, i, metrics.get(i)?.get(metric))
+  const gpuValues = (metric: string) => gpuIndexes.map((i) => reading(i, metric)).filter((v): v is number => v !== null)
   const max = (metric: string) => {
     const v = gpuValues(metric)
     return v.length ? Math.max(...v) : null
@@ -80,7 +84,8 @@ export function fleetRow(s: ServerRow, metrics: LatestByGpu, facts: ServerFacts)
     max_temp_hotspot_c: max('hotspot_temperature_c'),
     max_temp_vram_c: max('memory_temperature_c'),
     max_fan_pct: max('fan_pct'),
-    avg_util_pct: util.length ? (util.reduce((a, b) => a + b, 0) / util.length).toFixed(2) : null,
+    // The shared formatter: two decimals, never exponent notation (null if the sum overflows).
+    avg_util_pct: util.length ? formatDecimal(util.reduce((a, b) => a + b, 0) / util.length, 2, 2) : null,
     group_id: s.groupId,
     tags: s.tags,
     rental_state: rentalState,
@@ -88,8 +93,8 @@ export function fleetRow(s: ServerRow, metrics: LatestByGpu, facts: ServerFacts)
     open_incidents: facts.incidents.critical + facts.incidents.warning + facts.incidents.info,
     gpu_vitals: gpuIndexes.slice(0, 128).map((i) => ({
       index: i,
-      temp_c: valueOrNull(metrics.get(i)?.get('temperature_c')),
-      fan_pct: valueOrNull(metrics.get(i)?.get('fan_pct')),
+      temp_c: valueOrNull(reading(i, 'temperature_c')),
+      fan_pct: valueOrNull(reading(i, 'fan_pct')),
     })),
     // Not part of the wire row: kept for the q filter on hostname.
     _hostname: s.hostname,

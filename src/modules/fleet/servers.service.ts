@@ -8,6 +8,7 @@ import { assertIfMatch, etagOf } from '../../platform/etag'
 import { formatMoney, parseMoneyInRange } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
+import { plausibleReading } from '../telemetry'
 import { agentSessions } from './agent-sessions'
 import { eventView, recordServerEvent } from './events'
 import { noteRentalFact, rentalRunning, rentalSources } from './rentals'
@@ -91,7 +92,7 @@ function serverDetail(deps: Deps, server: ServerRow) {
     let vals = byGpu.get(m.gpuIndex)
     if (!vals) byGpu.set(m.gpuIndex, (vals = new Map()))
     vals.set(m.metric, m.value)
-    const entry = { value: m.value, t: formatTimestamp(m.t) }
+    const entry = { value: plausibleReading(m.metric, m.gpuIndex, m.value), t: formatTimestamp(m.t) }
     if (m.gpuIndex < 0) host[m.metric] = entry
     else {
       let g = gpus.get(m.gpuIndex)

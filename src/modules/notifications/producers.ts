@@ -1,6 +1,7 @@
 import type { Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
+import { formatDecimal } from '../../platform/numbers'
 import { findServerById } from '../fleet'
 import type { Category } from './notifications.model'
 import { notify } from './outbox.service'
@@ -105,7 +106,7 @@ export function fromLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; daysLe
   notify(e.tx, deps, e.tenantId, {
     category: 'balance',
     title: `Balance low: about ${Math.max(0, Math.floor(e.daysLeft * 24))} hours left`,
-    body: `Your gpuhq balance is ${formatMoney(e.balanceMicros)} USD: at the current rate it lasts about ${e.daysLeft.toFixed(1)} days. Top up to keep the account out of grace.`,
+    body: `Your gpuhq balance is ${formatMoney(e.balanceMicros)} USD: at the current rate it lasts about ${formatDecimal(e.daysLeft, 1, 1)} days. Top up to keep the account out of grace.`,
     groupKey: `balance-low:${day}`,
     groupWindowUs: 24 * 3600 * 1_000_000,
   })

@@ -1,3 +1,5 @@
+import { formatShortest } from '../../platform/numbers'
+
 /**
  * The Prometheus text exposition format, version 0.0.4 (docs/prometheus.md): one `# HELP` and one
  * `# TYPE` line per family, then its samples, each family's samples together. Label values escape
@@ -18,12 +20,12 @@ export function labelSet(pairs: readonly (readonly [string, string])[]): string 
   return pairs.length ? `{${pairs.map(([k, v]) => `${k}="${escapeLabelValue(v)}"`).join(',')}}` : ''
 }
 
-/** A float as the format writes it (Go's ParseFloat reads JavaScript's shortest round-trip form). */
+/** A float as the format writes it: JavaScript's shortest round-trip digits, never in exponent notation (src/platform/numbers.ts). */
 export function formatNumber(n: number): string {
   if (Number.isNaN(n)) return 'NaN'
   if (n === Number.POSITIVE_INFINITY) return '+Inf'
   if (n === Number.NEGATIVE_INFINITY) return '-Inf'
-  return Object.is(n, -0) ? '0' : String(n)
+  return formatShortest(n)!
 }
 
 /** Microseconds since the epoch as exact decimal seconds (no float rounding): 1_500_000 → "1.5". */

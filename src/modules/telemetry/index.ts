@@ -5,4 +5,5 @@
 export { metricsRoutes } from './metrics.routes'
 export { pruneTelemetry, runRollups } from './rollup.service'
 export { MAX_METRIC_NAMES_PER_SERVER, metricNames, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from './ingest'
+export { inMetricRange, metricRange, plausibleReading } from './bounds'
 export { averageGpuPowerW, hourlyGpuUtilisation, noteLateSamples } from './telemetry.repository'

@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox'
 import type { Actor } from '../../platform/access'
+import { formatDecimal, formatSignificant } from '../../platform/numbers'
 import { perDeps, type Deps } from '../../platform/context'
 import { invalidField } from '../../platform/domain-error'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
@@ -40,13 +41,14 @@ const memo: string[][] = [[], [], []]
 
 function formatValue(value: number | null | undefined, decimals: number | undefined): string {
   if (value === null || value === undefined) return 'null'
-  if (decimals === undefined) return String(Number(value.toPrecision(12)))
+  // Through the one number formatter (src/platform/numbers.ts): never exponent notation, null for a non-finite value.
+  if (decimals === undefined) return formatSignificant(value, 12) ?? 'null'
   const f = 10 ** decimals
   const k = Math.round(Math.abs(value) * f)
   if (k === 0) return '0'
-  if (k >= MEMO_LIMIT || decimals > 2) return String((Math.sign(value) * k) / f)
+  if (k >= MEMO_LIMIT || decimals > 2) return formatDecimal(value, decimals) ?? 'null'
   const texts = memo[decimals]!
-  const text = texts[k] ?? (texts[k] = String(k / f))
+  const text = texts[k] ?? (texts[k] = formatDecimal(k / f, decimals)!)
   return value < 0 ? `-${text}` : text
 }
 
