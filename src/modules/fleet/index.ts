@@ -25,7 +25,7 @@ export {
   latestOfMetric,
   managedServers,
   markFleetDirty,
-  presenceTransitions,
+  presenceTransitionsOf,
   releaseGroup,
   serverNames,
   serversManagedDuring,

@@ -10,11 +10,13 @@ import { periodView, rangeView, type Range } from './range'
  * up across periods to the micro-dollar; the estimated costs (cut, electricity) are rounded per period.
  */
 export function marginReportOf({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
-  const perPeriod = () => range.periods.map((p) => ({ p, r: marginReport({ deps, actor, fromDay: p.from, toDay: p.to }) }))
+  // One computation for the range and every period (a fixed number of reads, docs/reports.md "Cost").
+  const { periods, ...whole } = marginReport({ deps, actor, fromDay: range.from, toDay: range.to, periods: range.periods })
+  const perPeriod = () => range.periods.map((p, i) => ({ p, r: periods[i]! }))
   return {
     json: () => ({
       report: 'margin' as const,
-      ...marginReport({ deps, actor, fromDay: range.from, toDay: range.to }),
+      ...whole,
       ...rangeView(range),
       periods: perPeriod().map(({ p, r }) => ({ ...periodView(p), ...r.fleet })),
     }),

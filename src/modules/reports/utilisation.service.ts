@@ -2,8 +2,8 @@ import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { toCsv } from '../../platform/csv'
 import { accruedDays } from '../earnings'
-import { presenceTransitions, serversOfTenant } from '../fleet'
-import { hourlyGpuUtilisation } from '../telemetry'
+import { presenceTransitionsOf, serversOfTenant } from '../fleet'
+import { gpuMetricByServerDay } from '../telemetry'
 import { periodIndexOfDate, periodIndexOfInstant, periodView, rangeView, type Range } from './range'
 
 /**
@@ -72,10 +72,20 @@ export function utilisationReport({ deps, actor, range }: { deps: Deps; actor: A
   const servers = serversOfTenant(deps.db, actor.tenantId).filter(
     (s) => mayAccessServer(actor, s.id) && ((s.createdAt < end && (s.decommissionedAt ?? Number.POSITIVE_INFINITY) > range.fromUs) || rented.has(s.id)),
   )
+  // A fixed number of reads whatever the servers and days (docs/reports.md "Cost"): presence
+  // transitions of every server at once, GPU utilisation per server and UTC day at once.
+  const ids = servers.map((s) => s.id)
+  const transitions = presenceTransitionsOf(deps.db, actor.tenantId, ids, range.fromUs, end)
+  const utilisation = new Map<string, { day: number; sum: number; gpuHours: number }[]>()
+  for (const d of gpuMetricByServerDay(deps.db, ids, 'utilization_pct', range.fromUs, range.toUs)) {
+    const list = utilisation.get(d.serverId) ?? []
+    list.push(d)
+    utilisation.set(d.serverId, list)
+  }
   const rows = servers.map((s) => {
     const managedFrom = Math.max(s.createdAt, range.fromUs)
     const managedTo = Math.min(s.decommissionedAt ?? Number.POSITIVE_INFINITY, end)
-    const segments = managedTo > managedFrom ? presenceSegments(presenceTransitions(deps.db, actor.tenantId, s.id, range.fromUs, end), range.fromUs, end) : []
+    const segments = managedTo > managedFrom ? presenceSegments(transitions.get(s.id) ?? [], range.fromUs, end) : []
     const periods = range.periods.map((p) => {
       const acc = empty()
       const from = Math.max(p.fromUs, managedFrom)
@@ -88,11 +98,12 @@ export function utilisationReport({ deps, actor, range }: { deps: Deps; actor: A
       return acc
     })
     for (const [i, us] of rented.get(s.id) ?? []) periods[i]!.rentedUs += us
-    for (const h of hourlyGpuUtilisation(deps.db, s.id, range.fromUs, range.toUs)) {
-      const i = periodIndexOfInstant(range, h.bucket)
+    // Periods are whole UTC days here, so a day's GPU-hours land in the period of its first instant.
+    for (const d of utilisation.get(s.id) ?? []) {
+      const i = periodIndexOfInstant(range, d.day)
       if (i < 0) continue
-      periods[i]!.utilSum += h.sumPct
-      periods[i]!.utilGpus += h.gpus
+      periods[i]!.utilSum += d.sum
+      periods[i]!.utilGpus += d.gpuHours
     }
     const whole = empty()
     for (const p of periods) add(whole, p)

@@ -5,4 +5,4 @@
 export { metricsRoutes } from './metrics.routes'
 export { pruneTelemetry, runRollups } from './rollup.service'
 export { MAX_METRIC_NAMES_PER_SERVER, metricNames, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from './ingest'
-export { averageGpuPowerW, hourlyGpuUtilisation, noteLateSamples } from './telemetry.repository'
+export { averageGpuPowerW, gpuMetricByServerDay, noteLateSamples, type GpuDay } from './telemetry.repository'
