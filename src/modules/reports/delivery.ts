@@ -61,10 +61,13 @@ export function serveReport<T extends object>(o: {
   key: string
   format: Format
   filename: string
+  /** Called before a report is computed (not for an answer from the cache): the expensive-read limit, which may throw 429. */
+  admit: () => void
   build: () => Rendered<T>
 }): T | Response {
   let cached = o.cache.get(`${o.key}|${o.format}`)
   if (!cached) {
+    o.admit()
     const rendered = o.build()
     let answer: Answer
     let bytes: number

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import { actorOf, describe, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
+import { enforceExpensiveReadLimit } from '../../platform/rate-limit'
 import { responses } from '../../platform/schemas'
 import { formatOf, reportCache, serveReport, type Format, type Rendered } from './delivery'
 import { earningsReport } from './earnings.service'
@@ -12,9 +13,9 @@ import { spendReport } from './spend.service'
 import { utilisationReport } from './utilisation.service'
 
 const tags = ['reports']
-const ERRORS = [304, 401, 403, 422]
+const ERRORS = [304, 401, 403, 422, 429]
 const COMMON =
-  ' Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV. Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). See docs/reports.md.'
+  ' Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV. Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). An answer computed anew (not from the cache) is an expensive read: it counts once for the caller (RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE, default 30 a minute per token or member) and once for the tenant (RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE, default 60); past either, 429 with Retry-After. See docs/reports.md.'
 
 /**
  * GET /reports/{report}: one route per report, so each declares its own access and answer schema
@@ -34,7 +35,17 @@ export function reportsRoutes(deps: Deps) {
     const actor = actorOf(request)
     const { range, key, filename } = reportRequest({ deps, actor, report, input: query })
     const format = formatOf(query.format, request.headers.get('accept'))
-    return serveReport({ request, set, cache, clock: deps.clock, key, format, filename, build: () => verb({ deps, actor, range }) })
+    return serveReport({
+      request,
+      set,
+      cache,
+      clock: deps.clock,
+      key,
+      format,
+      filename,
+      admit: () => enforceExpensiveReadLimit(deps, actor),
+      build: () => verb({ deps, actor, range }),
+    })
   }
 
   return new Elysia({ name: 'reports', prefix: '/api/v1' })
