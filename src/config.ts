@@ -280,8 +280,8 @@ export function loadConfig(env: Env = process.env): Config {
       tenantWritesPerMinute: int(env, 'RATE_LIMIT_TENANT_WRITES_PER_MINUTE', 1200, 0, 1_000_000),
       tokenRequestsPerMinute: int(env, 'RATE_LIMIT_TOKEN_PER_MINUTE', 2400, 0, 1_000_000),
       sessionUserRequestsPerMinute: int(env, 'RATE_LIMIT_SESSION_USER_PER_MINUTE', 2400, 0, 1_000_000),
-      expensiveReadsPerMinute: int(env, 'RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE', 30, 0, 1_000_000),
-      tenantExpensiveReadsPerMinute: int(env, 'RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE', 60, 0, 1_000_000),
+      expensiveReadsPerMinute: int(env, 'RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE', 20, 0, 1_000_000),
+      tenantExpensiveReadsPerMinute: int(env, 'RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE', 40, 0, 1_000_000),
     },
     agentIdleTimeoutSeconds: int(env, 'AGENT_IDLE_TIMEOUT_SECONDS', 60, 4, 960),
     liveEvents: {

@@ -160,21 +160,33 @@ export function enforceRequestRateLimits(deps: Deps, actor: Actor, method: strin
   if (!decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
 }
 
+/** Expensive reads taken at once before the steady rate applies (a report costs up to a few hundred milliseconds). */
+const EXPENSIVE_BURST = { caller: 5, tenant: 10 }
+
+/**
+ * A rate of `perMinute` with bursts of at most `burst`: GCRA's burst is its limit, so the same rate
+ * is `burst` per (60 × burst ÷ perMinute) seconds.
+ */
+function burstLimit(bucket: string, perMinute: number, burst: number): LocalLimit {
+  const limit = Math.min(perMinute, burst)
+  return { bucket, limit, periodSeconds: (60 * limit) / perMinute }
+}
+
 /**
  * The limit on expensive reads (docs/conventions.md "Rate limits"): a read that computes its answer
  * from many rows (a report not in the answer cache) counts once against its caller (token or
  * member, as above) and once against the tenant, RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE and
- * RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE. Call it right before the work, after the cheap
- * answers (cache hits, 304) were given: those cost nothing and count nothing. Throws 429
- * rate_limited with Retry-After; a refused read used up neither count.
+ * RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE, in bursts of at most 5 and 10. Call it right before
+ * the work, after the cheap answers (cache hits, 304) were given: those cost nothing and count
+ * nothing. Throws 429 rate_limited with Retry-After; a refused read used up neither count.
  */
 export function enforceExpensiveReadLimit(deps: Deps, actor: Actor): void {
   const principal = principalOf(actor)
   if (principal === null) return
   const { expensiveReadsPerMinute, tenantExpensiveReadsPerMinute } = deps.config.rateLimits
   const limits: LocalLimit[] = []
-  if (expensiveReadsPerMinute > 0) limits.push({ bucket: `expensive:${principal}`, limit: expensiveReadsPerMinute, periodSeconds: 60 })
-  if (tenantExpensiveReadsPerMinute > 0) limits.push({ bucket: `tenant-expensive:${actor.tenantId}`, limit: tenantExpensiveReadsPerMinute, periodSeconds: 60 })
+  if (expensiveReadsPerMinute > 0) limits.push(burstLimit(`expensive:${principal}`, expensiveReadsPerMinute, EXPENSIVE_BURST.caller))
+  if (tenantExpensiveReadsPerMinute > 0) limits.push(burstLimit(`tenant-expensive:${actor.tenantId}`, tenantExpensiveReadsPerMinute, EXPENSIVE_BURST.tenant))
   if (limits.length === 0) return
   const decision = decide(deps, limits)
   if (!decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)

@@ -92,18 +92,28 @@ async function reportStatements(caller: Caller, report: string, qs: string): Pro
 }
 
 describe("a report's reads", () => {
+  beforeAll(async () => {
+    // A rollup run settles the hourly buckets older than the raw history (settledHourlyUntil):
+    // those days are stored once as daily aggregates and read as such afterwards.
+    expect((await app.fetch('/api/v1/_test/jobs/metrics.rollup/run', { method: 'POST' })).status).toBe(200)
+  })
+
   for (const report of ['margin', 'utilisation', 'earnings', 'spend']) {
-    test(`${report}: as many for 12 servers over 60 days by day as for one server over one day`, async () => {
+    test(`${report}: as many for 12 servers as for one; once a range's days are stored, as many for 60 days by day as for one day`, async () => {
       const small = await newTenant(app, `${report}-small`)
       insertServer(app, small.tenantId, 'only')
       const big = await newTenant(app, `${report}-big`)
       for (let i = 0; i < 12; i++) insertServer(app, big.tenantId, `rig ${i}`)
-      const one = await reportStatements(small, report, range(0))
-      const many = await reportStatements(big, report, `${range(0, 60)}&group_by=day`)
-      const weeks = await reportStatements(big, report, `${range(1, 60)}&group_by=week`)
+      const oneDay = await reportStatements(small, report, range(0))
+      // The first read of 60 days stores their aggregates, a week per query: the same for 1 server or 12.
+      const oneServer = await reportStatements(small, report, `${range(0, 60)}&group_by=day`)
+      const twelve = await reportStatements(big, report, `${range(0, 60)}&group_by=day`)
+      // Read again (by week: not the cached answer), the stored days cost one read for the lot.
+      const again = await reportStatements(big, report, `${range(0, 60)}&group_by=week`)
       // A timer of the app (a group commit) may slip a statement in: a small allowance, far below
       // one read per server or per day (12 × 60 here).
-      expect({ one, many, weeks, grew: many > one + 5 || weeks > one + 5 }).toMatchObject({ grew: false })
+      const grew = twelve > oneServer + 4 || again > oneDay + 4
+      expect({ oneDay, oneServer, twelve, again, grew }).toMatchObject({ grew: false })
       await advance(120)
     })
   }

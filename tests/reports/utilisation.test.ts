@@ -4,7 +4,7 @@ import { mintPat, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { api, enrolAgent, eventually, newOwner, ok, RawAgent, runJob, serverEvents, stopApp, type Owner } from '../support/fleet'
 import { iso, usOf } from '../support/wire'
-import { addDays, csvRecords, report } from './support'
+import { addDays, csvRecords, report, UNLIMITED_REPORTS } from './support'
 
 /**
  * Issue 21, the utilisation report: two enrolled rigs whose agents come online, go quiet (suspect,
@@ -58,7 +58,7 @@ beforeAll(async () => {
   simA = await startMarketplaceA({ rateScale: 0, owners: [{ id: VAST_OWNER, email: 'host@example.com', keys: [{ key: KEY_A, label: 'util' }] }] })
   simA.putMachine(VAST_OWNER, 801, { hostname: 'rig-801', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })
   simA.addRental(801, { kind: 'on_demand', gpus: 2, running: true })
-  app = await startTestApp({ LOG_LEVEL: 'silent', MARKETPLACE_A_API_URL: simA.url })
+  app = await startTestApp({ ...UNLIMITED_REPORTS, LOG_LEVEL: 'silent', MARKETPLACE_A_API_URL: simA.url })
   owner = await newOwner(app, 'utilisation', 'pro')
   caller = { ...owner, role: 'owner' }
   // Day D starts tomorrow (UTC); the rigs are enrolled at 01:00.

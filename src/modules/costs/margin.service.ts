@@ -5,7 +5,7 @@ import { parseDay, utcDay } from '../../platform/time'
 import { chargesPerServerDay } from '../billing'
 import { accruedDays } from '../earnings'
 import { findServer, managedServers, type ServerMargin } from '../fleet'
-import { gpuMetricByServerDay } from '../telemetry'
+import { gpuMetricByServerDay, type GpuDay } from '../telemetry'
 import { costBasisOf, cutPercent } from './costs.service'
 
 /**
@@ -77,7 +77,15 @@ type ServerRow = ReturnType<typeof managedServers>[number]
  * by day in the same order as each period, so a period's figures are exactly what a range of its
  * days alone would answer.
  */
-function marginsOf(deps: Deps, tenantId: string, servers: readonly ServerRow[], fromDay: string, toDay: string, periods: readonly { to: string }[] = []) {
+function marginsOf(
+  deps: Deps,
+  tenantId: string,
+  servers: readonly ServerRow[],
+  fromDay: string,
+  toDay: string,
+  periods: readonly { to: string }[] = [],
+  power?: readonly GpuDay[],
+) {
   const now = deps.clock.nowUs()
   const firstDayUs = parseDay(fromDay)!
   const endUs = Math.min(parseDay(toDay)! + DAY_US, now)
@@ -85,9 +93,17 @@ function marginsOf(deps: Deps, tenantId: string, servers: readonly ServerRow[], 
   const ids = servers.map((s) => s.id)
   const charges = chargesPerServerDay(deps.db, tenantId, firstDayUs, endUs)
   const watts = new Map<string, number>()
-  for (const d of gpuMetricByServerDay(deps.db, ids, 'power_w', firstDayUs, endUs)) if (d.buckets > 0) watts.set(`${d.serverId}|${d.day}`, d.sum / d.buckets)
-  /** The index of the period holding a date (periods are in order and cover the range), or -1. */
-  const periodOf = (day: string) => (periods.length === 0 ? -1 : periods.findIndex((p) => day <= p.to))
+  for (const d of power ?? gpuMetricByServerDay(deps.db, ids, 'power_w', firstDayUs, endUs))
+    if (d.buckets > 0) watts.set(`${d.serverId}|${d.day}`, d.sum / d.buckets)
+  // Each day of the range once: its date and the index of its period (periods are in order and cover the range).
+  const days: { us: number; end: number; date: string; period: number }[] = []
+  for (let day = firstDayUs, p = 0; day < endUs; day += DAY_US) {
+    const date = utcDay(day)
+    while (p < periods.length && date > periods[p]!.to) p++
+    days.push({ us: day, end: Math.min(day + DAY_US, endUs), date, period: p < periods.length ? p : -1 })
+  }
+  const periodByDate = new Map(days.map((d) => [d.date, d.period]))
+  const periodOf = (date: string) => (periods.length === 0 ? -1 : (periodByDate.get(date) ?? periods.findIndex((p) => date <= p.to)))
   const whole = new Map<string, Acc>()
   const perPeriod = new Map<string, Acc[]>()
   for (const s of servers) {
@@ -122,11 +138,10 @@ function marginsOf(deps: Deps, tenantId: string, servers: readonly ServerRow[], 
   for (const server of servers) {
     const tariff = server.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
     const byDay = charges.get(server.id)
-    for (let day = firstDayUs; day < endUs; day += DAY_US) {
-      const end = Math.min(day + DAY_US, endUs)
+    for (const { us: day, end, date, period } of days) {
       const w = watts.get(`${server.id}|${day}`) ?? null
-      const date = utcDay(day)
-      for (const acc of into(server.id, date)) {
+      const all = whole.get(server.id)!
+      for (const acc of period < 0 ? [all] : [all, perPeriod.get(server.id)![period]!]) {
         if (tariff === null) acc.missing.add('electricity tariff')
         else if (w === null) acc.missing.add('power measurements')
         else {
@@ -164,6 +179,8 @@ function reportOf(servers: readonly ServerRow[], margins: Map<string, Acc>) {
  * GET /reports/margin (served by the reports module): the fleet, each managed server, and each GPU
  * model over the UTC days [fromDay, toDay] (the days not begun yet count nothing), and the same for
  * each of `periods` (consecutive runs of days covering the range, in order), from one set of reads.
+ * `power`: the measured GPU power per server and UTC day over the range, as telemetry's
+ * gpuMetricByServerDay gives it (the reports keep it as stored daily aggregates); without it, read here.
  */
 export function marginReport({
   deps,
@@ -171,21 +188,31 @@ export function marginReport({
   fromDay,
   toDay,
   periods = [],
+  power,
 }: {
   deps: Deps
   actor: Actor
   fromDay: string
   toDay: string
   periods?: readonly { to: string }[]
+  power?: readonly GpuDay[]
 }) {
   const servers = managedServers(deps.db, actor.tenantId)
-  const { margins, perPeriod } = marginsOf(deps, actor.tenantId, servers, fromDay, toDay, periods)
+  const { margins, perPeriod } = marginsOf(deps, actor.tenantId, servers, fromDay, toDay, periods, power)
   return {
     days: Math.round((parseDay(toDay)! - parseDay(fromDay)!) / DAY_US) + 1,
     from_day: fromDay,
     to_day: toDay,
     ...reportOf(servers, margins),
-    periods: periods.map((_, i) => reportOf(servers, new Map(servers.map((s) => [s.id, perPeriod.get(s.id)![i]!])))),
+    /** Each period's figures, built when asked for: the fleet's alone (JSON), or every server's too (CSV). */
+    periods: periods.map((_, i) => ({
+      fleet: () => {
+        const fleet = empty()
+        for (const s of servers) add(fleet, perPeriod.get(s.id)![i]!)
+        return view(fleet)
+      },
+      all: () => reportOf(servers, new Map(servers.map((s) => [s.id, perPeriod.get(s.id)![i]!]))),
+    })),
   }
 }
 

@@ -80,7 +80,9 @@ export function presenceTransitionsOf(
         serverId: serverEvents.serverId,
         kind: serverEvents.kind,
         at: serverEvents.createdAt,
-        rank: sql<number>`row_number() OVER (PARTITION BY ${serverEvents.serverId} ORDER BY ${serverEvents.createdAt} DESC, ${serverEvents.id} DESC)`.as('rank'),
+        rank: sql<number>`row_number() OVER (PARTITION BY ${serverEvents.serverId} ORDER BY ${serverEvents.createdAt} DESC, ${serverEvents.id} DESC)`.as(
+          'rank',
+        ),
       })
       .from(serverEvents)
       .where(and(mine, lt(serverEvents.createdAt, fromUs)))

@@ -15,7 +15,7 @@ import { utilisationReport } from './utilisation.service'
 const tags = ['reports']
 const ERRORS = [304, 401, 403, 422, 429]
 const COMMON =
-  ' Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV. Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). An answer computed anew (not from the cache) is an expensive read: it counts once for the caller (RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE, default 30 a minute per token or member) and once for the tenant (RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE, default 60); past either, 429 with Retry-After. See docs/reports.md.'
+  ' Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV. Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). An answer computed anew (not from the cache) is an expensive read: it counts once for the caller (RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE, default 20 a minute per token or member, in bursts of at most 5) and once for the tenant (RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE, default 40, bursts of 10); past either, 429 with Retry-After. See docs/reports.md.'
 
 /**
  * GET /reports/{report}: one route per report, so each declares its own access and answer schema
@@ -30,11 +30,12 @@ export function reportsRoutes(deps: Deps) {
     set: { headers: Record<string, string | number> },
     report: ReportName,
     query: RangeInput & { format?: Format },
-    verb: (o: { deps: Deps; actor: Actor; range: Range }) => Rendered<T>,
-  ): T | Response {
+    verb: (o: { deps: Deps; actor: Actor; range: Range }) => Rendered<T> | Promise<Rendered<T>>,
+  ): Promise<T> | Promise<Response> {
     const actor = actorOf(request)
     const { range, key, filename } = reportRequest({ deps, actor, report, input: query })
     const format = formatOf(query.format, request.headers.get('accept'))
+    // Elysia's handler type wants a promise of one or the other; at run time either may come.
     return serveReport({
       request,
       set,
@@ -44,8 +45,8 @@ export function reportsRoutes(deps: Deps) {
       format,
       filename,
       admit: () => enforceExpensiveReadLimit(deps, actor),
-      build: () => verb({ deps, actor, range }),
-    })
+      build: () => verb({ deps, actor, range: range() }),
+    }) as Promise<T> | Promise<Response>
   }
 
   return new Elysia({ name: 'reports', prefix: '/api/v1' })

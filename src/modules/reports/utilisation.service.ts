@@ -3,7 +3,7 @@ import type { Deps } from '../../platform/context'
 import { toCsv } from '../../platform/csv'
 import { accruedDays } from '../earnings'
 import { presenceTransitionsOf, serversOfTenant } from '../fleet'
-import { gpuMetricByServerDay } from '../telemetry'
+import { gpuDays } from './gpu-days.service'
 import { periodIndexOfDate, periodIndexOfInstant, periodView, rangeView, type Range } from './range'
 
 /**
@@ -58,7 +58,7 @@ function presenceSegments(transitions: { kind: string; at: number }[], start: nu
   return out
 }
 
-export function utilisationReport({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
+export async function utilisationReport({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
   const now = deps.clock.nowUs()
   const end = Math.min(range.toUs, now)
   const rented = new Map<string, Map<number, number>>()
@@ -72,12 +72,12 @@ export function utilisationReport({ deps, actor, range }: { deps: Deps; actor: A
   const servers = serversOfTenant(deps.db, actor.tenantId).filter(
     (s) => mayAccessServer(actor, s.id) && ((s.createdAt < end && (s.decommissionedAt ?? Number.POSITIVE_INFINITY) > range.fromUs) || rented.has(s.id)),
   )
-  // A fixed number of reads whatever the servers and days (docs/reports.md "Cost"): presence
-  // transitions of every server at once, GPU utilisation per server and UTC day at once.
+  // A fixed number of reads whatever the servers (docs/reports.md "Cost"): presence transitions of
+  // every server at once, GPU utilisation per server and UTC day from the stored daily aggregates.
   const ids = servers.map((s) => s.id)
   const transitions = presenceTransitionsOf(deps.db, actor.tenantId, ids, range.fromUs, end)
   const utilisation = new Map<string, { day: number; sum: number; gpuHours: number }[]>()
-  for (const d of gpuMetricByServerDay(deps.db, ids, 'utilization_pct', range.fromUs, range.toUs)) {
+  for (const d of await gpuDays(deps, actor.tenantId, ids, 'utilization_pct', range.fromUs, Math.min(range.toUs, now))) {
     const list = utilisation.get(d.serverId) ?? []
     list.push(d)
     utilisation.set(d.serverId, list)
@@ -86,12 +86,16 @@ export function utilisationReport({ deps, actor, range }: { deps: Deps; actor: A
     const managedFrom = Math.max(s.createdAt, range.fromUs)
     const managedTo = Math.min(s.decommissionedAt ?? Number.POSITIVE_INFINITY, end)
     const segments = managedTo > managedFrom ? presenceSegments(transitions.get(s.id) ?? [], range.fromUs, end) : []
+    // Periods and segments are both in time order: one pass over the two (not every segment per period).
+    let first = 0
     const periods = range.periods.map((p) => {
       const acc = empty()
       const from = Math.max(p.fromUs, managedFrom)
       const to = Math.min(p.toUs, managedTo)
       acc.trackedUs = Math.max(0, to - from)
-      for (const seg of segments) {
+      while (first < segments.length && segments[first]!.to <= p.fromUs) first++
+      for (let i = first; i < segments.length && segments[i]!.from < p.toUs; i++) {
+        const seg = segments[i]!
         if (seg.state === 'online') acc.onlineUs += overlap(seg.from, seg.to, from, to)
         else if (seg.state === 'suspect') acc.suspectUs += overlap(seg.from, seg.to, from, to)
       }
