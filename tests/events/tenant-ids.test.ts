@@ -112,42 +112,45 @@ describe('event ids are per tenant', () => {
 
 describe('upgrading a buffer written with the shared sequence', () => {
   // A SQLite file migrated to just before per-tenant ids, then opened by this build (which applies
-  // the rest). PostgreSQL's migration is the same statements in its dialect (db/migrations-pg/0005).
-  test.skipIf(onPostgres)('events written before the upgrade keep their ids, so a saved Last-Event-ID still points at them; each tenant goes on above every id handed out', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gpuhq-live-upgrade-'))
-    const folder = join(dir, 'migrations')
-    mkdirSync(join(folder, 'meta'), { recursive: true })
-    const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: { tag: string }[] }
-    const upTo = journal.entries.findIndex((e) => e.tag.endsWith('_live_event_tenant_ids'))
-    expect(upTo).toBeGreaterThan(0)
-    journal.entries = journal.entries.slice(0, upTo)
-    writeFileSync(join(folder, 'meta', '_journal.json'), JSON.stringify(journal))
-    for (const e of journal.entries) cpSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(folder, `${e.tag}.sql`))
-    const file = join(dir, 'old.db')
-    const old = new Database(file)
-    migrate(drizzle(old), { migrationsFolder: folder })
-    // Two tenants' events interleaved in the shared sequence: ids 1..6, A has 1, 3, 4, 6.
-    const insert = old.prepare('INSERT INTO live_events (tenant_id, server_id, type, payload, created_at) VALUES (?, NULL, ?, ?, ?)')
-    const now = Date.now() * 1000
-    for (const [i, tenant] of ['A', 'B', 'A', 'A', 'B', 'A'].entries())
-      insert.run(`tenant-${tenant}`, 'topup.succeeded', JSON.stringify({ type: 'topup.succeeded', n: i + 1 }), now)
-    old.close()
+  // the rest). PostgreSQL's migration is the same statements in its dialect (db/migrations-pg/*_live_event_seq_backfill.sql).
+  test.skipIf(onPostgres)(
+    'events written before the upgrade keep their ids, so a saved Last-Event-ID still points at them; each tenant goes on above every id handed out',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'gpuhq-live-upgrade-'))
+      const folder = join(dir, 'migrations')
+      mkdirSync(join(folder, 'meta'), { recursive: true })
+      const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: { tag: string }[] }
+      const upTo = journal.entries.findIndex((e) => e.tag.endsWith('_live_event_tenant_ids'))
+      expect(upTo).toBeGreaterThan(0)
+      journal.entries = journal.entries.slice(0, upTo)
+      writeFileSync(join(folder, 'meta', '_journal.json'), JSON.stringify(journal))
+      for (const e of journal.entries) cpSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(folder, `${e.tag}.sql`))
+      const file = join(dir, 'old.db')
+      const old = new Database(file)
+      migrate(drizzle(old), { migrationsFolder: folder })
+      // Two tenants' events interleaved in the shared sequence: ids 1..6, A has 1, 3, 4, 6.
+      const insert = old.prepare('INSERT INTO live_events (tenant_id, server_id, type, payload, created_at) VALUES (?, NULL, ?, ?, ?)')
+      const now = Date.now() * 1000
+      for (const [i, tenant] of ['A', 'B', 'A', 'A', 'B', 'A'].entries())
+        insert.run(`tenant-${tenant}`, 'topup.succeeded', JSON.stringify({ type: 'topup.succeeded', n: i + 1 }), now)
+      old.close()
 
-    const upgraded = await startTestApp({ LOG_LEVEL: 'silent', DATABASE_URL: `file:${file}` })
-    try {
-      const ids = (tenant: string) =>
-        (upgraded.deps.sqlite.query('SELECT seq FROM live_events WHERE tenant_id = ? ORDER BY seq').all(`tenant-${tenant}`) as { seq: number }[]).map(
-          (r) => r.seq,
-        )
-      expect({ a: ids('A'), b: ids('B') }).toEqual({ a: [1, 3, 4, 6], b: [2, 5] })
-      const next = upgraded.deps.sqlite.query('SELECT tenant_id AS t, last_seq AS s FROM live_event_sequences ORDER BY tenant_id').all()
-      expect(next).toEqual([
-        { t: 'tenant-A', s: 6 },
-        { t: 'tenant-B', s: 6 },
-      ])
-    } finally {
-      await upgraded.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  })
+      const upgraded = await startTestApp({ LOG_LEVEL: 'silent', DATABASE_URL: `file:${file}` })
+      try {
+        const ids = (tenant: string) =>
+          (upgraded.deps.sqlite.query('SELECT seq FROM live_events WHERE tenant_id = ? ORDER BY seq').all(`tenant-${tenant}`) as { seq: number }[]).map(
+            (r) => r.seq,
+          )
+        expect({ a: ids('A'), b: ids('B') }).toEqual({ a: [1, 3, 4, 6], b: [2, 5] })
+        const next = upgraded.deps.sqlite.query('SELECT tenant_id AS t, last_seq AS s FROM live_event_sequences ORDER BY tenant_id').all()
+        expect(next).toEqual([
+          { t: 'tenant-A', s: 6 },
+          { t: 'tenant-B', s: 6 },
+        ])
+      } finally {
+        await upgraded.close()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    },
+  )
 })
