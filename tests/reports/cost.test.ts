@@ -119,6 +119,18 @@ describe("a report's reads", () => {
   }
 })
 
+describe('every report refuses a range longer than 366 days', () => {
+  for (const report of ['margin', 'utilisation', 'earnings', 'spend'])
+    test(`${report}: 367 days is 422 range_too_large at /from, before any work or count`, async () => {
+      const owner = await newTenant(app, `${report}-range`)
+      for (let i = 0; i < PER_CALLER + 1; i++) {
+        const res = await call(app, 'GET', `/reports/${report}?${range(0, 367)}`, owner)
+        const body = await expectProblem(res, 422, 'validation_failed')
+        expect(body.errors[0]).toMatchObject({ path: '/from', code: 'range_too_large' })
+      }
+    })
+})
+
 describe('expensive reads are limited per caller and per tenant', () => {
   test("a member's browser session past the limit gets 429 with Retry-After; answers from the cache still come", async () => {
     const owner = await newTenant(app, 'hammer')

@@ -260,4 +260,20 @@ describe('the utilisation report', () => {
     expect(text).not.toContain(rigB)
     expect((await report<string>(app, pat, 'utilisation', `from=${dayD}&to=${to}&format=csv`)).text).not.toContain(rigB)
   })
+  test('once the day is settled its GPU figures come from the stored daily aggregates, the same to the decimal', async () => {
+    // Issue 34: days whose hourly rollups can no longer change (older than the raw history, rolled
+    // up) are computed once and stored; the answer must not move when they are read from there.
+    await advance(3 * 24 * 3600)
+    await job('metrics.rollup')
+    const stored = () =>
+      app.deps.sqlite.query("SELECT count(*) AS n FROM report_gpu_days WHERE server_id = ? AND metric = 'utilization_pct'").get(rigA) as { n: number }
+    expect(Number(stored().n)).toBe(0)
+    const first = await report<Utilisation>(app, caller, 'utilisation', `from=${dayD}&to=${dayD}&group_by=week`)
+    expect(Number(stored().n)).toBe(1)
+    const again = await report<Utilisation>(app, caller, 'utilisation', `from=${dayD}&to=${dayD}&group_by=month`)
+    for (const body of [first.body, again.body]) {
+      expect(body.servers.find((s) => s.server_id === rigA)!.gpu_utilisation_pct).toBe(53.3)
+      expect(body.fleet.gpu_utilisation_pct).toBe(53.3)
+    }
+  })
 })
