@@ -41,7 +41,13 @@ export type Config = Readonly<{
   gracePeriodHours: number
   nowpayments: { apiKey: string; ipnSecret: string; apiUrl: string } | null
   /** Requests a minute (burst the same), per process; 0 turns a limit off. See rate-limit.ts. */
-  rateLimits: { tenantWritesPerMinute: number; tokenRequestsPerMinute: number }
+  rateLimits: {
+    tenantWritesPerMinute: number
+    tokenRequestsPerMinute: number
+    sessionUserRequestsPerMinute: number
+    expensiveReadsPerMinute: number
+    tenantExpensiveReadsPerMinute: number
+  }
   /**
    * The demo's throwaway sign-in (DEMO_EMAIL, DEMO_PASSWORD; only `scripts/start --demo` sets them,
    * refused in production): GET /auth/config hands it to the web console, which signs straight in.
@@ -273,6 +279,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: {
       tenantWritesPerMinute: int(env, 'RATE_LIMIT_TENANT_WRITES_PER_MINUTE', 1200, 0, 1_000_000),
       tokenRequestsPerMinute: int(env, 'RATE_LIMIT_TOKEN_PER_MINUTE', 2400, 0, 1_000_000),
+      sessionUserRequestsPerMinute: int(env, 'RATE_LIMIT_SESSION_USER_PER_MINUTE', 2400, 0, 1_000_000),
+      expensiveReadsPerMinute: int(env, 'RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE', 20, 0, 1_000_000),
+      tenantExpensiveReadsPerMinute: int(env, 'RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE', 40, 0, 1_000_000),
     },
     agentIdleTimeoutSeconds: int(env, 'AGENT_IDLE_TIMEOUT_SECONDS', 60, 4, 960),
     liveEvents: {

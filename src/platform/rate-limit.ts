@@ -121,22 +121,73 @@ function consumeShared(db: DbOrTx, clock: Clock, limits: readonly LocalLimit[]):
 export const requestRateLimiter = perDeps((deps) => new LocalRateLimiter(deps.clock))
 
 /**
- * The per-request limits (docs/conventions.md "Rate limits": by tenant and by token), from RATE_LIMIT_* in
- * config: every request of a bearer token counts against that token, and every write (a method
- * other than GET, HEAD, OPTIONS) against the tenant, whoever sends it. Called once per request
- * after the caller is authenticated; throws 429 rate_limited with Retry-After. The system actor
- * (jobs) and agents (their own session limits, agent.ws.ts) are not counted here.
+ * Who a request counts against as one caller: its bearer token (a PAT or an AI client's OAuth
+ * token), else the signed-in member (every session of theirs together, so signing in again does
+ * not start a fresh count). Null for the system and agents.
+ */
+function principalOf(actor: Actor): string | null {
+  if (actor.kind === 'system' || actor.kind === 'agent') return null
+  if (actor.via === 'bearer' && actor.tokenId) return `token:${actor.tokenId}`
+  if (actor.via === 'cookie' && actor.userId) return `user:${actor.userId}`
+  return null
+}
+
+/** One decision over `limits`: shared by every instance on PostgreSQL, in this process's memory on SQLite. */
+function decide(deps: Deps, limits: readonly LocalLimit[]): RateDecision {
+  // On PostgreSQL several instances serve one tenant: the count is theirs together (docs/scale-out.md).
+  return deps.config.postgresUrl ? consumeShared(deps.db, deps.clock, limits) : requestRateLimiter(deps).consume(limits)
+}
+
+/**
+ * The per-request limits (docs/conventions.md "Rate limits": by tenant and by caller), from RATE_LIMIT_* in
+ * config: every request counts against its caller (a bearer token, or the member behind a browser
+ * session), and every write (a method other than GET, HEAD, OPTIONS) against the tenant, whoever
+ * sends it. Called once per request after the caller is authenticated; throws 429 rate_limited with
+ * Retry-After. The system actor (jobs) and agents (their own session limits, agent.ws.ts) are not
+ * counted here.
  */
 export function enforceRequestRateLimits(deps: Deps, actor: Actor, method: string): void {
-  if (actor.kind === 'system' || actor.kind === 'agent') return
-  const { tenantWritesPerMinute, tokenRequestsPerMinute } = deps.config.rateLimits
+  const principal = principalOf(actor)
+  if (principal === null) return
+  const { tenantWritesPerMinute, tokenRequestsPerMinute, sessionUserRequestsPerMinute } = deps.config.rateLimits
   const limits: LocalLimit[] = []
-  if (tokenRequestsPerMinute > 0 && actor.via === 'bearer' && actor.tokenId)
-    limits.push({ bucket: `token:${actor.tokenId}`, limit: tokenRequestsPerMinute, periodSeconds: 60 })
+  const perCaller = actor.via === 'bearer' ? tokenRequestsPerMinute : sessionUserRequestsPerMinute
+  if (perCaller > 0) limits.push({ bucket: principal, limit: perCaller, periodSeconds: 60 })
   if (tenantWritesPerMinute > 0 && !SAFE_METHODS.has(method.toUpperCase()))
     limits.push({ bucket: `tenant-writes:${actor.tenantId}`, limit: tenantWritesPerMinute, periodSeconds: 60 })
   if (limits.length === 0) return
-  // On PostgreSQL several instances serve one tenant: the count is theirs together (docs/scale-out.md).
-  const decision = deps.config.postgresUrl ? consumeShared(deps.db, deps.clock, limits) : requestRateLimiter(deps).consume(limits)
+  const decision = decide(deps, limits)
+  if (!decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
+}
+
+/** Expensive reads taken at once before the steady rate applies (a report costs up to a few hundred milliseconds). */
+const EXPENSIVE_BURST = { caller: 5, tenant: 10 }
+
+/**
+ * A rate of `perMinute` with bursts of at most `burst`: GCRA's burst is its limit, so the same rate
+ * is `burst` per (60 × burst ÷ perMinute) seconds.
+ */
+function burstLimit(bucket: string, perMinute: number, burst: number): LocalLimit {
+  const limit = Math.min(perMinute, burst)
+  return { bucket, limit, periodSeconds: (60 * limit) / perMinute }
+}
+
+/**
+ * The limit on expensive reads (docs/conventions.md "Rate limits"): a read that computes its answer
+ * from many rows (a report not in the answer cache) counts once against its caller (token or
+ * member, as above) and once against the tenant, RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE and
+ * RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE, in bursts of at most 5 and 10. Call it right before
+ * the work, after the cheap answers (cache hits, 304) were given: those cost nothing and count
+ * nothing. Throws 429 rate_limited with Retry-After; a refused read used up neither count.
+ */
+export function enforceExpensiveReadLimit(deps: Deps, actor: Actor): void {
+  const principal = principalOf(actor)
+  if (principal === null) return
+  const { expensiveReadsPerMinute, tenantExpensiveReadsPerMinute } = deps.config.rateLimits
+  const limits: LocalLimit[] = []
+  if (expensiveReadsPerMinute > 0) limits.push(burstLimit(`expensive:${principal}`, expensiveReadsPerMinute, EXPENSIVE_BURST.caller))
+  if (tenantExpensiveReadsPerMinute > 0) limits.push(burstLimit(`tenant-expensive:${actor.tenantId}`, tenantExpensiveReadsPerMinute, EXPENSIVE_BURST.tenant))
+  if (limits.length === 0) return
+  const decision = decide(deps, limits)
   if (!decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
 }

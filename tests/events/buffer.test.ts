@@ -31,7 +31,7 @@ afterAll(async () => {
 })
 
 const rowsOf = (tenantId: string) =>
-  app.deps.sqlite.query('SELECT id, type, server_id AS "serverId" FROM live_events WHERE tenant_id = ? ORDER BY id').all(tenantId) as {
+  app.deps.sqlite.query('SELECT seq AS id, type, server_id AS "serverId" FROM live_events WHERE tenant_id = ? ORDER BY seq').all(tenantId) as {
     id: number
     type: string
     serverId: string | null

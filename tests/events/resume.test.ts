@@ -30,7 +30,7 @@ afterAll(async () => {
  * commands; the offline incident its disconnect opens needs notifications:read): what the stream must show.
  */
 function buffered(tenantId: string, afterId: number): { id: string; type: string }[] {
-  const rows = app.deps.sqlite.query('SELECT id, type FROM live_events WHERE tenant_id = ? AND id > ? ORDER BY id').all(tenantId, afterId) as {
+  const rows = app.deps.sqlite.query('SELECT seq AS id, type FROM live_events WHERE tenant_id = ? AND seq > ? ORDER BY seq').all(tenantId, afterId) as {
     id: number
     type: string
   }[]

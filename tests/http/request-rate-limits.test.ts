@@ -1,19 +1,26 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, mintPat, newTenant, type Member } from '../support/access'
+import { addMember, call, mintPat, newTenant, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 
 /**
  * Limits on every request (docs/conventions.md "Rate limits"): writes counted by tenant
  * (RATE_LIMIT_TENANT_WRITES_PER_MINUTE), every request of a bearer token by token
- * (RATE_LIMIT_TOKEN_PER_MINUTE). Set low here; the defaults are in docs/configuration.md.
+ * (RATE_LIMIT_TOKEN_PER_MINUTE), every request of a browser session by its member
+ * (RATE_LIMIT_SESSION_USER_PER_MINUTE). Set low here; the defaults are in docs/configuration.md.
  */
 const WRITES = 6
 const TOKEN = 10
+const SESSION_USER = 12
 
 let app: TestApp
 beforeAll(async () => {
-  app = await startTestApp({ LOG_LEVEL: 'silent', RATE_LIMIT_TENANT_WRITES_PER_MINUTE: String(WRITES), RATE_LIMIT_TOKEN_PER_MINUTE: String(TOKEN) })
+  app = await startTestApp({
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_TENANT_WRITES_PER_MINUTE: String(WRITES),
+    RATE_LIMIT_TOKEN_PER_MINUTE: String(TOKEN),
+    RATE_LIMIT_SESSION_USER_PER_MINUTE: String(SESSION_USER),
+  })
 })
 afterAll(() => app.close())
 
@@ -91,6 +98,21 @@ describe('requests by token', () => {
     for (let i = 0; i < TOKEN; i++) await retryAfterOf(await newGroup(pat.token))
     // Ten refused writes later the token can still read: refused requests took nothing from it.
     expect((await call(app, 'GET', '/groups', pat.token)).status).toBe(200)
+  })
+})
+
+describe('requests by signed-in member (issue 34: browser sessions had no limit on reads)', () => {
+  test("every request of a member's browser session counts, reads too; another member and the member's tokens are unaffected", async () => {
+    const owner = await newTenant(app, 'browser')
+    const other = await addMember(app, owner.tenantId, 'viewer')
+    const pat = await mintPat(app, owner, { scopes: ['servers:read'] })
+    for (let i = 1; i < SESSION_USER; i++) expect((await call(app, 'GET', '/groups', owner)).status).toBe(200)
+    const wait = await retryAfterOf(await call(app, 'GET', '/groups', owner))
+    expect(wait).toBeLessThanOrEqual(Math.ceil(60 / SESSION_USER))
+    expect((await call(app, 'GET', '/groups', other)).status).toBe(200)
+    expect((await call(app, 'GET', '/groups', pat.token)).status).toBe(200)
+    await advance(60)
+    expect((await call(app, 'GET', '/groups', owner)).status).toBe(200)
   })
 })
 

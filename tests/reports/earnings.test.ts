@@ -4,7 +4,7 @@ import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marke
 import { call, insertServer, mintPat, newTenant, setPlan, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { micros } from '../support/wire'
-import { addDays, csvRecords, report, sumBy } from './support'
+import { addDays, csvRecords, report, sumBy, UNLIMITED_REPORTS } from './support'
 
 /**
  * Issue 21, "Done when": the earnings report's figures match the accrual rows it summarises. Three
@@ -91,7 +91,7 @@ beforeAll(async () => {
       },
     },
   })
-  app = await startTestApp({ LOG_LEVEL: 'silent', MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
+  app = await startTestApp({ ...UNLIMITED_REPORTS, LOG_LEVEL: 'silent', MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
   owner = await newTenant(app, 'report-earnings')
   setPlan(app, owner.tenantId, 'pro')
   rigA = insertServer(app, owner.tenantId, 'rig-a')

@@ -3,7 +3,7 @@ import { addMember, auditRows, mintPat, newTenant, type Member } from '../suppor
 import { startTestApp, type TestApp } from '../support/app'
 import { addServers, adjust, advanceBy, clockTo, micros, payer, runCharges, setZone, US_PER_DAY, US_PER_HOUR } from '../support/billing'
 import { expectProblem } from '../support/problem'
-import { addDays, csvRecords, localDate, report } from './support'
+import { addDays, csvRecords, localDate, report, UNLIMITED_REPORTS } from './support'
 
 /**
  * Issue 21, what every report shares: the answer cached 60 s on the service clock with a strong
@@ -16,7 +16,7 @@ let app: TestApp
 let owner: Member
 let today: string
 beforeAll(async () => {
-  app = await startTestApp({ LOG_LEVEL: 'silent' })
+  app = await startTestApp({ ...UNLIMITED_REPORTS, LOG_LEVEL: 'silent' })
   owner = await payer(app, 'starter', 'reports')
   const start = (Math.floor(app.deps.clock.nowUs() / US_PER_DAY) + 1) * US_PER_DAY + 9 * US_PER_HOUR
   await clockTo(app, start)

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { call, insertServer, newTenant, setPlan, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
+import { UNLIMITED_REPORTS } from './support'
 
 /**
  * Issue 21, the robustness sweep of the reports: whatever a caller puts in the query (dates that
@@ -13,7 +14,7 @@ import { startTestApp, type TestApp } from '../support/app'
 let app: TestApp
 let owner: Member
 beforeAll(async () => {
-  app = await startTestApp({ LOG_LEVEL: 'silent' })
+  app = await startTestApp({ ...UNLIMITED_REPORTS, LOG_LEVEL: 'silent' })
   owner = await newTenant(app, 'reports-robust')
   setPlan(app, owner.tenantId, 'pro')
   insertServer(app, owner.tenantId, 'rig')

@@ -19,7 +19,7 @@ import {
   usOf,
   type LedgerItem,
 } from '../support/billing'
-import { addDays, csvRecords, localDate, mondayOf, report, sumBy } from './support'
+import { addDays, csvRecords, localDate, mondayOf, report, sumBy, UNLIMITED_REPORTS } from './support'
 
 /**
  * Issue 21, the spend report: gpuhq's hourly charges, operator adjustments and top-ups, summed by
@@ -50,7 +50,7 @@ let owner: Member
 let rigs: string[]
 let start: number
 beforeAll(async () => {
-  app = await startTestApp({ LOG_LEVEL: 'silent' })
+  app = await startTestApp({ ...UNLIMITED_REPORTS, LOG_LEVEL: 'silent' })
   owner = await payer(app, 'starter', 'spend')
   await setZone(app, owner, ZONE)
   // 17:20 UTC (22:50 in Kolkata), two days ahead: two rigs, a third a day later, charges for three days.

@@ -81,3 +81,9 @@ export function sumBy<T>(items: T[], key: (t: T) => string, value: (t: T) => num
   for (const t of items) out.set(key(t), (out.get(key(t)) ?? 0) + value(t))
   return out
 }
+
+/**
+ * For the files about what reports say (not what they cost): the expensive-read limits off, since
+ * they read many reports in a row on the test clock. tests/reports/cost.test.ts tests the limits.
+ */
+export const UNLIMITED_REPORTS = { RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE: '0', RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE: '0' }

@@ -4,7 +4,7 @@ import { mintPat, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { api, enrolAgent, eventually, newOwner, ok, RawAgent, runJob, serverEvents, stopApp, type Owner } from '../support/fleet'
 import { iso, usOf } from '../support/wire'
-import { addDays, csvRecords, report } from './support'
+import { addDays, csvRecords, report, UNLIMITED_REPORTS } from './support'
 
 /**
  * Issue 21, the utilisation report: two enrolled rigs whose agents come online, go quiet (suspect,
@@ -58,7 +58,7 @@ beforeAll(async () => {
   simA = await startMarketplaceA({ rateScale: 0, owners: [{ id: VAST_OWNER, email: 'host@example.com', keys: [{ key: KEY_A, label: 'util' }] }] })
   simA.putMachine(VAST_OWNER, 801, { hostname: 'rig-801', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })
   simA.addRental(801, { kind: 'on_demand', gpus: 2, running: true })
-  app = await startTestApp({ LOG_LEVEL: 'silent', MARKETPLACE_A_API_URL: simA.url })
+  app = await startTestApp({ ...UNLIMITED_REPORTS, LOG_LEVEL: 'silent', MARKETPLACE_A_API_URL: simA.url })
   owner = await newOwner(app, 'utilisation', 'pro')
   caller = { ...owner, role: 'owner' }
   // Day D starts tomorrow (UTC); the rigs are enrolled at 01:00.
@@ -259,5 +259,21 @@ describe('the utilisation report', () => {
     expect(figuresOf(body.fleet)).toEqual(withoutRaw(await expectedFor(rigA, dayD, to)))
     expect(text).not.toContain(rigB)
     expect((await report<string>(app, pat, 'utilisation', `from=${dayD}&to=${to}&format=csv`)).text).not.toContain(rigB)
+  })
+  test('once the day is settled its GPU figures come from the stored daily aggregates, the same to the decimal', async () => {
+    // Issue 34: days whose hourly rollups can no longer change (older than the raw history, rolled
+    // up) are computed once and stored; the answer must not move when they are read from there.
+    await advance(3 * 24 * 3600)
+    await job('metrics.rollup')
+    const stored = () =>
+      app.deps.sqlite.query("SELECT count(*) AS n FROM report_gpu_days WHERE server_id = ? AND metric = 'utilization_pct'").get(rigA) as { n: number }
+    expect(Number(stored().n)).toBe(0)
+    const first = await report<Utilisation>(app, caller, 'utilisation', `from=${dayD}&to=${dayD}&group_by=week`)
+    expect(Number(stored().n)).toBe(1)
+    const again = await report<Utilisation>(app, caller, 'utilisation', `from=${dayD}&to=${dayD}&group_by=month`)
+    for (const body of [first.body, again.body]) {
+      expect(body.servers.find((s) => s.server_id === rigA)!.gpu_utilisation_pct).toBe(53.3)
+      expect(body.fleet.gpu_utilisation_pct).toBe(53.3)
+    }
   })
 })

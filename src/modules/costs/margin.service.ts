@@ -5,7 +5,7 @@ import { parseDay, utcDay } from '../../platform/time'
 import { chargesPerServerDay } from '../billing'
 import { accruedDays } from '../earnings'
 import { findServer, managedServers, type ServerMargin } from '../fleet'
-import { averageGpuPowerW } from '../telemetry'
+import { gpuMetricByServerDay, type GpuDay } from '../telemetry'
 import { costBasisOf, cutPercent } from './costs.service'
 
 /**
@@ -66,19 +66,61 @@ function lastDays(deps: Deps, days: number): { fromDay: string; toDay: string } 
   return { fromDay: utcDay(Math.floor(now / DAY_US) * DAY_US - (days - 1) * DAY_US), toDay: utcDay(now) }
 }
 
-/** The margin of each of the tenant's managed servers over the UTC days [fromDay, toDay], up to now. */
-function marginsOf(deps: Deps, tenantId: string, serverIds: string[], fromDay: string, toDay: string) {
+type ServerRow = ReturnType<typeof managedServers>[number]
+
+/**
+ * The margin of each of the given servers over the UTC days [fromDay, toDay], up to now, over the
+ * whole range and over each of `periods` (runs of whole days inside it). The cost does not grow with
+ * server-days in queries: one read each of the cost basis, the accrual rows, the charges and the
+ * measured GPU power (per server and day, telemetry's gpuMetricByServerDay), whatever the number of
+ * servers, days and periods; the rest is arithmetic over those rows. The whole range is summed day
+ * by day in the same order as each period, so a period's figures are exactly what a range of its
+ * days alone would answer.
+ */
+function marginsOf(
+  deps: Deps,
+  tenantId: string,
+  servers: readonly ServerRow[],
+  fromDay: string,
+  toDay: string,
+  periods: readonly { to: string }[] = [],
+  power?: readonly GpuDay[],
+) {
   const now = deps.clock.nowUs()
   const firstDayUs = parseDay(fromDay)!
   const endUs = Math.min(parseDay(toDay)! + DAY_US, now)
   const basis = costBasisOf(deps, tenantId)
-  const earned = accruedDays(deps, tenantId, fromDay, toDay)
+  const ids = servers.map((s) => s.id)
   const charges = chargesPerServerDay(deps.db, tenantId, firstDayUs, endUs)
-  const out = new Map<string, Acc>()
-  for (const serverId of serverIds) {
-    const acc = empty()
-    const server = findServer(deps.db, tenantId, serverId)
-    for (const row of earned.filter((r) => r.serverId === serverId)) {
+  const watts = new Map<string, number>()
+  for (const d of power ?? gpuMetricByServerDay(deps.db, ids, 'power_w', firstDayUs, endUs))
+    if (d.buckets > 0) watts.set(`${d.serverId}|${d.day}`, d.sum / d.buckets)
+  // Each day of the range once: its date and the index of its period (periods are in order and cover the range).
+  const days: { us: number; end: number; date: string; period: number }[] = []
+  for (let day = firstDayUs, p = 0; day < endUs; day += DAY_US) {
+    const date = utcDay(day)
+    while (p < periods.length && date > periods[p]!.to) p++
+    days.push({ us: day, end: Math.min(day + DAY_US, endUs), date, period: p < periods.length ? p : -1 })
+  }
+  const periodByDate = new Map(days.map((d) => [d.date, d.period]))
+  const periodOf = (date: string) => (periods.length === 0 ? -1 : (periodByDate.get(date) ?? periods.findIndex((p) => date <= p.to)))
+  const whole = new Map<string, Acc>()
+  const perPeriod = new Map<string, Acc[]>()
+  for (const s of servers) {
+    whole.set(s.id, empty())
+    perPeriod.set(
+      s.id,
+      periods.map(() => empty()),
+    )
+  }
+  const into = (serverId: string, day: string): Acc[] => {
+    const all = whole.get(serverId)
+    if (!all) return []
+    const p = periodOf(day)
+    return p < 0 ? [all] : [all, perPeriod.get(serverId)![p]!]
+  }
+  for (const row of accruedDays(deps, tenantId, fromDay, toDay)) {
+    for (const acc of into(row.serverId, row.day)) {
       acc.earned += row.accruedUsdMicros
       if (row.gapUs > 0) acc.missing.add('sync silent past its cap: accrual understated')
       for (const [currency, usd] of Object.entries(row.byCurrencyUsdMicros)) {
@@ -92,36 +134,29 @@ function marginsOf(deps: Deps, tenantId: string, serverIds: string[], fromDay: s
         }
       }
     }
-    const tariff = server?.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
-    for (let day = firstDayUs; day < endUs; day += DAY_US) {
-      const end = Math.min(day + DAY_US, endUs)
-      const watts = averageGpuPowerW(deps.db, serverId, day, end)
-      if (tariff === null) acc.missing.add('electricity tariff')
-      else if (watts === null) acc.missing.add('power measurements')
-      else {
-        acc.electricityKnown = true
-        acc.electricity += (tariff * (watts / 1000) * (end - day)) / HOUR_US
-      }
-      acc.charges += charges.get(serverId)?.get(utcDay(day)) ?? 0
-    }
-    out.set(serverId, acc)
   }
-  return { margins: out }
+  for (const server of servers) {
+    const tariff = server.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
+    const byDay = charges.get(server.id)
+    for (const { us: day, end, date, period } of days) {
+      const w = watts.get(`${server.id}|${day}`) ?? null
+      const all = whole.get(server.id)!
+      for (const acc of period < 0 ? [all] : [all, perPeriod.get(server.id)![period]!]) {
+        if (tariff === null) acc.missing.add('electricity tariff')
+        else if (w === null) acc.missing.add('power measurements')
+        else {
+          acc.electricityKnown = true
+          acc.electricity += (tariff * (w / 1000) * (end - day)) / HOUR_US
+        }
+        acc.charges += byDay?.get(date) ?? 0
+      }
+    }
+  }
+  return { margins: whole, perPeriod }
 }
 
-/**
- * GET /reports/margin (served by the reports module): the fleet, each managed server, and each GPU
- * model over the UTC days [fromDay, toDay] (the days not begun yet count nothing).
- */
-export function marginReport({ deps, actor, fromDay, toDay }: { deps: Deps; actor: Actor; fromDay: string; toDay: string }) {
-  const servers = managedServers(deps.db, actor.tenantId)
-  const { margins } = marginsOf(
-    deps,
-    actor.tenantId,
-    servers.map((s) => s.id),
-    fromDay,
-    toDay,
-  )
+/** The fleet, each server and each GPU model, from the servers' accumulators. */
+function reportOf(servers: readonly ServerRow[], margins: Map<string, Acc>) {
   const fleet = empty()
   const byModel = new Map<string, { servers: number; acc: Acc }>()
   for (const s of servers) {
@@ -134,18 +169,57 @@ export function marginReport({ deps, actor, fromDay, toDay }: { deps: Deps; acto
     byModel.set(model, entry)
   }
   return {
-    days: Math.round((parseDay(toDay)! - parseDay(fromDay)!) / DAY_US) + 1,
-    from_day: fromDay,
-    to_day: toDay,
     fleet: view(fleet),
     servers: servers.map((s) => ({ server_id: s.id, name: s.name, gpu_model: s.gpuModel || null, ...view(margins.get(s.id)!) })),
     gpu_models: [...byModel].sort(([a], [b]) => a.localeCompare(b)).map(([gpu_model, e]) => ({ gpu_model, servers: e.servers, ...view(e.acc) })),
   }
 }
 
+/**
+ * GET /reports/margin (served by the reports module): the fleet, each managed server, and each GPU
+ * model over the UTC days [fromDay, toDay] (the days not begun yet count nothing), and the same for
+ * each of `periods` (consecutive runs of days covering the range, in order), from one set of reads.
+ * `power`: the measured GPU power per server and UTC day over the range, as telemetry's
+ * gpuMetricByServerDay gives it (the reports keep it as stored daily aggregates); without it, read here.
+ */
+export function marginReport({
+  deps,
+  actor,
+  fromDay,
+  toDay,
+  periods = [],
+  power,
+}: {
+  deps: Deps
+  actor: Actor
+  fromDay: string
+  toDay: string
+  periods?: readonly { to: string }[]
+  power?: readonly GpuDay[]
+}) {
+  const servers = managedServers(deps.db, actor.tenantId)
+  const { margins, perPeriod } = marginsOf(deps, actor.tenantId, servers, fromDay, toDay, periods, power)
+  return {
+    days: Math.round((parseDay(toDay)! - parseDay(fromDay)!) / DAY_US) + 1,
+    from_day: fromDay,
+    to_day: toDay,
+    ...reportOf(servers, margins),
+    /** Each period's figures, built when asked for: the fleet's alone (JSON), or every server's too (CSV). */
+    periods: periods.map((_, i) => ({
+      fleet: () => {
+        const fleet = empty()
+        for (const s of servers) add(fleet, perPeriod.get(s.id)![i]!)
+        return view(fleet)
+      },
+      all: () => reportOf(servers, new Map(servers.map((s) => [s.id, perPeriod.get(s.id)![i]!]))),
+    })),
+  }
+}
+
 /** The last 7 days' margin of one server (GET /servers/{id}). */
 export function serverMargin(deps: Deps, tenantId: string, serverId: string): ServerMargin {
   const { fromDay, toDay } = lastDays(deps, 7)
-  const { margins } = marginsOf(deps, tenantId, [serverId], fromDay, toDay)
-  return { days: 7, from_day: fromDay, to_day: toDay, ...view(margins.get(serverId)!) }
+  const server = findServer(deps.db, tenantId, serverId)
+  const { margins } = marginsOf(deps, tenantId, server ? [server] : [], fromDay, toDay)
+  return { days: 7, from_day: fromDay, to_day: toDay, ...view(margins.get(serverId) ?? empty()) }
 }

@@ -59,26 +59,45 @@ export function serversOfTenant(db: DbOrTx, tenantId: string): ServerRow[] {
 const PRESENCE_KINDS = ['presence.online', 'presence.suspect', 'presence.offline']
 
 /**
- * A server's presence transitions with created_at in [fromUs, toUs), oldest first, preceded by the
- * last one before fromUs (the presence the window opens with; none: the server was never online).
+ * The presence transitions of the given servers with created_at in [fromUs, toUs), each server's
+ * oldest first, preceded by its last one before fromUs (the presence the window opens with; none:
+ * the server was never online). Two reads for any number of servers (the utilisation report),
+ * sliced only past SLICE ids.
  */
-export function presenceTransitions(db: DbOrTx, tenantId: string, serverId: string, fromUs: number, toUs: number): { kind: string; at: number }[] {
-  const mine = and(eq(serverEvents.tenantId, tenantId), eq(serverEvents.serverId, serverId), inArray(serverEvents.kind, PRESENCE_KINDS))
-  const cols = { kind: serverEvents.kind, at: serverEvents.createdAt }
-  const before = db
-    .select(cols)
-    .from(serverEvents)
-    .where(and(mine, lt(serverEvents.createdAt, fromUs)))
-    .orderBy(desc(serverEvents.createdAt), desc(serverEvents.id))
-    .limit(1)
-    .all()
-  const within = db
-    .select(cols)
-    .from(serverEvents)
-    .where(and(mine, gte(serverEvents.createdAt, fromUs), lt(serverEvents.createdAt, toUs)))
-    .orderBy(asc(serverEvents.createdAt), asc(serverEvents.id))
-    .all()
-  return [...before, ...within]
+export function presenceTransitionsOf(
+  db: DbOrTx,
+  tenantId: string,
+  serverIds: readonly string[],
+  fromUs: number,
+  toUs: number,
+): Map<string, { kind: string; at: number }[]> {
+  const out = new Map<string, { kind: string; at: number }[]>(serverIds.map((id) => [id, []]))
+  for (let i = 0; i < serverIds.length; i += SLICE) {
+    const ids = serverIds.slice(i, i + SLICE)
+    const mine = and(eq(serverEvents.tenantId, tenantId), inArray(serverEvents.serverId, ids), inArray(serverEvents.kind, PRESENCE_KINDS))
+    const ranked = db
+      .select({
+        serverId: serverEvents.serverId,
+        kind: serverEvents.kind,
+        at: serverEvents.createdAt,
+        rank: sql<number>`row_number() OVER (PARTITION BY ${serverEvents.serverId} ORDER BY ${serverEvents.createdAt} DESC, ${serverEvents.id} DESC)`.as(
+          'rank',
+        ),
+      })
+      .from(serverEvents)
+      .where(and(mine, lt(serverEvents.createdAt, fromUs)))
+      .as('ranked')
+    const opening = db.select({ serverId: ranked.serverId, kind: ranked.kind, at: ranked.at }).from(ranked).where(eq(ranked.rank, 1)).all()
+    for (const r of opening) out.get(r.serverId)?.push({ kind: r.kind, at: r.at })
+    const within = db
+      .select({ serverId: serverEvents.serverId, kind: serverEvents.kind, at: serverEvents.createdAt })
+      .from(serverEvents)
+      .where(and(mine, gte(serverEvents.createdAt, fromUs), lt(serverEvents.createdAt, toUs)))
+      .orderBy(asc(serverEvents.serverId), asc(serverEvents.createdAt), asc(serverEvents.id))
+      .all()
+    for (const r of within) out.get(r.serverId)?.push({ kind: r.kind, at: r.at })
+  }
+  return out
 }
 
 /** The tenant's managed (not decommissioned) servers: what the plan's server limit counts. */

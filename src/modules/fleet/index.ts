@@ -27,7 +27,7 @@ export {
   latestOfMetric,
   managedServers,
   markFleetDirty,
-  presenceTransitions,
+  presenceTransitionsOf,
   releaseGroup,
   serverNames,
   serversManagedDuring,

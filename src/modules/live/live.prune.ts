@@ -27,7 +27,7 @@ export async function pruneLiveEvents(deps: Deps): Promise<string> {
   }
   const old = await sliced(() => pruneBefore(deps.sqlite, before, SLICE))
   let capped = 0
-  for (const { tenantId, throughId } of overCap(deps.sqlite, maxPerTenant))
-    capped += await sliced(() => pruneTenantThrough(deps.sqlite, tenantId, throughId, SLICE))
+  for (const { tenantId, throughSeq } of overCap(deps.sqlite, maxPerTenant))
+    capped += await sliced(() => pruneTenantThrough(deps.sqlite, tenantId, throughSeq, SLICE))
   return `removed ${old} live events past retention and ${capped} past the per-tenant cap in ${slices} transactions`
 }

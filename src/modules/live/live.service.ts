@@ -2,7 +2,7 @@ import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { LiveErrors } from './live.errors'
 import { liveHub } from './live.hub'
-import { horizonOf, lastIssuedId } from './live.repository'
+import { horizonOf, lastSeqOf } from './live.repository'
 import { LiveStream, sseFrame } from './live.stream'
 
 /** How long a client waits before it reconnects (the `retry:` hint), and before retrying a refused stream. */
@@ -45,7 +45,8 @@ export function openLiveStream({
     throw LiveErrors.tooManyStreams(`at most ${streamsPerTenant} live streams per tenant may be open at once (per process)`, {
       retryAfterSeconds: RETRY_REFUSED_S,
     })
-  const last = lastIssuedId(deps.sqlite)
+  // The tenant's own sequence: nothing here moves when another tenant acts (issue 34).
+  const last = lastSeqOf(deps.db, actor.tenantId)
   let preamble = `retry: ${RETRY_MS}\n\n`
   let cursor = last
   if (requested !== null) {

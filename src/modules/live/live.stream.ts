@@ -19,10 +19,10 @@ export function sseFrame(event: string, data: string, id?: number): string {
   return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${data}\n\n`
 }
 
-const frameOf = (r: LiveEventRow) => sseFrame(r.type, r.payload, r.id)
+const frameOf = (r: LiveEventRow) => sseFrame(r.type, r.payload, r.seq)
 
 /**
- * One client's stream: where it is in the buffer (`cursor`, the last id it was shown or skipped),
+ * One client's stream: where it is in its tenant's events (`cursor`, the last event id it was shown or skipped),
  * who it serves (re-checked at least every poll interval: a revoked token or an ended session ends
  * it), and its body, fed by `pump` whenever the hub wakes it.
  */
@@ -85,7 +85,7 @@ export class LiveStream {
         if (this.#closed) return
         let text = ''
         for (const r of rows) {
-          this.#cursor = r.id
+          this.#cursor = r.seq
           const scope = scopeOfType(r.type)
           if (scope && permits(this.#actor, scope, r.serverId)) {
             text += frameOf(r)

@@ -50,10 +50,11 @@ export function formatOf(param: Format | undefined, accept: string | null): Form
 const strongTag = (text: string) => `"${createHash('sha256').update(text).digest('base64url').slice(0, 32)}"`
 
 /**
- * Serves a report from the cache or builds it; answers 304 when If-None-Match holds the tag. JSON
- * is returned as the object (the route's schema checks it), CSV as a whole response.
+ * Serves a report from the cache or builds it (a build may yield the event loop while it reads,
+ * gpu-days.service.ts); answers 304 when If-None-Match holds the tag. JSON is returned as the
+ * object (the route's schema checks it), CSV as a whole response.
  */
-export function serveReport<T extends object>(o: {
+export async function serveReport<T extends object>(o: {
   request: Request
   set: { headers: Record<string, string | number> }
   cache: ReportCache
@@ -61,11 +62,14 @@ export function serveReport<T extends object>(o: {
   key: string
   format: Format
   filename: string
-  build: () => Rendered<T>
-}): T | Response {
+  /** Called before a report is computed (not for an answer from the cache): the expensive-read limit, which may throw 429. */
+  admit: () => void
+  build: () => Rendered<T> | Promise<Rendered<T>>
+}): Promise<T | Response> {
   let cached = o.cache.get(`${o.key}|${o.format}`)
   if (!cached) {
-    const rendered = o.build()
+    o.admit()
+    const rendered = await o.build()
     let answer: Answer
     let bytes: number
     if (o.format === 'csv') {

@@ -2,6 +2,8 @@ import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { toCsv } from '../../platform/csv'
 import { marginReport } from '../costs'
+import { managedServers } from '../fleet'
+import { gpuDays } from './gpu-days.service'
 import { periodView, rangeView, type Range } from './range'
 
 /**
@@ -9,14 +11,18 @@ import { periodView, rangeView, type Range } from './range'
  * the range's UTC days, and each period computed over its own days. Earned and gpuhq's charges add
  * up across periods to the micro-dollar; the estimated costs (cut, electricity) are rounded per period.
  */
-export function marginReportOf({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
-  const perPeriod = () => range.periods.map((p) => ({ p, r: marginReport({ deps, actor, fromDay: p.from, toDay: p.to }) }))
+export async function marginReportOf({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
+  // The measured power from the stored daily aggregates, then one computation for the range and
+  // every period (a fixed number of reads, docs/reports.md "Cost").
+  const ids = managedServers(deps.db, actor.tenantId).map((s) => s.id)
+  const power = await gpuDays(deps, actor.tenantId, ids, 'power_w', range.fromUs, Math.min(range.toUs, deps.clock.nowUs()))
+  const { periods, ...whole } = marginReport({ deps, actor, fromDay: range.from, toDay: range.to, periods: range.periods, power })
   return {
     json: () => ({
       report: 'margin' as const,
-      ...marginReport({ deps, actor, fromDay: range.from, toDay: range.to }),
+      ...whole,
       ...rangeView(range),
-      periods: perPeriod().map(({ p, r }) => ({ ...periodView(p), ...r.fleet })),
+      periods: range.periods.map((p, i) => ({ ...periodView(p), ...periods[i]!.fleet() })),
     }),
     csv: () =>
       toCsv(
@@ -35,8 +41,8 @@ export function marginReportOf({ deps, actor, range }: { deps: Deps; actor: Acto
           'estimate',
           'missing',
         ],
-        perPeriod().flatMap(({ p, r }) =>
-          r.servers.map((s) => [
+        range.periods.flatMap((p, i) =>
+          periods[i]!.all().servers.map((s) => [
             p.period,
             p.from,
             p.to,

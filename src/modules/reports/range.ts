@@ -55,8 +55,14 @@ function periodOf(date: string, groupBy: GroupBy): string {
   return addDays(date, -weekday)
 }
 
-/** Resolves the query into dates, instants and periods; a range the rules refuse is 422 with a pointer. */
-export function resolveRange(input: RangeInput, zone: string, nowUs: number): Range {
+/** A range's dates alone: what names the answer (its cache key), cheap to work out. */
+export type RangeDates = Pick<Range, 'from' | 'to' | 'days' | 'groupBy' | 'zone'>
+
+/**
+ * Resolves the query into dates; a range the rules refuse is 422 with a pointer. Cheap (no periods),
+ * so a request answered from the cache or refused by a rate limit does not pay for the periods.
+ */
+export function resolveDates(input: RangeInput, zone: string, nowUs: number): RangeDates {
   if (input.days !== undefined && (input.from !== undefined || input.to !== undefined))
     throw invalidReportQuery('/days', 'exclusive_with_from_to', 'days cannot be combined with from or to')
   const today = zone === 'UTC' ? utcDay(nowUs) : localDay(zone, nowUs)
@@ -65,7 +71,11 @@ export function resolveRange(input: RangeInput, zone: string, nowUs: number): Ra
   if (from > to) throw invalidReportQuery('/from', 'after_to', `from must be on or before to (${to}${input.to === undefined ? ', today' : ''})`)
   const days = Math.round((msOf(to) - msOf(from)) / DAY_MS) + 1
   if (days > MAX_RANGE_DAYS) throw invalidReportQuery('/from', 'range_too_large', `at most ${MAX_RANGE_DAYS} days; this range has ${days}`)
-  const groupBy = input.group_by ?? 'day'
+  return { from, to, days, groupBy: input.group_by ?? 'day', zone }
+}
+
+/** The range's periods and instants, for building the answer. */
+export function expandRange({ from, to, days, groupBy, zone }: RangeDates): Range {
   const periods: Period[] = []
   for (let date = from; date <= to; date = addDays(date, 1)) {
     const name = periodOf(date, groupBy)

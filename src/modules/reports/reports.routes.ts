@@ -2,6 +2,7 @@ import type { Static } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import { actorOf, describe, ensureReaches, permits, type Actor, type Scope } from '../../platform/access'
 import type { Deps } from '../../platform/context'
+import { enforceExpensiveReadLimit } from '../../platform/rate-limit'
 import { ProblemError, problems } from '../../platform/problem'
 import { alsoServed, Literals, responses } from '../../platform/schemas'
 import { formatOf, reportCache, serveReport, type Rendered } from './delivery'
@@ -15,9 +16,9 @@ import { spendReport } from './spend.service'
 import { utilisationReport } from './utilisation.service'
 
 const tags = ['reports']
-const ERRORS = [304, 401, 403, 404, 422]
+const ERRORS = [304, 401, 403, 404, 422, 429]
 
-type Verb = (o: { deps: Deps; actor: Actor; range: Range }) => Rendered<object>
+type Verb = (o: { deps: Deps; actor: Actor; range: Range }) => Rendered<object> | Promise<Rendered<object>>
 
 /**
  * The reports behind GET /reports/{report} (docs/reports.md), each with the scope a token needs to
@@ -58,9 +59,18 @@ export function reportsRoutes(deps: Deps) {
       const actor = actorOf(request)
       const { range, key, filename } = reportRequest({ deps, actor, report, input: query })
       const format = formatOf(query.format, request.headers.get('accept'))
-      return serveReport({ request, set, cache, clock: deps.clock, key, format, filename, build: () => REPORTS[report].verb({ deps, actor, range }) }) as
-        | Static<typeof ReportAnswer>
-        | Response
+      // Elysia's handler type wants one answer type; at run time a report or a Response may come.
+      return serveReport({
+        request,
+        set,
+        cache,
+        clock: deps.clock,
+        key,
+        format,
+        filename,
+        admit: () => enforceExpensiveReadLimit(deps, actor),
+        build: () => REPORTS[report].verb({ deps, actor, range: range() }),
+      }) as Promise<Static<typeof ReportAnswer>> | Promise<Response>
     },
     {
       transform: ({ request, params }) => {
@@ -85,7 +95,7 @@ export function reportsRoutes(deps: Deps) {
               "`earnings` (`marketplaces:read`): sums of the earnings accrual rows (one per server, marketplace and UTC day, so the days are UTC): earned before the platforms' cut, beside the platforms' own figure after it where they report one. Marketplace numbers, not a ledger: totals carry `total_label`.",
               "`spend` (`billing:read`): sums of the ledger rows whose occurred_at falls in each period of the account's own days (the caller's time zone, else the owner's, else UTC), as the spend tiles of GET /billing count them; charges split per server as the per-server CSV splits them.",
               "`margin` (`billing:read`): over UTC days, earnings accrued from running deals, minus the platforms' cut, minus electricity, minus gpuhq's own charges. A figure with a missing input (no tariff, no power measurements, no commission, a sync outage) leaves it out, says `estimate: true` and names it in `missing`; it is never shown as zero. `days` (1..90, margin only) asks for the last days, today included, instead of `from`/`to`.",
-              "`utilisation` and `earnings` show a token with a server_allowlist its servers only; `spend` and `margin` span the tenant and refuse such a token (403 forbidden, errors[0].code tenant_wide). A token without the report's scope → 403; an unknown report → 404. Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV (text/csv). Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). See docs/reports.md.",
+              "`utilisation` and `earnings` show a token with a server_allowlist its servers only; `spend` and `margin` span the tenant and refuse such a token (403 forbidden, errors[0].code tenant_wide). A token without the report's scope → 403; an unknown report → 404. Range: `from`/`to` dates, both included, at most 366 days (default the last 7 days, today included); `group_by` day, week or month. `format=csv` (or `Accept: text/csv`) answers CSV (text/csv). Cached 60 s per tenant, allowlist and range: strong ETag, If-None-Match → 304, `Cache-Control: private, max-age=60`. A range the rules refuse → 422 (`after_to`, `range_too_large`, `format`). An answer computed anew (not from the cache) is an expensive read: it counts once for the caller (RATE_LIMIT_EXPENSIVE_READS_PER_MINUTE, default 20 a minute per token or member, in bursts of at most 5) and once for the tenant (RATE_LIMIT_TENANT_EXPENSIVE_READS_PER_MINUTE, default 40, bursts of 10); past either, 429 with Retry-After. See docs/reports.md.",
             ].join('\n\n'),
           },
         ),

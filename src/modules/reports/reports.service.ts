@@ -1,7 +1,7 @@
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { memberTimezone } from '../users'
-import { resolveRange, type RangeInput } from './range'
+import { expandRange, resolveDates, type RangeInput } from './range'
 
 /**
  * The reports (docs/reports.md) and the days each counts in. Reports built from the marketplaces'
@@ -19,11 +19,12 @@ export type ReportName = keyof typeof DAYS
  */
 export function reportRequest({ deps, actor, report, input }: { deps: Deps; actor: Actor; report: ReportName; input: RangeInput }) {
   const zone = DAYS[report] === 'utc' ? 'UTC' : (memberTimezone(deps.db, actor.tenantId, actor.userId) ?? 'UTC')
-  const range = resolveRange(input, zone, deps.clock.nowUs())
+  const dates = resolveDates(input, zone, deps.clock.nowUs())
   const allowlist = actor.serverAllowlist ? [...actor.serverAllowlist].sort().join(',') : '*'
   return {
-    range,
-    key: JSON.stringify([actor.tenantId, allowlist, report, range.from, range.to, range.groupBy, range.zone]),
-    filename: `gpuhq-${report}-${range.from}-${range.to}`,
+    // The periods only when the report is built (not for a cached answer or a refusal).
+    range: () => expandRange(dates),
+    key: JSON.stringify([actor.tenantId, allowlist, report, dates.from, dates.to, dates.groupBy, dates.zone]),
+    filename: `gpuhq-${report}-${dates.from}-${dates.to}`,
   }
 }

@@ -2,8 +2,8 @@ import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { toCsv } from '../../platform/csv'
 import { accruedDays } from '../earnings'
-import { presenceTransitions, serversOfTenant } from '../fleet'
-import { hourlyGpuUtilisation } from '../telemetry'
+import { presenceTransitionsOf, serversOfTenant } from '../fleet'
+import { gpuDays } from './gpu-days.service'
 import { periodIndexOfDate, periodIndexOfInstant, periodView, rangeView, type Range } from './range'
 
 /**
@@ -58,7 +58,7 @@ function presenceSegments(transitions: { kind: string; at: number }[], start: nu
   return out
 }
 
-export function utilisationReport({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
+export async function utilisationReport({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
   const now = deps.clock.nowUs()
   const end = Math.min(range.toUs, now)
   const rented = new Map<string, Map<number, number>>()
@@ -72,27 +72,42 @@ export function utilisationReport({ deps, actor, range }: { deps: Deps; actor: A
   const servers = serversOfTenant(deps.db, actor.tenantId).filter(
     (s) => mayAccessServer(actor, s.id) && ((s.createdAt < end && (s.decommissionedAt ?? Number.POSITIVE_INFINITY) > range.fromUs) || rented.has(s.id)),
   )
+  // A fixed number of reads whatever the servers (docs/reports.md "Cost"): presence transitions of
+  // every server at once, GPU utilisation per server and UTC day from the stored daily aggregates.
+  const ids = servers.map((s) => s.id)
+  const transitions = presenceTransitionsOf(deps.db, actor.tenantId, ids, range.fromUs, end)
+  const utilisation = new Map<string, { day: number; sum: number; gpuHours: number }[]>()
+  for (const d of await gpuDays(deps, actor.tenantId, ids, 'utilization_pct', range.fromUs, Math.min(range.toUs, now))) {
+    const list = utilisation.get(d.serverId) ?? []
+    list.push(d)
+    utilisation.set(d.serverId, list)
+  }
   const rows = servers.map((s) => {
     const managedFrom = Math.max(s.createdAt, range.fromUs)
     const managedTo = Math.min(s.decommissionedAt ?? Number.POSITIVE_INFINITY, end)
-    const segments = managedTo > managedFrom ? presenceSegments(presenceTransitions(deps.db, actor.tenantId, s.id, range.fromUs, end), range.fromUs, end) : []
+    const segments = managedTo > managedFrom ? presenceSegments(transitions.get(s.id) ?? [], range.fromUs, end) : []
+    // Periods and segments are both in time order: one pass over the two (not every segment per period).
+    let first = 0
     const periods = range.periods.map((p) => {
       const acc = empty()
       const from = Math.max(p.fromUs, managedFrom)
       const to = Math.min(p.toUs, managedTo)
       acc.trackedUs = Math.max(0, to - from)
-      for (const seg of segments) {
+      while (first < segments.length && segments[first]!.to <= p.fromUs) first++
+      for (let i = first; i < segments.length && segments[i]!.from < p.toUs; i++) {
+        const seg = segments[i]!
         if (seg.state === 'online') acc.onlineUs += overlap(seg.from, seg.to, from, to)
         else if (seg.state === 'suspect') acc.suspectUs += overlap(seg.from, seg.to, from, to)
       }
       return acc
     })
     for (const [i, us] of rented.get(s.id) ?? []) periods[i]!.rentedUs += us
-    for (const h of hourlyGpuUtilisation(deps.db, s.id, range.fromUs, range.toUs)) {
-      const i = periodIndexOfInstant(range, h.bucket)
+    // Periods are whole UTC days here, so a day's GPU-hours land in the period of its first instant.
+    for (const d of utilisation.get(s.id) ?? []) {
+      const i = periodIndexOfInstant(range, d.day)
       if (i < 0) continue
-      periods[i]!.utilSum += h.sumPct
-      periods[i]!.utilGpus += h.gpus
+      periods[i]!.utilSum += d.sum
+      periods[i]!.utilGpus += d.gpuHours
     }
     const whole = empty()
     for (const p of periods) add(whole, p)

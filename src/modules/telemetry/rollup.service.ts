@@ -71,6 +71,20 @@ export function unsettledFrom(deps: Deps, grain: Grain, wm: Pick<Watermark, 'don
   return Math.min(wm.doneUntil, redo)
 }
 
+/**
+ * The instant before which every hourly bucket is final: computed by a finished run (before the
+ * watermark, and before any redo a late sample asked for) and older than the raw history, so no
+ * late sample can change it any more. 0 while nothing is (no run yet). What is stored from those
+ * buckets (the reports' daily aggregates) never needs computing again.
+ */
+export function settledHourlyUntil(deps: Deps): number {
+  const wm = watermarkOf(deps.db, 3600)
+  if (!wm) return 0
+  const now = deps.clock.nowUs()
+  const rawStart = now - deps.config.metricsRetention.rawHours * 3600 * US
+  return Math.max(0, Math.min(unsettledFrom(deps, 3600, wm, now), floorTo(rawStart, 3600)))
+}
+
 /** Batch sizes the rollup starts from and keeps within (series per transaction). */
 const SERIES_BATCH = { first: 64, min: 1, max: 4096 }
 

@@ -5,6 +5,7 @@ import { isPostgres, type DbOrTx } from '../../../db/client'
 
 /** The queries of telemetry's tables: series, raw samples, rollups and the rollup watermarks. */
 const US = 1_000_000
+const DAY_US = 86_400_000_000
 
 /** Every series of a server as [gpu_index, metric, id]: a server's first samples in a process load them all at once. */
 export function seriesOfServer(sqlite: Database, serverId: string): [number, string, number][] {
@@ -227,18 +228,41 @@ export function averageGpuPowerW(db: DbOrTx, serverId: string, fromUs: number, t
   return row?.watts ?? null
 }
 
+export type GpuDay = { serverId: string; day: number; sum: number; buckets: number; gpuHours: number }
+
 /**
- * A server's GPU utilisation per hourly rollup bucket in [fromUs, toUs): the sum of its GPUs'
- * average `utilization_pct` and how many GPUs measured it, so any span of hours averages as
- * Σ sum ÷ Σ gpus (every GPU-hour weighs the same). Buckets without a measurement are left out.
+ * One GPU metric of many servers, per server and UTC day in [fromUs, toUs), from the hourly
+ * rollups (with a value) in ONE query, whatever the number of servers and days (the reports):
+ * `sum` of the GPUs' hourly averages, `buckets` the hours with at least one GPU measured, `gpuHours`
+ * the GPU-hours measured. So a day's average summed over the GPUs is sum ÷ buckets (what
+ * averageGpuPowerW gives for that day), and its average per GPU-hour is sum ÷ gpuHours.
  */
-export function hourlyGpuUtilisation(db: DbOrTx, serverId: string, fromUs: number, toUs: number): { bucket: number; sumPct: number; gpus: number }[] {
+export function gpuMetricByServerDay(db: DbOrTx, serverIds: readonly string[], metric: string, fromUs: number, toUs: number): GpuDay[] {
+  if (serverIds.length === 0 || toUs <= fromUs) return []
+  // The constant written out, not bound: PostgreSQL must see the same expression in SELECT and GROUP BY.
+  const day = sql<number>`(${metricRollups.bucket} / ${sql.raw(String(DAY_US))}) * ${sql.raw(String(DAY_US))}`
   return db
-    .select({ bucket: metricRollups.bucket, sumPct: sql<number>`sum(${metricRollups.avg})`, gpus: sql<number>`count(*)` })
+    .select({
+      serverId: metricSeries.serverId,
+      day: day.as('day'),
+      sum: sql<number>`sum(${metricRollups.avg})`,
+      buckets: sql<number>`count(DISTINCT ${metricRollups.bucket})`,
+      gpuHours: sql<number>`count(*)`,
+    })
     .from(metricRollups)
     .innerJoin(metricSeries, eq(metricSeries.id, metricRollups.seriesId))
-    .where(gpuHourly(serverId, 'utilization_pct', fromUs, toUs))
-    .groupBy(metricRollups.bucket)
-    .orderBy(asc(metricRollups.bucket))
+    .where(
+      and(
+        inArray(metricSeries.serverId, [...serverIds]),
+        eq(metricSeries.metric, metric),
+        gte(metricSeries.gpuIndex, 0),
+        eq(metricRollups.grain, 3600),
+        gte(metricRollups.bucket, fromUs),
+        lt(metricRollups.bucket, toUs),
+        isNotNull(metricRollups.avg),
+      ),
+    )
+    .groupBy(metricSeries.serverId, day)
     .all()
+    .map((r) => ({ serverId: r.serverId, day: Number(r.day), sum: Number(r.sum), buckets: Number(r.buckets), gpuHours: Number(r.gpuHours) }))
 }
