@@ -9,6 +9,7 @@ import { type DemoMarkets, reportVastEarnings, startDemoMarkets } from '../../sc
 import { arrangeFleet, configureAccount, connectMarketplaces, createOwner, demoSignIn, fundAccount, mintToken, upgradeToPro } from '../../scripts/demo/seed'
 import { enrolFleet } from '../../scripts/demo/agents'
 import { startTestApp, type TestApp } from '../support/app'
+import { UNLIMITED_REPORTS } from '../reports/support'
 import { connectClient, enableAccess } from '../support/mcp'
 
 /**
@@ -185,7 +186,9 @@ function fixtureRows(tenantId: string, serverId: string, commandId: string): voi
 
 beforeAll(async () => {
   markets = await startDemoMarkets()
-  app = await startTestApp({ LOG_LEVEL: 'silent', MARKETPLACE_A_API_URL: markets.a.url, MARKETPLACE_B_API_URL: markets.b.url })
+  // Every report is read once per enum value and media type here: the expensive-read limits
+  // (tests/reports/cost.test.ts covers them) are off, so the answers are the reports themselves.
+  app = await startTestApp({ LOG_LEVEL: 'silent', MARKETPLACE_A_API_URL: markets.a.url, MARKETPLACE_B_API_URL: markets.b.url, ...UNLIMITED_REPORTS })
   doc = (await (await app.fetch('/api/v1/openapi.json')).json()) as Doc
   await recording(async () => {
     const api = new DemoClient(app.url)
