@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks'
 import { get, request } from '../lib/api'
-import { MARKETPLACES, type Marketplace, marketplaceName, money, utcDay } from '../lib/format'
+import { MARKETPLACES, type Marketplace, marketplaceName, utcDay } from '../lib/format'
 import { useIdempotency, useResource } from '../lib/resource'
 import { can } from '../lib/session'
 import type { Margin } from '../lib/types'
 import { Form, TextField, useForm } from '../ui/form'
+import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
 import { Async, Empty, TableWrap } from '../ui/states'
 
@@ -42,11 +43,15 @@ function EarningsTable({ r }: { r: EarningsReport }) {
       <dl class="tiles" aria-label="Earnings">
         <div class="tile">
           <dt>Earned ({r.total_label})</dt>
-          <dd>{money(r.total.earned_usd)}</dd>
+          <dd>
+            <Money usd={r.total.earned_usd} />
+          </dd>
         </div>
         <div class="tile">
           <dt>Reported by the platforms</dt>
-          <dd>{money(r.total.platform_reported_usd, 'not reported')}</dd>
+          <dd>
+            <Money usd={r.total.platform_reported_usd} empty="not reported" />
+          </dd>
         </div>
         <div class="tile">
           <dt>Rented time</dt>
@@ -77,8 +82,12 @@ function EarningsTable({ r }: { r: EarningsReport }) {
                 <td>{s.name}</td>
                 <td>{s.gpu_model ?? '—'}</td>
                 <td class="num">{hours(s.accrued_seconds)}</td>
-                <td class="num">{money(s.earned_usd)}</td>
-                <td class="num">{money(s.platform_reported_usd)}</td>
+                <td class="num">
+                  <Money usd={s.earned_usd} />
+                </td>
+                <td class="num">
+                  <Money usd={s.platform_reported_usd} />
+                </td>
               </tr>
             ))}
           </tbody>
@@ -88,7 +97,7 @@ function EarningsTable({ r }: { r: EarningsReport }) {
       <ul>
         {r.by_marketplace.map((m) => (
           <li key={m.marketplace}>
-            {marketplaceName(m.marketplace)}: {money(m.earned_usd)} from {m.servers} servers
+            {marketplaceName(m.marketplace)}: <Money usd={m.earned_usd} /> from {m.servers} servers
           </li>
         ))}
       </ul>
@@ -129,12 +138,20 @@ function MarginTable({ r }: { r: MarginReport }) {
           {rows.map(([name, m]) => (
             <tr key={name}>
               <th scope="row">{name}</th>
-              <td class="num">{money(m.earned_usd)}</td>
-              <td class="num">{money(m.platform_cut_usd, 'unknown')}</td>
-              <td class="num">{money(m.electricity_usd, 'unknown')}</td>
-              <td class="num">{money(m.gpuhq_charges_usd)}</td>
               <td class="num">
-                {money(m.margin_usd)}
+                <Money usd={m.earned_usd} />
+              </td>
+              <td class="num">
+                <Money usd={m.platform_cut_usd} empty="unknown" />
+              </td>
+              <td class="num">
+                <Money usd={m.electricity_usd} empty="unknown" />
+              </td>
+              <td class="num">
+                <Money usd={m.gpuhq_charges_usd} />
+              </td>
+              <td class="num">
+                <Money usd={m.margin_usd} />
                 {m.estimate ? ' (estimate)' : ''}
               </td>
               <td>{m.missing.join(', ') || '—'}</td>
@@ -250,7 +267,13 @@ export function EarningsPage() {
         <Async r={basis} label="Loading the cost basis…">
           {(b) => (
             <>
-              {can('admin') ? <CostBasisForm basis={b} saved={basis.set} /> : <p>Electricity {money(b.electricity_usd_per_kwh, 'not entered')} per kWh.</p>}
+              {can('admin') ? (
+                <CostBasisForm basis={b} saved={basis.set} />
+              ) : (
+                <p>
+                  Electricity <Price usd={b.electricity_usd_per_kwh} empty="not entered" /> per kWh.
+                </p>
+              )}
               {b.defaults.length > 0 && (
                 <>
                   <h3>Used where nothing is entered</h3>

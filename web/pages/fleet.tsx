@@ -7,6 +7,7 @@ import { href } from '../lib/router'
 import { can } from '../lib/session'
 import type { Dashboard, Group, ServerRow, Snapshot } from '../lib/types'
 import { PresenceBadge } from '../ui/badges'
+import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
 import { Async, DataTable, Empty, More } from '../ui/states'
 import { Groups } from './groups'
@@ -148,8 +149,12 @@ function ServerTable({ rows, groups }: { rows: ServerRow[]; groups: Group[] }) {
           </td>
           <td class="num">{num(s.max_temp_core_c, ' °C')}</td>
           <td class="num">{num(s.avg_util_pct, ' %')}</td>
-          <td class="num">{money(s.price_usd_gpu_h)}</td>
-          <td class="num">{money(s.revenue_today_usd)}</td>
+          <td class="num">
+            <Price usd={s.price_usd_gpu_h} />
+          </td>
+          <td class="num">
+            <Money usd={s.revenue_today_usd} />
+          </td>
           <td>{ago(s.last_seen_at)}</td>
         </tr>
       ))}

@@ -1,8 +1,9 @@
 import { get } from '../lib/api'
-import { dateTime, marketplaceName, money } from '../lib/format'
+import { dateTime, marketplaceName } from '../lib/format'
 import { usePaged, useResource } from '../lib/resource'
 import type { ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
+import { Price } from '../ui/money'
 import { Section } from '../ui/layout'
 import { Async, DataTable, Empty, PagedTable } from '../ui/states'
 
@@ -81,8 +82,12 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
                     <td>{name(s.server_id)}</td>
                     <td>{marketplaceName(s.marketplace)}</td>
                     <td>{s.gpu_model ?? '—'}</td>
-                    <td class="num">{money(s.price_gpu_hour)}</td>
-                    <td class="num">{money(s.median)}</td>
+                    <td class="num">
+                      <Price usd={s.price_gpu_hour} />
+                    </td>
+                    <td class="num">
+                      <Price usd={s.median} />
+                    </td>
                     <td class="num">{s.cheaper === null ? '—' : `${s.cheaper} / ${s.equal} / ${s.dearer} of ${s.market_offers}`}</td>
                     <td class="num">{s.percentile === null ? '—' : Math.round(s.percentile)}</td>
                   </tr>
