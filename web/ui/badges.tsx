@@ -41,3 +41,21 @@ const TONES: Record<string, string> = {
 }
 
 export const StatusBadge = ({ status }: { status: string }) => <span class={`badge ${TONES[status] ?? ''}`}>{status.replaceAll('_', ' ')}</span>
+
+/**
+ * A dotted name (an event kind, a command type): it may wrap after a dot or an underscore on a
+ * narrow screen, never inside a word.
+ */
+export function DottedName({ name }: { name: string }) {
+  const parts = name.split(/(?<=[._])/)
+  return (
+    <code class="dotted">
+      {parts.map((p, i) => (
+        <>
+          {i > 0 && <wbr />}
+          {p}
+        </>
+      ))}
+    </code>
+  )
+}
