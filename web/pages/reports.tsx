@@ -8,7 +8,7 @@ import type { Margin } from '../lib/types'
 import { Chart, type ChartSeries } from '../ui/chart'
 import { Page, Section } from '../ui/layout'
 import { Money } from '../ui/money'
-import { Async, DataTable, Empty } from '../ui/states'
+import { Async, DataTable, Empty, Loading } from '../ui/states'
 
 /**
  * Reports (docs/reports.md, docs/console.md "Reports"): the four reports of GET /reports/{name}
@@ -467,7 +467,9 @@ export function ReportsPage() {
       <Section title={REPORTS[report]}>
         <Async r={data} label="Loading the report…">
           {(r) => {
-            const range = r as Range
+            const range = r as Range & { report: string }
+            // Right after another report is picked, the last answer is still the previous report's.
+            if (range.report !== report) return <Loading label="Loading the report…" />
             return (
               <>
                 <p class="muted small">
