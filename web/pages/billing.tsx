@@ -129,7 +129,7 @@ function Ledger({ version }: { version: number }) {
         }
         row={(e) => (
           <tr key={e.id}>
-            <td>{dateTime(e.occurred_at)}</td>
+            <td class="nowrap">{dateTime(e.occurred_at)}</td>
             <td>{e.kind}</td>
             <td>{e.detail}</td>
             <td class="num">
@@ -168,7 +168,7 @@ function Topups({ version }: { version: number }) {
       }
       row={(t) => (
         <tr key={t.id}>
-          <td>{dateTime(t.created_at)}</td>
+          <td class="nowrap">{dateTime(t.created_at)}</td>
           <td>
             <StatusBadge status={t.status} />
             {t.purpose.kind === 'subscription_change' && <span class="muted small"> for the plan {t.purpose.target_plan}</span>}

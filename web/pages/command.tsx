@@ -46,7 +46,7 @@ function Timeline({ id, version }: { id: string; version: number }) {
           >
             {items.map((s) => (
               <tr key={s.id}>
-                <td>{dateTime(s.at)}</td>
+                <td class="nowrap">{dateTime(s.at)}</td>
                 <td>{s.axis}</td>
                 <td>
                   {s.from ? `${s.from.replaceAll('_', ' ')} → ` : ''}

@@ -73,7 +73,7 @@ const Signed = ({ usd }: { usd: string | null }) =>
 function ReconciliationTable({ rec }: { rec: Reconciliation }) {
   const label = (k: string) => rec.labels[k] ?? LABELS[k] ?? k
   const cols = [rec.total, ...rec.by_marketplace]
-  const rates = (r: Rec) => r.cut_rates.map((c) => `${c.percent === null ? '?' : `${c.percent} %`} on ${c.currency} (${label(c.source)})`).join('; ')
+  const rates = (r: Rec) => r.cut_rates.map((c) => `${c.percent === null ? '?' : `${c.percent} %`} on ${c.currency}: ${label(c.source)}`).join('; ')
   const row = (k: string, cell: (r: Rec) => ComponentChildren) => (
     <tr>
       <th scope="row">{label(k)}</th>

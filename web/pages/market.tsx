@@ -188,7 +188,7 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
           }
           row={(o) => (
             <tr key={o.id}>
-              <td>{dateTime(o.at)}</td>
+              <td class="nowrap">{dateTime(o.at)}</td>
               <td>{marketplaceName(o.marketplace)}</td>
               <td>
                 <code>

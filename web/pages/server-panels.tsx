@@ -38,7 +38,7 @@ export function ServerEvents({ serverId }: { serverId: string }) {
         }
         row={(e) => (
           <tr key={e.id}>
-            <td>{dateTime(e.created_at)}</td>
+            <td class="nowrap">{dateTime(e.created_at)}</td>
             <td>
               <DottedName name={e.kind} />
             </td>
