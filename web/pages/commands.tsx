@@ -169,7 +169,7 @@ function CommandTable({ items, servers }: { items: Command[]; servers?: Map<stri
             <StatusBadge status={c.execution_status} />
             {c.progress !== null && c.execution_status === 'running' && <span class="muted small"> {c.progress} %</span>}
           </td>
-          <td>{ago(c.created_at)}</td>
+          <td class="nowrap">{ago(c.created_at)}</td>
         </tr>
       ))}
     </DataTable>

@@ -329,7 +329,7 @@ function ServerTable({ rows, groups, ctx }: { rows: ServerRow[]; groups: Group[]
             <td class="num">
               <Money usd={s.revenue_today_usd} />
             </td>
-            <td>{ago(s.last_seen_at)}</td>
+            <td class="nowrap">{ago(s.last_seen_at)}</td>
           </tr>
         )
       })}

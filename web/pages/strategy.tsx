@@ -306,7 +306,7 @@ export function StrategyPage() {
                       <td>
                         <StatusBadge status={p.enabled ? 'active' : 'paused'} />
                       </td>
-                      <td>{ago(p.last_run_at)}</td>
+                      <td class="nowrap">{ago(p.last_run_at)}</td>
                       {can('admin') && (
                         <td>
                           <Action
