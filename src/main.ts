@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, statSync } from 'node:fs'
 import { ConfigError, loadConfig, type Config } from './config'
-import { listenFailure, type Service, startService } from './service'
+import { listenFailure, plainHttpWarning, type Service, startService } from './service'
 
 /** Composition root: config → database → app → jobs → listen; SIGTERM drains and closes. */
 let config: Config
@@ -49,6 +49,8 @@ deps.log.info('listening', {
   database: config.databasePath,
   test_clock: config.testClock,
 })
+const httpOnly = plainHttpWarning(config.publicUrl)
+if (httpOnly) deps.log.warn(httpOnly, { public_url: config.publicUrl })
 if (process.stdout.isTTY || process.env.GPUHQ_BANNER === '1')
   console.error(`gpuhq listening on ${config.publicUrl} — console: ${config.publicUrl}/ — API docs: ${config.publicUrl}/api/v1/docs`)
 

@@ -59,3 +59,16 @@ export function listenFailure(error: unknown, port: number): string | null {
   if (code !== 'EADDRINUSE' && code !== 'EACCES') return null
   return `gpuhq: cannot listen on port ${port}: ${code === 'EADDRINUSE' ? 'it is in use by another program (or another gpuhq)' : 'permission denied'}; set PORT to another port`
 }
+
+/**
+ * The one start-up line for a PUBLIC_URL browsers cannot sign in at: the session cookie is
+ * `Secure` (`__Host-gpuhq_session`), which a browser keeps over plain http only on localhost; null
+ * for https and for loopback hosts.
+ */
+export function plainHttpWarning(publicUrl: string): string | null {
+  const url = new URL(publicUrl)
+  const host = url.hostname.replace(/^\[|\]$/g, '')
+  const loopback = host === 'localhost' || host.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(host) || host === '::1'
+  if (url.protocol !== 'http:' || loopback) return null
+  return `browser sign-in needs HTTPS (or localhost): PUBLIC_URL is ${url.origin}, and browsers drop the Secure session cookie over plain http on any host but localhost; put a TLS reverse proxy in front and set PUBLIC_URL to its https:// address (docs/operations.md "HTTPS")`
+}

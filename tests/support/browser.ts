@@ -50,8 +50,8 @@ declare const window: { axe: { run: (ctx: unknown, opts: unknown) => Promise<{ v
 declare const document: unknown
 
 /** Debian's headless Chromium, watching every page it opens for `origin` (a test app or the demo). */
-export async function openBrowser(origin: string, viewport = { width: 1280, height: 900 }): Promise<BrowserSession> {
-  const { context, close } = await launchChromium({ viewport, args: ['--disable-features=Translate,OptimizationHints,MediaRouter'] })
+export async function openBrowser(origin: string, viewport = { width: 1280, height: 900 }, args: string[] = []): Promise<BrowserSession> {
+  const { context, close } = await launchChromium({ viewport, args: ['--disable-features=Translate,OptimizationHints,MediaRouter', ...args] })
   const requests: string[] = []
   const problems: string[] = []
   context.on('request', (r) => requests.push(r.url()))

@@ -29,11 +29,11 @@ describe('on a phone', () => {
     for (const [link, title] of [
       ['Billing', 'Billing'],
       ['Marketplaces', 'Marketplaces'],
-      ['Notifications', 'Notifications'],
-      ['Tokens', 'Tokens'],
       ['Commands', 'Commands'],
       ['Earnings', 'Earnings'],
       ['Alerts', 'Alerts'],
+      ['Reports', 'Reports'],
+      ['Settings', 'Settings'],
     ]) {
       await page.getByRole('button', { name: 'Menu' }).click()
       await nav.waitFor({ timeout: WAIT })
@@ -45,6 +45,22 @@ describe('on a phone', () => {
       await expectAccessible(c, `phone-2-${title.toLowerCase()}`)
     }
   }, 180_000)
+
+  test('notifications, tokens and the plan, reached from Settings, fit the screen too', async () => {
+    const { page } = c
+    for (const [link, title] of [
+      ['Notifications', 'Notifications'],
+      ['Tokens', 'Tokens'],
+      ['Plan', 'Plan'],
+    ]) {
+      await open(c, '/settings', 'Settings')
+      await page.getByRole('main').getByRole('link', { name: link, exact: true }).click()
+      await page.getByRole('heading', { level: 1, name: title }).waitFor({ timeout: WAIT })
+      await page.locator('.state.loading').first().waitFor({ state: 'detached', timeout: WAIT })
+      expect({ title, fits: await fitsTheScreen() }).toEqual({ title, fits: true })
+      await expectAccessible(c, `phone-2-${title.toLowerCase()}`)
+    }
+  }, 120_000)
 
   test('strategy and AI access say the free plan lacks them and point at the plans', async () => {
     const { page } = c

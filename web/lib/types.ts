@@ -24,6 +24,10 @@ export type ServerRow = {
   group_id: string | null
   tags: string[]
   gpu_vitals: { index: number; temp_c: number | null; fan_pct: number | null }[]
+  /** Beside the spec's row (docs/fleet.md): rented (a rental runs), idle (listed, nothing rented), null (not offered). */
+  rental_state?: 'rented' | 'idle' | null
+  rented_gpu_count?: number
+  open_incidents?: number
 }
 
 export type Margin = {
@@ -62,7 +66,7 @@ export type ServerDetail = ServerRow & {
 
 export type Dashboard = Snapshot & {
   servers: { total: number; online: number; suspect: number; offline: number; in_maintenance: number }
-  gpus: { total: number; by_model: { model: string; count: number }[] }
+  gpus: { total: number; by_model: { model: string; count: number }[]; rented?: number; idle?: number; unlisted?: number; offline?: number }
   groups: { group_id: string | null; servers: number }[]
   revenue_today_usd: string
 }

@@ -166,8 +166,8 @@ export function AiPage() {
                     {a.clients.map((cl) => (
                       <tr key={cl.id}>
                         <td>{cl.name}</td>
-                        <td>{dateTime(cl.connected_at)}</td>
-                        <td>{dateTime(cl.last_used_at, 'never')}</td>
+                        <td class="nowrap">{dateTime(cl.connected_at)}</td>
+                        <td class="nowrap">{dateTime(cl.last_used_at, 'never')}</td>
                         <td>
                           <Action
                             label={`Disconnect ${cl.name}`}

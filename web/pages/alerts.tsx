@@ -93,7 +93,7 @@ export function AlertsPage() {
           }
           row={(a) => (
             <tr key={a.id}>
-              <td>
+              <td class="text">
                 <strong>{a.title}</strong>
                 <br />
                 <span class="small">{a.detail}</span>
@@ -107,9 +107,17 @@ export function AlertsPage() {
                 <StatusBadge status={a.state} />
               </td>
               <td>
-                {a.server_id ? <a href={href(`/servers/${a.server_id}`)}>{name(a.server_id)}</a> : a.marketplace ? marketplaceName(a.marketplace) : 'account'}
+                {a.server_id ? (
+                  <a class="name" href={href(`/servers/${a.server_id}`)}>
+                    {name(a.server_id)}
+                  </a>
+                ) : a.marketplace ? (
+                  marketplaceName(a.marketplace)
+                ) : (
+                  'account'
+                )}
               </td>
-              <td>{ago(a.opened_at)}</td>
+              <td class="nowrap">{ago(a.opened_at)}</td>
               {can('operator') && (
                 <td>
                   {a.state === 'open' && (

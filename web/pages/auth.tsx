@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { get, request } from '../lib/api'
 import { useResource } from '../lib/resource'
 import { href, navigate } from '../lib/router'
-import { type Me, signedIn, signedOutReason } from '../lib/session'
+import { type Me, sessionStarted, signedOutReason } from '../lib/session'
 import { Form, TextField, useForm } from '../ui/form'
 import { ThemePicker } from '../ui/layout'
 import { Async } from '../ui/states'
@@ -68,7 +68,7 @@ function DemoSignIn({ demo }: { demo: { email: string; password: string } }) {
   const enter = () =>
     form.run(async () => {
       const { data } = await request<Me>('POST', '/auth/sessions', { body: demo })
-      signedIn(data)
+      await sessionStarted(data)
       navigate('/')
     })
   const auto = !signedOutReason.value
@@ -119,7 +119,7 @@ export function SignIn() {
         busyLabel="Signing in…"
         onSubmit={async () => {
           const { data } = await request<Me>('POST', '/auth/sessions', { body: { email, password } })
-          signedIn(data)
+          await sessionStarted(data)
           navigate('/')
         }}
       >
@@ -255,7 +255,7 @@ function CodeFlow({ kind }: { kind: 'signup' | 'reset' }) {
           busyLabel="Saving…"
           onSubmit={async () => {
             const { data } = await request<Me>('POST', `${base}/complete`, { body: { ticket, password } })
-            signedIn(data)
+            await sessionStarted(data)
             navigate('/')
           }}
         >

@@ -1,11 +1,12 @@
 import { useState } from 'preact/hooks'
-import { dateTime, money } from '../lib/format'
+import { dateTime } from '../lib/format'
 import { useLive } from '../lib/live'
 import { usePaged, useSnapshot } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
 import type { Billing, Topup } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
+import { Money } from '../ui/money'
 import { Page, Section } from '../ui/layout'
 import { Async, PagedTable } from '../ui/states'
 import { TopUpForm } from './topup'
@@ -29,7 +30,9 @@ function Overview({ b }: { b: Billing }) {
       <dl class="tiles" aria-label="Balance">
         <div class="tile">
           <dt>Balance</dt>
-          <dd data-testid="balance">{money(b.balance_usd)}</dd>
+          <dd data-testid="balance">
+            <Money usd={b.balance_usd} />
+          </dd>
         </div>
         <div class="tile">
           <dt>Account</dt>
@@ -43,7 +46,9 @@ function Overview({ b }: { b: Billing }) {
         </div>
         <div class="tile">
           <dt>Per day now</dt>
-          <dd>{money(b.estimate.per_day_usd)}</dd>
+          <dd>
+            <Money usd={b.estimate.per_day_usd} />
+          </dd>
         </div>
         <div class="tile">
           <dt>Balance lasts</dt>
@@ -62,13 +67,15 @@ function Overview({ b }: { b: Billing }) {
         {TILES.map(([k, label]) => (
           <div class="tile" key={k}>
             <dt>{label}</dt>
-            <dd>{money(b.tiles[k].spend_usd)}</dd>
+            <dd>
+              <Money usd={b.tiles[k].spend_usd} />
+            </dd>
           </div>
         ))}
       </dl>
       <p class="muted small">
-        {b.estimate.managed_servers} managed servers on {b.tariff.label ?? 'no plan'} ({money(b.tariff.monthly_price_per_server_usd)} per server per month).{' '}
-        <a href={href('/billing/plan')}>Change plan</a>
+        {b.estimate.managed_servers} managed servers on {b.tariff.label ?? 'no plan'} (<Money usd={b.tariff.monthly_price_per_server_usd} /> per server per
+        month). <a href={href('/billing/plan')}>Change plan</a>
       </p>
     </>
   )
@@ -122,11 +129,15 @@ function Ledger({ version }: { version: number }) {
         }
         row={(e) => (
           <tr key={e.id}>
-            <td>{dateTime(e.occurred_at)}</td>
+            <td class="nowrap">{dateTime(e.occurred_at)}</td>
             <td>{e.kind}</td>
             <td>{e.detail}</td>
-            <td class="num">{money(e.amount_usd)}</td>
-            <td class="num">{money(e.balance_after_usd)}</td>
+            <td class="num">
+              <Money usd={e.amount_usd} />
+            </td>
+            <td class="num">
+              <Money usd={e.balance_after_usd} />
+            </td>
           </tr>
         )}
       />
@@ -157,14 +168,18 @@ function Topups({ version }: { version: number }) {
       }
       row={(t) => (
         <tr key={t.id}>
-          <td>{dateTime(t.created_at)}</td>
+          <td class="nowrap">{dateTime(t.created_at)}</td>
           <td>
             <StatusBadge status={t.status} />
             {t.purpose.kind === 'subscription_change' && <span class="muted small"> for the plan {t.purpose.target_plan}</span>}
           </td>
           <td>{t.payment_method}</td>
-          <td class="num">{money(t.amount_usd)}</td>
-          <td class="num">{money(t.credited_usd)}</td>
+          <td class="num">
+            <Money usd={t.amount_usd} />
+          </td>
+          <td class="num">
+            <Money usd={t.credited_usd} />
+          </td>
         </tr>
       )}
     />
@@ -196,7 +211,9 @@ function Charges() {
           <tr key={d.day}>
             <td>{d.day}</td>
             <td class="num">{d.server_hours}</td>
-            <td class="num">{money(d.amount_usd)}</td>
+            <td class="num">
+              <Money usd={d.amount_usd} />
+            </td>
             <td>
               <a href={`/api/v1/billing/charges/${d.day}.csv`} download={`gpuhq-charges-${d.day}.csv`}>
                 CSV of {d.day}

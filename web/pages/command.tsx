@@ -10,6 +10,16 @@ import { Page, Section } from '../ui/layout'
 import { Action, Async, DataTable, Empty } from '../ui/states'
 import { isTerminal } from './commands'
 
+/** A server by its name (GET /servers/{id}), its id on hover; the id only while the name loads or if it cannot be read. */
+function ServerName({ id }: { id: string }) {
+  const server = useResource(() => get<{ name: string }>(`/servers/${id}`), [id])
+  return (
+    <a href={href(`/servers/${id}`)} title={id} class="name">
+      {server.data?.name ?? (server.error ? id : '…')}
+    </a>
+  )
+}
+
 /** One command: both status axes, its timeline, the result or error, the log of a failure, cancel. */
 
 type Step = { id: string; at: string; axis: string; from: string | null; to: string; note: string | null }
@@ -36,7 +46,7 @@ function Timeline({ id, version }: { id: string; version: number }) {
           >
             {items.map((s) => (
               <tr key={s.id}>
-                <td>{dateTime(s.at)}</td>
+                <td class="nowrap">{dateTime(s.at)}</td>
                 <td>{s.axis}</td>
                 <td>
                   {s.from ? `${s.from.replaceAll('_', ' ')} → ` : ''}
@@ -104,7 +114,7 @@ export function CommandPage({ id }: { id: string }) {
                 </dd>
                 <dt>Server</dt>
                 <dd>
-                  <a href={href(`/servers/${c.server_id}`)}>{c.server_id}</a>
+                  <ServerName id={c.server_id} />
                 </dd>
                 <dt>Runs when</dt>
                 <dd>{c.requires.replaceAll('_', ' ')}</dd>

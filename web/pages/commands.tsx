@@ -6,7 +6,7 @@ import { useIdempotency, usePaged, useResource } from '../lib/resource'
 import { href, navigate } from '../lib/router'
 import { can } from '../lib/session'
 import type { CatalogueItem, Command, JsonSchema, ServerRow } from '../lib/types'
-import { StatusBadge } from '../ui/badges'
+import { DottedName, StatusBadge } from '../ui/badges'
 import { Field, Form, SelectField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
 import { Async, DataTable, Paged } from '../ui/states'
@@ -156,7 +156,9 @@ function CommandTable({ items, servers }: { items: Command[]; servers?: Map<stri
       {items.map((c) => (
         <tr key={c.command_id} data-command={c.command_id}>
           <td>
-            <a href={href(`/commands/${c.command_id}`)}>{c.type}</a>
+            <a href={href(`/commands/${c.command_id}`)}>
+              <DottedName name={c.type} />
+            </a>
           </td>
           {servers && <td>{servers.get(c.server_id) ?? c.server_id.slice(0, 8)}</td>}
           <td>
@@ -167,7 +169,7 @@ function CommandTable({ items, servers }: { items: Command[]; servers?: Map<stri
             <StatusBadge status={c.execution_status} />
             {c.progress !== null && c.execution_status === 'running' && <span class="muted small"> {c.progress} %</span>}
           </td>
-          <td>{ago(c.created_at)}</td>
+          <td class="nowrap">{ago(c.created_at)}</td>
         </tr>
       ))}
     </DataTable>

@@ -1,12 +1,14 @@
+import type { ComponentChildren } from 'preact'
 import { useState } from 'preact/hooks'
 import { get, request } from '../lib/api'
-import { MARKETPLACES, type Marketplace, marketplaceName, money, utcDay } from '../lib/format'
+import { MARKETPLACES, type Marketplace, marketplaceName, utcDay } from '../lib/format'
 import { useIdempotency, useResource } from '../lib/resource'
 import { can } from '../lib/session'
 import type { Margin } from '../lib/types'
 import { Form, TextField, useForm } from '../ui/form'
+import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
-import { Async, Empty, TableWrap } from '../ui/states'
+import { Async, DataTable, Empty, TableWrap } from '../ui/states'
 
 /**
  * Earnings and costs (docs/earnings.md, docs/reports.md): what the marketplaces report as earned
@@ -35,24 +37,144 @@ type CostBasis = {
 
 const hours = (s: number) => `${Math.round(s / 360) / 10} h`
 
-function EarningsTable({ r }: { r: EarningsReport }) {
+type Rec = {
+  marketplace: string | null
+  gross_usd: string
+  platform_cut_usd: string | null
+  cut_rates: { currency: string; percent: string | null; source: string }[]
+  net_usd: string | null
+  reported: { rows: number; net_usd: string | null; platform_usd: string; difference_usd: string | null }
+}
+/** GET /marketplaces/earnings' `reconciliation` (docs/earnings.md): gross, the platform's cut, net, and the platforms' own figure beside gpuhq's on the same days. */
+type Reconciliation = { total: Rec; by_marketplace: Rec[]; labels: Record<string, string> }
+
+const LABELS: Record<string, string> = {
+  gross_usd: 'Earned by rentals (before the platform’s cut)',
+  platform_cut_usd: 'Platform’s cut',
+  net_usd: 'Yours after the cut (estimate)',
+  'reported.net_usd': 'gpuhq’s estimate for the days the platform reported',
+  'reported.platform_usd': 'Reported by the platform',
+  'reported.difference_usd': 'Platform’s figure minus gpuhq’s estimate',
+  entered: 'your rate (cost basis)',
+  published_default: 'the platform’s published rate',
+  unknown: 'not known: enter it in the cost basis',
+}
+
+/** A signed amount: "+$1.25" or "−$1.25". */
+const Signed = ({ usd }: { usd: string | null }) =>
+  usd !== null && !usd.startsWith('-') && Number(usd) !== 0 ? (
+    <>
+      +<Money usd={usd} />
+    </>
+  ) : (
+    <Money usd={usd} />
+  )
+
+function ReconciliationTable({ rec }: { rec: Reconciliation }) {
+  const label = (k: string) => rec.labels[k] ?? LABELS[k] ?? k
+  const cols = [rec.total, ...rec.by_marketplace]
+  const rates = (r: Rec) => r.cut_rates.map((c) => `${c.percent === null ? '?' : `${c.percent} %`} on ${c.currency}: ${label(c.source)}`).join('; ')
+  const row = (k: string, cell: (r: Rec) => ComponentChildren) => (
+    <tr>
+      <th scope="row">{label(k)}</th>
+      {cols.map((r) => (
+        <td class="num" key={r.marketplace ?? 'all'}>
+          {cell(r)}
+        </td>
+      ))}
+    </tr>
+  )
+  return (
+    <DataTable
+      label="Earned against reported"
+      head={
+        <>
+          <th scope="col">Figure</th>
+          {cols.map((r) => (
+            <th scope="col" class="num" key={r.marketplace ?? 'all'}>
+              {r.marketplace ? marketplaceName(r.marketplace) : 'All marketplaces'}
+            </th>
+          ))}
+        </>
+      }
+    >
+      {row('gross_usd', (r) => (
+        <Money usd={r.gross_usd} />
+      ))}
+      {row('platform_cut_usd', (r) => (
+        <>
+          <Money usd={r.platform_cut_usd} empty="unknown" />
+          {r.cut_rates.length > 0 && <div class="muted small">{rates(r)}</div>}
+        </>
+      ))}
+      {row('net_usd', (r) => (
+        <Money usd={r.net_usd} empty="unknown" />
+      ))}
+      {row('reported.platform_usd', (r) => (r.reported.rows === 0 ? <span class="muted">not reported</span> : <Money usd={r.reported.platform_usd} />))}
+      {row('reported.net_usd', (r) => (r.reported.rows === 0 ? '—' : <Money usd={r.reported.net_usd} empty="unknown" />))}
+      {row('reported.difference_usd', (r) => (r.reported.rows === 0 ? '—' : <Signed usd={r.reported.difference_usd} />))}
+    </DataTable>
+  )
+}
+
+function EarningsTable({ r, rec }: { r: EarningsReport; rec: Reconciliation | undefined }) {
   if (r.servers.length === 0) return <Empty>No earnings in this period. They accrue while a linked machine is rented.</Empty>
   return (
     <>
-      <dl class="tiles" aria-label="Earnings">
-        <div class="tile">
-          <dt>Earned ({r.total_label})</dt>
-          <dd>{money(r.total.earned_usd)}</dd>
-        </div>
-        <div class="tile">
-          <dt>Reported by the platforms</dt>
-          <dd>{money(r.total.platform_reported_usd, 'not reported')}</dd>
-        </div>
-        <div class="tile">
-          <dt>Rented time</dt>
-          <dd>{hours(r.total.accrued_seconds)}</dd>
-        </div>
-      </dl>
+      {rec ? (
+        <>
+          <dl class="tiles" aria-label="Earnings">
+            <div class="tile">
+              <dt>{rec.labels.gross_usd ?? LABELS.gross_usd}</dt>
+              <dd>
+                <Money usd={rec.total.gross_usd} />
+              </dd>
+            </div>
+            <div class="tile">
+              <dt>{rec.labels.platform_cut_usd ?? LABELS.platform_cut_usd}</dt>
+              <dd>
+                <Money usd={rec.total.platform_cut_usd} empty="unknown" />
+              </dd>
+            </div>
+            <div class="tile">
+              <dt>{rec.labels.net_usd ?? LABELS.net_usd}</dt>
+              <dd>
+                <Money usd={rec.total.net_usd} empty="unknown" />
+              </dd>
+            </div>
+            <div class="tile">
+              <dt>Rented time</dt>
+              <dd>{hours(r.total.accrued_seconds)}</dd>
+            </div>
+          </dl>
+          <h3>Against what the platforms report</h3>
+          <p class="muted small">
+            The platforms report their own figure after their cut, and only for some days (marketplace B never does). It is compared with gpuhq’s estimate after
+            the cut on those same days only.
+          </p>
+          <ReconciliationTable rec={rec} />
+        </>
+      ) : (
+        <dl class="tiles" aria-label="Earnings">
+          <div class="tile">
+            <dt>Earned ({r.total_label})</dt>
+            <dd>
+              <Money usd={r.total.earned_usd} />
+            </dd>
+          </div>
+          <div class="tile">
+            <dt>Reported by the platforms (after their cut, on the days they reported)</dt>
+            <dd>
+              <Money usd={r.total.platform_reported_usd} empty="not reported" />
+            </dd>
+          </div>
+          <div class="tile">
+            <dt>Rented time</dt>
+            <dd>{hours(r.total.accrued_seconds)}</dd>
+          </div>
+        </dl>
+      )}
+      <h3>By server</h3>
       <TableWrap label="Earnings by server">
         <table>
           <caption class="muted small">{r.total_label}</caption>
@@ -67,7 +189,7 @@ function EarningsTable({ r }: { r: EarningsReport }) {
                 Earned
               </th>
               <th scope="col" class="num">
-                Platform's figure
+                Reported (after the cut)
               </th>
             </tr>
           </thead>
@@ -77,8 +199,12 @@ function EarningsTable({ r }: { r: EarningsReport }) {
                 <td>{s.name}</td>
                 <td>{s.gpu_model ?? '—'}</td>
                 <td class="num">{hours(s.accrued_seconds)}</td>
-                <td class="num">{money(s.earned_usd)}</td>
-                <td class="num">{money(s.platform_reported_usd)}</td>
+                <td class="num">
+                  <Money usd={s.earned_usd} />
+                </td>
+                <td class="num">
+                  <Money usd={s.platform_reported_usd} />
+                </td>
               </tr>
             ))}
           </tbody>
@@ -88,7 +214,7 @@ function EarningsTable({ r }: { r: EarningsReport }) {
       <ul>
         {r.by_marketplace.map((m) => (
           <li key={m.marketplace}>
-            {marketplaceName(m.marketplace)}: {money(m.earned_usd)} from {m.servers} servers
+            {marketplaceName(m.marketplace)}: <Money usd={m.earned_usd} /> from {m.servers} servers
           </li>
         ))}
       </ul>
@@ -129,12 +255,20 @@ function MarginTable({ r }: { r: MarginReport }) {
           {rows.map(([name, m]) => (
             <tr key={name}>
               <th scope="row">{name}</th>
-              <td class="num">{money(m.earned_usd)}</td>
-              <td class="num">{money(m.platform_cut_usd, 'unknown')}</td>
-              <td class="num">{money(m.electricity_usd, 'unknown')}</td>
-              <td class="num">{money(m.gpuhq_charges_usd)}</td>
               <td class="num">
-                {money(m.margin_usd)}
+                <Money usd={m.earned_usd} />
+              </td>
+              <td class="num">
+                <Money usd={m.platform_cut_usd} empty="unknown" />
+              </td>
+              <td class="num">
+                <Money usd={m.electricity_usd} empty="unknown" />
+              </td>
+              <td class="num">
+                <Money usd={m.gpuhq_charges_usd} />
+              </td>
+              <td class="num">
+                <Money usd={m.margin_usd} />
                 {m.estimate ? ' (estimate)' : ''}
               </td>
               <td>{m.missing.join(', ') || '—'}</td>
@@ -220,6 +354,15 @@ function CostBasisForm({ basis, saved }: { basis: CostBasis; saved: (b: CostBasi
 export function EarningsPage() {
   const [days, setDays] = useState(7)
   const earnings = useResource(() => get<EarningsReport>('/reports/earnings', { from: utcDay(days - 1), to: utcDay(0) }), [days])
+  // The reconciliation (gross, cut, net, the platforms' figure beside gpuhq's) where the service gives one.
+  const rec = useResource(
+    () =>
+      get<{ reconciliation?: Reconciliation }>('/marketplaces/earnings', { days }).then(
+        (e) => e.reconciliation ?? null,
+        () => null,
+      ),
+    [days],
+  )
   const margin = useResource(() => get<MarginReport>('/reports/margin', { days }), [days])
   const basis = useResource(() => get<CostBasis>('/billing/cost-basis'), [])
   return (
@@ -238,7 +381,7 @@ export function EarningsPage() {
     >
       <Section title="Earned">
         <Async r={earnings} label="Loading the earnings…">
-          {(r) => <EarningsTable r={r} />}
+          {(r) => <EarningsTable r={r} rec={rec.data ?? undefined} />}
         </Async>
       </Section>
       <Section title="Margin">
@@ -250,7 +393,13 @@ export function EarningsPage() {
         <Async r={basis} label="Loading the cost basis…">
           {(b) => (
             <>
-              {can('admin') ? <CostBasisForm basis={b} saved={basis.set} /> : <p>Electricity {money(b.electricity_usd_per_kwh, 'not entered')} per kWh.</p>}
+              {can('admin') ? (
+                <CostBasisForm basis={b} saved={basis.set} />
+              ) : (
+                <p>
+                  Electricity <Price usd={b.electricity_usd_per_kwh} empty="not entered" /> per kWh.
+                </p>
+              )}
               {b.defaults.length > 0 && (
                 <>
                   <h3>Used where nothing is entered</h3>

@@ -4,6 +4,8 @@ import { AiPage } from './ai'
 import { AlertsPage } from './alerts'
 import { BillingPage } from './billing'
 import { PlanPage } from './plan'
+import { ReportsPage } from './reports'
+import { SettingsPage } from './settings'
 import { CommandPage } from './command'
 import { Commands } from './commands'
 import { EarningsPage } from './earnings'
@@ -31,4 +33,6 @@ export const ROUTES: [string, (params: any) => JSX.Element][] = [
   ['/notifications', NotificationsPage],
   ['/tokens', TokensPage],
   ['/ai', AiPage],
+  ['/reports', ReportsPage],
+  ['/settings', SettingsPage],
 ]

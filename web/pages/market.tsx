@@ -1,8 +1,9 @@
 import { get } from '../lib/api'
-import { dateTime, marketplaceName, money } from '../lib/format'
+import { dateTime, gpuModelName, marketplaceName } from '../lib/format'
 import { usePaged, useResource } from '../lib/resource'
 import type { ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
+import { Price } from '../ui/money'
 import { Section } from '../ui/layout'
 import { Async, DataTable, Empty, PagedTable } from '../ui/states'
 
@@ -46,6 +47,12 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
   const supply = useResource(() => get<{ items: Supply[] }>('/marketplaces/supply'), [version])
   const ops = usePaged<Operation>('/marketplaces/operations', { limit: 20 }, [version])
   const name = (id: string) => servers.find((s) => s.id === id)?.name ?? id.slice(0, 8)
+  // The market's model keys (rtx_4090) in the words the fleet uses (NVIDIA GeForce RTX 4090).
+  const model = (key: string | null) =>
+    gpuModelName(
+      key,
+      servers.map((s) => s.gpu_model),
+    )
   return (
     <>
       <Section title="Market standing">
@@ -80,9 +87,13 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
                   <tr key={`${s.server_id}-${s.marketplace}`}>
                     <td>{name(s.server_id)}</td>
                     <td>{marketplaceName(s.marketplace)}</td>
-                    <td>{s.gpu_model ?? '—'}</td>
-                    <td class="num">{money(s.price_gpu_hour)}</td>
-                    <td class="num">{money(s.median)}</td>
+                    <td>{model(s.gpu_model)}</td>
+                    <td class="num">
+                      <Price usd={s.price_gpu_hour} />
+                    </td>
+                    <td class="num">
+                      <Price usd={s.median} />
+                    </td>
                     <td class="num">{s.cheaper === null ? '—' : `${s.cheaper} / ${s.equal} / ${s.dearer} of ${s.market_offers}`}</td>
                     <td class="num">{s.percentile === null ? '—' : Math.round(s.percentile)}</td>
                   </tr>
@@ -98,34 +109,57 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
             items.length === 0 ? (
               <Empty>Nothing listed yet.</Empty>
             ) : (
-              <DataTable
-                label="Supply"
-                head={
-                  <>
-                    <th scope="col">Marketplace</th>
-                    <th scope="col">Model</th>
-                    <th scope="col" class="num">
-                      Your GPUs
-                    </th>
-                    <th scope="col" class="num">
-                      Market GPUs
-                    </th>
-                    <th scope="col" class="num">
-                      Your share
-                    </th>
-                  </>
-                }
-              >
-                {items.map((s) => (
-                  <tr key={`${s.marketplace}-${s.gpu_model}`}>
-                    <td>{marketplaceName(s.marketplace)}</td>
-                    <td>{s.gpu_model}</td>
-                    <td class="num">{s.my_gpus}</td>
-                    <td class="num">{s.market_gpus}</td>
-                    <td class="num">{s.share_of_gpus === null ? '—' : `${Math.round(s.share_of_gpus * 1000) / 10} %`}</td>
-                  </tr>
-                ))}
-              </DataTable>
+              <>
+                <DataTable
+                  label="Supply"
+                  head={
+                    <>
+                      <th scope="col">Marketplace</th>
+                      <th scope="col">Model</th>
+                      <th scope="col" class="num">
+                        Your offers
+                      </th>
+                      <th scope="col" class="num">
+                        Your GPUs listed
+                      </th>
+                      <th scope="col" class="num">
+                        Offers for rent now
+                      </th>
+                      <th scope="col" class="num">
+                        GPUs for rent now
+                      </th>
+                      <th scope="col" class="num">
+                        Your share
+                      </th>
+                    </>
+                  }
+                >
+                  {items.map((s) => (
+                    <tr key={`${s.marketplace}-${s.gpu_model}`}>
+                      <td>{marketplaceName(s.marketplace)}</td>
+                      <td>{model(s.gpu_model)}</td>
+                      <td class="num">{s.my_offers}</td>
+                      <td class="num">{s.my_gpus}</td>
+                      <td class="num">{s.market_offers}</td>
+                      <td class="num">{s.market_gpus}</td>
+                      <td class="num">
+                        {s.share_of_gpus === null || s.my_gpus > s.market_gpus ? (
+                          <span title="You list more GPUs of this model than the market has for rent now: the rest of yours are rented, so no share is shown">
+                            —
+                          </span>
+                        ) : (
+                          `${Math.round(s.share_of_gpus * 1000) / 10} %`
+                        )}
+                      </td>
+                    </tr>
+                  ))}
+                </DataTable>
+                <p class="muted small">
+                  The market columns count what the marketplace's search offers for rent now (yours among them while they have a free GPU); your GPUs listed
+                  count every GPU of your listed machines, rented or not. Your share is of the GPUs for rent now, and is left out where you list more than the
+                  market has for rent.
+                </p>
+              </>
             )
           }
         </Async>
@@ -154,7 +188,7 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
           }
           row={(o) => (
             <tr key={o.id}>
-              <td>{dateTime(o.at)}</td>
+              <td class="nowrap">{dateTime(o.at)}</td>
               <td>{marketplaceName(o.marketplace)}</td>
               <td>
                 <code>

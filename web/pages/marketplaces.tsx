@@ -1,12 +1,13 @@
 import { useState } from 'preact/hooks'
 import { get, request } from '../lib/api'
-import { ago, type Marketplace, MARKETPLACES, marketplaceName, money } from '../lib/format'
+import { ago, type Marketplace, MARKETPLACES, marketplaceName } from '../lib/format'
 import { type Resource, useIdempotency, useResource } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
 import type { Link, ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
+import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
 import { Action, Async, DataTable, Empty, TableWrap } from '../ui/states'
 import { LinkActions } from './link-actions'
@@ -104,7 +105,9 @@ function Accounts({ accounts }: { accounts: Resource<{ items: Account[] }> }) {
                       {a.holding_usd !== null && (
                         <>
                           <dt>Held by the marketplace</dt>
-                          <dd>{money(a.holding_usd)}</dd>
+                          <dd>
+                            <Money usd={a.holding_usd} />
+                          </dd>
                         </>
                       )}
                     </dl>
@@ -280,7 +283,9 @@ function Links({ links, servers, reload }: { links: Link[]; servers: ServerRow[]
             {l.remote.error && <p class="inline-error">{l.remote.error}</p>}
           </td>
           <td>{l.remote.listed === null ? '—' : l.remote.listed ? 'yes' : 'no'}</td>
-          <td class="num">{money(l.remote.price_gpu_hour)}</td>
+          <td class="num">
+            <Price usd={l.remote.price_gpu_hour} />
+          </td>
           <td class="num">{l.remote.rentals_running ?? '—'}</td>
           <td>
             {l.remote.maintenance_announced ? `from ${new Date(l.remote.maintenance_starts_at ?? '').toLocaleString()}, ${l.remote.maintenance_hours} h` : '—'}

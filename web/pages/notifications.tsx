@@ -253,7 +253,7 @@ function History({ version }: { version: number }) {
       }
       row={(n) => (
         <tr key={n.id}>
-          <td>{dateTime(n.created_at)}</td>
+          <td class="nowrap">{dateTime(n.created_at)}</td>
           <td>{CATEGORIES[n.category] ?? n.category}</td>
           <td>{n.title}</td>
           <td>

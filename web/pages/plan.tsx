@@ -7,6 +7,7 @@ import { href } from '../lib/router'
 import { can } from '../lib/session'
 import type { PlanChange, PlanInfo } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
+import { Money } from '../ui/money'
 import { Page, Section } from '../ui/layout'
 import { Action, Async, ErrorNote } from '../ui/states'
 import { TopUpForm } from './topup'
@@ -59,11 +60,11 @@ function QuoteBox({ plan, sub, done }: { plan: PlanInfo; sub: Subscription; done
           <p>
             Changing to <strong>{plan.label}</strong> is{' '}
             {q.direction === 'lateral' ? 'a lateral change' : q.direction === 'upgrade' ? 'an upgrade' : 'a downgrade'}: {q.managed_servers} managed server
-            {q.managed_servers === 1 ? '' : 's'} at {money(q.monthly_price_per_server_usd)} per server per month, billed from {q.billing_effective_day}.
+            {q.managed_servers === 1 ? '' : 's'} at <Money usd={q.monthly_price_per_server_usd} /> per server per month, billed from {q.billing_effective_day}.
           </p>
           {q.direction === 'upgrade' && (
             <p>
-              It needs one day in reserve: {money(q.required_reserve_usd)} against your balance of {money(q.balance_usd)}
+              It needs one day in reserve: <Money usd={q.required_reserve_usd} /> against your balance of <Money usd={q.balance_usd} />
               {q.covered ? ', which covers it: it applies at once.' : '. Not covered: the change waits for a top-up, which you can pay next.'}
             </p>
           )}
@@ -95,7 +96,9 @@ function Pending({ change, reload }: { change: PlanChange; reload: () => void })
       </p>
       {change.status === 'awaiting_payment' && can('admin') && (
         <>
-          <p>It applies as soon as a top-up made for it is paid. At least {money(change.required_reserve_usd)}:</p>
+          <p>
+            It applies as soon as a top-up made for it is paid. At least <Money usd={change.required_reserve_usd} />:
+          </p>
           <TopUpForm
             purpose={{ kind: 'subscription_change', target_plan: change.target_plan, change_id: change.id }}
             amount={Number(change.required_reserve_usd) < 1 ? '1.00' : change.required_reserve_usd}

@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks'
 import { get, request } from '../lib/api'
-import { dateTime, marketplaceName, money } from '../lib/format'
+import { dateTime, marketplaceName } from '../lib/format'
 import { usePaged, useResource } from '../lib/resource'
 import { href } from '../lib/router'
 import type { Group, Link, Margin, ServerDetail, ServerEvent } from '../lib/types'
-import { StatusBadge } from '../ui/badges'
+import { DottedName, StatusBadge } from '../ui/badges'
+import { Money, Price } from '../ui/money'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Section } from '../ui/layout'
 import { Async, DataTable, Empty, PagedTable } from '../ui/states'
@@ -37,9 +38,9 @@ export function ServerEvents({ serverId }: { serverId: string }) {
         }
         row={(e) => (
           <tr key={e.id}>
-            <td>{dateTime(e.created_at)}</td>
+            <td class="nowrap">{dateTime(e.created_at)}</td>
             <td>
-              <code>{e.kind}</code>
+              <DottedName name={e.kind} />
             </td>
             <td>
               <StatusBadge status={e.severity} />
@@ -86,7 +87,9 @@ export function ServerLinks({ serverId }: { serverId: string }) {
                     <StatusBadge status={l.state} />
                   </td>
                   <td>{l.remote.listed === null ? '—' : l.remote.listed ? 'yes' : 'no'}</td>
-                  <td class="num">{money(l.remote.price_gpu_hour)}</td>
+                  <td class="num">
+                    <Price usd={l.remote.price_gpu_hour} />
+                  </td>
                   <td class="num">{l.remote.rentals_running ?? '—'}</td>
                 </tr>
               ))}
@@ -119,7 +122,9 @@ export function ServerMargin({ margin }: { margin?: Margin }) {
             ).map(([label, v]) => (
               <div class="tile" key={label}>
                 <dt>{label}</dt>
-                <dd>{money(v, 'unknown')}</dd>
+                <dd>
+                  <Money usd={v} empty="unknown" />
+                </dd>
               </div>
             ))}
           </dl>

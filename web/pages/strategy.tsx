@@ -1,13 +1,14 @@
 import type { ComponentChildren } from 'preact'
 import { useState } from 'preact/hooks'
 import { ApiError, get, request } from '../lib/api'
-import { ago, MARKETPLACES, type Marketplace, marketplaceName, money } from '../lib/format'
+import { ago, MARKETPLACES, type Marketplace, marketplaceName } from '../lib/format'
 import { useIdempotency, usePaged, useResource } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
 import type { Group, ServerRow } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
+import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
 import { Action, Async, DataTable, Empty, ErrorNote, Paged } from '../ui/states'
 
@@ -184,12 +185,16 @@ function PricedTable({ items, servers, label, actions }: { items: Priced[]; serv
         <tr key={`${p.server_id}-${i}`}>
           <td>{name(p.server_id)}</td>
           <td>{marketplaceName(p.marketplace)}</td>
-          <td class="num">{money(p.current_price_gpu_hour)}</td>
           <td class="num">
-            {money(p.suggested_price_gpu_hour)} ({p.change})
+            <Price usd={p.current_price_gpu_hour} />
+          </td>
+          <td class="num">
+            <Price usd={p.suggested_price_gpu_hour} /> ({p.change})
           </td>
           <td class="small">{p.reasons.join(' ') || p.bound_by.replaceAll('_', ' ')}</td>
-          <td class="num">{money(p.expected_change_usd_day)}</td>
+          <td class="num">
+            <Money usd={p.expected_change_usd_day} />
+          </td>
           {actions && <td>{actions(p)}</td>}
         </tr>
       ))}
@@ -301,7 +306,7 @@ export function StrategyPage() {
                       <td>
                         <StatusBadge status={p.enabled ? 'active' : 'paused'} />
                       </td>
-                      <td>{ago(p.last_run_at)}</td>
+                      <td class="nowrap">{ago(p.last_run_at)}</td>
                       {can('admin') && (
                         <td>
                           <Action

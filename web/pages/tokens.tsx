@@ -154,8 +154,8 @@ export function TokensPage() {
                 <code>{t.prefix}…</code>
               </td>
               <td>{t.scopes.join(', ')}</td>
-              <td>{dateTime(t.expires_at, 'never')}</td>
-              <td>{dateTime(t.last_used_at, 'never')}</td>
+              <td class="nowrap">{dateTime(t.expires_at, 'never')}</td>
+              <td class="nowrap">{dateTime(t.last_used_at, 'never')}</td>
               <td>
                 <Action
                   label={`Revoke ${t.name}`}

@@ -5,6 +5,7 @@ import { useLive } from '../lib/live'
 import { useIdempotency, useInterval, useResource } from '../lib/resource'
 import type { Topup } from '../lib/types'
 import { StatusBadge } from '../ui/badges'
+import { Money } from '../ui/money'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Async } from '../ui/states'
 
@@ -49,8 +50,13 @@ function TopupProgress({ initial, onEnded }: { initial: Topup; onEnded?: (t: Top
   return (
     <div class="note">
       <p aria-live="polite">
-        Top-up of {money(t.amount_usd)}: <StatusBadge status={t.status} />
-        {t.status === 'succeeded' && <strong> Payment received: {money(t.credited_usd)} credited.</strong>}
+        Top-up of <Money usd={t.amount_usd} />: <StatusBadge status={t.status} />
+        {t.status === 'succeeded' && (
+          <strong>
+            {' '}
+            Payment received: <Money usd={t.credited_usd} /> credited.
+          </strong>
+        )}
         {t.status === 'partially_paid' && ` ${money(t.credited_usd)} received so far.`}
         {t.status === 'review' && ` Set aside for the operator to check${t.review_reason ? `: ${t.review_reason}` : ''}.`}
         {(t.status === 'expired' || t.status === 'failed') && ' Nothing was credited. Start a new top-up to try again.'}

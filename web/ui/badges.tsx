@@ -40,4 +40,29 @@ const TONES: Record<string, string> = {
   critical: 'bad',
 }
 
-export const StatusBadge = ({ status }: { status: string }) => <span class={`badge ${TONES[status] ?? ''}`}>{status.replaceAll('_', ' ')}</span>
+/** Words a host reads better than the wire's status name (a top-up `creating` waits for its payment). */
+const WORDS: Record<string, string> = { creating: 'waiting for payment' }
+
+export const StatusBadge = ({ status }: { status: string }) => (
+  <span class={`badge ${TONES[status] ?? ''}`} data-status={status}>
+    {WORDS[status] ?? status.replaceAll('_', ' ')}
+  </span>
+)
+
+/**
+ * A dotted name (an event kind, a command type): it may wrap after a dot or an underscore on a
+ * narrow screen, never inside a word.
+ */
+export function DottedName({ name }: { name: string }) {
+  const parts = name.split(/(?<=[._])/)
+  return (
+    <code class="dotted">
+      {parts.map((p, i) => (
+        <>
+          {i > 0 && <wbr />}
+          {p}
+        </>
+      ))}
+    </code>
+  )
+}

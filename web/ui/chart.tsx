@@ -15,8 +15,18 @@ export type ChartSeries = { label: string; values: (number | null)[] }
 
 const tick = (v: number, unit: string) => `${Math.abs(v) >= 10_000 ? `${Math.round(v / 100) / 10}k` : Math.round(v * 10) / 10}${unit}`
 
-export function Chart(props: { title: string; unit: string; times: number[]; series: ChartSeries[]; from: number; to: number }) {
-  const { title, unit, times, series, from, to } = props
+/** `prefix` goes before a tick's value ("$"), `unit` after it (" °C"); `bars` draws each point as a bar (a total per period). */
+export function Chart(props: {
+  title: string
+  unit: string
+  prefix?: string
+  bars?: boolean
+  times: number[]
+  series: ChartSeries[]
+  from: number
+  to: number
+}) {
+  const { title, unit, prefix = '', bars = false, times, series, from, to } = props
   const box = useRef<HTMLDivElement>(null)
   const mode = theme.value
   useEffect(() => {
@@ -39,10 +49,13 @@ export function Chart(props: { title: string; unit: string; times: number[]; ser
             width: 1.5,
             spanGaps: false,
             // A sparse series (a new server) is drawn as dots: a lone bucket has no line to draw.
-            points: { show: times.length < 60, size: 5 },
+            points: { show: !bars && times.length < 60, size: 5 },
+            ...(bars
+              ? { fill: `${PALETTE[i % PALETTE.length]}99`, paths: uPlot.paths.bars?.({ size: [0.8 / Math.max(1, series.length), 60], align: 1 }) }
+              : {}),
           })),
         ],
-        axes: [axis, { ...axis, values: (_u: uPlot, ticks: number[]) => ticks.map((v) => tick(v, unit)), size: 70 }],
+        axes: [axis, { ...axis, values: (_u: uPlot, ticks: number[]) => ticks.map((v) => `${prefix}${tick(v, unit)}`), size: 70 }],
         // The range asked for, not just the buckets there are: a new server's data sits at the right.
         scales: { x: { time: true, range: () => [from, to] } },
         cursor: { drag: { x: true, y: false } },
@@ -56,11 +69,11 @@ export function Chart(props: { title: string; unit: string; times: number[]; ser
       resize.disconnect()
       plot.destroy()
     }
-  }, [times, series, unit, mode, from, to])
+  }, [times, series, unit, prefix, bars, mode, from, to])
   const latest = series
     .map((s) => {
       const last = [...s.values].reverse().find((v) => v !== null)
-      return last === undefined || last === null ? null : `${s.label} ${Math.round(last * 10) / 10}${unit}`
+      return last === undefined || last === null ? null : `${s.label} ${prefix}${Math.round(last * 100) / 100}${unit}`
     })
     .filter(Boolean)
   const summary = `${title}: ${series.length} series over ${times.length} points${latest.length ? `; latest ${latest.join(', ')}` : ''}`

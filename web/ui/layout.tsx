@@ -12,17 +12,20 @@ const NAV: [string, string][] = [
   ['/alerts', 'Alerts'],
   ['/marketplaces', 'Marketplaces'],
   ['/earnings', 'Earnings'],
+  ['/reports', 'Reports'],
   ['/strategy', 'Strategy'],
   ['/billing', 'Billing'],
-  ['/notifications', 'Notifications'],
-  ['/tokens', 'Tokens'],
-  ['/ai', 'AI access'],
+  ['/settings', 'Settings'],
 ]
+
+/** Pages reached from Settings (profile, theme, notifications, tokens, AI access) light up its tab. */
+const UNDER_SETTINGS = new Set(['/notifications', '/tokens', '/ai'])
 
 const section = (path: string) => {
   const p = path.split('?')[0]!
   if (p === '/' || p.startsWith('/servers') || p === '/add-server') return '/'
-  return `/${p.split('/')[1]}`
+  const top = `/${p.split('/')[1]}`
+  return UNDER_SETTINGS.has(top) ? '/settings' : top
 }
 
 export function ThemePicker() {
@@ -66,10 +69,9 @@ export function Shell({ children }: { children: ComponentChildren }) {
           </ul>
         </nav>
         <div class="account">
-          <ThemePicker />
-          <span class="who" title={me.value?.email}>
+          <a class="who" href={href('/settings')} title={`${me.value?.email ?? ''}: profile and settings`}>
             {me.value?.display_name ?? me.value?.email}
-          </span>
+          </a>
           <button type="button" onClick={() => void signOut()}>
             Sign out
           </button>

@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
+import { TEMPERATURE_MARKS } from '../notifications'
 
 /**
  * The web console's bundle (docs/console.md): web/main.tsx built by Bun's own bundler from the
@@ -63,7 +64,13 @@ async function build(): Promise<ConsoleBundle> {
     sourcemap: 'none',
     naming: { entry: '[name]-[hash].[ext]', chunk: '[name]-[hash].[ext]', asset: '[name]-[hash].[ext]' },
     jsx: { runtime: 'automatic', importSource: 'preact', development: false },
-    define: { 'process.env.NODE_ENV': '"production"' },
+    // The marks the alerts judge a GPU by (a hot card opens a critical incident at highC), so the
+    // fleet page flags a row by the same numbers and never by figures of its own (web/env.d.ts).
+    define: {
+      'process.env.NODE_ENV': '"production"',
+      __GPUHQ_HOT_C__: String(TEMPERATURE_MARKS.highC),
+      __GPUHQ_COOL_C__: String(TEMPERATURE_MARKS.lowC),
+    },
     throw: false,
   })
   if (!result.success) throw new Error(`the web console did not build: ${result.logs.map((l) => l.message).join('; ')}`)
