@@ -446,6 +446,7 @@ describe('the tenant’s offers against the market', () => {
       gpu_model,
       my_offers,
       my_gpus,
+      my_gpus_for_rent: my_gpus, // none of these machines is rented
       market_offers,
       market_gpus,
       share_of_gpus: share,
@@ -698,5 +699,26 @@ describe('defects found by these tests, fixed', () => {
     expect((await ok<Stats>(stats('?marketplace=marketplace_b&gpu_model=rtx_3090'))).items).toEqual([expect.objectContaining(flat(1, 1, '2.469'))])
     const standing = byServer((await get<{ items: Row[] }>('/marketplaces/prices/standing')).items)
     expect(standing[s5]).toMatchObject({ price_gpu_hour: '2.469', market_offers: 1, cheaper: 0, equal: 1, dearer: 0, percentile: 50 })
+  })
+
+  /*
+   * Issue 35: rented GPUs were counted as the host's supply against a market of GPUs free to rent,
+   * and the share capped at 1, so 8 rented H100 beside 3 for rent read "100 %". A rented machine's
+   * GPUs are the host's (my_gpus) but not for rent (my_gpus_for_rent), and the share compares like
+   * with like.
+   */
+  test('GET /marketplaces/supply: a rented machine is listed but not for rent, and adds nothing to the share', async () => {
+    simB.addRental(KEY_B, 'own-4090', { id: 8041, currency: 'USD-Blockchain', price: 26.4 })
+    try {
+      await advance(3600)
+      await sync()
+      const rows = (await get<{ items: Record<string, unknown>[] }>('/marketplaces/supply')).items
+      const row = rows.find((r) => r.marketplace === 'marketplace_b' && r.gpu_model === 'rtx_4090')!
+      expect(row).toMatchObject({ my_offers: 1, my_gpus: 2, my_gpus_for_rent: 0, share_of_gpus: 0 })
+    } finally {
+      simB.removeRental(8041)
+      await advance(3600)
+      await sync()
+    }
   })
 })

@@ -26,6 +26,7 @@ type Supply = {
   gpu_model: string
   my_offers: number
   my_gpus: number
+  my_gpus_for_rent: number
   market_offers: number
   market_gpus: number
   share_of_gpus: number | null
@@ -123,6 +124,9 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
                         Your GPUs listed
                       </th>
                       <th scope="col" class="num">
+                        Yours for rent now
+                      </th>
+                      <th scope="col" class="num">
                         Offers for rent now
                       </th>
                       <th scope="col" class="num">
@@ -140,24 +144,17 @@ export function Market({ servers, version }: { servers: ServerRow[]; version: nu
                       <td>{model(s.gpu_model)}</td>
                       <td class="num">{s.my_offers}</td>
                       <td class="num">{s.my_gpus}</td>
+                      <td class="num">{s.my_gpus_for_rent}</td>
                       <td class="num">{s.market_offers}</td>
                       <td class="num">{s.market_gpus}</td>
-                      <td class="num">
-                        {s.share_of_gpus === null || s.my_gpus > s.market_gpus ? (
-                          <span title="You list more GPUs of this model than the market has for rent now: the rest of yours are rented, so no share is shown">
-                            —
-                          </span>
-                        ) : (
-                          `${Math.round(s.share_of_gpus * 1000) / 10} %`
-                        )}
-                      </td>
+                      <td class="num">{s.share_of_gpus === null ? '—' : `${Math.round(s.share_of_gpus * 1000) / 10} %`}</td>
                     </tr>
                   ))}
                 </DataTable>
                 <p class="muted small">
-                  The market columns count what the marketplace's search offers for rent now (yours among them while they have a free GPU); your GPUs listed
-                  count every GPU of your listed machines, rented or not. Your share is of the GPUs for rent now, and is left out where you list more than the
-                  market has for rent.
+                  The market columns count what the marketplace's search offers for rent now, yours among them while they have a free GPU. Your GPUs listed
+                  count every GPU of your listed machines, rented or not; yours for rent now leave the rented ones out, and your share is of the GPUs for rent
+                  now.
                 </p>
               </>
             )

@@ -128,3 +128,14 @@ export function currentRates(db: DbOrTx, tenantId: string): { marketplace: Marke
   for (const [currency, r] of [...fresh].sort(([a], [b]) => a.localeCompare(b))) out.push({ marketplace: 'marketplace_b', currency, ...r })
   return out
 }
+
+/**
+ * Whether a link's machine is rented now and how many of its GPUs (null: rented, but the deals do
+ * not say how many GPUs each holds).
+ */
+export function rentalOf(link: LinkRow): { rented: boolean; rentedGpus: number | null } {
+  const deals = dealsOf(link)
+  const rented = deals.length > 0 || (link.remote.rentals_running ?? 0) > 0
+  const counts = deals.map((d) => d.gpuCount)
+  return { rented, rentedGpus: !rented ? 0 : counts.length > 0 && counts.every((c) => c !== null) ? counts.reduce((a: number, c) => a + c!, 0) : null }
+}

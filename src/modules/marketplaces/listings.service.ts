@@ -1,6 +1,6 @@
 import type { DbOrTx } from '../../../db/client'
 import type { ServerListing } from '../fleet'
-import { dealsOf } from './deals.service'
+import { rentalOf } from './deals.service'
 import { linksOf, type LinkRow } from './links.repository'
 import { ownPriceMicros } from './market.service'
 
@@ -28,16 +28,8 @@ export function serverListings(db: DbOrTx, tenantId: string): Map<string, Server
 
 function listingOf(link: LinkRow): ServerListing | null {
   if (link.state !== 'linked') return null
-  const deals = dealsOf(link)
-  const rented = deals.length > 0 || (link.remote.rentals_running ?? 0) > 0
+  const { rented, rentedGpus } = rentalOf(link)
   const listed = link.remote.listed === true
   if (!rented && !listed) return null
-  const counts = deals.map((d) => d.gpuCount)
-  return {
-    marketplace: link.marketplace,
-    priceMicros: ownPriceMicros(link),
-    listed,
-    rented,
-    rentedGpus: !rented ? 0 : counts.length > 0 && counts.every((c) => c !== null) ? counts.reduce((a: number, c) => a + c!, 0) : null,
-  }
+  return { marketplace: link.marketplace, priceMicros: ownPriceMicros(link), listed, rented, rentedGpus }
 }

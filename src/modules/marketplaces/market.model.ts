@@ -39,11 +39,20 @@ export const Supply = Type.Object({
       marketplace: Marketplace,
       gpu_model: Model,
       my_offers: Type.Integer({ minimum: 0, description: 'Your linked machines listed there with this model' }),
-      my_gpus: Type.Integer({ minimum: 0 }),
-      market_offers: Type.Integer({ minimum: 0 }),
-      market_gpus: Type.Integer({ minimum: 0 }),
+      my_gpus: Type.Integer({ minimum: 0, description: 'The GPUs of those machines, rented or not' }),
+      my_gpus_for_rent: Type.Integer({
+        minimum: 0,
+        description: 'Of my_gpus, those free to rent now (listed less rented), counted as the market search counts GPUs',
+      }),
+      market_offers: Type.Integer({ minimum: 0, description: 'Offers of this model rentable now in the latest market snapshot (yours included)' }),
+      market_gpus: Type.Integer({ minimum: 0, description: 'Their GPUs, free to rent now (yours included)' }),
       share_of_gpus: Nullable(
-        Type.Number({ minimum: 0, maximum: 1, description: 'my_gpus ÷ market_gpus (the market includes yours); null without market GPUs' }),
+        Type.Number({
+          minimum: 0,
+          maximum: 1,
+          description:
+            'my_gpus_for_rent ÷ market_gpus: your part of what can be rented now (at most 1, when the snapshot is older than your listing); null without market GPUs',
+        }),
       ),
     }),
   ),

@@ -12,6 +12,7 @@ import { cloreUsdPerGpuHour } from './marketplace-b.mapping'
 import { connectedAccounts } from './marketplaces.repository'
 import { adapterFor } from './marketplaces.registry'
 import { callPlatform, systemActor } from './operations.service'
+import { rentalOf } from './deals.service'
 
 /**
  * Market data (docs/marketplaces.md "Market data"). The marketplaces.sync job reads each platform's
@@ -151,11 +152,19 @@ export function ownPriceMicros(link: LinkRow): number | null {
   )
 }
 
-/** The actor's links that are offered now (listed), with their model and price. */
+/**
+ * The actor's links that are offered now (listed), with their model, price, GPUs and the GPUs of
+ * them free to rent now (listed GPUs less the rented ones; none when a rental holds an unknown
+ * number), which is what the market's own search counts of them.
+ */
 function ownOffers(deps: Deps, actor: Actor) {
   return linksOf(deps.db, actor.tenantId)
     .filter((l) => mayAccessServer(actor, l.serverId) && l.remote.listed === true)
-    .map((l) => ({ link: l, model: l.remote.gpu_model, price: ownPriceMicros(l), gpus: l.remote.gpu_count ?? 0 }))
+    .map((l) => {
+      const gpus = l.remote.gpu_count ?? 0
+      const { rentedGpus } = rentalOf(l)
+      return { link: l, model: l.remote.gpu_model, price: ownPriceMicros(l), gpus, forRent: rentedGpus === null ? 0 : Math.max(0, gpus - rentedGpus) }
+    })
 }
 
 /** GET /marketplaces/supply: how much of each model the tenant offers against the market. */
@@ -170,14 +179,17 @@ export function marketSupply(deps: Deps, actor: Actor) {
     .map((k) => {
       const market = rows.find((r) => r.marketplace === k.marketplace && r.gpuModel === k.gpu_model)
       const own = mine.filter((o) => o.link.marketplace === k.marketplace && o.model === k.gpu_model)
-      const myGpus = own.reduce((n, o) => n + o.gpus, 0)
+      const forRent = own.reduce((n, o) => n + o.forRent, 0)
       return {
         ...k,
         my_offers: own.length,
-        my_gpus: myGpus,
+        my_gpus: own.reduce((n, o) => n + o.gpus, 0),
+        my_gpus_for_rent: forRent,
         market_offers: market?.count ?? 0,
         market_gpus: market?.gpus ?? 0,
-        share_of_gpus: market && market.gpus > 0 ? Math.round((1000 * Math.min(myGpus, market.gpus)) / market.gpus) / 1000 : null,
+        // Like for like: the market counts GPUs free to rent now, so yours are counted the same way
+        // (a snapshot older than your listing can still show fewer: then 1, never more).
+        share_of_gpus: market && market.gpus > 0 ? Math.round((1000 * Math.min(forRent, market.gpus)) / market.gpus) / 1000 : null,
       }
     })
   return { taken_at: takenAt, items }
