@@ -70,6 +70,11 @@ beforeAll(async () => {
     },
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
+  // Early in a UTC day, whatever the real time: the hours these tests move through read "today's"
+  // row and must not cross midnight (the midnight test picks its own). The clock only moves on.
+  const started = app.deps.clock.nowUs()
+  const dayStart = Math.floor(started / DAY_US) * DAY_US
+  if (started - dayStart > 6 * 3600 * US) app.deps.testClock!.advance((dayStart + DAY_US + 3600 * US - started) / US)
   owner = await newTenant(app, 'earnings')
   setPlan(app, owner.tenantId, 'pro')
   sA = insertServer(app, owner.tenantId, 'rig-a')
@@ -198,8 +203,10 @@ describe('accrual from running deals', () => {
   })
 
   test('a sample across midnight UTC accrues each day its own share', async () => {
+    // The first midnight with ten minutes of the day before still ahead: the clock starts at the real
+    // time and the tests before moved it on, so the coming midnight may be too close (or past).
     const now = app.deps.clock.nowUs()
-    const midnight = (Math.floor(now / DAY_US) + 1) * DAY_US
+    const midnight = (Math.floor((now + 11 * 60 * US) / DAY_US) + 1) * DAY_US
     await clock({ now: new Date((midnight - 10 * 60 * US) / 1000).toISOString() })
     await job('marketplaces.sync')
     await job('earnings.sample')

@@ -70,19 +70,16 @@ export async function serveReport<T extends object>(o: {
   if (!cached) {
     o.admit()
     const rendered = await o.build()
-    let answer: Answer
-    let bytes: number
-    if (o.format === 'csv') {
-      const text = rendered.csv()
-      answer = { format: 'csv', text, etag: strongTag(text) }
-      bytes = text.length
-    } else {
-      const body = rendered.json()
-      const text = JSON.stringify(body)
-      answer = { format: 'json', body, etag: strongTag(text) }
-      bytes = text.length
+    // Both renderings are kept, so the console's CSV link after the page's JSON (or the other way
+    // round) is an answer from the cache, not a second computation counted as an expensive read.
+    const json = rendered.json()
+    const jsonText = JSON.stringify(json)
+    const csv = rendered.csv()
+    const answers = {
+      json: o.cache.set(`${o.key}|json`, { format: 'json', body: json, etag: strongTag(jsonText) }, jsonText.length),
+      csv: o.cache.set(`${o.key}|csv`, { format: 'csv', text: csv, etag: strongTag(csv) }, csv.length),
     }
-    cached = o.cache.set(`${o.key}|${o.format}`, answer, bytes)
+    cached = answers[o.format]
   }
   const answer = cached.value
   const headers: Record<string, string> = {
