@@ -42,7 +42,7 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '*/5 * * * *',
     leaseSeconds: 900,
     description: "Books each hour's charges once it is 1 h 15 min old (catching up after downtime) and freezes accounts whose grace ran out.",
-    run: ({ deps }) => runHourlyCharges(deps),
+    run: ({ deps, tenants }) => runHourlyCharges(deps, { tenants }),
   },
   {
     name: 'billing.reconcile',

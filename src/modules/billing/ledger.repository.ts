@@ -165,6 +165,36 @@ export function setChargedUntil(tx: DbOrTx, key: string, until: number, now: num
     .run()
 }
 
+/**
+ * A tenant's hour that billing.charge could not book (its part failed, or the tenant was waiting out
+ * a backoff) while the watermark moved past it: a row of `billing_state` keyed `owed:<tenant>:<hour>`
+ * with `charged_until` = the hour, written in the transaction of the batch that left it behind and
+ * deleted in the one that books it (docs/billing.md "A tenant whose charge fails").
+ */
+const OWED = 'owed:'
+const owedKey = (tenantId: string, hourUs: number) => `${OWED}${tenantId}:${hourUs}`
+
+export function markHourOwed(tx: DbOrTx, tenantId: string, hourUs: number, now: number): void {
+  setChargedUntil(tx, owedKey(tenantId, hourUs), hourUs, now)
+}
+
+export function clearHourOwed(tx: DbOrTx, tenantId: string, hourUs: number): void {
+  tx.delete(billingState)
+    .where(eq(billingState.key, owedKey(tenantId, hourUs)))
+    .run()
+}
+
+/** Every owed tenant-hour, oldest hour first (then tenant id). */
+export function owedHours(db: DbOrTx): { tenantId: string; hourUs: number }[] {
+  return db
+    .select()
+    .from(billingState)
+    .where(and(gte(billingState.key, OWED), lt(billingState.key, 'owed;')))
+    .all()
+    .map((r) => ({ tenantId: r.key.slice(OWED.length, r.key.lastIndexOf(':')), hourUs: r.chargedUntil }))
+    .sort((a, b) => a.hourUs - b.hourUs || (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : 0))
+}
+
 /** Server-hours the tenant was charged for in [fromUs, toUs): the billable managed servers of each charged hour, summed. */
 export function billableServerHours(db: DbOrTx, tenantId: string, fromUs: number, toUs: number): number {
   return chargeCalculationsBetween(db, tenantId, fromUs, toUs).reduce((n, c) => n + c.servers, 0)
