@@ -79,7 +79,7 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 600,
     description:
       "Accrues each link's running deals (price × time since the last sample, split at UTC midnight, gaps past the sync's silence cap reported) and reads the platforms' own daily figures hourly.",
-    run: ({ deps }) => sampleEarnings(deps),
+    run: ({ deps, tenants }) => sampleEarnings(deps, tenants),
   },
   {
     name: 'strategy.suggest',
