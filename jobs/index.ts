@@ -35,7 +35,7 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '*/60 * * * * *',
     leaseSeconds: 120,
     description: "Recomputes every tenant's fleet snapshot (GET /servers, GET /dashboard).",
-    run: ({ deps }) => refreshAllSnapshots(deps),
+    run: ({ deps, tenants }) => refreshAllSnapshots(deps, tenants),
   },
   {
     name: 'billing.charge',
