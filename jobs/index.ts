@@ -49,14 +49,14 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '*/10 * * * *',
     leaseSeconds: 600,
     description: 'Re-reads open top-ups from their payment provider, settling or flagging them; expires unpaid invoices.',
-    run: ({ deps, period }) => reconcileTopups(deps, { job: 'billing.reconcile', period }),
+    run: ({ deps, period, tenants }) => reconcileTopups(deps, { job: 'billing.reconcile', period }, tenants),
   },
   {
     name: 'subscription.fire',
     schedule: '2 * * * *',
     leaseSeconds: 600,
     description: 'Applies or refuses scheduled plan changes whose day has come, re-reading the rule.',
-    run: ({ deps, period }) => fireScheduled(deps, { job: 'subscription.fire', period }),
+    run: ({ deps, period, tenants }) => fireScheduled(deps, { job: 'subscription.fire', period }, tenants),
   },
   {
     name: 'commands.expire',
