@@ -28,7 +28,7 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '*/15 * * * * *',
     leaseSeconds: 60,
     description: 'Moves servers without a heartbeat to suspect after 60 s and offline after 300 s.',
-    run: ({ deps }) => fleetRuntime(deps).sweep(),
+    run: ({ deps, tenants }) => fleetRuntime(deps).sweep(tenants),
   },
   {
     name: 'fleet.snapshot',

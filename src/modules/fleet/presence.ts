@@ -1,5 +1,6 @@
 import { withTransaction, type Tx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
 import { recordServerEvent } from './events'
 import { markFleetDirty, presenceOf, setPresence, silentServers, updateServer, upsertLatestMetrics, type PresenceRow, type ServerRow } from './fleet.repository'
@@ -241,28 +242,47 @@ class FleetRuntime {
   /**
    * The presence.sweep job: online → suspect after 60 s, → offline after 300 s without a heartbeat.
    * What waits in memory is written first; then SWEEP_SLICE servers per transaction, yielding
-   * between two, so a mass silence never holds the write lock for long.
+   * between two, so a mass silence never holds the write lock for long. Each server's transition
+   * (and what reacts to it: notifications, alerts, the live stream) is its own savepoint and its
+   * own part of the job's per-tenant error boundary, scoped by server: one whose transition throws
+   * is rolled back alone, keeps its presence, is reported and waits out a backoff; the others move.
    */
-  async sweep(): Promise<string> {
+  async sweep(tenants: TenantWalk = new TenantWalk(this.deps, 'presence.sweep')): Promise<string> {
     this.flush()
     const { deps } = this
     const now = deps.clock.nowUs()
     let suspect = 0
     let offline = 0
+    // Servers this run could not move (failed, or waiting out a backoff): the next slices pass them by.
+    const passed = new Set<string>()
     for (;;) {
       const n = withTransaction(deps.db, (tx) => {
-        const stale = silentServers(tx, now - SUSPECT_AFTER_US, now - OFFLINE_AFTER_US, SWEEP_SLICE)
+        const stale = silentServers(tx, now - SUSPECT_AFTER_US, now - OFFLINE_AFTER_US, SWEEP_SLICE + passed.size)
+          .filter((s) => !passed.has(s.id))
+          .slice(0, SWEEP_SLICE)
         for (const s of stale) {
           const to = s.lastSeenAt! < now - OFFLINE_AFTER_US ? 'offline' : 'suspect'
-          updateServer(tx, s.id, { presence: to })
-          const silentS = Math.floor((now - s.lastSeenAt!) / 1_000_000)
-          recordServerEvent(tx, deps, s, {
-            kind: `presence.${to}`,
-            severity: 'warning',
-            message: `${to}: no heartbeat for ${silentS} s`,
-            data: { from: s.presence, silent_seconds: silentS },
-          })
-          markFleetDirty(tx, s.tenantId)
+          const moved = tenants.runSync(
+            s.tenantId,
+            () =>
+              withTransaction(tx, (one) => {
+                updateServer(one, s.id, { presence: to })
+                const silentS = Math.floor((now - s.lastSeenAt!) / 1_000_000)
+                recordServerEvent(one, deps, s, {
+                  kind: `presence.${to}`,
+                  severity: 'warning',
+                  message: `${to}: no heartbeat for ${silentS} s`,
+                  data: { from: s.presence, silent_seconds: silentS },
+                })
+                markFleetDirty(one, s.tenantId)
+                return true
+              }),
+            `server ${s.id}`,
+          )
+          if (!moved) {
+            passed.add(s.id)
+            continue
+          }
           this.#demoted.add(s.id)
           if (to === 'offline') offline++
           else suspect++
