@@ -138,7 +138,7 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '47 * * * * *',
     leaseSeconds: 120,
     description: 'Deletes live events past LIVE_EVENTS_RETENTION_HOURS and past LIVE_EVENTS_MAX_PER_TENANT per tenant, in short slices.',
-    run: ({ deps }) => pruneLiveEvents(deps),
+    run: ({ deps, tenants }) => pruneLiveEvents(deps, tenants),
   },
   {
     name: 'accounts.gc',
