@@ -63,7 +63,7 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '*/15 * * * * *',
     leaseSeconds: 60,
     description: 'Marks undelivered commands past accept_by delivery_failed and unfinished ones past deadline expired; sends what waits.',
-    run: ({ deps }) => expireCommands(deps),
+    run: ({ deps, tenants }) => expireCommands(deps, tenants),
   },
   {
     name: 'marketplaces.sync',

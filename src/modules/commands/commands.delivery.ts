@@ -1,5 +1,6 @@
 import { notifyOthers, onNotice, withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { formatNullableTimestamp } from '../../platform/time'
 import { agentSessions, findServerById, rentalRunning } from '../fleet'
 import { changeCommand, hasUndelivered, pastAcceptBy, pastDeadline, TERMINAL, undeliveredFor, type CommandRow } from './commands.repository'
@@ -136,20 +137,32 @@ export function sessionLost(deps: Deps, serverId: string): void {
 /**
  * The `commands.expire` job: undelivered commands past accept_by → delivery_failed; unfinished
  * ones past deadline → expired; then anything waiting on a server with a live session here is sent.
+ * Each command's change (and what reacts to it) is its own savepoint and its own part of the job's
+ * per-tenant error boundary, scoped by command: one that throws keeps its state, is reported and
+ * waits out a backoff; the others change.
  */
-export function expireCommands(deps: Deps): string {
+export function expireCommands(deps: Deps, tenants: TenantWalk = new TenantWalk(deps, 'commands.expire')): string {
   const now = deps.clock.nowUs()
   let failed = 0
   let expired = 0
   withTransaction(deps.db, (tx) => {
-    for (const c of pastAcceptBy(tx, now)) {
-      changeCommand(tx, deps, c, { deliveryStatus: 'delivery_failed', queueReason: null }, 'accept_by passed before the agent accepted it')
-      failed++
-    }
-    for (const c of pastDeadline(tx, now)) {
-      changeCommand(tx, deps, c, { executionStatus: 'expired', finishedAt: now }, 'deadline passed before it finished')
-      expired++
-    }
+    const each = (c: CommandRow, change: (one: typeof tx) => void) =>
+      tenants.runSync(
+        c.tenantId,
+        () =>
+          withTransaction(tx, (one) => {
+            change(one)
+            return true
+          }),
+        `command ${c.id}`,
+      ) === true
+    for (const c of pastAcceptBy(tx, now))
+      if (
+        each(c, (one) => changeCommand(one, deps, c, { deliveryStatus: 'delivery_failed', queueReason: null }, 'accept_by passed before the agent accepted it'))
+      )
+        failed++
+    for (const c of pastDeadline(tx, now))
+      if (each(c, (one) => changeCommand(one, deps, c, { executionStatus: 'expired', finishedAt: now }, 'deadline passed before it finished'))) expired++
   })
   let sent = 0
   for (const serverId of agentSessions(deps).serverIds()) sent += dispatchServer(deps, serverId)
