@@ -1,4 +1,5 @@
 import { afterEach, expect, test } from 'bun:test'
+import { call } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import {
   addServers,
@@ -6,6 +7,7 @@ import {
   chargeRowsOf,
   clockTo,
   expectedHourly,
+  getBilling,
   payer,
   STARTER_MICROS,
   US_PER_HOUR,
@@ -91,4 +93,29 @@ test('a tenant whose charge fails is left owed: the tenants after it are charged
   expect((await runJob(app)).outcome).toBe('succeeded')
   expect(chargeRowsOf(app, poisoned!.tenantId)).toHaveLength(2)
   expect(chargeRowsOf(app, healthy!.tenantId)).toHaveLength(2)
+})
+
+test('a tenant whose freeze fails stays in grace alone: the other overdue tenants are frozen, the run is partial, and it waits out a backoff', async () => {
+  const app = await startTestApp({ LOG_LEVEL: 'silent', GRACE_PERIOD_HOURS: '2' })
+  apps.push(app)
+  await clockTo(app, utcUs(2027, 8, 2, 9, 30))
+  const [damaged, sound] = [await payer(app, 'starter', 'first'), await payer(app, 'starter', 'second')].sort((a, b) => (a.tenantId < b.tenantId ? -1 : 1))
+  for (const m of [damaged!, sound!]) adjust(app, m.tenantId, '-1.00', 'debit into grace')
+  // The first tenant's notification settings as a damaged database may hold them (rules stored as JSON null):
+  // the `balance` notification its freeze raises throws.
+  const put = await call(app, 'PUT', '/notifications/settings', damaged!, { json: { rules: { balance: { chat: true } } } })
+  expect(put.status).toBe(200)
+  app.deps.sqlite.run("UPDATE notification_settings SET rules = 'null' WHERE tenant_id = ?", [damaged!.tenantId])
+
+  await clockTo(app, utcUs(2027, 8, 2, 11, 31))
+  const run = await runJob(app)
+  expect(run.outcome).toBe('partial')
+  expect(run.detail).toContain(`1 tenants failed: ${damaged!.tenantId} (freeze: `)
+  expect((await getBilling(app, sound!)).account_state).toBe('frozen')
+  expect((await getBilling(app, damaged!)).account_state).toBe('grace')
+
+  await clockTo(app, utcUs(2027, 8, 2, 11, 32))
+  const next = await runJob(app)
+  expect(next).toMatchObject({ outcome: 'succeeded' })
+  expect(next.detail).toContain('1 tenants waiting out a backoff after failing')
 })

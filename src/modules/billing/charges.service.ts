@@ -87,11 +87,11 @@ export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {
   const now = deps.clock.nowUs()
   const lastBookable = hourStart(now - BOOKING_LAG_US) // the latest hour H with H + 1h15m <= now
   let hour = chargedUntil(deps.db, WATERMARK) ?? firstHour(deps.db)
+  const walk = options.tenants ?? new TenantWalk(deps, 'billing.charge')
   if (hour === null) {
-    timed((tx) => freezeOverdue(tx, deps))
+    timed((tx) => freezeOverdue(tx, deps, walk))
     return 'no servers yet; nothing to charge'
   }
-  const walk = options.tenants ?? new TenantWalk(deps, 'billing.charge')
   // Hours left owed by earlier runs come first (oldest first), so a tenant's hours are booked in order where they can be.
   const retried = await chargeOwedHours(deps, walk, timed)
   const batch: Batches = {
@@ -126,7 +126,7 @@ export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {
   }
   const owed = retried.tried || batch.owed ? `; owed hours: ${retried.booked} of ${retried.tried} booked, ${batch.owed} newly owed` : ''
   if (stopped) return `stopped after ${batch.count} batches (${batch.charges} charges), ${formatTimestamp(hour)} not finished${owed}`
-  const frozen = timed((tx) => freezeOverdue(tx, deps))
+  const frozen = timed((tx) => freezeOverdue(tx, deps, walk))
   return `booked ${hours} hours (${batch.charges} charges) up to ${formatTimestamp(hour)}; ${frozen} accounts frozen; ${batch.count} batches${owed}`
 }
 
