@@ -220,11 +220,19 @@ async function chargeHour(
         if (!isPriced(plan) || chargedFor(deps, tenantId, h)) continue
         // Its own savepoint and error boundary: a tenant whose booking throws is rolled back alone
         // and recorded owed (as is one waiting out a backoff), and the batch goes on.
-        const wrote = walk.runSync(tenantId, () => withTransaction(tx, (one) => bookCharge(one, deps, plan, tenantId, byTenant.get(tenantId)!, h, day, days)))
+        const wrote = walk.runSync(tenantId, () => {
+          try {
+            return withTransaction(tx, (one) => bookCharge(one, deps, plan, tenantId, byTenant.get(tenantId)!, h, day, days))
+          } catch (e) {
+            // Another process booked this tenant's hour after our lookup (PostgreSQL, no lease): its charge stands, nothing is owed.
+            if (chargedMeanwhile(e)) return false
+            throw e
+          }
+        })
         if (wrote === undefined) {
           markHourOwed(tx, tenantId, h, deps.clock.nowUs())
           owed++
-        } else n++
+        } else if (wrote) n++
         if (performance.now() > deadline) break
       }
       return { i, n, owed }
@@ -243,6 +251,18 @@ async function chargeHour(
     await yieldToEventLoop()
   }
   return 'done'
+}
+
+/**
+ * True for the unique violation of a tenant's charge for an hour (the ledger's one charge per hour,
+ * or its calculation): the charge exists, written by another process that committed it after this
+ * batch looked (on PostgreSQL a concurrent insert waits for the other transaction and fails only if
+ * it committed). Our savepoint is rolled back; that hour is booked once, by the other.
+ */
+function chargedMeanwhile(error: unknown): boolean {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
+    if (e instanceof Error && /UNIQUE constraint failed: (charge_calculations|ledger_entries)\.tenant_id, \1\.charge_hour\b/.test(e.message)) return true
+  return false
 }
 
 /** False for a tenant without a plan, on a free plan or a contract-priced one: nothing is booked here. */
