@@ -91,6 +91,15 @@ export class TenantWalk {
     }
   }
 
+  /**
+   * Whether the tenant's part (`scope`) is waiting out a backoff, without counting it as deferred:
+   * for a job that checks before it runs a batch optimistically (the caller adds to `deferred`).
+   */
+  isWaiting(tenantId: string, scope?: string): boolean {
+    const waiting = this.backoff.get(this.#keyOf(tenantId, scope))
+    return waiting !== undefined && waiting.retryAtUs > this.deps.clock.nowUs()
+  }
+
   #keyOf(tenantId: string, scope: string | undefined): string {
     return `${this.job}|${tenantId}|${scope ?? ''}`
   }

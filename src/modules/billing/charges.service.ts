@@ -1,4 +1,4 @@
-import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
+import { isDatabaseBusy, withTransaction, type DbOrTx, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
 import { divideRounded, formatMoney } from '../../platform/money'
@@ -23,9 +23,9 @@ import { firstServerEnrolledAt, serversManagedDuring, tenantServersManagedDuring
  * processes or catch-ups after downtime do). The watermark moves past H only once every tenant of H
  * is booked or recorded owed.
  *
- * One tenant's failure stays that tenant's (docs/billing.md "A tenant whose charge fails"): each
- * tenant's booking runs in its own savepoint inside the batch and in the job's per-tenant error
- * boundary (TenantWalk). A tenant whose booking throws (or that waits out a backoff after failing)
+ * One tenant's failure stays that tenant's (docs/billing.md "A tenant whose charge fails"): a batch
+ * whose plain transaction fails is booked again with each tenant in its own savepoint and in the
+ * job's per-tenant error boundary (TenantWalk). A tenant whose booking throws (or that waits out a backoff after failing)
  * is recorded owed for the hour in the batch's own transaction (`billing_state` key
  * `owed:<tenant>:<hour>`), so the other tenants' charges commit and the watermark moves on; every
  * later run first books the owed hours, oldest first, each in one transaction that also deletes the
@@ -200,49 +200,72 @@ async function chargeHour(
   }
   // Tenants in id order, so a crash-and-resume or another process walks them the same way.
   const tenants = [...byTenant.keys()].sort()
-  let next = 0
-  while (next < tenants.length) {
-    if (batch.left <= 0) return 'stopped'
-    const from = next
-    const done = timed((tx) => {
-      // Another run may have finished this hour meanwhile: the watermark only ever moves forward.
-      const current = chargedUntil(tx, WATERMARK)
-      if (current !== undefined && current > h) return null
-      const deadline = performance.now() + batch.budgetMs
-      let i = from
-      let n = 0
-      let owed = 0
-      // Tenants booked already (by a run that stopped mid-hour, or another process) cost one
-      // lookup each and do not count: a resumed run's first batch books the next tenants.
-      while (i < tenants.length && n < batch.size) {
-        const tenantId = tenants[i++]!
-        const plan = tenantPlans.get(tenantId)
-        if (!isPriced(plan) || chargedFor(deps, tenantId, h)) continue
+  /** One batch from tenant `from`, in the caller's transaction; null when the hour was finished meanwhile. */
+  const bookBatch = (tx: Tx, from: number, careful: boolean) => {
+    // Another run may have finished this hour meanwhile: the watermark only ever moves forward.
+    const current = chargedUntil(tx, WATERMARK)
+    if (current !== undefined && current > h) return null
+    const deadline = performance.now() + batch.budgetMs
+    let i = from
+    let n = 0
+    let owed = 0
+    let deferred = 0
+    // Tenants booked already (by a run that stopped mid-hour, or another process) cost one
+    // lookup each and do not count: a resumed run's first batch books the next tenants.
+    while (i < tenants.length && n < batch.size) {
+      const tenantId = tenants[i++]!
+      const plan = tenantPlans.get(tenantId)
+      if (!isPriced(plan) || chargedFor(deps, tenantId, h)) continue
+      const servers = byTenant.get(tenantId)!
+      let wrote: boolean | undefined
+      if (walk.isWaiting(tenantId)) {
+        // Waiting out a backoff after failing: not tried, owed.
+        wrote = undefined
+        deferred++
+      } else if (!careful) {
+        wrote = bookCharge(tx, deps, plan, tenantId, servers, h, day, days)
+      } else {
         // Its own savepoint and error boundary: a tenant whose booking throws is rolled back alone
-        // and recorded owed (as is one waiting out a backoff), and the batch goes on.
-        const wrote = walk.runSync(tenantId, () => {
+        // and recorded owed, and the batch goes on.
+        wrote = walk.runSync(tenantId, () => {
           try {
-            return withTransaction(tx, (one) => bookCharge(one, deps, plan, tenantId, byTenant.get(tenantId)!, h, day, days))
+            return withTransaction(tx, (one) => bookCharge(one, deps, plan, tenantId, servers, h, day, days))
           } catch (e) {
             // Another process booked this tenant's hour after our lookup (PostgreSQL, no lease): its charge stands, nothing is owed.
             if (chargedMeanwhile(e)) return false
             throw e
           }
         })
-        if (wrote === undefined) {
-          markHourOwed(tx, tenantId, h, deps.clock.nowUs())
-          owed++
-        } else if (wrote) n++
-        if (performance.now() > deadline) break
       }
-      return { i, n, owed }
-    })
+      if (wrote === undefined) {
+        markHourOwed(tx, tenantId, h, deps.clock.nowUs())
+        owed++
+      } else if (wrote) n++
+      if (performance.now() > deadline) break
+    }
+    return { i, n, owed, deferred }
+  }
+  let next = 0
+  while (next < tenants.length) {
+    if (batch.left <= 0) return 'stopped'
+    const from = next
+    // Optimistic first: the batch books its tenants without savepoints, so the common case costs
+    // nothing more than it did. A batch in which some tenant's booking throws is rolled back whole
+    // and booked again carefully: each tenant in its own savepoint and the per-tenant boundary.
+    let done: { i: number; n: number; owed: number; deferred: number } | null
+    try {
+      done = timed((tx) => bookBatch(tx, from, false))
+    } catch (e) {
+      if (isDatabaseBusy(e)) throw e
+      done = timed((tx) => bookBatch(tx, from, true))
+    }
     batch.left--
     batch.count++
     if (done === null) return 'overtaken'
     next = done.i
     batch.charges += done.n
     batch.owed += done.owed
+    walk.deferred += done.deferred
     await yieldToEventLoop()
     // SQLite would otherwise copy the WAL back into the database inside some batch's COMMIT (every
     // 1000 pages), making that one block the event loop twice as long; between batches it is a
