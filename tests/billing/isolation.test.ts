@@ -114,7 +114,7 @@ test('a tenant whose freeze fails stays in grace alone: the other overdue tenant
   expect((await getBilling(app, sound!)).account_state).toBe('frozen')
   expect((await getBilling(app, damaged!)).account_state).toBe('grace')
 
-  await clockTo(app, utcUs(2027, 8, 2, 11, 32))
+  await clockTo(app, utcUs(2027, 8, 2, 11, 31) + 30 * US_PER_SECOND)
   const next = await runJob(app)
   expect(next).toMatchObject({ outcome: 'succeeded' })
   expect(next.detail).toContain('1 tenants waiting out a backoff after failing')

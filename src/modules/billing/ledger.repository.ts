@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, desc, eq, gte, like, lt, or, sql, type SQL } from 'drizzle-orm'
 import { balances, billingState, chargeCalculations, ledgerEntries } from '../../../db/schema/billing'
 import type { DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
@@ -186,13 +186,16 @@ export function clearHourOwed(tx: DbOrTx, tenantId: string, hourUs: number): voi
 
 /** Every owed tenant-hour, oldest hour first (then tenant id). */
 export function owedHours(db: DbOrTx): { tenantId: string; hourUs: number }[] {
-  return db
-    .select()
-    .from(billingState)
-    .where(and(gte(billingState.key, OWED), lt(billingState.key, 'owed;')))
-    .all()
-    .map((r) => ({ tenantId: r.key.slice(OWED.length, r.key.lastIndexOf(':')), hourUs: r.chargedUntil }))
-    .sort((a, b) => a.hourUs - b.hourUs || (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : 0))
+  return (
+    db
+      .select()
+      .from(billingState)
+      // LIKE, not a range: a range on text follows the collation, which on PostgreSQL may weigh punctuation differently.
+      .where(like(billingState.key, `${OWED}%`))
+      .all()
+      .map((r) => ({ tenantId: r.key.slice(OWED.length, r.key.lastIndexOf(':')), hourUs: r.chargedUntil }))
+      .sort((a, b) => a.hourUs - b.hourUs || (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : 0))
+  )
 }
 
 /** Server-hours the tenant was charged for in [fromUs, toUs): the billable managed servers of each charged hour, summed. */
