@@ -56,6 +56,8 @@ export class TenantWalk {
     private readonly deps: Deps,
     readonly job: string,
     private readonly backoff: Map<string, Backoff> = new Map(),
+    /** The run's period, for the log. */
+    private readonly period?: string,
   ) {}
 
   /**
@@ -89,6 +91,15 @@ export class TenantWalk {
     }
   }
 
+  /**
+   * Whether the tenant's part (`scope`) is waiting out a backoff, without counting it as deferred:
+   * for a job that checks before it runs a batch optimistically (the caller adds to `deferred`).
+   */
+  isWaiting(tenantId: string, scope?: string): boolean {
+    const waiting = this.backoff.get(this.#keyOf(tenantId, scope))
+    return waiting !== undefined && waiting.retryAtUs > this.deps.clock.nowUs()
+  }
+
   #keyOf(tenantId: string, scope: string | undefined): string {
     return `${this.job}|${tenantId}|${scope ?? ''}`
   }
@@ -107,7 +118,15 @@ export class TenantWalk {
     const retryAtUs = this.deps.clock.nowUs() + Math.min(BACKOFF_FIRST_US * 2 ** (failures - 1), BACKOFF_MAX_US)
     this.backoff.set(key, { failures, retryAtUs })
     this.failures.push({ tenantId, cause })
-    this.deps.log.error('job failed for a tenant', { job: this.job, tenant: tenantId, scope, error: e, failures, retry_at: formatTimestamp(retryAtUs) })
+    this.deps.log.error('job failed for a tenant', {
+      job: this.job,
+      period: this.period,
+      tenant: tenantId,
+      scope,
+      error: e,
+      failures,
+      retry_at: formatTimestamp(retryAtUs),
+    })
   }
 
   /** What the run's record adds to the job's own detail: the tenants that failed and why, and those deferred. */
@@ -215,10 +234,10 @@ export class JobRunner {
     let outcome: JobOutcome
     try {
       // A job is idempotent for its period, so a run that met a busy database may run again.
-      let walk = new TenantWalk(deps, name, this.#backoff)
+      let walk = new TenantWalk(deps, name, this.#backoff, period)
       const own =
         (await retryWhileBusy(() => {
-          walk = new TenantWalk(deps, name, this.#backoff)
+          walk = new TenantWalk(deps, name, this.#backoff, period)
           return job.run({ deps, period, nowUs, tenants: walk })
         })) ?? null
       const tenants = walk.summary()

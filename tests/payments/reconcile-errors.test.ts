@@ -4,8 +4,9 @@ import { onPostgres } from '../support/postgres'
 
 /**
  * Issue 13 finding 13: a failure while crediting in billing.reconcile is not "provider unreachable".
- * It is logged with the job run and the top-up, leaves the top-up as it was, fails the run, and a
- * later run settles it. The fault is a real database failure (a trigger refusing the ledger insert
+ * It is logged with the job run, the tenant and the top-up, leaves the top-up as it was, does not
+ * stop the other tenants' top-ups, records the run partial (issue 34, "Jobs isolate tenants"), is
+ * not tried again before its backoff ends, and a later run settles it. The fault is a real database failure (a trigger refusing the ledger insert
  * on this app's own connection), not a stand-in for our code.
  */
 let app: PaymentsApp
@@ -39,35 +40,47 @@ function removeLedgerFault() {
 }
 
 describe('billing.reconcile when crediting fails', () => {
-  test('the run fails and names the top-up, the error is logged with the job run, nothing counts as unreadable, and the next run credits it once', async () => {
+  test("the top-up is left as it was, logged with job, tenant and top-up; the other tenant's top-up is credited in the same run; the run is partial; the next runs leave it alone until its backoff ends, and then credit it once", async () => {
     const { owner, topup } = await npTopup(app, '25.00')
     const p = app.np.pay(topup.invoice_id!, { status: 'waiting' })
     await ipn(app, p.payment_id)
     app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25, paymentId: p.payment_id }) // its IPN is lost
+    const other = await npTopup(app, '30.00')
+    const q = app.np.pay(other.topup.invoice_id!, { status: 'waiting' })
+    await ipn(app, q.payment_id)
+    app.np.pay(other.topup.invoice_id!, { status: 'finished', paidUsd: 30, paymentId: q.payment_id }) // its IPN is lost too
 
     injectLedgerFault(owner.tenantId)
     const logsBefore = app.logs.length
     let run: Awaited<ReturnType<typeof runJob>>
+    let next: Awaited<ReturnType<typeof runJob>>
     try {
       run = await runJob('billing.reconcile')
+      // A run right after, with the fault still there, does not try that top-up again.
+      next = await runJob('billing.reconcile')
     } finally {
       removeLedgerFault()
     }
-    expect(run.outcome).toBe('failed')
-    expect(run.detail).toContain(topup.id)
-    expect(run.detail).toContain('1 failed')
+    expect(run.outcome).toBe('partial')
+    expect(run.detail).toContain(`1 tenants failed: ${owner.tenantId} (top-up ${topup.id}: `)
+    expect(run.detail).toContain('1 settled or flagged')
     expect(run.detail).not.toMatch(/[1-9]\d* unreadable/)
-    const logged = app.logs.slice(logsBefore).filter((l) => l.level === 'error' && l.topup_id === topup.id)
+    expect(next).toMatchObject({ outcome: 'succeeded' })
+    expect(next.detail).toContain('1 tenants waiting out a backoff after failing')
+    const logged = app.logs.slice(logsBefore).filter((l) => l.level === 'error' && l.scope === `top-up ${topup.id}`)
     expect(logged).toHaveLength(1)
-    expect(logged[0]).toMatchObject({ job: 'billing.reconcile', period: expect.stringMatching(/^manual:/) })
+    expect(logged[0]).toMatchObject({ job: 'billing.reconcile', tenant: owner.tenantId, period: expect.stringMatching(/^manual:/) })
     expect(JSON.stringify(logged[0]!.error)).toContain('injected ledger fault')
-    // Nothing half-done: the top-up, the ledger and the balance are as they were.
+    // Nothing half-done: the top-up, the ledger and the balance are as they were; the other tenant is credited.
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'creating', credited_usd: '0.00' })
     expect(topupEntries(app, owner.tenantId)).toEqual([])
+    expect(await getTopup(app, other.owner, other.topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '30.00' })
 
+    expect((await app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: 61 } })).status).toBe(200)
     await runReconcile(app)
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
     expect(await balanceMicros(app, owner)).toBe(25_000_000)
+    expect(await balanceMicros(app, other.owner)).toBe(30_000_000)
   })
 
   test('only a provider that cannot be reached counts as unreadable, and it is logged as such', async () => {

@@ -1,11 +1,12 @@
-import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
+import { isDatabaseBusy, withTransaction, type DbOrTx, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { divideRounded, formatMoney } from '../../platform/money'
 import { daysInMonth, formatTimestamp, US_PER_HOUR, utcDay } from '../../platform/time'
 import { plansDuringHour, type PricedPlan } from '../plans'
 import { appendEntry, freezeOverdue } from './ledger'
-import { chargedFor, chargedUntil, checkpointWal, insertChargeCalculation, setChargedUntil } from './ledger.repository'
-import { firstServerEnrolledAt, serversManagedDuring } from '../fleet'
+import { chargedFor, chargedUntil, checkpointWal, clearHourOwed, insertChargeCalculation, markHourOwed, owedHours, setChargedUntil } from './ledger.repository'
+import { firstServerEnrolledAt, serversManagedDuring, tenantServersManagedDuring } from '../fleet'
 
 /**
  * Hourly charges (docs/billing.md): each managed server costs the plan's monthly price ÷ days of the
@@ -20,7 +21,15 @@ import { firstServerEnrolledAt, serversManagedDuring } from '../fleet'
  * run skips every tenant already charged for the hour (one lookup in the partial unique index
  * (tenant, charge_hour), which also makes a second booking impossible whatever reruns, overlapping
  * processes or catch-ups after downtime do). The watermark moves past H only once every tenant of H
- * is booked.
+ * is booked or recorded owed.
+ *
+ * One tenant's failure stays that tenant's (docs/billing.md "A tenant whose charge fails"): a batch
+ * whose plain transaction fails is booked again with each tenant in its own savepoint and in the
+ * job's per-tenant error boundary (TenantWalk). A tenant whose booking throws (or that waits out a backoff after failing)
+ * is recorded owed for the hour in the batch's own transaction (`billing_state` key
+ * `owed:<tenant>:<hour>`), so the other tenants' charges commit and the watermark moves on; every
+ * later run first books the owed hours, oldest first, each in one transaction that also deletes the
+ * owed row, until the tenant's part succeeds.
  */
 const BOOKING_LAG_US = 75 * 60 * 1_000_000
 const WATERMARK = 'charges'
@@ -56,10 +65,12 @@ type ChargeRunOptions = {
   batchBudgetMs?: number
   /** Told how long each write transaction of the run held the write lock, in ms. */
   onTransaction?: (ms: number) => void
+  /** The run's per-tenant error boundary (the job runner's); a run of its own without backoff memory otherwise. */
+  tenants?: TenantWalk
 }
 
 /** The run's batch size, what it may still run (maxBatches), and what it ran and booked. */
-type Batches = { size: number; left: number; count: number; charges: number; budgetMs: number }
+type Batches = { size: number; left: number; count: number; charges: number; budgetMs: number; owed: number }
 
 /** Lets requests and other work run between two batches. */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
@@ -76,23 +87,27 @@ export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {
   const now = deps.clock.nowUs()
   const lastBookable = hourStart(now - BOOKING_LAG_US) // the latest hour H with H + 1h15m <= now
   let hour = chargedUntil(deps.db, WATERMARK) ?? firstHour(deps.db)
+  const walk = options.tenants ?? new TenantWalk(deps, 'billing.charge')
   if (hour === null) {
-    timed((tx) => freezeOverdue(tx, deps))
+    timed((tx) => freezeOverdue(tx, deps, walk))
     return 'no servers yet; nothing to charge'
   }
+  // Hours left owed by earlier runs come first (oldest first), so a tenant's hours are booked in order where they can be.
+  const retried = await chargeOwedHours(deps, walk, timed)
   const batch: Batches = {
     size: options.batchTenants ?? BATCH_TENANTS,
     left: options.maxBatches ?? Number.POSITIVE_INFINITY,
     count: 0,
     charges: 0,
     budgetMs: options.batchBudgetMs ?? BATCH_BUDGET_MS,
+    owed: 0,
   }
   let hours = 0
   const max = options.maxHours ?? 24 * 400
   let stopped = false
   while (hour <= lastBookable && hours < max) {
     const h = hour
-    const ended = await chargeHour(deps, h, batch, timed)
+    const ended = await chargeHour(deps, h, batch, timed, walk)
     if (ended === 'overtaken') break
     if (ended === 'stopped') {
       stopped = true
@@ -109,9 +124,42 @@ export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {
     hour += US_PER_HOUR
     hours++
   }
-  if (stopped) return `stopped after ${batch.count} batches (${batch.charges} charges), ${formatTimestamp(hour)} not finished`
-  const frozen = timed((tx) => freezeOverdue(tx, deps))
-  return `booked ${hours} hours (${batch.charges} charges) up to ${formatTimestamp(hour)}; ${frozen} accounts frozen; ${batch.count} batches`
+  const owed = retried.tried || batch.owed ? `; owed hours: ${retried.booked} of ${retried.tried} booked, ${batch.owed} newly owed` : ''
+  if (stopped) return `stopped after ${batch.count} batches (${batch.charges} charges), ${formatTimestamp(hour)} not finished${owed}`
+  const frozen = timed((tx) => freezeOverdue(tx, deps, walk))
+  return `booked ${hours} hours (${batch.charges} charges) up to ${formatTimestamp(hour)}; ${frozen} accounts frozen; ${batch.count} batches${owed}`
+}
+
+const daysOfHour = (h: number) => {
+  const date = new Date(h / 1000)
+  return daysInMonth(date.getUTCFullYear(), date.getUTCMonth() + 1)
+}
+
+/**
+ * Books the tenant-hours earlier runs left owed, oldest first, each in its own transaction that
+ * deletes the owed row with the charge it writes (or without one: a tenant whose hour turns out
+ * free, or that another process charged meanwhile, owes nothing). The plan and servers of an hour
+ * are settled once it is over, so booking it late gives the same charge. A tenant still waiting out
+ * its backoff is not tried (nothing read); one whose part fails again stays owed.
+ */
+async function chargeOwedHours(deps: Deps, walk: TenantWalk, timed: <T>(fn: (tx: Tx) => T) => T): Promise<{ tried: number; booked: number }> {
+  let tried = 0
+  let booked = 0
+  for (const { tenantId, hourUs } of owedHours(deps.db)) {
+    tried++
+    const wrote = walk.runSync(tenantId, () =>
+      timed((tx) => {
+        const serverIds = tenantServersManagedDuring(deps.sqlite, tenantId, hourUs, hourUs + US_PER_HOUR)
+        const plan = plansDuringHour(tx, hourUs).get(tenantId)
+        const charged = serverIds.length > 0 && chargeTenant(tx, deps, plan, tenantId, serverIds, hourUs, utcDay(hourUs), daysOfHour(hourUs))
+        clearHourOwed(tx, tenantId, hourUs)
+        return charged
+      }),
+    )
+    if (wrote) booked++
+    await yieldToEventLoop()
+  }
+  return { tried, booked }
 }
 
 /** Billing starts with the hour of the first server ever enrolled. */
@@ -125,15 +173,20 @@ function firstHour(db: DbOrTx): number | null {
  * them and their charges in `batch`); answers 'done', or why it ended first: another process moved the watermark past the hour, or
  * the run's batch allowance (maxBatches) ran out.
  */
-async function chargeHour(deps: Deps, h: number, batch: Batches, timed: <T>(fn: (tx: Tx) => T) => T): Promise<'done' | 'overtaken' | 'stopped'> {
+async function chargeHour(
+  deps: Deps,
+  h: number,
+  batch: Batches,
+  timed: <T>(fn: (tx: Tx) => T) => T,
+  walk: TenantWalk,
+): Promise<'done' | 'overtaken' | 'stopped'> {
   const end = h + US_PER_HOUR
   const day = utcDay(h)
   // The plan and price in force during this hour, not the ones of today (plan history). Which
   // servers an hour bills and its plans are settled once the hour is over, so they are read outside
   // the batches' transactions.
   const tenantPlans = plansDuringHour(deps.db, h)
-  const date = new Date(h / 1000)
-  const days = daysInMonth(date.getUTCFullYear(), date.getUTCMonth() + 1)
+  const days = daysOfHour(h)
   const byTenant = new Map<string, string[]>()
   for (let after: string | null = ''; after !== null; ) {
     const chunk = serversManagedDuring(deps.sqlite, h, end, after, READ_SLICE)
@@ -147,31 +200,72 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: <T>(fn: 
   }
   // Tenants in id order, so a crash-and-resume or another process walks them the same way.
   const tenants = [...byTenant.keys()].sort()
+  /** One batch from tenant `from`, in the caller's transaction; null when the hour was finished meanwhile. */
+  const bookBatch = (tx: Tx, from: number, careful: boolean) => {
+    // Another run may have finished this hour meanwhile: the watermark only ever moves forward.
+    const current = chargedUntil(tx, WATERMARK)
+    if (current !== undefined && current > h) return null
+    const deadline = performance.now() + batch.budgetMs
+    let i = from
+    let n = 0
+    let owed = 0
+    let deferred = 0
+    // Tenants booked already (by a run that stopped mid-hour, or another process) cost one
+    // lookup each and do not count: a resumed run's first batch books the next tenants.
+    while (i < tenants.length && n < batch.size) {
+      const tenantId = tenants[i++]!
+      const plan = tenantPlans.get(tenantId)
+      if (!isPriced(plan) || chargedFor(deps, tenantId, h)) continue
+      const servers = byTenant.get(tenantId)!
+      let wrote: boolean | undefined
+      if (walk.isWaiting(tenantId)) {
+        // Waiting out a backoff after failing: not tried, owed.
+        wrote = undefined
+        deferred++
+      } else if (!careful) {
+        wrote = bookCharge(tx, deps, plan, tenantId, servers, h, day, days)
+      } else {
+        // Its own savepoint and error boundary: a tenant whose booking throws is rolled back alone
+        // and recorded owed, and the batch goes on.
+        wrote = walk.runSync(tenantId, () => {
+          try {
+            return withTransaction(tx, (one) => bookCharge(one, deps, plan, tenantId, servers, h, day, days))
+          } catch (e) {
+            // Another process booked this tenant's hour after our lookup (PostgreSQL, no lease): its charge stands, nothing is owed.
+            if (chargedMeanwhile(e)) return false
+            throw e
+          }
+        })
+      }
+      if (wrote === undefined) {
+        markHourOwed(tx, tenantId, h, deps.clock.nowUs())
+        owed++
+      } else if (wrote) n++
+      if (performance.now() > deadline) break
+    }
+    return { i, n, owed, deferred }
+  }
   let next = 0
   while (next < tenants.length) {
     if (batch.left <= 0) return 'stopped'
     const from = next
-    const done = timed((tx) => {
-      // Another run may have finished this hour meanwhile: the watermark only ever moves forward.
-      const current = chargedUntil(tx, WATERMARK)
-      if (current !== undefined && current > h) return null
-      const deadline = performance.now() + batch.budgetMs
-      let i = from
-      let n = 0
-      // Tenants booked already (by a run that stopped mid-hour, or another process) cost one
-      // lookup each and do not count: a resumed run's first batch books the next tenants.
-      while (i < tenants.length && n < batch.size) {
-        const tenantId = tenants[i++]!
-        if (chargeTenant(tx, deps, tenantPlans.get(tenantId), tenantId, byTenant.get(tenantId)!, h, day, days)) n++
-        if (performance.now() > deadline) break
-      }
-      return { i, n }
-    })
+    // Optimistic first: the batch books its tenants without savepoints, so the common case costs
+    // nothing more than it did. A batch in which some tenant's booking throws is rolled back whole
+    // and booked again carefully: each tenant in its own savepoint and the per-tenant boundary.
+    let done: { i: number; n: number; owed: number; deferred: number } | null
+    try {
+      done = timed((tx) => bookBatch(tx, from, false))
+    } catch (e) {
+      if (isDatabaseBusy(e)) throw e
+      done = timed((tx) => bookBatch(tx, from, true))
+    }
     batch.left--
     batch.count++
     if (done === null) return 'overtaken'
     next = done.i
     batch.charges += done.n
+    batch.owed += done.owed
+    walk.deferred += done.deferred
     await yieldToEventLoop()
     // SQLite would otherwise copy the WAL back into the database inside some batch's COMMIT (every
     // 1000 pages), making that one block the event loop twice as long; between batches it is a
@@ -182,10 +276,40 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: <T>(fn: 
   return 'done'
 }
 
+/**
+ * True for the unique violation of a tenant's charge for an hour (the ledger's one charge per hour,
+ * or its calculation): the charge exists, written by another process that committed it after this
+ * batch looked (on PostgreSQL a concurrent insert waits for the other transaction and fails only if
+ * it committed). Our savepoint is rolled back; that hour is booked once, by the other.
+ */
+function chargedMeanwhile(error: unknown): boolean {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
+    if (e instanceof Error && /UNIQUE constraint failed: (charge_calculations|ledger_entries)\.tenant_id, \1\.charge_hour\b/.test(e.message)) return true
+  return false
+}
+
+/** False for a tenant without a plan, on a free plan or a contract-priced one: nothing is booked here. */
+function isPriced(plan: PricedPlan | undefined): plan is PricedPlan & { price: number; planCode: string } {
+  return !!plan && plan.price !== null && plan.price !== 0
+}
+
 /** Books one tenant's hour unless it is free, contract-priced or booked already; true when it wrote a charge. */
 function chargeTenant(tx: Tx, deps: Deps, plan: PricedPlan | undefined, tenantId: string, serverIds: string[], h: number, day: string, days: number): boolean {
-  if (!plan || plan.price === null || plan.price === 0) return false // free or contract-priced: nothing booked here
-  if (chargedFor(deps, tenantId, h)) return false
+  if (!isPriced(plan) || chargedFor(deps, tenantId, h)) return false
+  return bookCharge(tx, deps, plan, tenantId, serverIds, h, day, days)
+}
+
+/** Writes one tenant's charge for hour `h` (its calculation and its ledger row); true. */
+function bookCharge(
+  tx: Tx,
+  deps: Deps,
+  plan: PricedPlan & { price: number; planCode: string },
+  tenantId: string,
+  serverIds: string[],
+  h: number,
+  day: string,
+  days: number,
+): true {
   serverIds.sort()
   const amount = hourlyAmount(plan.price, serverIds.length, days)
   const calculationId = deps.newId()
@@ -193,7 +317,7 @@ function chargeTenant(tx: Tx, deps: Deps, plan: PricedPlan | undefined, tenantId
     id: calculationId,
     tenantId,
     chargeHour: h,
-    planCode: plan.planCode!,
+    planCode: plan.planCode,
     priceMicrosPerServerMonth: plan.price,
     daysInMonth: days,
     servers: serverIds.length,

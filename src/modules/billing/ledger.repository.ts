@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, desc, eq, gte, like, lt, or, sql, type SQL } from 'drizzle-orm'
 import { balances, billingState, chargeCalculations, ledgerEntries } from '../../../db/schema/billing'
 import type { DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
@@ -163,6 +163,39 @@ export function setChargedUntil(tx: DbOrTx, key: string, until: number, now: num
     .values({ key, chargedUntil: until, updatedAt: now })
     .onConflictDoUpdate({ target: billingState.key, set: { chargedUntil: until, updatedAt: now } })
     .run()
+}
+
+/**
+ * A tenant's hour that billing.charge could not book (its part failed, or the tenant was waiting out
+ * a backoff) while the watermark moved past it: a row of `billing_state` keyed `owed:<tenant>:<hour>`
+ * with `charged_until` = the hour, written in the transaction of the batch that left it behind and
+ * deleted in the one that books it (docs/billing.md "A tenant whose charge fails").
+ */
+const OWED = 'owed:'
+const owedKey = (tenantId: string, hourUs: number) => `${OWED}${tenantId}:${hourUs}`
+
+export function markHourOwed(tx: DbOrTx, tenantId: string, hourUs: number, now: number): void {
+  setChargedUntil(tx, owedKey(tenantId, hourUs), hourUs, now)
+}
+
+export function clearHourOwed(tx: DbOrTx, tenantId: string, hourUs: number): void {
+  tx.delete(billingState)
+    .where(eq(billingState.key, owedKey(tenantId, hourUs)))
+    .run()
+}
+
+/** Every owed tenant-hour, oldest hour first (then tenant id). */
+export function owedHours(db: DbOrTx): { tenantId: string; hourUs: number }[] {
+  return (
+    db
+      .select()
+      .from(billingState)
+      // LIKE, not a range: a range on text follows the collation, which on PostgreSQL may weigh punctuation differently.
+      .where(like(billingState.key, `${OWED}%`))
+      .all()
+      .map((r) => ({ tenantId: r.key.slice(OWED.length, r.key.lastIndexOf(':')), hourUs: r.chargedUntil }))
+      .sort((a, b) => a.hourUs - b.hourUs || (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : 0))
+  )
 }
 
 /** Server-hours the tenant was charged for in [fromUs, toUs): the billable managed servers of each charged hour, summed. */

@@ -1,5 +1,6 @@
-import type { DbOrTx, Tx } from '../../../db/client'
+import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import type { TenantWalk } from '../../platform/jobs'
 import { formatMoney } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp, US_PER_HOUR } from '../../platform/time'
 import { recordSystemEvent } from '../audit'
@@ -64,16 +65,31 @@ function followBalance(tx: DbOrTx, deps: Deps, tenantId: string, state: TenantRo
   }
 }
 
-/** Freezes every tenant whose grace has lasted longer than the grace period. */
-export function freezeOverdue(tx: DbOrTx, deps: Deps): number {
+/**
+ * Freezes every tenant whose grace has lasted longer than the grace period, each in its own
+ * savepoint and its own part of billing.charge's per-tenant error boundary (scope `freeze`): one
+ * whose freeze throws (a reaction to it) stays in grace, is reported and tried again after its
+ * backoff; the others are frozen. Answers how many were.
+ */
+export function freezeOverdue(tx: Tx, deps: Deps, walk: TenantWalk): number {
   const now = deps.clock.nowUs()
   const overdue = tenantsInGraceBefore(tx, now - deps.config.gracePeriodHours * US_PER_HOUR)
+  let frozen = 0
   for (const t of overdue) {
-    setAccountState(tx, t.id, { accountState: 'frozen', frozenAt: now })
-    recordSystemEvent(tx, deps, t.id, 'account.frozen', `in grace for more than ${deps.config.gracePeriodHours} h`)
-    deps.events.emit('tenant.account_state_changed', { tx: tx as Tx, tenantId: t.id, state: 'frozen' })
+    const done = walk.runSync(
+      t.id,
+      () =>
+        withTransaction(tx, (one) => {
+          setAccountState(one, t.id, { accountState: 'frozen', frozenAt: now })
+          recordSystemEvent(one, deps, t.id, 'account.frozen', `in grace for more than ${deps.config.gracePeriodHours} h`)
+          deps.events.emit('tenant.account_state_changed', { tx: one, tenantId: t.id, state: 'frozen' })
+          return true
+        }),
+      'freeze',
+    )
+    if (done) frozen++
   }
-  return overdue.length
+  return frozen
 }
 
 export function ledgerView(r: LedgerRow) {

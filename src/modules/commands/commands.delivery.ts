@@ -1,5 +1,6 @@
-import { notifyOthers, onNotice, withTransaction } from '../../../db/client'
+import { isDatabaseBusy, notifyOthers, onNotice, withTransaction, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { formatNullableTimestamp } from '../../platform/time'
 import { agentSessions, findServerById, rentalRunning } from '../fleet'
 import { changeCommand, hasUndelivered, pastAcceptBy, pastDeadline, TERMINAL, undeliveredFor, type CommandRow } from './commands.repository'
@@ -136,21 +137,47 @@ export function sessionLost(deps: Deps, serverId: string): void {
 /**
  * The `commands.expire` job: undelivered commands past accept_by → delivery_failed; unfinished
  * ones past deadline → expired; then anything waiting on a server with a live session here is sent.
+ * Each command's change (and what reacts to it) is its own part of the job's per-tenant error
+ * boundary, scoped by command (a savepoint each when the plain transaction fails): one that throws
+ * keeps its state, is reported and waits out a backoff; the others change.
  */
-export function expireCommands(deps: Deps): string {
+export function expireCommands(deps: Deps, tenants: TenantWalk = new TenantWalk(deps, 'commands.expire')): string {
   const now = deps.clock.nowUs()
-  let failed = 0
-  let expired = 0
-  withTransaction(deps.db, (tx) => {
-    for (const c of pastAcceptBy(tx, now)) {
-      changeCommand(tx, deps, c, { deliveryStatus: 'delivery_failed', queueReason: null }, 'accept_by passed before the agent accepted it')
-      failed++
+  /** Every change in the caller's transaction: plainly, or (careful) each in its own savepoint and boundary. */
+  const changeAll = (tx: Tx, careful: boolean) => {
+    const counts = { failed: 0, expired: 0, deferred: 0 }
+    const each = (c: CommandRow, change: (one: Tx) => void): boolean => {
+      const scope = `command ${c.id}`
+      if (tenants.isWaiting(c.tenantId, scope)) {
+        counts.deferred++
+        return false
+      }
+      const run = (one: Tx) => {
+        change(one)
+        return true
+      }
+      return careful ? tenants.runSync(c.tenantId, () => withTransaction(tx, run), scope) === true : run(tx)
     }
-    for (const c of pastDeadline(tx, now)) {
-      changeCommand(tx, deps, c, { executionStatus: 'expired', finishedAt: now }, 'deadline passed before it finished')
-      expired++
-    }
-  })
+    for (const c of pastAcceptBy(tx, now))
+      if (
+        each(c, (one) => changeCommand(one, deps, c, { deliveryStatus: 'delivery_failed', queueReason: null }, 'accept_by passed before the agent accepted it'))
+      )
+        counts.failed++
+    for (const c of pastDeadline(tx, now))
+      if (each(c, (one) => changeCommand(one, deps, c, { executionStatus: 'expired', finishedAt: now }, 'deadline passed before it finished'))) counts.expired++
+    return counts
+  }
+  // Optimistic first: one plain transaction. When some command's change throws, it is rolled back
+  // whole and done again carefully.
+  let counts: ReturnType<typeof changeAll>
+  try {
+    counts = withTransaction(deps.db, (tx) => changeAll(tx, false))
+  } catch (e) {
+    if (isDatabaseBusy(e)) throw e
+    counts = withTransaction(deps.db, (tx) => changeAll(tx, true))
+  }
+  tenants.deferred += counts.deferred
+  const { failed, expired } = counts
   let sent = 0
   for (const serverId of agentSessions(deps).serverIds()) sent += dispatchServer(deps, serverId)
   return `${failed} delivery_failed, ${expired} expired, ${sent} sent`

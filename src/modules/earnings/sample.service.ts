@@ -1,5 +1,6 @@
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { type Decimal, parseDecimal, parseMoney } from '../../platform/money'
 import { utcDay } from '../../platform/time'
 import { markFleetDirty } from '../fleet'
@@ -12,6 +13,12 @@ import { type EarningsDayRow, findDay, markReportRead, moveWatermark, reportRead
  * last saw over the time since the previous sample, in one transaction per link that also moves the
  * link's watermark (a sample that finds it moved accrues nothing: exactly once). Then, at most
  * hourly per tenant, reads the platform's own daily figures where it reports any.
+ *
+ * Each link's sample and each tenant's report read is its own part of the job's per-tenant error
+ * boundary (TenantWalk, scoped by link or report): one that throws (a projection the arithmetic
+ * cannot take) rolls back alone, leaving its watermark where it was, so the time is accrued by the
+ * first sample that succeeds; the other links are sampled, the run is recorded `partial`, and the
+ * failing link waits out a backoff.
  */
 
 /** The job's period; the first sample of a link looks back at most this far. */
@@ -25,16 +32,21 @@ const REPORT_EVERY_US = 55 * 60 * 1_000_000
 const FIRST_REPORT_DAYS = 7
 const DAY_US = 86_400_000_000
 
-export async function sampleEarnings(deps: Deps): Promise<string> {
+export async function sampleEarnings(deps: Deps, tenants: TenantWalk = new TenantWalk(deps, 'earnings.sample')): Promise<string> {
   const now = deps.clock.nowUs()
   let sampled = 0
   let skipped = 0
   const sources = accrualSources(deps.db)
   for (const source of sources) {
-    if (withTransaction(deps.db, (tx) => sampleOne(tx, deps, source, now))) sampled++
-    else skipped++
+    const done = tenants.runSync(
+      source.tenantId,
+      () => withTransaction(deps.db, (tx) => sampleOne(tx, deps, source, now)),
+      `link ${source.serverId} ${source.marketplace}`,
+    )
+    if (done === true) sampled++
+    else if (done === false) skipped++
   }
-  const reports = await readReports(deps, now, sources)
+  const reports = await readReports(deps, now, sources, tenants)
   return `${sampled} links sampled, ${skipped} already sampled; ${reports}`
 }
 
@@ -134,33 +146,38 @@ function addToDay(tx: DbOrTx, _deps: Deps, key: Pick<EarningsDayRow, 'tenantId' 
  * server for gets `platform_usd_micros` (a row it creates counts that read as its one sample); one
  * it does not name stays null: the platform said nothing.
  */
-async function readReports(deps: Deps, now: number, sources: AccrualSource[]): Promise<string> {
+async function readReports(deps: Deps, now: number, sources: AccrualSource[], walk: TenantWalk): Promise<string> {
   const tenants = [...new Set(sources.filter((s) => s.marketplace === 'marketplace_a').map((s) => s.tenantId))]
   let read = 0
   for (const tenantId of tenants) {
-    const last = reportReadAt(deps.db, tenantId, 'marketplace_a')
-    if (last !== null && now - last < REPORT_EVERY_US) continue
-    const today = Math.floor(now / DAY_US)
-    const back = last === null ? FIRST_REPORT_DAYS - 1 : 1
-    const days = await platformDayEarnings(
-      deps,
-      tenantId,
-      'marketplace_a',
-      Array.from({ length: back + 1 }, (_, i) => today - back + i),
-    )
-    withTransaction(deps.db, (tx) => {
-      markReportRead(tx, tenantId, 'marketplace_a', now)
-      for (const [dayNumber, byServer] of days ?? []) {
-        const day = utcDay(dayNumber * DAY_US)
-        for (const [serverId, usd] of byServer) {
-          const key = { tenantId, serverId, marketplace: 'marketplace_a' as const }
-          const existing = findDay(tx, key, day)
-          const row = existing ?? { ...emptyDay(key, day, now), samples: 1 }
-          saveDay(tx, { ...row, platformUsdMicros: parseMoney(usd), updatedAt: now })
-        }
-      }
-    })
-    read++
+    if (await walk.run(tenantId, () => readReport(deps, now, tenantId), 'marketplace_a report')) read++
   }
   return `platform reports read for ${read} tenants`
+}
+
+/** One tenant's report read (at most hourly); true when it read one. */
+async function readReport(deps: Deps, now: number, tenantId: string): Promise<boolean> {
+  const last = reportReadAt(deps.db, tenantId, 'marketplace_a')
+  if (last !== null && now - last < REPORT_EVERY_US) return false
+  const today = Math.floor(now / DAY_US)
+  const back = last === null ? FIRST_REPORT_DAYS - 1 : 1
+  const days = await platformDayEarnings(
+    deps,
+    tenantId,
+    'marketplace_a',
+    Array.from({ length: back + 1 }, (_, i) => today - back + i),
+  )
+  withTransaction(deps.db, (tx) => {
+    markReportRead(tx, tenantId, 'marketplace_a', now)
+    for (const [dayNumber, byServer] of days ?? []) {
+      const day = utcDay(dayNumber * DAY_US)
+      for (const [serverId, usd] of byServer) {
+        const key = { tenantId, serverId, marketplace: 'marketplace_a' as const }
+        const existing = findDay(tx, key, day)
+        const row = existing ?? { ...emptyDay(key, day, now), samples: 1 }
+        saveDay(tx, { ...row, platformUsdMicros: parseMoney(usd), updatedAt: now })
+      }
+    }
+  })
+  return true
 }

@@ -134,6 +134,17 @@ export function serversManagedDuring(
   return { last: chunk.length === 0 ? null : chunk[chunk.length - 1]![0], rows }
 }
 
+/** The tenant's servers managed during [fromUs, toUs) (enrolled before its end, not decommissioned before its start), by id. */
+export function tenantServersManagedDuring(sqlite: Database, tenantId: string, fromUs: number, toUs: number): string[] {
+  return (
+    sqlite
+      .query<unknown, [string, number, number]>(
+        'SELECT id FROM servers WHERE tenant_id = ?1 AND created_at < ?2 AND (decommissioned_at IS NULL OR decommissioned_at > ?3) ORDER BY id',
+      )
+      .values(tenantId, toUs, fromUs) as [string][]
+  ).map((r) => r[0])
+}
+
 /** When the first server ever was enrolled; null before any. */
 export function firstServerEnrolledAt(db: DbOrTx): number | null {
   const r = db

@@ -32,6 +32,7 @@ export {
   serverNames,
   serversManagedDuring,
   serversOfTenant,
+  tenantServersManagedDuring,
   updateServer,
   type ServerRow,
 } from './fleet.repository'

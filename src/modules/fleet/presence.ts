@@ -1,5 +1,6 @@
-import { withTransaction, type Tx } from '../../../db/client'
+import { isDatabaseBusy, withTransaction, type Tx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
 import { recordServerEvent } from './events'
 import { markFleetDirty, presenceOf, setPresence, silentServers, updateServer, upsertLatestMetrics, type PresenceRow, type ServerRow } from './fleet.repository'
@@ -241,34 +242,73 @@ class FleetRuntime {
   /**
    * The presence.sweep job: online → suspect after 60 s, → offline after 300 s without a heartbeat.
    * What waits in memory is written first; then SWEEP_SLICE servers per transaction, yielding
-   * between two, so a mass silence never holds the write lock for long.
+   * between two, so a mass silence never holds the write lock for long. Each server's transition
+   * (and what reacts to it: notifications, alerts, the live stream) is its own part of the job's
+   * per-tenant error boundary, scoped by server: a slice that fails is done again with each server
+   * in its own savepoint, so one whose transition throws is rolled back alone, keeps its presence,
+   * is reported and waits out a backoff; the others move.
    */
-  async sweep(): Promise<string> {
+  async sweep(tenants: TenantWalk = new TenantWalk(this.deps, 'presence.sweep')): Promise<string> {
     this.flush()
     const { deps } = this
     const now = deps.clock.nowUs()
     let suspect = 0
     let offline = 0
-    for (;;) {
-      const n = withTransaction(deps.db, (tx) => {
-        const stale = silentServers(tx, now - SUSPECT_AFTER_US, now - OFFLINE_AFTER_US, SWEEP_SLICE)
-        for (const s of stale) {
-          const to = s.lastSeenAt! < now - OFFLINE_AFTER_US ? 'offline' : 'suspect'
-          updateServer(tx, s.id, { presence: to })
+    // Servers this run could not move (failed, or waiting out a backoff): the next slices pass them by.
+    const passed = new Set<string>()
+    /** One slice in the caller's transaction: what it chose, and the servers it moved. */
+    const slice = (tx: Tx, careful: boolean) => {
+      const stale = silentServers(tx, now - SUSPECT_AFTER_US, now - OFFLINE_AFTER_US, SWEEP_SLICE + passed.size)
+        .filter((s) => !passed.has(s.id))
+        .slice(0, SWEEP_SLICE)
+      const moved: { id: string; to: 'offline' | 'suspect' }[] = []
+      const skipped: string[] = []
+      let deferred = 0
+      for (const s of stale) {
+        const to = s.lastSeenAt! < now - OFFLINE_AFTER_US ? 'offline' : 'suspect'
+        const scope = `server ${s.id}`
+        const move = (one: Tx) => {
+          updateServer(one, s.id, { presence: to })
           const silentS = Math.floor((now - s.lastSeenAt!) / 1_000_000)
-          recordServerEvent(tx, deps, s, {
+          recordServerEvent(one, deps, s, {
             kind: `presence.${to}`,
             severity: 'warning',
             message: `${to}: no heartbeat for ${silentS} s`,
             data: { from: s.presence, silent_seconds: silentS },
           })
-          markFleetDirty(tx, s.tenantId)
-          this.#demoted.add(s.id)
-          if (to === 'offline') offline++
-          else suspect++
+          markFleetDirty(one, s.tenantId)
+          return true
         }
-        return stale.length
-      })
+        let ok: boolean | undefined
+        if (tenants.isWaiting(s.tenantId, scope)) {
+          deferred++
+          ok = undefined
+        } else if (!careful) ok = move(tx)
+        else ok = tenants.runSync(s.tenantId, () => withTransaction(tx, move), scope)
+        if (ok) moved.push({ id: s.id, to })
+        else skipped.push(s.id)
+      }
+      return { chosen: stale.length, moved, skipped, deferred }
+    }
+    for (;;) {
+      // Optimistic first: the slice as one plain transaction. A slice in which some server's
+      // transition throws is rolled back whole and done again carefully, each server in its own
+      // savepoint and the per-tenant boundary.
+      let done: ReturnType<typeof slice>
+      try {
+        done = withTransaction(deps.db, (tx) => slice(tx, false))
+      } catch (e) {
+        if (isDatabaseBusy(e)) throw e
+        done = withTransaction(deps.db, (tx) => slice(tx, true))
+      }
+      tenants.deferred += done.deferred
+      for (const id of done.skipped) passed.add(id)
+      for (const m of done.moved) {
+        this.#demoted.add(m.id)
+        if (m.to === 'offline') offline++
+        else suspect++
+      }
+      const n = done.chosen
       if (n < SWEEP_SLICE) break
       await new Promise<void>((resolve) => setImmediate(resolve))
       // Heartbeats that came in meanwhile are written before the next slice is chosen.

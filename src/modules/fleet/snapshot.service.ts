@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { formatTimestamp } from '../../platform/time'
 import { findSnapshotBody, findSnapshotHead, latestMetricsOf, managedServers, saveSnapshot, snapshotTenants } from './fleet.repository'
 import { factsOf, fleetRow, type FleetRow, type LatestByGpu } from './fleet.row'
@@ -110,16 +111,19 @@ export function readSnapshot(deps: Deps, tenantId: string): Snapshot {
 }
 
 /**
- * The `fleet.snapshot` job: refreshes every tenant that has servers or a snapshot, each in its own
- * transaction, yielding between two so requests and agent sessions are served meanwhile.
+ * The `fleet.snapshot` job: refreshes every tenant that has servers or a snapshot, in id order, each
+ * in its own transaction and its own part of the job's per-tenant error boundary (a tenant whose
+ * rows cannot be computed keeps its last snapshot, is reported and waits out a backoff; the others
+ * are refreshed), yielding between two so requests and agent sessions are served meanwhile.
  */
-export async function refreshAllSnapshots(deps: Deps): Promise<string> {
-  const all = snapshotTenants(deps.db)
+export async function refreshAllSnapshots(deps: Deps, tenants: TenantWalk = new TenantWalk(deps, 'fleet.snapshot')): Promise<string> {
+  const all = snapshotTenants(deps.db).sort()
+  let refreshed = 0
   for (const t of all) {
-    refreshSnapshot(deps, t)
+    if (tenants.runSync(t, () => refreshSnapshot(deps, t)) !== undefined) refreshed++
     await new Promise<void>((resolve) => setImmediate(resolve))
   }
-  return `refreshed ${all.length} fleet snapshots`
+  return `refreshed ${refreshed} fleet snapshots`
 }
 
 export function envelope(s: Snapshot) {

@@ -1,5 +1,6 @@
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { overCap, pruneBefore, pruneTenantThrough } from './live.repository'
 
 /** Events deleted per transaction: the write lock is held a few milliseconds at a time. */
@@ -9,9 +10,11 @@ const yieldLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 /**
  * The live.prune job: deletes events past LIVE_EVENTS_RETENTION_HOURS, then each tenant's oldest
  * past LIVE_EVENTS_MAX_PER_TENANT, SLICE per transaction, yielding between two. Each slice raises
- * the tenants' horizons with it, so a client resuming before them is told (`stream.reset`).
+ * the tenants' horizons with it, so a client resuming before them is told (`stream.reset`). Each
+ * tenant's cap is its own part of the job's per-tenant error boundary: a tenant whose events cannot
+ * be deleted keeps them, is reported and waits out a backoff; the others are pruned.
  */
-export async function pruneLiveEvents(deps: Deps): Promise<string> {
+export async function pruneLiveEvents(deps: Deps, tenants: TenantWalk = new TenantWalk(deps, 'live.prune')): Promise<string> {
   const { retentionHours, maxPerTenant } = deps.config.liveEvents
   const before = deps.clock.nowUs() - retentionHours * 3600 * 1_000_000
   let slices = 0
@@ -28,6 +31,6 @@ export async function pruneLiveEvents(deps: Deps): Promise<string> {
   const old = await sliced(() => pruneBefore(deps.sqlite, before, SLICE))
   let capped = 0
   for (const { tenantId, throughSeq } of overCap(deps.sqlite, maxPerTenant))
-    capped += await sliced(() => pruneTenantThrough(deps.sqlite, tenantId, throughSeq, SLICE))
+    capped += (await tenants.run(tenantId, () => sliced(() => pruneTenantThrough(deps.sqlite, tenantId, throughSeq, SLICE)))) ?? 0
   return `removed ${old} live events past retention and ${capped} past the per-tenant cap in ${slices} transactions`
 }

@@ -39,7 +39,7 @@ const OCCUPANCY_KINDS: Record<string, string> = { D: 'on_demand', R: 'reserved',
  * shows its orders: a spot order at its bid in its coin; an on-demand order, whose terms Clore does
  * not show, at the server's on-demand price in the first coin it prices.
  */
-export function dealsOf(link: LinkRow): RunningDeal[] {
+function dealsOf(link: LinkRow): RunningDeal[] {
   if (link.state === 'stale') return []
   const r = link.remote
   if (link.marketplace === 'marketplace_a') {
@@ -67,7 +67,11 @@ export function dealsOf(link: LinkRow): RunningDeal[] {
   })
 }
 
-/** Every link of every tenant with its deals, for the earnings.sample job. */
+/**
+ * Every link of every tenant with its deals, for the earnings.sample job. `deals` is derived when it
+ * is read, so a link whose projection cannot be priced fails where its own sample reads it (inside
+ * the job's per-link error boundary), not for every link at once.
+ */
 export function accrualSources(db: DbOrTx): AccrualSource[] {
   return allLinks(db).map((l) => ({
     tenantId: l.tenantId,
@@ -75,7 +79,9 @@ export function accrualSources(db: DbOrTx): AccrualSource[] {
     marketplace: l.marketplace,
     linkedAt: l.linkedAt,
     seenAt: l.lastSeenAt,
-    deals: dealsOf(l),
+    get deals() {
+      return dealsOf(l)
+    },
     rates: l.marketplaceB?.spot?.rates_usd_per_coin ?? {},
   }))
 }

@@ -1,5 +1,6 @@
 import { withTransaction, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import { TenantWalk } from '../../platform/jobs'
 import { DomainError } from '../../platform/domain-error'
 import { recordSystemEvent } from '../audit'
 import { findTenant } from '../tenants'
@@ -10,33 +11,27 @@ import { bumpVersion, switchPlan } from './subscription.service'
 /**
  * subscription.fire: on the effective day, re-read the rule and apply or refuse each scheduled change.
  * Only a target that became contract-priced or left the catalogue (the rule's own answers) refuses
- * with direction_changed; any other failure is logged with the job run and the change, rolls that
- * change's transaction back so it stays scheduled for the next run, and fails this run.
+ * with direction_changed. Each change is its own part of the job's per-tenant error boundary
+ * (TenantWalk, scoped by the change): any other failure is logged with the job, the tenant and the
+ * change, rolls that change's transaction back so it stays scheduled, does not stop the others,
+ * records the run `partial`, and backs that change off (1, 2, 4… minutes, at most an hour; the job
+ * runs hourly, so in practice the next run retries it).
  */
-export function fireScheduled(deps: Deps, run: { job: string; period: string } = { job: 'subscription.fire', period: 'manual' }): string {
+export function fireScheduled(
+  deps: Deps,
+  run: { job: string; period: string } = { job: 'subscription.fire', period: 'manual' },
+  tenants: TenantWalk = new TenantWalk(deps, run.job, undefined, run.period),
+): string {
   const now = deps.clock.nowUs()
   const due = dueChanges(deps.db, now)
   let applied = 0
   let refused = 0
-  const failed: string[] = []
   for (const c of due) {
-    try {
-      const outcome = withTransaction(deps.db, (tx) => fireOne(tx, deps, c.id, now))
-      if (outcome === 'applied') applied++
-      else if (outcome === 'refused') refused++
-    } catch (e) {
-      failed.push(c.id)
-      deps.log.error('firing a scheduled plan change failed; it stays scheduled and the next run retries it', {
-        ...run,
-        change_id: c.id,
-        tenant_id: c.tenantId,
-        error: e,
-      })
-    }
+    const outcome = tenants.runSync(c.tenantId, () => withTransaction(deps.db, (tx) => fireOne(tx, deps, c.id, now)), `plan change ${c.id}`)
+    if (outcome === 'applied') applied++
+    else if (outcome === 'refused') refused++
   }
-  const summary = `${due.length} due: ${applied} applied, ${refused} refused`
-  if (failed.length) throw new Error(`${summary}, ${failed.length} failed and stay scheduled (see the log): ${failed.join(', ')}`)
-  return summary
+  return `${due.length} due: ${applied} applied, ${refused} refused`
 }
 
 function fireOne(tx: Tx, deps: Deps, id: string, now: number): 'applied' | 'refused' | 'skipped' {
