@@ -29,8 +29,9 @@ beforeAll(async () => {
   ;[first, second] = [await newTenant(app, 'prune-a'), await newTenant(app, 'prune-b')].sort((a, b) => (a.tenantId < b.tenantId ? -1 : 1)) as [Member, Member]
   for (const m of [first, second])
     for (let i = 0; i < 150; i++)
-      app.deps.sqlite.run('INSERT INTO live_events (tenant_id, server_id, type, payload, created_at) VALUES (?, NULL, ?, ?, ?)', [
+      app.deps.sqlite.run('INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES (?, ?, NULL, ?, ?, ?)', [
         m.tenantId,
+        i + 1, // the tenant's own event ids, as the producers hand them out (live_event_sequences)
         'test.event',
         JSON.stringify({ i }),
         app.deps.clock.nowUs(),

@@ -59,7 +59,25 @@ function queryString(query?: Query): string {
 
 const isProblem = (x: unknown): x is Problem => typeof x === 'object' && x !== null && typeof (x as Problem).code === 'string'
 
+/** A read refused for its rate (429) is asked again after the Retry-After it names, up to this many times and this long a wait. */
+const READ_RETRIES = 3
+const READ_RETRY_MAX_SECONDS = 30
+
 export async function request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
+  // A report computed anew is an expensive read with a per-caller limit (docs/reports.md): a page
+  // that reads several waits the Retry-After out instead of showing the refusal. Writes never retry.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await requestOnce<T>(method, path, opts)
+    } catch (e) {
+      const wait = e instanceof ApiError && e.status === 429 && method === 'GET' ? e.retryAfter : null
+      if (wait === null || wait > READ_RETRY_MAX_SECONDS || attempt >= READ_RETRIES) throw e
+      await new Promise((resolve) => setTimeout(resolve, wait * 1000))
+    }
+  }
+}
+
+async function requestOnce<T>(method: string, path: string, opts: RequestOptions): Promise<Answer<T>> {
   const headers: Record<string, string> = { accept: 'application/json' }
   if (opts.body !== undefined) headers['content-type'] = 'application/json'
   if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey
