@@ -1,6 +1,7 @@
+import { checkAnyFrame, checkServiceFrame, firstFrameError, type ServiceFrame } from '#protocol'
 import { catalogue } from './catalogue'
 import { FinishedCommands } from './command-store'
-import { CommandRunner, type CommandFrame } from './commands'
+import { CommandRunner } from './commands'
 import { backoffDelay } from './backoff'
 import { loadCredential, type Credential } from './credential'
 import { httpsHello, REVOKED, TOO_OLD } from './hello'
@@ -197,45 +198,57 @@ class Agent {
     })
   }
 
+  /**
+   * Every frame from the service is checked by the protocol's compiled checker (protocol/agent.ts)
+   * before anything reads it. One that fails is refused as the protocol refuses a malformed frame:
+   * dropped, with a warning naming its first schema error; the session stays open. (The protocol
+   * has no agent → service `error` frame, so the service is not told.) Unknown types are ignored,
+   * so a newer service can add frames.
+   */
   private onFrame(text: string, welcomeArrived: () => void): void {
     const log = this.opts.log
-    let frame: Record<string, unknown>
+    let frame: unknown
     try {
       frame = JSON.parse(text)
-      if (!frame || typeof frame !== 'object' || Array.isArray(frame)) throw new Error('not an object')
     } catch {
-      log.warn('ignoring a frame that is not a JSON object', { bytes: text.length })
+      frame = undefined
+    }
+    if (!checkAnyFrame.Check(frame)) {
+      log.warn('ignoring a frame that is not a JSON object with a string type', { bytes: text.length })
       return
     }
-    switch (frame.type) {
+    const type = frame.type
+    if (!Object.hasOwn(checkServiceFrame, type)) {
+      log.debug('ignoring a frame of unknown type', { type: type.slice(0, 64) })
+      return
+    }
+    const check = checkServiceFrame[type as keyof typeof checkServiceFrame]
+    if (!check.Check(frame)) {
+      log.warn('ignoring a frame the protocol does not allow', { type, error: firstFrameError(type, check.Errors(frame)) })
+      return
+    }
+    const valid = frame as ServiceFrame
+    switch (valid.type) {
       case 'welcome':
         welcomeArrived()
-        this.onWelcome(frame)
+        this.onWelcome(valid)
         return
-      case 'command': {
-        const id = frame.command_id
-        if (typeof id !== 'string' || !id || id.length > 128 || typeof frame.command_type !== 'string') {
-          log.warn('ignoring a command frame without a command_id and command_type')
-          return
-        }
-        this.runner.receive(frame as unknown as CommandFrame)
+      case 'command':
+        this.runner.receive(valid)
         return
-      }
       case 'command.cancel':
-        if (typeof frame.command_id === 'string') this.runner.cancel(frame.command_id)
+        this.runner.cancel(valid.command_id)
         return
       case 'error':
-        log.warn('the service could not accept a frame', { code: frame.code, message: frame.message })
+        log.warn('the service could not accept a frame', { code: valid.code, message: valid.message })
         return
-      default:
-        log.debug('ignoring a frame of unknown type', { type: String(frame.type).slice(0, 64) })
     }
   }
 
-  private onWelcome(frame: Record<string, unknown>): void {
+  private onWelcome(frame: ServiceFrame<'welcome'>): void {
     if (this.welcomed) return // one welcome per session; a repeat must not double the timers
     const positive = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : null)
-    if (typeof frame.server_id === 'string' && frame.server_id !== this.cred.server_id)
+    if (frame.server_id !== this.cred.server_id)
       this.opts.log.warn('the service welcomed this agent as a different server than it enrolled as', {
         enrolled: this.cred.server_id,
         welcomed: frame.server_id,
