@@ -11,7 +11,8 @@ import { COMMAND_SCHEMA_VERSION } from './version'
  */
 
 /** A `command` frame as the runner takes it (protocol/agent.ts); what it lacks gets the protocol's defaults. */
-export type CommandFrame = Pick<ServiceFrame<'command'>, 'command_id' | 'command_type'> & Partial<Omit<ServiceFrame<'command'>, 'type' | 'command_id' | 'command_type'>>
+export type CommandFrame = Pick<ServiceFrame<'command'>, 'command_id' | 'command_type'> &
+  Partial<Omit<ServiceFrame<'command'>, 'type' | 'command_id' | 'command_type'>>
 
 export type CommandErrorBody = { code: string; message: string; retryable: boolean; stage?: string; details?: Record<string, unknown> }
 

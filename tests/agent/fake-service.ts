@@ -11,7 +11,14 @@ import { checkAgentFrame, checkAnyFrame, checkHelloBody, checkRegisterBody, firs
  */
 
 export type Frame = Record<string, unknown> & { type: string }
-type Conn = { id: number; serverId: string; frames: Frame[]; refused: { frame: unknown; error: string }[]; ws: ServerWebSocket<{ conn: Conn }>; closed: boolean }
+type Conn = {
+  id: number
+  serverId: string
+  frames: Frame[]
+  refused: { frame: unknown; error: string }[]
+  ws: ServerWebSocket<{ conn: Conn }>
+  closed: boolean
+}
 
 const REGISTER_FIELDS = new Set(Object.keys(RegisterBody.properties))
 const HELLO_FIELDS = new Set(Object.keys(HelloBody.properties))

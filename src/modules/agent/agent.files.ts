@@ -14,11 +14,7 @@ const AGENT_DIR = resolve(import.meta.dir, '../../../agent')
 const PROTOCOL_ENTRY = resolve(import.meta.dir, '../../../protocol/index.ts')
 
 /** The package.json shipped beside the agent: it only resolves `#protocol` to the bundle. */
-const SHIPPED_PACKAGE_JSON = `${JSON.stringify(
-  { name: 'gpuhq-agent', private: true, type: 'module', imports: { '#protocol': './protocol.js' } },
-  null,
-  2,
-)}\n`
+const SHIPPED_PACKAGE_JSON = `${JSON.stringify({ name: 'gpuhq-agent', private: true, type: 'module', imports: { '#protocol': './protocol.js' } }, null, 2)}\n`
 
 function octal(n: number, width: number): string {
   return n.toString(8).padStart(width - 1, '0') + '\0'

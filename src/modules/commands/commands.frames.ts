@@ -1,4 +1,12 @@
-import { checkAgentFrame, checkCommandError, checkCommandReportHead, type CommandError, type CommandReport, type CommandReportType, type ServiceFrame } from '#protocol'
+import {
+  checkAgentFrame,
+  checkCommandError,
+  checkCommandReportHead,
+  type CommandError,
+  type CommandReport,
+  type CommandReportType,
+  type ServiceFrame,
+} from '#protocol'
 
 /**
  * The command frames of the agent session (docs/commands.md), both ways, as the protocol defines
