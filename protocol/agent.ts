@@ -106,8 +106,9 @@ export const ServiceFrames = {
   welcome: Type.Object({
     type: Type.Literal('welcome'),
     server_id: Type.String({ maxLength: 64 }),
-    heartbeat_interval_s: Type.Integer(),
-    telemetry_interval_s: Type.Integer(),
+    // gpuhq sends whole seconds; the agent takes any number and keeps its own for one that is not positive (docs/agent.md).
+    heartbeat_interval_s: Type.Number(),
+    telemetry_interval_s: Type.Number(),
   }),
   command: Type.Object({
     type: Type.Literal('command'),

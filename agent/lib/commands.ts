@@ -1,4 +1,4 @@
-import type { ServiceFrame } from '#protocol'
+import type { AgentFrame, ServiceFrame } from '#protocol'
 import type { FinishedCommands, FinishedFrame } from './command-store'
 import type { Logger } from './log'
 import { redact } from './log'
@@ -48,7 +48,7 @@ export class CommandRunner {
     private readonly deps: {
       handlers: Record<string, Handler>
       finished: FinishedCommands
-      emit: (frame: Record<string, unknown>) => void
+      emit: (frame: AgentFrame) => void
       /** Resolves once everything emitted so far has been handed to the socket (or gave up). */
       flush: () => Promise<void>
       log: Logger

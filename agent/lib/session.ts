@@ -1,4 +1,4 @@
-import { checkAnyFrame, checkServiceFrame, firstFrameError, type ServiceFrame } from '#protocol'
+import { checkAnyFrame, checkServiceFrame, firstFrameError, type AgentFrame, type HostFactsBody, type ServiceFrame } from '#protocol'
 import { catalogue } from './catalogue'
 import { FinishedCommands } from './command-store'
 import { CommandRunner } from './commands'
@@ -70,7 +70,7 @@ class Agent {
   private stopped = false
   private attempt = 0
   private seq = 0
-  private outbox: Record<string, unknown>[] = []
+  private outbox: AgentFrame[] = []
   private timers: ReturnType<typeof setInterval>[] = []
   private wake: (() => void) | null = null
   private sampling = false
@@ -123,7 +123,7 @@ class Agent {
     await this.finish(EXIT.ok, 'stopping')
   }
 
-  private hello(): Record<string, unknown> {
+  private hello(): HostFactsBody {
     return { agent_version: AGENT_VERSION, ...this.facts }
   }
 
@@ -177,7 +177,7 @@ class Agent {
         opened = true
         this.seq = 0
         this.opts.log.info('session open; sending hello', { url })
-        ws.send(JSON.stringify({ type: 'hello', ...this.hello() }))
+        ws.send(JSON.stringify({ type: 'hello', ...this.hello() } satisfies AgentFrame<'hello'>))
         welcomeTimer = setTimeout(() => {
           this.opts.log.warn('no welcome from the service; reconnecting')
           ws.close(4000, 'no welcome')
@@ -292,7 +292,7 @@ class Agent {
   }
 
   /** Heartbeats and telemetry are worth nothing late: sent now or never. */
-  private sendNow(frame: Record<string, unknown>): boolean {
+  private sendNow(frame: AgentFrame): boolean {
     if (!this.welcomed || this.ws?.readyState !== WebSocket.OPEN) return false
     try {
       this.ws.send(JSON.stringify(frame))
@@ -303,7 +303,7 @@ class Agent {
   }
 
   /** Command answers and events must arrive: sent now, or after the next welcome. */
-  private emit(frame: Record<string, unknown>): void {
+  private emit(frame: AgentFrame): void {
     if (this.outbox.length === 0 && this.sendNow(frame)) return
     this.outbox.push(frame)
     if (this.outbox.length > OUTBOX_MAX) this.outbox.shift()
