@@ -60,7 +60,7 @@ module.exports = {
       name: 'no-cycles',
       comment: 'No import cycle anywhere in the service: between modules, inside one, or in the platform.',
       severity: 'error',
-      from: { path: '^(src|db|jobs)/' },
+      from: { path: '^(src|db|jobs|protocol)/' },
       to: { circular: true },
     },
     {
@@ -79,10 +79,19 @@ module.exports = {
     },
     {
       name: 'the-agent-stands-alone',
-      comment: 'The reference agent ships on its own (agent/): it imports nothing of the service.',
+      comment:
+        'The reference agent ships on its own (agent/): it imports nothing of the service and no npm package (a host has Bun alone); its frames come from protocol/ (#protocol), which the tarball ships bundled.',
       severity: 'error',
       from: { path: '^agent/' },
-      to: { path: ['^src/', '^db/', '^jobs/'] },
+      to: { path: ['^src/', '^db/', '^jobs/', '^web/', '^scripts/', '(^|/)node_modules/'] },
+    },
+    {
+      name: 'the-protocol-imports-only-typebox',
+      comment:
+        'protocol/ is the one source of the agent protocol, shared by the service, the agent and the tests, and bundled into the agent tarball: it imports TypeBox and itself, nothing else (no service code, no Node or Bun module).',
+      severity: 'error',
+      from: { path: '^protocol/' },
+      to: { pathNot: ['^protocol/', '(^|/)node_modules/@sinclair/typebox/'] },
     },
     {
       name: 'jobs-and-the-root-run-no-drizzle',
@@ -102,7 +111,7 @@ module.exports = {
       name: 'the-service-runs-no-console-or-test-code',
       comment: 'The service does not import the console sources (it bundles them by path), tests or benchmarks.',
       severity: 'error',
-      from: { path: ['^src/', '^db/', '^jobs/', '^agent/'] },
+      from: { path: ['^src/', '^db/', '^jobs/', '^agent/', '^protocol/'] },
       to: { path: ['^web/', '^tests/', '^bench/'] },
     },
   ],

@@ -25,8 +25,10 @@ COPY db ./db
 COPY jobs ./jobs
 # The web console's source: the service bundles it in memory at start (docs/console.md).
 COPY web ./web
-# The reference agent, served at /agent/install.sh and /agent/gpuhq-agent.tar.gz.
+# The reference agent, served at /agent/install.sh and /agent/gpuhq-agent.tar.gz, and the protocol
+# it shares with the service (protocol/: bundled into the tarball, imported by src/ as #protocol).
 COPY agent ./agent
+COPY protocol ./protocol
 # The operator commands; `admin` on the PATH is scripts/admin, which here uses the image's Bun
 # (GPUHQ_PREINSTALLED below) instead of installing one.
 COPY scripts/admin scripts/admin.ts scripts/lib.sh ./scripts/

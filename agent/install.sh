@@ -115,7 +115,7 @@ if [ -z "$SOURCE" ]; then
 			wget -q -O "$CLEANUP/agent.tar.gz" "$URL/agent/gpuhq-agent.tar.gz" || true
 		fi
 		[ -s "$CLEANUP/agent.tar.gz" ] && tar -xzf "$CLEANUP/agent.tar.gz" -C "$CLEANUP" ||
-			die "could not download the agent; copy the agent/ folder of gpuhq to this host and pass --source <dir>"
+			die "could not download the agent; unpack gpuhq-agent.tar.gz (or use a gpuhq checkout's agent/ folder) on this host and pass --source <dir>"
 		SOURCE="$CLEANUP"
 		[ -f "$SOURCE/gpuhq-agent.ts" ] || SOURCE="$CLEANUP/agent"
 	fi
@@ -144,6 +144,27 @@ mkdir -p "$PREFIX"
 rm -rf "$PREFIX/lib"
 cp "$SOURCE/gpuhq-agent.ts" "$PREFIX/"
 cp -R "$SOURCE/lib" "$PREFIX/lib"
+# The agent imports the protocol's frames as #protocol (docs/agent.md "What the tarball holds"): the
+# tarball brings protocol.js (the protocol bundled with TypeBox) and the package.json that maps it;
+# a gpuhq checkout's agent/ folder has protocol/ beside it instead, bundled here the same way.
+if [ -f "$SOURCE/protocol.js" ] && [ -f "$SOURCE/package.json" ]; then
+	cp "$SOURCE/protocol.js" "$SOURCE/package.json" "$PREFIX/"
+elif [ -f "$SOURCE/../protocol/index.ts" ]; then
+	"$BUN" build "$SOURCE/../protocol/index.ts" --target=bun --format=esm --outfile="$PREFIX/protocol.js" >/dev/null ||
+		die "could not bundle $SOURCE/../protocol for the agent (bun build)"
+	cat >"$PREFIX/package.json" <<'EOF'
+{
+  "name": "gpuhq-agent",
+  "private": true,
+  "type": "module",
+  "imports": {
+    "#protocol": "./protocol.js"
+  }
+}
+EOF
+else
+	die "$SOURCE holds neither protocol.js and package.json (an unpacked gpuhq-agent.tar.gz) nor ../protocol (a gpuhq checkout)"
+fi
 for f in README.md install.sh; do
 	if [ -f "$SOURCE/$f" ]; then cp "$SOURCE/$f" "$PREFIX/"; fi
 done

@@ -1,3 +1,4 @@
+import type { AgentFrame, ServiceFrame } from '#protocol'
 import type { FinishedCommands, FinishedFrame } from './command-store'
 import type { Logger } from './log'
 import { redact } from './log'
@@ -9,14 +10,9 @@ import { COMMAND_SCHEMA_VERSION } from './version'
  * command id seen before is answered again, never executed again.
  */
 
-export type CommandFrame = {
-  command_id: string
-  command_type: string
-  schema_version?: number
-  params?: Record<string, unknown>
-  requires?: string
-  deadline?: string | null
-}
+/** A `command` frame as the runner takes it (protocol/agent.ts); what it lacks gets the protocol's defaults. */
+export type CommandFrame = Pick<ServiceFrame<'command'>, 'command_id' | 'command_type'> &
+  Partial<Omit<ServiceFrame<'command'>, 'type' | 'command_id' | 'command_type'>>
 
 export type CommandErrorBody = { code: string; message: string; retryable: boolean; stage?: string; details?: Record<string, unknown> }
 
@@ -52,7 +48,7 @@ export class CommandRunner {
     private readonly deps: {
       handlers: Record<string, Handler>
       finished: FinishedCommands
-      emit: (frame: Record<string, unknown>) => void
+      emit: (frame: AgentFrame) => void
       /** Resolves once everything emitted so far has been handed to the socket (or gave up). */
       flush: () => Promise<void>
       log: Logger

@@ -1,3 +1,4 @@
+import type { HostFactsBody } from '#protocol'
 import type { Credential } from './credential'
 import { apiUrl, describeNetworkError, postJson, readProblem } from './http'
 import type { Logger } from './log'
@@ -8,7 +9,7 @@ import { AGENT_VERSION, EXIT } from './version'
  * (it never makes the server online; only session heartbeats do). Returns an exit code when
  * running on cannot help (credential refused, agent too old), otherwise null.
  */
-export async function httpsHello(cred: Credential, hello: Record<string, unknown>, log: Logger): Promise<number | null> {
+export async function httpsHello(cred: Credential, hello: HostFactsBody, log: Logger): Promise<number | null> {
   const url = apiUrl(cred.url, '/agent/hello')
   try {
     const res = await postJson(url, hello, { authorization: `Bearer ${cred.agent_token}` }, 15_000)

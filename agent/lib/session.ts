@@ -1,6 +1,7 @@
+import { checkAnyFrame, checkServiceFrame, firstFrameError, type AgentFrame, type HostFactsBody, type ServiceFrame } from '#protocol'
 import { catalogue } from './catalogue'
 import { FinishedCommands } from './command-store'
-import { CommandRunner, type CommandFrame } from './commands'
+import { CommandRunner } from './commands'
 import { backoffDelay } from './backoff'
 import { loadCredential, type Credential } from './credential'
 import { httpsHello, REVOKED, TOO_OLD } from './hello'
@@ -69,7 +70,7 @@ class Agent {
   private stopped = false
   private attempt = 0
   private seq = 0
-  private outbox: Record<string, unknown>[] = []
+  private outbox: AgentFrame[] = []
   private timers: ReturnType<typeof setInterval>[] = []
   private wake: (() => void) | null = null
   private sampling = false
@@ -122,7 +123,7 @@ class Agent {
     await this.finish(EXIT.ok, 'stopping')
   }
 
-  private hello(): Record<string, unknown> {
+  private hello(): HostFactsBody {
     return { agent_version: AGENT_VERSION, ...this.facts }
   }
 
@@ -176,7 +177,7 @@ class Agent {
         opened = true
         this.seq = 0
         this.opts.log.info('session open; sending hello', { url })
-        ws.send(JSON.stringify({ type: 'hello', ...this.hello() }))
+        ws.send(JSON.stringify({ type: 'hello', ...this.hello() } satisfies AgentFrame<'hello'>))
         welcomeTimer = setTimeout(() => {
           this.opts.log.warn('no welcome from the service; reconnecting')
           ws.close(4000, 'no welcome')
@@ -197,45 +198,57 @@ class Agent {
     })
   }
 
+  /**
+   * Every frame from the service is checked by the protocol's compiled checker (protocol/agent.ts)
+   * before anything reads it. One that fails is refused as the protocol refuses a malformed frame:
+   * dropped, with a warning naming its first schema error; the session stays open. (The protocol
+   * has no agent → service `error` frame, so the service is not told.) Unknown types are ignored,
+   * so a newer service can add frames.
+   */
   private onFrame(text: string, welcomeArrived: () => void): void {
     const log = this.opts.log
-    let frame: Record<string, unknown>
+    let frame: unknown
     try {
       frame = JSON.parse(text)
-      if (!frame || typeof frame !== 'object' || Array.isArray(frame)) throw new Error('not an object')
     } catch {
-      log.warn('ignoring a frame that is not a JSON object', { bytes: text.length })
+      frame = undefined
+    }
+    if (!checkAnyFrame.Check(frame)) {
+      log.warn('ignoring a frame that is not a JSON object with a string type', { bytes: text.length })
       return
     }
-    switch (frame.type) {
+    const type = frame.type
+    if (!Object.hasOwn(checkServiceFrame, type)) {
+      log.debug('ignoring a frame of unknown type', { type: type.slice(0, 64) })
+      return
+    }
+    const check = checkServiceFrame[type as keyof typeof checkServiceFrame]
+    if (!check.Check(frame)) {
+      log.warn('ignoring a frame the protocol does not allow', { type, error: firstFrameError(type, check.Errors(frame)) })
+      return
+    }
+    const valid = frame as ServiceFrame
+    switch (valid.type) {
       case 'welcome':
         welcomeArrived()
-        this.onWelcome(frame)
+        this.onWelcome(valid)
         return
-      case 'command': {
-        const id = frame.command_id
-        if (typeof id !== 'string' || !id || id.length > 128 || typeof frame.command_type !== 'string') {
-          log.warn('ignoring a command frame without a command_id and command_type')
-          return
-        }
-        this.runner.receive(frame as unknown as CommandFrame)
+      case 'command':
+        this.runner.receive(valid)
         return
-      }
       case 'command.cancel':
-        if (typeof frame.command_id === 'string') this.runner.cancel(frame.command_id)
+        this.runner.cancel(valid.command_id)
         return
       case 'error':
-        log.warn('the service could not accept a frame', { code: frame.code, message: frame.message })
+        log.warn('the service could not accept a frame', { code: valid.code, message: valid.message })
         return
-      default:
-        log.debug('ignoring a frame of unknown type', { type: String(frame.type).slice(0, 64) })
     }
   }
 
-  private onWelcome(frame: Record<string, unknown>): void {
+  private onWelcome(frame: ServiceFrame<'welcome'>): void {
     if (this.welcomed) return // one welcome per session; a repeat must not double the timers
     const positive = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : null)
-    if (typeof frame.server_id === 'string' && frame.server_id !== this.cred.server_id)
+    if (frame.server_id !== this.cred.server_id)
       this.opts.log.warn('the service welcomed this agent as a different server than it enrolled as', {
         enrolled: this.cred.server_id,
         welcomed: frame.server_id,
@@ -279,7 +292,7 @@ class Agent {
   }
 
   /** Heartbeats and telemetry are worth nothing late: sent now or never. */
-  private sendNow(frame: Record<string, unknown>): boolean {
+  private sendNow(frame: AgentFrame): boolean {
     if (!this.welcomed || this.ws?.readyState !== WebSocket.OPEN) return false
     try {
       this.ws.send(JSON.stringify(frame))
@@ -290,7 +303,7 @@ class Agent {
   }
 
   /** Command answers and events must arrive: sent now, or after the next welcome. */
-  private emit(frame: Record<string, unknown>): void {
+  private emit(frame: AgentFrame): void {
     if (this.outbox.length === 0 && this.sendNow(frame)) return
     this.outbox.push(frame)
     if (this.outbox.length > OUTBOX_MAX) this.outbox.shift()

@@ -1,17 +1,27 @@
 import type { Server, ServerWebSocket } from 'bun'
+import { checkAgentFrame, checkAnyFrame, checkHelloBody, checkRegisterBody, firstFrameError, HelloBody, RegisterBody, type ServiceFrame } from '#protocol'
 
 /**
  * A local stand-in for the gpuhq service side of the agent protocol (docs/agent.md):
  * POST /agent/register, POST /agent/hello and the WebSocket session at GET /agent/ws. Strict like
- * the real service: unknown body fields are refused, a bad credential is refused before the upgrade,
- * one live session per server (a newer one closes the older with 4409).
+ * the real service: bodies and frames are checked by the protocol's own compiled checkers
+ * (protocol/agent.ts) and unknown body fields are refused, a frame that fails is answered with an
+ * `error` frame (and kept in `refused`), a bad credential is refused before the upgrade, one live
+ * session per server (a newer one closes the older with 4409).
  */
 
 export type Frame = Record<string, unknown> & { type: string }
-type Conn = { id: number; serverId: string; frames: Frame[]; ws: ServerWebSocket<{ conn: Conn }>; closed: boolean }
+type Conn = {
+  id: number
+  serverId: string
+  frames: Frame[]
+  refused: { frame: unknown; error: string }[]
+  ws: ServerWebSocket<{ conn: Conn }>
+  closed: boolean
+}
 
-const REGISTER_FIELDS = new Set(['init_token', 'agent_version', 'hostname', 'fingerprint', 'public_ip', 'disk_gb', 'port_range', 'gpus'])
-const HELLO_FIELDS = new Set(['agent_version', 'hostname', 'fingerprint', 'public_ip', 'disk_gb', 'port_range', 'gpus'])
+const REGISTER_FIELDS = new Set(Object.keys(RegisterBody.properties))
+const HELLO_FIELDS = new Set(Object.keys(HelloBody.properties))
 
 let counter = 0
 const agentToken = () => `gpuhq_agt_${(++counter).toString().padStart(4, '0')}${'x'.repeat(42)}`
@@ -42,10 +52,25 @@ export class FakeService {
           this.conns.push(conn)
         },
         message: (ws, message) => {
-          const frame = JSON.parse(String(message)) as Frame
           const conn = ws.data.conn
-          conn.frames.push(frame)
-          if (frame.type === 'hello') ws.send(JSON.stringify({ type: 'welcome', server_id: conn.serverId, ...this.welcome }))
+          const reply = (frame: ServiceFrame): void => void ws.send(JSON.stringify(frame))
+          const frame: unknown = JSON.parse(String(message))
+          if (!checkAnyFrame.Check(frame)) {
+            conn.refused.push({ frame, error: 'not a JSON object with a string type' })
+            return reply({ type: 'error', code: 'validation_failed', message: 'a frame must be a JSON object with a string type' })
+          }
+          conn.frames.push(frame as Frame)
+          const check = Object.hasOwn(checkAgentFrame, frame.type) ? checkAgentFrame[frame.type as keyof typeof checkAgentFrame] : undefined
+          if (!check) {
+            conn.refused.push({ frame, error: 'unknown type' })
+            return reply({ type: 'error', code: 'unknown_type', message: `unknown frame type ${frame.type.slice(0, 64)}` })
+          }
+          if (!check.Check(frame)) {
+            const error = firstFrameError(frame.type, check.Errors(frame))
+            conn.refused.push({ frame, error })
+            return reply({ type: 'error', code: 'validation_failed', message: error })
+          }
+          if (frame.type === 'hello') reply({ type: 'welcome', server_id: conn.serverId, ...this.welcome })
         },
         close: (ws) => {
           ws.data.conn.closed = true
@@ -95,14 +120,14 @@ export class FakeService {
       const body = (await req.json()) as Record<string, unknown>
       this.hellos.push({ auth, body })
       if (!this.serverFor(auth)) return problem(401, 'unauthorized')
-      if (Object.keys(body).some((k) => !HELLO_FIELDS.has(k))) return problem(422, 'validation_failed')
+      if (Object.keys(body).some((k) => !HELLO_FIELDS.has(k)) || !checkHelloBody.Check(body)) return problem(422, 'validation_failed')
       return new Response(null, { status: 204 })
     }
     if (path === '/api/v1/agent/ws') {
       this.upgradeAuth.push(auth)
       const serverId = this.serverFor(auth)
       if (!serverId) return problem(401, 'unauthorized')
-      const conn = { id: this.conns.length + 1, serverId, frames: [], closed: false } as unknown as Conn
+      const conn = { id: this.conns.length + 1, serverId, frames: [], refused: [], closed: false } as unknown as Conn
       if (server.upgrade(req, { data: { conn } })) {
         return undefined
       }
@@ -113,7 +138,7 @@ export class FakeService {
 
   private register(body: Record<string, unknown>): Response {
     this.registrations.push(body)
-    if (Object.keys(body).some((k) => !REGISTER_FIELDS.has(k))) return problem(422, 'validation_failed')
+    if (Object.keys(body).some((k) => !REGISTER_FIELDS.has(k)) || !checkRegisterBody.Check(body)) return problem(422, 'validation_failed')
     if (this.registerProblem) return problem(this.registerProblem.status, this.registerProblem.code, this.registerProblem.detail)
     const token = String(body.init_token)
     if (this.initTokens.get(token) !== 'unused') return problem(401, 'unauthorized')

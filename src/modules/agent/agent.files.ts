@@ -1,12 +1,20 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { join, relative, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 
 /**
  * The reference agent, served by the service itself so an owner can install it with one line:
  * GET /agent/install.sh and GET /agent/gpuhq-agent.tar.gz (what install.sh downloads). The tarball
- * is a plain ustar archive built in memory from agent/ once, then gzipped.
+ * is a plain ustar archive built in memory once, then gzipped: agent/ as it is, plus what its
+ * `#protocol` import needs on a host with nothing but Bun (docs/agent.md "What the tarball holds"):
+ * protocol.js, the protocol folder bundled with TypeBox into one file, and a package.json whose
+ * "imports" points `#protocol` at it (in the repository, the root package.json points it at
+ * protocol/index.ts).
  */
 const AGENT_DIR = resolve(import.meta.dir, '../../../agent')
+const PROTOCOL_ENTRY = resolve(import.meta.dir, '../../../protocol/index.ts')
+
+/** The package.json shipped beside the agent: it only resolves `#protocol` to the bundle. */
+const SHIPPED_PACKAGE_JSON = `${JSON.stringify({ name: 'gpuhq-agent', private: true, type: 'module', imports: { '#protocol': './protocol.js' } }, null, 2)}\n`
 
 function octal(n: number, width: number): string {
   return n.toString(8).padStart(width - 1, '0') + '\0'
@@ -38,23 +46,46 @@ function files(dir: string): string[] {
   })
 }
 
-let cached: Uint8Array | null = null
+/** protocol/ and TypeBox in one ES module, with TypeBox's MIT notice at its head. */
+async function protocolBundle(): Promise<Buffer> {
+  const typeboxLicense = readFileSync(join(dirname(require.resolve('@sinclair/typebox/package.json')), 'license'), 'utf8')
+  const built = await Bun.build({
+    entrypoints: [PROTOCOL_ENTRY],
+    target: 'bun',
+    format: 'esm',
+    banner: `// The gpuhq agent protocol (protocol/ of gpuhq), bundled with TypeBox (@sinclair/typebox):\n/*\n${typeboxLicense.replaceAll('*/', '* /')}\n*/`,
+  })
+  if (!built.success) throw new AggregateError(built.logs, 'bundling protocol/ for the agent tarball failed')
+  return Buffer.from(await built.outputs[0]!.arrayBuffer())
+}
 
-export function agentTarball(): Uint8Array {
-  if (cached) return cached
-  const parts: Buffer[] = []
+let cached: Promise<Uint8Array> | null = null
+
+export function agentTarball(): Promise<Uint8Array> {
+  cached ??= buildTarball().catch((e) => {
+    cached = null
+    throw e
+  })
+  return cached
+}
+
+async function buildTarball(): Promise<Uint8Array> {
+  const entries: { name: string; body: Buffer; mtime: number }[] = []
   for (const file of files(AGENT_DIR).sort()) {
     const name = relative(AGENT_DIR, file)
     if (name.length > 99) continue
-    const body = readFileSync(file)
-    const st = statSync(file)
-    parts.push(header(name, body.length, name.endsWith('.sh') ? 0o755 : 0o644, Math.floor(st.mtimeMs / 1000)), body)
+    entries.push({ name, body: readFileSync(file), mtime: Math.floor(statSync(file).mtimeMs / 1000) })
+  }
+  const mtime = Math.floor(statSync(PROTOCOL_ENTRY).mtimeMs / 1000)
+  entries.push({ name: 'package.json', body: Buffer.from(SHIPPED_PACKAGE_JSON), mtime }, { name: 'protocol.js', body: await protocolBundle(), mtime })
+  const parts: Buffer[] = []
+  for (const { name, body, mtime } of entries) {
+    parts.push(header(name, body.length, name.endsWith('.sh') ? 0o755 : 0o644, mtime), body)
     const pad = (512 - (body.length % 512)) % 512
     if (pad) parts.push(Buffer.alloc(pad))
   }
   parts.push(Buffer.alloc(1024))
-  cached = Bun.gzipSync(Buffer.concat(parts))
-  return cached
+  return Bun.gzipSync(Buffer.concat(parts))
 }
 
 export function installScript(): string {

@@ -29,8 +29,8 @@ export function agentDownloadRoutes() {
     )
     .get(
       '/agent/gpuhq-agent.tar.gz',
-      () =>
-        new Response(agentTarball(), {
+      async () =>
+        new Response(await agentTarball(), {
           headers: {
             'content-type': 'application/gzip',
             'content-disposition': 'attachment; filename="gpuhq-agent.tar.gz"',

@@ -1,4 +1,4 @@
-import type { Static } from '@sinclair/typebox'
+import type { AgentFrame } from '#protocol'
 import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { stripUnsafeText } from '../../platform/text'
@@ -16,7 +16,7 @@ import {
   type Sample,
 } from '../fleet'
 import { inMetricRange, MAX_METRIC_NAMES_PER_SERVER, metricNames, metricRange } from '../telemetry'
-import type { Frames, OutgoingFrame } from './agent.model'
+import type { OutgoingFrame } from './agent.model'
 import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, TELEMETRY_INTERVAL_S } from './agent.service'
 
 /**
@@ -49,7 +49,7 @@ export function openSession(deps: Deps, s: AgentSocketData, session: LiveSession
  * hello → welcome, then what an earlier session left unaccepted and the queue go out. An agent
  * older than the minimum is refused; the caller then closes the session (4426).
  */
-export function sessionHello(deps: Deps, s: AgentSocketData, f: Static<typeof Frames.hello>, reply: (frame: OutgoingFrame) => void): Refusal | undefined {
+export function sessionHello(deps: Deps, s: AgentSocketData, f: AgentFrame<'hello'>, reply: (frame: OutgoingFrame) => void): Refusal | undefined {
   if (compareVersions(f.agent_version, deps.config.minAgentVersion) < 0)
     return { code: 'unsupported_agent_version', message: `agent ${f.agent_version} is older than the minimum ${deps.config.minAgentVersion}` }
   // Group-committed with the session's other presence steps; written before any read sees the server.
@@ -63,7 +63,7 @@ export function sessionHeartbeat(deps: Deps, s: AgentSocketData): void {
   s.online = true
 }
 
-export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: Static<typeof Frames.telemetry>): Refusal | undefined {
+export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: AgentFrame<'telemetry'>): Refusal | undefined {
   const invalid = (message: string) => ({ code: 'validation_failed', message })
   const samples: Sample[] = []
   // Values outside their metric's physical range (docs/telemetry.md "Bounds of reported values").
@@ -108,7 +108,7 @@ export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: Static<typeo
 }
 
 /** An event the agent reports becomes a server event; until marketplace sync owns rentals, it may report those too. */
-export function sessionEvent(deps: Deps, s: AgentSocketData, f: Static<typeof Frames.event>): void {
+export function sessionEvent(deps: Deps, s: AgentSocketData, f: AgentFrame<'event'>): void {
   const rental = f.kind === 'rental.started' ? true : f.kind === 'rental.ended' ? false : null
   withTransaction(deps.db, (tx) => {
     recordServerEvent(

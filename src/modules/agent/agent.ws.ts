@@ -1,10 +1,10 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
-import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { checkAgentFrame, checkAnyFrame, firstFrameError, MAX_FRAME_BYTES } from '#protocol'
 import { perDeps, type Deps } from '../../platform/context'
 import { problemResponse } from '../../platform/http'
 import { ProblemError } from '../../platform/problem'
 import { jsonTextMayHoldUnstorable, replaceUnstorable } from '../../platform/storable'
-import { AnyFrame, Frames, type OutgoingFrame } from './agent.model'
+import type { OutgoingFrame } from './agent.model'
 import { resolveAgent } from './agent.service'
 import {
   closeSession,
@@ -27,7 +27,6 @@ export type { AgentSocketData } from './agent.session'
  * it never closes the session, touches other sessions or changes stored data.
  */
 export const AGENT_WS_PATH = '/api/v1/agent/ws'
-const MAX_FRAME_BYTES = 256 * 1024
 /**
  * The most Bun buffers of one message. Bun closes the session (1009) on a larger one without
  * handing it to us, so no `error` frame can answer it; the slack over the protocol's limit keeps
@@ -78,14 +77,6 @@ class FrameBudgets {
 }
 
 const frameBudgets = perDeps(() => new FrameBudgets())
-
-const checkFrame = TypeCompiler.Compile(AnyFrame)
-const check = {
-  hello: TypeCompiler.Compile(Frames.hello),
-  heartbeat: TypeCompiler.Compile(Frames.heartbeat),
-  telemetry: TypeCompiler.Compile(Frames.telemetry),
-  event: TypeCompiler.Compile(Frames.event),
-}
 
 /** Authenticates the upgrade request; answers 401 (a problem document) before any upgrade. */
 export function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSocketData>, requestId: string): Response | undefined {
@@ -169,25 +160,25 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
       }
       // What the agent reports is kept: U+0000 and lone surrogates, which PostgreSQL cannot store, become U+FFFD.
       if (jsonTextMayHoldUnstorable(text)) replaceUnstorable(frame)
-      if (!checkFrame.Check(frame)) return sendError(ws, 'validation_failed', 'a frame must be a JSON object with a string type')
+      if (!checkAnyFrame.Check(frame)) return sendError(ws, 'validation_failed', 'a frame must be a JSON object with a string type')
       const type = frame.type
       try {
         if (type.startsWith('command.')) return refuse(ws, sessionCommandReport(deps, ws.data, frame))
         switch (type) {
           case 'hello':
-            if (!check.hello.Check(frame)) return invalid(ws, type, check.hello.Errors(frame).First())
+            if (!checkAgentFrame.hello.Check(frame)) return invalid(ws, type, checkAgentFrame.hello.Errors(frame))
             return helloed(
               ws,
               sessionHello(deps, ws.data, frame, (f) => send(ws, f)),
             )
           case 'heartbeat':
-            if (!check.heartbeat.Check(frame)) return invalid(ws, type, check.heartbeat.Errors(frame).First())
+            if (!checkAgentFrame.heartbeat.Check(frame)) return invalid(ws, type, checkAgentFrame.heartbeat.Errors(frame))
             return sessionHeartbeat(deps, ws.data)
           case 'telemetry':
-            if (!check.telemetry.Check(frame)) return invalid(ws, type, check.telemetry.Errors(frame).First())
+            if (!checkAgentFrame.telemetry.Check(frame)) return invalid(ws, type, checkAgentFrame.telemetry.Errors(frame))
             return refuse(ws, sessionTelemetry(deps, ws.data, frame))
           case 'event':
-            if (!check.event.Check(frame)) return invalid(ws, type, check.event.Errors(frame).First())
+            if (!checkAgentFrame.event.Check(frame)) return invalid(ws, type, checkAgentFrame.event.Errors(frame))
             return sessionEvent(deps, ws.data, frame)
           default:
             return sendError(ws, 'unknown_type', `unknown frame type ${type.slice(0, 64)}`)
@@ -204,8 +195,8 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
 }
 
 /** The first schema error of a frame, as the agent reads it: `<type><path>: <message>`. */
-function invalid(ws: Socket, type: string, first: { path: string; message: string } | undefined): void {
-  sendError(ws, 'validation_failed', `${type}${first?.path ?? ''}: ${first?.message ?? 'invalid'}`.slice(0, 512))
+function invalid(ws: Socket, type: string, errors: Parameters<typeof firstFrameError>[1]): void {
+  sendError(ws, 'validation_failed', firstFrameError(type, errors))
 }
 
 /** An agent older than the minimum is told why, then its session is closed. */
