@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
-import { enrolAgent, type Owner } from '../support/fleet'
+import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
+import { api, enrolAgent, ok, type Owner } from '../support/fleet'
 import { vastFullMachine } from '../support/marketplaces'
 import { expectAccessible, expectClean, open, signedInOwner, startConsole, WAIT, type ConsoleSession } from '../support/browser'
 
@@ -8,18 +9,31 @@ import { expectAccessible, expectClean, open, signedInOwner, startConsole, WAIT,
  * Marketplaces in the console (docs/marketplaces.md) against the local simulator of marketplace_a
  * (scripts/sim): a rejected key is named under its field, the right key connects, the server's
  * machine is found by its evidence and linked, its offer is published and withdrawn, a maintenance
- * window is announced; earnings and the cost basis show their states.
+ * window is announced; a marketplace_b offer is shown and published in its coin (against the
+ * simulator of marketplace_b); earnings and the cost basis show their states.
  */
 
 const KEY = 'vast-console-key-0123456789abcdef'
+const KEY_B = 'clore-console-key-0123456789abcdef'
 let sim: MarketplaceASim
+let simB: MarketplaceBSim
 let c: ConsoleSession
 let owner: Owner
 let serverId: string
 
 beforeAll(async () => {
   sim = await startMarketplaceA({ rateScale: 0, owners: [{ id: 4242, email: 'host@example.com', keys: [{ key: KEY, label: 'console' }] }] })
-  c = await startConsole({ MARKETPLACE_A_API_URL: sim.url })
+  simB = await startMarketplaceB({
+    requestIntervalMs: 0,
+    owners: {
+      [KEY_B]: {
+        label: 'console',
+        userId: 9,
+        servers: [{ name: 'rig-b', id: 55, online: true, visibility: 'hidden', specs: { gpu: '2x NVIDIA GeForce RTX 3090' } }],
+      },
+    },
+  })
+  c = await startConsole({ MARKETPLACE_A_API_URL: sim.url, MARKETPLACE_B_API_URL: simB.url })
   owner = await signedInOwner(c)
   // The machine of the server below, without maintenance windows of its own yet.
   const { machine_maintenance: _, ...machine } = vastFullMachine(Math.floor(Date.now() / 1000))
@@ -31,6 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await c?.close()
   await sim?.stop()
+  await simB?.stop()
 })
 
 describe('marketplaces', () => {
@@ -92,6 +107,30 @@ describe('marketplaces', () => {
     expect(calls.some((call) => call.startsWith('DELETE') && call.includes('/machines/501/asks'))).toBe(true)
     await page.locator('section', { hasText: 'Calls to the marketplaces' }).getByText('DELETE').first().waitFor({ timeout: WAIT })
     await expectAccessible(c, 'marketplaces-5-withdrawn')
+  }, 120_000)
+
+  test("a marketplace_b offer shows its coin's price and is published in that coin", async () => {
+    const { page } = c
+    // Set up over the API: the account, the same server linked to Clore's server 55 too, an offer.
+    await ok(api(c.app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
+    await ok(api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
+    const offer = { coin_prices: { 'CLORE-Blockchain': { on_demand: '12.5' } } }
+    await ok(api(c.app, owner, 'PUT', `/marketplaces/links/${serverId}/marketplace_b/offer`, { json: offer }))
+
+    // The page is still open from the tests above: loaded again, it reads the new link.
+    await page.reload()
+    await page.getByRole('heading', { level: 1, name: 'Marketplaces' }).waitFor({ timeout: WAIT })
+    const row = page.locator('tr[data-link="marketplace_b:55"]')
+    await row.locator('summary').click()
+    // The form starts from the price the API sends for that coin (its on-demand price).
+    const price = row.getByLabel('Price per day for the whole server')
+    expect(await price.inputValue()).toBe('12.5')
+    simB.clearRequests()
+    await price.fill('20')
+    await row.getByRole('button', { name: 'Publish the offer' }).click()
+    await page.getByText('Offer published.').waitFor({ timeout: WAIT })
+    const writes = simB.requests.filter((r) => r.method === 'POST' && r.path === '/v1/set_server_settings')
+    expect(writes.map((w) => (w.body as Record<string, unknown>)['CLORE-Blockchain_on_demand'])).toEqual([20])
   }, 120_000)
 
   test('earnings and margin show their empty states, and the cost basis is saved with its pointers', async () => {

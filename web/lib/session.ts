@@ -1,9 +1,10 @@
 import { signal } from '@preact/signals'
 import { ApiError, get, onSessionEnded, request } from './api'
+import type { Me } from './api-types'
 import { setDisplayZone } from './format'
 
-export type Role = 'owner' | 'admin' | 'operator' | 'viewer'
-export type Me = { id: string; email: string; tenant_id: string; role: Role; display_name: string | null; timezone: string; locale: string; created_at: string }
+export type { Me }
+export type Role = Me['role']
 
 /** undefined: not known yet; null: signed out. */
 export const me = signal<Me | null | undefined>(undefined)

@@ -4,7 +4,7 @@ import { dateTime } from '../lib/format'
 import { useLive } from '../lib/live'
 import { useIdempotency } from '../lib/resource'
 import { href } from '../lib/router'
-import type { ServerRow } from '../lib/types'
+import type { InitCreateBody, InitToken, ServerRow } from '../lib/api-types'
 import { PresenceBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
@@ -15,8 +15,6 @@ import { Page, Section } from '../ui/layout'
  * the installer, which reads the token from a root-only file so it never shows in the process list.
  * The page then watches the fleet for the new server and says when it is online.
  */
-
-type InitToken = { id: string; token: string; expires_at: string; install_command: string }
 
 export function CopyButton({ text, label }: { text: string; label: string }) {
   const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle')
@@ -87,7 +85,7 @@ export function AddServer() {
             onSubmit={async () => {
               const before = await get<{ items: ServerRow[] }>('/servers', { limit: 200 })
               known.current = new Set(before.items.map((s) => s.id))
-              const body = { expires_in_s: Number(minutes) * 60, ...(purpose.trim() ? { purpose: purpose.trim() } : {}) }
+              const body: InitCreateBody = { expires_in_s: Number(minutes) * 60, ...(purpose.trim() ? { purpose: purpose.trim() } : {}) }
               const { data } = await request<InitToken>('POST', '/tokens/init', { body, idempotencyKey: idem.keyFor(body) })
               idem.done()
               setToken(data)

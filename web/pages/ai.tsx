@@ -4,6 +4,7 @@ import { dateTime } from '../lib/format'
 import { useIdempotency, useResource } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
+import type { McpAccess, McpAccessBody } from '../lib/api-types'
 import { CheckField, Form, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
 import { Action, Async, DataTable, Empty, ErrorNote } from '../ui/states'
@@ -14,18 +15,7 @@ import { CopyButton } from './add-server'
  * call, and the clients connected through OAuth. The token is shown once, when issued.
  */
 
-type Tool = { name: string; group: string; mode: 'read' | 'write'; allowed: boolean; available: boolean }
-type Access = {
-  enabled: boolean
-  groups: { key: string; description: string }[]
-  prefix: string | null
-  issued_at: string | null
-  last_used_at: string | null
-  endpoint: string
-  clients: { id: string; name: string; connected_at: string; last_used_at: string | null }[]
-  tools: Tool[]
-  token?: string
-}
+type Access = McpAccess
 
 function Tools({ access, saved }: { access: Access; saved: (a: Access) => void }) {
   const form = useForm()
@@ -38,7 +28,7 @@ function Tools({ access, saved }: { access: Access; saved: (a: Access) => void }
       label="Allowed tools"
       submit={access.enabled ? 'Save the allowed tools' : 'Switch on with these tools'}
       onSubmit={async () => {
-        const body = { enabled: true, allowed_tools: allowed }
+        const body: McpAccessBody = { enabled: true, allowed_tools: allowed }
         saved((await request<Access>('PUT', '/mcp/access', { body, idempotencyKey: idem.keyFor(body) })).data)
         idem.done()
       }}
@@ -126,7 +116,7 @@ export function AiPage() {
                       label="Issue a new token"
                       confirm="Issue a new token? The current one stops working; permissions and connected clients stay."
                       run={async () => {
-                        const body = { enabled: true, reissue: true }
+                        const body: McpAccessBody = { enabled: true, reissue: true }
                         saved((await request<Access>('PUT', '/mcp/access', { body, idempotencyKey: idem.keyFor({ ...body, at: a.issued_at }) })).data)
                       }}
                     />
@@ -137,7 +127,7 @@ export function AiPage() {
                       class="danger"
                       confirm="Switch AI access off? The token and every client's access end at once."
                       run={async () => {
-                        const body = { enabled: false }
+                        const body: McpAccessBody = { enabled: false }
                         saved((await request<Access>('PUT', '/mcp/access', { body, idempotencyKey: idem.keyFor({ ...body, at: a.issued_at }) })).data)
                         setToken(null)
                       }}

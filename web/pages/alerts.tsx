@@ -5,28 +5,13 @@ import { useLive } from '../lib/live'
 import { usePaged, useResource } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
-import type { ServerRow } from '../lib/types'
+import type { Incident, ResolveBody, ServerRow } from '../lib/api-types'
 import { StatusBadge } from '../ui/badges'
 import { Form, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
 import { Action, PagedTable } from '../ui/states'
 
 /** Alert incidents (docs/alerts.md): open and acknowledged first, acknowledge, resolve with a note. */
-
-type Incident = {
-  id: string
-  kind: string
-  severity: string
-  state: 'open' | 'acknowledged' | 'resolved'
-  server_id: string | null
-  marketplace: string | null
-  title: string
-  detail: string
-  opened_at: string
-  last_seen_at: string
-  occurrences: number
-  resolution: string | null
-}
 
 function Resolve({ incident, done }: { incident: Incident; done: () => void }) {
   const form = useForm()
@@ -41,7 +26,7 @@ function Resolve({ incident, done }: { incident: Incident; done: () => void }) {
         label={`Resolve ${incident.title}`}
         submit="Resolve"
         onSubmit={async () => {
-          await request('POST', `/alerts/${incident.id}/resolve`, { body: note.trim() ? { note: note.trim() } : {} })
+          await request('POST', `/alerts/${incident.id}/resolve`, { body: (note.trim() ? { note: note.trim() } : {}) satisfies ResolveBody })
           done()
         }}
       >

@@ -4,6 +4,7 @@ import { get, request } from '../lib/api'
 import { useResource } from '../lib/resource'
 import { href, navigate } from '../lib/router'
 import { type Me, sessionStarted, signedOutReason } from '../lib/session'
+import type { AuthConfig, CodeCheckBody, CodeSent, ResetStartBody, SetPasswordBody, SignInBody, SignupStartBody, Ticket } from '../lib/api-types'
 import { Form, TextField, useForm } from '../ui/form'
 import { ThemePicker } from '../ui/layout'
 import { Async } from '../ui/states'
@@ -13,15 +14,6 @@ import { Async } from '../ui/states'
  * own steps: start (a code is mailed) → verify (the code buys a ticket) → complete (the ticket and a
  * password sign in). The ticket lives only in this page's memory.
  */
-
-export type AuthConfig = {
-  signup_enabled: boolean
-  captcha: { enabled: boolean; provider: string; site_key: string | null }
-  password: { min_length: number; max_length: number }
-  code: { length: number; ttl_seconds: number; max_attempts: number; resend_cooldown_seconds: number }
-  /** Only on `scripts/start --demo`: the throwaway demo account (docs/console.md "The demo"). */
-  demo?: { email: string; password: string }
-}
 
 const useConfig = () => useResource(() => get<AuthConfig>('/auth/config'), [])
 
@@ -67,7 +59,7 @@ function DemoSignIn({ demo }: { demo: { email: string; password: string } }) {
   const form = useForm()
   const enter = () =>
     form.run(async () => {
-      const { data } = await request<Me>('POST', '/auth/sessions', { body: demo })
+      const { data } = await request<Me>('POST', '/auth/sessions', { body: demo satisfies SignInBody })
       await sessionStarted(data)
       navigate('/')
     })
@@ -118,7 +110,7 @@ export function SignIn() {
         submit="Sign in"
         busyLabel="Signing in…"
         onSubmit={async () => {
-          const { data } = await request<Me>('POST', '/auth/sessions', { body: { email, password } })
+          const { data } = await request<Me>('POST', '/auth/sessions', { body: { email, password } satisfies SignInBody })
           await sessionStarted(data)
           navigate('/')
         }}
@@ -164,8 +156,8 @@ function CodeFlow({ kind }: { kind: 'signup' | 'reset' }) {
   const wait = Math.max(0, Math.ceil((cooldownUntil - now) / 1000))
 
   const send = async () => {
-    const body = kind === 'signup' ? { email, tenant_name: tenant } : { email }
-    const { data } = await request<{ resend_cooldown_seconds: number }>('POST', `${base}/start`, { body })
+    const body: SignupStartBody | ResetStartBody = kind === 'signup' ? { email, tenant_name: tenant } : { email }
+    const { data } = await request<CodeSent>('POST', `${base}/start`, { body })
     setCooldownUntil(Date.now() + data.resend_cooldown_seconds * 1000)
     setNow(Date.now())
     setStep('code')
@@ -213,7 +205,7 @@ function CodeFlow({ kind }: { kind: 'signup' | 'reset' }) {
           submit="Check the code"
           busyLabel="Checking…"
           onSubmit={async () => {
-            const { data } = await request<{ ticket: string }>('POST', `${base}/verify`, { body: { email, code: code.trim() } })
+            const { data } = await request<Ticket>('POST', `${base}/verify`, { body: { email, code: code.trim() } satisfies CodeCheckBody })
             setTicket(data.ticket)
             setStep('password')
           }}
@@ -254,7 +246,7 @@ function CodeFlow({ kind }: { kind: 'signup' | 'reset' }) {
           submit={kind === 'signup' ? 'Create the account' : 'Set the password and sign in'}
           busyLabel="Saving…"
           onSubmit={async () => {
-            const { data } = await request<Me>('POST', `${base}/complete`, { body: { ticket, password } })
+            const { data } = await request<Me>('POST', `${base}/complete`, { body: { ticket, password } satisfies SetPasswordBody })
             await sessionStarted(data)
             navigate('/')
           }}

@@ -4,7 +4,7 @@ import { useLive } from '../lib/live'
 import { usePaged, useSnapshot } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
-import type { Billing, Topup } from '../lib/types'
+import type { Billing, ChargeDay, LedgerEntry, Topup } from '../lib/api-types'
 import { StatusBadge } from '../ui/badges'
 import { Money } from '../ui/money'
 import { Page, Section } from '../ui/layout'
@@ -13,8 +13,7 @@ import { TopUpForm } from './topup'
 
 /** Billing (docs/billing.md): the balance and account state, spend tiles, top-ups, the ledger by range, the daily charges. */
 
-type Entry = { id: string; kind: string; amount_usd: string; balance_after_usd: string; occurred_at: string; detail: string }
-type ChargeDay = { day: string; amount_usd: string; hours: number; server_hours: number; csv: string }
+type Entry = LedgerEntry
 
 const TILES: [keyof Billing['tiles'], string][] = [
   ['today', 'Today'],

@@ -4,7 +4,7 @@ import { useLive } from '../lib/live'
 import { useResource, useSnapshot } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
-import type { Command } from '../lib/types'
+import type { Command, CommandLog as Log, ServerDetail, TimelineStep } from '../lib/api-types'
 import { StatusBadge } from '../ui/badges'
 import { Page, Section } from '../ui/layout'
 import { Action, Async, DataTable, Empty } from '../ui/states'
@@ -12,7 +12,7 @@ import { isTerminal } from './commands'
 
 /** A server by its name (GET /servers/{id}), its id on hover; the id only while the name loads or if it cannot be read. */
 function ServerName({ id }: { id: string }) {
-  const server = useResource(() => get<{ name: string }>(`/servers/${id}`), [id])
+  const server = useResource(() => get<ServerDetail>(`/servers/${id}`), [id])
   return (
     <a href={href(`/servers/${id}`)} title={id} class="name">
       {server.data?.name ?? (server.error ? id : '…')}
@@ -22,11 +22,8 @@ function ServerName({ id }: { id: string }) {
 
 /** One command: both status axes, its timeline, the result or error, the log of a failure, cancel. */
 
-type Step = { id: string; at: string; axis: string; from: string | null; to: string; note: string | null }
-type Log = { text: string; bytes: number; truncated: boolean; updated_at: string }
-
 function Timeline({ id, version }: { id: string; version: number }) {
-  const steps = useResource(() => get<{ items: Step[] }>(`/commands/${id}/timeline`, { limit: 200 }), [id, version])
+  const steps = useResource(() => get<{ items: TimelineStep[] }>(`/commands/${id}/timeline`, { limit: 200 }), [id, version])
   return (
     <Async r={steps} label="Loading the timeline…">
       {({ items }) =>

@@ -5,7 +5,7 @@ import { useLive } from '../lib/live'
 import { useIdempotency, usePaged, useResource } from '../lib/resource'
 import { href, navigate } from '../lib/router'
 import { can } from '../lib/session'
-import type { CatalogueItem, Command, JsonSchema, ServerRow } from '../lib/types'
+import type { CatalogueItem, Command, CommandCreateBody, JsonSchema, ServerRow } from '../lib/api-types'
 import { DottedName, StatusBadge } from '../ui/badges'
 import { Field, Form, SelectField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
@@ -36,6 +36,8 @@ function paramFields(schema: JsonSchema): { name: string; required: boolean; kin
   })
 }
 
+type Requires = NonNullable<CommandCreateBody['requires']>
+
 export function SendCommand({ serverId, onSent }: { serverId?: string; onSent?: (c: Command) => void }) {
   const catalogue = useResource(() => get<{ items: CatalogueItem[] }>('/commands/catalogue'), [])
   const servers = useResource(
@@ -46,7 +48,7 @@ export function SendCommand({ serverId, onSent }: { serverId?: string; onSent?: 
   const [server, setServer] = useState(serverId ?? '')
   const [type, setType] = useState('diagnostics.run')
   const [params, setParams] = useState<Record<string, string>>({})
-  const [requires, setRequires] = useState('')
+  const [requires, setRequires] = useState<Requires | ''>('')
   const idem = useIdempotency()
   const item = catalogue.data?.items.find((c) => c.type === type)
   const fields = item ? paramFields(item.params) : []
@@ -68,7 +70,7 @@ export function SendCommand({ serverId, onSent }: { serverId?: string; onSent?: 
               }
               body[f.name] = f.kind === 'integer' && /^-?\d+$/.test(raw) ? Number(raw) : raw
             }
-            const command = { server_id: server || serverId, type, params: body, ...(requires ? { requires } : {}) }
+            const command: CommandCreateBody = { server_id: server || serverId || '', type, params: body, ...(requires ? { requires } : {}) }
             const { data } = await request<Command>('POST', '/commands', { body: command, idempotencyKey: idem.keyFor(command) })
             idem.done()
             onSent?.(data)
@@ -125,12 +127,12 @@ export function SendCommand({ serverId, onSent }: { serverId?: string; onSent?: 
             name="/requires"
             label="Run when"
             value={requires}
-            onChange={setRequires}
+            onChange={(v) => setRequires(v as Requires | '')}
             options={[
               ['', 'The service decides (after the rental for dangerous commands)'],
-              ['none', 'At once'],
-              ['idle', 'When the server is idle'],
-              ['after_rental', 'After the current rental'],
+              ['none', 'At once'] satisfies [Requires, string],
+              ['idle', 'When the server is idle'] satisfies [Requires, string],
+              ['after_rental', 'After the current rental'] satisfies [Requires, string],
             ]}
           />
         </Form>

@@ -4,7 +4,7 @@ import { get, request } from '../lib/api'
 import { MARKETPLACES, type Marketplace, marketplaceName, utcDay } from '../lib/format'
 import { useIdempotency, useResource } from '../lib/resource'
 import { can } from '../lib/session'
-import type { Margin } from '../lib/types'
+import type { CostBasis, CostBasisPatch, EarningsReport, Margin, MarginReport, MarketplaceEarnings } from '../lib/api-types'
 import { Form, TextField, useForm } from '../ui/form'
 import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
@@ -16,37 +16,11 @@ import { Async, DataTable, Empty, TableWrap } from '../ui/states'
  * platforms' cut, electricity and gpuhq's charges, and the cost basis those figures use.
  */
 
-type Sums = { earned_usd: string; platform_reported_usd: string | null; accrued_seconds: number }
-type EarningsReport = {
-  from: string
-  to: string
-  total: Sums
-  by_marketplace: (Sums & { marketplace: string; servers: number })[]
-  by_gpu_model: (Sums & { gpu_model: string; servers: number })[]
-  servers: (Sums & { server_id: string; name: string; gpu_model: string | null })[]
-  total_label: string
-}
-type MarginReport = { fleet: Margin; servers: (Margin & { server_id: string; name: string })[]; from_day: string; to_day: string }
-type CostBasis = {
-  electricity_usd_per_kwh: string | null
-  operational: { usd_per_month: string | null }
-  marketplaces: { marketplace: Marketplace; commission_percent: string | null; renter_markup_percent: string | null }[]
-  defaults: { key: string; value: string; reason: string }[]
-  version: number
-}
-
 const hours = (s: number) => `${Math.round(s / 360) / 10} h`
 
-type Rec = {
-  marketplace: string | null
-  gross_usd: string
-  platform_cut_usd: string | null
-  cut_rates: { currency: string; percent: string | null; source: string }[]
-  net_usd: string | null
-  reported: { rows: number; net_usd: string | null; platform_usd: string; difference_usd: string | null }
-}
+type Rec = Reconciliation['total']
 /** GET /marketplaces/earnings' `reconciliation` (docs/earnings.md): gross, the platform's cut, net, and the platforms' own figure beside gpuhq's on the same days. */
-type Reconciliation = { total: Rec; by_marketplace: Rec[]; labels: Record<string, string> }
+type Reconciliation = MarketplaceEarnings['reconciliation']
 
 const LABELS: Record<string, string> = {
   gross_usd: 'Earned by rentals (before the platform’s cut)',
@@ -300,7 +274,7 @@ function CostBasisForm({ basis, saved }: { basis: CostBasis; saved: (b: CostBasi
       busyLabel="Saving…"
       onSubmit={async () => {
         setDone(false)
-        const body = {
+        const body: CostBasisPatch = {
           electricity_usd_per_kwh: orNull(electricity),
           operational: { usd_per_month: orNull(operational) },
           marketplaces: {

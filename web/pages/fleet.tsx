@@ -5,7 +5,7 @@ import { liveLabel, liveMode, useLive, VITALS_REFRESH_MS } from '../lib/live'
 import { useInterval, useResource, useSnapshot } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
-import type { Dashboard, Group, Link, ServerRow, Snapshot } from '../lib/types'
+import type { Dashboard, Group, Incident, Link, ServerRow, Snapshot } from '../lib/api-types'
 import { PresenceBadge } from '../ui/badges'
 import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
@@ -24,7 +24,6 @@ const NO_FILTERS: Filters = { q: '', presence: '', group_id: '', tag: '', market
 const HOT_C = __GPUHQ_HOT_C__
 const COOL_C = __GPUHQ_COOL_C__
 
-type Incident = { id: string; severity: string; state: string; server_id: string | null; title: string }
 type Rental = 'rented' | 'idle' | null
 /** What the page knows beside the rows: rentals from the links (until the row carries `rental_state`), open critical incidents. */
 type Context = { rental: (s: ServerRow) => Rental; critical: (s: ServerRow) => Incident[] }

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks'
 import { request } from '../lib/api'
 import type { Resource } from '../lib/resource'
 import { can } from '../lib/session'
-import type { Group } from '../lib/types'
+import type { Group, GroupCreateBody, GroupPatchBody } from '../lib/api-types'
 import { Form, TextField, useForm } from '../ui/form'
 import { Section } from '../ui/layout'
 import { Action, Async, Empty, TableWrap } from '../ui/states'
@@ -19,7 +19,7 @@ function Rename({ group, done }: { group: Group; done: () => void }) {
       label={`Rename ${group.name}`}
       submit="Save"
       onSubmit={async () => {
-        await request('PATCH', `/groups/${group.id}`, { body: { name }, ifMatch: `"${group.version}"` })
+        await request('PATCH', `/groups/${group.id}`, { body: { name } satisfies GroupPatchBody, ifMatch: `"${group.version}"` })
         done()
       }}
       secondary={
@@ -105,7 +105,7 @@ export function Groups({ groups, counts }: { groups: Resource<{ items: Group[] }
           label="Create a group"
           submit="Create the group"
           onSubmit={async () => {
-            await request('POST', '/groups', { body: { name } })
+            await request('POST', '/groups', { body: { name } satisfies GroupCreateBody })
             setName('')
             groups.reload()
           }}

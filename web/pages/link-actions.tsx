@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks'
 import { newKey, request } from '../lib/api'
 import { useIdempotency } from '../lib/resource'
-import type { Link } from '../lib/types'
+import type { Link, LinkMaintenanceBody, OfferAnswer, OfferBody } from '../lib/api-types'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Action } from '../ui/states'
 
@@ -11,13 +11,12 @@ import { Action } from '../ui/states'
  * (marketplace_a only), unlink. Each refusal of the marketplace comes back as the API's problem.
  */
 
-type OfferAnswer = { warnings: { code: string; message: string }[] }
-
 function OfferForm({ link, done }: { link: Link; done: (warnings: string[]) => void }) {
   const form = useForm()
   const a = link.marketplace === 'marketplace_a'
   const coin = Object.keys(link.marketplace_b?.coin_prices ?? {})[0] ?? 'CLORE-Blockchain'
-  const [price, setPrice] = useState(a ? (link.remote.price_gpu_hour ?? '') : String(link.marketplace_b?.coin_prices?.[coin] ?? ''))
+  // marketplace_b's prices are per coin, each an on-demand and a spot price (decimal strings).
+  const [price, setPrice] = useState(a ? (link.remote.price_gpu_hour ?? '') : (link.marketplace_b?.coin_prices?.[coin]?.on_demand ?? ''))
   const [minBid, setMinBid] = useState(link.remote.min_bid_hour ?? '')
   const [coinName, setCoinName] = useState(coin)
   const idem = useIdempotency()
@@ -28,9 +27,9 @@ function OfferForm({ link, done }: { link: Link; done: (warnings: string[]) => v
       submit="Publish the offer"
       busyLabel="Publishing…"
       onSubmit={async () => {
-        const body = a
+        const body: OfferBody = a
           ? { price_gpu_hour: price.trim(), ...(minBid.trim() ? { min_bid_hour: minBid.trim() } : {}) }
-          : { coin_prices: { [coinName]: Number(price.trim()) } }
+          : { coin_prices: { [coinName]: { on_demand: price.trim() } } }
         const { data } = await request<OfferAnswer>('PUT', `/marketplaces/links/${link.server_id}/${link.marketplace}/offer`, {
           body,
           idempotencyKey: idem.keyFor(body),
@@ -60,7 +59,7 @@ function OfferForm({ link, done }: { link: Link; done: (warnings: string[]) => v
           />
           <TextField
             form={form}
-            name={`/coin_prices/${coinName}`}
+            name={`/coin_prices/${coinName}/on_demand`}
             label="Price per day for the whole server"
             inputMode="decimal"
             value={price}
@@ -72,11 +71,15 @@ function OfferForm({ link, done }: { link: Link; done: (warnings: string[]) => v
   )
 }
 
+type Category = LinkMaintenanceBody['category']
+/** The window's categories marketplace_a takes (the model's list: one renamed there fails the typecheck here). */
+const CATEGORIES: Category[] = ['power', 'internet', 'disk', 'gpu', 'software', 'other']
+
 function MaintenanceForm({ link, done }: { link: Link; done: () => void }) {
   const form = useForm()
   const [starts, setStarts] = useState('')
   const [hours, setHours] = useState('2')
-  const [category, setCategory] = useState('other')
+  const [category, setCategory] = useState<Category>('other')
   const [reason, setReason] = useState('')
   const idem = useIdempotency()
   return (
@@ -86,7 +89,7 @@ function MaintenanceForm({ link, done }: { link: Link; done: () => void }) {
       submit="Announce the window"
       onSubmit={async () => {
         const startsAt = starts ? new Date(starts).toISOString() : ''
-        const body = { starts_at: startsAt, hours: Number(hours), category, reason: reason.trim() || null }
+        const body: LinkMaintenanceBody = { starts_at: startsAt, hours: Number(hours), category, reason: reason.trim() || null }
         await request('PUT', `/marketplaces/links/${link.server_id}/${link.marketplace}/maintenance`, { body, idempotencyKey: idem.keyFor(body) })
         idem.done()
         done()
@@ -99,8 +102,8 @@ function MaintenanceForm({ link, done }: { link: Link; done: () => void }) {
         name="/category"
         label="Category"
         value={category}
-        onChange={setCategory}
-        options={['power', 'internet', 'disk', 'gpu', 'software', 'other'].map((c) => [c, c])}
+        onChange={(v) => setCategory(v as Category)}
+        options={CATEGORIES.map((c) => [c, c])}
       />
       <TextField form={form} name="/reason" label="Reason for the renters (optional)" value={reason} onInput={setReason} />
     </Form>

@@ -1,47 +1,13 @@
 import { get } from '../lib/api'
 import { dateTime, gpuModelName, marketplaceName } from '../lib/format'
 import { usePaged, useResource } from '../lib/resource'
-import type { ServerRow } from '../lib/types'
+import type { Operation, ServerRow, Standing, Supply } from '../lib/api-types'
 import { StatusBadge } from '../ui/badges'
 import { Price } from '../ui/money'
 import { Section } from '../ui/layout'
 import { Async, DataTable, Empty, PagedTable } from '../ui/states'
 
 /** Market standing of each offer, supply against the market, and every call gpuhq made to a marketplace. */
-
-type Standing = {
-  server_id: string
-  marketplace: string
-  gpu_model: string | null
-  price_gpu_hour: string | null
-  market_offers: number
-  cheaper: number | null
-  equal: number | null
-  dearer: number | null
-  percentile: number | null
-  median: string | null
-}
-type Supply = {
-  marketplace: string
-  gpu_model: string
-  my_offers: number
-  my_gpus: number
-  my_gpus_for_rent: number
-  market_offers: number
-  market_gpus: number
-  share_of_gpus: number | null
-}
-type Operation = {
-  id: string
-  marketplace: string
-  operation: string
-  method: string
-  path: string
-  status: number | null
-  outcome: string
-  reason: string | null
-  at: string
-}
 
 export function Market({ servers, version }: { servers: ServerRow[]; version: number }) {
   const standing = useResource(() => get<{ items: Standing[] }>('/marketplaces/prices/standing'), [version])

@@ -4,7 +4,7 @@ import { ago, type Marketplace, MARKETPLACES, marketplaceName } from '../lib/for
 import { type Resource, useIdempotency, useResource } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
-import type { Link, ServerRow } from '../lib/types'
+import type { Candidate, ConnectBody, Connection, Link, LinkCreateBody, ServerRow } from '../lib/api-types'
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Money, Price } from '../ui/money'
@@ -19,25 +19,7 @@ import { Market } from './market'
  * evidence and link it, then publish or withdraw its offer and announce maintenance windows.
  */
 
-type Account = {
-  marketplace: Marketplace
-  status: string
-  owner: string
-  last_success_at: string | null
-  last_failure_at: string | null
-  last_failure: string | null
-  holding_usd: string | null
-}
-type Candidate = {
-  external_machine_id: string
-  hostname: string | null
-  gpu: string | null
-  gpu_count: number | null
-  linked_server_id: string | null
-  evidence: Record<'hostname' | 'public_ip' | 'gpu' | 'disk' | 'ports', boolean>
-  matched: number
-  suggested: boolean
-}
+type Account = Connection
 
 function Connect({ m, account, done }: { m: Marketplace; account?: Account; done: () => void }) {
   const form = useForm()
@@ -51,7 +33,7 @@ function Connect({ m, account, done }: { m: Marketplace; account?: Account; done
       submit={account ? 'Replace the key' : 'Connect'}
       busyLabel="Checking the key with the marketplace…"
       onSubmit={async () => {
-        const body = { api_key: key.trim() }
+        const body: ConnectBody = { api_key: key.trim() }
         await request('PUT', `/marketplaces/${m}`, { body, idempotencyKey: idem.keyFor(body) })
         idem.done()
         setKey('')
@@ -148,12 +130,12 @@ function LinkMachine({ servers, connected, done }: { servers: ServerRow[]; conne
   const form = useForm()
   const manualForm = useForm()
   const [server, setServer] = useState('')
-  const [market, setMarket] = useState<string>(connected[0] ?? '')
+  const [market, setMarket] = useState<Marketplace | ''>(connected[0] ?? '')
   const [found, setFound] = useState<{ candidates: Candidate[] } | null>(null)
   const [manual, setManual] = useState('')
   const idem = useIdempotency()
   const link = async (machine: string) => {
-    const body = { server_id: server, marketplace: market || connected[0], external_machine_id: machine }
+    const body: LinkCreateBody = { server_id: server, marketplace: market || connected[0], external_machine_id: machine }
     await request('POST', '/marketplaces/links', { body, idempotencyKey: idem.keyFor(body) })
     idem.done()
     setFound(null)
@@ -190,7 +172,7 @@ function LinkMachine({ servers, connected, done }: { servers: ServerRow[]; conne
           name="/marketplace"
           label="Marketplace"
           value={market}
-          onChange={setMarket}
+          onChange={(v) => setMarket(v as Marketplace)}
           options={connected.map((m) => [m, MARKETPLACES[m]])}
         />
       </Form>

@@ -3,6 +3,7 @@ import { get, newKey, request } from '../lib/api'
 import { dateTime } from '../lib/format'
 import { useIdempotency, usePaged, useResource } from '../lib/resource'
 import { can, me } from '../lib/session'
+import type { ChatLink, EmailConnectBody, NotificationItem, NotificationSettings, NotificationSettingsPatch } from '../lib/api-types'
 import { StatusBadge } from '../ui/badges'
 import { CheckField, Field, Form, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
@@ -14,19 +15,10 @@ import { Action, Async, PagedTable, TableWrap } from '../ui/states'
  * a test, and the history of what was sent.
  */
 
-type Channel = { kind: 'chat' | 'email'; status: string; destination_masked: string | null; verified_at: string | null; disabled_reason: string | null }
-type Rule = { chat: boolean; email: boolean }
-type Settings = {
-  channels: { chat: Channel; email: Channel }
-  rules: Record<string, Rule>
-  quiet_hours: { enabled: boolean; from: string; to: string }
-  event_keys: string[]
-  crit_event_keys: string[]
-  version: number
-}
-type Delivery = { id: string; channel: string; status: string; attempts: number; sent_at: string | null; last_error: string | null }
-type Notification = { id: string; category: string; title: string; body: string; critical: boolean; created_at: string; deliveries: Delivery[] }
-type ChatLink = { code: string; expires_at: string; bot_username: string | null; deep_link: string | null; instructions: string }
+type Channel = Settings['channels']['chat']
+type Rule = Settings['rules'][keyof Settings['rules']]
+type Settings = NotificationSettings
+type Notification = NotificationItem
 
 const CATEGORIES: Record<string, string> = {
   rental: 'Rentals',
@@ -86,7 +78,7 @@ function PauseResume({ kind, status, changed }: { kind: 'chat' | 'email'; status
     <Action
       label={status === 'paused' ? 'Resume' : 'Pause'}
       run={async () => {
-        await request('PUT', '/notifications/settings', { body: { channels: { [kind]: { status: next } } } })
+        await request('PUT', '/notifications/settings', { body: { channels: { [kind]: { status: next } } } satisfies NotificationSettingsPatch })
         changed()
       }}
     />
@@ -111,7 +103,7 @@ function EmailChannel({ ch, changed }: { ch: Channel; changed: () => void }) {
             <Action
               label={`Use my account email (${me.value?.email})`}
               run={async () => {
-                await request('POST', '/notifications/email/connect', { body: {}, idempotencyKey: newKey() })
+                await request('POST', '/notifications/email/connect', { body: {} satisfies EmailConnectBody, idempotencyKey: newKey() })
                 changed()
               }}
             />
@@ -122,7 +114,7 @@ function EmailChannel({ ch, changed }: { ch: Channel; changed: () => void }) {
             label="Another address"
             submit={sent ? 'Confirm the code' : 'Send a code to this address'}
             onSubmit={async () => {
-              const body = sent ? { address: address.trim(), code: code.trim() } : { address: address.trim() }
+              const body: EmailConnectBody = sent ? { address: address.trim(), code: code.trim() } : { address: address.trim() }
               await request('POST', '/notifications/email/connect', { body, idempotencyKey: idem.keyFor(body) })
               idem.done()
               if (sent) {
@@ -144,7 +136,7 @@ function EmailChannel({ ch, changed }: { ch: Channel; changed: () => void }) {
 function RulesForm({ s, saved }: { s: Settings; saved: (s: Settings) => void }) {
   const form = useForm()
   const idem = useIdempotency()
-  const [rules, setRules] = useState(s.rules)
+  const [rules, setRules] = useState<Record<string, Rule>>(s.rules)
   const [quiet, setQuiet] = useState(s.quiet_hours)
   const [done, setDone] = useState(false)
   const admin = can('admin')
@@ -157,7 +149,7 @@ function RulesForm({ s, saved }: { s: Settings; saved: (s: Settings) => void }) 
       busyLabel="Saving…"
       onSubmit={async () => {
         setDone(false)
-        const body = { rules, quiet_hours: quiet }
+        const body: NotificationSettingsPatch = { rules, quiet_hours: quiet }
         const { data } = await request<Settings>('PUT', '/notifications/settings', { body, idempotencyKey: idem.keyFor(body), ifMatch: `"${s.version}"` })
         idem.done()
         saved(data)

@@ -5,7 +5,7 @@ import { problemMessage } from '../lib/messages'
 import { useIdempotency, useResource } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
-import type { PlanChange, PlanInfo } from '../lib/types'
+import type { ChangeOrderBody, PlanChange, PlanInfo, Quote, Subscription } from '../lib/api-types'
 import { StatusBadge } from '../ui/badges'
 import { Money } from '../ui/money'
 import { Page, Section } from '../ui/layout'
@@ -17,19 +17,6 @@ import { TopUpForm } from './topup'
  * prices, the reserve an upgrade needs), the change itself, and the pending change with cancel. An
  * upgrade the balance does not cover waits for a top-up made for it, paid right here.
  */
-
-type Subscription = { plan: PlanInfo | null; pending_change: PlanChange | null; last_change: PlanChange | null; account_state: string; version: number }
-type Quote = {
-  target_plan: string
-  direction: 'upgrade' | 'downgrade' | 'lateral'
-  managed_servers: number
-  monthly_price_per_server_usd: string | null
-  required_reserve_usd: string
-  balance_usd: string
-  covered: boolean
-  server_limit: number | null
-  billing_effective_day: string
-}
 
 const max = (p: PlanInfo) => {
   const m = p.capabilities['fleet.servers.max']
@@ -43,7 +30,7 @@ function QuoteBox({ plan, sub, done }: { plan: PlanInfo; sub: Subscription; done
   const order = async (replace: boolean) => {
     try {
       const { data } = await request<PlanChange>('POST', '/subscription/changes', {
-        body: { target_plan: plan.code },
+        body: { target_plan: plan.code } satisfies ChangeOrderBody,
         idempotencyKey: idem.keyFor({ target_plan: plan.code, replace }),
         ifMatch: replace ? `"${sub.version}"` : null,
       })

@@ -4,7 +4,7 @@ import { get, type Query } from '../lib/api'
 import { marketplaceName, utcDay } from '../lib/format'
 import { useResource } from '../lib/resource'
 import { href } from '../lib/router'
-import type { Margin } from '../lib/types'
+import type { EarningsReport, Margin, MarginReport, SpendReport, UtilisationReport } from '../lib/api-types'
 import { Chart, type ChartSeries } from '../ui/chart'
 import { Page, Section } from '../ui/layout'
 import { Money } from '../ui/money'
@@ -16,38 +16,13 @@ import { Async, DataTable, Empty, Loading } from '../ui/states'
  * servers as tables, and the API's own CSV (exact figures, as sent) to download.
  */
 
-type Period = { period: string; from: string; to: string; from_at: string; to_at: string }
-type Range = { from: string; to: string; days: number; group_by: string; timezone: string; from_at: string; to_at: string }
+type Period = Pick<Utilisation['periods'][number], 'period' | 'from' | 'to' | 'from_at' | 'to_at'>
+type Range = Pick<Utilisation, 'report' | 'from' | 'to' | 'days' | 'group_by' | 'timezone' | 'from_at' | 'to_at'>
 
-type UtilFigures = {
-  tracked_seconds: number
-  online_seconds: number
-  suspect_seconds: number
-  uptime_share: number | null
-  rented_seconds: number
-  rented_share: number | null
-  gpu_utilisation_pct: number | null
-}
-type Utilisation = Range & {
-  fleet: UtilFigures
-  periods: (Period & UtilFigures)[]
-  servers: (UtilFigures & { server_id: string; name: string; gpu_model: string | null; gpu_count: number })[]
-}
-type EarnFigures = { earned_usd: string; platform_reported_usd: string | null; accrued_seconds: number; accrual_gap_seconds: number }
-type Earnings = Range & {
-  total: EarnFigures
-  periods: (Period & EarnFigures)[]
-  by_marketplace: (EarnFigures & { marketplace: string; servers: number })[]
-  servers: (EarnFigures & { server_id: string; name: string; gpu_model: string | null })[]
-  total_label: string
-}
-type SpendFigures = { charges_usd: string; adjustments_usd: string; spend_usd: string; topups_usd: string; charged_hours: number; server_hours: number }
-type Spend = Range & {
-  total: SpendFigures
-  periods: (Period & SpendFigures)[]
-  servers: { server_id: string; name: string; server_hours: number; charges_usd: string }[]
-}
-type MarginR = Range & { fleet: Margin; periods: (Period & Margin)[]; servers: (Margin & { server_id: string; name: string })[] }
+type Utilisation = UtilisationReport
+type Earnings = EarningsReport
+type Spend = SpendReport
+type MarginR = MarginReport
 
 const REPORTS = {
   utilisation: 'Utilisation',

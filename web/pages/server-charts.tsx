@@ -1,15 +1,15 @@
 import { useMemo, useState } from 'preact/hooks'
 import { get } from '../lib/api'
 import { useResource } from '../lib/resource'
+import type { MetricsSnapshot } from '../lib/api-types'
 import { Chart, type ChartSeries } from '../ui/chart'
 import { Section } from '../ui/layout'
 import { Async, Empty } from '../ui/states'
 
 /** Metric charts of one server over 24 h, 7 d or 30 d (docs/telemetry.md): the bucket average per GPU. */
 
-type Point = { t: string; avg: number | null }
-type Series = { metric: string; scope: 'host' | 'gpu'; gpu_index: number | null; unit: string | null; points: Point[] }
-type Metrics = { resolution: string; from: string; to: string; series: Series[] }
+type Metrics = MetricsSnapshot
+type Series = Metrics['series'][number]
 
 const RANGES = { '24h': 24, '7d': 24 * 7, '30d': 24 * 30 } as const
 type Range = keyof typeof RANGES

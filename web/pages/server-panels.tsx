@@ -3,7 +3,7 @@ import { get, request } from '../lib/api'
 import { dateTime, marketplaceName } from '../lib/format'
 import { usePaged, useResource } from '../lib/resource'
 import { href } from '../lib/router'
-import type { Group, Link, Margin, ServerDetail, ServerEvent } from '../lib/types'
+import type { Group, Link, ServerDetail, ServerEvent, ServerMargin as Margin, ServerPatchBody } from '../lib/api-types'
 import { DottedName, StatusBadge } from '../ui/badges'
 import { Money, Price } from '../ui/money'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
@@ -161,7 +161,7 @@ export function ServerSettings({ s, saved }: { s: ServerDetail; saved: (s: Serve
               group_id: group || null,
               tags: tags.split(/[\s,]+/).filter(Boolean),
               electricity_usd_per_kwh: tariff.trim() || null,
-            },
+            } satisfies ServerPatchBody,
             ifMatch: `"${s.version}"`,
           })
           saved(data)

@@ -5,7 +5,7 @@ import { useLive, VITALS_REFRESH_MS } from '../lib/live'
 import { useInterval, useResource } from '../lib/resource'
 import { href, navigate } from '../lib/router'
 import { can } from '../lib/session'
-import type { Command, ServerDetail } from '../lib/types'
+import type { Command, ServerDetail, ServerMaintenanceBody } from '../lib/api-types'
 import { PresenceBadge } from '../ui/badges'
 import { Form, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
@@ -91,7 +91,7 @@ function Maintenance({ s, reload }: { s: ServerDetail; reload: () => void }) {
       label="Declare maintenance"
       submit="Declare maintenance"
       onSubmit={async () => {
-        await request('PUT', `/servers/${s.id}/maintenance`, { body: { reason: reason.trim() || null } })
+        await request('PUT', `/servers/${s.id}/maintenance`, { body: { reason: reason.trim() || null } satisfies ServerMaintenanceBody })
         setReason('')
         reload()
       }}

@@ -3,6 +3,7 @@ import { request } from '../lib/api'
 import { dateTime, shownZone } from '../lib/format'
 import { href } from '../lib/router'
 import { type Me, me, signedIn } from '../lib/session'
+import type { MePatchBody } from '../lib/api-types'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Page, Section, ThemePicker } from '../ui/layout'
 
@@ -32,7 +33,7 @@ function Profile({ profile }: { profile: Me }) {
       busyLabel="Saving…"
       onSubmit={async () => {
         setSaved(false)
-        const { data } = await request<Me>('PATCH', '/me', { body: { display_name: name.trim() || null, timezone: zone } })
+        const { data } = await request<Me>('PATCH', '/me', { body: { display_name: name.trim() || null, timezone: zone } satisfies MePatchBody })
         signedIn(data)
         setSaved(true)
       }}

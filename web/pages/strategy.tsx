@@ -5,7 +5,7 @@ import { ago, MARKETPLACES, type Marketplace, marketplaceName } from '../lib/for
 import { useIdempotency, usePaged, useResource } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
-import type { Group, ServerRow } from '../lib/types'
+import type { DismissBody, Group, Policy, PolicyCreateBody, ServerRow, StrategyPreview, Suggestion } from '../lib/api-types'
 import { StatusBadge } from '../ui/badges'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Money, Price } from '../ui/money'
@@ -18,29 +18,8 @@ import { Action, Async, DataTable, Empty, ErrorNote, Paged } from '../ui/states'
  * the price) or dismissed with a reason.
  */
 
-type Policy = {
-  id: string
-  name: string
-  marketplace: Marketplace
-  target: Record<string, unknown>
-  target_percentile: number
-  min_margin_percent: string
-  enabled: boolean
-  last_run_at: string | null
-  version: number
-}
-type Priced = {
-  server_id: string
-  marketplace: string
-  gpu_model: string
-  current_price_gpu_hour: string | null
-  suggested_price_gpu_hour: string
-  change: string
-  bound_by: string
-  expected_change_usd_day: string | null
-  reasons: string[]
-}
-type Suggestion = Priced & { id: string; policy_id: string; state: string; created_at: string }
+/** One priced server of a preview or a suggestion. */
+type Priced = StrategyPreview['items'][number]
 
 function PolicyForm({ servers, groups, created }: { servers: ServerRow[]; groups: Group[]; created: () => void }) {
   const form = useForm()
@@ -52,8 +31,8 @@ function PolicyForm({ servers, groups, created }: { servers: ServerRow[]; groups
   const [percentile, setPercentile] = useState('50')
   const [margin, setMargin] = useState('10')
   const [ceiling, setCeiling] = useState('')
-  const [preview, setPreview] = useState<{ items: Priced[]; skipped: { server_id: string; reason: string }[] } | null>(null)
-  const body = () => ({
+  const [preview, setPreview] = useState<StrategyPreview | null>(null)
+  const body = (): PolicyCreateBody => ({
     name: name.trim(),
     marketplace,
     target: kind === 'server_ids' ? { server_ids: value ? [value] : [] } : { [kind]: value.trim() },
@@ -213,7 +192,7 @@ function Dismiss({ s, done }: { s: Suggestion; done: () => void }) {
         label="Dismiss the suggestion"
         submit="Dismiss"
         onSubmit={async () => {
-          await request('POST', `/strategy/suggestions/${s.id}/dismiss`, { body: { reason: reason.trim() } })
+          await request('POST', `/strategy/suggestions/${s.id}/dismiss`, { body: { reason: reason.trim() } satisfies DismissBody })
           done()
         }}
       >

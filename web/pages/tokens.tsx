@@ -3,7 +3,7 @@ import { get, request } from '../lib/api'
 import { dateTime } from '../lib/format'
 import { useIdempotency, usePaged, useResource } from '../lib/resource'
 import { can, type Role } from '../lib/session'
-import type { ServerRow } from '../lib/types'
+import type { Pat, PatCreateBody, PatCreated, ServerRow } from '../lib/api-types'
 import { CheckField, Form, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
 import { Action, PagedTable } from '../ui/states'
@@ -13,17 +13,6 @@ import { CopyButton } from './add-server'
  * Personal access tokens (docs/access.md): minted with scopes, an expiry and an optional server
  * allowlist; the token itself is shown once, here, and never again. Revoking takes effect at once.
  */
-
-type Pat = {
-  id: string
-  name: string
-  prefix: string
-  scopes: string[]
-  server_allowlist: string[] | null
-  expires_at: string | null
-  created_at: string
-  last_used_at: string | null
-}
 
 const AREAS: [string, Role, Role][] = [
   ['servers', 'viewer', 'operator'],
@@ -55,13 +44,13 @@ function NewToken({ servers, created }: { servers: ServerRow[]; created: () => v
         submit="Create the token"
         busyLabel="Creating…"
         onSubmit={async () => {
-          const body = {
+          const body: PatCreateBody = {
             name: name.trim(),
             scopes,
             expires_at: expires ? new Date(`${expires}T23:59:59Z`).toISOString() : null,
             ...(allow.length ? { server_allowlist: allow } : {}),
           }
-          const { data } = await request<{ token: string }>('POST', '/tokens', { body, idempotencyKey: idem.keyFor(body) })
+          const { data } = await request<PatCreated>('POST', '/tokens', { body, idempotencyKey: idem.keyFor(body) })
           idem.done()
           setToken(data.token)
           setName('')

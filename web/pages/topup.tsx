@@ -3,7 +3,7 @@ import { get, request } from '../lib/api'
 import { dateTime, money } from '../lib/format'
 import { useLive } from '../lib/live'
 import { useIdempotency, useInterval, useResource } from '../lib/resource'
-import type { Topup } from '../lib/types'
+import type { PaymentMethod, Topup, TopupCreateBody } from '../lib/api-types'
 import { StatusBadge } from '../ui/badges'
 import { Money } from '../ui/money'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
@@ -15,7 +15,7 @@ import { Async } from '../ui/states'
  * notification made it `succeeded` (or it ended otherwise). Only `succeeded` means the money arrived.
  */
 
-type Method = { code: string; label: string; provider: string; min_amount_usd: string }
+type Method = PaymentMethod
 const OPEN = new Set(['creating', 'partially_paid'])
 
 /** Only http(s) addresses become links: a provider's answer is never trusted to be one. */
@@ -107,7 +107,7 @@ export function TopUpForm({
                 submit={submit}
                 busyLabel="Creating the invoice…"
                 onSubmit={async () => {
-                  const body = { amount_usd: amount.trim(), payment_method: chosen!.code, ...(purpose ? { purpose } : {}) }
+                  const body: TopupCreateBody = { amount_usd: amount.trim(), payment_method: chosen!.code, ...(purpose ? { purpose } : {}) }
                   const { data } = await request<Topup>('POST', '/billing/topups', { body, idempotencyKey: idem.keyFor(body) })
                   idem.done()
                   setTopup(data)

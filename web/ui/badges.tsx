@@ -1,4 +1,4 @@
-import type { Presence } from '../lib/types'
+import type { Presence } from '../lib/api-types'
 
 /** Status words in colour; the word itself always says it, so colour is never the only cue. */
 
