@@ -4,7 +4,7 @@ import { formatMoney } from '../../platform/money'
 import { parseDay, utcDay } from '../../platform/time'
 import { chargesPerServerDay } from '../billing'
 import { accruedDays } from '../earnings'
-import { findServer, managedServers, type ServerMargin } from '../fleet'
+import { managedServers, serverOfTenant, type ServerMargin } from '../fleet'
 import { gpuMetricByServerDay, type GpuDay } from '../telemetry'
 import { costBasisOf, cutPercent } from './costs.service'
 
@@ -219,7 +219,7 @@ export function marginReport({
 /** The last 7 days' margin of one server (GET /servers/{id}). */
 export function serverMargin(deps: Deps, tenantId: string, serverId: string): ServerMargin {
   const { fromDay, toDay } = lastDays(deps, 7)
-  const server = findServer(deps.db, tenantId, serverId)
+  const server = serverOfTenant(deps.db, tenantId, serverId)
   const { margins } = marginsOf(deps, tenantId, server ? [server] : [], fromDay, toDay)
   return { days: 7, from_day: fromDay, to_day: toDay, ...view(margins.get(serverId) ?? empty()) }
 }
