@@ -3,7 +3,7 @@ import { withTransaction } from '../../db/client'
 import type { Deps } from '../../src/platform/context'
 import { parseTimestamp, US_PER_DAY, US_PER_HOUR } from '../../src/platform/time'
 import { accruePast } from '../../src/modules/earnings'
-import { fleetRuntime, markFleetDirty, type Sample, updateServer } from '../../src/modules/fleet'
+import { backdateEnrolment, fleetRuntime, markFleetDirty, type Sample } from '../../src/modules/fleet'
 import { appendEntry } from '../../src/modules/billing'
 import { assignPlan, hourStartOf } from '../../src/modules/plans'
 import { CLORE_RATES, DEMO_SERVERS, type DemoServer } from './plan'
@@ -54,7 +54,7 @@ export function openingBalance(deps: Deps, tenantId: string, nowUs: number): voi
  */
 export function backdateFleet(deps: Deps, tenantId: string, ids: Map<string, string>, nowUs: number): void {
   withTransaction(deps.db, (tx) => {
-    for (const s of DEMO_SERVERS) updateServer(tx, ids.get(s.name)!, { enrolledAt: enrolledAt(s, nowUs), createdAt: enrolledAt(s, nowUs) })
+    for (const s of DEMO_SERVERS) backdateEnrolment(tx, ids.get(s.name)!, enrolledAt(s, nowUs))
     markFleetDirty(tx, tenantId)
     const first = Math.min(...DEMO_SERVERS.map((s) => enrolledAt(s, nowUs)))
     assignPlan(tx, deps, tenantId, 'free', 'pro', hourStartOf(first))

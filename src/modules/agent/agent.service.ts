@@ -6,14 +6,14 @@ import { generateSecret, hashSecret, hasValidChecksum } from '../../platform/sec
 import { stripUnsafeText } from '../../platform/text'
 import {
   agentSessions,
-  findServer,
-  findServerByAgentToken,
-  findServerByFingerprint,
-  insertServer,
-  markFleetDirty,
+  enrolServer,
+  recordHostFacts,
   recordServerEvent,
-  updateServer,
-  type ServerRow,
+  reenrolServer,
+  serverByAgentToken,
+  serverByFingerprint,
+  serverOfTenant,
+  type HostFacts,
 } from '../fleet'
 import { findTenant } from '../tenants'
 import { assertRoomForServer, claimInitToken, revokeSiblingInitTokens, setInitTokenServer } from '../tokens'
@@ -51,7 +51,7 @@ function reportedHostname(input: HostFactsInput): string {
 
 const stripped = (s: string | null | undefined) => (s === undefined || s === null ? null : stripUnsafeText(s))
 
-export function hostFacts(input: HostFactsInput): Partial<ServerRow> {
+export function hostFacts(input: HostFactsInput): HostFacts {
   const gpus = [...input.gpus]
     .sort((a, b) => a.index - b.index)
     .map((g) => ({ ...g, model: stripUnsafeText(g.model), ...(g.uuid !== undefined ? { uuid: stripped(g.uuid) } : {}) }))
@@ -80,28 +80,27 @@ export function registerAgent({ deps, input }: { deps: Deps; input: Static<typeo
     const tenant = findTenant(tx, token.tenantId)
     if (tenant?.accountState === 'frozen') throw AgentErrors.accountFrozen()
     const now = deps.clock.nowUs()
-    let server: ServerRow | undefined
+    let server: { id: string; tenantId: string } | undefined
     if (token.serverId) {
-      server = findServer(tx, token.tenantId, token.serverId)
-      if (!server || server.decommissionedAt !== null) throw AgentErrors.initTokenRefused()
+      const bound = serverOfTenant(tx, token.tenantId, token.serverId)
+      if (!bound || bound.decommissionedAt !== null) throw AgentErrors.initTokenRefused()
+      server = bound
     } else if (input.fingerprint) {
-      server = findServerByFingerprint(tx, token.tenantId, input.fingerprint)
+      server = serverByFingerprint(tx, token.tenantId, input.fingerprint)
     }
     const facts = hostFacts(input)
     if (server) {
-      updateServer(tx, server.id, { ...facts, agentTokenHash: hashSecret(agentToken), enrolledAt: now })
+      reenrolServer(tx, server, { facts, agentTokenHash: hashSecret(agentToken), at: now })
     } else {
       assertRoomForServer(tx, token.tenantId, now, 1, false)
-      server = { id: deps.newId(), tenantId: token.tenantId } as ServerRow
-      insertServer(tx, {
-        id: server.id,
+      const id = enrolServer(tx, deps, {
         tenantId: token.tenantId,
         name: reportedHostname(input).slice(0, 128),
-        createdAt: now,
-        ...facts,
+        facts,
         agentTokenHash: hashSecret(agentToken),
-        enrolledAt: now,
+        at: now,
       })
+      server = { id, tenantId: token.tenantId }
     }
     setInitTokenServer(tx, token.id, server.id)
     revokeSiblingInitTokens(tx, server.id, token.id, now)
@@ -115,7 +114,6 @@ export function registerAgent({ deps, input }: { deps: Deps; input: Static<typeo
         data: { init_token_id: token.id, bound: token.serverId !== null },
       },
     )
-    markFleetDirty(tx, token.tenantId)
     return { serverId: server.id }
   })
   agentSessions(deps).close(result.serverId, 4401, 'agent credential replaced')
@@ -131,7 +129,7 @@ export function registerAgent({ deps, input }: { deps: Deps; input: Static<typeo
 /** The actor behind an agent credential, or null (checksum refused before any lookup). */
 export function resolveAgent(deps: Deps, token: string): Actor | null {
   if (!hasValidChecksum(token, 'gpuhq_agt_')) return null
-  const server = findServerByAgentToken(deps.db, hashSecret(token))
+  const server = serverByAgentToken(deps.db, hashSecret(token))
   if (!server) return null
   const tenant = findTenant(deps.db, server.tenantId)
   if (!tenant) return null
@@ -153,9 +151,8 @@ export function agentHello({ deps, actor, input }: { deps: Deps; actor: Actor; i
   assertAgentVersion(deps, input.agent_version)
   const serverId = actor.tokenId!
   withTransaction(deps.db, (tx) => {
-    const server = findServer(tx, actor.tenantId, serverId)
+    const server = serverOfTenant(tx, actor.tenantId, serverId)
     if (!server) throw AgentErrors.serverNotFound()
-    updateServer(tx, serverId, { ...hostFacts(input), lastHelloAt: deps.clock.nowUs() })
-    markFleetDirty(tx, actor.tenantId)
+    recordHostFacts(tx, server, hostFacts(input), deps.clock.nowUs())
   })
 }

@@ -4,17 +4,7 @@ import type { Deps } from '../../platform/context'
 import { stripUnsafeText } from '../../platform/text'
 import { parseTimestamp } from '../../platform/time'
 import { applyCommandFrame, sessionLost, sessionReady } from '../commands'
-import {
-  agentSessions,
-  findServer,
-  findServerById,
-  fleetRuntime,
-  noteRentalFact,
-  recordServerEvent,
-  updateServer,
-  type LiveSession,
-  type Sample,
-} from '../fleet'
+import { agentSessions, fleetRuntime, recordRentalSighting, recordServerEvent, serverOfTenant, type LiveSession, type Sample } from '../fleet'
 import { inMetricRange, MAX_METRIC_NAMES_PER_SERVER, metricNames, metricRange } from '../telemetry'
 import type { OutgoingFrame } from './agent.model'
 import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, TELEMETRY_INTERVAL_S } from './agent.service'
@@ -42,7 +32,7 @@ export function openSession(deps: Deps, s: AgentSocketData, session: LiveSession
   agentSessions(deps).open(s.serverId, session)?.close(4409, 'replaced by a newer session')
   // Whatever the database says, this session has not sent a heartbeat yet.
   s.online = false
-  return findServer(deps.db, s.tenantId, s.serverId) !== undefined
+  return serverOfTenant(deps.db, s.tenantId, s.serverId) !== undefined
 }
 
 /**
@@ -117,11 +107,7 @@ export function sessionEvent(deps: Deps, s: AgentSocketData, f: AgentFrame<'even
       { id: s.serverId, tenantId: s.tenantId },
       { kind: `agent.${f.kind}`, severity: f.severity, message: stripUnsafeText(f.message), data: f.data ?? null },
     )
-    if (rental !== null) {
-      const server = findServerById(tx, s.serverId)
-      if (server) noteRentalFact(tx, deps, server, rental, 'agent')
-      updateServer(tx, s.serverId, { rentalActive: rental, rentalSource: 'agent', rentalUpdatedAt: deps.clock.nowUs() })
-    }
+    if (rental !== null) recordRentalSighting(tx, deps, s.serverId, rental)
   })
   if (rental === false) deps.events.emit('server.rental_ended', { serverId: s.serverId })
 }

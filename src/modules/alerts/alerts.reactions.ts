@@ -4,7 +4,7 @@ import { formatMoney } from '../../platform/money'
 import { formatDecimal } from '../../platform/numbers'
 import { daysInMonth } from '../../platform/time'
 import { balanceOf, LOW_BALANCE_DAYS } from '../billing'
-import { countManagedServers, findServerById } from '../fleet'
+import { countManagedServers, trustedServerById } from '../fleet'
 import { findPlan } from '../plans'
 import { findTenant } from '../tenants'
 import { findUnresolved, unresolvedOfServer } from './alerts.repository'
@@ -26,7 +26,7 @@ export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
   else if (e.kind === 'server.decommissioned')
     for (const i of unresolvedOfServer(tx, server.tenantId, server.id)) clear(tx, deps, i, 'the server was decommissioned')
   else if (e.kind === 'presence.offline') {
-    const name = findServerById(tx, server.id)?.name ?? server.id
+    const name = trustedServerById(tx, server.id)?.name ?? server.id
     const cause = { title: `Server offline: ${name}`, detail: e.message }
     raise(tx, deps, {
       tenantId: server.tenantId,
@@ -39,7 +39,7 @@ export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
     })
   } else if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical')) {
     // The same events the `error` notification producer takes (producers.ts categoryOf), one cause per server and kind.
-    const name = findServerById(tx, server.id)?.name ?? server.id
+    const name = trustedServerById(tx, server.id)?.name ?? server.id
     raise(tx, deps, {
       tenantId: server.tenantId,
       kind: 'agent_error',

@@ -2,7 +2,7 @@ import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import type { TenantWalk } from '../../platform/jobs'
 import { formatTimestamp } from '../../platform/time'
-import { findServerById, latestOfMetric } from '../fleet'
+import { latestOfMetric, trustedServerById } from '../fleet'
 import { accountHealth, staleLinks } from '../marketplaces'
 import { TEMPERATURE_MARKS } from '../notifications'
 import { findUnresolved, type IncidentRow, unresolvedIncidents } from './alerts.repository'
@@ -144,7 +144,7 @@ function marketplaceAccounts({ deps, unresolved, raise: raiseIn, resolve }: Run)
 function links({ deps, unresolved, raise: raiseIn, resolve }: Run): void {
   const stale = new Set<string>()
   for (const l of staleLinks(deps.db)) {
-    const server = findServerById(deps.db, l.serverId)
+    const server = trustedServerById(deps.db, l.serverId)
     if (!server || server.decommissionedAt !== null) continue
     const key = `stale_link:${l.serverId}:${l.marketplace}`
     stale.add(`${l.tenantId}|${key}`)

@@ -2,7 +2,7 @@ import { isDatabaseBusy, notifyOthers, onNotice, withTransaction, type Tx } from
 import type { Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
 import { formatNullableTimestamp } from '../../platform/time'
-import { agentSessions, findServerById, rentalRunning } from '../fleet'
+import { agentSessions, rentalRunning, trustedServerById } from '../fleet'
 import { changeCommand, hasUndelivered, pastAcceptBy, pastDeadline, TERMINAL, undeliveredFor, type CommandRow } from './commands.repository'
 import type { OutgoingCommandFrame } from './commands.frames'
 
@@ -77,7 +77,7 @@ export function dispatchServer(deps: Deps, serverId: string): number {
   const now = deps.clock.nowUs()
   withTransaction(deps.db, (tx) => {
     frames.length = 0 // a PostgreSQL retry starts over
-    const server = findServerById(tx, serverId)
+    const server = trustedServerById(tx, serverId)
     if (!server) return
     for (const c of undeliveredFor(tx, serverId)) {
       // Sent ones wait for the agent's answer; they go again only after the session is lost.

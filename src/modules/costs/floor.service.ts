@@ -1,7 +1,7 @@
 import type { Deps } from '../../platform/context'
 import { parseMoney } from '../../platform/money'
 import { daysInMonth } from '../../platform/time'
-import { findServer } from '../fleet'
+import { serverOfTenant } from '../fleet'
 import { findPlan } from '../plans'
 import { averageGpuPowerW } from '../telemetry'
 import { costBasisOf, cutPercent, spreadOf } from './costs.service'
@@ -43,7 +43,7 @@ export function gpuHourCosts(
 
   return ({ serverId, marketplace, currencies, gpus }) => {
     const missing: string[] = []
-    const server = findServer(deps.db, tenant.tenantId, serverId)
+    const server = serverOfTenant(deps.db, tenant.tenantId, serverId)
     const tariff = server?.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
     const watts = averageGpuPowerW(deps.db, serverId, now - WEEK_US, now)
     let electricityMicros: number | null = null

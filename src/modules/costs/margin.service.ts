@@ -4,7 +4,7 @@ import { formatMoney } from '../../platform/money'
 import { parseDay, utcDay } from '../../platform/time'
 import { chargesPerServerDay } from '../billing'
 import { accruedDays } from '../earnings'
-import { findServer, managedServers, type ServerMargin } from '../fleet'
+import { managedServers, serverOfTenant, type ServerMargin, type ServerSummary } from '../fleet'
 import { gpuMetricByServerDay, type GpuDay } from '../telemetry'
 import { costBasisOf, cutPercent } from './costs.service'
 
@@ -66,8 +66,6 @@ function lastDays(deps: Deps, days: number): { fromDay: string; toDay: string } 
   return { fromDay: utcDay(Math.floor(now / DAY_US) * DAY_US - (days - 1) * DAY_US), toDay: utcDay(now) }
 }
 
-type ServerRow = ReturnType<typeof managedServers>[number]
-
 /**
  * The margin of each of the given servers over the UTC days [fromDay, toDay], up to now, over the
  * whole range and over each of `periods` (runs of whole days inside it). The cost does not grow with
@@ -80,7 +78,7 @@ type ServerRow = ReturnType<typeof managedServers>[number]
 function marginsOf(
   deps: Deps,
   tenantId: string,
-  servers: readonly ServerRow[],
+  servers: readonly ServerSummary[],
   fromDay: string,
   toDay: string,
   periods: readonly { to: string }[] = [],
@@ -156,7 +154,7 @@ function marginsOf(
 }
 
 /** The fleet, each server and each GPU model, from the servers' accumulators. */
-function reportOf(servers: readonly ServerRow[], margins: Map<string, Acc>) {
+function reportOf(servers: readonly ServerSummary[], margins: Map<string, Acc>) {
   const fleet = empty()
   const byModel = new Map<string, { servers: number; acc: Acc }>()
   for (const s of servers) {
@@ -219,7 +217,7 @@ export function marginReport({
 /** The last 7 days' margin of one server (GET /servers/{id}). */
 export function serverMargin(deps: Deps, tenantId: string, serverId: string): ServerMargin {
   const { fromDay, toDay } = lastDays(deps, 7)
-  const server = findServer(deps.db, tenantId, serverId)
+  const server = serverOfTenant(deps.db, tenantId, serverId)
   const { margins } = marginsOf(deps, tenantId, server ? [server] : [], fromDay, toDay)
   return { days: 7, from_day: fromDay, to_day: toDay, ...view(margins.get(serverId) ?? empty()) }
 }

@@ -177,7 +177,7 @@ export function countServersInGroup(db: DbOrTx, groupId: string): number {
 }
 
 /** Every server of a group (decommissioned ones too) lets go of it, before the group is deleted. */
-export function releaseGroup(tx: DbOrTx, groupId: string): void {
+export function clearGroupOfServers(tx: DbOrTx, groupId: string): void {
   tx.update(servers).set({ groupId: null }).where(eq(servers.groupId, groupId)).run()
 }
 
@@ -329,7 +329,7 @@ export function upsertLatestMetrics(sqlite: Database, rows: (typeof serverLatest
  * written: SQLite rewrites the whole row (the snapshot body, megabytes for a large fleet) on any
  * UPDATE, so setting the flag again on every presence transition would cost that much each time.
  */
-export function markFleetDirty(tx: DbOrTx, tenantId: string): void {
+export function markSnapshotDirty(tx: DbOrTx, tenantId: string): void {
   tx.update(fleetSnapshots)
     .set({ dirty: true })
     .where(and(eq(fleetSnapshots.tenantId, tenantId), eq(fleetSnapshots.dirty, false)))

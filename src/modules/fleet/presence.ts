@@ -3,7 +3,16 @@ import { perDeps, type Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
 import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
 import { recordServerEvent } from './events'
-import { markFleetDirty, presenceOf, setPresence, silentServers, updateServer, upsertLatestMetrics, type PresenceRow, type ServerRow } from './fleet.repository'
+import {
+  markSnapshotDirty,
+  presenceOf,
+  setPresence,
+  silentServers,
+  updateServer,
+  upsertLatestMetrics,
+  type PresenceRow,
+  type ServerRow,
+} from './fleet.repository'
 
 /**
  * Presence from the agent session's heartbeats only (docs/fleet.md "Presence"): online while
@@ -181,7 +190,7 @@ class FleetRuntime {
     const markDirty = (tenantId: string) => {
       if (dirty.has(tenantId)) return
       dirty.add(tenantId)
-      markFleetDirty(tx, tenantId)
+      markSnapshotDirty(tx, tenantId)
     }
     const online = (row: PresenceRow, at: number, eventId?: string) => {
       setPresence(deps.sqlite, row.id, 'online', at)
@@ -276,7 +285,7 @@ class FleetRuntime {
             message: `${to}: no heartbeat for ${silentS} s`,
             data: { from: s.presence, silent_seconds: silentS },
           })
-          markFleetDirty(one, s.tenantId)
+          markSnapshotDirty(one, s.tenantId)
           return true
         }
         let ok: boolean | undefined

@@ -14,11 +14,12 @@ import { eventView, recordServerEvent } from './events'
 import { noteRentalFact, rentalRunning, rentalSources } from './rentals'
 import { FleetErrors } from './fleet.errors'
 import {
+  clearGroupOfServers,
   clearKeepOnRow,
   findServer,
   keepOnOf,
   latestMetricsOf,
-  markFleetDirty,
+  markSnapshotDirty,
   serverEventRows,
   setKeepOnRow,
   updateServer,
@@ -26,6 +27,7 @@ import {
   type ServerRow,
 } from './fleet.repository'
 import { factsOf, fleetRow } from './fleet.row'
+import { summaryOf, type ServerSummary } from './servers.views'
 import { rowFactsOf } from './row-facts'
 import type { ServerEventsQuery, ServerPatch } from './servers.model'
 
@@ -45,16 +47,29 @@ export type MaintenanceAnnouncements = (
   serverId: string,
 ) => { marketplace: 'marketplace_a' | 'marketplace_b'; external_machine_id: string; supported: boolean; how: string }[]
 
-/** A server of the actor's tenant that the actor may see; anything else is a plain 404. */
-export function loadServer(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): ServerRow {
+/** A server of the actor's tenant that the actor may see, the whole row (fleet's own verbs); anything else is a plain 404. */
+function loadServerRow(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): ServerRow {
   const server = findServer(db, actor.tenantId, id.toLowerCase())
   if (!server || !mayAccessServer(actor, server.id)) throw FleetErrors.serverNotFound()
   return server
 }
 
+/**
+ * The one tenant-checked load-or-throw other modules use: a server of the actor's tenant that the
+ * actor may see (decommissioned ones included), as its summary; anything else is a plain 404.
+ */
+export function loadServer(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): ServerSummary {
+  return summaryOf(loadServerRow(deps, actor, id, db))
+}
+
+/** Every server of a group (decommissioned ones too) lets go of it, before the group is deleted (groups' delete). */
+export function releaseGroup(tx: DbOrTx, groupId: string): void {
+  clearGroupOfServers(tx, groupId)
+}
+
 /** The server's id when the actor may see it (telemetry's reads are scoped by it). */
 export function visibleServerId(deps: Deps, actor: Actor, id: string): string {
-  return loadServer(deps, actor, id).id
+  return loadServerRow(deps, actor, id).id
 }
 
 /** The last days' margin of a server (the costs module's, handed in by the composition root). */
@@ -74,7 +89,7 @@ export type ServerMargin = {
 export type MarginLookup = (deps: Deps, tenantId: string, serverId: string) => ServerMargin
 
 export function getServer({ deps, actor, id, margin }: { deps: Deps; actor: Actor; id: string; margin: MarginLookup }) {
-  const server = loadServer(deps, actor, id)
+  const server = loadServerRow(deps, actor, id)
   // The margin carries gpuhq's charges: billing information, shown to whoever may read billing.
   const mayReadBilling = actor.serverAllowlist === null && (actor.scopes === null || actor.scopes.includes('billing:read'))
   return {
@@ -133,7 +148,7 @@ export function updateServerConfig({
   groups,
 }: Change & { ifMatch: string | null; input: Static<typeof ServerPatch>; groups: GroupLookup }) {
   const server = withTransaction(deps.db, (tx) => {
-    const server = loadServer(deps, actor, id, tx)
+    const server = loadServerRow(deps, actor, id, tx)
     assertIfMatch(ifMatch, etagOf(server.version))
     if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
     const patch: Partial<ServerRow> = { version: server.version + 1 }
@@ -162,7 +177,7 @@ export function updateServerConfig({
     }
     updateServer(tx, server.id, patch)
     recordServerEvent(tx, deps, server, { kind: 'server.updated', message: `configuration changed: ${Object.keys(input).join(', ')}` })
-    markFleetDirty(tx, actor.tenantId)
+    markSnapshotDirty(tx, actor.tenantId)
     recordAudit(tx, deps, audit, { operation: 'servers.update', targetKind: 'server', targetId: server.id })
     return { ...server, ...patch }
   })
@@ -180,7 +195,7 @@ export function declareMaintenance({
   announcements,
 }: Change & { reason: string | null; announcements: MaintenanceAnnouncements }) {
   const declared = withTransaction(deps.db, (tx) => {
-    const server = loadServer(deps, actor, id, tx)
+    const server = loadServerRow(deps, actor, id, tx)
     if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
     // Repeating the declaration keeps `since`; only the reason follows the latest call.
     const since = server.maintenanceSince ?? deps.clock.nowUs()
@@ -191,7 +206,7 @@ export function declareMaintenance({
         message: reason ? `maintenance: ${reason}` : 'maintenance declared',
         data: { reason },
       })
-    markFleetDirty(tx, actor.tenantId)
+    markSnapshotDirty(tx, actor.tenantId)
     recordAudit(tx, deps, audit, { operation: 'servers.maintenance.declare', targetKind: 'server', targetId: server.id })
     return { server_id: server.id, maintenance: { since: formatTimestamp(since), reason } }
   })
@@ -201,11 +216,11 @@ export function declareMaintenance({
 
 export function endMaintenance({ deps, actor, audit, id }: Change) {
   withTransaction(deps.db, (tx) => {
-    const server = loadServer(deps, actor, id, tx)
+    const server = loadServerRow(deps, actor, id, tx)
     if (server.maintenanceSince === null) return
     updateServer(tx, server.id, { maintenanceSince: null, maintenanceReason: null, version: server.version + 1 })
     recordServerEvent(tx, deps, server, { kind: 'maintenance.ended', message: 'back in service' })
-    markFleetDirty(tx, actor.tenantId)
+    markSnapshotDirty(tx, actor.tenantId)
     recordAudit(tx, deps, audit, { operation: 'servers.maintenance.end', targetKind: 'server', targetId: server.id })
   })
 }
@@ -213,7 +228,7 @@ export function endMaintenance({ deps, actor, audit, id }: Change) {
 /** Revokes the agent credential (its live session is closed), stops billing (no longer managed), keeps history. */
 export function decommissionServer({ deps, actor, audit, id }: Change) {
   const server = withTransaction(deps.db, (tx) => {
-    const server = loadServer(deps, actor, id, tx)
+    const server = loadServerRow(deps, actor, id, tx)
     if (server.decommissionedAt !== null) return server
     const patch = { decommissionedAt: deps.clock.nowUs(), agentTokenHash: null, presence: 'offline' as const, version: server.version + 1 }
     updateServer(tx, server.id, patch)
@@ -222,7 +237,7 @@ export function decommissionServer({ deps, actor, audit, id }: Change) {
       severity: 'warning',
       message: 'decommissioned: agent credential revoked, no longer managed',
     })
-    markFleetDirty(tx, actor.tenantId)
+    markSnapshotDirty(tx, actor.tenantId)
     recordAudit(tx, deps, audit, { operation: 'servers.decommission', targetKind: 'server', targetId: server.id })
     return { ...server, ...patch }
   })
@@ -232,7 +247,7 @@ export function decommissionServer({ deps, actor, audit, id }: Change) {
 
 export function setKeepOn({ deps, actor, audit, id, marketplace, on }: Change & { marketplace: Marketplace; on: boolean }) {
   return withTransaction(deps.db, (tx) => {
-    const server = loadServer(deps, actor, id, tx)
+    const server = loadServerRow(deps, actor, id, tx)
     if (on) {
       if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
       setKeepOnRow(tx, { serverId: server.id, marketplace, tenantId: actor.tenantId, createdAt: deps.clock.nowUs() })
@@ -243,7 +258,7 @@ export function setKeepOn({ deps, actor, audit, id, marketplace, on }: Change & 
 }
 
 export function listServerEvents({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: Static<typeof ServerEventsQuery> }) {
-  const server = loadServer(deps, actor, id)
+  const server = loadServerRow(deps, actor, id)
   return paginate(deps.keys.cursor, {
     scope: `server-events:${server.id}:${input.kind ?? ''}`,
     input,

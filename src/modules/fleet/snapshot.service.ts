@@ -3,7 +3,7 @@ import { withTransaction, type DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
 import { formatTimestamp } from '../../platform/time'
-import { findSnapshotBody, findSnapshotHead, latestMetricsOf, managedServers, saveSnapshot, snapshotTenants } from './fleet.repository'
+import { findSnapshotBody, findSnapshotHead, latestMetricsOf, managedServers, markSnapshotDirty, saveSnapshot, snapshotTenants } from './fleet.repository'
 import { factsOf, fleetRow, type FleetRow, type LatestByGpu } from './fleet.row'
 import { rowFactsOf } from './row-facts'
 
@@ -18,6 +18,14 @@ import { rowFactsOf } from './row-facts'
  */
 const SNAPSHOT_TTL_US = 60_000_000
 const SNAPSHOT_SHAPE_VERSION = 1
+
+/**
+ * The tenant's fleet snapshot is out of date (a figure of its rows moved): the next read recomputes
+ * it. In the caller's transaction; what other modules call when their part of a row changes.
+ */
+export function markFleetDirty(tx: DbOrTx, tenantId: string): void {
+  markSnapshotDirty(tx, tenantId)
+}
 
 export type Snapshot = { generatedAt: number; dataAsOf: number; rows: FleetRow[]; stale: boolean; staleReason: string | null }
 

@@ -1,6 +1,6 @@
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
-import { loadServer, type ServerRow } from '../fleet'
+import { loadServer, type ServerSummary } from '../fleet'
 import { liveMachines } from './accounts.service'
 import { normaliseGpuModel } from './gpu-model'
 import { linksOnMarketplace } from './links.repository'
@@ -39,7 +39,7 @@ const text = (v: string | null, max: number): string | null => {
   return s === '' ? null : s.slice(0, max)
 }
 
-function knownFactsOf(server: Pick<ServerRow, 'hostname' | 'publicIp' | 'gpuModel' | 'gpuCount' | 'gpus' | 'diskGb' | 'portRange'>): KnownFacts {
+function knownFactsOf(server: Pick<ServerSummary, 'hostname' | 'publicIp' | 'gpuModel' | 'gpuCount' | 'gpus' | 'diskGb' | 'portRange'>): KnownFacts {
   const gpu = text(server.gpuModel, 128) ?? text(server.gpus[0]?.model ?? null, 128)
   return {
     hostname: text(server.hostname, 253),

@@ -5,7 +5,7 @@ import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
-import { findServer, loadServer } from '../fleet'
+import { loadServer, serverOfTenant } from '../fleet'
 import { averageGpuPowerW } from '../telemetry'
 import { liveMachines } from './accounts.service'
 import type { MarketplaceBProjection, MarketplaceId } from './marketplaces.adapter'
@@ -133,7 +133,7 @@ export function listLinks({ deps, actor }: { deps: Deps; actor: Actor }) {
 }
 
 function electricity(deps: Deps, tenantId: string, serverId: string, nowUs: number): string | null {
-  const server = findServer(deps.db, tenantId, serverId)
+  const server = serverOfTenant(deps.db, tenantId, serverId)
   if (!server || server.electricityMicrosPerKwh === null || server.gpuCount <= 0) return null
   const watts = averageGpuPowerW(deps.db, serverId, nowUs - WEEK_US, nowUs)
   if (watts === null) return null

@@ -2,7 +2,7 @@ import type { Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatDecimal } from '../../platform/numbers'
-import { findServerById } from '../fleet'
+import { trustedServerById } from '../fleet'
 import type { Category } from './notifications.model'
 import { notify } from './outbox.service'
 
@@ -33,7 +33,7 @@ function categoryOf(e: ServerEvent): { category: Category; title: string; group:
 export function fromServerEvent(deps: Deps, e: ServerEvent): void {
   const c = categoryOf(e)
   if (!c) return
-  const name = findServerById(e.tx, e.server.id)?.name ?? e.server.id
+  const name = trustedServerById(e.tx, e.server.id)?.name ?? e.server.id
   notify(e.tx, deps, e.server.tenantId, { category: c.category, title: `${c.title}: ${name}`, body: e.message, groupKey: c.group })
 }
 
@@ -91,7 +91,7 @@ export function fromPlanRefusal(deps: Deps, e: { tx: Tx; tenantId: string; targe
 }
 
 export function fromOfferPublished(deps: Deps, e: { tx: Tx; tenantId: string; serverId: string; marketplace: string; summary: string }): void {
-  const name = findServerById(e.tx, e.serverId)?.name ?? e.serverId
+  const name = trustedServerById(e.tx, e.serverId)?.name ?? e.serverId
   notify(e.tx, deps, e.tenantId, {
     category: 'price',
     title: `Offer updated: ${name}`,

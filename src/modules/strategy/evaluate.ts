@@ -3,7 +3,7 @@ import { formatMoney, formatNullableMoney, MAX_MONEY_MICROS } from '../../platfo
 import { formatNullableTimestamp, utcDay } from '../../platform/time'
 import { gpuHourCosts } from '../costs'
 import { accruedDays } from '../earnings'
-import type { ServerRow } from '../fleet'
+import type { ServerSummary } from '../fleet'
 import { marketOfModel, offerPriceRefusal, pricedOffers, type PricedOffer, quantile, standing } from '../marketplaces'
 import { COIN_DIGITS, choosePrice, coinPerDay, costOf, floorOf } from './pricing'
 import type { PolicyRow } from './strategy.repository'
@@ -53,7 +53,7 @@ export type Outcome = {
 }
 
 /** Whether the policy's target covers an offer (its marketplace aside): the servers named, the group's, or the GPU model's. */
-function coverage(policy: PolicyRow, servers: ServerRow[]): (o: PricedOffer) => boolean {
+function coverage(policy: PolicyRow, servers: ServerSummary[]): (o: PricedOffer) => boolean {
   const t = policy.target
   if (t.kind === 'gpu_model') return (o) => o.gpuModel === t.gpuModel
   const ids = new Set(
@@ -69,7 +69,7 @@ const rank = (p: PolicyRow) => (p.target.kind === 'servers' ? 0 : p.target.kind 
  * Which policy prices each offer when several target it: the most specific (servers, then group,
  * then GPU model), then the oldest. Only enabled policies take part.
  */
-export function winningPolicies(policies: PolicyRow[], servers: ServerRow[], offers: PricedOffer[]): Map<string, PolicyRow> {
+export function winningPolicies(policies: PolicyRow[], servers: ServerSummary[], offers: PricedOffer[]): Map<string, PolicyRow> {
   const out = new Map<string, PolicyRow>()
   const ordered = policies
     .filter((p) => p.enabled)
@@ -83,7 +83,7 @@ export function winningPolicies(policies: PolicyRow[], servers: ServerRow[], off
 }
 
 /** The offers of the marketplace the policy targets (whatever other policies say). */
-export function offersOf(deps: Deps, policy: PolicyRow, servers: ServerRow[]): PricedOffer[] {
+export function offersOf(deps: Deps, policy: PolicyRow, servers: ServerSummary[]): PricedOffer[] {
   return pricedOffers(deps, policy.tenantId, policy.marketplace).filter(coverage(policy, servers))
 }
 

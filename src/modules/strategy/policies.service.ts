@@ -8,7 +8,7 @@ import { assertIfMatch, etagOf } from '../../platform/etag'
 import { formatMoney, formatNullableMoney, MAX_MONEY_MICROS, parseMoneyInRange } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
-import { findServer } from '../fleet'
+import { serverOfTenant } from '../fleet'
 import { findGroup } from '../groups'
 import { StrategyErrors } from './strategy.errors'
 import type { PolicyCreate, PolicyPatch, PreviewBody } from './strategy.model'
@@ -58,7 +58,7 @@ function targetOf(db: DbOrTx, actor: Actor, input: TargetInput): PolicyTarget {
   ensureTargetReach(actor, input)
   if (input.server_ids) {
     const ids = input.server_ids.map((id) => id.toLowerCase())
-    for (const id of ids) if (!findServer(db, actor.tenantId, id)) throw StrategyErrors.policyNotFound(`no such server: ${id}`)
+    for (const id of ids) if (!serverOfTenant(db, actor.tenantId, id)) throw StrategyErrors.policyNotFound(`no such server: ${id}`)
     return { kind: 'servers', serverIds: ids }
   }
   if (input.group_id) {
