@@ -1,5 +1,5 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import type { MarketplaceBProjection, RemoteProjection } from '../../src/modules/marketplaces/marketplaces.adapter'
+import type { MarketplaceBProjection, RemoteProjection } from '../../src/modules/marketplaces/adapters/marketplaces.adapter'
 import { servers } from './fleet'
 import { tenants } from './tenants'
 

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Literals, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
-import { MARKETPLACES } from './marketplaces.adapter'
+import { MARKETPLACES } from './adapters/marketplaces.adapter'
 
 export const MarketplaceParam = t.Object({ marketplace: Literals(MARKETPLACES) })
 
