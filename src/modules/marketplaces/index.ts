@@ -1,4 +1,7 @@
 /** The marketplaces module's front door: connected accounts, server-to-machine links, the operations log and their routes. */
+// Which marketplaces exist (the wire enum every module names them by) and what each one is.
+export { describedMarketplaceId, MARKETPLACES, MarketplaceId } from '../../platform/marketplace-id'
+export { type DealCurrency, dealCurrencies, defaultDealCurrency } from './adapters/marketplaces.catalogue'
 export { marketplacesRoutes } from './accounts/marketplaces.routes'
 export { linksRoutes } from './links/links.routes'
 export { candidatesRoutes } from './links/candidates.routes'

@@ -6,8 +6,9 @@
  * by. It knows nothing of tenants, links or HTTP answers of gpuhq: the marketplaces service does.
  */
 
-export const MARKETPLACES = ['marketplace_a', 'marketplace_b'] as const
-export type MarketplaceId = (typeof MARKETPLACES)[number]
+import type { MarketplaceId } from '../../../platform/marketplace-id'
+
+export type { MarketplaceId }
 
 /** A running order on a machine, as the link's `remote.rentals` shows it (money as decimal strings). */
 export type RemoteRental = {

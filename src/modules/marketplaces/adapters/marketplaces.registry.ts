@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { perDeps, type Deps } from '../../../platform/context'
-import { createMarketplaceAAdapter } from './marketplace-a/marketplace-a.adapter'
-import { createMarketplaceBAdapter } from './marketplace-b/marketplace-b.adapter'
+import { MARKETPLACES } from '../../../platform/marketplace-id'
 import type { MarketplaceAdapter, MarketplaceCall, MarketplaceId } from './marketplaces.adapter'
+import { CATALOGUE } from './marketplaces.catalogue'
 
 /**
  * This process's adapters (one pacer per platform, shared by every tenant's key) and the collector
@@ -18,10 +18,10 @@ const adapters = perDeps((deps: Deps): Record<MarketplaceId, MarketplaceAdapter>
     beforeCall: () => deps.durable.barrier(),
     paceScale: deps.config.marketplacePacePercent / 100,
   }
-  return {
-    marketplace_a: createMarketplaceAAdapter({ ...common, baseUrl: deps.config.marketplaceAApiUrl }),
-    marketplace_b: createMarketplaceBAdapter({ ...common, baseUrl: deps.config.marketplaceBApiUrl }),
-  }
+  return Object.fromEntries(MARKETPLACES.map((m) => [m, CATALOGUE[m].create({ ...common, baseUrl: CATALOGUE[m].baseUrl(deps.config) })])) as Record<
+    MarketplaceId,
+    MarketplaceAdapter
+  >
 })
 
 export function adapterFor(deps: Deps, marketplace: MarketplaceId): MarketplaceAdapter {

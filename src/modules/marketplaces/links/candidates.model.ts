@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { Literals, Nullable, Uuid } from '../../../platform/schemas'
-import { MARKETPLACES } from '../adapters/marketplaces.adapter'
+import { Nullable, Uuid } from '../../../platform/schemas'
+import { MarketplaceId } from '../../../platform/marketplace-id'
 
 /** GET /marketplaces/links/candidates (Elysia `t`: query strings are coerced). */
 export const CandidatesQuery = t.Object({
   server_id: t.String({ format: 'uuid', description: 'The server the machines are ranked against' }),
-  marketplace: Literals(MARKETPLACES),
+  marketplace: MarketplaceId,
 })
 
 const Evidence = Type.Object(

@@ -1,9 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { Literals, Money, Nullable, Timestamp, Uuid } from '../../../platform/schemas'
-import { MARKETPLACES } from '../adapters/marketplaces.adapter'
+import { Money, Nullable, Timestamp, Uuid } from '../../../platform/schemas'
+import { MarketplaceId } from '../../../platform/marketplace-id'
 
-const Marketplace = Literals(MARKETPLACES)
 const Model = Type.String({ maxLength: 128, description: 'Normalised GPU model key (the same as remote.gpu_model), e.g. rtx_4090' })
 const TakenAt = Type.Object(
   { marketplace_a: Nullable(Timestamp()), marketplace_b: Nullable(Timestamp()) },
@@ -23,20 +22,20 @@ const Summary = {
 const MarketSummary = Type.Object(Summary)
 
 export const StatsQuery = t.Object({
-  marketplace: t.Optional(Literals(MARKETPLACES)),
+  marketplace: t.Optional(MarketplaceId),
   gpu_model: t.Optional(t.String({ maxLength: 128 })),
 })
 
 export const Stats = Type.Object({
   taken_at: TakenAt,
-  items: Type.Array(Type.Object({ marketplace: Marketplace, gpu_model: Model, ...Summary })),
+  items: Type.Array(Type.Object({ marketplace: MarketplaceId, gpu_model: Model, ...Summary })),
 })
 
 export const Supply = Type.Object({
   taken_at: TakenAt,
   items: Type.Array(
     Type.Object({
-      marketplace: Marketplace,
+      marketplace: MarketplaceId,
       gpu_model: Model,
       my_offers: Type.Integer({ minimum: 0, description: 'Your linked machines listed there with this model' }),
       my_gpus: Type.Integer({ minimum: 0, description: 'The GPUs of those machines, rented or not' }),
@@ -63,7 +62,7 @@ export const Prices = Type.Object({
   items: Type.Array(
     Type.Object({
       server_id: Uuid(),
-      marketplace: Marketplace,
+      marketplace: MarketplaceId,
       external_machine_id: Type.String({ maxLength: 128 }),
       gpu_model: Nullable(Model),
       price_gpu_hour: Nullable(Money({ description: 'Your asking price in USD per GPU-hour (marketplace_b: converted from the per-day coin price)' })),
@@ -77,7 +76,7 @@ export const Standing = Type.Object({
   items: Type.Array(
     Type.Object({
       server_id: Uuid(),
-      marketplace: Marketplace,
+      marketplace: MarketplaceId,
       gpu_model: Nullable(Model),
       price_gpu_hour: Nullable(Money()),
       market_offers: Type.Integer({ minimum: 0 }),
@@ -94,7 +93,7 @@ export const Standing = Type.Object({
 
 export const MovementQuery = t.Object({
   days: t.Optional(t.Integer({ minimum: 1, maximum: 90, description: 'Look-back window in days (default 7)' })),
-  marketplace: t.Optional(Literals(MARKETPLACES)),
+  marketplace: t.Optional(MarketplaceId),
   gpu_model: t.Optional(t.String({ maxLength: 128 })),
 })
 
@@ -102,7 +101,7 @@ export const Movement = Type.Object({
   days: Type.Integer(),
   items: Type.Array(
     Type.Object({
-      marketplace: Marketplace,
+      marketplace: MarketplaceId,
       gpu_model: Model,
       from: Nullable(MarketSummary),
       to: MarketSummary,

@@ -4,6 +4,7 @@ import type { Deps } from '../../../platform/context'
 import { idempotent } from '../../../platform/idempotency'
 import { NoContent, responses } from '../../../platform/schemas'
 import { auditContextOf } from '../../audit'
+import type { MarketplaceId } from '../adapters/marketplaces.adapter'
 import { LinkAnswer, LinkParams, MaintenanceBody, OfferAnswer, OfferBody } from '../marketplaces.model'
 import { announceMaintenance, cancelMaintenance, publishOffer, withdrawOffer } from './offers.service'
 
@@ -12,7 +13,7 @@ const WRITE = { role: 'admin', scope: 'marketplaces:write', reach: 'server' } as
 
 /** Offers and maintenance windows of linked machines (docs/marketplaces.md "Publishing an offer", "Maintenance windows"). */
 export function offersRoutes(deps: Deps) {
-  const target = (request: Request, params: { server_id: string; marketplace: 'marketplace_a' | 'marketplace_b' }) => ({
+  const target = (request: Request, params: { server_id: string; marketplace: MarketplaceId }) => ({
     deps,
     actor: actorOf(request),
     audit: auditContextOf(request),
