@@ -1,13 +1,12 @@
-import { Type } from '@sinclair/typebox'
+import { type TNull, type TString, type TUnion, Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Money, Nullable, Timestamp, Uuid } from '../../../platform/schemas'
-import { MarketplaceId } from '../../../platform/marketplace-id'
+import { MARKETPLACES, MarketplaceId } from '../../../platform/marketplace-id'
 
 const Model = Type.String({ maxLength: 128, description: 'Normalised GPU model key (the same as remote.gpu_model), e.g. rtx_4090' })
-const TakenAt = Type.Object(
-  { marketplace_a: Nullable(Timestamp()), marketplace_b: Nullable(Timestamp()) },
-  { description: 'When each marketplace was last read (null: never yet)' },
-)
+const TakenAt = Type.Object(Object.fromEntries(MARKETPLACES.map((m) => [m, Nullable(Timestamp())])) as Record<MarketplaceId, TUnion<[TString, TNull]>>, {
+  description: 'When each marketplace was last read (null: never yet)',
+})
 
 const Summary = {
   offers: Type.Integer({ minimum: 0, description: 'Rentable offers with a price' }),

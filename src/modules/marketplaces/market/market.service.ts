@@ -125,7 +125,7 @@ function summaryView(r: SnapshotRow) {
 /** The latest snapshot of each marketplace (filtered), and when each was taken. */
 function latest(deps: Deps, filter: { marketplace?: MarketplaceId; gpuModel?: string } = {}) {
   const now = deps.clock.nowUs()
-  const takenAt: Record<MarketplaceId, string | null> = { marketplace_a: null, marketplace_b: null }
+  const takenAt = Object.fromEntries(MARKETPLACES.map((m) => [m, null])) as Record<MarketplaceId, string | null>
   const rows: SnapshotRow[] = []
   for (const m of MARKETPLACES) {
     const at = snapshotTimeAt(deps.db, m, now)
