@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Literals, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
-import { MarketplaceId } from '../marketplaces'
+import { MARKETPLACES, MarketplaceId } from '../marketplaces'
 
 const Day = Type.String({ format: 'date', description: 'UTC calendar day, YYYY-MM-DD' })
 
@@ -98,7 +98,7 @@ export const Earnings = Type.Object({
   reconciliation: Type.Object(
     {
       total: Reconciled,
-      by_marketplace: Type.Array(Reconciled, { maxItems: 2 }),
+      by_marketplace: Type.Array(Reconciled, { maxItems: MARKETPLACES.length }),
       labels: Type.Record(Type.String(), Type.String(), { description: 'The words a host reads for each figure (console captions)' }),
     },
     {

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { DisplayText, Literals, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { UNSAFE_TEXT_CHARS } from '../../platform/text'
-import { MarketplaceId } from '../../platform/marketplace-id'
+import { MARKETPLACES, MarketplaceId } from '../../platform/marketplace-id'
 
 // A tag's value may be any text but whitespace, commas, control and bidi characters.
 const TAG_PATTERN = `^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,63}(:[^\\s,${UNSAFE_TEXT_CHARS}]{1,64})?$`
@@ -174,7 +174,7 @@ export const MaintenanceDeclared = Type.Object({
       supported: Type.Boolean({ description: 'Whether the marketplace has a maintenance API' }),
       how: Type.String({ maxLength: 256, description: 'The request that announces the window there, or what to do instead' }),
     }),
-    { maxItems: 2, description: 'The marketplaces this server is linked to; nothing was announced to their renters' },
+    { maxItems: MARKETPLACES.length, description: 'The marketplaces this server is linked to; nothing was announced to their renters' },
   ),
 })
 

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Literals, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
-import { MarketplaceId } from '../../platform/marketplace-id'
+import { MARKETPLACES, MarketplaceId } from '../../platform/marketplace-id'
 
 export const MarketplaceParam = t.Object({ marketplace: MarketplaceId })
 
@@ -29,7 +29,7 @@ export const Connection = Type.Object({
   holding_usd: Nullable(Money({ description: "marketplace_b's holding-programme amount; null when unread (always on marketplace_a)" })),
 })
 
-export const ConnectionList = Type.Object({ items: Type.Array(Connection, { maxItems: 2 }) })
+export const ConnectionList = Type.Object({ items: Type.Array(Connection, { maxItems: MARKETPLACES.length }) })
 
 const Operation = Type.Object({
   id: Uuid(),
