@@ -1,5 +1,6 @@
 import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { tenants } from './tenants'
+import { MARKETPLACES } from '../../src/platform/marketplace-id'
 
 /**
  * One machine, one marketplace, one UTC day of earnings (the spec's "Earnings row";
@@ -16,7 +17,7 @@ export const earningsDays = sqliteTable(
       .notNull()
       .references(() => tenants.id),
     serverId: text('server_id').notNull(),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     day: text('day').notNull(),
     accruedUsdMicros: integer('accrued_usd_micros').notNull(),
     accruedUs: integer('accrued_us').notNull(),
@@ -38,7 +39,7 @@ export const earningsWatermarks = sqliteTable(
   {
     tenantId: text('tenant_id').notNull(),
     serverId: text('server_id').notNull(),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     accruedUntil: integer('accrued_until').notNull(),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.serverId, t.marketplace] })],
@@ -49,7 +50,7 @@ export const earningsReports = sqliteTable(
   'earnings_reports',
   {
     tenantId: text('tenant_id').notNull(),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     readAt: integer('read_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.marketplace] })],

@@ -1,6 +1,7 @@
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { serverGroups } from './groups'
 import { tenants } from './tenants'
+import { MARKETPLACES } from '../../src/platform/marketplace-id'
 
 // The fleet: servers with an agent, their groups, durable events and latest telemetry.
 /** A GPU as the agent reported it (JSON in servers.gpus). */
@@ -86,7 +87,7 @@ export const serverKeepOn = sqliteTable(
     serverId: text('server_id')
       .notNull()
       .references(() => servers.id),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     tenantId: text('tenant_id').notNull(),
     createdAt: integer('created_at').notNull(),
   },

@@ -1,7 +1,8 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import type { MarketplaceBProjection, RemoteProjection } from '../../src/modules/marketplaces/marketplaces.adapter'
+import type { MarketplaceBProjection, RemoteProjection } from '../../src/modules/marketplaces/adapters/marketplaces.adapter'
 import { servers } from './fleet'
 import { tenants } from './tenants'
+import { MARKETPLACES } from '../../src/platform/marketplace-id'
 
 /**
  * A tenant's account at a marketplace (docs/marketplaces.md "Connecting an account"). The API key
@@ -16,7 +17,7 @@ export const marketplaceAccounts = sqliteTable(
     tenantId: text('tenant_id')
       .notNull()
       .references(() => tenants.id),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     status: text('status', { enum: ['connected', 'invalid_key'] }).notNull(),
     keyBox: text('key_box').notNull(),
     keyHash: text('key_hash').notNull(),
@@ -42,7 +43,7 @@ export const marketplaceOperations = sqliteTable(
     tenantId: text('tenant_id')
       .notNull()
       .references(() => tenants.id),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     serverId: text('server_id').references(() => servers.id),
     operation: text('operation').notNull(),
     method: text('method').notNull(),
@@ -76,7 +77,7 @@ export const marketplaceLinks = sqliteTable(
     serverId: text('server_id')
       .notNull()
       .references(() => servers.id),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     accountId: text('account_id')
       .notNull()
       .references(() => marketplaceAccounts.id, { onDelete: 'cascade' }),
@@ -106,7 +107,7 @@ export const marketSnapshots = sqliteTable(
   'market_snapshots',
   {
     id: text('id').primaryKey(),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     gpuModel: text('gpu_model').notNull(),
     takenAt: integer('taken_at').notNull(),
     /** Offers with a price, and the GPUs they hold. */

@@ -1,6 +1,7 @@
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { tenants } from './tenants'
 import { users } from './users'
+import { MARKETPLACES } from '../../src/platform/marketplace-id'
 
 /** What a pricing policy applies to: named servers, one group, or every server of one GPU model. */
 export type PolicyTarget = { kind: 'servers'; serverIds: string[] } | { kind: 'group'; groupId: string } | { kind: 'gpu_model'; gpuModel: string }
@@ -20,7 +21,7 @@ export const strategyPolicies = sqliteTable(
       .notNull()
       .references(() => tenants.id),
     name: text('name').notNull(),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     target: text('target', { mode: 'json' }).$type<PolicyTarget>().notNull(),
     /** Percent as a decimal string (0..1000), e.g. "15". */
     minMarginPercent: text('min_margin_percent').notNull(),
@@ -56,7 +57,7 @@ export const strategySuggestions = sqliteTable(
       .references(() => tenants.id),
     policyId: text('policy_id').notNull(),
     serverId: text('server_id').notNull(),
-    marketplace: text('marketplace', { enum: ['marketplace_a', 'marketplace_b'] }).notNull(),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
     state: text('state', { enum: ['pending', 'accepting', 'accepted', 'dismissed', 'superseded'] }).notNull(),
     /** The evaluation as the API shows it (prices, reasons, expected change), fixed when made. */
     evaluation: text('evaluation', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { type MarketplaceASim, startMarketplaceA } from '../../scripts/sim/marketplace-a'
-import { createMarketplaceAAdapter } from '../../src/modules/marketplaces/marketplace-a.adapter'
-import { normaliseGpuModel } from '../../src/modules/marketplaces/gpu-model'
-import { vastMoney } from '../../src/modules/marketplaces/marketplace-a.mapping'
-import { type MarketplaceCall, MarketplaceError, type RemoteMachine } from '../../src/modules/marketplaces/marketplaces.adapter'
+import { createMarketplaceAAdapter } from '../../src/modules/marketplaces/adapters/marketplace-a/marketplace-a.adapter'
+import { normaliseGpuModel } from '../../src/modules/marketplaces/adapters/gpu-model'
+import { vastMoney } from '../../src/modules/marketplaces/adapters/marketplace-a/marketplace-a.mapping'
+import { type MarketplaceCall, MarketplaceError, type RemoteMachine } from '../../src/modules/marketplaces/adapters/marketplaces.adapter'
 import { vastFullMachine, vastFullRemote } from '../support/marketplaces'
 
 /**

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { type MarketplaceBSim, startMarketplaceB } from '../../scripts/sim/marketplace-b'
-import { createMarketplaceBAdapter } from '../../src/modules/marketplaces/marketplace-b.adapter'
-import { type MarketplaceCall, MarketplaceError } from '../../src/modules/marketplaces/marketplaces.adapter'
+import { createMarketplaceBAdapter } from '../../src/modules/marketplaces/adapters/marketplace-b/marketplace-b.adapter'
+import { type MarketplaceCall, MarketplaceError } from '../../src/modules/marketplaces/adapters/marketplaces.adapter'
 import { cloreFullServer, NULL_REMOTE } from '../support/marketplaces'
 
 const KEY = 'clore-owner-key-5f2e9a17c3'

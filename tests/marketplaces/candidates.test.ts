@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
-import { evidenceOf, portRangeSize, type KnownFacts } from '../../src/modules/marketplaces/candidates.service'
+import { evidenceOf, portRangeSize, type KnownFacts } from '../../src/modules/marketplaces/links/candidates.service'
 import { call, insertServer, mintPat, type Caller, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { enrolAgent, newOwner, type Owner } from '../support/fleet'

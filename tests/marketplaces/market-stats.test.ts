@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { standing, summarize } from '../../src/modules/marketplaces/market.stats'
+import { standing, summarize } from '../../src/modules/marketplaces/market/market.stats'
 
 /**
  * The market statistics (market.stats.ts) as properties over generated price lists, in integer

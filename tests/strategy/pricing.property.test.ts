@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { quantile } from '../../src/modules/marketplaces/market.stats'
+import { quantile } from '../../src/modules/marketplaces/market/market.stats'
 import { choosePrice, coinPerDay, costOf, floorOf } from '../../src/modules/strategy/pricing'
 import { formatMoney, MAX_MONEY_MICROS } from '../../src/platform/money'
 

@@ -1,5 +1,5 @@
 import type { MachineFields, OfferFields } from '../../scripts/sim/marketplace-a.types'
-import type { RemoteProjection } from '../../src/modules/marketplaces/marketplaces.adapter'
+import type { RemoteProjection } from '../../src/modules/marketplaces/adapters/marketplaces.adapter'
 
 /**
  * Machines the marketplace tests set up in the simulators, and what they map to. One copy, so the

@@ -78,7 +78,7 @@ export const utcDay = (daysAgo = 0) => new Date(Date.now() - daysAgo * 86_400_00
 const VENDOR_WORDS = new Set(['nvidia', 'geforce', 'amd', 'radeon', 'intel', 'tesla'])
 /**
  * The marketplaces' model key of a GPU name ("NVIDIA GeForce RTX 4090" → "rtx_4090"): the rule of
- * src/modules/marketplaces/gpu-model.ts, so the console can name a market's key the way the fleet does.
+ * src/modules/marketplaces/adapters/gpu-model.ts, so the console can name a market's key the way the fleet does.
  */
 export function modelKey(name: string): string {
   return name

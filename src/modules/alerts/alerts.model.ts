@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { DisplayText, Literals, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { MarketplaceId } from '../marketplaces'
 
 /** The causes an incident can have (docs/alerts.md "Causes"). */
 const KINDS = ['offline', 'temperature', 'agent_error', 'marketplace_error', 'stale_link', 'low_balance'] as const
@@ -20,7 +21,7 @@ export const AlertsQuery = t.Object({
   kind: t.Optional(Kind),
   severity: t.Optional(Severity),
   server_id: t.Optional(t.String({ format: 'uuid', description: 'Incidents of this server only' })),
-  marketplace: t.Optional(Literals(['marketplace_a', 'marketplace_b'])),
+  marketplace: t.Optional(MarketplaceId),
   since: t.Optional(t.String({ maxLength: 64, description: 'RFC 3339; incidents opened at or after it' })),
   until: t.Optional(t.String({ maxLength: 64, description: 'RFC 3339; incidents opened before it' })),
 })
@@ -42,7 +43,7 @@ export const Incident = Type.Object({
   severity: Severity,
   state: Literals(STATES),
   server_id: Nullable(Uuid(), { description: 'The server concerned; null for account-wide causes (marketplace_error, low_balance)' }),
-  marketplace: Nullable(Literals(['marketplace_a', 'marketplace_b'])),
+  marketplace: Nullable(MarketplaceId),
   title: Type.String({ maxLength: 256 }),
   detail: Type.String({ maxLength: 1024 }),
   opened_at: Timestamp(),

@@ -11,6 +11,7 @@ import type { AlertsQuery, Kind, ResolveBody } from './alerts.model'
 import type { IncidentCounts } from '../fleet'
 import { findIncident, listIncidents, type IncidentRow, unresolvedCountsByServer, updateIncident } from './alerts.repository'
 import { announce, clear } from './incidents'
+import type { MarketplaceId } from '../marketplaces'
 
 /**
  * The incident verbs (docs/alerts.md): list and read, acknowledge and resolve. An incident of a
@@ -29,7 +30,7 @@ function incidentView(i: IncidentRow, notifications: Map<string, NotificationSum
     severity: i.severity,
     state: i.state,
     server_id: i.serverId,
-    marketplace: i.marketplace as 'marketplace_a' | 'marketplace_b' | null,
+    marketplace: i.marketplace as MarketplaceId | null,
     title: i.title,
     detail: i.detail,
     opened_at: formatTimestamp(i.openedAt),

@@ -3,6 +3,7 @@ import type { Deps } from '../../platform/context'
 import { notificationsInGroups } from '../notifications'
 import { type Kind, type Severity, SEVERITIES } from './alerts.model'
 import { findUnresolved, insertIncident, type IncidentRow, lastResolvedAt, updateIncident } from './alerts.repository'
+import type { MarketplaceId } from '../marketplaces'
 
 /**
  * An incident's life (docs/alerts.md): a cause is raised (opened, or counted again in its unresolved
@@ -18,7 +19,7 @@ export type Cause = {
   key: string
   severity: Severity
   serverId: string | null
-  marketplace: 'marketplace_a' | 'marketplace_b' | null
+  marketplace: MarketplaceId | null
   title: string
   detail: string
 }

@@ -1,7 +1,7 @@
-import { Type } from '@sinclair/typebox'
+import { type TOptional, Type } from '@sinclair/typebox'
 import { Literals, Money, Nullable } from '../../platform/schemas'
+import { MARKETPLACES, MarketplaceId } from '../marketplaces'
 
-const MARKETPLACE = Literals(['marketplace_a', 'marketplace_b'] as const)
 /** A percentage as a decimal string, 0 to 100 with up to 4 decimals; zero is refused for commissions. */
 const Percent = (description?: string) =>
   Type.String({ pattern: '^(100(\\.0{1,4})?|[0-9]{1,2}(\\.[0-9]{1,4})?)$', maxLength: 8, ...(description ? { description } : {}) })
@@ -38,7 +38,7 @@ export const CostBasis = Type.Object({
   }),
   marketplaces: Type.Array(
     Type.Object({
-      marketplace: MARKETPLACE,
+      marketplace: MarketplaceId,
       commission_percent: Nullable(Percent('The marketplace-wide fallback; null: not entered')),
       commissions: Type.Array(Commission),
       renter_markup_percent: Nullable(
@@ -62,7 +62,7 @@ export const CostBasis = Type.Object({
       source: Type.Literal('marketplace_accrual'),
       today_usd: Money(),
       mtd_usd: Money(),
-      by_marketplace: Type.Array(Type.Object({ marketplace: MARKETPLACE, today_usd: Money(), mtd_usd: Money() })),
+      by_marketplace: Type.Array(Type.Object({ marketplace: MarketplaceId, today_usd: Money(), mtd_usd: Money() })),
     }),
     { description: "From GET /marketplaces/earnings' accrual (UTC days), before the platforms' cut; null while no earnings row exists this month" },
   ),
@@ -96,7 +96,7 @@ export const CostBasisPatch = Type.Object(
     ),
     marketplaces: Type.Optional(
       Type.Object(
-        { marketplace_a: Type.Optional(MarketplacePatch), marketplace_b: Type.Optional(MarketplacePatch) },
+        Object.fromEntries(MARKETPLACES.map((m) => [m, Type.Optional(MarketplacePatch)])) as Record<MarketplaceId, TOptional<typeof MarketplacePatch>>,
         { additionalProperties: false, minProperties: 1 },
       ),
     ),

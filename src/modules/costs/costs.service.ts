@@ -11,6 +11,7 @@ import { recordAudit, type AuditContext } from '../audit'
 import { billableServerHours } from '../billing'
 import { accruedDays } from '../earnings'
 import { countManagedServers } from '../fleet'
+import { type DealCurrency, dealCurrencies, MARKETPLACES, type MarketplaceId } from '../marketplaces'
 import type { CostBasisPatch } from './costs.model'
 import { type CostBasisRow, findCostBasis, saveCostBasis } from './costs.repository'
 
@@ -20,18 +21,8 @@ import { type CostBasisRow, findCostBasis, saveCostBasis } from './costs.reposit
  * margin calculation uses where nothing is entered, served from this same table.
  */
 
-type MarketplaceId = 'marketplace_a' | 'marketplace_b'
-const MARKETPLACES: readonly MarketplaceId[] = ['marketplace_a', 'marketplace_b']
-
-/** The deal currencies of each marketplace, in its own spelling, with a label. */
-const CURRENCIES: Record<MarketplaceId, { currency: string; label: string }[]> = {
-  marketplace_a: [{ currency: 'USD', label: 'US dollar' }],
-  marketplace_b: [
-    { currency: 'bitcoin', label: 'Bitcoin (BTC)' },
-    { currency: 'CLORE-Blockchain', label: 'CLORE' },
-    { currency: 'USD-Blockchain', label: 'USD stablecoin' },
-  ],
-}
+/** The deal currencies of each marketplace, in its own spelling, with a label (the marketplaces' catalogue). */
+const CURRENCIES = Object.fromEntries(MARKETPLACES.map((m) => [m, dealCurrencies(m)])) as Record<MarketplaceId, readonly DealCurrency[]>
 
 const CLORE_FEES = 'docs.clore.ai/for-hosts/host-fees'
 

@@ -5,6 +5,7 @@ import { serverOfTenant } from '../fleet'
 import { findPlan } from '../plans'
 import { averageGpuPowerW } from '../telemetry'
 import { costBasisOf, cutPercent, spreadOf } from './costs.service'
+import type { MarketplaceId } from '../marketplaces'
 
 /**
  * What one GPU-hour of a server costs its owner (docs/strategy.md "The floor"), from the same
@@ -33,7 +34,7 @@ export type GpuHourCosts = {
 export function gpuHourCosts(
   deps: Deps,
   tenant: { tenantId: string; planCode: string | null },
-): (server: { serverId: string; marketplace: 'marketplace_a' | 'marketplace_b'; currencies: string[]; gpus: number }) => GpuHourCosts {
+): (server: { serverId: string; marketplace: MarketplaceId; currencies: string[]; gpus: number }) => GpuHourCosts {
   const now = deps.clock.nowUs()
   const basis = costBasisOf(deps, tenant.tenantId)
   const spread = spreadOf(deps, tenant.tenantId, basis.operationalMicrosPerMonth)

@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Literals, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { MARKETPLACES, MarketplaceId } from '../marketplaces'
 
 const Day = Type.String({ format: 'date', description: 'UTC calendar day, YYYY-MM-DD' })
-const Marketplace = Literals(['marketplace_a', 'marketplace_b'] as const)
 
 export const EarningsQuery = t.Object({
   days: t.Optional(t.Integer({ minimum: 1, maximum: 90, default: 7, description: 'Window in days, inclusive of today (UTC)' })),
@@ -12,7 +12,7 @@ export const EarningsQuery = t.Object({
 const EarningsRow = Type.Object({
   day: Day,
   server_id: Uuid(),
-  marketplace: Marketplace,
+  marketplace: MarketplaceId,
   earn_usd_day: Nullable(
     Money({ description: "The platform's own figure after its cut; null when the platform said nothing; always null on marketplace_b (no earnings report)" }),
   ),
@@ -60,7 +60,7 @@ const EarningsRow = Type.Object({
 
 const CutSource = Literals(['entered', 'published_default', 'unknown'] as const)
 const Reconciled = Type.Object({
-  marketplace: Nullable(Marketplace, { description: 'null in total' }),
+  marketplace: Nullable(MarketplaceId, { description: 'null in total' }),
   gross_usd: Money({ description: "Sum of earn_usd_accrued: earned by rentals, before the platform's cut" }),
   platform_cut_usd: Nullable(Money({ description: 'Sum of platform_cut_usd; null when any row’s cut is unknown' })),
   cut_rates: Type.Array(Type.Object({ currency: Type.String({ maxLength: 32 }), percent: Nullable(Type.String()), source: CutSource }), {
@@ -88,7 +88,7 @@ export const Earnings = Type.Object({
   accrued_since: Nullable(Type.String({ format: 'date', description: 'Earliest day with accrued_seconds above 0' })),
   current_rates: Type.Array(
     Type.Object({
-      marketplace: Marketplace,
+      marketplace: MarketplaceId,
       currency: Type.String({ maxLength: 32 }),
       usd_per_coin: Type.String({ pattern: '^[0-9]+(\\.[0-9]{1,12})?$' }),
       observed_at: Nullable(Timestamp({ description: 'When the rate was read; null for the dollar' })),
@@ -98,7 +98,7 @@ export const Earnings = Type.Object({
   reconciliation: Type.Object(
     {
       total: Reconciled,
-      by_marketplace: Type.Array(Reconciled, { maxItems: 2 }),
+      by_marketplace: Type.Array(Reconciled, { maxItems: MARKETPLACES.length }),
       labels: Type.Record(Type.String(), Type.String(), { description: 'The words a host reads for each figure (console captions)' }),
     },
     {

@@ -1,9 +1,10 @@
 import { and, asc, desc, eq, gt, gte, lte, min } from 'drizzle-orm'
 import { earningsDays, earningsReports, earningsWatermarks } from '../../../db/schema/earnings'
 import { changesOf, type DbOrTx } from '../../../db/client'
+import type { MarketplaceId } from '../marketplaces'
 
 export type EarningsDayRow = typeof earningsDays.$inferSelect
-type Key = { tenantId: string; serverId: string; marketplace: 'marketplace_a' | 'marketplace_b' }
+type Key = { tenantId: string; serverId: string; marketplace: MarketplaceId }
 
 export function watermarkOf(db: DbOrTx, k: Key): number | null {
   return (

@@ -3,7 +3,7 @@ import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatNullableTimestamp, utcDay } from '../../platform/time'
-import { currentRates } from '../marketplaces'
+import { currentRates, type MarketplaceId } from '../marketplaces'
 import { formatAmount } from './accrual'
 import { daysBetween, daysOf, type EarningsDayRow, firstDays } from './earnings.repository'
 import { type CutOf, type PlatformCutsOf, reconcile, rowCut } from './reconcile'
@@ -80,7 +80,7 @@ export function listEarnings({ deps, actor, days, cutsOf }: { deps: Deps; actor:
 /** One accrued row for other modules (cost basis, margin): micro-dollars before the platform's cut, per currency. */
 export type AccruedDay = {
   serverId: string
-  marketplace: 'marketplace_a' | 'marketplace_b'
+  marketplace: MarketplaceId
   day: string
   accruedUsdMicros: number
   accruedUs: number

@@ -1,4 +1,5 @@
 import { formatMoney, parseDecimal } from '../../platform/money'
+import { defaultDealCurrency, type MarketplaceId } from '../marketplaces'
 import type { EarningsDayRow } from './earnings.repository'
 import { formatDecimal } from '../../platform/numbers'
 
@@ -9,15 +10,11 @@ import { formatDecimal } from '../../platform/numbers'
  * difference, compared only on the rows the platform reported (the same machines and days).
  */
 
-type MarketplaceId = EarningsDayRow['marketplace']
 export type CutSource = 'entered' | 'published_default' | 'unknown'
 /** The cost basis's rule for a marketplace's deal currency, handed in by the composition root (costs' `platformCuts`). */
 export type CutOf = (marketplace: MarketplaceId, currency: string) => { percent: string | null; source: CutSource }
 /** The reader of a tenant's cuts. */
 export type PlatformCutsOf = (tenantId: string) => CutOf
-
-/** The currency a row without a per-currency breakdown is taken in: marketplace_a deals in dollars; '' asks for the marketplace-wide rate. */
-const DEFAULT_CURRENCY: Record<MarketplaceId, string> = { marketplace_a: 'USD', marketplace_b: '' }
 
 /** `micros` × percent / 100, rounded half up, exactly (the percent is a decimal string). */
 function percentOf(micros: number, percent: string): number {
@@ -39,10 +36,10 @@ export function rowCut(r: EarningsDayRow, cutOf: CutOf): RowCut {
   const entries = Object.entries(r.byCurrency).map(([currency, c]) => ({ currency, usd: c.usdMicros }))
   if (entries.length === 0 && r.accruedUsdMicros === 0) {
     // Nothing earned: the cut of nothing is nothing, whatever the rate (shown when known).
-    const rate = cutOf(r.marketplace, DEFAULT_CURRENCY[r.marketplace])
+    const rate = cutOf(r.marketplace, defaultDealCurrency(r.marketplace))
     return { percent: rate.percent, source: rate.source, cutMicros: 0, netMicros: 0 }
   }
-  if (entries.length === 0) entries.push({ currency: DEFAULT_CURRENCY[r.marketplace], usd: r.accruedUsdMicros })
+  if (entries.length === 0) entries.push({ currency: defaultDealCurrency(r.marketplace), usd: r.accruedUsdMicros })
   let cutMicros = 0
   const rates = new Set<string>()
   let source: CutSource = 'entered'

@@ -1,5 +1,6 @@
 import type { DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
+import type { MarketplaceId } from '../../platform/marketplace-id'
 
 /**
  * What a fleet row shows of the modules above fleet (docs/fleet.md "Money and health on a row"):
@@ -12,7 +13,7 @@ import { perDeps, type Deps } from '../../platform/context'
 
 /** The server's offer as the rule of docs/fleet.md picked it among its links. */
 export type ServerListing = {
-  marketplace: 'marketplace_a' | 'marketplace_b'
+  marketplace: MarketplaceId
   /** USD micro-dollars per GPU-hour of the listed on-demand price; null when the platform shows none. */
   priceMicros: number | null
   listed: boolean

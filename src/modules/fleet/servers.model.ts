@@ -2,12 +2,12 @@ import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { DisplayText, Literals, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { UNSAFE_TEXT_CHARS } from '../../platform/text'
+import { MARKETPLACES, MarketplaceId } from '../../platform/marketplace-id'
 
 // A tag's value may be any text but whitespace, commas, control and bidi characters.
 const TAG_PATTERN = `^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,63}(:[^\\s,${UNSAFE_TEXT_CHARS}]{1,64})?$`
 const Tag = Type.String({ pattern: TAG_PATTERN, maxLength: 128, description: '`key` or `key:value`' })
 const Presence = Type.Union([Type.Literal('online'), Type.Literal('suspect'), Type.Literal('offline')])
-const Marketplace = Type.Union([Type.Literal('marketplace_a'), Type.Literal('marketplace_b')])
 
 const Envelope = {
   generated_at: Timestamp(),
@@ -96,7 +96,7 @@ export const ServerDetail = Type.Object({
     host: MetricValues,
     gpus: Type.Array(Type.Object({ index: Type.Integer(), metrics: MetricValues })),
   }),
-  keep_on: Type.Array(Marketplace),
+  keep_on: Type.Array(MarketplaceId),
   electricity_usd_per_kwh: Nullable(Money()),
   rental_active: Type.Boolean({
     description: 'A rental runs on the server, by any source (the operator, the agent, or a marketplace the marketplaces.sync job read)',
@@ -169,16 +169,16 @@ export const MaintenanceDeclared = Type.Object({
   maintenance: Type.Object({ since: Timestamp(), reason: Nullable(Type.String()) }),
   announce_on: Type.Array(
     Type.Object({
-      marketplace: Marketplace,
+      marketplace: MarketplaceId,
       external_machine_id: Type.String({ maxLength: 128 }),
       supported: Type.Boolean({ description: 'Whether the marketplace has a maintenance API' }),
       how: Type.String({ maxLength: 256, description: 'The request that announces the window there, or what to do instead' }),
     }),
-    { maxItems: 2, description: 'The marketplaces this server is linked to; nothing was announced to their renters' },
+    { maxItems: MARKETPLACES.length, description: 'The marketplaces this server is linked to; nothing was announced to their renters' },
   ),
 })
 
-export const KeepOn = Type.Object({ server_id: Uuid(), keep_on: Type.Array(Marketplace) })
+export const KeepOn = Type.Object({ server_id: Uuid(), keep_on: Type.Array(MarketplaceId) })
 
 const ServerEvent = Type.Object({
   id: Uuid(),

@@ -31,12 +31,13 @@ import {
   type MaintenanceAnnouncements,
   type MarginLookup,
 } from './servers.service'
+import { MarketplaceId } from '../../platform/marketplace-id'
 
 const tags = ['servers']
 const read: AccessSpec = { role: 'viewer', scope: 'servers:read', reach: 'server', serverParam: 'id' }
 const write: AccessSpec = { role: 'operator', scope: 'servers:write', reach: 'server', serverParam: 'id' }
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
-const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: t.Union([t.Literal('marketplace_a'), t.Literal('marketplace_b')]) })
+const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: MarketplaceId })
 
 /**
  * `groups` finds a group of the tenant (the groups module's); `announcements` lists the linked

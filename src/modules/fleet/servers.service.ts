@@ -30,6 +30,7 @@ import { factsOf, fleetRow } from './fleet.row'
 import { summaryOf, type ServerSummary } from './servers.views'
 import { rowFactsOf } from './row-facts'
 import type { ServerEventsQuery, ServerPatch } from './servers.model'
+import type { MarketplaceId } from '../../platform/marketplace-id'
 
 /**
  * A group of the tenant, or undefined. Groups sit above the fleet (they count its servers), so the
@@ -45,7 +46,7 @@ export type MaintenanceAnnouncements = (
   deps: Deps,
   tenantId: string,
   serverId: string,
-) => { marketplace: 'marketplace_a' | 'marketplace_b'; external_machine_id: string; supported: boolean; how: string }[]
+) => { marketplace: MarketplaceId; external_machine_id: string; supported: boolean; how: string }[]
 
 /** A server of the actor's tenant that the actor may see, the whole row (fleet's own verbs); anything else is a plain 404. */
 function loadServerRow(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): ServerRow {

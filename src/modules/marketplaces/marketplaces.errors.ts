@@ -1,5 +1,5 @@
 import { DomainError, defineErrors } from '../../platform/domain-error'
-import type { MarketplaceError } from './marketplaces.adapter'
+import type { MarketplaceError } from './adapters/marketplaces.adapter'
 
 const E = defineErrors('marketplaces', {
   notConnected: { problem: 'not_found', message: 'no account is connected at this marketplace' },

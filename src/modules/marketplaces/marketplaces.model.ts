@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Literals, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
-import { MARKETPLACES } from './marketplaces.adapter'
+import { MARKETPLACES, MarketplaceId } from '../../platform/marketplace-id'
 
-export const MarketplaceParam = t.Object({ marketplace: Literals(MARKETPLACES) })
+export const MarketplaceParam = t.Object({ marketplace: MarketplaceId })
 
 export const ConnectBody = Type.Object(
   {
@@ -17,7 +17,7 @@ export const ConnectBody = Type.Object(
 )
 
 export const Connection = Type.Object({
-  marketplace: Literals(MARKETPLACES),
+  marketplace: MarketplaceId,
   status: Literals(['connected', 'invalid_key'] as const),
   owner: Type.String({ description: 'How the marketplace identifies the account owner', maxLength: 256 }),
   key_hash: Type.String({ description: 'A keyed hash of the stored key: equal for the same key, different for a new one' }),
@@ -29,11 +29,11 @@ export const Connection = Type.Object({
   holding_usd: Nullable(Money({ description: "marketplace_b's holding-programme amount; null when unread (always on marketplace_a)" })),
 })
 
-export const ConnectionList = Type.Object({ items: Type.Array(Connection, { maxItems: 2 }) })
+export const ConnectionList = Type.Object({ items: Type.Array(Connection, { maxItems: MARKETPLACES.length }) })
 
 const Operation = Type.Object({
   id: Uuid(),
-  marketplace: Literals(MARKETPLACES),
+  marketplace: MarketplaceId,
   server_id: Nullable(Uuid()),
   operation: Type.String({ maxLength: 64 }),
   method: Type.String({ maxLength: 8 }),
@@ -56,13 +56,13 @@ export const OperationPage = Type.Object({ items: Type.Array(Operation), next_cu
 export const LinkCreate = Type.Object(
   {
     server_id: Uuid({ description: 'A server of yours' }),
-    marketplace: Literals(MARKETPLACES),
+    marketplace: MarketplaceId,
     external_machine_id: Type.String({ minLength: 1, maxLength: 128, description: "The machine's id at the marketplace, as its listing shows it" }),
   },
   { additionalProperties: false },
 )
 
-export const LinkParams = t.Object({ server_id: t.String({ format: 'uuid' }), marketplace: Literals(MARKETPLACES) })
+export const LinkParams = t.Object({ server_id: t.String({ format: 'uuid' }), marketplace: MarketplaceId })
 
 const NStr = (maxLength: number, description?: string) => Nullable(Type.String({ maxLength, ...(description ? { description } : {}) }))
 const NInt = (description?: string) => Nullable(Type.Integer(description ? { description } : {}))
@@ -155,7 +155,7 @@ const MarketplaceB = Type.Object(
 
 export const Link = Type.Object({
   server_id: Uuid(),
-  marketplace: Literals(MARKETPLACES),
+  marketplace: MarketplaceId,
   external_machine_id: Type.String({ maxLength: 128 }),
   bind_mode: Literals(['manual', 'agent'] as const, { description: '`agent` is produced by nothing yet' }),
   state: Literals(['linked', 'stale', 'conflict'] as const, {

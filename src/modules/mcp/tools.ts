@@ -2,6 +2,7 @@ import { type Static, type TObject, Type } from '@sinclair/typebox'
 import type { Scope } from '../../platform/access'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { fitMetrics } from './fit'
+import { describedMarketplaceId, MARKETPLACES } from '../marketplaces'
 
 /**
  * The AI-assistant tool catalogue (docs/ai-access.md "Tools"). Each tool is one REST operation of
@@ -53,7 +54,7 @@ export type Tool<S extends TObject = TObject> = {
 const Uuid = (description: string) => Type.String({ format: 'uuid', description })
 const Limit = Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 20, description: 'At most this many items (1-50, default 20)' }))
 const Cursor = Type.Optional(Type.String({ maxLength: 1024, description: 'next_cursor of the previous page' }))
-const Marketplace = Type.Union([Type.Literal('marketplace_a'), Type.Literal('marketplace_b')], { description: 'marketplace_a or marketplace_b' })
+const Marketplace = describedMarketplaceId(MARKETPLACES.join(' or '))
 const Days = Type.Optional(Type.Integer({ minimum: 1, maximum: 90, description: 'Days back, today included (1-90, default 7)' }))
 const seg = (v: string) => encodeURIComponent(v)
 

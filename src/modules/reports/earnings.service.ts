@@ -5,6 +5,7 @@ import { formatMoney } from '../../platform/money'
 import { accruedDays, type AccruedDay } from '../earnings'
 import { serversOfTenant } from '../fleet'
 import { periodIndexOfDate, periodView, rangeView, type Range } from './range'
+import { MARKETPLACES } from '../marketplaces'
 
 /**
  * GET /reports/earnings (docs/reports.md): the earnings accrual rows (one per server, marketplace
@@ -12,7 +13,6 @@ import { periodIndexOfDate, periodView, rangeView, type Range } from './range'
  * beside them. Every figure is a sum of whole rows, so it matches GET /marketplaces/earnings exactly.
  */
 
-const MARKETPLACES = ['marketplace_a', 'marketplace_b'] as const
 const TOTAL_LABEL = "Estimate from marketplace data: the marketplaces' own numbers and gpuhq's accrual from them, not a ledger"
 
 type Acc = { earned: number; platform: number; platformRows: number; accruedUs: number; gapUs: number; servers: Set<string> }

@@ -2,6 +2,7 @@ import { Type, type TProperties } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Literals, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
 import { MarginReport as CostsMarginReport } from '../costs'
+import { MarketplaceId } from '../marketplaces'
 
 const DateParam = (description: string) => t.String({ format: 'date', maxLength: 10, description })
 const Day = (description?: string) => Type.String({ format: 'date', ...(description ? { description } : {}) })
@@ -38,7 +39,6 @@ const PeriodFields = {
   from_at: Timestamp(),
   to_at: Timestamp({ description: 'Exclusive' }),
 }
-const Marketplace = Literals(['marketplace_a', 'marketplace_b'] as const)
 const withPeriod = <P extends TProperties>(p: P) => Type.Object({ ...PeriodFields, ...p })
 
 const Share = (description: string) => Nullable(Type.Number({ minimum: 0, maximum: 1, description }))
@@ -72,7 +72,7 @@ const EarningsFigures = {
   accrued_seconds: Type.Integer({ minimum: 0 }),
   accrual_gap_seconds: Type.Integer({ minimum: 0, description: 'Time the sync was silent past its cap while deals ran: earned_usd is understated by it' }),
 }
-const ByMarketplace = Type.Object({ marketplace: Marketplace, servers: Type.Integer({ minimum: 0 }), ...EarningsFigures })
+const ByMarketplace = Type.Object({ marketplace: MarketplaceId, servers: Type.Integer({ minimum: 0 }), ...EarningsFigures })
 const ByGpuModel = Type.Object({ gpu_model: Type.String(), servers: Type.Integer({ minimum: 1 }), ...EarningsFigures })
 export const EarningsReport = Type.Object({
   report: Type.Literal('earnings'),

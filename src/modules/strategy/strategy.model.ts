@@ -1,10 +1,11 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { DisplayText, Literals, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { describedMarketplaceId } from '../marketplaces'
 
 /** Wire schemas of pricing strategy (docs/strategy.md). */
 
-const MARKETPLACE = Literals(['marketplace_a', 'marketplace_b'] as const, { description: 'The marketplace the policy prices on' })
+const MARKETPLACE = describedMarketplaceId('The marketplace the policy prices on')
 const COINS = ['bitcoin', 'CLORE-Blockchain', 'USD-Blockchain'] as const
 const Percent = (description: string) => Type.String({ pattern: '^(0|[1-9][0-9]{0,2})(\\.[0-9]{1,4})?$', maxLength: 8, description })
 

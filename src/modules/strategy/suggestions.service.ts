@@ -7,7 +7,7 @@ import type { TenantWalk } from '../../platform/jobs'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { managedServers } from '../fleet'
-import { pricedOffers, publishOffer } from '../marketplaces'
+import { MARKETPLACES, pricedOffers, publishOffer } from '../marketplaces'
 import { featuresOfPlan } from '../plans'
 import { findTenant } from '../tenants'
 import { type Evaluation, evaluatePolicy, offersOf, winningPolicies } from './evaluate'
@@ -44,8 +44,6 @@ const CADENCE_SLACK_US = 30_000_000
 const CLAIM_US = 10 * MINUTE_US
 /** marketplace_b lets a price be lowered once per 600 s (reference 2.3). */
 const LOWERING_EVERY_US = 600_000_000
-
-const MARKETPLACES = ['marketplace_a', 'marketplace_b'] as const
 
 /**
  * The strategy.suggest job: every due enabled policy of every entitled tenant looks at its offers

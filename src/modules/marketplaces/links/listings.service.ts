@@ -1,0 +1,35 @@
+import type { DbOrTx } from '../../../../db/client'
+import type { ServerListing } from '../../fleet'
+import { rentalOf } from '../deals/deals.service'
+import { linksOf, type LinkRow } from './links.repository'
+import { ownPriceMicros } from '../market/market.service'
+
+/**
+ * Where each server of a tenant is listed or rented now, for its fleet row (docs/fleet.md "Money
+ * and health on a row"), from the links' projections the last marketplaces.sync wrote. Only live
+ * links count (a stale link's machine is gone from the platform's listing, a conflicting one claims
+ * a machine another link claims too). A link is rented when its projection shows running deals (the
+ * same deals the accrual counts) or running rentals, listed when the platform says so. A server
+ * linked on both platforms shows the one with a running rental, else the one where it is listed,
+ * marketplace_a first when both are equal; neither listed nor rented: no entry.
+ */
+export function serverListings(db: DbOrTx, tenantId: string): Map<string, ServerListing> {
+  const out = new Map<string, ServerListing>()
+  const rank = (l: ServerListing) => (l.rented ? 2 : 0) + (l.listed ? 1 : 0)
+  const links = linksOf(db, tenantId).sort((a, b) => a.marketplace.localeCompare(b.marketplace))
+  for (const link of links) {
+    const listing = listingOf(link)
+    if (!listing) continue
+    const held = out.get(link.serverId)
+    if (!held || rank(listing) > rank(held)) out.set(link.serverId, listing)
+  }
+  return out
+}
+
+function listingOf(link: LinkRow): ServerListing | null {
+  if (link.state !== 'linked') return null
+  const { rented, rentedGpus } = rentalOf(link)
+  const listed = link.remote.listed === true
+  if (!rented && !listed) return null
+  return { marketplace: link.marketplace, priceMicros: ownPriceMicros(link), listed, rented, rentedGpus }
+}

@@ -1,0 +1,150 @@
+import { withTransaction } from '../../../../db/client'
+import type { Deps } from '../../../platform/context'
+import { DomainError } from '../../../platform/domain-error'
+import type { TenantWalk } from '../../../platform/jobs'
+import { parseTimestamp } from '../../../platform/time'
+import { keepOnOf, markFleetDirty, recordServerEvent } from '../../fleet'
+import { snapshotMarkets } from '../market/market.service'
+import type { OfferInput } from '../offers/offers.mapping'
+import { applyOffer, offerWriteOf, write } from '../offers/offers.service'
+import { openKey, recordOutcome } from '../accounts/accounts.service'
+import type { RemoteMachine } from '../adapters/marketplaces.adapter'
+import { connectedAccounts, type AccountRow } from '../accounts/marketplaces.repository'
+import { adapterFor } from '../adapters/marketplaces.registry'
+import { linksOfAccount, updateLink, type LinkState } from '../links/links.repository'
+import { callPlatform, systemActor } from './operations.service'
+import { announceEnded, noteMaintenance, refreshMarketRentals } from '../links/rentals.service'
+
+/**
+ * The marketplaces.sync job (docs/marketplaces.md "Sync"). For every connected account of every
+ * tenant it reads the live machine list with the stored key (paced per key by the adapter, logged
+ * in the operations log as the system), then in one transaction: records the outcome on the
+ * connection, refreshes each link's projection, marks a link whose machine vanished `stale` (kept,
+ * with its last projection), puts links that claim one machine twice in `conflict`, and brings each
+ * linked server's marketplace rental fact up to date. A failed read changes no link and no rental
+ * fact: what was last known stays until the platform answers again.
+ */
+
+/** Accounts read at once: different keys are paced independently, so they may overlap. */
+const CONCURRENCY = 4
+
+type Tally = { ok: number; failed: number; skipped: number; refreshed: number; stale: number; conflict: number; republished: number; republishFailed: number }
+
+export async function syncMarketplaces(deps: Deps, tenants: TenantWalk): Promise<string> {
+  const accounts = connectedAccounts(deps.db)
+  const tally: Tally = { ok: 0, failed: 0, skipped: 0, refreshed: 0, stale: 0, conflict: 0, republished: 0, republishFailed: 0 }
+  let next = 0
+  const worker = async () => {
+    while (next < accounts.length) {
+      const account = accounts[next++]!
+      // A defect with one account (say, a key sealed under another SECRET_KEY) stops only that one,
+      // in the job's per-tenant boundary: logged, reported, and left out for a while.
+      const done = await tenants.run(account.tenantId, () => syncAccount(deps, account, tally).then(() => true), account.marketplace)
+      if (!done) tally.failed++
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, accounts.length) }, worker))
+  const market = await snapshotMarkets(deps)
+  return (
+    `${accounts.length} accounts: ${tally.ok} read, ${tally.failed} failed, ${tally.skipped} changed meanwhile; ` +
+    `links: ${tally.refreshed} refreshed, ${tally.stale} stale, ${tally.conflict} in conflict; ` +
+    `keep-on: ${tally.republished} re-published, ${tally.republishFailed} failed; ${market}`
+  )
+}
+
+async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promise<void> {
+  const adapter = adapterFor(deps, account.marketplace)
+  const asked = await callPlatform(deps, systemActor(account.tenantId), null, async () => {
+    const key = openKey(deps, account)
+    const machines = await adapter.listMachines(key)
+    return { machines, holdingUsd: await adapter.readHolding(key, machines) }
+  })
+  const relist: string[] = []
+  const ended = withTransaction(deps.db, (tx) => {
+    if (!recordOutcome(tx, deps, account, asked.ok ? { ok: true, holdingUsd: asked.value.holdingUsd } : asked)) {
+      tally.skipped++
+      return []
+    }
+    if (!asked.ok) {
+      tally.failed++
+      return []
+    }
+    tally.ok++
+    const links = linksOfAccount(tx, account.id)
+    const byId = new Map<string, RemoteMachine>(asked.value.machines.map((m) => [m.externalMachineId, m]))
+    const claims = new Map<string, number>()
+    for (const l of links) claims.set(l.externalMachineId, (claims.get(l.externalMachineId) ?? 0) + 1)
+    const now = deps.clock.nowUs()
+    for (const link of links) {
+      const machine = byId.get(link.externalMachineId)
+      if (!machine) {
+        // The machine stopped appearing: the link is kept with its last projection.
+        if (link.state !== 'stale') updateLink(tx, link.id, { state: 'stale' })
+        tally.stale++
+        continue
+      }
+      const state: LinkState = (claims.get(link.externalMachineId) ?? 0) > 1 ? 'conflict' : 'linked'
+      noteMaintenance(tx, deps, link, link.remote, machine.remote)
+      updateLink(tx, link.id, {
+        state,
+        lastSeenAt: now,
+        remote: machine.remote,
+        marketplaceB: link.marketplace === 'marketplace_b' ? machine.marketplaceB : null,
+      })
+      tally.refreshed++
+      if (state === 'conflict') tally.conflict++
+    }
+    // Keep-on: an offer gpuhq published, on a machine the platform now shows unlisted, whose server
+    // the owner asked to keep on this marketplace, is published again after the transaction.
+    for (const link of links) {
+      const machine = byId.get(link.externalMachineId)
+      if (machine?.remote.listed === false && link.offer && keepOnOf(tx, link.serverId).includes(account.marketplace)) relist.push(link.id)
+    }
+    return refreshMarketRentals(
+      tx,
+      deps,
+      account.tenantId,
+      links.map((l) => l.serverId),
+    )
+  })
+  announceEnded(deps, ended)
+  for (const id of relist) await keepOn(deps, account, id, tally)
+}
+
+/**
+ * Publishes the kept offer again (an end_date already past is left out), logged under the server as
+ * the system with the reason. A failure is in the operations log too; the next sync tries again.
+ */
+async function keepOn(deps: Deps, account: AccountRow, linkId: string, tally: Tally): Promise<void> {
+  const link = linksOfAccount(deps.db, account.id).find((l) => l.id === linkId)
+  if (!link?.offer) return
+  const input = { ...link.offer } as OfferInput
+  if (input.end_date !== undefined && (parseTimestamp(input.end_date) ?? 0) <= deps.clock.nowUs()) delete input.end_date
+  try {
+    const offer = offerWriteOf(link, input)
+    await write(deps, systemActor(account.tenantId), account, link, (key) => adapterFor(deps, account.marketplace).publishOffer(key, offer), KEEP_ON_REASON)
+    withTransaction(deps.db, (tx) => {
+      const current = linksOfAccount(tx, account.id).find((l) => l.id === linkId)
+      if (!current) return
+      const next = applyOffer(deps, current, input, offer)
+      updateLink(tx, current.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
+      markFleetDirty(tx, account.tenantId) // listed again: the row's marketplace and price
+      recordServerEvent(
+        tx,
+        deps,
+        { id: current.serverId, tenantId: account.tenantId },
+        {
+          kind: 'marketplace.offer_republished',
+          message: `keep-on: ${account.marketplace} showed the machine unlisted; the last offer was published again`,
+          data: { marketplace: account.marketplace },
+        },
+      )
+    })
+    tally.republished++
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error
+    tally.republishFailed++
+  }
+}
+
+const KEEP_ON_REASON = 'keep-on: the platform showed the machine unlisted'
