@@ -117,5 +117,7 @@ test('a link whose sample fails does not stop the others; the run is partial, th
   // Both were first sampled, and last sampled, by the same runs: the damaged link lost no time.
   const total = (await accrued(sound)).seconds
   expect(total).toBeGreaterThanOrEqual(420)
-  expect((await accrued(damaged)).seconds).toBe(total)
+  // Whole seconds per row: the sound link's time came in three samples, the damaged link's in one,
+  // and the real-time fractions of each sample round on their own, so they may part by a second.
+  expect(Math.abs((await accrued(damaged)).seconds - total)).toBeLessThanOrEqual(1)
 })
