@@ -22,18 +22,6 @@ type Rec = Reconciliation['total']
 /** GET /marketplaces/earnings' `reconciliation` (docs/earnings.md): gross, the platform's cut, net, and the platforms' own figure beside gpuhq's on the same days. */
 type Reconciliation = MarketplaceEarnings['reconciliation']
 
-const LABELS: Record<string, string> = {
-  gross_usd: 'Earned by rentals (before the platform’s cut)',
-  platform_cut_usd: 'Platform’s cut',
-  net_usd: 'Yours after the cut (estimate)',
-  'reported.net_usd': 'gpuhq’s estimate for the days the platform reported',
-  'reported.platform_usd': 'Reported by the platform',
-  'reported.difference_usd': 'Platform’s figure minus gpuhq’s estimate',
-  entered: 'your rate (cost basis)',
-  published_default: 'the platform’s published rate',
-  unknown: 'not known: enter it in the cost basis',
-}
-
 /** A signed amount: "+$1.25" or "−$1.25". */
 const Signed = ({ usd }: { usd: string | null }) =>
   usd !== null && !usd.startsWith('-') && Number(usd) !== 0 ? (
@@ -45,7 +33,8 @@ const Signed = ({ usd }: { usd: string | null }) =>
   )
 
 function ReconciliationTable({ rec }: { rec: Reconciliation }) {
-  const label = (k: string) => rec.labels[k] ?? LABELS[k] ?? k
+  // The captions are the API's (`reconciliation.labels`): the console keeps no copy of its words.
+  const label = (k: string) => rec.labels[k] ?? k
   const cols = [rec.total, ...rec.by_marketplace]
   const rates = (r: Rec) => r.cut_rates.map((c) => `${c.percent === null ? '?' : `${c.percent} %`} on ${c.currency}: ${label(c.source)}`).join('; ')
   const row = (k: string, cell: (r: Rec) => ComponentChildren) => (
@@ -99,19 +88,19 @@ function EarningsTable({ r, rec }: { r: EarningsReport; rec: Reconciliation | un
         <>
           <dl class="tiles" aria-label="Earnings">
             <div class="tile">
-              <dt>{rec.labels.gross_usd ?? LABELS.gross_usd}</dt>
+              <dt>{rec.labels.gross_usd ?? 'gross_usd'}</dt>
               <dd>
                 <Money usd={rec.total.gross_usd} />
               </dd>
             </div>
             <div class="tile">
-              <dt>{rec.labels.platform_cut_usd ?? LABELS.platform_cut_usd}</dt>
+              <dt>{rec.labels.platform_cut_usd ?? 'platform_cut_usd'}</dt>
               <dd>
                 <Money usd={rec.total.platform_cut_usd} empty="unknown" />
               </dd>
             </div>
             <div class="tile">
-              <dt>{rec.labels.net_usd ?? LABELS.net_usd}</dt>
+              <dt>{rec.labels.net_usd ?? 'net_usd'}</dt>
               <dd>
                 <Money usd={rec.total.net_usd} empty="unknown" />
               </dd>
