@@ -3,7 +3,7 @@ import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marke
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { utcDay } from '../../src/platform/time'
 import { call, insertServer, mintPat, newTenant, setPlan, type Caller, type Member } from '../support/access'
-import { startTestApp, type TestApp } from '../support/app'
+import { startEarlyInUtcDay, startTestApp, type TestApp } from '../support/app'
 
 /**
  * Issue 18, earnings over HTTP against rentals the simulators report: a Vast machine rented on
@@ -70,11 +70,7 @@ beforeAll(async () => {
     },
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
-  // Early in a UTC day, whatever the real time: the hours these tests move through read "today's"
-  // row and must not cross midnight (the midnight test picks its own). The clock only moves on.
-  const started = app.deps.clock.nowUs()
-  const dayStart = Math.floor(started / DAY_US) * DAY_US
-  if (started - dayStart > 6 * 3600 * US) app.deps.testClock!.advance((dayStart + DAY_US + 3600 * US - started) / US)
+  startEarlyInUtcDay(app) // these tests read "today's" row while they move the clock on (the midnight test picks its own)
   owner = await newTenant(app, 'earnings')
   setPlan(app, owner.tenantId, 'pro')
   sA = insertServer(app, owner.tenantId, 'rig-a')

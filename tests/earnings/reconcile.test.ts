@@ -3,7 +3,7 @@ import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marke
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { utcDay } from '../../src/platform/time'
 import { call, insertServer, newTenant, setPlan, type Member } from '../support/access'
-import { startTestApp, type TestApp } from '../support/app'
+import { startEarlyInUtcDay, startTestApp, type TestApp } from '../support/app'
 
 /**
  * Issue 35, finding 2: one earnings story. Each row gives gross accrued, the platform's cut (the
@@ -61,6 +61,7 @@ beforeAll(async () => {
     },
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
+  startEarlyInUtcDay(app) // these tests read today's figures while they move the clock on
   owner = await newTenant(app, 'reconcile')
   setPlan(app, owner.tenantId, 'pro')
   sA = insertServer(app, owner.tenantId, 'rig-a')

@@ -3,7 +3,7 @@ import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marke
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { utcDay } from '../../src/platform/time'
 import { insertServer } from '../support/access'
-import { startTestApp, type TestApp } from '../support/app'
+import { startEarlyInUtcDay, startTestApp, type TestApp } from '../support/app'
 import { onlineServer } from '../support/commands'
 import { api, closeAllAgents, newOwner, ok, type Owner, type RawAgent } from '../support/fleet'
 
@@ -55,6 +55,7 @@ beforeAll(async () => {
     },
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
+  startEarlyInUtcDay(app) // these tests read today's figures while they move the clock on
   owner = await newOwner(app, 'fleet-money', 'pro')
   for (const name of ['rig-a', 'rig-b', 'rig-idle', 'rig-plain']) ids[name] = insertServer(app, owner.tenantId, name)
   // What their agents would have reported: the cards the platforms rent out.

@@ -126,3 +126,15 @@ export function workerEnv(app: TestApp, extra: Record<string, string> = {}): Rec
     ...extra,
   }
 }
+
+/**
+ * Moves an app's test clock (which starts at the real time) to 01:00 UTC of the next day unless it
+ * is already before 06:00 UTC: a test that moves through hours and reads "today's" figures then
+ * never crosses midnight by chance, whatever the time it runs. The clock only moves on.
+ */
+export function startEarlyInUtcDay(app: TestApp): void {
+  const dayUs = 86_400_000_000
+  const now = app.deps.clock.nowUs()
+  const dayStart = Math.floor(now / dayUs) * dayUs
+  if (now - dayStart > 6 * 3_600_000_000) app.deps.testClock!.advance((dayStart + dayUs + 3_600_000_000 - now) / 1_000_000)
+}
