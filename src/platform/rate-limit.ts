@@ -1,6 +1,6 @@
 import { eq, lt, sql } from 'drizzle-orm'
 import { rateLimits } from '../../db/schema/platform'
-import { withTransaction, type DbOrTx, changesOf } from '../../db/client'
+import { changesOf, isDatabaseBusy, withTransaction, type DbOrTx } from '../../db/client'
 import { SAFE_METHODS, type Actor } from './actor'
 import type { Clock } from './clock'
 import { perDeps, type Deps } from './context'
@@ -139,6 +139,20 @@ function decide(deps: Deps, limits: readonly LocalLimit[]): RateDecision {
 }
 
 /**
+ * `decide`, except that a read meeting a busy database is let through uncounted (null): on
+ * PostgreSQL the count is a write (rate_take), and while another process holds the tables' locks
+ * reads keep answering (docs/conventions.md); a write waits and answers 503 as every write does.
+ */
+function decideUnlessBusyRead(deps: Deps, limits: readonly LocalLimit[], read: boolean): RateDecision | null {
+  try {
+    return decide(deps, limits)
+  } catch (e) {
+    if (read && isDatabaseBusy(e)) return null
+    throw e
+  }
+}
+
+/**
  * The per-request limits (docs/conventions.md "Rate limits": by tenant and by caller), from RATE_LIMIT_* in
  * config: every request counts against its caller (a bearer token, or the member behind a browser
  * session), and every write (a method other than GET, HEAD, OPTIONS) against the tenant, whoever
@@ -156,8 +170,8 @@ export function enforceRequestRateLimits(deps: Deps, actor: Actor, method: strin
   if (tenantWritesPerMinute > 0 && !SAFE_METHODS.has(method.toUpperCase()))
     limits.push({ bucket: `tenant-writes:${actor.tenantId}`, limit: tenantWritesPerMinute, periodSeconds: 60 })
   if (limits.length === 0) return
-  const decision = decide(deps, limits)
-  if (!decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
+  const decision = decideUnlessBusyRead(deps, limits, SAFE_METHODS.has(method.toUpperCase()))
+  if (decision && !decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
 }
 
 /** Expensive reads taken at once before the steady rate applies (a report costs up to a few hundred milliseconds). */
@@ -188,6 +202,7 @@ export function enforceExpensiveReadLimit(deps: Deps, actor: Actor): void {
   if (expensiveReadsPerMinute > 0) limits.push(burstLimit(`expensive:${principal}`, expensiveReadsPerMinute, EXPENSIVE_BURST.caller))
   if (tenantExpensiveReadsPerMinute > 0) limits.push(burstLimit(`tenant-expensive:${actor.tenantId}`, tenantExpensiveReadsPerMinute, EXPENSIVE_BURST.tenant))
   if (limits.length === 0) return
-  const decision = decide(deps, limits)
-  if (!decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
+  // An expensive read is a GET.
+  const decision = decideUnlessBusyRead(deps, limits, true)
+  if (decision && !decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
 }
