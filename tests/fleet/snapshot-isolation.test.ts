@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { insertServer } from '../support/access'
-import { startTestApp, type TestApp } from '../support/app'
+import { startEarlyInUtcDay, startTestApp, type TestApp } from '../support/app'
 import { advance, api, newOwner, ok, stopApp, type FleetList, type Owner } from '../support/fleet'
 import { utcDay } from '../../src/platform/time'
 
@@ -22,6 +22,7 @@ const runSnapshot = () => ok<Run>(app.fetch('/api/v1/_test/jobs/fleet.snapshot/r
 
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })
+  startEarlyInUtcDay(app) // the poisoned rows are today's: the clock must not cross midnight while the test moves it
   ;[first, second] = [await newOwner(app, 'snap-a', 'pro'), await newOwner(app, 'snap-b', 'pro')].sort((a, b) => (a.tenantId < b.tenantId ? -1 : 1)) as [
     Owner,
     Owner,
