@@ -35,10 +35,30 @@ export type BrowserSession = {
   requests: string[]
   /** Console errors and Content-Security-Policy violations of every page. */
   problems: string[]
+  /** Every answer of the origin's API, in order: "POST /api/v1/auth/signup/verify 401". */
+  answers: string[]
   outside: () => string[]
   axe: (page?: Page) => Promise<AxeViolation[]>
   shot: (name: string, page?: Page) => Promise<void>
   close: () => Promise<void>
+}
+
+/**
+ * Runs a journey's steps; when one fails, its error also says what the page showed and what the
+ * API answered last, so a failure in a CI log explains itself.
+ */
+export async function journey(c: BrowserSession, steps: () => Promise<void>): Promise<void> {
+  try {
+    await steps()
+  } catch (e) {
+    const error = e instanceof Error ? e : new Error(String(e))
+    const shown = await c.page
+      .evaluate(() => (document as unknown as { body: { innerText: string } }).body.innerText)
+      .then((t) => t.replace(/\n+/g, ' | ').slice(0, 1200))
+      .catch((why: unknown) => `(unreadable: ${why})`)
+    error.message += `\n-- the page (${c.page.url()}) showed: ${shown}\n-- the API's last answers: ${c.answers.slice(-12).join(', ') || 'none'}`
+    throw error
+  }
 }
 
 /** The real app (with a local SMTP server) and a browser on its origin. */
@@ -54,7 +74,12 @@ export async function openBrowser(origin: string, viewport = { width: 1280, heig
   const { context, close } = await launchChromium({ viewport, args: ['--disable-features=Translate,OptimizationHints,MediaRouter', ...args] })
   const requests: string[] = []
   const problems: string[] = []
+  const answers: string[] = []
   context.on('request', (r) => requests.push(r.url()))
+  context.on('response', (r) => {
+    const url = new URL(r.url())
+    if (r.url().startsWith(`${origin}/api/`)) answers.push(`${r.request().method()} ${url.pathname} ${r.status()}`)
+  })
   const watch = (p: Page) => {
     p.on('console', (m) => {
       // A 401 or 404 the console handles (GET /me before signing in) is logged by Chromium as a
@@ -80,6 +105,7 @@ export async function openBrowser(origin: string, viewport = { width: 1280, heig
     page,
     requests,
     problems,
+    answers,
     outside: () => requests.filter((u) => !u.startsWith(`${origin}/`)),
     axe: async (p = page) => {
       await p.evaluate(AXE)
