@@ -113,7 +113,7 @@ describe('presence transitions', () => {
     agent.heartbeat()
     await agent.barrier()
     await agent.close()
-    await eventually(async () => (await presenceOf(id)) === 'offline', 2000)
+    await eventually(async () => (await presenceOf(id)) === 'offline')
     const [offline] = (await serverEvents(app, owner, id)).items
     expect(offline).toMatchObject({ kind: 'presence.offline', severity: 'warning', data: { from: 'online' } })
     expect((await rowOf(id)).presence).toBe('offline')
@@ -267,10 +267,10 @@ describe('presence steps are group-committed, and no reader sees one late', () =
     const { id, agent } = await connected()
     agent.heartbeat()
     await agent.barrier()
-    await eventually(() => storedPresence(id) === 'online', 1000, 10)
+    await eventually(() => storedPresence(id) === 'online', undefined, 10)
     await agent.close()
     await closedInService(id)
-    await eventually(() => storedPresence(id) === 'offline', 1000, 10)
+    await eventually(() => storedPresence(id) === 'offline', undefined, 10)
   })
 
   test('close, reconnect and heartbeat in quick succession: each transition recorded once, in order, the server online', async () => {

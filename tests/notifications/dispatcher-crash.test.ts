@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { insertServer } from '../support/access'
 import { startTestApp, type TestApp, workerEnv } from '../support/app'
-import { api, newOwner, ok, type Owner } from '../support/fleet'
+import { api, eventually, newOwner, ok, type Owner } from '../support/fleet'
 import { startTelegram, type FakeTelegram } from '../support/telegram'
 
 /**
@@ -64,7 +64,7 @@ describe('a dispatcher killed mid-batch', () => {
     expect((await maintItems()).flatMap((i) => i.deliveries.map((d) => d.status))).toEqual(Array(6).fill('queued'))
     tg.holdSendsAfter(3)
     const first = spawnDispatch()
-    for (let i = 0; i < 600 && tg.heldSends() === 0 && first.exitCode === null; i++) await Bun.sleep(50)
+    await eventually(() => tg.heldSends() > 0 || first.exitCode !== null, undefined, 50)
     expect(tg.heldSends()).toBe(1)
     first.kill('SIGKILL')
     expect(await first.exited).not.toBe(0)

@@ -4,7 +4,7 @@ import { formatTimestamp } from '../../src/platform/time'
 import { insertServer } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { onlineServer } from '../support/commands'
-import { api, closeAllAgents, newOwner, ok, RawAgent, type Owner } from '../support/fleet'
+import { api, closeAllAgents, eventually, newOwner, ok, RawAgent, type Owner } from '../support/fleet'
 import { adjust, clockTo, dayStartUs, midNextMonth, orderOk, tenantOn, US_PER_HOUR } from '../support/subscription'
 import { checkoutPath, type Topup } from '../support/payments'
 import { startTelegram, type FakeTelegram } from '../support/telegram'
@@ -174,7 +174,7 @@ describe('fleet and marketplace causes', () => {
     agent.heartbeat()
     await agent.barrier()
     await agent.close()
-    for (let i = 0; i < 100 && (await offline()).length === 0; i++) await Bun.sleep(20)
+    await eventually(async () => (await offline()).length > 0)
     expect(await offline()).toHaveLength(1)
     expect((await offline())[0]).toMatchObject({ category: 'offline', critical: true })
     // It comes back and drops again ten minutes later: the same condition, grouped.
@@ -185,7 +185,7 @@ describe('fleet and marketplace causes', () => {
     await back.agent.close()
     const drops = () =>
       (app.deps.sqlite.query("SELECT count(*) AS n FROM server_events WHERE server_id = ? AND kind = 'presence.offline'").get(server_id) as { n: number }).n
-    for (let i = 0; i < 500 && drops() < 2; i++) await Bun.sleep(20)
+    await eventually(() => drops() >= 2)
     expect(drops()).toBe(2)
     expect(await offline()).toHaveLength(1)
     // Past the 30-minute window a new drop is news again.
@@ -194,7 +194,7 @@ describe('fleet and marketplace causes', () => {
     later.agent.heartbeat()
     await later.agent.barrier()
     await later.agent.close()
-    for (let i = 0; i < 100 && (await offline()).length < 2; i++) await Bun.sleep(20)
+    await eventually(async () => (await offline()).length >= 2)
     expect(await offline()).toHaveLength(2)
   })
 

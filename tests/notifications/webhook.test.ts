@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../../src/config'
 import { call, newTenant, type Member } from '../support/access'
 import { freePort, startTestApp, TEST_SECRET_KEY, type TestApp } from '../support/app'
 import { startTelegram, type FakeTelegram } from '../support/telegram'
+import { eventually } from '../support/fleet'
 
 /**
  * Issue 19, the webhook alternative to getUpdates polling (TELEGRAM_UPDATES=webhook): the dispatch
@@ -87,7 +88,7 @@ describe('the webhook', () => {
     expect(channel.status).toBe('connected')
     expect(channel.destination_masked).not.toContain(String(CHAT))
     // The confirmation goes after Telegram has its answer.
-    for (let i = 0; i < 100 && !tg.sent.some((m) => m.chat_id === CHAT); i++) await Bun.sleep(20)
+    await eventually(() => tg.sent.some((m) => m.chat_id === CHAT))
     expect(tg.sent.filter((m) => m.chat_id === CHAT).map((m) => m.text)).toEqual(['gpuhq: this chat now receives your fleet notifications.'])
   })
 

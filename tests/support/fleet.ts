@@ -365,8 +365,12 @@ export async function serverEvents(
   return ok(api(app, owner, 'GET', `/servers/${id}/events${qs ? `?${qs}` : ''}`))
 }
 
-/** Polls `check` until it returns a truthy value (or throws the last failure after `timeoutMs`). */
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 3000, everyMs = 25): Promise<NonNullable<T>> {
+/**
+ * Polls `check` until it returns a truthy value (or throws the last failure after `timeoutMs`). The
+ * deadline only bounds a test that would otherwise hang: it is generous, since a loaded machine may
+ * take seconds for what takes milliseconds here, and a test must not fail on speed.
+ */
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 30_000, everyMs = 25): Promise<NonNullable<T>> {
   const until = Date.now() + timeoutMs
   let last: unknown = null
   for (;;) {

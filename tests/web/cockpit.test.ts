@@ -51,17 +51,30 @@ beforeAll(async () => {
     stdout: 'pipe',
     stderr: 'pipe',
   })
+  // Ready when the demo prints its token on stderr: one reader reads it all (the demo never blocks
+  // on a full pipe) and settles `ready` on that chunk, or at the end of the stream (the demo exited).
+  let settle: (ok: boolean) => void = () => {}
+  const ready = new Promise<boolean>((resolve) => {
+    settle = resolve
+  })
   void (async () => {
-    for await (const chunk of demo.stderr) err += new TextDecoder().decode(chunk)
+    for await (const chunk of demo.stderr) {
+      err += new TextDecoder().decode(chunk)
+      if (/token: +gpuhq_pat_/.test(err)) settle(true)
+    }
+    settle(false)
   })()
   void (async () => {
     for await (const _ of demo.stdout);
   })()
-  const until = Date.now() + READY_MS
-  while (!/token: +gpuhq_pat_/.test(err)) {
-    if (demo.exitCode !== null || Date.now() > until) throw new Error(`the demo did not become ready:\n${err}`)
-    await Bun.sleep(500)
-  }
+  // The deadline only bounds a demo that hangs.
+  let timer: Timer | undefined
+  const hung = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), READY_MS)
+  })
+  const became = await Promise.race([ready, hung])
+  clearTimeout(timer)
+  if (!became) throw new Error(`the demo did not become ready:\n${err}`)
   token = /token: +(gpuhq_pat_[0-9A-Za-z]+)/.exec(err)?.[1] ?? ''
   b = await openBrowser(origin)
   // The first visit signs in as the demo owner (docs/console.md "The demo").
