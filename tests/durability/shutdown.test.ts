@@ -61,7 +61,7 @@ describe('SIGTERM', () => {
     await firstHalfSent
     await Bun.sleep(200) // the connection is accepted and the request is being read
     service.proc.kill('SIGTERM')
-    expect(await until(() => service.stdout().includes('"msg":"shutting down"'), 5000)).toBe(true)
+    expect(await until(() => service.stdout().includes('"msg":"shutting down"'), 30_000)).toBe(true)
     await Bun.sleep(300)
     expect(service.proc.exitCode).toBeNull() // still draining, not gone
     sendRest()

@@ -31,7 +31,7 @@ async function call(tg: FakeTelegram, method: string, params?: Record<string, un
   return { status: res.status, body: await res.json(), headers: res.headers }
 }
 
-async function until(what: string, check: () => boolean, timeoutMs = 5000) {
+async function until(what: string, check: () => boolean, timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`)

@@ -47,7 +47,7 @@ export async function mailTo(app: AccountsApp, to: string, predicate: (m: Receiv
   await app.deps.mail.dispatchDue()
   const found = app.smtp.to(to).filter(predicate)
   if (found.length) return found[found.length - 1]!
-  return app.smtp.waitForMail(to, predicate, 5000)
+  return app.smtp.waitForMail(to, predicate)
 }
 
 /** Starts signup (or reset) and returns the code mailed for it. */
@@ -58,7 +58,7 @@ export async function requestCode(app: AccountsApp, kind: 'signup' | 'reset', em
   expect(res.status).toBe(202)
   await app.deps.mail.idle()
   await app.deps.mail.dispatchDue()
-  const msg = await app.smtp.waitForMail(email, (m) => app.smtp.to(email).indexOf(m) >= before, 5000)
+  const msg = await app.smtp.waitForMail(email, (m) => app.smtp.to(email).indexOf(m) >= before)
   return codeFrom(msg)
 }
 

@@ -61,7 +61,7 @@ export async function timeline(app: TestApp, owner: Owner, id: string, limit = 2
 export const steps = (entries: TimelineEntry[]) => entries.map((e) => `${e.axis}:${e.from ?? ''}>${e.to}`)
 
 /** Polls GET /commands/{id} until `pred` holds (the close of a socket is handled asynchronously). */
-export function commandWhen(app: TestApp, owner: Owner, id: string, pred: (c: CommandView) => boolean, timeoutMs = 3000): Promise<CommandView> {
+export function commandWhen(app: TestApp, owner: Owner, id: string, pred: (c: CommandView) => boolean, timeoutMs = 30_000): Promise<CommandView> {
   return eventually(async () => {
     const c = await getCommand(app, owner, id)
     return pred(c) ? c : null
@@ -90,7 +90,7 @@ export async function onlineServer(app: TestApp, owner: Owner): Promise<{ server
 }
 
 /** The `command` frame delivering this command (already received or still to come). */
-export function commandFrame(agent: RawAgent, id: string, since = 0, timeoutMs = 3000): Promise<Frame> {
+export function commandFrame(agent: RawAgent, id: string, since = 0, timeoutMs = 30_000): Promise<Frame> {
   return agent.waitFor((f) => f.type === 'command' && f.command_id === id, timeoutMs, since)
 }
 

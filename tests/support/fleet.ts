@@ -158,7 +158,7 @@ export class RawAgent {
     const agent = new RawAgent(ws)
     RawAgent.live.add(agent)
     await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('WebSocket did not open within 5 s')), 5000)
+      const t = setTimeout(() => reject(new Error('WebSocket did not open within 30 s')), 30_000)
       ws.addEventListener('open', () => {
         clearTimeout(t)
         resolve()
@@ -207,7 +207,7 @@ export class RawAgent {
   }
 
   /** The next frame (already received or still to come) matching `pred`. */
-  waitFor(pred: (f: Frame) => boolean, timeoutMs = 5000, since = 0): Promise<Frame> {
+  waitFor(pred: (f: Frame) => boolean, timeoutMs = 30_000, since = 0): Promise<Frame> {
     const found = this.frames.slice(since).find(pred)
     if (found) return Promise.resolve(found)
     return new Promise((resolve, reject) => {
@@ -278,8 +278,8 @@ export function rawUpgrade(app: TestApp, authorization: string | null): Promise<
     let data = ''
     const t = setTimeout(() => {
       sock.destroy()
-      reject(new Error('no answer to the upgrade within 5 s'))
-    }, 5000)
+      reject(new Error('no answer to the upgrade within 30 s'))
+    }, 30_000)
     const finish = () => {
       clearTimeout(t)
       const [head, ...rest] = data.split('\r\n\r\n')

@@ -81,7 +81,7 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
       refusing = on
     },
     to,
-    async waitForMail(address, predicate = () => true, timeoutMs = 5000) {
+    async waitForMail(address, predicate = () => true, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs
       for (;;) {
         const found = to(address).find(predicate)
