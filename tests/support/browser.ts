@@ -76,15 +76,32 @@ export async function openBrowser(origin: string, viewport = { width: 1280, heig
   const problems: string[] = []
   const answers: string[] = []
   context.on('request', (r) => requests.push(r.url()))
+  // A refusal the page did not expect is printed where the test runs, so the lines a failing test
+  // leaves in the log (scripts/test repeats them at the end) say what the service answered.
   context.on('response', (r) => {
-    const url = new URL(r.url())
-    if (r.url().startsWith(`${origin}/api/`)) answers.push(`${r.request().method()} ${url.pathname} ${r.status()}`)
+    if (!r.url().startsWith(`${origin}/api/`)) return
+    const answer = `${r.request().method()} ${new URL(r.url()).pathname} ${r.status()}`
+    answers.push(answer)
+    if (r.status() >= 400 && !(r.status() === 401 && answer.startsWith('GET /api/v1/me '))) console.error(`[browser] ${answer}`)
+  })
+  context.on('requestfailed', (r) => {
+    // ERR_ABORTED is the page leaving a request behind (a navigation, a closed stream): not news.
+    if (r.url().startsWith(`${origin}/`) && r.failure()?.errorText !== 'net::ERR_ABORTED')
+      console.error(`[browser] ${r.method()} ${new URL(r.url()).pathname} failed: ${r.failure()?.errorText}`)
   })
   const watch = (p: Page) => {
     p.on('console', (m) => {
       // A 401 or 404 the console handles (GET /me before signing in) is logged by Chromium as a
       // failed load; the page's own errors and policy violations are what count.
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(m.text())
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) {
+        problems.push(m.text())
+        console.error(`[browser console] ${m.text()}`)
+      }
+    })
+    // An exception the page did not catch stops whatever it was doing: a problem, printed at once.
+    p.on('pageerror', (e) => {
+      problems.push(`uncaught: ${e.message}`)
+      console.error(`[browser uncaught] ${e.stack ?? e.message}`)
     })
     // Confirmations (decommission, cancel, delete) are accepted, as the member would.
     p.on('dialog', (d) => void d.accept())
