@@ -85,7 +85,7 @@ export async function buildAgent(opts: { out: string; targets?: readonly AgentTa
     const path = join(out, name)
     const known = manifest.files[target]
     if (known && existsSync(path) && statSync(path).size === known.bytes) continue
-    const tmp = join(out, `.${name}.building`)
+    const tmp = join(out, `.${name}.${process.pid}.building`)
     rmSync(tmp, { force: true })
     let built: Awaited<ReturnType<typeof Bun.build>>
     try {
@@ -111,8 +111,9 @@ export async function buildAgent(opts: { out: string; targets?: readonly AgentTa
     manifest.files[target] = { file: name, sha256, bytes: body.length }
     log(`built ${name} (${version}, ${(body.length / 2 ** 20).toFixed(1)} MiB, sha256 ${sha256})`)
   }
-  writeFileSync(join(out, 'manifest.json.tmp'), `${JSON.stringify(manifest, null, 2)}\n`)
-  renameSync(join(out, 'manifest.json.tmp'), join(out, 'manifest.json'))
+  const manifestTmp = join(out, `.manifest.${process.pid}.json`)
+  writeFileSync(manifestTmp, `${JSON.stringify(manifest, null, 2)}\n`)
+  renameSync(manifestTmp, join(out, 'manifest.json'))
   return { manifest, failed }
 }
 
