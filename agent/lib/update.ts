@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { CommandFailure } from './commands'
 import { run } from './exec'
@@ -105,14 +105,19 @@ export async function downloadVerified(opts: {
   try {
     const res = await fetch(url, { signal: AbortSignal.any([opts.signal, AbortSignal.timeout(600_000)]) })
     if (!res.ok || !res.body) throw new Error(`${url} answered ${res.status}`)
-    const writer = Bun.file(next).writer()
-    for await (const chunk of res.body) {
-      bytes += chunk.byteLength
-      if (bytes > MAX_BYTES) throw new Error(`more than ${MAX_BYTES} bytes`)
-      hasher.update(chunk)
-      writer.write(chunk)
+    // Plain descriptors, closed before the file is run: an executable still open for writing cannot be started (ETXTBSY).
+    const fd = openSync(next, 'w', 0o700)
+    try {
+      for await (const chunk of res.body) {
+        bytes += chunk.byteLength
+        if (bytes > MAX_BYTES) throw new Error(`more than ${MAX_BYTES} bytes`)
+        hasher.update(chunk)
+        writeSync(fd, chunk)
+      }
+      fsyncSync(fd)
+    } finally {
+      closeSync(fd)
     }
-    await writer.end()
   } catch (e) {
     rmSync(next, { force: true })
     throw failure('update_download_failed', `could not download the agent: ${(e as Error).message}`, true)
@@ -126,13 +131,20 @@ export async function downloadVerified(opts: {
     })
   }
   chmodSync(next, 0o755)
-  const v = await run([next, 'version'], { timeoutMs: 30_000, signal: opts.signal })
+  let v = await run([next, 'version'], { timeoutMs: 30_000, signal: opts.signal })
+  // A descriptor another thread's child inherited for an instant can keep the file "busy": try again.
+  for (let i = 0; i < 5 && v.notFound && v.stderr.includes('ETXTBSY'); i++) {
+    await Bun.sleep(100)
+    v = await run([next, 'version'], { timeoutMs: 30_000, signal: opts.signal })
+  }
   const reported = v.stdout.trim()
   if (v.code !== 0 || reported !== opts.version) {
     rmSync(next, { force: true })
     throw failure(
       'update_version_mismatch',
-      v.code !== 0 ? `the downloaded agent does not run (exit ${v.code})` : `the service serves agent ${reported.slice(0, 32)}, not ${opts.version}`,
+      v.code !== 0
+        ? `the downloaded agent does not run (exit ${v.code}${v.notFound ? `: ${v.stderr.slice(0, 200)}` : ''})`
+        : `the service serves agent ${reported.slice(0, 32)}, not ${opts.version}`,
       false,
       { served: reported.slice(0, 32) || null },
     )
