@@ -14,10 +14,13 @@
  * runtime, which Bun fetches from the npm registry once into its cache: without network that
  * target is left out with a warning and the service answers 404 for it.
  *
- *   bun scripts/build-agent.ts [--out dist/agent] [--targets linux-x64,linux-arm64] [--version 1.0.1] [--require-all]
+ *   bun scripts/build-agent.ts [--out dist/agent] [--targets linux-x64,linux-arm64] [--version 1.0.1] [--require-all] [--quiet]
+ *
+ * --quiet (scripts/start) writes what it did to <out>/build.log instead of stderr and exits 1 only
+ * when this machine's own target failed; --require-all (the image build) exits 1 when any did.
  */
 import { createHash } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 
@@ -120,8 +123,19 @@ export async function buildAgent(opts: { out: string; targets?: readonly AgentTa
 if (import.meta.main) {
   const { values } = parseArgs({
     args: process.argv.slice(2),
-    options: { out: { type: 'string' }, targets: { type: 'string' }, version: { type: 'string' }, 'require-all': { type: 'boolean' } },
+    options: {
+      out: { type: 'string' },
+      targets: { type: 'string' },
+      version: { type: 'string' },
+      'require-all': { type: 'boolean' },
+      quiet: { type: 'boolean' },
+    },
   })
+  const out = values.out ?? join(ROOT, 'dist/agent')
+  mkdirSync(out, { recursive: true })
+  const say = values.quiet
+    ? (line: string) => appendFileSync(join(out, 'build.log'), `${new Date().toISOString()} ${line}\n`)
+    : (line: string) => process.stderr.write(`build-agent: ${line}\n`)
   const targets = values.targets ? (values.targets.split(',') as AgentTarget[]) : undefined
   for (const t of targets ?? []) {
     if (!AGENT_TARGETS.includes(t)) {
@@ -129,15 +143,11 @@ if (import.meta.main) {
       process.exit(2)
     }
   }
-  const { failed } = await buildAgent({
-    out: values.out ?? join(ROOT, 'dist/agent'),
-    targets,
-    version: values.version,
-    log: (line) => process.stderr.write(`build-agent: ${line}\n`),
-  })
+  const { failed } = await buildAgent({ out, targets, version: values.version, log: say })
   for (const f of failed)
-    process.stderr.write(
-      `build-agent: could not build ${agentFileName(f.target)} (${f.reason}); a target other than this machine's needs Bun's runtime for it from the npm registry once. The service answers 404 for it until it is built.\n`,
+    say(
+      `could not build ${agentFileName(f.target)} (${f.reason}); a target other than this machine's needs Bun's runtime for it from the npm registry once. The service answers 404 for it until it is built.`,
     )
-  process.exit(failed.length && values['require-all'] ? 1 : 0)
+  const own: AgentTarget = process.arch === 'arm64' ? 'linux-arm64' : 'linux-x64'
+  process.exit(failed.length && (values['require-all'] || failed.some((f) => f.target === own)) ? 1 : 0)
 }
