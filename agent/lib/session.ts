@@ -1,4 +1,4 @@
-import { checkAnyFrame, checkServiceFrame, firstFrameError, type AgentFrame, type HostFactsBody, type ServiceFrame } from '#protocol'
+import { checkAnyFrame, checkServiceFrame, firstFrameError, type AgentFrame, type HostFactsBody, type ServiceFrame, type UpdateEventKind } from '#protocol'
 import { catalogue } from './catalogue'
 import { FinishedCommands } from './command-store'
 import { CommandRunner } from './commands'
@@ -295,7 +295,7 @@ class Agent {
       verified = await downloadVerified({ baseUrl: this.cred.url, file, version, signal: ctx.signal, log: ctx.log })
     } catch (e) {
       const body = (e as { body?: { code: string; message: string } }).body
-      this.event({
+      this.updateEvent({
         kind: 'update.failed',
         severity: 'error',
         message: `the update to ${version} failed: ${body?.message ?? String(e)}`,
@@ -304,7 +304,7 @@ class Agent {
       throw e
     }
     ctx.log(`agent ${version} downloaded and verified (sha256 ${verified.sha256}); it replaces this one once this command is reported`)
-    this.event({
+    this.updateEvent({
       kind: 'update.verified',
       severity: 'info',
       message: `agent ${version} downloaded; its SHA-256 and version check out`,
@@ -324,7 +324,7 @@ class Agent {
     try {
       swapIn(file)
     } catch (e) {
-      this.event({
+      this.updateEvent({
         kind: 'update.failed',
         severity: 'error',
         message: `could not put agent ${version} in place: ${(e as Error).message}`,
@@ -333,7 +333,7 @@ class Agent {
       return
     }
     writeUpdateState(this.opts.stateDir, state)
-    this.event({
+    this.updateEvent({
       kind: 'update.installed',
       severity: 'info',
       message: `agent ${version} is in place (the previous one kept); starting it`,
@@ -358,7 +358,7 @@ class Agent {
       log.error('could not put the previous agent back', { error: (e as Error).message })
     }
     writeUpdateState(this.opts.stateDir, { ...state, state: 'rolled_back', reason: trial.reason, reported: true, at: new Date().toISOString() })
-    this.event({
+    this.updateEvent({
       kind: 'update.rolled_back',
       severity: 'error',
       message: `agent ${version} was rolled back: ${trial.reason}`,
@@ -378,7 +378,7 @@ class Agent {
       return
     }
     if ((st.state === 'confirmed' || st.state === 'trial') && st.to_version === AGENT_VERSION) {
-      this.event({
+      this.updateEvent({
         kind: 'update.completed',
         severity: 'info',
         message: `agent updated from ${st.from_version} to ${AGENT_VERSION}`,
@@ -386,7 +386,7 @@ class Agent {
       })
       writeUpdateState(this.opts.stateDir, { ...st, state: 'done', at: new Date().toISOString() })
     } else if (st.state === 'rolled_back' && !st.reported && st.from_version === AGENT_VERSION) {
-      this.event({
+      this.updateEvent({
         kind: 'update.rolled_back',
         severity: 'error',
         message: `agent ${st.to_version} was rolled back: ${st.reason ?? 'unknown reason'}`,
@@ -412,6 +412,11 @@ class Agent {
     } finally {
       this.sampling = false
     }
+  }
+
+  /** A self-update step (protocol/agent.ts UpdateEventKind). */
+  private updateEvent(e: AgentEvent & { kind: UpdateEventKind; data: { from_version: string; to_version: string } & Record<string, unknown> }): void {
+    this.event(e)
   }
 
   private event(e: AgentEvent): void {

@@ -41,7 +41,7 @@ export const TRIAL_ENV = 'GPUHQ_AGENT_UPDATE_TRIAL'
 /** How long a downloaded file may be: an agent is about 110 MiB. */
 const MAX_BYTES = 512 * 2 ** 20
 
-export function updateStatePath(stateDir: string): string {
+function updateStatePath(stateDir: string): string {
   return join(stateDir, 'update.json')
 }
 
@@ -64,7 +64,7 @@ export function compiledExecutable(): string | null {
 }
 
 /** The build this host needs, as the service names it. */
-export function hostTarget(): string | null {
+function hostTarget(): string | null {
   if (process.platform !== 'linux') return null
   return process.arch === 'x64' ? 'linux-x64' : process.arch === 'arm64' ? 'linux-arm64' : null
 }

@@ -1,5 +1,5 @@
 /** The version of these sources; scripts/build-agent.ts reads it, and a build may stamp another (below). */
-export const AGENT_SOURCE_VERSION = '1.0.0'
+const AGENT_SOURCE_VERSION = '1.0.0'
 
 /** Set by `bun build --define` in scripts/build-agent.ts --version (a release or a test's "next" build); absent when run from source. */
 declare const GPUHQ_AGENT_BUILD_VERSION: string | undefined

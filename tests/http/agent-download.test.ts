@@ -60,7 +60,7 @@ describe('installing the agent from the service', () => {
         const missing = await served.fetch(path)
         expect(missing.status).toBe(404)
         expect(missing.headers.get('content-type')).toStartWith('application/problem+json')
-        expect((await missing.json()).detail).toContain('scripts/build-agent.ts')
+        expect(((await missing.json()) as { detail: string }).detail).toContain('scripts/build-agent.ts')
       }
     } finally {
       await served.close()

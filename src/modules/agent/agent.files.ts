@@ -93,7 +93,7 @@ export function installScript(): string {
 }
 
 /** The architectures the agent is built for (scripts/build-agent.ts), as `uname -m` names them in install.sh: x86_64 → linux-x64, aarch64 → linux-arm64. */
-export const AGENT_TARGETS = ['linux-x64', 'linux-arm64'] as const
+const AGENT_TARGETS = ['linux-x64', 'linux-arm64'] as const
 export type AgentTarget = (typeof AGENT_TARGETS)[number]
 
 /** What scripts/build-agent.ts writes beside the executables. */
