@@ -5,7 +5,7 @@ import { dirname, join, relative, resolve } from 'node:path'
  * The reference agent, served by the service itself so an owner can install it with one line:
  * GET /agent/install.sh and GET /agent/gpuhq-agent.tar.gz (what install.sh downloads). The tarball
  * is a plain ustar archive built in memory once, then gzipped: agent/ as it is, plus what its
- * `#protocol` import needs on a host with nothing but Bun (docs/agent.md "What the tarball holds"):
+ * `#protocol` import needs on a host with nothing but Bun (docs/agent.md "The tarball: running from source"):
  * protocol.js, the protocol folder bundled with TypeBox into one file, and a package.json whose
  * "imports" points `#protocol` at it (in the repository, the root package.json points it at
  * protocol/index.ts).
