@@ -141,14 +141,15 @@ class Agent {
   private async loop(): Promise<void> {
     const log = this.opts.log
     while (!this.stopped) {
-      const end = await this.connectOnce()
-      if (this.stopped) return
+      // A self-update's trial child holds the session (also when it began while this one was down).
       if (this.paused) {
         await this.paused
         if (this.stopped) return
         this.attempt = 0
-        continue
       }
+      const end = await this.connectOnce()
+      if (this.stopped) return
+      if (this.paused) continue
       if (end.upgradeStatus === 401) {
         log.error(REVOKED)
         return this.finish(EXIT.config)
