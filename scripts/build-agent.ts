@@ -131,6 +131,10 @@ if (import.meta.main) {
       quiet: { type: 'boolean' },
     },
   })
+  if (values.version !== undefined && !/^[0-9]+\.[0-9]+\.[0-9]+$/.test(values.version)) {
+    process.stderr.write('build-agent: --version must be MAJOR.MINOR.PATCH (what agent.update accepts)\n')
+    process.exit(2)
+  }
   const out = values.out ?? join(ROOT, 'dist/agent')
   mkdirSync(out, { recursive: true })
   const say = values.quiet

@@ -59,7 +59,14 @@ function offerUpdate(deps: Deps, s: AgentSocketData, running: string): void {
   const wanted = servedAgentVersion(deps.config.agentBinDir)
   if (!wanted || compareVersions(running, wanted) >= 0) return
   const server = { id: s.serverId, tenantId: s.tenantId }
-  const commandId = offerAgentUpdate(deps, server, wanted)
+  let commandId: string | null
+  try {
+    commandId = offerAgentUpdate(deps, server, wanted)
+  } catch (e) {
+    // A full queue or a decommissioned server: the session goes on, the offer comes at a later hello.
+    deps.log.warn('agent update not offered', { server_id: s.serverId, version: wanted, error: e })
+    return
+  }
   if (!commandId) return
   withTransaction(deps.db, (tx) =>
     recordServerEvent(tx, deps, server, {
