@@ -178,6 +178,29 @@ describe('self-update of the single executable', () => {
     }
   }, 120_000)
 
+  test('an update whose trial was cut short (the old process died) is undone at the next start, and the previous version reports it', async () => {
+    const h = await host()
+    // Rented: the service's own offer of 1.1.0 to the 1.0.0 that comes back waits, so nothing moves after the rollback.
+    await setRental(h.serverId, true)
+    // As the old process leaves the files just before its trial child is welcomed: new in place, previous kept, update.json at trial.
+    copyFileSync(h.file, `${h.file}.previous`)
+    copyFileSync(next.file, h.file)
+    chmodSync(h.file, 0o755)
+    writeFileSync(
+      join(h.state, 'update.json'),
+      JSON.stringify({ state: 'trial', from_version: current.version, to_version: next.version, sha256: next.sha256, at: new Date().toISOString() }),
+      { mode: 0o600 },
+    )
+    const agent = supervise(h.file, ['run', '--state-dir', h.state], join(h.root, 'agent.log'))
+    const rolledBack = await eventOf(h.serverId, 'agent.update.rolled_back')
+    expect(rolledBack.data).toMatchObject({ from_version: current.version, to_version: next.version, restored: true })
+    expect(rolledBack.data!.reason).toContain('interrupted')
+    expect(agent.exits).toEqual([75])
+    expect(versionOf(h.file)).toBe(current.version)
+    expect(versionOf(`${h.file}.failed`)).toBe(next.version)
+    expect((await getServer(app, owner, h.serverId)).agent_version).toBe(current.version)
+  }, 120_000)
+
   test('a download that does not match its published SHA-256 is refused and nothing changes', async () => {
     const h = await host()
     serveDir(served, { ...next, sha256: 'f'.repeat(64) })
