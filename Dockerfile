@@ -25,13 +25,18 @@ COPY db ./db
 COPY jobs ./jobs
 # The web console's source: the service bundles it in memory at start (docs/console.md).
 COPY web ./web
-# The reference agent, served at /agent/install.sh and /agent/gpuhq-agent.tar.gz, and the protocol
-# it shares with the service (protocol/: bundled into the tarball, imported by src/ as #protocol).
+# The reference agent (built into /app/dist/agent below; install.sh and the tarball served as they
+# are) and the protocol it shares with the service (imported by src/ as #protocol).
 COPY agent ./agent
 COPY protocol ./protocol
 # The operator commands; `admin` on the PATH is scripts/admin, which here uses the image's Bun
 # (GPUHQ_PREINSTALLED below) instead of installing one.
-COPY scripts/admin scripts/admin.ts scripts/lib.sh ./scripts/
+COPY scripts/admin scripts/admin.ts scripts/lib.sh scripts/build-agent.ts ./scripts/
+
+# The agent as one executable per architecture, built here, while the build has network: the arm64
+# one needs Bun's aarch64 runtime from the npm registry (bun build --compile fetches it). The
+# running container serves /app/dist/agent and needs no network for it (docs/agent.md).
+RUN bun scripts/build-agent.ts --out /app/dist/agent --require-all && rm -rf /root/.bun/install/cache
 
 RUN ln -s /app/scripts/admin /usr/local/bin/admin && mkdir -p /app/data && chown bun:bun /app/data
 VOLUME /app/data
@@ -43,7 +48,8 @@ ENV NODE_ENV=production \
     DATA_DIR=/app/data \
     DATABASE_URL=file:/app/data/gpuhq.db \
     PAYMENT_PROVIDERS="" \
-    GPUHQ_PREINSTALLED=1
+    GPUHQ_PREINSTALLED=1 \
+    AGENT_BIN_DIR=/app/dist/agent
 
 # Not root: the service, `admin` and everything started with `docker run`/`docker exec` run as bun.
 USER bun

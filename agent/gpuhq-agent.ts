@@ -12,6 +12,7 @@ import { normaliseBaseUrl } from './lib/http'
 import { createLogger, type Level } from './lib/log'
 import { Machine } from './lib/machine'
 import { type AgentHandle, type AgentOptions, startAgent } from './lib/session'
+import { abandonInterruptedTrial, compiledExecutable } from './lib/update'
 import { AGENT_VERSION, EXIT } from './lib/version'
 
 const COMMON = ['state-dir', 'simulate', 'nvidia-smi', 'public-ip', 'port-range', 'log-level']
@@ -19,7 +20,16 @@ const SPEC = {
   enroll: { flags: ['token-stdin'], values: [...COMMON, 'url', 'token-file'] },
   run: {
     flags: [],
-    values: [...COMMON, 'heartbeat-interval', 'telemetry-interval', 'update-command', 'reconnect-base-ms', 'reconnect-cap-ms', 'replaced-pause-ms'],
+    values: [
+      ...COMMON,
+      'heartbeat-interval',
+      'telemetry-interval',
+      'update-command',
+      'update-trial-s',
+      'reconnect-base-ms',
+      'reconnect-cap-ms',
+      'replaced-pause-ms',
+    ],
   },
   facts: { flags: [], values: COMMON },
   version: { flags: [], values: [] },
@@ -41,7 +51,10 @@ options:
   --port-range A-B             ports this host offers to renters (sent at enrolment and hello)
   --public-ip <ipv4>           the host's public address when no local interface carries it
   --nvidia-smi <path>          the nvidia-smi binary (default: nvidia-smi on PATH)
-  --update-command <path>      executable run as "<path> <version>" for agent.update (default: updates refused)
+  --update-command <path>      executable run as "<path> <version>" for agent.update, instead of the
+                               built-in self-update (the single executable replaces itself; from source
+                               without this option, updates are refused)
+  --update-trial-s <s>         how long a new version has to reconnect before it is rolled back (default 120)
   --heartbeat-interval <s>     override the service's heartbeat interval (tests, demos)
   --telemetry-interval <s>     override the service's telemetry interval
   --log-level debug|info|warn|error
@@ -118,9 +131,16 @@ async function main(argv: string[]): Promise<number> {
   }
 
   // run
+  const executable = compiledExecutable()
+  if (executable && abandonInterruptedTrial(stateDir, executable, AGENT_VERSION)) {
+    log.error('an update to this version was interrupted before it was proven; the previous agent is back in place, restarting into it')
+    return EXIT.restart
+  }
   let runOptions: AgentOptions
   try {
+    const trialS = numberOption(options, 'update-trial-s', (n) => n >= 1 && n <= 3600, 'seconds between 1 and 3600')
     runOptions = {
+      selfUpdate: executable ? { file: executable, args: argv, trialS } : undefined,
       ...machineOptions,
       log,
       heartbeatIntervalS: numberOption(options, 'heartbeat-interval', (n) => n >= 0.05 && n <= 3600, 'seconds between 0.05 and 3600'),

@@ -1,5 +1,7 @@
 #!/bin/sh
-# Installs the gpuhq agent as a systemd service on a Linux GPU server.
+# Installs the gpuhq agent as a systemd service on a Linux GPU server. Needs only curl (or wget),
+# sha256sum and systemd: the agent is one executable (gpuhq-agent-linux-x64 or -arm64), checked
+# against the SHA-256 the service publishes before anything is installed.
 #
 #   curl -fsSL https://gpuhq.example.com/agent/install.sh \
 #     | sudo sh -s -- --url https://gpuhq.example.com --token-file /root/gpuhq-init-token
@@ -10,8 +12,9 @@
 # arguments are visible to every user of the host (ps, /proc/<pid>/cmdline) and stay in shell
 # history. With "curl … | sh" standard input is the script itself, so use --token-file there.
 #
-# Re-running the installer without a token updates the agent files and restarts the service,
-# keeping the existing enrolment. See docs/agent.md.
+# Re-running the installer without a token installs the service's current agent (the one it
+# replaces kept as gpuhq-agent.previous) and restarts the service, keeping the enrolment. The agent
+# also updates itself when the service asks (docs/agent.md "Self-update").
 set -eu
 
 PREFIX="${GPUHQ_AGENT_PREFIX:-/opt/gpuhq-agent}"
@@ -19,8 +22,6 @@ STATE_DIR="${GPUHQ_AGENT_STATE_DIR:-/var/lib/gpuhq-agent}"
 UNIT_DIR="${GPUHQ_SYSTEMD_DIR:-/etc/systemd/system}"
 # Overrides for packaging and tests; a normal install leaves them unset.
 SYSTEMCTL="${GPUHQ_SYSTEMCTL:-systemctl}"
-BUN="${GPUHQ_BUN:-}"
-BUN_VERSION="1.4.5"
 UNIT="gpuhq-agent.service"
 
 URL=""
@@ -29,7 +30,7 @@ TOKEN_STDIN=0
 PORT_RANGE=""
 PUBLIC_IP=""
 SIMULATE=""
-SOURCE=""
+BINARY=""
 START=1
 
 say() { printf 'gpuhq-agent install: %s\n' "$*" >&2; }
@@ -45,11 +46,11 @@ usage: install.sh --url <PUBLIC_URL> (--token-file <path> | --token-stdin) [opti
   --port-range A-B       ports this host offers to renters, e.g. 40000-40199
   --public-ip <ipv4>     the host's public address, when no local interface carries it
   --simulate N           run with N simulated GPUs (demos; dangerous commands become no-ops)
-  --source <dir>         copy the agent from this directory (default: beside this script,
-                         else downloaded from <PUBLIC_URL>/agent/gpuhq-agent.tar.gz)
+  --binary <file>        install this copy of gpuhq-agent-linux-<arch> instead of downloading it;
+                         it is still checked against <PUBLIC_URL>/agent/gpuhq-agent-linux-<arch>.sha256
   --no-start             write the unit but do not enable or start it
 
-Without a token, an already enrolled host keeps its credential and only gets new agent files.
+Without a token, an already enrolled host keeps its credential and only gets the current agent.
 EOF
 }
 
@@ -76,8 +77,8 @@ while [ "$#" -gt 0 ]; do
 	--public-ip=*) PUBLIC_IP="${1#*=}"; shift ;;
 	--simulate) need_value "$@"; SIMULATE="$2"; shift 2 ;;
 	--simulate=*) SIMULATE="${1#*=}"; shift ;;
-	--source) need_value "$@"; SOURCE="$2"; shift 2 ;;
-	--source=*) SOURCE="${1#*=}"; shift ;;
+	--binary) need_value "$@"; BINARY="$2"; shift 2 ;;
+	--binary=*) BINARY="${1#*=}"; shift ;;
 	--no-start) START=0; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) die "unknown argument: $1 (see --help)" ;;
@@ -96,81 +97,60 @@ if [ -z "$TOKEN_FILE" ] && [ "$TOKEN_STDIN" -eq 0 ] && [ ! -f "$STATE_DIR/creden
 fi
 if [ -z "${GPUHQ_SYSTEMCTL:-}" ]; then
 	command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ] ||
-		die "this installer needs systemd; without it, run \"bun $PREFIX/gpuhq-agent.ts run\" under your own supervisor"
+		die "this installer needs systemd; without it, run \"$PREFIX/gpuhq-agent run\" under your own supervisor and start it again on exit code 75"
 fi
+command -v sha256sum >/dev/null 2>&1 || die "sha256sum is missing (coreutils): it checks the agent before it is installed"
 
-# --- agent source ----------------------------------------------------------------------------
-CLEANUP=""
-trap 'if [ -n "$CLEANUP" ]; then rm -rf "$CLEANUP"; fi' EXIT
-if [ -z "$SOURCE" ]; then
-	HERE="$(cd "$(dirname "$0")" 2>/dev/null && pwd || true)"
-	if [ -n "$HERE" ] && [ -f "$HERE/gpuhq-agent.ts" ] && [ -d "$HERE/lib" ]; then
-		SOURCE="$HERE"
+# --- the executable --------------------------------------------------------------------------
+case "$(uname -m)" in
+x86_64 | amd64) TARGET="linux-x64" ;;
+aarch64 | arm64) TARGET="linux-arm64" ;;
+*) die "no agent build for this machine ($(uname -m)); gpuhq builds linux-x64 and linux-arm64" ;;
+esac
+FILE="gpuhq-agent-$TARGET"
+
+fetch() { # fetch <url> <output file>
+	if command -v curl >/dev/null 2>&1; then
+		curl -fsSL --retry 3 -o "$2" "$1"
+	elif command -v wget >/dev/null 2>&1; then
+		wget -q -O "$2" "$1"
 	else
-		CLEANUP="$(mktemp -d)"
-		say "downloading the agent from $URL/agent/gpuhq-agent.tar.gz …"
-		if command -v curl >/dev/null 2>&1; then
-			curl -fsSL "$URL/agent/gpuhq-agent.tar.gz" -o "$CLEANUP/agent.tar.gz" || true
-		elif command -v wget >/dev/null 2>&1; then
-			wget -q -O "$CLEANUP/agent.tar.gz" "$URL/agent/gpuhq-agent.tar.gz" || true
-		fi
-		[ -s "$CLEANUP/agent.tar.gz" ] && tar -xzf "$CLEANUP/agent.tar.gz" -C "$CLEANUP" ||
-			die "could not download the agent; unpack gpuhq-agent.tar.gz (or use a gpuhq checkout's agent/ folder) on this host and pass --source <dir>"
-		SOURCE="$CLEANUP"
-		[ -f "$SOURCE/gpuhq-agent.ts" ] || SOURCE="$CLEANUP/agent"
+		die "neither curl nor wget is installed"
 	fi
-fi
-[ -f "$SOURCE/gpuhq-agent.ts" ] && [ -d "$SOURCE/lib" ] || die "$SOURCE does not hold gpuhq-agent.ts and lib/"
+}
 
-# --- Bun -------------------------------------------------------------------------------------
-if [ -z "$BUN" ]; then
-	if command -v bun >/dev/null 2>&1; then
-		BUN="$(command -v bun)"
-	elif command -v npm >/dev/null 2>&1; then
-		say "installing Bun $BUN_VERSION from the npm registry (npm install -g bun@$BUN_VERSION) …"
-		npm install -g --no-audit --no-fund --loglevel=error "bun@$BUN_VERSION" >&2 ||
-			die "npm could not install Bun; install it yourself (https://bun.sh) and run this again"
-		BUN="$(npm prefix -g)/bin/bun"
-	else
-		die "the agent runs on Bun, which is not installed. Install Node.js and npm (e.g. apt-get install nodejs npm) and run this again, or install Bun yourself: https://bun.sh/docs/installation"
-	fi
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+fetch "$URL/agent/$FILE.sha256" "$WORK/$FILE.sha256" ||
+	die "could not download $URL/agent/$FILE.sha256 (is --url the address of gpuhq, and is the $TARGET agent built there?)"
+EXPECTED="$(cut -c1-64 "$WORK/$FILE.sha256")"
+case "$EXPECTED" in *[!0-9a-f]* | "") die "$URL/agent/$FILE.sha256 does not hold a SHA-256" ;; esac
+[ "${#EXPECTED}" -eq 64 ] || die "$URL/agent/$FILE.sha256 does not hold a SHA-256"
+if [ -n "$BINARY" ]; then
+	[ -f "$BINARY" ] || die "cannot read $BINARY"
+	cp "$BINARY" "$WORK/$FILE"
+else
+	say "downloading $URL/agent/$FILE …"
+	fetch "$URL/agent/$FILE" "$WORK/$FILE" || die "could not download $URL/agent/$FILE"
 fi
-"$BUN" --version >/dev/null 2>&1 || die "$BUN does not run"
-say "using Bun $("$BUN" --version) at $BUN"
+# Checked before anything on this host changes; a mismatch is refused in one line.
+ACTUAL="$(sha256sum "$WORK/$FILE" | cut -d' ' -f1)"
+[ "$ACTUAL" = "$EXPECTED" ] ||
+	die "refusing to install: $FILE has SHA-256 $ACTUAL but $URL publishes $EXPECTED (corrupted or tampered with); nothing was changed"
+chmod 755 "$WORK/$FILE"
+VERSION="$("$WORK/$FILE" version)" || die "the downloaded agent does not run on this machine"
 
-# --- agent files -----------------------------------------------------------------------------
 umask 022
 mkdir -p "$PREFIX"
-rm -rf "$PREFIX/lib"
-cp "$SOURCE/gpuhq-agent.ts" "$PREFIX/"
-cp -R "$SOURCE/lib" "$PREFIX/lib"
-# The agent imports the protocol's frames as #protocol (docs/agent.md "What the tarball holds"): the
-# tarball brings protocol.js (the protocol bundled with TypeBox) and the package.json that maps it;
-# a gpuhq checkout's agent/ folder has protocol/ beside it instead, bundled here the same way.
-if [ -f "$SOURCE/protocol.js" ] && [ -f "$SOURCE/package.json" ]; then
-	cp "$SOURCE/protocol.js" "$SOURCE/package.json" "$PREFIX/"
-elif [ -f "$SOURCE/../protocol/index.ts" ]; then
-	"$BUN" build "$SOURCE/../protocol/index.ts" --target=bun --format=esm --outfile="$PREFIX/protocol.js" >/dev/null ||
-		die "could not bundle $SOURCE/../protocol for the agent (bun build)"
-	cat >"$PREFIX/package.json" <<'EOF'
-{
-  "name": "gpuhq-agent",
-  "private": true,
-  "type": "module",
-  "imports": {
-    "#protocol": "./protocol.js"
-  }
-}
-EOF
-else
-	die "$SOURCE holds neither protocol.js and package.json (an unpacked gpuhq-agent.tar.gz) nor ../protocol (a gpuhq checkout)"
-fi
-for f in README.md install.sh; do
-	if [ -f "$SOURCE/$f" ]; then cp "$SOURCE/$f" "$PREFIX/"; fi
-done
+AGENT="$PREFIX/gpuhq-agent"
+# An older install ran the agent's sources on Bun: they go (the unit is rewritten below).
+rm -rf "$PREFIX/lib" "$PREFIX/gpuhq-agent.ts" "$PREFIX/protocol.js" "$PREFIX/package.json"
+cp "$WORK/$FILE" "$AGENT.new"
+if [ -f "$AGENT" ]; then mv -f "$AGENT" "$AGENT.previous"; fi
+mv -f "$AGENT.new" "$AGENT"
 mkdir -p "$STATE_DIR"
 chmod 700 "$STATE_DIR"
-say "agent $("$BUN" "$PREFIX/gpuhq-agent.ts" version) installed in $PREFIX"
+say "agent $VERSION installed as $AGENT (sha256 $ACTUAL)"
 
 # --- enrolment -------------------------------------------------------------------------------
 set -- --url "$URL" --state-dir "$STATE_DIR"
@@ -178,10 +158,10 @@ if [ -n "$PORT_RANGE" ]; then set -- "$@" --port-range "$PORT_RANGE"; fi
 if [ -n "$PUBLIC_IP" ]; then set -- "$@" --public-ip "$PUBLIC_IP"; fi
 if [ -n "$SIMULATE" ]; then set -- "$@" --simulate "$SIMULATE"; fi
 if [ -n "$TOKEN_FILE" ]; then
-	"$BUN" "$PREFIX/gpuhq-agent.ts" enroll "$@" --token-file "$TOKEN_FILE" || die "enrolment failed (see the message above)"
+	"$AGENT" enroll "$@" --token-file "$TOKEN_FILE" || die "enrolment failed (see the message above)"
 	say "enrolled; the init token in $TOKEN_FILE is used up and can be deleted"
 elif [ "$TOKEN_STDIN" -eq 1 ]; then
-	"$BUN" "$PREFIX/gpuhq-agent.ts" enroll "$@" --token-stdin || die "enrolment failed (see the message above)"
+	"$AGENT" enroll "$@" --token-stdin || die "enrolment failed (see the message above)"
 	say "enrolled"
 elif [ -f "$STATE_DIR/credential.json" ]; then
 	say "already enrolled ($STATE_DIR/credential.json); keeping that credential"
@@ -190,15 +170,21 @@ else
 fi
 
 # --- service ---------------------------------------------------------------------------------
-EXEC="$BUN $PREFIX/gpuhq-agent.ts run --state-dir $STATE_DIR"
+EXEC="$AGENT run --state-dir $STATE_DIR"
 if [ -n "$SIMULATE" ]; then EXEC="$EXEC --simulate $SIMULATE"; fi
 if [ -n "$PUBLIC_IP" ]; then EXEC="$EXEC --public-ip $PUBLIC_IP"; fi
+# systemd creates and owns the state directory when it lies under /var/lib (the default).
+case "$STATE_DIR" in
+/var/lib/?*) STATE_LINES="StateDirectory=${STATE_DIR#/var/lib/}
+StateDirectoryMode=0700" ;;
+*) STATE_LINES="ReadWritePaths=$STATE_DIR" ;;
+esac
 mkdir -p "$UNIT_DIR"
 cat >"$UNIT_DIR/$UNIT" <<EOF
 # Written by the gpuhq agent installer; re-running install.sh rewrites it.
 [Unit]
 Description=gpuhq agent (presence, telemetry and commands for gpuhq)
-Documentation=file://$PREFIX/README.md
+Documentation=$URL/agent/install.sh
 Wants=network-online.target
 After=network-online.target
 
@@ -208,12 +194,29 @@ Type=simple
 # host (commands from gpuhq) need it, and the credential lives in a root-only directory.
 User=root
 ExecStart=$EXEC
-# Restart on crashes, network trouble and agent.restart (exit 75) …
+$STATE_LINES
+# Restart on crashes, network trouble, agent.restart and a self-update (exit 75) …
 Restart=always
 RestartSec=5
 # … but not after exit 78: not enrolled, credential revoked or agent too old. Enrol again.
 RestartPreventExitStatus=78
-PrivateTmp=true
+# Hardening the commands allow. Nothing the agent runs needs new privileges (it is root already;
+# nvidia-smi and systemctl reboot need no setuid), so NoNewPrivileges holds. /usr, /boot and /etc
+# are read-only to it (ProtectSystem=full, not strict: $PREFIX must stay writable, since the
+# agent replaces its own file when it updates). No kernel-module or /proc/sys protection: nvidia-smi
+# may load the driver and set GPU state through them.
+NoNewPrivileges=yes
+ProtectSystem=full
+ProtectHome=read-only
+PrivateTmp=yes
+ProtectControlGroups=yes
+RestrictSUIDSGID=yes
+RestrictRealtime=yes
+LockPersonality=yes
+UMask=0077
+# A self-update's trial child runs beside the old process; stopping the service stops both.
+KillMode=control-group
+TimeoutStopSec=30
 
 [Install]
 WantedBy=multi-user.target

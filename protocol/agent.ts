@@ -154,3 +154,10 @@ export function firstFrameError(type: string, errors: { First(): { path: string;
 
 /** Frames are limited to 256 KiB, both ways. */
 export const MAX_FRAME_BYTES = 256 * 1024
+
+/**
+ * The self-update's steps, as the agent reports them in `event` frames (docs/agent.md
+ * "Self-update"); the service stores each as the server event `agent.<kind>`, beside its own
+ * `agent.update.offered`. Every one carries `data.from_version` and `data.to_version`.
+ */
+export type UpdateEventKind = 'update.verified' | 'update.installed' | 'update.completed' | 'update.rolled_back' | 'update.failed'

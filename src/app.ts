@@ -127,7 +127,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(tokensRoutes(deps))
     .use(auditRoutes(deps))
     .use(agentRoutes(deps))
-    .use(agentDownloadRoutes())
+    .use(agentDownloadRoutes(deps))
     .use(serversRoutes(deps, findGroup, maintenanceAnnouncements, serverMargin))
     .use(groupsRoutes(deps))
     .use(metricsRoutes(deps, visibleServerId))

@@ -30,6 +30,8 @@ export type Config = Readonly<{
   telegram: { botToken: string | null; apiUrl: string; updates: 'polling' | 'webhook' }
   testClock: boolean
   minAgentVersion: string
+  /** Where the built agent executables and their manifest are (scripts/build-agent.ts; AGENT_BIN_DIR, default dist/agent of the checkout). */
+  agentBinDir: string
   trustedProxies: readonly string[]
   bodyLimitBytes: number
   idempotencyRetentionSeconds: number
@@ -251,6 +253,7 @@ export function loadConfig(env: Env = process.env): Config {
     testClock,
     demoSignIn: demoEmail && demoPassword ? { email: demoEmail, password: demoPassword } : null,
     minAgentVersion: semver(env, 'MIN_AGENT_VERSION', '1.0.0'),
+    agentBinDir: resolve(env.AGENT_BIN_DIR || resolve(import.meta.dir, '../dist/agent')),
     trustedProxies: Object.freeze(
       (env.TRUSTED_PROXIES || '')
         .split(',')

@@ -13,8 +13,10 @@ export type CatalogueDeps = {
   machine: Machine
   /** Ends the process so its supervisor (systemd) starts it again. */
   restart: () => void
-  /** An executable that installs agent version $1 (a package-manager wrapper); absent: updates are refused. */
+  /** An executable that installs agent version $1 (a package-manager wrapper); it wins over the built-in self-update. */
   updateCommand?: string
+  /** The built-in self-update of the single executable (lib/update.ts); absent when run from source. */
+  selfUpdate?: (version: string, ctx: CommandContext) => Promise<{ result: Record<string, unknown>; after?: () => Promise<void> | void }>
   event: (e: AgentEvent) => void
 }
 
@@ -52,10 +54,12 @@ export function catalogue(deps: CatalogueDeps): Record<string, Handler> {
     'agent.update': async (ctx) => {
       const version = ctx.params.version
       if (typeof version !== 'string' || !/^[0-9A-Za-z][0-9A-Za-z.+~-]{0,31}$/.test(version)) throw invalid('version must be a version string such as 1.2.0')
+      if (!deps.updateCommand && deps.selfUpdate) return deps.selfUpdate(version, ctx)
       if (!deps.updateCommand)
         throw new CommandFailure({
           code: 'update_unsupported',
-          message: 'this agent has no update path configured (start it with --update-command); update it with your package manager or by re-running install.sh',
+          message:
+            'this agent runs from source, which cannot replace itself (the single executable can); start it with --update-command, or update it by re-running install.sh',
           retryable: false,
         })
       ctx.log(`running the update command for version ${version}`)

@@ -1,4 +1,4 @@
-import { checkAnyFrame, checkServiceFrame, firstFrameError, type AgentFrame, type HostFactsBody, type ServiceFrame } from '#protocol'
+import { checkAnyFrame, checkServiceFrame, firstFrameError, type AgentFrame, type HostFactsBody, type ServiceFrame, type UpdateEventKind } from '#protocol'
 import { catalogue } from './catalogue'
 import { FinishedCommands } from './command-store'
 import { CommandRunner } from './commands'
@@ -9,6 +9,8 @@ import { websocketUrl } from './http'
 import type { Logger } from './log'
 import { Machine, type AgentEvent, type HostFacts } from './machine'
 import type { SimulationProfile } from './simulate'
+import type { CommandContext } from './commands'
+import { downloadVerified, readUpdateState, runTrial, swapBack, swapIn, TRIAL_ENV, writeUpdateState, type UpdateState } from './update'
 import { AGENT_VERSION, EXIT } from './version'
 
 /**
@@ -36,6 +38,12 @@ export type AgentOptions = {
   /** Pause after being replaced by a newer session (close 4409) before trying again. */
   replacedPauseMs?: number
   welcomeTimeoutMs?: number
+  /**
+   * The built-in self-update (lib/update.ts), for the single executable: the file it runs from, the
+   * arguments it was started with (the trial child gets the same), and how long the new version has
+   * to be welcomed before it is rolled back (default 120 s).
+   */
+  selfUpdate?: { file: string; args: string[]; trialS?: number }
 }
 
 export type AgentHandle = {
@@ -76,6 +84,8 @@ class Agent {
   private sampling = false
   private heartbeatS: number
   private telemetryS: number
+  /** While a trial child holds the session (lib/update.ts step 4), this process stays off it. */
+  private paused: Promise<void> | null = null
 
   constructor(
     private readonly opts: AgentOptions,
@@ -97,6 +107,7 @@ class Agent {
       handlers: catalogue({
         machine: this.machine,
         updateCommand: opts.updateCommand,
+        selfUpdate: opts.selfUpdate ? (version, ctx) => this.prepareUpdate(version, ctx) : undefined,
         restart: () => void this.finish(EXIT.restart, "restarting at the service's request"),
         event: (e) => this.event(e),
       }),
@@ -130,8 +141,15 @@ class Agent {
   private async loop(): Promise<void> {
     const log = this.opts.log
     while (!this.stopped) {
+      // A self-update's trial child holds the session (also when it began while this one was down).
+      if (this.paused) {
+        await this.paused
+        if (this.stopped) return
+        this.attempt = 0
+      }
       const end = await this.connectOnce()
       if (this.stopped) return
+      if (this.paused) continue
       if (end.upgradeStatus === 401) {
         log.error(REVOKED)
         return this.finish(EXIT.config)
@@ -258,6 +276,7 @@ class Agent {
     this.welcomed = true
     this.opts.log.info('welcomed', { heartbeat_interval_s: this.heartbeatS, telemetry_interval_s: this.telemetryS })
     this.heartbeat()
+    this.updateWelcomed()
     this.sendOutbox()
     this.timers.push(setInterval(() => this.heartbeat(), this.heartbeatS * 1000))
     // The first telemetry comes within 5 s so a fresh server shows numbers at once, then on the interval.
@@ -266,6 +285,116 @@ class Agent {
       if (this.welcomed) this.timers.push(setInterval(() => void this.telemetry(), this.telemetryS * 1000))
     }, Math.min(this.telemetryS, 5) * 1000)
     this.timers.push(first as unknown as ReturnType<typeof setInterval>)
+  }
+
+  /** agent.update with the built-in self-update: steps 1–2 now, the swap and the trial once the command is reported (lib/update.ts). */
+  private async prepareUpdate(version: string, ctx: CommandContext) {
+    if (version === AGENT_VERSION) return { result: { version, already_running: true, restarting: false } }
+    const { file } = this.opts.selfUpdate!
+    let verified: { sha256: string; bytes: number }
+    try {
+      verified = await downloadVerified({ baseUrl: this.cred.url, file, version, signal: ctx.signal, log: ctx.log })
+    } catch (e) {
+      const body = (e as { body?: { code: string; message: string } }).body
+      this.updateEvent({
+        kind: 'update.failed',
+        severity: 'error',
+        message: `the update to ${version} failed: ${body?.message ?? String(e)}`,
+        data: { from_version: AGENT_VERSION, to_version: version, code: body?.code ?? 'agent_error' },
+      })
+      throw e
+    }
+    ctx.log(`agent ${version} downloaded and verified (sha256 ${verified.sha256}); it replaces this one once this command is reported`)
+    this.updateEvent({
+      kind: 'update.verified',
+      severity: 'info',
+      message: `agent ${version} downloaded; its SHA-256 and version check out`,
+      data: { from_version: AGENT_VERSION, to_version: version, sha256: verified.sha256, bytes: verified.bytes },
+    })
+    return {
+      result: { from_version: AGENT_VERSION, version, sha256: verified.sha256, restarting: true },
+      after: () => this.installUpdate(version, verified.sha256),
+    }
+  }
+
+  /** Steps 3–5: swap the files, let the new version prove itself, then restart into it or roll back. */
+  private async installUpdate(version: string, sha256: string): Promise<void> {
+    const { file, args, trialS } = this.opts.selfUpdate!
+    const log = this.opts.log
+    const state: UpdateState = { state: 'trial', from_version: AGENT_VERSION, to_version: version, sha256, at: new Date().toISOString() }
+    try {
+      swapIn(file)
+    } catch (e) {
+      this.updateEvent({
+        kind: 'update.failed',
+        severity: 'error',
+        message: `could not put agent ${version} in place: ${(e as Error).message}`,
+        data: { from_version: AGENT_VERSION, to_version: version, code: 'update_swap_failed' },
+      })
+      return
+    }
+    writeUpdateState(this.opts.stateDir, state)
+    this.updateEvent({
+      kind: 'update.installed',
+      severity: 'info',
+      message: `agent ${version} is in place (the previous one kept); starting it`,
+      data: { from_version: AGENT_VERSION, to_version: version, file, previous: `${file}.previous` },
+    })
+    await this.flush()
+    let resume!: () => void
+    this.paused = new Promise((r) => (resume = r))
+    this.ws?.close(1000, 'agent updating')
+    log.info('trying the new agent', { version })
+    const trial = await runTrial({ file, args, stateDir: this.opts.stateDir, trialMs: (trialS ?? 120) * 1000, log })
+    if (trial.ok) {
+      resume()
+      return this.finish(EXIT.restart, `agent ${version} was welcomed by the service; restarting into it`)
+    }
+    log.error('the new agent did not reconnect; rolling back', { version, reason: trial.reason })
+    let restored = true
+    try {
+      swapBack(file)
+    } catch (e) {
+      restored = false
+      log.error('could not put the previous agent back', { error: (e as Error).message })
+    }
+    writeUpdateState(this.opts.stateDir, { ...state, state: 'rolled_back', reason: trial.reason, reported: true, at: new Date().toISOString() })
+    this.updateEvent({
+      kind: 'update.rolled_back',
+      severity: 'error',
+      message: `agent ${version} was rolled back: ${trial.reason}`,
+      data: { from_version: AGENT_VERSION, to_version: version, reason: trial.reason, restored, kept_as: `${file}.failed` },
+    })
+    this.paused = null
+    resume()
+  }
+
+  /** After a welcome: a trial child confirms; the first welcomed run of a new version reports the update completed. */
+  private updateWelcomed(): void {
+    const st = readUpdateState(this.opts.stateDir)
+    if (!st) return
+    if (process.env[TRIAL_ENV] === '1') {
+      if (st.state === 'trial' && st.to_version === AGENT_VERSION)
+        writeUpdateState(this.opts.stateDir, { ...st, state: 'confirmed', at: new Date().toISOString() })
+      return
+    }
+    if ((st.state === 'confirmed' || st.state === 'trial') && st.to_version === AGENT_VERSION) {
+      this.updateEvent({
+        kind: 'update.completed',
+        severity: 'info',
+        message: `agent updated from ${st.from_version} to ${AGENT_VERSION}`,
+        data: { from_version: st.from_version, to_version: AGENT_VERSION, sha256: st.sha256 },
+      })
+      writeUpdateState(this.opts.stateDir, { ...st, state: 'done', at: new Date().toISOString() })
+    } else if (st.state === 'rolled_back' && !st.reported && st.from_version === AGENT_VERSION) {
+      this.updateEvent({
+        kind: 'update.rolled_back',
+        severity: 'error',
+        message: `agent ${st.to_version} was rolled back: ${st.reason ?? 'unknown reason'}`,
+        data: { from_version: st.from_version, to_version: st.to_version, reason: st.reason ?? null, restored: true },
+      })
+      writeUpdateState(this.opts.stateDir, { ...st, reported: true })
+    }
   }
 
   private heartbeat(): void {
@@ -284,6 +413,11 @@ class Agent {
     } finally {
       this.sampling = false
     }
+  }
+
+  /** A self-update step (protocol/agent.ts UpdateEventKind). */
+  private updateEvent(e: AgentEvent & { kind: UpdateEventKind; data: { from_version: string; to_version: string } & Record<string, unknown> }): void {
+    this.event(e)
   }
 
   private event(e: AgentEvent): void {

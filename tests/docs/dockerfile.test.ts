@@ -108,6 +108,17 @@ beforeAll(() => {
         const r = run(['bun', ...step.split(/\s+/).slice(1)])
         expect({ op, step, code: r.code, err: r.code ? r.err : '' }).toEqual({ op, step, code: 0, err: '' })
       }
+      // The agent executables, built as the image builds them (the arm64 runtime from Bun's cache, as scripts/test left it).
+      if (step.startsWith('bun scripts/build-agent.ts')) {
+        const r = run([
+          'bun',
+          ...step
+            .split(/\s+/)
+            .slice(1)
+            .map((w) => w.replace(/^\/app\b/, inImage('/app'))),
+        ])
+        expect({ op, step, code: r.code, err: r.code ? r.err : '' }).toEqual({ op, step, code: 0, err: '' })
+      }
       const link = /^ln -s (\S+) (\S+)$/.exec(step)
       if (link) symlinkSync(inImage(link[1]!), inImage(link[2]!))
       if (step.startsWith('mkdir -p')) for (const d of step.split(/\s+/).slice(2)) mkdirSync(inImage(d), { recursive: true })
@@ -133,6 +144,17 @@ describe('the Docker image, rebuilt from the Dockerfile as a directory', () => {
       expect(copied).toContain(f)
     expect(existsSync(join(app, 'scripts/admin'))).toBe(true)
     expect(lstatSync(join(app, 'scripts/admin')).mode & 0o111).not.toBe(0)
+  })
+
+  test('builds the agent executables for both architectures where AGENT_BIN_DIR points, each matching its published SHA-256', () => {
+    const dir = env.AGENT_BIN_DIR!
+    expect(dir).toBe(inImage('/app/dist/agent'))
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { files: Record<string, { file: string; sha256: string }> }
+    expect(Object.keys(manifest.files).sort()).toEqual(['linux-arm64', 'linux-x64'])
+    for (const { file, sha256 } of Object.values(manifest.files)) {
+      expect(new Bun.CryptoHasher('sha256').update(readFileSync(join(dir, file))).digest('hex')).toBe(sha256)
+      expect(readFileSync(join(dir, `${file}.sha256`), 'utf8')).toBe(`${sha256}  ${file}\n`)
+    }
   })
 
   test('installs the runtime dependencies only: no TypeScript compiler, no test or build tools', () => {

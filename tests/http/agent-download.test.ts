@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startTestApp, type TestApp } from '../support/app'
+import { builtAgent, HOST_TARGET, serveDir } from '../agent/agent-binary'
 
 let app: TestApp
 const dir = mkdtempSync(join(tmpdir(), 'gpuhq-agent-dl-'))
@@ -35,4 +36,36 @@ describe('installing the agent from the service', () => {
     expect(version.exitCode).toBe(0)
     expect(version.stdout.toString()).toMatch(/\d+\.\d+\.\d+/)
   })
+
+  test('each executable is served with its SHA-256 (file and header) and version; an architecture not built is a 404 problem', async () => {
+    const agent = await builtAgent()
+    const bin = join(dir, 'bin')
+    serveDir(bin, agent)
+    const served = await startTestApp({ AGENT_BIN_DIR: bin, LOG_LEVEL: 'silent' })
+    try {
+      const name = `gpuhq-agent-${HOST_TARGET}`
+      const res = await served.fetch(`/agent/${name}`)
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toBe('application/octet-stream')
+      expect(res.headers.get('x-checksum-sha256')).toBe(agent.sha256)
+      expect(res.headers.get('x-gpuhq-agent-version')).toBe(agent.version)
+      const body = new Uint8Array(await res.arrayBuffer())
+      expect(new Bun.CryptoHasher('sha256').update(body).digest('hex')).toBe(agent.sha256)
+      const sum = await served.fetch(`/agent/${name}.sha256`)
+      expect(sum.status).toBe(200)
+      expect(await sum.text()).toBe(`${agent.sha256}  ${name}\n`)
+
+      const other = HOST_TARGET === 'linux-x64' ? 'linux-arm64' : 'linux-x64'
+      for (const path of [`/agent/gpuhq-agent-${other}`, `/agent/gpuhq-agent-${other}.sha256`]) {
+        const missing = await served.fetch(path)
+        expect(missing.status).toBe(404)
+        expect(missing.headers.get('content-type')).toStartWith('application/problem+json')
+        expect(((await missing.json()) as { detail: string }).detail).toContain('scripts/build-agent.ts')
+      }
+    } finally {
+      await served.close()
+    }
+    // The suite's default app serves none.
+    expect((await app.fetch(`/agent/gpuhq-agent-${HOST_TARGET}`)).status).toBe(404)
+  }, 60_000)
 })

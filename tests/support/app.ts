@@ -46,6 +46,8 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { por
     SECRET_KEY: TEST_SECRET_KEY,
     TEST_CLOCK: 'true',
     JOBS_ENABLED: 'false',
+    // No agent executable is served (so none is offered as an update) unless a test builds one (tests/agent/agent-binary.ts).
+    AGENT_BIN_DIR: join(dir, 'agent-bin'),
     // The sandbox runs only where PAYMENT_PROVIDERS names it (docs/configuration.md); the test setup does.
     PAYMENT_PROVIDERS: 'sandbox',
     // No test reaches a real marketplace: without a simulator the platforms are a closed local port.

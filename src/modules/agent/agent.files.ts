@@ -5,7 +5,7 @@ import { dirname, join, relative, resolve } from 'node:path'
  * The reference agent, served by the service itself so an owner can install it with one line:
  * GET /agent/install.sh and GET /agent/gpuhq-agent.tar.gz (what install.sh downloads). The tarball
  * is a plain ustar archive built in memory once, then gzipped: agent/ as it is, plus what its
- * `#protocol` import needs on a host with nothing but Bun (docs/agent.md "What the tarball holds"):
+ * `#protocol` import needs on a host with nothing but Bun (docs/agent.md "The tarball: running from source"):
  * protocol.js, the protocol folder bundled with TypeBox into one file, and a package.json whose
  * "imports" points `#protocol` at it (in the repository, the root package.json points it at
  * protocol/index.ts).
@@ -90,4 +90,46 @@ async function buildTarball(): Promise<Uint8Array> {
 
 export function installScript(): string {
   return readFileSync(join(AGENT_DIR, 'install.sh'), 'utf8')
+}
+
+/** The architectures the agent is built for (scripts/build-agent.ts), as `uname -m` names them in install.sh: x86_64 → linux-x64, aarch64 → linux-arm64. */
+const AGENT_TARGETS = ['linux-x64', 'linux-arm64'] as const
+export type AgentTarget = (typeof AGENT_TARGETS)[number]
+
+/** What scripts/build-agent.ts writes beside the executables. */
+type Manifest = { version: string; files: Partial<Record<AgentTarget, { file: string; sha256: string; bytes: number }>> }
+
+export type AgentBinary = { path: string; sha256: string; bytes: number; version: string; name: string }
+
+/**
+ * The built executable of a target, from AGENT_BIN_DIR's manifest.json (read at each request: a
+ * rebuild while the service runs is served at once), or null when that target was not built. A
+ * file whose size no longer matches the manifest is treated as not built: the checksum served
+ * would not match it.
+ */
+export function agentBinary(binDir: string, target: AgentTarget): AgentBinary | null {
+  let manifest: Manifest
+  try {
+    manifest = JSON.parse(readFileSync(join(binDir, 'manifest.json'), 'utf8')) as Manifest
+  } catch {
+    return null
+  }
+  const entry = manifest.files?.[target]
+  if (!entry || !/^[0-9a-f]{64}$/.test(entry.sha256)) return null
+  const path = join(binDir, entry.file)
+  try {
+    if (statSync(path).size !== entry.bytes) return null
+  } catch {
+    return null
+  }
+  return { path, sha256: entry.sha256, bytes: entry.bytes, version: manifest.version, name: `gpuhq-agent-${target}` }
+}
+
+/** The version the service offers agents: the one its built executables report, or null when none is built. */
+export function servedAgentVersion(binDir: string): string | null {
+  for (const target of AGENT_TARGETS) {
+    const b = agentBinary(binDir, target)
+    if (b) return b.version
+  }
+  return null
 }

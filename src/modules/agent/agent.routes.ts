@@ -5,13 +5,71 @@ import { ProblemError } from '../../platform/problem'
 import { NoContent, responses, Served } from '../../platform/schemas'
 import { HelloBody, Registered, RegisterBody } from './agent.model'
 import { agentHello, registerAgent } from './agent.service'
-import { agentTarball, installScript } from './agent.files'
+import { agentBinary, type AgentTarget, agentTarball, installScript } from './agent.files'
 
 const tags = ['agent']
 
+function notBuilt(target: AgentTarget): ProblemError {
+  return new ProblemError('not_found', {
+    detail: `the agent for ${target} is not built on this service; its operator runs scripts/build-agent.ts (docs/agent.md "The single executable")`,
+  })
+}
+
+/**
+ * One executable per architecture and its SHA-256, for install.sh and the agent's self-update
+ * (docs/agent.md "The single executable"): GET /agent/gpuhq-agent-linux-x64 (and -arm64) and
+ * the same path + `.sha256`, a sha256sum line (`<hex>  gpuhq-agent-linux-x64`). The executable
+ * also carries its checksum and version in headers. Public, as install.sh is: the file holds no secret.
+ */
+function binaryRoutes(deps: Deps) {
+  const binary = (target: AgentTarget) => () => {
+    const b = agentBinary(deps.config.agentBinDir, target)
+    if (!b) throw notBuilt(target)
+    return new Response(Bun.file(b.path), {
+      headers: {
+        'content-type': 'application/octet-stream',
+        'content-disposition': `attachment; filename="${b.name}"`,
+        'content-length': String(b.bytes),
+        'x-checksum-sha256': b.sha256,
+        'x-gpuhq-agent-version': b.version,
+        'cache-control': 'no-cache',
+      },
+    })
+  }
+  const checksum = (target: AgentTarget) => () => {
+    const b = agentBinary(deps.config.agentBinDir, target)
+    if (!b) throw notBuilt(target)
+    return new Response(`${b.sha256}  ${b.name}\n`, {
+      headers: { 'content-type': 'text/plain; charset=utf-8', 'x-gpuhq-agent-version': b.version, 'cache-control': 'no-cache' },
+    })
+  }
+  const binaryDoc = (target: AgentTarget) => ({
+    response: responses({ 200: Served('application/octet-stream', `the agent for ${target}, one executable`) }, [404]),
+    detail: describe(
+      { public: true },
+      {
+        tags,
+        summary: `The agent as one executable for ${target}`,
+        description:
+          'Built by scripts/build-agent.ts (bun build --compile). Headers: X-Checksum-Sha256 (hex), X-Gpuhq-Agent-Version. 404 when the operator has not built this architecture.',
+      },
+    ),
+  })
+  const checksumDoc = (target: AgentTarget) => ({
+    response: responses({ 200: Served('text/plain', `"<sha256 hex>  gpuhq-agent-${target}", as sha256sum -c reads it`) }, [404]),
+    detail: describe({ public: true }, { tags, summary: `The SHA-256 of the ${target} executable` }),
+  })
+  return new Elysia({ name: 'agent-binaries' })
+    .get('/agent/gpuhq-agent-linux-x64', binary('linux-x64'), binaryDoc('linux-x64'))
+    .get('/agent/gpuhq-agent-linux-x64.sha256', checksum('linux-x64'), checksumDoc('linux-x64'))
+    .get('/agent/gpuhq-agent-linux-arm64', binary('linux-arm64'), binaryDoc('linux-arm64'))
+    .get('/agent/gpuhq-agent-linux-arm64.sha256', checksum('linux-arm64'), checksumDoc('linux-arm64'))
+}
+
 /** The installer and the agent itself, for `curl -fsSL ${PUBLIC_URL}/agent/install.sh | sudo sh -s -- …`. */
-export function agentDownloadRoutes() {
+export function agentDownloadRoutes(deps: Deps) {
   return new Elysia({ name: 'agent-downloads' })
+    .use(binaryRoutes(deps))
     .get(
       '/agent/install.sh',
       () => new Response(installScript(), { headers: { 'content-type': 'text/x-shellscript; charset=utf-8', 'cache-control': 'public, max-age=300' } }),

@@ -3,9 +3,10 @@ import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { stripUnsafeText } from '../../platform/text'
 import { parseTimestamp } from '../../platform/time'
-import { applyCommandFrame, sessionLost, sessionReady } from '../commands'
+import { applyCommandFrame, offerAgentUpdate, sessionLost, sessionReady } from '../commands'
 import { agentSessions, fleetRuntime, recordRentalSighting, recordServerEvent, serverOfTenant, type LiveSession, type Sample } from '../fleet'
 import { inMetricRange, MAX_METRIC_NAMES_PER_SERVER, metricNames, metricRange } from '../telemetry'
+import { servedAgentVersion } from './agent.files'
 import type { OutgoingFrame } from './agent.model'
 import { compareVersions, HEARTBEAT_INTERVAL_S, hostFacts, TELEMETRY_INTERVAL_S } from './agent.service'
 
@@ -46,6 +47,35 @@ export function sessionHello(deps: Deps, s: AgentSocketData, f: AgentFrame<'hell
   fleetRuntime(deps).hello(s.serverId, s.tenantId, hostFacts(f))
   reply({ type: 'welcome', server_id: s.serverId, heartbeat_interval_s: HEARTBEAT_INTERVAL_S, telemetry_interval_s: TELEMETRY_INTERVAL_S })
   sessionReady(deps, s.serverId)
+  offerUpdate(deps, s, f.agent_version)
+}
+
+/**
+ * An agent older than the executable this service serves is offered it (docs/agent.md
+ * "Self-update"): one `agent.update` command that waits for the end of a rental, and a server event
+ * `agent.update.offered` saying so. An agent run from source (no executable built) is offered nothing.
+ */
+function offerUpdate(deps: Deps, s: AgentSocketData, running: string): void {
+  const wanted = servedAgentVersion(deps.config.agentBinDir)
+  if (!wanted || compareVersions(running, wanted) >= 0) return
+  const server = { id: s.serverId, tenantId: s.tenantId }
+  let commandId: string | null
+  try {
+    commandId = offerAgentUpdate(deps, server, wanted)
+  } catch (e) {
+    // A full queue or a decommissioned server: the session goes on, the offer comes at a later hello.
+    deps.log.warn('agent update not offered', { server_id: s.serverId, version: wanted, error: e })
+    return
+  }
+  if (!commandId) return
+  withTransaction(deps.db, (tx) =>
+    recordServerEvent(tx, deps, server, {
+      kind: 'agent.update.offered',
+      severity: 'info',
+      message: `agent ${wanted} offered to this server (running ${running}); it installs when no rental runs`,
+      data: { from_version: running, to_version: wanted, command_id: commandId },
+    }),
+  )
 }
 
 export function sessionHeartbeat(deps: Deps, s: AgentSocketData): void {

@@ -201,3 +201,44 @@ export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps;
   sendFrame(deps, after.serverId, { type: 'command.cancel', command_id: after.id })
   return { view: commandView(after, findLog(deps.db, after.id)?.id ?? null), etag: etagOf(after.version) }
 }
+
+/**
+ * The service wants this server's agent at `version` (the executable it serves, docs/agent.md
+ * "Self-update"): queues one `agent.update` issued by the system with `requires: after_rental`, so
+ * it is delivered at once on an idle server and after the rental on a rented one. Offered once per
+ * version and server: an earlier offer that is waiting, ran, failed (a rollback), or was cancelled
+ * by the owner stands; only one that never reached the agent (accept_by passed) is made again. The
+ * owner forces an update during a rental by creating `agent.update` with `requires: none` himself.
+ * Answers the command's id, or null when an offer stands.
+ */
+export function offerAgentUpdate(deps: Deps, server: { id: string; tenantId: string }, version: string): string | null {
+  const earlier = listCommandRows(deps.db, server.tenantId, { serverId: server.id, type: 'agent.update' }, 100)
+  if (earlier.some((c) => (c.params as { version?: unknown }).version === version && c.deliveryStatus !== 'delivery_failed')) return null
+  const actor: Actor = {
+    kind: 'system',
+    via: 'system',
+    tenantId: server.tenantId,
+    userId: null,
+    role: null,
+    scopes: null,
+    serverAllowlist: null,
+    tenant: { planCode: null, accountState: 'active' },
+  }
+  const now = deps.clock.nowUs()
+  const created = createCommand({
+    deps,
+    actor,
+    audit: { actor, ip: null, userAgent: null, requestId: null, markRecorded: () => {} },
+    input: {
+      server_id: server.id,
+      type: 'agent.update',
+      params: { version },
+      requires: 'after_rental',
+      // A rental may last weeks: the offer waits as long as a command may.
+      accept_by: formatTimestamp(now + (MAX_DEADLINE_S - 3600) * US),
+      deadline: formatTimestamp(now + MAX_DEADLINE_S * US),
+    },
+    idempotencyKey: null,
+  })
+  return created.command_id
+}

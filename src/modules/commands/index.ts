@@ -5,3 +5,4 @@
 export { commandsRoutes } from './commands.routes'
 export { announceDeliverable, deliverAcrossInstances, dispatchServer, expireCommands, sessionLost, sessionReady } from './commands.delivery'
 export { applyCommandFrame } from './commands.reports'
+export { offerAgentUpdate } from './commands.service'
