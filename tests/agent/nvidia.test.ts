@@ -1,5 +1,17 @@
 import { describe, expect, test } from 'bun:test'
-import { csvNumber, GPU_METRICS, invalidQueryField, parseInventory, parseTelemetry, summariseNvidiaSmiQ, TELEMETRY_FIELDS } from '../../agent/lib/nvidia'
+import {
+  csvMode,
+  csvNumber,
+  GPU_METRICS,
+  HEALTH_METRICS,
+  parseMigDevices,
+  parseVersions,
+  invalidQueryField,
+  parseInventory,
+  parseTelemetry,
+  summariseNvidiaSmiQ,
+  TELEMETRY_FIELDS,
+} from '../../agent/lib/nvidia'
 
 const FIELDS = Object.keys(TELEMETRY_FIELDS)
 
@@ -11,8 +23,8 @@ describe('nvidia-smi CSV', () => {
       '',
     ].join('\n')
     expect(parseInventory(text)).toEqual([
-      { index: 0, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24564, uuid: 'GPU-aaaaaaaa-1111-2222-3333-444444444444' },
-      { index: 1, model: 'NVIDIA GeForce RTX 3090', memory_mb: 24576, uuid: 'GPU-bbbbbbbb-1111-2222-3333-444444444444' },
+      { index: 0, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24564, uuid: 'GPU-aaaaaaaa-1111-2222-3333-444444444444', pci_bus_id: null },
+      { index: 1, model: 'NVIDIA GeForce RTX 3090', memory_mb: 24576, uuid: 'GPU-bbbbbbbb-1111-2222-3333-444444444444', pci_bus_id: null },
     ])
   })
 
@@ -28,8 +40,9 @@ describe('nvidia-smi CSV', () => {
       power_w: 431.57,
       fan_pct: 68,
       clock_sm_mhz: 2520,
+      ...Object.fromEntries(HEALTH_METRICS.map((m) => [m, null])),
     })
-    expect(Object.keys(values).sort()).toEqual([...GPU_METRICS].sort())
+    expect(Object.keys(values).sort()).toEqual([...GPU_METRICS, ...HEALTH_METRICS].sort())
   })
 
   test('[N/A], [Not Supported] and other bracketed markers are unknown (null), never zero', () => {
@@ -45,6 +58,34 @@ describe('nvidia-smi CSV', () => {
     expect(csvNumber('N/A')).toBeNull()
     expect(csvNumber('')).toBeNull()
     expect(csvNumber('abc')).toBeNull()
+  })
+
+  test('the clock event bitmask is hex, pending flags are Yes/No, modes are Enabled/Disabled; anything else unknown', () => {
+    expect(csvNumber('0x00000000000001FF')).toBe(0x1ff)
+    expect(csvNumber('0x0000000000000000')).toBe(0)
+    expect(csvNumber('0xZZ')).toBeNull()
+    expect([csvNumber('Yes'), csvNumber('No')]).toEqual([1, 0])
+    expect([csvMode('Enabled'), csvMode('Disabled'), csvMode('[N/A]'), csvMode('None'), csvMode('[Requested functionality has been deprecated]')]).toEqual([
+      true,
+      false,
+      null,
+      null,
+      null,
+    ])
+  })
+
+  test('nvidia-smi -L: MIG devices are counted under their GPU, never as GPUs; --version gives driver and CUDA', () => {
+    const list =
+      'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n  MIG 3g.40gb     Device  0: (UUID: MIG-0)\n  MIG 1g.10gb     Device  1: (UUID: MIG-1)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n'
+    expect([...parseMigDevices(list)]).toEqual([
+      [0, 2],
+      [1, 0],
+    ])
+    expect(parseVersions('NVIDIA-SMI version  : 590.48.01\nDRIVER version      : 590.48.01\nCUDA Version        : 13.1\n')).toEqual({
+      driver_version: '590.48.01',
+      cuda_version: '13.1',
+    })
+    expect(parseVersions('NVIDIA-SMI version  : 470.256.02\n')).toEqual({ driver_version: null, cuda_version: null })
   })
 
   test('when the query has fewer fields (an old driver), the remaining ones still land on the right metrics', () => {
