@@ -15,7 +15,7 @@ export type KernelEvent = { kind: string; severity: 'info' | 'warning' | 'error'
  * a host should give them: critical when the GPU needs a reset or the machine a reboot, error when
  * a driver or hardware fault killed work, warning when an application's fault is the likely cause.
  */
-export const XID_MEANINGS: Record<number, { meaning: string; severity: KernelEvent['severity'] }> = {
+const XID_MEANINGS: Record<number, { meaning: string; severity: KernelEvent['severity'] }> = {
   8: { meaning: 'GPU stopped processing (timeout)', severity: 'error' },
   13: { meaning: 'Graphics engine exception (usually an application fault)', severity: 'warning' },
   31: { meaning: 'GPU memory page fault (usually an application fault)', severity: 'warning' },

@@ -9,7 +9,7 @@ import { run } from './exec'
  * Per-GPU facts that change only with the hardware, the driver or the owner's settings (docs/agent.md
  * "Facts"); each null when the driver does not know it ("[N/A]", "[Not Supported]").
  */
-export type GpuDetails = {
+type GpuDetails = {
   pcie_gen_max: number | null
   pcie_width_max: number | null
   power_limit_default_w: number | null
@@ -50,7 +50,8 @@ export const TELEMETRY_FIELDS: Record<string, string> = {
   'fan.speed': 'fan_pct',
   'clocks.sm': 'clock_sm_mhz',
   // Health (docs/agent.md "Health readings"): the link now, the limit in force, why clocks are held
-  // down, and the memory's error counters. Counters are as the driver keeps them.
+  // down (clocks_event_reasons.active, a hex bitmask sent as a number), and the memory's error
+  // counters as the driver keeps them.
   'pcie.link.gen.current': 'pcie_link_gen',
   'pcie.link.width.current': 'pcie_link_width',
   'power.limit': 'power_limit_w',
@@ -82,22 +83,6 @@ export const GPU_METRICS = [
 
 /** The health readings a real driver adds (null when it does not know them). */
 export const HEALTH_METRICS = Object.values(TELEMETRY_FIELDS).filter((m) => !GPU_METRICS.includes(m))
-
-/**
- * The bits of `clocks_event_reasons.active` (NVML's nvmlClocksEventReason*, as nvidia-smi prints
- * them in hex): the bitmask travels as the number `clock_event_reasons`.
- */
-export const CLOCK_EVENT_REASONS: [number, string][] = [
-  [0x1, 'gpu_idle'],
-  [0x2, 'applications_clocks_setting'],
-  [0x4, 'sw_power_cap'],
-  [0x8, 'hw_slowdown'],
-  [0x10, 'sync_boost'],
-  [0x20, 'sw_thermal_slowdown'],
-  [0x40, 'hw_thermal_slowdown'],
-  [0x80, 'hw_power_brake_slowdown'],
-  [0x100, 'display_clock_setting'],
-]
 
 function parseCsvRows(text: string): string[][] {
   return text
@@ -154,7 +139,7 @@ export function parseInventory(text: string): GpuInfo[] {
 }
 
 /** Rows of `index,<fields…>` of DETAIL_FIELDS (those the driver accepted) → GPU index → details. */
-export function parseDetails(text: string, fields: string[]): Map<number, Omit<GpuDetails, 'mig_devices'>> {
+function parseDetails(text: string, fields: string[]): Map<number, Omit<GpuDetails, 'mig_devices'>> {
   const out = new Map<number, Omit<GpuDetails, 'mig_devices'>>()
   for (const [index, ...cells] of parseCsvRows(text)) {
     const i = csvNumber(index)

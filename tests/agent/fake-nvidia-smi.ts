@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs'
 
 type Section = { phase: string; label: string; argv: string; body: string }
 
-export function sections(text: string): Section[] {
+function sections(text: string): Section[] {
   const out: Section[] = []
   const parts = text.split(/^#{80}\n/m)
   for (let i = 0; i < parts.length - 1; i++) {
@@ -25,7 +25,7 @@ export function sections(text: string): Section[] {
 }
 
 /** `"a" or "b"` lines of --help-query-gpu: every accepted name → the first (the CSV's column name). */
-export function aliases(help: string): Map<string, string> {
+function aliases(help: string): Map<string, string> {
   const map = new Map<string, string>()
   for (const line of help.split('\n')) {
     const names = line.match(/^"[^"]+"(?: or "[^"]+")*\s*$/) ? [...line.matchAll(/"([^"]+)"/g)].map((m) => m[1]!) : []
@@ -79,7 +79,7 @@ export function project(text: string, fields: string[], format: string, phase = 
 }
 
 /** The answer to one command line: stdout and the exit code. */
-export function answer(text: string, argv: string[], phase = 'load'): { stdout: string; stderr: string; code: number } {
+function answer(text: string, argv: string[], phase = 'load'): { stdout: string; stderr: string; code: number } {
   const all = sections(text)
   const query = argv.find((a) => a.startsWith('--query-gpu='))
   if (query) {
