@@ -239,7 +239,14 @@ export class NvidiaSmi {
   async driverFacts(): Promise<DriverFacts> {
     const gpus = await this.inventory()
     const versions = await run([this.bin, '--version'])
-    const { driver_version, cuda_version } = versions.code === 0 ? parseVersions(versions.stdout) : { driver_version: null, cuda_version: null }
+    let { driver_version, cuda_version } = versions.code === 0 ? parseVersions(versions.stdout) : { driver_version: null, cuda_version: null }
+    if (!driver_version || !cuda_version) {
+      // Drivers before 2023 print no versions with --version: -q's header has both.
+      const q = await run([this.bin, '-q'])
+      const summary = q.code === 0 ? summariseNvidiaSmiQ(q.stdout) : null
+      driver_version ??= csvText(summary?.driver_version ?? undefined)
+      cuda_version ??= csvText(summary?.cuda_version ?? undefined)
+    }
     let details = new Map<number, Omit<GpuDetails, 'mig_devices'>>()
     try {
       const q = await this.query(this.detailFields)

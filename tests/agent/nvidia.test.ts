@@ -1,8 +1,12 @@
-import { describe, expect, test } from 'bun:test'
+import { afterAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import {
   csvMode,
   csvNumber,
   GPU_METRICS,
+  NvidiaSmi,
   HEALTH_METRICS,
   parseMigDevices,
   parseVersions,
@@ -156,6 +160,56 @@ describe('nvidia-smi -q', () => {
           power_limit_min_w: 150,
           power_limit_max_w: 600,
           ecc_uncorrected_volatile: null,
+        },
+      ],
+    })
+  })
+})
+
+describe('an older driver', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpuhq-old-driver-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  test('without versions in --version and without the newer fields: versions from -q, the refused facts null, the inventory stands', async () => {
+    const bin = join(dir, 'nvidia-smi')
+    // As a 470 driver: --version is unknown, pcie.link.gen.max and mig.mode.current are accepted, vbios too; the rest refused one by one.
+    writeFileSync(
+      bin,
+      `#!/bin/sh
+case "$*" in
+  --version) echo "Invalid combination of input arguments."; exit 2 ;;
+  -q) printf 'Driver Version                            : 470.256.02\\nCUDA Version                              : 11.4\\n' ;;
+  -L) echo "GPU 0: Tesla V100-SXM2-16GB (UUID: GPU-v100)" ;;
+  *index,name,memory.total,uuid,pci.bus_id*) echo "0, Tesla V100-SXM2-16GB, 16160, GPU-v100, 00000000:00:1E.0" ;;
+  *pcie.link.width.max*) echo 'Field "pcie.link.width.max" is not a valid field to query.'; exit 2 ;;
+  *power.default_limit*) echo 'Field "power.default_limit" is not a valid field to query.'; exit 2 ;;
+  *index,pcie.link.gen.max,power.min_limit*) echo "0, 3, 150.00, 300.00, Enabled, Enabled, [N/A], 88.00.4F.00.09" ;;
+  *) exit 9 ;;
+esac
+`,
+      { mode: 0o755 },
+    )
+    const facts = await new NvidiaSmi(bin).driverFacts()
+    expect(facts).toEqual({
+      driver_version: '470.256.02',
+      cuda_version: '11.4',
+      gpus: [
+        {
+          index: 0,
+          model: 'Tesla V100-SXM2-16GB',
+          memory_mb: 16160,
+          uuid: 'GPU-v100',
+          pci_bus_id: '00000000:00:1E.0',
+          pcie_gen_max: 3,
+          pcie_width_max: null,
+          power_limit_default_w: null,
+          power_limit_min_w: 150,
+          power_limit_max_w: 300,
+          ecc_mode: true,
+          persistence_mode: true,
+          mig_mode: null,
+          mig_devices: 0,
+          vbios_version: '88.00.4F.00.09',
         },
       ],
     })
