@@ -310,3 +310,35 @@ test('the idle phase of the RTX 2080 SUPER: the link trained down to gen 1 at id
   const values = (await new NvidiaSmi(wrapper).telemetry()).get(0)!
   expect({ gen: values.pcie_link_gen, width: values.pcie_link_width }).toEqual({ gen: gen!, width: width! })
 })
+
+describe('the host beside the GPUs', () => {
+  const H100 = 'linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt'
+  async function facts(path: string, stateDir: string) {
+    const proc = Bun.spawn([process.execPath, AGENT, 'facts', '--state-dir', stateDir], { env: { ...process.env, PATH: path }, stdout: 'pipe', stderr: 'pipe' })
+    const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
+    expect(code).toBe(0)
+    return JSON.parse(stdout)
+  }
+
+  test('Docker, its data root and the NVIDIA container toolkit as their own --version and docker info print them', async () => {
+    const bin = fakeBinDir(H100)
+    const root = mkdtempSync(join(tmpdir(), 'gpuhq-docker-root-'))
+    dirs.push(root)
+    writeFileSync(
+      join(bin, 'docker'),
+      `#!/bin/sh\ncase "$1" in\n  --version) echo "Docker version 27.3.1, build ce12230" ;;\n  info) echo "${root}" ;;\n  *) exit 1 ;;\nesac\n`,
+      { mode: 0o755 },
+    )
+    writeFileSync(join(bin, 'nvidia-ctk'), '#!/bin/sh\necho "NVIDIA Container Toolkit CLI version 1.17.3"\necho "commit: 0123abc"\n', { mode: 0o755 })
+    const f = await facts(`${bin}:/usr/bin:/bin`, join(bin, 'state'))
+    expect(f).toMatchObject({ docker_version: '27.3.1', docker_root: root, nvidia_container_toolkit_version: '1.17.3' })
+    expect(f.docker_disk_free_gb).toBeGreaterThanOrEqual(0)
+    expect(f.disk_free_gb).toBeGreaterThanOrEqual(0)
+  })
+
+  test('without Docker or the toolkit: null, not an empty string or a zero', async () => {
+    const bin = fakeBinDir(H100)
+    const f = await facts(`${bin}:/usr/bin:/bin`, join(bin, 'state'))
+    expect(f).toMatchObject({ docker_version: null, docker_root: null, docker_disk_free_gb: null, nvidia_container_toolkit_version: null })
+  })
+})
