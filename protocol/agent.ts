@@ -18,12 +18,27 @@ const SEMVER_PATTERN = '^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$'
 /** Metric names, as stored: lower case, digits and underscores (docs/telemetry.md). */
 const METRIC_NAME = '^[a-z][a-z0-9_]{1,63}$'
 
+/** A fact a driver may not know: absent from older agents, null when the driver says "[N/A]". */
+const Fact = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema))
+
 const Gpu = Type.Object({
   index: Type.Integer({ minimum: 0, maximum: 127 }),
   model: Type.String({ minLength: 1, maxLength: 128 }),
   // Bounds of what an agent reports (docs/telemetry.md "Bounds of reported values"): 1 TiB of GPU memory.
   memory_mb: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 1_048_576 }))),
   uuid: Type.Optional(Nullable(Type.String({ maxLength: 128 }))),
+  // Per-GPU facts (docs/agent.md "Facts", each with its nvidia-smi field); bounds far past today's hardware.
+  pci_bus_id: Fact(Type.String({ maxLength: 32, description: 'pci.bus_id, e.g. 00000000:3B:00.0' })),
+  pcie_gen_max: Fact(Type.Integer({ minimum: 1, maximum: 16, description: 'pcie.link.gen.max' })),
+  pcie_width_max: Fact(Type.Integer({ minimum: 1, maximum: 64, description: 'pcie.link.width.max' })),
+  power_limit_default_w: Fact(Type.Number({ minimum: 0, maximum: 5_000, description: 'power.default_limit' })),
+  power_limit_min_w: Fact(Type.Number({ minimum: 0, maximum: 5_000, description: 'power.min_limit' })),
+  power_limit_max_w: Fact(Type.Number({ minimum: 0, maximum: 5_000, description: 'power.max_limit' })),
+  ecc_mode: Fact(Type.Boolean({ description: 'ecc.mode.current is Enabled' })),
+  persistence_mode: Fact(Type.Boolean({ description: 'persistence_mode is Enabled' })),
+  mig_mode: Fact(Type.Boolean({ description: 'mig.mode.current is Enabled' })),
+  mig_devices: Fact(Type.Integer({ minimum: 0, maximum: 64, description: 'MIG devices under this GPU in nvidia-smi -L; not GPUs of their own' })),
+  vbios_version: Fact(Type.String({ maxLength: 64, description: 'vbios_version' })),
 })
 
 /** Host facts an agent reports at enrolment, in its HTTPS hello and in its session's `hello`. */
@@ -35,6 +50,16 @@ export const HostFacts = {
   disk_gb: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 10_000_000, description: 'Up to 10 PB' }))),
   port_range: Type.Optional(Nullable(Type.String({ maxLength: 32 }))),
   gpus: Type.Array(Gpu, { maxItems: 128 }),
+  // The host beside its GPUs (docs/agent.md "Facts"): additions to the protocol document's hello, each optional.
+  driver_version: Fact(Type.String({ maxLength: 64, description: 'nvidia-smi --version, DRIVER version' })),
+  cuda_version: Fact(Type.String({ maxLength: 32, description: 'nvidia-smi --version, CUDA Version (the newest CUDA the driver supports)' })),
+  cpu_cores: Fact(Type.Integer({ minimum: 1, maximum: 65_536 })),
+  ram_mb: Fact(Type.Integer({ minimum: 0, maximum: 268_435_456, description: 'Up to 256 TiB' })),
+  disk_free_gb: Fact(Type.Number({ minimum: 0, maximum: 10_000_000, description: 'Free space on the root filesystem' })),
+  docker_version: Fact(Type.String({ maxLength: 64 })),
+  docker_root: Fact(Type.String({ maxLength: 256, description: "Docker's data root (DockerRootDir)" })),
+  docker_disk_free_gb: Fact(Type.Number({ minimum: 0, maximum: 10_000_000 })),
+  nvidia_container_toolkit_version: Fact(Type.String({ maxLength: 64 })),
 }
 
 /** POST /agent/register and POST /agent/hello: the bodies the agent sends. */

@@ -63,3 +63,8 @@ export function validPortRange(value: string): boolean {
   const hi = Number(m[2])
   return lo >= 1 && hi <= 65535 && lo <= hi
 }
+
+/** The first version number in a program's --version output ("Docker version 27.3.1, build ce12230" → "27.3.1"). */
+export function versionIn(text: string): string | null {
+  return /\b(\d+\.\d+(?:\.\d+)?(?:[-+~][0-9A-Za-z.+~-]*)?)/.exec(text)?.[1]?.slice(0, 64) ?? null
+}

@@ -1,6 +1,10 @@
+import { existsSync } from 'node:fs'
+import { availableParallelism, totalmem } from 'node:os'
 import { resolve } from 'node:path'
-import { diskGb, HostReader } from './procfs'
-import { fingerprint, hostname, localPublicIpv4, readMachineId } from './host'
+import { run } from './exec'
+import { diskFreeGb, diskGb, HostReader } from './procfs'
+import { fingerprint, hostname, localPublicIpv4, readMachineId, versionIn } from './host'
+import { KernelLogReader } from './kernel-log'
 import { GPU_METRICS, NvidiaSmi, type GpuInfo, type GpuValues } from './nvidia'
 import { SimulatedGpus, type SimulationProfile } from './simulate'
 
@@ -16,6 +20,48 @@ export type HostFacts = {
   disk_gb?: number
   port_range?: string
   gpus: GpuInfo[]
+} & Partial<HostDetails>
+
+/** The host's hardware and software beside the GPUs (docs/agent.md "Facts"); null when unknown. */
+export type HostDetails = {
+  driver_version: string | null
+  cuda_version: string | null
+  cpu_cores: number | null
+  ram_mb: number | null
+  /** Free space on the root filesystem, where the agent and the system keep their data. */
+  disk_free_gb: number | null
+  docker_version: string | null
+  /** Docker's data root (`docker info`'s DockerRootDir), where renters' images and containers go. */
+  docker_root: string | null
+  docker_disk_free_gb: number | null
+  nvidia_container_toolkit_version: string | null
+}
+
+/** `docker --version`, Docker's data root and the NVIDIA container toolkit's version; null for what is not installed. */
+async function softwareFacts(): Promise<Pick<HostDetails, 'docker_version' | 'docker_root' | 'docker_disk_free_gb' | 'nvidia_container_toolkit_version'>> {
+  const opts = { timeoutMs: 10_000 }
+  const docker = await run(['docker', '--version'], opts)
+  const dockerVersion = docker.code === 0 ? versionIn(docker.stdout) : null
+  let dockerRoot: string | null = null
+  if (dockerVersion) {
+    const info = await run(['docker', 'info', '--format', '{{.DockerRootDir}}'], opts)
+    const dir = info.code === 0 ? info.stdout.trim() : ''
+    dockerRoot = dir.startsWith('/') ? dir.slice(0, 256) : existsSync('/var/lib/docker') ? '/var/lib/docker' : null
+  }
+  let toolkit: string | null = null
+  for (const argv of [
+    ['nvidia-ctk', '--version'],
+    ['nvidia-container-cli', '--version'],
+  ]) {
+    const r = await run(argv, opts)
+    if (r.code === 0 && (toolkit = versionIn(r.stdout))) break
+  }
+  return {
+    docker_version: dockerVersion,
+    docker_root: dockerRoot,
+    docker_disk_free_gb: dockerRoot ? diskFreeGb(dockerRoot) : null,
+    nvidia_container_toolkit_version: toolkit,
+  }
 }
 
 export type MachineOptions = {
@@ -28,6 +74,14 @@ export type MachineOptions = {
   portRange?: string
   /** The hostname to report instead of this host's (a demo runs a dozen simulated servers on one host). */
   hostname?: string
+  /** The kernel log follower (default `journalctl -k -f -n 0 -o cat`, /dev/kmsg when it cannot run). */
+  kernelLogCommand?: string[]
+}
+
+/** A PCI address without leading zeros of its domain and without the function: "0000:3b:00" and "00000000:3B:00.0" meet. */
+function busKey(id: string): string {
+  const m = /^(?:([0-9a-f]+):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})/i.exec(id.trim())
+  return m ? `${Number.parseInt(m[1] ?? '0', 16)}:${m[2]!.toLowerCase().padStart(2, '0')}:${m[3]!.toLowerCase().padStart(2, '0')}` : id
 }
 
 /** RFC 3339 UTC with microseconds, the service's own timestamp form. */
@@ -55,14 +109,19 @@ export class Machine {
    */
   gpuProblem: string | null = null
 
+  private versions: Pick<HostDetails, 'driver_version' | 'cuda_version'> = { driver_version: null, cuda_version: null }
+
   /** The GPUs as enrolment and hello report them. Without nvidia-smi a real host reports none (and `gpuProblem` says why). */
   async inventory(): Promise<GpuInfo[]> {
     if (this.simulated) return (this.known = this.simulated.inventory())
     try {
-      this.known = await this.nvidia.inventory()
+      const { gpus, driver_version, cuda_version } = await this.nvidia.driverFacts()
+      this.known = gpus
+      this.versions = { driver_version, cuda_version }
       this.gpuProblem = this.known.length ? null : `${this.nvidia.bin} lists no GPUs`
     } catch (err) {
       this.known = []
+      this.versions = { driver_version: null, cuda_version: null }
       this.gpuProblem = (err as Error).message
     }
     return this.known
@@ -72,6 +131,16 @@ export class Machine {
     const gpus = await this.inventory()
     const publicIp = this.opts.publicIp ?? localPublicIpv4()
     const disk = diskGb('/')
+    // A simulated host reports its GPUs only: the real host's software is not the simulation's.
+    const details: Partial<HostDetails> = this.simulated
+      ? {}
+      : {
+          ...this.versions,
+          cpu_cores: availableParallelism(),
+          ram_mb: Math.floor(totalmem() / 1024 / 1024),
+          disk_free_gb: diskFreeGb('/'),
+          ...(await softwareFacts()),
+        }
     return {
       hostname: this.opts.hostname ?? hostname(),
       fingerprint: fingerprint({ machineId: readMachineId(), gpuUuids: gpus.map((g) => g.uuid) }),
@@ -79,7 +148,32 @@ export class Machine {
       ...(disk !== null ? { disk_gb: disk } : {}),
       ...(this.opts.portRange ? { port_range: this.opts.portRange } : {}),
       gpus,
+      ...details,
     }
+  }
+
+  private kernelLog: KernelLogReader | null = null
+
+  /**
+   * Follows the kernel log for the NVIDIA driver's Xid and "fallen off the bus" lines, each an event
+   * (docs/agent.md "Kernel log"). Not on a simulated host. Answers the source it follows, or null.
+   */
+  watchKernelLog(onEvent: (e: AgentEvent) => void): 'journal' | 'kmsg' | null {
+    if (this.simulated || this.kernelLog) return null
+    this.kernelLog = new KernelLogReader((e) => onEvent(this.withGpuIndex(e)), this.opts.kernelLogCommand)
+    return this.kernelLog.start()
+  }
+
+  stopKernelLog(): void {
+    this.kernelLog?.stop()
+    this.kernelLog = null
+  }
+
+  /** The GPU's index when the kernel names its PCI address (the Xid's "0000:3b:00" matches bus id "00000000:3B:00.0"). */
+  private withGpuIndex(e: AgentEvent): AgentEvent {
+    const bus = typeof e.data?.pci_bus_id === 'string' ? busKey(e.data.pci_bus_id) : null
+    const gpu = bus ? this.known.find((g) => g.pci_bus_id && busKey(g.pci_bus_id) === bus) : undefined
+    return gpu ? { ...e, data: { ...e.data, gpu_index: gpu.index } } : e
   }
 
   /** Reads counters once so the first telemetry frame already carries rates. */

@@ -164,3 +164,13 @@ function clampPct(n: number): number {
 function round2(n: number): number {
   return Math.round(n * 100) / 100
 }
+
+/** Space available to unprivileged users on the filesystem holding `path`, decimal gigabytes (one decimal); null when it cannot be read. */
+export function diskFreeGb(path: string): number | null {
+  try {
+    const s = statfsSync(path) as ReturnType<typeof statfsSync> & { frsize?: number }
+    return Math.floor((Number(s.bavail) * Number(s.frsize ?? s.bsize)) / 1e8) / 10
+  } catch {
+    return null
+  }
+}

@@ -30,6 +30,8 @@ export type AgentOptions = {
   heartbeatIntervalS?: number
   telemetryIntervalS?: number
   nvidiaSmi?: string
+  /** The kernel log follower (tests); default journalctl, then /dev/kmsg (machine.ts). */
+  kernelLogCommand?: string[]
   updateCommand?: string
   publicIp?: string
   portRange?: string
@@ -100,6 +102,7 @@ class Agent {
       hostname: opts.hostname,
       stateDir: opts.stateDir,
       nvidiaSmi: opts.nvidiaSmi,
+      kernelLogCommand: opts.kernelLogCommand,
       publicIp: opts.publicIp,
       portRange: opts.portRange ?? cred.port_range,
     })
@@ -123,7 +126,13 @@ class Agent {
     this.machine.prime()
     const log = this.opts.log
     log.info('agent starting', { version: AGENT_VERSION, server_id: this.cred.server_id, gpus: this.facts.gpus.length, simulated: !!this.machine.simulated })
-    if (!this.machine.simulated && !this.facts.gpus.length) log.warn('no GPUs found (nvidia-smi missing or failing): sending host metrics only')
+    if (!this.machine.simulated && !this.facts.gpus.length) {
+      // Never a silent empty host: the service hears why there are no GPUs (docs/agent.md).
+      const why = this.machine.gpuProblem ?? 'nvidia-smi lists no GPUs'
+      log.warn('no GPUs found (nvidia-smi missing or failing): sending host metrics only', { reason: why })
+      this.event({ kind: 'gpu.unavailable', severity: 'error', message: `no GPUs found: ${why}`, data: { reason: why } })
+    }
+    this.machine.watchKernelLog((e) => this.event(e))
   }
 
   start(): void {
@@ -475,6 +484,7 @@ class Agent {
   private async finish(code: number, why?: string): Promise<void> {
     if (this.stopped) return
     this.stopped = true
+    this.machine.stopKernelLog()
     if (why) this.opts.log.info(why)
     const ws = this.ws
     this.endSession()

@@ -4,8 +4,40 @@ import { tenants } from './tenants'
 import { MARKETPLACES } from '../../src/platform/marketplace-id'
 
 // The fleet: servers with an agent, their groups, durable events and latest telemetry.
-/** A GPU as the agent reported it (JSON in servers.gpus). */
-export type ServerGpu = { index: number; model: string; memory_mb?: number | null; uuid?: string | null }
+/**
+ * A GPU as the agent reported it (JSON in servers.gpus): the inventory, and the per-GPU facts of
+ * docs/agent.md "Facts" (absent from older agents, null when the driver does not know them).
+ */
+export type ServerGpu = {
+  index: number
+  model: string
+  memory_mb?: number | null
+  uuid?: string | null
+  pci_bus_id?: string | null
+  pcie_gen_max?: number | null
+  pcie_width_max?: number | null
+  power_limit_default_w?: number | null
+  power_limit_min_w?: number | null
+  power_limit_max_w?: number | null
+  ecc_mode?: boolean | null
+  persistence_mode?: boolean | null
+  mig_mode?: boolean | null
+  mig_devices?: number | null
+  vbios_version?: string | null
+}
+
+/** The host beside its GPUs as the agent's last hello reported it (JSON in servers.host_details; docs/agent.md "Facts"). */
+export type ServerHostDetails = {
+  driver_version: string | null
+  cuda_version: string | null
+  cpu_cores: number | null
+  ram_mb: number | null
+  disk_free_gb: number | null
+  docker_version: string | null
+  docker_root: string | null
+  docker_disk_free_gb: number | null
+  nvidia_container_toolkit_version: string | null
+}
 
 export const servers = sqliteTable(
   'servers',
@@ -29,6 +61,8 @@ export const servers = sqliteTable(
     gpus: text('gpus', { mode: 'json' }).$type<ServerGpu[]>().notNull().default([]),
     gpuCount: integer('gpu_count').notNull().default(0),
     gpuModel: text('gpu_model').notNull().default(''),
+    /** JSON object of the host's driver, CUDA, CPU, memory, disk and container facts; null until an agent reported them. */
+    hostDetails: text('host_details', { mode: 'json' }).$type<ServerHostDetails>(),
     groupId: text('group_id').references(() => serverGroups.id),
     /** JSON array of `key` or `key:value` tags. */
     tags: text('tags', { mode: 'json' }).$type<string[]>().notNull().default([]),
@@ -107,6 +141,25 @@ export const serverLatestMetrics = sqliteTable(
     t: integer('t').notNull(),
   },
   (t) => [primaryKey({ columns: [t.serverId, t.gpuIndex, t.metric] })],
+)
+
+/**
+ * NVIDIA Xid errors the agent read from the kernel log (agent.gpu.xid events), counted per server,
+ * GPU (-1 when the kernel's PCI address named no GPU the agent knows) and Xid number: the
+ * Prometheus counter gpuhq_gpu_xid_errors_total reads this, not the event history.
+ */
+export const serverXidCounts = sqliteTable(
+  'server_xid_counts',
+  {
+    serverId: text('server_id')
+      .notNull()
+      .references(() => servers.id),
+    gpuIndex: integer('gpu_index').notNull(),
+    xid: integer('xid').notNull(),
+    count: integer('count').notNull(),
+    lastAt: integer('last_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.serverId, t.gpuIndex, t.xid] })],
 )
 
 /** The consistent fleet snapshot per tenant (GET /servers), refreshed by fleet.snapshot. */

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { enroll } from '../../agent/lib/enroll'
 import { memoryLogger } from '../../agent/lib/log'
 import { Machine } from '../../agent/lib/machine'
+import { HEALTH_METRICS } from '../../agent/lib/nvidia'
 import { startAgent, type AgentOptions } from '../../agent/lib/session'
 import { FakeService, waitFor, type Frame } from './fake-service'
 
@@ -24,6 +25,18 @@ const GPU_METRICS = [
   'power_w',
   'temperature_c',
   'utilization_pct',
+]
+const GPU_DETAILS = [
+  'pcie_gen_max',
+  'pcie_width_max',
+  'power_limit_default_w',
+  'power_limit_min_w',
+  'power_limit_max_w',
+  'ecc_mode',
+  'persistence_mode',
+  'mig_mode',
+  'mig_devices',
+  'vbios_version',
 ]
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
 
@@ -255,11 +268,14 @@ esac
     const { agent } = await inProcess(stateDir, { simulate: 0, nvidiaSmi: smi })
     try {
       const conn = await waitFor(() => svc.conns.find((c) => c.serverId === svc.credentials.get(token) && c.frames.some((f) => f.type === 'telemetry')), 10_000)
+      // This driver answers the inventory alone: every other fact is unknown (null), never zero.
       expect((conn.frames[0]!.gpus as unknown[])[0]).toEqual({
         index: 0,
         model: 'NVIDIA GeForce RTX 3090',
         memory_mb: 24576,
         uuid: 'GPU-11111111-2222-3333-4444-555555555555',
+        pci_bus_id: null,
+        ...Object.fromEntries(GPU_DETAILS.map((k) => [k, null])),
       })
       const samples = ofType(conn.frames, 'telemetry')[0]!.samples as { scope: string; values: Record<string, unknown> }[]
       expect(samples.find((s) => s.scope === 'gpu')!.values).toEqual({
@@ -271,6 +287,7 @@ esac
         power_w: 349.1,
         fan_pct: null,
         clock_sm_mhz: 1695,
+        ...Object.fromEntries(HEALTH_METRICS.map((m) => [m, null])),
       })
     } finally {
       await agent.stop()

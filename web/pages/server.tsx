@@ -12,9 +12,10 @@ import { Page, Section } from '../ui/layout'
 import { Action, Async, DataTable, Empty } from '../ui/states'
 import { CommandList, SendCommand } from './commands'
 import { ServerCharts } from './server-charts'
+import { ServerHardware } from './server-hardware'
 import { ServerEvents, ServerLinks, ServerMargin, ServerSettings } from './server-panels'
 
-/** One server: presence and facts, vitals per GPU, charts, commands, links and offers, margin, events, settings. */
+/** One server: presence and facts, vitals per GPU, hardware and health, charts, commands, links and offers, margin, events, settings. */
 
 const VITALS: [string, string, string][] = [
   ['temperature_c', 'Core', ' °C'],
@@ -150,6 +151,7 @@ export function ServerPage({ id }: { id: string }) {
             <Section title="GPU vitals">
               <Vitals s={s} />
             </Section>
+            <ServerHardware s={s} />
             <ServerCharts serverId={id} />
             <Section title="Commands">
               {can('operator') && !s.decommissioned_at && (

@@ -51,10 +51,45 @@ function reportedHostname(input: HostFactsInput): string {
 
 const stripped = (s: string | null | undefined) => (s === undefined || s === null ? null : stripUnsafeText(s))
 
+const HOST_DETAILS = [
+  'driver_version',
+  'cuda_version',
+  'cpu_cores',
+  'ram_mb',
+  'disk_free_gb',
+  'docker_version',
+  'docker_root',
+  'docker_disk_free_gb',
+  'nvidia_container_toolkit_version',
+] as const
+
+/** The host's details as reported (docs/agent.md "Facts"): null when the agent reports none of them (an older or simulated agent). */
+function hostDetails(input: HostFactsInput): HostFacts['hostDetails'] {
+  if (HOST_DETAILS.every((k) => input[k] === undefined)) return null
+  const text = (v: string | null | undefined) => stripped(v)?.trim() || null
+  return {
+    driver_version: text(input.driver_version),
+    cuda_version: text(input.cuda_version),
+    cpu_cores: input.cpu_cores ?? null,
+    ram_mb: input.ram_mb ?? null,
+    disk_free_gb: input.disk_free_gb ?? null,
+    docker_version: text(input.docker_version),
+    docker_root: text(input.docker_root),
+    docker_disk_free_gb: input.docker_disk_free_gb ?? null,
+    nvidia_container_toolkit_version: text(input.nvidia_container_toolkit_version),
+  }
+}
+
 export function hostFacts(input: HostFactsInput): HostFacts {
   const gpus = [...input.gpus]
     .sort((a, b) => a.index - b.index)
-    .map((g) => ({ ...g, model: stripUnsafeText(g.model), ...(g.uuid !== undefined ? { uuid: stripped(g.uuid) } : {}) }))
+    .map((g) => ({
+      ...g,
+      model: stripUnsafeText(g.model),
+      ...(g.uuid !== undefined ? { uuid: stripped(g.uuid) } : {}),
+      ...(g.pci_bus_id !== undefined ? { pci_bus_id: stripped(g.pci_bus_id) } : {}),
+      ...(g.vbios_version !== undefined ? { vbios_version: stripped(g.vbios_version) } : {}),
+    }))
   const models = [...new Set(gpus.map((g) => g.model))]
   return {
     hostname: reportedHostname(input),
@@ -65,6 +100,7 @@ export function hostFacts(input: HostFactsInput): HostFacts {
     diskGb: input.disk_gb ?? null,
     portRange: stripped(input.port_range),
     gpus,
+    hostDetails: hostDetails(input),
     gpuCount: gpus.length,
     gpuModel: models.length === 0 ? '' : models.length === 1 ? models[0]! : models.join(' + ').slice(0, 128),
   }

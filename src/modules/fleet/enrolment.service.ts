@@ -11,7 +11,10 @@ import { trustedServerById } from './servers.views'
  */
 
 /** The host facts an agent reports at enrolment and in every hello (agent.service `hostFacts`). */
-export type HostFacts = Pick<ServerRow, 'hostname' | 'agentVersion' | 'fingerprint' | 'publicIp' | 'diskGb' | 'portRange' | 'gpus' | 'gpuCount' | 'gpuModel'>
+export type HostFacts = Pick<
+  ServerRow,
+  'hostname' | 'agentVersion' | 'fingerprint' | 'publicIp' | 'diskGb' | 'portRange' | 'gpus' | 'gpuCount' | 'gpuModel' | 'hostDetails'
+>
 
 /** A new server of the tenant, enrolled at `at` with the agent's credential hash; answers its id. */
 export function enrolServer(

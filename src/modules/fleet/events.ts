@@ -1,7 +1,7 @@
 import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatTimestamp } from '../../platform/time'
-import { insertServerEvent, type ServerEventRow } from './fleet.repository'
+import { addXidCount, insertServerEvent, type ServerEventRow } from './fleet.repository'
 
 export type Severity = ServerEventRow['severity']
 
@@ -30,6 +30,8 @@ export function recordServerEvent(
     data: event.data ?? null,
     createdAt: at,
   })
+  const xid = xidOf(event)
+  if (xid) addXidCount(tx, { serverId: server.id, ...xid, at })
   // Notifications react in this transaction (src/reactions.ts).
   deps.events.emit('server.event_recorded', {
     tx: tx as Tx,
@@ -41,6 +43,19 @@ export function recordServerEvent(
     message: event.message,
     data: event.data ?? null,
   })
+}
+
+/**
+ * An agent's `gpu.xid` event counts towards its server's Xid counters (gpuhq_gpu_xid_errors_total)
+ * when its data carries the Xid number (an integer 0..65535); a `gpu_index` outside 0..127 or
+ * absent counts as "GPU not known" (-1).
+ */
+function xidOf(event: { kind: string; data?: Record<string, unknown> | null }): { xid: number; gpuIndex: number } | null {
+  if (event.kind !== 'agent.gpu.xid') return null
+  const xid = event.data?.xid
+  if (typeof xid !== 'number' || !Number.isInteger(xid) || xid < 0 || xid > 65_535) return null
+  const gpu = event.data?.gpu_index
+  return { xid, gpuIndex: typeof gpu === 'number' && Number.isInteger(gpu) && gpu >= 0 && gpu <= 127 ? gpu : -1 }
 }
 
 export function eventView(e: ServerEventRow) {

@@ -1,6 +1,6 @@
 import type { Database } from 'bun:sqlite'
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
-import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers } from '../../../db/schema/fleet'
+import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers, serverXidCounts } from '../../../db/schema/fleet'
 import { isPostgres, preparedQuery, type DbOrTx } from '../../../db/client'
 
 export type ServerRow = typeof servers.$inferSelect
@@ -269,6 +269,38 @@ export function clearKeepOnRow(tx: DbOrTx, serverId: string, marketplace: Market
   tx.delete(serverKeepOn)
     .where(and(eq(serverKeepOn.serverId, serverId), eq(serverKeepOn.marketplace, marketplace)))
     .run()
+}
+
+/** One more Xid `xid` on the server's GPU `gpuIndex` (-1: not known), at `at`. */
+export function addXidCount(tx: DbOrTx, row: { serverId: string; gpuIndex: number; xid: number; at: number }): void {
+  tx.insert(serverXidCounts)
+    .values({ serverId: row.serverId, gpuIndex: row.gpuIndex, xid: row.xid, count: 1, lastAt: row.at })
+    .onConflictDoUpdate({
+      target: [serverXidCounts.serverId, serverXidCounts.gpuIndex, serverXidCounts.xid],
+      set: { count: sql`${serverXidCounts.count} + 1`, lastAt: row.at },
+    })
+    .run()
+}
+
+/** The Xid counts of the tenant's managed servers, ordered by server, GPU and Xid. */
+export function xidCountsOfTenant(db: DbOrTx, tenantId: string) {
+  return db
+    .select({ serverId: serverXidCounts.serverId, gpuIndex: serverXidCounts.gpuIndex, xid: serverXidCounts.xid, count: serverXidCounts.count })
+    .from(serverXidCounts)
+    .innerJoin(servers, eq(servers.id, serverXidCounts.serverId))
+    .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
+    .orderBy(asc(serverXidCounts.serverId), asc(serverXidCounts.gpuIndex), asc(serverXidCounts.xid))
+    .all()
+}
+
+/** The Xid counts of one server (GET /servers/{id}). */
+export function xidCountsOfServer(db: DbOrTx, serverId: string) {
+  return db
+    .select({ gpuIndex: serverXidCounts.gpuIndex, xid: serverXidCounts.xid, count: serverXidCounts.count, lastAt: serverXidCounts.lastAt })
+    .from(serverXidCounts)
+    .where(eq(serverXidCounts.serverId, serverId))
+    .orderBy(asc(serverXidCounts.gpuIndex), asc(serverXidCounts.xid))
+    .all()
 }
 
 export function latestMetricsOf(db: DbOrTx, serverIds: string[]) {

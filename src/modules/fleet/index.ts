@@ -14,6 +14,8 @@ export { provideRowFacts, type IncidentCounts, type ServerListing } from './row-
 export { loadServer, releaseGroup, visibleServerId, type ServerMargin } from './servers.service'
 export { agentSessions, type LiveSession } from './agent-sessions'
 export { recordServerEvent } from './events'
+// The hardware rules GET /servers/{id} and Prometheus share (docs/agent.md "Health readings").
+export { pcieLinkDegraded } from './hardware'
 export { rentalRunning, rentalSources, setMarketRentals } from './rentals'
 // What an agent tells about its host (the agent module decides, fleet writes).
 export { backdateEnrolment, enrolServer, recordHostFacts, recordRentalSighting, reenrolServer, type HostFacts } from './enrolment.service'
@@ -36,5 +38,6 @@ export {
   serversOfTenant,
   tenantServersManagedDuring,
   trustedServerById,
+  xidCountsOfTenant,
   type ServerSummary,
 } from './servers.views'

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { DisplayText, Literals, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { UNSAFE_TEXT_CHARS } from '../../platform/text'
@@ -7,6 +7,8 @@ import { MARKETPLACES, MarketplaceId } from '../../platform/marketplace-id'
 // A tag's value may be any text but whitespace, commas, control and bidi characters.
 const TAG_PATTERN = `^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,63}(:[^\\s,${UNSAFE_TEXT_CHARS}]{1,64})?$`
 const Tag = Type.String({ pattern: TAG_PATTERN, maxLength: 128, description: '`key` or `key:value`' })
+/** A fact an agent may not report (absent) or a driver may not know (null). */
+const Fact = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema))
 const Presence = Type.Union([Type.Literal('online'), Type.Literal('suspect'), Type.Literal('offline')])
 
 const Envelope = {
@@ -90,7 +92,65 @@ export const ServerDetail = Type.Object({
       model: Type.String(),
       memory_mb: Type.Optional(Nullable(Type.Integer())),
       uuid: Type.Optional(Nullable(Type.String())),
+      // Per-GPU facts of the agent's last hello (docs/agent.md "Facts", each with its nvidia-smi field). Absent
+      // when the agent is older than these facts; null when the driver does not know one ("[N/A]").
+      pci_bus_id: Fact(Type.String({ maxLength: 32, description: 'pci.bus_id' })),
+      pcie_gen_max: Fact(Type.Integer({ description: 'pcie.link.gen.max: the highest PCIe generation the GPU and the board allow' })),
+      pcie_width_max: Fact(Type.Integer({ description: 'pcie.link.width.max: the widest link (lanes) the GPU and the board allow' })),
+      power_limit_default_w: Fact(Type.Number({ description: 'power.default_limit, watts' })),
+      power_limit_min_w: Fact(Type.Number({ description: 'power.min_limit, watts' })),
+      power_limit_max_w: Fact(Type.Number({ description: 'power.max_limit, watts' })),
+      ecc_mode: Fact(Type.Boolean({ description: 'ecc.mode.current is Enabled' })),
+      persistence_mode: Fact(Type.Boolean({ description: 'persistence_mode is Enabled' })),
+      mig_mode: Fact(Type.Boolean({ description: 'mig.mode.current is Enabled' })),
+      mig_devices: Fact(Type.Integer({ description: 'MIG devices under this GPU (nvidia-smi -L); they are partitions of it, not extra GPUs' })),
+      vbios_version: Fact(Type.String({ maxLength: 64, description: 'vbios_version' })),
     }),
+  ),
+  host_details: Nullable(
+    Type.Object(
+      {
+        driver_version: Nullable(Type.String({ maxLength: 64, description: 'NVIDIA driver (nvidia-smi --version, DRIVER version)' })),
+        cuda_version: Nullable(Type.String({ maxLength: 32, description: 'The newest CUDA the driver supports (nvidia-smi --version, CUDA Version)' })),
+        cpu_cores: Nullable(Type.Integer({ description: 'Logical CPUs' })),
+        ram_mb: Nullable(Type.Integer({ description: 'Memory, MiB' })),
+        disk_free_gb: Nullable(Type.Number({ description: 'Free space on the root filesystem, decimal GB' })),
+        docker_version: Nullable(Type.String({ maxLength: 64 })),
+        docker_root: Nullable(Type.String({ maxLength: 256, description: "Docker's data root (DockerRootDir), where renters' images and containers go" })),
+        docker_disk_free_gb: Nullable(Type.Number({ description: "Free space on Docker's data root, decimal GB" })),
+        nvidia_container_toolkit_version: Nullable(Type.String({ maxLength: 64, description: 'nvidia-ctk --version (or nvidia-container-cli)' })),
+      },
+      {
+        description:
+          "Not in the specification's server detail, added alongside: the host beside its GPUs as the agent's last hello reported it; null until an agent reported them (older and simulated agents do not). Each field null when unknown or not installed",
+      },
+    ),
+  ),
+  gpu_health: Type.Array(
+    Type.Object({
+      index: Nullable(Type.Integer({ description: 'The GPU; null for Xids the agent could not tie to a GPU it knows' })),
+      pcie_link_degraded: Nullable(
+        Type.Boolean({
+          description:
+            'The link runs below what the GPU and board allow: current width (pcie_link_width) below pcie_width_max, or current generation (pcie_link_gen) below pcie_gen_max while the GPU is busy (utilisation above 0; an idle GPU trains its link down to save power). Null when it cannot be compared',
+        }),
+      ),
+      clock_event_reasons: Nullable(
+        Type.Array(Type.String({ maxLength: 32 }), {
+          maxItems: 53,
+          description:
+            'Why the clocks are held down now, from the clock_event_reasons reading: gpu_idle, applications_clocks_setting, sw_power_cap, hw_slowdown, sync_boost, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown, display_clock_setting (bit_<n> past these); empty when none, null when unknown',
+        }),
+      ),
+      xids: Type.Array(Type.Object({ xid: Type.Integer(), count: Type.Integer({ minimum: 1 }), last_at: Timestamp() }), {
+        description: 'NVIDIA Xid errors the agent read from the kernel log (agent.gpu.xid events), counted per Xid number',
+      }),
+    }),
+    {
+      maxItems: 129,
+      description:
+        'Not in the specification\'s server detail, added alongside: each GPU\'s health verdicts (docs/agent.md "Health readings"); the readings themselves are in telemetry.gpus',
+    },
   ),
   telemetry: Type.Object({
     host: MetricValues,

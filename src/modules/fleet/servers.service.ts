@@ -23,9 +23,11 @@ import {
   serverEventRows,
   setKeepOnRow,
   updateServer,
+  xidCountsOfServer,
   type Marketplace,
   type ServerRow,
 } from './fleet.repository'
+import { clockEventReasons, pcieLinkDegraded } from './hardware'
 import { factsOf, fleetRow } from './fleet.row'
 import { summaryOf, type ServerSummary } from './servers.views'
 import { rowFactsOf } from './row-facts'
@@ -125,6 +127,8 @@ function serverDetail(deps: Deps, server: ServerRow) {
     disk_gb: server.diskGb,
     port_range: server.portRange,
     gpus: server.gpus,
+    host_details: server.hostDetails,
+    gpu_health: gpuHealth(server, byGpu, xidCountsOfServer(deps.db, server.id)),
     telemetry: { host, gpus: [...gpus].sort(([a], [b]) => a - b).map(([index, m]) => ({ index, metrics: m })) },
     keep_on: keepOnOf(deps.db, server.id),
     electricity_usd_per_kwh: server.electricityMicrosPerKwh === null ? null : formatMoney(server.electricityMicrosPerKwh),
@@ -135,6 +139,38 @@ function serverDetail(deps: Deps, server: ServerRow) {
     created_at: formatTimestamp(server.createdAt),
     decommissioned_at: formatNullableTimestamp(server.decommissionedAt),
   }
+}
+
+/**
+ * Per GPU (the inventory's and any that reported readings): the link verdict, the clock event
+ * reasons by name and the Xids counted (docs/agent.md "Health readings"). Xids the agent could not
+ * tie to a GPU are listed under index null.
+ */
+function gpuHealth(server: ServerRow, readings: Map<number, Map<string, number | null>>, xids: ReturnType<typeof xidCountsOfServer>) {
+  const indexes = [...new Set([...server.gpus.map((g) => g.index), ...[...readings.keys()].filter((i) => i >= 0)])].sort((a, b) => a - b).slice(0, 128)
+  const xidsOf = (gpuIndex: number) =>
+    xids.filter((x) => x.gpuIndex === gpuIndex).map((x) => ({ xid: x.xid, count: x.count, last_at: formatTimestamp(x.lastAt) }))
+  const health: {
+    index: number | null
+    pcie_link_degraded: boolean | null
+    clock_event_reasons: string[] | null
+    xids: { xid: number; count: number; last_at: string }[]
+  }[] = indexes.map((index) => {
+    const values = readings.get(index) ?? new Map<string, number | null>()
+    const plausible = new Map([...values].map(([metric, v]) => [metric, plausibleReading(metric, index, v)]))
+    return {
+      index,
+      pcie_link_degraded: pcieLinkDegraded(
+        server.gpus.find((g) => g.index === index),
+        plausible,
+      ),
+      clock_event_reasons: clockEventReasons(plausible.get('clock_event_reasons')),
+      xids: xidsOf(index),
+    }
+  })
+  const unknown = xidsOf(-1)
+  if (unknown.length) health.push({ index: null, pcie_link_degraded: null, clock_event_reasons: null, xids: unknown })
+  return health
 }
 
 type Change = { deps: Deps; actor: Actor; audit: AuditContext; id: string }

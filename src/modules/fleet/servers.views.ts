@@ -109,4 +109,5 @@ export {
   serverNames,
   serversManagedDuring,
   tenantServersManagedDuring,
+  xidCountsOfTenant,
 } from './fleet.repository'

@@ -59,7 +59,98 @@ export const GPU_READINGS: (FamilySpec & { metric: string; value: (v: number) =>
     ...family('gauge', 'gpuhq_gpu_sm_clock_hertz', 'GPU streaming-multiprocessor clock, latest reading.'),
     value: (v) => formatNumber(Math.round(v * 1_000_000)),
   },
+  // The health readings of a real driver (docs/agent.md "Health readings").
+  {
+    metric: 'pcie_link_gen',
+    ...family('gauge', 'gpuhq_gpu_pcie_link_generation', 'PCIe link generation now (pcie.link.gen.current); an idle GPU trains it down to save power.'),
+    value: formatNumber,
+  },
+  {
+    metric: 'pcie_link_width',
+    ...family('gauge', 'gpuhq_gpu_pcie_link_width_lanes', 'PCIe link width now, in lanes (pcie.link.width.current).'),
+    value: formatNumber,
+  },
+  { metric: 'power_limit_w', ...family('gauge', 'gpuhq_gpu_power_limit_watts', 'GPU power limit in force (power.limit).'), value: formatNumber },
+  {
+    metric: 'ecc_corrected_volatile',
+    ...family('gauge', 'gpuhq_gpu_ecc_corrected_volatile_errors', 'Corrected ECC errors since the driver last loaded (ecc.errors.corrected.volatile.total).'),
+    value: formatNumber,
+  },
+  {
+    metric: 'ecc_uncorrected_volatile',
+    ...family(
+      'gauge',
+      'gpuhq_gpu_ecc_uncorrected_volatile_errors',
+      'Uncorrected ECC errors since the driver last loaded (ecc.errors.uncorrected.volatile.total).',
+    ),
+    value: formatNumber,
+  },
+  {
+    metric: 'ecc_corrected_aggregate',
+    ...family('counter', 'gpuhq_gpu_ecc_corrected_errors_total', "Corrected ECC errors over the board's life (ecc.errors.corrected.aggregate.total)."),
+    value: formatNumber,
+  },
+  {
+    metric: 'ecc_uncorrected_aggregate',
+    ...family('counter', 'gpuhq_gpu_ecc_uncorrected_errors_total', "Uncorrected ECC errors over the board's life (ecc.errors.uncorrected.aggregate.total)."),
+    value: formatNumber,
+  },
+  {
+    metric: 'retired_pages_sbe',
+    ...family(
+      'gauge',
+      'gpuhq_gpu_retired_pages_single_bit',
+      'Memory pages retired for single-bit ECC errors (retired_pages.single_bit_ecc.count; GPUs before Ampere).',
+    ),
+    value: formatNumber,
+  },
+  {
+    metric: 'retired_pages_dbe',
+    ...family(
+      'gauge',
+      'gpuhq_gpu_retired_pages_double_bit',
+      'Memory pages retired for double-bit ECC errors (retired_pages.double_bit.count; GPUs before Ampere).',
+    ),
+    value: formatNumber,
+  },
+  {
+    metric: 'remapped_rows_correctable',
+    ...family('gauge', 'gpuhq_gpu_remapped_rows_correctable', 'Memory rows remapped for correctable errors (remapped_rows.correctable; Ampere and later).'),
+    value: formatNumber,
+  },
+  {
+    metric: 'remapped_rows_uncorrectable',
+    ...family(
+      'gauge',
+      'gpuhq_gpu_remapped_rows_uncorrectable',
+      'Memory rows remapped for uncorrectable errors (remapped_rows.uncorrectable; Ampere and later).',
+    ),
+    value: formatNumber,
+  },
+  {
+    metric: 'remapped_rows_pending',
+    ...family('gauge', 'gpuhq_gpu_remapped_rows_pending', '1 while a row remapping waits for a GPU reset (remapped_rows.pending), else 0.'),
+    value: formatNumber,
+  },
+  {
+    metric: 'remapped_rows_failure',
+    ...family('gauge', 'gpuhq_gpu_remapped_rows_failed', '1 when a row remapping failed (remapped_rows.failure): the board needs service, else 0.'),
+    value: formatNumber,
+  },
 ]
+
+export const GPU_HEALTH = {
+  pcieDegraded: family(
+    'gauge',
+    'gpuhq_gpu_pcie_link_degraded',
+    'Whether the PCIe link runs below what the GPU and board allow (pcie_link_degraded of GET /servers/{id}): 1 when the width is below its maximum, or the generation below its maximum while the GPU is busy; 0 otherwise; absent when unknown.',
+  ),
+  xids: family(
+    'counter',
+    'gpuhq_gpu_xid_errors_total',
+    'NVIDIA Xid errors the agent read from the kernel log, per Xid number (xid label); a series without gpu and model is an Xid the agent could not tie to a GPU.',
+  ),
+}
 
 export const GPU_INVENTORY = {
   memoryTotal: {

@@ -4,9 +4,9 @@ import { formatMoney } from '../../platform/money'
 import { utcDay } from '../../platform/time'
 import { balanceRunway } from '../billing'
 import { accruedDays } from '../earnings'
-import { exposedServers, latestGpuMetricsOfTenant, rentalSources, serverNames } from '../fleet'
+import { exposedServers, latestGpuMetricsOfTenant, pcieLinkDegraded, rentalSources, serverNames, xidCountsOfTenant } from '../fleet'
 import { Exposition, formatSecondsOfUs, labelSet } from './exposition'
-import { BALANCE, EARNINGS, GPU_INVENTORY, GPU_READINGS, PRESENCE, RENTALS, type FamilySpec } from './prometheus.catalogue'
+import { BALANCE, EARNINGS, GPU_HEALTH, GPU_INVENTORY, GPU_READINGS, PRESENCE, RENTALS, type FamilySpec } from './prometheus.catalogue'
 
 /**
  * GET /metrics/prometheus (docs/prometheus.md): the caller's fleet as Prometheus metrics. Each
@@ -31,6 +31,7 @@ export function scrapeMetrics({ deps, actor }: { deps: Deps; actor: Actor }): st
   if (fleet) {
     writePresence(out, servers, serverLabels)
     writeGpus(out, servers, serverLabels, readingsOf(deps, actor.tenantId))
+    writeXids(out, deps, actor, servers, serverLabels)
   }
   if (markets) {
     writeRentals(out, servers, serverLabels)
@@ -104,6 +105,43 @@ function writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pairs
   const total = GPU_INVENTORY.memoryTotal
   start(out, total)
   for (const { gpus: list } of gpus) for (const g of list) if (typeof g.memoryMb === 'number') out.sample(total.name, g.labels, total.value(g.memoryMb))
+  // The link verdict, by fleet's own rule, from the inventory's maxima and the latest readings.
+  const degraded = GPU_HEALTH.pcieDegraded
+  start(out, degraded)
+  const LINK = ['pcie_link_gen', 'pcie_link_width', 'utilization_pct'] as const
+  for (const { server, reported, gpus: list } of gpus) {
+    if (server.presence === 'offline') continue
+    for (const g of list) {
+      const values = reported.get(g.index)
+      const readings = new Map(LINK.map((m) => [m, numberOrNull(values?.[SLOT.get(m)!])]))
+      const verdict = pcieLinkDegraded(
+        server.gpus.find((x) => x.index === g.index),
+        readings,
+      )
+      if (verdict !== null) out.sample(degraded.name, g.labels, verdict ? '1' : '0')
+    }
+  }
+}
+
+const numberOrNull = (v: number | null | undefined) => (typeof v === 'number' && Number.isFinite(v) ? v : null)
+
+/** Xid counts per server, GPU and Xid number (fleet keeps them as the agents' gpu.xid events arrive). */
+function writeXids(out: Exposition, deps: Deps, actor: Actor, servers: Server[], labels: Map<string, Pairs>): void {
+  start(out, GPU_HEALTH.xids)
+  const byId = new Map(servers.map((s) => [s.id, s]))
+  for (const x of xidCountsOfTenant(deps.db, actor.tenantId)) {
+    const server = byId.get(x.serverId)
+    if (!server) continue
+    const model = server.gpus.find((g) => g.index === x.gpuIndex)?.model ?? server.gpuModel
+    const gpu: Pairs =
+      x.gpuIndex >= 0
+        ? [
+            ['gpu', String(x.gpuIndex)],
+            ['model', model],
+          ]
+        : []
+    out.sample(GPU_HEALTH.xids.name, labelSet([...labels.get(server.id)!, ...gpu, ['xid', String(x.xid)]]), String(x.count))
+  }
 }
 
 function writeRentals(out: Exposition, servers: Server[], labels: Map<string, Pairs>): void {

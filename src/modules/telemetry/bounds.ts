@@ -10,6 +10,14 @@ export type MetricRange = { min: number; max: number }
 
 const TEMPERATURE: MetricRange = { min: -50, max: 200 }
 const PERCENT: MetricRange = { min: 0, max: 100 }
+/** NVML's clock event reasons: bits up to 2^40 leave room for reasons not yet defined. */
+const BITMASK: MetricRange = { min: 0, max: 2 ** 40 }
+/** ECC error counters: a board's lifetime count, never negative. */
+const COUNT: MetricRange = { min: 0, max: 1e12 }
+/** Retired pages and remapped rows: a few hundred at most before a board is replaced. */
+const PAGES: MetricRange = { min: 0, max: 1_000_000 }
+/** Yes/No as 1/0. */
+const FLAG: MetricRange = { min: 0, max: 1 }
 
 /** The protocol's metrics (the agent protocol's "Metrics"), by scope where the two differ. */
 const NAMED: Record<string, { gpu: MetricRange; host: MetricRange }> = {
@@ -29,6 +37,22 @@ const NAMED: Record<string, { gpu: MetricRange; host: MetricRange }> = {
   net_rx_mbps: { gpu: { min: 0, max: 10_000_000 }, host: { min: 0, max: 10_000_000 } },
   net_tx_mbps: { gpu: { min: 0, max: 10_000_000 }, host: { min: 0, max: 10_000_000 } },
   hashrate: { gpu: { min: 0, max: 1e15 }, host: { min: 0, max: 1e15 } },
+  // The health readings of a real driver (docs/agent.md "Health readings").
+  pcie_link_gen: { gpu: { min: 0, max: 16 }, host: { min: 0, max: 16 } },
+  pcie_link_width: { gpu: { min: 0, max: 64 }, host: { min: 0, max: 64 } },
+  power_limit_w: { gpu: { min: 0, max: 5_000 }, host: { min: 0, max: 100_000 } },
+  clock_event_reasons: { gpu: BITMASK, host: BITMASK },
+  ecc_corrected_volatile: { gpu: COUNT, host: COUNT },
+  ecc_uncorrected_volatile: { gpu: COUNT, host: COUNT },
+  ecc_corrected_aggregate: { gpu: COUNT, host: COUNT },
+  ecc_uncorrected_aggregate: { gpu: COUNT, host: COUNT },
+  retired_pages_sbe: { gpu: PAGES, host: PAGES },
+  retired_pages_dbe: { gpu: PAGES, host: PAGES },
+  retired_pages_pending: { gpu: FLAG, host: FLAG },
+  remapped_rows_correctable: { gpu: PAGES, host: PAGES },
+  remapped_rows_uncorrectable: { gpu: PAGES, host: PAGES },
+  remapped_rows_pending: { gpu: FLAG, host: FLAG },
+  remapped_rows_failure: { gpu: FLAG, host: FLAG },
 }
 
 /**
