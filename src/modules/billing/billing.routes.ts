@@ -1,10 +1,9 @@
 import { t } from 'elysia'
-import { Type } from '@sinclair/typebox'
 import { describe } from '../../platform/access'
 import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { problems } from '../../platform/problem'
-import { Nullable, responses, Served } from '../../platform/schemas'
+import { PageOf, responses, Served } from '../../platform/schemas'
 import { Billing, ChargeDay, ChargeDaysQuery, LedgerEntry, LedgerQuery } from './billing.model'
 import { chargeDays, chargesCsv, getBilling, ledgerPage } from './billing.service'
 
@@ -19,7 +18,7 @@ export function billingRoutes(deps: Deps) {
     })
     .get('/billing/ledger', ({ verb, query }) => ledgerPage({ ...verb, input: query }), {
       query: LedgerQuery,
-      response: responses({ 200: Type.Object({ items: Type.Array(LedgerEntry, { maxItems: 200 }), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
+      response: responses({ 200: PageOf(LedgerEntry, { maxItems: 200 }) }, [401, 403, 422]),
       detail: describe(read, {
         tags,
         summary: 'Ledger entries, newest first by occurred_at',
@@ -28,7 +27,7 @@ export function billingRoutes(deps: Deps) {
     })
     .get('/billing/charges', ({ verb, query }) => chargeDays({ ...verb, input: query }), {
       query: ChargeDaysQuery,
-      response: responses({ 200: Type.Object({ items: Type.Array(ChargeDay), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
+      response: responses({ 200: PageOf(ChargeDay) }, [401, 403, 422]),
       detail: describe(read, { tags, summary: 'Daily charge journal, one row per UTC day, newest first' }),
     })
     .get(

@@ -5,7 +5,7 @@ import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
-import { Nullable, responses } from '../../platform/schemas'
+import { PageOf, responses } from '../../platform/schemas'
 import { NotificationReceipt, PaymentMethods, Topup, TopupCreate, TopupListQuery } from './payments.model'
 import { createTopup, getTopup, handleNotification, listPaymentMethods, listTopups } from './topups.service'
 
@@ -46,7 +46,7 @@ export function paymentsRoutes(deps: Deps) {
     )
     .get('/billing/topups', ({ verb, query }) => listTopups({ ...verb, input: query }), {
       query: TopupListQuery,
-      response: responses({ 200: Type.Object({ items: Type.Array(Topup, { maxItems: 200 }), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
+      response: responses({ 200: PageOf(Topup, { maxItems: 200 }) }, [401, 403, 422]),
       detail: describe({ role: 'viewer', scope: 'billing:read', reach: 'tenant' }, { tags, summary: 'Top-up history, newest first' }),
     })
     .get(
