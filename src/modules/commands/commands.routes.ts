@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { describe } from '../../platform/access'
-import { apiRoutes } from '../../platform/api'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
@@ -37,7 +37,7 @@ export function commandsRoutes(deps: Deps) {
         })
         set.status = 201
         set.headers.etag = `"${out.version}"`
-        set.headers.location = `/api/v1/commands/${out.command_id}`
+        set.headers.location = `${API_PREFIX}/commands/${out.command_id}`
         return out
       },
       {

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { describe } from '../../platform/access'
-import { apiRoutes } from '../../platform/api'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { etagOf } from '../../platform/etag'
 import { NoContent, responses } from '../../platform/schemas'
@@ -26,7 +26,7 @@ export function groupsRoutes(deps: Deps) {
         const g = createGroup({ ...verb, input: body })
         set.status = 201
         set.headers.etag = etagOf(g.version)
-        set.headers.location = `/api/v1/groups/${g.id}`
+        set.headers.location = `${API_PREFIX}/groups/${g.id}`
         return g
       },
       {

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { describe } from '../../platform/access'
-import { apiRoutes } from '../../platform/api'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
@@ -25,7 +25,7 @@ export function paymentsRoutes(deps: Deps) {
       async ({ verb, body, set }) => {
         const out = await createTopup({ ...verb, input: body })
         set.status = 201
-        set.headers.location = `/api/v1/billing/topups/${out.id}`
+        set.headers.location = `${API_PREFIX}/billing/topups/${out.id}`
         return out
       },
       {

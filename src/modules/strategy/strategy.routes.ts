@@ -1,5 +1,5 @@
 import { describe } from '../../platform/access'
-import { apiRoutes } from '../../platform/api'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { etagOf } from '../../platform/etag'
 import { idempotent } from '../../platform/idempotency'
@@ -37,7 +37,7 @@ export function strategyRoutes(deps: Deps) {
         const p = createPolicy({ ...verb, input: body })
         set.status = 201
         set.headers.etag = etagOf(p.version)
-        set.headers.location = `/api/v1/strategy/policies/${p.id}`
+        set.headers.location = `${API_PREFIX}/strategy/policies/${p.id}`
         return p
       },
       {

@@ -1,5 +1,5 @@
 import { describe } from '../../platform/access'
-import { apiRoutes } from '../../platform/api'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
 import { t } from 'elysia'
 import type { Deps } from '../../platform/context'
 import type { JobRunner } from '../../platform/jobs'
@@ -38,7 +38,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
       ({ body, set }) => {
         const row = createProbe({ deps, input: body })
         set.status = 201
-        set.headers.location = `/api/v1/_test/probes/${row.id}`
+        set.headers.location = `${API_PREFIX}/_test/probes/${row.id}`
         set.headers.etag = etagOf(row.version)
         return probeView(row)
       },
