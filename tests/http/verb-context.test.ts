@@ -43,14 +43,17 @@ beforeAll(async () => {
         .get('/public/actor', ({ verb }) => ({ tenant: verb.actor.tenantId }))
         .get('/public/audit', ({ verb }) => ({ request: verb.audit.requestId }))
         .get('/public/spread', ({ verb }) => ({ keys: Object.keys({ ...verb }) }))
-        .get('/authed', ({ verb, request }) => ({
-          tenant: verb.actor.tenantId,
-          audit_actor_is_actor: verb.audit.actor === verb.actor,
-          audit_once: verb.audit === verb.audit,
-          request_id: verb.audit.requestId,
-          user_agent: verb.audit.userAgent,
-          header_agent: request.headers.get('user-agent'),
-        })),
+        .get('/authed', ({ verb, request }) => {
+          const first = verb.audit
+          return {
+            tenant: verb.actor.tenantId,
+            audit_actor_is_actor: verb.audit.actor === verb.actor,
+            audit_once: first === verb.audit,
+            request_id: verb.audit.requestId,
+            user_agent: verb.audit.userAgent,
+            header_agent: request.headers.get('user-agent'),
+          }
+        }),
     )
   server = startServer(probe as unknown as App, app.deps, { port: 0, hostname: '127.0.0.1' })
 })
