@@ -6,6 +6,7 @@ import { createMethodIndex, platform } from './platform/http'
 import { buildAccessIndex, ensureAccess, ensureBodyServers, narrowQueryServers, type AccessSpec, type Authenticators } from './platform/access'
 import { ProblemSchema } from './platform/schemas'
 import { openapiDocument } from './platform/openapi'
+import { API_PREFIX } from './platform/api'
 import { docsRoutes, systemRoutes } from './modules/system'
 import { testingRoutes } from './modules/testing'
 import { accountsRoutes } from './modules/accounts'
@@ -33,8 +34,6 @@ import { alertsRoutes } from './modules/alerts'
 import { prometheusRoutes } from './modules/prometheus'
 import { liveRoutes } from './modules/live'
 import { consoleRoutes } from './modules/console'
-
-const API_PREFIX = '/api/v1'
 
 /** The OpenAPI document's own parts: everything but paths and component schemas, which the routes make. */
 const DOCUMENTATION = (deps: Deps) => ({

@@ -1,7 +1,7 @@
 import type { Server } from 'bun'
 import type { App } from './app'
 import type { Deps } from './platform/context'
-import { beginRequest, internalProblem, problemResponse } from './platform/http'
+import { beginRequest, internalProblem, problemResponse, type RequestState } from './platform/http'
 import { finishKey, releaseKey, RequestIdempotency, runWithIdempotency } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { encodeResponse } from './platform/compression'
@@ -41,6 +41,7 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
     async fetch(request, srv) {
       const peer = srv.requestIP(request)?.address ?? '127.0.0.1'
       const ip = clientIp(peer, request.headers.get('x-forwarded-for'), deps.config.trustedProxies)
+      // Before Elysia: the upgrade needs Bun's server (srv.upgrade), which app.handle never has.
       if (request.headers.get('upgrade')?.toLowerCase() === 'websocket' && new URL(request.url).pathname === AGENT_WS_PATH) {
         settlePresence(deps) // a new session starts after its predecessor's close, as the agent sees it
         const requestId = deps.newId()
@@ -84,14 +85,59 @@ function settlePresence(deps: Deps): void {
 }
 
 /**
- * A request that met a busy database (another process held the write lock past the driver's short
- * wait) before anything of it was written is run again after a pause that yields the event loop;
- * past the last pause it answers 503 with Retry-After. See docs/operations.md "A busy database".
+ * The request pipeline around Elysia's (issue 37 asked to fold it in where it can be). What Elysia's
+ * lifecycle can do is in it: the request id header, access, body rules and problem documents
+ * (src/platform/http.ts), the verb context (src/platform/api.ts). What is left here cannot be a hook
+ * without changing what the service does, each for its reason:
+ * - The client address comes from Bun's server (`requestIP`), which `app.handle` never sees; and the
+ *   agent's WebSocket upgrade (startServer) needs that server object to upgrade, so it is answered
+ *   before Elysia.
+ * - The busy-database replay (runAttempts) runs the whole Elysia pipeline again on a copy of the
+ *   body: a hook runs inside one pass and cannot start another. Presence steps are settled once per
+ *   request before its first pass (and before an agent's upgrade), not once per pass.
+ * - The idempotency scope wraps a whole pass, from parse to answer (an AsyncLocalStorage that counts
+ *   the pass's write transactions); a hook sees one stage only.
+ * - The stored idempotent answer, the fallback audit row and the log line are written once per
+ *   request from its final answer, after every retry (Elysia's afterResponse runs once per pass, when
+ *   the answer has left, and never for an answer made here, such as an unhandled failure's).
+ * - The group-commit barrier holds the answer until its commits are on disk, after compression, which
+ *   runs while the fsync does (sealAnswer); an answer that fails either is replaced, answers made here
+ *   included, and every answer gets the security headers.
  */
-
 async function handle(app: App, deps: Deps, request: Request, ip: string): Promise<Response> {
   const started = performance.now()
   const path = new URL(request.url).pathname
+  let { response, state } = await runAttempts(app, deps, request, ip)
+  if (state.busy) deps.log.warn('database busy', { request_id: state.id, status: response.status })
+  if (state.idempotency) {
+    try {
+      await finishKey(deps, state.idempotency, response)
+    } catch (error) {
+      deps.log.error('could not store idempotent response', { request_id: state.id, error })
+    }
+  }
+  recordFallbackAudit(deps, request, state, response.status, ip, path)
+  response = await sealAnswer(deps, request, state, response)
+  deps.log.info('request', {
+    method: request.method,
+    route: state.route ?? null,
+    path,
+    status: response.status,
+    duration_ms: Math.round((performance.now() - started) * 100) / 100,
+    request_id: state.id,
+    tenant_id: state.tenantId ?? null,
+    ip,
+  })
+  return response
+}
+
+/**
+ * A request that met a busy database (another process held the write lock past the driver's short
+ * wait) before anything of it was written is run again after a pause that yields the event loop;
+ * past the last pause it answers 503 with Retry-After. See docs/operations.md "A busy database".
+ * Every attempt keeps the request's id and start; the state returned is the last attempt's.
+ */
+async function runAttempts(app: App, deps: Deps, request: Request, ip: string): Promise<{ response: Response; state: RequestState }> {
   const id = deps.newId()
   const startUs = deps.clock.nowUs()
   // A copy to run again: the body of the first attempt is consumed by the time we know. Only a body
@@ -119,34 +165,35 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
     current = spare ? (spare.clone() as Request) : new Request(request.url, { method: request.method, headers: request.headers })
     state = beginRequest(current, id, startUs, ip)
   }
-  if (state.busy) deps.log.warn('database busy', { request_id: state.id, status: response.status })
-  if (state.idempotency) {
-    try {
-      await finishKey(deps, state.idempotency, response)
-    } catch (error) {
-      deps.log.error('could not store idempotent response', { request_id: state.id, error })
-    }
+  return { response, state }
+}
+
+/** An operation's own audit row is part of its transaction; a failed one rolled it back with the change. */
+function recordFallbackAudit(deps: Deps, request: Request, state: RequestState, status: number, ip: string, path: string): void {
+  if (!state.tenantId || !state.actor || (state.audited && status < 400) || SAFE_METHODS.has(request.method)) return
+  try {
+    recordRequestAudit(deps, {
+      tenantId: state.tenantId,
+      actorKind: state.actor.kind,
+      actorId: state.actor.id,
+      operation: `${request.method} ${state.route ?? path}`,
+      status,
+      ip,
+      userAgent: request.headers.get('user-agent'),
+      requestId: state.id,
+    })
+  } catch (error) {
+    deps.log.error('could not write the audit row', { request_id: state.id, error })
   }
-  // An operation's own audit row is part of its transaction; a failed one rolled it back with the change.
-  if (state.tenantId && state.actor && (!state.audited || response.status >= 400) && !SAFE_METHODS.has(request.method)) {
-    try {
-      recordRequestAudit(deps, {
-        tenantId: state.tenantId,
-        actorKind: state.actor.kind,
-        actorId: state.actor.id,
-        operation: `${request.method} ${state.route ?? path}`,
-        status: response.status,
-        ip,
-        userAgent: request.headers.get('user-agent'),
-        requestId: state.id,
-      })
-    } catch (error) {
-      deps.log.error('could not write the audit row', { request_id: state.id, error })
-    }
-  }
-  // Group commit (db/durability.ts): the answer leaves only once every commit before it is on disk,
-  // this request's and whatever it read of others'. Concurrent answers share one fsync, which runs
-  // in the thread pool while the answer is compressed.
+}
+
+/**
+ * Group commit (db/durability.ts): the answer leaves only once every commit before it is on disk,
+ * this request's and whatever it read of others'. Concurrent answers share one fsync, which runs in
+ * the thread pool while the answer is compressed. Then the request id and the security headers.
+ */
+async function sealAnswer(deps: Deps, request: Request, state: RequestState, answer: Response): Promise<Response> {
+  let response = answer
   const durable = deps.durable.barrier().then(
     () => null,
     (error: unknown) => ({ error }),
@@ -166,16 +213,6 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
   securityHeaders(response, {
     credentialed: state.actor !== undefined || request.headers.has('authorization') || request.headers.has('cookie'),
     https: deps.config.publicUrl.startsWith('https:'),
-  })
-  deps.log.info('request', {
-    method: request.method,
-    route: state.route ?? null,
-    path,
-    status: response.status,
-    duration_ms: Math.round((performance.now() - started) * 100) / 100,
-    request_id: state.id,
-    tenant_id: state.tenantId ?? null,
-    ip,
   })
   return response
 }

@@ -1,5 +1,5 @@
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './cursor'
-import { Type, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox'
+import { Type, type TLiteral, type TProperties, type TSchema, type TUnion } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { MONEY_PATTERN } from './money'
 import { PROBLEM_CODE_LIST } from './problem'
@@ -74,6 +74,24 @@ export const PageQuery = {
   limit: t.Optional(
     t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Page size, 1..${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}` }),
   ),
+}
+
+/**
+ * The answer of a list operation, one page of it: `items` and `next_cursor` (the `cursor` of the
+ * next page, null on the last). `maxItems` bounds the page where the operation documents a bound
+ * (most: MAX_PAGE_SIZE), `cursorMaxLength` the cursor where it documents one; `fields` come before
+ * the two (the fleet list's snapshot envelope).
+ */
+export function PageOf<T extends TSchema, F extends TProperties = Record<never, never>>(
+  item: T,
+  opts: { maxItems?: number; cursorMaxLength?: number } = {},
+  fields: F = {} as F,
+) {
+  return Type.Object({
+    ...fields,
+    items: Type.Array(item, opts.maxItems === undefined ? {} : { maxItems: opts.maxItems }),
+    next_cursor: Nullable(Type.String(opts.cursorMaxLength === undefined ? {} : { maxLength: opts.cursorMaxLength })),
+  })
 }
 
 /**

@@ -1,5 +1,5 @@
-import { Elysia } from 'elysia'
 import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { requestState } from '../../platform/http'
 import { PASSWORD_MAX, PASSWORD_MIN } from '../../platform/passwords'
@@ -21,7 +21,7 @@ function callerOf(request: Request) {
 }
 
 export function accountsRoutes(deps: Deps) {
-  return new Elysia({ name: 'accounts', prefix: '/api/v1/auth' })
+  return apiRoutes('accounts', deps, '/auth')
     .onAfterHandle(({ set }) => {
       set.headers['cache-control'] = 'no-store'
     })

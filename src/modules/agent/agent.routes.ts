@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { ProblemError } from '../../platform/problem'
 import { NoContent, responses, Served } from '../../platform/schemas'
@@ -103,7 +104,7 @@ export function agentDownloadRoutes(deps: Deps) {
 }
 
 export function agentRoutes(deps: Deps) {
-  return new Elysia({ name: 'agent', prefix: '/api/v1/agent' })
+  return apiRoutes('agent', deps, '/agent')
     .post(
       '/register',
       ({ body, set }) => {
@@ -128,8 +129,8 @@ export function agentRoutes(deps: Deps) {
     )
     .post(
       '/hello',
-      ({ request, body, set }) => {
-        agentHello({ deps, actor: actorOf(request), input: body })
+      ({ verb, body, set }) => {
+        agentHello({ ...verb, input: body })
         set.status = 204
         return null
       },

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { DisplayText, Literals, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Literals, Nullable, PageOf, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { MarketplaceId } from '../marketplaces'
 
 /** The causes an incident can have (docs/alerts.md "Causes"). */
@@ -60,7 +60,7 @@ export const Incident = Type.Object({
   }),
 })
 
-export const IncidentPage = Type.Object({ items: Type.Array(Incident, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
+export const IncidentPage = PageOf(Incident, { maxItems: 200 })
 
 export const ResolveBody = Type.Object(
   { note: Type.Optional(DisplayText({ minLength: 1, maxLength: 512, description: 'Why you resolve it; kept as the resolution' })) },

@@ -1,8 +1,8 @@
-import { Elysia, t } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { t } from 'elysia'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import { AlertsQuery, Incident, IncidentPage, ResolveBody } from './alerts.model'
 import { acknowledgeAlert, getAlert, listAlerts, resolveAlert } from './alerts.service'
 
@@ -12,8 +12,8 @@ const write = { role: 'operator', scope: 'notifications:write', reach: 'server' 
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function alertsRoutes(deps: Deps) {
-  return new Elysia({ name: 'alerts', prefix: '/api/v1' })
-    .get('/alerts', ({ request, query }) => listAlerts({ deps, actor: actorOf(request), input: query }), {
+  return apiRoutes('alerts', deps)
+    .get('/alerts', ({ verb, query }) => listAlerts({ ...verb, input: query }), {
       query: AlertsQuery,
       response: responses({ 200: IncidentPage }, [401, 403, 422]),
       detail: describe(read, {
@@ -23,7 +23,7 @@ export function alertsRoutes(deps: Deps) {
           'Newest opened first. Causes: offline, temperature, agent_error, marketplace_error, stale_link, low_balance (docs/alerts.md). Filters combine with AND; `state=unresolved` is open or acknowledged; `since` (inclusive) and `until` (exclusive) bound `opened_at`. A token with a server allowlist sees account-wide incidents and those of its servers only.',
       }),
     })
-    .get('/alerts/:id', ({ request, params }) => getAlert({ deps, actor: actorOf(request), id: params.id }), {
+    .get('/alerts/:id', ({ verb, params }) => getAlert({ ...verb, id: params.id }), {
       params: Id,
       response: responses({ 200: Incident }, [401, 403, 404, 422]),
       detail: describe(read, {
@@ -32,33 +32,25 @@ export function alertsRoutes(deps: Deps) {
         description: "Another tenant's incident, or one of a server outside a token's allowlist, is 404.",
       }),
     })
-    .post(
-      '/alerts/:id/acknowledge',
-      ({ request, params }) => acknowledgeAlert({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id }),
-      {
-        params: Id,
-        response: responses({ 200: Incident }, [401, 403, 404, 409, 422]),
-        detail: describe(write, {
-          tags,
-          summary: 'Acknowledge an incident',
-          description:
-            'Says someone is on it: `acknowledged_at` and `acknowledged_by` are set and it stays unresolved until its cause clears or it is resolved. Acknowledging an acknowledged incident answers it unchanged; a resolved one is 409 conflict. Audited (alerts.acknowledge).',
-        }),
-      },
-    )
-    .post(
-      '/alerts/:id/resolve',
-      ({ request, params, body }) => resolveAlert({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, input: body }),
-      {
-        params: Id,
-        body: t.Optional(ResolveBody),
-        response: responses({ 200: Incident }, [401, 403, 404, 409, 413, 415, 422]),
-        detail: describe(write, {
-          tags,
-          summary: 'Resolve an incident by hand',
-          description:
-            '`note` (optional) becomes the `resolution`. A resolved incident answers unchanged. While the cause persists, a new incident opens only when it is observed again after this (docs/alerts.md). Audited (alerts.resolve).',
-        }),
-      },
-    )
+    .post('/alerts/:id/acknowledge', ({ verb, params }) => acknowledgeAlert({ ...verb, id: params.id }), {
+      params: Id,
+      response: responses({ 200: Incident }, [401, 403, 404, 409, 422]),
+      detail: describe(write, {
+        tags,
+        summary: 'Acknowledge an incident',
+        description:
+          'Says someone is on it: `acknowledged_at` and `acknowledged_by` are set and it stays unresolved until its cause clears or it is resolved. Acknowledging an acknowledged incident answers it unchanged; a resolved one is 409 conflict. Audited (alerts.acknowledge).',
+      }),
+    })
+    .post('/alerts/:id/resolve', ({ verb, params, body }) => resolveAlert({ ...verb, id: params.id, input: body }), {
+      params: Id,
+      body: t.Optional(ResolveBody),
+      response: responses({ 200: Incident }, [401, 403, 404, 409, 413, 415, 422]),
+      detail: describe(write, {
+        tags,
+        summary: 'Resolve an incident by hand',
+        description:
+          '`note` (optional) becomes the `resolution`. A resolved incident answers unchanged. While the cause persists, a new incident opens only when it is observed again after this (docs/alerts.md). Audited (alerts.resolve).',
+      }),
+    })
 }

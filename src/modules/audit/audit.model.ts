@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { Nullable, PageOf, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 
 const ActorKind = t.Union([t.Literal('user'), t.Literal('pat'), t.Literal('agent'), t.Literal('mcp'), t.Literal('system')])
 const Outcome = t.Union([t.Literal('succeeded'), t.Literal('denied'), t.Literal('failed')])
@@ -29,4 +29,4 @@ const AuditEntry = Type.Object({
   created_at: Timestamp(),
 })
 
-export const AuditPage = Type.Object({ items: Type.Array(AuditEntry, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
+export const AuditPage = PageOf(AuditEntry, { maxItems: 200 })

@@ -1,9 +1,9 @@
-import { Elysia, t } from 'elysia'
-import { Type } from '@sinclair/typebox'
-import { actorOf, describe } from '../../platform/access'
+import { t } from 'elysia'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { problems } from '../../platform/problem'
-import { Nullable, responses, Served } from '../../platform/schemas'
+import { PageOf, responses, Served } from '../../platform/schemas'
 import { Billing, ChargeDay, ChargeDaysQuery, LedgerEntry, LedgerQuery } from './billing.model'
 import { chargeDays, chargesCsv, getBilling, ledgerPage } from './billing.service'
 
@@ -11,31 +11,31 @@ const tags = ['billing']
 const read = { role: 'viewer', scope: 'billing:read', reach: 'tenant' } as const
 
 export function billingRoutes(deps: Deps) {
-  return new Elysia({ name: 'billing', prefix: '/api/v1' })
-    .get('/billing', ({ request }) => getBilling({ deps, actor: actorOf(request) }), {
+  return apiRoutes('billing', deps)
+    .get('/billing', ({ verb }) => getBilling(verb), {
       response: responses({ 200: Billing }, [401, 403]),
       detail: describe(read, { tags, summary: 'Balance, tariff, charge estimate, account state and spend tiles' }),
     })
-    .get('/billing/ledger', ({ request, query }) => ledgerPage({ deps, actor: actorOf(request), input: query }), {
+    .get('/billing/ledger', ({ verb, query }) => ledgerPage({ ...verb, input: query }), {
       query: LedgerQuery,
-      response: responses({ 200: Type.Object({ items: Type.Array(LedgerEntry, { maxItems: 200 }), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
+      response: responses({ 200: PageOf(LedgerEntry, { maxItems: 200 }) }, [401, 403, 422]),
       detail: describe(read, {
         tags,
         summary: 'Ledger entries, newest first by occurred_at',
         description: 'With `range`, the charge and adjustment rows returned add up to the matching tile of GET /billing.',
       }),
     })
-    .get('/billing/charges', ({ request, query }) => chargeDays({ deps, actor: actorOf(request), input: query }), {
+    .get('/billing/charges', ({ verb, query }) => chargeDays({ ...verb, input: query }), {
       query: ChargeDaysQuery,
-      response: responses({ 200: Type.Object({ items: Type.Array(ChargeDay), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
+      response: responses({ 200: PageOf(ChargeDay) }, [401, 403, 422]),
       detail: describe(read, { tags, summary: 'Daily charge journal, one row per UTC day, newest first' }),
     })
     .get(
       '/billing/charges/:day.csv',
-      ({ request, params, set }) => {
+      ({ verb, params, set }) => {
         set.headers['content-type'] = 'text/csv; charset=utf-8'
         set.headers['content-disposition'] = `attachment; filename="gpuhq-charges-${params.day}.csv"`
-        return chargesCsv({ deps, actor: actorOf(request), day: params.day })
+        return chargesCsv({ ...verb, day: params.day })
       },
       {
         // The router names the parameter "day.csv"; the wire form is {day}.csv.

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { Literals, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { Literals, Nullable, PageOf, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { CATALOGUE } from './commands.catalogue'
 
 const DeliveryStatus = Literals(['queued', 'routing', 'sent', 'accepted', 'delivery_failed'])
@@ -70,13 +70,10 @@ export const Command = Type.Object({
   cancelled_at: Nullable(Timestamp()),
   version: Type.Integer(),
 })
-export const CommandPage = Type.Object({ items: Type.Array(Command, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
-export const TimelinePage = Type.Object({
-  items: Type.Array(
-    Type.Object({ id: Uuid(), at: Timestamp(), axis: Type.String(), from: Nullable(Type.String()), to: Type.String(), note: Nullable(Type.String()) }),
-  ),
-  next_cursor: Nullable(Type.String()),
-})
+export const CommandPage = PageOf(Command, { maxItems: 200 })
+export const TimelinePage = PageOf(
+  Type.Object({ id: Uuid(), at: Timestamp(), axis: Type.String(), from: Nullable(Type.String()), to: Type.String(), note: Nullable(Type.String()) }),
+)
 export const CommandLog = Type.Object({
   log_id: Uuid(),
   command_id: Uuid(),

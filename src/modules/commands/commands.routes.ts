@@ -1,11 +1,11 @@
-import { Elysia, t } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { t } from 'elysia'
+import { describe } from '../../platform/access'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import { CATALOGUE } from './commands.catalogue'
 import { Catalogue, Command, CommandCreate, CommandListQuery, CommandLog, CommandPage, TimelinePage, TimelineQuery } from './commands.model'
 import { cancelCommand, commandLog, commandTimelinePage, createCommand, getCommand, listCommands } from './commands.service'
@@ -16,7 +16,7 @@ const write = { role: 'operator', scope: 'commands:write', reach: 'server' } as 
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function commandsRoutes(deps: Deps) {
-  return new Elysia({ name: 'commands', prefix: '/api/v1' })
+  return apiRoutes('commands', deps)
     .get(
       '/commands/catalogue',
       () => ({
@@ -29,17 +29,15 @@ export function commandsRoutes(deps: Deps) {
     )
     .post(
       '/commands',
-      ({ request, body, set }) => {
+      ({ verb, request, body, set }) => {
         const out = createCommand({
-          deps,
-          actor: actorOf(request),
-          audit: auditContextOf(request),
+          ...verb,
           input: body,
           idempotencyKey: request.headers.get('idempotency-key'),
         })
         set.status = 201
         set.headers.etag = `"${out.version}"`
-        set.headers.location = `/api/v1/commands/${out.command_id}`
+        set.headers.location = `${API_PREFIX}/commands/${out.command_id}`
         return out
       },
       {
@@ -55,15 +53,15 @@ export function commandsRoutes(deps: Deps) {
         }),
       },
     )
-    .get('/commands', ({ request, query }) => listCommands({ deps, actor: actorOf(request), input: query }), {
+    .get('/commands', ({ verb, query }) => listCommands({ ...verb, input: query }), {
       query: CommandListQuery,
       response: responses({ 200: CommandPage }, [401, 403, 422]),
       detail: describe(read, { tags, summary: 'List commands, newest first' }),
     })
     .get(
       '/commands/:id',
-      ({ request, params, set }) => {
-        const { view, etag } = getCommand({ deps, actor: actorOf(request), id: params.id })
+      ({ verb, request, params, set }) => {
+        const { view, etag } = getCommand({ ...verb, id: params.id })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), etag)) return notModified(etag, requestState(request).id)
         set.headers.etag = etag
         return view
@@ -74,13 +72,13 @@ export function commandsRoutes(deps: Deps) {
         detail: describe(read, { tags, summary: 'Command status and progress', description: 'ETag is the command version.' }),
       },
     )
-    .get('/commands/:id/timeline', ({ request, params, query }) => commandTimelinePage({ deps, actor: actorOf(request), id: params.id, input: query }), {
+    .get('/commands/:id/timeline', ({ verb, params, query }) => commandTimelinePage({ ...verb, id: params.id, input: query }), {
       params: Id,
       query: TimelineQuery,
       response: responses({ 200: TimelinePage }, [401, 403, 404, 422]),
       detail: describe(read, { tags, summary: 'Append-only timeline of a command, oldest first' }),
     })
-    .get('/commands/:id/logs/:log_id', ({ request, params }) => commandLog({ deps, actor: actorOf(request), id: params.id, logId: params.log_id }), {
+    .get('/commands/:id/logs/:log_id', ({ verb, params }) => commandLog({ ...verb, id: params.id, logId: params.log_id }), {
       // log_id is opaque (the spec's log_ref): never validated for shape, so the command's tenant is
       // checked first and another tenant's command is a 404 whatever the log id looks like (issue 36).
       params: t.Object({
@@ -92,11 +90,9 @@ export function commandsRoutes(deps: Deps) {
     })
     .post(
       '/commands/:id/cancel',
-      ({ request, params, set }) => {
+      ({ verb, request, params, set }) => {
         const { view, etag } = cancelCommand({
-          deps,
-          actor: actorOf(request),
-          audit: auditContextOf(request),
+          ...verb,
           id: params.id,
           ifMatch: request.headers.get('if-match'),
         })

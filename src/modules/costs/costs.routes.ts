@@ -1,11 +1,10 @@
-import { Elysia } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import { CostBasis, CostBasisPatch } from './costs.model'
 import { getCostBasis, putCostBasis } from './costs.service'
 
@@ -13,11 +12,11 @@ const tags = ['billing']
 
 /** The owner's own costs (docs/earnings.md "Cost basis"). */
 export function costsRoutes(deps: Deps) {
-  return new Elysia({ name: 'costs', prefix: '/api/v1' })
+  return apiRoutes('costs', deps)
     .get(
       '/billing/cost-basis',
-      ({ request, set }) => {
-        const out = getCostBasis({ deps, actor: actorOf(request) })
+      ({ verb, request, set }) => {
+        const out = getCostBasis(verb)
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
         set.headers.etag = out.etag
         return out.body
@@ -37,8 +36,8 @@ export function costsRoutes(deps: Deps) {
     )
     .put(
       '/billing/cost-basis',
-      ({ request, body, set }) => {
-        const out = putCostBasis({ deps, actor: actorOf(request), audit: auditContextOf(request), ifMatch: request.headers.get('if-match'), input: body })
+      ({ verb, request, body, set }) => {
+        const out = putCostBasis({ ...verb, ifMatch: request.headers.get('if-match'), input: body })
         set.headers.etag = out.etag
         return out.body
       },

@@ -1,6 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { DisplayText, Literals, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Literals, Money, Nullable, PageOf, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { UNSAFE_TEXT_CHARS } from '../../platform/text'
 import { MARKETPLACES, MarketplaceId } from '../../platform/marketplace-id'
 
@@ -76,7 +76,7 @@ const RowFields = {
 }
 const FleetRowSchema = Type.Object(RowFields)
 
-export const ServerList = Type.Object({ ...Envelope, items: Type.Array(FleetRowSchema, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
+export const ServerList = PageOf(FleetRowSchema, { maxItems: 200 }, Envelope)
 
 const MetricValues = Type.Record(Type.String(), Type.Object({ value: Nullable(Type.Number()), t: Timestamp() }))
 export const ServerDetail = Type.Object({
@@ -249,7 +249,7 @@ const ServerEvent = Type.Object({
   data: Nullable(Type.Record(Type.String(), Type.Unknown())),
   created_at: Timestamp(),
 })
-export const ServerEventPage = Type.Object({ items: Type.Array(ServerEvent, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
+export const ServerEventPage = PageOf(ServerEvent, { maxItems: 200 })
 
 export const Dashboard = Type.Object({
   ...Envelope,

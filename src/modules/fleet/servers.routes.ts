@@ -1,11 +1,11 @@
-import { Elysia, t } from 'elysia'
-import { actorOf, describe, type AccessSpec } from '../../platform/access'
+import { t } from 'elysia'
+import { describe, type AccessSpec } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import { perDeps, type Deps } from '../../platform/context'
 import { AnswerCache, jsonAnswer, responseCheck } from '../../platform/answer-cache'
 import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { NoContent, responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import {
   Dashboard,
   KeepOn,
@@ -50,11 +50,11 @@ const checkServerList = responseCheck(ServerList)
 const checkDashboard = responseCheck(Dashboard)
 
 export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: MaintenanceAnnouncements, margin: MarginLookup) {
-  return new Elysia({ name: 'servers', prefix: '/api/v1' })
+  return apiRoutes('servers', deps)
     .get(
       '/servers',
-      ({ request, query, set }) => {
-        const actor = actorOf(request)
+      ({ verb, request, query, set }) => {
+        const { actor } = verb
         const out = listServers({ deps, actor, input: query })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
         return jsonAnswer(answers(deps).json(`servers\n${actor.tenantId}\n${out.etag}`, out.body, checkServerList), out.etag)
@@ -75,8 +75,8 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     )
     .get(
       '/dashboard',
-      ({ request, set }) => {
-        const actor = actorOf(request)
+      ({ verb, request, set }) => {
+        const { actor } = verb
         const out = fleetDashboard({ deps, actor })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
         return jsonAnswer(answers(deps).json(`dashboard\n${actor.tenantId}\n${out.etag}`, out.body, checkDashboard), out.etag)
@@ -96,8 +96,8 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     )
     .get(
       '/servers/:id',
-      ({ request, params, set }) => {
-        const out = getServer({ deps, actor: actorOf(request), id: params.id, margin })
+      ({ verb, request, params, set }) => {
+        const out = getServer({ ...verb, id: params.id, margin })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
         set.headers.etag = out.etag
         return out.body()
@@ -114,11 +114,9 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     )
     .patch(
       '/servers/:id',
-      ({ request, params, body, set }) => {
+      ({ verb, request, params, body, set }) => {
         const out = updateServerConfig({
-          deps,
-          actor: actorOf(request),
-          audit: auditContextOf(request),
+          ...verb,
           id: params.id,
           ifMatch: request.headers.get('if-match'),
           input: body,
@@ -138,59 +136,40 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
         }),
       },
     )
-    .post(
-      '/servers/:id/decommission',
-      ({ request, params }) => decommissionServer({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id }),
-      {
-        params: Id,
-        response: responses({ 200: ServerDetail }, [401, 403, 404, 422]),
-        detail: describe(write, {
-          tags,
-          summary: 'Decommission a server',
-          description: 'Revokes the agent credential (its session is closed), stops billing, keeps history. Repeating it changes nothing.',
-        }),
-      },
-    )
-    .put(
-      '/servers/:id/keep-on/:marketplace',
-      ({ request, params }) =>
-        setKeepOn({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, marketplace: params.marketplace, on: true }),
-      {
-        params: IdMarketplace,
-        response: responses({ 200: KeepOn }, [401, 403, 404, 409, 422]),
-        detail: describe(write, { tags, summary: 'Keep the server on a rental platform' }),
-      },
-    )
-    .delete(
-      '/servers/:id/keep-on/:marketplace',
-      ({ request, params }) =>
-        setKeepOn({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, marketplace: params.marketplace, on: false }),
-      {
-        params: IdMarketplace,
-        response: responses({ 200: KeepOn }, [401, 403, 404, 422]),
-        detail: describe(write, { tags, summary: 'Stop keeping the server on a rental platform' }),
-      },
-    )
-    .put(
-      '/servers/:id/maintenance',
-      ({ request, params, body }) =>
-        declareMaintenance({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id, reason: body?.reason ?? null, announcements }),
-      {
-        params: Id,
-        body: t.Optional(MaintenanceBody),
-        response: responses({ 200: MaintenanceDeclared }, [401, 403, 404, 409, 413, 415, 422]),
-        detail: describe(write, {
-          tags,
-          summary: 'Declare maintenance',
-          description:
-            'Repeating the declaration keeps `since` (the reason is updated). Nothing is announced to renters by itself: `announce_on` lists each marketplace the server is linked to, whether it has a maintenance API, and the request that announces the window there (marketplace_b has none: withdraw the offer instead).',
-        }),
-      },
-    )
+    .post('/servers/:id/decommission', ({ verb, params }) => decommissionServer({ ...verb, id: params.id }), {
+      params: Id,
+      response: responses({ 200: ServerDetail }, [401, 403, 404, 422]),
+      detail: describe(write, {
+        tags,
+        summary: 'Decommission a server',
+        description: 'Revokes the agent credential (its session is closed), stops billing, keeps history. Repeating it changes nothing.',
+      }),
+    })
+    .put('/servers/:id/keep-on/:marketplace', ({ verb, params }) => setKeepOn({ ...verb, id: params.id, marketplace: params.marketplace, on: true }), {
+      params: IdMarketplace,
+      response: responses({ 200: KeepOn }, [401, 403, 404, 409, 422]),
+      detail: describe(write, { tags, summary: 'Keep the server on a rental platform' }),
+    })
+    .delete('/servers/:id/keep-on/:marketplace', ({ verb, params }) => setKeepOn({ ...verb, id: params.id, marketplace: params.marketplace, on: false }), {
+      params: IdMarketplace,
+      response: responses({ 200: KeepOn }, [401, 403, 404, 422]),
+      detail: describe(write, { tags, summary: 'Stop keeping the server on a rental platform' }),
+    })
+    .put('/servers/:id/maintenance', ({ verb, params, body }) => declareMaintenance({ ...verb, id: params.id, reason: body?.reason ?? null, announcements }), {
+      params: Id,
+      body: t.Optional(MaintenanceBody),
+      response: responses({ 200: MaintenanceDeclared }, [401, 403, 404, 409, 413, 415, 422]),
+      detail: describe(write, {
+        tags,
+        summary: 'Declare maintenance',
+        description:
+          'Repeating the declaration keeps `since` (the reason is updated). Nothing is announced to renters by itself: `announce_on` lists each marketplace the server is linked to, whether it has a maintenance API, and the request that announces the window there (marketplace_b has none: withdraw the offer instead).',
+      }),
+    })
     .delete(
       '/servers/:id/maintenance',
-      ({ request, params, set }) => {
-        endMaintenance({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id })
+      ({ verb, params, set }) => {
+        endMaintenance({ ...verb, id: params.id })
         set.status = 204
         return null
       },
@@ -200,7 +179,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
         detail: describe(write, { tags, summary: 'Take the server back into service' }),
       },
     )
-    .get('/servers/:id/events', ({ request, params, query }) => listServerEvents({ deps, actor: actorOf(request), id: params.id, input: query }), {
+    .get('/servers/:id/events', ({ verb, params, query }) => listServerEvents({ ...verb, id: params.id, input: query }), {
       params: Id,
       query: ServerEventsQuery,
       response: responses({ 200: ServerEventPage }, [401, 403, 404, 422]),

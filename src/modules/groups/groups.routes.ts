@@ -1,10 +1,10 @@
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { actorOf, describe } from '../../platform/access'
+import { describe } from '../../platform/access'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { etagOf } from '../../platform/etag'
 import { NoContent, responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import { Group, GroupCreate, GroupPatch } from './groups.model'
 import { createGroup, deleteGroup, getGroup, listGroups, updateGroup } from './groups.service'
 
@@ -12,8 +12,8 @@ const tags = ['groups']
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function groupsRoutes(deps: Deps) {
-  return new Elysia({ name: 'groups', prefix: '/api/v1' })
-    .get('/groups', ({ request }) => listGroups({ deps, actor: actorOf(request) }), {
+  return apiRoutes('groups', deps)
+    .get('/groups', ({ verb }) => listGroups(verb), {
       response: responses({ 200: Type.Object({ items: Type.Array(Group) }) }, [401, 403]),
       detail: describe(
         { role: 'viewer', scope: 'servers:read', reach: 'tenant' },
@@ -22,11 +22,11 @@ export function groupsRoutes(deps: Deps) {
     })
     .post(
       '/groups',
-      ({ request, body, set }) => {
-        const g = createGroup({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body })
+      ({ verb, body, set }) => {
+        const g = createGroup({ ...verb, input: body })
         set.status = 201
         set.headers.etag = etagOf(g.version)
-        set.headers.location = `/api/v1/groups/${g.id}`
+        set.headers.location = `${API_PREFIX}/groups/${g.id}`
         return g
       },
       {
@@ -40,8 +40,8 @@ export function groupsRoutes(deps: Deps) {
     )
     .get(
       '/groups/:id',
-      ({ request, params, set }) => {
-        const g = getGroup({ deps, actor: actorOf(request), id: params.id })
+      ({ verb, params, set }) => {
+        const g = getGroup({ ...verb, id: params.id })
         set.headers.etag = etagOf(g.version)
         return g
       },
@@ -53,11 +53,9 @@ export function groupsRoutes(deps: Deps) {
     )
     .patch(
       '/groups/:id',
-      ({ request, params, body, set }) => {
+      ({ verb, request, params, body, set }) => {
         const g = updateGroup({
-          deps,
-          actor: actorOf(request),
-          audit: auditContextOf(request),
+          ...verb,
           id: params.id,
           ifMatch: request.headers.get('if-match'),
           input: body,
@@ -77,8 +75,8 @@ export function groupsRoutes(deps: Deps) {
     )
     .delete(
       '/groups/:id',
-      ({ request, params, set }) => {
-        deleteGroup({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id })
+      ({ verb, params, set }) => {
+        deleteGroup({ ...verb, id: params.id })
         set.status = 204
         return null
       },

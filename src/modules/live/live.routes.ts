@@ -1,5 +1,5 @@
-import { Elysia } from 'elysia'
-import { actorOf, describe, reauthenticate } from '../../platform/access'
+import { describe, reauthenticate } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { responses } from '../../platform/schemas'
 import { LIVE_SCOPES } from './live.catalogue'
@@ -8,12 +8,11 @@ import { openLiveStream } from './live.service'
 
 export function liveRoutes(deps: Deps) {
   const { heartbeatSeconds, retentionHours, maxPerTenant, streamsPerTenant } = deps.config.liveEvents
-  return new Elysia({ name: 'live', prefix: '/api/v1' }).get(
+  return apiRoutes('live', deps).get(
     '/events/stream',
-    ({ request, query, headers }) =>
+    ({ verb, request, query, headers }) =>
       openLiveStream({
-        deps,
-        actor: actorOf(request),
+        ...verb,
         lastEventId: { header: headers['last-event-id'] ?? null, query: query.last_event_id },
         recheck: () => reauthenticate(request),
       }),

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { Literals, Money, Nullable, Timestamp, Uuid } from '../../platform/schemas'
+import { Literals, Money, Nullable, PageOf, Timestamp, Uuid } from '../../platform/schemas'
 import { MARKETPLACES, MarketplaceId } from '../../platform/marketplace-id'
 
 export const MarketplaceParam = t.Object({ marketplace: MarketplaceId })
@@ -51,7 +51,7 @@ const Operation = Type.Object({
   at: Timestamp(),
 })
 
-export const OperationPage = Type.Object({ items: Type.Array(Operation), next_cursor: Nullable(Type.String()) })
+export const OperationPage = PageOf(Operation)
 
 export const LinkCreate = Type.Object(
   {

@@ -5,6 +5,7 @@ import type { TObject } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import { withTransaction } from '../../../db/client'
 import { onBehalfOf } from '../../platform/access'
+import { API_PREFIX } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { beginRequest, requestState, valueErrorsToFields } from '../../platform/http'
 import { ProblemError } from '../../platform/problem'
@@ -24,7 +25,6 @@ import { toolNamed, TOOLS, type Tool } from './tools'
 
 /** A tool answer is at most this many characters of JSON: longer ones are fitted (src/modules/mcp/fit.ts) and say what was left out. */
 const MAX_OUTPUT_CHARS = 64 * 1024
-const API = '/api/v1'
 
 const checks = new Map<string, TypeCheck<TObject>>(TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.input)]))
 
@@ -200,7 +200,7 @@ function refusedAnswer(status: number, text: string): Record<string, unknown> {
 async function runTool(deps: Deps, gatewayRequest: Request, caller: McpCaller, tool: Tool, args: Record<string, unknown>, dispatch: Dispatch) {
   const r = tool.request(args as never, { nowUs: deps.clock.nowUs() })
   const userAgent = userAgentOf(caller)
-  const inner = new Request(`http://gateway.internal${API}${r.path}${queryString(r.query)}`, {
+  const inner = new Request(`http://gateway.internal${API_PREFIX}${r.path}${queryString(r.query)}`, {
     method: r.method,
     headers: { 'user-agent': userAgent, accept: 'application/json', ...(r.body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(r.body !== undefined ? { body: JSON.stringify(r.body) } : {}),

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { enforceRateLimit } from '../../platform/rate-limit'
 import { NoContent, responses, Served } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import { gatewayUrl, getAccess, getClient, putAccess, removeClient, whoami } from './access.service'
 import { consentPage } from './consent.page'
 import { handleGateway, type Dispatch } from './gateway'
@@ -144,9 +144,9 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
       ({ request }) => handleGateway(deps, request, undefined, callerOf(request), dispatch),
       gatewayHook('MCP gateway: no sessions to end (405)', false),
     )
-    .group('/api/v1', (app) =>
-      app
-        .get('/mcp/access', ({ request }) => getAccess({ deps, actor: actorOf(request) }), {
+    .use(
+      apiRoutes('mcp-api', deps)
+        .get('/mcp/access', ({ verb }) => getAccess(verb), {
           response: responses({ 200: AccessAnswer }, [401, 403]),
           detail: describe(MANAGE, {
             tags,
@@ -156,9 +156,9 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
         })
         .put(
           '/mcp/access',
-          ({ request, body, set }) => {
+          ({ verb, body, set }) => {
             set.headers['cache-control'] = 'no-store'
-            return putAccess({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body })
+            return putAccess({ ...verb, input: body })
           },
           {
             beforeHandle: idempotent(deps),
@@ -172,15 +172,15 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
             }),
           },
         )
-        .get('/mcp/clients/:client_id', ({ request, params }) => getClient({ deps, actor: actorOf(request), clientId: params.client_id }), {
+        .get('/mcp/clients/:client_id', ({ verb, params }) => getClient({ ...verb, clientId: params.client_id }), {
           params: t.Object({ client_id: t.String({ format: 'uuid' }) }),
           response: responses({ 200: Client }, [401, 403, 404, 422]),
           detail: describe(MANAGE, { tags, summary: 'One connected client', description: "A client not connected to this tenant (another tenant's) is 404." }),
         })
         .delete(
           '/mcp/clients/:client_id',
-          ({ request, params, set }) => {
-            removeClient({ deps, actor: actorOf(request), audit: auditContextOf(request), clientId: params.client_id })
+          ({ verb, params, set }) => {
+            removeClient({ ...verb, clientId: params.client_id })
             set.status = 204
             return null
           },
@@ -240,7 +240,7 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
             },
           ),
         })
-        .post('/mcp/authorize', ({ request, body }) => authorize({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body }), {
+        .post('/mcp/authorize', ({ verb, body }) => authorize({ ...verb, input: body }), {
           body: AuthorizeBody,
           response: responses({ 200: AuthorizeAnswer }, [401, 403, 413, 415, 422]),
           detail: describe(MANAGE, {

@@ -1,5 +1,5 @@
 import { type TOptional, Type } from '@sinclair/typebox'
-import { Literals, Nullable, Timestamp } from '../../platform/schemas'
+import { Literals, Nullable, PageOf, Timestamp } from '../../platform/schemas'
 
 /** The nine notification categories (the spec's Events 2), in this order everywhere. */
 export const CATEGORIES = ['rental', 'temp', 'error', 'offline', 'price', 'maint', 'balance', 'payment', 'weekly'] as const
@@ -100,20 +100,17 @@ const Delivery = Type.Object({
   last_error: Nullable(Type.String({ maxLength: 512 })),
 })
 
-export const HistoryPage = Type.Object({
-  items: Type.Array(
-    Type.Object({
-      id: Type.String({ format: 'uuid' }),
-      category: Type.String({ maxLength: 32, description: 'One of the nine categories, or test' }),
-      title: Type.String({ maxLength: 256 }),
-      body: Type.String({ maxLength: 2048 }),
-      critical: Type.Boolean({ description: 'Critical notifications ignore quiet hours' }),
-      created_at: Timestamp(),
-      deliveries: Type.Array(Delivery),
-    }),
-  ),
-  next_cursor: Nullable(Type.String()),
-})
+export const HistoryPage = PageOf(
+  Type.Object({
+    id: Type.String({ format: 'uuid' }),
+    category: Type.String({ maxLength: 32, description: 'One of the nine categories, or test' }),
+    title: Type.String({ maxLength: 256 }),
+    body: Type.String({ maxLength: 2048 }),
+    critical: Type.Boolean({ description: 'Critical notifications ignore quiet hours' }),
+    created_at: Timestamp(),
+    deliveries: Type.Array(Delivery),
+  }),
+)
 
 export const DeliveryDetail = Type.Intersect([
   Delivery,

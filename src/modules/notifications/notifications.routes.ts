@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox'
-import { Elysia, t } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { t } from 'elysia'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { PageQuery, responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import {
   ChatLinkAnswer,
   DeliveryDetail,
@@ -28,11 +28,11 @@ const WRITE = { role: 'admin', scope: 'notifications:write', reach: 'tenant' } a
 
 /** Notification settings and channels (docs/notifications.md). */
 export function notificationsRoutes(deps: Deps) {
-  return new Elysia({ name: 'notifications', prefix: '/api/v1' })
+  return apiRoutes('notifications', deps)
     .get(
       '/notifications/settings',
-      ({ request, set }) => {
-        const out = getSettings({ deps, actor: actorOf(request) })
+      ({ verb, request, set }) => {
+        const out = getSettings(verb)
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
         set.headers.etag = out.etag
         return out.body
@@ -49,8 +49,8 @@ export function notificationsRoutes(deps: Deps) {
     )
     .put(
       '/notifications/settings',
-      ({ request, body, set }) => {
-        const out = putSettings({ deps, actor: actorOf(request), audit: auditContextOf(request), ifMatch: request.headers.get('if-match'), input: body })
+      ({ verb, request, body, set }) => {
+        const out = putSettings({ ...verb, ifMatch: request.headers.get('if-match'), input: body })
         set.headers.etag = out.etag
         return out.body
       },
@@ -68,9 +68,9 @@ export function notificationsRoutes(deps: Deps) {
     )
     .post(
       '/notifications/chat/link',
-      async ({ request, set }) => {
+      async ({ verb, set }) => {
         set.status = 201
-        return issueChatLink({ deps, actor: actorOf(request), audit: auditContextOf(request) })
+        return issueChatLink(verb)
       },
       {
         beforeHandle: idempotent(deps),
@@ -83,22 +83,18 @@ export function notificationsRoutes(deps: Deps) {
         }),
       },
     )
-    .post(
-      '/notifications/email/connect',
-      ({ request, body }) => connectEmail({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body ?? {} }),
-      {
-        beforeHandle: idempotent(deps),
-        body: EmailConnectBody,
-        response: responses({ 200: EmailConnectAnswer }, [401, 403, 409, 413, 415, 422]),
-        detail: describe(WRITE, {
-          tags,
-          summary: 'Send critical alerts by email',
-          description:
-            '`{}`: the account email of the member asking is connected at once (it was verified at sign-up). `{address}`: another address gets a 6-digit code (valid 15 minutes) and the answer says verification_sent. `{address, code}`: confirms it and connects it; a wrong, expired or over-tried code (5 tries) → 422 invalid_code. Destinations are shown masked. Takes Idempotency-Key.',
-        }),
-      },
-    )
-    .get('/notifications/history', ({ request, query }) => listHistory({ deps, actor: actorOf(request), input: query }), {
+    .post('/notifications/email/connect', ({ verb, body }) => connectEmail({ ...verb, input: body ?? {} }), {
+      beforeHandle: idempotent(deps),
+      body: EmailConnectBody,
+      response: responses({ 200: EmailConnectAnswer }, [401, 403, 409, 413, 415, 422]),
+      detail: describe(WRITE, {
+        tags,
+        summary: 'Send critical alerts by email',
+        description:
+          '`{}`: the account email of the member asking is connected at once (it was verified at sign-up). `{address}`: another address gets a 6-digit code (valid 15 minutes) and the answer says verification_sent. `{address, code}`: confirms it and connects it; a wrong, expired or over-tried code (5 tries) → 422 invalid_code. Destinations are shown masked. Takes Idempotency-Key.',
+      }),
+    })
+    .get('/notifications/history', ({ verb, query }) => listHistory({ ...verb, input: query }), {
       query: t.Object({ ...PageQuery }),
       response: responses({ 200: HistoryPage }, [401, 403, 422]),
       detail: describe(READ, {
@@ -107,12 +103,12 @@ export function notificationsRoutes(deps: Deps) {
         description: 'Paginated (`cursor`, `limit`). Each notification has one delivery per channel its rule turned on.',
       }),
     })
-    .get('/notifications/deliveries/:delivery_id', ({ request, params }) => getDelivery({ deps, actor: actorOf(request), id: params.delivery_id }), {
+    .get('/notifications/deliveries/:delivery_id', ({ verb, params }) => getDelivery({ ...verb, id: params.delivery_id }), {
       params: t.Object({ delivery_id: t.String({ format: 'uuid' }) }),
       response: responses({ 200: DeliveryDetail }, [401, 403, 404, 422]),
       detail: describe(READ, { tags, summary: 'One delivery: status, every attempt, errors', description: "Another tenant's delivery is 404." }),
     })
-    .post('/notifications/test', ({ request, body }) => sendTest({ deps, actor: actorOf(request), channels: body?.channels }), {
+    .post('/notifications/test', ({ verb, body }) => sendTest({ ...verb, channels: body?.channels }), {
       beforeHandle: idempotent(deps),
       body: t.Optional(TestBody),
       response: responses({ 200: TestAnswer }, [401, 403, 409, 413, 415, 422]),

@@ -1,18 +1,18 @@
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { actorOf, describe } from '../../platform/access'
+import { describe } from '../../platform/access'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
-import { Nullable, responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
+import { PageOf, responses } from '../../platform/schemas'
 import { NotificationReceipt, PaymentMethods, Topup, TopupCreate, TopupListQuery } from './payments.model'
 import { createTopup, getTopup, handleNotification, listPaymentMethods, listTopups } from './topups.service'
 
 const tags = ['billing']
 
 export function paymentsRoutes(deps: Deps) {
-  return new Elysia({ name: 'payments', prefix: '/api/v1' })
+  return apiRoutes('payments', deps)
     .get('/billing/payment-methods', () => listPaymentMethods({ deps }), {
       response: responses({ 200: PaymentMethods }, [401, 403]),
       detail: describe(
@@ -22,10 +22,10 @@ export function paymentsRoutes(deps: Deps) {
     })
     .post(
       '/billing/topups',
-      async ({ request, body, set }) => {
-        const out = await createTopup({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body })
+      async ({ verb, body, set }) => {
+        const out = await createTopup({ ...verb, input: body })
         set.status = 201
-        set.headers.location = `/api/v1/billing/topups/${out.id}`
+        set.headers.location = `${API_PREFIX}/billing/topups/${out.id}`
         return out
       },
       {
@@ -44,16 +44,16 @@ export function paymentsRoutes(deps: Deps) {
         ),
       },
     )
-    .get('/billing/topups', ({ request, query }) => listTopups({ deps, actor: actorOf(request), input: query }), {
+    .get('/billing/topups', ({ verb, query }) => listTopups({ ...verb, input: query }), {
       query: TopupListQuery,
-      response: responses({ 200: Type.Object({ items: Type.Array(Topup, { maxItems: 200 }), next_cursor: Nullable(Type.String()) }) }, [401, 403, 422]),
+      response: responses({ 200: PageOf(Topup, { maxItems: 200 }) }, [401, 403, 422]),
       detail: describe({ role: 'viewer', scope: 'billing:read', reach: 'tenant' }, { tags, summary: 'Top-up history, newest first' }),
     })
     .get(
       '/billing/topups/:topup_id',
-      ({ request, params, set }) => {
+      ({ verb, params, set }) => {
         set.headers['cache-control'] = 'no-store'
-        return getTopup({ deps, actor: actorOf(request), id: params.topup_id })
+        return getTopup({ ...verb, id: params.topup_id })
       },
       {
         params: t.Object({ topup_id: t.String({ format: 'uuid' }) }),

@@ -1,13 +1,13 @@
-import { Elysia } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { responses } from '../../platform/schemas'
 import { Plan } from './plans.model'
 import { listPlanViews } from './plans.service'
 
 export function plansRoutes(deps: Deps) {
-  return new Elysia({ name: 'plans', prefix: '/api/v1' }).get('/plans', () => listPlanViews({ deps }), {
+  return apiRoutes('plans', deps).get('/plans', () => listPlanViews({ deps }), {
     response: responses({ 200: Type.Object({ items: Type.Array(Plan) }) }, []),
     detail: describe({ public: true }, { tags: ['plans'], summary: 'Public plan catalogue with its capability matrix' }),
   })

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import { Elysia } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { responses } from '../../platform/schemas'
 import { EXPOSITION_CONTENT_TYPE } from './exposition'
@@ -8,9 +8,9 @@ import { scrapeMetrics } from './prometheus.service'
 
 /** The fleet for Prometheus (docs/prometheus.md). */
 export function prometheusRoutes(deps: Deps) {
-  return new Elysia({ name: 'prometheus', prefix: '/api/v1' }).get(
+  return apiRoutes('prometheus', deps).get(
     '/metrics/prometheus',
-    ({ request }) => new Response(scrapeMetrics({ deps, actor: actorOf(request) }), { headers: { 'content-type': EXPOSITION_CONTENT_TYPE } }),
+    ({ verb }) => new Response(scrapeMetrics(verb), { headers: { 'content-type': EXPOSITION_CONTENT_TYPE } }),
     {
       response: responses({ 200: Type.String({ description: `${EXPOSITION_CONTENT_TYPE}: the Prometheus text exposition format 0.0.4` }) }, [401, 403]),
       detail: describe(

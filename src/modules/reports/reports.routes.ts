@@ -1,6 +1,7 @@
 import type { Static } from '@sinclair/typebox'
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { actorOf, describe, ensureReaches, permits, type Actor, type Scope } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { enforceExpensiveReadLimit } from '../../platform/rate-limit'
 import { ProblemError, problems } from '../../platform/problem'
@@ -49,14 +50,14 @@ const isReport = (name: string | undefined): name is ReportName => name !== unde
  */
 export function reportsRoutes(deps: Deps) {
   const cache = reportCache(deps.clock)
-  return new Elysia({ name: 'reports', prefix: '/api/v1' }).get(
+  return apiRoutes('reports', deps).get(
     '/reports/:report',
-    ({ request, set, query, params }) => {
+    ({ verb, request, set, query, params }) => {
       const report = params.report
       // `days` is the margin report's own way to give a range (docs/reports.md).
       if (query.days !== undefined && report !== 'margin')
         throw invalidReportQuery('/days', 'not_allowed', 'days is taken by the margin report only; give from and to')
-      const actor = actorOf(request)
+      const { actor } = verb
       const { range, key, filename } = reportRequest({ deps, actor, report, input: query })
       const format = formatOf(query.format, request.headers.get('accept'))
       // Elysia's handler type wants one answer type; at run time a report or a Response may come.
@@ -73,6 +74,7 @@ export function reportsRoutes(deps: Deps) {
       }) as Promise<Static<typeof ReportAnswer>> | Promise<Response>
     },
     {
+      // A transform runs before validation, so before the verb context is resolved: it reads the actor itself.
       transform: ({ request, params }) => {
         const name = (params as { report?: string }).report
         if (!isReport(name)) throw problems.notFound(`no report ${name}; the reports are ${NAMES.join(', ')}`)

@@ -1,5 +1,5 @@
-import { Elysia } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { NoContent, responses } from '../../platform/schemas'
 import { clearedSessionCookie } from './sessions.cookie'
@@ -9,10 +9,10 @@ const tags = ['auth']
 
 /** Sign-out. Signing in (POST /auth/sessions) checks a password, so it lives with the accounts (accounts.routes.ts). */
 export function sessionsRoutes(deps: Deps) {
-  return new Elysia({ name: 'sessions', prefix: '/api/v1/auth' }).delete(
+  return apiRoutes('sessions', deps, '/auth').delete(
     '/sessions/current',
-    ({ request, set }) => {
-      endSession({ deps, sessionId: actorOf(request).sessionId! })
+    ({ verb, set }) => {
+      endSession({ deps, sessionId: verb.actor.sessionId! })
       set.status = 204
       set.headers['set-cookie'] = clearedSessionCookie()
       return null

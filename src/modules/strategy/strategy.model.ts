@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { DisplayText, Literals, Money, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Literals, Money, Nullable, PageOf, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 import { describedMarketplaceId } from '../marketplaces'
 
 /** Wire schemas of pricing strategy (docs/strategy.md). */
@@ -202,7 +202,7 @@ export const Suggestion = Type.Object({
   ...Evaluation,
 })
 
-export const SuggestionList = Type.Object({ items: Type.Array(Suggestion), next_cursor: Nullable(Type.String()) })
+export const SuggestionList = PageOf(Suggestion)
 
 export const SuggestionsQuery = t.Object({
   ...PageQuery,

@@ -1,10 +1,9 @@
-import { Elysia } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { describe } from '../../platform/access'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { etagOf } from '../../platform/etag'
 import { idempotent } from '../../platform/idempotency'
 import { NoContent, responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import { createPolicy, deletePolicy, getPolicy, listPolicies, updatePolicy } from './policies.service'
 import {
   DismissBody,
@@ -27,19 +26,18 @@ const WRITE = { role: 'admin', scope: 'strategy:write', entitlement: 'strategy',
 
 /** Pricing strategy (docs/strategy.md): policies, their suggestions, and a preview. Plans pro and enterprise only. */
 export function strategyRoutes(deps: Deps) {
-  const change = (request: Request) => ({ deps, actor: actorOf(request), audit: auditContextOf(request) })
-  return new Elysia({ name: 'strategy', prefix: '/api/v1' })
-    .get('/strategy/policies', ({ request }) => listPolicies({ deps, actor: actorOf(request) }), {
+  return apiRoutes('strategy', deps)
+    .get('/strategy/policies', ({ verb }) => listPolicies(verb), {
       response: responses({ 200: PolicyList }, [401, 403]),
       detail: describe(READ, { tags, summary: 'List pricing policies', description: 'Oldest first; at most 50 per tenant.' }),
     })
     .post(
       '/strategy/policies',
-      ({ request, body, set }) => {
-        const p = createPolicy({ ...change(request), input: body })
+      ({ verb, body, set }) => {
+        const p = createPolicy({ ...verb, input: body })
         set.status = 201
         set.headers.etag = etagOf(p.version)
-        set.headers.location = `/api/v1/strategy/policies/${p.id}`
+        set.headers.location = `${API_PREFIX}/strategy/policies/${p.id}`
         return p
       },
       {
@@ -56,8 +54,8 @@ export function strategyRoutes(deps: Deps) {
     )
     .get(
       '/strategy/policies/:id',
-      ({ request, params, set }) => {
-        const p = getPolicy({ deps, actor: actorOf(request), id: params.id })
+      ({ verb, params, set }) => {
+        const p = getPolicy({ ...verb, id: params.id })
         set.headers.etag = etagOf(p.version)
         return p
       },
@@ -73,8 +71,8 @@ export function strategyRoutes(deps: Deps) {
     )
     .patch(
       '/strategy/policies/:id',
-      ({ request, params, body, set }) => {
-        const p = updatePolicy({ ...change(request), id: params.id, ifMatch: request.headers.get('if-match'), input: body })
+      ({ verb, request, params, body, set }) => {
+        const p = updatePolicy({ ...verb, id: params.id, ifMatch: request.headers.get('if-match'), input: body })
         set.headers.etag = etagOf(p.version)
         return p
       },
@@ -92,8 +90,8 @@ export function strategyRoutes(deps: Deps) {
     )
     .delete(
       '/strategy/policies/:id',
-      ({ request, params, set }) => {
-        deletePolicy({ ...change(request), id: params.id, ifMatch: request.headers.get('if-match') })
+      ({ verb, request, params, set }) => {
+        deletePolicy({ ...verb, id: params.id, ifMatch: request.headers.get('if-match') })
         set.status = 204
         return null
       },
@@ -107,7 +105,7 @@ export function strategyRoutes(deps: Deps) {
         }),
       },
     )
-    .get('/strategy/suggestions', ({ request, query }) => listSuggestions({ deps, actor: actorOf(request), query }), {
+    .get('/strategy/suggestions', ({ verb, query }) => listSuggestions({ ...verb, query }), {
       query: SuggestionsQuery,
       response: responses({ 200: SuggestionList }, [401, 403, 422]),
       detail: describe(READ, {
@@ -117,7 +115,7 @@ export function strategyRoutes(deps: Deps) {
           'Newest first, paginated; filters state, policy_id, server_id, marketplace. Each carries the price the policy would set, the current one, why (market percentile, floor and its parts, ceiling), the expected change in daily earnings at the same occupancy, and the exact offer body accepting publishes. A token with a server allowlist sees only its servers.',
       }),
     })
-    .post('/strategy/suggestions/:id/accept', ({ request, params }) => acceptSuggestion({ ...change(request), id: params.id }), {
+    .post('/strategy/suggestions/:id/accept', ({ verb, params }) => acceptSuggestion({ ...verb, id: params.id }), {
       beforeHandle: idempotent(deps),
       params: IdParams,
       response: responses({ 200: Suggestion }, [401, 403, 404, 409, 422, 503]),
@@ -131,7 +129,7 @@ export function strategyRoutes(deps: Deps) {
         },
       ),
     })
-    .post('/strategy/suggestions/:id/dismiss', ({ request, params, body }) => dismissSuggestion({ ...change(request), id: params.id, input: body }), {
+    .post('/strategy/suggestions/:id/dismiss', ({ verb, params, body }) => dismissSuggestion({ ...verb, id: params.id, input: body }), {
       params: IdParams,
       body: DismissBody,
       response: responses({ 200: Suggestion }, [401, 403, 404, 409, 413, 415, 422]),
@@ -141,7 +139,7 @@ export function strategyRoutes(deps: Deps) {
         description: 'Dismissing a dismissed suggestion answers it unchanged; an accepted or superseded one is 409.',
       }),
     })
-    .post('/strategy/preview', ({ request, body }) => previewPolicy({ deps, actor: actorOf(request), input: body }), {
+    .post('/strategy/preview', ({ verb, body }) => previewPolicy({ ...verb, input: body }), {
       body: PreviewBody,
       response: responses({ 200: PreviewAnswer }, [401, 403, 404, 413, 415, 422]),
       detail: describe(READ, {

@@ -1,11 +1,11 @@
-import { Elysia, t } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { t } from 'elysia'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import { Change, ChangeOrder, CurrentPlan, Quote, QuoteQuery, Subscription } from './subscription.model'
 import { quote } from './subscription.quote'
 import { cancelChange, currentPlan, getSubscription, orderChange } from './subscription.service'
@@ -13,8 +13,8 @@ import { cancelChange, currentPlan, getSubscription, orderChange } from './subsc
 const tags = ['subscription']
 
 export function subscriptionRoutes(deps: Deps) {
-  return new Elysia({ name: 'subscription', prefix: '/api/v1' })
-    .get('/plans/current', ({ request }) => currentPlan({ deps, actor: actorOf(request) }), {
+  return apiRoutes('subscription', deps)
+    .get('/plans/current', ({ verb }) => currentPlan(verb), {
       response: responses({ 200: CurrentPlan }, [401, 403]),
       detail: describe(
         { role: 'viewer', scope: 'billing:read', reach: 'tenant' },
@@ -23,8 +23,8 @@ export function subscriptionRoutes(deps: Deps) {
     })
     .get(
       '/subscription',
-      ({ request, set }) => {
-        const { body, etag } = getSubscription({ deps, actor: actorOf(request) })
+      ({ verb, request, set }) => {
+        const { body, etag } = getSubscription(verb)
         if (ifNoneMatchHits(request.headers.get('if-none-match'), etag)) return notModified(etag, requestState(request).id)
         set.headers.etag = etag
         return body
@@ -41,7 +41,7 @@ export function subscriptionRoutes(deps: Deps) {
         ),
       },
     )
-    .get('/subscription/quote', ({ request, query }) => quote({ deps, actor: actorOf(request), plan: query.plan }), {
+    .get('/subscription/quote', ({ verb, query }) => quote({ ...verb, plan: query.plan }), {
       query: QuoteQuery,
       response: responses({ 200: Quote }, [401, 403, 404, 409, 422]),
       detail: describe(
@@ -56,8 +56,8 @@ export function subscriptionRoutes(deps: Deps) {
     })
     .post(
       '/subscription/changes',
-      ({ request, body, set }) => {
-        const r = orderChange({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body, ifMatch: request.headers.get('if-match') })
+      ({ verb, request, body, set }) => {
+        const r = orderChange({ ...verb, input: body, ifMatch: request.headers.get('if-match') })
         set.status = r.created ? 201 : 200
         return r.change
       },
@@ -77,20 +77,16 @@ export function subscriptionRoutes(deps: Deps) {
         ),
       },
     )
-    .delete(
-      '/subscription/changes/:id',
-      ({ request, params }) => cancelChange({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id }),
-      {
-        params: t.Object({ id: t.String({ format: 'uuid' }) }),
-        response: responses({ 200: Change }, [401, 403, 404, 409, 422]),
-        detail: describe(
-          { role: 'admin', scope: 'billing:write', reach: 'tenant' },
-          {
-            tags,
-            summary: 'Cancel a pending plan change',
-            description: '409 change_already_applied when it was applied; 409 change_effective when its day has come.',
-          },
-        ),
-      },
-    )
+    .delete('/subscription/changes/:id', ({ verb, params }) => cancelChange({ ...verb, id: params.id }), {
+      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      response: responses({ 200: Change }, [401, 403, 404, 409, 422]),
+      detail: describe(
+        { role: 'admin', scope: 'billing:write', reach: 'tenant' },
+        {
+          tags,
+          summary: 'Cancel a pending plan change',
+          description: '409 change_already_applied when it was applied; 409 change_effective when its day has come.',
+        },
+      ),
+    })
 }

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Deps } from '../../platform/context'
 import { describe } from '../../platform/access'
+import { API_PREFIX } from '../../platform/api'
 
 /**
  * Swagger UI at /api/v1/docs, served from the pinned swagger-ui-dist package in node_modules: no
@@ -11,8 +12,8 @@ import { describe } from '../../platform/access'
  * it renders (documenting the page's own script files there would only be noise).
  */
 
-const DOCS_PATH = '/api/v1/docs'
-const SPEC_PATH = '/api/v1/openapi.json'
+const DOCS_PATH = `${API_PREFIX}/docs`
+const SPEC_PATH = `${API_PREFIX}/openapi.json`
 const DIST = dirname(fileURLToPath(import.meta.resolve('swagger-ui-dist/package.json')))
 const VERSION: string = JSON.parse(readFileSync(join(DIST, 'package.json'), 'utf8')).version
 

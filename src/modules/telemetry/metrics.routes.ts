@@ -1,5 +1,6 @@
-import { Elysia, t } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { t } from 'elysia'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
@@ -9,11 +10,11 @@ import { serverMetrics, type ServerScope } from './metrics.service'
 
 /** `visibleServer` (the fleet's, handed in by the composition root) answers a server id the caller may see, or 404. */
 export function metricsRoutes(deps: Deps, visibleServer: ServerScope) {
-  return new Elysia({ name: 'metrics', prefix: '/api/v1' }).get(
+  return apiRoutes('metrics', deps).get(
     '/servers/:id/metrics',
-    ({ request, params, query }) => {
+    ({ verb, request, params, query }) => {
       const metric = query.metric === undefined ? undefined : Array.isArray(query.metric) ? query.metric : [query.metric]
-      const answer = serverMetrics({ deps, actor: actorOf(request), id: params.id, input: { ...query, metric }, visibleServer })
+      const answer = serverMetrics({ ...verb, id: params.id, input: { ...query, metric }, visibleServer })
       if (ifNoneMatchHits(request.headers.get('if-none-match'), answer.etag)) return notModified(answer.etag, requestState(request).id)
       // The JSON text as built (MetricsSnapshot, which tests/telemetry check it against): thousands
       // of points are neither built as objects nor checked again on the way out.

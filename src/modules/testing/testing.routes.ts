@@ -1,5 +1,6 @@
 import { describe } from '../../platform/access'
-import { Elysia, t } from 'elysia'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
+import { t } from 'elysia'
 import type { Deps } from '../../platform/context'
 import type { JobRunner } from '../../platform/jobs'
 import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
@@ -14,7 +15,7 @@ const IdParams = t.Object({ id: t.String({ format: 'uuid' }) })
 
 /** Mounted only when TEST_CLOCK=true, which startup refuses in production (docs/configuration.md). */
 export function testingRoutes(deps: Deps, runner: JobRunner) {
-  return new Elysia({ name: 'testing', prefix: '/api/v1/_test' })
+  return apiRoutes('testing', deps, '/_test')
     .post('/clock', ({ body }) => moveClock({ deps, input: body }), {
       body: ClockBody,
       response: responses({ 200: ClockReply }, [413, 415, 422]),
@@ -37,7 +38,7 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
       ({ body, set }) => {
         const row = createProbe({ deps, input: body })
         set.status = 201
-        set.headers.location = `/api/v1/_test/probes/${row.id}`
+        set.headers.location = `${API_PREFIX}/_test/probes/${row.id}`
         set.headers.etag = etagOf(row.version)
         return probeView(row)
       },

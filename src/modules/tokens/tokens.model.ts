@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { ALL_SCOPES } from '../../platform/access'
-import { DisplayText, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Nullable, PageOf, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 
 export const PatQuery = t.Object({ ...PageQuery })
 
@@ -37,7 +37,7 @@ const PatFields = {
 }
 const Pat = Type.Object(PatFields)
 export const PatCreated = Type.Object({ ...PatFields, token: Type.String({ description: 'The plaintext, shown only in this response' }) })
-export const PatPage = Type.Object({ items: Type.Array(Pat, { maxItems: 200 }), next_cursor: Nullable(Type.String()) })
+export const PatPage = PageOf(Pat, { maxItems: 200 })
 
 export const InitCreate = Type.Object(
   {

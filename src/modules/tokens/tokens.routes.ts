@@ -1,9 +1,9 @@
-import { Elysia, t } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { t } from 'elysia'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { idempotent } from '../../platform/idempotency'
 import { NoContent, responses } from '../../platform/schemas'
-import { auditContextOf } from '../audit'
 import { createInitToken } from './init-tokens.service'
 import { InitCreate, InitCreated, PatCreate, PatCreated, PatPage, PatQuery } from './tokens.model'
 import { createPat, listPats, revokePat } from './tokens.service'
@@ -11,11 +11,11 @@ import { createPat, listPats, revokePat } from './tokens.service'
 const tags = ['tokens']
 
 export function tokensRoutes(deps: Deps) {
-  return new Elysia({ name: 'tokens', prefix: '/api/v1' })
+  return apiRoutes('tokens', deps)
     .post(
       '/tokens',
-      ({ request, body, set }) => {
-        const out = createPat({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body })
+      ({ verb, body, set }) => {
+        const out = createPat({ ...verb, input: body })
         set.status = 201
         set.headers['cache-control'] = 'no-store'
         return out
@@ -36,7 +36,7 @@ export function tokensRoutes(deps: Deps) {
         ),
       },
     )
-    .get('/tokens', ({ request, query }) => listPats({ deps, actor: actorOf(request), input: query }), {
+    .get('/tokens', ({ verb, query }) => listPats({ ...verb, input: query }), {
       query: PatQuery,
       response: responses({ 200: PatPage }, [401, 403, 422]),
       detail: describe(
@@ -50,8 +50,8 @@ export function tokensRoutes(deps: Deps) {
     })
     .delete(
       '/tokens/:id',
-      ({ request, params, set }) => {
-        revokePat({ deps, actor: actorOf(request), audit: auditContextOf(request), id: params.id.toLowerCase() })
+      ({ verb, params, set }) => {
+        revokePat({ ...verb, id: params.id.toLowerCase() })
         set.status = 204
         return null
       },
@@ -70,8 +70,8 @@ export function tokensRoutes(deps: Deps) {
     )
     .post(
       '/tokens/init',
-      ({ request, body, set }) => {
-        const out = createInitToken({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body })
+      ({ verb, body, set }) => {
+        const out = createInitToken({ ...verb, input: body })
         set.status = 201
         set.headers['cache-control'] = 'no-store'
         return out

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { DisplayText, Nullable, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
+import { DisplayText, Nullable, PageOf, PageQuery, Timestamp, Uuid } from '../../platform/schemas'
 
 export const MemberQuery = t.Object({ ...PageQuery })
 
@@ -37,4 +37,4 @@ const Member = Type.Object({
   created_at: Timestamp(),
 })
 
-export const MemberPage = Type.Object({ items: Type.Array(Member, { maxItems: 200 }), next_cursor: Nullable(Type.String({ maxLength: 512 })) })
+export const MemberPage = PageOf(Member, { maxItems: 200, cursorMaxLength: 512 })

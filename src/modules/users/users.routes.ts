@@ -1,5 +1,5 @@
-import { Elysia } from 'elysia'
-import { actorOf, describe } from '../../platform/access'
+import { describe } from '../../platform/access'
+import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { responses } from '../../platform/schemas'
 import { Me, MePatch, MemberPage, MemberQuery } from './users.model'
@@ -8,15 +8,15 @@ import { getMe, listMembers, updateMe } from './users.service'
 const tags = ['users']
 
 export function usersRoutes(deps: Deps) {
-  return new Elysia({ name: 'users', prefix: '/api/v1' })
-    .get('/me', ({ request }) => getMe({ deps, actor: actorOf(request) }), {
+  return apiRoutes('users', deps)
+    .get('/me', ({ verb }) => getMe(verb), {
       response: responses({ 200: Me }, [401]),
       detail: describe(
         { role: 'viewer', anyToken: true, reach: 'none' },
         { tags, summary: 'Current user profile', description: 'Any valid token may read it: it shows only the caller.' },
       ),
     })
-    .patch('/me', ({ request, body }) => updateMe({ deps, actor: actorOf(request), input: body }), {
+    .patch('/me', ({ verb, body }) => updateMe({ ...verb, input: body }), {
       body: MePatch,
       response: responses({ 200: Me }, [401, 403, 413, 415, 422]),
       detail: describe(
@@ -29,7 +29,7 @@ export function usersRoutes(deps: Deps) {
         },
       ),
     })
-    .get('/users', ({ request, query }) => listMembers({ deps, actor: actorOf(request), input: query }), {
+    .get('/users', ({ verb, query }) => listMembers({ ...verb, input: query }), {
       query: MemberQuery,
       response: responses({ 200: MemberPage }, [401, 403, 422]),
       detail: describe(

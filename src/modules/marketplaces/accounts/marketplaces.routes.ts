@@ -1,9 +1,9 @@
-import { Elysia, t } from 'elysia'
-import { actorOf, describe } from '../../../platform/access'
+import { t } from 'elysia'
+import { describe, type Actor } from '../../../platform/access'
+import { apiRoutes } from '../../../platform/api'
 import type { Deps } from '../../../platform/context'
 import { idempotent } from '../../../platform/idempotency'
 import { NoContent, PageQuery, responses } from '../../../platform/schemas'
-import { auditContextOf } from '../../audit'
 import { connectAccount, disconnectAccount, listAccounts } from './accounts.service'
 import { ConnectBody, Connection, ConnectionList, MarketplaceParam, OperationPage } from '../marketplaces.model'
 import { listOperations } from '../operations/operations.service'
@@ -14,36 +14,31 @@ const tags = ['marketplaces']
  * Connected marketplace accounts and the operations log (docs/marketplaces.md). `visibleServerId`
  * is fleet's check that a server is the caller's (handed in by the composition root).
  */
-export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, actor: ReturnType<typeof actorOf>, id: string) => string) {
-  return new Elysia({ name: 'marketplaces', prefix: '/api/v1' })
-    .put(
-      '/marketplaces/:marketplace',
-      ({ request, params, body }) =>
-        connectAccount({ deps, actor: actorOf(request), audit: auditContextOf(request), marketplace: params.marketplace, input: body }),
-      {
-        beforeHandle: idempotent(deps),
-        params: MarketplaceParam,
-        body: ConnectBody,
-        response: responses({ 200: Connection }, [401, 403, 413, 415, 422, 503]),
-        detail: describe(
-          { role: 'admin', scope: 'marketplaces:write', reach: 'tenant' },
-          {
-            tags,
-            summary: 'Connect an account at a marketplace, or replace its key',
-            description:
-              'The key is checked with the marketplace before it is stored, sealed at rest and never shown again. A key the marketplace rejects → 422 with errors[0] {path: "/api_key", code: "rejected_by_marketplace"}; a key it accepts but that lacks the host permissions (or needs a two-factor session) → 422 with code "insufficient_permissions"; a marketplace that cannot be reached → 503 with Retry-After. None of them stores the key or changes the stored connection. Re-sending a key replaces it and clears the last failure without disconnecting. Takes Idempotency-Key.',
-          },
-        ),
-      },
-    )
-    .get('/marketplaces/accounts', ({ request }) => listAccounts({ deps, actor: actorOf(request) }), {
+export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, actor: Actor, id: string) => string) {
+  return apiRoutes('marketplaces', deps)
+    .put('/marketplaces/:marketplace', ({ verb, params, body }) => connectAccount({ ...verb, marketplace: params.marketplace, input: body }), {
+      beforeHandle: idempotent(deps),
+      params: MarketplaceParam,
+      body: ConnectBody,
+      response: responses({ 200: Connection }, [401, 403, 413, 415, 422, 503]),
+      detail: describe(
+        { role: 'admin', scope: 'marketplaces:write', reach: 'tenant' },
+        {
+          tags,
+          summary: 'Connect an account at a marketplace, or replace its key',
+          description:
+            'The key is checked with the marketplace before it is stored, sealed at rest and never shown again. A key the marketplace rejects → 422 with errors[0] {path: "/api_key", code: "rejected_by_marketplace"}; a key it accepts but that lacks the host permissions (or needs a two-factor session) → 422 with code "insufficient_permissions"; a marketplace that cannot be reached → 503 with Retry-After. None of them stores the key or changes the stored connection. Re-sending a key replaces it and clears the last failure without disconnecting. Takes Idempotency-Key.',
+        },
+      ),
+    })
+    .get('/marketplaces/accounts', ({ verb }) => listAccounts(verb), {
       response: responses({ 200: ConnectionList }, [401, 403]),
       detail: describe({ role: 'viewer', scope: 'marketplaces:read', reach: 'tenant' }, { tags, summary: 'Connected marketplace accounts' }),
     })
     .delete(
       '/marketplaces/:marketplace',
-      ({ request, params, set }) => {
-        disconnectAccount({ deps, actor: actorOf(request), audit: auditContextOf(request), marketplace: params.marketplace })
+      ({ verb, params, set }) => {
+        disconnectAccount({ ...verb, marketplace: params.marketplace })
         set.status = 204
         return null
       },
@@ -60,7 +55,7 @@ export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, act
         ),
       },
     )
-    .get('/marketplaces/operations', ({ request, query }) => listOperations({ deps, actor: actorOf(request), input: query }), {
+    .get('/marketplaces/operations', ({ verb, query }) => listOperations({ ...verb, input: query }), {
       query: t.Object({ ...PageQuery }),
       response: responses({ 200: OperationPage }, [401, 403, 422]),
       detail: describe(
@@ -74,10 +69,7 @@ export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, act
     })
     .get(
       '/servers/:id/operations',
-      ({ request, params, query }) => {
-        const actor = actorOf(request)
-        return listOperations({ deps, actor, serverId: visibleServerId(deps, actor, params.id), input: query })
-      },
+      ({ verb, params, query }) => listOperations({ ...verb, serverId: visibleServerId(deps, verb.actor, params.id), input: query }),
       {
         params: t.Object({ id: t.String({ format: 'uuid' }) }),
         query: t.Object({ ...PageQuery }),

@@ -1,9 +1,8 @@
-import { Elysia } from 'elysia'
-import { actorOf, describe } from '../../../platform/access'
+import { describe } from '../../../platform/access'
+import { apiRoutes } from '../../../platform/api'
 import type { Deps } from '../../../platform/context'
 import { idempotent } from '../../../platform/idempotency'
 import { NoContent, responses } from '../../../platform/schemas'
-import { auditContextOf } from '../../audit'
 import { createLink, listLinks, unlink } from './links.service'
 import { Link, LinkCreate, LinkList, LinkParams } from '../marketplaces.model'
 
@@ -11,11 +10,11 @@ const tags = ['marketplaces']
 
 /** Server-to-machine links (docs/marketplaces.md "Linking a server to a machine"). */
 export function linksRoutes(deps: Deps) {
-  return new Elysia({ name: 'marketplace-links', prefix: '/api/v1' })
+  return apiRoutes('marketplace-links', deps)
     .post(
       '/marketplaces/links',
-      async ({ request, body, set }) => {
-        const link = await createLink({ deps, actor: actorOf(request), audit: auditContextOf(request), input: body })
+      async ({ verb, body, set }) => {
+        const link = await createLink({ ...verb, input: body })
         set.status = 201
         return link
       },
@@ -34,7 +33,7 @@ export function linksRoutes(deps: Deps) {
         ),
       },
     )
-    .get('/marketplaces/links', ({ request }) => listLinks({ deps, actor: actorOf(request) }), {
+    .get('/marketplaces/links', ({ verb }) => listLinks(verb), {
       response: responses({ 200: LinkList }, [401, 403]),
       detail: describe(
         { role: 'viewer', scope: 'marketplaces:read', reach: 'server' },
@@ -48,8 +47,8 @@ export function linksRoutes(deps: Deps) {
     })
     .delete(
       '/marketplaces/links/:server_id/:marketplace',
-      ({ request, params, set }) => {
-        unlink({ deps, actor: actorOf(request), audit: auditContextOf(request), serverId: params.server_id, marketplace: params.marketplace })
+      ({ verb, params, set }) => {
+        unlink({ ...verb, serverId: params.server_id, marketplace: params.marketplace })
         set.status = 204
         return null
       },

@@ -1,5 +1,5 @@
-import { Elysia } from 'elysia'
-import { actorOf, describe } from '../../../platform/access'
+import { describe } from '../../../platform/access'
+import { apiRoutes } from '../../../platform/api'
 import type { Deps } from '../../../platform/context'
 import { requestState } from '../../../platform/http'
 import { enforceRateLimit } from '../../../platform/rate-limit'
@@ -14,7 +14,7 @@ const STATS_LIMIT = 60
 
 /** Market data from the snapshots the sync keeps (docs/marketplaces.md "Market data"). */
 export function marketRoutes(deps: Deps) {
-  return new Elysia({ name: 'marketplace-market', prefix: '/api/v1' })
+  return apiRoutes('marketplace-market', deps)
     .get(
       '/marketplaces/stats',
       ({ request, query, set }) => {
@@ -36,7 +36,7 @@ export function marketRoutes(deps: Deps) {
         ),
       },
     )
-    .get('/marketplaces/supply', ({ request }) => marketSupply(deps, actorOf(request)), {
+    .get('/marketplaces/supply', ({ verb }) => marketSupply(verb.deps, verb.actor), {
       response: responses({ 200: Supply }, [401, 403]),
       detail: describe(READ, {
         tags,
@@ -45,7 +45,7 @@ export function marketRoutes(deps: Deps) {
           'Your linked machines that are listed, counted per marketplace and model, beside the market in the latest snapshot (which includes yours).',
       }),
     })
-    .get('/marketplaces/prices', ({ request }) => marketPrices(deps, actorOf(request)), {
+    .get('/marketplaces/prices', ({ verb }) => marketPrices(verb.deps, verb.actor), {
       response: responses({ 200: Prices }, [401, 403]),
       detail: describe(READ, {
         tags,
@@ -66,7 +66,7 @@ export function marketRoutes(deps: Deps) {
         },
       ),
     })
-    .get('/marketplaces/prices/standing', ({ request }) => priceStanding(deps, actorOf(request)), {
+    .get('/marketplaces/prices/standing', ({ verb }) => priceStanding(verb.deps, verb.actor), {
       response: responses({ 200: Standing }, [401, 403]),
       detail: describe(READ, {
         tags,

@@ -1,9 +1,8 @@
-import { Elysia } from 'elysia'
-import { actorOf, describe } from '../../../platform/access'
+import { describe } from '../../../platform/access'
+import { apiRoutes, type Verb } from '../../../platform/api'
 import type { Deps } from '../../../platform/context'
 import { idempotent } from '../../../platform/idempotency'
 import { NoContent, responses } from '../../../platform/schemas'
-import { auditContextOf } from '../../audit'
 import type { MarketplaceId } from '../adapters/marketplaces.adapter'
 import { LinkAnswer, LinkParams, MaintenanceBody, OfferAnswer, OfferBody } from '../marketplaces.model'
 import { announceMaintenance, cancelMaintenance, publishOffer, withdrawOffer } from './offers.service'
@@ -13,15 +12,13 @@ const WRITE = { role: 'admin', scope: 'marketplaces:write', reach: 'server' } as
 
 /** Offers and maintenance windows of linked machines (docs/marketplaces.md "Publishing an offer", "Maintenance windows"). */
 export function offersRoutes(deps: Deps) {
-  const target = (request: Request, params: { server_id: string; marketplace: MarketplaceId }) => ({
-    deps,
-    actor: actorOf(request),
-    audit: auditContextOf(request),
+  const target = (verb: Verb, params: { server_id: string; marketplace: MarketplaceId }) => ({
+    ...verb,
     serverId: params.server_id,
     marketplace: params.marketplace,
   })
-  return new Elysia({ name: 'marketplace-offers', prefix: '/api/v1' })
-    .put('/marketplaces/links/:server_id/:marketplace/offer', ({ request, params, body }) => publishOffer({ ...target(request, params), input: body }), {
+  return apiRoutes('marketplace-offers', deps)
+    .put('/marketplaces/links/:server_id/:marketplace/offer', ({ verb, params, body }) => publishOffer({ ...target(verb, params), input: body }), {
       beforeHandle: idempotent(deps),
       params: LinkParams,
       body: OfferBody,
@@ -38,8 +35,8 @@ export function offersRoutes(deps: Deps) {
     })
     .delete(
       '/marketplaces/links/:server_id/:marketplace/offer',
-      async ({ request, params, set }) => {
-        await withdrawOffer(target(request, params))
+      async ({ verb, params, set }) => {
+        await withdrawOffer(target(verb, params))
         set.status = 204
         return null
       },
@@ -55,29 +52,25 @@ export function offersRoutes(deps: Deps) {
         }),
       },
     )
-    .put(
-      '/marketplaces/links/:server_id/:marketplace/maintenance',
-      ({ request, params, body }) => announceMaintenance({ ...target(request, params), input: body }),
-      {
-        beforeHandle: idempotent(deps),
-        params: LinkParams,
-        body: MaintenanceBody,
-        response: responses({ 200: LinkAnswer }, [401, 403, 404, 409, 413, 415, 422, 503]),
-        detail: describe(
-          { ...WRITE, denyFrozen: true },
-          {
-            tags,
-            summary: 'Announce a maintenance window to the renters of the linked machine',
-            description:
-              "marketplace_a only (Vast's dnotify): `starts_at` in the future and at most a year ahead, whole `hours` (at least 1), a `category` (power, internet, disk, gpu, software, other) and an optional `reason`. It notifies renters; it does not stop instances or unlist the machine. Reflected in `remote.maintenance_*`. marketplace_b has no maintenance API → 422 with code not_supported_by_marketplace, pointing to withdrawing the offer. Takes Idempotency-Key.",
-          },
-        ),
-      },
-    )
+    .put('/marketplaces/links/:server_id/:marketplace/maintenance', ({ verb, params, body }) => announceMaintenance({ ...target(verb, params), input: body }), {
+      beforeHandle: idempotent(deps),
+      params: LinkParams,
+      body: MaintenanceBody,
+      response: responses({ 200: LinkAnswer }, [401, 403, 404, 409, 413, 415, 422, 503]),
+      detail: describe(
+        { ...WRITE, denyFrozen: true },
+        {
+          tags,
+          summary: 'Announce a maintenance window to the renters of the linked machine',
+          description:
+            "marketplace_a only (Vast's dnotify): `starts_at` in the future and at most a year ahead, whole `hours` (at least 1), a `category` (power, internet, disk, gpu, software, other) and an optional `reason`. It notifies renters; it does not stop instances or unlist the machine. Reflected in `remote.maintenance_*`. marketplace_b has no maintenance API → 422 with code not_supported_by_marketplace, pointing to withdrawing the offer. Takes Idempotency-Key.",
+        },
+      ),
+    })
     .delete(
       '/marketplaces/links/:server_id/:marketplace/maintenance',
-      async ({ request, params, set }) => {
-        await cancelMaintenance(target(request, params))
+      async ({ verb, params, set }) => {
+        await cancelMaintenance(target(verb, params))
         set.status = 204
         return null
       },

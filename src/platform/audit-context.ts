@@ -1,7 +1,11 @@
-import { actorOf, type Actor } from '../../platform/access'
-import { requestState } from '../../platform/http'
+import { actorOf, type Actor } from './actor'
+import { requestState } from './http'
 
-/** What an audit row needs to know about the request that caused it. */
+/**
+ * What an audit row needs to know about the request that caused it. The audit module writes the
+ * rows (src/modules/audit); the request's side of them is the platform's, so every routes file gets
+ * it from its verb context (src/platform/api.ts) without importing that module.
+ */
 export type AuditContext = {
   actor: Actor
   ip: string | null
