@@ -48,6 +48,12 @@ const NOT_2XX: Record<string, string> = {
   '/api/v1/agent/ws': 'the agent session is a WebSocket upgrade; a plain GET is refused',
   '/mcp': 'the MCP endpoint offers no standalone stream: GET answers 405 (MCP Streamable HTTP)',
   '/api/v1/mcp/authorize': 'the consent page needs an OAuth request (client_id, redirect_uri, challenge) in its query',
+  // A test app serves no agent executable unless its test builds one (tests/support/app.ts): the
+  // documented 404 says the operator has not built it (docs/agent.md "The single executable").
+  '/agent/gpuhq-agent-linux-x64': 'no executable built for this test app: the documented 404',
+  '/agent/gpuhq-agent-linux-x64.sha256': 'no executable built for this test app: the documented 404',
+  '/agent/gpuhq-agent-linux-arm64': 'no executable built for this test app: the documented 404',
+  '/agent/gpuhq-agent-linux-arm64.sha256': 'no executable built for this test app: the documented 404',
 }
 
 let app: TestApp

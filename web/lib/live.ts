@@ -69,15 +69,28 @@ function parseBlock(block: string): LiveEvent | null {
   return { type, id, data: parsed }
 }
 
+/**
+ * Opens the stream, replacing any before it. One stream at a time: over HTTP/1.1 a browser keeps
+ * six connections per origin, and a stream nobody aborts holds one for good, so a few leaked ones
+ * leave every later request of the page queued forever. Each connection owns its controller; a
+ * connection that was stopped or replaced leaves the retry to whatever replaced it.
+ */
 async function connect() {
   if (streamMissing || listeners.size === 0) return
-  controller = new AbortController()
+  controller?.abort()
+  const own = new AbortController()
+  controller = own
+  const current = () => controller === own && !own.signal.aborted
   try {
     const res = await fetch(STREAM, {
       headers: { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
       credentials: 'same-origin',
-      signal: controller.signal,
+      signal: own.signal,
     })
+    if (!current()) {
+      await res.body?.cancel()
+      return
+    }
     if (res.status === 404 || res.status === 405 || res.status === 501) {
       streamMissing = true
       startPolling()
@@ -106,11 +119,16 @@ async function connect() {
     }
     throw new Error('stream ended')
   } catch {
-    if (controller?.signal.aborted) return
+    if (!current()) return
+    controller = null
     failures++
     startPolling()
     const delay = Math.min(30_000, 1000 * 2 ** Math.min(failures, 5))
-    retryTimer = setTimeout(() => void connect(), delay)
+    if (retryTimer) clearTimeout(retryTimer)
+    retryTimer = setTimeout(() => {
+      retryTimer = null
+      void connect()
+    }, delay)
   }
 }
 
