@@ -52,8 +52,18 @@ export async function journey(c: BrowserSession, steps: () => Promise<void>): Pr
     await steps()
   } catch (e) {
     const error = e instanceof Error ? e : new Error(String(e))
+    // The text, then each field's value (innerText leaves values out).
     const shown = await c.page
-      .evaluate(() => (document as unknown as { body: { innerText: string } }).body.innerText)
+      .evaluate(() => {
+        const d = document as unknown as {
+          body: { innerText: string }
+          querySelectorAll: (s: string) => ArrayLike<{ id: string; name: string; type: string; value: string }>
+        }
+        const fields = Array.from(d.querySelectorAll('input, select, textarea'))
+          .map((f) => `${f.name || f.id}=${f.type === 'password' ? `(${f.value.length} characters)` : JSON.stringify(f.value)}`)
+          .join(', ')
+        return `${d.body.innerText} || fields: ${fields}`
+      })
       .then((t) => t.replace(/\n+/g, ' | ').slice(0, 1200))
       .catch((why: unknown) => `(unreadable: ${why})`)
     error.message += `\n-- the page (${c.page.url()}) showed: ${shown}\n-- the API's last answers: ${c.answers.slice(-12).join(', ') || 'none'}`
@@ -82,7 +92,9 @@ export async function openBrowser(origin: string, viewport = { width: 1280, heig
     if (!r.url().startsWith(`${origin}/api/`)) return
     const answer = `${r.request().method()} ${new URL(r.url()).pathname} ${r.status()}`
     answers.push(answer)
-    if (r.status() >= 400 && !(r.status() === 401 && answer.startsWith('GET /api/v1/me '))) console.error(`[browser] ${answer}`)
+    // With what the page sent: a test's inputs are no secrets, and a refused body says most.
+    if (r.status() >= 400 && !(r.status() === 401 && answer.startsWith('GET /api/v1/me ')))
+      console.error(`[browser] ${answer}${r.request().postData() ? ` after ${r.request().postData()?.slice(0, 300)}` : ''}`)
   })
   context.on('requestfailed', (r) => {
     // ERR_ABORTED is the page leaving a request behind (a navigation, a closed stream): not news.
