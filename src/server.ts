@@ -27,12 +27,22 @@ export type RunningServer = { server: Server<AgentSocketData>; url: string; stop
  */
 const BUN_BODY_CAP = Number.MAX_SAFE_INTEGER
 
+/**
+ * Seconds a connection may stay silent, answer being computed included. Bun's default (10 s)
+ * closes the socket of a request still being worked on: a first computation of a long report, a
+ * charge run the test clock asks for on a loaded machine, a slow upload got a reset instead of an
+ * answer. Two minutes, well past any answer gpuhq gives, and still a bound on idle keep-alive and
+ * trickling clients (docs/operations.md "Timeouts"); live streams write a heartbeat well within it.
+ */
+export const HTTP_IDLE_TIMEOUT_SECONDS = 120
+
 export function startServer(app: App, deps: Deps, options: { port: number; hostname?: string }): RunningServer {
   app.compile()
   const server = Bun.serve<AgentSocketData>({
     port: options.port,
     hostname: options.hostname ?? '0.0.0.0',
     maxRequestBodySize: BUN_BODY_CAP,
+    idleTimeout: HTTP_IDLE_TIMEOUT_SECONDS,
     development: false,
     // Bun turns SO_REUSEPORT on when development is false: a second instance would share the port
     // silently. Refused instead (EADDRINUSE), and main.ts says so in one line.
