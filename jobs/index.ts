@@ -14,6 +14,7 @@ import { sampleEarnings } from '../src/modules/earnings'
 import { suggestPrices } from '../src/modules/strategy'
 import { dispatchNotifications, pollChatLinks, sendWeeklyReports, watchTemperatures } from '../src/modules/notifications'
 import { evaluateAlerts } from '../src/modules/alerts'
+import { evaluateReadiness } from '../src/modules/readiness'
 import { pruneLiveEvents } from '../src/modules/live'
 
 /**
@@ -130,8 +131,8 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '10,40 * * * * *',
     leaseSeconds: 120,
     description:
-      'Opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
-    run: ({ deps, tenants }) => evaluateAlerts(deps, tenants),
+      'Evaluates every server’s readiness first (an item that passed and now fails is a readiness.regressed event: docs/readiness.md); then opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
+    run: ({ deps, tenants }) => `${evaluateReadiness(deps, tenants)}; ${evaluateAlerts(deps, tenants)}`,
   },
   {
     name: 'live.prune',
