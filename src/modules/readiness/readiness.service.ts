@@ -5,7 +5,7 @@ import type { Deps } from '../../platform/context'
 import type { TenantWalk } from '../../platform/jobs'
 import { MARKETPLACES, type MarketplaceId } from '../../platform/marketplace-id'
 import { formatTimestamp } from '../../platform/time'
-import { latestMetricsOf, loadServer, managedServers, recordServerEvent, xidCountsOfServer, type ServerSummary } from '../fleet'
+import { latestMetricsOf, loadServer, managedServers, recordServerEvent, xidCountsOfServer, xidCountsOfTenant, type ServerSummary } from '../fleet'
 import { linkedMachines, type LinkedMachine } from '../marketplaces'
 import { plausibleReading } from '../telemetry'
 import { listTenants } from '../tenants'
@@ -25,7 +25,13 @@ type Status = ReturnType<typeof overall>
 type Baseline = { driver: string | null; cuda: string | null; at: number } | null
 type Readings = Map<number, Map<string, number | null>>
 
-type Facts = { server: ServerSummary; readings: Readings; xids: ReturnType<typeof xidCountsOfServer>; links: LinkedMachine[]; states: ReadinessStateRow[] }
+type Facts = {
+  server: ServerSummary
+  readings: Readings
+  xids: Pick<ReturnType<typeof xidCountsOfServer>[number], 'gpuIndex' | 'xid' | 'count' | 'lastAt'>[]
+  links: LinkedMachine[]
+  states: ReadinessStateRow[]
+}
 
 type Entry = {
   marketplace: MarketplaceId
@@ -134,32 +140,36 @@ export function serverReadiness({ deps, actor, id }: { deps: Deps; actor: Actor;
   return { etag: tagOf(body), body: { ...body, evaluated_at: formatTimestamp(nowUs) } }
 }
 
-/** GET /readiness: every managed server the actor may see, with its verdict per marketplace and what fails. */
-export function fleetReadiness({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const nowUs = deps.clock.nowUs()
-  const servers = managedServers(deps.db, actor.tenantId).filter((s) => mayAccessServer(actor, s.id))
+/** Every managed server of the tenant the filter keeps, with its facts: a handful of reads for the whole fleet. */
+function tenantFacts(db: DbOrTx, tenantId: string, keep: (serverId: string) => boolean): Facts[] {
+  const servers = managedServers(db, tenantId).filter((s) => keep(s.id))
+  if (servers.length === 0) return []
   const readings = readingsOf(
     latestMetricsOf(
-      deps.db,
+      db,
       servers.map((s) => s.id),
     ),
   )
-  const links = linkedMachines(deps.db, actor.tenantId)
-  const states = statesOfTenant(deps.db, actor.tenantId)
-  const rows = servers.map((server) => {
-    const { entries } = entriesOf(
-      {
-        server,
-        readings: readings.get(server.id) ?? new Map(),
-        xids: xidCountsOfServer(deps.db, server.id),
-        links: links.filter((l) => l.serverId === server.id),
-        states: states.filter((s) => s.serverId === server.id),
-      },
-      nowUs,
-    )
+  const links = linkedMachines(db, tenantId)
+  const states = statesOfTenant(db, tenantId)
+  const xids = xidCountsOfTenant(db, tenantId)
+  return servers.map((server) => ({
+    server,
+    readings: readings.get(server.id) ?? new Map(),
+    xids: xids.filter((x) => x.serverId === server.id),
+    links: links.filter((l) => l.serverId === server.id),
+    states: states.filter((s) => s.serverId === server.id),
+  }))
+}
+
+/** GET /readiness: every managed server the actor may see, with its verdict per marketplace and what fails. */
+export function fleetReadiness({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const nowUs = deps.clock.nowUs()
+  const rows = tenantFacts(deps.db, actor.tenantId, (id) => mayAccessServer(actor, id)).map((f) => {
+    const { entries } = entriesOf(f, nowUs)
     return {
-      server_id: server.id,
-      name: server.name,
+      server_id: f.server.id,
+      name: f.server.name,
       status: serverStatus(entries),
       marketplaces: entries.map((e) => ({
         marketplace: e.marketplace,
@@ -189,11 +199,12 @@ export function evaluateReadiness(deps: Deps, tenants: TenantWalk): string {
     tenants.runSync(
       tenant.id,
       () => {
-        for (const server of managedServers(deps.db, tenant.id)) {
+        // Most runs see what the last one saw: the tenant's reads decide, and only a server whose
+        // verdicts change is read again and written, in its own transaction.
+        for (const facts of tenantFacts(deps.db, tenant.id, () => true)) {
           servers++
-          // Most runs see what the last one saw: a read decides, and only a change takes the write lock.
-          if (!evaluateServer(deps.db, deps, server, false).changed) continue
-          const counted = withTransaction(deps.db, (tx) => evaluateServer(tx, deps, server, true))
+          if (!evaluateServer(deps.db, deps, facts.server, facts, false).changed) continue
+          const counted = withTransaction(deps.db, (tx) => evaluateServer(tx, deps, facts.server, factsOfServer(tx, facts.server), true))
           regressions += counted.regressed
           recoveries += counted.recovered
         }
@@ -204,9 +215,14 @@ export function evaluateReadiness(deps: Deps, tenants: TenantWalk): string {
 }
 
 /** With `write` false, only whether anything would change (verdicts, baseline, verification seen) and nothing written. */
-function evaluateServer(tx: DbOrTx, deps: Deps, server: ServerSummary, write: boolean): { changed: boolean; regressed: number; recovered: number } {
+function evaluateServer(
+  tx: DbOrTx,
+  deps: Deps,
+  server: ServerSummary,
+  facts: Facts,
+  write: boolean,
+): { changed: boolean; regressed: number; recovered: number } {
   const nowUs = deps.clock.nowUs()
-  const facts = factsOfServer(tx, server)
   const { entries, baselines } = entriesOf(facts, nowUs)
   let regressed = 0
   let recovered = 0
