@@ -243,6 +243,28 @@ describe('a regression', () => {
     expect(events).toHaveLength(1)
   })
 
+  test('linking a machine whose own view fails an item the agent’s what-if passed is no regression', async () => {
+    const other = await enrolAgent(app, owner, HOST as Partial<Facts>)
+    await ok(httpsHello(app, other.agent_token, HOST as Partial<Facts>), 204)
+    // Not linked: the agent's 200-port range passes network.direct_ports on marketplace_a's what-if.
+    await job('alerts.evaluate')
+    sim.putMachine(4242, 602, { ...GOOD, hostname: 'rig-ready-2', direct_port_count: 5 })
+    await ok(
+      api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: other.server_id, marketplace: 'marketplace_a', external_machine_id: '602' } }),
+      201,
+    )
+    await job('marketplaces.sync')
+    const run = await job('alerts.evaluate')
+    expect(run.detail).toContain('0 regressions')
+    expect((await readinessIncidents()).filter((i) => i.cause_key.includes(other.server_id))).toEqual([])
+    const r = await ok<Readiness>(api(app, owner, 'GET', `/servers/${other.server_id}/readiness`))
+    expect(r.marketplaces.find((m) => m.marketplace === 'marketplace_a')!.items.find((i) => i.id === 'network.direct_ports')).toMatchObject({
+      status: 'fail',
+      value: '5',
+      value_source: 'marketplace',
+    })
+  })
+
   test('the platform verifying the machine again on the new driver resolves it', async () => {
     await machine({ verification: 'deverified' })
     await job('alerts.evaluate')

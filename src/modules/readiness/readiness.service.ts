@@ -230,12 +230,13 @@ function evaluateServer(
   for (const e of entries) {
     const state = facts.states.find((s) => s.marketplace === e.marketplace)
     const before = state?.verdicts ?? {}
-    const verdicts: Record<string, 'pass' | 'fail'> = { ...before }
+    // Only a marketplace the server is linked on keeps verdicts and alerts: the others are what-ifs
+    // from the agent's facts, and an item that passed there says nothing of the platform's view
+    // (linking starts afresh, unlinking forgets).
+    const verdicts: Record<string, 'pass' | 'fail'> = e.linked ? { ...before } : {}
     for (const it of e.items) {
-      if (it.status === 'unknown') continue
+      if (it.status === 'unknown' || !e.linked) continue
       verdicts[it.id] = it.status
-      // Only a marketplace the server is linked on alerts: the others are what-ifs.
-      if (!e.linked) continue
       const data = { marketplace: e.marketplace, item: it.id, value: it.value, threshold: it.threshold }
       if (before[it.id] === 'pass' && it.status === 'fail') {
         regressed++
