@@ -12,8 +12,8 @@ import type { MarketplaceId } from '../../platform/marketplace-id'
  * is what the platform judges by, else from the agent's facts; neither is `unknown`, never a guess.
  */
 
-export type Status = 'pass' | 'fail' | 'unknown'
-export type Source = 'marketplace' | 'agent'
+type Status = 'pass' | 'fail' | 'unknown'
+type Source = 'marketplace' | 'agent'
 
 export type Item = {
   id: string
@@ -35,7 +35,7 @@ export type Item = {
 }
 
 /** The platform's view of a machine, as far as readiness reads it (a link's `remote`; fields may be missing on an older link). */
-export type PlatformView = {
+type PlatformView = {
   verification?: string | null
   reliability?: number | null
   gpu_count?: number | null
@@ -51,7 +51,7 @@ export type PlatformView = {
   error?: string | null
 }
 
-export type Inputs = {
+type Inputs = {
   marketplace: MarketplaceId
   /** The link's platform view; null when the server is not linked on this marketplace. */
   platform: PlatformView | null
