@@ -131,8 +131,16 @@ export const jobs: readonly JobDefinition[] = [
     schedule: '10,40 * * * * *',
     leaseSeconds: 120,
     description:
-      'Evaluates every server’s readiness first (an item that passed and now fails is a readiness.regressed event: docs/readiness.md); then opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
-    run: ({ deps, tenants }) => `${evaluateReadiness(deps, tenants)}; ${evaluateAlerts(deps, tenants)}`,
+      'Opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
+    run: ({ deps, tenants }) => evaluateAlerts(deps, tenants),
+  },
+  {
+    name: 'readiness.evaluate',
+    schedule: '25,55 * * * * *',
+    leaseSeconds: 120,
+    description:
+      "Evaluates every managed server's readiness per marketplace and remembers each item's verdict; an item that passed and now fails on a linked marketplace is a readiness.regressed server event (a notification in `error` and a `readiness` incident react to it), one that passes again readiness.recovered.",
+    run: ({ deps, tenants }) => evaluateReadiness(deps, tenants),
   },
   {
     name: 'live.prune',

@@ -220,16 +220,16 @@ describe('a regression', () => {
 
   test('a driver change between two facts reports opens one incident and one notification in `error`, once', async () => {
     await machine()
-    await job('alerts.evaluate')
+    await job('readiness.evaluate')
     expect(await readinessIncidents()).toEqual([])
     // The owner updates the driver: the agent's next hello says so.
     await ok(httpsHello(app, agentToken, { ...HOST, driver_version: '560.35.03', cuda_version: '12.6' } as Partial<Facts>), 204)
     const e = await readiness()
     expect(e.items.find((i) => i.id === 'driver.unchanged')).toMatchObject({ status: 'fail', value: 'driver 560.35.03, CUDA 12.6' })
     expect(e.items.filter((i) => i.status === 'fail').map((i) => i.id)).toEqual(['driver.unchanged'])
-    const run = await job('alerts.evaluate')
+    const run = await job('readiness.evaluate')
     expect(run.detail).toContain('1 regressions')
-    await job('alerts.evaluate')
+    await job('readiness.evaluate')
     const incidents = await readinessIncidents()
     expect(incidents).toHaveLength(1)
     expect(incidents[0]).toMatchObject({
@@ -247,14 +247,14 @@ describe('a regression', () => {
     const other = await enrolAgent(app, owner, HOST as Partial<Facts>)
     await ok(httpsHello(app, other.agent_token, HOST as Partial<Facts>), 204)
     // Not linked: the agent's 200-port range passes network.direct_ports on marketplace_a's what-if.
-    await job('alerts.evaluate')
+    await job('readiness.evaluate')
     sim.putMachine(4242, 602, { ...GOOD, hostname: 'rig-ready-2', direct_port_count: 5 })
     await ok(
       api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: other.server_id, marketplace: 'marketplace_a', external_machine_id: '602' } }),
       201,
     )
     await job('marketplaces.sync')
-    const run = await job('alerts.evaluate')
+    const run = await job('readiness.evaluate')
     expect(run.detail).toContain('0 regressions')
     expect((await readinessIncidents()).filter((i) => i.cause_key.includes(other.server_id))).toEqual([])
     const r = await ok<Readiness>(api(app, owner, 'GET', `/servers/${other.server_id}/readiness`))
@@ -267,9 +267,9 @@ describe('a regression', () => {
 
   test('the platform verifying the machine again on the new driver resolves it', async () => {
     await machine({ verification: 'deverified' })
-    await job('alerts.evaluate')
+    await job('readiness.evaluate')
     await machine()
-    await job('alerts.evaluate')
+    await job('readiness.evaluate')
     const driver = (await readinessIncidents()).find((i) => i.cause_key.endsWith(':driver.unchanged'))!
     expect(driver.state).toBe('resolved')
     expect((await readiness()).items.find((i) => i.id === 'driver.unchanged')).toMatchObject({ status: 'pass', value: 'driver 560.35.03, CUDA 12.6' })

@@ -15,7 +15,7 @@ import { type ReadinessStateRow, saveState, statesOfServer, statesOfTenant } fro
 /**
  * Readiness per server and marketplace (docs/readiness.md): the check list of checks.ts over the
  * agent's facts and each link's platform view, answered by GET /servers/{id}/readiness and GET
- * /readiness; and the evaluation the `alerts.evaluate` job runs first, which remembers each item's
+ * /readiness; and the evaluation the `readiness.evaluate` job runs, which remembers each item's
  * last known verdict and the verified driver baseline, and records an item that passed and now fails
  * as a `readiness.regressed` server event (a notification in `error` and an alert incident react to
  * it), and one that fails and now passes as `readiness.recovered`.
@@ -186,8 +186,8 @@ export function fleetReadiness({ deps, actor }: { deps: Deps; actor: Actor }) {
 }
 
 /**
- * The evaluation (run by `alerts.evaluate` before its own states, so an incident opens in the same
- * run): per tenant, each managed server's items against the verdicts remembered, in one transaction
+ * The evaluation (the `readiness.evaluate` job; the incident and the notification of a regression
+ * are reactions to its server event, so they commit with it): per tenant, each managed server's items against the verdicts remembered, in one transaction
  * per server. An `unknown` keeps the verdict before it (a machine whose agent is offline has not
  * healed). Answers a summary for the job's record.
  */
