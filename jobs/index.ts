@@ -14,6 +14,7 @@ import { sampleEarnings } from '../src/modules/earnings'
 import { suggestPrices } from '../src/modules/strategy'
 import { dispatchNotifications, pollChatLinks, sendWeeklyReports, watchTemperatures } from '../src/modules/notifications'
 import { evaluateAlerts } from '../src/modules/alerts'
+import { evaluateReadiness } from '../src/modules/readiness'
 import { pruneLiveEvents } from '../src/modules/live'
 
 /**
@@ -132,6 +133,14 @@ export const jobs: readonly JobDefinition[] = [
     description:
       'Opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
     run: ({ deps, tenants }) => evaluateAlerts(deps, tenants),
+  },
+  {
+    name: 'readiness.evaluate',
+    schedule: '25,55 * * * * *',
+    leaseSeconds: 120,
+    description:
+      "Evaluates every managed server's readiness per marketplace and remembers each item's verdict; an item that passed and now fails on a linked marketplace is a readiness.regressed server event (a notification in `error` and a `readiness` incident react to it), one that passes again readiness.recovered.",
+    run: ({ deps, tenants }) => evaluateReadiness(deps, tenants),
   },
   {
     name: 'live.prune',

@@ -31,6 +31,7 @@ import { subscriptionRoutes } from './modules/subscription'
 import { authenticateMcp, mcpRoutes } from './modules/mcp'
 import { strategyRoutes } from './modules/strategy'
 import { alertsRoutes } from './modules/alerts'
+import { readinessRoutes } from './modules/readiness'
 import { prometheusRoutes } from './modules/prometheus'
 import { liveRoutes } from './modules/live'
 import { consoleRoutes } from './modules/console'
@@ -141,6 +142,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(reportsRoutes(deps))
     .use(notificationsRoutes(deps))
     .use(alertsRoutes(deps))
+    .use(readinessRoutes(deps))
     .use(prometheusRoutes(deps))
     .use(liveRoutes(deps))
     .use(commandsRoutes(deps))

@@ -81,6 +81,15 @@ export async function startDemoMarkets(): Promise<DemoMarkets> {
         disk_space: 1800,
         inet_up: 850,
         inet_down: 920,
+        // What Vast's self-test pre-flight reads (docs/readiness.md): every machine meets it but the plan's `selfTestMiss`.
+        cuda_max_good: 12.4,
+        driver_version: '550.54.15',
+        direct_port_count: 200,
+        pcie_bw: 24.6,
+        gpu_total_ram: s.memoryMb * s.gpus,
+        cpu_ram: Math.ceil(s.memoryMb * s.gpus * 1.5),
+        cpu_cores: Math.max(32, 4 * s.gpus),
+        ...s.selfTestMiss,
         geolocation: s.group === 'Frankfurt' ? 'Germany, DE' : 'Netherlands, NL',
         timeout: 0,
       })
@@ -99,7 +108,16 @@ export async function startDemoMarkets(): Promise<DemoMarkets> {
         pricing: l.pricing,
         mrl: 96,
         allowed_currencies: Object.keys(l.pricing),
-        specs: { cpu: 'AMD EPYC 7302', ram: 128, gpu: `${s.gpus}x ${s.model}`, gpuram: Math.round(s.memoryMb / 1024), net: { up: 480, down: 940, cc: 'NL' } },
+        cuda_version: '12.4',
+        reliability: 0.992,
+        specs: {
+          cpu: 'AMD EPYC 7302',
+          cpus: '16/32',
+          ram: 128,
+          gpu: `${s.gpus}x ${s.model}`,
+          gpuram: Math.round(s.memoryMb / 1024),
+          net: { up: 480, down: 940, cc: 'NL' },
+        },
         rentals: [],
       })
       if (l.order) b.addRental(CLORE_KEY, s.name, { id: l.id * 10, spot: l.order.spot, currency: l.order.currency, price: l.order.pricePerDay, mrl: 96 })

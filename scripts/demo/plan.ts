@@ -32,6 +32,11 @@ export type DemoServer = {
   electricity?: string
   enrolledDaysAgo: number
   listing?: VastListing | CloreListing
+  /**
+   * Where its marketplace_a machine misses Vast's self-test bar (docs/readiness.md): the machine
+   * fields that fail, so readiness shows it not ready and why. Unset: every field meets the bar.
+   */
+  selfTestMiss?: { pcie_bw?: number; direct_port_count?: number }
 }
 
 export const VAST_OWNER = 456
@@ -111,6 +116,8 @@ export const DEMO_SERVERS: DemoServer[] = [
     tags: ['site:ams-2', 'colo'],
     enrolledDaysAgo: 7,
     listing: { marketplace: 'marketplace_a', machineId: 50106, priceGpuHour: 0.79, minBidHour: 0.5, rented: [] },
+    // Idle for a reason: a riser at PCIe ×1 and too few forwarded ports for four GPUs.
+    selfTestMiss: { pcie_bw: 1.9, direct_port_count: 10 },
   },
   {
     name: 'rig-07',

@@ -17,6 +17,7 @@ const OFFER_COPIES = {
   gpu_name: 'gpu_name',
   num_gpus: 'num_gpus',
   reliability2: 'reliability2',
+  reliability: 'reliability2',
   verification: 'verification',
   geolocation: 'geolocation',
   gpu_ram: 'gpu_ram',
@@ -26,6 +27,12 @@ const OFFER_COPIES = {
   inet_down_cost: 'listed_inet_down_cost',
   inet_up: 'inet_up',
   inet_down: 'inet_down',
+  cuda_max_good: 'cuda_max_good',
+  direct_port_count: 'direct_port_count',
+  pcie_bw: 'pcie_bw',
+  gpu_total_ram: 'gpu_total_ram',
+  cpu_ram: 'cpu_ram',
+  cpu_cores: 'cpu_cores',
 } as const
 
 const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v)

@@ -23,6 +23,8 @@ export interface MachineFields {
   gpu_name?: string
   num_gpus?: number
   gpu_ram?: number
+  /** All the machine's VRAM, MiB (what the CLI's self-test reads as `gpu_total_ram`; host-operations.md section 1). */
+  gpu_total_ram?: number | null
   total_flops?: number
   gpu_max_cur_temp?: number | null
   gpu_occupancy?: string
@@ -184,6 +186,8 @@ export interface OfferFields {
   rentable: boolean
   rented: boolean
   reliability2: number
+  /** The same fraction under the name the CLI's self-test reads from the offer (host-operations.md section 1). */
+  reliability: number
   verification: 'verified' | 'unverified' | 'deverified'
   geolocation: string
   gpu_ram: number
@@ -196,6 +200,13 @@ export interface OfferFields {
   /** Mbps. */
   inet_up: number
   inet_down: number
+  /** The self-test's fields (host-operations.md section 1), copied from the machine when it has them. */
+  cuda_max_good: number
+  direct_port_count: number
+  pcie_bw: number
+  gpu_total_ram: number
+  cpu_ram: number
+  cpu_cores: number
 }
 
 /**

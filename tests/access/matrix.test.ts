@@ -123,6 +123,7 @@ const FIXTURES: Record<string, Fixture> = {
   'PUT /api/v1/servers/:id/maintenance': server,
   'DELETE /api/v1/servers/:id/maintenance': server,
   'GET /api/v1/servers/:id/events': server,
+  'GET /api/v1/servers/:id/readiness': server,
   'GET /api/v1/servers/:id/metrics': server,
   'GET /api/v1/groups/:id': group,
   'PATCH /api/v1/groups/:id': (ctx) => ({ ...group(ctx), body: { name: 'renamed group' } }),

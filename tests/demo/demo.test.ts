@@ -265,6 +265,24 @@ describe('scripts/start --demo', () => {
     expect(alerts.some((a) => a.kind === 'temperature' && a.title.includes('rig-07'))).toBe(true)
   })
 
+  test('one machine fails readiness, and says why: rig-06 misses Vast’s PCIe and direct-port bars', async () => {
+    type Summary = { servers: { name: string; server_id: string; status: string; marketplaces: { marketplace: string; failing: string[] }[] }[] }
+    const summary = await poll(
+      async () => await get<Summary>('/readiness'),
+      (r) => r.servers.some((s) => s.name === 'rig-06' && s.status === 'not_ready'),
+    )
+    const rig06 = summary.servers.find((s) => s.name === 'rig-06')!
+    expect(rig06.marketplaces.find((m) => m.marketplace === 'marketplace_a')!.failing.sort()).toEqual(['network.direct_ports', 'pcie.bandwidth'])
+    // The other Vast machines meet every bar the platform measures.
+    expect(summary.servers.filter((s) => s.name !== 'rig-06' && s.marketplaces.some((m) => m.failing.length > 0)).map((s) => s.name)).toEqual([])
+    const detail = await get<{
+      marketplaces: { marketplace: string; items: { id: string; status: string; value: string | null; threshold: string; action: string | null }[] }[]
+    }>(`/servers/${rig06.server_id}/readiness`)
+    const pcie = detail.marketplaces.find((m) => m.marketplace === 'marketplace_a')!.items.find((i) => i.id === 'pcie.bandwidth')!
+    expect(pcie).toMatchObject({ status: 'fail', value: '1.9', threshold: '> 2.85' })
+    expect(pcie.action).toContain('BIOS')
+  })
+
   test('a sandbox balance on pro, with top-ups and a week of hourly charges in the ledger', async () => {
     const billing = await get<{ balance_usd: string; tariff: { plan: string } }>('/billing')
     expect(billing.tariff.plan).toBe('pro')

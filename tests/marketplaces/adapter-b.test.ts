@@ -73,6 +73,11 @@ describe('marketplace_b adapter: mapping', () => {
       gpu_lanes: 16,
       inet_up_mbps: 25.24,
       inet_down_mbps: 119.61,
+      cuda_version: '12.4',
+      driver_version: '550.54.14',
+      gpu_total_ram_mb: 49152,
+      cpu_ram_mb: 65536,
+      cpu_cores: 16,
       rentals: [{ kind: 'spot', currency: 'CLORE-Blockchain', price_day: '1500', gpu_count: null, ends_at: null }],
     })
     expect(full!.marketplaceB).toEqual({

@@ -135,6 +135,11 @@ describe('linking a server to a machine', () => {
       gpu_lanes: 16,
       inet_up_mbps: 25.24,
       inet_down_mbps: 119.61,
+      cuda_version: '12.4',
+      driver_version: '550.54.14',
+      gpu_total_ram_mb: 49152,
+      cpu_ram_mb: 65536,
+      cpu_cores: 16,
       rentals: [{ kind: 'spot', currency: 'CLORE-Blockchain', price_day: '1500', gpu_count: null, ends_at: null }],
     })
     expect(l.marketplace_b).toEqual({

@@ -400,6 +400,8 @@ describe('offer search (/bundles/)', () => {
       gpu_name: 'RTX 4090',
       num_gpus: 4,
       reliability2: 0.98,
+      // The name the CLI's self-test reads from an offer (host-operations section 1): the same fraction.
+      reliability: 0.98,
       verification: 'verified',
       geolocation: 'Sweden, SE',
       gpu_ram: 24564,

@@ -63,3 +63,23 @@ test('an H100 shows its driver, CUDA, PCIe link, power limits, modes and the Xid
   await expectAccessible(c, 'server-hardware')
   expectClean(c)
 }, 120_000)
+
+test('the Xid makes the server not ready: the Readiness section says which check fails and why, and the fleet’s Readiness column says so too', async () => {
+  const { page } = c
+  const section = page.locator('section', { has: page.getByRole('heading', { name: 'Readiness' }) })
+  await section.waitFor({ timeout: WAIT })
+  const xid = section.locator('[data-marketplace="marketplace_a"] tr[data-item="gpu.xid"]')
+  await xid.locator('[data-status], .badge', { hasText: 'fail' }).first().waitFor({ timeout: WAIT })
+  expect(await xid.getAttribute('data-status')).toBe('fail')
+  expect(await xid.innerText()).toContain('Xid 79')
+  // The facts the agent measured pass, from the agent (not linked: no platform view).
+  expect(await section.locator('[data-marketplace="marketplace_a"] tr[data-item="cuda.version"]').getAttribute('data-status')).toBe('pass')
+  expect(await section.locator('[data-marketplace="marketplace_a"]').getAttribute('data-readiness')).toBe('not_ready')
+  await open(c, '/', /.+/)
+  const cell = page.locator('a[data-readiness]').first()
+  await cell.waitFor({ timeout: WAIT })
+  expect(await cell.getAttribute('data-readiness')).toBe('not_ready')
+  expect(await cell.innerText()).toContain('gpu.xid')
+  await expectAccessible(c, 'fleet-readiness')
+  expectClean(c)
+}, 120_000)

@@ -22,6 +22,7 @@ import type * as Mcp from '../../src/modules/mcp/mcp.model'
 import type * as Notifications from '../../src/modules/notifications/notifications.model'
 import type * as Payments from '../../src/modules/payments/payments.model'
 import type * as Plans from '../../src/modules/plans/plans.model'
+import type * as Readiness from '../../src/modules/readiness/readiness.model'
 import type * as Reports from '../../src/modules/reports/reports.model'
 import type * as Strategy from '../../src/modules/strategy/strategy.model'
 import type * as SubscriptionM from '../../src/modules/subscription/subscription.model'
@@ -152,3 +153,10 @@ export type DismissBody = Static<typeof Strategy.DismissBody>
 export type ChangeOrderBody = Static<typeof SubscriptionM.ChangeOrder>
 export type PatCreateBody = Static<typeof Tokens.PatCreate>
 export type InitCreateBody = Static<typeof Tokens.InitCreate>
+
+/** GET /readiness (docs/readiness.md). */
+export type FleetReadiness = Static<typeof Readiness.FleetReadiness>
+/** One server of GET /readiness. */
+export type ServerReadinessSummary = FleetReadiness['servers'][number]
+/** GET /servers/{id}/readiness. */
+export type ServerReadiness = Static<typeof Readiness.ServerReadiness>

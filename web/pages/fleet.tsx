@@ -5,7 +5,7 @@ import { liveLabel, liveMode, useLive, VITALS_REFRESH_MS } from '../lib/live'
 import { useInterval, useResource, useSnapshot } from '../lib/resource'
 import { href } from '../lib/router'
 import { can } from '../lib/session'
-import type { Dashboard, Group, Incident, Link, ServerRow, Snapshot } from '../lib/api-types'
+import type { Dashboard, FleetReadiness, Group, Incident, Link, ServerReadinessSummary, ServerRow, Snapshot } from '../lib/api-types'
 import { PresenceBadge } from '../ui/badges'
 import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
@@ -26,7 +26,7 @@ const COOL_C = __GPUHQ_COOL_C__
 
 type Rental = 'rented' | 'idle' | null
 /** What the page knows beside the rows: rentals from the links (until the row carries `rental_state`), open critical incidents. */
-type Context = { rental: (s: ServerRow) => Rental; critical: (s: ServerRow) => Incident[] }
+type Context = { rental: (s: ServerRow) => Rental; critical: (s: ServerRow) => Incident[]; readiness: (s: ServerRow) => ServerReadinessSummary | undefined }
 
 const isHot = (s: ServerRow) => s.max_temp_core_c !== null && s.max_temp_core_c >= HOT_C
 const rentedGpus = (s: ServerRow, ctx: Context) => s.rented_gpu_count ?? (ctx.rental(s) === 'rented' ? s.gpu_count : 0)
@@ -286,6 +286,7 @@ function ServerTable({ rows, groups, ctx }: { rows: ServerRow[]; groups: Group[]
           {head('Price / GPU-h', 'price', true)}
           {head('Revenue today', 'revenue', true)}
           {head('Last seen', 'seen')}
+          <th scope="col">Readiness</th>
         </>
       }
     >
@@ -329,10 +330,33 @@ function ServerTable({ rows, groups, ctx }: { rows: ServerRow[]; groups: Group[]
               <Money usd={s.revenue_today_usd} />
             </td>
             <td class="nowrap">{ago(s.last_seen_at)}</td>
+            <td>
+              <ReadinessCell r={ctx.readiness(s)} />
+            </td>
           </tr>
         )
       })}
     </DataTable>
+  )
+}
+
+const READY_TONE = { ready: 'ok', not_ready: 'bad', unknown: '' } as const
+const READY_WORD = { ready: 'ready', not_ready: 'not ready', unknown: 'unknown' } as const
+
+/**
+ * The server's readiness against the marketplaces' bar (GET /readiness, docs/readiness.md): its
+ * verdict, and when it is not ready the failing checks per marketplace, linking to the server page's section.
+ */
+function ReadinessCell({ r }: { r: ServerReadinessSummary | undefined }) {
+  if (!r) return <span class="muted">—</span>
+  const failing = r.marketplaces.filter((m) => m.failing.length > 0 && (m.linked || r.marketplaces.every((x) => !x.linked)))
+  const why = failing.map((m) => `${marketplaceName(m.marketplace)}: ${m.failing.join(', ')}`).join('; ')
+  const unknown = r.marketplaces.filter((m) => m.unknown.length > 0).map((m) => `${marketplaceName(m.marketplace)}: ${m.unknown.join(', ')} not known`)
+  return (
+    <a href={href(`/servers/${r.server_id}#readiness`)} data-readiness={r.status} title={why || unknown.join('; ') || 'Every required check passes'}>
+      <span class={`badge ${READY_TONE[r.status]}`}>{READY_WORD[r.status]}</span>
+      {why && <div class="muted small">{why}</div>}
+    </a>
   )
 }
 
@@ -343,7 +367,9 @@ function useFleetContext(fleet: ServerRow[], version: number): Context {
     () => get<{ items: Incident[] }>('/alerts', { state: 'unresolved', limit: 200 }).catch(() => ({ items: [] as Incident[] })),
     [version],
   )
+  const readiness = useResource(() => get<FleetReadiness>('/readiness').catch(() => null), [version])
   return useMemo(() => {
+    const ready = new Map((readiness.data?.servers ?? []).map((r) => [r.server_id, r]))
     const rental = new Map<string, Rental>()
     for (const l of links.data?.links ?? []) {
       if (l.state !== 'linked') continue
@@ -358,8 +384,9 @@ function useFleetContext(fleet: ServerRow[], version: number): Context {
     return {
       rental: (s) => (s.rental_state !== undefined ? s.rental_state : (rental.get(s.id) ?? null)),
       critical: (s) => critical.get(s.id) ?? [],
+      readiness: (s) => ready.get(s.id),
     }
-  }, [links.data, incidents.data, fleet])
+  }, [links.data, incidents.data, readiness.data, fleet])
 }
 
 export function Fleet() {

@@ -13,9 +13,10 @@ import { Action, Async, DataTable, Empty } from '../ui/states'
 import { CommandList, SendCommand } from './commands'
 import { ServerCharts } from './server-charts'
 import { ServerHardware } from './server-hardware'
+import { ServerReadiness } from './server-readiness'
 import { ServerEvents, ServerLinks, ServerMargin, ServerSettings } from './server-panels'
 
-/** One server: presence and facts, vitals per GPU, hardware and health, charts, commands, links and offers, margin, events, settings. */
+/** One server: presence and facts, vitals per GPU, hardware and health, readiness, charts, commands, links and offers, margin, events, settings. */
 
 const VITALS: [string, string, string][] = [
   ['temperature_c', 'Core', ' °C'],
@@ -152,6 +153,7 @@ export function ServerPage({ id }: { id: string }) {
               <Vitals s={s} />
             </Section>
             <ServerHardware s={s} />
+            <ServerReadiness serverId={id} version={s.last_seen_at} />
             <ServerCharts serverId={id} />
             <Section title="Commands">
               {can('operator') && !s.decommissioned_at && (

@@ -7,6 +7,7 @@ import { balanceOf, LOW_BALANCE_DAYS } from '../billing'
 import { countManagedServers, trustedServerById } from '../fleet'
 import { findPlan } from '../plans'
 import { findTenant } from '../tenants'
+import { MARKETPLACES } from '../marketplaces'
 import { findUnresolved, unresolvedOfServer } from './alerts.repository'
 import { clear, clearCause, raise } from './incidents'
 
@@ -16,7 +17,7 @@ import { clear, clearCause, raise } from './incidents'
  * the same event produced is there to be linked).
  */
 
-type ServerEvent = { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string }
+type ServerEvent = { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string; data?: Record<string, unknown> | null }
 
 const offlineKey = (serverId: string) => `offline:${serverId}`
 
@@ -37,6 +38,24 @@ export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
       marketplace: null,
       ...cause,
     })
+  } else if (e.kind === 'readiness.regressed' || e.kind === 'readiness.recovered') {
+    // A readiness item that passed and now fails (docs/readiness.md), one cause per server, marketplace and item.
+    const marketplace = MARKETPLACES.find((m) => m === e.data?.marketplace) ?? null
+    const key = `readiness:${server.id}:${marketplace ?? ''}:${String(e.data?.item ?? '')}`
+    if (e.kind === 'readiness.recovered') clearCause(tx, deps, server.tenantId, key, e.message)
+    else {
+      const name = trustedServerById(tx, server.id)?.name ?? server.id
+      raise(tx, deps, {
+        tenantId: server.tenantId,
+        kind: 'readiness',
+        key,
+        severity: 'warning',
+        serverId: server.id,
+        marketplace,
+        title: `Readiness regressed: ${name}, ${String(e.data?.item ?? 'an item')} on ${marketplace ?? 'a marketplace'}`,
+        detail: e.message,
+      })
+    }
   } else if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical')) {
     // The same events the `error` notification producer takes (producers.ts categoryOf), one cause per server and kind.
     const name = trustedServerById(tx, server.id)?.name ?? server.id

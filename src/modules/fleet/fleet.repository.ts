@@ -285,7 +285,13 @@ export function addXidCount(tx: DbOrTx, row: { serverId: string; gpuIndex: numbe
 /** The Xid counts of the tenant's managed servers, ordered by server, GPU and Xid. */
 export function xidCountsOfTenant(db: DbOrTx, tenantId: string) {
   return db
-    .select({ serverId: serverXidCounts.serverId, gpuIndex: serverXidCounts.gpuIndex, xid: serverXidCounts.xid, count: serverXidCounts.count })
+    .select({
+      serverId: serverXidCounts.serverId,
+      gpuIndex: serverXidCounts.gpuIndex,
+      xid: serverXidCounts.xid,
+      count: serverXidCounts.count,
+      lastAt: serverXidCounts.lastAt,
+    })
     .from(serverXidCounts)
     .innerJoin(servers, eq(servers.id, serverXidCounts.serverId))
     .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))

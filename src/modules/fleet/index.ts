@@ -27,6 +27,7 @@ export {
   firstServerEnrolledAt,
   keepOnOf,
   latestGpuMetricsOfTenant,
+  latestMetricsOf,
   latestOfMetric,
   managedServers,
   presenceTransitionsOf,
@@ -38,6 +39,7 @@ export {
   serversOfTenant,
   tenantServersManagedDuring,
   trustedServerById,
+  xidCountsOfServer,
   xidCountsOfTenant,
   type ServerSummary,
 } from './servers.views'

@@ -24,6 +24,9 @@ export type ServerSummary = Pick<
   | 'gpus'
   | 'gpuCount'
   | 'gpuModel'
+  // The host beside its GPUs and when the agent last said so (readiness: docs/readiness.md).
+  | 'hostDetails'
+  | 'lastHelloAt'
   // The operator's tariff (costs, margins).
   | 'electricityMicrosPerKwh'
   // The rental facts (commands' `requires`: rentalRunning).
@@ -49,6 +52,8 @@ export function summaryOf(r: ServerRow): ServerSummary {
     gpus: r.gpus,
     gpuCount: r.gpuCount,
     gpuModel: r.gpuModel,
+    hostDetails: r.hostDetails,
+    lastHelloAt: r.lastHelloAt,
     electricityMicrosPerKwh: r.electricityMicrosPerKwh,
     rentalActive: r.rentalActive,
     rentalSource: r.rentalSource,
@@ -104,10 +109,12 @@ export {
   firstServerEnrolledAt,
   keepOnOf,
   latestGpuMetricsOfTenant,
+  latestMetricsOf,
   latestOfMetric,
   presenceTransitionsOf,
   serverNames,
   serversManagedDuring,
   tenantServersManagedDuring,
+  xidCountsOfServer,
   xidCountsOfTenant,
 } from './fleet.repository'

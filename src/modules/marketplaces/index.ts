@@ -12,6 +12,8 @@ export { maintenanceAnnouncements } from './offers/offers.service'
 export { accrualSources, currentRates, platformDayEarnings, type AccrualSource } from './deals/deals.service'
 // What a fleet row shows: where each server is listed or rented now, at what price (the root hands it to fleet).
 export { serverListings } from './links/listings.service'
+// What readiness reads: each link's platform view of its machine (docs/readiness.md).
+export { linkedMachines, type LinkedMachine } from './links/listings.service'
 // What pricing strategy reads and does (docs/strategy.md).
 export { marketOfModel, pricedOffers, type PricedOffer } from './market/pricing.service'
 export { quantile, standing } from './market/market.stats'

@@ -14,7 +14,10 @@ import { notify } from './outbox.service'
  * error is notified once per 30 minutes, not once per sample.
  */
 
-type ServerEvent = { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string }
+type ServerEvent = { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string; data?: Record<string, unknown> | null }
+
+/** `<marketplace>:<item>` of a readiness event's data. */
+const readinessItem = (e: ServerEvent) => `${String(e.data?.marketplace ?? '')}:${String(e.data?.item ?? '')}`
 
 /** Server event kinds that notify, with their category and how repeats are grouped. */
 function categoryOf(e: ServerEvent): { category: Category; title: string; group: string } | null {
@@ -25,6 +28,8 @@ function categoryOf(e: ServerEvent): { category: Category; title: string; group:
   if (e.kind === 'marketplace.rental_started') return { category: 'rental', title: 'Rental started', group: `rental-start:${e.server.id}:${e.message}` }
   if (e.kind === 'marketplace.rental_ended') return { category: 'rental', title: 'Rental ended', group: `rental-end:${e.server.id}:${e.message}` }
   if (e.kind === 'marketplace.offer_republished') return { category: 'price', title: 'Offer published again', group: `offer:${e.server.id}` }
+  // An item of the readiness check list that passed and now fails (docs/readiness.md): the `error` category, one group per item.
+  if (e.kind === 'readiness.regressed') return { category: 'error', title: 'Readiness regressed', group: `readiness:${e.server.id}:${readinessItem(e)}` }
   if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical'))
     return { category: 'error', title: 'Agent reported an error', group: `error:${e.server.id}:${e.kind}` }
   return null

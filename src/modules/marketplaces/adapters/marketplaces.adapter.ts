@@ -52,6 +52,16 @@ export type RemoteProjection = {
   inet_up_mbps: number | null
   inet_down_mbps: number | null
   direct_port_count: number | null
+  /** The newest CUDA the platform says the machine's driver runs, as text ("12.4"; Vast's `cuda_max_good`, Clore's `cuda_version`). */
+  cuda_version: string | null
+  /** The driver version the platform reports (Vast's `driver_version`). */
+  driver_version: string | null
+  /** All the machine's VRAM, MiB (Vast's `gpu_total_ram`; Clore: `specs.gpuram` GB × cards). */
+  gpu_total_ram_mb: number | null
+  /** System memory, MiB (Vast's `cpu_ram`; Clore: `specs.ram` GB × 1024). */
+  cpu_ram_mb: number | null
+  /** Logical CPUs (Vast's `cpu_cores`; Clore: the threads of `specs.cpus` "cores/threads"). */
+  cpu_cores: number | null
   maintenance_announced: boolean
   maintenance_starts_at: string | null
   maintenance_hours: number | null

@@ -24,6 +24,9 @@ import { countLinks, deleteLink, findLink, insertLink, linksOf, linksToMachine, 
 
 const WEEK_US = 7 * 24 * 3600 * 1_000_000
 
+/** Fields the projection gained later (readiness, docs/readiness.md): null on a link the sync has not refreshed since. */
+const LATER_FIELDS = { cuda_version: null, driver_version: null, gpu_total_ram_mb: null, cpu_ram_mb: null, cpu_cores: null }
+
 export function linkView(l: LinkRow, electricityUsdPerGpuHour: string | null = null) {
   return {
     server_id: l.serverId,
@@ -33,7 +36,7 @@ export function linkView(l: LinkRow, electricityUsdPerGpuHour: string | null = n
     state: l.state,
     linked_at: formatTimestamp(l.linkedAt),
     last_seen_at: formatNullableTimestamp(l.lastSeenAt),
-    remote: l.remote,
+    remote: { ...LATER_FIELDS, ...l.remote },
     ...(l.marketplace === 'marketplace_b' ? { marketplace_b: l.marketplaceB ?? nullMarketplaceB() } : {}),
     electricity_usd_per_gpu_hour: electricityUsdPerGpuHour,
   }

@@ -1,7 +1,7 @@
 import type { DbOrTx } from '../../../../db/client'
 import type { ServerListing } from '../../fleet'
 import { rentalOf } from '../deals/deals.service'
-import { linksOf, type LinkRow } from './links.repository'
+import { linksOf, linksOfServers, type LinkRow } from './links.repository'
 import { ownPriceMicros } from '../market/market.service'
 
 /**
@@ -32,4 +32,27 @@ function listingOf(link: LinkRow): ServerListing | null {
   const listed = link.remote.listed === true
   if (!rented && !listed) return null
   return { marketplace: link.marketplace, priceMicros: ownPriceMicros(link), listed, rented, rentedGpus }
+}
+
+/** A linked machine as the platform last showed it, for readiness (docs/readiness.md): the link's state and projection. */
+export type LinkedMachine = {
+  serverId: string
+  marketplace: LinkRow['marketplace']
+  externalMachineId: string
+  state: LinkRow['state']
+  /** When the last sync saw the machine in the platform's listing (µs), null when never. */
+  lastSeenAt: number | null
+  remote: LinkRow['remote']
+}
+
+/** Every link of the tenant (or of one server) with the platform's view of its machine. */
+export function linkedMachines(db: DbOrTx, tenantId: string, serverId?: string): LinkedMachine[] {
+  return (serverId === undefined ? linksOf(db, tenantId) : linksOfServers(db, tenantId, [serverId])).map((l) => ({
+    serverId: l.serverId,
+    marketplace: l.marketplace,
+    externalMachineId: l.externalMachineId,
+    state: l.state,
+    lastSeenAt: l.lastSeenAt,
+    remote: l.remote,
+  }))
 }

@@ -1,4 +1,5 @@
 import { formatMoney, MAX_MONEY_MICROS, parseDecimal, parseMoney } from '../../../../platform/money'
+import { formatDecimal } from '../../../../platform/numbers'
 import { formatTimestamp } from '../../../../platform/time'
 import { normaliseGpuModel } from '../gpu-model'
 import type { MachineFacts, MarketOffer, RemoteMachine, RemoteProjection } from '../marketplaces.adapter'
@@ -92,6 +93,28 @@ function offerEnd(m: Json, nowUs: number): Pick<RemoteProjection, 'end_date' | '
   return { end_date: unixSeconds(m.end_date), ask_duration_seconds: null }
 }
 
+/** Vast's `cuda_max_good` is a JSON number (13.0, 12.4): written as version text, never as a float's digits ("12.4", "13.0"). */
+function versionText(v: unknown): string | null {
+  const n = num(v)
+  if (n === null || n < 0 || n > 1000) return null
+  const text = formatDecimal(n, 3)
+  if (text === null) return null
+  return text.includes('.') ? text : `${text}.0`
+}
+
+/** A MiB figure Vast may send with a fraction; whole MiB, null when absent or negative. */
+function wholeMb(v: unknown): number | null {
+  const n = num(v)
+  return n === null || n < 0 || n > 1e12 ? null : Math.round(n)
+}
+
+/** Without `gpu_total_ram`: the per-card `gpu_ram` (MiB) times `num_gpus`, as Vast's own total is. */
+function totalOfPerGpu(m: Json): number | null {
+  const each = wholeMb(m.gpu_ram)
+  const count = int(m.num_gpus)
+  return each === null || count === null || count < 0 ? null : each * count
+}
+
 function projectMachine(m: Json, nowUs: number): RemoteProjection {
   const gpuName = str(m.gpu_name, 128)
   return {
@@ -122,6 +145,11 @@ function projectMachine(m: Json, nowUs: number): RemoteProjection {
     inet_up_mbps: num(m.inet_up),
     inet_down_mbps: num(m.inet_down),
     direct_port_count: int(m.direct_port_count),
+    cuda_version: versionText(m.cuda_max_good),
+    driver_version: str(m.driver_version, 64),
+    gpu_total_ram_mb: wholeMb(m.gpu_total_ram) ?? totalOfPerGpu(m),
+    cpu_ram_mb: wholeMb(m.cpu_ram),
+    cpu_cores: int(m.cpu_cores),
     ...maintenance(m.machine_maintenance, nowUs),
     error: str(m.error_description, 512) ?? str(m.vm_error_msg, 512),
     rentals: [],

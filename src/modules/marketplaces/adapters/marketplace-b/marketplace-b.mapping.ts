@@ -66,6 +66,32 @@ function diskGb(v: unknown): number | null {
   return Math.round(Number(m[1]) * (m[2]!.toUpperCase() === 'TB' ? 1000 : 1))
 }
 
+/** Clore's `cuda_version` is text ("12.4"); kept when it reads as a version. */
+function cudaText(v: unknown): string | null {
+  return typeof v === 'string' && /^\d{1,3}(\.\d{1,3}){0,2}$/.test(v.trim()) ? v.trim() : null
+}
+
+/** Clore writes memory in GB (`ram: 62.67`, `gpuram: 11`); gpuhq counts MiB, as Vast does: × 1024, whole. */
+function gbToMb(v: unknown): number | null {
+  const n = num(v)
+  return n === null || n < 0 || n > 1e9 ? null : Math.round(n * 1024)
+}
+
+/** `specs.gpuram` is per card: the machine's total is that times the card count. */
+function totalVramMb(perCardGb: unknown, count: number | null): number | null {
+  const each = gbToMb(perCardGb)
+  return each === null || count === null ? null : each * count
+}
+
+/** `specs.cpus` is "cores/threads" ("8/16"): the threads are the logical CPUs Vast counts as `cpu_cores`; a lone number is taken as it is. */
+function threadsOf(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 ? v : null
+  const m = typeof v === 'string' ? /^\s*(\d+)\s*(?:\/\s*(\d+))?\s*$/.exec(v) : null
+  if (!m) return null
+  const n = Number(m[2] ?? m[1])
+  return Number.isSafeInteger(n) ? n : null
+}
+
 function coinPrices(onDemand: Json | null, spot: Json | null): Record<string, CoinPrice> | null {
   if (!onDemand && !spot) return null
   const out: Record<string, CoinPrice> = {}
@@ -160,6 +186,11 @@ export function mapCloreServer(s: CloreServer): RemoteMachine {
     inet_up_mbps: num(net?.up),
     inet_down_mbps: num(net?.down),
     direct_port_count: null,
+    cuda_version: cudaText(first(market?.cuda_version, field('cuda_version'))),
+    driver_version: str(spec('driver_version'), 64),
+    gpu_total_ram_mb: totalVramMb(spec('gpuram'), gpu.count),
+    cpu_ram_mb: gbToMb(spec('ram')),
+    cpu_cores: threadsOf(spec('cpus')),
     maintenance_announced: false,
     maintenance_starts_at: null,
     maintenance_hours: null,
