@@ -88,7 +88,14 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     return usageError((err as Error).message)
   }
-  const machineOptions = { simulate, stateDir, nvidiaSmi: stringOption(options, 'nvidia-smi'), dcgmi: stringOption(options, 'dcgmi'), publicIp: stringOption(options, 'public-ip'), portRange }
+  const machineOptions = {
+    simulate,
+    stateDir,
+    nvidiaSmi: stringOption(options, 'nvidia-smi'),
+    dcgmi: stringOption(options, 'dcgmi'),
+    publicIp: stringOption(options, 'public-ip'),
+    portRange,
+  }
 
   if (command === 'facts') {
     // A host whose nvidia-smi is missing, failing or lists nothing: the facts still print (marked

@@ -52,7 +52,12 @@ export function catalogue(deps: CatalogueDeps): Record<string, Handler> {
       if (level !== 1 && level !== 2) throw invalid('level must be 1 (quick, seconds) or 2 (medium, about two minutes)')
       if (sim) {
         ctx.log(`simulated: dcgmi diag -r ${level} on ${sim.gpus.length} GPUs`)
-        return { result: simulatedDiag(sim.inventory().map((g) => g.index), level) }
+        return {
+          result: simulatedDiag(
+            sim.inventory().map((g) => g.index),
+            level,
+          ),
+        }
       }
       const argv = [machine.dcgmi, 'diag', '-r', String(level)]
       ctx.log(`running ${argv.join(' ')}`)
@@ -196,7 +201,12 @@ function checkKnown(machine: Machine, index: number | null): void {
 /** What a simulated host answers: every GPU passes the tests of the level (DCGM 4.x names them). */
 function simulatedDiag(indexes: number[], level: number) {
   const names = level === 1 ? ['software'] : ['software', 'memory', 'pcie']
-  const tests = names.map((name) => ({ name, category: name === 'software' ? 'Deployment' : name === 'memory' ? 'Hardware' : 'Integration', result: 'pass', warnings: [] }))
+  const tests = names.map((name) => ({
+    name,
+    category: name === 'software' ? 'Deployment' : name === 'memory' ? 'Hardware' : 'Integration',
+    result: 'pass',
+    warnings: [],
+  }))
   return {
     level,
     simulated: true,

@@ -12,9 +12,9 @@
  * The JSON form (`--json`) is left alone on purpose: NVIDIA says it "has no published stable schema".
  */
 
-export type DiagResult = 'pass' | 'fail' | 'warn' | 'skip' | 'not_run'
+type DiagResult = 'pass' | 'fail' | 'warn' | 'skip' | 'not_run'
 
-export type DiagTest = {
+type DiagTest = {
   name: string
   /** Deployment, Hardware, Integration or Stress, as the table groups them. */
   category: string | null
@@ -23,7 +23,7 @@ export type DiagTest = {
   warnings: string[]
 }
 
-export type GpuDiag = {
+type GpuDiag = {
   index: number
   /** The worst result of the tests that concern it: its own results, and the tests that ran for the whole host. */
   result: DiagResult
@@ -80,7 +80,12 @@ export function parseDcgmDiag(stdout: string): DcgmDiag {
     if (!m) return false
     const result = RESULTS[m[1]!.toLowerCase()]!
     if (m[2]!.toLowerCase() === 'all') gpuResult(test, 'all', result)
-    else for (const n of m[3]!.split(',').map((s) => s.trim()).filter(Boolean)) gpuResult(test, Number(n), result)
+    else
+      for (const n of m[3]!
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean))
+        gpuResult(test, Number(n), result)
     return true
   }
 

@@ -6,7 +6,7 @@ import { join } from 'node:path'
  * `dcgmi diag -r <level>` with a capture of the real command's output and the exit code the real
  * one gives (non-zero when a GPU failed), and records every argument list it was run with.
  */
-export const DCGMI_CAPTURES = join(import.meta.dir, '../agent/captures/dcgmi')
+const DCGMI_CAPTURES = join(import.meta.dir, '../agent/captures/dcgmi')
 
 export function fakeDcgmi(dir: string, opts: { capture?: string; stdout?: string; exitCode?: number } = {}): { bin: string; calls: () => string[] } {
   const bin = join(dir, 'dcgmi')

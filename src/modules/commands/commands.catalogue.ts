@@ -29,7 +29,7 @@ export const CATALOGUE: CommandType[] = [
       {
         level: Type.Optional(
           Type.Union([Type.Literal(1), Type.Literal(2)], {
-            description: "dcgmi diag -r <level>: 1 quick deployment checks (seconds), 2 medium validation (about two minutes); default 1",
+            description: 'dcgmi diag -r <level>: 1 quick deployment checks (seconds), 2 medium validation (about two minutes); default 1',
           }),
         ),
       },
