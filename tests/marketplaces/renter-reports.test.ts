@@ -124,7 +124,8 @@ describe('renter reports', () => {
   })
 
   test('a report older than the link is kept as history without an alert; a second new one opens its own incident', async () => {
-    const old = { problem: 'Other', message: 'slow disk last month', created_at: nowS - 30 * 86400 }
+    // A NUL no database stores is dropped from the renter's words, not a reason to refuse the report.
+    const old = { problem: 'Other', message: 'slow disk\u0000 last month', created_at: nowS - 30 * 86400 }
     const second = { problem: 'GPU Not Working', message: 'GPU 1 fell off the bus', created_at: nowS + 120 }
     simA.setReports(701, [second, { ...REPORT, created_at: nowS + 60 }, old])
     expect(await sync()).toContain('renter reports: 1 machines read, 2 new, 0 failed')
@@ -135,6 +136,7 @@ describe('renter reports', () => {
       ['Other', false],
       [REPORT.problem, true],
     ])
+    expect(items[1]!.message).toBe('slow disk last month')
     expect((await incidents()).map((i) => i.title).sort()).toEqual([
       'Renter reported GPU Not Working: rig-reported',
       `Renter reported ${REPORT.problem}: rig-reported`,

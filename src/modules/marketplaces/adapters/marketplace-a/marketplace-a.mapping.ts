@@ -1,4 +1,5 @@
 import { formatMoney, MAX_MONEY_MICROS, parseDecimal, parseMoney } from '../../../../platform/money'
+import { replaceUnstorable } from '../../../../platform/storable'
 import { formatTimestamp } from '../../../../platform/time'
 import { normaliseGpuModel } from '../gpu-model'
 import type { MachineFacts, MarketOffer, RemoteMachine, RemoteProjection, RenterReportRead } from '../marketplaces.adapter'
@@ -216,12 +217,17 @@ export function reportsOf(list: unknown[]): RenterReportRead[] {
   for (const raw of list) {
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) continue
     const r = raw as Json
+    // A renter's words are kept, never refused: a character no database stores (U+0000, a lone surrogate) is replaced.
     const problem = str(r.problem, 256)
     const message = str(r.message, 2000)
     if (problem === null && message === null) continue
     const s = num(r.created_at)
     const us = s !== null && s > 0 ? Math.round(s * 1_000_000) : null
-    out.push({ problem, message, reportedAtUs: us !== null && Number.isSafeInteger(us) ? us : null })
+    out.push({
+      problem: problem === null ? null : replaceUnstorable(problem),
+      message: message === null ? null : replaceUnstorable(message),
+      reportedAtUs: us !== null && Number.isSafeInteger(us) ? us : null,
+    })
   }
   return out
 }
