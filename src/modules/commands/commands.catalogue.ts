@@ -28,7 +28,9 @@ export const CATALOGUE: CommandType[] = [
     params: Type.Object(
       {
         level: Type.Optional(
-          Type.Union([Type.Literal(1), Type.Literal(2)], {
+          Type.Integer({
+            minimum: 1,
+            maximum: 2,
             description: 'dcgmi diag -r <level>: 1 quick deployment checks (seconds), 2 medium validation (about two minutes); default 1',
           }),
         ),
