@@ -1,6 +1,6 @@
 /**
  * NVIDIA DCGM's active diagnostic, `dcgmi diag -r <level>`, read from its table (docs/commands.md
- * "dcgm.diag"). Two layouts exist, both drawn with the same stencil (NVIDIA/DCGM dcgmi/Diag.cpp:
+ * "diagnostics.dcgm"). Two layouts exist, both drawn with the same stencil (NVIDIA/DCGM dcgmi/Diag.cpp:
  * a 27-character name column and a 48-character result column):
  *
  * - DCGM 4.x: one row per test with its overall result (`| memory | Pass |`), then one row per
