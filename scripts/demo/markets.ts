@@ -123,7 +123,7 @@ export async function startDemoMarkets(): Promise<DemoMarkets> {
 }
 
 /** The demo's one renter report: on rig-02, whose renter rents two of its cards. */
-export const REPORTED_SERVER = 'rig-02'
+const REPORTED_SERVER = 'rig-02'
 
 /**
  * A renter reports rig-02's machine, dated `nowUs` (after the machines were linked): the next
@@ -134,7 +134,9 @@ export const REPORTED_SERVER = 'rig-02'
 export function reportRenterProblem(m: DemoMarkets, nowUs: number): void {
   const listing = DEMO_SERVERS.find((s) => s.name === REPORTED_SERVER)?.listing
   if (listing?.marketplace !== 'marketplace_a') throw new Error(`the demo plan lists ${REPORTED_SERVER} on no marketplace_a machine`)
-  m.a.setReports(listing.machineId, [{ problem: 'Machine Performance Is Less Than Expected', message: 'GPU utilization is inconsistent.', created_at: nowUs / 1_000_000 }])
+  m.a.setReports(listing.machineId, [
+    { problem: 'Machine Performance Is Less Than Expected', message: 'GPU utilization is inconsistent.', created_at: nowUs / 1_000_000 },
+  ])
 }
 
 /**

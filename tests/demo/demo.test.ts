@@ -269,7 +269,9 @@ describe('scripts/start --demo', () => {
     const servers = await get<{ items: { id: string; name: string }[] }>('/servers?limit=50')
     const rig = servers.items.find((s) => s.name === 'rig-02')!
     const reports = await get<{ items: { problem: string; message: string; alerted: boolean; marketplace: string }[] }>(`/servers/${rig.id}/renter-reports`)
-    expect(reports.items).toEqual([expect.objectContaining({ marketplace: 'marketplace_a', problem: 'Machine Performance Is Less Than Expected', alerted: true })])
+    expect(reports.items).toEqual([
+      expect.objectContaining({ marketplace: 'marketplace_a', problem: 'Machine Performance Is Less Than Expected', alerted: true }),
+    ])
     const alerts = await get<{ items: { server_id: string; state: string }[] }>('/alerts?kind=renter_report')
     expect(alerts.items).toEqual([expect.objectContaining({ server_id: rig.id, state: 'open' })])
   })
