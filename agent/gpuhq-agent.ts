@@ -15,7 +15,7 @@ import { type AgentHandle, type AgentOptions, startAgent } from './lib/session'
 import { abandonInterruptedTrial, compiledExecutable } from './lib/update'
 import { AGENT_VERSION, EXIT } from './lib/version'
 
-const COMMON = ['state-dir', 'simulate', 'nvidia-smi', 'public-ip', 'port-range', 'log-level']
+const COMMON = ['state-dir', 'simulate', 'nvidia-smi', 'dcgmi', 'public-ip', 'port-range', 'log-level']
 const SPEC = {
   enroll: { flags: ['token-stdin'], values: [...COMMON, 'url', 'token-file'] },
   run: {
@@ -51,6 +51,7 @@ options:
   --port-range A-B             ports this host offers to renters (sent at enrolment and hello)
   --public-ip <ipv4>           the host's public address when no local interface carries it
   --nvidia-smi <path>          the nvidia-smi binary (default: nvidia-smi on PATH)
+  --dcgmi <path>               NVIDIA DCGM's dcgmi, for the diagnostics.dcgm command (default: dcgmi on PATH)
   --update-command <path>      executable run as "<path> <version>" for agent.update, instead of the
                                built-in self-update (the single executable replaces itself; from source
                                without this option, updates are refused)
@@ -87,7 +88,14 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     return usageError((err as Error).message)
   }
-  const machineOptions = { simulate, stateDir, nvidiaSmi: stringOption(options, 'nvidia-smi'), publicIp: stringOption(options, 'public-ip'), portRange }
+  const machineOptions = {
+    simulate,
+    stateDir,
+    nvidiaSmi: stringOption(options, 'nvidia-smi'),
+    dcgmi: stringOption(options, 'dcgmi'),
+    publicIp: stringOption(options, 'public-ip'),
+    portRange,
+  }
 
   if (command === 'facts') {
     // A host whose nvidia-smi is missing, failing or lists nothing: the facts still print (marked

@@ -10,7 +10,7 @@ import { type DemoFleet, enrolFleet, runFleet } from './demo/agents'
 import { DemoClient } from './demo/client'
 import { DemoDirError, demoDir, freshDemoDir } from './demo/dir'
 import { backdateFleet, backfillEarnings, backfillTelemetry, openingBalance } from './demo/history'
-import { churnRentals, type DemoMarkets, meterVastEarnings, reportVastEarnings, startDemoMarkets } from './demo/markets'
+import { churnRentals, type DemoMarkets, meterVastEarnings, reportRenterProblem, reportVastEarnings, startDemoMarkets } from './demo/markets'
 import { DEMO_SERVERS } from './demo/plan'
 import { arrangeFleet, configureAccount, connectMarketplaces, createOwner, demoSignIn, fundAccount, mintToken, upgradeToPro } from './demo/seed'
 
@@ -137,6 +137,8 @@ try {
   const historyUntil = deps.clock.nowUs()
   reportVastEarnings(markets, backfillEarnings(deps, owner.tenantId, ids, linkedAt, now, historyUntil))
   stopMeter = meterVastEarnings(markets, historyUntil / 1000, METER_MS)
+  // One renter report, which the first sync below turns into an alert (docs/demo.md).
+  reportRenterProblem(markets, deps.clock.nowUs())
   for (const job of FIRST_RUNS) {
     const run = await runner.run(job, `demo:${deps.newId()}`)
     if (run.outcome !== 'succeeded') say(`warning: the first ${job} run ${run.outcome}: ${run.detail}`)

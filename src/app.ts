@@ -22,7 +22,15 @@ import { costsRoutes, platformCuts, serverMargin } from './modules/costs'
 import { reportsRoutes } from './modules/reports'
 import { notificationsRoutes } from './modules/notifications'
 import { earningsRoutes } from './modules/earnings'
-import { candidatesRoutes, linksRoutes, maintenanceAnnouncements, marketplacesRoutes, marketRoutes, offersRoutes } from './modules/marketplaces'
+import {
+  candidatesRoutes,
+  linksRoutes,
+  maintenanceAnnouncements,
+  marketplacesRoutes,
+  marketRoutes,
+  offersRoutes,
+  renterReportsRoutes,
+} from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
@@ -132,6 +140,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(groupsRoutes(deps))
     .use(metricsRoutes(deps, visibleServerId))
     .use(marketplacesRoutes(deps, visibleServerId))
+    .use(renterReportsRoutes(deps, visibleServerId))
     .use(linksRoutes(deps))
     .use(candidatesRoutes(deps))
     .use(offersRoutes(deps))

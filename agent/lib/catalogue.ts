@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { cpus, loadavg, release, totalmem, uptime } from 'node:os'
 import { CommandFailure, type CommandContext, type Handler } from './commands'
+import { DIAG_RAN, parseDcgmDiag } from './dcgm'
 import { firstLine, run } from './exec'
 import { summariseNvidiaSmiQ } from './nvidia'
 import { diskGb } from './procfs'
@@ -44,6 +45,54 @@ export function catalogue(deps: CatalogueDeps): Record<string, Handler> {
         nvidia = { available: false, reason: r.timedOut ? 'nvidia-smi timed out' : `nvidia-smi exited with ${r.code}` }
       } else nvidia = { available: true, ...summariseNvidiaSmiQ(r.stdout) }
       return { result: { agent_version: AGENT_VERSION, simulated: false, host, nvidia_smi: nvidia } }
+    },
+
+    'diagnostics.dcgm': async (ctx) => {
+      const level = ctx.params.level ?? 1
+      if (level !== 1 && level !== 2) throw invalid('level must be 1 (quick, seconds) or 2 (medium, about two minutes)')
+      if (sim) {
+        ctx.log(`simulated: dcgmi diag -r ${level} on ${sim.gpus.length} GPUs`)
+        return {
+          result: simulatedDiag(
+            sim.inventory().map((g) => g.index),
+            level,
+          ),
+        }
+      }
+      const argv = [machine.dcgmi, 'diag', '-r', String(level)]
+      ctx.log(`running ${argv.join(' ')}`)
+      ctx.progress(5)
+      // Level 1 takes seconds and level 2 about two minutes (NVIDIA's dcgmi-diag page); the limits leave room for a slow host.
+      const r = await run(argv, { timeoutMs: level === 1 ? 600_000 : 1_800_000, signal: ctx.signal })
+      if (r.notFound)
+        throw new CommandFailure({
+          code: 'dcgm_not_installed',
+          message: `DCGM is not installed on this host (${machine.dcgmi} was not found): install NVIDIA's datacenter-gpu-manager and start nv-hostengine to run GPU diagnostics`,
+          retryable: false,
+        })
+      // A run that found a failing GPU exits non-zero, yet printed its table: the table is the answer.
+      if (r.stdout.includes(DIAG_RAN)) {
+        const diag = parseDcgmDiag(r.stdout)
+        ctx.log(`dcgmi diag -r ${level}: ${diag.result}; ${diag.gpus.map((g) => `GPU ${g.index} ${g.result}`).join(', ') || 'no GPU results'}`)
+        return { result: { level, simulated: false, exit_code: r.code, ...diag } }
+      }
+      const said = firstLine(r.stdout + '\n' + r.stderr)
+      if (said) ctx.log(said)
+      if (/unable to establish a connection|host engine/i.test(r.stdout + r.stderr))
+        throw new CommandFailure({
+          code: 'dcgm_unavailable',
+          message: 'DCGM is installed but its host engine does not answer: start nv-hostengine (systemctl start nvidia-dcgm)',
+          retryable: true,
+          stage: 'dcgmi',
+          details: { exit_code: r.code },
+        })
+      throw new CommandFailure({
+        code: 'dcgm_diag_failed',
+        message: r.timedOut ? `dcgmi diag -r ${level} did not finish in time` : `dcgmi diag -r ${level} exited with ${r.code} without a result`,
+        retryable: true,
+        stage: 'dcgmi',
+        details: { exit_code: r.code },
+      })
     },
 
     'agent.restart': async (ctx) => {
@@ -147,6 +196,27 @@ async function runOrFail(ctx: CommandContext, argv: string[], code: string, time
 function checkKnown(machine: Machine, index: number | null): void {
   const gpus = machine.simulated ? machine.simulated.inventory() : null
   if (index !== null && gpus && !gpus.some((g) => g.index === index)) throw invalid(`there is no GPU ${index} on this host`)
+}
+
+/** What a simulated host answers: every GPU passes the tests of the level (DCGM 4.x names them). */
+function simulatedDiag(indexes: number[], level: number) {
+  const names = level === 1 ? ['software'] : ['software', 'memory', 'pcie']
+  const tests = names.map((name) => ({
+    name,
+    category: name === 'software' ? 'Deployment' : name === 'memory' ? 'Hardware' : 'Integration',
+    result: 'pass',
+    warnings: [],
+  }))
+  return {
+    level,
+    simulated: true,
+    dcgm_version: null,
+    driver_version: null,
+    result: 'pass',
+    passed: true,
+    tests,
+    gpus: indexes.map((index) => ({ index, result: 'pass', tests: names.map((name) => ({ name, result: 'pass' })), warnings: [] })),
+  }
 }
 
 function isIndex(v: unknown): boolean {

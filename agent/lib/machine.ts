@@ -70,6 +70,8 @@ export type MachineOptions = {
   simulation?: SimulationProfile
   stateDir: string
   nvidiaSmi?: string
+  /** NVIDIA DCGM's command-line tool (default `dcgmi` on PATH), for the diagnostics.dcgm command. */
+  dcgmi?: string
   publicIp?: string
   portRange?: string
   /** The hostname to report instead of this host's (a demo runs a dozen simulated servers on one host). */
@@ -92,6 +94,7 @@ function rfc3339(d: Date = new Date()): string {
 export class Machine {
   readonly simulated: SimulatedGpus | null
   readonly nvidia: NvidiaSmi
+  readonly dcgmi: string
   private readonly host = new HostReader()
   private known: GpuInfo[] = []
   private missing = new Set<number>()
@@ -101,6 +104,7 @@ export class Machine {
     const seed = `${readMachineId() ?? hostname()}:${resolve(opts.stateDir)}`
     this.simulated = opts.simulate ? new SimulatedGpus(opts.simulate, seed, opts.simulation) : null
     this.nvidia = new NvidiaSmi(opts.nvidiaSmi)
+    this.dcgmi = opts.dcgmi ?? 'dcgmi'
   }
 
   /**

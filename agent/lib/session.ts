@@ -30,6 +30,8 @@ export type AgentOptions = {
   heartbeatIntervalS?: number
   telemetryIntervalS?: number
   nvidiaSmi?: string
+  /** NVIDIA DCGM's `dcgmi` (default: on PATH). */
+  dcgmi?: string
   /** The kernel log follower (tests); default journalctl, then /dev/kmsg (machine.ts). */
   kernelLogCommand?: string[]
   updateCommand?: string
@@ -102,6 +104,7 @@ class Agent {
       hostname: opts.hostname,
       stateDir: opts.stateDir,
       nvidiaSmi: opts.nvidiaSmi,
+      dcgmi: opts.dcgmi,
       kernelLogCommand: opts.kernelLogCommand,
       publicIp: opts.publicIp,
       portRange: opts.portRange ?? cred.port_range,

@@ -123,3 +123,38 @@ export const marketSnapshots = sqliteTable(
   },
   (t) => [index('market_snapshots_model').on(t.marketplace, t.gpuModel, t.takenAt), index('market_snapshots_taken').on(t.takenAt)],
 )
+
+/**
+ * A renter's report about a linked machine, as the marketplaces.sync job read it from the platform
+ * (docs/marketplaces.md "Renter reports"; Vast only). The platform gives a report no id, so
+ * `report_key` is a hash of what it does give (`created_at`, problem, message), unique per machine of
+ * the tenant: a report read again by the next sync is the same row. `server_id` is the server the
+ * machine was linked to when the report was first read; `alerted` says whether it opened an alert
+ * (a report older than the link is kept as history without one).
+ */
+export const renterReports = sqliteTable(
+  'renter_reports',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    serverId: text('server_id')
+      .notNull()
+      .references(() => servers.id),
+    marketplace: text('marketplace', { enum: MARKETPLACES }).notNull(),
+    externalMachineId: text('external_machine_id').notNull(),
+    reportKey: text('report_key').notNull(),
+    problem: text('problem'),
+    message: text('message'),
+    /** When the renter reported it (the platform's `created_at`); null when the platform did not say. */
+    reportedAt: integer('reported_at'),
+    /** When gpuhq first read it. */
+    seenAt: integer('seen_at').notNull(),
+    alerted: integer('alerted', { mode: 'boolean' }).notNull(),
+  },
+  (t) => [
+    uniqueIndex('renter_reports_key').on(t.tenantId, t.marketplace, t.externalMachineId, t.reportKey),
+    index('renter_reports_server').on(t.tenantId, t.serverId, t.id),
+  ],
+)

@@ -140,6 +140,23 @@ export async function startDemoMarkets(): Promise<DemoMarkets> {
   }
 }
 
+/** The demo's one renter report: on rig-02, whose renter rents two of its cards. */
+const REPORTED_SERVER = 'rig-02'
+
+/**
+ * A renter reports rig-02's machine, dated `nowUs` (after the machines were linked): the next
+ * marketplaces.sync reads it from the simulator, keeps it, and opens a `renter_report` alert with an
+ * `error` notification (docs/marketplaces.md "Renter reports"). The words are the example of Vast's
+ * OpenAPI for the endpoint.
+ */
+export function reportRenterProblem(m: DemoMarkets, nowUs: number): void {
+  const listing = DEMO_SERVERS.find((s) => s.name === REPORTED_SERVER)?.listing
+  if (listing?.marketplace !== 'marketplace_a') throw new Error(`the demo plan lists ${REPORTED_SERVER} on no marketplace_a machine`)
+  m.a.setReports(listing.machineId, [
+    { problem: 'Machine Performance Is Less Than Expected', message: 'GPU utilization is inconsistent.', created_at: nowUs / 1_000_000 },
+  ])
+}
+
 /**
  * Renters come and go: every `everyMs` the next listed machine in turn loses its rentals, or, when
  * it had none, gets a renter for half its cards (marketplace_a) or the whole server (marketplace_b).

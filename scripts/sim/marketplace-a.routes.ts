@@ -287,8 +287,15 @@ function oneMachine({ state, owner, id }: Ctx): Response {
   return m ? json(200, [state.json(m)]) : noMachine()
 }
 
+/**
+ * `GET /api/v0/machines/{id}/reports/` (machine_read, threshold 1.2 s): Vast's OpenAPI says "the 20
+ * most recent problem reports ... accessible only to the machine owner", a bare list of
+ * `{problem, message, created_at}`, newest first here (the order is not documented). A JSON body
+ * (vast-cli sends `{"machine_id": id}`) is accepted and ignored.
+ */
 function reports({ state, id }: Ctx): Response {
-  return json(200, state.reports.get(id) ?? [])
+  const all = [...(state.reports.get(id) ?? [])].sort((a, b) => b.created_at - a.created_at)
+  return json(200, all.slice(0, 20))
 }
 
 function forceDelete({ state, id }: Ctx): Response {

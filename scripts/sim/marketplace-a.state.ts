@@ -178,6 +178,9 @@ export class SimState {
   /** The machine as Vast prints it: `id` and `machine_id`, then only the fields that are set. */
   json(m: StoredMachine): Record<string, unknown> {
     const out: Record<string, unknown> = { id: m.id, machine_id: m.id, ...m.fields }
+    // Once a test set a machine's reports, the list counts them (num_reports), unless the test set the field itself.
+    const reports = this.reports.get(m.id)
+    if (reports && m.fields.num_reports === undefined) out.num_reports = reports.length
     if (!m.derive) return out
     const rentals = this.rentalsOf(m.id)
     const onDemand = rentals.filter((r) => r.kind !== 'interruptible')

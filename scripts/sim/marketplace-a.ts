@@ -55,6 +55,7 @@ export interface MarketplaceASim {
   addRental(machineId: number, rental: SimRental): number
   updateRental(id: number, patch: Partial<SimRental>): void
   removeRental(id: number): void
+  /** Replaces the machine's renter reports (`GET /machines/{id}/reports/`); from then on its `num_reports` counts them. */
   setReports(machineId: number, reports: Report[]): void
   /** What a machine is billed at now and who rents it (the demo's meter counts Vast's earnings from them). */
   billing(machineId: number): { priceGpuHour: number | null; minBidHour: number | null; rentals: SimRental[] } | null

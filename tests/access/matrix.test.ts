@@ -140,6 +140,7 @@ const FIXTURES: Record<string, Fixture> = {
   'PUT /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' }, body: { api_key: 'matrix-key' } }),
   'DELETE /api/v1/marketplaces/:marketplace': () => ({ params: { marketplace: 'marketplace_a' } }),
   'GET /api/v1/servers/:id/operations': server,
+  'GET /api/v1/servers/:id/renter-reports': server,
   'GET /api/v1/notifications/deliveries/:delivery_id': async ({ app, owner }) => {
     // A real delivery of tenant A: the account email connected, then a test through it.
     await call(app, 'POST', '/notifications/email/connect', owner, { json: {} })

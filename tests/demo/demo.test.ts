@@ -283,6 +283,17 @@ describe('scripts/start --demo', () => {
     expect(pcie.action).toContain('BIOS')
   })
 
+  test('one renter report on rig-02, kept once and shown as an open renter_report alert (issue 39)', async () => {
+    const servers = await get<{ items: { id: string; name: string }[] }>('/servers?limit=50')
+    const rig = servers.items.find((s) => s.name === 'rig-02')!
+    const reports = await get<{ items: { problem: string; message: string; alerted: boolean; marketplace: string }[] }>(`/servers/${rig.id}/renter-reports`)
+    expect(reports.items).toEqual([
+      expect.objectContaining({ marketplace: 'marketplace_a', problem: 'Machine Performance Is Less Than Expected', alerted: true }),
+    ])
+    const alerts = await get<{ items: { server_id: string; state: string }[] }>('/alerts?kind=renter_report')
+    expect(alerts.items).toEqual([expect.objectContaining({ server_id: rig.id, state: 'open' })])
+  })
+
   test('a sandbox balance on pro, with top-ups and a week of hourly charges in the ledger', async () => {
     const billing = await get<{ balance_usd: string; tariff: { plan: string } }>('/billing')
     expect(billing.tariff.plan).toBe('pro')

@@ -112,7 +112,10 @@ describe('refreshing links', () => {
     const bySystem = page.items.filter((o) => o.actor.kind === 'system')
     expect(bySystem.map((o) => o.operation)).toContain('machines.list')
     expect(bySystem.map((o) => o.operation)).toContain('servers.list')
-    expect(bySystem.every((o) => o.actor.id === null && o.server_id === null)).toBe(true)
+    // The account reads concern no one server; the per-machine renter-report reads are logged under their server.
+    const accountReads = bySystem.filter((o) => o.operation !== 'machine.reports')
+    expect(accountReads.every((o) => o.actor.id === null && o.server_id === null)).toBe(true)
+    expect(bySystem.filter((o) => o.operation === 'machine.reports').every((o) => o.actor.id === null && o.server_id !== null)).toBe(true)
   })
 })
 
@@ -168,11 +171,16 @@ describe('pacing', () => {
     simA.clearRequests()
     simB.clearRequests()
     await sync()
-    await sync() // marketplace_a's one call per sync: the second waits for the first's interval
-    const a = simA.requests().filter((r) => r.identity === 'sync')
-    expect(a.map((r) => r.endpoint)).toEqual(['machines', 'machines'])
-    expect(a.every((r) => r.status === 200)).toBe(true)
+    await sync() // marketplace_a's one list call per sync: the second waits for the first's interval
+    const all = simA.requests().filter((r) => r.identity === 'sync')
+    expect(all.every((r) => r.status === 200)).toBe(true)
+    const a = all.filter((r) => r.endpoint === 'machines')
+    expect(a).toHaveLength(2)
     expect(a[1]!.time - a[0]!.time).toBeGreaterThanOrEqual(50)
+    // Each linked machine's renter reports after the list, one call each, spaced by their own interval (reports 1.2 s).
+    const reports = all.filter((r) => r.endpoint === 'reports')
+    expect(reports.length).toBeGreaterThanOrEqual(2)
+    for (let i = 1; i < reports.length; i++) expect(reports[i]!.time - reports[i - 1]!.time).toBeGreaterThanOrEqual(60)
     const b = simB.requests.filter((r) => r.key === 'alice')
     expect(b.length).toBeGreaterThanOrEqual(8)
     expect(b.every((r) => r.code === 0)).toBe(true)

@@ -18,6 +18,7 @@ import type * as Groups from '../../src/modules/groups/groups.model'
 import type * as Candidates from '../../src/modules/marketplaces/links/candidates.model'
 import type * as Market from '../../src/modules/marketplaces/market/market.model'
 import type * as Marketplaces from '../../src/modules/marketplaces/marketplaces.model'
+import type * as RenterReports from '../../src/modules/marketplaces/renter-reports/renter-reports.model'
 import type * as Mcp from '../../src/modules/mcp/mcp.model'
 import type * as Notifications from '../../src/modules/notifications/notifications.model'
 import type * as Payments from '../../src/modules/payments/payments.model'
@@ -69,6 +70,7 @@ export type JsonSchema = {
 }
 
 export type Link = Static<typeof Marketplaces.Link>
+export type RenterReport = ItemOf<Static<typeof RenterReports.RenterReportPage>>
 export type OfferAnswer = Static<typeof Marketplaces.OfferAnswer>
 
 type Capability = (typeof Plans.BASE_CAPABILITIES)[number] | (typeof Plans.EXTRA_CAPABILITIES)[number]

@@ -9,6 +9,7 @@ import { StatusBadge } from '../ui/badges'
 import { Page, Section } from '../ui/layout'
 import { Action, Async, DataTable, Empty } from '../ui/states'
 import { isTerminal } from './commands'
+import { DcgmGpuResults } from './command-dcgm'
 
 /** A server by its name (GET /servers/{id}), its id on hover; the id only while the name loads or if it cannot be read. */
 function ServerName({ id }: { id: string }) {
@@ -131,6 +132,7 @@ export function CommandPage({ id }: { id: string }) {
             </Section>
             {c.result !== null && c.result !== undefined && (
               <Section title="Result">
+                {c.type === 'diagnostics.dcgm' && <DcgmGpuResults result={c.result} />}
                 <pre tabindex={0}>{JSON.stringify(c.result, null, 2)}</pre>
               </Section>
             )}

@@ -14,6 +14,7 @@ import { CommandList, SendCommand } from './commands'
 import { ServerCharts } from './server-charts'
 import { ServerHardware } from './server-hardware'
 import { ServerReadiness } from './server-readiness'
+import { RenterReports } from './server-reports'
 import { ServerEvents, ServerLinks, ServerMargin, ServerSettings } from './server-panels'
 
 /** One server: presence and facts, vitals per GPU, hardware and health, readiness, charts, commands, links and offers, margin, events, settings. */
@@ -165,6 +166,7 @@ export function ServerPage({ id }: { id: string }) {
               <CommandList serverId={id} />
             </Section>
             <ServerLinks serverId={id} />
+            <RenterReports serverId={id} />
             <ServerMargin margin={s.margin} />
             <ServerEvents serverId={id} />
             {can('operator') && !s.decommissioned_at && <ServerSettings s={s} saved={server.set} />}

@@ -5,9 +5,9 @@ import { formatDecimal } from '../../platform/numbers'
 import { daysInMonth } from '../../platform/time'
 import { balanceOf, LOW_BALANCE_DAYS } from '../billing'
 import { countManagedServers, trustedServerById } from '../fleet'
+import { MARKETPLACES } from '../marketplaces'
 import { findPlan } from '../plans'
 import { findTenant } from '../tenants'
-import { MARKETPLACES } from '../marketplaces'
 import { findUnresolved, unresolvedOfServer } from './alerts.repository'
 import { clear, clearCause, raise } from './incidents'
 
@@ -17,7 +17,14 @@ import { clear, clearCause, raise } from './incidents'
  * the same event produced is there to be linked).
  */
 
-type ServerEvent = { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string; data?: Record<string, unknown> | null }
+type ServerEvent = {
+  tx: Tx
+  server: { id: string; tenantId: string }
+  kind: string
+  severity: string
+  message: string
+  data?: Record<string, unknown> | null
+}
 
 const offlineKey = (serverId: string) => `offline:${serverId}`
 
@@ -56,7 +63,8 @@ export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
         detail: e.message,
       })
     }
-  } else if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical')) {
+  } else if (e.kind === 'marketplace.renter_report') renterReport(deps, e)
+  else if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical')) {
     // The same events the `error` notification producer takes (producers.ts categoryOf), one cause per server and kind.
     const name = trustedServerById(tx, server.id)?.name ?? server.id
     raise(tx, deps, {
@@ -70,6 +78,28 @@ export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
       detail: e.message,
     })
   }
+}
+
+/**
+ * A renter reported the server's marketplace machine (the marketplaces.sync job stored a new report):
+ * one incident per report, resolved by a member (the platform never says a report is settled).
+ */
+function renterReport(deps: Deps, e: ServerEvent): void {
+  const reportId = typeof e.data?.report_id === 'string' ? e.data.report_id : null
+  if (!reportId) return
+  const marketplace = MARKETPLACES.find((m) => m === e.data?.marketplace) ?? null
+  const name = trustedServerById(e.tx, e.server.id)?.name ?? e.server.id
+  const problem = typeof e.data?.problem === 'string' && e.data.problem ? e.data.problem : 'a problem'
+  raise(e.tx, deps, {
+    tenantId: e.server.tenantId,
+    kind: 'renter_report',
+    key: `renter_report:${e.server.id}:${reportId}`,
+    severity: 'warning',
+    serverId: e.server.id,
+    marketplace,
+    title: `Renter reported ${problem}: ${name}`,
+    detail: e.message,
+  })
 }
 
 const LOW_BALANCE_KEY = 'low_balance'

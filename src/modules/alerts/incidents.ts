@@ -133,6 +133,7 @@ function notificationGroups(i: Pick<IncidentRow, 'kind' | 'causeKey'>): { keys: 
   if (i.kind === 'temperature') return { keys: [`temp:${rest}`], prefixes: [] }
   if (i.kind === 'agent_error') return { keys: [`error:${rest}`], prefixes: [] }
   if (i.kind === 'readiness') return { keys: [`readiness:${rest}`], prefixes: [] }
+  if (i.kind === 'renter_report') return { keys: [`renter-report:${rest}`], prefixes: [] }
   if (i.kind === 'low_balance') return { keys: ['account:grace', 'account:frozen'], prefixes: ['balance-low:'] }
   return null
 }

@@ -20,6 +20,25 @@ export const CATALOGUE: CommandType[] = [
     params: Type.Object({}, strict),
     description: 'Collect a diagnostic report of the host and GPUs',
   },
+  {
+    // Dangerous in the catalogue's sense: DCGM's active tests load the GPUs, so during a rental it waits for the rental to end.
+    type: 'diagnostics.dcgm',
+    schemaVersion: 1,
+    dangerous: true,
+    params: Type.Object(
+      {
+        level: Type.Optional(
+          Type.Integer({
+            minimum: 1,
+            maximum: 2,
+            description: 'dcgmi diag -r <level>: 1 quick deployment checks (seconds), 2 medium validation (about two minutes); default 1',
+          }),
+        ),
+      },
+      strict,
+    ),
+    description: "Run NVIDIA DCGM's active diagnostic (dcgmi diag -r 1 or 2) and report each GPU's result",
+  },
   { type: 'agent.restart', schemaVersion: 1, dangerous: false, params: Type.Object({}, strict), description: 'Restart the agent process' },
   {
     type: 'agent.update',

@@ -14,7 +14,14 @@ import { notify } from './outbox.service'
  * error is notified once per 30 minutes, not once per sample.
  */
 
-type ServerEvent = { tx: Tx; server: { id: string; tenantId: string }; kind: string; severity: string; message: string; data?: Record<string, unknown> | null }
+type ServerEvent = {
+  tx: Tx
+  server: { id: string; tenantId: string }
+  kind: string
+  severity: string
+  message: string
+  data?: Record<string, unknown> | null
+}
 
 /** `<marketplace>:<item>` of a readiness event's data. */
 const readinessItem = (e: ServerEvent) => `${String(e.data?.marketplace ?? '')}:${String(e.data?.item ?? '')}`
@@ -27,6 +34,9 @@ function categoryOf(e: ServerEvent): { category: Category; title: string; group:
     return { category: 'maint', title: 'Maintenance announced', group: `maint-announced:${e.server.id}:${e.message}` }
   if (e.kind === 'marketplace.rental_started') return { category: 'rental', title: 'Rental started', group: `rental-start:${e.server.id}:${e.message}` }
   if (e.kind === 'marketplace.rental_ended') return { category: 'rental', title: 'Rental ended', group: `rental-end:${e.server.id}:${e.message}` }
+  // A renter's report on a marketplace machine (docs/marketplaces.md "Renter reports"): something is wrong with the machine, once per report.
+  if (e.kind === 'marketplace.renter_report')
+    return { category: 'error', title: 'Renter report', group: `renter-report:${e.server.id}:${String(e.data?.report_id ?? e.message)}` }
   if (e.kind === 'marketplace.offer_republished') return { category: 'price', title: 'Offer published again', group: `offer:${e.server.id}` }
   // An item of the readiness check list that passed and now fails (docs/readiness.md): the `error` category, one group per item.
   if (e.kind === 'readiness.regressed') return { category: 'error', title: 'Readiness regressed', group: `readiness:${e.server.id}:${readinessItem(e)}` }

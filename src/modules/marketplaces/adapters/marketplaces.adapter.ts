@@ -111,7 +111,16 @@ export type RemoteMachine = {
   /** Present on marketplace_b only. */
   marketplaceB: MarketplaceBProjection | null
   facts: MachineFacts
+  /** How many renter reports the platform counts on the machine (Vast `num_reports`); null when it does not say. */
+  reportCount: number | null
 }
+
+/**
+ * One renter's report about a machine, as Vast's `GET /machines/{id}/reports/` lists it (its
+ * OpenAPI: "the 20 most recent problem reports", each `{problem, message, created_at}`). The
+ * platform gives a report no id; null for a field it did not send as expected.
+ */
+export type RenterReportRead = { problem: string | null; message: string | null; reportedAtUs: number | null }
 
 /** Who the key belongs to, as the platform says. */
 export type AccountIdentity = {
@@ -229,6 +238,8 @@ export interface MarketplaceAdapter {
    * with no earnings report (marketplace_b).
    */
   readonly dayEarnings: ((apiKey: string, day: number) => Promise<Map<string, string>>) | null
+  /** The renter reports on one machine, newest first as the platform lists them; null on a platform without them (marketplace_b). */
+  readonly machineReports: ((apiKey: string, machine: MachineRef) => Promise<RenterReportRead[]>) | null
 }
 
 export type AdapterOptions = {

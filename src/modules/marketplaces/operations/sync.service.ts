@@ -14,6 +14,7 @@ import { adapterFor } from '../adapters/marketplaces.registry'
 import { linksOfAccount, updateLink, type LinkState } from '../links/links.repository'
 import { callPlatform, systemActor } from './operations.service'
 import { announceEnded, noteMaintenance, refreshMarketRentals } from '../links/rentals.service'
+import { type ReportTally, syncRenterReports } from '../renter-reports/renter-reports.service'
 
 /**
  * The marketplaces.sync job (docs/marketplaces.md "Sync"). For every connected account of every
@@ -28,11 +29,31 @@ import { announceEnded, noteMaintenance, refreshMarketRentals } from '../links/r
 /** Accounts read at once: different keys are paced independently, so they may overlap. */
 const CONCURRENCY = 4
 
-type Tally = { ok: number; failed: number; skipped: number; refreshed: number; stale: number; conflict: number; republished: number; republishFailed: number }
+type Tally = {
+  ok: number
+  failed: number
+  skipped: number
+  refreshed: number
+  stale: number
+  conflict: number
+  republished: number
+  republishFailed: number
+  reports: ReportTally
+}
 
 export async function syncMarketplaces(deps: Deps, tenants: TenantWalk): Promise<string> {
   const accounts = connectedAccounts(deps.db)
-  const tally: Tally = { ok: 0, failed: 0, skipped: 0, refreshed: 0, stale: 0, conflict: 0, republished: 0, republishFailed: 0 }
+  const tally: Tally = {
+    ok: 0,
+    failed: 0,
+    skipped: 0,
+    refreshed: 0,
+    stale: 0,
+    conflict: 0,
+    republished: 0,
+    republishFailed: 0,
+    reports: { read: 0, fresh: 0, failed: 0 },
+  }
   let next = 0
   const worker = async () => {
     while (next < accounts.length) {
@@ -48,7 +69,8 @@ export async function syncMarketplaces(deps: Deps, tenants: TenantWalk): Promise
   return (
     `${accounts.length} accounts: ${tally.ok} read, ${tally.failed} failed, ${tally.skipped} changed meanwhile; ` +
     `links: ${tally.refreshed} refreshed, ${tally.stale} stale, ${tally.conflict} in conflict; ` +
-    `keep-on: ${tally.republished} re-published, ${tally.republishFailed} failed; ${market}`
+    `keep-on: ${tally.republished} re-published, ${tally.republishFailed} failed; ` +
+    `renter reports: ${tally.reports.read} machines read, ${tally.reports.fresh} new, ${tally.reports.failed} failed; ${market}`
   )
 }
 
@@ -63,11 +85,11 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
   const ended = withTransaction(deps.db, (tx) => {
     if (!recordOutcome(tx, deps, account, asked.ok ? { ok: true, holdingUsd: asked.value.holdingUsd } : asked)) {
       tally.skipped++
-      return []
+      return null
     }
     if (!asked.ok) {
       tally.failed++
-      return []
+      return null
     }
     tally.ok++
     const links = linksOfAccount(tx, account.id)
@@ -107,8 +129,10 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
       links.map((l) => l.serverId),
     )
   })
-  announceEnded(deps, ended)
+  announceEnded(deps, ended ?? [])
   for (const id of relist) await keepOn(deps, account, id, tally)
+  // Only after a list the platform answered and this sync recorded: the links are as fresh as they get.
+  if (ended !== null && asked.ok) await syncRenterReports(deps, account, asked.value.machines, tally.reports)
 }
 
 /**

@@ -1,4 +1,4 @@
-import { dayEarningsOf, machinesOf, marketOffersOf } from './marketplace-a.mapping'
+import { dayEarningsOf, machinesOf, marketOffersOf, reportsOf } from './marketplace-a.mapping'
 import {
   type AccountIdentity,
   type AdapterOptions,
@@ -38,6 +38,8 @@ const PACE_MS = {
   bundles: 1100,
   // machine-earnings: the documented threshold (1.3: earnings 2.0) plus 10 %.
   earnings: 2200,
+  // A machine's renter reports: the documented threshold (reports 1.2) plus 10 %.
+  reports: 1320,
 } as const
 type Endpoint = keyof typeof PACE_MS
 
@@ -272,6 +274,17 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
       const body = await get(apiKey, 'earnings.day', 'earnings', `/users/me/machine-earnings?owner=me&sday=${day}&eday=${day}`)
       const rows = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).per_machine : undefined
       return dayEarningsOf(Array.isArray(rows) ? rows : [])
+    },
+
+    /**
+     * `GET /machines/{id}/reports/` (machine_read). vast-cli also sends `{"machine_id": id}` as a JSON
+     * body on this GET; Vast's OpenAPI documents none, and the path carries the id, so none is sent.
+     */
+    async machineReports(apiKey, machine) {
+      const body = await get(apiKey, 'machine.reports', 'reports', `/machines/${machineId(machine)}/reports/`)
+      if (!Array.isArray(body))
+        throw new MarketplaceError(MARKETPLACE, 'unavailable', 'marketplace_a answered the reports of a machine with something other than a list')
+      return reportsOf(body)
     },
 
     /** The public offer search (vast-cli `search offers`: POST /bundles/), on-demand asks that can be rented now. */

@@ -1,8 +1,9 @@
 import { formatMoney, MAX_MONEY_MICROS, parseDecimal, parseMoney } from '../../../../platform/money'
 import { formatDecimal } from '../../../../platform/numbers'
+import { replaceUnstorable } from '../../../../platform/storable'
 import { formatTimestamp } from '../../../../platform/time'
 import { normaliseGpuModel } from '../gpu-model'
-import type { MachineFacts, MarketOffer, RemoteMachine, RemoteProjection } from '../marketplaces.adapter'
+import type { MachineFacts, MarketOffer, RemoteMachine, RemoteProjection, RenterReportRead } from '../marketplaces.adapter'
 
 /**
  * One element of Vast's `GET /api/v0/machines/?owner=me` turned into the link's `remote`
@@ -183,7 +184,7 @@ export function machinesOf(list: unknown[], nowUs: number): RemoteMachine[] {
     const id = machineId(m)
     if (id === null) continue
     const remote = projectMachine(m, nowUs)
-    out.push({ externalMachineId: id, remote, marketplaceB: null, facts: factsOf(m, remote) })
+    out.push({ externalMachineId: id, remote, marketplaceB: null, facts: factsOf(m, remote), reportCount: int(m.num_reports) })
   }
   return out
 }
@@ -230,6 +231,31 @@ export function dayEarningsOf(rows: unknown[]): Map<string, string> {
     const parts = [r.gpu_earn, r.sto_earn, r.bwu_earn, r.bwd_earn].map((v) => vastMoney(v)).filter((v): v is string => v !== null)
     if (id === null || parts.length === 0) continue
     out.set(String(id), formatMoney(parts.reduce((sum, v) => sum + parseMoney(v), 0)))
+  }
+  return out
+}
+
+/**
+ * `GET /machines/{id}/reports/` (a bare list): each report's `problem` (the category the renter
+ * picked), `message` (their words) and `created_at` (unix seconds). An element that is not an
+ * object, or that has neither a problem nor a message, says nothing and is left out.
+ */
+export function reportsOf(list: unknown[]): RenterReportRead[] {
+  const out: RenterReportRead[] = []
+  for (const raw of list) {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) continue
+    const r = raw as Json
+    // A renter's words are kept, never refused: a character no database stores (U+0000, a lone surrogate) is replaced.
+    const problem = str(r.problem, 256)
+    const message = str(r.message, 2000)
+    if (problem === null && message === null) continue
+    const s = num(r.created_at)
+    const us = s !== null && s > 0 ? Math.round(s * 1_000_000) : null
+    out.push({
+      problem: problem === null ? null : replaceUnstorable(problem),
+      message: message === null ? null : replaceUnstorable(message),
+      reportedAtUs: us !== null && Number.isSafeInteger(us) ? us : null,
+    })
   }
   return out
 }

@@ -111,6 +111,8 @@ export function createMarketplaceBAdapter(options: AdapterOptions): MarketplaceA
 
     /** Clore has no host earnings endpoint (reference 2.3). */
     dayEarnings: null,
+    /** Clore has no host endpoint for renter reports (docs/marketplaces.md "Renter reports"). */
+    machineReports: null,
 
     /** The public `marketplace` listing, priced in USD with the rates `spot_marketplace` publishes. */
     async listMarket(apiKey) {

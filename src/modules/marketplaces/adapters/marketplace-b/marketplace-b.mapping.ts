@@ -227,7 +227,7 @@ export function mapCloreServer(s: CloreServer): RemoteMachine {
     disk_gb: diskGb(specs?.disk),
     port_range_size: null,
   }
-  return { externalMachineId: (id !== null ? String(id) : (name ?? '')).slice(0, 128), remote, marketplaceB, facts }
+  return { externalMachineId: (id !== null ? String(id) : (name ?? '')).slice(0, 128), remote, marketplaceB, facts, reportCount: null }
 }
 
 /** Coins in the order their price is taken for a USD asking price: the USD-pegged coin needs no rate. */
