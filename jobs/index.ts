@@ -15,6 +15,7 @@ import { suggestPrices } from '../src/modules/strategy'
 import { dispatchNotifications, pollChatLinks, sendWeeklyReports, watchTemperatures } from '../src/modules/notifications'
 import { evaluateAlerts } from '../src/modules/alerts'
 import { pruneLiveEvents } from '../src/modules/live'
+import { evaluateWatchdog } from '../src/modules/watchdog'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -132,6 +133,18 @@ export const jobs: readonly JobDefinition[] = [
     description:
       'Opens and resolves the incidents that are states: GPU temperatures, failing marketplace accounts, stale links; resolves quiet agent errors and covered balances; links new notifications.',
     run: ({ deps, tenants }) => evaluateAlerts(deps, tenants),
+  },
+  {
+    name: 'watchdog.evaluate',
+    schedule: '20,50 * * * * *',
+    leaseSeconds: 120,
+    description:
+      "Checks each enabled watchdog rule on the online servers it covers and takes the ladder's next step where the condition still holds after the last step's settle time: notify, restart the container runtime, reboot (within their limits, never during a rental unless the rule allows it), then give up and page.",
+    run: ({ deps, tenants }) => {
+      // Utilisation rules read the latest readings: what the session buffers is written first.
+      fleetRuntime(deps).flush()
+      return evaluateWatchdog(deps, tenants)
+    },
   },
   {
     name: 'live.prune',
