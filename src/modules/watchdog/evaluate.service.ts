@@ -160,7 +160,7 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
     updatedAt: now,
   }
   // The last step is given its settle time before anything is decided.
-  if (state.status === 'active' && state.lastStepAt !== null && state.stepIndex > 0 && now < state.lastStepAt + settleOf(rule, state.stepIndex - 1)) return
+  if (state.status !== 'ok' && state.status !== 'held' && state.lastStepAt !== null && state.stepIndex > 0 && now < state.lastStepAt + settleOf(rule, state.stepIndex - 1)) return
   const { holds, detail } = check(run, rule, server, state)
   const about = { rule_id: rule.id, rule: rule.name, condition: rule.condition.kind }
   if (!holds) {
@@ -180,7 +180,11 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
     })
     return
   }
-  if (state.status === 'gave_up') return
+  if (state.status === 'gave_up') {
+    // Still holding after the page: look again after another settle time (an Xid counts when logged after now).
+    withTransaction(deps.db, (tx) => saveState(tx, { ...state, lastStepAt: now, referenceAt: now, updatedAt: now }))
+    return
+  }
   const d: Decision = { state: { ...state, status: 'active', since: state.since ?? now, updatedAt: now }, steps: [], events: [] }
   const rented = rentalRunning(server)
   for (;;) {
@@ -195,7 +199,8 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
           message: `${rule.name}: the watchdog gave up after its last step: ${detail}. Look at the server.`,
           data: { ...about, detail },
         })
-      d.state = { ...d.state, status: 'gave_up', lastStepAt: now, holdReason: null }
+      // An Xid counts again only when logged after the page; the last step's settle time applies to it too.
+      d.state = { ...d.state, status: 'gave_up', lastStepAt: now, referenceAt: now, holdReason: null }
       if (!paged) run.tally.steps++
       break
     }
