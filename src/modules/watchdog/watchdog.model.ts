@@ -2,9 +2,9 @@ import { Type } from '@sinclair/typebox'
 import { DisplayText, Literals, Nullable, Timestamp, Uuid } from '../../platform/schemas'
 
 /** The conditions a rule can watch for (docs/watchdog.md "Conditions"). */
-export const CONDITION_KINDS = ['gpu_missing', 'xid', 'utilisation_stuck'] as const
+const CONDITION_KINDS = ['gpu_missing', 'xid', 'utilisation_stuck'] as const
 /** The rungs of a ladder; giving up and paging is always its end (docs/watchdog.md "The ladder"). */
-export const ACTIONS = ['notify', 'restart_runtime', 'reboot'] as const
+const ACTIONS = ['notify', 'restart_runtime', 'reboot'] as const
 
 const ConditionFields = {
   kind: Literals(CONDITION_KINDS, {

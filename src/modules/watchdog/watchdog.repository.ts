@@ -70,10 +70,6 @@ export function statesOfRule(db: DbOrTx, ruleId: string): StateRow[] {
   return db.select().from(watchdogStates).where(eq(watchdogStates.ruleId, ruleId)).orderBy(asc(watchdogStates.serverId)).all()
 }
 
-export function statesOfTenant(db: DbOrTx, tenantId: string): StateRow[] {
-  return db.select().from(watchdogStates).where(eq(watchdogStates.tenantId, tenantId)).all()
-}
-
 export function findState(db: DbOrTx, ruleId: string, serverId: string): StateRow | undefined {
   return db
     .select()
