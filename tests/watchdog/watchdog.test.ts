@@ -289,6 +289,21 @@ describe('rules', () => {
     await agent.close()
   })
 
+  test('a rule on a group covers the servers in it and no other', async () => {
+    const inGroup = await idleServer()
+    const outside = await idleServer()
+    const group = await ok(api(app, owner, 'POST', '/groups', { json: { name: 'watched rigs' } }), 201)
+    await ok(api(app, owner, 'PATCH', `/servers/${inGroup.server_id}`, { json: { group_id: group.id } }))
+    const rule = await ok(createRule({ name: 'group Xid', enabled: true, group_id: group.id, condition: { kind: 'xid', xids: [79] }, steps: LADDER }), 201)
+    await xid(inGroup.agent)
+    await xid(outside.agent)
+    await evaluate()
+    expect((await getRule(rule.id)).states.map((s: any) => s.server_id)).toEqual([inGroup.server_id])
+    expect(await watchdogEvents(outside.server_id)).toEqual([])
+    await inGroup.agent.close()
+    await outside.agent.close()
+  })
+
   test('the default rules are listed off, once, and cannot be deleted', async () => {
     const fresh = await newOwner(app, 'watchdog-defaults', 'pro')
     const first = await ok(api(app, fresh, 'GET', '/watchdog/rules'))
