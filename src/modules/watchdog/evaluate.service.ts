@@ -160,7 +160,14 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
     updatedAt: now,
   }
   // The last step is given its settle time before anything is decided.
-  if (state.status !== 'ok' && state.status !== 'held' && state.lastStepAt !== null && state.stepIndex > 0 && now < state.lastStepAt + settleOf(rule, state.stepIndex - 1)) return
+  if (
+    state.status !== 'ok' &&
+    state.status !== 'held' &&
+    state.lastStepAt !== null &&
+    state.stepIndex > 0 &&
+    now < state.lastStepAt + settleOf(rule, state.stepIndex - 1)
+  )
+    return
   const { holds, detail } = check(run, rule, server, state)
   const about = { rule_id: rule.id, rule: rule.name, condition: rule.condition.kind }
   if (!holds) {

@@ -74,8 +74,8 @@ function ensureDefaults(deps: Deps, tenantId: string): void {
   if (missing.length === 0) return
   withTransaction(deps.db, (tx) => {
     const now = deps.clock.nowUs()
-    missing.forEach((p, i) =>
-      // The unique (tenant, preset) index keeps one per tenant when two first reads race.
+    // The unique (tenant, preset) index keeps one per tenant when two first reads race.
+    for (const [i, p] of missing.entries())
       insertRule(tx, {
         id: deps.newId(),
         tenantId,
@@ -91,8 +91,7 @@ function ensureDefaults(deps: Deps, tenantId: string): void {
         createdAt: now + i,
         updatedAt: now,
         version: 1,
-      }),
-    )
+      })
   })
 }
 
