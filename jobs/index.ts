@@ -16,6 +16,7 @@ import { dispatchNotifications, pollChatLinks, sendWeeklyReports, watchTemperatu
 import { evaluateAlerts } from '../src/modules/alerts'
 import { evaluateReadiness } from '../src/modules/readiness'
 import { pruneLiveEvents } from '../src/modules/live'
+import { evaluateWatchdog } from '../src/modules/watchdog'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -141,6 +142,18 @@ export const jobs: readonly JobDefinition[] = [
     description:
       "Evaluates every managed server's readiness per marketplace and remembers each item's verdict; an item that passed and now fails on a linked marketplace is a readiness.regressed server event (a notification in `error` and a `readiness` incident react to it), one that passes again readiness.recovered.",
     run: ({ deps, tenants }) => evaluateReadiness(deps, tenants),
+  },
+  {
+    name: 'watchdog.evaluate',
+    schedule: '20,50 * * * * *',
+    leaseSeconds: 120,
+    description:
+      "Checks each enabled watchdog rule on the online servers it covers and takes the ladder's next step where the condition still holds after the last step's settle time: notify, restart the container runtime, reboot (within their limits, never during a rental unless the rule allows it), then give up and page.",
+    run: ({ deps, tenants }) => {
+      // Utilisation rules read the latest readings: what the session buffers is written first.
+      fleetRuntime(deps).flush()
+      return evaluateWatchdog(deps, tenants)
+    },
   },
   {
     name: 'live.prune',

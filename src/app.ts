@@ -32,6 +32,7 @@ import {
   renterReportsRoutes,
 } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
+import { watchdogRoutes } from './modules/watchdog'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
 import { paymentsRoutes, sandboxRoutes } from './modules/payments'
@@ -71,6 +72,10 @@ const DOCUMENTATION = (deps: Deps) => ({
     { name: 'servers', description: 'The fleet: servers, presence, configuration, maintenance, events, dashboard' },
     { name: 'groups', description: 'Server groups' },
     { name: 'commands', description: 'Typed commands delivered to agents' },
+    {
+      name: 'watchdog',
+      description: 'Rules that notify, restart the container runtime, reboot and page when a server is unwell, never under a rental unless told',
+    },
     { name: 'plans', description: "The plan catalogue and what the tenant's plan allows" },
     { name: 'billing', description: 'Balance, ledger, hourly charges, top-ups' },
     { name: 'subscription', description: 'Plan changes: quote, order, cancel' },
@@ -155,6 +160,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(prometheusRoutes(deps))
     .use(liveRoutes(deps))
     .use(commandsRoutes(deps))
+    .use(watchdogRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))
     .use(paymentsRoutes(deps))

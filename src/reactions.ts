@@ -11,6 +11,7 @@ import {
 } from './modules/notifications'
 import { activateOnTopup } from './modules/subscription'
 import { alertOnAccountState, alertOnLowBalance, alertOnServerEvent, alertOnTopup } from './modules/alerts'
+import { watchdogOnServerEvent } from './modules/watchdog'
 import { liveFromAlert, liveFromCommand, liveFromRental, liveFromServerEvent, liveFromTopup, liveFromTopupNotCredited } from './modules/live'
 
 /**
@@ -39,6 +40,8 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('tenant.balance_low', (e) => alertOnLowBalance(deps, e))
   deps.events.on('tenant.account_state_changed', (e) => alertOnAccountState(deps, e))
   deps.events.on('topup.succeeded', (e) => alertOnTopup(deps, e))
+  // What the watchdog keeps of Xids and missing GPUs, committed with the event (docs/watchdog.md).
+  deps.events.on('server.event_recorded', (e) => watchdogOnServerEvent(e))
   // The live event stream's buffer: a row per change, in the change's transaction (docs/events.md).
   deps.events.on('server.event_recorded', (e) => liveFromServerEvent(deps, e))
   deps.events.on('server.rental_changed', (e) => liveFromRental(deps, e))

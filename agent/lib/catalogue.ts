@@ -160,6 +160,28 @@ export function catalogue(deps: CatalogueDeps): Record<string, Handler> {
       return { result: { gpu_index: index } }
     },
 
+    'docker.restart': async (ctx) => {
+      if (sim) {
+        ctx.log('simulated: container runtime restarted (no-op)')
+        return { result: { simulated: true } }
+      }
+      // The agent runs beside Docker, not in it: it survives the restart and reports the outcome.
+      ctx.log('running systemctl restart docker')
+      const r = await run(['systemctl', 'restart', 'docker'], { timeoutMs: 180_000, signal: ctx.signal })
+      const out = firstLine(r.stderr || r.stdout)
+      if (out) ctx.log(out)
+      if (r.notFound) throw new CommandFailure({ code: 'systemctl_missing', message: 'systemctl is not installed on this host', retryable: false })
+      if (r.code !== 0)
+        throw new CommandFailure({
+          code: 'docker_restart_failed',
+          message: r.timedOut ? 'systemctl restart docker did not finish in time' : `systemctl restart docker exited with ${r.code}`,
+          retryable: true,
+          stage: 'systemctl',
+          details: { exit_code: r.code },
+        })
+      return { result: { restarted: 'docker' } }
+    },
+
     reboot: async (ctx) => {
       if (sim) {
         ctx.log('simulated: reboot (no-op)')

@@ -89,6 +89,18 @@ const policy = ({ app, owner }: MatrixContext) => {
   return { params: { id } }
 }
 
+/** A watchdog rule of tenant A (off, on every server), as POST /watchdog/rules stores it. */
+const watchdogRule = ({ app, owner }: MatrixContext) => {
+  const id = app.deps.newId()
+  const now = app.deps.clock.nowUs()
+  app.deps.sqlite.run(
+    `INSERT INTO watchdog_rules (id, tenant_id, name, preset, enabled, enabled_at, server_id, group_id, condition, steps, allow_during_rental, created_at, updated_at, version)
+     VALUES (?, ?, 'matrix rule', NULL, 0, NULL, NULL, NULL, '{"kind":"xid","xids":[79]}', '[{"action":"notify","settle_minutes":10,"max_per_hour":1,"max_per_day":3}]', 0, ?, ?, 1)`,
+    [id, owner.tenantId, now, now],
+  )
+  return { params: { id } }
+}
+
 /** A pending suggestion of tenant A for a new server of the tenant. */
 const suggestion = (ctx: MatrixContext) => {
   const { app, owner, newServer } = ctx
@@ -128,6 +140,9 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /api/v1/groups/:id': group,
   'PATCH /api/v1/groups/:id': (ctx) => ({ ...group(ctx), body: { name: 'renamed group' } }),
   'DELETE /api/v1/groups/:id': group,
+  'GET /api/v1/watchdog/rules/:id': watchdogRule,
+  'PATCH /api/v1/watchdog/rules/:id': (ctx) => ({ ...watchdogRule(ctx), body: { name: 'renamed rule' } }),
+  'DELETE /api/v1/watchdog/rules/:id': watchdogRule,
   'GET /api/v1/commands/:id': command,
   'GET /api/v1/commands/:id/timeline': command,
   'GET /api/v1/commands/:id/logs/:log_id': command,

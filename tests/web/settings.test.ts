@@ -133,3 +133,31 @@ describe('AI access and strategy', () => {
     expectClean(c)
   })
 })
+
+describe('watchdog', () => {
+  test('the default rules are listed off on Settings, one is turned on, and a ladder under way shows its next step', async () => {
+    const { page } = c
+    await open(c, '/settings', 'Settings')
+    const section = page.locator('section', { hasText: 'Watchdog' })
+    await section.getByRole('button', { name: 'Turn on Xid 79: GPU fallen off the bus' }).waitFor({ timeout: WAIT })
+    expect(await section.getByText('off', { exact: true }).count()).toBe(3)
+    await section.getByRole('button', { name: 'Turn on Xid 79: GPU fallen off the bus' }).click()
+    await section.getByRole('button', { name: 'Turn off Xid 79: GPU fallen off the bus' }).waitFor({ timeout: WAIT })
+    const rules = (await (await c.app.fetch('/api/v1/watchdog/rules', { headers: owner.headers })).json()) as { items: { preset: string; enabled: boolean }[] }
+    expect(rules.items.find((r) => r.preset === 'xid_79')?.enabled).toBe(true)
+
+    // A server logs Xid 79: the next evaluation notifies, and the page shows the ladder's next step.
+    const e = await enrolAgent(c.app, owner)
+    const { agent } = await RawAgent.start(c.app, e.agent_token)
+    agent.heartbeat()
+    await c.app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: 1 } })
+    agent.event('gpu.xid', 'critical', 'NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.', { xid: 79, gpu_index: 0 })
+    await agent.barrier()
+    expect((await c.app.fetch('/api/v1/_test/jobs/watchdog.evaluate/run', { method: 'POST' })).status).toBe(200)
+    await page.reload({ timeout: WAIT })
+    await section.getByText('next: reboot').waitFor({ timeout: WAIT })
+    await expectAccessible(c, 'settings-watchdog')
+    await expectClean(c)
+    await agent.close()
+  }, 120_000)
+})

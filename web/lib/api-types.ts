@@ -30,6 +30,7 @@ import type * as SubscriptionM from '../../src/modules/subscription/subscription
 import type * as Metrics from '../../src/modules/telemetry/metrics.model'
 import type * as Tokens from '../../src/modules/tokens/tokens.model'
 import type * as Users from '../../src/modules/users/users.model'
+import type * as Watchdog from '../../src/modules/watchdog/watchdog.model'
 
 /** An item of a paged answer ({ items, next_cursor }) or of a list ({ items }). */
 type ItemOf<T extends { items: unknown[] }> = T['items'][number]
@@ -50,6 +51,9 @@ export type Dashboard = Static<typeof Fleet.Dashboard>
 export type ServerEvent = Static<typeof Fleet.ServerEventPage>['items'][number]
 
 export type Group = Static<typeof Groups.Group>
+/** A watchdog rule with its ladders and recent steps (GET /watchdog/rules). */
+export type WatchdogRule = Static<typeof Watchdog.Rule>
+export type WatchdogRulePatchBody = Static<typeof Watchdog.RulePatch>
 
 export type Command = Static<typeof Commands.Command>
 export type CommandLog = Static<typeof Commands.CommandLog>

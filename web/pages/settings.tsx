@@ -6,11 +6,13 @@ import { type Me, me, signedIn } from '../lib/session'
 import type { MePatchBody } from '../lib/api-types'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Page, Section, ThemePicker } from '../ui/layout'
+import { WatchdogRules } from './watchdog'
 
 /**
  * Settings (docs/console.md "Settings"): the member's profile (GET/PATCH /me: display name, the time
  * zone every date of the console is shown in, which also counts the billing tiles' days), the theme,
- * and the pages that hold the rest of the account's settings.
+ * the watchdog's rules (turn them on, see their ladders), and the pages that hold the rest of the
+ * account's settings.
  */
 
 /** Every IANA zone the browser knows, UTC first; the member's own kept even if the browser lacks it. */
@@ -74,6 +76,7 @@ export function SettingsPage() {
         <ThemePicker />
         <p class="muted small">Kept in this browser. System follows the light or dark setting of your device.</p>
       </Section>
+      <WatchdogRules />
       <Section title="More settings">
         <ul class="links">
           <li>

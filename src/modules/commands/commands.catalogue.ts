@@ -65,6 +65,13 @@ export const CATALOGUE: CommandType[] = [
     description: 'Reset one GPU',
   },
   { type: 'reboot', schemaVersion: 1, dangerous: true, params: Type.Object({}, strict), description: 'Reboot the host' },
+  {
+    type: 'docker.restart',
+    schemaVersion: 1,
+    dangerous: true,
+    params: Type.Object({}, strict),
+    description: "Restart the container runtime (systemctl restart docker): every container on the host restarts, a renter's too",
+  },
 ]
 
 const checks = new Map<string, TypeCheck<TSchema>>(CATALOGUE.map((c) => [c.type, TypeCompiler.Compile(c.params)]))

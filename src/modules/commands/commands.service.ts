@@ -34,10 +34,10 @@ const DEFAULT_ACCEPT_BY_S = 24 * 3600
 const DEFAULT_EXECUTION_S = 3600
 const MAX_DEADLINE_S = 30 * 86400
 
-function issuer(actor: Actor): Pick<CommandRow, 'issuedByType' | 'issuedById'> {
+function issuer(actor: Actor, causeId: string | null): Pick<CommandRow, 'issuedByType' | 'issuedById'> {
   if (actor.kind === 'pat') return { issuedByType: 'pat', issuedById: actor.tokenId ?? null }
   if (actor.kind === 'agent') return { issuedByType: 'agent', issuedById: actor.tokenId ?? null }
-  if (actor.kind === 'system') return { issuedByType: 'system', issuedById: null }
+  if (actor.kind === 'system') return { issuedByType: 'system', issuedById: causeId }
   return { issuedByType: 'user', issuedById: actor.userId }
 }
 
@@ -47,12 +47,15 @@ export function createCommand({
   audit,
   input,
   idempotencyKey,
+  causeId = null,
 }: {
   deps: Deps
   actor: Actor
   audit: AuditContext
   input: Static<typeof CommandCreate>
   idempotencyKey: string | null
+  /** What made the system issue it (a watchdog rule's id): shown as issued_by.id. */
+  causeId?: string | null
 }) {
   const kind = commandType(input.type)
   if (!kind) throw invalidField('commands', '/type', 'unknown_command_type', `unknown command type ${input.type}`)
@@ -92,7 +95,7 @@ export function createCommand({
       progress: null,
       result: null,
       error: null,
-      ...issuer(actor),
+      ...issuer(actor, causeId),
       idempotencyKey,
       createdAt: now,
       acceptBy,
@@ -214,6 +217,29 @@ export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps;
 export function offerAgentUpdate(deps: Deps, server: { id: string; tenantId: string }, version: string): string | null {
   const earlier = listCommandRows(deps.db, server.tenantId, { serverId: server.id, type: 'agent.update' }, 100)
   if (earlier.some((c) => (c.params as { version?: unknown }).version === version && c.deliveryStatus !== 'delivery_failed')) return null
+  const now = deps.clock.nowUs()
+  return issueSystemCommand(deps, server, {
+    type: 'agent.update',
+    params: { version },
+    requires: 'after_rental',
+    // A rental may last weeks: the offer waits as long as a command may.
+    acceptBy: now + (MAX_DEADLINE_S - 3600) * US,
+    deadline: now + MAX_DEADLINE_S * US,
+  })
+}
+
+/**
+ * A command the service issues on its own, as the system (an agent update it offers, a watchdog
+ * step): `causeId` names what caused it (the watchdog rule), shown as `issued_by.id`. Refused as
+ * any command is (a decommissioned server, a full queue): the caller records the refusal.
+ * Answers the command's id.
+ */
+export function issueSystemCommand(
+  deps: Deps,
+  server: { id: string; tenantId: string },
+  input: { type: string; params: Record<string, unknown>; requires: 'none' | 'idle' | 'after_rental'; acceptBy: number; deadline?: number },
+  causeId: string | null = null,
+): string {
   const actor: Actor = {
     kind: 'system',
     via: 'system',
@@ -224,21 +250,20 @@ export function offerAgentUpdate(deps: Deps, server: { id: string; tenantId: str
     serverAllowlist: null,
     tenant: { planCode: null, accountState: 'active' },
   }
-  const now = deps.clock.nowUs()
   const created = createCommand({
     deps,
     actor,
     audit: { actor, ip: null, userAgent: null, requestId: null, markRecorded: () => {} },
     input: {
       server_id: server.id,
-      type: 'agent.update',
-      params: { version },
-      requires: 'after_rental',
-      // A rental may last weeks: the offer waits as long as a command may.
-      accept_by: formatTimestamp(now + (MAX_DEADLINE_S - 3600) * US),
-      deadline: formatTimestamp(now + MAX_DEADLINE_S * US),
+      type: input.type,
+      params: input.params,
+      requires: input.requires,
+      accept_by: formatTimestamp(input.acceptBy),
+      ...(input.deadline === undefined ? {} : { deadline: formatTimestamp(input.deadline) }),
     },
     idempotencyKey: null,
+    causeId,
   })
   return created.command_id
 }

@@ -9,7 +9,8 @@ export type Severity = ServerEventRow['severity']
  * Typed durable server events. Kinds written by the service: presence.online, presence.suspect,
  * presence.offline, agent.enrolled, agent.hello, maintenance.declared, maintenance.ended,
  * server.decommissioned, server.updated, marketplace.rental_started, marketplace.rental_ended, readiness.regressed,
- * readiness.recovered (docs/readiness.md); the agent's own reports keep their kind under agent.<kind>.
+ * readiness.recovered (docs/readiness.md), and the watchdog's watchdog.notified / action / held / gave_up / recovered
+ * (docs/watchdog.md); the agent's own reports keep their kind under agent.<kind>.
  */
 export function recordServerEvent(
   tx: DbOrTx,

@@ -187,7 +187,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
         tags,
         summary: 'Typed durable events of a server',
         description:
-          'Newest first: presence.online/suspect/offline, agent.enrolled, maintenance.declared/ended, server.updated, server.decommissioned, and agent.<kind> for what the agent reports.',
+          'Newest first: presence.online/suspect/offline, agent.enrolled, maintenance.declared/ended, server.updated, server.decommissioned, watchdog.* for what a watchdog rule did (docs/watchdog.md), and agent.<kind> for what the agent reports.',
       }),
     })
 }

@@ -40,6 +40,9 @@ function categoryOf(e: ServerEvent): { category: Category; title: string; group:
   if (e.kind === 'marketplace.offer_republished') return { category: 'price', title: 'Offer published again', group: `offer:${e.server.id}` }
   // An item of the readiness check list that passed and now fails (docs/readiness.md): the `error` category, one group per item.
   if (e.kind === 'readiness.regressed') return { category: 'error', title: 'Readiness regressed', group: `readiness:${e.server.id}:${readinessItem(e)}` }
+  // The watchdog's notify step and its page when it gives up (docs/watchdog.md): `error`, critical.
+  if (e.kind === 'watchdog.notified') return { category: 'error', title: 'Watchdog', group: `watchdog:${e.server.id}:${e.message}` }
+  if (e.kind === 'watchdog.gave_up') return { category: 'error', title: 'Watchdog gave up', group: `watchdog-gave-up:${e.server.id}:${e.message}` }
   if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical'))
     return { category: 'error', title: 'Agent reported an error', group: `error:${e.server.id}:${e.kind}` }
   return null

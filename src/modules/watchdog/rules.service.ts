@@ -1,0 +1,288 @@
+import type { Static } from '@sinclair/typebox'
+import { withTransaction, type DbOrTx } from '../../../db/client'
+import type { WatchdogCondition, WatchdogStep } from '../../../db/schema/watchdog'
+import type { Actor } from '../../platform/access'
+import type { Deps } from '../../platform/context'
+import { assertIfMatch, etagOf } from '../../platform/etag'
+import type { FieldError } from '../../platform/problem'
+import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
+import { recordAudit, type AuditContext } from '../audit'
+import { serverOfTenant } from '../fleet'
+import { findGroup } from '../groups'
+import { WatchdogErrors } from './watchdog.errors'
+import type { ConditionInput, RuleCreate, RulePatch } from './watchdog.model'
+import {
+  clearStates,
+  countRules,
+  deleteRule as deleteRuleRow,
+  findRule,
+  insertRule,
+  presetsOf,
+  recentSteps,
+  rulesOf,
+  statesOfRule,
+  updateRule as updateRuleRow,
+  type RuleRow,
+  type StateRow,
+} from './watchdog.repository'
+
+/** At most this many rules per tenant (the three default ones included). */
+const MAX_RULES = 50
+const RECENT_STEPS = 20
+
+const DEFAULT_SETTLE: Record<WatchdogStep['action'], number> = { notify: 10, restart_runtime: 10, reboot: 15 }
+
+/**
+ * The default rules (docs/watchdog.md "Default rules"): stored off for every tenant the first time
+ * its watchdog is read, so the owner turns on what he wants and tunes it like any other rule.
+ */
+const PRESETS: { preset: string; name: string; condition: WatchdogCondition; steps: Pick<WatchdogStep, 'action' | 'settle_minutes'>[] }[] = [
+  {
+    preset: 'gpu_missing',
+    name: 'GPU missing',
+    condition: { kind: 'gpu_missing', expected_gpus: null },
+    steps: [
+      { action: 'notify', settle_minutes: 5 },
+      { action: 'reboot', settle_minutes: 15 },
+    ],
+  },
+  {
+    preset: 'xid_79',
+    name: 'Xid 79: GPU fallen off the bus',
+    condition: { kind: 'xid', xids: [79] },
+    steps: [
+      { action: 'notify', settle_minutes: 5 },
+      { action: 'reboot', settle_minutes: 15 },
+    ],
+  },
+  {
+    preset: 'utilisation_stuck',
+    name: 'GPU utilisation stuck at 100 %',
+    condition: { kind: 'utilisation_stuck', band: 'high', at_least_pct: 100, minutes: 30 },
+    steps: [
+      { action: 'notify', settle_minutes: 10 },
+      { action: 'restart_runtime', settle_minutes: 10 },
+      { action: 'reboot', settle_minutes: 15 },
+    ],
+  },
+]
+
+/** Stores the default rules the tenant does not have yet, off (they cannot be deleted, only turned off). */
+function ensureDefaults(deps: Deps, tenantId: string): void {
+  const have = presetsOf(deps.db, tenantId)
+  const missing = PRESETS.filter((p) => !have.includes(p.preset))
+  if (missing.length === 0) return
+  withTransaction(deps.db, (tx) => {
+    const now = deps.clock.nowUs()
+    // The unique (tenant, preset) index keeps one per tenant when two first reads race.
+    for (const [i, p] of missing.entries())
+      insertRule(tx, {
+        id: deps.newId(),
+        tenantId,
+        name: p.name,
+        preset: p.preset,
+        enabled: false,
+        enabledAt: null,
+        serverId: null,
+        groupId: null,
+        condition: p.condition,
+        steps: p.steps.map((s) => ({ ...s, max_per_hour: 1, max_per_day: 3 })),
+        allowDuringRental: false,
+        createdAt: now + i,
+        updatedAt: now,
+        version: 1,
+      })
+  })
+}
+
+/** The step's next rung name: the ladder's own, or the page that ends it. */
+export function actionAt(rule: Pick<RuleRow, 'steps'>, index: number): WatchdogStep['action'] | 'page' {
+  return rule.steps[index]?.action ?? 'page'
+}
+
+export function settleOf(rule: Pick<RuleRow, 'steps'>, index: number): number {
+  return (rule.steps[index]?.settle_minutes ?? 0) * 60_000_000
+}
+
+function stateView(rule: RuleRow, s: StateRow) {
+  const settlesAt = s.lastStepAt === null || s.stepIndex === 0 ? null : s.lastStepAt + settleOf(rule, s.stepIndex - 1)
+  return {
+    server_id: s.serverId,
+    status: s.status as 'active' | 'held' | 'gave_up',
+    next_action: s.status === 'gave_up' ? null : actionAt(rule, s.stepIndex),
+    since: formatNullableTimestamp(s.since),
+    last_step_at: formatNullableTimestamp(s.lastStepAt),
+    settles_at: formatNullableTimestamp(settlesAt),
+    hold_reason: s.holdReason,
+  }
+}
+
+function ruleView(db: DbOrTx, r: RuleRow) {
+  return {
+    id: r.id,
+    name: r.name,
+    preset: r.preset,
+    enabled: r.enabled,
+    server_id: r.serverId,
+    group_id: r.groupId,
+    condition: r.condition,
+    steps: r.steps,
+    allow_during_rental: r.allowDuringRental,
+    states: statesOfRule(db, r.id)
+      .filter((s) => s.status !== 'ok')
+      .map((s) => stateView(r, s)),
+    recent_steps: recentSteps(db, r.id, RECENT_STEPS).map((s) => ({
+      id: s.id,
+      server_id: s.serverId,
+      action: s.action,
+      outcome: s.outcome,
+      command_id: s.commandId,
+      note: s.note,
+      at: formatTimestamp(s.at),
+    })),
+    created_at: formatTimestamp(r.createdAt),
+    updated_at: formatTimestamp(r.updatedAt),
+    version: r.version,
+  }
+}
+
+/** A condition as stored: the fields of its kind with their defaults; a field of another kind is refused. */
+function normaliseCondition(input: Static<typeof ConditionInput>, errors: FieldError[]): WatchdogCondition {
+  const own: Record<WatchdogCondition['kind'], string[]> = {
+    gpu_missing: ['expected_gpus'],
+    xid: ['xids'],
+    utilisation_stuck: ['band', 'at_least_pct', 'minutes'],
+  }
+  for (const k of Object.keys(input)) if (k !== 'kind' && !own[input.kind].includes(k)) errors.push({ path: `/condition/${k}`, code: 'not_for_kind' })
+  if (input.kind === 'gpu_missing') return { kind: 'gpu_missing', expected_gpus: input.expected_gpus ?? null }
+  if (input.kind === 'xid') {
+    if (!input.xids) errors.push({ path: '/condition/xids', code: 'required' })
+    return { kind: 'xid', xids: [...(input.xids ?? [])].sort((a, b) => a - b) }
+  }
+  const band = input.band ?? 'high'
+  if (band === 'zero' && input.at_least_pct !== undefined) errors.push({ path: '/condition/at_least_pct', code: 'not_for_band' })
+  return { kind: 'utilisation_stuck', band, at_least_pct: band === 'zero' ? 0 : (input.at_least_pct ?? 100), minutes: input.minutes ?? 30 }
+}
+
+function normaliseSteps(input: Static<typeof RuleCreate>['steps'], errors: FieldError[]): WatchdogStep[] {
+  return input.map((s, i) => {
+    const step = {
+      action: s.action,
+      settle_minutes: s.settle_minutes ?? DEFAULT_SETTLE[s.action],
+      max_per_hour: s.max_per_hour ?? 1,
+      max_per_day: s.max_per_day ?? Math.max(3, s.max_per_hour ?? 1),
+    }
+    if (step.max_per_day < step.max_per_hour) errors.push({ path: `/steps/${i}/max_per_day`, code: 'below_max_per_hour' })
+    return step
+  })
+}
+
+/** Where the rule applies: one server, one group, or (both null) every server of the tenant. */
+function checkScope(db: DbOrTx, tenantId: string, serverId: string | null, groupId: string | null, errors: FieldError[]): void {
+  if (serverId !== null && groupId !== null) errors.push({ path: '/group_id', code: 'server_or_group' })
+  if (serverId !== null) {
+    const s = serverOfTenant(db, tenantId, serverId)
+    if (!s || s.decommissionedAt !== null) errors.push({ path: '/server_id', code: 'unknown_server' })
+  }
+  if (groupId !== null && !findGroup(db, tenantId, groupId)) errors.push({ path: '/group_id', code: 'unknown_group' })
+}
+
+function refuse(errors: FieldError[]): void {
+  if (errors.length) throw WatchdogErrors.invalid(`the rule is not valid: ${errors.map((e) => `${e.path} ${e.code}`).join(', ')}`, { fields: errors })
+}
+
+function loadRule(db: DbOrTx, actor: Actor, id: string): RuleRow {
+  const r = findRule(db, actor.tenantId, id.toLowerCase())
+  if (!r) throw WatchdogErrors.notFound()
+  return r
+}
+
+type Verb = { deps: Deps; actor: Actor }
+type Change = Verb & { audit: AuditContext }
+
+export function listRules({ deps, actor }: Verb) {
+  ensureDefaults(deps, actor.tenantId)
+  return { items: rulesOf(deps.db, actor.tenantId).map((r) => ruleView(deps.db, r)) }
+}
+
+export function getRule({ deps, actor, id }: Verb & { id: string }) {
+  return ruleView(deps.db, loadRule(deps.db, actor, id))
+}
+
+export function createRule({ deps, actor, audit, input }: Change & { input: Static<typeof RuleCreate> }) {
+  const errors: FieldError[] = []
+  const condition = normaliseCondition(input.condition, errors)
+  const steps = normaliseSteps(input.steps, errors)
+  const serverId = input.server_id?.toLowerCase() ?? null
+  const groupId = input.group_id?.toLowerCase() ?? null
+  return withTransaction(deps.db, (tx) => {
+    checkScope(tx, actor.tenantId, serverId, groupId, errors)
+    refuse(errors)
+    if (countRules(tx, actor.tenantId) >= MAX_RULES) throw WatchdogErrors.tooMany(`the tenant already has ${MAX_RULES} watchdog rules; delete one first`)
+    const now = deps.clock.nowUs()
+    const enabled = input.enabled ?? false
+    const row: RuleRow = {
+      id: deps.newId(),
+      tenantId: actor.tenantId,
+      name: input.name.trim(),
+      preset: null,
+      enabled,
+      enabledAt: enabled ? now : null,
+      serverId,
+      groupId,
+      condition,
+      steps,
+      allowDuringRental: input.allow_during_rental ?? false,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    }
+    insertRule(tx, row)
+    recordAudit(tx, deps, audit, { operation: 'watchdog.rules.create', targetKind: 'watchdog_rule', targetId: row.id })
+    return ruleView(tx, row)
+  })
+}
+
+export function updateRule({ deps, actor, audit, id, ifMatch, input }: Change & { id: string; ifMatch: string | null; input: Static<typeof RulePatch> }) {
+  const errors: FieldError[] = []
+  const condition = input.condition === undefined ? undefined : normaliseCondition(input.condition, errors)
+  const steps = input.steps === undefined ? undefined : normaliseSteps(input.steps, errors)
+  return withTransaction(deps.db, (tx) => {
+    const r = loadRule(tx, actor, id)
+    assertIfMatch(ifMatch, etagOf(r.version))
+    const serverId = input.server_id === undefined ? r.serverId : (input.server_id?.toLowerCase() ?? null)
+    const groupId = input.group_id === undefined ? r.groupId : (input.group_id?.toLowerCase() ?? null)
+    checkScope(tx, actor.tenantId, serverId, groupId, errors)
+    refuse(errors)
+    const now = deps.clock.nowUs()
+    const enabled = input.enabled ?? r.enabled
+    const next: RuleRow = {
+      ...r,
+      name: input.name?.trim() ?? r.name,
+      enabled,
+      enabledAt: enabled && !r.enabled ? now : enabled ? r.enabledAt : null,
+      serverId,
+      groupId,
+      condition: condition ?? r.condition,
+      steps: steps ?? r.steps,
+      allowDuringRental: input.allow_during_rental ?? r.allowDuringRental,
+      updatedAt: now,
+      version: r.version + 1,
+    }
+    updateRuleRow(tx, r.id, next)
+    // Off, or watching something else, or another ladder: every ladder starts again from its first rung.
+    if (!enabled || condition || steps || serverId !== r.serverId || groupId !== r.groupId) clearStates(tx, r.id)
+    recordAudit(tx, deps, audit, { operation: 'watchdog.rules.update', targetKind: 'watchdog_rule', targetId: r.id })
+    return ruleView(tx, next)
+  })
+}
+
+export function deleteRule({ deps, actor, audit, id, ifMatch }: Change & { id: string; ifMatch: string | null }) {
+  withTransaction(deps.db, (tx) => {
+    const r = loadRule(tx, actor, id)
+    assertIfMatch(ifMatch, etagOf(r.version))
+    if (r.preset !== null) throw WatchdogErrors.presetKept()
+    deleteRuleRow(tx, r.id)
+    recordAudit(tx, deps, audit, { operation: 'watchdog.rules.delete', targetKind: 'watchdog_rule', targetId: r.id })
+  })
+}
