@@ -341,6 +341,42 @@ describe('rules', () => {
     await agent.close()
   })
 
+  test('a token limited to servers sees and writes the rules of its servers only', async () => {
+    const mine = await idleServer()
+    const other = await idleServer()
+    const onMine = await xidRule(mine.server_id)
+    const onOther = await xidRule(other.server_id)
+    const minted = await ok(
+      api(app, owner, 'POST', '/tokens', { json: { name: 'one rig', scopes: ['servers:read', 'commands:write'], server_allowlist: [mine.server_id] } }),
+      201,
+    )
+    const pat: Owner = { ...owner, headers: { authorization: `Bearer ${minted.token}` } }
+    const listed = await ok(api(app, pat, 'GET', '/watchdog/rules'))
+    expect(listed.items.map((r: any) => r.id)).toEqual([onMine.id])
+    expect((await ok(api(app, pat, 'GET', `/watchdog/rules/${onMine.id}`))).server_id).toBe(mine.server_id)
+    // Another of the tenant's servers: its rule does not exist for the token, nor may a body name it.
+    await expectProblem(await api(app, pat, 'GET', `/watchdog/rules/${onOther.id}`), 404, 'not_found')
+    await expectProblem(await api(app, pat, 'PATCH', `/watchdog/rules/${onOther.id}`, { json: { enabled: false } }), 404, 'not_found')
+    await expectProblem(await api(app, pat, 'PATCH', `/watchdog/rules/${onMine.id}`, { json: { server_id: other.server_id } }), 404, 'not_found')
+    await expectProblem(
+      await createRule({ name: 'x', server_id: other.server_id, condition: { kind: 'xid', xids: [79] }, steps: LADDER }, pat),
+      404,
+      'not_found',
+    )
+    // A rule on every server (a default one among them) reaches beyond the allowlist.
+    const preset = (await ok(api(app, owner, 'GET', '/watchdog/rules'))).items.find((r: any) => r.preset === 'xid_79')
+    await expectProblem(await api(app, pat, 'PATCH', `/watchdog/rules/${preset.id}`, { json: { enabled: true } }), 403, 'forbidden')
+    await expectProblem(await createRule({ name: 'x', condition: { kind: 'xid', xids: [79] }, steps: LADDER }, pat), 403, 'forbidden')
+    await expectProblem(await api(app, pat, 'PATCH', `/watchdog/rules/${onMine.id}`, { json: { server_id: null } }), 403, 'forbidden')
+    // Its own server's rule it may change.
+    expect((await ok(api(app, pat, 'PATCH', `/watchdog/rules/${onMine.id}`, { json: { enabled: false } }))).enabled).toBe(false)
+    expect((await getRule(onOther.id)).enabled).toBe(true)
+    expect((await getRule(preset.id)).enabled).toBe(false)
+    for (const r of [onMine, onOther]) await ok(api(app, owner, 'DELETE', `/watchdog/rules/${r.id}`), 204)
+    await mine.agent.close()
+    await other.agent.close()
+  })
+
   test('bad input is a 422 with a pointer per problem, and nothing is stored', async () => {
     const before = (await ok(api(app, owner, 'GET', '/watchdog/rules'))).items.length
     const cases: [Record<string, unknown>, string][] = [

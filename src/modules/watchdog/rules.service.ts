@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox'
 import { withTransaction, type DbOrTx } from '../../../db/client'
 import type { WatchdogCondition, WatchdogStep } from '../../../db/schema/watchdog'
-import type { Actor } from '../../platform/access'
+import { ensureReaches, mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { assertIfMatch, etagOf } from '../../platform/etag'
 import type { FieldError } from '../../platform/problem'
@@ -191,10 +191,20 @@ function refuse(errors: FieldError[]): void {
   if (errors.length) throw WatchdogErrors.invalid(`the rule is not valid: ${errors.map((e) => `${e.path} ${e.code}`).join(', ')}`, { fields: errors })
 }
 
+/**
+ * A rule the actor may reach: one on a server outside a token's server_allowlist does not exist for
+ * it (404); one on a group or the whole tenant reaches servers beyond it (403).
+ */
 function loadRule(db: DbOrTx, actor: Actor, id: string): RuleRow {
   const r = findRule(db, actor.tenantId, id.toLowerCase())
-  if (!r) throw WatchdogErrors.notFound()
+  if (!r || (r.serverId !== null && !mayAccessServer(actor, r.serverId))) throw WatchdogErrors.notFound()
+  ensureReaches(actor, r.serverId === null ? null : [r.serverId], 'a watchdog rule on a group or every server')
   return r
+}
+
+/** Where a rule written by the actor applies must be within its reach (the body's server ids were checked at parsing). */
+function ensureScopeReachable(actor: Actor, serverId: string | null) {
+  if (serverId === null) ensureReaches(actor, null, 'a watchdog rule on a group or every server', '/server_id')
 }
 
 type Verb = { deps: Deps; actor: Actor }
@@ -202,7 +212,9 @@ type Change = Verb & { audit: AuditContext }
 
 export function listRules({ deps, actor }: Verb) {
   ensureDefaults(deps, actor.tenantId)
-  return { items: rulesOf(deps.db, actor.tenantId).map((r) => ruleView(deps.db, r)) }
+  // A token with a server_allowlist lists the rules on its servers only.
+  const rules = rulesOf(deps.db, actor.tenantId).filter((r) => actor.serverAllowlist === null || (r.serverId !== null && mayAccessServer(actor, r.serverId)))
+  return { items: rules.map((r) => ruleView(deps.db, r)) }
 }
 
 export function getRule({ deps, actor, id }: Verb & { id: string }) {
@@ -215,6 +227,7 @@ export function createRule({ deps, actor, audit, input }: Change & { input: Stat
   const steps = normaliseSteps(input.steps, errors)
   const serverId = input.server_id?.toLowerCase() ?? null
   const groupId = input.group_id?.toLowerCase() ?? null
+  ensureScopeReachable(actor, serverId)
   return withTransaction(deps.db, (tx) => {
     checkScope(tx, actor.tenantId, serverId, groupId, errors)
     refuse(errors)
@@ -252,6 +265,7 @@ export function updateRule({ deps, actor, audit, id, ifMatch, input }: Change & 
     assertIfMatch(ifMatch, etagOf(r.version))
     const serverId = input.server_id === undefined ? r.serverId : (input.server_id?.toLowerCase() ?? null)
     const groupId = input.group_id === undefined ? r.groupId : (input.group_id?.toLowerCase() ?? null)
+    ensureScopeReachable(actor, serverId)
     checkScope(tx, actor.tenantId, serverId, groupId, errors)
     refuse(errors)
     const now = deps.clock.nowUs()

@@ -9,9 +9,11 @@ import { createRule, deleteRule, getRule, listRules, updateRule } from './rules.
 
 const tags = ['watchdog']
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
-const read = { role: 'viewer', scope: 'servers:read', reach: 'tenant' } as const
+// A token with a server_allowlist sees and writes the rules of its servers only; a rule on a group
+// or the whole tenant is refused to it (403), one on another server is a 404 (docs/watchdog.md).
+const read = { role: 'viewer', scope: 'servers:read', reach: 'server' } as const
 // A rule issues reboots and restarts: writing one takes what sending those commands takes.
-const write = { role: 'operator', scope: 'commands:write', reach: 'tenant' } as const
+const write = { role: 'operator', scope: 'commands:write', reach: 'server' } as const
 
 export function watchdogRoutes(deps: Deps) {
   return apiRoutes('watchdog', deps)
