@@ -12,6 +12,7 @@ import {
 import { activateOnTopup } from './modules/subscription'
 import { alertOnAccountState, alertOnLowBalance, alertOnServerEvent, alertOnTopup } from './modules/alerts'
 import { watchdogOnServerEvent } from './modules/watchdog'
+import { advanceServerDrains } from './modules/drains'
 import { liveFromAlert, liveFromCommand, liveFromRental, liveFromServerEvent, liveFromTopup, liveFromTopupNotCredited } from './modules/live'
 
 /**
@@ -24,6 +25,7 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('server.rental_ended', ({ serverId }) => {
     dispatchServer(deps, serverId)
     announceDeliverable(deps, serverId) // the agent may be connected to another instance (PostgreSQL)
+    advanceServerDrains(deps, serverId) // a drain waiting for the rental's end moves on (docs/marketplaces.md "Drain")
   })
   // Commands created on another instance for an agent connected to this one (PostgreSQL LISTEN).
   deliverAcrossInstances(deps)
