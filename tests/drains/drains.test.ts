@@ -39,7 +39,11 @@ let agentServer: { server_id: string; agent: RawAgent }
 const nowMs = () => (app ? app.deps.clock.nowUs() / 1000 : Date.now())
 
 beforeAll(async () => {
-  simA = await startMarketplaceA({ rateScale: 0, clock: nowMs, owners: [{ id: VAST_OWNER, email: 'drain@example.com', keys: [{ key: KEY_A, label: 'drain' }] }] })
+  simA = await startMarketplaceA({
+    rateScale: 0,
+    clock: nowMs,
+    owners: [{ id: VAST_OWNER, email: 'drain@example.com', keys: [{ key: KEY_A, label: 'drain' }] }],
+  })
   simB = await startMarketplaceB({
     requestIntervalMs: 0,
     clock: nowMs,
@@ -198,10 +202,7 @@ describe('cancelling a drain mid-way', () => {
     await link(server, 'marketplace_b', '62', CLORE_OFFER)
     simB.addRental(KEY_B, 'rig-b2', { id: 9062, currency: 'USD-Blockchain', price: 6.5, ct: nowS(), mrl: 100 })
     await sync()
-    const started = await ok<Drain>(
-      api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }),
-      201,
-    )
+    const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }), 201)
     expect(started.state).toBe('awaiting_rental_end')
     expect(simB.server(KEY_B, 'rig-b2')?.visibility).toBe('hidden')
     simB.clearRequests()
@@ -263,7 +264,13 @@ describe('input and tenants', () => {
     await link(server, 'marketplace_a', '804', VAST_OFFER)
     simA.clearRequests()
     const res = await api(app, owner, 'POST', `/servers/${server}/drain`, {
-      json: { commands: [{ type: 'no.such', params: {} }, { type: 'agent.update', params: { version: 'x' } }], window: { starts_at: '2001-01-01T00:00:00Z' } },
+      json: {
+        commands: [
+          { type: 'no.such', params: {} },
+          { type: 'agent.update', params: { version: 'x' } },
+        ],
+        window: { starts_at: '2001-01-01T00:00:00Z' },
+      },
     })
     expect(res.status).toBe(422)
     const problem = (await res.json()) as { code: string; errors: { path: string; code: string }[] }

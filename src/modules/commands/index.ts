@@ -8,4 +8,4 @@ export { announceDeliverable, deliverAcrossInstances, dispatchServer, expireComm
 export { applyCommandFrame } from './commands.reports'
 export { issueSystemCommand, offerAgentUpdate } from './commands.service'
 // What a workflow waiting for commands reads and does (the drain: docs/marketplaces.md "Drain").
-export { cancelCommandsNotStarted, commandInputErrors, commandOutcomes, commandsAfterRental, type CommandOutcome } from './work.service'
+export { cancelCommandsNotStarted, commandInputErrors, commandOutcomes, commandsAfterRental } from './work.service'

@@ -6,7 +6,7 @@ import { DisplayText, Literals, Nullable, PageOf, PageQuery, Timestamp, Uuid } f
 /** The drain's wire shapes (docs/marketplaces.md "Drain"). */
 
 /** The states as db/schema/drains.ts stores them. */
-export const DRAIN_STATES = ['draining', 'awaiting_rental_end', 'working', 'relisting', 'done', 'cancelled', 'failed'] as const
+const DRAIN_STATES = ['draining', 'awaiting_rental_end', 'working', 'relisting', 'done', 'cancelled', 'failed'] as const
 
 const CATEGORIES = ['power', 'internet', 'disk', 'gpu', 'software', 'other'] as const
 
@@ -31,7 +31,9 @@ const WorkInput = Type.Object(
 
 export const DrainCreate = Type.Object(
   {
-    reason: Type.Optional(Nullable(DisplayText({ maxLength: 256 }), { description: 'What the work is, for the event history and the window announced to renters' })),
+    reason: Type.Optional(
+      Nullable(DisplayText({ maxLength: 256 }), { description: 'What the work is, for the event history and the window announced to renters' }),
+    ),
     window: Type.Optional(WindowInput),
     commands: Type.Optional(
       Type.Array(WorkInput, {
@@ -51,7 +53,9 @@ const DrainLinkView = Type.Object({
   }),
   listed: Nullable(Type.Boolean(), { description: 'Whether the platform showed the machine listed when the drain started (null: unknown)' }),
   withdrawn: Type.Boolean({ description: 'The drain took the offer off the market' }),
-  window_supported: Type.Boolean({ description: 'The platform has a maintenance API (marketplace_a: dnotify). marketplace_b has none: the withdrawal alone keeps renters off' }),
+  window_supported: Type.Boolean({
+    description: 'The platform has a maintenance API (marketplace_a: dnotify). marketplace_b has none: the withdrawal alone keeps renters off',
+  }),
   window_announced: Type.Boolean({ description: 'The drain announced its window there (and cancels it at the end)' }),
   relisted: Type.Boolean({ description: 'The kept offer was published again' }),
   note: Nullable(Type.String({ maxLength: 1024 }), { description: 'What happened on this platform that the flags do not say (a refusal, no maintenance API)' }),
@@ -96,8 +100,8 @@ export const DrainListQuery = t.Object({
 
 export const GroupDrainAnswer = Type.Object({
   items: Type.Array(Drain, { maxItems: 512, description: 'One drain per server of the group, as each stands after its first step' }),
-  skipped: Type.Array(
-    Type.Object({ server_id: Uuid(), reason: Type.String({ maxLength: 256 }) }),
-    { maxItems: 512, description: 'Servers of the group not drained (one already is, or it is decommissioned)' },
-  ),
+  skipped: Type.Array(Type.Object({ server_id: Uuid(), reason: Type.String({ maxLength: 256 }) }), {
+    maxItems: 512,
+    description: 'Servers of the group not drained (one already is, or it is decommissioned)',
+  }),
 })

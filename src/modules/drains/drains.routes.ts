@@ -41,25 +41,21 @@ export function drainsRoutes(deps: Deps) {
         ),
       },
     )
-    .post(
-      '/groups/:id/drain',
-      async ({ verb, params, body }) => startGroupDrain({ ...verb, groupId: params.id, input: body }),
-      {
-        beforeHandle: idempotent(deps),
-        params: Id,
-        body: DrainCreate,
-        response: responses({ 200: GroupDrainAnswer }, [401, 403, 404, 413, 415, 422]),
-        detail: describe(
-          { ...write, reach: 'tenant', denyFrozen: true },
-          {
-            tags,
-            summary: 'Drain every server of a group',
-            description:
-              'One drain per managed server of the group, as POST /servers/{id}/drain starts it (each with `group_id`, each cancelled on its own); a server already being drained is in `skipped` with the reason. Takes Idempotency-Key.',
-          },
-        ),
-      },
-    )
+    .post('/groups/:id/drain', async ({ verb, params, body }) => startGroupDrain({ ...verb, groupId: params.id, input: body }), {
+      beforeHandle: idempotent(deps),
+      params: Id,
+      body: DrainCreate,
+      response: responses({ 200: GroupDrainAnswer }, [401, 403, 404, 413, 415, 422]),
+      detail: describe(
+        { ...write, reach: 'tenant', denyFrozen: true },
+        {
+          tags,
+          summary: 'Drain every server of a group',
+          description:
+            'One drain per managed server of the group, as POST /servers/{id}/drain starts it (each with `group_id`, each cancelled on its own); a server already being drained is in `skipped` with the reason. Takes Idempotency-Key.',
+        },
+      ),
+    })
     .get('/drains', ({ verb, query }) => listDrains({ ...verb, input: query }), {
       query: DrainListQuery,
       response: responses({ 200: DrainList }, [401, 403, 422]),

@@ -176,7 +176,7 @@ export function listDrains({ deps, actor, input }: { deps: Deps; actor: Actor; i
   })
 }
 
-export function view(deps: Deps, r: DrainRow) {
+function view(deps: Deps, r: DrainRow) {
   return {
     id: r.id,
     server_id: r.serverId,

@@ -26,7 +26,7 @@ const WORK_WAITS_US = 30 * 86_400 * US
 const STALE_FIRST_STEP_US = 60 * US
 const SYSTEM_REASON = 'drain: the work is done'
 
-export function systemCall(deps: Deps, tenantId: string): Call {
+function systemCall(deps: Deps, tenantId: string): Call {
   const actor: Actor = {
     kind: 'system',
     via: 'system',
@@ -164,7 +164,11 @@ export async function undo(call: Call, start: DrainRow, outcome: 'cancel' | 'fai
     }
     if (link.withdrawn && !link.relisted && link.offer) {
       try {
-        const note = await drainRelist({ ...target, offer: link.offer, reason: outcome === 'cancel' ? 'drain cancelled: the listing is restored' : 'drain failed: the listing is restored' })
+        const note = await drainRelist({
+          ...target,
+          offer: link.offer,
+          reason: outcome === 'cancel' ? 'drain cancelled: the listing is restored' : 'drain failed: the listing is restored',
+        })
         link.relisted = true
         if (note) link.note = note
       } catch (e) {

@@ -23,4 +23,4 @@ export { offerPriceRefusal } from './offers/offers.mapping'
 // What alerts read: accounts whose key is rejected or whose calls fail, and stale links.
 export { accountHealth, staleLinks } from './links/health.repository'
 // What a drain does on the platforms (withdraw, announce and cancel a window, relist the kept offer: docs/marketplaces.md "Drain").
-export { drainAnnounce, drainCancelWindow, drainRelist, drainTargets, drainWithdraw, type DrainTarget } from './offers/drain.service'
+export { drainAnnounce, drainCancelWindow, drainRelist, drainTargets, drainWithdraw } from './offers/drain.service'
