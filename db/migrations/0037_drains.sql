@@ -6,7 +6,7 @@ CREATE TABLE `drains` (
 	`group_id` text,
 	`state` text NOT NULL,
 	`reason` text,
-	`window` text NOT NULL,
+	`maintenance_window` text NOT NULL,
 	`links` text NOT NULL,
 	`work` text NOT NULL,
 	`command_ids` text NOT NULL,

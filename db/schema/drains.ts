@@ -49,7 +49,7 @@ export const drains = sqliteTable(
     groupId: text('group_id'),
     state: text('state', { enum: DRAIN_STATES }).notNull(),
     reason: text('reason'),
-    window: text('window', { mode: 'json' }).$type<DrainWindow>().notNull(),
+    window: text('maintenance_window', { mode: 'json' }).$type<DrainWindow>().notNull(),
     links: text('links', { mode: 'json' }).$type<DrainLink[]>().notNull(),
     /** The commands asked for in the request, issued once the offers are off. */
     work: text('work', { mode: 'json' }).$type<{ type: string; params: Record<string, unknown> }[]>().notNull(),

@@ -107,7 +107,7 @@ const drain = ({ app, owner, newServer }: MatrixContext) => {
   const serverId = newServer(owner.tenantId)
   const now = app.deps.clock.nowUs()
   app.deps.sqlite.run(
-    `INSERT INTO drains (id, tenant_id, server_id, live_server_id, group_id, state, reason, window, links, work, command_ids, failure, failed_step, created_at, updated_at, finished_at, version)
+    `INSERT INTO drains (id, tenant_id, server_id, live_server_id, group_id, state, reason, maintenance_window, links, work, command_ids, failure, failed_step, created_at, updated_at, finished_at, version)
      VALUES (?, ?, ?, ?, NULL, 'awaiting_rental_end', NULL, ?, '[]', '[]', '[]', NULL, NULL, ?, ?, NULL, 1)`,
     [id, owner.tenantId, serverId, serverId, JSON.stringify({ starts_at_us: now + 3_600_000_000, hours: 2, category: 'software' }), now, now],
   )
