@@ -4,7 +4,7 @@ import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marke
 import { insertServer } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { commandFrame, getCommand, onlineServer, runToEnd } from '../support/commands'
-import { advance, api, closeAllAgents, newOwner, ok, serverEvents, type Owner, type RawAgent } from '../support/fleet'
+import { advance, api, closeAllAgents, eventually, newOwner, ok, serverEvents, type Owner, type RawAgent } from '../support/fleet'
 
 /**
  * Issue 40, the drain, over real HTTP against both simulators with the test clock (the simulators'
@@ -286,5 +286,53 @@ describe('input and tenants', () => {
     expect((await api(app, stranger, 'POST', `/drains/${mine.id}/cancel`)).status).toBe(404)
     expect((await api(app, stranger, 'POST', `/servers/${mine.server_id}/drain`, { json: {} })).status).toBe(404)
     expect((await ok<{ items: Drain[] }>(api(app, stranger, 'GET', '/drains'))).items).toEqual([])
+  })
+})
+
+describe('the work failing', () => {
+  test('a command that fails leaves the offers withdrawn (the server may be broken) and says how to relist', async () => {
+    const server = agentServer.server_id
+    simA.clearRequests()
+    const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }), 201)
+    // Idle: no rental to wait for, the work goes at once.
+    expect(started.state).toBe('working')
+    const id = started.commands[0]!.command_id
+    await commandFrame(agentServer.agent, id)
+    await runToEnd(agentServer.agent, id, { status: 'failed', error: { code: 'runtime_down', message: 'docker did not come back', retryable: false } })
+    await runAdvance()
+    const failed = await getDrain(started.id)
+    expect(failed.state).toBe('failed')
+    expect(failed.failed_step).toBe('working')
+    expect(failed.failure).toContain('docker.restart')
+    expect(failed.failure).toContain('The offers stay withdrawn')
+    expect(failed.links[0]).toMatchObject({ withdrawn: true, relisted: false, window_announced: true })
+    expect(await listedOnVast(801)).toBe(false)
+    expect((await drainKinds(server)).slice(-3)).toEqual(['drain.awaiting_rental_end', 'drain.working', 'drain.failed'])
+    // The owner relists by hand with the kept offer the drain shows.
+    await ok(api(app, owner, 'PUT', `/marketplaces/links/${server}/marketplace_a/offer`, { json: failed.links[0]!.offer }))
+    expect(await listedOnVast(801)).toBe(true)
+  })
+})
+
+describe('a group drain', () => {
+  test('drains each server of the group and skips the one already being drained', async () => {
+    const group = await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: 'drain rack' } }), 201)
+    const [a, b] = [insertServer(app, owner.tenantId, 'rack-a'), insertServer(app, owner.tenantId, 'rack-b')]
+    for (const s of [a, b]) await ok(api(app, owner, 'PATCH', `/servers/${s}`, { json: { group_id: group.id } }))
+    // rack-a runs a rental the operator declared: its drain waits for it.
+    await ok(api(app, owner, 'PATCH', `/servers/${a}`, { json: { rental_active: true } }))
+    const first = await ok<Drain>(api(app, owner, 'POST', `/servers/${a}/drain`, { json: {} }), 201)
+    expect(first.state).toBe('awaiting_rental_end')
+    const answer = await ok<{ items: Drain[]; skipped: { server_id: string; reason: string }[] }>(
+      api(app, owner, 'POST', `/groups/${group.id}/drain`, { json: { reason: 'rack power work', window: { category: 'power' } } }),
+    )
+    expect(answer.items.map((d) => [d.server_id, (d as Drain & { group_id: string }).group_id])).toEqual([[b, group.id]])
+    expect(answer.skipped).toEqual([{ server_id: a, reason: 'the server is already being drained' }])
+    // Not linked anywhere and idle: nothing to take off, nothing to wait for.
+    expect(answer.items[0]!.state).toBe('done')
+    // The rental's end moves rack-a's drain on at once (the server.rental_ended reaction), without the job.
+    await ok(api(app, owner, 'PATCH', `/servers/${a}`, { json: { rental_active: false } }))
+    expect((await eventually(async () => ((await getDrain(first.id)).state === 'done' ? 'done' : null))) as string).toBe('done')
+    expect((await api(app, stranger, 'POST', `/groups/${group.id}/drain`, { json: {} })).status).toBe(404)
   })
 })
