@@ -3,7 +3,7 @@ import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marke
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { insertServer } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
-import { commandFrame, getCommand, onlineServer, runToEnd } from '../support/commands'
+import { commandFrame, getCommand, onlineServer, rows, runToEnd } from '../support/commands'
 import { advance, api, closeAllAgents, eventually, newOwner, ok, serverEvents, type Owner, type RawAgent } from '../support/fleet'
 
 /**
@@ -157,6 +157,9 @@ describe('a drain of a rented server', () => {
     expect(writesA()[0]!.body).toMatchObject({ machine: 801, price_gpu: 0.45, price_min_bid: 0.3 })
     expect(await listedOnVast(801)).toBe(true)
     expect(await drainKinds(server)).toEqual(['drain.draining', 'drain.awaiting_rental_end', 'drain.working', 'drain.relisting', 'drain.done'])
+    // The owner hears of it (category maint), once.
+    const told = rows(app, `SELECT category, title FROM notifications WHERE tenant_id = ? AND title LIKE 'Drain%'`, owner.tenantId)
+    expect(told.map((n) => [n.category, n.title.split(':')[0]])).toEqual([['maint', 'Drain done']])
     // The link keeps the offer again (keep-on has it), and the server can be drained again.
     const links = await ok(api(app, owner, 'GET', '/marketplaces/links'))
     expect(links.links.find((l: { server_id: string }) => l.server_id === server).remote.listed).toBe(true)
