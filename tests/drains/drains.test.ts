@@ -331,8 +331,9 @@ describe('a group drain', () => {
     )
     expect(answer.items.map((d) => [d.server_id, (d as Drain & { group_id: string }).group_id])).toEqual([[b, group.id]])
     expect(answer.skipped).toEqual([{ server_id: a, reason: 'the server is already being drained' }])
-    // Not linked anywhere and idle: nothing to take off, nothing to wait for.
-    expect(answer.items[0]!.state).toBe('done')
+    // The answer comes before the first steps; then, not linked anywhere and idle: nothing to take off, nothing to wait for.
+    expect(answer.items[0]!.state).toBe('draining')
+    expect(await eventually(async () => ((await getDrain(answer.items[0]!.id)).state === 'done' ? 'done' : null))).toBe('done')
     // The rental's end moves rack-a's drain on at once (the server.rental_ended reaction), without the job.
     await ok(api(app, owner, 'PATCH', `/servers/${a}`, { json: { rental_active: false } }))
     expect((await eventually(async () => ((await getDrain(first.id)).state === 'done' ? 'done' : null))) as string).toBe('done')

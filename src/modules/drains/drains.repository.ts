@@ -60,6 +60,11 @@ export function listDrainRows(db: DbOrTx, tenantId: string, f: DrainFilter, befo
     .all()
 }
 
+/** The server's drain not finished, whatever its tenant (an id from an event only). */
+export function liveDrainOfServer(db: DbOrTx, serverId: string): DrainRow | undefined {
+  return db.select().from(drains).where(eq(drains.liveServerId, serverId)).get()
+}
+
 /** Every drain not finished, of every tenant, oldest first (the drains.advance job). */
 export function liveDrains(db: DbOrTx): DrainRow[] {
   return db.select().from(drains).where(isNotNull(drains.liveServerId)).orderBy(asc(drains.tenantId), asc(drains.createdAt)).all()

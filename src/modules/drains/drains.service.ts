@@ -3,6 +3,7 @@ import { withTransaction, type DbOrTx } from '../../../db/client'
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { AuditContext } from '../../platform/audit-context'
 import type { Deps } from '../../platform/context'
+import { DomainError } from '../../platform/domain-error'
 import { paginate } from '../../platform/cursor'
 import type { FieldError } from '../../platform/problem'
 import { formatNullableTimestamp, formatTimestamp, parseTimestamp } from '../../platform/time'
@@ -57,26 +58,33 @@ export async function startDrain(verb: Verb & { serverId: string; input: Input }
 
 /**
  * Starts one drain per managed server of the group (a group drain is its servers' drains, each
- * with `group_id`): a server already being drained is skipped and said so.
+ * with `group_id`): a server already being drained is skipped and said so. The answer comes at once
+ * with each drain `draining`: their first steps run one after another behind it (paced by the
+ * platforms' limits, forty servers take minutes); a process that stops meanwhile leaves them to
+ * the drains.advance job.
  */
-export async function startGroupDrain(verb: Verb & { groupId: string; input: Input }) {
+export function startGroupDrain(verb: Verb & { groupId: string; input: Input }) {
   const { deps, actor } = verb
   const group = findGroup(deps.db, actor.tenantId, verb.groupId.toLowerCase())
   if (!group) throw DrainErrors.notFound('no such group')
   const { startsAtUs } = check(deps, verb.input)
-  const items = []
+  const rows: DrainRow[] = []
   const skipped: { server_id: string; reason: string }[] = []
   for (const server of managedServers(deps.db, actor.tenantId).filter((s) => s.groupId === group.id && mayAccessServer(actor, s.id))) {
-    let row: DrainRow
     try {
-      row = createDrain(verb, server.id, verb.input, group.id, startsAtUs)
+      rows.push(createDrain(verb, server.id, verb.input, group.id, startsAtUs))
     } catch (e) {
-      skipped.push({ server_id: server.id, reason: e instanceof Error ? e.message : String(e) })
-      continue
+      // Refused for this server (already being drained, decommissioned meanwhile): said, and the others go on.
+      if (!(e instanceof DomainError)) throw e
+      skipped.push({ server_id: server.id, reason: e.message })
     }
-    items.push(view(deps, await runFirstStep(verb, row)))
   }
-  return { items, skipped }
+  for (const row of rows) BUSY.add(row.id)
+  void (async () => {
+    for (const row of rows)
+      await runFirstStep(verb, row, true).catch((error) => deps.log.warn('a group drain’s first step failed', { drain_id: row.id, error }))
+  })()
+  return { items: rows.map((r) => view(deps, r)), skipped }
 }
 
 function createDrain(verb: Verb, serverId: string, input: Input, groupId: string | null, startsAtUs: number): DrainRow {
@@ -128,8 +136,8 @@ function createDrain(verb: Verb, serverId: string, input: Input, groupId: string
 }
 
 /** The first step, in the request: offers off and the window announced, or undone and failed. */
-async function runFirstStep(call: Call, row: DrainRow): Promise<DrainRow> {
-  BUSY.add(row.id)
+async function runFirstStep(call: Call, row: DrainRow, claimed = false): Promise<DrainRow> {
+  if (!claimed) BUSY.add(row.id)
   try {
     const after = await takeOffersOff(call, row)
     return after.state === 'failed' ? after : await advanceDrain(call.deps, after)
@@ -143,7 +151,7 @@ export async function cancelDrain(verb: Verb & { id: string }) {
   const { deps, actor } = verb
   const row = loadDrain(deps, actor, verb.id)
   if (row.liveServerId === null) throw DrainErrors.finished(`the drain already finished (${row.state})`)
-  if (BUSY.has(row.id)) throw DrainErrors.alreadyDraining('a step of this drain is in progress; cancel again in a moment')
+  if (BUSY.has(row.id)) throw DrainErrors.stepInProgress()
   BUSY.add(row.id)
   try {
     const after = await undo({ deps, actor, audit: verb.audit }, row, 'cancel')

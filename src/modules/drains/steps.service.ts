@@ -6,7 +6,7 @@ import type { TenantWalk } from '../../platform/jobs'
 import { cancelCommandsNotStarted, commandOutcomes, commandsAfterRental, issueSystemCommand } from '../commands'
 import { recordServerEvent, rentalRunning, trustedServerById } from '../fleet'
 import { drainAnnounce, drainCancelWindow, drainRelist, drainWithdraw, type MarketplaceId } from '../marketplaces'
-import { liveDrains, moveDrain, type DrainLink, type DrainRow, type DrainState } from './drains.repository'
+import { liveDrainOfServer, liveDrains, moveDrain, type DrainLink, type DrainRow, type DrainState } from './drains.repository'
 
 /**
  * The drain's steps (docs/marketplaces.md "Drain"), each ending in a compare-and-set move of the
@@ -276,7 +276,7 @@ export async function advanceDrains(deps: Deps, tenants: TenantWalk): Promise<st
 
 /** A rental ended on the server (`server.rental_ended`): its drain moves on without waiting for the job. */
 export function advanceServerDrains(deps: Deps, serverId: string): void {
-  const row = liveDrains(deps.db).find((d) => d.serverId === serverId)
+  const row = liveDrainOfServer(deps.db, serverId)
   if (!row || BUSY.has(row.id) || row.state === 'draining') return
   BUSY.add(row.id)
   advanceDrain(deps, row)
