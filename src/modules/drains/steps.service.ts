@@ -274,12 +274,20 @@ export async function advanceDrains(deps: Deps, tenants: TenantWalk): Promise<st
   return `${counts.moved} drains moved on, ${counts.waiting} waiting`
 }
 
-/** A rental ended on the server (`server.rental_ended`): its drain moves on without waiting for the job. */
+/** A rental ended on the server (`server.rental_ended`), or a command of its work ended: its drain moves on without waiting for the job. */
 export function advanceServerDrains(deps: Deps, serverId: string): void {
-  const row = liveDrainOfServer(deps.db, serverId)
+  let row: DrainRow | undefined
+  try {
+    row = liveDrainOfServer(deps.db, serverId)
+  } catch (error) {
+    // A database closing under a late timer, or busy: the drains.advance job moves it on.
+    deps.log.warn('finding the drain of a server failed', { server_id: serverId, error })
+    return
+  }
   if (!row || BUSY.has(row.id) || row.state === 'draining') return
   BUSY.add(row.id)
+  const id = row.id
   advanceDrain(deps, row)
-    .catch((error) => deps.log.warn('advancing a drain after a rental ended failed', { drain_id: row.id, error }))
-    .finally(() => BUSY.delete(row.id))
+    .catch((error) => deps.log.warn('advancing a drain after its rental or its work ended failed', { drain_id: id, error }))
+    .finally(() => BUSY.delete(id))
 }
