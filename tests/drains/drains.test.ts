@@ -312,6 +312,23 @@ describe('the work failing', () => {
   })
 })
 
+describe('cancelling while the work runs', () => {
+  test('a command on its way to the agent is cancelled and the agent told to stop; the listing goes back', async () => {
+    const server = agentServer.server_id
+    const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'agent.restart', params: {} }] } }), 201)
+    expect(started.state).toBe('working')
+    const id = started.commands[0]!.command_id
+    const since = agentServer.agent.frames.length
+    await commandFrame(agentServer.agent, id)
+    const cancelled = await ok<Drain>(api(app, owner, 'POST', `/drains/${started.id}/cancel`))
+    expect(cancelled.state).toBe('cancelled')
+    expect(cancelled.commands[0]!.execution_status).toBe('cancelled')
+    await agentServer.agent.waitFor((f) => f.type === 'command.cancel' && f.command_id === id, 30_000, since)
+    expect(cancelled.links[0]).toMatchObject({ withdrawn: true, relisted: true, window_announced: false })
+    expect(await listedOnVast(801)).toBe(true)
+  })
+})
+
 describe('a group drain', () => {
   test('drains each server of the group and skips the one already being drained', async () => {
     const group = await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: 'drain rack' } }), 201)

@@ -2,7 +2,7 @@ import { withTransaction } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import type { FieldError } from '../../platform/problem'
 import { commandType, paramsErrors } from './commands.catalogue'
-import { isTerminal } from './commands.delivery'
+import { isTerminal, sendFrame } from './commands.delivery'
 import { changeCommand, findCommand, listCommandRows } from './commands.repository'
 
 /**
@@ -42,8 +42,8 @@ export function commandOutcomes(deps: Deps, tenantId: string, ids: readonly stri
  * `note` on their timelines; one the agent already runs is left to finish. Answers how many it cancelled.
  */
 export function cancelCommandsNotStarted(deps: Deps, tenantId: string, ids: readonly string[], note: string): number {
-  return withTransaction(deps.db, (tx) => {
-    let n = 0
+  const cancelled = withTransaction(deps.db, (tx) => {
+    const out: { id: string; serverId: string; sent: boolean }[] = []
     const now = deps.clock.nowUs()
     for (const id of ids) {
       const c = findCommand(tx, tenantId, id)
@@ -62,8 +62,11 @@ export function cancelCommandsNotStarted(deps: Deps, tenantId: string, ids: read
         },
         note,
       )
-      n++
+      out.push({ id: c.id, serverId: c.serverId, sent: c.deliveryStatus === 'sent' || c.deliveryStatus === 'routing' })
     }
-    return n
+    return out
   })
+  // One already on its way to the agent is told to stop too, as POST /commands/{id}/cancel does.
+  for (const c of cancelled) if (c.sent) sendFrame(deps, c.serverId, { type: 'command.cancel', command_id: c.id })
+  return cancelled.length
 }
