@@ -202,13 +202,21 @@ describe('cancelling a drain mid-way', () => {
     await link(server, 'marketplace_b', '62', CLORE_OFFER)
     simB.addRental(KEY_B, 'rig-b2', { id: 9062, currency: 'USD-Blockchain', price: 6.5, ct: nowS(), mrl: 100 })
     await sync()
+    // Already waiting for the rental's end before the drain: waited for, never cancelled by it.
+    const earlier = await ok<{ command_id: string }>(
+      api(app, owner, 'POST', '/commands', { json: { server_id: server, type: 'agent.update', params: { version: '9.9.8' }, requires: 'after_rental' } }),
+      201,
+    )
     const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }), 201)
     expect(started.state).toBe('awaiting_rental_end')
     expect(simB.server(KEY_B, 'rig-b2')?.visibility).toBe('hidden')
     simB.clearRequests()
     const cancelled = await ok<Drain>(api(app, owner, 'POST', `/drains/${started.id}/cancel`))
     expect(cancelled.state).toBe('cancelled')
-    expect(cancelled.commands[0]!.execution_status).toBe('cancelled')
+    expect(cancelled.commands.map((c) => [c.command_id === earlier.command_id ? 'earlier' : c.type, c.execution_status])).toEqual([
+      ['earlier', 'not_started'],
+      ['docker.restart', 'cancelled'],
+    ])
     expect(writesB().map((w) => w.body)).toEqual([expect.objectContaining({ name: 'rig-b2', availability: true, 'USD-Blockchain_on_demand': 6.5 })])
     expect(simB.server(KEY_B, 'rig-b2')?.visibility).toBe('public')
     expect(await drainKinds(server)).toEqual(['drain.draining', 'drain.awaiting_rental_end', 'drain.cancelled'])

@@ -38,16 +38,17 @@ export function commandOutcomes(deps: Deps, tenantId: string, ids: readonly stri
 }
 
 /**
- * Cancels the commands of `ids` the agent has not accepted yet (still queued or on their way), with
+ * Cancels the commands of `ids` the system issued for `causeId` (a drain's own work, never a command
+ * it only waited for) that the agent has not accepted yet (still queued or on their way), with
  * `note` on their timelines; one the agent already runs is left to finish. Answers how many it cancelled.
  */
-export function cancelCommandsNotStarted(deps: Deps, tenantId: string, ids: readonly string[], note: string): number {
+export function cancelCommandsNotStarted(deps: Deps, tenantId: string, ids: readonly string[], causeId: string, note: string): number {
   const cancelled = withTransaction(deps.db, (tx) => {
     const out: { id: string; serverId: string; sent: boolean }[] = []
     const now = deps.clock.nowUs()
     for (const id of ids) {
       const c = findCommand(tx, tenantId, id)
-      if (!c || isTerminal(c) || c.deliveryStatus === 'accepted') continue
+      if (!c || c.issuedByType !== 'system' || c.issuedById !== causeId || isTerminal(c) || c.deliveryStatus === 'accepted') continue
       changeCommand(
         tx,
         deps,

@@ -148,8 +148,16 @@ export async function takeOffersOff(call: Call, start: DrainRow): Promise<DrainR
 export async function undo(call: Call, start: DrainRow, outcome: 'cancel' | 'failed', failure: string | null = null): Promise<DrainRow> {
   const { deps } = call
   let row = start
-  if (outcome === 'cancel' && row.commandIds.length)
-    cancelCommandsNotStarted(deps, row.tenantId, row.commandIds, 'the drain was cancelled before the agent accepted it')
+  // Its own work (never a command it only waited for, such as an agent update offered): on a cancel,
+  // and when queuing the work failed half-way.
+  if (row.commandIds.length)
+    cancelCommandsNotStarted(
+      deps,
+      row.tenantId,
+      row.commandIds,
+      row.id,
+      outcome === 'cancel' ? 'the drain was cancelled before the agent accepted it' : 'the drain failed before the agent accepted it',
+    )
   const links = row.links.map((l) => ({ ...l }))
   const refused: string[] = []
   for (const link of links) {
