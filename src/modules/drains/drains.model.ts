@@ -13,7 +13,10 @@ const CATEGORIES = ['power', 'internet', 'disk', 'gpu', 'software', 'other'] as 
 const WindowInput = Type.Object(
   {
     starts_at: Type.Optional(
-      Timestamp({ description: 'When the work starts, as renters are told; in the future and at most a year ahead. Default: one hour from now' }),
+      Timestamp({
+        description:
+          'When the work starts, as renters are told: after the latest renter’s end date the platform shows, since no rental is cut; in the future and at most a year ahead. Default: one hour from now',
+      }),
     ),
     hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 720, description: 'How long the window lasts, whole hours (default 2)' })),
     category: Type.Optional(Literals(CATEGORIES, { description: 'What the work is, as Vast names it (default software)' })),
