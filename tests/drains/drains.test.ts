@@ -266,6 +266,51 @@ describe('a refusal by the platform', () => {
   })
 })
 
+describe('a process that stopped mid-step', () => {
+  test('leaves a drain in draining that the job takes up again after a minute, and not before', async () => {
+    const server = insertServer(app, owner.tenantId, 'stopped-mid-step')
+    simA.putMachine(VAST_OWNER, 805, { hostname: 'rig-805', listed: false, num_gpus: 2, gpu_name: 'RTX 4090' })
+    await link(server, 'marketplace_a', '805', VAST_OFFER)
+    const id = app.deps.newId()
+    const now = app.deps.clock.nowUs()
+    const links = [
+      {
+        marketplace: 'marketplace_a',
+        offer: VAST_OFFER,
+        listed: true,
+        withdrawn: false,
+        window_supported: true,
+        window_announced: false,
+        relisted: false,
+        note: null,
+      },
+    ]
+    // As createDrain leaves it before its first step (the process stopped there).
+    rows(
+      app,
+      `INSERT INTO drains (id, tenant_id, server_id, live_server_id, group_id, state, reason, maintenance_window, links, work, command_ids, failure, failed_step, created_at, updated_at, finished_at, version)
+       VALUES (?, ?, ?, ?, NULL, 'draining', NULL, ?, ?, '[]', '[]', NULL, NULL, ?, ?, NULL, 1)`,
+      id,
+      owner.tenantId,
+      server,
+      server,
+      JSON.stringify({ starts_at_us: now + 3600 * US, hours: 2, category: 'software' }),
+      JSON.stringify(links),
+      now,
+      now,
+    )
+    simA.clearRequests()
+    await runAdvance()
+    expect((await getDrain(id)).state).toBe('draining') // a step may still be under way elsewhere
+    expect(writesA()).toEqual([])
+    await advance(app, 61)
+    await runAdvance()
+    // Idle and nothing queued: offers off, window announced, then straight back.
+    expect((await getDrain(id)).state).toBe('done')
+    expect(writesA().map((w) => w.endpoint)).toEqual(['unlist', 'dnotify', 'create_asks', 'cancel_maint'])
+  })
+})
+
 describe('input and tenants', () => {
   test('an unknown command or bad params is 422 with pointers, and nothing is sent', async () => {
     const server = insertServer(app, owner.tenantId, 'bad-input')
