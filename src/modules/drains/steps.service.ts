@@ -91,6 +91,7 @@ export async function takeOffersOff(call: Call, start: DrainRow): Promise<DrainR
   const links = row.links.map((l) => ({ ...l }))
   for (const link of links) {
     const target = { ...call, serverId: row.serverId, marketplace: link.marketplace as MarketplaceId }
+    let doing = 'withdraw the offer'
     try {
       if (!link.withdrawn && (link.offer !== null || link.listed !== false)) {
         await drainWithdraw(target)
@@ -99,6 +100,7 @@ export async function takeOffersOff(call: Call, start: DrainRow): Promise<DrainR
         row = saveLinks(deps, row, links)
       }
       if (link.window_supported && !link.window_announced) {
+        doing = 'announce the maintenance window'
         await drainAnnounce({
           ...target,
           window: { startsAtUs: row.window.starts_at_us, hours: row.window.hours, category: row.window.category, reason: row.reason },
@@ -110,8 +112,7 @@ export async function takeOffersOff(call: Call, start: DrainRow): Promise<DrainR
         row = saveLinks(deps, row, links)
       }
     } catch (e) {
-      const did = link.withdrawn ? 'announce the maintenance window' : 'withdraw the offer'
-      link.note = `${link.marketplace} refused to ${did}: ${messageOf(e)}`
+      link.note = `${link.marketplace} refused to ${doing}: ${messageOf(e)}`
       row = saveLinks(deps, row, links)
       return undo(call, row, 'failed', `${link.note}`)
     }
