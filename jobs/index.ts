@@ -17,6 +17,7 @@ import { evaluateAlerts } from '../src/modules/alerts'
 import { evaluateReadiness } from '../src/modules/readiness'
 import { pruneLiveEvents } from '../src/modules/live'
 import { evaluateWatchdog } from '../src/modules/watchdog'
+import { advanceDrains } from '../src/modules/drains'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -154,6 +155,14 @@ export const jobs: readonly JobDefinition[] = [
       fleetRuntime(deps).flush()
       return evaluateWatchdog(deps, tenants)
     },
+  },
+  {
+    name: 'drains.advance',
+    schedule: '5,35 * * * * *',
+    leaseSeconds: 300,
+    description:
+      'Moves each drain on: to working once no rental runs on its server, to relisting once its commands ended well (failed when one did not), then publishes the kept offers again and cancels the window; takes up a first step a stopped process left.',
+    run: ({ deps, tenants }) => advanceDrains(deps, tenants),
   },
   {
     name: 'live.prune',

@@ -33,6 +33,7 @@ import {
 } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
 import { watchdogRoutes } from './modules/watchdog'
+import { drainsRoutes } from './modules/drains'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
 import { paymentsRoutes, sandboxRoutes } from './modules/payments'
@@ -161,6 +162,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(liveRoutes(deps))
     .use(commandsRoutes(deps))
     .use(watchdogRoutes(deps))
+    .use(drainsRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))
     .use(paymentsRoutes(deps))

@@ -12,6 +12,10 @@ import {
 import { activateOnTopup } from './modules/subscription'
 import { alertOnAccountState, alertOnLowBalance, alertOnServerEvent, alertOnTopup } from './modules/alerts'
 import { watchdogOnServerEvent } from './modules/watchdog'
+import { advanceServerDrains } from './modules/drains'
+
+/** The execution states that end a command (a drain's work waits for them). */
+const DRAIN_WORK_ENDS = ['succeeded', 'failed', 'cancelled', 'expired']
 import { liveFromAlert, liveFromCommand, liveFromRental, liveFromServerEvent, liveFromTopup, liveFromTopupNotCredited } from './modules/live'
 
 /**
@@ -24,6 +28,12 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('server.rental_ended', ({ serverId }) => {
     dispatchServer(deps, serverId)
     announceDeliverable(deps, serverId) // the agent may be connected to another instance (PostgreSQL)
+    advanceServerDrains(deps, serverId) // a drain waiting for the rental's end moves on (docs/marketplaces.md "Drain")
+  })
+  // A command of a drain's work ended: the drain moves on once that change committed (the timer runs
+  // after the synchronous transaction returns; a change rolled back leaves nothing to move on).
+  deps.events.on('command.changed', ({ command, axis, to }) => {
+    if (axis === 'execution' && DRAIN_WORK_ENDS.includes(to)) setTimeout(() => advanceServerDrains(deps, command.serverId), 0)
   })
   // Commands created on another instance for an agent connected to this one (PostgreSQL LISTEN).
   deliverAcrossInstances(deps)

@@ -49,6 +49,8 @@ export class SimState {
   /** Other hosts' offers a test put on the market, by ask id, in the order added. */
   readonly marketOffers = new Map<number, Partial<OfferFields>>()
   private nextId = 1
+  /** The simulator's now in unix seconds (a test may tie it to the service's test clock). */
+  nowS: () => number = () => Date.now() / 1000
   /** Ask ids count apart from the other ids so that adding a machine never shifts a rental's or a window's id. */
   private nextAskId = 900_001
 
@@ -127,7 +129,10 @@ export class SimState {
     Object.assign(r, patch)
   }
 
+  /** The machine's rentals; one whose `end_date` has passed has ended (its instance is gone, as on Vast) and is dropped. */
   rentalsOf(machineId: number): (SimRental & { machineId: number })[] {
+    const now = this.nowS()
+    for (const [id, r] of this.rentals) if (r.end_date !== undefined && r.end_date <= now) this.rentals.delete(id)
     return [...this.rentals.values()].filter((r) => r.machineId === machineId)
   }
 

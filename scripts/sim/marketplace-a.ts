@@ -36,6 +36,12 @@ interface MarketplaceAOptions {
   rateScale?: number
   /** The 429 body: plain text (the default) or Vast's JSON `{"detail": …}` form. */
   rateLimitBody?: 'text' | 'json'
+  /**
+   * The simulator's clock in unix milliseconds (default the real time): what "now" is for a window's
+   * start, the earnings day and a rental's end (a rental whose end_date passed has ended). Rate limits
+   * keep the real time. A test ties it to the service's test clock.
+   */
+  clock?: () => number
 }
 
 export interface MarketplaceASim {
@@ -102,6 +108,8 @@ function loggedBody(text: string, keys: string[]): unknown {
 
 export async function startMarketplaceA(options: MarketplaceAOptions = {}): Promise<MarketplaceASim> {
   const state = new SimState()
+  const clock = options.clock ?? Date.now
+  state.nowS = () => clock() / 1000
   for (const owner of options.owners ?? []) state.addOwner(owner)
   const scale = options.rateScale ?? 1
   const last = new Map<string, number>()
@@ -175,7 +183,7 @@ export async function startMarketplaceA(options: MarketplaceAOptions = {}): Prom
           return json(400, { success: false, error: 'invalid_args', msg: 'Invalid JSON body' })
         }
       }
-      const ctx = { state, id: Number(route.pattern.exec(path)?.[1] ?? Number.NaN), body, query: url.searchParams, now: time / 1000 }
+      const ctx = { state, id: Number(route.pattern.exec(path)?.[1] ?? Number.NaN), body, query: url.searchParams, now: clock() / 1000 }
       if (route.anonymous) return route.handle({ ...ctx, owner: held?.owner })
       return held ? route.handle({ ...ctx, owner: held.owner }) : authError(403, 'This action requires login.')
     }
@@ -203,7 +211,7 @@ export async function startMarketplaceA(options: MarketplaceAOptions = {}): Prom
       const m = state.machines.get(machineId)
       if (!m) return null
       const num = (v: unknown) => (typeof v === 'number' ? v : null)
-      const rentals = [...state.rentals.values()].filter((r) => r.machineId === machineId).map(({ machineId: _m, ...r }) => r)
+      const rentals = state.rentalsOf(machineId).map(({ machineId: _m, ...r }) => r)
       return { priceGpuHour: num(m.fields.listed_gpu_cost), minBidHour: num(m.fields.min_bid_price), rentals }
     },
     addEarnings: (owner, rows) => {

@@ -43,6 +43,13 @@ interface Options {
   httpStatusFor?: Partial<Record<number, number>>
   /** Whether `my_servers` entries carry `id` (seen by third parties, not in the documented shape). */
   myServersIncludeId?: boolean
+  /**
+   * The simulator's clock in unix milliseconds (default the real time): an order with a creation
+   * time `ct` (unix seconds) and a length `mrl` (hours) expires once `ct + mrl` hours have passed, as
+   * Clore ends a rental at its maximum length. Rate limits keep the real time. A test ties it to the
+   * service's test clock.
+   */
+  clock?: () => number
 }
 
 interface LoggedRequest {
@@ -184,7 +191,14 @@ export async function startMarketplaceB(options: Options = {}): Promise<Marketpl
     return { code: 4 }
   }
 
+  /** Orders past their length have ended (a test moving the clock sees the rental end). */
+  function expireOrders(): void {
+    const nowS = (options.clock ?? Date.now)() / 1000
+    for (const { r } of allRentals()) if (!r.expired && r.ct !== undefined && r.mrl !== undefined && r.ct + r.mrl * 3600 <= nowS) r.expired = true
+  }
+
   async function handle(req: Req, at: number): Promise<{ status: number; body: Json }> {
+    expireOrders()
     const key = req.key
     const sent = loggedBody(req.body, key ? [key] : [])
     const reply = (body: Json, forced?: number) => {

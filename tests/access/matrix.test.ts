@@ -101,6 +101,19 @@ const watchdogRule = ({ app, owner }: MatrixContext) => {
   return { params: { id } }
 }
 
+/** A drain of a new server of tenant A waiting for the rental's end, as POST /servers/{id}/drain leaves it (no links). */
+const drain = ({ app, owner, newServer }: MatrixContext) => {
+  const id = app.deps.newId()
+  const serverId = newServer(owner.tenantId)
+  const now = app.deps.clock.nowUs()
+  app.deps.sqlite.run(
+    `INSERT INTO drains (id, tenant_id, server_id, live_server_id, group_id, state, reason, maintenance_window, links, work, command_ids, failure, failed_step, created_at, updated_at, finished_at, version)
+     VALUES (?, ?, ?, ?, NULL, 'awaiting_rental_end', NULL, ?, '[]', '[]', '[]', NULL, NULL, ?, ?, NULL, 1)`,
+    [id, owner.tenantId, serverId, serverId, JSON.stringify({ starts_at_us: now + 3_600_000_000, hours: 2, category: 'software' }), now, now],
+  )
+  return { params: { id } }
+}
+
 /** A pending suggestion of tenant A for a new server of the tenant. */
 const suggestion = (ctx: MatrixContext) => {
   const { app, owner, newServer } = ctx
@@ -178,6 +191,10 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /api/v1/alerts/:id': incident,
   'POST /api/v1/alerts/:id/acknowledge': incident,
   'POST /api/v1/alerts/:id/resolve': incident,
+  'POST /api/v1/servers/:id/drain': (ctx) => ({ ...server(ctx), body: {} }),
+  'POST /api/v1/groups/:id/drain': (ctx) => ({ ...group(ctx), body: {} }),
+  'GET /api/v1/drains/:id': drain,
+  'POST /api/v1/drains/:id/cancel': drain,
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

@@ -228,6 +228,8 @@ beforeAll(async () => {
     agentToken = loadCredential(join(app.dir, 'agents', 'rig-01')).agent_token
     const commands = await pat.get<{ items: { command_id: string }[] }>('/commands')
     fixtureRows(owner.tenantId, ids.get('rig-01')!, commands.items[0]!.command_id)
+    // A drain (docs/marketplaces.md "Drain"), which the demo does not start.
+    await pat.call('POST', `/servers/${ids.get('rig-01')}/drain`, { reason: 'contract' }, 201)
   })
 }, READY_MS)
 afterAll(async () => {

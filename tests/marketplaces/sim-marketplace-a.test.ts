@@ -138,6 +138,34 @@ describe('machines', () => {
     })
     sim.removeRental(od)
   })
+
+  test('a rental whose end_date passed on the simulator clock has ended; a dnotify start is checked against that clock', async () => {
+    let nowMs = 2_000_000_000_000
+    const s = await startMarketplaceA({ owners: owners(), rateScale: 0, clock: () => nowMs })
+    try {
+      s.putMachine(KEY, 1201, { hostname: 'rig-clock', num_gpus: 2 })
+      const nowS = nowMs / 1000
+      s.addRental(1201, { kind: 'on_demand', gpus: 2, running: true, end_date: nowS + 3600 })
+      const read = async () => {
+        const res = await fetch(`${s.url}/api/v0/machines/1201?owner=me`, { headers: { authorization: `Bearer ${KEY}` } })
+        return ((await res.json()) as any[])[0]
+      }
+      expect(await read()).toMatchObject({ current_rentals_running: 1, client_end_date: nowS + 3600, gpu_occupancy: 'D D ' })
+      nowMs += 3600 * 1000
+      expect(await read()).toMatchObject({ current_rentals_running: 0, client_end_date: null, gpu_occupancy: 'x x ' })
+      // The simulator's now, not the real one, decides whether a window starts in the future.
+      const dnotify = (sdate: number) =>
+        fetch(`${s.url}/api/v0/machines/1201/dnotify/`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ client_id: 'me', sdate, duration: 2, maintenance_category: 'software' }),
+        })
+      expect((await dnotify(nowMs / 1000 - 60)).status).toBe(400)
+      expect((await dnotify(nowMs / 1000 + 60)).status).toBe(200)
+    } finally {
+      await s.stop()
+    }
+  })
 })
 
 describe('host writes', () => {

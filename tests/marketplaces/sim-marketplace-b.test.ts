@@ -174,6 +174,20 @@ describe('marketplace_b simulator: reads', () => {
     s.removeRental(900)
     expect(s.server(KEY, 'rig-full')?.rentals).toEqual([])
   })
+
+  test('an order expires once its length (mrl hours from ct) has passed on the simulator clock', async () => {
+    let nowMs = 1_700_000_000_000
+    const s = await start({ clock: () => nowMs })
+    s.addRental(KEY, 'rig-full', { id: 901, currency: 'bitcoin', price: 0.0001, renter: RENTER, ct: 1_700_000_000, mrl: 2 })
+    expect((await serverConfig(s, 'rig-full')).config.rental_status).toBe(1)
+    nowMs += 2 * 3600 * 1000 - 1000
+    expect((await serverConfig(s, 'rig-full')).config.rental_status).toBe(1)
+    nowMs += 1000
+    expect((await serverConfig(s, 'rig-full')).config.rental_status).toBe(0)
+    expect((await call(s, '/my_orders?return_completed=true', { key: RENTER })).body.orders).toEqual([
+      { id: 901, price: 0.0001, currency: 'bitcoin', mrl: 2, ct: 1_700_000_000, si: 41, expired: true },
+    ])
+  })
 })
 
 describe('marketplace_b simulator: writes', () => {

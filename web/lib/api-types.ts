@@ -11,6 +11,7 @@ import type * as Accounts from '../../src/modules/accounts/accounts.model'
 import type * as Alerts from '../../src/modules/alerts/alerts.model'
 import type * as Billing_ from '../../src/modules/billing/billing.model'
 import type * as Commands from '../../src/modules/commands/commands.model'
+import type * as Drains from '../../src/modules/drains/drains.model'
 import type * as Costs from '../../src/modules/costs/costs.model'
 import type * as EarningsM from '../../src/modules/earnings/earnings.model'
 import type * as Fleet from '../../src/modules/fleet/servers.model'
@@ -159,6 +160,10 @@ export type DismissBody = Static<typeof Strategy.DismissBody>
 export type ChangeOrderBody = Static<typeof SubscriptionM.ChangeOrder>
 export type PatCreateBody = Static<typeof Tokens.PatCreate>
 export type InitCreateBody = Static<typeof Tokens.InitCreate>
+
+/** A drain (docs/marketplaces.md "Drain"): GET /drains/{id}, an item of GET /drains. */
+export type Drain = Static<typeof Drains.Drain>
+export type DrainCreateBody = Static<typeof Drains.DrainCreate>
 
 /** GET /readiness (docs/readiness.md). */
 export type FleetReadiness = Static<typeof Readiness.FleetReadiness>

@@ -7,6 +7,7 @@ import { href } from '../lib/router'
 import { can } from '../lib/session'
 import type { Dashboard, FleetReadiness, Group, Incident, Link, ServerReadinessSummary, ServerRow, Snapshot } from '../lib/api-types'
 import { PresenceBadge } from '../ui/badges'
+import { DrainBadge, useLiveDrains } from './drain'
 import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
 import { Async, DataTable, Empty, More } from '../ui/states'
@@ -270,6 +271,7 @@ function SortHead({ label, k, sort, set, num: numeric }: { label: string; k: Sor
 
 function ServerTable({ rows, groups, ctx }: { rows: ServerRow[]; groups: Group[]; ctx: Context }) {
   const [sort, setSort] = useState<Sort>({ key: 'name', desc: false })
+  const drains = useLiveDrains()
   const groupName = (id: string | null) => groups.find((g) => g.id === id)?.name ?? '—'
   const head = (label: string, k: SortKey, numeric = false) => <SortHead label={label} k={k} sort={sort} set={setSort} num={numeric} />
   return (
@@ -304,6 +306,7 @@ function ServerTable({ rows, groups, ctx }: { rows: ServerRow[]; groups: Group[]
               <div class="flags">
                 <PresenceBadge presence={s.presence} />
                 <FlagList flags={flags.filter((f) => f.key !== 'offline')} />
+                <DrainBadge d={drains.get(s.id)} />
               </div>
             </td>
             <td>

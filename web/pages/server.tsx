@@ -11,6 +11,7 @@ import { Form, TextField, useForm } from '../ui/form'
 import { Page, Section } from '../ui/layout'
 import { Action, Async, DataTable, Empty } from '../ui/states'
 import { CommandList, SendCommand } from './commands'
+import { ServerDrain } from './drain'
 import { ServerCharts } from './server-charts'
 import { ServerHardware } from './server-hardware'
 import { ServerReadiness } from './server-readiness'
@@ -150,6 +151,7 @@ export function ServerPage({ id }: { id: string }) {
             <Section title="Maintenance">
               <Maintenance s={s} reload={server.reload} />
             </Section>
+            <ServerDrain serverId={id} decommissioned={s.decommissioned_at !== null} />
             <Section title="GPU vitals">
               <Vitals s={s} />
             </Section>

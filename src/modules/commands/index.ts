@@ -7,3 +7,5 @@ export { commandsRoutes } from './commands.routes'
 export { announceDeliverable, deliverAcrossInstances, dispatchServer, expireCommands, sessionLost, sessionReady } from './commands.delivery'
 export { applyCommandFrame } from './commands.reports'
 export { issueSystemCommand, offerAgentUpdate } from './commands.service'
+// What a workflow waiting for commands reads and does (the drain: docs/marketplaces.md "Drain").
+export { cancelCommandsNotStarted, commandInputErrors, commandOutcomes, commandsAfterRental } from './work.service'

@@ -10,7 +10,7 @@ export type Severity = ServerEventRow['severity']
  * presence.offline, agent.enrolled, agent.hello, maintenance.declared, maintenance.ended,
  * server.decommissioned, server.updated, marketplace.rental_started, marketplace.rental_ended, readiness.regressed,
  * readiness.recovered (docs/readiness.md), and the watchdog's watchdog.notified / action / held / gave_up / recovered
- * (docs/watchdog.md); the agent's own reports keep their kind under agent.<kind>.
+ * (docs/watchdog.md), the drain's drain.<state> (docs/marketplaces.md "Drain"); the agent's own reports keep their kind under agent.<kind>.
  */
 export function recordServerEvent(
   tx: DbOrTx,

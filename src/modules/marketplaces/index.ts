@@ -22,3 +22,5 @@ export { publishOffer } from './offers/offers.service'
 export { offerPriceRefusal } from './offers/offers.mapping'
 // What alerts read: accounts whose key is rejected or whose calls fail, and stale links.
 export { accountHealth, staleLinks } from './links/health.repository'
+// What a drain does on the platforms (withdraw, announce and cancel a window, relist the kept offer: docs/marketplaces.md "Drain").
+export { drainAnnounce, drainCancelWindow, drainRelist, drainTargets, drainWithdraw } from './offers/drain.service'

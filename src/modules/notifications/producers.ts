@@ -43,6 +43,13 @@ function categoryOf(e: ServerEvent): { category: Category; title: string; group:
   // The watchdog's notify step and its page when it gives up (docs/watchdog.md): `error`, critical.
   if (e.kind === 'watchdog.notified') return { category: 'error', title: 'Watchdog', group: `watchdog:${e.server.id}:${e.message}` }
   if (e.kind === 'watchdog.gave_up') return { category: 'error', title: 'Watchdog gave up', group: `watchdog-gave-up:${e.server.id}:${e.message}` }
+  // A drain's end (docs/marketplaces.md "Drain"): the server is back on the market, or it stopped and says why.
+  if (e.kind === 'drain.done' || e.kind === 'drain.failed')
+    return {
+      category: 'maint',
+      title: e.kind === 'drain.done' ? 'Drain done' : 'Drain failed',
+      group: `${e.kind}:${e.server.id}:${String(e.data?.drain_id ?? '')}`,
+    }
   if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical'))
     return { category: 'error', title: 'Agent reported an error', group: `error:${e.server.id}:${e.kind}` }
   return null
