@@ -17,6 +17,7 @@ import { evaluateAlerts } from '../src/modules/alerts'
 import { evaluateReadiness } from '../src/modules/readiness'
 import { pruneLiveEvents } from '../src/modules/live'
 import { evaluateWatchdog } from '../src/modules/watchdog'
+import { runBulkOperations } from '../src/modules/bulk'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -154,6 +155,14 @@ export const jobs: readonly JobDefinition[] = [
       fleetRuntime(deps).flush()
       return evaluateWatchdog(deps, tenants)
     },
+  },
+  {
+    name: 'bulk.run',
+    schedule: '*/5 * * * * *',
+    leaseSeconds: 120,
+    description:
+      'Sends the items of bulk publish / withdraw / reprice operations one after the other, paced by each platform\'s limits, at most 10 per tenant per run, resuming from the first item not decided (docs/marketplaces.md "Bulk changes").',
+    run: ({ deps, tenants }) => runBulkOperations(deps, tenants),
   },
   {
     name: 'live.prune',

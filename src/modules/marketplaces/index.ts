@@ -22,3 +22,6 @@ export { publishOffer } from './offers/offers.service'
 export { offerPriceRefusal } from './offers/offers.mapping'
 // What alerts read: accounts whose key is rejected or whose calls fail, and stale links.
 export { accountHealth, staleLinks } from './links/health.repository'
+// What bulk changes read and do (docs/marketplaces.md "Bulk changes"): each link's offer now, and the two writes.
+export { offerStates, type OfferState } from './links/listings.service'
+export { withdrawOffer } from './offers/offers.service'
