@@ -123,7 +123,7 @@ describe('bulk changes', () => {
       const res = await api(app, who, 'POST', '/bulk-operations/preview', { json })
       expect(res.status).toBe(422)
       expect(res.headers.get('content-type')).toContain('application/problem+json')
-      expect((await res.json()).errors[0]).toMatchObject({ path, code })
+      expect(((await res.json()) as { errors: unknown[] }).errors[0]).toMatchObject({ path, code })
     }
     await bad({ marketplace: 'marketplace_a', action: 'reprice', server_ids: [serversA[0]] }, '/price_gpu_hour', 'required')
     await bad({ marketplace: 'marketplace_a', action: 'reprice', server_ids: [serversA[0]], price_gpu_hour: '0' }, '/price_gpu_hour', 'too_small')

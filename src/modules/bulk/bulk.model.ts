@@ -4,9 +4,9 @@ import { DisplayText, Literals, Money, Nullable, PageOf, Timestamp, Uuid } from 
 
 /** Bulk publish / withdraw / reprice (docs/marketplaces.md "Bulk changes"). */
 
-export const BULK_ACTIONS = ['publish', 'withdraw', 'reprice'] as const
+const BULK_ACTIONS = ['publish', 'withdraw', 'reprice'] as const
 /** The most servers one operation covers (a tenant keeps at most 512 links). */
-export const MAX_BULK_SERVERS = 512
+const MAX_BULK_SERVERS = 512
 
 const CoinAmount = Type.String({
   pattern: '^(0|[1-9][0-9]{0,11})(\\.[0-9]{1,12})?$',
@@ -48,7 +48,7 @@ export const BulkBody = Type.Object(
 )
 
 const CoinPrice = Type.Object({ on_demand: Nullable(Type.String()), spot: Nullable(Type.String()) })
-export const OfferSide = Type.Object(
+const OfferSide = Type.Object(
   {
     listed: Nullable(Type.Boolean()),
     price_gpu_hour: Nullable(Money()),
@@ -75,7 +75,7 @@ export const BulkPreview = Type.Object({
   items: Type.Array(PreviewItem, { maxItems: MAX_BULK_SERVERS }),
 })
 
-export const ITEM_STATES = ['pending', 'sending', 'done', 'refused', 'skipped', 'failed', 'cancelled'] as const
+const ITEM_STATES = ['pending', 'sending', 'done', 'refused', 'skipped', 'failed', 'cancelled'] as const
 
 const Item = Type.Object({
   server_id: Uuid(),
@@ -129,6 +129,6 @@ const operationFields = {
   finished_at: Nullable(Timestamp()),
 }
 
-export const BulkOperationSummary = Type.Object(operationFields)
+const BulkOperationSummary = Type.Object(operationFields)
 export const BulkOperation = Type.Object({ ...operationFields, items: Type.Array(Item, { maxItems: MAX_BULK_SERVERS }) })
 export const BulkOperationPage = PageOf(BulkOperationSummary, { maxItems: 200 })

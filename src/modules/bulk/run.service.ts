@@ -22,7 +22,7 @@ import { planItem } from './plan'
  * tenant, so a shutdown waits for at most that many paced calls; the job runs every 5 seconds.
  */
 
-export const ITEMS_PER_RUN = 10
+const ITEMS_PER_RUN = 10
 /** A platform unreachable (or rate-limiting past the retries) this many times for one item fails the item. */
 const MAX_ATTEMPTS = 5
 
