@@ -178,6 +178,7 @@ function BulkForm() {
           </DataTable>
           {preview.counts.change > 0 && can('admin') && (
             <Action
+              class="primary"
               label={`Confirm: change ${preview.counts.change} machines`}
               busyLabel="Starting…"
               run={async () => {
