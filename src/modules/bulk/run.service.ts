@@ -69,7 +69,8 @@ async function send(deps: Deps, op: OperationRow, item: ItemRow): Promise<Outcom
     if (e.code === 'marketplaces.refused') return { state: 'refused', reason: e.message }
     if (e.code === 'marketplaces.link_not_found') return { state: 'skipped', reason: `no longer linked at ${op.marketplace}` }
     if (e.code === 'marketplaces.platform_unavailable') {
-      const why = `${op.marketplace} could not be reached (${String(e.facts.internal ?? e.message).slice(0, 300)})`
+      // The adapter's own words ("marketplace_a could not be reached (ECONNREFUSED)", "kept answering 429 …"): no key in them.
+      const why = String(e.facts.internal ?? e.message).slice(0, 300)
       return item.attempts + 1 >= MAX_ATTEMPTS ? { state: 'failed', reason: `${why}; gave up after ${MAX_ATTEMPTS} tries` } : { state: 'pending', reason: why }
     }
     return { state: 'failed', reason: e.message }
