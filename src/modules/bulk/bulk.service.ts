@@ -1,6 +1,5 @@
 import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
-import type { BulkOffer } from '../../../db/schema/bulk'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { paginate } from '../../platform/cursor'
@@ -210,8 +209,6 @@ function summaryView(op: OperationRow, counts: Partial<Record<ItemState, number>
   }
 }
 
-const side = (o: BulkOffer | null) => o
-
 function operationView(op: OperationRow, items: ItemRow[]) {
   const counts: Partial<Record<ItemState, number>> = {}
   for (const i of items) counts[i.state] = (counts[i.state] ?? 0) + 1
@@ -222,8 +219,8 @@ function operationView(op: OperationRow, items: ItemRow[]) {
       server_name: i.serverName,
       external_machine_id: i.externalMachineId,
       state: i.state,
-      before: side(i.before),
-      after: side(i.after),
+      before: i.before,
+      after: i.after,
       reason: i.reason,
       attempts: i.attempts,
       finished_at: i.finishedAt === null ? null : formatTimestamp(i.finishedAt),
