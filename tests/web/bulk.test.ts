@@ -65,6 +65,7 @@ describe('bulk changes', () => {
       const refused = page.locator('tr[data-server="bulk-3"]')
       expect(await refused.getAttribute('data-state')).toBe('refused')
       expect(await refused.textContent()).toContain('Only machine owner can create ask contracts')
+      expect(await refused.textContent()).toContain('unchanged')
       expect(await page.locator('tr[data-server="bulk-0"]').getAttribute('data-state')).toBe('done')
       await expectAccessible(c, 'bulk-2-outcomes')
 

@@ -297,9 +297,7 @@ export function BulkOperationPage({ id }: { id: string }) {
                   <td>
                     <Offer side={i.before} marketplace={o.marketplace} />
                   </td>
-                  <td>
-                    <Offer side={i.after} marketplace={o.marketplace} />
-                  </td>
+                  <td>{i.after ? <Offer side={i.after} marketplace={o.marketplace} /> : <span class="muted">unchanged</span>}</td>
                   <td>
                     <StatusBadge status={i.state} />
                     {i.reason && <span class="small"> {i.reason}</span>}

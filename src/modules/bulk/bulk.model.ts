@@ -85,8 +85,11 @@ const Item = Type.Object({
     description:
       'pending: not sent yet; sending: its call is out; done: the platform accepted it; refused: the platform turned it down (reason: its words); skipped: nothing to send (reason); failed: not done for another reason (no usable key, the platform unreachable after 5 tries); cancelled: the operation was cancelled before it was sent',
   }),
-  before: Nullable(OfferSide),
-  after: Nullable(OfferSide),
+  before: Nullable(OfferSide, { description: 'The offer as the platform showed it when the operation was made (null: not linked)' }),
+  after: Nullable(OfferSide, {
+    description:
+      'pending or sending: the offer the change will leave; done: the offer it left; null when it changed nothing (refused, skipped, failed, cancelled)',
+  }),
   reason: Nullable(Type.String({ maxLength: 1024 })),
   attempts: Type.Integer({ minimum: 0, description: 'How many times the run sent it (a retry after the platform was unreachable counts)' }),
   finished_at: Nullable(Timestamp()),

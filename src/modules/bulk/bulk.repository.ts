@@ -76,10 +76,10 @@ export function updateItem(tx: DbOrTx, id: string, patch: Partial<ItemRow>): voi
   tx.update(bulkItems).set(patch).where(eq(bulkItems.id, id)).run()
 }
 
-/** Cancels an operation's items that were not sent yet; answers how many. */
+/** Cancels an operation's items that were not sent yet. */
 export function cancelPending(tx: DbOrTx, tenantId: string, operationId: string, nowUs: number, reason: string): void {
   tx.update(bulkItems)
-    .set({ state: 'cancelled', reason, updatedAt: nowUs, finishedAt: nowUs })
+    .set({ state: 'cancelled', reason, after: null, updatedAt: nowUs, finishedAt: nowUs })
     .where(and(eq(bulkItems.tenantId, tenantId), eq(bulkItems.operationId, operationId), eq(bulkItems.state, 'pending')))
     .run()
 }

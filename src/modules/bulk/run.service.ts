@@ -107,11 +107,12 @@ async function runTenant(deps: Deps, tenantId: string, operationIds: string[]): 
       const now = deps.clock.nowUs()
       withTransaction(deps.db, (tx) => {
         if (outcome.state === 'pending') updateItem(tx, item.id, { state: 'pending', reason: outcome.reason, updatedAt: now })
+        // `after` is the offer the item left: none when the platform did not take it.
         else
           updateItem(tx, item.id, {
             state: outcome.state,
             reason: outcome.reason,
-            ...(outcome.after !== undefined ? { after: outcome.after } : {}),
+            after: outcome.state === 'done' ? (outcome.after ?? item.after) : null,
             updatedAt: now,
             finishedAt: now,
           })
