@@ -18,6 +18,7 @@ import { evaluateReadiness } from '../src/modules/readiness'
 import { pruneLiveEvents } from '../src/modules/live'
 import { evaluateWatchdog } from '../src/modules/watchdog'
 import { advanceDrains } from '../src/modules/drains'
+import { runBulkOperations } from '../src/modules/bulk'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -163,6 +164,14 @@ export const jobs: readonly JobDefinition[] = [
     description:
       'Moves each drain on: to working once no rental runs on its server, to relisting once its commands ended well (failed when one did not), then publishes the kept offers again and cancels the window; takes up a first step a stopped process left.',
     run: ({ deps, tenants }) => advanceDrains(deps, tenants),
+  },
+  {
+    name: 'bulk.run',
+    schedule: '*/5 * * * * *',
+    leaseSeconds: 120,
+    description:
+      'Sends the items of bulk publish / withdraw / reprice operations one after the other, paced by each platform\'s limits, at most 10 per tenant per run, resuming from the first item not decided (docs/marketplaces.md "Bulk changes").',
+    run: ({ deps, tenants }) => runBulkOperations(deps, tenants),
   },
   {
     name: 'live.prune',

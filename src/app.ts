@@ -34,6 +34,7 @@ import {
 import { commandsRoutes } from './modules/commands'
 import { watchdogRoutes } from './modules/watchdog'
 import { drainsRoutes } from './modules/drains'
+import { bulkRoutes } from './modules/bulk'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
 import { paymentsRoutes, sandboxRoutes } from './modules/payments'
@@ -150,6 +151,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(linksRoutes(deps))
     .use(candidatesRoutes(deps))
     .use(offersRoutes(deps))
+    .use(bulkRoutes(deps))
     .use(marketRoutes(deps))
     .use(earningsRoutes(deps, (tenantId) => platformCuts(deps, tenantId)))
     .use(costsRoutes(deps))

@@ -114,6 +114,23 @@ const drain = ({ app, owner, newServer }: MatrixContext) => {
   return { params: { id } }
 }
 
+/** A running bulk operation of tenant A with one pending item, as POST /bulk-operations stores it. */
+const bulkOperation = ({ app, owner, newServer }: MatrixContext) => {
+  const id = app.deps.newId()
+  const now = app.deps.clock.nowUs()
+  app.deps.sqlite.run(
+    `INSERT INTO bulk_operations (id, tenant_id, marketplace, action, change, selection, state, actor_kind, actor_id, created_at, finished_at)
+     VALUES (?, ?, 'marketplace_a', 'withdraw', '{}', '{}', 'running', 'user', NULL, ?, NULL)`,
+    [id, owner.tenantId, now],
+  )
+  app.deps.sqlite.run(
+    `INSERT INTO bulk_items (id, operation_id, tenant_id, position, server_id, server_name, external_machine_id, state, before, after, reason, attempts, updated_at, finished_at)
+     VALUES (?, ?, ?, 0, ?, 'matrix rig', '501', 'pending', NULL, NULL, NULL, 0, ?, NULL)`,
+    [app.deps.newId(), id, owner.tenantId, newServer(owner.tenantId), now],
+  )
+  return { params: { id } }
+}
+
 /** A pending suggestion of tenant A for a new server of the tenant. */
 const suggestion = (ctx: MatrixContext) => {
   const { app, owner, newServer } = ctx
@@ -153,6 +170,8 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /api/v1/groups/:id': group,
   'PATCH /api/v1/groups/:id': (ctx) => ({ ...group(ctx), body: { name: 'renamed group' } }),
   'DELETE /api/v1/groups/:id': group,
+  'GET /api/v1/bulk-operations/:id': bulkOperation,
+  'POST /api/v1/bulk-operations/:id/cancel': bulkOperation,
   'GET /api/v1/watchdog/rules/:id': watchdogRule,
   'PATCH /api/v1/watchdog/rules/:id': (ctx) => ({ ...watchdogRule(ctx), body: { name: 'renamed rule' } }),
   'DELETE /api/v1/watchdog/rules/:id': watchdogRule,

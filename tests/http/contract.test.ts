@@ -224,6 +224,10 @@ beforeAll(async () => {
     known.set('client_id', (await connectClient(app, member)).client.client_id)
     const test = await pat.call<{ deliveries: { id: string }[] }>('POST', '/notifications/test', { channels: ['email'] })
     known.set('delivery_id', test.deliveries[0]!.id)
+    // What the demo does not make either: a bulk change (its preview too), left for the bulk.run job (not run here).
+    const bulk = { marketplace: 'marketplace_a', action: 'reprice', server_ids: [ids.get('rig-01')!], price_gpu_hour: '0.61' }
+    await pat.call('POST', '/bulk-operations/preview', bulk)
+    await pat.call('POST', '/bulk-operations', bulk, 202)
     // An agent's own credential (the demo's enrolment saved it where the agent keeps it), for the agent's operations.
     agentToken = loadCredential(join(app.dir, 'agents', 'rig-01')).agent_token
     const commands = await pat.get<{ items: { command_id: string }[] }>('/commands')

@@ -32,6 +32,7 @@ import type * as Metrics from '../../src/modules/telemetry/metrics.model'
 import type * as Tokens from '../../src/modules/tokens/tokens.model'
 import type * as Users from '../../src/modules/users/users.model'
 import type * as Watchdog from '../../src/modules/watchdog/watchdog.model'
+import type * as Bulk from '../../src/modules/bulk/bulk.model'
 
 /** An item of a paged answer ({ items, next_cursor }) or of a list ({ items }). */
 type ItemOf<T extends { items: unknown[] }> = T['items'][number]
@@ -55,6 +56,11 @@ export type Group = Static<typeof Groups.Group>
 /** A watchdog rule with its ladders and recent steps (GET /watchdog/rules). */
 export type WatchdogRule = Static<typeof Watchdog.Rule>
 export type WatchdogRulePatchBody = Static<typeof Watchdog.RulePatch>
+/** Bulk publish / withdraw / reprice (docs/marketplaces.md "Bulk changes"): the body, the preview, the operation. */
+export type BulkBody = Static<typeof Bulk.BulkBody>
+export type BulkPreview = Static<typeof Bulk.BulkPreview>
+export type BulkOperation = Static<typeof Bulk.BulkOperation>
+export type BulkOperationSummary = ItemOf<Static<typeof Bulk.BulkOperationPage>>
 
 export type Command = Static<typeof Commands.Command>
 export type CommandLog = Static<typeof Commands.CommandLog>

@@ -3,6 +3,7 @@ import { AddServer } from './add-server'
 import { AiPage } from './ai'
 import { AlertsPage } from './alerts'
 import { BillingPage } from './billing'
+import { BulkOperationPage, BulkPage } from './bulk'
 import { PlanPage } from './plan'
 import { ReportsPage } from './reports'
 import { SettingsPage } from './settings'
@@ -27,6 +28,8 @@ export const ROUTES: [string, (params: any) => JSX.Element][] = [
   ['/billing', BillingPage],
   ['/billing/plan', PlanPage],
   ['/marketplaces', MarketplacesPage],
+  ['/marketplaces/bulk', BulkPage],
+  ['/marketplaces/bulk/:id', BulkOperationPage],
   ['/earnings', EarningsPage],
   ['/alerts', AlertsPage],
   ['/strategy', StrategyPage],

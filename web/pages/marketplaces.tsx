@@ -302,7 +302,7 @@ export function MarketplacesPage() {
           <LinkMachine servers={servers.data?.items ?? []} connected={connected} done={changed} />
         </Section>
       )}
-      <Section title="Links and offers">
+      <Section title="Links and offers" actions={<a href={href('/marketplaces/bulk')}>Bulk changes</a>}>
         <Async r={links} label="Loading the links…">
           {(d) => <Links links={d.links} servers={servers.data?.items ?? []} reload={changed} />}
         </Async>

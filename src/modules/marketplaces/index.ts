@@ -24,3 +24,6 @@ export { offerPriceRefusal } from './offers/offers.mapping'
 export { accountHealth, staleLinks } from './links/health.repository'
 // What a drain does on the platforms (withdraw, announce and cancel a window, relist the kept offer: docs/marketplaces.md "Drain").
 export { drainAnnounce, drainCancelWindow, drainRelist, drainTargets, drainWithdraw } from './offers/drain.service'
+// What bulk changes read and do (docs/marketplaces.md "Bulk changes"): each link's offer now, and the two writes.
+export { offerStates, type OfferState } from './links/listings.service'
+export { withdrawOffer } from './offers/offers.service'

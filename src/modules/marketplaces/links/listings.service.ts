@@ -1,7 +1,7 @@
 import type { DbOrTx } from '../../../../db/client'
 import type { ServerListing } from '../../fleet'
 import { rentalOf } from '../deals/deals.service'
-import { linksOf, linksOfServers, type LinkRow } from './links.repository'
+import { linksOf, linksOfServers, linksOnMarketplace, type LinkRow } from './links.repository'
 import { ownPriceMicros } from '../market/market.service'
 
 /**
@@ -54,5 +54,35 @@ export function linkedMachines(db: DbOrTx, tenantId: string, serverId?: string):
     state: l.state,
     lastSeenAt: l.lastSeenAt,
     remote: l.remote,
+  }))
+}
+
+/** A linked machine's offer as the platform last showed it, for bulk changes (docs/marketplaces.md "Bulk changes"). */
+export type OfferState = {
+  serverId: string
+  externalMachineId: string
+  state: LinkRow['state']
+  listed: boolean | null
+  priceGpuHour: string | null
+  minBidHour: string | null
+  /** marketplace_b's per-coin, per-day prices; null on marketplace_a. */
+  coinPrices: Record<string, { on_demand: string | null; spot: string | null }> | null
+  rentalsRunning: number | null
+  /** The offer gpuhq last published and keeps for keep-on (null after a withdrawal). */
+  keptOffer: LinkRow['offer']
+}
+
+/** The tenant's links on one marketplace with their offers as the last sync (or write) left them. */
+export function offerStates(db: DbOrTx, tenantId: string, marketplace: LinkRow['marketplace']): OfferState[] {
+  return linksOnMarketplace(db, tenantId, marketplace).map((l) => ({
+    serverId: l.serverId,
+    externalMachineId: l.externalMachineId,
+    state: l.state,
+    listed: l.remote.listed,
+    priceGpuHour: l.remote.price_gpu_hour,
+    minBidHour: l.remote.min_bid_hour,
+    coinPrices: l.marketplaceB?.coin_prices ?? null,
+    rentalsRunning: l.remote.rentals_running,
+    keptOffer: l.offer,
   }))
 }

@@ -123,10 +123,13 @@ function offerSummary(input: OfferInput): string {
     .join(', ')
 }
 
-/** Takes the offer off the market; the kept offer is dropped, so keep-on has nothing to re-publish. */
-export async function withdrawOffer({ deps, actor, audit, serverId, marketplace }: Target): Promise<void> {
+/**
+ * Takes the offer off the market; the kept offer is dropped, so keep-on has nothing to re-publish.
+ * `reason` (a bulk operation) goes into the operations log beside the call.
+ */
+export async function withdrawOffer({ deps, actor, audit, serverId, marketplace, reason = null }: Target & { reason?: string | null }): Promise<void> {
   const { link, account } = writable(deps, actor, serverId, marketplace)
-  await write(deps, actor, account, link, (key) => adapterFor(deps, marketplace).withdrawOffer(key, refOf(link)))
+  await write(deps, actor, account, link, (key) => adapterFor(deps, marketplace).withdrawOffer(key, refOf(link)), reason)
   withTransaction(deps.db, (tx) => {
     const current = findLink(tx, actor.tenantId, link.serverId, marketplace)
     if (current) updateLink(tx, current.id, { remote: { ...current.remote, listed: false }, offer: null, offerPublishedAt: null })
