@@ -236,4 +236,29 @@ describe('bulk changes', () => {
     const finished = list.items.find((o: any) => o.state === 'finished')
     expect((await api(on, a, 'POST', `/bulk-operations/${finished.id}/cancel`)).status).toBe(409)
   })
+  test('a token limited to servers selects its own servers and sees only operations over them', async () => {
+    const on = second!
+    const minted = await ok(
+      api(on, a, 'POST', '/tokens', {
+        json: { name: 'two rigs', scopes: ['marketplaces:read', 'marketplaces:write'], server_allowlist: serversA.slice(0, 2) },
+      }),
+      201,
+    )
+    const pat: Owner = { ...a, headers: { authorization: `Bearer ${minted.token}` } }
+    const body = (extra: Record<string, unknown>) => ({ json: { marketplace: 'marketplace_a', action: 'withdraw', ...extra } })
+    const preview = await ok(api(on, pat, 'POST', '/bulk-operations/preview', body({ server_ids: serversA.slice(0, 2) })))
+    expect(preview.counts.total).toBe(2)
+    // Another of the tenant's servers is not there for it; a group reaches beyond it.
+    expect((await api(on, pat, 'POST', '/bulk-operations/preview', body({ server_ids: [serversA[0], serversA[2]] }))).status).toBe(404)
+    const group = await ok(api(on, a, 'POST', '/groups', { json: { name: 'bulk allowlist' } }), 201)
+    expect((await api(on, pat, 'POST', '/bulk-operations', body({ group_id: group.id }))).status).toBe(403)
+    const own = await ok(api(on, pat, 'POST', '/bulk-operations', body({ server_ids: [serversA[0]] })), 202)
+    expect((await ok(api(on, pat, 'POST', `/bulk-operations/${own.id}/cancel`))).state).toBe('cancelled')
+    const wider = (await ok(api(on, a, 'GET', '/bulk-operations?limit=100'))).items.filter((o: any) => o.id !== own.id)
+    expect(wider.length).toBeGreaterThan(0)
+    const seen = (await ok(api(on, pat, 'GET', '/bulk-operations?limit=100'))).items.map((o: any) => o.id)
+    expect(seen).toEqual([own.id])
+    expect((await api(on, pat, 'GET', `/bulk-operations/${wider[0].id}`)).status).toBe(404)
+    expect((await api(on, pat, 'POST', `/bulk-operations/${wider[0].id}/cancel`)).status).toBe(404)
+  })
 })

@@ -9,9 +9,11 @@ import { cancelBulk, createBulk, getBulk, listBulk, previewBulk } from './bulk.s
 
 const tags = ['marketplaces']
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
-const READ = { role: 'viewer', scope: 'marketplaces:read', reach: 'tenant' } as const
+// A token with a server_allowlist sees and starts operations over its servers only: a server id
+// outside it is a 404, a group selection 403, an operation over other servers a 404 (docs/marketplaces.md).
+const READ = { role: 'viewer', scope: 'marketplaces:read', reach: 'server' } as const
 // Publishing and withdrawing offers is the admin's, as PUT/DELETE …/offer are.
-const WRITE = { role: 'admin', scope: 'marketplaces:write', reach: 'tenant' } as const
+const WRITE = { role: 'admin', scope: 'marketplaces:write', reach: 'server' } as const
 
 const SELECTION =
   "The selection is `server_ids` (managed servers of the tenant, in the order their items run; another tenant's or an unknown id → 422 at /server_ids/<i> not_found) or `group_id` (every managed server of the group, by name). Each server gets an item: skipped with its reason when it is not linked at the marketplace, its link is stale or conflicting, a withdrawal finds it unlisted, a reprice finds it unlisted or already at the price, a publication finds it listed, or no price is known; otherwise before → after."

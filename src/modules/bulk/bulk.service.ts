@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
-import type { Actor } from '../../platform/access'
+import { ensureReaches, mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { paginate } from '../../platform/cursor'
 import { invalidField } from '../../platform/domain-error'
@@ -43,6 +43,8 @@ function planAll(deps: Deps, actor: Actor, input: Input): { change: ReturnType<t
   const change = changeOf(input)
   const servers = managedServers(deps.db, actor.tenantId)
   let chosen: typeof servers
+  // A group reaches servers beyond a token's allowlist; its server ids were checked when the body was parsed.
+  if (input.group_id !== undefined) ensureReaches(actor, null, 'a bulk change over a group', '/group_id')
   if (input.group_id !== undefined) {
     const group = findGroup(deps.db, actor.tenantId, input.group_id.toLowerCase())
     if (!group) throw invalidField('bulk', '/group_id', 'not_found', 'no such group')
@@ -143,9 +145,14 @@ export function createBulk({ deps, actor, audit, input }: Verb & { input: Input 
   })
 }
 
+/** An operation a token with a server_allowlist may see: one over servers it names, all of them its own. */
+function reaches(actor: Actor, selection: { server_ids?: string[] }): boolean {
+  return actor.serverAllowlist === null || (selection.server_ids !== undefined && selection.server_ids.every((s) => mayAccessServer(actor, s)))
+}
+
 export function getBulk({ deps, actor, id }: Verb & { id: string }) {
   const op = findOperation(deps.db, actor.tenantId, id.toLowerCase())
-  if (!op) throw BulkErrors.notFound()
+  if (!op || !reaches(actor, op.selection)) throw BulkErrors.notFound()
   return operationView(op, itemsOf(deps.db, actor.tenantId, op.id))
 }
 
@@ -162,14 +169,15 @@ export function listBulk({ deps, actor, input }: Verb & { input: { cursor?: stri
     actor.tenantId,
     page.items.map((o) => o.id),
   )
-  return { ...page, items: page.items.map((o) => summaryView(o, counts.get(o.id) ?? {})) }
+  // A token with a server_allowlist: the page's operations over its own servers (a page may hold fewer than its limit).
+  return { ...page, items: page.items.filter((o) => reaches(actor, o.selection)).map((o) => summaryView(o, counts.get(o.id) ?? {})) }
 }
 
 /** Cancels what was not sent yet; an item whose call is out finishes and keeps its outcome. */
 export function cancelBulk({ deps, actor, audit, id }: Verb & { id: string }) {
   return withTransaction(deps.db, (tx) => {
     const op = findOperation(tx, actor.tenantId, id.toLowerCase())
-    if (!op) throw BulkErrors.notFound()
+    if (!op || !reaches(actor, op.selection)) throw BulkErrors.notFound()
     if (op.state === 'cancelled') return operationView(op, itemsOf(tx, actor.tenantId, op.id))
     if (op.state === 'finished') throw BulkErrors.finished()
     const now = deps.clock.nowUs()
