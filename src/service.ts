@@ -1,5 +1,6 @@
 import type { Config } from './config'
-import { buildDeps } from './deps'
+import { buildDeps, SERVICE_BUSY_TIMEOUT_MS } from './deps'
+import { DEFAULT_BUSY_TIMEOUT_MS } from '../db/client'
 import { createApp } from './app'
 import { startServer } from './server'
 import { JobRunner } from './platform/jobs'
@@ -26,11 +27,19 @@ export type Service = {
 
 export function startService(config: Config): Service {
   const deps = buildDeps(config)
+  // Where it answers, for operator commands run in another shell with another environment. Written
+  // before listening, with an operator tool's patience for the write lock: a second process starting
+  // beside this one holds it for its own start-up writes, longer than a request's short wait (two
+  // processes started at once on a loaded machine: one exited with SQLITE_BUSY here).
+  deps.sqlite.exec(`PRAGMA busy_timeout = ${DEFAULT_BUSY_TIMEOUT_MS}`)
+  try {
+    savePublicUrl(deps.db, config.publicUrl, deps.clock.nowUs())
+  } finally {
+    deps.sqlite.exec(`PRAGMA busy_timeout = ${SERVICE_BUSY_TIMEOUT_MS}`)
+  }
   const runner = new JobRunner(deps, jobs)
   const app = createApp(deps, runner)
   const running = startServer(app, deps, { port: config.port })
-  // Where it answers, for operator commands run in another shell with another environment.
-  savePublicUrl(deps.db, config.publicUrl, deps.clock.nowUs())
   // The web console is bundled in memory now, not at its first visit; a failed build leaves the API
   // running and says why here (the page answers 503 meanwhile).
   consoleBundle().then(
