@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
+import { api, enrolAgent, ok, type Owner } from '../support/fleet'
+import { expectAccessible, expectClean, open, signedInOwner, startConsole, WAIT, type ConsoleSession } from '../support/browser'
+
+/**
+ * Listing profiles in the console (docs/marketplaces.md "Listing profiles") against the local
+ * simulator of marketplace_a: a profile made for a group on the Fleet page, applied there with each
+ * server's outcome, and seen on a member's link in its server page (end date kept ahead, idle job).
+ */
+
+const KEY = 'vast-profiles-console-key-0123456789'
+let sim: MarketplaceASim
+let c: ConsoleSession
+let owner: Owner
+let member: string
+let outsider: string
+
+beforeAll(async () => {
+  sim = await startMarketplaceA({ rateScale: 0, owners: [{ id: 4343, email: 'host@example.com', keys: [{ key: KEY, label: 'console' }] }] })
+  c = await startConsole({ MARKETPLACE_A_API_URL: sim.url })
+  owner = await signedInOwner(c, 'pro')
+  const nowS = Math.floor(Date.now() / 1000)
+  sim.putMachine(4343, 601, { hostname: 'rig-a', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5, end_date: nowS + 60 * 86400 })
+  member = (await enrolAgent(c.app, owner, { hostname: 'rig-a' })).server_id
+  outsider = (await enrolAgent(c.app, owner, { hostname: 'rig-b' })).server_id
+  await ok(api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
+  await ok(api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: member, marketplace: 'marketplace_a', external_machine_id: '601' } }), 201)
+  const group = await ok(api(c.app, owner, 'POST', '/groups', { json: { name: 'fra-4090' } }), 201)
+  for (const id of [member, outsider]) await ok(api(c.app, owner, 'PATCH', `/servers/${id}`, { json: { group_id: group.id } }))
+}, 120_000)
+afterAll(async () => {
+  await c?.close()
+  await sim?.stop()
+})
+
+describe('listing profiles', () => {
+  test("a profile created for a group on the Fleet page is applied and shows on a member's link", async () => {
+    const { page } = c
+    await open(c, '/', 'Fleet')
+    // The console was already on the Fleet page after signing in, before the group was made.
+    await page.reload()
+    const section = page.locator('section', { has: page.getByRole('heading', { name: 'Listing profiles' }) })
+    await section.getByText('No listing profiles.').waitFor({ timeout: WAIT })
+    const form = section.getByRole('form', { name: 'New listing profile' })
+    await form.getByLabel('Profile name').fill('4090 standard')
+    await form.getByLabel('Price, USD per GPU-hour', { exact: true }).fill('0.42')
+    await form.getByLabel('Min bid, USD per GPU-hour').fill('0.30')
+    await form.getByLabel('Min GPU chunk').fill('2')
+    await form.getByLabel('Keep the end date this many days ahead').fill('30')
+    await form.getByLabel('Idle job image').fill('host/idle:1')
+    await form.getByLabel('Idle job price, USD per GPU-hour').fill('0.04')
+    await form.getByRole('button', { name: 'Create the profile' }).click()
+    const row = section.locator('tr', { hasText: '4090 standard' })
+    await row.getByText('end date 30 days ahead').waitFor({ timeout: WAIT })
+    await expectAccessible(c, 'listing-profiles-1-created')
+
+    await row.getByRole('button', { name: 'Apply' }).click()
+    const status = section.getByRole('status', { name: 'Applied' })
+    await status.getByText('1 done, 0 refused, 1 skipped').waitFor({ timeout: WAIT })
+    expect(await status.textContent()).toContain('rig-b: skipped (no link on marketplace_a)')
+    await expectAccessible(c, 'listing-profiles-2-applied')
+    // Vast got the offer and the default job.
+    expect(
+      sim
+        .requests()
+        .filter((r) => r.endpoint === 'create_bids')
+        .map((r) => r.body),
+    ).toEqual([{ machine: 601, price_gpu: 0.04, image: 'host/idle:1', args: '' }])
+
+    await open(c, `/servers/${member}`, /.+/)
+    const links = page.locator('section', { has: page.getByRole('heading', { name: 'Links and offers' }) })
+    await links.getByText('kept 30 days ahead').waitFor({ timeout: WAIT })
+    await links.getByText('host/idle:1 at 0.04 USD/GPU-h').waitFor({ timeout: WAIT })
+    expectClean(c)
+  }, 120_000)
+})
