@@ -34,7 +34,7 @@ type Ctx = { deps: Deps; actor: Actor; audit: AuditContext }
 type Settings = Static<typeof ProfilePatch>
 type Result = Static<typeof ApplyResult>
 
-export function profileView(p: ProfileRow) {
+function profileView(p: ProfileRow) {
   return {
     id: p.id,
     name: p.name,

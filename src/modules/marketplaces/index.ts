@@ -24,7 +24,7 @@ export { offerPriceRefusal } from './offers/offers.mapping'
 export { accountHealth, staleLinks } from './links/health.repository'
 // A link's listing settings (docs/marketplaces.md "Rolling end dates", "Idle jobs"); listing profiles apply them per group.
 export { listingRoutes } from './listing/listing.routes'
-export { clearRollingEndDate, removeIdleJob, setIdleJob, setRollingEndDate } from './listing/listing.service'
+export { setIdleJob, setRollingEndDate } from './listing/listing.service'
 export { IdleJobBody, RollingEndDateBody } from './listing/listing.model'
 export { OfferBody } from './marketplaces.model'
 export { checkOffer } from './offers/offers.mapping'

@@ -159,7 +159,7 @@ const MarketplaceB = Type.Object(
 )
 
 /** The link's listing settings (docs/marketplaces.md "Rolling end dates", "Idle jobs"). */
-export const IdleJob = Type.Object(
+const IdleJob = Type.Object(
   {
     image: Type.String({ maxLength: 512, description: 'The container image run while no renter holds the GPUs' }),
     args: Type.String({ maxLength: 2048, description: 'Arguments passed to the image; empty for none' }),

@@ -193,7 +193,7 @@ export type MachineRef = { externalMachineId: string; name: string | null }
  * Vast's default (idle) job as `create_bids` takes it (host-operations.md section 2): the host's own
  * container run at `price_gpu` USD per GPU-hour while no renter holds the GPUs; traffic per GB.
  */
-export type IdleJobWrite = { image: string; args: string; priceGpu: number; priceInetu: number | null; priceInetd: number | null }
+type IdleJobWrite = { image: string; args: string; priceGpu: number; priceInetu: number | null; priceInetd: number | null }
 
 /** A maintenance window as Vast's `dnotify` takes it. */
 type MaintenanceWindow = { startsAtS: number; hours: number; category: string; reason: string | null }

@@ -29,7 +29,7 @@ type Target = { deps: Deps; actor: Actor; audit: AuditContext; serverId: string;
 
 const DAY_US = 86_400 * 1_000_000
 /** Vast warns a host "listing ending soon" this many days before the end date (host-operations.md, pain 9). */
-export const WARNING_DAYS = 7
+const WARNING_DAYS = 7
 /** How far past the horizon one extension reaches: one platform call a week per machine keeps a listing ahead. */
 const STEP_DAYS = 7
 
