@@ -155,6 +155,17 @@ describe('rolling end dates', () => {
     expect(simA.requests().some((r) => r.status === 429)).toBe(false)
   })
 
+  test('a platform that still shows the old end date is not sent the same horizon again', async () => {
+    const extendedTo = (await linkOf(s1)).listing.end_date_extended_to!
+    // As if Vast had dropped the new end date: the listing reads 7.5 days ahead again.
+    simA.updateMachine(801, { end_date: nowS() + 7.5 * DAY })
+    simA.clearRequests()
+    expect(await sync()).toContain('end dates: 0 extended')
+    expect(asks(801)).toEqual([])
+    expect((await linkOf(s1)).listing.end_date_extended_to).toBe(extendedTo)
+    simA.updateMachine(801, { end_date: Date.parse(extendedTo) / 1000 })
+  })
+
   test('the same horizon is never extended twice: further syncs, a day later too, send nothing', async () => {
     simA.clearRequests()
     await sync()

@@ -159,7 +159,10 @@ export function endDatesDue(deps: Deps, links: LinkRow[], machines: Map<string, 
     if (machine?.remote.listed !== true) continue
     const end = currentEnd(link)
     if (end !== null && end >= now + link.endDateDays * DAY_US) continue
-    due.push({ link, from: end, to: dayEnd(now + (link.endDateDays + STEP_DAYS) * DAY_US) })
+    const to = dayEnd(now + (link.endDateDays + STEP_DAYS) * DAY_US)
+    // Already sent: a platform that still shows the old date is not sent the same horizon again.
+    if (link.endDateExtendedTo === to) continue
+    due.push({ link, from: end, to })
   }
   return due
 }
