@@ -17,6 +17,7 @@ import { evaluateAlerts } from '../src/modules/alerts'
 import { evaluateReadiness } from '../src/modules/readiness'
 import { pruneLiveEvents } from '../src/modules/live'
 import { evaluateWatchdog } from '../src/modules/watchdog'
+import { applyProfilesToNewMembers } from '../src/modules/listing-profiles'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -154,6 +155,14 @@ export const jobs: readonly JobDefinition[] = [
       fleetRuntime(deps).flush()
       return evaluateWatchdog(deps, tenants)
     },
+  },
+  {
+    name: 'listing-profiles.apply',
+    schedule: '40 */10 * * * *',
+    leaseSeconds: 900,
+    description:
+      "Applies each listing profile the owner has applied to the group's servers that have not had it yet (joined since, or skipped for want of a link that now exists), paced by the platforms' limits.",
+    run: ({ deps, tenants }) => applyProfilesToNewMembers(deps, tenants),
   },
   {
     name: 'live.prune',

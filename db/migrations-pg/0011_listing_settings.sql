@@ -1,3 +1,15 @@
+CREATE TABLE "listing_profile_members" (
+	"profile_id" text NOT NULL,
+	"server_id" text NOT NULL,
+	"tenant_id" text NOT NULL,
+	"outcome" text NOT NULL,
+	"reason" text,
+	"version" bigint NOT NULL,
+	"applied_at" bigint NOT NULL,
+	CONSTRAINT "listing_profile_members_profile_id_server_id_pk" PRIMARY KEY("profile_id","server_id")
+);
+
+--> statement-breakpoint
 CREATE TABLE "listing_profiles" (
 	"id" text PRIMARY KEY NOT NULL,
 	"tenant_id" text NOT NULL,
@@ -22,6 +34,12 @@ ALTER TABLE "marketplace_links" ADD COLUMN "end_date_extended_to" bigint;
 ALTER TABLE "marketplace_links" ADD COLUMN "end_date_extended_at" bigint;
 --> statement-breakpoint
 ALTER TABLE "marketplace_links" ADD COLUMN "idle_job" text;
+--> statement-breakpoint
+ALTER TABLE "listing_profile_members" ADD CONSTRAINT "listing_profile_members_profile_id_listing_profiles_id_fk" FOREIGN KEY ("profile_id") REFERENCES "public"."listing_profiles"("id") ON DELETE cascade ON UPDATE no action;
+--> statement-breakpoint
+ALTER TABLE "listing_profile_members" ADD CONSTRAINT "listing_profile_members_server_id_servers_id_fk" FOREIGN KEY ("server_id") REFERENCES "public"."servers"("id") ON DELETE no action ON UPDATE no action;
+--> statement-breakpoint
+ALTER TABLE "listing_profile_members" ADD CONSTRAINT "listing_profile_members_tenant_id_tenants_id_fk" FOREIGN KEY ("tenant_id") REFERENCES "public"."tenants"("id") ON DELETE no action ON UPDATE no action;
 --> statement-breakpoint
 ALTER TABLE "listing_profiles" ADD CONSTRAINT "listing_profiles_tenant_id_tenants_id_fk" FOREIGN KEY ("tenant_id") REFERENCES "public"."tenants"("id") ON DELETE no action ON UPDATE no action;
 --> statement-breakpoint

@@ -1,3 +1,17 @@
+CREATE TABLE `listing_profile_members` (
+	`profile_id` text NOT NULL,
+	`server_id` text NOT NULL,
+	`tenant_id` text NOT NULL,
+	`outcome` text NOT NULL,
+	`reason` text,
+	`version` integer NOT NULL,
+	`applied_at` integer NOT NULL,
+	PRIMARY KEY(`profile_id`, `server_id`),
+	FOREIGN KEY (`profile_id`) REFERENCES `listing_profiles`(`id`) ON UPDATE no action ON DELETE cascade,
+	FOREIGN KEY (`server_id`) REFERENCES `servers`(`id`) ON UPDATE no action ON DELETE no action,
+	FOREIGN KEY (`tenant_id`) REFERENCES `tenants`(`id`) ON UPDATE no action ON DELETE no action
+) STRICT;
+--> statement-breakpoint
 CREATE TABLE `listing_profiles` (
 	`id` text PRIMARY KEY NOT NULL,
 	`tenant_id` text NOT NULL,

@@ -1,4 +1,5 @@
-import { integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { servers } from './fleet'
 import { MARKETPLACES } from '../../src/platform/marketplace-id'
 import { serverGroups } from './groups'
 import { tenants } from './tenants'
@@ -34,4 +35,30 @@ export const listingProfiles = sqliteTable(
     appliedAt: integer('applied_at'),
   },
   (t) => [uniqueIndex('listing_profiles_group').on(t.tenantId, t.groupId, t.marketplace)],
+)
+
+/**
+ * What applying a profile did to each member server, the last time (POST …/apply, or the
+ * listing-profiles.apply job for a server that joined the group later). A member with no row has
+ * not had the profile yet; the job applies it to those once the owner has applied the profile.
+ */
+export const listingProfileMembers = sqliteTable(
+  'listing_profile_members',
+  {
+    profileId: text('profile_id')
+      .notNull()
+      .references(() => listingProfiles.id, { onDelete: 'cascade' }),
+    serverId: text('server_id')
+      .notNull()
+      .references(() => servers.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    outcome: text('outcome', { enum: ['done', 'refused', 'skipped'] }).notNull(),
+    reason: text('reason'),
+    /** The profile's version that was applied. */
+    version: integer('version').notNull(),
+    appliedAt: integer('applied_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.profileId, t.serverId] })],
 )

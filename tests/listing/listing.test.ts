@@ -353,6 +353,42 @@ describe('group listing profiles', () => {
     expect(ops.find((o) => o.operation === 'offer.publish')?.reason).toBe('listing profile "4090 standard"')
   })
 
+  test('a server that joins the group later gets the profile from the listing-profiles.apply job, once', async () => {
+    const s6 = insertServer(app, owner.tenantId, 'rig-6')
+    simA.putMachine(VAST_OWNER, 805, { hostname: 'rig-805', listed: true, num_gpus: 4, listed_gpu_cost: 0.4, end_date: nowS() + 40 * DAY })
+    await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s6, marketplace: 'marketplace_a', external_machine_id: '805' } }), 201)
+    await ok(api(app, owner, 'PATCH', `/servers/${s6}`, { json: { group_id: groupId } }))
+    const before = (await send(owner, 'GET', `/listing-profiles/${profileId}`)).body.members as { server_id: string; outcome: string }[]
+    expect(before.find((m) => m.server_id === s6)?.outcome).toBe('pending')
+    expect(before.find((m) => m.server_id === s5)?.outcome).toBe('refused')
+    simA.clearRequests()
+    const run = async () => {
+      const r = await ok<{ outcome: string; detail: string }>(app.fetch('/api/v1/_test/jobs/listing-profiles.apply/run', { method: 'POST' }))
+      expect(r.outcome).toBe('succeeded')
+      return r.detail
+    }
+    expect(await run()).toContain('1 new members applied')
+    expect(asks(805).map((r) => r.body)).toEqual([{ machine: 805, price_gpu: 0.42, min_chunk: 2, price_min_bid: 0.3 }])
+    expect(
+      simA
+        .requests()
+        .filter((q) => q.endpoint === 'create_bids')
+        .map((q) => (q.body as { machine: number }).machine),
+    ).toEqual([805])
+    // Only the newcomer: the members that had it (done, refused, skipped without a link) are left alone.
+    expect(asks(802)).toEqual([])
+    expect(asks(804)).toEqual([])
+    const link = await linkOf(s6)
+    expect(link.listing).toMatchObject({ end_date_days: 30, idle_job: { image: 'host/idle:1' } })
+    const ops = (await send(owner, 'GET', `/servers/${s6}/operations?limit=20`)).body.items as { operation: string; actor: { kind: string } }[]
+    expect(ops.find((o) => o.operation === 'offer.publish')?.actor.kind).toBe('system')
+    const after = (await send(owner, 'GET', `/listing-profiles/${profileId}`)).body.members as { server_id: string; outcome: string }[]
+    expect(after.find((m) => m.server_id === s6)?.outcome).toBe('done')
+    simA.clearRequests()
+    expect(await run()).toContain('0 new members applied')
+    expect(simA.requests().filter((q) => q.method !== 'GET')).toEqual([])
+  })
+
   test('a patch changes the profile; null clears a setting; delete leaves the links as they are', async () => {
     const r = await send(owner, 'PATCH', `/listing-profiles/${profileId}`, { idle_job: null, end_date_days: 45 })
     expect(r.status).toBe(200)

@@ -59,6 +59,7 @@ describe('listing profiles', () => {
     const status = section.getByRole('status', { name: 'Applied' })
     await status.getByText('1 done, 0 refused, 1 skipped').waitFor({ timeout: WAIT })
     expect(await status.textContent()).toContain('rig-b: skipped (no link on marketplace_a)')
+    await row.getByText('1 done, 1 skipped').waitFor({ timeout: WAIT })
     await expectAccessible(c, 'listing-profiles-2-applied')
     // Vast got the offer and the default job.
     expect(

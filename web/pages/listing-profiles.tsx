@@ -107,6 +107,13 @@ function summary(p: ListingProfile): string {
   return parts.length ? parts.join(', ') : 'nothing set'
 }
 
+/** How the group's servers stand with the profile: "2 done, 1 skipped, 1 pending". */
+function members(p: ListingProfile): string {
+  const n = (o: string) => p.members.filter((m) => m.outcome === o).length
+  const parts = (['done', 'refused', 'skipped', 'pending'] as const).filter((o) => n(o) > 0).map((o) => `${n(o)} ${o}`)
+  return parts.length ? parts.join(', ') : 'no servers'
+}
+
 export function ListingProfiles({ groups }: { groups: Resource<{ items: Group[] }> }) {
   const profiles = useResource(() => get<{ items: ListingProfile[] }>('/listing-profiles'), [])
   const [applied, setApplied] = useState<ListingProfileApply | null>(null)
@@ -128,6 +135,7 @@ export function ListingProfiles({ groups }: { groups: Resource<{ items: Group[] 
                     <th scope="col">Group</th>
                     <th scope="col">Marketplace</th>
                     <th scope="col">Settings</th>
+                    <th scope="col">Servers</th>
                     <th scope="col">Applied</th>
                     {can('admin') && <th scope="col">Actions</th>}
                   </tr>
@@ -139,6 +147,7 @@ export function ListingProfiles({ groups }: { groups: Resource<{ items: Group[] 
                       <td>{groupName(p.group_id)}</td>
                       <td>{marketplaceName(p.marketplace)}</td>
                       <td>{summary(p)}</td>
+                      <td>{members(p)}</td>
                       <td>{p.applied_at ? ago(p.applied_at) : 'never'}</td>
                       {can('admin') && (
                         <td>

@@ -61,7 +61,21 @@ export const Profile = Type.Object({
   version: Type.Integer(),
   created_at: Timestamp(),
   updated_at: Timestamp(),
-  applied_at: Nullable(Timestamp({ description: 'When the profile was last applied to its group' })),
+  applied_at: Nullable(Timestamp({ description: 'When the owner last applied the profile to its group' })),
+  members: Type.Array(
+    Type.Object({
+      server_id: Uuid(),
+      server_name: Type.String({ maxLength: 256 }),
+      outcome: Literals(['done', 'refused', 'skipped', 'pending'] as const, {
+        description:
+          'What the last application did to the server; pending: it has not had the profile yet (the listing-profiles.apply job applies it once the profile was applied)',
+      }),
+      reason: Nullable(Type.String({ maxLength: 1024 })),
+      applied_version: Nullable(Type.Integer({ description: "The profile's version that was applied; behind `version` after a change not applied yet" })),
+      applied_at: Nullable(Timestamp()),
+    }),
+    { description: 'The managed servers of the group now, by name' },
+  ),
 })
 
 export const ProfileList = Type.Object({ items: Type.Array(Profile, { maxItems: 200 }) })

@@ -1,7 +1,7 @@
-import { and, asc, eq } from 'drizzle-orm'
+import { and, asc, eq, isNotNull } from 'drizzle-orm'
 import type { DbOrTx } from '../../../db/client'
 import { changesOf } from '../../../db/client'
-import { listingProfiles } from '../../../db/schema/listing-profiles'
+import { listingProfileMembers, listingProfiles } from '../../../db/schema/listing-profiles'
 
 export type ProfileRow = typeof listingProfiles.$inferSelect
 
@@ -52,4 +52,30 @@ export function deleteProfileRow(tx: DbOrTx, tenantId: string, id: string): numb
       .where(and(eq(listingProfiles.tenantId, tenantId), eq(listingProfiles.id, id)))
       .run(),
   )
+}
+
+export type MemberRow = typeof listingProfileMembers.$inferSelect
+
+/** Profiles the owner has applied at least once, of every tenant (the listing-profiles.apply job walks them). */
+export function appliedProfiles(db: DbOrTx): ProfileRow[] {
+  return db.select().from(listingProfiles).where(isNotNull(listingProfiles.appliedAt)).orderBy(asc(listingProfiles.tenantId), asc(listingProfiles.id)).all()
+}
+
+export function membersOf(db: DbOrTx, tenantId: string, profileId: string): MemberRow[] {
+  return db
+    .select()
+    .from(listingProfileMembers)
+    .where(and(eq(listingProfileMembers.tenantId, tenantId), eq(listingProfileMembers.profileId, profileId)))
+    .all()
+}
+
+/** Records what applying the profile did to one member (the last time wins). */
+export function upsertMember(tx: DbOrTx, row: MemberRow): void {
+  tx.insert(listingProfileMembers)
+    .values(row)
+    .onConflictDoUpdate({
+      target: [listingProfileMembers.profileId, listingProfileMembers.serverId],
+      set: { outcome: row.outcome, reason: row.reason, version: row.version, appliedAt: row.appliedAt },
+    })
+    .run()
 }

@@ -77,7 +77,7 @@ export function listingProfilesRoutes(deps: Deps) {
           tags,
           summary: "Apply a listing profile to its group's servers",
           description:
-            "For each managed server of the group, by name: publishes `offer` (the operations log names the profile as the reason), sets the rolling end date, sets the idle job (Vast's create_bids), sets or clears keep-on, in that order, paced by the platform's limits. Each server gets an outcome: done, refused (the platform's or gpuhq's reason; its later steps are not taken) or skipped (no link on the marketplace). A server that joins the group later gets the profile when it is applied again. Takes Idempotency-Key.",
+            "For each managed server of the group, by name: publishes `offer` (the operations log names the profile as the reason), sets the rolling end date, sets the idle job (Vast's create_bids), sets or clears keep-on, in that order, paced by the platform's limits. Each server gets an outcome: done, refused (the platform's or gpuhq's reason; its later steps are not taken) or skipped (no link on the marketplace). A server that joins the group later gets the profile from the listing-profiles.apply job (every 10 minutes) once the profile was applied; the profile's `members` show each server's last outcome. Takes Idempotency-Key.",
         },
       ),
     })

@@ -6,35 +6,52 @@ import { DomainError, invalidField } from '../../platform/domain-error'
 import { formatMoney, parseMoneyInRange } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
+import type { TenantWalk } from '../../platform/jobs'
 import { serversOfTenant, setKeepOn } from '../fleet'
+import { accountStateOf } from '../tenants'
 import { findGroup } from '../groups'
 import { checkOffer, linkedMachines, type MarketplaceId, publishOffer, setIdleJob, setRollingEndDate } from '../marketplaces'
 import { ListingProfileErrors } from './listing-profiles.errors'
 import type { ApplyResult, ProfileCreate, ProfilePatch } from './listing-profiles.model'
 import {
+  appliedProfiles,
   deleteProfileRow,
   findProfile,
   insertProfile,
   MAX_PROFILES,
+  membersOf,
   type ProfileRow,
   profileOfGroup,
   profilesOf,
   updateProfile,
+  upsertMember,
 } from './listing-profiles.repository'
 
 /**
  * Group listing profiles (docs/marketplaces.md "Listing profiles"): what every member server's link
  * on one marketplace should carry (offer, rolling end date, idle job, keep-on). Applying a profile
  * sets each member's link through the marketplaces verbs, one server after another, each with its
- * own outcome. A server that joins the group later gets the profile when it is applied next: the
- * platform writes change what renters pay, so gpuhq sends them only when the owner asks.
+ * own outcome. A server that joins the group later gets it from the listing-profiles.apply job, once
+ * the owner has applied the profile; a changed profile waits for the owner's next apply.
  */
 
 type Ctx = { deps: Deps; actor: Actor; audit: AuditContext }
 type Settings = Static<typeof ProfilePatch>
 type Result = Static<typeof ApplyResult>
 
-function profileView(p: ProfileRow) {
+function profileView(deps: Deps, p: ProfileRow) {
+  const had = new Map(membersOf(deps.db, p.tenantId, p.id).map((m) => [m.serverId, m]))
+  const members = membersOfGroup(deps, p.tenantId, p.groupId).map((s) => {
+    const m = had.get(s.id)
+    return {
+      server_id: s.id,
+      server_name: s.name,
+      outcome: m?.outcome ?? ('pending' as const),
+      reason: m?.reason ?? null,
+      applied_version: m?.version ?? null,
+      applied_at: formatNullableTimestamp(m?.appliedAt ?? null),
+    }
+  })
   return {
     id: p.id,
     name: p.name,
@@ -48,6 +65,7 @@ function profileView(p: ProfileRow) {
     created_at: formatTimestamp(p.createdAt),
     updated_at: formatTimestamp(p.updatedAt),
     applied_at: formatNullableTimestamp(p.appliedAt),
+    members,
   }
 }
 
@@ -122,18 +140,18 @@ function load(deps: Deps, actor: Actor, id: string): ProfileRow {
 }
 
 export function listProfiles({ deps, actor }: Ctx) {
-  return { items: profilesOf(deps.db, actor.tenantId).map(profileView) }
+  return { items: profilesOf(deps.db, actor.tenantId).map((p) => profileView(deps, p)) }
 }
 
 export function getProfile({ deps, actor, id }: Ctx & { id: string }) {
-  return profileView(load(deps, actor, id))
+  return profileView(deps, load(deps, actor, id))
 }
 
 export function createProfile({ deps, actor, audit, input }: Ctx & { input: Static<typeof ProfileCreate> }) {
   const group = findGroup(deps.db, actor.tenantId, input.group_id.toLowerCase())
   if (!group) throw ListingProfileErrors.groupNotFound(undefined, { fields: [{ path: '/group_id', code: 'not_found' }] })
   checkSettings(deps, input.marketplace, input)
-  return withTransaction(deps.db, (tx) => {
+  const created = withTransaction(deps.db, (tx) => {
     if (profileOfGroup(tx, actor.tenantId, group.id, input.marketplace)) throw ListingProfileErrors.taken()
     if (profilesOf(tx, actor.tenantId).length >= MAX_PROFILES) throw ListingProfileErrors.taken(`at most ${MAX_PROFILES} listing profiles`)
     const now = deps.clock.nowUs()
@@ -155,19 +173,21 @@ export function createProfile({ deps, actor, audit, input }: Ctx & { input: Stat
     }
     insertProfile(tx, row)
     recordAudit(tx, deps, audit, { operation: 'listing_profiles.create', targetKind: 'listing_profile', targetId: row.id })
-    return profileView(row)
+    return row
   })
+  return profileView(deps, created)
 }
 
 export function updateListingProfile({ deps, actor, audit, id, input }: Ctx & { id: string; input: Settings }) {
   const p = load(deps, actor, id)
   checkSettings(deps, p.marketplace, input)
-  return withTransaction(deps.db, (tx) => {
+  const updated = withTransaction(deps.db, (tx) => {
     const patch = { ...stored(input), ...(input.name !== undefined ? { name: input.name } : {}), version: p.version + 1, updatedAt: deps.clock.nowUs() }
     updateProfile(tx, actor.tenantId, p.id, patch)
     recordAudit(tx, deps, audit, { operation: 'listing_profiles.update', targetKind: 'listing_profile', targetId: p.id })
-    return profileView({ ...p, ...patch })
+    return { ...p, ...patch }
   })
+  return profileView(deps, updated)
 }
 
 export function deleteProfile({ deps, actor, audit, id }: Ctx & { id: string }): void {
@@ -178,17 +198,16 @@ export function deleteProfile({ deps, actor, audit, id }: Ctx & { id: string }):
   })
 }
 
+type Member = { id: string; name: string }
+
 /**
- * Applies the profile to every managed server of its group, by name: the offer (published, logged
- * with the profile's name as the reason), the rolling end date, the idle job, keep-on, in that order.
- * A server without a link on the profile's marketplace is skipped; a refused step stops that
- * server's steps (its reason kept) and the next server goes on. Nothing is undone: what was done is
- * on the link, and applying again repeats only what the profile says.
+ * Applies the profile to the given members, one after another: the offer (published, logged with
+ * the profile's name as the reason), the rolling end date, the idle job, keep-on, in that order. A
+ * server without a link on the profile's marketplace is skipped; a refused step stops that server's
+ * steps (its reason kept) and the next server goes on. Nothing is undone. Each outcome is recorded
+ * against the profile's version, so the job knows who has had it.
  */
-export async function applyProfile(ctx: Ctx & { id: string }) {
-  const { deps, actor, audit } = ctx
-  const p = load(deps, actor, ctx.id)
-  const members = serversOfTenant(deps.db, actor.tenantId).filter((s) => s.groupId === p.groupId && s.decommissionedAt === null)
+async function applyTo(deps: Deps, actor: Actor, audit: AuditContext, p: ProfileRow, members: Member[]): Promise<Result[]> {
   const linked = new Set(
     linkedMachines(deps.db, actor.tenantId)
       .filter((l) => l.marketplace === p.marketplace)
@@ -197,34 +216,58 @@ export async function applyProfile(ctx: Ctx & { id: string }) {
   const results: Result[] = []
   for (const server of members) {
     const steps: Result['steps'] = []
-    if (!linked.has(server.id)) {
-      results.push({ server_id: server.id, server_name: server.name, outcome: 'skipped', steps, reason: `no link on ${p.marketplace}` })
-      continue
+    let result: Result
+    if (!linked.has(server.id)) result = { server_id: server.id, server_name: server.name, outcome: 'skipped', steps, reason: `no link on ${p.marketplace}` }
+    else {
+      const target = { deps, actor, audit, serverId: server.id, marketplace: p.marketplace }
+      try {
+        if (p.offer) {
+          await publishOffer({ ...target, input: p.offer as Parameters<typeof publishOffer>[0]['input'], reason: `listing profile "${p.name}"` })
+          steps.push('offer')
+        }
+        if (p.endDateDays !== null) {
+          setRollingEndDate({ ...target, input: { days: p.endDateDays } })
+          steps.push('end_date')
+        }
+        if (p.idleJob) {
+          await setIdleJob({ ...target, input: p.idleJob })
+          steps.push('idle_job')
+        }
+        if (p.keepOn !== null) {
+          setKeepOn({ deps, actor, audit, id: server.id, marketplace: p.marketplace, on: p.keepOn })
+          steps.push('keep_on')
+        }
+        result = { server_id: server.id, server_name: server.name, outcome: 'done', steps, reason: null }
+      } catch (e) {
+        if (!(e instanceof DomainError)) throw e
+        result = { server_id: server.id, server_name: server.name, outcome: 'refused', steps, reason: e.message.slice(0, 1024) }
+      }
     }
-    const target = { deps, actor, audit, serverId: server.id, marketplace: p.marketplace }
-    try {
-      if (p.offer) {
-        await publishOffer({ ...target, input: p.offer as Parameters<typeof publishOffer>[0]['input'], reason: `listing profile "${p.name}"` })
-        steps.push('offer')
-      }
-      if (p.endDateDays !== null) {
-        setRollingEndDate({ ...target, input: { days: p.endDateDays } })
-        steps.push('end_date')
-      }
-      if (p.idleJob) {
-        await setIdleJob({ ...target, input: p.idleJob })
-        steps.push('idle_job')
-      }
-      if (p.keepOn !== null) {
-        setKeepOn({ deps, actor, audit, id: server.id, marketplace: p.marketplace, on: p.keepOn })
-        steps.push('keep_on')
-      }
-      results.push({ server_id: server.id, server_name: server.name, outcome: 'done', steps, reason: null })
-    } catch (e) {
-      if (!(e instanceof DomainError)) throw e
-      results.push({ server_id: server.id, server_name: server.name, outcome: 'refused', steps, reason: e.message.slice(0, 1024) })
-    }
+    results.push(result)
+    withTransaction(deps.db, (tx) => {
+      if (!findProfile(tx, actor.tenantId, p.id)) return // deleted meanwhile
+      upsertMember(tx, {
+        profileId: p.id,
+        serverId: server.id,
+        tenantId: actor.tenantId,
+        outcome: result.outcome,
+        reason: result.reason,
+        version: p.version,
+        appliedAt: deps.clock.nowUs(),
+      })
+    })
   }
+  return results
+}
+
+const membersOfGroup = (deps: Deps, tenantId: string, groupId: string): Member[] =>
+  serversOfTenant(deps.db, tenantId).filter((s) => s.groupId === groupId && s.decommissionedAt === null)
+
+/** POST /listing-profiles/{id}/apply: every managed server of the group, by name. */
+export async function applyProfile(ctx: Ctx & { id: string }) {
+  const { deps, actor, audit } = ctx
+  const p = load(deps, actor, ctx.id)
+  const results = await applyTo(deps, actor, audit, p, membersOfGroup(deps, actor.tenantId, p.groupId))
   const applied = withTransaction(deps.db, (tx) => {
     const current = findProfile(tx, actor.tenantId, p.id) ?? p
     const at = deps.clock.nowUs()
@@ -232,5 +275,54 @@ export async function applyProfile(ctx: Ctx & { id: string }) {
     recordAudit(tx, deps, audit, { operation: 'listing_profiles.apply', targetKind: 'listing_profile', targetId: p.id })
     return { ...current, appliedAt: at }
   })
-  return { profile: profileView(applied), results }
+  return { profile: profileView(deps, applied), results }
+}
+
+/** gpuhq acting for the tenant on its own: the audit log and the operations log show `system`. */
+function systemContext(tenantId: string): { actor: Actor; audit: AuditContext } {
+  const actor: Actor = {
+    kind: 'system',
+    via: 'system',
+    tenantId,
+    userId: null,
+    role: null,
+    scopes: null,
+    serverAllowlist: null,
+    tenant: { planCode: null, accountState: 'active' },
+  }
+  return { actor, audit: { actor, ip: null, userAgent: null, requestId: null, markRecorded: () => {} } }
+}
+
+/**
+ * The listing-profiles.apply job (docs/marketplaces.md "Listing profiles"): a profile the owner has
+ * applied is applied to each managed member that has not had it yet (a server that joined the group
+ * since), and again to one skipped for want of a link that now has one. A refused member waits for
+ * the owner (its reason is on the profile); a changed profile waits for the owner's next apply.
+ * Each tenant apart; a frozen account gets nothing published.
+ */
+export async function applyProfilesToNewMembers(deps: Deps, tenants: TenantWalk): Promise<string> {
+  const byTenant = new Map<string, ProfileRow[]>()
+  for (const p of appliedProfiles(deps.db)) byTenant.set(p.tenantId, [...(byTenant.get(p.tenantId) ?? []), p])
+  let applied = 0
+  for (const [tenantId, profiles] of byTenant) {
+    if (accountStateOf(deps.db, tenantId) === 'frozen') continue
+    await tenants.run(tenantId, async () => {
+      const { actor, audit } = systemContext(tenantId)
+      const linked = new Set(linkedMachines(deps.db, tenantId).map((l) => `${l.serverId}:${l.marketplace}`))
+      for (const p of profiles) {
+        const had = new Map(membersOf(deps.db, tenantId, p.id).map((m) => [m.serverId, m]))
+        const due = membersOfGroup(deps, tenantId, p.groupId).filter((s) => {
+          const m = had.get(s.id)
+          return !m || (m.outcome === 'skipped' && linked.has(`${s.id}:${p.marketplace}`))
+        })
+        if (!due.length) continue
+        const results = await applyTo(deps, actor, audit, p, due)
+        applied += results.filter((r) => r.outcome !== 'skipped').length
+        withTransaction(deps.db, (tx) =>
+          recordAudit(tx, deps, audit, { operation: 'listing_profiles.apply_new_members', targetKind: 'listing_profile', targetId: p.id }),
+        )
+      }
+    })
+  }
+  return `${byTenant.size} tenants with applied profiles; ${applied} new members applied`
 }
