@@ -145,6 +145,8 @@ describe('rolling end dates', () => {
     await advance(2.5 * DAY)
     const before = (await linkOf(s1)).remote.end_date as string
     expect(Date.parse(before) / 1000 - nowS()).toBeGreaterThan(7 * DAY)
+    // A renter whose contract ends before the new end date: Vast extends it too.
+    simA.addRental(801, { kind: 'on_demand', gpus: 1, running: true, end_date: nowS() + 5 * DAY })
     simA.clearRequests()
     expect(await sync()).toContain('end dates: 1 extended, 0 failed')
     const target = dayEnd(nowS() + (8 + 7) * DAY)
@@ -152,6 +154,7 @@ describe('rolling end dates', () => {
     const link = await linkOf(s1)
     expect(link.remote.end_date).toBe(formatTimestamp(target * US))
     expect(link.listing.end_date_extended_to).toBe(formatTimestamp(target * US))
+    expect(simA.billing(801)?.rentals.map((r) => r.end_date)).toEqual([target])
     expect(simA.requests().some((r) => r.status === 429)).toBe(false)
   })
 
