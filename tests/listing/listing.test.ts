@@ -396,6 +396,12 @@ describe('group listing profiles', () => {
     const r = await send(owner, 'PATCH', `/listing-profiles/${profileId}`, { idle_job: null, end_date_days: 45 })
     expect(r.status).toBe(200)
     expect(r.body).toMatchObject({ idle_job: null, end_date_days: 45, version: 2 })
+    // A stale If-Match is 412 and changes nothing; the current one passes.
+    const stale = await api(app, owner, 'PATCH', `/listing-profiles/${profileId}`, { json: { name: 'stale' }, headers: { 'if-match': '"1"' } })
+    expect(stale.status).toBe(412)
+    const fresh = await api(app, owner, 'PATCH', `/listing-profiles/${profileId}`, { json: { name: '4090 standard' }, headers: { 'if-match': '"2"' } })
+    expect(fresh.status).toBe(200)
+    expect(fresh.headers.get('etag')).toBe('"3"')
     expectProblem(await send(owner, 'PATCH', `/listing-profiles/${profileId}`, { offer: { price_gpu_hour: '-1' } }), 422, '/offer/price_gpu_hour')
     expect((await send(owner, 'GET', '/listing-profiles')).body.items).toHaveLength(1)
     expect((await send(stranger, 'GET', '/listing-profiles')).body.items).toHaveLength(0)

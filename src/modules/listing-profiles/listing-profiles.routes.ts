@@ -1,6 +1,7 @@
 import { t } from 'elysia'
 import { describe } from '../../platform/access'
 import { API_PREFIX, apiRoutes } from '../../platform/api'
+import { etagOf } from '../../platform/etag'
 import type { Deps } from '../../platform/context'
 import { idempotent } from '../../platform/idempotency'
 import { NoContent, responses } from '../../platform/schemas'
@@ -24,6 +25,7 @@ export function listingProfilesRoutes(deps: Deps) {
       ({ verb, body, set }) => {
         const p = createProfile({ ...verb, input: body })
         set.status = 201
+        set.headers.etag = etagOf(p.version)
         set.headers.location = `${API_PREFIX}/listing-profiles/${p.id}`
         return p
       },
@@ -39,21 +41,38 @@ export function listingProfilesRoutes(deps: Deps) {
         }),
       },
     )
-    .get('/listing-profiles/:id', ({ verb, params }) => getProfile({ ...verb, id: params.id }), {
-      params: Id,
-      response: responses({ 200: Profile }, [401, 403, 404, 422]),
-      detail: describe(READ, { tags, summary: 'Listing profile detail' }),
-    })
-    .patch('/listing-profiles/:id', ({ verb, params, body }) => updateListingProfile({ ...verb, id: params.id, input: body }), {
-      params: Id,
-      body: ProfilePatch,
-      response: responses({ 200: Profile }, [401, 403, 404, 413, 415, 422]),
-      detail: describe(WRITE, {
-        tags,
-        summary: 'Change a listing profile',
-        description: 'The fields given replace the stored ones (null clears a setting). Nothing is sent until the profile is applied again.',
-      }),
-    })
+    .get(
+      '/listing-profiles/:id',
+      ({ verb, params, set }) => {
+        const p = getProfile({ ...verb, id: params.id })
+        set.headers.etag = etagOf(p.version)
+        return p
+      },
+      {
+        params: Id,
+        response: responses({ 200: Profile }, [401, 403, 404, 422]),
+        detail: describe(READ, { tags, summary: 'Listing profile detail', description: 'With an ETag of its version.' }),
+      },
+    )
+    .patch(
+      '/listing-profiles/:id',
+      ({ verb, request, params, body, set }) => {
+        const p = updateListingProfile({ ...verb, id: params.id, ifMatch: request.headers.get('if-match'), input: body })
+        set.headers.etag = etagOf(p.version)
+        return p
+      },
+      {
+        params: Id,
+        body: ProfilePatch,
+        response: responses({ 200: Profile }, [401, 403, 404, 412, 413, 415, 422]),
+        detail: describe(WRITE, {
+          tags,
+          summary: 'Change a listing profile',
+          description:
+            'The fields given replace the stored ones (null clears a setting) and `version` goes up. If-Match optional; 412 when stale. Nothing is sent to the members that had the profile until it is applied again (a server joining the group later gets it as it stands).',
+        }),
+      },
+    )
     .delete(
       '/listing-profiles/:id',
       ({ verb, params, set }) => {

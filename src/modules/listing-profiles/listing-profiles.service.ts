@@ -3,6 +3,7 @@ import { withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { DomainError, invalidField } from '../../platform/domain-error'
+import { assertIfMatch, etagOf } from '../../platform/etag'
 import { formatMoney, parseMoneyInRange } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
@@ -178,14 +179,19 @@ export function createProfile({ deps, actor, audit, input }: Ctx & { input: Stat
   return profileView(deps, created)
 }
 
-export function updateListingProfile({ deps, actor, audit, id, input }: Ctx & { id: string; input: Settings }) {
+export function updateListingProfile({ deps, actor, audit, id, ifMatch, input }: Ctx & { id: string; ifMatch: string | null; input: Settings }) {
   const p = load(deps, actor, id)
+  assertIfMatch(ifMatch, etagOf(p.version))
   checkSettings(deps, p.marketplace, input)
   const updated = withTransaction(deps.db, (tx) => {
-    const patch = { ...stored(input), ...(input.name !== undefined ? { name: input.name } : {}), version: p.version + 1, updatedAt: deps.clock.nowUs() }
+    // Checked again inside the transaction: another change may have landed meanwhile.
+    const current = findProfile(tx, actor.tenantId, p.id)
+    if (!current) throw ListingProfileErrors.notFound()
+    assertIfMatch(ifMatch, etagOf(current.version))
+    const patch = { ...stored(input), ...(input.name !== undefined ? { name: input.name } : {}), version: current.version + 1, updatedAt: deps.clock.nowUs() }
     updateProfile(tx, actor.tenantId, p.id, patch)
     recordAudit(tx, deps, audit, { operation: 'listing_profiles.update', targetKind: 'listing_profile', targetId: p.id })
-    return { ...p, ...patch }
+    return { ...current, ...patch }
   })
   return profileView(deps, updated)
 }
