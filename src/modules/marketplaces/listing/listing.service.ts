@@ -146,7 +146,7 @@ const dayEnd = (us: number) => Math.ceil(us / DAY_US) * DAY_US
 
 /**
  * Which of an account's links the rolling end date extends now, and to when: a listed
- * marketplace_a offer with a price, whose end date is unknown or less than `end_date_days` ahead.
+ * marketplace_a offer with a known price (listed, or kept from gpuhq's last publication), whose end date is unknown or less than `end_date_days` ahead.
  * It is set to `end_date_days` + one week ahead (to a whole UTC day), so the next extension comes a
  * week later, and always before Vast's seven-day warning (the horizon is at least eight days).
  */
@@ -157,6 +157,8 @@ export function endDatesDue(deps: Deps, links: LinkRow[], machines: Map<string, 
     if (link.marketplace !== 'marketplace_a' || link.endDateDays === null || link.state !== 'linked') continue
     const machine = machines.get(link.externalMachineId)
     if (machine?.remote.listed !== true) continue
+    // Nothing listed at a known price: create_asks needs one, and gpuhq does not invent it.
+    if (machine.remote.price_gpu_hour === null && typeof link.offer?.price_gpu_hour !== 'string') continue
     const end = currentEnd(link)
     if (end !== null && end >= now + link.endDateDays * DAY_US) continue
     const to = dayEnd(now + (link.endDateDays + STEP_DAYS) * DAY_US)
