@@ -356,6 +356,18 @@ describe('group listing profiles', () => {
     expect(ops.find((o) => o.operation === 'offer.publish')?.reason).toBe('listing profile "4090 standard"')
   })
 
+  test('an apply retried with the same Idempotency-Key answers the first result and sends nothing again', async () => {
+    const headers = { 'idempotency-key': 'apply-profile-once' }
+    const first = await api(app, owner, 'POST', `/listing-profiles/${profileId}/apply`, { headers })
+    expect(first.status).toBe(200)
+    const firstBody = await first.text()
+    simA.clearRequests()
+    const again = await api(app, owner, 'POST', `/listing-profiles/${profileId}/apply`, { headers })
+    expect(again.status).toBe(200)
+    expect(await again.text()).toBe(firstBody)
+    expect(simA.requests().filter((q) => q.method !== 'GET')).toEqual([])
+  })
+
   test('a server that joins the group later gets the profile from the listing-profiles.apply job, once', async () => {
     const s6 = insertServer(app, owner.tenantId, 'rig-6')
     simA.putMachine(VAST_OWNER, 805, { hostname: 'rig-805', listed: true, num_gpus: 4, listed_gpu_cost: 0.4, end_date: nowS() + 40 * DAY })

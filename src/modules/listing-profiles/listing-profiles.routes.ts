@@ -89,7 +89,7 @@ export function listingProfilesRoutes(deps: Deps) {
     .post('/listing-profiles/:id/apply', ({ verb, params }) => applyProfile({ ...verb, id: params.id }), {
       beforeHandle: idempotent(deps),
       params: Id,
-      response: responses({ 200: ApplyAnswer }, [401, 403, 404, 422]),
+      response: responses({ 200: ApplyAnswer }, [401, 403, 404, 409, 422]),
       detail: describe(
         { ...WRITE, denyFrozen: true },
         {
