@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
-import { api, enrolAgent, ok, type Owner } from '../support/fleet'
+import { api, enrolAgent, eventually, ok, type Owner } from '../support/fleet'
 import { expectAccessible, expectClean, open, signedInOwner, startConsole, WAIT, type ConsoleSession } from '../support/browser'
 
 /**
@@ -76,3 +76,37 @@ describe('listing profiles', () => {
     expectClean(c)
   }, 120_000)
 })
+
+describe("a link's listing settings on the Marketplaces page", () => {
+  test('the rolling end date and the idle job are set from the link and shown on it', async () => {
+    const { page } = c
+    await open(c, '/marketplaces', 'Marketplaces')
+    const row = page.locator('tr[data-link="marketplace_a:601"]')
+    await row.locator('summary').click()
+    await row.getByLabel('Days ahead (8 or more)').fill('45')
+    await row.getByRole('button', { name: 'Keep it ahead' }).click()
+    await eventually(async () => (await link()).listing.end_date_days === 45 || null)
+    sim.clearRequests()
+    // The list reloads after a change; open the link's actions again if that closed them.
+    if ((await row.locator('details[open]').count()) === 0) await row.locator('summary').click()
+    await row.getByLabel('Image').fill('host/idle:2')
+    await row.getByLabel('Idle job USD per GPU-hour').fill('0.05')
+    await row.getByRole('button', { name: 'Set the idle job' }).click()
+    await eventually(async () => (await link()).listing.idle_job?.image === 'host/idle:2' || null)
+    expect(
+      sim
+        .requests()
+        .filter((r) => r.endpoint === 'create_bids')
+        .map((r) => r.body),
+    ).toEqual([{ machine: 601, price_gpu: 0.05, image: 'host/idle:2', args: '' }])
+    await expectAccessible(c, 'listing-profiles-3-link-settings')
+    expectClean(c)
+  }, 120_000)
+})
+
+async function link(): Promise<{ listing: { end_date_days: number | null; idle_job: { image: string } | null } }> {
+  const all = await ok<{ links: { server_id: string; listing: { end_date_days: number | null; idle_job: { image: string } | null } }[] }>(
+    api(c.app, owner, 'GET', '/marketplaces/links'),
+  )
+  return all.links.find((l) => l.server_id === member)!
+}
