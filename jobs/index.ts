@@ -19,6 +19,7 @@ import { pruneLiveEvents } from '../src/modules/live'
 import { evaluateWatchdog } from '../src/modules/watchdog'
 import { advanceDrains } from '../src/modules/drains'
 import { runBulkOperations } from '../src/modules/bulk'
+import { applyProfilesToNewMembers } from '../src/modules/listing-profiles'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -172,6 +173,14 @@ export const jobs: readonly JobDefinition[] = [
     description:
       'Sends the items of bulk publish / withdraw / reprice operations one after the other, paced by each platform\'s limits, at most 10 per tenant per run, resuming from the first item not decided (docs/marketplaces.md "Bulk changes").',
     run: ({ deps, tenants }) => runBulkOperations(deps, tenants),
+  },
+  {
+    name: 'listing-profiles.apply',
+    schedule: '40 */10 * * * *',
+    leaseSeconds: 900,
+    description:
+      "Applies each listing profile the owner has applied to the group's servers that have not had it yet (joined since, or skipped for want of a link that now exists), paced by the platforms' limits.",
+    run: ({ deps, tenants }) => applyProfilesToNewMembers(deps, tenants),
   },
   {
     name: 'live.prune',

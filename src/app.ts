@@ -25,6 +25,7 @@ import { earningsRoutes } from './modules/earnings'
 import {
   candidatesRoutes,
   linksRoutes,
+  listingRoutes,
   maintenanceAnnouncements,
   marketplacesRoutes,
   marketRoutes,
@@ -32,6 +33,7 @@ import {
   renterReportsRoutes,
 } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
+import { listingProfilesRoutes } from './modules/listing-profiles'
 import { watchdogRoutes } from './modules/watchdog'
 import { drainsRoutes } from './modules/drains'
 import { bulkRoutes } from './modules/bulk'
@@ -175,6 +177,8 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
 
   // Outside the chain above: one more link there passes TypeScript's instantiation depth limit.
   app.use(consoleRoutes())
+  app.use(listingRoutes(deps))
+  app.use(listingProfilesRoutes(deps))
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
   handleInProcess = (request) => app.handle(request)
   document = openapiDocument(app, { documentation: DOCUMENTATION(deps), exclude: [`${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`], formRoutes })

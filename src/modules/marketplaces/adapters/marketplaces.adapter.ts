@@ -189,6 +189,12 @@ export type OfferWrite = { marketplace: 'marketplace_a'; ask: VastAsk } | { mark
 /** How a machine is addressed for a write: Vast by numeric id, Clore by server name. */
 export type MachineRef = { externalMachineId: string; name: string | null }
 
+/**
+ * Vast's default (idle) job as `create_bids` takes it (host-operations.md section 2): the host's own
+ * container run at `price_gpu` USD per GPU-hour while no renter holds the GPUs; traffic per GB.
+ */
+type IdleJobWrite = { image: string; args: string; priceGpu: number; priceInetu: number | null; priceInetd: number | null }
+
 /** A maintenance window as Vast's `dnotify` takes it. */
 type MaintenanceWindow = { startsAtS: number; hours: number; category: string; reason: string | null }
 
@@ -226,6 +232,14 @@ export interface MarketplaceAdapter {
   readonly maintenance: {
     announce(apiKey: string, machine: MachineRef, window: MaintenanceWindow): Promise<void>
     cancel(apiKey: string, machine: MachineRef): Promise<void>
+  } | null
+  /**
+   * The machine's idle job (Vast's default job: `PUT /machines/create_bids/`, removed by
+   * `DELETE /machines/{id}/defjob/`); null on a platform whose API cannot set one (marketplace_b).
+   */
+  readonly idleJob: {
+    set(apiKey: string, machine: MachineRef, job: IdleJobWrite): Promise<void>
+    remove(apiKey: string, machine: MachineRef): Promise<void>
   } | null
   /**
    * The platform's public asking prices. `apiKey` is used where the platform needs one to read

@@ -40,6 +40,9 @@ const PACE_MS = {
   earnings: 2200,
   // A machine's renter reports: the documented threshold (reports 1.2) plus 10 %.
   reports: 1320,
+  // The default (idle) job: the documented thresholds (set defjob 2.8, remove defjob 1.2) plus 10 %.
+  create_bids: 3080,
+  defjob: 1320,
 } as const
 type Endpoint = keyof typeof PACE_MS
 
@@ -262,6 +265,23 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
       async cancel(apiKey, machine) {
         const id = machineId(machine)
         await call(apiKey, 'maintenance.cancel', 'cancel_maint', 'PUT', `/machines/${id}/cancel_maint/`, { client_id: 'me', machine_id: id })
+      },
+    },
+
+    idleJob: {
+      /** `PUT /machines/create_bids/` {machine, price_gpu, price_inetu, price_inetd, image, args}; traffic prices left out when not given. */
+      async set(apiKey, machine, job) {
+        await call(apiKey, 'idle_job.set', 'create_bids', 'PUT', '/machines/create_bids/', {
+          machine: machineId(machine),
+          price_gpu: job.priceGpu,
+          ...(job.priceInetu !== null ? { price_inetu: job.priceInetu } : {}),
+          ...(job.priceInetd !== null ? { price_inetd: job.priceInetd } : {}),
+          image: job.image,
+          args: job.args,
+        })
+      },
+      async remove(apiKey, machine) {
+        await call(apiKey, 'idle_job.remove', 'defjob', 'DELETE', `/machines/${machineId(machine)}/defjob/`)
       },
     },
 

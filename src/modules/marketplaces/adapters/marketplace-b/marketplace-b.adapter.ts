@@ -108,6 +108,8 @@ export function createMarketplaceBAdapter(options: AdapterOptions): MarketplaceA
 
     /** Clore has no maintenance API (reference 2.3). */
     maintenance: null,
+    // Clore's API reads a background job (server_config) but documents no call that sets one (docs/marketplaces.md "Idle jobs").
+    idleJob: null,
 
     /** Clore has no host earnings endpoint (reference 2.3). */
     dayEarnings: null,
