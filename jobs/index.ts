@@ -17,6 +17,7 @@ import { evaluateAlerts } from '../src/modules/alerts'
 import { evaluateReadiness } from '../src/modules/readiness'
 import { pruneLiveEvents } from '../src/modules/live'
 import { evaluateWatchdog } from '../src/modules/watchdog'
+import { evaluateReconciliation } from '../src/modules/reconciliation'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -154,6 +155,14 @@ export const jobs: readonly JobDefinition[] = [
       fleetRuntime(deps).flush()
       return evaluateWatchdog(deps, tenants)
     },
+  },
+  {
+    name: 'reconciliation.evaluate',
+    schedule: '0 35 * * * *',
+    leaseSeconds: 900,
+    description:
+      "Reads each connected account's payout history (marketplace_a's invoices) and wallet balances (marketplace_b), then flags the closed machine-days of the last 30 where the platform paid less than accrual minus commission by more than the owner's threshold: a new flag opens the payout_gap alert and notifies (payment), none left resolves it.",
+    run: ({ deps, tenants }) => evaluateReconciliation(deps, tenants),
   },
   {
     name: 'live.prune',

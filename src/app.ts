@@ -33,6 +33,7 @@ import {
 } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
 import { watchdogRoutes } from './modules/watchdog'
+import { reconciliationRoutes } from './modules/reconciliation'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
 import { paymentsRoutes, sandboxRoutes } from './modules/payments'
@@ -83,6 +84,10 @@ const DOCUMENTATION = (deps: Deps) => ({
     {
       name: 'strategy',
       description: 'Pricing policies, their price suggestions (accept publishes, dismiss says why) and a preview; plans pro and enterprise',
+    },
+    {
+      name: 'reconciliation',
+      description: "Payouts reconciled: per day and machine, gpuhq's accrual beside the platform's figures, the commission and the unexplained gap (docs/marketplaces.md)",
     },
     { name: 'reports', description: 'Utilisation, earnings, spend and margin over a range of days, as JSON or CSV (docs/reports.md)' },
     {
@@ -161,6 +166,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(liveRoutes(deps))
     .use(commandsRoutes(deps))
     .use(watchdogRoutes(deps))
+    .use(reconciliationRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))
     .use(paymentsRoutes(deps))
