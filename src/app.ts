@@ -87,7 +87,8 @@ const DOCUMENTATION = (deps: Deps) => ({
     },
     {
       name: 'reconciliation',
-      description: "Payouts reconciled: per day and machine, gpuhq's accrual beside the platform's figures, the commission and the unexplained gap (docs/marketplaces.md)",
+      description:
+        "Payouts reconciled: per day and machine, gpuhq's accrual beside the platform's figures, the commission and the unexplained gap (docs/marketplaces.md)",
     },
     { name: 'reports', description: 'Utilisation, earnings, spend and margin over a range of days, as JSON or CSV (docs/reports.md)' },
     {

@@ -178,6 +178,8 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /api/v1/alerts/:id': incident,
   'POST /api/v1/alerts/:id/acknowledge': incident,
   'POST /api/v1/alerts/:id/resolve': incident,
+  // The threshold is the tenant's own setting (another tenant sets its own): a valid body, no wrong-tenant check.
+  'PUT /api/v1/reconciliation/settings': () => ({ body: { gap_threshold_usd: '2.00' } }),
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

@@ -148,7 +148,13 @@ beforeAll(async () => {
     [822, OWNER_A],
     [931, OWNER_OTHER],
   ] as const) {
-    simA.putMachine(ownerId, machine, { hostname: `rig-${machine}`, listed: true, num_gpus: CARDS, gpu_name: 'RTX 4090', listed_gpu_cost: PRICE_GPU_HOUR_MICROS / 1e6 })
+    simA.putMachine(ownerId, machine, {
+      hostname: `rig-${machine}`,
+      listed: true,
+      num_gpus: CARDS,
+      gpu_name: 'RTX 4090',
+      listed_gpu_cost: PRICE_GPU_HOUR_MICROS / 1e6,
+    })
     rentals.push(simA.addRental(machine, { kind: 'on_demand', gpus: CARDS, running: true }))
   }
   const basis = await call(app, 'PUT', '/billing/cost-basis', owner, {
@@ -251,7 +257,14 @@ describe('per day and machine', () => {
     expect(Math.abs(micros(m.unexplained_usd)! - MATCH_STORAGE * 1e6)).toBeLessThanOrEqual(10_000)
     // Clore has no earnings report: its commission is its published 5 % on CLORE, nothing to compare, never flagged.
     const c = rowOf(a, clore)
-    expect(c).toMatchObject({ marketplace: 'marketplace_b', commission_percent: '5', commission_source: 'published_default', platform_usd: null, unexplained_usd: null, flagged: false })
+    expect(c).toMatchObject({
+      marketplace: 'marketplace_b',
+      commission_percent: '5',
+      commission_source: 'published_default',
+      platform_usd: null,
+      unexplained_usd: null,
+      flagged: false,
+    })
     expect(micros(c.commission_usd)).toBe(Math.round(micros(c.accrued_usd)! * 0.05))
     expect(a.totals).toMatchObject({ reported_rows: 2, flagged_rows: 1, platform_usd: money((SHORT_PAID + MATCH_GPU + MATCH_STORAGE) * 1e6) })
     expect(micros(a.totals.unexplained_usd as string)).toBe(micros(s.unexplained_usd)! + micros(m.unexplained_usd)!)
@@ -350,6 +363,8 @@ describe('bad input', () => {
       ['marketplace=marketplace_z', '/marketplace'],
       ['limit=0', '/limit'],
       ['cursor=not-a-cursor', '/cursor'],
+      [`days=7&from=${day}`, '/days'],
+      ['days=91', '/days'],
     ]
     for (const [query, path] of cases) {
       const p = await expectProblem(await call(app, 'GET', `/reconciliation?${query}`, owner), 422, 'validation_failed')

@@ -31,6 +31,7 @@ import type * as Metrics from '../../src/modules/telemetry/metrics.model'
 import type * as Tokens from '../../src/modules/tokens/tokens.model'
 import type * as Users from '../../src/modules/users/users.model'
 import type * as Watchdog from '../../src/modules/watchdog/watchdog.model'
+import type * as ReconciliationM from '../../src/modules/reconciliation/reconciliation.model'
 
 /** An item of a paged answer ({ items, next_cursor }) or of a list ({ items }). */
 type ItemOf<T extends { items: unknown[] }> = T['items'][number]
@@ -166,3 +167,9 @@ export type FleetReadiness = Static<typeof Readiness.FleetReadiness>
 export type ServerReadinessSummary = FleetReadiness['servers'][number]
 /** GET /servers/{id}/readiness. */
 export type ServerReadiness = Static<typeof Readiness.ServerReadiness>
+
+/** Payouts reconciled (GET /reconciliation): rows per day and machine with totals, payouts and wallets. */
+export type ReconciliationAnswer = Static<typeof ReconciliationM.Reconciliation>
+/** The payout gap threshold (GET/PUT /reconciliation/settings). */
+export type ReconciliationSettings = Static<typeof ReconciliationM.Settings>
+export type ReconciliationSettingsBody = Static<typeof ReconciliationM.SettingsPut>

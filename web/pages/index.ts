@@ -5,6 +5,7 @@ import { AlertsPage } from './alerts'
 import { BillingPage } from './billing'
 import { PlanPage } from './plan'
 import { ReportsPage } from './reports'
+import { ReconciliationPage } from './reconciliation'
 import { SettingsPage } from './settings'
 import { CommandPage } from './command'
 import { Commands } from './commands'
@@ -28,6 +29,7 @@ export const ROUTES: [string, (params: any) => JSX.Element][] = [
   ['/billing/plan', PlanPage],
   ['/marketplaces', MarketplacesPage],
   ['/earnings', EarningsPage],
+  ['/reconciliation', ReconciliationPage],
   ['/alerts', AlertsPage],
   ['/strategy', StrategyPage],
   ['/notifications', NotificationsPage],

@@ -5,4 +5,3 @@
 export { earningsRoutes } from './earnings.routes'
 export { accruePast, sampleEarnings } from './sample.service'
 export { accruedByServerOn, accruedDays, cutDays, type AccruedDay, type CutDay } from './earnings.service'
-export type { PlatformCutsOf } from './reconcile'

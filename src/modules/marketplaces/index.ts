@@ -23,4 +23,4 @@ export { offerPriceRefusal } from './offers/offers.mapping'
 // What alerts read: accounts whose key is rejected or whose calls fail, and stale links.
 export { accountHealth, staleLinks } from './links/health.repository'
 // What payout reconciliation reads (docs/marketplaces.md "Payouts reconciled").
-export { connectedMarketplaces, platformPayouts, platformWallets, type PayoutRead, type PlatformRead, type WalletRead } from './deals/payouts.service'
+export { connectedMarketplaces, platformPayouts, platformWallets } from './deals/payouts.service'

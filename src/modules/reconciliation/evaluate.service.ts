@@ -21,7 +21,7 @@ import { DEFAULT_GAP_THRESHOLD_MICROS, reconciledRows } from './rows'
 const DAY_US = 86_400_000_000
 const PAYOUT_DAYS = 35
 /** Closed days re-evaluated each run (flags older than this drop off). */
-export const FLAG_DAYS = 30
+const FLAG_DAYS = 30
 
 export async function evaluateReconciliation(deps: Deps, tenants: TenantWalk): Promise<string> {
   const now = deps.clock.nowUs()
@@ -64,7 +64,11 @@ async function readPlatform(deps: Deps, tenantId: string, marketplace: Marketpla
   const w = await platformWallets(deps, tenantId, marketplace)
   if (w.kind === 'failed') throw new Error(`${marketplace} wallets: ${w.message}`)
   if (w.kind === 'read') {
-    const rates = new Map(currentRates(deps.db, tenantId).filter((r) => r.marketplace === marketplace).map((r) => [r.currency, r.usdPerCoin]))
+    const rates = new Map(
+      currentRates(deps.db, tenantId)
+        .filter((r) => r.marketplace === marketplace)
+        .map((r) => [r.currency, r.usdPerCoin]),
+    )
     withTransaction(deps.db, (tx) =>
       upsertWallets(
         tx,
@@ -124,7 +128,13 @@ export function evaluateFlags(deps: Deps, tenantId: string): number {
         tenantId,
         rows: next
           .sort((a, b) => (a.day === b.day ? a.serverId.localeCompare(b.serverId) : a.day < b.day ? -1 : 1))
-          .map((f) => ({ serverId: f.serverId, serverName: names.get(f.serverId) ?? f.serverId, marketplace: f.marketplace, day: f.day, gapMicros: f.gapUsdMicros })),
+          .map((f) => ({
+            serverId: f.serverId,
+            serverName: names.get(f.serverId) ?? f.serverId,
+            marketplace: f.marketplace,
+            day: f.day,
+            gapMicros: f.gapUsdMicros,
+          })),
         thresholdMicros: threshold,
       })
     else if (next.length === 0)

@@ -10,6 +10,7 @@ const DateParam = (description: string) => t.String({ format: 'date', maxLength:
 export const ReconciliationQuery = t.Object({
   from: t.Optional(DateParam('First UTC day, included (YYYY-MM-DD). Default: 6 days before `to`')),
   to: t.Optional(DateParam('Last UTC day, included. Default: today (UTC)')),
+  days: t.Optional(t.Integer({ minimum: 1, maximum: 90, description: 'The last 1..90 UTC days, today included (instead of from/to)' })),
   marketplace: t.Optional(MarketplaceId),
   ...PageQuery,
 })
@@ -25,7 +26,7 @@ const Row = Type.Object({
   server_name: Type.String(),
   marketplace: MarketplaceId,
   closed: Type.Boolean({ description: 'The day is over (UTC). Only a closed day is flagged: the platform is still counting today' }),
-  accrued_usd: Money({ description: "gpuhq's accrual: rented hours × price, before the platform's cut (docs/earnings.md \"Accrual\")" }),
+  accrued_usd: Money({ description: 'gpuhq\'s accrual: rented hours × price, before the platform\'s cut (docs/earnings.md "Accrual")' }),
   accrual_gap_seconds: Type.Integer({ description: 'Time deals ran while the sync was silent: not in the accrual, which is understated by it' }),
   commission_percent: Nullable(Type.String(), { description: "The platform's cut applied (the effective one when currencies differ); null when not known" }),
   commission_source: CutSource,
@@ -39,7 +40,9 @@ const Row = Type.Object({
   unexplained_usd: Nullable(Money(), {
     description: 'platform_usd − expected_usd: what the commission does not explain (negative: the platform paid less); null when either is null',
   }),
-  flagged: Type.Boolean({ description: 'A closed day where the platform paid less than expected by more than the threshold (−unexplained_usd > gap_threshold_usd)' }),
+  flagged: Type.Boolean({
+    description: 'A closed day where the platform paid less than expected by more than the threshold (−unexplained_usd > gap_threshold_usd)',
+  }),
 })
 
 const Totals = Type.Object(
@@ -89,7 +92,8 @@ export const Reconciliation = PageOf(
     totals: Totals,
     payouts: Type.Array(Payout, {
       maxItems: 500,
-      description: "The platform's invoice / payout history with a start in the window (marketplace_a's /api/v1/invoices, read hourly); account-wide, never per machine",
+      description:
+        "The platform's invoice / payout history with a start in the window (marketplace_a's /api/v1/invoices, read hourly); account-wide, never per machine",
     }),
     wallets: Type.Array(Wallet, {
       maxItems: 500,
@@ -100,7 +104,9 @@ export const Reconciliation = PageOf(
 )
 
 export const Settings = Type.Object({
-  gap_threshold_usd: Money({ description: 'A closed day and machine whose unexplained shortfall passes this is flagged and opens a payout_gap alert. Default 1.00' }),
+  gap_threshold_usd: Money({
+    description: 'A closed day and machine whose unexplained shortfall passes this is flagged and opens a payout_gap alert. Default 1.00',
+  }),
   default: Type.Boolean({ description: 'True while the owner has set nothing (the default applies)' }),
   version: Type.Integer({ description: 'The ETag' }),
 })

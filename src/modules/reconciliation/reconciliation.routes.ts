@@ -21,7 +21,7 @@ export function reconciliationRoutes(deps: Deps) {
         tags,
         summary: "Per UTC day and machine: gpuhq's accrual beside the platform's figure, the commission that explains the difference, and the unexplained gap",
         description:
-          "`from`/`to` UTC days, both included (default the last 7 days, today included; at most 90): 422 with a pointer (`/from` after_to or range_too_large, `format`). `marketplace` filters. Rows newest day first (then marketplace, server), paginated with `cursor`/`limit`. Each row: `accrued_usd` (rented hours × price, before the platform's cut), `commission_usd` at the cost basis's rate (`commission_source`: entered, published_default, unknown), `expected_usd` = accrual − commission, `platform_usd` (marketplace_a's machine-earnings, after its cut; null on marketplace_b, which has no earnings report), `difference_usd` = platform − accrual, `unexplained_usd` = platform − expected, and `flagged` when the day is closed and the platform paid less than expected by more than `gap_threshold_usd`. `totals` cover the whole window; `payouts` (marketplace_a's invoice / payout history) and `wallets` (marketplace_b's wallet balances per coin and day) are account-wide. Money as decimal strings; an estimate from marketplace data (`total_label`), not a ledger.",
+          "`from`/`to` UTC days, both included (default the last 7 days, today included; at most 90), or `days` (the last 1..90 days, today included; not with from/to): 422 with a pointer (`/from` after_to or range_too_large, `format`). `marketplace` filters. Rows newest day first (then marketplace, server), paginated with `cursor`/`limit`. Each row: `accrued_usd` (rented hours × price, before the platform's cut), `commission_usd` at the cost basis's rate (`commission_source`: entered, published_default, unknown), `expected_usd` = accrual − commission, `platform_usd` (marketplace_a's machine-earnings, after its cut; null on marketplace_b, which has no earnings report), `difference_usd` = platform − accrual, `unexplained_usd` = platform − expected, and `flagged` when the day is closed and the platform paid less than expected by more than `gap_threshold_usd`. `totals` cover the whole window; `payouts` (marketplace_a's invoice / payout history) and `wallets` (marketplace_b's wallet balances per coin and day) are account-wide. Money as decimal strings; an estimate from marketplace data (`total_label`), not a ledger.",
       }),
     })
     .get(
@@ -36,7 +36,8 @@ export function reconciliationRoutes(deps: Deps) {
         detail: describe(read, {
           tags,
           summary: 'The payout gap threshold',
-          description: 'A closed machine-day whose unexplained shortfall passes `gap_threshold_usd` is flagged and opens the payout_gap alert. Default 1.00 USD (`default: true`). ETag is `version`.',
+          description:
+            'A closed machine-day whose unexplained shortfall passes `gap_threshold_usd` is flagged and opens the payout_gap alert. Default 1.00 USD (`default: true`). ETag is `version`.',
         }),
       },
     )

@@ -22,7 +22,7 @@ const MAX_SIDE_ROWS = 500
 const TOTAL_LABEL = "Estimate from marketplace data: gpuhq's accrual and the platforms' own reports, not a ledger"
 
 /** The owner's threshold in micro-USD (the default while nothing is set). */
-export function gapThresholdOf(deps: Deps, tenantId: string): number {
+function gapThresholdOf(deps: Deps, tenantId: string): number {
   return findSettings(deps.db, tenantId)?.gapThresholdUsdMicros ?? DEFAULT_GAP_THRESHOLD_MICROS
 }
 
@@ -64,7 +64,10 @@ function addDays(day: string, n: number): string {
 }
 
 /** from/to as the rules take them: calendar days, from ≤ to, at most MAX_DAYS; 422 with a pointer otherwise. */
-function windowOf(input: { from?: string; to?: string }, today: string): { from: string; to: string } {
+function windowOf(input: { from?: string; to?: string; days?: number }, today: string): { from: string; to: string } {
+  if (input.days !== undefined && (input.from !== undefined || input.to !== undefined))
+    throw invalidQuery('/days', 'exclusive_with_from_to', 'days cannot be combined with from or to')
+  if (input.days !== undefined) return { from: addDays(today, -(input.days - 1)), to: today }
   const day = (path: string, text: string) => {
     if (parseDay(text) === null) throw invalidQuery(path, 'format', `${path.slice(1)} must be a calendar date, YYYY-MM-DD`)
     if (text < '2000-01-01' || text > '2099-12-31') throw invalidQuery(path, 'out_of_range', `${path.slice(1)} must be in 2000..2099`)
@@ -81,7 +84,8 @@ function windowOf(input: { from?: string; to?: string }, today: string): { from:
 type Position = [string, string, string]
 const positionOf = (r: ReconciledRow): Position => [r.day, r.marketplace, r.serverId]
 /** Newest day first, then marketplace, then server id. */
-const order = (a: Position, b: Position): number => (a[0] !== b[0] ? (a[0] < b[0] ? 1 : -1) : a[1] !== b[1] ? a[1].localeCompare(b[1]) : a[2].localeCompare(b[2]))
+const order = (a: Position, b: Position): number =>
+  a[0] !== b[0] ? (a[0] < b[0] ? 1 : -1) : a[1] !== b[1] ? a[1].localeCompare(b[1]) : a[2].localeCompare(b[2])
 
 function totalsOf(rows: ReconciledRow[]) {
   let accrued = 0
@@ -119,7 +123,7 @@ export function listReconciliation({
   deps,
   actor,
   input,
-}: Verb & { input: { from?: string; to?: string; marketplace?: MarketplaceId; cursor?: string; limit?: number } }) {
+}: Verb & { input: { from?: string; to?: string; days?: number; marketplace?: MarketplaceId; cursor?: string; limit?: number } }) {
   const today = utcDay(deps.clock.nowUs())
   const { from, to } = windowOf(input, today)
   const threshold = gapThresholdOf(deps, actor.tenantId)

@@ -22,7 +22,7 @@ export type ReconciledRow = CutDay & {
 }
 
 /** Whether a row is flagged: a closed day the platform reported, short of accrual minus commission by more than the threshold. */
-export function reconcileRow(row: CutDay, today: string, thresholdMicros: number): ReconciledRow {
+function reconcileRow(row: CutDay, today: string, thresholdMicros: number): ReconciledRow {
   const closed = row.day < today
   const expectedMicros = row.netMicros
   const unexplainedMicros = row.platformUsdMicros === null || expectedMicros === null ? null : row.platformUsdMicros - expectedMicros

@@ -11,8 +11,6 @@ import { callPlatform, systemActor } from '../operations/operations.service'
  * with the tenant's stored key, logged as the system in the operations log.
  */
 
-export type { PayoutRead, WalletRead }
-
 /** Every (tenant, marketplace) with a connected account, in a stable order. */
 export function connectedMarketplaces(deps: Deps): { tenantId: string; marketplace: MarketplaceId }[] {
   return connectedAccounts(deps.db).map((a) => ({ tenantId: a.tenantId, marketplace: a.marketplace }))
