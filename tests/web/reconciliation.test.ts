@@ -58,7 +58,10 @@ afterAll(async () => {
 test('the page flags the day Vast paid short, and a higher threshold clears it', async () => {
   await journey(c, async () => {
     const { page } = c
-    await open(c, '/reconciliation', 'Payouts reconciled')
+    // Reached from the Earnings page.
+    await open(c, '/earnings', 'Earnings')
+    await page.getByRole('link', { name: 'Payouts reconciled' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Payouts reconciled' }).waitFor({ timeout: WAIT })
     const table = page.locator('section[aria-label="Reconciliation per day and machine"]')
     // Today's row (nothing accrued yet, not closed) comes first; yesterday's is flagged.
     const row = table.locator('tbody tr[data-flagged="true"]', { hasText: 'rig-short' })
