@@ -179,7 +179,7 @@ const FIXTURES: Record<string, Fixture> = {
   'POST /api/v1/alerts/:id/acknowledge': incident,
   'POST /api/v1/alerts/:id/resolve': incident,
   // The threshold is the tenant's own setting (another tenant sets its own): a valid body, no wrong-tenant check.
-  'PUT /api/v1/reconciliation/settings': () => ({ body: { gap_threshold_usd: '2.00' } }),
+  'PUT /api/v1/reconciliation/settings': () => ({ params: {}, body: { gap_threshold_usd: '2.00' } }),
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */
