@@ -354,6 +354,26 @@ describe('tenants apart', () => {
   })
 })
 
+describe('each tenant apart in the job', () => {
+  test("a tenant whose payout read fails fails alone: the other's flags still move", async () => {
+    // The other tenant's key loses billing_read: its invoice read is refused (missing_permission).
+    simA.updateKey(KEY_OTHER, { permissions: ['machine_read', 'machine_write'] })
+    // The owner's threshold drops under the remaining 0.20 shortfall: the job must still flag it.
+    app.deps.sqlite.run('UPDATE reconciliation_settings SET gap_threshold_usd_micros = 100000 WHERE tenant_id = ?', [owner.tenantId])
+    await clock(3600)
+    const res = await app.fetch('/api/v1/_test/jobs/reconciliation.evaluate/run', { method: 'POST' })
+    const run = (await res.json()) as { outcome: string; detail: string | null }
+    expect(run.outcome).toBe('partial')
+    expect(run.detail).toContain('1 machine-days flagged')
+    expect((await payoutAlerts(owner)).filter((i) => i.state === 'open')).toHaveLength(1)
+    expect(await payoutAlerts(other)).toEqual([])
+    // Put back as it was for the tests below.
+    simA.updateKey(KEY_OTHER, { permissions: ['machine_read', 'machine_write', 'billing_read'] })
+    expect((await call(app, 'PUT', '/reconciliation/settings', owner, { json: { gap_threshold_usd: THRESHOLD } })).status).toBe(200)
+    expect((await payoutAlerts(owner)).filter((i) => i.state === 'open')).toHaveLength(0)
+  })
+})
+
 describe('bad input', () => {
   test('422 with a pointer, and nothing changes', async () => {
     const cases: [string, string][] = [
