@@ -37,6 +37,7 @@ import { listingProfilesRoutes } from './modules/listing-profiles'
 import { watchdogRoutes } from './modules/watchdog'
 import { drainsRoutes } from './modules/drains'
 import { bulkRoutes } from './modules/bulk'
+import { reconciliationRoutes } from './modules/reconciliation'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
 import { paymentsRoutes, sandboxRoutes } from './modules/payments'
@@ -87,6 +88,11 @@ const DOCUMENTATION = (deps: Deps) => ({
     {
       name: 'strategy',
       description: 'Pricing policies, their price suggestions (accept publishes, dismiss says why) and a preview; plans pro and enterprise',
+    },
+    {
+      name: 'reconciliation',
+      description:
+        "Payouts reconciled: per day and machine, gpuhq's accrual beside the platform's figures, the commission and the unexplained gap (docs/marketplaces.md)",
     },
     { name: 'reports', description: 'Utilisation, earnings, spend and margin over a range of days, as JSON or CSV (docs/reports.md)' },
     {
@@ -167,6 +173,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(commandsRoutes(deps))
     .use(watchdogRoutes(deps))
     .use(drainsRoutes(deps))
+    .use(reconciliationRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))
     .use(paymentsRoutes(deps))

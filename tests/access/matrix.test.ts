@@ -235,6 +235,8 @@ const FIXTURES: Record<string, Fixture> = {
   'POST /api/v1/groups/:id/drain': (ctx) => ({ ...group(ctx), body: {} }),
   'GET /api/v1/drains/:id': drain,
   'POST /api/v1/drains/:id/cancel': drain,
+  // The threshold is the tenant's own setting (another tenant sets its own): a valid body, no wrong-tenant check.
+  'PUT /api/v1/reconciliation/settings': () => ({ params: {}, body: { gap_threshold_usd: '2.00' } }),
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

@@ -34,6 +34,7 @@ import type * as Tokens from '../../src/modules/tokens/tokens.model'
 import type * as Users from '../../src/modules/users/users.model'
 import type * as Watchdog from '../../src/modules/watchdog/watchdog.model'
 import type * as Bulk from '../../src/modules/bulk/bulk.model'
+import type * as ReconciliationM from '../../src/modules/reconciliation/reconciliation.model'
 
 /** An item of a paged answer ({ items, next_cursor }) or of a list ({ items }). */
 type ItemOf<T extends { items: unknown[] }> = T['items'][number]
@@ -183,3 +184,8 @@ export type ServerReadiness = Static<typeof Readiness.ServerReadiness>
 export type ListingProfile = Static<typeof ListingProfiles.Profile>
 export type ListingProfileCreateBody = Static<typeof ListingProfiles.ProfileCreate>
 export type ListingProfileApply = Static<typeof ListingProfiles.ApplyAnswer>
+/** Payouts reconciled (GET /reconciliation): rows per day and machine with totals, payouts and wallets. */
+export type ReconciliationAnswer = Static<typeof ReconciliationM.Reconciliation>
+/** The payout gap threshold (GET/PUT /reconciliation/settings). */
+export type ReconciliationSettings = Static<typeof ReconciliationM.Settings>
+export type ReconciliationSettingsBody = Static<typeof ReconciliationM.SettingsPut>

@@ -33,3 +33,5 @@ export { setIdleJob, setRollingEndDate } from './listing/listing.service'
 export { IdleJobBody, RollingEndDateBody } from './listing/listing.model'
 export { OfferBody } from './marketplaces.model'
 export { checkOffer } from './offers/offers.mapping'
+// What payout reconciliation reads (docs/marketplaces.md "Payouts reconciled").
+export { connectedMarketplaces, platformPayouts, platformWallets } from './deals/payouts.service'

@@ -122,6 +122,23 @@ export type RemoteMachine = {
  */
 export type RenterReportRead = { problem: string | null; message: string | null; reportedAtUs: number | null }
 
+/** One entry of the platform's invoice / payout history (Vast `GET /api/v1/invoices`), USD. */
+export type PayoutRead = {
+  /** The platform's own id (`metadata.invoice_id`), else one built from the entry's start, type and amount. */
+  externalId: string
+  /** credit, transfer, payout, refund, reserved (Vast's `type`), as the platform spells it. */
+  type: string
+  /** Start of the entry (unix seconds) and end (null: none given). */
+  startS: number
+  endS: number | null
+  /** Signed USD money text, as the platform gave it (exactly, micro-dollars). */
+  amountUsd: string
+  description: string
+}
+
+/** One wallet of the account (Clore `GET /v1/wallets`): the coin as the platform spells it and its balance (coin text, up to 12 decimals). */
+export type WalletRead = { currency: string; balance: string }
+
 /** Who the key belongs to, as the platform says. */
 export type AccountIdentity = {
   /** How the platform identifies the owner (an account id or name). */
@@ -254,6 +271,13 @@ export interface MarketplaceAdapter {
   readonly dayEarnings: ((apiKey: string, day: number) => Promise<Map<string, string>>) | null
   /** The renter reports on one machine, newest first as the platform lists them; null on a platform without them (marketplace_b). */
   readonly machineReports: ((apiKey: string, machine: MachineRef) => Promise<RenterReportRead[]>) | null
+  /**
+   * The account's invoice / payout history with a start in [fromS, toS] (unix seconds), every page;
+   * null on a platform without one (marketplace_b). Needs the key's billing permission.
+   */
+  readonly payouts: ((apiKey: string, fromS: number, toS: number) => Promise<PayoutRead[]>) | null
+  /** The account's wallet balances per coin; null on a platform without wallets (marketplace_a pays out in USD). */
+  readonly wallets: ((apiKey: string) => Promise<WalletRead[]>) | null
 }
 
 export type AdapterOptions = {
