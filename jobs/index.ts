@@ -19,6 +19,8 @@ import { pruneLiveEvents } from '../src/modules/live'
 import { evaluateWatchdog } from '../src/modules/watchdog'
 import { advanceDrains } from '../src/modules/drains'
 import { runBulkOperations } from '../src/modules/bulk'
+import { applyProfilesToNewMembers } from '../src/modules/listing-profiles'
+import { evaluateReconciliation } from '../src/modules/reconciliation'
 
 /**
  * Every scheduled job, as data (docs/operations.md "Jobs" lists them). The names are the ones
@@ -172,6 +174,22 @@ export const jobs: readonly JobDefinition[] = [
     description:
       'Sends the items of bulk publish / withdraw / reprice operations one after the other, paced by each platform\'s limits, at most 10 per tenant per run, resuming from the first item not decided (docs/marketplaces.md "Bulk changes").',
     run: ({ deps, tenants }) => runBulkOperations(deps, tenants),
+  },
+  {
+    name: 'listing-profiles.apply',
+    schedule: '40 */10 * * * *',
+    leaseSeconds: 900,
+    description:
+      "Applies each listing profile the owner has applied to the group's servers that have not had it yet (joined since, or skipped for want of a link that now exists), paced by the platforms' limits.",
+    run: ({ deps, tenants }) => applyProfilesToNewMembers(deps, tenants),
+  },
+  {
+    name: 'reconciliation.evaluate',
+    schedule: '0 35 * * * *',
+    leaseSeconds: 900,
+    description:
+      "Reads each connected account's payout history (marketplace_a's invoices) and wallet balances (marketplace_b), then flags the closed machine-days of the last 30 where the platform paid less than accrual minus commission by more than the owner's threshold: a new flag opens the payout_gap alert and notifies (payment), none left resolves it.",
+    run: ({ deps, tenants }) => evaluateReconciliation(deps, tenants),
   },
   {
     name: 'live.prune',

@@ -25,6 +25,7 @@ import { earningsRoutes } from './modules/earnings'
 import {
   candidatesRoutes,
   linksRoutes,
+  listingRoutes,
   maintenanceAnnouncements,
   marketplacesRoutes,
   marketRoutes,
@@ -32,9 +33,11 @@ import {
   renterReportsRoutes,
 } from './modules/marketplaces'
 import { commandsRoutes } from './modules/commands'
+import { listingProfilesRoutes } from './modules/listing-profiles'
 import { watchdogRoutes } from './modules/watchdog'
 import { drainsRoutes } from './modules/drains'
 import { bulkRoutes } from './modules/bulk'
+import { reconciliationRoutes } from './modules/reconciliation'
 import { billingRoutes } from './modules/billing'
 import { featuresOfPlan, plansRoutes } from './modules/plans'
 import { paymentsRoutes, sandboxRoutes } from './modules/payments'
@@ -85,6 +88,11 @@ const DOCUMENTATION = (deps: Deps) => ({
     {
       name: 'strategy',
       description: 'Pricing policies, their price suggestions (accept publishes, dismiss says why) and a preview; plans pro and enterprise',
+    },
+    {
+      name: 'reconciliation',
+      description:
+        "Payouts reconciled: per day and machine, gpuhq's accrual beside the platform's figures, the commission and the unexplained gap (docs/marketplaces.md)",
     },
     { name: 'reports', description: 'Utilisation, earnings, spend and margin over a range of days, as JSON or CSV (docs/reports.md)' },
     {
@@ -165,6 +173,7 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
     .use(commandsRoutes(deps))
     .use(watchdogRoutes(deps))
     .use(drainsRoutes(deps))
+    .use(reconciliationRoutes(deps))
     .use(plansRoutes(deps))
     .use(billingRoutes(deps))
     .use(paymentsRoutes(deps))
@@ -175,6 +184,8 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
 
   // Outside the chain above: one more link there passes TypeScript's instantiation depth limit.
   app.use(consoleRoutes())
+  app.use(listingRoutes(deps))
+  app.use(listingProfilesRoutes(deps))
   if (deps.config.testClock) app.use(testingRoutes(deps, runner))
   handleInProcess = (request) => app.handle(request)
   document = openapiDocument(app, { documentation: DOCUMENTATION(deps), exclude: [`${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`], formRoutes })

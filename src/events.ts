@@ -76,4 +76,17 @@ export type AppEvents = {
   'offer.published': { tx: Tx; tenantId: string; serverId: string; marketplace: string; summary: string }
   /** A scheduled plan change was refused when its day came (subscription.fire, in its transaction; the spec's Events 3). */
   'subscription.change_refused': { tx: Tx; tenantId: string; targetPlan: string; reason: string }
+  /**
+   * The reconciliation.evaluate job flagged a (server, marketplace, day) the platform paid less for
+   * than accrual minus commission by more than the owner's threshold (reconciliation, in its
+   * transaction; only when a row is newly flagged). `rows` are every row flagged now.
+   */
+  'payouts.gap_flagged': {
+    tx: Tx
+    tenantId: string
+    rows: { serverId: string; serverName: string; marketplace: string; day: string; gapMicros: number }[]
+    thresholdMicros: number
+  }
+  /** No row is flagged any more (reconciliation, in its transaction). */
+  'payouts.gap_cleared': { tx: Tx; tenantId: string; resolution: string }
 }

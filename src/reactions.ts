@@ -4,13 +4,14 @@ import {
   fromAccountState,
   fromLowBalance,
   fromOfferPublished,
+  fromPayoutGap,
   fromPlanRefusal,
   fromServerEvent,
   fromTopup,
   fromTopupNotCredited,
 } from './modules/notifications'
 import { activateOnTopup } from './modules/subscription'
-import { alertOnAccountState, alertOnLowBalance, alertOnServerEvent, alertOnTopup } from './modules/alerts'
+import { alertOnAccountState, alertOnLowBalance, alertOnPayoutGap, alertOnPayoutGapCleared, alertOnServerEvent, alertOnTopup } from './modules/alerts'
 import { watchdogOnServerEvent } from './modules/watchdog'
 import { advanceServerDrains } from './modules/drains'
 
@@ -45,11 +46,14 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('subscription.change_refused', (e) => fromPlanRefusal(deps, e))
   deps.events.on('offer.published', (e) => fromOfferPublished(deps, e))
   deps.events.on('tenant.balance_low', (e) => fromLowBalance(deps, e))
+  deps.events.on('payouts.gap_flagged', (e) => fromPayoutGap(deps, e))
   // Alert incidents, after the notifications above so the one the same event produced is linked.
   deps.events.on('server.event_recorded', (e) => alertOnServerEvent(deps, e))
   deps.events.on('tenant.balance_low', (e) => alertOnLowBalance(deps, e))
   deps.events.on('tenant.account_state_changed', (e) => alertOnAccountState(deps, e))
   deps.events.on('topup.succeeded', (e) => alertOnTopup(deps, e))
+  deps.events.on('payouts.gap_flagged', (e) => alertOnPayoutGap(deps, e))
+  deps.events.on('payouts.gap_cleared', (e) => alertOnPayoutGapCleared(deps, e))
   // What the watchdog keeps of Xids and missing GPUs, committed with the event (docs/watchdog.md).
   deps.events.on('server.event_recorded', (e) => watchdogOnServerEvent(e))
   // The live event stream's buffer: a row per change, in the change's transaction (docs/events.md).

@@ -4,6 +4,16 @@ import { servers } from './fleet'
 import { tenants } from './tenants'
 import { MARKETPLACES } from '../../src/platform/marketplace-id'
 
+/** An idle job as gpuhq keeps it on a link: USD money as decimal strings (per GPU-hour, per TB). */
+export type IdleJobSetting = {
+  image: string
+  args: string
+  price_gpu_hour: string
+  price_inet_up_tb: string | null
+  price_inet_down_tb: string | null
+  set_at: number
+}
+
 /**
  * A tenant's account at a marketplace (docs/marketplaces.md "Connecting an account"). The API key
  * is sealed with AES-256-GCM under a key derived from SECRET_KEY (key_box) and kept as a keyed hash
@@ -91,6 +101,16 @@ export const marketplaceLinks = sqliteTable(
     /** The last offer published through gpuhq, as the API took it (keep-on re-publishes it); null after a withdrawal. */
     offer: text('offer', { mode: 'json' }).$type<Record<string, unknown> | null>(),
     offerPublishedAt: integer('offer_published_at'),
+    /**
+     * Rolling end date (docs/marketplaces.md "Rolling end dates"): keep the offer's end date at least
+     * this many days ahead; null: off. `end_date_extended_to` is the end date gpuhq last set on its own
+     * (µs), so a listing the platform has not re-read yet is never extended twice to the same horizon.
+     */
+    endDateDays: integer('end_date_days'),
+    endDateExtendedTo: integer('end_date_extended_to'),
+    endDateExtendedAt: integer('end_date_extended_at'),
+    /** The idle job gpuhq set on the machine (docs/marketplaces.md "Idle jobs"); null when none was set or it was removed. */
+    idleJob: text('idle_job', { mode: 'json' }).$type<IdleJobSetting | null>(),
   },
   (t) => [
     uniqueIndex('marketplace_links_server').on(t.tenantId, t.serverId, t.marketplace),

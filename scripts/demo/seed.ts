@@ -122,7 +122,7 @@ export async function connectMarketplaces(api: DemoClient, ids: Map<string, stri
   return linkedAt
 }
 
-/** A pricing policy whose first run suggests new prices for the RTX 4090s, and the owner's notification settings. */
+/** A pricing policy whose first run suggests new prices for the RTX 4090s, a listing profile, and the owner's notification settings. */
 export async function configureAccount(api: DemoClient, ids: Map<string, string>): Promise<void> {
   await api.call(
     'POST',
@@ -145,6 +145,16 @@ export async function configureAccount(api: DemoClient, ids: Map<string, string>
     rules: { rental: { chat: true, email: false }, price: { chat: false, email: false }, weekly: { chat: true, email: false } },
     quiet_hours: { enabled: true, from: '22:00', to: '07:00' },
   })
+  // A listing profile for the Frankfurt servers on marketplace_a, not applied yet: end dates kept a
+  // month ahead and keep-on (docs/marketplaces.md "Listing profiles"). No offer: the policy above prices them.
+  const frankfurt = (await api.get<{ items: { id: string; name: string }[] }>('/groups')).items.find((g) => g.name === 'Frankfurt')
+  if (frankfurt)
+    await api.call(
+      'POST',
+      '/listing-profiles',
+      { name: 'Frankfurt on Vast', group_id: frankfurt.id, marketplace: 'marketplace_a', end_date_days: 30, keep_on: true },
+      201,
+    )
   // One command already done: a power limit on rig-03's cards.
   await api.call('POST', '/commands', { server_id: ids.get('rig-03'), type: 'gpu.set_power_limit', params: { gpu_index: null, watts: 300 } }, 201)
 }

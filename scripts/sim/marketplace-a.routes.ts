@@ -137,7 +137,9 @@ function createBids({ state, owner, body }: Ctx): Response {
   const m = state.owned(owner, body.machine)
   if (!m) return json(403, { success: false, error: 'not_authorized', msg: 'Only machine owner can create bid contracts' })
   if (!isNum(body.price_gpu)) return bad('Invalid price_gpu')
-  Object.assign(m.fields, { bid_gpu_cost: body.price_gpu, bid_image: String(body.image ?? ''), bid_image_args: String(body.args ?? '') })
+  for (const name of ['price_inetu', 'price_inetd']) if (body[name] !== undefined && body[name] !== null && !isNum(body[name])) return bad(`Invalid ${name}`)
+  if (typeof body.image !== 'string' || body.image.trim() === '') return bad('Invalid image')
+  Object.assign(m.fields, { bid_gpu_cost: body.price_gpu, bid_image: body.image, bid_image_args: String(body.args ?? '') })
   return json(200, { success: true })
 }
 

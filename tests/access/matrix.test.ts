@@ -21,6 +21,19 @@ const group = ({ app, owner }: MatrixContext) => {
   return { params: { id } }
 }
 
+/** A listing profile of a new group of the tenant, written as the service would. */
+const listingProfile = (ctx: MatrixContext) => {
+  const { app, owner } = ctx
+  const groupId = group(ctx).params.id
+  const id = app.deps.newId()
+  const now = app.deps.clock.nowUs()
+  app.deps.sqlite.run(
+    `INSERT INTO listing_profiles (id, tenant_id, group_id, marketplace, name, version, created_at, updated_at) VALUES (?, ?, ?, 'marketplace_a', 'matrix profile', 1, ?, ?)`,
+    [id, owner.tenantId, groupId, now, now],
+  )
+  return { params: { id } }
+}
+
 /** A queued command (and its log) on a new server of the tenant, written as the service would. */
 const command = ({ app, owner, newServer }: MatrixContext) => {
   const id = app.deps.newId()
@@ -205,6 +218,14 @@ const FIXTURES: Record<string, Fixture> = {
     body: { starts_at: '2099-01-01T00:00:00Z', hours: 2, category: 'power' },
   }),
   'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/maintenance': linkOf,
+  'PUT /api/v1/marketplaces/links/:server_id/:marketplace/rolling-end-date': (ctx) => ({ ...linkOf(ctx), body: { days: 30 } }),
+  'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/rolling-end-date': linkOf,
+  'PUT /api/v1/marketplaces/links/:server_id/:marketplace/idle-job': (ctx) => ({ ...linkOf(ctx), body: { image: 'host/idle:1', price_gpu_hour: '0.05' } }),
+  'DELETE /api/v1/marketplaces/links/:server_id/:marketplace/idle-job': linkOf,
+  'GET /api/v1/listing-profiles/:id': listingProfile,
+  'PATCH /api/v1/listing-profiles/:id': (ctx) => ({ ...listingProfile(ctx), body: { name: 'renamed profile' } }),
+  'DELETE /api/v1/listing-profiles/:id': listingProfile,
+  'POST /api/v1/listing-profiles/:id/apply': listingProfile,
   // A report is no tenant resource (another tenant reads its own report): no wrong-tenant check.
   'GET /api/v1/reports/:report': () => ({ params: { report: 'spend' } }),
   'GET /api/v1/alerts/:id': incident,
@@ -214,6 +235,8 @@ const FIXTURES: Record<string, Fixture> = {
   'POST /api/v1/groups/:id/drain': (ctx) => ({ ...group(ctx), body: {} }),
   'GET /api/v1/drains/:id': drain,
   'POST /api/v1/drains/:id/cancel': drain,
+  // The threshold is the tenant's own setting (another tenant sets its own): a valid body, no wrong-tenant check.
+  'PUT /api/v1/reconciliation/settings': () => ({ params: {}, body: { gap_threshold_usd: '2.00' } }),
 }
 
 /** Routes that deliberately carry no access declaration: documentation and the test-only clock. */

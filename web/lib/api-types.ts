@@ -16,6 +16,7 @@ import type * as Costs from '../../src/modules/costs/costs.model'
 import type * as EarningsM from '../../src/modules/earnings/earnings.model'
 import type * as Fleet from '../../src/modules/fleet/servers.model'
 import type * as Groups from '../../src/modules/groups/groups.model'
+import type * as ListingProfiles from '../../src/modules/listing-profiles/listing-profiles.model'
 import type * as Candidates from '../../src/modules/marketplaces/links/candidates.model'
 import type * as Market from '../../src/modules/marketplaces/market/market.model'
 import type * as Marketplaces from '../../src/modules/marketplaces/marketplaces.model'
@@ -33,6 +34,7 @@ import type * as Tokens from '../../src/modules/tokens/tokens.model'
 import type * as Users from '../../src/modules/users/users.model'
 import type * as Watchdog from '../../src/modules/watchdog/watchdog.model'
 import type * as Bulk from '../../src/modules/bulk/bulk.model'
+import type * as ReconciliationM from '../../src/modules/reconciliation/reconciliation.model'
 
 /** An item of a paged answer ({ items, next_cursor }) or of a list ({ items }). */
 type ItemOf<T extends { items: unknown[] }> = T['items'][number]
@@ -177,3 +179,13 @@ export type FleetReadiness = Static<typeof Readiness.FleetReadiness>
 export type ServerReadinessSummary = FleetReadiness['servers'][number]
 /** GET /servers/{id}/readiness. */
 export type ServerReadiness = Static<typeof Readiness.ServerReadiness>
+
+/** A group's listing profile (GET /listing-profiles) and what applying it answers. */
+export type ListingProfile = Static<typeof ListingProfiles.Profile>
+export type ListingProfileCreateBody = Static<typeof ListingProfiles.ProfileCreate>
+export type ListingProfileApply = Static<typeof ListingProfiles.ApplyAnswer>
+/** Payouts reconciled (GET /reconciliation): rows per day and machine with totals, payouts and wallets. */
+export type ReconciliationAnswer = Static<typeof ReconciliationM.Reconciliation>
+/** The payout gap threshold (GET/PUT /reconciliation/settings). */
+export type ReconciliationSettings = Static<typeof ReconciliationM.Settings>
+export type ReconciliationSettingsBody = Static<typeof ReconciliationM.SettingsPut>

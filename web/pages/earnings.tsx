@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact'
 import { useState } from 'preact/hooks'
 import { get, request } from '../lib/api'
 import { MARKETPLACES, type Marketplace, marketplaceName, utcDay } from '../lib/format'
+import { href } from '../lib/router'
 import { useIdempotency, useResource } from '../lib/resource'
 import { can } from '../lib/session'
 import type { CostBasis, CostBasisPatch, EarningsReport, Margin, MarginReport, MarketplaceEarnings } from '../lib/api-types'
@@ -347,6 +348,10 @@ export function EarningsPage() {
           {(r) => <EarningsTable r={r} rec={rec.data ?? undefined} />}
         </Async>
       </Section>
+      <p>
+        <a href={href('/reconciliation')}>Payouts reconciled</a>: per day and machine, what the platform paid beside what the rentals accrued after its
+        commission, with the days it paid short flagged.
+      </p>
       <Section title="Margin">
         <Async r={margin} label="Loading the margin…">
           {(r) => <MarginTable r={r} />}

@@ -12,6 +12,7 @@ import { Money, Price } from '../ui/money'
 import { Page, Section } from '../ui/layout'
 import { Async, DataTable, Empty, More } from '../ui/states'
 import { Groups } from './groups'
+import { ListingProfiles } from './listing-profiles'
 
 /**
  * The fleet overview: the dashboard tiles, the servers with their presence as it changes (lib/live.ts),
@@ -463,6 +464,7 @@ export function Fleet() {
         </Async>
       </Section>
       <Groups groups={groups} counts={dashboard.data?.groups ?? []} />
+      <ListingProfiles groups={groups} />
       {dashboard.data && dashboard.data.gpus.by_model.length > 0 && (
         <Section title="GPUs by model">
           <ul>

@@ -6,6 +6,7 @@ import { BillingPage } from './billing'
 import { BulkOperationPage, BulkPage } from './bulk'
 import { PlanPage } from './plan'
 import { ReportsPage } from './reports'
+import { ReconciliationPage } from './reconciliation'
 import { SettingsPage } from './settings'
 import { CommandPage } from './command'
 import { Commands } from './commands'
@@ -31,6 +32,7 @@ export const ROUTES: [string, (params: any) => JSX.Element][] = [
   ['/marketplaces/bulk', BulkPage],
   ['/marketplaces/bulk/:id', BulkOperationPage],
   ['/earnings', EarningsPage],
+  ['/reconciliation', ReconciliationPage],
   ['/alerts', AlertsPage],
   ['/strategy', StrategyPage],
   ['/notifications', NotificationsPage],

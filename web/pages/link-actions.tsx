@@ -4,6 +4,7 @@ import { useIdempotency } from '../lib/resource'
 import type { Link, LinkMaintenanceBody, OfferAnswer, OfferBody } from '../lib/api-types'
 import { Form, SelectField, TextField, useForm } from '../ui/form'
 import { Action } from '../ui/states'
+import { LinkListing } from './link-listing'
 
 /**
  * What an admin does with one link: publish or update the offer (marketplace_a in USD per GPU-hour,
@@ -159,6 +160,13 @@ export function LinkActions({ link, serverName, changed }: { link: Link; serverN
               }}
             />
           )}
+          <LinkListing
+            link={link}
+            done={(text) => {
+              setNote(text)
+              changed()
+            }}
+          />
         </>
       )}
       <h4>Link</h4>

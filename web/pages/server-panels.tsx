@@ -76,6 +76,8 @@ export function ServerLinks({ serverId }: { serverId: string }) {
                   <th scope="col" class="num">
                     Rentals
                   </th>
+                  <th scope="col">End date</th>
+                  <th scope="col">Idle job</th>
                 </>
               }
             >
@@ -91,6 +93,11 @@ export function ServerLinks({ serverId }: { serverId: string }) {
                     <Price usd={l.remote.price_gpu_hour} />
                   </td>
                   <td class="num">{l.remote.rentals_running ?? '—'}</td>
+                  <td>
+                    {l.remote.end_date ? l.remote.end_date.slice(0, 10) : '—'}
+                    {l.listing.end_date_days !== null && <span class="muted small"> (kept {l.listing.end_date_days} days ahead)</span>}
+                  </td>
+                  <td>{l.listing.idle_job ? `${l.listing.idle_job.image} at ${l.listing.idle_job.price_gpu_hour} USD/GPU-h` : '—'}</td>
                 </tr>
               ))}
             </DataTable>

@@ -12,6 +12,7 @@ const NAV: [string, string][] = [
   ['/alerts', 'Alerts'],
   ['/marketplaces', 'Marketplaces'],
   ['/earnings', 'Earnings'],
+  ['/reconciliation', 'Payouts'],
   ['/reports', 'Reports'],
   ['/strategy', 'Strategy'],
   ['/billing', 'Billing'],
@@ -25,6 +26,8 @@ const section = (path: string) => {
   const p = path.split('?')[0]!
   if (p === '/' || p.startsWith('/servers') || p === '/add-server') return '/'
   const top = `/${p.split('/')[1]}`
+  // Payouts reconciled is reached from Earnings and lights up its tab.
+  if (top === '/reconciliation') return '/earnings'
   return UNDER_SETTINGS.has(top) ? '/settings' : top
 }
 

@@ -4,7 +4,7 @@ import { DisplayText, Literals, Nullable, PageOf, PageQuery, Timestamp, Uuid } f
 import { MarketplaceId } from '../marketplaces'
 
 /** The causes an incident can have (docs/alerts.md "Causes"). */
-const KINDS = ['offline', 'temperature', 'agent_error', 'marketplace_error', 'stale_link', 'low_balance', 'readiness', 'renter_report'] as const
+const KINDS = ['offline', 'temperature', 'agent_error', 'marketplace_error', 'stale_link', 'low_balance', 'readiness', 'renter_report', 'payout_gap'] as const
 export type Kind = (typeof KINDS)[number]
 /** Lowest first: a repeat of an open cause may raise its severity, never lower it. */
 export const SEVERITIES = ['info', 'warning', 'critical'] as const

@@ -158,3 +158,36 @@ export function balanceCovers(db: DbOrTx, deps: Deps, tenantId: string): string 
   if (balance < LOW_BALANCE_DAYS * perDay) return null
   return `the balance of ${formatMoney(balance)} USD lasts about ${formatDecimal(balance / perDay, 1, 1)} days again`
 }
+
+const PAYOUT_GAP_KEY = 'payout_gap'
+
+/**
+ * The platform paid less than accrual minus commission by more than the owner's threshold on some
+ * (server, marketplace, day) (docs/marketplaces.md "Payouts reconciled"): one account-wide cause,
+ * counted again when a new row is flagged, resolved when none is.
+ */
+export function alertOnPayoutGap(
+  deps: Deps,
+  e: { tx: Tx; tenantId: string; rows: { serverName: string; marketplace: string; day: string; gapMicros: number }[]; thresholdMicros: number },
+): void {
+  const total = e.rows.reduce((s, r) => s + r.gapMicros, 0)
+  const listed = e.rows
+    .slice(0, 10)
+    .map((r) => `${r.day} ${r.serverName} on ${r.marketplace}: ${formatMoney(r.gapMicros)} USD`)
+    .join('; ')
+  raise(e.tx, deps, {
+    tenantId: e.tenantId,
+    kind: 'payout_gap',
+    key: PAYOUT_GAP_KEY,
+    severity: 'warning',
+    serverId: null,
+    marketplace: null,
+    title: `Platform paid ${formatMoney(total)} USD less than expected on ${e.rows.length} machine-day${e.rows.length === 1 ? '' : 's'}`,
+    detail: `Unexplained shortfall beyond the commission, over your threshold of ${formatMoney(e.thresholdMicros)} USD: ${listed}${e.rows.length > 10 ? '; …' : ''}. See GET /reconciliation.`,
+  })
+}
+
+/** No machine-day is flagged any more. */
+export function alertOnPayoutGapCleared(deps: Deps, e: { tx: Tx; tenantId: string; resolution: string }): void {
+  clearCause(e.tx, deps, e.tenantId, PAYOUT_GAP_KEY, e.resolution)
+}

@@ -135,6 +135,7 @@ function notificationGroups(i: Pick<IncidentRow, 'kind' | 'causeKey'>): { keys: 
   if (i.kind === 'readiness') return { keys: [`readiness:${rest}`], prefixes: [] }
   if (i.kind === 'renter_report') return { keys: [`renter-report:${rest}`], prefixes: [] }
   if (i.kind === 'low_balance') return { keys: ['account:grace', 'account:frozen'], prefixes: ['balance-low:'] }
+  if (i.kind === 'payout_gap') return { keys: [], prefixes: ['payout-gap:'] }
   return null
 }
 

@@ -114,3 +114,34 @@ export function accruedByServerOn(db: DbOrTx, tenantId: string, day: string): Ma
   for (const r of daysBetween(db, tenantId, day, day)) out.set(r.serverId, (out.get(r.serverId) ?? 0) + r.accruedUsdMicros)
   return out
 }
+
+/** One row of payout reconciliation (docs/marketplaces.md "Payouts reconciled"): accrual, the cut that explains the platform's lower figure, and the platform's figure. */
+export type CutDay = AccruedDay & {
+  /** The cut's rate (the effective one across currencies), where it comes from, and its amount and net (null: unknown). */
+  cutPercent: string | null
+  cutSource: 'entered' | 'published_default' | 'unknown'
+  cutMicros: number | null
+  netMicros: number | null
+}
+
+/** The tenant's earnings rows for days in [fromDay, toDay] with the platform's cut applied by the cost basis's rule (`cutsOf`, costs' platformCuts). */
+export function cutDays(deps: Deps, tenantId: string, fromDay: string, toDay: string, cutsOf: PlatformCutsOf): CutDay[] {
+  const cutOf = cutsOf(tenantId)
+  return daysBetween(deps.db, tenantId, fromDay, toDay).map((r) => {
+    const cut = rowCut(r, cutOf)
+    return {
+      serverId: r.serverId,
+      marketplace: r.marketplace,
+      day: r.day,
+      accruedUsdMicros: r.accruedUsdMicros,
+      accruedUs: r.accruedUs,
+      gapUs: r.gapUs,
+      platformUsdMicros: r.marketplace === 'marketplace_b' ? null : r.platformUsdMicros,
+      byCurrencyUsdMicros: Object.fromEntries(Object.entries(r.byCurrency).map(([c, v]) => [c, v.usdMicros])),
+      cutPercent: cut.percent,
+      cutSource: cut.source,
+      cutMicros: cut.cutMicros,
+      netMicros: cut.netMicros,
+    }
+  })
+}

@@ -4,4 +4,4 @@
  */
 export { earningsRoutes } from './earnings.routes'
 export { accruePast, sampleEarnings } from './sample.service'
-export { accruedByServerOn, accruedDays, type AccruedDay } from './earnings.service'
+export { accruedByServerOn, accruedDays, cutDays, type AccruedDay, type CutDay } from './earnings.service'

@@ -12,6 +12,8 @@ export { markFleetDirty, refreshAllSnapshots } from './snapshot.service'
 export { provideRowFacts, type IncidentCounts, type ServerListing } from './row-facts'
 // Reading one server: the tenant-checked load-or-throw (a plain 404), and the group's release.
 export { loadServer, releaseGroup, visibleServerId, type ServerMargin } from './servers.service'
+// Keep-on per marketplace, as listing profiles set it for a group's servers (docs/marketplaces.md "Listing profiles").
+export { setKeepOn } from './servers.service'
 export { agentSessions, type LiveSession } from './agent-sessions'
 export { recordServerEvent } from './events'
 // The hardware rules GET /servers/{id} and Prometheus share (docs/agent.md "Health readings").

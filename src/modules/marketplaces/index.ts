@@ -27,3 +27,11 @@ export { drainAnnounce, drainCancelWindow, drainRelist, drainTargets, drainWithd
 // What bulk changes read and do (docs/marketplaces.md "Bulk changes"): each link's offer now, and the two writes.
 export { offerStates, type OfferState } from './links/listings.service'
 export { withdrawOffer } from './offers/offers.service'
+// A link's listing settings (docs/marketplaces.md "Rolling end dates", "Idle jobs"); listing profiles apply them per group.
+export { listingRoutes } from './listing/listing.routes'
+export { setIdleJob, setRollingEndDate } from './listing/listing.service'
+export { IdleJobBody, RollingEndDateBody } from './listing/listing.model'
+export { OfferBody } from './marketplaces.model'
+export { checkOffer } from './offers/offers.mapping'
+// What payout reconciliation reads (docs/marketplaces.md "Payouts reconciled").
+export { connectedMarketplaces, platformPayouts, platformWallets } from './deals/payouts.service'

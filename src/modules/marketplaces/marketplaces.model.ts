@@ -158,6 +158,33 @@ const MarketplaceB = Type.Object(
   { description: "marketplace_b's own fields (present on marketplace_b links only)" },
 )
 
+/** The link's listing settings (docs/marketplaces.md "Rolling end dates", "Idle jobs"). */
+const IdleJob = Type.Object(
+  {
+    image: Type.String({ maxLength: 512, description: 'The container image run while no renter holds the GPUs' }),
+    args: Type.String({ maxLength: 2048, description: 'Arguments passed to the image; empty for none' }),
+    price_gpu_hour: Money({ description: 'USD per GPU-hour the idle job pays the host' }),
+    price_inet_up_tb: NMoney('USD per TB uploaded (sent to Vast per GB); null: not sent'),
+    price_inet_down_tb: NMoney('USD per TB downloaded (sent to Vast per GB); null: not sent'),
+    set_at: Timestamp({ description: 'When gpuhq set it on the platform' }),
+  },
+  { description: "The idle job gpuhq set on the machine (Vast's default job); null when none was set through gpuhq or it was removed" },
+)
+
+const LinkListing = Type.Object(
+  {
+    end_date_days: Nullable(
+      Type.Integer({
+        description: "Rolling end date: the sync keeps the offer's end date at least this many days ahead; null when off (always on marketplace_b)",
+      }),
+    ),
+    end_date_extended_to: Nullable(Timestamp({ description: 'The end date gpuhq last set on its own; null before the first extension' })),
+    end_date_extended_at: Nullable(Timestamp({ description: 'When it did' })),
+    idle_job: Nullable(IdleJob),
+  },
+  { description: 'Listing settings gpuhq applies to the machine (docs/marketplaces.md "Rolling end dates", "Idle jobs")' },
+)
+
 export const Link = Type.Object({
   server_id: Uuid(),
   marketplace: MarketplaceId,
@@ -174,6 +201,7 @@ export const Link = Type.Object({
   electricity_usd_per_gpu_hour: NMoney(
     "Measured electricity cost of one GPU-hour over the last 7 days (the server's tariff × its average GPU power ÷ its card count); null when not computable, and always in single-link answers",
   ),
+  listing: LinkListing,
 })
 
 export const LinkList = Type.Object({ links: Type.Array(Link, { maxItems: 512 }) })

@@ -2,7 +2,16 @@
 export { notificationsRoutes } from './notifications.routes'
 export { pollChatLinks } from './chat-link.service'
 export { dispatchNotifications } from './outbox.service'
-export { fromAccountState, fromLowBalance, fromOfferPublished, fromPlanRefusal, fromServerEvent, fromTopup, fromTopupNotCredited } from './producers'
+export {
+  fromAccountState,
+  fromLowBalance,
+  fromOfferPublished,
+  fromPayoutGap,
+  fromPlanRefusal,
+  fromServerEvent,
+  fromTopup,
+  fromTopupNotCredited,
+} from './producers'
 export { TEMPERATURE_MARKS, watchTemperatures } from './temperature'
 export { sendWeeklyReports } from './weekly'
 // What alerts read: the notifications one condition produced (by group key and time), and their titles.

@@ -136,3 +136,22 @@ export function fromLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; daysLe
     groupWindowUs: 24 * 3600 * 1_000_000,
   })
 }
+
+/**
+ * The reconciliation flagged a machine-day the platform paid less for than accrual minus commission
+ * beyond the owner's threshold (docs/marketplaces.md "Payouts reconciled"): a `payment` notification
+ * (money owed to the host), once per set of flagged days.
+ */
+export function fromPayoutGap(
+  deps: Deps,
+  e: { tx: Tx; tenantId: string; rows: { serverName: string; marketplace: string; day: string; gapMicros: number }[]; thresholdMicros: number },
+): void {
+  const total = e.rows.reduce((s, r) => s + r.gapMicros, 0)
+  const days = [...new Set(e.rows.map((r) => r.day))].sort()
+  notify(e.tx, deps, e.tenantId, {
+    category: 'payment',
+    title: 'Platform paid less than expected',
+    body: `${e.rows.length} machine-day${e.rows.length === 1 ? '' : 's'} (${days.join(', ')}) fell ${formatMoney(total)} USD short of accrual minus commission, beyond your threshold of ${formatMoney(e.thresholdMicros)} USD. See the Reconciliation page.`,
+    groupKey: `payout-gap:${days.join(',').slice(0, 180)}:${e.rows.length}`,
+  })
+}

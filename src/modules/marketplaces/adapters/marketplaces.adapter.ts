@@ -122,6 +122,23 @@ export type RemoteMachine = {
  */
 export type RenterReportRead = { problem: string | null; message: string | null; reportedAtUs: number | null }
 
+/** One entry of the platform's invoice / payout history (Vast `GET /api/v1/invoices`), USD. */
+export type PayoutRead = {
+  /** The platform's own id (`metadata.invoice_id`), else one built from the entry's start, type and amount. */
+  externalId: string
+  /** credit, transfer, payout, refund, reserved (Vast's `type`), as the platform spells it. */
+  type: string
+  /** Start of the entry (unix seconds) and end (null: none given). */
+  startS: number
+  endS: number | null
+  /** Signed USD money text, as the platform gave it (exactly, micro-dollars). */
+  amountUsd: string
+  description: string
+}
+
+/** One wallet of the account (Clore `GET /v1/wallets`): the coin as the platform spells it and its balance (coin text, up to 12 decimals). */
+export type WalletRead = { currency: string; balance: string }
+
 /** Who the key belongs to, as the platform says. */
 export type AccountIdentity = {
   /** How the platform identifies the owner (an account id or name). */
@@ -189,6 +206,12 @@ export type OfferWrite = { marketplace: 'marketplace_a'; ask: VastAsk } | { mark
 /** How a machine is addressed for a write: Vast by numeric id, Clore by server name. */
 export type MachineRef = { externalMachineId: string; name: string | null }
 
+/**
+ * Vast's default (idle) job as `create_bids` takes it (host-operations.md section 2): the host's own
+ * container run at `price_gpu` USD per GPU-hour while no renter holds the GPUs; traffic per GB.
+ */
+type IdleJobWrite = { image: string; args: string; priceGpu: number; priceInetu: number | null; priceInetd: number | null }
+
 /** A maintenance window as Vast's `dnotify` takes it. */
 type MaintenanceWindow = { startsAtS: number; hours: number; category: string; reason: string | null }
 
@@ -228,6 +251,14 @@ export interface MarketplaceAdapter {
     cancel(apiKey: string, machine: MachineRef): Promise<void>
   } | null
   /**
+   * The machine's idle job (Vast's default job: `PUT /machines/create_bids/`, removed by
+   * `DELETE /machines/{id}/defjob/`); null on a platform whose API cannot set one (marketplace_b).
+   */
+  readonly idleJob: {
+    set(apiKey: string, machine: MachineRef, job: IdleJobWrite): Promise<void>
+    remove(apiKey: string, machine: MachineRef): Promise<void>
+  } | null
+  /**
    * The platform's public asking prices. `apiKey` is used where the platform needs one to read
    * its public market (marketplace_b); marketplace_a's offer search is anonymous.
    */
@@ -240,6 +271,13 @@ export interface MarketplaceAdapter {
   readonly dayEarnings: ((apiKey: string, day: number) => Promise<Map<string, string>>) | null
   /** The renter reports on one machine, newest first as the platform lists them; null on a platform without them (marketplace_b). */
   readonly machineReports: ((apiKey: string, machine: MachineRef) => Promise<RenterReportRead[]>) | null
+  /**
+   * The account's invoice / payout history with a start in [fromS, toS] (unix seconds), every page;
+   * null on a platform without one (marketplace_b). Needs the key's billing permission.
+   */
+  readonly payouts: ((apiKey: string, fromS: number, toS: number) => Promise<PayoutRead[]>) | null
+  /** The account's wallet balances per coin; null on a platform without wallets (marketplace_a pays out in USD). */
+  readonly wallets: ((apiKey: string) => Promise<WalletRead[]>) | null
 }
 
 export type AdapterOptions = {

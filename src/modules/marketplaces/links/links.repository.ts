@@ -72,7 +72,12 @@ export function linksOfServers(db: DbOrTx, tenantId: string, serverIds: string[]
 export function updateLink(
   tx: DbOrTx,
   id: string,
-  patch: Partial<Pick<LinkRow, 'state' | 'lastSeenAt' | 'remote' | 'marketplaceB' | 'offer' | 'offerPublishedAt'>>,
+  patch: Partial<
+    Pick<
+      LinkRow,
+      'state' | 'lastSeenAt' | 'remote' | 'marketplaceB' | 'offer' | 'offerPublishedAt' | 'endDateDays' | 'endDateExtendedTo' | 'endDateExtendedAt' | 'idleJob'
+    >
+  >,
 ): void {
   tx.update(marketplaceLinks).set(patch).where(eq(marketplaceLinks.id, id)).run()
 }

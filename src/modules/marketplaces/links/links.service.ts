@@ -13,6 +13,7 @@ import { MarketplaceErrors } from '../marketplaces.errors'
 import type { LinkCreate } from '../marketplaces.model'
 import { findAccount } from '../accounts/marketplaces.repository'
 import { announceEnded, refreshMarketRentals } from './rentals.service'
+import { listingView } from '../listing/listing.view'
 import { countLinks, deleteLink, findLink, insertLink, linksOf, linksToMachine, MAX_LINKS, setLinksState, type LinkRow } from './links.repository'
 
 /**
@@ -39,6 +40,7 @@ export function linkView(l: LinkRow, electricityUsdPerGpuHour: string | null = n
     remote: { ...LATER_FIELDS, ...l.remote },
     ...(l.marketplace === 'marketplace_b' ? { marketplace_b: l.marketplaceB ?? nullMarketplaceB() } : {}),
     electricity_usd_per_gpu_hour: electricityUsdPerGpuHour,
+    listing: listingView(l),
   }
 }
 
@@ -110,6 +112,10 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
       marketplaceB: marketplace === 'marketplace_b' ? machine.marketplaceB : null,
       offer: null,
       offerPublishedAt: null,
+      endDateDays: null,
+      endDateExtendedTo: null,
+      endDateExtendedAt: null,
+      idleJob: null,
     }
     insertLink(tx, row)
     recordAudit(tx, deps, audit, { operation: 'marketplaces.link', targetKind: 'server', targetId: server.id })

@@ -103,7 +103,7 @@ export function assertPricesAboveZero(marketplace: MarketplaceId, input: PricedB
 }
 
 /** Micro-dollars ÷ `divisor` as the shortest exact decimal, then a JSON number (Vast reads floats). */
-function usd(micros: number, divisor: 1 | 1000 = 1): number {
+export function usd(micros: number, divisor: 1 | 1000 = 1): number {
   const scale = divisor === 1 ? 6 : 9
   const digits = micros.toString().padStart(scale + 1, '0')
   return Number(`${digits.slice(0, -scale)}.${digits.slice(-scale)}`)

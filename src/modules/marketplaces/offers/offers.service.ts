@@ -29,7 +29,7 @@ type Target = { deps: Deps; actor: Actor; audit: AuditContext; serverId: string;
 const YEAR_US = 365 * 24 * 3600 * 1_000_000
 
 /** The link and its connected account; 404 without a link, 409 without a usable stored key. */
-function writable(deps: Deps, actor: Actor, serverId: string, marketplace: MarketplaceId): { link: LinkRow; account: AccountRow } {
+export function writable(deps: Deps, actor: Actor, serverId: string, marketplace: MarketplaceId): { link: LinkRow; account: AccountRow } {
   const link = findLink(deps.db, actor.tenantId, serverId.toLowerCase(), marketplace)
   if (!link) throw MarketplaceErrors.linkNotFound()
   const account = findAccount(deps.db, actor.tenantId, marketplace)
@@ -38,7 +38,7 @@ function writable(deps: Deps, actor: Actor, serverId: string, marketplace: Marke
   return { link, account }
 }
 
-const refOf = (link: LinkRow): MachineRef => ({ externalMachineId: link.externalMachineId, name: link.remote.hostname })
+export const refOf = (link: LinkRow): MachineRef => ({ externalMachineId: link.externalMachineId, name: link.remote.hostname })
 
 /**
  * Sends one write with the stored key, logged under the server (with `reason` when gpuhq acts on its

@@ -15,6 +15,7 @@ import { linksOfAccount, updateLink, type LinkState } from '../links/links.repos
 import { callPlatform, systemActor } from './operations.service'
 import { announceEnded, noteMaintenance, refreshMarketRentals } from '../links/rentals.service'
 import { type ReportTally, syncRenterReports } from '../renter-reports/renter-reports.service'
+import { endDatesDue, extendEndDate } from '../listing/listing.service'
 
 /**
  * The marketplaces.sync job (docs/marketplaces.md "Sync"). For every connected account of every
@@ -38,6 +39,8 @@ type Tally = {
   conflict: number
   republished: number
   republishFailed: number
+  extended: number
+  extendFailed: number
   reports: ReportTally
 }
 
@@ -52,6 +55,8 @@ export async function syncMarketplaces(deps: Deps, tenants: TenantWalk): Promise
     conflict: 0,
     republished: 0,
     republishFailed: 0,
+    extended: 0,
+    extendFailed: 0,
     reports: { read: 0, fresh: 0, failed: 0 },
   }
   let next = 0
@@ -70,6 +75,7 @@ export async function syncMarketplaces(deps: Deps, tenants: TenantWalk): Promise
     `${accounts.length} accounts: ${tally.ok} read, ${tally.failed} failed, ${tally.skipped} changed meanwhile; ` +
     `links: ${tally.refreshed} refreshed, ${tally.stale} stale, ${tally.conflict} in conflict; ` +
     `keep-on: ${tally.republished} re-published, ${tally.republishFailed} failed; ` +
+    `end dates: ${tally.extended} extended, ${tally.extendFailed} failed; ` +
     `renter reports: ${tally.reports.read} machines read, ${tally.reports.fresh} new, ${tally.reports.failed} failed; ${market}`
   )
 }
@@ -131,6 +137,14 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
   })
   announceEnded(deps, ended ?? [])
   for (const id of relist) await keepOn(deps, account, id, tally)
+  // Rolling end dates (docs/marketplaces.md "Rolling end dates"): after keep-on, on the links as this sync left them.
+  if (ended !== null && asked.ok) {
+    const machines = new Map<string, RemoteMachine>(asked.value.machines.map((m) => [m.externalMachineId, m]))
+    for (const due of endDatesDue(deps, linksOfAccount(deps.db, account.id), machines)) {
+      if (await extendEndDate(deps, account, due)) tally.extended++
+      else tally.extendFailed++
+    }
+  }
   // Only after a list the platform answered and this sync recorded: the links are as fresh as they get.
   if (ended !== null && asked.ok) await syncRenterReports(deps, account, asked.value.machines, tally.reports)
 }

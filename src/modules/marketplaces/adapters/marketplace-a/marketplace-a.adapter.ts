@@ -1,4 +1,4 @@
-import { dayEarningsOf, machinesOf, marketOffersOf, reportsOf } from './marketplace-a.mapping'
+import { dayEarningsOf, machinesOf, marketOffersOf, payoutsOf, reportsOf } from './marketplace-a.mapping'
 import {
   type AccountIdentity,
   type AdapterOptions,
@@ -6,6 +6,7 @@ import {
   type MarketplaceAdapter,
   MarketplaceError,
   type MarketplaceFailure,
+  type PayoutRead,
   type RemoteMachine,
 } from '../marketplaces.adapter'
 import { type PlatformAnswer, Pacer, PlatformUnreachable, recorded, send } from '../marketplaces.http'
@@ -40,7 +41,15 @@ const PACE_MS = {
   earnings: 2200,
   // A machine's renter reports: the documented threshold (reports 1.2) plus 10 %.
   reports: 1320,
+  // The default (idle) job: the documented thresholds (set defjob 2.8, remove defjob 1.2) plus 10 %.
+  create_bids: 3080,
+  defjob: 1320,
+  // The invoice / payout history (v1): the documented threshold (1.3: v1 invoices 3.0) plus 10 %.
+  invoices: 3300,
 } as const
+/** The pages of invoice history one read follows at most (each up to INVOICE_PAGE entries). */
+const INVOICE_PAGES = 20
+const INVOICE_PAGE = 100
 type Endpoint = keyof typeof PACE_MS
 
 /** The most offers one market read takes (the search's own `limit`). */
@@ -170,7 +179,8 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
     // header errors (which may quote the value) out of every message.
     if (apiKey !== null && (apiKey === '' || !/^[\x21-\x7e]+$/.test(apiKey)))
       throw new MarketplaceError(MARKETPLACE, 'rejected_key', 'that is not a marketplace_a API key')
-    const url = `${origin}${PREFIX}${path}`
+    // A path under /api/ names its own version (the v1 invoices); the others are v0's.
+    const url = path.startsWith('/api/') ? `${origin}${path}` : `${origin}${PREFIX}${path}`
     const headers: Record<string, string> = {
       accept: 'application/json',
       ...(apiKey !== null ? { authorization: `Bearer ${apiKey}` } : {}),
@@ -265,6 +275,23 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
       },
     },
 
+    idleJob: {
+      /** `PUT /machines/create_bids/` {machine, price_gpu, price_inetu, price_inetd, image, args}; traffic prices left out when not given. */
+      async set(apiKey, machine, job) {
+        await call(apiKey, 'idle_job.set', 'create_bids', 'PUT', '/machines/create_bids/', {
+          machine: machineId(machine),
+          price_gpu: job.priceGpu,
+          ...(job.priceInetu !== null ? { price_inetu: job.priceInetu } : {}),
+          ...(job.priceInetd !== null ? { price_inetd: job.priceInetd } : {}),
+          image: job.image,
+          args: job.args,
+        })
+      },
+      async remove(apiKey, machine) {
+        await call(apiKey, 'idle_job.remove', 'defjob', 'DELETE', `/machines/${machineId(machine)}/defjob/`)
+      },
+    },
+
     /**
      * `GET /users/me/machine-earnings?owner=me&sday=D&eday=D`: with one day asked, `per_machine` is
      * that day's figure per machine; gpu, storage and both bandwidth earnings summed (USD, after
@@ -275,6 +302,29 @@ export function createMarketplaceAAdapter(options: AdapterOptions): MarketplaceA
       const rows = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).per_machine : undefined
       return dayEarningsOf(Array.isArray(rows) ? rows : [])
     },
+
+    /**
+     * `GET /api/v1/invoices?select_filters={"when":{"gte":from,"lte":to}}&limit=&after_token=`
+     * (billing_read), following `next_token` for at most INVOICE_PAGES pages: the account's
+     * credits, transfers and payouts in USD.
+     */
+    async payouts(apiKey, fromS, toS) {
+      const out: PayoutRead[] = []
+      let token: string | null = null
+      for (let page = 0; page < INVOICE_PAGES; page++) {
+        const filters = encodeURIComponent(JSON.stringify({ when: { gte: fromS, lte: toS } }))
+        const after = token === null ? '' : `&after_token=${encodeURIComponent(token)}`
+        const body = await get(apiKey, 'payouts.list', 'invoices', `/api/v1/invoices?select_filters=${filters}&limit=${INVOICE_PAGE}${after}`)
+        const b = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {}
+        out.push(...payoutsOf(Array.isArray(b.results) ? b.results : []))
+        token = typeof b.next_token === 'string' && b.next_token !== '' ? b.next_token : null
+        if (token === null) break
+      }
+      return out
+    },
+
+    /** Vast pays out in USD: no wallets. */
+    wallets: null,
 
     /**
      * `GET /machines/{id}/reports/` (machine_read). vast-cli also sends `{"machine_id": id}` as a JSON

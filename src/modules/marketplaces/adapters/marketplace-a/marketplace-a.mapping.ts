@@ -3,7 +3,7 @@ import { formatDecimal } from '../../../../platform/numbers'
 import { replaceUnstorable } from '../../../../platform/storable'
 import { formatTimestamp } from '../../../../platform/time'
 import { normaliseGpuModel } from '../gpu-model'
-import type { MachineFacts, MarketOffer, RemoteMachine, RemoteProjection, RenterReportRead } from '../marketplaces.adapter'
+import type { MachineFacts, MarketOffer, PayoutRead, RemoteMachine, RemoteProjection, RenterReportRead } from '../marketplaces.adapter'
 
 /**
  * One element of Vast's `GET /api/v0/machines/?owner=me` turned into the link's `remote`
@@ -255,6 +255,35 @@ export function reportsOf(list: unknown[]): RenterReportRead[] {
       problem: problem === null ? null : replaceUnstorable(problem),
       message: message === null ? null : replaceUnstorable(message),
       reportedAtUs: us !== null && Number.isSafeInteger(us) ? us : null,
+    })
+  }
+  return out
+}
+
+/**
+ * `GET /api/v1/invoices` `results` → payout history entries: `start`/`end` (unix seconds), `type`,
+ * `amount` (USD, read exactly), `description`, `metadata.invoice_id`. An entry without a start or
+ * an amount is left out (nothing to set beside a day).
+ */
+export function payoutsOf(rows: unknown[]): PayoutRead[] {
+  const out: PayoutRead[] = []
+  for (const raw of rows) {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) continue
+    const r = raw as Json
+    const start = num(r.start)
+    const amount = vastMoney(r.amount)
+    if (start === null || start <= 0 || amount === null) continue
+    const type = str(r.type, 32) ?? 'unknown'
+    const meta = typeof r.metadata === 'object' && r.metadata !== null ? (r.metadata as Json) : {}
+    const invoiceId = int(meta.invoice_id) ?? str(meta.invoice_id, 64)
+    const end = num(r.end)
+    out.push({
+      externalId: invoiceId !== null ? String(invoiceId) : `${Math.floor(start)}:${type}:${amount}`,
+      type,
+      startS: Math.floor(start),
+      endS: end === null || end <= 0 ? null : Math.floor(end),
+      amountUsd: amount,
+      description: str(r.description, 200) ?? '',
     })
   }
   return out

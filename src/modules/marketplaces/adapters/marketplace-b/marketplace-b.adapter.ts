@@ -8,6 +8,7 @@ import {
   type MarketplaceAdapter,
   MarketplaceError,
   type RemoteMachine,
+  type WalletRead,
 } from '../marketplaces.adapter'
 
 /**
@@ -19,6 +20,18 @@ import {
  * documented read) is CLORE; its USD value uses `spot_marketplace`'s `currency_rates_in_usd`, the
  * only exchange-rate source a key can read, and stays null when either read is missing.
  */
+
+/** A coin balance as plain decimal text, cut (never rounded up) to 12 decimals; null when not a non-negative number. */
+function coinText(v: unknown): string | null {
+  const d = parseDecimal(v)
+  if (!d || d.units < 0n) return null
+  const scale = Math.min(d.scale, 12)
+  const units = d.units / 10n ** BigInt(d.scale - scale)
+  const digits = units.toString().padStart(scale + 1, '0')
+  const whole = digits.slice(0, digits.length - scale)
+  const frac = digits.slice(digits.length - scale).replace(/0+$/, '')
+  return frac === '' ? whole : `${whole}.${frac}`
+}
 
 const objects = (v: unknown): Json[] => (Array.isArray(v) ? v.filter((x): x is Json => typeof x === 'object' && x !== null && !Array.isArray(x)) : [])
 const ids = (v: unknown): number[] => (Array.isArray(v) ? v.filter((x): x is number => Number.isSafeInteger(x)) : [])
@@ -108,11 +121,29 @@ export function createMarketplaceBAdapter(options: AdapterOptions): MarketplaceA
 
     /** Clore has no maintenance API (reference 2.3). */
     maintenance: null,
+    // Clore's API reads a background job (server_config) but documents no call that sets one (docs/marketplaces.md "Idle jobs").
+    idleJob: null,
 
     /** Clore has no host earnings endpoint (reference 2.3). */
     dayEarnings: null,
     /** Clore has no host endpoint for renter reports (docs/marketplaces.md "Renter reports"). */
     machineReports: null,
+    /** Clore has no payout history in its public API (reference 2.3): only the wallets below. */
+    payouts: null,
+
+    /**
+     * `GET /v1/wallets`: `{wallets: [{name, deposit, balance, withdrawal_fee}]}`, the balance per
+     * coin (`name` as Clore spells it: bitcoin, CLORE-Blockchain, USD-Blockchain). A wallet without
+     * a name or a readable balance is left out.
+     */
+    async wallets(apiKey): Promise<WalletRead[]> {
+      const out: WalletRead[] = []
+      for (const w of objects((await wire.get(apiKey, 'account.wallets', 'wallets')).wallets)) {
+        const balance = coinText(w.balance)
+        if (typeof w.name === 'string' && w.name !== '' && balance !== null) out.push({ currency: w.name.slice(0, 64), balance })
+      }
+      return out
+    },
 
     /** The public `marketplace` listing, priced in USD with the rates `spot_marketplace` publishes. */
     async listMarket(apiKey) {
