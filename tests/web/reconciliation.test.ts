@@ -67,11 +67,18 @@ test('the page flags the day Vast paid short, and a higher threshold clears it',
     const row = table.locator('tbody tr[data-flagged="true"]', { hasText: 'rig-short' })
     await row.waitFor({ timeout: WAIT })
     expect(await table.locator('tbody tr[data-flagged="true"]').count()).toBe(1)
-    const text = (await row.textContent()) ?? ''
-    expect(text).toContain('$0.70') // platform paid
-    expect(text).toContain('$1.50') // expected, after the 25 % commission
-    expect(text).toContain('−$0.80') // the unexplained gap
-    expect(text).toContain('Flagged')
+    // Each figure under its own heading (a header row nested in another once put every cell of a
+    // row after the last heading).
+    const headings = await table.locator('thead > tr > th').allTextContents()
+    const cells = await row.locator(':scope > td').allTextContents()
+    expect(cells.length).toBe(headings.length)
+    const under = (heading: string) => cells[headings.indexOf(heading)] ?? `no column ${heading}`
+    expect(under('Machine')).toBe('rig-short')
+    expect(under('Accrued')).toContain('$2.00')
+    expect(under('Platform paid')).toContain('$0.70')
+    expect(under('Expected')).toContain('$1.50') // after the 25 % commission
+    expect(under('Unexplained gap')).toContain('−$0.80')
+    expect(under('Status')).toContain('Flagged')
     await expectAccessible(c, 'reconciliation')
 
     await page.getByLabel('Flag a machine-day short by more than (USD)').fill('1.00')

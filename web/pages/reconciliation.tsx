@@ -79,7 +79,7 @@ function Rows({ rows }: { rows: Row[] }) {
     <DataTable
       label="Reconciliation per day and machine"
       head={
-        <tr>
+        <>
           <th scope="col">Day</th>
           <th scope="col">Machine</th>
           <th scope="col">Marketplace</th>
@@ -89,7 +89,7 @@ function Rows({ rows }: { rows: Row[] }) {
           <th scope="col">Platform paid</th>
           <th scope="col">Unexplained gap</th>
           <th scope="col">Status</th>
-        </tr>
+        </>
       }
     >
       {rows.map((r) => (
@@ -214,12 +214,12 @@ export function ReconciliationPage() {
                 <DataTable
                   label="Payouts and wallets"
                   head={
-                    <tr>
+                    <>
                       <th scope="col">Day</th>
                       <th scope="col">Marketplace</th>
                       <th scope="col">What</th>
                       <th scope="col">Amount</th>
-                    </tr>
+                    </>
                   }
                 >
                   {a.payouts.map((p) => (

@@ -12,7 +12,6 @@ const NAV: [string, string][] = [
   ['/alerts', 'Alerts'],
   ['/marketplaces', 'Marketplaces'],
   ['/earnings', 'Earnings'],
-  ['/reconciliation', 'Payouts'],
   ['/reports', 'Reports'],
   ['/strategy', 'Strategy'],
   ['/billing', 'Billing'],
