@@ -27,3 +27,26 @@ export function auditContextOf(request: Request): AuditContext {
     },
   }
 }
+
+/**
+ * gpuhq acting for a tenant on its own (a job, the sync, a drain, a bulk run, the watchdog): the
+ * operations log and the audit trail show `system`; nothing of a request to record.
+ */
+export function systemActor(tenantId: string): Actor {
+  return {
+    kind: 'system',
+    via: 'system',
+    tenantId,
+    userId: null,
+    role: null,
+    scopes: null,
+    serverAllowlist: null,
+    tenant: { planCode: null, accountState: 'active' },
+  }
+}
+
+/** The system actor of a tenant and its audit context (no request: no address, agent or id). */
+export function systemContext(tenantId: string): { actor: Actor; audit: AuditContext } {
+  const actor = systemActor(tenantId)
+  return { actor, audit: { actor, ip: null, userAgent: null, requestId: null, markRecorded: () => {} } }
+}

@@ -147,7 +147,7 @@ export function createBulk({ deps, actor, audit, input }: Verb & { input: Input 
 
 /** An operation a token with a server_allowlist may see: one over servers it names, all of them its own. */
 function reaches(actor: Actor, selection: { server_ids?: string[] }): boolean {
-  return actor.serverAllowlist === null || (selection.server_ids !== undefined && selection.server_ids.every((s) => mayAccessServer(actor, s)))
+  return actor.serverAllowlist === null || (selection.server_ids?.every((s) => mayAccessServer(actor, s)) ?? false)
 }
 
 export function getBulk({ deps, actor, id }: Verb & { id: string }) {

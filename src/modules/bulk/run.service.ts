@@ -1,9 +1,8 @@
+import { systemContext } from '../../platform/audit-context'
 import { withTransaction } from '../../../db/client'
-import type { Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { DomainError } from '../../platform/domain-error'
 import type { TenantWalk } from '../../platform/jobs'
-import type { AuditContext } from '../audit'
 import { offerStates, publishOffer, withdrawOffer } from '../marketplaces'
 import { findOperation, nextItem, unfinishedOperations, updateItem, updateOperation, type ItemRow, type OperationRow } from './bulk.repository'
 import { planItem } from './plan'
@@ -26,24 +25,6 @@ const ITEMS_PER_RUN = 10
 /** A platform unreachable (or rate-limiting past the retries) this many times for one item fails the item. */
 const MAX_ATTEMPTS = 5
 
-/** gpuhq acting on the operation its member confirmed: the operations log shows `system` and the operation in `reason`. */
-function bulkActor(tenantId: string): Actor {
-  return {
-    kind: 'system',
-    via: 'system',
-    tenantId,
-    userId: null,
-    role: null,
-    scopes: null,
-    serverAllowlist: null,
-    tenant: { planCode: null, accountState: 'active' },
-  }
-}
-
-function auditOf(actor: Actor): AuditContext {
-  return { actor, ip: null, userAgent: null, requestId: null, markRecorded: () => {} }
-}
-
 type Outcome = { state: 'done' | 'refused' | 'skipped' | 'failed'; reason: string | null; after?: ItemRow['after'] } | { state: 'pending'; reason: string }
 
 /** What one item's call came to. */
@@ -53,8 +34,9 @@ async function send(deps: Deps, op: OperationRow, item: ItemRow): Promise<Outcom
   // An item left sending by a stopped run was planned and maybe sent already: what it would change still goes.
   const plan = planItem(op.marketplace, op.action, op.change, link)
   if (plan.outcome === 'skip' && item.state !== 'sending') return { state: 'skipped', reason: plan.reason }
-  const actor = bulkActor(op.tenantId)
-  const target = { deps, actor, audit: auditOf(actor), serverId: item.serverId, marketplace: op.marketplace }
+  // gpuhq acting on the operation its member confirmed: the operations log shows `system` and the operation in `reason`.
+  const { actor, audit } = systemContext(op.tenantId)
+  const target = { deps, actor, audit, serverId: item.serverId, marketplace: op.marketplace }
   const reason = `bulk operation ${op.id}`
   try {
     if (op.action === 'withdraw') await withdrawOffer({ ...target, reason })

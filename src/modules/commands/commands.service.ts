@@ -1,3 +1,4 @@
+import { systemContext } from '../../platform/audit-context'
 import type { Static } from '@sinclair/typebox'
 import { notifyOthers, withTransaction, type DbOrTx } from '../../../db/client'
 import { mayAccessServer, type Actor } from '../../platform/access'
@@ -240,20 +241,11 @@ export function issueSystemCommand(
   input: { type: string; params: Record<string, unknown>; requires: 'none' | 'idle' | 'after_rental'; acceptBy: number; deadline?: number },
   causeId: string | null = null,
 ): string {
-  const actor: Actor = {
-    kind: 'system',
-    via: 'system',
-    tenantId: server.tenantId,
-    userId: null,
-    role: null,
-    scopes: null,
-    serverAllowlist: null,
-    tenant: { planCode: null, accountState: 'active' },
-  }
+  const { actor, audit } = systemContext(server.tenantId)
   const created = createCommand({
     deps,
     actor,
-    audit: { actor, ip: null, userAgent: null, requestId: null, markRecorded: () => {} },
+    audit,
     input: {
       server_id: server.id,
       type: input.type,

@@ -48,7 +48,7 @@ export function cancelCommandsNotStarted(deps: Deps, tenantId: string, ids: read
     const now = deps.clock.nowUs()
     for (const id of ids) {
       const c = findCommand(tx, tenantId, id)
-      if (!c || c.issuedByType !== 'system' || c.issuedById !== causeId || isTerminal(c) || c.deliveryStatus === 'accepted') continue
+      if (c?.issuedByType !== 'system' || c.issuedById !== causeId || isTerminal(c) || c.deliveryStatus === 'accepted') continue
       changeCommand(
         tx,
         deps,

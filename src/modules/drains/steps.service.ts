@@ -1,3 +1,4 @@
+import { systemContext } from '../../platform/audit-context'
 import { withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
 import type { AuditContext } from '../../platform/audit-context'
@@ -27,17 +28,7 @@ const STALE_FIRST_STEP_US = 60 * US
 const SYSTEM_REASON = 'drain: the work is done'
 
 function systemCall(deps: Deps, tenantId: string): Call {
-  const actor: Actor = {
-    kind: 'system',
-    via: 'system',
-    tenantId,
-    userId: null,
-    role: null,
-    scopes: null,
-    serverAllowlist: null,
-    tenant: { planCode: null, accountState: 'active' },
-  }
-  return { deps, actor, audit: { actor, ip: null, userAgent: null, requestId: null, markRecorded: () => {} } }
+  return { deps, ...systemContext(tenantId) }
 }
 
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e)).slice(0, 512)

@@ -1,3 +1,4 @@
+import { systemContext } from '../../platform/audit-context'
 import type { Static } from '@sinclair/typebox'
 import { withTransaction } from '../../../db/client'
 import type { Actor } from '../../platform/access'
@@ -282,21 +283,6 @@ export async function applyProfile(ctx: Ctx & { id: string }) {
     return { ...current, appliedAt: at }
   })
   return { profile: profileView(deps, applied), results }
-}
-
-/** gpuhq acting for the tenant on its own: the audit log and the operations log show `system`. */
-function systemContext(tenantId: string): { actor: Actor; audit: AuditContext } {
-  const actor: Actor = {
-    kind: 'system',
-    via: 'system',
-    tenantId,
-    userId: null,
-    role: null,
-    scopes: null,
-    serverAllowlist: null,
-    tenant: { planCode: null, accountState: 'active' },
-  }
-  return { actor, audit: { actor, ip: null, userAgent: null, requestId: null, markRecorded: () => {} } }
 }
 
 /**

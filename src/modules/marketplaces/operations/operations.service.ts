@@ -71,18 +71,7 @@ export async function askPlatform<T>(
 }
 
 /** gpuhq acting for the tenant on its own (the sync, keep-on): the operations log shows `system`. */
-export function systemActor(tenantId: string): Actor {
-  return {
-    kind: 'system',
-    via: 'system',
-    tenantId,
-    userId: null,
-    role: null,
-    scopes: null,
-    serverAllowlist: null,
-    tenant: { planCode: null, accountState: 'active' },
-  }
-}
+export { systemActor } from '../../../platform/audit-context'
 
 function operationView(o: OperationRow) {
   return {
