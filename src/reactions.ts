@@ -13,7 +13,8 @@ import {
 import { activateOnTopup } from './modules/subscription'
 import { alertOnAccountState, alertOnLowBalance, alertOnPayoutGap, alertOnPayoutGapCleared, alertOnServerEvent, alertOnTopup } from './modules/alerts'
 import { watchdogOnServerEvent } from './modules/watchdog'
-import { advanceServerDrains } from './modules/drains'
+import { advanceServerDrains, drainHold } from './modules/drains'
+import { registerListingHold } from './modules/marketplaces'
 
 /** The execution states that end a command (a drain's work waits for them). */
 const DRAIN_WORK_ENDS = ['succeeded', 'failed', 'cancelled', 'expired']
@@ -25,6 +26,8 @@ import { liveFromAlert, liveFromCommand, liveFromRental, liveFromServerEvent, li
  * serves HTTP. Modules never register themselves.
  */
 export function registerReactions(deps: Deps): void {
+  // A drain keeps its server's offers off the market until its work is done (docs/marketplaces.md "Drain").
+  registerListingHold(deps, drainHold)
   deps.events.on('topup.succeeded', ({ tx, topup }) => activateOnTopup(tx, deps, topup))
   deps.events.on('server.rental_ended', ({ serverId }) => {
     dispatchServer(deps, serverId)

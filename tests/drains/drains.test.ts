@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { expectProblem } from '../support/problem'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { insertServer } from '../support/access'
@@ -232,6 +233,23 @@ describe('cancelling a drain mid-way', () => {
     const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: {} }), 201)
     expect(started.state).toBe('awaiting_rental_end')
     simA.clearRequests()
+    // While it drains, nothing else puts the server back on the market: a price change is a 409
+    // naming the drain, a bulk publication skips it saying why; the platform hears of neither.
+    const repriced = await expectProblem(
+      await api(app, owner, 'PUT', `/marketplaces/links/${server}/marketplace_a/offer`, { json: { price_gpu_hour: '0.50' } }),
+      409,
+      'conflict',
+    )
+    expect(repriced.detail).toContain(`being drained for maintenance (drain ${started.id}, awaiting rental end)`)
+    const bulk = await ok<{ id: string }>(
+      api(app, owner, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'publish', server_ids: [server], price_gpu_hour: '0.50' } }),
+      202,
+    )
+    await ok(app.fetch('/api/v1/_test/jobs/bulk.run/run', { method: 'POST' }))
+    const item = (await ok<{ items: { state: string; reason: string }[] }>(api(app, owner, 'GET', `/bulk-operations/${bulk.id}`))).items[0]!
+    expect(item.state).toBe('skipped')
+    expect(item.reason).toContain('being drained for maintenance')
+    expect(writesA()).toEqual([])
     const cancelled = await ok<Drain>(api(app, owner, 'POST', `/drains/${started.id}/cancel`))
     expect(cancelled.state).toBe('cancelled')
     expect(writesA().map((w) => [w.method, w.endpoint])).toEqual([

@@ -50,6 +50,8 @@ async function send(deps: Deps, op: OperationRow, item: ItemRow): Promise<Outcom
     if (!(e instanceof DomainError)) throw e
     if (e.code === 'marketplaces.refused') return { state: 'refused', reason: e.message }
     if (e.code === 'marketplaces.link_not_found') return { state: 'skipped', reason: `no longer linked at ${op.marketplace}` }
+    // A drain keeps the server off the market until its work is done (its words say which and how to end it).
+    if (e.code === 'marketplaces.listing_held') return { state: 'skipped', reason: e.message }
     if (e.code === 'marketplaces.platform_unavailable') {
       // The adapter's own words ("marketplace_a could not be reached (ECONNREFUSED)", "kept answering 429 …"): no key in them.
       const why = String(e.facts.internal ?? e.message).slice(0, 300)

@@ -208,3 +208,13 @@ function view(deps: Deps, r: DrainRow) {
     version: r.version,
   }
 }
+
+/**
+ * Why a server's offers stay off the market (registered as a listing hold by src/reactions.ts): a
+ * drain not finished keeps them off until its work is done and it relists them itself.
+ */
+export function drainHold(db: DbOrTx, tenantId: string, serverId: string): string | null {
+  const d = liveDrainOf(db, tenantId, serverId)
+  if (!d) return null
+  return `the server is being drained for maintenance (drain ${d.id}, ${d.state.replaceAll('_', ' ')}); its offers go back on the market when the drain's work is done: wait for it, or cancel the drain (POST /api/v1/drains/${d.id}/cancel), which relists the offer it kept`
+}

@@ -4,3 +4,4 @@
  */
 export { drainsRoutes } from './drains.routes'
 export { advanceDrains, advanceServerDrains } from './steps.service'
+export { drainHold } from './drains.service'

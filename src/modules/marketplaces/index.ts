@@ -23,6 +23,8 @@ export { offerPriceRefusal } from './offers/offers.mapping'
 // What alerts read: accounts whose key is rejected or whose calls fail, and stale links.
 export { accountHealth, staleLinks } from './links/health.repository'
 // What a drain does on the platforms (withdraw, announce and cancel a window, relist the kept offer: docs/marketplaces.md "Drain").
+// What may keep a server's offers off the market (a drain), registered by the composition root.
+export { registerListingHold } from './offers/holds'
 export { drainAnnounce, drainCancelWindow, drainRelist, drainTargets, drainWithdraw } from './offers/drain.service'
 // What bulk changes read and do (docs/marketplaces.md "Bulk changes"): each link's offer now, and the two writes.
 export { offerStates, type OfferState } from './links/listings.service'

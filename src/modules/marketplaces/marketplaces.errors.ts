@@ -20,6 +20,7 @@ const E = defineErrors('marketplaces', {
   alreadyLinked: { problem: 'conflict', message: 'this server is already linked at this marketplace: delete that link first' },
   tooManyLinks: { problem: 'conflict', message: 'a tenant keeps at most 512 links' },
   linkNotFound: { problem: 'not_found', message: 'this server has no link at this marketplace' },
+  listingHeld: { problem: 'conflict', message: 'the server is kept off the market for now' },
   storedKeyCannotWrite: {
     problem: 'conflict',
     message:
@@ -38,6 +39,8 @@ export const MarketplaceErrors = {
   alreadyLinked: () => E.alreadyLinked(),
   tooManyLinks: () => E.tooManyLinks(),
   linkNotFound: () => E.linkNotFound(),
+  /** 409: a drain keeps the server's offers off the market until its work is done (the detail says which and how to end it). */
+  listingHeld: (why: string) => E.listingHeld(why),
   /** The machine is not in the account's live listing at the marketplace. */
   machineNotFound: () =>
     new DomainError('marketplaces.machine_not_found', 'validation_failed', 'the marketplace lists no such machine for the connected account', {

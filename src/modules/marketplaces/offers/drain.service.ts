@@ -74,6 +74,6 @@ export async function drainRelist(call: Call & { offer: Record<string, unknown>;
     delete input.end_date
     note = `the kept end date ${offer.end_date} had passed: published again without one`
   }
-  await publishOffer({ ...rest, input, reason })
+  await publishOffer({ ...rest, input, reason, holder: true })
   return note
 }

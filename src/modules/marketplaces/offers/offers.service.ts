@@ -1,4 +1,5 @@
 import type { Static } from '@sinclair/typebox'
+import { listingHoldOf } from './holds'
 import { withTransaction } from '../../../../db/client'
 import type { Actor } from '../../../platform/access'
 import type { Deps } from '../../../platform/context'
@@ -94,8 +95,18 @@ export async function publishOffer({
   marketplace,
   input,
   reason = null,
-}: Target & { input: OfferInput; reason?: string | null }) {
+  holder = false,
+}: Target & {
+  input: OfferInput
+  reason?: string | null
+  /** The one holding the listing off the market (a drain relisting): its hold does not stop it. */
+  holder?: boolean
+}) {
   const { link, account } = writable(deps, actor, serverId, marketplace)
+  // A drain keeps the offers off until its work is done: a price change, a suggestion accepted, a
+  // bulk change or a listing profile must not put the server back on the market meanwhile.
+  const held = holder ? null : listingHoldOf(deps, actor.tenantId, link.serverId)
+  if (held !== null) throw MarketplaceErrors.listingHeld(held)
   checkOffer(marketplace, input, deps.clock.nowUs())
   const offer = offerWriteOf(link, input)
   const { extendedContracts } = await write(deps, actor, account, link, (key) => adapterFor(deps, marketplace).publishOffer(key, offer), reason)
