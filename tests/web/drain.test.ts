@@ -43,7 +43,7 @@ test(
       const { page } = c
       await open(c, `/servers/${serverId}`, 'rig-drain')
       const section = page.locator('#drain')
-      await section.getByLabel('Reason (optional)').fill('driver update')
+      await section.getByLabel('What for (optional)').fill('driver update')
       await section.getByLabel('Then run').selectOption('docker.restart')
       await section.getByRole('button', { name: 'Drain for maintenance' }).click()
       await section.locator('[data-drain-state="awaiting_rental_end"]').waitFor({ timeout: WAIT })

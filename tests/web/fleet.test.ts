@@ -182,7 +182,7 @@ describe('the fleet', () => {
         await page.getByRole('cell', { name: 'Frankfurt', exact: true }).waitFor({ timeout: WAIT })
 
         await open(c, `/servers/${serverId}`, /.+/)
-        await page.getByLabel('Reason (optional)').fill('replacing fans')
+        await page.getByRole('form', { name: 'Declare maintenance' }).getByLabel('Reason (optional)').fill('replacing fans')
         await page.getByRole('button', { name: 'Declare maintenance' }).click()
         await page.getByText('since').first().waitFor({ timeout: WAIT })
         await page.getByLabel('Group').selectOption({ label: 'Frankfurt' })

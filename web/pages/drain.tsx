@@ -97,7 +97,7 @@ function StartDrain({ serverId, started }: { serverId: string; started: () => vo
         started()
       }}
     >
-      <TextField form={form} name="/reason" label="Reason (optional)" value={reason} onInput={setReason} />
+      <TextField form={form} name="/reason" label="What for (optional)" value={reason} onInput={setReason} />
       <SelectField form={form} name="/commands/0/type" label="Then run" value={work} onChange={setWork} options={WORK} />
     </Form>
   )
