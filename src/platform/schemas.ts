@@ -11,6 +11,8 @@ import { SAFE_TEXT_PATTERN } from './text'
  */
 
 export const Uuid = (opts: { description?: string } = {}) => Type.String({ format: 'uuid', ...opts })
+/** The path parameters of a route on one resource by its id: `/…/{id}`. */
+export const IdParams = t.Object({ id: t.String({ format: 'uuid' }) })
 export const Timestamp = (opts: { description?: string } = {}) =>
   Type.String({
     format: 'date-time',

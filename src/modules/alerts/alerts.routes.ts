@@ -2,14 +2,13 @@ import { t } from 'elysia'
 import { describe } from '../../platform/access'
 import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
-import { responses } from '../../platform/schemas'
+import { responses, IdParams } from '../../platform/schemas'
 import { AlertsQuery, Incident, IncidentPage, ResolveBody } from './alerts.model'
 import { acknowledgeAlert, getAlert, listAlerts, resolveAlert } from './alerts.service'
 
 const tags = ['alerts']
 const read = { role: 'viewer', scope: 'notifications:read', reach: 'server' } as const
 const write = { role: 'operator', scope: 'notifications:write', reach: 'server' } as const
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function alertsRoutes(deps: Deps) {
   return apiRoutes('alerts', deps)
@@ -24,7 +23,7 @@ export function alertsRoutes(deps: Deps) {
       }),
     })
     .get('/alerts/:id', ({ verb, params }) => getAlert({ ...verb, id: params.id }), {
-      params: Id,
+      params: IdParams,
       response: responses({ 200: Incident }, [401, 403, 404, 422]),
       detail: describe(read, {
         tags,
@@ -33,7 +32,7 @@ export function alertsRoutes(deps: Deps) {
       }),
     })
     .post('/alerts/:id/acknowledge', ({ verb, params }) => acknowledgeAlert({ ...verb, id: params.id }), {
-      params: Id,
+      params: IdParams,
       response: responses({ 200: Incident }, [401, 403, 404, 409, 422]),
       detail: describe(write, {
         tags,
@@ -43,7 +42,7 @@ export function alertsRoutes(deps: Deps) {
       }),
     })
     .post('/alerts/:id/resolve', ({ verb, params, body }) => resolveAlert({ ...verb, id: params.id, input: body }), {
-      params: Id,
+      params: IdParams,
       body: t.Optional(ResolveBody),
       response: responses({ 200: Incident }, [401, 403, 404, 409, 413, 415, 422]),
       detail: describe(write, {

@@ -3,12 +3,11 @@ import { describe } from '../../platform/access'
 import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { idempotent } from '../../platform/idempotency'
-import { PageQuery, responses } from '../../platform/schemas'
+import { PageQuery, responses, IdParams } from '../../platform/schemas'
 import { BulkBody, BulkOperation, BulkOperationPage, BulkPreview } from './bulk.model'
 import { cancelBulk, createBulk, getBulk, listBulk, previewBulk } from './bulk.service'
 
 const tags = ['marketplaces']
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 // A token with a server_allowlist sees and starts operations over its servers only: a server id
 // outside it is a 404, a group selection 403, an operation over other servers a 404 (docs/marketplaces.md).
 const READ = { role: 'viewer', scope: 'marketplaces:read', reach: 'server' } as const
@@ -59,7 +58,7 @@ export function bulkRoutes(deps: Deps) {
       }),
     })
     .get('/bulk-operations/:id', ({ verb, params }) => getBulk({ ...verb, id: params.id }), {
-      params: Id,
+      params: IdParams,
       response: responses({ 200: BulkOperation }, [401, 403, 404, 422]),
       detail: describe(READ, {
         tags,
@@ -70,7 +69,7 @@ export function bulkRoutes(deps: Deps) {
     })
     .post('/bulk-operations/:id/cancel', ({ verb, params }) => cancelBulk({ ...verb, id: params.id }), {
       beforeHandle: idempotent(deps),
-      params: Id,
+      params: IdParams,
       response: responses({ 200: BulkOperation }, [401, 403, 404, 409, 422]),
       detail: describe(WRITE, {
         tags,

@@ -5,7 +5,7 @@ import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
-import { responses } from '../../platform/schemas'
+import { responses, IdParams } from '../../platform/schemas'
 import { CATALOGUE } from './commands.catalogue'
 import { Catalogue, Command, CommandCreate, CommandListQuery, CommandLog, CommandPage, TimelinePage, TimelineQuery } from './commands.model'
 import { cancelCommand, commandLog, commandTimelinePage, createCommand, getCommand, listCommands } from './commands.service'
@@ -13,7 +13,6 @@ import { cancelCommand, commandLog, commandTimelinePage, createCommand, getComma
 const tags = ['commands']
 const read = { role: 'viewer', scope: 'commands:read', reach: 'server' } as const
 const write = { role: 'operator', scope: 'commands:write', reach: 'server' } as const
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function commandsRoutes(deps: Deps) {
   return apiRoutes('commands', deps)
@@ -67,13 +66,13 @@ export function commandsRoutes(deps: Deps) {
         return view
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 200: Command }, [304, 401, 403, 404, 422]),
         detail: describe(read, { tags, summary: 'Command status and progress', description: 'ETag is the command version.' }),
       },
     )
     .get('/commands/:id/timeline', ({ verb, params, query }) => commandTimelinePage({ ...verb, id: params.id, input: query }), {
-      params: Id,
+      params: IdParams,
       query: TimelineQuery,
       response: responses({ 200: TimelinePage }, [401, 403, 404, 422]),
       detail: describe(read, { tags, summary: 'Append-only timeline of a command, oldest first' }),
@@ -100,7 +99,7 @@ export function commandsRoutes(deps: Deps) {
         return view
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 200: Command }, [401, 403, 404, 409, 412, 422]),
         detail: describe(write, {
           tags,

@@ -1,14 +1,12 @@
-import { t } from 'elysia'
 import { describe } from '../../platform/access'
 import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { idempotent } from '../../platform/idempotency'
-import { responses } from '../../platform/schemas'
+import { responses, IdParams } from '../../platform/schemas'
 import { Drain, DrainCreate, DrainList, DrainListQuery, GroupDrainAnswer } from './drains.model'
 import { cancelDrain, getDrain, listDrains, startDrain, startGroupDrain } from './drains.service'
 
 const tags = ['servers']
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 const read = { role: 'viewer', scope: 'servers:read', reach: 'server' } as const
 // A drain withdraws and publishes offers and issues commands: it takes what withdrawing an offer takes.
 const write = { role: 'admin', scope: 'marketplaces:write', reach: 'server' } as const
@@ -28,7 +26,7 @@ export function drainsRoutes(deps: Deps) {
       },
       {
         beforeHandle: idempotent(deps),
-        params: Id,
+        params: IdParams,
         body: DrainCreate,
         response: responses({ 201: Drain }, [401, 403, 404, 409, 413, 415, 422]),
         detail: describe(
@@ -43,7 +41,7 @@ export function drainsRoutes(deps: Deps) {
     )
     .post('/groups/:id/drain', async ({ verb, params, body }) => startGroupDrain({ ...verb, groupId: params.id, input: body }), {
       beforeHandle: idempotent(deps),
-      params: Id,
+      params: IdParams,
       body: DrainCreate,
       response: responses({ 200: GroupDrainAnswer }, [401, 403, 404, 413, 415, 422]),
       detail: describe(
@@ -66,13 +64,13 @@ export function drainsRoutes(deps: Deps) {
       }),
     })
     .get('/drains/:id', ({ verb, params }) => getDrain({ ...verb, id: params.id }), {
-      params: Id,
+      params: IdParams,
       response: responses({ 200: Drain }, [401, 403, 404, 422]),
       detail: describe(read, { tags, summary: 'A drain: its state, each marketplace, its commands', description: STATES }),
     })
     .post('/drains/:id/cancel', ({ verb, params }) => cancelDrain({ ...verb, id: params.id }), {
       beforeHandle: idempotent(deps),
-      params: Id,
+      params: IdParams,
       response: responses({ 200: Drain }, [401, 403, 404, 409, 422]),
       detail: describe(write, {
         tags,

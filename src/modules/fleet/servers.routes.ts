@@ -5,7 +5,7 @@ import { perDeps, type Deps } from '../../platform/context'
 import { AnswerCache, jsonAnswer, responseCheck } from '../../platform/answer-cache'
 import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
-import { NoContent, responses } from '../../platform/schemas'
+import { NoContent, responses, IdParams } from '../../platform/schemas'
 import {
   Dashboard,
   KeepOn,
@@ -36,7 +36,6 @@ import { MarketplaceId } from '../../platform/marketplace-id'
 const tags = ['servers']
 const read: AccessSpec = { role: 'viewer', scope: 'servers:read', reach: 'server', serverParam: 'id' }
 const write: AccessSpec = { role: 'operator', scope: 'servers:write', reach: 'server', serverParam: 'id' }
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: MarketplaceId })
 
 /**
@@ -103,7 +102,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
         return out.body()
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 200: ServerDetail }, [304, 401, 403, 404, 422]),
         detail: describe(read, {
           tags,
@@ -126,7 +125,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
         return out
       },
       {
-        params: Id,
+        params: IdParams,
         body: ServerPatch,
         response: responses({ 200: ServerDetail }, [401, 403, 404, 409, 412, 413, 415, 422]),
         detail: describe(write, {
@@ -137,7 +136,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
       },
     )
     .post('/servers/:id/decommission', ({ verb, params }) => decommissionServer({ ...verb, id: params.id }), {
-      params: Id,
+      params: IdParams,
       response: responses({ 200: ServerDetail }, [401, 403, 404, 422]),
       detail: describe(write, {
         tags,
@@ -156,7 +155,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
       detail: describe(write, { tags, summary: 'Stop keeping the server on a rental platform' }),
     })
     .put('/servers/:id/maintenance', ({ verb, params, body }) => declareMaintenance({ ...verb, id: params.id, reason: body?.reason ?? null, announcements }), {
-      params: Id,
+      params: IdParams,
       body: t.Optional(MaintenanceBody),
       response: responses({ 200: MaintenanceDeclared }, [401, 403, 404, 409, 413, 415, 422]),
       detail: describe(write, {
@@ -174,13 +173,13 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
         return null
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 204: NoContent }, [401, 403, 404, 422]),
         detail: describe(write, { tags, summary: 'Take the server back into service' }),
       },
     )
     .get('/servers/:id/events', ({ verb, params, query }) => listServerEvents({ ...verb, id: params.id, input: query }), {
-      params: Id,
+      params: IdParams,
       query: ServerEventsQuery,
       response: responses({ 200: ServerEventPage }, [401, 403, 404, 422]),
       detail: describe(read, {

@@ -1,15 +1,13 @@
-import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { describe } from '../../platform/access'
 import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { etagOf } from '../../platform/etag'
-import { NoContent, responses } from '../../platform/schemas'
+import { NoContent, responses, IdParams } from '../../platform/schemas'
 import { Group, GroupCreate, GroupPatch } from './groups.model'
 import { createGroup, deleteGroup, getGroup, listGroups, updateGroup } from './groups.service'
 
 const tags = ['groups']
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function groupsRoutes(deps: Deps) {
   return apiRoutes('groups', deps)
@@ -46,7 +44,7 @@ export function groupsRoutes(deps: Deps) {
         return g
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 200: Group }, [401, 403, 404, 422]),
         detail: describe({ role: 'viewer', scope: 'servers:read', reach: 'tenant' }, { tags, summary: 'Group detail' }),
       },
@@ -64,7 +62,7 @@ export function groupsRoutes(deps: Deps) {
         return g
       },
       {
-        params: Id,
+        params: IdParams,
         body: GroupPatch,
         response: responses({ 200: Group }, [401, 403, 404, 409, 412, 413, 415, 422]),
         detail: describe(
@@ -81,7 +79,7 @@ export function groupsRoutes(deps: Deps) {
         return null
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 204: NoContent }, [401, 403, 404, 409, 422]),
         detail: describe(
           { role: 'operator', scope: 'servers:write', reach: 'tenant' },

@@ -1,15 +1,13 @@
-import { t } from 'elysia'
 import { describe } from '../../platform/access'
 import { API_PREFIX, apiRoutes } from '../../platform/api'
 import { etagOf } from '../../platform/etag'
 import type { Deps } from '../../platform/context'
 import { idempotent } from '../../platform/idempotency'
-import { NoContent, responses } from '../../platform/schemas'
+import { NoContent, responses, IdParams } from '../../platform/schemas'
 import { ApplyAnswer, Profile, ProfileCreate, ProfileList, ProfilePatch } from './listing-profiles.model'
 import { applyProfile, createProfile, deleteProfile, getProfile, listProfiles, updateListingProfile } from './listing-profiles.service'
 
 const tags = ['marketplaces']
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 const READ = { role: 'viewer', scope: 'marketplaces:read', reach: 'tenant' } as const
 const WRITE = { role: 'admin', scope: 'marketplaces:write', reach: 'tenant' } as const
 
@@ -49,7 +47,7 @@ export function listingProfilesRoutes(deps: Deps) {
         return p
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 200: Profile }, [401, 403, 404, 422]),
         detail: describe(READ, { tags, summary: 'Listing profile detail', description: 'With an ETag of its version.' }),
       },
@@ -62,7 +60,7 @@ export function listingProfilesRoutes(deps: Deps) {
         return p
       },
       {
-        params: Id,
+        params: IdParams,
         body: ProfilePatch,
         response: responses({ 200: Profile }, [401, 403, 404, 412, 413, 415, 422]),
         detail: describe(WRITE, {
@@ -81,14 +79,14 @@ export function listingProfilesRoutes(deps: Deps) {
         return null
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 204: NoContent }, [401, 403, 404, 422]),
         detail: describe(WRITE, { tags, summary: 'Delete a listing profile', description: "The members' links keep what the profile set." }),
       },
     )
     .post('/listing-profiles/:id/apply', ({ verb, params }) => applyProfile({ ...verb, id: params.id }), {
       beforeHandle: idempotent(deps),
-      params: Id,
+      params: IdParams,
       response: responses({ 200: ApplyAnswer }, [401, 403, 404, 409, 422]),
       detail: describe(
         { ...WRITE, denyFrozen: true },

@@ -1,15 +1,13 @@
-import { t } from 'elysia'
 import { describe } from '../../platform/access'
 import { apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
-import { responses } from '../../platform/schemas'
+import { responses, IdParams } from '../../platform/schemas'
 import { FleetReadiness, ServerReadiness } from './readiness.model'
 import { fleetReadiness, serverReadiness } from './readiness.service'
 
 const tags = ['servers']
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 
 export function readinessRoutes(deps: Deps) {
   return apiRoutes('readiness', deps)
@@ -22,7 +20,7 @@ export function readinessRoutes(deps: Deps) {
         return out.body
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 200: ServerReadiness }, [304, 401, 403, 404, 422]),
         detail: describe(
           { role: 'viewer', scope: 'servers:read', reach: 'server', serverParam: 'id' },

@@ -1,14 +1,12 @@
-import { t } from 'elysia'
 import { describe } from '../../platform/access'
 import { API_PREFIX, apiRoutes } from '../../platform/api'
 import type { Deps } from '../../platform/context'
 import { etagOf } from '../../platform/etag'
-import { NoContent, responses } from '../../platform/schemas'
+import { NoContent, responses, IdParams } from '../../platform/schemas'
 import { Rule, RuleCreate, RuleList, RulePatch } from './watchdog.model'
 import { createRule, deleteRule, getRule, listRules, updateRule } from './rules.service'
 
 const tags = ['watchdog']
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 // A token with a server_allowlist sees and writes the rules of its servers only; a rule on a group
 // or the whole tenant is refused to it (403), one on another server is a 404 (docs/watchdog.md).
 const read = { role: 'viewer', scope: 'servers:read', reach: 'server' } as const
@@ -54,7 +52,7 @@ export function watchdogRoutes(deps: Deps) {
         return r
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 200: Rule }, [401, 403, 404, 422]),
         detail: describe(read, { tags, summary: 'A watchdog rule, its ladder on each server and its recent steps', description: 'ETag is the version.' }),
       },
@@ -67,7 +65,7 @@ export function watchdogRoutes(deps: Deps) {
         return r
       },
       {
-        params: Id,
+        params: IdParams,
         body: RulePatch,
         response: responses({ 200: Rule }, [401, 403, 404, 409, 412, 413, 415, 422]),
         detail: describe(write, {
@@ -86,7 +84,7 @@ export function watchdogRoutes(deps: Deps) {
         return null
       },
       {
-        params: Id,
+        params: IdParams,
         response: responses({ 204: NoContent }, [401, 403, 404, 409, 412, 422]),
         detail: describe(write, {
           tags,
