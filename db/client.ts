@@ -1,51 +1,62 @@
-import { Database, type Statement } from 'bun:sqlite'
+import { Database } from 'bun:sqlite'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
+import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 import { readMigrationFiles } from 'drizzle-orm/migrator'
-import type { SQLiteTransaction } from 'drizzle-orm/sqlite-core'
-import type { ExtractTablesWithRelations } from 'drizzle-orm'
-import * as schema from './schema'
-import { PgDatabase } from './pg/database'
+import { databaseOver, type Db, type RunResult } from './session'
+import { SqliteExecutor } from './sqlite-executor'
+import { PgExecutor, PostgresError } from './pg/pool'
 import { migratePostgres, pendingPgMigrations } from './pg/migrate'
 
-type Schema = typeof schema
-export type Db = BunSQLiteDatabase<Schema>
-export type Tx = SQLiteTransaction<'sync', void, Schema, ExtractTablesWithRelations<Schema>>
+export type { Db, RunResult } from './session'
+/** A transaction: the same database object (db/session.ts routes the statements of the code inside one to its connection). */
+export type Tx = Db
 /** Either the database or an open transaction: repositories take this and never care which. */
-export type DbOrTx = Db | Tx
+export type DbOrTx = Db
 
 export const MIGRATIONS_FOLDER = resolve(import.meta.dir, 'migrations')
 
 /**
- * An open database. `sqlite` is bun:sqlite's connection, or on PostgreSQL (`postgres` set) the
- * synchronous client that offers the same interface (db/pg/database.ts, docs/scale-out.md).
+ * An open database. `sqlite` is bun:sqlite's connection on SQLite (null on PostgreSQL), for what
+ * only SQLite has (its file, PRAGMAs, group commit); `postgres` the pool on PostgreSQL.
  */
-export type Database_ = { sqlite: Database; db: Db; path: string; postgres?: PgDatabase }
+export type Database_ = {
+  db: Db
+  path: string
+  kind: 'sqlite' | 'postgres'
+  sqlite: Database | null
+  postgres: PgExecutor | null
+  /** Closes the connection (SQLite) or the pool (PostgreSQL). */
+  close(): Promise<void>
+}
 
 /** True for a `postgres://` or `postgresql://` URL (src/config.ts accepts both as DATABASE_URL). */
 function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url)
 }
 
-/** How long one statement may run on PostgreSQL before the server cancels it (a stuck database never freezes the process). */
+/** How long one statement may run on PostgreSQL before the server cancels it. */
 const PG_STATEMENT_TIMEOUT_MS = 30_000
+/** Connections per process on PostgreSQL unless DB_POOL_SIZE says otherwise (docs/scale-out.md "Pool"). */
+export const DEFAULT_PG_POOL_SIZE = 10
 
 /**
- * Opens PostgreSQL behind the bun:sqlite interface, so Drizzle's bun-sqlite session and every
- * repository run on it unchanged. `busyTimeoutMs` is the wait for another transaction's row lock
- * (`lock_timeout`), SQLite's busy timeout's counterpart.
+ * Opens PostgreSQL: a pool of `poolSize` connections (db/pg/pool.ts) under Drizzle's SQLite query
+ * builder speaking PostgreSQL's placeholders (db/session.ts). `busyTimeoutMs` is the wait for
+ * another transaction's row lock (`lock_timeout`), SQLite's busy timeout's counterpart.
  */
-function openPostgres(url: string, options: { busyTimeoutMs?: number }): Database_ {
-  const pg = new PgDatabase(url, {
+function openPostgres(url: string, options: { busyTimeoutMs?: number; poolSize?: number }): Database_ {
+  const pg = new PgExecutor(url, {
     lockTimeoutMs: Math.max(1, Math.trunc(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)),
     statementTimeoutMs: PG_STATEMENT_TIMEOUT_MS,
     connectTimeoutMs: 10_000,
+    poolSize: options.poolSize ?? DEFAULT_PG_POOL_SIZE,
   })
-  const sqlite = pg as unknown as Database
-  return { sqlite, db: drizzle({ client: sqlite, schema }), path: redactedUrl(url), postgres: pg }
+  const db = databaseOver(pg, 'postgres')
+  executors.set(db, pg)
+  return { db, path: redactedUrl(url), kind: 'postgres', sqlite: null, postgres: pg, close: () => pg.close() }
 }
 
 /** The URL without its password, for logs and health answers. */
@@ -99,7 +110,7 @@ export async function retryWhileBusy<T>(fn: () => T | Promise<T>, pauses: readon
  * SQLite creates with the database's mode) is 0600 in a 0700 directory: it holds hashes, sealed
  * secrets and money.
  */
-export function openDatabase(path: string, options: { busyTimeoutMs?: number } = {}): Database_ {
+export function openDatabase(path: string, options: { busyTimeoutMs?: number; poolSize?: number } = {}): Database_ {
   if (isPostgresUrl(path)) return openPostgres(path, options)
   if (path !== ':memory:') {
     const dir = dirname(path)
@@ -112,47 +123,42 @@ export function openDatabase(path: string, options: { busyTimeoutMs?: number } =
   sqlite.exec('PRAGMA journal_mode = WAL')
   sqlite.exec('PRAGMA synchronous = FULL')
   sqlite.exec('PRAGMA foreign_keys = ON')
-  const db = drizzle({ client: withStatementCache(sqlite), schema })
+  const executor = new SqliteExecutor(sqlite)
+  const db = databaseOver(executor, 'sqlite')
+  executors.set(db, executor)
   if (path !== ':memory:') {
     const st = statSync(path)
     fileIdentity.set(sqlite, { path, dev: st.dev, ino: st.ino })
   }
-  return { sqlite, db, path }
+  return {
+    db,
+    path,
+    kind: 'sqlite',
+    sqlite,
+    postgres: null,
+    close: async () => executor.close(),
+  }
+}
+
+/** The executor behind each database object (db/session.ts). */
+const executors = new WeakMap<object, SqliteExecutor | PgExecutor>()
+
+function executorOf(db: DbOrTx): SqliteExecutor | PgExecutor {
+  const executor = executors.get(db)
+  if (!executor) throw new Error('not a database opened by openDatabase (db/client.ts)')
+  return executor
+}
+
+/**
+ * Sets how long a statement waits for another process's write lock (SQLite's busy timeout) or
+ * another transaction's row lock (PostgreSQL's lock_timeout).
+ */
+export function setBusyTimeout(database: Database_, ms: number): void {
+  if (database.sqlite) database.sqlite.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(ms))}`)
+  else database.postgres!.setLockTimeout(ms)
 }
 
 const fileIdentity = new WeakMap<Database, { path: string; dev: number; ino: number }>()
-
-/** Distinct statements kept per connection; past it the least recently used is dropped (and GC'd). */
-const STATEMENT_CACHE_SIZE = 1000
-
-/**
- * The connection as Drizzle sees it, with a statement cache. Drizzle's bun-sqlite session prepares
- * every query anew (`client.prepare(sql)` on each call, never finalized): SQLite then parses and
- * plans the same text again for every request. Here a statement is prepared once per distinct SQL
- * text and reused; bun:sqlite statements run to completion synchronously (`all`, `get`, `values`,
- * `run`), so one statement serves every caller in turn.
- */
-function withStatementCache(sqlite: Database): Database {
-  const cache = new Map<string, Statement>()
-  const prepare = (text: string) => {
-    let statement = cache.get(text)
-    if (statement) {
-      cache.delete(text) // most recently used goes last
-    } else {
-      statement = sqlite.prepare(text)
-      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
-    }
-    cache.set(text, statement)
-    return statement
-  }
-  return new Proxy(sqlite, {
-    get(target, key) {
-      if (key === 'prepare') return prepare
-      const value = Reflect.get(target, key, target)
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
-}
 
 /**
  * True when the file this connection opened is gone or replaced (deleted data directory, a restore
@@ -180,24 +186,19 @@ function restrictMode(path: string, mode: number): void {
 }
 
 /**
- * True when `error` (or its cause: Drizzle wraps driver errors) is SQLite's SQLITE_BUSY: another
- * connection held the lock past the busy timeout. Nothing of the failed statement was written.
+ * True when `error` (or its cause) is SQLite's SQLITE_BUSY: another connection held the lock past
+ * the busy timeout, and nothing of the failed statement was written; on PostgreSQL a row lock held
+ * past lock_timeout, a conflict that outlived its retries, a statement past statement_timeout, a
+ * connection refused or lost.
  */
 export function isDatabaseBusy(error: unknown): boolean {
   for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code
     if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) return true
-    // PostgreSQL (db/pg/database.ts): a row lock held past lock_timeout, a conflict that outlived its
-    // retries, a statement past statement_timeout, a connection refused or lost.
-    if (typeof code === 'string' && (e as Error).name === 'PostgresError' && PG_BUSY.test(code)) return true
+    if (e instanceof PostgresError && PG_BUSY.test(e.code)) return true
     if (e instanceof Error && /^database is locked\b/.test(e.message)) return true
   }
   return false
-}
-
-/** The PostgreSQL client behind a database, or null on SQLite. */
-function postgresOf(database: { sqlite: unknown }): PgDatabase | null {
-  return database.sqlite instanceof PgDatabase ? database.sqlite : null
 }
 
 const PG_BUSY = /^(55P03|40001|40P01|57014|57P0[1-3]|53300|08...)$/
@@ -207,34 +208,32 @@ const PG_BUSY = /^(55P03|40001|40P01|57014|57P0[1-3]|53300|08...)$/
  * pending; the loser's statements fail against the winner's tables, so it simply re-reads the
  * journal and finds nothing left to do.
  */
-export function migrateDatabase(database: Database_): void {
-  const pg = postgresOf(database)
-  if (pg) {
-    migratePostgres(pg)
+export async function migrateDatabase(database: Database_): Promise<void> {
+  if (database.postgres) {
+    await migratePostgres(database.postgres)
     return
   }
+  const sqlite = database.sqlite!
   for (let attempt = 1; ; attempt++) {
     try {
-      migrate(database.db, { migrationsFolder: MIGRATIONS_FOLDER })
+      // Drizzle's own migrator, over a synchronous Drizzle session on the same connection.
+      migrate(drizzle({ client: sqlite }), { migrationsFolder: MIGRATIONS_FOLDER })
       return
     } catch (e) {
-      if (attempt >= 5 || pendingMigrations(database) === 0) {
-        if (pendingMigrations(database) === 0) return
-        throw e
-      }
-      Bun.sleepSync(50 * attempt)
+      if ((await pendingMigrations(database)) === 0) return
+      if (attempt >= 5) throw e
+      await Bun.sleep(50 * attempt)
     }
   }
 }
 
 /** How many migrations of this build the database has not applied yet. */
-export function pendingMigrations(database: Database_): number {
-  const pg = postgresOf(database)
-  if (pg) return pendingPgMigrations(pg)
+export async function pendingMigrations(database: Database_): Promise<number> {
+  if (database.postgres) return await pendingPgMigrations(database.postgres)
   const all = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER })
   let applied: { hash: string }[] = []
   try {
-    applied = database.sqlite.query('SELECT hash FROM __drizzle_migrations').all() as { hash: string }[]
+    applied = database.sqlite!.query('SELECT hash FROM __drizzle_migrations').all() as { hash: string }[]
   } catch {
     return all.length
   }
@@ -249,23 +248,21 @@ export function pendingMigrations(database: Database_): number {
  * crash after that commit can never run the request twice. The watcher belongs to the request
  * (AsyncLocalStorage), not to the process: nothing here changes at run time.
  */
-export type TransactionWatcher = { began(tx: Tx): void }
+export type TransactionWatcher = { began(tx: Tx): Promise<void> | void }
 export const transactionWatchers = new AsyncLocalStorage<TransactionWatcher>()
 
-/**
- * Rows a write changed. bun:sqlite's run() reports it, but Drizzle's bun-sqlite types say void.
- */
-export function changesOf(result: unknown): number {
-  return (result as { changes: number }).changes
+/** Rows a write changed. */
+export function changesOf(result: RunResult): number {
+  return result.changes
 }
 
 /**
- * A Drizzle query built once per connection instead of on every call, for the lookups every request
+ * A Drizzle query built once per database instead of on every call, for the lookups every request
  * makes (the caller behind a token or cookie, its tenant, the fleet snapshot): building the SQL text
- * through the query builder costs several times what SQLite then takes to answer. `build` returns
- * `db.select()…prepare()` with `sql.placeholder(name)` for the values; callers pass them to
- * `.get({ name })` / `.all({ name })`. Works on the database and inside a transaction alike (one
- * connection: the statement runs in whatever transaction is open).
+ * through the query builder costs several times what the database then takes to answer. `build`
+ * returns `db.select()…prepare()` with `sql.placeholder(name)` for the values; callers pass them to
+ * `.get({ name })` / `.all({ name })`. Works inside a transaction and outside alike (the executor
+ * sends it to the caller's transaction's connection).
  *
  *   const byId = preparedQuery((db) => db.select().from(users).where(eq(users.id, sql.placeholder('id'))).prepare())
  *   export const findUserById = (db: DbOrTx, id: string) => byId(db).get({ id })
@@ -273,49 +270,45 @@ export function changesOf(result: unknown): number {
 export function preparedQuery<Q>(build: (db: Db) => Q): (db: DbOrTx) => Q {
   const made = new WeakMap<object, Q>()
   return (db) => {
-    // A transaction shares its database's session (and connection): one prepared query serves both.
-    const session = (db as unknown as { session: object }).session
-    let query = made.get(session)
-    if (query === undefined) made.set(session, (query = build(db as Db)))
+    let query = made.get(db)
+    if (query === undefined) made.set(db, (query = build(db)))
     return query
   }
 }
 
-function isTransaction(db: DbOrTx): db is Tx {
-  return (db as { nestedIndex?: number }).nestedIndex !== undefined
-}
-
 /**
- * The one way to write. Outside a transaction it opens `BEGIN IMMEDIATE` (takes the write lock
- * first, so a read-then-write never fails with SQLITE_BUSY halfway); inside one it nests as a
- * savepoint, so a verb can call another verb and both commit or roll back together.
+ * The one way to write. Outside a transaction it opens one (SQLite: `BEGIN IMMEDIATE`, the write
+ * lock first, so a read-then-write never fails with SQLITE_BUSY halfway, and no other request's
+ * statement runs inside it; PostgreSQL: SERIALIZABLE on a connection of its own, run again on a
+ * serialization failure); inside one it nests as a savepoint, so a verb can call another verb and
+ * both commit or roll back together.
  *
- * The callback must be synchronous: bun:sqlite is synchronous, and an `await` inside a
- * transaction would let other requests' statements run inside it.
+ * The callback awaits only the database, never the network: on SQLite every other statement of the
+ * process waits while it runs (db/sqlite-executor.ts).
  */
-export function withTransaction<T>(db: DbOrTx, fn: (tx: Tx) => T): T {
-  // Refused before it runs: whatever an async callback writes after its first await would land
-  // outside the transaction, after the rollback below.
-  if (fn.constructor.name === 'AsyncFunction') throw new Error('withTransaction callbacks must be synchronous')
-  const guarded = (tx: Tx): T => {
-    if (!isTransaction(db)) transactionWatchers.getStore()?.began(tx)
-    const result = fn(tx)
-    if (result instanceof Promise) throw new Error('withTransaction callbacks must be synchronous')
-    return result
-  }
-  if (isTransaction(db)) return db.transaction(guarded) as T
-  return db.transaction(guarded as never, { behavior: 'immediate' }) as T
+export async function withTransaction<T>(db: DbOrTx, fn: (tx: Tx) => Promise<T> | T): Promise<T> {
+  const executor = executorOf(db)
+  const nested = executor.current() !== null
+  return await executor.transaction(async () => {
+    if (!nested) await transactionWatchers.getStore()?.began(db)
+    return await fn(db)
+  })
+}
+
+/** True when the caller is inside a transaction on `db`. */
+export function inTransaction(db: DbOrTx): boolean {
+  return executorOf(db).current() !== null
 }
 
 /**
- * Runs `undo` if the transaction `tx` is in rolls back, before anything else happens: on
+ * Runs `undo` if the transaction the caller is in rolls back, before anything else happens: on
  * PostgreSQL a transaction that lost a serialization conflict is rolled back and its callback runs
- * again (db/pg/database.ts), so an in-memory effect of the attempt that rolled back (a flag saying
+ * again (db/pg/pool.ts), so an in-memory effect of the attempt that rolled back (a flag saying
  * "written") must be undone. On SQLite nothing runs a transaction twice: a rollback ends the work.
  */
 export function onRollback(tx: Tx, undo: () => void): void {
-  const client = (tx as unknown as { session: { client: unknown } }).session.client
-  if (client instanceof PgDatabase) client.onRollback(undo)
+  const executor = executorOf(tx)
+  if (executor instanceof PgExecutor) executor.onRollback(undo)
 }
 
 /**
@@ -323,14 +316,14 @@ export function onRollback(tx: Tx, undo: () => void): void {
  * commits (nothing if it rolls back), outside one at once. On SQLite, whose processes share one
  * machine and find their work on their own, it does nothing. Payloads are ids, never secrets.
  */
-export function notifyOthers(db: DbOrTx, channel: string, payload: string): void {
-  const client = (db as unknown as { session: { client: unknown } }).session.client
-  if (client instanceof PgDatabase) client.run('SELECT pg_notify(?, ?)', [channel, payload])
+export async function notifyOthers(db: DbOrTx, channel: string, payload: string): Promise<void> {
+  const executor = executorOf(db)
+  if (executor instanceof PgExecutor) await executor.run('SELECT pg_notify($1, $2)', [channel, payload])
 }
 
-/** Whether this database is PostgreSQL behind the bun:sqlite interface (db/pg/database.ts), for the few statements that differ. */
-export function isPostgres(sqlite: unknown): boolean {
-  return sqlite instanceof PgDatabase
+/** Whether this database is PostgreSQL, for the few hand-written statements that differ. */
+export function isPostgres(db: DbOrTx): boolean {
+  return executorOf(db) instanceof PgExecutor
 }
 
 /**
@@ -340,27 +333,26 @@ export function isPostgres(sqlite: unknown): boolean {
  * last id I saw": a sequence hands out ids in the order of the calls, not of the commits, so
  * without it a reader could pass an id whose row commits a moment later and never see that row.
  */
-export function commitInOrder(tx: DbOrTx, key: string): void {
-  const client = (tx as unknown as { session: { client: unknown } }).session.client
-  if (client instanceof PgDatabase) client.run('SELECT pg_advisory_xact_lock(hashtext(?))', [key])
+export async function commitInOrder(tx: DbOrTx, key: string): Promise<void> {
+  const executor = executorOf(tx)
+  if (executor instanceof PgExecutor) await executor.run('SELECT pg_advisory_xact_lock(hashtext($1))', [key])
 }
 
 /**
  * Calls `handler` with each payload notifyOthers sends on `channel`, on this process's event loop;
  * answers a function that stops it. Nothing on SQLite.
  */
-export function onNotice(database: { sqlite: unknown }, channel: string, handler: (payload: string) => void): () => void {
-  const pg = postgresOf(database)
-  return pg ? pg.listen(channel, handler) : () => {}
+export function onNotice(database: Database_, channel: string, handler: (payload: string) => void): () => void {
+  return database.postgres ? database.postgres.listen(channel, handler) : () => {}
 }
 
 /**
  * A write that is worth skipping rather than failing for (a last-used stamp, a sliding expiry):
  * when another process holds the write lock it is dropped, and the next request writes it.
  */
-export function writeUnlessBusy(db: DbOrTx, fn: (tx: Tx) => void): boolean {
+export async function writeUnlessBusy(db: DbOrTx, fn: (tx: Tx) => Promise<void> | void): Promise<boolean> {
   try {
-    withTransaction(db, fn)
+    await withTransaction(db, fn)
     return true
   } catch (e) {
     if (isDatabaseBusy(e)) return false

@@ -15,6 +15,8 @@ export type Config = Readonly<{
   databasePath: string
   /** DATABASE_URL when it names PostgreSQL (it may hold a password: never logged); null on SQLite. */
   postgresUrl: string | null
+  /** Connections each process keeps to PostgreSQL (DB_POOL_SIZE, default 10); unused on SQLite. */
+  dbPoolSize: number
   dataDir: string
   secretKey: Buffer
   signupEnabled: boolean
@@ -231,6 +233,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl,
     databasePath: dbPath,
     postgresUrl: /^postgres(ql)?:\/\//.test(databaseUrl) ? databaseUrl : null,
+    dbPoolSize: int(env, 'DB_POOL_SIZE', 10, 1, 200),
     dataDir,
     secretKey: secretKey(env, dataDir),
     signupEnabled: bool(env, 'SIGNUP_ENABLED', false),

@@ -1,4 +1,4 @@
-import { migrateDatabase, openDatabase } from '../db/client'
+import { migrateDatabase, openDatabase, setBusyTimeout } from '../db/client'
 import { fsyncedByCommit, groupCommit } from '../db/durability'
 import type { Config } from './config'
 import { SystemClock, TestClock, type Clock } from './platform/clock'
@@ -25,7 +25,7 @@ export const SERVICE_BUSY_TIMEOUT_MS = 5
  * With TEST_CLOCK the clock's offset is kept in the database, so a restarted process keeps the
  * time a test moved it to.
  */
-export function buildDeps(
+export async function buildDeps(
   config: Config,
   /** busyTimeoutMs: operator commands and tools wait for the lock like a person would (DEFAULT_BUSY_TIMEOUT_MS). */
   options: {
@@ -37,21 +37,23 @@ export function buildDeps(
      * write without going through a barrier (scripts/admin). The service groups commits.
      */
     groupCommit?: boolean
+    /** Connections in the PostgreSQL pool (DB_POOL_SIZE); nothing on SQLite. */
+    poolSize?: number
   } = {},
-): Deps {
+): Promise<Deps> {
   // Migrations may wait for another process's lock; requests then wait only briefly (db/client.ts).
-  const database = openDatabase(config.postgresUrl ?? config.databasePath)
-  migrateDatabase(database)
-  // On PostgreSQL this is the wait for a row lock (lock_timeout; db/pg/database.ts).
-  database.sqlite.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? SERVICE_BUSY_TIMEOUT_MS}`)
+  const database = openDatabase(config.postgresUrl ?? config.databasePath, { poolSize: options.poolSize ?? config.dbPoolSize })
+  await migrateDatabase(database)
+  // On PostgreSQL this is the wait for a row lock (lock_timeout; db/pg/pool.ts).
+  setBusyTimeout(database, options.busyTimeoutMs ?? SERVICE_BUSY_TIMEOUT_MS)
   // Migrations above were fsynced commit by commit; from here on commits share fsyncs. A
   // PostgreSQL commit is durable when it returns (synchronous_commit): nothing to group.
   const groups = options.groupCommit !== false && config.databasePath !== ':memory:' && !database.postgres
-  const durable = groups ? groupCommit(database.sqlite, database.path) : fsyncedByCommit
+  const durable = groups && database.sqlite ? groupCommit(database.sqlite, database.path) : fsyncedByCommit
   let testClock: TestClock | null = null
   let clock: Clock = new SystemClock()
   if (config.testClock) {
-    testClock = new TestClock(loadClockOffset(database.db), (offset) => saveClockOffset(database.db, offset, testClock!.nowUs()))
+    testClock = new TestClock(await loadClockOffset(database.db), (offset) => saveClockOffset(database.db, offset, testClock!.nowUs()))
     clock = testClock
   }
   const log = options.log ?? createLogger(config.logLevel, () => formatTimestamp(clock.nowUs()))
@@ -64,7 +66,7 @@ export function buildDeps(
     clock,
     testClock,
     db: database.db,
-    sqlite: database.sqlite,
+    database,
     durable,
     newId: createIdGenerator(clock),
     log,

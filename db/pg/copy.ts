@@ -2,7 +2,7 @@ import type { Database } from 'bun:sqlite'
 import { is } from 'drizzle-orm'
 import { getTableConfig, SQLiteTable } from 'drizzle-orm/sqlite-core'
 import * as schema from '../schema'
-import type { PgDatabase } from './database'
+import type { PgExecutor } from './pool'
 
 /** Rows per INSERT statement: few round trips, statements well below PostgreSQL's 65535 parameters. */
 const BATCH_ROWS = 500
@@ -36,38 +36,38 @@ function tablesInKeyOrder(): { name: string; columns: string[]; serial: string |
  * but the rows its migrations seed (the plan catalogue), which the source's replace. Answers the
  * rows copied per table. `scripts/admin migrate-to-postgres` runs it (docs/operations.md).
  */
-export function copySqliteToPostgres(source: Database, target: PgDatabase): { table: string; rows: number }[] {
+export async function copySqliteToPostgres(source: Database, target: PgExecutor): Promise<{ table: string; rows: number }[]> {
   const tables = tablesInKeyOrder()
   const copied: { table: string; rows: number }[] = []
-  target.transaction(() => {
+  await target.transaction(async () => {
     for (const t of tables) {
       if (t.name === 'plans') continue
-      const n = (target.query(`SELECT count(*) AS n FROM "${t.name}"`).get() as { n: number }).n
+      const n = ((await target.objects(`SELECT count(*) AS n FROM "${t.name}"`, []))[0] as { n: number }).n
       if (n > 0) throw new Error(`the PostgreSQL database is not empty: ${t.name} holds ${n} rows`)
     }
     // The catalogue the migrations seeded gives way to the source's (which an operator may have edited).
-    target.exec('TRUNCATE plans CASCADE')
+    await target.exec('TRUNCATE plans CASCADE')
     for (const t of tables) {
       const list = t.columns.map((c) => `"${c}"`).join(', ')
       const select = source.query(`SELECT ${list} FROM "${t.name}"`)
       let rows = 0
       let batch: unknown[][] = []
-      const flush = () => {
+      const flush = async () => {
         if (batch.length === 0) return
         const values = batch.map((_, r) => `(${t.columns.map((_, c) => `$${r * t.columns.length + c + 1}`).join(', ')})`).join(', ')
-        target.send('run', `INSERT INTO "${t.name}" (${list}) VALUES ${values}`, batch.flat())
+        await target.run(`INSERT INTO "${t.name}" (${list}) VALUES ${values}`, batch.flat())
         rows += batch.length
         batch = []
       }
       for (const row of select.iterate() as Iterable<Record<string, unknown>>) {
         batch.push(t.columns.map((c) => row[c]))
-        if (batch.length >= BATCH_ROWS) flush()
+        if (batch.length >= BATCH_ROWS) await flush()
       }
-      flush()
+      await flush()
       if (t.serial)
-        target.exec(`SELECT setval(pg_get_serial_sequence('"${t.name}"', '${t.serial}'), coalesce((SELECT max("${t.serial}") FROM "${t.name}"), 0) + 1, false)`)
+        await target.exec(`SELECT setval(pg_get_serial_sequence('"${t.name}"', '${t.serial}'), coalesce((SELECT max("${t.serial}") FROM "${t.name}"), 0) + 1, false)`)
       copied.push({ table: t.name, rows })
     }
-  })()
+  })
   return copied
 }

@@ -1,5 +1,5 @@
 import { readMigrationFiles } from 'drizzle-orm/migrator'
-import type { PgDatabase } from './database'
+import type { PgExecutor } from './pool'
 import { PG_MIGRATIONS_FOLDER } from './paths'
 
 const JOURNAL = `CREATE TABLE IF NOT EXISTS __drizzle_migrations (id serial PRIMARY KEY, hash text NOT NULL, created_at bigint)`
@@ -9,26 +9,26 @@ const JOURNAL = `CREATE TABLE IF NOT EXISTS __drizzle_migrations (id serial PRIM
  * instances starting together take turns, and the second finds nothing left to do. PostgreSQL's
  * DDL is transactional, so a migration that fails leaves nothing half done.
  */
-export function migratePostgres(pg: PgDatabase): void {
+export async function migratePostgres(pg: PgExecutor): Promise<void> {
   const all = readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER })
-  pg.transaction(() => {
-    pg.exec(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`)
-    pg.exec(JOURNAL)
-    const applied = new Set((pg.query('SELECT hash FROM __drizzle_migrations').all() as { hash: string }[]).map((r) => r.hash))
+  await pg.transaction(async () => {
+    await pg.exec(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`)
+    await pg.exec(JOURNAL)
+    const applied = new Set(((await pg.objects('SELECT hash FROM __drizzle_migrations', [])) as { hash: string }[]).map((r) => r.hash))
     for (const m of all) {
       if (applied.has(m.hash)) continue
-      for (const statement of m.sql) if (statement.trim()) pg.exec(statement)
-      pg.run('INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)', [m.hash, m.folderMillis])
+      for (const statement of m.sql) if (statement.trim()) await pg.exec(statement)
+      await pg.run('INSERT INTO __drizzle_migrations (hash, created_at) VALUES ($1, $2)', [m.hash, m.folderMillis])
     }
-  })()
+  })
 }
 
 /** How many of this build's PostgreSQL migrations the database has not applied. */
-export function pendingPgMigrations(pg: PgDatabase): number {
+export async function pendingPgMigrations(pg: PgExecutor): Promise<number> {
   const all = readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER })
   let hashes: Set<string>
   try {
-    hashes = new Set((pg.query('SELECT hash FROM __drizzle_migrations').all() as { hash: string }[]).map((r) => r.hash))
+    hashes = new Set(((await pg.objects('SELECT hash FROM __drizzle_migrations', [])) as { hash: string }[]).map((r) => r.hash))
   } catch {
     return all.length
   }

@@ -31,10 +31,12 @@ export class TestClock implements Clock {
   #offsetUs: number
   constructor(
     offsetUs = 0,
-    private readonly onChange: (offsetUs: number) => void = () => {},
+    private readonly onChange: (offsetUs: number) => Promise<void> | void = () => {},
   ) {
     this.#offsetUs = offsetUs
   }
+  /** Resolves once the last move is kept (the offset is stored in the database, src/deps.ts). */
+  saved: Promise<void> = Promise.resolve()
   get offsetUs(): number {
     return this.#offsetUs
   }
@@ -48,7 +50,8 @@ export class TestClock implements Clock {
   advance(seconds: number): number {
     if (!(seconds >= 0)) throw new RangeError('the test clock only moves forward')
     this.#offsetUs += Math.round(seconds * 1_000_000)
-    this.onChange(this.#offsetUs)
+    const kept = this.onChange(this.#offsetUs)
+    if (kept) this.saved = kept
     return this.nowUs()
   }
   /** Jumps to `targetUs` when that lies ahead; a target in the past is refused. */

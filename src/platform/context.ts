@@ -1,5 +1,4 @@
-import type { Database } from 'bun:sqlite'
-import type { Db } from '../../db/client'
+import type { Database_, Db } from '../../db/client'
 import type { Durability } from '../../db/durability'
 import type { Config } from '../config'
 import type { AppEvents } from '../events'
@@ -17,7 +16,11 @@ export type Deps = {
   /** Present only when TEST_CLOCK=true. */
   testClock: TestClock | null
   db: Db
-  sqlite: Database
+  /**
+   * The open database: `kind`, and what only one of them has (`sqlite`: the file's connection for
+   * PRAGMAs and group commit; `postgres`: the pool). Statements go through `db` on either.
+   */
+  database: Database_
   /**
    * Group commit (db/durability.ts): await `durable.barrier()` before anything leaves the process on
    * the strength of a write. src/server.ts does it for every answer, the outbound clients before

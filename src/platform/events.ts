@@ -3,19 +3,19 @@
  * it or keeping module-level state. The composition root (src/reactions.ts, called by buildDeps)
  * registers every reaction, so a process that only runs jobs reacts exactly as one serving HTTP.
  *
- * Semantics, chosen for money: `emit` runs every handler synchronously, in registration order,
- * before it returns. An event that carries a transaction (`tx`) is emitted inside it, so what the
+ * Semantics, chosen for money: `emit` runs every handler in registration order, one after the
+ * other (each awaited), and resolves when the last has finished. An event that carries a transaction (`tx`) is emitted inside it, so what the
  * handlers write commits or rolls back with the change that caused it (a paid upgrade is applied
  * exactly when its credit is booked). A handler that throws aborts the emitter, and with it that
  * transaction; nothing is swallowed here. Side effects outside the database belong after commit.
  */
-type EventHandler<P> = (payload: P) => void
+type EventHandler<P> = (payload: P) => Promise<void> | void
 
 export interface EventBus<Events extends Record<string, unknown>> {
   /** Registers a handler; returns a function that removes it. */
   on<K extends keyof Events>(name: K, handler: EventHandler<Events[K]>): () => void
-  /** Runs every handler of `name` now, in registration order. */
-  emit<K extends keyof Events>(name: K, payload: Events[K]): void
+  /** Runs every handler of `name`, in registration order, each awaited before the next. */
+  emit<K extends keyof Events>(name: K, payload: Events[K]): Promise<void>
 }
 
 export function createEventBus<Events extends Record<string, unknown>>(): EventBus<Events> {
@@ -30,9 +30,9 @@ export function createEventBus<Events extends Record<string, unknown>>(): EventB
         if (i >= 0) list.splice(i, 1)
       }
     },
-    emit(name, payload) {
+    async emit(name, payload) {
       // A copy, so a handler that registers or removes another does not change this emit.
-      for (const handler of [...(handlers.get(name) ?? [])]) (handler as EventHandler<typeof payload>)(payload)
+      for (const handler of [...(handlers.get(name) ?? [])]) await (handler as EventHandler<typeof payload>)(payload)
     },
   }
 }
