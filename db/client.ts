@@ -312,6 +312,19 @@ export function onRollback(tx: Tx, undo: () => void): void {
 }
 
 /**
+ * Runs `fn` once the transaction the caller is in has committed (nothing if it rolls back), outside
+ * that transaction; outside a transaction, at once. For what must follow a write and never see it
+ * uncommitted or undone: waking streams, kicking the mail outbox, moving a drain on. A timer set
+ * inside a transaction is not enough: it may fire before the commit, and inside the transaction.
+ */
+export function afterCommit(db: DbOrTx, fn: () => void): void {
+  const executor = executorOf(db)
+  const state = executor.current()
+  if (state) state.commitHooks.push(fn)
+  else executor.store.exit(fn)
+}
+
+/**
  * Tells every process on the same PostgreSQL database (NOTIFY): inside a transaction when it
  * commits (nothing if it rolls back), outside one at once. On SQLite, whose processes share one
  * machine and find their work on their own, it does nothing. Payloads are ids, never secrets.

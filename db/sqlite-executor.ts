@@ -6,7 +6,20 @@ import type { Executor, RunResult } from './session'
 const STATEMENT_CACHE_SIZE = 1000
 
 /** The transaction a caller is in: its depth (savepoints) and the undos of its in-memory effects. */
-export type TxState = { open: boolean; depth: number; rollbackHooks: (() => void)[]; kind: 'sqlite' | 'postgres' }
+export type TxState = {
+  open: boolean
+  depth: number
+  rollbackHooks: (() => void)[]
+  /** Run once the top-level transaction committed, outside it (db/client.ts `afterCommit`). */
+  commitHooks: (() => void)[]
+  kind: 'sqlite' | 'postgres'
+}
+
+/** Runs what waited for a commit, outside the transaction's context (its statements go anywhere). */
+export function runCommitHooks(store: AsyncLocalStorage<TxState>, state: TxState): void {
+  const hooks = state.commitHooks.splice(0)
+  for (const hook of hooks) store.exit(hook)
+}
 
 /**
  * bun:sqlite behind the asynchronous data layer (docs/scale-out.md "SQLite under await").
@@ -95,7 +108,7 @@ export class SqliteExecutor implements Executor {
     const outer = this.current()
     if (outer) return this.#savepoint(outer, fn)
     while (this.#holder !== null) await this.#turn()
-    const state: TxState = { open: true, depth: 1, rollbackHooks: [], kind: 'sqlite' }
+    const state: TxState = { open: true, depth: 1, rollbackHooks: [], commitHooks: [], kind: 'sqlite' }
     this.#holder = state
     try {
       this.sqlite.exec('BEGIN IMMEDIATE')
@@ -103,6 +116,8 @@ export class SqliteExecutor implements Executor {
         const result = await this.store.run(state, fn)
         state.open = false
         this.sqlite.exec('COMMIT')
+        this.#release()
+        runCommitHooks(this.store, state)
         return result
       } catch (e) {
         state.open = false
@@ -117,11 +132,15 @@ export class SqliteExecutor implements Executor {
       }
     } finally {
       state.open = false
-      this.#holder = null
-      // Everyone waiting looks again: statements run, the first transaction takes the turn.
-      const waiting = this.#queue.splice(0)
-      for (const wake of waiting) wake()
+      if (this.#holder === state) this.#release()
     }
+  }
+
+  #release(): void {
+    this.#holder = null
+    // Everyone waiting looks again: statements run, the first transaction takes the turn.
+    const waiting = this.#queue.splice(0)
+    for (const wake of waiting) wake()
   }
 
   async #savepoint<T>(state: TxState, fn: () => Promise<T> | T): Promise<T> {
@@ -129,6 +148,7 @@ export class SqliteExecutor implements Executor {
     this.sqlite.exec(`SAVEPOINT ${name}`)
     state.depth++
     const hooks = state.rollbackHooks.length
+    const commitHooks = state.commitHooks.length
     try {
       const result = await fn()
       this.sqlite.exec(`RELEASE SAVEPOINT ${name}`)
@@ -137,6 +157,7 @@ export class SqliteExecutor implements Executor {
       this.sqlite.exec(`ROLLBACK TO SAVEPOINT ${name}`)
       this.sqlite.exec(`RELEASE SAVEPOINT ${name}`)
       state.rollbackHooks.splice(hooks)
+      state.commitHooks.splice(commitHooks)
       throw e
     } finally {
       state.depth--

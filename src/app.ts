@@ -116,10 +116,11 @@ const DOCUMENTATION = (deps: Deps) => ({
  */
 export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
   const authenticators: Authenticators = {
-    session: (token) => resolveSession(deps, token),
-    bearer: (token) => (token.startsWith('gpuhq_pat_') ? resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? resolveAgent(deps, token) : null),
-    mcp: (token, request) => authenticateMcp(deps, token, request),
-    planFeatures: (code) => featuresOfPlan(deps.db, code),
+    session: async (token) => await resolveSession(deps, token),
+    bearer: async (token) =>
+      token.startsWith('gpuhq_pat_') ? await resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? await resolveAgent(deps, token) : null,
+    mcp: async (token, request) => await authenticateMcp(deps, token, request),
+    planFeatures: async (code) => await featuresOfPlan(deps.db, code),
   }
   let allowedMethods: (path: string) => string[] = () => []
   let document: () => unknown = () => {

@@ -13,12 +13,12 @@ import { serverListings } from './modules/marketplaces'
  * date in its own transaction (the sync and the accrual sample mark it themselves).
  */
 export function provideFleetFacts(deps: Deps): void {
-  provideRowFacts(deps, (db, tenantId, nowUs) => ({
-    listings: serverListings(db, tenantId),
-    revenueTodayMicros: accruedByServerOn(db, tenantId, utcDay(nowUs)),
-    incidents: incidentsByServer(db, tenantId),
+  provideRowFacts(deps, async (db, tenantId, nowUs) => ({
+    listings: await serverListings(db, tenantId),
+    revenueTodayMicros: await accruedByServerOn(db, tenantId, utcDay(nowUs)),
+    incidents: await incidentsByServer(db, tenantId),
   }))
-  deps.events.on('alert.changed', ({ tx, incident }) => {
-    if (incident.serverId !== null) markFleetDirty(tx, incident.tenantId)
+  deps.events.on('alert.changed', async ({ tx, incident }) => {
+    if (incident.serverId !== null) await markFleetDirty(tx, incident.tenantId)
   })
 }

@@ -23,14 +23,14 @@ try {
 
 let service: Service
 try {
-  service = startService(config)
+  service = await startService(config)
 } catch (e) {
   const line = listenFailure(e, config.port)
   if (line) {
     console.error(line)
     process.exit(1)
   }
-  // PostgreSQL unreachable or refusing us (db/pg/database.ts): one line naming the variable, no stack.
+  // PostgreSQL unreachable or refusing us (db/pg/pool.ts): one line naming the variable, no stack.
   if ((e as Error).name === 'PostgresError') {
     console.error(`gpuhq: DATABASE_URL: cannot use the database at ${config.databasePath}: ${(e as Error).message}`)
     process.exit(1)

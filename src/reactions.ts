@@ -1,3 +1,4 @@
+import { afterCommit } from '../db/client'
 import type { Deps } from './platform/context'
 import { announceDeliverable, deliverAcrossInstances, dispatchServer } from './modules/commands'
 import {
@@ -29,15 +30,16 @@ export function registerReactions(deps: Deps): void {
   // A drain keeps its server's offers off the market until its work is done (docs/marketplaces.md "Drain").
   registerListingHold(deps, drainHold)
   deps.events.on('topup.succeeded', ({ tx, topup }) => activateOnTopup(tx, deps, topup))
-  deps.events.on('server.rental_ended', ({ serverId }) => {
-    dispatchServer(deps, serverId)
-    announceDeliverable(deps, serverId) // the agent may be connected to another instance (PostgreSQL)
-    advanceServerDrains(deps, serverId) // a drain waiting for the rental's end moves on (docs/marketplaces.md "Drain")
+  deps.events.on('server.rental_ended', async ({ serverId }) => {
+    await dispatchServer(deps, serverId)
+    await announceDeliverable(deps, serverId) // the agent may be connected to another instance (PostgreSQL)
+    await advanceServerDrains(deps, serverId) // a drain waiting for the rental's end moves on (docs/marketplaces.md "Drain")
   })
-  // A command of a drain's work ended: the drain moves on once that change committed (the timer runs
-  // after the synchronous transaction returns; a change rolled back leaves nothing to move on).
-  deps.events.on('command.changed', ({ command, axis, to }) => {
-    if (axis === 'execution' && DRAIN_WORK_ENDS.includes(to)) setTimeout(() => advanceServerDrains(deps, command.serverId), 0)
+  // A command of a drain's work ended: the drain moves on once that change committed (a change
+  // rolled back leaves nothing to move on).
+  deps.events.on('command.changed', ({ tx, command, axis, to }) => {
+    if (axis === 'execution' && DRAIN_WORK_ENDS.includes(to))
+      afterCommit(tx, () => void advanceServerDrains(deps, command.serverId).catch((error) => deps.log.error('could not move a drain on', { error })))
   })
   // Commands created on another instance for an agent connected to this one (PostgreSQL LISTEN).
   deliverAcrossInstances(deps)

@@ -1,6 +1,6 @@
 import type { Config } from './config'
 import { buildDeps, SERVICE_BUSY_TIMEOUT_MS } from './deps'
-import { DEFAULT_BUSY_TIMEOUT_MS } from '../db/client'
+import { DEFAULT_BUSY_TIMEOUT_MS, setBusyTimeout } from '../db/client'
 import { createApp } from './app'
 import { startServer } from './server'
 import { JobRunner } from './platform/jobs'
@@ -25,17 +25,17 @@ export type Service = {
   stop: () => Promise<void>
 }
 
-export function startService(config: Config): Service {
-  const deps = buildDeps(config)
+export async function startService(config: Config): Promise<Service> {
+  const deps = await buildDeps(config)
   // Where it answers, for operator commands run in another shell with another environment. Written
   // before listening, with an operator tool's patience for the write lock: a second process starting
   // beside this one holds it for its own start-up writes, longer than a request's short wait (two
   // processes started at once on a loaded machine: one exited with SQLITE_BUSY here).
-  deps.sqlite.exec(`PRAGMA busy_timeout = ${DEFAULT_BUSY_TIMEOUT_MS}`)
+  setBusyTimeout(deps.database, DEFAULT_BUSY_TIMEOUT_MS)
   try {
-    savePublicUrl(deps.db, config.publicUrl, deps.clock.nowUs())
+    await savePublicUrl(deps.db, config.publicUrl, deps.clock.nowUs())
   } finally {
-    deps.sqlite.exec(`PRAGMA busy_timeout = ${SERVICE_BUSY_TIMEOUT_MS}`)
+    setBusyTimeout(deps.database, SERVICE_BUSY_TIMEOUT_MS)
   }
   const runner = new JobRunner(deps, jobs)
   const app = createApp(deps, runner)
@@ -54,10 +54,10 @@ export function startService(config: Config): Service {
     stop: async () => {
       await running.stop() // waits for in-flight requests
       await runner.stop()
-      fleetRuntime(deps).stop() // writes buffered heartbeats and telemetry
+      await fleetRuntime(deps).stop() // writes buffered heartbeats and telemetry
       await deps.durable.barrier().catch((error) => deps.log.error('could not make the last writes durable', { error }))
       deps.durable.stop()
-      deps.sqlite.close()
+      await deps.database.close()
     },
   }
 }

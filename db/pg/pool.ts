@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Executor, RunResult } from '../session'
-import type { TxState } from '../sqlite-executor'
+import { runCommitHooks, type TxState } from '../sqlite-executor'
 
 type Pool = InstanceType<typeof Bun.SQL>
 type Reserved = Awaited<ReturnType<Pool['reserve']>>
@@ -77,7 +77,7 @@ export class PgExecutor implements Executor {
     return this.current()?.conn ?? this.pool
   }
 
-  async #query<T>(sql: string, params: unknown[], take: (c: Connection, params: unknown[]) => Promise<T>): Promise<T> {
+  async #query<T>(params: unknown[], take: (c: Connection, params: unknown[]) => Promise<T>): Promise<T> {
     this.counters.statements++
     try {
       return await take(this.#connection(), params.map(toDriver))
@@ -87,20 +87,20 @@ export class PgExecutor implements Executor {
   }
 
   values(sql: string, params: unknown[]): Promise<unknown[][]> {
-    return this.#query(sql, params, async (c, p) => ((await c.unsafe(sql, p).values()) as unknown[][]).map(rowValues))
+    return this.#query(params, async (c, p) => ((await c.unsafe(sql, p).values()) as unknown[][]).map(rowValues))
   }
 
   objects(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-    return this.#query(sql, params, async (c, p) => ((await c.unsafe(sql, p)) as Record<string, unknown>[]).map(rowObject))
+    return this.#query(params, async (c, p) => ((await c.unsafe(sql, p)) as Record<string, unknown>[]).map(rowObject))
   }
 
   run(sql: string, params: unknown[]): Promise<RunResult> {
-    return this.#query(sql, params, async (c, p) => ({ changes: ((await c.unsafe(sql, p)) as { count?: number }).count ?? 0, lastInsertRowid: 0 }))
+    return this.#query(params, async (c, p) => ({ changes: ((await c.unsafe(sql, p)) as { count?: number }).count ?? 0, lastInsertRowid: 0 }))
   }
 
   /** SQL text without parameters, several statements allowed (migrations, SET). */
   async exec(sql: string): Promise<void> {
-    await this.#query(sql, [], async (c) => {
+    await this.#query([], async (c) => {
       await c.unsafe(sql)
     })
   }
@@ -121,13 +121,17 @@ export class PgExecutor implements Executor {
       } catch (e) {
         throw asPostgresError(e)
       }
-      const state: PgTxState = { open: true, depth: 1, rollbackHooks: [], kind: 'postgres', conn }
+      let released = false
+      const state: PgTxState = { open: true, depth: 1, rollbackHooks: [], commitHooks: [], kind: 'postgres', conn }
       this.counters.transactions++
       try {
         await conn.unsafe(`BEGIN ISOLATION LEVEL SERIALIZABLE; SET LOCAL lock_timeout = ${this.#lockTimeoutMs}`)
         const result = await this.store.run(state, fn)
         state.open = false
         await conn.unsafe('COMMIT')
+        conn.release()
+        released = true
+        runCommitHooks(this.store, state)
         return result
       } catch (raw) {
         state.open = false
@@ -138,6 +142,7 @@ export class PgExecutor implements Executor {
           // The connection broke: the server rolled the transaction back itself.
         }
         undo(state.rollbackHooks)
+        state.commitHooks.length = 0
         if (mayRunAgain(e, attempt)) {
           this.counters.retries++
           await Bun.sleep(Math.random() * Math.min(50, 2 ** attempt))
@@ -146,7 +151,7 @@ export class PgExecutor implements Executor {
         throw e
       } finally {
         state.open = false
-        conn.release()
+        if (!released) conn.release()
       }
     }
   }
@@ -161,6 +166,7 @@ export class PgExecutor implements Executor {
     await state.conn.unsafe(`SAVEPOINT ${name}`)
     state.depth++
     const hooks = state.rollbackHooks.length
+    const commitHooks = state.commitHooks.length
     try {
       const result = await fn()
       await state.conn.unsafe(`RELEASE SAVEPOINT ${name}`)
@@ -168,6 +174,7 @@ export class PgExecutor implements Executor {
     } catch (e) {
       await state.conn.unsafe(`ROLLBACK TO SAVEPOINT ${name}`).catch(() => {})
       undo(state.rollbackHooks, hooks)
+      state.commitHooks.splice(commitHooks)
       throw asPostgresError(e)
     } finally {
       state.depth--

@@ -87,16 +87,23 @@ export const SESSION_COOKIE = '__Host-gpuhq_session'
 
 export type Authenticators = {
   /** Resolves a session cookie's value to its actor, or null when unknown or expired. */
-  session: (token: string) => Actor | null
+  session: (token: string) => Promise<Actor | null>
   /** Resolves an Authorization: Bearer token, or null. */
-  bearer: (token: string) => Actor | null
+  bearer: (token: string) => Promise<Actor | null>
   /** Resolves an AI-assistant token (only for `mcp` routes; `request` lets the resolver keep what it learned for the handler). */
-  mcp: (token: string, request: Request) => Actor | null
+  mcp: (token: string, request: Request) => Promise<Actor | null>
   /** The features of a plan code ([] when unknown). */
-  planFeatures: (planCode: string) => readonly string[]
+  planFeatures: (planCode: string) => Promise<readonly string[]>
 }
 
-const checked = new WeakSet<Request>()
+/** The features of the caller's plan, read only when the route is entitled by one. */
+async function featuresFor(authenticators: Authenticators, spec: AccessSpec, actor: Actor): Promise<(code: string) => readonly string[]> {
+  const entitled = 'entitlement' in spec && spec.entitlement !== undefined && actor.tenant.planCode
+  const features = entitled ? await authenticators.planFeatures(actor.tenant.planCode!) : []
+  return () => features
+}
+
+const checked = new WeakMap<Request, Promise<void>>()
 const presetActors = new WeakMap<Request, Actor>()
 
 /**
@@ -294,7 +301,7 @@ export function permits(actor: Actor, scope: Scope, serverId: string | null): bo
   }
 }
 
-const rechecks = new WeakMap<Request, () => Actor | null>()
+const rechecks = new WeakMap<Request, () => Promise<Actor | null>>()
 
 /**
  * The request's caller as of now, for an answer that outlives its request (the live event stream):
@@ -302,9 +309,9 @@ const rechecks = new WeakMap<Request, () => Actor | null>()
  * answer null) and the route's declaration applied again to the fresh actor (a lowered role, say).
  * Null when the request would no longer be let in.
  */
-export function reauthenticate(request: Request): Actor | null {
+export async function reauthenticate(request: Request): Promise<Actor | null> {
   const recheck = rechecks.get(request)
-  return recheck ? recheck() : null
+  return recheck ? await recheck() : null
 }
 
 /**
@@ -318,9 +325,21 @@ export function ensureAccess(
   request: Request,
   route: string,
   params: Record<string, string | undefined> | undefined,
-): void {
-  if (checked.has(request)) return
-  checked.add(request)
+): Promise<void> {
+  // Both hooks may call it: the second gets the first's check (and its failure).
+  let done = checked.get(request)
+  if (!done) checked.set(request, (done = checkAccess(deps, index, authenticators, request, route, params)))
+  return done
+}
+
+async function checkAccess(
+  deps: Deps,
+  index: Map<string, AccessSpec>,
+  authenticators: Authenticators,
+  request: Request,
+  route: string,
+  params: Record<string, string | undefined> | undefined,
+): Promise<void> {
   const spec = index.get(`${request.method} ${route}`) ?? (request.method === 'HEAD' ? index.get(`GET ${route}`) : undefined)
   // Unreachable for routes built by createApp (buildAccessIndex refuses them); closed all the same.
   if (!spec) throw new ProblemError('forbidden', { detail: 'this operation has no access declaration' })
@@ -332,27 +351,27 @@ export function ensureAccess(
   const authorization = request.headers.get('authorization')
   if ('mcp' in spec) {
     const token = bearerToken(authorization)
-    const found = token ? authenticators.mcp(token, request) : null
+    const found = token ? await authenticators.mcp(token, request) : null
     if (!found) throw mcpUnauthorized(deps.config.publicUrl, authorization !== null)
     requestState(request, deps).tenantId = found.tenantId
     requestState(request, deps).actor = { kind: 'mcp', id: found.tokenId ?? null }
-    ensureEntitled(found, spec.entitlement, authenticators.planFeatures)
-    enforceRequestRateLimits(deps, found, request.method)
+    ensureEntitled(found, spec.entitlement, await featuresFor(authenticators, spec, found))
+    await enforceRequestRateLimits(deps, found, request.method)
     setActor(request, found)
     return
   }
   const cookie = cookieValue(request.headers.get('cookie'), SESSION_COOKIE)
   const preset = presetActors.get(request) ?? null
   // On behalf of an actor already identified (onBehalfOf): nothing in the request can change who.
-  const identify = (): Actor | null => {
+  const identify = async (): Promise<Actor | null> => {
     if (preset) return preset
     if (authorization !== null) {
       const token = bearerToken(authorization)
-      return token ? authenticators.bearer(token) : null
+      return token ? await authenticators.bearer(token) : null
     }
-    return cookie ? authenticators.session(cookie) : null
+    return cookie ? await authenticators.session(cookie) : null
   }
-  const actor = identify()
+  const actor = await identify()
   if (!actor) throw unauthorized()
   requestState(request, deps).tenantId = actor.tenantId
   if ('agent' in spec) {
@@ -370,15 +389,15 @@ export function ensureAccess(
   }
   const state = requestState(request, deps)
   state.actor = { kind: actor.kind, id: actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null) }
-  const context = { method: request.method, route, params, planFeatures: authenticators.planFeatures }
+  const context = { method: request.method, route, params, planFeatures: await featuresFor(authenticators, spec, actor) }
   authorize(actor, spec, context)
-  enforceRequestRateLimits(deps, actor, request.method)
+  await enforceRequestRateLimits(deps, actor, request.method)
   setActor(request, actor)
-  rechecks.set(request, () => {
-    const again = identify()
+  rechecks.set(request, async () => {
+    const again = await identify()
     if (!again || again.tenantId !== actor.tenantId) return null
     try {
-      authorize(again, spec, context)
+      authorize(again, spec, { ...context, planFeatures: await featuresFor(authenticators, spec, again) })
       return again
     } catch (e) {
       if (e instanceof ProblemError) return null

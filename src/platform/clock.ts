@@ -51,7 +51,7 @@ export class TestClock implements Clock {
     if (!(seconds >= 0)) throw new RangeError('the test clock only moves forward')
     this.#offsetUs += Math.round(seconds * 1_000_000)
     const kept = this.onChange(this.#offsetUs)
-    if (kept) this.saved = kept
+    if (kept instanceof Promise) this.saved = kept
     return this.nowUs()
   }
   /** Jumps to `targetUs` when that lies ahead; a target in the past is refused. */

@@ -69,7 +69,7 @@ export type PlatformOptions = {
   /** Methods registered for a concrete path, for 405 Allow; filled in once all routes exist. */
   allowedMethods: (path: string) => string[]
   /** Authenticates and authorises the request for its route (src/platform/access.ts); throws a problem. */
-  checkAccess: (request: Request, route: string, params: Record<string, string | undefined> | undefined) => void
+  checkAccess: (request: Request, route: string, params: Record<string, string | undefined> | undefined) => Promise<void>
   /** The body half of the access check (server ids anywhere in the body), run right after parsing. */
   checkBody?: (request: Request, body: unknown) => void
   /** The query half of the access check (server ids in query filters), run before validation. */
@@ -85,9 +85,9 @@ export function platform(deps: Deps, options: PlatformOptions) {
       .onRequest(({ request, set }) => {
         set.headers['x-request-id'] = requestState(request, deps).id
       })
-      .onTransform({ as: 'global' }, ({ request, route, params, query }) => {
+      .onTransform({ as: 'global' }, async ({ request, route, params, query }) => {
         requestState(request, deps).route = route
-        options.checkAccess(request, route, params as Record<string, string | undefined>)
+        await options.checkAccess(request, route, params as Record<string, string | undefined>)
         // After access, before anything reads them: text no database stores (NUL) is refused here.
         refuseUnstorable(params, 'a path parameter')
         refuseUnstorable(query, 'a query parameter')
@@ -96,7 +96,7 @@ export function platform(deps: Deps, options: PlatformOptions) {
       .onParse({ as: 'global' }, async ({ request, contentType, route, params }) => {
         // Access is decided before the body is read: an anonymous caller gets 401 whatever it sent.
         requestState(request, deps).route = route
-        options.checkAccess(request, route, params as Record<string, string | undefined>)
+        await options.checkAccess(request, route, params as Record<string, string | undefined>)
         // After access: a switched-off operation (signup) answers 404 whatever size the body claims.
         const length = request.headers.get('content-length')
         if (length !== null && Number(length) > limit) throw tooLarge(limit)

@@ -36,7 +36,7 @@ export class RequestIdempotency implements TransactionWatcher {
 
   constructor(private readonly deps: Deps) {}
 
-  began(tx: Tx): void {
+  async began(tx: Tx): Promise<void> {
     this.beganCount++
     // A transaction that rolls back wrote nothing: on PostgreSQL that is how a row lock held
     // elsewhere shows (SQLite refuses BEGIN IMMEDIATE instead), and how a transaction that lost a
@@ -50,7 +50,7 @@ export class RequestIdempotency implements TransactionWatcher {
     onRollback(tx, () => {
       held.executed = false
     })
-    writeExecuted(this.deps, tx, held)
+    await writeExecuted(this.deps, tx, held)
   }
 }
 
@@ -165,7 +165,7 @@ function stillRunning(): ProblemError {
  * Looks the key up and, when the request is to run, holds it in this process until finishKey.
  * Writes nothing: the request's first write transaction writes the key (RequestIdempotency).
  */
-export function claimKey(deps: Deps, scope: string, operation: string, key: string, print: string): Claim {
+export async function claimKey(deps: Deps, scope: string, operation: string, key: string, print: string): Promise<Claim> {
   const now = deps.clock.nowUs()
   const retentionUs = deps.config.idempotencyRetentionSeconds * 1_000_000
   const running = held(deps)
@@ -178,7 +178,23 @@ export function claimKey(deps: Deps, scope: string, operation: string, key: stri
       })
     throw stillRunning()
   }
-  const row = keyRow(deps.db).get({ scope, operation, key })
+  // Held before the read, so a second request with this key arriving while it runs meets the hold.
+  running.set(id, print)
+  try {
+    const claim = await readClaim(deps, { scope, operation, key, print, now, retentionUs })
+    if (claim.kind !== 'claimed') running.delete(id)
+    return claim
+  } catch (e) {
+    running.delete(id)
+    throw e
+  }
+}
+
+async function readClaim(
+  deps: Deps,
+  { scope, operation, key, print, now, retentionUs }: { scope: string; operation: string; key: string; print: string; now: number; retentionUs: number },
+): Promise<Claim> {
+  const row = (await keyRow(deps.db).get({ scope, operation, key })) as typeof idempotencyKeys.$inferSelect | undefined
   let replace = false
   if (row && row.createdAt < now - retentionUs) {
     replace = true // past retention the key is forgotten: the request is new
@@ -205,12 +221,11 @@ export function claimKey(deps: Deps, scope: string, operation: string, key: stri
       })
     replace = true // the claim of a process that died before it wrote (an older build's row): taken over
   }
-  running.set(id, print)
   return { kind: 'claimed', claim: { scope, operation, key, fingerprint: print, replace, executed: false } }
 }
 
 /** The first write of a request holding `k`: the key row, "executed", in the same transaction. */
-function writeExecuted(deps: Deps, tx: Tx, k: HeldKey): void {
+async function writeExecuted(deps: Deps, tx: Tx, k: HeldKey): Promise<void> {
   const now = deps.clock.nowUs()
   const fields = {
     fingerprint: k.fingerprint,
@@ -223,14 +238,14 @@ function writeExecuted(deps: Deps, tx: Tx, k: HeldKey): void {
   if (k.replace) {
     // Only the row claimKey saw may be replaced: one past retention, or a dead process's claim.
     const cutoff = now - deps.config.idempotencyRetentionSeconds * 1_000_000
-    const taken = tx
+    const taken = await tx
       .update(idempotencyKeys)
       .set(fields)
       .where(and(whereKey(k), or(lt(idempotencyKeys.createdAt, cutoff), and(eq(idempotencyKeys.state, 'in_progress'), lte(idempotencyKeys.lockedUntil, now)))))
       .run()
     if (changesOf(taken) === 1) return
   }
-  const inserted = tx
+  const inserted = await tx
     .insert(idempotencyKeys)
     .values({ scope: k.scope, operation: k.operation, key: k.key, ...fields })
     .onConflictDoNothing()
@@ -253,15 +268,16 @@ export async function finishKey(deps: Deps, claim: HeldKey, response: Response):
     }
     const box = seal(deps.keys.idempotency, JSON.stringify({ headers, body } satisfies Stored), aad(claim.scope, claim.operation, claim.key))
     const answer = { state: 'completed' as const, responseStatus: response.status, responseBox: box }
-    withTransaction(deps.db, (tx) => {
-      if (claim.executed && changesOf(tx.update(idempotencyKeys).set(answer).where(whereKey(claim)).run()) === 1) return
+    await withTransaction(deps.db, async (tx) => {
+      if (claim.executed && changesOf(await tx.update(idempotencyKeys).set(answer).where(whereKey(claim)).run()) === 1) return
       // Nothing of the request was written (it never wrote, or its write rolled back with the key).
       if (response.status >= 500 || NOT_STORED.has(response.status)) return
       // An answer without a write (404, 409, …): the row is written now, with its answer.
       const now = deps.clock.nowUs()
       const row = { fingerprint: claim.fingerprint, lockedUntil: now, createdAt: now, ...answer }
-      if (claim.replace) tx.delete(idempotencyKeys).where(whereKey(claim)).run()
-      tx.insert(idempotencyKeys)
+      if (claim.replace) await tx.delete(idempotencyKeys).where(whereKey(claim)).run()
+      await tx
+        .insert(idempotencyKeys)
         .values({ scope: claim.scope, operation: claim.operation, key: claim.key, ...row })
         .onConflictDoNothing()
         .run()
@@ -284,9 +300,9 @@ function replayResponse(claim: Extract<Claim, { kind: 'replay' }>, requestId: st
 }
 
 /** Deletes keys past retention; the `idempotency.gc` job. Returns how many were removed. */
-export function collectExpiredKeys(deps: Deps): number {
+export async function collectExpiredKeys(deps: Deps): Promise<number> {
   const cutoff = deps.clock.nowUs() - deps.config.idempotencyRetentionSeconds * 1_000_000
-  const result = withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, cutoff)).run())
+  const result = await withTransaction(deps.db, (tx) => tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, cutoff)).run())
   return changesOf(result)
 }
 
@@ -299,7 +315,7 @@ function aad(scope: string, operation: string, key: string): string {
  * Response to short-circuit with, or undefined when the handler should run (the server wrapper then
  * stores or releases the key from the final response).
  */
-function idempotencyBeforeHandle(deps: Deps, ctx: { request: Request; body: unknown; route: string }): Response | undefined {
+async function idempotencyBeforeHandle(deps: Deps, ctx: { request: Request; body: unknown; route: string }): Promise<Response | undefined> {
   const key = ctx.request.headers.get('idempotency-key')
   if (key === null) return undefined
   validateKey(key)
@@ -307,7 +323,7 @@ function idempotencyBeforeHandle(deps: Deps, ctx: { request: Request; body: unkn
   const scope = state.tenantId ?? 'public'
   const operation = `${ctx.request.method} ${ctx.route}`
   const principal = state.actor ? `${state.actor.kind}:${state.actor.id}` : 'anonymous'
-  const claim = claimKey(deps, scope, operation, key, fingerprint(ctx.request.method, ctx.route, ctx.body, principal))
+  const claim = await claimKey(deps, scope, operation, key, fingerprint(ctx.request.method, ctx.route, ctx.body, principal))
   if (claim.kind === 'replay') return replayResponse(claim, state.id)
   state.idempotency = claim.claim
   const store = currentRequest()

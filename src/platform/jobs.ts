@@ -212,20 +212,21 @@ export class JobRunner {
     const leaseUs = (job.leaseSeconds ?? 300) * 1_000_000
     // Another process holding the write lock delays a job (pauses that yield), never wedges it.
     const got = await retryWhileBusy(() =>
-      withTransaction(deps.db, (tx) => {
-        const lease = tx.select().from(jobLeases).where(eq(jobLeases.job, name)).get()
+      withTransaction(deps.db, async (tx) => {
+        const lease = await tx.select().from(jobLeases).where(eq(jobLeases.job, name)).get()
         if (lease && lease.holder !== this.holder && lease.leasedUntil > nowUs) return false
-        const done = tx
+        const done = await tx
           .select()
           .from(jobRuns)
           .where(and(eq(jobRuns.job, name), eq(jobRuns.period, period)))
           .get()
         if (done) return false
-        tx.insert(jobLeases)
+        await tx
+          .insert(jobLeases)
           .values({ job: name, holder: this.holder, leasedUntil: nowUs + leaseUs })
           .onConflictDoUpdate({ target: jobLeases.job, set: { holder: this.holder, leasedUntil: nowUs + leaseUs } })
           .run()
-        tx.insert(jobRuns).values({ job: name, period, holder: this.holder, startedAt: nowUs, outcome: 'running' }).run()
+        await tx.insert(jobRuns).values({ job: name, period, holder: this.holder, startedAt: nowUs, outcome: 'running' }).run()
         return true
       }),
     )
@@ -249,12 +250,14 @@ export class JobRunner {
     }
     // When this record cannot be written the lease simply expires; the run is not retried twice.
     await retryWhileBusy(() =>
-      withTransaction(deps.db, (tx) => {
-        tx.update(jobRuns)
+      withTransaction(deps.db, async (tx) => {
+        await tx
+          .update(jobRuns)
           .set({ finishedAt: deps.clock.nowUs(), outcome: outcome.outcome as 'succeeded' | 'partial' | 'failed', detail: outcome.detail })
           .where(and(eq(jobRuns.job, name), eq(jobRuns.period, period)))
           .run()
-        tx.delete(jobLeases)
+        await tx
+          .delete(jobLeases)
           .where(and(eq(jobLeases.job, name), eq(jobLeases.holder, this.holder)))
           .run()
       }),
@@ -265,9 +268,9 @@ export class JobRunner {
 }
 
 /** Forgets job runs older than `days` (the period guard only matters for recent periods). */
-export function pruneJobRuns(deps: Deps, days: number): number {
+export async function pruneJobRuns(deps: Deps, days: number): Promise<number> {
   const cutoff = deps.clock.nowUs() - days * 86_400_000_000
-  const r = withTransaction(deps.db, (tx) =>
+  const r = await withTransaction(deps.db, (tx) =>
     tx
       .delete(jobRuns)
       .where(and(lt(jobRuns.startedAt, cutoff), or(eq(jobRuns.outcome, 'succeeded'), eq(jobRuns.outcome, 'partial'), eq(jobRuns.outcome, 'failed'))))

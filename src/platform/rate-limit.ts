@@ -14,13 +14,13 @@ import { problems } from './problem'
  */
 export type RateDecision = { allowed: boolean; retryAfterSeconds: number; remaining: number }
 
-export function consumeRateLimit(db: DbOrTx, clock: Clock, bucket: string, limit: number, periodSeconds: number): RateDecision {
+export async function consumeRateLimit(db: DbOrTx, clock: Clock, bucket: string, limit: number, periodSeconds: number): Promise<RateDecision> {
   if (!(limit >= 1) || !(periodSeconds > 0)) throw new RangeError('rate limit needs limit >= 1 and a positive period')
   const periodUs = periodSeconds * 1_000_000
   const intervalUs = periodUs / limit
-  return withTransaction(db, (tx) => {
+  return await withTransaction(db, async (tx) => {
     const now = clock.nowUs()
-    const row = tx.select().from(rateLimits).where(eq(rateLimits.bucket, bucket)).get()
+    const row = await tx.select().from(rateLimits).where(eq(rateLimits.bucket, bucket)).get()
     const tat = Math.max(row?.tat ?? now, now)
     const newTat = tat + intervalUs
     if (newTat - now > periodUs) {
@@ -28,7 +28,8 @@ export function consumeRateLimit(db: DbOrTx, clock: Clock, bucket: string, limit
       return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(retryUs / 1_000_000)), remaining: 0 }
     }
     const values = { bucket, tat: Math.round(newTat), expiresAt: Math.round(newTat) }
-    tx.insert(rateLimits)
+    await tx
+      .insert(rateLimits)
       .values(values)
       .onConflictDoUpdate({ target: rateLimits.bucket, set: { tat: values.tat, expiresAt: values.expiresAt } })
       .run()
@@ -38,15 +39,15 @@ export function consumeRateLimit(db: DbOrTx, clock: Clock, bucket: string, limit
 }
 
 /** Consumes one request from the bucket or throws 429 rate_limited with Retry-After. */
-export function enforceRateLimit(db: DbOrTx, clock: Clock, bucket: string, limit: number, periodSeconds: number): void {
-  const decision = consumeRateLimit(db, clock, bucket, limit, periodSeconds)
+export async function enforceRateLimit(db: DbOrTx, clock: Clock, bucket: string, limit: number, periodSeconds: number): Promise<void> {
+  const decision = await consumeRateLimit(db, clock, bucket, limit, periodSeconds)
   if (!decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
 }
 
 /** Removes buckets whose state has fully drained; they behave exactly like absent ones. */
-export function collectDrainedBuckets(db: DbOrTx, clock: Clock): number {
+export async function collectDrainedBuckets(db: DbOrTx, clock: Clock): Promise<number> {
   const now = clock.nowUs()
-  const result = withTransaction(db, (tx) => tx.delete(rateLimits).where(lt(rateLimits.expiresAt, now)).run())
+  const result = await withTransaction(db, (tx) => tx.delete(rateLimits).where(lt(rateLimits.expiresAt, now)).run())
   return changesOf(result)
 }
 
@@ -107,12 +108,11 @@ export class LocalRateLimiter {
  * lets a few more requests through). It runs outside any transaction of the request, so a refused
  * request keeps no idempotency key (docs/conventions.md).
  */
-function consumeShared(db: DbOrTx, clock: Clock, limits: readonly LocalLimit[]): RateDecision {
+async function consumeShared(db: DbOrTx, clock: Clock, limits: readonly LocalLimit[]): Promise<RateDecision> {
   const json = JSON.stringify(
     limits.map(({ bucket, limit, periodSeconds }) => ({ bucket, interval_us: (periodSeconds * 1_000_000) / limit, period_us: periodSeconds * 1_000_000 })),
   )
-  // A raw statement's row comes back as its values (Drizzle's bun-sqlite get()).
-  const [retryUs] = db.get<[number]>(sql`SELECT rate_take(${json}, ${clock.nowUs()}) AS retry`)
+  const retryUs = (await db.get<{ retry: number }>(sql`SELECT rate_take(${json}, ${clock.nowUs()}) AS retry`))!.retry
   if (retryUs > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(retryUs / 1_000_000)), remaining: 0 }
   return { allowed: true, retryAfterSeconds: 0, remaining: 0 }
 }
@@ -133,7 +133,7 @@ function principalOf(actor: Actor): string | null {
 }
 
 /** One decision over `limits`: shared by every instance on PostgreSQL, in this process's memory on SQLite. */
-function decide(deps: Deps, limits: readonly LocalLimit[]): RateDecision {
+function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDecision> | RateDecision {
   // On PostgreSQL several instances serve one tenant: the count is theirs together (docs/scale-out.md).
   return deps.config.postgresUrl ? consumeShared(deps.db, deps.clock, limits) : requestRateLimiter(deps).consume(limits)
 }
@@ -143,9 +143,9 @@ function decide(deps: Deps, limits: readonly LocalLimit[]): RateDecision {
  * PostgreSQL the count is a write (rate_take), and while another process holds the tables' locks
  * reads keep answering (docs/conventions.md); a write waits and answers 503 as every write does.
  */
-function decideUnlessBusyRead(deps: Deps, limits: readonly LocalLimit[], read: boolean): RateDecision | null {
+async function decideUnlessBusyRead(deps: Deps, limits: readonly LocalLimit[], read: boolean): Promise<RateDecision | null> {
   try {
-    return decide(deps, limits)
+    return await decide(deps, limits)
   } catch (e) {
     if (read && isDatabaseBusy(e)) return null
     throw e
@@ -160,7 +160,7 @@ function decideUnlessBusyRead(deps: Deps, limits: readonly LocalLimit[], read: b
  * Retry-After. The system actor (jobs) and agents (their own session limits, agent.ws.ts) are not
  * counted here.
  */
-export function enforceRequestRateLimits(deps: Deps, actor: Actor, method: string): void {
+export async function enforceRequestRateLimits(deps: Deps, actor: Actor, method: string): Promise<void> {
   const principal = principalOf(actor)
   if (principal === null) return
   const { tenantWritesPerMinute, tokenRequestsPerMinute, sessionUserRequestsPerMinute } = deps.config.rateLimits
@@ -170,7 +170,7 @@ export function enforceRequestRateLimits(deps: Deps, actor: Actor, method: strin
   if (tenantWritesPerMinute > 0 && !SAFE_METHODS.has(method.toUpperCase()))
     limits.push({ bucket: `tenant-writes:${actor.tenantId}`, limit: tenantWritesPerMinute, periodSeconds: 60 })
   if (limits.length === 0) return
-  const decision = decideUnlessBusyRead(deps, limits, SAFE_METHODS.has(method.toUpperCase()))
+  const decision = await decideUnlessBusyRead(deps, limits, SAFE_METHODS.has(method.toUpperCase()))
   if (decision && !decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
 }
 
@@ -194,7 +194,7 @@ function burstLimit(bucket: string, perMinute: number, burst: number): LocalLimi
  * the work, after the cheap answers (cache hits, 304) were given: those cost nothing and count
  * nothing. Throws 429 rate_limited with Retry-After; a refused read used up neither count.
  */
-export function enforceExpensiveReadLimit(deps: Deps, actor: Actor): void {
+export async function enforceExpensiveReadLimit(deps: Deps, actor: Actor): Promise<void> {
   const principal = principalOf(actor)
   if (principal === null) return
   const { expensiveReadsPerMinute, tenantExpensiveReadsPerMinute } = deps.config.rateLimits
@@ -203,6 +203,6 @@ export function enforceExpensiveReadLimit(deps: Deps, actor: Actor): void {
   if (tenantExpensiveReadsPerMinute > 0) limits.push(burstLimit(`tenant-expensive:${actor.tenantId}`, tenantExpensiveReadsPerMinute, EXPENSIVE_BURST.tenant))
   if (limits.length === 0) return
   // An expensive read is a GET.
-  const decision = decideUnlessBusyRead(deps, limits, true)
+  const decision = await decideUnlessBusyRead(deps, limits, true)
   if (decision && !decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
 }
