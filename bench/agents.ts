@@ -138,9 +138,9 @@ async function main() {
 
   // 1. The fleet, written before the service starts.
   let t = performance.now()
-  let prepared: ReturnType<typeof prepareDatabase>
+  let prepared: Awaited<ReturnType<typeof prepareDatabase>>
   try {
-    prepared = prepareDatabase(env, N)
+    prepared = await prepareDatabase(env, N)
   } catch (e) {
     rmSync(dir, { recursive: true, force: true })
     throw e
@@ -328,17 +328,20 @@ async function main() {
 }
 
 /** Migrates a fresh database, creates the tenant (pro plan: no server limit) and N enrolled servers. */
-function prepareDatabase(env: Record<string, string>, n: number): { sessions: Session[]; ticket: string } {
-  const deps = benchDeps(env)
-  const { tenantId, ticket } = proAccount(deps)
+async function prepareDatabase(env: Record<string, string>, n: number): Promise<{ sessions: Session[]; ticket: string }> {
+  const deps = await benchDeps(env)
+  const { tenantId, ticket } = await proAccount(deps)
   const now = deps.clock.nowUs()
   const gpus = JSON.stringify(facts('x').gpus)
-  const insert = deps.sqlite.prepare(
+  // SQLite only (a file in a temp dir): N servers in bulk over bun:sqlite's own connection, before the
+  // service starts and while nothing else of this process uses it.
+  const sqlite = deps.database.sqlite!
+  const insert = sqlite.prepare(
     `INSERT INTO servers (id, tenant_id, name, created_at, hostname, fingerprint, agent_version, gpus, gpu_count, gpu_model, agent_token_hash, enrolled_at)
      VALUES (?, ?, ?, ?, ?, ?, '1.4.0', ?, 8, 'NVIDIA GeForce RTX 4090', ?, ?)`,
   )
   const sessions: Session[] = []
-  deps.sqlite.transaction(() => {
+  sqlite.transaction(() => {
     for (let i = 0; i < n; i++) {
       const id = deps.newId()
       const token = generateSecret('gpuhq_agt_')
@@ -347,7 +350,7 @@ function prepareDatabase(env: Record<string, string>, n: number): { sessions: Se
       sessions.push({ token, serverId: id, hello: JSON.stringify({ type: 'hello', ...facts(host) }) })
     }
   })()
-  deps.sqlite.close()
+  await deps.database.close()
   return { sessions, ticket }
 }
 

@@ -1,8 +1,9 @@
 /**
  * The price of one statement and of one write transaction through the service's data layer
- * (db/client.ts: Drizzle's bun-sqlite session, `withTransaction`), on SQLite and on PostgreSQL
- * behind the same synchronous interface (db/pg/database.ts: a worker thread, Atomics.wait per
- * round trip). docs/scale-out.md quotes it.
+ * (db/client.ts: Drizzle's query builder over an executor, `withTransaction`), each awaited, on
+ * SQLite (db/sqlite-executor.ts) and on PostgreSQL behind the same asynchronous interface
+ * (db/pg/pool.ts: a pool on this thread's event loop, one round trip per statement).
+ * docs/scale-out.md quotes it.
  *
  *   PATH="$PWD/.tools/node_modules/.bin:$PATH" bun run bench/database.ts
  *   # knobs: BENCH_PG_URL=postgres://user@127.0.0.1:5432/postgres (else a throwaway cluster is
@@ -21,32 +22,35 @@ const TRANSACTIONS = Number(process.env.BENCH_TRANSACTIONS ?? 500)
 
 type Row = { database: string; what: string; n: number; us: number }
 
-function measure(database: Database_, label: string): Row[] {
+async function measure(database: Database_, label: string): Promise<Row[]> {
   const { db } = database
   const find = db
     .select()
     .from(serviceSettings)
     .where(eq(serviceSettings.key, sql.placeholder('key')))
     .prepare()
-  withTransaction(db, (tx) => tx.insert(serviceSettings).values({ key: 'bench', value: '0', updatedAt: 0 }).run())
-  for (let i = 0; i < 200; i++) find.get({ key: 'bench' }) // warm-up
+  await withTransaction(db, (tx) => tx.insert(serviceSettings).values({ key: 'bench', value: '0', updatedAt: 0 }).run())
+  for (let i = 0; i < 200; i++) await find.get({ key: 'bench' }) // warm-up
   let t = performance.now()
-  for (let i = 0; i < QUERIES; i++) find.get({ key: 'bench' })
+  for (let i = 0; i < QUERIES; i++) await find.get({ key: 'bench' })
   const query = ((performance.now() - t) * 1000) / QUERIES
   t = performance.now()
   for (let i = 0; i < QUERIES; i++)
-    db.select()
+    await db
+      .select()
       .from(testProbes)
       .where(eq(testProbes.id, `p${i}`))
       .get()
   const built = ((performance.now() - t) * 1000) / QUERIES
   t = performance.now()
   for (let i = 0; i < TRANSACTIONS; i++)
-    withTransaction(db, (tx) => {
-      tx.insert(testProbes)
+    await withTransaction(db, async (tx) => {
+      await tx
+        .insert(testProbes)
         .values({ id: `p${i}`, value: 'x', version: 1, createdAt: i })
         .run()
-      tx.update(serviceSettings)
+      await tx
+        .update(serviceSettings)
         .set({ value: String(i), updatedAt: i })
         .where(eq(serviceSettings.key, 'bench'))
         .run()
@@ -64,17 +68,17 @@ const dir = mkdtempSync(join(tmpdir(), 'gpuhq-bench-db-'))
 try {
   // The service's SQLite settings with each commit fsynced (what scripts/admin runs): a durable commit, as on PostgreSQL.
   const lite = openDatabase(join(dir, 'bench.db'))
-  migrateDatabase(lite)
-  rows.push(...measure(lite, 'SQLite (WAL, synchronous=FULL)'))
-  lite.sqlite.close()
+  await migrateDatabase(lite)
+  rows.push(...(await measure(lite, 'SQLite (WAL, synchronous=FULL)')))
+  await lite.close()
 
   const pg = await benchPostgres()
   try {
     const database = openDatabase(pg.url)
-    migrateDatabase(database)
-    rows.push(...measure(database, 'PostgreSQL (loopback, fsync on)'))
+    await migrateDatabase(database)
+    rows.push(...(await measure(database, 'PostgreSQL (loopback, fsync on)')))
     const counters = database.postgres!.counters
-    database.sqlite.close()
+    await database.close()
     console.log(`PostgreSQL: ${counters.statements} round trips, ${counters.transactions} transactions, ${counters.retries} retried`)
   } finally {
     await pg.stop()

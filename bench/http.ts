@@ -11,6 +11,8 @@ import { Database } from 'bun:sqlite'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { sql } from 'drizzle-orm'
+import { withTransaction } from '../db/client'
 import { benchDeps, benchPostgres, freePort, proAccount, waitFor } from './support'
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
@@ -88,7 +90,7 @@ async function main() {
     RATE_LIMIT_TOKEN_PER_MINUTE: '1000000',
     RATE_LIMIT_TENANT_WRITES_PER_MINUTE: '1000000',
   }
-  const ticket = prepareFleet(env)
+  const ticket = await prepareFleet(env)
   const profile = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : []
   const bareChild = Bun.spawn([process.execPath, 'run', import.meta.path, 'bare', String(barePort), join(dir, 'bare.db')], {
     cwd: ROOT,
@@ -165,23 +167,23 @@ async function main() {
  * Before the service starts: a pro-plan tenant with FLEET enrolled servers, written straight into
  * the migrated file. Returns the owner's password-reset ticket (the first sign-in sets a password).
  */
-function prepareFleet(env: Record<string, string>): string {
-  const deps = benchDeps(env)
-  const { tenantId, ticket } = proAccount(deps)
+async function prepareFleet(env: Record<string, string>): Promise<string> {
+  const deps = await benchDeps(env)
+  const { tenantId, ticket } = await proAccount(deps)
   const now = deps.clock.nowUs()
   const gpus = JSON.stringify(Array.from({ length: 8 }, (_, index) => ({ index, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24564 })))
-  const insert = deps.sqlite.prepare(
-    `INSERT INTO servers (id, tenant_id, name, created_at, hostname, fingerprint, agent_version, gpus, gpu_count, gpu_model, agent_token_hash, enrolled_at)
-     VALUES (?, ?, ?, ?, ?, ?, '1.4.0', ?, 8, 'NVIDIA GeForce RTX 4090', ?, ?)`,
-  )
-  deps.sqlite.transaction(() => {
+  // Either database (BENCH_DATABASE): the rows go in through the data layer, in one transaction.
+  await withTransaction(deps.db, async (tx) => {
     for (let i = 0; i < FLEET; i++) {
       const host = `rig-${String(i).padStart(3, '0')}`
-      insert.run(deps.newId(), tenantId, host, now, host, `sha256:${host}`, gpus, `unused-${i}`, now)
+      await tx.run(
+        sql`INSERT INTO servers (id, tenant_id, name, created_at, hostname, fingerprint, agent_version, gpus, gpu_count, gpu_model, agent_token_hash, enrolled_at)
+            VALUES (${deps.newId()}, ${tenantId}, ${host}, ${now}, ${host}, ${`sha256:${host}`}, '1.4.0', ${gpus}, 8, 'NVIDIA GeForce RTX 4090', ${`unused-${i}`}, ${now})`,
+      )
     }
-  })()
+  })
   deps.durable.stop()
-  deps.sqlite.close()
+  await deps.database.close()
   return ticket
 }
 

@@ -117,9 +117,9 @@ process.exit(0)
 
 /** A pro-plan tenant (room for every server) and its owner's session cookie, over real HTTP. */
 async function owner(): Promise<string> {
-  const deps = benchDeps(env)
-  const { ticket } = proAccount(deps, `bench-${Date.now()}@example.test`)
-  deps.sqlite.close()
+  const deps = await benchDeps(env)
+  const { ticket } = await proAccount(deps, `bench-${Date.now()}@example.test`)
+  await deps.database.close()
   const res = await post('/api/v1/auth/password-reset/complete', { ticket, password: PASSWORD })
   const cookie = /^([^=]+=[^;]+)/.exec(res.headers.get('set-cookie') ?? '')?.[1]
   if (res.status !== 200 || !cookie) throw new Error(`password reset answered ${res.status}`)

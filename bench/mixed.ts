@@ -44,7 +44,7 @@ const base = `http://127.0.0.1:${port}`
 
 type Sample = { at: number; ms: number; ok: boolean }
 
-const { ticket, agentTokens } = prepare()
+const { ticket, agentTokens } = await prepare()
 const service = Bun.spawn([process.execPath, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : []), 'run', 'src/main.ts'], {
   cwd: ROOT,
   env,
@@ -174,9 +174,11 @@ async function openAgent(token: string): Promise<WebSocket> {
  * each and a 100 USD balance, every hour booked up to two hours ago (so the run books exactly one
  * hour for each); and the API tenant (pro) with AGENTS enrolled servers and their credentials.
  */
-function prepare(): { ticket: string; agentTokens: string[] } {
-  const deps = benchDeps(env)
-  const { sqlite } = deps
+async function prepare(): Promise<{ ticket: string; agentTokens: string[] }> {
+  const deps = await benchDeps(env)
+  // SQLite only (a file in a temp dir): the fixtures go in bulk over bun:sqlite's own connection,
+  // before the service starts and while nothing else of this process uses it.
+  const sqlite = deps.database.sqlite!
   const now = deps.clock.nowUs()
   const due = Math.floor(now / US_PER_HOUR) * US_PER_HOUR - 2 * US_PER_HOUR
   const enrolled = due - 24 * US_PER_HOUR
@@ -196,7 +198,7 @@ function prepare(): { ticket: string; agentTokens: string[] } {
     }
     sqlite.prepare("INSERT INTO billing_state (key, charged_until, updated_at) VALUES ('charges', ?, ?)").run(due, enrolled)
   })()
-  const { tenantId, ticket } = proAccount(deps)
+  const { tenantId, ticket } = await proAccount(deps)
   const agentTokens: string[] = []
   const insert = sqlite.prepare(
     `INSERT INTO servers (id, tenant_id, name, created_at, hostname, fingerprint, agent_version, gpus, gpu_count, gpu_model, agent_token_hash, enrolled_at)
@@ -213,6 +215,6 @@ function prepare(): { ticket: string; agentTokens: string[] } {
   })()
   sqlite.exec('ANALYZE')
   deps.durable.stop()
-  sqlite.close()
+  await deps.database.close()
   return { ticket, agentTokens }
 }

@@ -81,7 +81,7 @@ if (process.env.BENCH_ROLE === 'hammer') {
   process.exit(0)
 }
 
-const { bystander, hammerer } = prepare()
+const { bystander, hammerer } = await prepare()
 const results: { config: string; idle: Stats; hammer: Stats; after: Stats; hammerAnswers: Map<number, number>; single: Map<string, number> }[] = []
 try {
   for (const [config, extra, honour] of [
@@ -271,16 +271,18 @@ async function signIn(base: string, email: string, ticket: string, pat: boolean)
  * rollup of `power_w` and `utilization_pct` per GPU for every hour, a presence transition a day,
  * an accrual row per day, and an hourly charge over all its servers.
  */
-function prepare() {
-  const deps = benchDeps(baseEnv)
-  const { sqlite } = deps
+async function prepare() {
+  const deps = await benchDeps(baseEnv)
+  // SQLite only (a file in a temp dir): the fixtures go in bulk over bun:sqlite's own connection,
+  // before the services start and while nothing else of this process uses it.
+  const sqlite = deps.database.sqlite!
   const now = deps.clock.nowUs()
   const firstDay = Math.floor(now / US_PER_DAY) * US_PER_DAY - (DAYS - 1) * US_PER_DAY
   const lastHour = Math.floor(now / US_PER_HOUR) * US_PER_HOUR
   const bystanderEmail = 'bystander@example.test'
   const hammererEmail = 'hammerer@example.test'
-  const b = proAccount(deps, bystanderEmail, 'Bystander rigs')
-  const h = proAccount(deps, hammererEmail, 'Hammerer rigs')
+  const b = await proAccount(deps, bystanderEmail, 'Bystander rigs')
+  const h = await proAccount(deps, hammererEmail, 'Hammerer rigs')
   sqlite.transaction(() => {
     const server = sqlite.prepare('INSERT INTO servers (id, tenant_id, name, created_at, gpu_count, gpu_model) VALUES (?, ?, ?, ?, ?, ?)')
     for (let i = 0; i < BYSTANDER_SERVERS; i++) server.run(deps.newId(), b.tenantId, `bystander-${i}`, firstDay, 1, 'NVIDIA GeForce RTX 4090')
@@ -339,6 +341,6 @@ function prepare() {
   })()
   sqlite.exec('ANALYZE')
   deps.durable.stop()
-  sqlite.close()
+  await deps.database.close()
   return { bystander: { email: bystanderEmail, ticket: b.ticket }, hammerer: { email: hammererEmail, ticket: h.ticket } }
 }

@@ -3,6 +3,7 @@
  * loopback port, waiting for a service to answer, a PostgreSQL database.
  */
 import { join } from 'node:path'
+import { sql } from 'drizzle-orm'
 import { loadConfig } from '../src/config'
 import { buildDeps } from '../src/deps'
 import { createAccount } from '../src/modules/accounts/admin.service'
@@ -13,16 +14,16 @@ import { createLogger } from '../src/platform/logger'
  * The service's dependencies on the database `env` names, for writing a benchmark's fixtures or
  * running a module's code in-process; warnings go to standard error when `warnings`, else nowhere.
  */
-export function benchDeps(env: Record<string, string>, { warnings = false } = {}): Deps {
-  return buildDeps(loadConfig(env), {
+export async function benchDeps(env: Record<string, string>, { warnings = false } = {}): Promise<Deps> {
+  return await buildDeps(loadConfig(env), {
     log: createLogger('warn', () => new Date().toISOString(), warnings ? (line) => console.error(line) : () => {}),
   })
 }
 
 /** A tenant on pro (no server limit) and its owner's password-reset ticket (the first sign-in sets a password). */
-export function proAccount(deps: Deps, email = 'bench@example.test', tenantName = 'Bench rigs'): { tenantId: string; ticket: string } {
-  const { tenantId, ticket } = createAccount({ deps, input: { email, tenantName } })
-  deps.sqlite.run("UPDATE tenants SET plan_code = 'pro' WHERE id = ?", [tenantId])
+export async function proAccount(deps: Deps, email = 'bench@example.test', tenantName = 'Bench rigs'): Promise<{ tenantId: string; ticket: string }> {
+  const { tenantId, ticket } = await createAccount({ deps, input: { email, tenantName } })
+  await deps.db.run(sql`UPDATE tenants SET plan_code = 'pro' WHERE id = ${tenantId}`)
   return { tenantId, ticket }
 }
 
@@ -70,9 +71,9 @@ export async function benchPostgres(): Promise<{ url: string; stop: () => Promis
     }
   }
   const name = `gpuhq_bench_${process.pid}_${Date.now().toString(36)}`
-  const sql = new Bun.SQL(admin, { max: 1 })
-  await sql.unsafe(`CREATE DATABASE ${name}`)
-  await sql.close()
+  const maintenance = new Bun.SQL(admin, { max: 1 })
+  await maintenance.unsafe(`CREATE DATABASE ${name}`)
+  await maintenance.close()
   const u = new URL(admin)
   u.pathname = `/${name}`
   return {

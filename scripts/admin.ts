@@ -17,7 +17,6 @@ import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../src/config'
 import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase, pendingMigrations } from '../db/client'
-import type { PgDatabase } from '../db/pg/database'
 import { copySqliteToPostgres } from '../db/pg/copy'
 import { buildDeps } from '../src/deps'
 import { createLogger } from '../src/platform/logger'
@@ -89,7 +88,7 @@ try {
   if (e instanceof ConfigError) fail(`invalid configuration: ${e.message}`)
   throw e
 }
-const deps = buildDeps(config, {
+const deps = await buildDeps(config, {
   log: createLogger(
     'warn',
     () => new Date().toISOString(),
@@ -105,9 +104,9 @@ const deps = buildDeps(config, {
  * else the address the service last started with on this database (its PUBLIC_URL, or
  * http://localhost:PORT), else this shell's default from PORT.
  */
-function serviceUrl(): string {
+async function serviceUrl(): Promise<string> {
   if (process.env.PUBLIC_URL) return config.publicUrl
-  return loadPublicUrl(deps.db) ?? config.publicUrl
+  return (await loadPublicUrl(deps.db)) ?? config.publicUrl
 }
 
 try {
@@ -115,8 +114,8 @@ try {
     const { values } = parseArgs({ args: rest, options: { email: { type: 'string' }, 'tenant-name': { type: 'string' } }, strict: true })
     if (!values.email) fail('--email is required')
     if (!values['tenant-name']) fail('--tenant-name is required')
-    const r = createAccount({ deps, input: { email: values.email, tenantName: values['tenant-name'] } })
-    const base = serviceUrl()
+    const r = await createAccount({ deps, input: { email: values.email, tenantName: values['tenant-name'] } })
+    const base = await serviceUrl()
     console.log(`created tenant ${r.tenantId} ("${values['tenant-name']}", plan free) with owner ${r.email} (user ${r.userId})`)
     console.log(`one-time ticket to set the password (valid ${ADMIN_TICKET_TTL_SECONDS / 3600} h): ${r.ticket}`)
     console.log('set it, which signs you in (curl -c keeps the session cookie in the file jar; send it with -b jar):')
@@ -124,18 +123,18 @@ try {
       `  curl -s -c jar -X POST ${base}/api/v1/auth/password-reset/complete -H 'content-type: application/json' -d '{"ticket":"${r.ticket}","password":"<new password>"}'`,
     )
   } else if (command === 'tenants') {
-    const rows = tenantsOverview({ deps })
+    const rows = await tenantsOverview({ deps })
     if (rows.length === 0) console.log('no tenants')
     for (const t of rows)
       console.log(
-        `${t.id}  plan=${t.planCode ?? '-'}  state=${t.accountState}  balance=${formatMoney(balanceOf(deps.db, t.id))}  created=${formatTimestamp(t.createdAt)}  ${t.name}`,
+        `${t.id}  plan=${t.planCode ?? '-'}  state=${t.accountState}  balance=${formatMoney(await balanceOf(deps.db, t.id))}  created=${formatTimestamp(t.createdAt)}  ${t.name}`,
       )
   } else if (command === 'adjust') {
     const { values } = parseArgs({ args: rest, options: { tenant: { type: 'string' }, amount: { type: 'string' }, reason: { type: 'string' } }, strict: true })
     if (!values.tenant) fail('--tenant is required')
     if (!values.amount) fail('--amount is required')
     if (!values.reason) fail('--reason is required')
-    const row = adjustBalance({ deps, input: { tenantId: values.tenant, amount: values.amount, reason: values.reason } })
+    const row = await adjustBalance({ deps, input: { tenantId: values.tenant, amount: values.amount, reason: values.reason } })
     console.log(
       `adjusted tenant ${values.tenant} by ${formatMoney(row.amountMicros)} USD; balance now ${formatMoney(row.balanceAfterMicros)} USD (ledger entry ${row.id})`,
     )
@@ -143,10 +142,10 @@ try {
     const { values } = parseArgs({ args: rest, options: { tenant: { type: 'string' }, plan: { type: 'string' } }, strict: true })
     if (!values.tenant) fail('--tenant is required')
     if (!values.plan) fail('--plan is required')
-    setTenantPlan({ deps, input: { tenantId: values.tenant, plan: values.plan === 'none' ? null : values.plan } })
+    await setTenantPlan({ deps, input: { tenantId: values.tenant, plan: values.plan === 'none' ? null : values.plan } })
     console.log(`tenant ${values.tenant} is now on ${values.plan === 'none' ? 'no plan' : `plan ${values.plan}`}`)
   } else if (command === 'plans') {
-    for (const p of listPlans(deps.db))
+    for (const p of await listPlans(deps.db))
       console.log(
         `${p.code}  ${p.label}  price=${p.priceMicrosPerServerMonth === null ? 'contract' : formatMoney(p.priceMicrosPerServerMonth)} USD/server/month  servers_max=${p.serversMax ?? 'unlimited'}  features=${p.features.join(',') || '-'}`,
       )
@@ -163,7 +162,7 @@ try {
       strict: true,
     })
     if (!values.code) fail('--code is required')
-    const r = upsertPlan({
+    const r = await upsertPlan({
       deps,
       input: { code: values.code, label: values.label, price: values.price, serversMax: values['servers-max'], features: values.features },
     })
@@ -172,7 +171,7 @@ try {
     )
   } else if (command === 'unsettled-payments') {
     const { values } = parseArgs({ args: rest, options: { all: { type: 'boolean' } }, strict: true })
-    const rows = listUnsettledPayments({ deps, all: values.all ?? false })
+    const rows = await listUnsettledPayments({ deps, all: values.all ?? false })
     if (rows.length === 0) console.log(values.all ? 'no unsettled payments recorded' : 'no unsettled payments')
     for (const r of rows)
       console.log(
@@ -190,7 +189,7 @@ try {
     if (!values.id) fail('--id is required')
     if (!values.credit === !values.refunded) fail('give exactly one of --credit or --refunded')
     if (!values.reason) fail('--reason is required')
-    const r = settleUnsettledPayment({ deps, input: { id: values.id, settlement: values.credit ? 'credited' : 'refunded', reason: values.reason } })
+    const r = await settleUnsettledPayment({ deps, input: { id: values.id, settlement: values.credit ? 'credited' : 'refunded', reason: values.reason } })
     console.log(
       r.settlement === 'credited'
         ? `settled payment ${r.provider}:${r.paymentId}: credited ${formatMoney(r.amountMicros!)} USD to tenant ${r.tenantId} (ledger entry ${r.settlementEntryId})`
@@ -204,16 +203,16 @@ try {
     if (!existsSync(path)) fail(`no SQLite database at ${path}`)
     const source = openDatabase(path, { busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS })
     try {
-      const pending = pendingMigrations(source)
+      const pending = await pendingMigrations(source)
       if (pending > 0) fail(`${path} lacks ${pending} migration(s) of this build: start this build on it once, stop it, then copy`)
-      const copied = copySqliteToPostgres(source.sqlite, deps.sqlite as unknown as PgDatabase)
+      const copied = await copySqliteToPostgres(source.sqlite!, deps.database.postgres!)
       for (const t of copied) if (t.rows > 0) console.log(`${t.table}: ${t.rows} rows`)
       console.log(`copied ${copied.reduce((s, t) => s + t.rows, 0)} rows of ${copied.length} tables from ${path} into ${config.databasePath}`)
     } catch (e) {
       if (e instanceof Error && /not empty/.test(e.message)) fail(e.message)
       throw e
     } finally {
-      source.sqlite.close()
+      await source.close()
     }
   } else {
     fail(`unknown command "${command}"\n${USAGE}`)
@@ -225,5 +224,5 @@ try {
     fail(e.message.replace(/\s*\n\s*/g, ' '))
   throw e
 } finally {
-  deps.sqlite.close()
+  await deps.database.close()
 }

@@ -80,7 +80,7 @@ try {
 
 let service: Service
 try {
-  service = startService(config)
+  service = await startService(config)
 } catch (e) {
   await markets.stop()
   const line = listenFailure(e, config.port)
@@ -110,7 +110,7 @@ process.on('SIGINT', () => void shutdown('SIGINT'))
 try {
   const api = new DemoClient(service.url)
   const owner = await createOwner(deps, api, signIn)
-  openingBalance(deps, owner.tenantId, deps.clock.nowUs())
+  await openingBalance(deps, owner.tenantId, deps.clock.nowUs())
   await upgradeToPro(owner.member)
   const token = await mintToken(owner.member)
   const pat = api.as({ bearer: token })
@@ -126,7 +126,7 @@ try {
 
   say('backfilling a week of history (telemetry, rentals, hourly charges) …')
   const now = deps.clock.nowUs()
-  backdateFleet(deps, owner.tenantId, ids, now)
+  await backdateFleet(deps, owner.tenantId, ids, now)
   // The week's hourly charges, booked before today's top-ups: the ledger's balances after chain.
   const charged = await runner.run('billing.charge', `demo:${deps.newId()}`)
   if (charged.outcome !== 'succeeded') say(`warning: booking the week's charges ${charged.outcome}: ${charged.detail}`)
@@ -135,7 +135,7 @@ try {
   // The week's rentals up to this moment, accrued by gpuhq and reported by the Vast simulator from
   // the same rentals; from here on the simulator's meter and the earnings.sample job each go on.
   const historyUntil = deps.clock.nowUs()
-  reportVastEarnings(markets, backfillEarnings(deps, owner.tenantId, ids, linkedAt, now, historyUntil))
+  reportVastEarnings(markets, await backfillEarnings(deps, owner.tenantId, ids, linkedAt, now, historyUntil))
   stopMeter = meterVastEarnings(markets, historyUntil / 1000, METER_MS)
   // One renter report, which the first sync below turns into an alert (docs/demo.md).
   reportRenterProblem(markets, deps.clock.nowUs())

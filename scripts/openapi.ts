@@ -26,7 +26,7 @@ try {
     JOBS_ENABLED: 'false',
     PAYMENT_PROVIDERS: 'sandbox',
   })
-  const deps = buildDeps(config, {
+  const deps = await buildDeps(config, {
     log: createLogger(
       'silent',
       () => '',
@@ -38,7 +38,7 @@ try {
   if (res.status !== 200) throw new Error(`GET /api/v1/openapi.json answered ${res.status}: ${await res.text()}`)
   process.stdout.write(`${JSON.stringify(await res.json(), null, 2)}\n`)
   deps.durable.stop()
-  deps.sqlite.close()
+  await deps.database.close()
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

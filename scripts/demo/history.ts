@@ -34,10 +34,10 @@ const OPENING_BALANCE_MICROS = 20_000_000
  * today's top-ups (demo.ts), so the ledger, newest first by when each entry occurred, chains: each
  * entry's balance after is the one below it plus its amount.
  */
-export function openingBalance(deps: Deps, tenantId: string, nowUs: number): void {
+export async function openingBalance(deps: Deps, tenantId: string, nowUs: number): Promise<void> {
   const first = Math.min(...DEMO_SERVERS.map((s) => enrolledAt(s, nowUs)))
-  withTransaction(deps.db, (tx) => {
-    appendEntry(tx, deps, {
+  await withTransaction(deps.db, async (tx) => {
+    await appendEntry(tx, deps, {
       tenantId,
       kind: 'adjustment',
       amountMicros: OPENING_BALANCE_MICROS,
@@ -52,12 +52,12 @@ export function openingBalance(deps: Deps, tenantId: string, nowUs: number): voi
  * plan history the charge job prices each hour by. (The plan was ordered through the API, which puts
  * it in force from today on.)
  */
-export function backdateFleet(deps: Deps, tenantId: string, ids: Map<string, string>, nowUs: number): void {
-  withTransaction(deps.db, (tx) => {
-    for (const s of DEMO_SERVERS) backdateEnrolment(tx, ids.get(s.name)!, enrolledAt(s, nowUs))
-    markFleetDirty(tx, tenantId)
+export async function backdateFleet(deps: Deps, tenantId: string, ids: Map<string, string>, nowUs: number): Promise<void> {
+  await withTransaction(deps.db, async (tx) => {
+    for (const s of DEMO_SERVERS) await backdateEnrolment(tx, ids.get(s.name)!, enrolledAt(s, nowUs))
+    await markFleetDirty(tx, tenantId)
     const first = Math.min(...DEMO_SERVERS.map((s) => enrolledAt(s, nowUs)))
-    assignPlan(tx, deps, tenantId, 'free', 'pro', hourStartOf(first))
+    await assignPlan(tx, deps, tenantId, 'free', 'pro', hourStartOf(first))
   })
 }
 
@@ -81,8 +81,8 @@ export async function backfillTelemetry(deps: Deps, ids: Map<string, string>, no
       t += nowUs - t > RECENT_US ? 30 * MINUTE_US : 5 * MINUTE_US
       if (batch.length >= 2000 || t >= end) {
         // The fleet's group commit, as for an agent flushing a backlog; the event loop runs between batches.
-        runtime.telemetry(ids.get(s.name)!, batch)
-        runtime.flush()
+        await runtime.telemetry(ids.get(s.name)!, batch)
+        await runtime.flush()
         written += batch.length
         batch = []
         await Bun.sleep(0)
@@ -135,14 +135,14 @@ export type Spell = { fromUs: number; toUs: number; deals: Deal[] }
  * spells per server name: the platform's own report is made from the same rentals
  * (markets.ts `reportVastEarnings`).
  */
-export function backfillEarnings(
+export async function backfillEarnings(
   deps: Deps,
   tenantId: string,
   ids: Map<string, string>,
   linkedAt: Map<string, string>,
   nowUs: number,
   untilUs: number,
-): Map<string, Spell[]> {
+): Promise<Map<string, Spell[]>> {
   const rates = Object.fromEntries(Object.entries(CLORE_RATES).map(([coin, usd]) => [coin, String(usd)]))
   const out = new Map<string, Spell[]>()
   for (const s of DEMO_SERVERS.filter((x) => x.listing)) {
@@ -158,7 +158,7 @@ export function backfillEarnings(
       from = to
     }
     if (linked < untilUs) spells.push({ fromUs: linked, toUs: untilUs, deals: dealsNow(s) })
-    accruePast(deps, { tenantId, serverId, marketplace: s.listing!.marketplace, spells, rates, through: true })
+    await accruePast(deps, { tenantId, serverId, marketplace: s.listing!.marketplace, spells, rates, through: true })
     out.set(s.name, spells)
   }
   return out

@@ -35,7 +35,7 @@ export const demoSignIn = (): SignIn => ({ email: DEMO_EMAIL, password: newPassw
 
 /** The owner, signed in: created as the operator creates accounts, the password set with the one-time ticket. */
 export async function createOwner(deps: Deps, api: DemoClient, { email, password }: SignIn): Promise<Owner> {
-  const { tenantId, ticket } = createAccount({ deps, input: { email, tenantName: 'Demo rigs' } })
+  const { tenantId, ticket } = await createAccount({ deps, input: { email, tenantName: 'Demo rigs' } })
   const res = await api.send('POST', '/auth/password-reset/complete', { ticket, password })
   const cookie = res.headers.get('set-cookie')?.split(';')[0]
   if (res.status !== 200 || !cookie) throw new Error(`setting the demo password answered ${res.status}: ${await res.text()}`)

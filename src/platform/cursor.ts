@@ -62,17 +62,17 @@ export function toPage<Row, Item>(
  * for this list only (`scope` names the list: operation, tenant, filters), `limit + 1` rows fetched
  * after the position, the page and its next cursor.
  */
-export function paginate<Row, Item, Position>(
+export async function paginate<Row, Item, Position>(
   key: Buffer,
   list: {
     scope: string
     input: { cursor?: string; limit?: number }
-    fetch: (after: Position | undefined, take: number) => Row[]
+    fetch: (after: Position | undefined, take: number) => Row[] | Promise<Row[]>
     position: (row: Row) => Position
     view: (row: Row) => Item
   },
-): Page<Item> {
+): Promise<Page<Item>> {
   const limit = list.input.limit ?? DEFAULT_PAGE_SIZE
   const after = list.input.cursor ? decodeCursor<Position>(key, list.scope, list.input.cursor) : undefined
-  return toPage(list.fetch(after, limit + 1), limit, list.position, { key, scope: list.scope }, list.view)
+  return toPage(await list.fetch(after, limit + 1), limit, list.position, { key, scope: list.scope }, list.view)
 }

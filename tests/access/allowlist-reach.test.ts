@@ -61,9 +61,9 @@ const refusedAsTenantWide = (r: { status: number; problem: Problem | null }) =>
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })
   owner = await newTenant(app, 'reach')
-  setPlan(app, owner.tenantId, 'pro')
-  s1 = insertServer(app, owner.tenantId, 'allowed rig')
-  insertServer(app, owner.tenantId, 'other rig')
+  await setPlan(app, owner.tenantId, 'pro')
+  s1 = await insertServer(app, owner.tenantId, 'allowed rig')
+  await insertServer(app, owner.tenantId, 'other rig')
   limited = (await mintPat(app, owner, { name: 'one rig', scopes: ALL_SCOPES, server_allowlist: [s1] })).token
   unlimited = (await mintPat(app, owner, { name: 'every rig', scopes: ALL_SCOPES })).token
   const doc = (await (await app.fetch('/api/v1/openapi.json')).json()) as Schema

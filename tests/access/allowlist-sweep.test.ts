@@ -73,9 +73,9 @@ function probesFor(doc: Schema, o: Operation, foreign: string): Probe[] {
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })
   owner = await newTenant(app, 'sweep')
-  setPlan(app, owner.tenantId, 'pro')
-  s1 = insertServer(app, owner.tenantId, 'allowed rig')
-  s2 = insertServer(app, owner.tenantId, 'other rig')
+  await setPlan(app, owner.tenantId, 'pro')
+  s1 = await insertServer(app, owner.tenantId, 'allowed rig')
+  s2 = await insertServer(app, owner.tenantId, 'other rig')
   // S2 leaves traces a careless read could show: a command and an event of its own.
   const made = await call(app, 'POST', '/commands', owner, { json: { server_id: s2, type: 'diagnostics.run', params: {} } })
   expect(made.status).toBe(201)

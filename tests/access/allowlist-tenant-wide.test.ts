@@ -65,9 +65,9 @@ beforeAll(async () => {
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: sim.url, LOG_LEVEL: 'silent' })
   owner = await newTenant(app, 'reach-owner')
-  setPlan(app, owner.tenantId, 'pro')
-  s1 = insertServer(app, owner.tenantId, 'rig-1')
-  s2 = insertServer(app, owner.tenantId, 'rig-2')
+  await setPlan(app, owner.tenantId, 'pro')
+  s1 = await insertServer(app, owner.tenantId, 'rig-1')
+  s2 = await insertServer(app, owner.tenantId, 'rig-2')
   for (const [id, host] of [
     [701, 'rig-701'],
     [702, 'rig-702'],
@@ -191,7 +191,9 @@ describe('pricing policies reach only the token’s servers', () => {
 
 describe('incidents of the whole account', () => {
   test('a token limited to servers sees them but cannot acknowledge or resolve them (403 tenant_wide)', async () => {
-    withTransaction(app.deps.db, (tx) => app.deps.events.emit('tenant.balance_low', { tx, tenantId: owner.tenantId, daysLeft: 1, balanceMicros: 1_000_000 }))
+    await withTransaction(app.deps.db, (tx) =>
+      app.deps.events.emit('tenant.balance_low', { tx, tenantId: owner.tenantId, daysLeft: 1, balanceMicros: 1_000_000 }),
+    )
     const alerts = await mintPat(app, owner, { name: 'alerts of rig-1', scopes: ['notifications:read', 'notifications:write'], server_allowlist: [s1] })
     const seen = (await ok<{ items: { id: string; server_id: string | null; state: string }[] }>(send('GET', '/alerts', undefined, alerts.token))).items
     const incident = seen.find((i) => i.server_id === null)!

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { GOOD_PASSWORD, signIn, signUp, startAccountsApp, withSession, type AccountsApp } from '../support/accounts'
 import { addMember, auditRows, call, insertServer, mintPat, newTenant, serviceNowUs, type AuditItem, type Member } from '../support/access'
 import { expectProblem } from '../support/problem'
@@ -76,18 +77,18 @@ describe('the audit trail', () => {
 
   test('a mint that fails inside its transaction leaves no tokens.create row, only the failed request', async () => {
     const before = find(await auditRows(app, owner), 'tokens.create').length
-    const tokens = app.deps.sqlite.query('SELECT count(*) AS n FROM access_tokens').get()
+    const tokens = await app.deps.db.get(sql`SELECT count(*) AS n FROM access_tokens`)
     const res = await call(app, 'POST', '/tokens', owner, { json: { name: 'doomed', server_allowlist: [crypto.randomUUID()] } })
     expect((await expectProblem(res, 422, 'validation_failed')).errors).toEqual([{ path: '/server_allowlist/0', code: 'unknown_server' }])
     const rows = await auditRows(app, owner)
     expect(find(rows, 'tokens.create')).toHaveLength(before)
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM access_tokens').get()).toEqual(tokens)
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM access_tokens`)).toEqual(tokens)
     expect(find(rows, 'POST /api/v1/tokens', (r) => r.status === 422)[0]).toMatchObject({ outcome: 'failed', actor: { kind: 'user', id: owner.userId } })
   })
 
   test('the list filters by actor kind, operation, outcome and time, and pages newest first with next_cursor', async () => {
     const writer = await mintPat(app, owner, { scopes: ['servers:write'] })
-    const server = insertServer(app, owner.tenantId)
+    const server = await insertServer(app, owner.tenantId)
     expect((await call(app, 'POST', '/tokens/init', writer.token, { json: { server_id: server } })).status).toBe(201)
 
     const all = await auditRows(app, owner)
@@ -129,7 +130,7 @@ describe('the audit trail', () => {
     expect(theirs.length).toBeGreaterThan(0)
     expect(theirs.filter((r) => mine.has(r.id))).toEqual([])
     expect(theirs.every((r) => r.actor.id === stranger.userId)).toBe(true)
-    const row = app.deps.sqlite.query('SELECT count(*) AS n FROM audit_log WHERE tenant_id = ?').get(stranger.tenantId) as { n: number }
+    const row = (await app.deps.db.get(sql`SELECT count(*) AS n FROM audit_log WHERE tenant_id = ${stranger.tenantId}`)) as { n: number }
     expect(theirs.length).toBe(row.n)
   })
 

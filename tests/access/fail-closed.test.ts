@@ -61,7 +61,7 @@ let viewer: Member
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })
   owner = await newTenant(app, 'closed')
-  setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, owner.tenantId, 'pro')
   viewer = await addMember(app, owner.tenantId, 'viewer')
 })
 afterAll(() => app.close())
@@ -111,8 +111,8 @@ describe('a token reads only what its scopes name', () => {
   })
 
   test('a server outside the allowlist in a query filter matches nothing, like an id that does not exist', async () => {
-    const a = insertServer(app, owner.tenantId, 'a')
-    const b = insertServer(app, owner.tenantId, 'b')
+    const a = await insertServer(app, owner.tenantId, 'a')
+    const b = await insertServer(app, owner.tenantId, 'b')
     expect((await call(app, 'POST', '/commands', owner, { json: { server_id: b, type: 'diagnostics.run', params: {} } })).status).toBe(201)
     const { token } = await mintPat(app, owner, { scopes: ALL_SCOPES, server_allowlist: [a] })
     const outside = await call(app, 'GET', `/commands?server_id=${b}`, token)

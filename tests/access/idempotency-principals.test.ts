@@ -15,7 +15,7 @@ let viewer: Member
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })
   owner = await newTenant(app, 'idem')
-  setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, owner.tenantId, 'pro')
   viewer = await addMember(app, owner.tenantId, 'viewer')
 })
 afterAll(() => app.close())
@@ -43,7 +43,7 @@ describe('idempotent replays stay with their principal', () => {
   })
 
   test("a second token sending another token's POST /tokens/init key and body gets 409, not its init token", async () => {
-    const server = insertServer(app, owner.tenantId, 'rig')
+    const server = await insertServer(app, owner.tenantId, 'rig')
     const a = (await mintPat(app, owner, { name: 'a', scopes: ALL_SCOPES })).token
     const b = (await mintPat(app, owner, { name: 'b', scopes: ALL_SCOPES })).token
     const headers = { 'idempotency-key': 'init-1' }
@@ -63,7 +63,7 @@ describe('idempotent replays stay with their principal', () => {
 
   test('the same key in another tenant is another key altogether', async () => {
     const stranger = await newTenant(app, 'idem-other')
-    setPlan(app, stranger.tenantId, 'pro')
+    await setPlan(app, stranger.tenantId, 'pro')
     const headers = { 'idempotency-key': 'owner-token-1' }
     const res = await call(app, 'POST', '/tokens', stranger, { json: { name: 'ci token', scopes: ['billing:write'] }, headers })
     expect(res.status).toBe(201)

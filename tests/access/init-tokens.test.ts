@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { join } from 'node:path'
 import { withTransaction } from '../../db/client'
 import { claimInitToken } from '../../src/modules/tokens/init-tokens.service'
@@ -52,7 +53,7 @@ function readLines(stream: ReadableStream<Uint8Array>) {
   })()
   return { ready, all }
 }
-const claim = (token: string) => withTransaction(app.deps.db, (tx) => claimInitToken(tx, app.deps, token))
+const claim = async (token: string) => await withTransaction(app.deps.db, (tx) => claimInitToken(tx, app.deps, token))
 
 describe('minting agent init tokens', () => {
   test('an operator mints a one-hour token by default, shown once, with an install command that keeps it off the command line', async () => {
@@ -64,7 +65,7 @@ describe('minting agent init tokens', () => {
     expect(body.token).toMatch(INIT)
     expect(body).toMatchObject({ server_id: null, purpose: 'rack 4', expected_fingerprint: null })
     expect(Math.abs(Date.parse(body.expires_at) - (serviceNowUs(app) / 1000 + 3600_000))).toBeLessThan(5000)
-    const row = app.deps.sqlite.query('SELECT expires_at - created_at AS ttl, token_hash FROM init_tokens WHERE id = ?').get(body.id) as {
+    const row = (await app.deps.db.get(sql`SELECT expires_at - created_at AS ttl, token_hash FROM init_tokens WHERE id = ${body.id}`)) as {
       ttl: number
       token_hash: string
     }
@@ -74,7 +75,7 @@ describe('minting agent init tokens', () => {
   })
 
   test('a lifetime over one hour is refused; exactly one hour is accepted', async () => {
-    const server = insertServer(app, owner.tenantId)
+    const server = await insertServer(app, owner.tenantId)
     const res = await mint(owner, { server_id: server, expires_in_s: 3601 })
     expect((await expectProblem(res, 422, 'validation_failed')).errors![0]!.path).toBe('/expires_in_s')
     const ok = await minted(owner, { server_id: server, expires_in_s: 3600, expected_fingerprint: 'sha256:abc' })
@@ -83,7 +84,7 @@ describe('minting agent init tokens', () => {
 
   test("a token bound to another tenant's server answers 404, as if the server did not exist", async () => {
     const other = await newTenant(app, 'init-other')
-    const foreign = insertServer(app, other.tenantId)
+    const foreign = await insertServer(app, other.tenantId)
     await expectProblem(await mint(owner, { server_id: foreign }), 404, 'not_found')
     await expectProblem(await mint(owner, { server_id: crypto.randomUUID() }), 404, 'not_found')
   })
@@ -92,7 +93,7 @@ describe('minting agent init tokens', () => {
     const free = await newTenant(app, 'init-free')
     await minted(free)
     await expectProblem(await mint(free), 409, 'server_limit_reached')
-    const server = insertServer(app, free.tenantId)
+    const server = await insertServer(app, free.tenantId)
     const bound = await minted(free, { server_id: server })
     expect(bound.server_id).toBe(server)
     await expectProblem(await mint(free), 409, 'server_limit_reached')
@@ -100,16 +101,16 @@ describe('minting agent init tokens', () => {
 
   test('on the free plan with one enrolled server an unbound token is refused but one bound to that server is allowed', async () => {
     const free = await newTenant(app, 'init-enrolled')
-    const server = insertServer(app, free.tenantId)
+    const server = await insertServer(app, free.tenantId)
     await expectProblem(await mint(free), 409, 'server_limit_reached')
     expect((await minted(free, { server_id: server })).server_id).toBe(server)
-    app.deps.sqlite.run('UPDATE servers SET decommissioned_at = ? WHERE id = ?', [serviceNowUs(app), server])
+    await app.deps.db.run(sql`UPDATE servers SET decommissioned_at = ${serviceNowUs(app)} WHERE id = ${server}`)
     await minted(free)
   })
 
   test('the starter plan allows ten unbound tokens, and an expired one no longer counts', async () => {
     const starter = await newTenant(app, 'init-starter')
-    setPlan(app, starter.tenantId, 'starter')
+    await setPlan(app, starter.tenantId, 'starter')
     for (let i = 0; i < 10; i++) await minted(starter, { expires_in_s: 60 })
     await expectProblem(await mint(starter), 409, 'server_limit_reached')
     await advance(app, 61)
@@ -118,12 +119,12 @@ describe('minting agent init tokens', () => {
 
   test('a frozen account, a tenant without a plan, a viewer and a token without servers:write are refused', async () => {
     const tenant = await newTenant(app, 'init-refused')
-    setAccountState(app, tenant.tenantId, 'frozen')
+    await setAccountState(app, tenant.tenantId, 'frozen')
     await expectProblem(await mint(tenant), 403, 'account_frozen')
-    setAccountState(app, tenant.tenantId, 'active')
-    setPlan(app, tenant.tenantId, null)
+    await setAccountState(app, tenant.tenantId, 'active')
+    await setPlan(app, tenant.tenantId, null)
     await expectProblem(await mint(tenant), 409, 'plan_required')
-    setPlan(app, tenant.tenantId, 'starter')
+    await setPlan(app, tenant.tenantId, 'starter')
 
     const viewer = await addMember(app, tenant.tenantId, 'viewer')
     await expectProblem(await mint(viewer), 403, 'forbidden')
@@ -136,23 +137,23 @@ describe('minting agent init tokens', () => {
 
 describe('claiming an init token (the consumption primitive of POST /agent/register)', () => {
   test('a token is claimed once; a second claim, an expired token or a mutated one give nothing', async () => {
-    const server = insertServer(app, owner.tenantId)
+    const server = await insertServer(app, owner.tenantId)
     const a = await minted(owner, { server_id: server })
-    expect(claim(mutateAt(a.token, 15))).toBeNull()
-    const row = claim(a.token)
+    expect(await claim(mutateAt(a.token, 15))).toBeNull()
+    const row = await claim(a.token)
     expect(row).toMatchObject({ id: a.id, tenantId: owner.tenantId, serverId: server })
     expect(row!.claimedAt).not.toBeNull()
-    expect(claim(a.token)).toBeNull()
+    expect(await claim(a.token)).toBeNull()
 
     const b = await minted(owner, { server_id: server, expires_in_s: 60 })
     await advance(app, 61)
-    expect(claim(b.token)).toBeNull()
-    expect(app.deps.sqlite.query('SELECT claimed_at FROM init_tokens WHERE id = ?').get(b.id)).toEqual({ claimed_at: null })
-    expect(claim('gpuhq_init_' + 'A'.repeat(46))).toBeNull()
+    expect(await claim(b.token)).toBeNull()
+    expect(await app.deps.db.get(sql`SELECT claimed_at FROM init_tokens WHERE id = ${b.id}`)).toEqual({ claimed_at: null })
+    expect(await claim('gpuhq_init_' + 'A'.repeat(46))).toBeNull()
   })
 
   test('two OS processes claiming the same token at the same moment: exactly one succeeds, every time', async () => {
-    const server = insertServer(app, owner.tenantId)
+    const server = await insertServer(app, owner.tenantId)
     const dbPath = app.databaseUrl.replace(/^file:/, '')
     const script = join(import.meta.dir, 'fixtures', 'claim-init-token.ts')
     // Rounds where both processes reached the start line in time are true races; a loaded machine
@@ -179,7 +180,7 @@ describe('claiming an init token (the consumption primitive of POST /agent/regis
       if (!results.some((r) => r.late)) races++
       expect(results.filter((r) => r.claimed).length).toBe(1)
       expect(results.find((r) => r.claimed)!.id).toBe(id)
-      const row = app.deps.sqlite.query('SELECT claimed_at FROM init_tokens WHERE id = ?').get(id) as { claimed_at: number | null }
+      const row = (await app.deps.db.get(sql`SELECT claimed_at FROM init_tokens WHERE id = ${id}`)) as { claimed_at: number | null }
       expect(row.claimed_at).not.toBeNull()
     }
     expect(races).toBe(5)

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { resolvePat } from '../../src/modules/tokens/tokens.service'
 import { hasValidChecksum } from '../../src/platform/secrets'
 import { advance } from '../support/accounts'
@@ -107,20 +108,20 @@ describe('personal access tokens', () => {
   test("lowering the creator's role narrows an existing token at once, and removing the creator kills it", async () => {
     const operator = await addMember(app, owner.tenantId, 'operator')
     secrets.push(operator.session)
-    const server = insertServer(app, owner.tenantId)
+    const server = await insertServer(app, owner.tenantId)
     const { token } = await pat(operator, { scopes: ['servers:read', 'servers:write'] })
     const enrol = () => call(app, 'POST', '/tokens/init', token, { json: { server_id: server } })
     expect((await enrol()).status).toBe(201)
 
-    setRole(app, operator.userId, 'viewer')
+    await setRole(app, operator.userId, 'viewer')
     await expectProblem(await enrol(), 403, 'forbidden')
-    expect(resolvePat(app.deps, token)!.scopes).toEqual(['servers:read'])
+    expect((await resolvePat(app.deps, token))!.scopes).toEqual(['servers:read'])
     expect((await call(app, 'GET', '/me', token)).status).toBe(200)
 
-    setRole(app, operator.userId, 'operator')
+    await setRole(app, operator.userId, 'operator')
     expect((await enrol()).status).toBe(201)
 
-    app.deps.sqlite.run('DELETE FROM users WHERE id = ?', [operator.userId])
+    await app.deps.db.run(sql`DELETE FROM users WHERE id = ${operator.userId}`)
     await expectProblem(await call(app, 'GET', '/me', token), 401, 'unauthorized')
   })
 
@@ -151,9 +152,9 @@ describe('personal access tokens', () => {
   test('a tenant without a plan cannot mint tokens (409 plan_required)', async () => {
     const planless = await newTenant(app, 'planless')
     secrets.push(planless.session)
-    setPlan(app, planless.tenantId, null)
+    await setPlan(app, planless.tenantId, null)
     await expectProblem(await call(app, 'POST', '/tokens', planless, { json: { name: 'x' } }), 409, 'plan_required')
-    setPlan(app, planless.tenantId, 'free')
+    await setPlan(app, planless.tenantId, 'free')
     expect((await call(app, 'POST', '/tokens', planless, { json: { name: 'x' } })).status).toBe(201)
   })
 
@@ -167,8 +168,8 @@ describe('personal access tokens', () => {
     secrets.push(a.token)
     expect(b.token).toBe(a.token)
     expect(b.id).toBe(a.id)
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM access_tokens WHERE name = ?').get('retried')).toEqual({ n: 1 })
-    const row = app.deps.sqlite.query(`SELECT response_box FROM idempotency_keys WHERE key = 'mint-once-1'`).get() as { response_box: Uint8Array }
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM access_tokens WHERE name = ${'retried'}`)).toEqual({ n: 1 })
+    const row = (await app.deps.db.get(sql`SELECT response_box FROM idempotency_keys WHERE key = 'mint-once-1'`)) as { response_box: Uint8Array }
     expect(row.response_box.byteLength).toBeGreaterThan(0)
     expect(Buffer.from(row.response_box).includes(a.token)).toBe(false)
     expect(Buffer.from(row.response_box).includes(a.token.slice(14))).toBe(false)
@@ -184,8 +185,8 @@ describe('personal access tokens', () => {
   })
 
   test('a database dump, the raw database file and the logs hold no plaintext PAT, init token or session cookie', async () => {
-    const server = insertServer(app, owner.tenantId)
-    setPlan(app, owner.tenantId, 'starter')
+    const server = await insertServer(app, owner.tenantId)
+    await setPlan(app, owner.tenantId, 'starter')
     for (const json of [{}, { server_id: server }]) {
       const res = await call(app, 'POST', '/tokens/init', owner, { json, headers: { 'idempotency-key': `init-${server}-${Object.keys(json).length}` } })
       expect(res.status).toBe(201)
@@ -193,16 +194,17 @@ describe('personal access tokens', () => {
     }
     expect(secrets.length).toBeGreaterThan(15)
     const leaks: string[] = []
-    for (const name of tableNames(app.deps.sqlite))
-      for (const row of app.deps.sqlite.query(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[])
+    for (const name of await tableNames(app.deps.db))
+      for (const row of await app.deps.db.all<Record<string, unknown>>(sql`SELECT * FROM ${sql.identifier(name)}`))
         for (const [col, v] of Object.entries(row)) {
           const text = typeof v === 'string' ? v : v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : null
           if (text && secrets.some((s) => text.includes(s) || text.includes(s.slice(-40)))) leaks.push(`${name}.${col}`)
         }
     expect(leaks).toEqual([])
 
-    app.deps.sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
-    const bytes = storedText(app.deps.sqlite, app.dir)
+    // SQLite: the WAL's pages into the database file, which storedText reads (PostgreSQL has no such file).
+    if (app.deps.database.kind === 'sqlite') await app.deps.db.run(sql`PRAGMA wal_checkpoint(TRUNCATE)`)
+    const bytes = await storedText(app.deps.db, app.dir)
     expect(secrets.filter((s) => bytes.includes(s) || bytes.includes(s.slice(-40)))).toEqual([])
     const logs = app.rawLogs.join('\n')
     expect(secrets.filter((s) => logs.includes(s.slice(-40)))).toEqual([])
@@ -221,7 +223,7 @@ describe('a mutated token', () => {
       await expectProblem(await call(own, 'GET', '/me', mutant), 401, 'unauthorized')
 
       // With the database gone, a lookup could only fail (500); the checksum refusal needs none.
-      own.deps.sqlite.close()
+      await own.deps.database.close()
       const valid = await call(own, 'GET', '/me', token)
       expect(valid.status).toBe(500)
       await expectProblem(await call(own, 'GET', '/me', mutant), 401, 'unauthorized')

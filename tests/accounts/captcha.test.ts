@@ -100,10 +100,10 @@ describe('captcha against a Turnstile-compatible verifier', () => {
 
   test('a refused captcha writes no code and sends no mail', async () => {
     captcha.mode('reject')
-    const before = allRowCounts(app)
+    const before = await allRowCounts(app)
     const email = newEmail('no-trace')
     await expectCaptchaFailure(await post(app, '/auth/signup/start', { email, tenant_name: 'T', captcha_token: newToken() }))
-    const after = allRowCounts(app)
+    const after = await allRowCounts(app)
     expect(after.email_codes).toBe(before.email_codes!)
     expect(after.mail_outbox).toBe(before.mail_outbox!)
     await app.deps.mail.dispatchDue()

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { createHash } from 'node:crypto'
 import { advance, newEmail, post, requestCode, signUp, stableBody, stableHeaders, startAccountsApp, verifyCode, type AccountsApp } from '../support/accounts'
 import { expectProblem } from '../support/problem'
@@ -96,7 +97,7 @@ describe('codes', () => {
   test('the code is kept only as a keyed hash in the codes table, and the log never shows it', async () => {
     const email = newEmail('hashed')
     const code = await requestCode(app, 'signup', email)
-    const row = app.deps.sqlite.query("SELECT * FROM email_codes WHERE purpose = 'signup' AND email = ?").get(email) as Record<string, unknown>
+    const row = (await app.deps.db.get(sql`SELECT * FROM email_codes WHERE purpose = 'signup' AND email = ${email}`)) as Record<string, unknown>
     expect(row.code_hash).toMatch(/^[0-9a-f]{64}$/)
     // Not a plain (unkeyed) hash of the code either.
     for (const plain of [code, `signup\n${code}`]) expect(row.code_hash).not.toBe(createHash('sha256').update(plain).digest('hex'))

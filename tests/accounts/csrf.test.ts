@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { TEST_PUBLIC_URL } from '../support/app'
 import { getMe, signUp, startAccountsApp, withSession, type Account, type AccountsApp, type Me } from '../support/accounts'
 import { expectProblem } from '../support/problem'
@@ -20,20 +21,20 @@ afterAll(() => app.stop())
 const patchMe = (headers: Record<string, string>, body: unknown = { display_name: 'Changed' }) =>
   app.fetch('/api/v1/me', { method: 'PATCH', json: body, headers: withSession(account.token, headers) })
 
-const displayName = () => (app.deps.sqlite.query('SELECT display_name AS d FROM users WHERE id = ?').get(account.me.id) as { d: string | null }).d
+const displayName = async () => ((await app.deps.db.get(sql`SELECT display_name AS d FROM users WHERE id = ${account.me.id}`)) as { d: string | null }).d
 
 describe('CSRF', () => {
   test('a cookie-authenticated PATCH with Sec-Fetch-Site: cross-site is refused with 403 csrf_rejected and changes nothing', async () => {
-    const before = displayName()
+    const before = await displayName()
     const p = await expectProblem(await patchMe({ 'sec-fetch-site': 'cross-site' }, { display_name: 'Evil' }), 403, 'csrf_rejected')
     expect(p.detail).toBeString()
-    expect(displayName()).toBe(before)
+    expect(await displayName()).toBe(before)
   })
 
   test('an Origin other than PUBLIC_URL is refused with 403 csrf_rejected', async () => {
     for (const origin of ['http://evil.test', 'https://gpuhq.test', 'http://gpuhq.test:8080', 'http://sub.gpuhq.test', 'null'])
       await expectProblem(await patchMe({ origin }, { display_name: 'Evil' }), 403, 'csrf_rejected')
-    expect(displayName()).not.toBe('Evil')
+    expect(await displayName()).not.toBe('Evil')
   })
 
   test('a same-site request from a sibling origin is refused by its Origin', async () => {
@@ -53,7 +54,7 @@ describe('CSRF', () => {
   test('a request without Sec-Fetch-Site or Origin (a non-browser client) is accepted', async () => {
     const res = await patchMe({}, { display_name: 'Script' })
     expect(res.status).toBe(200)
-    expect(displayName()).toBe('Script')
+    expect(await displayName()).toBe('Script')
   })
 
   test('GET is never refused, whatever Sec-Fetch-Site and Origin say', async () => {

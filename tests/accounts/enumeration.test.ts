@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { advance, newEmail, post, signIn, signUp, stableBody, stableHeaders, startAccountsApp, type Account, type AccountsApp } from '../support/accounts'
 
 /**
@@ -54,7 +55,7 @@ describe('answers that do not tell whether an account exists', () => {
         [free, 'signup_code'],
       ] as const) {
         answers.push(await answer(await post(app, '/auth/signup/start', { email, tenant_name: 'T' })))
-        const row = app.deps.sqlite.query('SELECT template FROM mail_outbox WHERE "to" = ? ORDER BY created_at DESC').get(email) as { template: string }
+        const row = (await app.deps.db.get(sql`SELECT template FROM mail_outbox WHERE "to" = ${email} ORDER BY created_at DESC`)) as { template: string }
         expect(row.template).toBe(template)
       }
       expect(answers[0]!.status).toBe(202)
@@ -91,9 +92,9 @@ describe('answers that do not tell whether an account exists', () => {
   test('an account without a password yet (made by the operator) answers sign-in like any wrong password', async () => {
     const now = app.deps.clock.nowUs()
     const email = newEmail('no-password')
-    app.deps.sqlite
-      .query('INSERT INTO users (id, tenant_id, email, password_hash, role, timezone, locale, created_at, updated_at) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?)')
-      .run(app.deps.newId(), account.me.tenant_id, email, 'viewer', 'UTC', 'en', now, now)
+    await app.deps.db.run(
+      sql`INSERT INTO users (id, tenant_id, email, password_hash, role, timezone, locale, created_at, updated_at) VALUES (${app.deps.newId()}, ${account.me.tenant_id}, ${email}, NULL, ${'viewer'}, ${'UTC'}, ${'en'}, ${now}, ${now})`,
+    )
     const a = await answer(await signIn(app, email, 'any password at all'))
     const b = await answer(await signIn(app, newEmail('nobody'), 'any password at all'))
     expect(a.status).toBe(401)

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { startTestApp, type TestApp } from '../support/app'
@@ -14,7 +15,7 @@ import { createAccount } from '../../src/modules/accounts/admin.service'
  */
 
 type OutboxRow = { status: string; attempts: number; next_attempt_at: number; last_error: string | null; sent_at: number | null; template: string }
-const outbox = (app: TestApp, to: string) => app.deps.sqlite.query('SELECT * FROM mail_outbox WHERE "to" = ?').get(to) as OutboxRow
+const outbox = async (app: TestApp, to: string) => (await app.deps.db.get(sql`SELECT * FROM mail_outbox WHERE "to" = ${to}`)) as OutboxRow
 const nowUs = (app: TestApp) => app.deps.clock.nowUs()
 
 describe('mail over SMTP', () => {
@@ -41,14 +42,14 @@ describe('mail over SMTP', () => {
     expect(lines.filter((l) => l.includes(code))).toEqual([code])
     expect(mail.html).toContain(`<b>${code}</b>`)
     expect(mail.text).toContain('valid for 10 minutes')
-    expect(outbox(app, email)).toMatchObject({ status: 'sent', attempts: 1, template: 'signup_code', last_error: null })
+    expect(await outbox(app, email)).toMatchObject({ status: 'sent', attempts: 1, template: 'signup_code', last_error: null })
   })
 
   test('once sent, the outbox keeps no word of the message: the code it carried is not at rest', async () => {
     const email = newEmail('forget')
     expect((await post(app, '/auth/signup/start', { email, tenant_name: 'T' })).status).toBe(202)
     const code = codeFrom(await mailTo(app, email))
-    const row = outbox(app, email) as unknown as Record<string, unknown>
+    const row = (await outbox(app, email)) as unknown as Record<string, unknown>
     expect(row.status).toBe('sent')
     expect(JSON.stringify(row)).not.toContain(code)
     expect(row).toMatchObject({ subject: '[signup_code]', text: '', html: '' })
@@ -62,7 +63,7 @@ describe('mail over SMTP', () => {
 
     await app.deps.mail.idle()
     await app.deps.mail.dispatchDue()
-    const first = outbox(app, email)
+    const first = await outbox(app, email)
     expect(first).toMatchObject({ status: 'pending', attempts: 1 })
     expect(first.last_error).toContain('451')
     expect(first.next_attempt_at).toBeGreaterThan(nowUs(app) + 20e6)
@@ -70,11 +71,11 @@ describe('mail over SMTP', () => {
 
     // Not due yet: nothing is tried again.
     expect(await app.deps.mail.dispatchDue()).toBe(0)
-    expect(outbox(app, email).attempts).toBe(1)
+    expect((await outbox(app, email)).attempts).toBe(1)
 
     await advance(app, 31)
     expect(await app.deps.mail.dispatchDue()).toBe(0)
-    const second = outbox(app, email)
+    const second = await outbox(app, email)
     expect(second).toMatchObject({ status: 'pending', attempts: 2 })
     // The wait grew: 30 s after the first failure, 60 s after the second.
     expect(second.next_attempt_at - nowUs(app)).toBeGreaterThan(50e6)
@@ -83,7 +84,7 @@ describe('mail over SMTP', () => {
     expect(await app.deps.mail.dispatchDue()).toBe(0) // still waiting out the delay
     await advance(app, 61)
     expect(await app.deps.mail.dispatchDue()).toBe(1)
-    expect(outbox(app, email)).toMatchObject({ status: 'sent', attempts: 3, last_error: null })
+    expect(await outbox(app, email)).toMatchObject({ status: 'sent', attempts: 3, last_error: null })
     const code = codeFrom(await app.smtp.waitForMail(email))
     // The code it carries still works: only 92 s have passed.
     expect(await verifyCode(app, 'signup', email, code)).toBeString()
@@ -94,19 +95,19 @@ describe('mail over SMTP', () => {
     const email = newEmail('gives-up')
     // A message without a code (the address has an account: signup_taken), so it is retried for
     // hours; a code mail is dropped once its code expires ("mail at rest" below).
-    createAccount({ deps: app.deps, input: { email, tenantName: 'T' } })
+    await createAccount({ deps: app.deps, input: { email, tenantName: 'T' } })
     expect((await post(app, '/auth/signup/start', { email, tenant_name: 'T' })).status).toBe(202)
     await app.deps.mail.idle()
-    for (let i = 0; outbox(app, email).attempts < 10 && i < 20; i++) {
+    for (let i = 0; (await outbox(app, email)).attempts < 10 && i < 20; i++) {
       await advance(app, 3601)
       await app.deps.mail.dispatchDue()
     }
-    expect(outbox(app, email)).toMatchObject({ status: 'failed', attempts: 10 })
+    expect(await outbox(app, email)).toMatchObject({ status: 'failed', attempts: 10 })
     app.smtp.refuse(false)
     await advance(app, 3601)
     await app.deps.mail.dispatchDue()
     expect(app.smtp.to(email)).toHaveLength(0)
-    expect(outbox(app, email).attempts).toBe(10)
+    expect((await outbox(app, email)).attempts).toBe(10)
   })
 
   test('two dispatches running at once send each message only once', async () => {
@@ -150,7 +151,7 @@ describe('mail at rest while the mail server is down (issue 13, finding 11)', ()
   })
 
   type Row = Record<string, unknown> & { sealed_body: Uint8Array | null; expires_at: number | null; created_at: number }
-  const rowOf = (to: string) => app.deps.sqlite.query('SELECT * FROM mail_outbox WHERE "to" = ?').get(to) as Row
+  const rowOf = async (to: string) => (await app.deps.db.get(sql`SELECT * FROM mail_outbox WHERE "to" = ${to}`)) as Row
   /** Every byte of the row as text: the columns, and the sealed box as latin1 and as base64. */
   const atRest = (r: Row) =>
     JSON.stringify({ ...r, sealed_body: null }) +
@@ -162,7 +163,7 @@ describe('mail at rest while the mail server is down (issue 13, finding 11)', ()
     expect((await post(app, '/auth/signup/start', { email, tenant_name: 'T' })).status).toBe(202)
     await app.deps.mail.idle()
     await app.deps.mail.dispatchDue()
-    const waiting = rowOf(email)
+    const waiting = await rowOf(email)
     expect(waiting).toMatchObject({ status: 'pending', attempts: 1, template: 'signup_code', subject: '[signup_code]', text: '', html: '' })
     expect(waiting.sealed_body).not.toBeNull()
     expect(waiting.expires_at).toBe(waiting.created_at + 600 * 1_000_000)
@@ -174,7 +175,7 @@ describe('mail at rest while the mail server is down (issue 13, finding 11)', ()
     const code = codeFrom(mail)
     expect(mail.subject).toBe(`Your gpuhq sign-up code: ${code}`)
     expect(atRest(waiting)).not.toContain(code)
-    expect(rowOf(email)).toMatchObject({ status: 'sent', sealed_body: null })
+    expect(await rowOf(email)).toMatchObject({ status: 'sent', sealed_body: null })
     expect(await verifyCode(app, 'signup', email, code)).toBeString()
   })
 
@@ -184,7 +185,7 @@ describe('mail at rest while the mail server is down (issue 13, finding 11)', ()
     expect((await post(app, '/auth/signup/start', { email, tenant_name: 'T' })).status).toBe(202)
     await app.deps.mail.idle()
     await app.deps.mail.dispatchDue()
-    expect(rowOf(email)).toMatchObject({ status: 'pending', attempts: 1 })
+    expect(await rowOf(email)).toMatchObject({ status: 'pending', attempts: 1 })
 
     await advance(app, 601) // the code's 10 minutes are over
     app.smtp.refuse(false)
@@ -192,7 +193,7 @@ describe('mail at rest while the mail server is down (issue 13, finding 11)', ()
     await advance(app, 3601)
     await app.deps.mail.dispatchDue()
     expect(app.smtp.to(email)).toHaveLength(0)
-    expect(rowOf(email)).toMatchObject({ status: 'dropped', attempts: 1, sealed_body: null, sent_at: null })
+    expect(await rowOf(email)).toMatchObject({ status: 'dropped', attempts: 1, sealed_body: null, sent_at: null })
   })
 })
 
@@ -211,7 +212,7 @@ describe('mail to a server that is not listening', () => {
     expect((await post(app, '/auth/signup/start', { email, tenant_name: 'T' })).status).toBe(202)
     await app.deps.mail.idle()
     await app.deps.mail.dispatchDue()
-    const row = outbox(app, email)
+    const row = await outbox(app, email)
     expect(row).toMatchObject({ status: 'pending', attempts: 1 })
     expect(row.last_error).toMatch(/ECONNREFUSED|connect/i)
     expect(row.next_attempt_at).toBeGreaterThan(nowUs(app))

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { advance, newEmail, post, requestCode, signIn, signUp, startAccountsApp, verifyCode, type AccountsApp } from '../support/accounts'
 import { expectProblem } from '../support/problem'
 
@@ -100,9 +101,9 @@ describe('passwords', () => {
   test('the stored hash is argon2id with m=19456, t=2, p=1 and a fresh salt per account', async () => {
     const a = await signUp(app, newEmail('hash-a'), 'the very same passphrase')
     const b = await signUp(app, newEmail('hash-b'), 'the very same passphrase')
-    const hashOf = (email: string) => (app.deps.sqlite.query('SELECT password_hash AS h FROM users WHERE email = ?').get(email) as { h: string }).h
-    const ha = hashOf(a.email)
-    const hb = hashOf(b.email)
+    const hashOf = async (email: string) => ((await app.deps.db.get(sql`SELECT password_hash AS h FROM users WHERE email = ${email}`)) as { h: string }).h
+    const ha = await hashOf(a.email)
+    const hb = await hashOf(b.email)
     expect(ha.startsWith('$argon2id$v=19$m=19456,t=2,p=1$')).toBe(true)
     expect(hb.startsWith('$argon2id$v=19$m=19456,t=2,p=1$')).toBe(true)
     expect(ha).not.toBe(hb)

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import {
   advance,
   getMe,
@@ -40,11 +41,11 @@ describe('password reset', () => {
     expect(res.headers.get('cache-control')).toBe('no-store')
     expect(await res.json()).toEqual({ resend_cooldown_seconds: 60 })
 
-    const row = app.deps.sqlite.query("SELECT inert, code_hash, user_id FROM email_codes WHERE purpose = 'reset' AND email = ?").get(email)
+    const row = await app.deps.db.get(sql`SELECT inert, code_hash, user_id FROM email_codes WHERE purpose = 'reset' AND email = ${email}`)
     expect(row).toEqual({ inert: 1, code_hash: null, user_id: null })
     await app.deps.mail.dispatchDue()
     expect(app.smtp.to(email)).toHaveLength(0)
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM mail_outbox WHERE "to" = ?').get(email)).toEqual({ n: 0 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM mail_outbox WHERE "to" = ${email}`)).toEqual({ n: 0 })
 
     const again = await post(app, '/auth/password-reset/start', { email })
     expect(again.headers.get('retry-after')).toMatch(/^[1-9]\d*$/)
@@ -79,7 +80,7 @@ describe('password reset', () => {
     await expectProblem(await getMe(app, account.token), 401, 'unauthorized')
     await expectProblem(await getMe(app, laptop), 401, 'unauthorized')
     expect((await getMe(app, fresh)).status).toBe(200)
-    const sessions = app.deps.sqlite.query('SELECT count(*) AS n FROM sessions WHERE user_id = ?').get(account.me.id)
+    const sessions = await app.deps.db.get(sql`SELECT count(*) AS n FROM sessions WHERE user_id = ${account.me.id}`)
     expect(sessions).toEqual({ n: 1 })
 
     await expectProblem(await signIn(app, account.email, account.password), 401, 'unauthorized')
@@ -111,7 +112,7 @@ describe('password reset', () => {
     // Nothing changed: the victim's password and session stand, no account exists for the newcomer.
     expect((await getMe(app, victim.token)).status).toBe(200)
     expect((await signIn(app, victim.email, victim.password)).status).toBe(201)
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM users WHERE email = ?').get(newcomer)).toEqual({ n: 0 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM users WHERE email = ${newcomer}`)).toEqual({ n: 0 })
 
     // Each ticket still does its own job.
     expect((await post(app, '/auth/signup/complete', { ticket: signupTicket, password: GOOD_PASSWORD })).status).toBe(201)
@@ -137,6 +138,6 @@ describe('password reset', () => {
     const fresh = sessionFrom(await post(app, '/auth/password-reset/complete', { ticket, password: NEW_PASSWORD }))!
     const out = await app.fetch('/api/v1/auth/sessions/current', { method: 'DELETE', headers: withSession(fresh) })
     expect(out.status).toBe(204)
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM sessions WHERE user_id = ?').get(account.me.id)).toEqual({ n: 0 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM sessions WHERE user_id = ${account.me.id}`)).toEqual({ n: 0 })
   })
 })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { createHash } from 'node:crypto'
 import {
   advance,
@@ -45,16 +46,16 @@ describe('sessions with the default lifetimes', () => {
 
   test('the session lasts 7 days idle and 30 days at most by default', async () => {
     const token = sessionFrom(await signIn(app, account.email, account.password))!
-    const row = app.deps.sqlite
-      .query('SELECT created_at, idle_expires_at, absolute_expires_at FROM sessions WHERE token_hash = ?')
-      .get(createHash('sha256').update(token).digest('hex')) as Record<string, number>
+    const row = (await app.deps.db.get(
+      sql`SELECT created_at, idle_expires_at, absolute_expires_at FROM sessions WHERE token_hash = ${createHash('sha256').update(token).digest('hex')}`,
+    )) as Record<string, number>
     expect(row.idle_expires_at - row.created_at).toBe(7 * 86400 * 1e6)
     expect(row.absolute_expires_at - row.created_at).toBe(30 * 86400 * 1e6)
   })
 
   test('the token is stored only as its SHA-256 hash', async () => {
     const token = sessionFrom(await signIn(app, account.email, account.password))!
-    const rows = app.deps.sqlite.query('SELECT * FROM sessions').all() as Record<string, unknown>[]
+    const rows = (await app.deps.db.all(sql`SELECT * FROM sessions`)) as Record<string, unknown>[]
     for (const row of rows) for (const v of Object.values(row)) if (typeof v === 'string') expect(v.includes(token)).toBe(false)
     expect(rows.some((r) => r.token_hash === createHash('sha256').update(token).digest('hex'))).toBe(true)
   })
@@ -78,13 +79,13 @@ describe('sessions with the default lifetimes', () => {
   test('signing out answers 204, clears the cookie and deletes the session server-side: the old cookie then gets 401', async () => {
     const token = sessionFrom(await signIn(app, account.email, account.password))!
     const other = sessionFrom(await signIn(app, account.email, account.password))!
-    const before = app.deps.sqlite.query('SELECT count(*) AS n FROM sessions').get() as { n: number }
+    const before = (await app.deps.db.get(sql`SELECT count(*) AS n FROM sessions`)) as { n: number }
 
     const out = await signOut(app, token)
     expect(out.status).toBe(204)
     expect(out.headers.get('set-cookie')).toBe(`${SESSION_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`)
     expect(await out.text()).toBe('')
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM sessions').get()).toEqual({ n: before.n - 1 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM sessions`)).toEqual({ n: before.n - 1 })
 
     await expectProblem(await getMe(app, token), 401, 'unauthorized')
     await expectProblem(await signOut(app, token), 401, 'unauthorized')
@@ -126,7 +127,7 @@ describe('session expiry (SESSION_IDLE_SECONDS=600, SESSION_ABSOLUTE_SECONDS=150
     const unknown = await expectProblem(await getMe(app, 'B'.repeat(43)), 401, 'unauthorized')
     expect(expired.detail).toBe(unknown.detail)
     const hash = createHash('sha256').update(token).digest('hex')
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM sessions WHERE token_hash = ?').get(hash)).toEqual({ n: 0 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM sessions WHERE token_hash = ${hash}`)).toEqual({ n: 0 })
   })
 
   test('use keeps a session alive past the idle time, but never past the absolute lifetime', async () => {

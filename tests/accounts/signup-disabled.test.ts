@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { allRowCounts, mailTo, newEmail, post, startAccountsApp, type AccountsApp } from '../support/accounts'
 import { expectProblem } from '../support/problem'
 
@@ -46,13 +47,13 @@ describe('signup switched off', () => {
 
   for (const path of OPERATIONS)
     test(`${path.replace('/api/v1', '')} answers 404 to every request and writes nothing`, async () => {
-      const before = allRowCounts(app)
+      const before = await allRowCounts(app)
       for (const [what, init] of REQUESTS) {
         const res = await app.fetch(path, { method: 'POST', ...init })
         const p = await expectProblem(res, 404, 'not_found')
         expect({ what, detail: p.detail }).toEqual({ what, detail: 'signup is disabled on this deployment' })
       }
-      expect(allRowCounts(app)).toEqual(before)
+      expect(await allRowCounts(app)).toEqual(before)
       await app.deps.mail.dispatchDue()
       expect(app.smtp.messages).toHaveLength(0)
     })
@@ -83,7 +84,7 @@ describe('signup switched off', () => {
     expect(res.status).toBe(202)
     expect(await res.json()).toEqual({ resend_cooldown_seconds: 60 })
     // Unknown email: an inert row, no mail.
-    expect(app.deps.sqlite.query("SELECT inert FROM email_codes WHERE purpose = 'reset' AND email = ?").get(email)).toEqual({ inert: 1 })
+    expect(await app.deps.db.get(sql`SELECT inert FROM email_codes WHERE purpose = 'reset' AND email = ${email}`)).toEqual({ inert: 1 })
     await app.deps.mail.dispatchDue()
     expect(app.smtp.to(email)).toHaveLength(0)
   })

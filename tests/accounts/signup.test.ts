@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import {
   advance,
   getMe,
@@ -68,9 +69,9 @@ describe('signup', () => {
     expect(meRes.status).toBe(200)
     expect(await meRes.json()).toMatchObject({ id: me.id, email, role: 'owner', tenant_id: me.tenant_id })
 
-    const tenant = app.deps.sqlite.query('SELECT name, plan_code, account_state FROM tenants WHERE id = ?').get(me.tenant_id)
+    const tenant = await app.deps.db.get(sql`SELECT name, plan_code, account_state FROM tenants WHERE id = ${me.tenant_id}`)
     expect(tenant).toEqual({ name: 'Rig Farm Ltd', plan_code: 'free', account_state: 'active' })
-    const user = app.deps.sqlite.query('SELECT role, tenant_id FROM users WHERE email = ?').get(email)
+    const user = await app.deps.db.get(sql`SELECT role, tenant_id FROM users WHERE email = ${email}`)
     expect(user).toEqual({ role: 'owner', tenant_id: me.tenant_id })
   })
 
@@ -101,7 +102,7 @@ describe('signup', () => {
     expect(mail.html).not.toMatch(/\b\d{6}\b/)
 
     // No code exists that could complete a second signup for this address.
-    const row = app.deps.sqlite.query("SELECT inert, code_hash FROM email_codes WHERE purpose = 'signup' AND email = ?").get(email)
+    const row = await app.deps.db.get(sql`SELECT inert, code_hash FROM email_codes WHERE purpose = 'signup' AND email = ${email}`)
     expect(row).toEqual({ inert: 1, code_hash: null })
     for (const code of ['000000', '123456', '999999']) await expectProblem(await post(app, '/auth/signup/verify', { email, code }), 401, 'unauthorized')
   })
@@ -110,9 +111,9 @@ describe('signup', () => {
     const email = newEmail()
     const ticket = await verifyCode(app, 'signup', email, await requestCode(app, 'signup', email))
     expect((await post(app, '/auth/signup/complete', { ticket, password: GOOD_PASSWORD })).status).toBe(201)
-    const tenants = app.deps.sqlite.query('SELECT count(*) AS n FROM tenants').get()
+    const tenants = await app.deps.db.get(sql`SELECT count(*) AS n FROM tenants`)
     await expectProblem(await post(app, '/auth/signup/complete', { ticket, password: 'another fine password' }), 401, 'unauthorized')
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM tenants').get()).toEqual(tenants)
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM tenants`)).toEqual(tenants)
   })
 
   test('a code is single-use: verifying it a second time answers 401', async () => {
@@ -127,7 +128,7 @@ describe('signup', () => {
     const fresh = await verifyCode(app, 'signup', email, await requestCode(app, 'signup', email))
     await advance(app, 601)
     await expectProblem(await post(app, '/auth/signup/complete', { ticket: fresh, password: GOOD_PASSWORD }), 401, 'unauthorized')
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM users WHERE email = ?').get(email)).toEqual({ n: 0 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM users WHERE email = ${email}`)).toEqual({ n: 0 })
   })
 
   test('a ticket still works 9 minutes after verify', async () => {
@@ -144,7 +145,7 @@ describe('signup', () => {
     const second = await verifyCode(app, 'signup', email, await requestCode(app, 'signup', email))
     expect((await post(app, '/auth/signup/complete', { ticket: first, password: GOOD_PASSWORD })).status).toBe(201)
     await expectProblem(await post(app, '/auth/signup/complete', { ticket: second, password: GOOD_PASSWORD }), 409, 'conflict')
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM users WHERE email = ?').get(email)).toEqual({ n: 1 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM users WHERE email = ${email}`)).toEqual({ n: 1 })
   })
 
   test('a second start inside 60 seconds answers 429 with Retry-After; after 60 seconds a new code comes and the old one is dead', async () => {
@@ -183,7 +184,7 @@ describe('signup', () => {
       const p = await expectProblem(await post(app, '/auth/signup/start', body), 422, 'validation_failed')
       expect(p.errors!.length).toBeGreaterThan(0)
     }
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM email_codes WHERE email NOT LIKE ?').get('%@example.test')).toEqual({ n: 0 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM email_codes WHERE email NOT LIKE ${'%@example.test'}`)).toEqual({ n: 0 })
   })
 
   test('verify refuses a code that is not exactly 6 digits with 422', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { hashPassword } from '../../src/platform/passwords'
 import { getMe, sessionFrom, signIn, signUp, startAccountsApp, withSession, type Account, type AccountsApp, type Me } from '../support/accounts'
 import { expectProblem } from '../support/problem'
@@ -24,9 +25,9 @@ beforeAll(async () => {
   for (const role of ['admin', 'operator', 'viewer']) {
     const email = `${role}-${Date.now()}@example.test`
     const now = app.deps.clock.nowUs()
-    app.deps.sqlite
-      .query('INSERT INTO users (id, tenant_id, email, password_hash, role, timezone, locale, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(app.deps.newId(), owner.me.tenant_id, email, hash, role, 'UTC', 'en', now, now)
+    await app.deps.db.run(
+      sql`INSERT INTO users (id, tenant_id, email, password_hash, role, timezone, locale, created_at, updated_at) VALUES (${app.deps.newId()}, ${owner.me.tenant_id}, ${email}, ${hash}, ${role}, ${'UTC'}, ${'en'}, ${now}, ${now})`,
+    )
     members.push({ email, role })
   }
 })

@@ -39,7 +39,7 @@ describe('operator commands', () => {
         const port = freePort()
         // The service started in another shell on another port: its own address is kept.
         const { PUBLIC_URL: _drop, ...withoutUrl } = env
-        const service = startService(loadConfig({ ...withoutUrl, ...files, PORT: String(port), NODE_ENV: 'test' } as Record<string, string>))
+        const service = await startService(loadConfig({ ...withoutUrl, ...files, PORT: String(port), NODE_ENV: 'test' } as Record<string, string>))
         await service.stop()
         const plain = adminWith({ ...withoutUrl, ...files, PORT: undefined }, 'create-account', '--email', 'url@example.com', '--tenant-name', 'Url rigs')
         expect(plain.err).toBe('')

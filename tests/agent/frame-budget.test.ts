@@ -51,7 +51,7 @@ const refilledSince = (sinceUs: number) => Math.ceil(((app.deps.clock.nowUs() - 
 test('reconnecting sessions share one budget per server: five sessions of 400 frames store the burst, not 2000', async () => {
   const e = await enrolAgent(app, owner)
   const other = await enrolAgent(app, owner)
-  const before = rawCount(app, e.server_id)
+  const before = await rawCount(app, e.server_id)
   const t0 = app.deps.clock.nowUs()
   const results = []
   for (let i = 0; i < 5; i++) results.push(await session(e.agent_token, 400))
@@ -65,7 +65,7 @@ test('reconnecting sessions share one budget per server: five sessions of 400 fr
   expect(results[3]!.refused).toBeGreaterThanOrEqual(STRIKES_BEFORE_CLOSE)
   expect(results.slice(3).map((r) => r.closeCode)).toEqual([4429, 4429])
   await runJob(app, 'presence.sweep')
-  expect(rawCount(app, e.server_id) - before).toBe(taken)
+  expect((await rawCount(app, e.server_id)) - before).toBe(taken)
 
   // Another server of the same tenant has its own budget.
   expect((await session(other.agent_token, 10)).taken).toBe(10)
@@ -81,12 +81,12 @@ test('the budget refills with the service clock, not with a reconnect: 10 s late
   expect(first.taken).toBeGreaterThanOrEqual(FRAME_BURST)
   expect(first.refused).toBeGreaterThan(0)
   await runJob(app, 'presence.sweep')
-  const before = rawCount(app, e.server_id)
+  const before = await rawCount(app, e.server_id)
   await advance(app, 10)
   const next = await session(e.agent_token, 300)
   expect(next.taken).toBeGreaterThanOrEqual(200)
   expect(next.taken).toBeLessThanOrEqual(refilledSince(t0))
   expect(next.refused).toBeGreaterThan(0)
   await runJob(app, 'presence.sweep')
-  expect(rawCount(app, e.server_id) - before).toBe(next.taken)
+  expect((await rawCount(app, e.server_id)) - before).toBe(next.taken)
 })

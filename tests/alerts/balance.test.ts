@@ -25,8 +25,8 @@ beforeAll(async () => {
   // "the day's one warning" (the balance notification is once per UTC day), whatever the real time.
   await clockTo(app, utcUs(2027, 3, 1, 12, 0))
   owner = await payer(app, 'pro', 'alerts-low')
-  addServers(app, owner.tenantId, 10)
-  adjust(app, owner.tenantId, '2.00')
+  await addServers(app, owner.tenantId, 10)
+  await adjust(app, owner.tenantId, '2.00')
 })
 afterAll(() => app.close())
 
@@ -66,12 +66,12 @@ describe('a low balance', () => {
 
   test("an operator's credit resolves it at the next evaluation, and evaluating again changes nothing", async () => {
     const other = await payer(app, 'pro', 'alerts-low-b')
-    addServers(app, other.tenantId, 10)
-    adjust(app, other.tenantId, '2.00')
+    await addServers(app, other.tenantId, 10)
+    await adjust(app, other.tenantId, '2.00')
     await advanceBy(app, 3 * 3600)
     await runCharges(app)
     expect((await lowOf(other)).map((i) => i.state)).toEqual(['open'])
-    adjust(app, other.tenantId, '20.00')
+    await adjust(app, other.tenantId, '20.00')
     expect(await evaluate(app)).toBe('0 incidents opened, 0 repeats counted, 1 resolved, 0 linked to new notifications')
     expect((await lowOf(other)).map((i) => i.state)).toEqual(['resolved'])
     expect(await evaluate(app)).toBe(NOTHING_CHANGED)

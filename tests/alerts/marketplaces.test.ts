@@ -42,7 +42,7 @@ beforeAll(async () => {
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: sim.url })
   owner = await newOwner(app, 'alerts-market', 'pro')
-  rig = insertServer(app, owner.tenantId, 'rig-m')
+  rig = await insertServer(app, owner.tenantId, 'rig-m')
   sim.putMachine(VAST_OWNER, 701, { hostname: 'rig-701' })
   await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
   await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rig, marketplace: 'marketplace_a', external_machine_id: '701' } }), 201)

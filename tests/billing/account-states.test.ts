@@ -30,7 +30,7 @@ async function transitions(m: Member): Promise<string[]> {
 }
 async function inGrace(tag: string): Promise<Member> {
   const m = await payer(app, 'starter', tag)
-  adjust(app, m.tenantId, '-1.00', 'debit into grace')
+  await adjust(app, m.tenantId, '-1.00', 'debit into grace')
   expect(await state(m)).toBe('grace')
   return m
 }
@@ -45,7 +45,7 @@ async function frozen(tag: string): Promise<Member> {
 describe('into grace and into frozen', () => {
   test('the hourly charge that takes the balance below zero puts the account in grace, and the system audits it', async () => {
     const m = await payer(app, 'starter', 'grace')
-    addServers(app, m.tenantId, 2)
+    await addServers(app, m.tenantId, 2)
     expect(await state(m)).toBe('active')
     await advanceBy(app, 2 * 3600)
     await runCharges(app)
@@ -83,7 +83,7 @@ describe('into grace and into frozen', () => {
 describe('out of grace and out of a freeze', () => {
   test('an adjustment that brings the balance above zero ends grace', async () => {
     const m = await inGrace('rescued')
-    adjust(app, m.tenantId, '3.00', 'goodwill')
+    await adjust(app, m.tenantId, '3.00', 'goodwill')
     const b = await getBilling(app, m)
     expect(b).toMatchObject({ account_state: 'active', balance_usd: '2.00', grace_since: null, grace_ends_at: null })
     expect(await transitions(m)).toEqual(['account.grace', 'account.active'])
@@ -95,12 +95,12 @@ describe('out of grace and out of a freeze', () => {
 
   test('an adjustment does not unfreeze a frozen account, even above zero; a top-up above zero does', async () => {
     const m = await frozen('thaw')
-    adjust(app, m.tenantId, '10.00', 'operator credit')
+    await adjust(app, m.tenantId, '10.00', 'operator credit')
     const still = await getBilling(app, m)
     expect(still).toMatchObject({ account_state: 'frozen', balance_usd: '9.00' })
     await expectProblem(await mintInit(m), 403, 'account_frozen')
 
-    topUp(app, m.tenantId, 500_000)
+    await topUp(app, m.tenantId, 500_000)
     const b = await getBilling(app, m)
     expect(b).toMatchObject({ account_state: 'active', balance_usd: '9.50', frozen_at: null, grace_since: null })
     expect((await mintInit(m)).status).toBe(201)
@@ -109,19 +109,19 @@ describe('out of grace and out of a freeze', () => {
 
   test('a top-up that leaves the balance at zero or below keeps the account frozen; the one that lifts it above zero unfreezes', async () => {
     const m = await frozen('short')
-    topUp(app, m.tenantId, 400_000) // −1.00 + 0.40 = −0.60
+    await topUp(app, m.tenantId, 400_000) // −1.00 + 0.40 = −0.60
     expect(await state(m)).toBe('frozen')
-    topUp(app, m.tenantId, 600_000) // exactly 0.00: not above zero
+    await topUp(app, m.tenantId, 600_000) // exactly 0.00: not above zero
     expect((await getBilling(app, m)).balance_usd).toBe('0.00')
     expect(await state(m)).toBe('frozen')
-    topUp(app, m.tenantId, 1) // 0.000001
+    await topUp(app, m.tenantId, 1) // 0.000001
     expect(await state(m)).toBe('active')
   })
 
   test('a top-up reversal (negative top-up) can put an account back into grace', async () => {
     const m = await payer(app, 'starter', 'reversal')
-    topUp(app, m.tenantId, 5_000_000)
-    topUp(app, m.tenantId, -6_000_000)
+    await topUp(app, m.tenantId, 5_000_000)
+    await topUp(app, m.tenantId, -6_000_000)
     const b = await getBilling(app, m)
     expect(b).toMatchObject({ account_state: 'grace', balance_usd: '-1.00' })
     expect(await transitions(m)).toEqual(['account.grace'])
@@ -129,7 +129,7 @@ describe('out of grace and out of a freeze', () => {
 
   test('every transition is an audit row of the system with a detail naming the balance or the period', async () => {
     const m = await frozen('audited')
-    topUp(app, m.tenantId, 2_000_000)
+    await topUp(app, m.tenantId, 2_000_000)
     const rows = (await auditRows(app, m, { actor_kind: 'system' })).filter((r) => r.operation.startsWith('account.')).reverse()
     expect(rows.map((r) => [r.operation, r.actor.kind, r.actor.id])).toEqual([
       ['account.grace', 'system', null],

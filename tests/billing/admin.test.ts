@@ -139,7 +139,7 @@ describe('scripts/admin set-plan, plans and plan', () => {
 
       const t = await payer(app, 'free', 'team')
       admin('set-plan', '--tenant', t.tenantId, '--plan', 'team')
-      addServers(app, t.tenantId, 4)
+      await addServers(app, t.tenantId, 4)
       const hour = Math.floor(app.deps.clock.nowUs() / 3_600_000_000) * 3_600_000_000
       await clockTo(app, hour + 80 * US_PER_MINUTE)
       await runCharges(app)

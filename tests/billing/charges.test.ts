@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { call } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import {
@@ -50,7 +51,7 @@ describe('one hour of servers on starter', () => {
       const app = await freshApp()
       await clockTo(app, c.hour + 5 * US_PER_MINUTE)
       const owner = await payer(app, 'starter')
-      addServers(app, owner.tenantId, c.servers)
+      await addServers(app, owner.tenantId, c.servers)
 
       await clockTo(app, c.hour + LAG - 30 * US_PER_SECOND)
       await runCharges(app)
@@ -83,7 +84,7 @@ describe('one hour of servers on starter', () => {
       expect(row.detail).toContain('2.00')
       expect(row.detail).toContain(`${c.servers} servers`)
       expect(row.detail).toContain(`${c.days} days`)
-      const calc = app.deps.sqlite.query('SELECT * FROM charge_calculations WHERE id = ?').get(row.calculation_id) as Record<string, unknown>
+      const calc = (await app.deps.db.get(sql`SELECT * FROM charge_calculations WHERE id = ${row.calculation_id}`)) as Record<string, unknown>
       expect(calc).toMatchObject({
         tenant_id: owner.tenantId,
         plan_code: 'starter',
@@ -102,7 +103,7 @@ describe('one hour of servers on starter', () => {
     const lastOfJan = utcUs(2027, 1, 31, 23)
     await clockTo(app, lastOfJan + 10 * US_PER_MINUTE)
     const owner = await payer(app, 'starter')
-    addServers(app, owner.tenantId, 5)
+    await addServers(app, owner.tenantId, 5)
     await clockTo(app, lastOfJan + US_PER_HOUR + LAG + US_PER_SECOND)
     await runCharges(app)
     const rows = (await ledgerAll(app, owner, { kind: 'charge' })).reverse()
@@ -117,7 +118,7 @@ describe('one hour of servers on starter', () => {
     const h = utcUs(2027, 4, 2, 12)
     await clockTo(app, h + US_PER_MINUTE)
     const owner = await payer(app, 'pro')
-    addServers(app, owner.tenantId, 11)
+    await addServers(app, owner.tenantId, 11)
     await clockTo(app, h + LAG + US_PER_SECOND)
     await runCharges(app)
     const [row] = await ledgerAll(app, owner)
@@ -132,9 +133,9 @@ describe('which servers an hour counts', () => {
     const h0 = utcUs(2027, 4, 5, 9)
     await clockTo(app, h0 + 5 * US_PER_MINUTE)
     const owner = await payer(app, 'starter')
-    const [a] = addServers(app, owner.tenantId, 2, 'early')
+    const [a] = await addServers(app, owner.tenantId, 2, 'early')
     await clockTo(app, h0 + US_PER_HOUR + 20 * US_PER_MINUTE)
-    addServers(app, owner.tenantId, 1, 'mid-hour')
+    await addServers(app, owner.tenantId, 1, 'mid-hour')
     await clockTo(app, h0 + US_PER_HOUR + 40 * US_PER_MINUTE)
     expect((await call(app, 'POST', `/servers/${a}/decommission`, owner)).status).toBe(200)
     await clockTo(app, h0 + 3 * US_PER_HOUR + LAG + US_PER_SECOND)
@@ -156,7 +157,7 @@ describe('which servers an hour counts', () => {
     const h0 = utcUs(2027, 6, 1, 0)
     await clockTo(app, h0 + 30 * US_PER_MINUTE)
     const owner = await payer(app, 'starter')
-    const [id] = addServers(app, owner.tenantId, 1)
+    const [id] = await addServers(app, owner.tenantId, 1)
     await clockTo(app, h0 + 50 * US_PER_MINUTE)
     expect((await call(app, 'POST', `/servers/${id}/decommission`, owner)).status).toBe(200)
     await clockTo(app, h0 + 6 * US_PER_HOUR)
@@ -173,7 +174,7 @@ describe('which servers an hour counts', () => {
     const ent = await payer(app, 'enterprise', 'ent')
     const none = await payer(app, null, 'none')
     const paying = await payer(app, 'starter', 'paying')
-    for (const t of [free, ent, none, paying]) addServers(app, t.tenantId, 1)
+    for (const t of [free, ent, none, paying]) await addServers(app, t.tenantId, 1)
     await clockTo(app, h0 + 4 * US_PER_HOUR)
     await runCharges(app)
     for (const t of [free, ent, none]) {

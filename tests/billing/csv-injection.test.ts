@@ -16,7 +16,7 @@ beforeAll(async () => {
   await clockTo(app, utcUs(2027, 5, 10, 0, 5))
   owner = await payer(app, 'starter', 'csv')
   for (const [i, name] of names.entries()) {
-    const [id] = addServers(app, owner.tenantId, 1, `rig-${i}`)
+    const [id] = await addServers(app, owner.tenantId, 1, `rig-${i}`)
     const res = await call(app, 'PATCH', `/servers/${id}`, owner, { json: { name } })
     expect({ status: res.status, body: await res.text() }).toMatchObject({ status: 200 })
   }

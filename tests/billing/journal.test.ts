@@ -30,9 +30,9 @@ beforeAll(async () => {
   await clockTo(app, h(29, 20) + 10 * 60_000_000)
   owner = await payer(app, 'starter', 'journal')
   other = await payer(app, 'starter', 'other')
-  for (const name of ['alpha', 'beta, with comma', 'gamma "quoted"']) ids[name] = addServers(app, owner.tenantId, 1, name)[0]!
+  for (const name of ['alpha', 'beta, with comma', 'gamma "quoted"']) ids[name] = (await addServers(app, owner.tenantId, 1, name))[0]!
   await clockTo(app, h(30, 3) + 20 * 60_000_000)
-  ids.delta = addServers(app, owner.tenantId, 1, 'delta')[0]!
+  ids.delta = (await addServers(app, owner.tenantId, 1, 'delta'))[0]!
   await clockTo(app, h(30, 5) + 40 * 60_000_000)
   expect((await call(app, 'POST', `/servers/${ids.alpha}/decommission`, owner)).status).toBe(200)
   await clockTo(app, h(30, 9) + 30 * 60_000_000)

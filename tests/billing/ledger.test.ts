@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import type { Member } from '../support/access'
 import { call } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
@@ -38,17 +39,17 @@ beforeAll(async () => {
   await clockTo(app, at(0, 20))
   owner = await payer(app, 'starter', 'ledger')
   other = await payer(app, 'starter', 'other')
-  addServers(app, owner.tenantId, 2)
-  addServers(app, other.tenantId, 1)
+  await addServers(app, owner.tenantId, 2)
+  await addServers(app, other.tenantId, 1)
   await clockTo(app, at(0, 35))
-  adjust(app, owner.tenantId, '10.00', 'goodwill credit')
-  topUp(app, owner.tenantId, 25_000_000)
+  await adjust(app, owner.tenantId, '10.00', 'goodwill credit')
+  await topUp(app, owner.tenantId, 25_000_000)
   await clockTo(app, at(2, 30))
   await runCharges(app)
   await clockTo(app, at(2, 31))
-  adjust(app, owner.tenantId, '-1.50', 'manual debit')
+  await adjust(app, owner.tenantId, '-1.50', 'manual debit')
   await clockTo(app, at(2, 32))
-  topUp(app, owner.tenantId, -5_000_000)
+  await topUp(app, owner.tenantId, -5_000_000)
 })
 afterAll(() => app.close())
 
@@ -58,10 +59,10 @@ const page = (q: Record<string, string>, who: Member = owner) =>
 describe('the ledger is append-only', () => {
   test('the database refuses to UPDATE or DELETE a ledger row, and the row stays as it was', async () => {
     const [row] = await ledgerAll(app, owner, { kind: 'adjustment' })
-    expect(() => app.deps.sqlite.run('UPDATE ledger_entries SET amount_micros = 0 WHERE id = ?', [row!.id])).toThrow(/append-only/)
-    expect(() => app.deps.sqlite.run('UPDATE ledger_entries SET detail = ? WHERE tenant_id = ?', ['x', owner.tenantId])).toThrow(/append-only/)
-    expect(() => app.deps.sqlite.run('DELETE FROM ledger_entries WHERE id = ?', [row!.id])).toThrow(/append-only/)
-    expect(() => app.deps.sqlite.run('DELETE FROM ledger_entries')).toThrow(/append-only/)
+    await expect(app.deps.db.run(sql`UPDATE ledger_entries SET amount_micros = 0 WHERE id = ${row!.id}`).execute()).rejects.toThrow(/append-only/)
+    await expect(app.deps.db.run(sql`UPDATE ledger_entries SET detail = ${'x'} WHERE tenant_id = ${owner.tenantId}`).execute()).rejects.toThrow(/append-only/)
+    await expect(app.deps.db.run(sql`DELETE FROM ledger_entries WHERE id = ${row!.id}`).execute()).rejects.toThrow(/append-only/)
+    await expect(app.deps.db.run(sql`DELETE FROM ledger_entries`).execute()).rejects.toThrow(/append-only/)
     const [again] = await ledgerAll(app, owner, { kind: 'adjustment' })
     expect(again).toEqual(row!)
   })
@@ -133,7 +134,7 @@ describe('cursor pagination', () => {
   test('rows with the same occurred_at are split across pages without loss or repeat', async () => {
     const t = await payer(app, 'free', 'ties')
     const moment = app.deps.clock.nowUs() - US_PER_HOUR
-    for (let i = 0; i < 5; i++) topUp(app, t.tenantId, (i + 1) * 1_000_000, moment)
+    for (let i = 0; i < 5; i++) await topUp(app, t.tenantId, (i + 1) * 1_000_000, moment)
     const paged = await ledgerAll(app, t, {}, 2)
     expect(paged.map((r) => r.amount_usd).sort()).toEqual(['1.00', '2.00', '3.00', '4.00', '5.00'])
     expect(paged.map((r) => r.id)).toEqual((await ledgerAll(app, t)).map((r) => r.id))
@@ -143,11 +144,11 @@ describe('cursor pagination', () => {
     const t = await payer(app, 'free', 'moving')
     for (let i = 0; i < 4; i++) {
       await clockTo(app, app.deps.clock.nowUs() + 60 * 1_000_000)
-      adjust(app, t.tenantId, `${i + 1}.00`)
+      await adjust(app, t.tenantId, `${i + 1}.00`)
     }
     const p1 = await page({ limit: '2' }, t)
     expect(p1.items.map((r) => r.amount_usd)).toEqual(['4.00', '3.00'])
-    adjust(app, t.tenantId, '9.00') // newest: belongs before page one, not on page two
+    await adjust(app, t.tenantId, '9.00') // newest: belongs before page one, not on page two
     const p2 = await page({ limit: '2', cursor: p1.next_cursor! }, t)
     expect(p2.items.map((r) => r.amount_usd)).toEqual(['2.00', '1.00'])
     expect(p2.next_cursor).toBeNull()

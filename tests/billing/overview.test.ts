@@ -35,12 +35,12 @@ const NOW = utcUs(2027, 3, 11, 0, 40)
 
 async function adjustAt(us: number, amount: string) {
   await clockTo(app, us)
-  const row = adjust(app, owner.tenantId, amount)
+  const row = await adjust(app, owner.tenantId, amount)
   entries.push({ kind: 'adjustment', amount: row.amountMicros, at: row.occurredAt })
 }
 async function topUpAt(us: number, amount: number) {
   await clockTo(app, us)
-  const row = topUp(app, owner.tenantId, amount)
+  const row = await topUp(app, owner.tenantId, amount)
   entries.push({ kind: 'topup', amount, at: row.occurredAt })
 }
 
@@ -56,7 +56,7 @@ beforeAll(async () => {
   await adjustAt(utcUs(2027, 3, 5, 10), '1.00') // a credit: negative spend
   await adjustAt(utcUs(2027, 3, 9, 23, 30), '-0.25') // Berlin, Kolkata: yesterday; UTC: two days ago
   await clockTo(app, utcUs(2027, 3, 10, 12, 10))
-  addServers(app, owner.tenantId, 2) // charges for 12:00Z … 23:00Z on March 10th
+  await addServers(app, owner.tenantId, 2) // charges for 12:00Z … 23:00Z on March 10th
   await topUpAt(utcUs(2027, 3, 10, 23, 50), 5_000_000)
   await clockTo(app, NOW)
   await runCharges(app)
@@ -110,13 +110,13 @@ describe('GET /billing: balance, tariff, estimate and days left', () => {
 
   test('contract-priced and free tenants get no price-based estimate and no days left', async () => {
     const ent = await payer(app, 'enterprise', 'ent')
-    addServers(app, ent.tenantId, 3)
+    await addServers(app, ent.tenantId, 3)
     const e = await getBilling(app, ent)
     expect(e.tariff).toMatchObject({ plan: 'enterprise', monthly_price_per_server_usd: null, contract_priced: true, servers_max: null })
     expect(e.estimate).toMatchObject({ managed_servers: 3, per_day_usd: null, per_month_usd: null })
     expect(e.days_left).toBeNull()
     const free = await payer(app, 'free', 'free')
-    addServers(app, free.tenantId, 1)
+    await addServers(app, free.tenantId, 1)
     const f = await getBilling(app, free)
     expect(f.estimate).toMatchObject({ managed_servers: 1, per_day_usd: '0.00', per_month_usd: '0.00' })
     expect(f.days_left).toBeNull()
@@ -125,8 +125,8 @@ describe('GET /billing: balance, tariff, estimate and days left', () => {
 
   test('a balance below zero covers zero days', async () => {
     const t = await payer(app, 'starter', 'broke')
-    addServers(app, t.tenantId, 1)
-    adjust(app, t.tenantId, '-1.00')
+    await addServers(app, t.tenantId, 1)
+    await adjust(app, t.tenantId, '-1.00')
     const b = await getBilling(app, t)
     expect(b.balance_usd).toBe('-1.00')
     expect(b.days_left).toBe(0)

@@ -58,11 +58,11 @@ describe('charges follow the plan history, not the plan of the day they are book
   })
 
   test('a catalogue price edit at 12:30 prices 12:00 on at the new price; the hours before keep the old one, though booked after the edit', async () => {
-    const plan = addPlan(app, { price: '1.00', label: 'Edited later' })
+    const plan = await addPlan(app, { price: '1.00', label: 'Edited later' })
     const day = dayOf(await nextDayAt(app, 1))
     const owner = await tenantOn(app, plan, { servers: 2, balance: '50.00' })
     await clockTo(app, dayStartUs(day) + 12.5 * US_PER_HOUR)
-    editPlan(app, plan, { price: '3.00' })
+    await editPlan(app, plan, { price: '3.00' })
     await clockTo(app, dayStartUs(addDays(day, 1)) + 1.5 * US_PER_HOUR)
     await runJob(app, 'billing.charge')
 
@@ -78,7 +78,7 @@ describe('charges follow the plan history, not the plan of the day they are book
     }
     // A second edit later changes nothing already in force before it.
     await clockTo(app, dayStartUs(addDays(day, 1)) + 6.5 * US_PER_HOUR)
-    editPlan(app, plan, { price: '5.00' })
+    await editPlan(app, plan, { price: '5.00' })
     await clockTo(app, dayStartUs(addDays(day, 1)) + 9.5 * US_PER_HOUR)
     await runJob(app, 'billing.charge')
     const next = ofDay(await charges(app, owner), addDays(day, 1))
@@ -91,9 +91,9 @@ describe('charges follow the plan history, not the plan of the day they are book
     const day = dayOf(await nextDayAt(app, 1))
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '50.00' })
     await clockTo(app, dayStartUs(day) + 12.5 * US_PER_HOUR)
-    setTenantPlan({ deps: app.deps, input: { tenantId: owner.tenantId, plan: 'pro' } })
+    await setTenantPlan({ deps: app.deps, input: { tenantId: owner.tenantId, plan: 'pro' } })
     await clockTo(app, dayStartUs(day) + 18.25 * US_PER_HOUR)
-    setTenantPlan({ deps: app.deps, input: { tenantId: owner.tenantId, plan: null } })
+    await setTenantPlan({ deps: app.deps, input: { tenantId: owner.tenantId, plan: null } })
     await clockTo(app, dayStartUs(addDays(day, 1)) + 1.5 * US_PER_HOUR)
     await runJob(app, 'billing.charge')
 

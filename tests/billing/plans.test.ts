@@ -53,7 +53,7 @@ describe('GET /plans: the public catalogue', () => {
 describe("GET /plans/current: what the tenant's plan allows now", () => {
   test('a tenant on starter with three servers sees its plan, seven servers left and its account state', async () => {
     const owner = await payer(app, 'starter')
-    addServers(app, owner.tenantId, 3)
+    await addServers(app, owner.tenantId, 3)
     const cur = await getJson(app, owner, '/plans/current')
     expect(cur.plan.code).toBe('starter')
     expect(cur.plan.capabilities['fleet.servers.max']).toBe(10)
@@ -63,7 +63,7 @@ describe("GET /plans/current: what the tenant's plan allows now", () => {
 
   test("a decommissioned server no longer uses the plan's allowance", async () => {
     const owner = await payer(app, 'free')
-    const [id] = addServers(app, owner.tenantId, 1)
+    const [id] = await addServers(app, owner.tenantId, 1)
     expect((await getJson(app, owner, '/plans/current')).usage).toEqual({ managed_servers: 1, servers_left: 0 })
     expect((await call(app, 'POST', `/servers/${id}/decommission`, owner)).status).toBe(200)
     expect((await getJson(app, owner, '/plans/current')).usage).toEqual({ managed_servers: 0, servers_left: 1 })
@@ -71,7 +71,7 @@ describe("GET /plans/current: what the tenant's plan allows now", () => {
 
   test('on pro the allowance is unlimited (null) and strategy and AI access are on', async () => {
     const owner = await payer(app, 'pro')
-    addServers(app, owner.tenantId, 12)
+    await addServers(app, owner.tenantId, 12)
     const cur = await getJson(app, owner, '/plans/current')
     expect(cur.usage).toEqual({ managed_servers: 12, servers_left: null })
     expect(cur.plan.capabilities).toMatchObject({ strategy: true, ai_access: true, 'fleet.servers.max': null })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import fc from 'fast-check'
 import { call, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
@@ -84,9 +85,9 @@ describe('property: the ledger adds up whatever happens', () => {
           else if (op.t === 'rerun') {
             await runCharges(app)
             await runCharges(app)
-          } else if (op.t === 'adjust') adjust(app, owner.tenantId, usd(op.micros), 'property adjustment')
-          else if (op.t === 'topup') topUp(app, owner.tenantId, op.micros)
-          else if (op.t === 'enrol') live.push(...addServers(app, owner.tenantId, op.n))
+          } else if (op.t === 'adjust') await adjust(app, owner.tenantId, usd(op.micros), 'property adjustment')
+          else if (op.t === 'topup') await topUp(app, owner.tenantId, op.micros)
+          else if (op.t === 'enrol') live.push(...(await addServers(app, owner.tenantId, op.n)))
           else if (live.length) {
             const [id] = live.splice(op.pick % live.length, 1)
             expect((await call(app, 'POST', `/servers/${id}/decommission`, owner)).status).toBe(200)
@@ -99,9 +100,9 @@ describe('property: the ledger adds up whatever happens', () => {
         await runCharges(app)
         const due = hourOf(safe - LAG)
 
-        const entries = app.deps.sqlite
-          .query('SELECT id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_hour FROM ledger_entries WHERE tenant_id = ? ORDER BY seq')
-          .all(owner.tenantId) as {
+        const entries = (await app.deps.db.all(
+          sql`SELECT id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_hour FROM ledger_entries WHERE tenant_id = ${owner.tenantId} ORDER BY seq`,
+        )) as {
           id: string
           seq: number
           kind: string
@@ -121,10 +122,10 @@ describe('property: the ledger adds up whatever happens', () => {
         expect(viaHttp).toHaveLength(entries.length)
         expect(viaHttp.reduce((s, r) => s + micros(r.amount_usd), 0)).toBe(running)
         if (entries.length) expect(micros(viaHttp.find((r) => r.id === entries.at(-1)!.id)!.balance_after_usd)).toBe(running)
-        expect(doubleCharges(app)).toEqual([])
+        expect(await doubleCharges(app)).toEqual([])
 
         // The charge rule over the fleet the tenant really had.
-        const fleet = app.deps.sqlite.query('SELECT created_at, decommissioned_at FROM servers WHERE tenant_id = ?').all(owner.tenantId) as {
+        const fleet = (await app.deps.db.all(sql`SELECT created_at, decommissioned_at FROM servers WHERE tenant_id = ${owner.tenantId}`)) as {
           created_at: number
           decommissioned_at: number | null
         }[]
@@ -181,11 +182,11 @@ describe('property: tiles and ranges in any zone', () => {
             const owner = await payer(app, 'starter', 'zones')
             for (const [i, at] of instants.entries()) {
               await clockTo(app, at)
-              if (i % 3 === 2) topUp(app, owner.tenantId, 7_000_000)
-              else adjust(app, owner.tenantId, i % 2 ? '-1.25' : '0.40')
+              if (i % 3 === 2) await topUp(app, owner.tenantId, 7_000_000)
+              else await adjust(app, owner.tenantId, i % 2 ? '-1.25' : '0.40')
             }
             if (app.deps.clock.nowUs() < M - 30 * US_PER_HOUR) await clockTo(app, M - 30 * US_PER_HOUR)
-            addServers(app, owner.tenantId, 2)
+            await addServers(app, owner.tenantId, 2)
             await clockTo(app, M)
             await runCharges(app)
 

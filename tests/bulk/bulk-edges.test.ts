@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { insertServer } from '../support/access'
@@ -43,7 +44,9 @@ beforeAll(async () => {
   simA.putMachine(8101, 902, { hostname: 'edge-2', listed: true, listed_gpu_cost: 0.3, num_gpus: 1 })
   await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
   await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
-  ;[a1, a2, b1] = ['edge-1', 'edge-2', 'rig-b'].map((n) => insertServer(app, owner.tenantId, n)) as [string, string, string]
+  const made: string[] = []
+  for (const n of ['edge-1', 'edge-2', 'rig-b']) made.push(await insertServer(app, owner.tenantId, n))
+  ;[a1, a2, b1] = made as [string, string, string]
   await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: a1, marketplace: 'marketplace_a', external_machine_id: '901' } }), 201)
   await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: a2, marketplace: 'marketplace_a', external_machine_id: '902' } }), 201)
   await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: b1, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
@@ -91,7 +94,7 @@ describe('bulk changes, the edges', () => {
   test('an item a stopped process left sending is sent again; decided items are not', async () => {
     const op = await start({ marketplace: 'marketplace_a', action: 'reprice', server_ids: [a1, a2], price_gpu_hour: '0.36' })
     // As a process that died during the first item's call leaves it.
-    app.deps.sqlite.run("UPDATE bulk_items SET state = 'sending', attempts = 1 WHERE operation_id = ? AND position = 0", [op.id])
+    await app.deps.db.run(sql`UPDATE bulk_items SET state = 'sending', attempts = 1 WHERE operation_id = ${op.id} AND position = 0`)
     simA.clearRequests()
     await runJob()
     const done = await read(op.id)
@@ -111,7 +114,7 @@ describe('bulk changes, the edges', () => {
   })
 
   test('a frozen account may withdraw in bulk but not publish or reprice', async () => {
-    setAccountState(app, owner.tenantId, 'frozen')
+    await setAccountState(app, owner.tenantId, 'frozen')
     const refused = await api(app, owner, 'POST', '/bulk-operations', {
       json: { marketplace: 'marketplace_a', action: 'reprice', server_ids: [a1], price_gpu_hour: '0.5' },
     })
@@ -121,6 +124,6 @@ describe('bulk changes, the edges', () => {
     await runJob()
     expect((await read(op.id)).counts).toMatchObject({ done: 1 })
     expect(simA.billing(901)).not.toBeNull()
-    setAccountState(app, owner.tenantId, 'active')
+    await setAccountState(app, owner.tenantId, 'active')
   })
 })

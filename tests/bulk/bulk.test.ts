@@ -70,8 +70,10 @@ beforeAll(async () => {
     simA.putMachine(OWNER_B, 2001 + i, { hostname: `b-rig-${i}`, listed: true, listed_gpu_cost: 0.9, num_gpus: 1, gpu_name: 'RTX 3090' })
   await ok(api(app, a, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
   await ok(api(app, b, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_B } }))
-  serversA = Array.from({ length: 40 }, (_, i) => insertServer(app, a.tenantId, `rig-${String(i).padStart(2, '0')}`))
-  serversB = Array.from({ length: 2 }, (_, i) => insertServer(app, b.tenantId, `b-rig-${i}`))
+  serversA = []
+  for (let i = 0; i < 40; i++) serversA.push(await insertServer(app, a.tenantId, `rig-${String(i).padStart(2, '0')}`))
+  serversB = []
+  for (let i = 0; i < 2; i++) serversB.push(await insertServer(app, b.tenantId, `b-rig-${i}`))
   for (const [i, s] of serversA.entries())
     await ok(
       api(app, a, 'POST', '/marketplaces/links', { json: { server_id: s, marketplace: 'marketplace_a', external_machine_id: String(machineOf(i)) } }),
@@ -91,7 +93,7 @@ afterAll(async () => {
 describe('bulk changes', () => {
   test('the preview shows each machine before and after, and skips with a reason; nothing is sent', async () => {
     simA.clearRequests()
-    const extra = insertServer(app, a.tenantId, 'not-linked')
+    const extra = await insertServer(app, a.tenantId, 'not-linked')
     const preview = await ok(
       api(app, a, 'POST', '/bulk-operations/preview', {
         json: { marketplace: 'marketplace_a', action: 'reprice', server_ids: [serversA[0], extra], price_gpu_hour: '0.55' },

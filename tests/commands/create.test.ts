@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import { cancelCommand, commandFrame, inSeconds, issue, offlineServer, onlineServer, postCommand, report, rows } from '../support/commands'
 import { api, newOwner, ok, stopApp, type Owner } from '../support/fleet'
@@ -51,7 +52,7 @@ describe('the catalogue', () => {
     expect(p.errors).toEqual([{ path: '/type', code: 'unknown_command_type' }])
     const bad = await expectProblem(await postCommand(app, owner, { server_id, type: 'Reboot!', params: {} }), 422, 'validation_failed')
     expect(bad.errors!.map((e) => e.path)).toContain('/type')
-    expect(rows(app, 'SELECT id FROM commands WHERE server_id = ?', server_id)).toEqual([])
+    expect(await rows(app, sql`SELECT id FROM commands WHERE server_id = ${server_id}`)).toEqual([])
   })
 
   test('bad params answer 422 with pointers under /params', async () => {
@@ -72,7 +73,7 @@ describe('the catalogue', () => {
     }
     const extra = await expectProblem(await postCommand(app, owner, { server_id, type: 'reboot', params: { force: true } }), 422, 'validation_failed')
     for (const e of extra.errors!) expect(e.path.startsWith('/params')).toBe(true)
-    expect(rows(app, 'SELECT id FROM commands WHERE server_id = ?', server_id)).toEqual([])
+    expect(await rows(app, sql`SELECT id FROM commands WHERE server_id = ${server_id}`)).toEqual([])
   })
 })
 
@@ -113,8 +114,8 @@ describe('Idempotency-Key', () => {
     expect(first.idempotency_key).toBe(key)
     const again = await ok(postCommand(app, owner, { params: { watts: 320, gpu_index: 1 }, type: body.type, server_id }, { 'idempotency-key': key }), 201)
     expect(again.command_id).toBe(first.command_id)
-    expect(rows(app, 'SELECT id FROM commands WHERE idempotency_key = ?', key)).toHaveLength(1)
-    expect(rows(app, 'SELECT id FROM commands WHERE server_id = ?', server_id)).toHaveLength(1)
+    expect(await rows(app, sql`SELECT id FROM commands WHERE idempotency_key = ${key}`)).toHaveLength(1)
+    expect(await rows(app, sql`SELECT id FROM commands WHERE server_id = ${server_id}`)).toHaveLength(1)
   })
 
   test('the same key with another body answers 409 idempotency_conflict', async () => {
@@ -126,7 +127,7 @@ describe('Idempotency-Key', () => {
       409,
       'idempotency_conflict',
     )
-    expect(rows(app, 'SELECT id FROM commands WHERE server_id = ?', server_id)).toHaveLength(1)
+    expect(await rows(app, sql`SELECT id FROM commands WHERE server_id = ${server_id}`)).toHaveLength(1)
     // A key over 128 characters is refused.
     await expectProblem(
       await postCommand(app, owner, { server_id, type: 'reboot', params: {} }, { 'idempotency-key': 'k'.repeat(129) }),
@@ -143,7 +144,7 @@ describe('queue limits', () => {
     for (let i = 0; i < 50; i++) made.push((await issue(app, owner, server_id)).command_id)
     const full = await expectProblem(await postCommand(app, owner, { server_id, type: 'diagnostics.run', params: {} }), 409, 'offline_queue_full')
     expect(full.detail).toContain('50')
-    expect(rows(app, 'SELECT id FROM commands WHERE server_id = ?', server_id)).toHaveLength(50)
+    expect(await rows(app, sql`SELECT id FROM commands WHERE server_id = ${server_id}`)).toHaveLength(50)
     // A cancelled command leaves the queue and frees its place.
     await ok(cancelCommand(app, owner, made[0]!))
     await issue(app, owner, server_id)

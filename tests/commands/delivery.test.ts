@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import { commandFrame, commandWhen, framesAbout, getCommand, issue, offlineServer, onlineServer, report, rows, steps, timeline } from '../support/commands'
 import { newOwner, RawAgent, stopApp, type Owner } from '../support/fleet'
@@ -143,7 +144,7 @@ describe('a dropped connection', () => {
     const { agent: newer } = await RawAgent.start(app, agent_token)
     expect((await agent.closed).code).toBe(4409)
     await commandFrame(newer, c.command_id)
-    expect(rows(app, 'SELECT send_count FROM commands WHERE id = ?', c.command_id)[0]!.send_count).toBe(2)
+    expect((await rows(app, sql`SELECT send_count FROM commands WHERE id = ${c.command_id}`))[0]!.send_count).toBe(2)
     expect(await report(newer, { type: 'command.accepted', command_id: c.command_id })).toEqual([])
     await newer.close()
   })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import { type CommandView, commandFrame, getCommand, issue, onlineServer, report, rows, runToEnd, steps, timeline } from '../support/commands'
 import { api, newOwner, ok, stopApp, type Owner } from '../support/fleet'
@@ -159,7 +160,7 @@ describe('a command that fails', () => {
       },
     )
     const c = await getCommand(app, owner, id)
-    const stored = JSON.stringify(c.error) + JSON.stringify(rows(app, 'SELECT error FROM commands WHERE id = ?', id))
+    const stored = JSON.stringify(c.error) + JSON.stringify(await rows(app, sql`SELECT error FROM commands WHERE id = ${id}`))
     for (const secret of [PAT, 'hunter2', 'sekr3t-value']) expect(stored).not.toContain(secret)
     expect(c.error.code).toBe('script_failed')
     expect(c.error.details.exit_code).toBe(1)
@@ -198,7 +199,7 @@ describe('the command log', () => {
     )
     const c = await getCommand(app, owner, id)
     const log = await ok(api(app, owner, 'GET', `/commands/${id}/logs/${c.error.log_ref}`))
-    const stored = rows(app, 'SELECT text FROM command_logs WHERE command_id = ?', id)[0]!.text as string
+    const stored = (await rows(app, sql`SELECT text FROM command_logs WHERE command_id = ${id}`))[0]!.text as string
     for (const text of [log.text as string, stored]) {
       expect(text).not.toContain(PAT)
       expect(text).not.toContain('hunter2')

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import { getCommand, inSeconds, issue, offlineServer } from '../support/commands'
 import { advance, newOwner, ok, stopApp, type Owner } from '../support/fleet'
@@ -27,7 +28,7 @@ beforeAll(async () => {
   ]
 })
 afterAll(async () => {
-  if (onPostgres) app.deps.sqlite.exec('DROP TRIGGER expire_fault ON commands; DROP FUNCTION expire_fault()')
+  if (onPostgres) await app.deps.database.postgres!.exec('DROP TRIGGER expire_fault ON commands; DROP FUNCTION expire_fault()')
   await stopApp(app)
 })
 
@@ -38,13 +39,15 @@ test("a command whose change fails does not stop the others'; the run is partial
     commands.push((await issue(app, owner, server_id, 'diagnostics.run', {}, { accept_by: inSeconds(app, 60) })).command_id)
   }
   if (onPostgres)
-    app.deps.sqlite.exec(
+    await app.deps.database.postgres!.exec(
       `CREATE FUNCTION expire_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF OLD.tenant_id = '${first.tenantId}' THEN RAISE EXCEPTION 'injected update fault'; END IF; RETURN NEW; END $$;
        CREATE TRIGGER expire_fault BEFORE UPDATE ON commands FOR EACH ROW EXECUTE FUNCTION expire_fault()`,
     )
   else
-    app.deps.sqlite.run(
-      `CREATE TEMP TRIGGER expire_fault BEFORE UPDATE ON commands WHEN OLD.tenant_id = '${first.tenantId}' BEGIN SELECT RAISE(ABORT, 'injected update fault'); END`,
+    await app.deps.db.run(
+      sql.raw(
+        `CREATE TEMP TRIGGER expire_fault BEFORE UPDATE ON commands WHEN OLD.tenant_id = '${first.tenantId}' BEGIN SELECT RAISE(ABORT, 'injected update fault'); END`,
+      ),
     )
 
   await advance(app, 61)

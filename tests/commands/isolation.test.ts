@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import { call, mintPat, type Member } from '../support/access'
 import { commandFrame, getCommand, issue, offlineServer, onlineServer, postCommand, report, type CommandView } from '../support/commands'
@@ -73,10 +74,10 @@ describe('another tenant', () => {
   })
 
   test("gets 404 when creating a command for this tenant's server, and no row is written", async () => {
-    const before = (app.deps.sqlite.query('SELECT count(*) AS n FROM commands').get() as { n: number }).n
+    const before = ((await app.deps.db.get(sql`SELECT count(*) AS n FROM commands`)) as { n: number }).n
     await expectProblem(await postCommand(app, stranger, { server_id: serverA, type: 'reboot', params: {} }), 404, 'not_found')
     await expectProblem(await postCommand(app, stranger, { server_id: crypto.randomUUID(), type: 'reboot', params: {} }), 404, 'not_found')
-    expect((app.deps.sqlite.query('SELECT count(*) AS n FROM commands').get() as { n: number }).n).toBe(before)
+    expect(((await app.deps.db.get(sql`SELECT count(*) AS n FROM commands`)) as { n: number }).n).toBe(before)
   })
 
   test("its agent gets not_found for frames about this tenant's command", async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import {
   cancelCommand,
@@ -159,8 +160,10 @@ describe('the timeline', () => {
     await ok(cancelCommand(app, owner, c.command_id))
     const before = await timeline(app, owner, c.command_id)
     expect(steps(before)).toEqual(['command:>created', 'execution:not_started>cancelled'])
-    expect(() => app.deps.sqlite.run("UPDATE command_timeline SET note = 'rewritten' WHERE command_id = ?", [c.command_id])).toThrow(/append-only/)
-    expect(() => app.deps.sqlite.run('DELETE FROM command_timeline WHERE command_id = ?', [c.command_id])).toThrow(/append-only/)
+    await expect(app.deps.db.run(sql`UPDATE command_timeline SET note = 'rewritten' WHERE command_id = ${c.command_id}`).execute()).rejects.toThrow(
+      /append-only/,
+    )
+    await expect(app.deps.db.run(sql`DELETE FROM command_timeline WHERE command_id = ${c.command_id}`).execute()).rejects.toThrow(/append-only/)
     expect(await timeline(app, owner, c.command_id)).toEqual(before)
   })
 })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { expectProblem } from '../support/problem'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
@@ -157,7 +158,7 @@ describe('a drain of a rented server', () => {
     expect(await listedOnVast(801)).toBe(true)
     expect(await drainKinds(server)).toEqual(['drain.draining', 'drain.awaiting_rental_end', 'drain.working', 'drain.relisting', 'drain.done'])
     // The owner hears of it (category maint), once.
-    const told = rows(app, `SELECT category, title FROM notifications WHERE tenant_id = ? AND title LIKE 'Drain%'`, owner.tenantId)
+    const told = await rows(app, sql`SELECT category, title FROM notifications WHERE tenant_id = ${owner.tenantId} AND title LIKE 'Drain%'`)
     expect(told.map((n) => [n.category, n.title.split(':')[0]])).toEqual([['maint', 'Drain done']])
     // The link keeps the offer again (keep-on has it), and the server can be drained again.
     const links = await ok(api(app, owner, 'GET', '/marketplaces/links'))
@@ -168,7 +169,7 @@ describe('a drain of a rented server', () => {
   })
 
   test('on marketplace_b: no maintenance API (said so), the offer is withdrawn, and relisted once the order ran its length', async () => {
-    const server = insertServer(app, owner.tenantId, 'clore-rented')
+    const server = await insertServer(app, owner.tenantId, 'clore-rented')
     await link(server, 'marketplace_b', '61', CLORE_OFFER)
     simB.addRental(KEY_B, 'rig-b1', { id: 9061, currency: 'USD-Blockchain', price: 6.5, ct: nowS() - 3600, mrl: 5 })
     await sync()
@@ -199,7 +200,7 @@ async function eventuallyState(id: string, state: string): Promise<Drain> {
 
 describe('cancelling a drain mid-way', () => {
   test('on marketplace_b while the rental runs: the waiting work is cancelled and the listing restored', async () => {
-    const server = insertServer(app, owner.tenantId, 'clore-cancel')
+    const server = await insertServer(app, owner.tenantId, 'clore-cancel')
     await link(server, 'marketplace_b', '62', CLORE_OFFER)
     simB.addRental(KEY_B, 'rig-b2', { id: 9062, currency: 'USD-Blockchain', price: 6.5, ct: nowS(), mrl: 100 })
     await sync()
@@ -226,7 +227,7 @@ describe('cancelling a drain mid-way', () => {
   })
 
   test('on marketplace_a: the window is cancelled and the kept offer published again', async () => {
-    const server = insertServer(app, owner.tenantId, 'vast-cancel')
+    const server = await insertServer(app, owner.tenantId, 'vast-cancel')
     await link(server, 'marketplace_a', '802', VAST_OFFER)
     simA.addRental(802, { kind: 'on_demand', gpus: 1, running: true, end_date: nowS() + 48 * 3600 })
     await sync()
@@ -262,7 +263,7 @@ describe('cancelling a drain mid-way', () => {
 
 describe('a refusal by the platform', () => {
   test('undoes what was done on the other platform and fails saying who refused what', async () => {
-    const server = insertServer(app, owner.tenantId, 'two-platforms')
+    const server = await insertServer(app, owner.tenantId, 'two-platforms')
     await link(server, 'marketplace_a', '803', VAST_OFFER)
     await link(server, 'marketplace_b', '63', CLORE_OFFER)
     simB.removeServer(KEY_B, 'rig-b3') // Clore no longer knows the server: its write is refused
@@ -286,7 +287,7 @@ describe('a refusal by the platform', () => {
 
 describe('a process that stopped mid-step', () => {
   test('leaves a drain in draining that the job takes up again after a minute, and not before', async () => {
-    const server = insertServer(app, owner.tenantId, 'stopped-mid-step')
+    const server = await insertServer(app, owner.tenantId, 'stopped-mid-step')
     simA.putMachine(VAST_OWNER, 805, { hostname: 'rig-805', listed: false, num_gpus: 2, gpu_name: 'RTX 4090' })
     await link(server, 'marketplace_a', '805', VAST_OFFER)
     const id = app.deps.newId()
@@ -304,18 +305,10 @@ describe('a process that stopped mid-step', () => {
       },
     ]
     // As createDrain leaves it before its first step (the process stopped there).
-    rows(
+    await rows(
       app,
-      `INSERT INTO drains (id, tenant_id, server_id, live_server_id, group_id, state, reason, maintenance_window, links, work, command_ids, failure, failed_step, created_at, updated_at, finished_at, version)
-       VALUES (?, ?, ?, ?, NULL, 'draining', NULL, ?, ?, '[]', '[]', NULL, NULL, ?, ?, NULL, 1)`,
-      id,
-      owner.tenantId,
-      server,
-      server,
-      JSON.stringify({ starts_at_us: now + 3600 * US, hours: 2, category: 'software' }),
-      JSON.stringify(links),
-      now,
-      now,
+      sql`INSERT INTO drains (id, tenant_id, server_id, live_server_id, group_id, state, reason, maintenance_window, links, work, command_ids, failure, failed_step, created_at, updated_at, finished_at, version)
+       VALUES (${id}, ${owner.tenantId}, ${server}, ${server}, NULL, 'draining', NULL, ${JSON.stringify({ starts_at_us: now + 3600 * US, hours: 2, category: 'software' })}, ${JSON.stringify(links)}, '[]', '[]', NULL, NULL, ${now}, ${now}, NULL, 1)`,
     )
     simA.clearRequests()
     await runAdvance()
@@ -331,7 +324,7 @@ describe('a process that stopped mid-step', () => {
 
 describe('input and tenants', () => {
   test('an unknown command or bad params is 422 with pointers, and nothing is sent', async () => {
-    const server = insertServer(app, owner.tenantId, 'bad-input')
+    const server = await insertServer(app, owner.tenantId, 'bad-input')
     await link(server, 'marketplace_a', '804', VAST_OFFER)
     simA.clearRequests()
     const res = await api(app, owner, 'POST', `/servers/${server}/drain`, {
@@ -403,7 +396,7 @@ describe('cancelling while the work runs', () => {
 describe('a group drain', () => {
   test('drains each server of the group and skips the one already being drained', async () => {
     const group = await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: 'drain rack' } }), 201)
-    const [a, b] = [insertServer(app, owner.tenantId, 'rack-a'), insertServer(app, owner.tenantId, 'rack-b')]
+    const [a, b] = [await insertServer(app, owner.tenantId, 'rack-a'), await insertServer(app, owner.tenantId, 'rack-b')]
     for (const s of [a, b]) await ok(api(app, owner, 'PATCH', `/servers/${s}`, { json: { group_id: group.id } }))
     // rack-a runs a rental the operator declared: its drain waits for it.
     await ok(api(app, owner, 'PATCH', `/servers/${a}`, { json: { rental_active: true } }))

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { addMember, call, insertServer, newTenant, setPlan, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 
@@ -28,7 +29,7 @@ let rig2: string
 beforeAll(async () => {
   app = await startTestApp()
   owner = await newTenant(app, 'costs')
-  setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, owner.tenantId, 'pro')
 })
 afterAll(() => app.close())
 
@@ -128,8 +129,8 @@ describe('the cost basis', () => {
   test('the operational cost is spread over billable managed server-days; without servers there is nothing to divide by', async () => {
     const none = (await (await put({ operational: { usd_per_month: '300' } })).json()) as CostBasis
     expect(none.operational).toEqual({ usd_per_month: '300.00', spread: null })
-    rig1 = insertServer(app, owner.tenantId, 'rig-1')
-    rig2 = insertServer(app, owner.tenantId, 'rig-2')
+    rig1 = await insertServer(app, owner.tenantId, 'rig-1')
+    rig2 = await insertServer(app, owner.tenantId, 'rig-2')
     const { body } = await get()
     const spread = body.operational.spread!
     const now = new Date(app.deps.clock.nowUs() / 1000)
@@ -171,11 +172,10 @@ describe('the cost basis', () => {
     const HOUR = 3_600_000_000
     const now = app.deps.clock.nowUs()
     const midnight = Math.floor(now / (24 * HOUR)) * 24 * HOUR
-    app.deps.sqlite.run('INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (?, 0, ?)', [rig1, 'power_w'])
-    const series = (app.deps.sqlite.query('SELECT id FROM metric_series WHERE server_id = ?').get(rig1) as { id: number }).id
-    app.deps.sqlite.run(
-      'INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples) VALUES (?, 3600, ?, 500, 500, 500, 500, 500, 500, 12)',
-      [series, midnight],
+    await app.deps.db.run(sql`INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (${rig1}, 0, ${'power_w'})`)
+    const series = ((await app.deps.db.get(sql`SELECT id FROM metric_series WHERE server_id = ${rig1}`)) as { id: number }).id
+    await app.deps.db.run(
+      sql`INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples) VALUES (${series}, 3600, ${midnight}, 500, 500, 500, 500, 500, 500, 12)`,
     )
     const res = await call(app, 'GET', '/reports/margin?days=1', owner)
     expect(res.status).toBe(200)

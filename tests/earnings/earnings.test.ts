@@ -70,11 +70,11 @@ beforeAll(async () => {
     },
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
-  startEarlyInUtcDay(app) // these tests read "today's" row while they move the clock on (the midnight test picks its own)
+  await startEarlyInUtcDay(app) // these tests read "today's" row while they move the clock on (the midnight test picks its own)
   owner = await newTenant(app, 'earnings')
-  setPlan(app, owner.tenantId, 'pro')
-  sA = insertServer(app, owner.tenantId, 'rig-a')
-  sB = insertServer(app, owner.tenantId, 'rig-b')
+  await setPlan(app, owner.tenantId, 'pro')
+  sA = await insertServer(app, owner.tenantId, 'rig-a')
+  sB = await insertServer(app, owner.tenantId, 'rig-b')
   // Two cards listed at 0.50 USD per GPU-hour, both rented on demand: 24 USD a day.
   simA.putMachine(VAST_OWNER, 801, { hostname: 'rig-801', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })
   simA.addRental(801, { kind: 'on_demand', gpus: 2, running: true })

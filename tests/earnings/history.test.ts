@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { accruePast } from '../../src/modules/earnings'
 import { utcDay } from '../../src/platform/time'
 import { call, insertServer, newTenant, type Member } from '../support/access'
@@ -18,7 +19,7 @@ let server: string
 beforeAll(async () => {
   app = await startTestApp()
   owner = await newTenant(app, 'history')
-  server = insertServer(app, owner.tenantId, 'rig-h')
+  server = await insertServer(app, owner.tenantId, 'rig-h')
 })
 afterAll(() => app.close())
 
@@ -31,7 +32,7 @@ const earnings = async () => {
 describe('accrual for time before gpuhq watched', () => {
   test('a rented spell across midnight accrues price × time on each day, in 5-minute samples; an idle spell only counts samples', async () => {
     const midnight = Math.floor(app.deps.clock.nowUs() / (24 * HOUR_US)) * 24 * HOUR_US - 24 * HOUR_US // yesterday 00:00 UTC
-    const samples = accruePast(app.deps, {
+    const samples = await accruePast(app.deps, {
       tenantId: owner.tenantId,
       serverId: server,
       marketplace: 'marketplace_a',
@@ -50,6 +51,6 @@ describe('accrual for time before gpuhq watched', () => {
       [utcDay(midnight), '1.999992', 7200, 24],
     ])
     // The job's own watermark is untouched: its first sample of a link starts where it always does.
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM earnings_watermarks').get()).toEqual({ n: 0 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM earnings_watermarks`)).toEqual({ n: 0 })
   })
 })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { call, insertServer, newTenant, setPlan, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
@@ -43,8 +44,8 @@ beforeAll(async () => {
     sim.putMachine(o.id, o.machine, { hostname: `rig-${o.machine}`, listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })
     sim.addRental(o.machine, { kind: 'on_demand', gpus: 2, running: true })
     const member = await newTenant(app, `vast-${o.id}`)
-    setPlan(app, member.tenantId, 'pro')
-    const server = insertServer(app, member.tenantId, `rig-${o.machine}`)
+    await setPlan(app, member.tenantId, 'pro')
+    const server = await insertServer(app, member.tenantId, `rig-${o.machine}`)
     expect((await call(app, 'PUT', '/marketplaces/marketplace_a', member, { json: { api_key: o.key } })).status).toBe(200)
     const link = await call(app, 'POST', '/marketplaces/links', member, {
       json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: String(o.machine) },
@@ -64,11 +65,11 @@ test("a link whose deals cannot be priced fails alone: the other tenant's link i
   expect((await runJob('marketplaces.sync')).outcome).toBe('succeeded')
   expect((await runJob('earnings.sample')).outcome).toBe('succeeded')
 
-  const row = app.deps.sqlite.query('SELECT remote FROM marketplace_links WHERE server_id = ?').get(damaged.server) as { remote: string }
+  const row = (await app.deps.db.get(sql`SELECT remote FROM marketplace_links WHERE server_id = ${damaged.server}`)) as { remote: string }
   const projection = JSON.parse(row.remote) as { price_gpu_hour: string | null; gpu_count: number | null; gpu_occupancy: string | null }
   expect(projection).toMatchObject({ gpu_count: 2 })
   projection.price_gpu_hour = '999999999'
-  app.deps.sqlite.run('UPDATE marketplace_links SET remote = ? WHERE server_id = ?', [JSON.stringify(projection), damaged.server])
+  await app.deps.db.run(sql`UPDATE marketplace_links SET remote = ${JSON.stringify(projection)} WHERE server_id = ${damaged.server}`)
 
   const before = await accruedSeconds(sound)
   expect((await app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: 300 } })).status).toBe(200)

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { call, insertServer, newTenant, setPlan, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
@@ -63,8 +64,8 @@ beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent', MARKETPLACE_B_API_URL: sim.url })
   for (const [i, key] of KEYS.entries()) {
     const member = await newTenant(app, `earn-${i}`)
-    setPlan(app, member.tenantId, 'pro')
-    const server = insertServer(app, member.tenantId, `rig-${i}`)
+    await setPlan(app, member.tenantId, 'pro')
+    const server = await insertServer(app, member.tenantId, `rig-${i}`)
     expect((await call(app, 'PUT', '/marketplaces/marketplace_b', member, { json: { api_key: key } })).status).toBe(200)
     const link = await call(app, 'POST', '/marketplaces/links', member, {
       json: { server_id: server, marketplace: 'marketplace_b', external_machine_id: String(710 + i) },
@@ -85,11 +86,11 @@ test('a link whose sample fails does not stop the others; the run is partial, th
   expect((await runJob('marketplaces.sync')).outcome).toBe('succeeded')
   expect((await runJob('earnings.sample')).outcome).toBe('succeeded')
 
-  const remote = app.deps.sqlite.query('SELECT remote FROM marketplace_links WHERE server_id = ?').get(damaged.server) as { remote: string }
+  const remote = (await app.deps.db.get(sql`SELECT remote FROM marketplace_links WHERE server_id = ${damaged.server}`)) as { remote: string }
   const projection = JSON.parse(remote.remote) as { rentals: { price_day: string | null }[] }
   expect(projection.rentals).toHaveLength(1)
   projection.rentals[0]!.price_day = '1e30'
-  app.deps.sqlite.run('UPDATE marketplace_links SET remote = ? WHERE server_id = ?', [JSON.stringify(projection), damaged.server])
+  await app.deps.db.run(sql`UPDATE marketplace_links SET remote = ${JSON.stringify(projection)} WHERE server_id = ${damaged.server}`)
 
   await advance(300)
   const failed = await runJob('earnings.sample')

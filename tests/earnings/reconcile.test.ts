@@ -61,11 +61,11 @@ beforeAll(async () => {
     },
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
-  startEarlyInUtcDay(app) // these tests read today's figures while they move the clock on
+  await startEarlyInUtcDay(app) // these tests read today's figures while they move the clock on
   owner = await newTenant(app, 'reconcile')
-  setPlan(app, owner.tenantId, 'pro')
-  sA = insertServer(app, owner.tenantId, 'rig-a')
-  sB = insertServer(app, owner.tenantId, 'rig-b')
+  await setPlan(app, owner.tenantId, 'pro')
+  sA = await insertServer(app, owner.tenantId, 'rig-a')
+  sB = await insertServer(app, owner.tenantId, 'rig-b')
   // Two cards at 0.50 USD per GPU-hour, rented on demand: 24 USD a day before Vast's cut.
   simA.putMachine(VAST_OWNER, 821, { hostname: 'rig-821', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })
   simA.addRental(821, { kind: 'on_demand', gpus: 2, running: true })

@@ -22,8 +22,8 @@ beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent', LIVE_STREAM_HEARTBEAT_SECONDS: '1', LIVE_STREAM_POLL_MS: '100' })
   const o = await newOwner(app, 'live-access', 'pro')
   owner = { ...o, role: 'owner' }
-  a = insertServer(app, owner.tenantId, 'rig a')
-  b = insertServer(app, owner.tenantId, 'rig b')
+  a = await insertServer(app, owner.tenantId, 'rig a')
+  b = await insertServer(app, owner.tenantId, 'rig b')
 })
 afterAll(async () => {
   closeAllClients()
@@ -58,7 +58,7 @@ describe('what a token sees', () => {
     const billingClient = await LiveClient.open(app, { token: billing })
 
     // A presence transition, recorded by fleet's own code as the sweep does, then a command.
-    withTransaction(app.deps.db, (tx) =>
+    await withTransaction(app.deps.db, (tx) =>
       recordServerEvent(
         tx,
         app.deps,
@@ -103,7 +103,7 @@ describe('what a token sees', () => {
 
   test("another tenant's events never appear", async () => {
     const stranger = { ...(await newOwner(app, 'live-stranger', 'pro')), role: 'owner' as const }
-    const theirs = insertServer(app, stranger.tenantId, 'their rig')
+    const theirs = await insertServer(app, stranger.tenantId, 'their rig')
     const client = await LiveClient.open(app, { cookie: owner.session })
     const foreign = await command(stranger, theirs)
     const mine = await command(owner, a)

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { withTransaction } from '../../db/client'
 import { buildDeps } from '../../src/deps'
 import { createLogger } from '../../src/platform/logger'
@@ -23,23 +24,23 @@ let server: string
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent', LIVE_EVENTS_MAX_PER_TENANT: String(CAP), LIVE_EVENTS_RETENTION_HOURS: '24', LIVE_STREAM_POLL_MS: '100' })
   owner = { ...(await newOwner(app, 'live-buffer', 'pro')), role: 'owner' }
-  server = insertServer(app, owner.tenantId, 'rig')
+  server = await insertServer(app, owner.tenantId, 'rig')
 })
 afterAll(async () => {
   closeAllClients()
   await stopApp(app)
 })
 
-const rowsOf = (tenantId: string) =>
-  app.deps.sqlite.query('SELECT seq AS id, type, server_id AS "serverId" FROM live_events WHERE tenant_id = ? ORDER BY seq').all(tenantId) as {
+const rowsOf = async (tenantId: string) =>
+  (await app.deps.db.all(sql`SELECT seq AS id, type, server_id AS "serverId" FROM live_events WHERE tenant_id = ${tenantId} ORDER BY seq`)) as {
     id: number
     type: string
     serverId: string | null
   }[]
 
 /** A presence step of the server, written by fleet's own code in a transaction of ours. */
-const presence = (tx: Parameters<Parameters<typeof withTransaction>[1]>[0], to: string) =>
-  recordServerEvent(tx, app.deps, { id: server, tenantId: owner.tenantId }, { kind: `presence.${to}`, message: `${to}: test`, data: { from: 'online' } })
+const presence = async (tx: Parameters<Parameters<typeof withTransaction>[1]>[0], to: string) =>
+  await recordServerEvent(tx, app.deps, { id: server, tenantId: owner.tenantId }, { kind: `presence.${to}`, message: `${to}: test`, data: { from: 'online' } })
 
 async function command(serverId = server): Promise<string> {
   const res = await call(app, 'POST', '/commands', owner, { json: { server_id: serverId, type: 'diagnostics.run', params: {} } })
@@ -52,17 +53,17 @@ const runPrune = () => ok<{ outcome: string; detail: string }>(app.fetch('/api/v
 describe('written with the change', () => {
   test('a change that rolls back writes no event, and the stream never shows one', async () => {
     const client = await LiveClient.open(app, { cookie: owner.session })
-    const before = rowsOf(owner.tenantId).length
-    expect(() =>
-      withTransaction(app.deps.db, (tx) => {
-        presence(tx, 'offline')
+    const before = (await rowsOf(owner.tenantId)).length
+    await expect(
+      withTransaction(app.deps.db, async (tx) => {
+        await presence(tx, 'offline')
         throw new Error('the change fails after its event was emitted')
       }),
-    ).toThrow('the change fails')
-    expect(rowsOf(owner.tenantId).length).toBe(before)
+    ).rejects.toThrow('the change fails')
+    expect((await rowsOf(owner.tenantId)).length).toBe(before)
     // The same change committed does write one, so the check above could fail.
-    withTransaction(app.deps.db, (tx) => presence(tx, 'suspect'))
-    const after = rowsOf(owner.tenantId)
+    await withTransaction(app.deps.db, (tx) => presence(tx, 'suspect'))
+    const after = await rowsOf(owner.tenantId)
     expect(after.length).toBe(before + 1)
     expect(after.at(-1)).toMatchObject({ type: 'presence.suspect', serverId: server })
     await client.waitFor((e) => e.type === 'presence.suspect')
@@ -73,9 +74,9 @@ describe('written with the change', () => {
   test('events another process writes to the same database arrive by the poll', async () => {
     const client = await LiveClient.open(app, { cookie: owner.session })
     // A second process's view of the database: its own Deps, its own (empty) set of streams.
-    const other = buildDeps(app.deps.config, { log: createLogger('silent', () => '') })
+    const other = await buildDeps(app.deps.config, { log: createLogger('silent', () => '') })
     try {
-      withTransaction(other.db, (tx) =>
+      await withTransaction(other.db, (tx) =>
         recordServerEvent(
           tx,
           other,
@@ -87,7 +88,7 @@ describe('written with the change', () => {
       expect(e.data).toMatchObject({ server_id: server, from: 'suspect', to: 'online' })
     } finally {
       other.durable.stop()
-      other.sqlite.close()
+      await other.database.close()
       client.close()
     }
   })
@@ -139,9 +140,9 @@ describe('the prune job', () => {
     client.close()
     await advance(app, 25 * 3600)
     const recent = await command()
-    const kept = rowsOf(owner.tenantId).at(-1)!
+    const kept = (await rowsOf(owner.tenantId)).at(-1)!
     expect((await runPrune()).detail).toMatch(/^removed [1-9]\d* live events past retention/)
-    const left = rowsOf(owner.tenantId)
+    const left = await rowsOf(owner.tenantId)
     expect(left.map((r) => r.id)).toEqual([kept.id])
     // Resuming after the first old event: the one after it is gone, so the client must reload.
     const resumed = await LiveClient.open(app, { cookie: owner.session }, { lastEventId: oldEvent.id })
@@ -164,18 +165,22 @@ describe('the prune job', () => {
 
   test("a tenant keeps at most the cap; the oldest go first, another tenant's are left alone", async () => {
     const stranger = { ...(await newOwner(app, 'live-cap-other', 'pro')), role: 'owner' as const }
-    const theirs = insertServer(app, stranger.tenantId, 'their rig')
+    const theirs = await insertServer(app, stranger.tenantId, 'their rig')
     const res = await call(app, 'POST', '/commands', stranger, { json: { server_id: theirs, type: 'diagnostics.run', params: {} } })
     expect(res.status).toBe(201)
     // Past the cap, on a few servers (each queues at most 50 commands).
-    const servers = [insertServer(app, owner.tenantId, 'cap 1'), insertServer(app, owner.tenantId, 'cap 2'), insertServer(app, owner.tenantId, 'cap 3')]
-    for (let i = 0; rowsOf(owner.tenantId).length < CAP + 7; i++) await command(servers[i % servers.length])
-    const before = rowsOf(owner.tenantId)
-    const theirsBefore = rowsOf(stranger.tenantId)
+    const servers = [
+      await insertServer(app, owner.tenantId, 'cap 1'),
+      await insertServer(app, owner.tenantId, 'cap 2'),
+      await insertServer(app, owner.tenantId, 'cap 3'),
+    ]
+    for (let i = 0; (await rowsOf(owner.tenantId)).length < CAP + 7; i++) await command(servers[i % servers.length])
+    const before = await rowsOf(owner.tenantId)
+    const theirsBefore = await rowsOf(stranger.tenantId)
     expect((await runPrune()).detail).toContain(`and ${before.length - CAP} past the per-tenant cap`)
-    const after = rowsOf(owner.tenantId)
+    const after = await rowsOf(owner.tenantId)
     expect(after.map((r) => r.id)).toEqual(before.slice(-CAP).map((r) => r.id))
-    expect(rowsOf(stranger.tenantId)).toEqual(theirsBefore)
+    expect(await rowsOf(stranger.tenantId)).toEqual(theirsBefore)
     // A resume from the last pruned event is still whole (only older ones are gone); one from before it is not.
     const lastPruned = before[before.length - CAP - 1]!.id
     const whole = await LiveClient.open(app, { cookie: owner.session }, { lastEventId: String(lastPruned) })

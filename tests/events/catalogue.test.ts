@@ -34,9 +34,9 @@ describe('rentals', () => {
     expect((await patch(true)).status).toBe(200)
     // Saying it again is no change: no second event.
     expect((await patch(true)).status).toBe(200)
-    withTransaction(app.deps.db, (tx) => setMarketRentals(tx, app.deps, server, ['marketplace_a']))
+    await withTransaction(app.deps.db, (tx) => setMarketRentals(tx, app.deps, server, ['marketplace_a']))
     expect((await patch(false)).status).toBe(200)
-    withTransaction(app.deps.db, (tx) => setMarketRentals(tx, app.deps, server, []))
+    await withTransaction(app.deps.db, (tx) => setMarketRentals(tx, app.deps, server, []))
     const { agent } = await RawAgent.start(app, agent_token)
     agent.event('rental.started', 'info', 'a renter started a job')
     await agent.barrier()

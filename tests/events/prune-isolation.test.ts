@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { newTenant, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { onPostgres } from '../support/postgres'
@@ -22,32 +23,32 @@ async function prune(): Promise<Run> {
   expect({ status: res.status, text }).toMatchObject({ status: 200 })
   return JSON.parse(text) as Run
 }
-const countOf = (tenantId: string) => (app.deps.sqlite.query('SELECT count(*) AS n FROM live_events WHERE tenant_id = ?').get(tenantId) as { n: number }).n
+const countOf = async (tenantId: string) =>
+  ((await app.deps.db.get(sql`SELECT count(*) AS n FROM live_events WHERE tenant_id = ${tenantId}`)) as { n: number }).n
 
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent', LIVE_EVENTS_MAX_PER_TENANT: '100' })
   ;[first, second] = [await newTenant(app, 'prune-a'), await newTenant(app, 'prune-b')].sort((a, b) => (a.tenantId < b.tenantId ? -1 : 1)) as [Member, Member]
   for (const m of [first, second])
     for (let i = 0; i < 150; i++)
-      app.deps.sqlite.run('INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES (?, ?, NULL, ?, ?, ?)', [
-        m.tenantId,
-        i + 1, // the tenant's own event ids, as the producers hand them out (live_event_sequences)
-        'test.event',
-        JSON.stringify({ i }),
-        app.deps.clock.nowUs(),
-      ])
+      // seq: the tenant's own event ids, as the producers hand them out (live_event_sequences)
+      await app.deps.db.run(
+        sql`INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES (${m.tenantId}, ${i + 1}, NULL, ${'test.event'}, ${JSON.stringify({ i })}, ${app.deps.clock.nowUs()})`,
+      )
   if (onPostgres)
-    app.deps.sqlite.exec(
+    await app.deps.database.postgres!.exec(
       `CREATE FUNCTION prune_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF OLD.tenant_id = '${first.tenantId}' THEN RAISE EXCEPTION 'injected delete fault'; END IF; RETURN OLD; END $$;
        CREATE TRIGGER prune_fault BEFORE DELETE ON live_events FOR EACH ROW EXECUTE FUNCTION prune_fault()`,
     )
   else
-    app.deps.sqlite.run(
-      `CREATE TEMP TRIGGER prune_fault BEFORE DELETE ON live_events WHEN OLD.tenant_id = '${first.tenantId}' BEGIN SELECT RAISE(ABORT, 'injected delete fault'); END`,
+    await app.deps.db.run(
+      sql.raw(
+        `CREATE TEMP TRIGGER prune_fault BEFORE DELETE ON live_events WHEN OLD.tenant_id = '${first.tenantId}' BEGIN SELECT RAISE(ABORT, 'injected delete fault'); END`,
+      ),
     )
 })
 afterAll(async () => {
-  if (onPostgres) app.deps.sqlite.exec('DROP TRIGGER prune_fault ON live_events; DROP FUNCTION prune_fault()')
+  if (onPostgres) await app.deps.database.postgres!.exec('DROP TRIGGER prune_fault ON live_events; DROP FUNCTION prune_fault()')
   await app.close()
 })
 
@@ -57,8 +58,8 @@ test("a tenant whose events cannot be pruned does not stop the others' prune; th
   expect(run.detail).toContain(`1 tenants failed: ${first.tenantId} (`)
   expect(run.detail).toContain('injected delete fault')
   expect(run.detail).toContain('50 past the per-tenant cap')
-  expect(countOf(second.tenantId)).toBe(100)
-  expect(countOf(first.tenantId)).toBe(150)
+  expect(await countOf(second.tenantId)).toBe(100)
+  expect(await countOf(first.tenantId)).toBe(150)
 
   const next = await prune()
   expect(next).toMatchObject({ outcome: 'succeeded' })

@@ -1,4 +1,5 @@
 import { Database } from 'bun:sqlite'
+import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -28,8 +29,8 @@ beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })
   alice = { ...(await newOwner(app, 'alice', 'pro')), role: 'owner' }
   bob = { ...(await newOwner(app, 'bob', 'pro')), role: 'owner' }
-  aliceServer = insertServer(app, alice.tenantId, 'alice rig')
-  bobServer = insertServer(app, bob.tenantId, 'bob rig')
+  aliceServer = await insertServer(app, alice.tenantId, 'alice rig')
+  bobServer = await insertServer(app, bob.tenantId, 'bob rig')
 })
 afterAll(async () => {
   closeAllClients()
@@ -137,12 +138,12 @@ describe('upgrading a buffer written with the shared sequence', () => {
 
       const upgraded = await startTestApp({ LOG_LEVEL: 'silent', DATABASE_URL: `file:${file}` })
       try {
-        const ids = (tenant: string) =>
-          (upgraded.deps.sqlite.query('SELECT seq FROM live_events WHERE tenant_id = ? ORDER BY seq').all(`tenant-${tenant}`) as { seq: number }[]).map(
+        const ids = async (tenant: string) =>
+          ((await upgraded.deps.db.all(sql`SELECT seq FROM live_events WHERE tenant_id = ${`tenant-${tenant}`} ORDER BY seq`)) as { seq: number }[]).map(
             (r) => r.seq,
           )
-        expect({ a: ids('A'), b: ids('B') }).toEqual({ a: [1, 3, 4, 6], b: [2, 5] })
-        const next = upgraded.deps.sqlite.query('SELECT tenant_id AS t, last_seq AS s FROM live_event_sequences ORDER BY tenant_id').all()
+        expect({ a: await ids('A'), b: await ids('B') }).toEqual({ a: [1, 3, 4, 6], b: [2, 5] })
+        const next = await upgraded.deps.db.all(sql`SELECT tenant_id AS t, last_seq AS s FROM live_event_sequences ORDER BY tenant_id`)
         expect(next).toEqual([
           { t: 'tenant-A', s: 6 },
           { t: 'tenant-B', s: 6 },

@@ -55,7 +55,7 @@ describe('on the wire', () => {
   })
 
   test('an event reaches an open stream while it happens, with its id, type and one line of JSON', async () => {
-    const server = insertServer(app, owner.tenantId, 'wire rig')
+    const server = await insertServer(app, owner.tenantId, 'wire rig')
     const raw = await RawStream.open(app, { cookie: owner.session })
     await raw.until((s) => s.events().length > 0)
     const res = await call(app, 'POST', '/commands', owner, { json: { server_id: server, type: 'diagnostics.run', params: {} } })

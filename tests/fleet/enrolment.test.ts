@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import {
   advance,
@@ -31,8 +32,8 @@ beforeAll(async () => {
 })
 afterAll(() => stopApp(app))
 
-const managedCount = (tenantId: string) =>
-  (app.deps.sqlite.query('SELECT count(*) AS n FROM servers WHERE tenant_id = ? AND decommissioned_at IS NULL').get(tenantId) as { n: number }).n
+const managedCount = async (tenantId: string) =>
+  ((await app.deps.db.get(sql`SELECT count(*) AS n FROM servers WHERE tenant_id = ${tenantId} AND decommissioned_at IS NULL`)) as { n: number }).n
 
 describe('claiming an init token', () => {
   test('an enrolment answers 201 with the server, a gpuhq_agt_ credential, the session URL and the intervals', async () => {
@@ -68,7 +69,7 @@ describe('claiming an init token', () => {
     const unknown = await expectProblem(await register(app, 'gpuhq_init_nothing'), 401, 'unauthorized')
     expect(again.detail).toBe(mutated.detail)
     expect(again.detail).toBe(unknown.detail)
-    expect(managedCount(owner.tenantId)).toBe(1)
+    expect(await managedCount(owner.tenantId)).toBe(1)
   })
 
   test('a token past its lifetime on the test clock answers 401', async () => {
@@ -76,7 +77,7 @@ describe('claiming an init token', () => {
     const { token } = await mintInitToken(app, owner, { expires_in_s: 60 })
     await advance(app, 61)
     await expectProblem(await register(app, token), 401, 'unauthorized')
-    expect(managedCount(owner.tenantId)).toBe(0)
+    expect(await managedCount(owner.tenantId)).toBe(0)
   })
 
   test('on success every other unused token bound to the same server is revoked, and tokens bound elsewhere are not', async () => {
@@ -111,7 +112,7 @@ describe('which server an enrolment attaches to', () => {
     const body = await ok<Enrolled>(register(app, bound.token, { fingerprint: other.facts.fingerprint, hostname: 'reinstalled' }), 201)
     expect(body.server_id).toBe(a.server_id)
     expect((await getServer(app, owner, a.server_id)).hostname).toBe('reinstalled')
-    expect(managedCount(owner.tenantId)).toBe(2)
+    expect(await managedCount(owner.tenantId)).toBe(2)
   })
 
   test("an unbound token attaches to the tenant's server with the same fingerprint, or creates a new one", async () => {
@@ -123,7 +124,7 @@ describe('which server an enrolment attaches to', () => {
     expect(fresh.server_id).not.toBe(a.server_id)
     const none = await enrolAgent(app, owner, { fingerprint: null })
     expect([a.server_id, fresh.server_id]).not.toContain(none.server_id)
-    expect(managedCount(owner.tenantId)).toBe(3)
+    expect(await managedCount(owner.tenantId)).toBe(3)
   })
 
   test("a fingerprint of another tenant's server never matches: a new server is created and the other keeps its agent", async () => {
@@ -132,7 +133,7 @@ describe('which server an enrolment attaches to', () => {
     const their = await enrolAgent(app, theirs, { fingerprint: 'sha256:shared-hardware' })
     const my = await enrolAgent(app, mine, { fingerprint: 'sha256:shared-hardware' })
     expect(my.server_id).not.toBe(their.server_id)
-    expect(managedCount(mine.tenantId)).toBe(1)
+    expect(await managedCount(mine.tenantId)).toBe(1)
     expect((await httpsHello(app, their.agent_token)).status).toBe(204)
     await expectProblem(await api(app, mine, 'GET', `/servers/${their.server_id}`), 404, 'not_found')
   })
@@ -143,17 +144,17 @@ describe('enrolments refused at claim time leave the token unclaimed', () => {
     const owner = await newOwner(app)
     const { token } = await mintInitToken(app, owner)
     await expectProblem(await register(app, token, { agent_version: '0.9.7' }), 426, 'unsupported_agent_version')
-    expect(managedCount(owner.tenantId)).toBe(0)
+    expect(await managedCount(owner.tenantId)).toBe(0)
     expect((await register(app, token, { agent_version: '1.0.0' })).status).toBe(201)
   })
 
   test('a frozen account at claim time answers 403 account_frozen; after the freeze the same token works', async () => {
     const owner = await newOwner(app)
     const { token } = await mintInitToken(app, owner)
-    setAccountState(app, owner.tenantId, 'frozen')
+    await setAccountState(app, owner.tenantId, 'frozen')
     await expectProblem(await register(app, token), 403, 'account_frozen')
-    expect(managedCount(owner.tenantId)).toBe(0)
-    setAccountState(app, owner.tenantId, 'active')
+    expect(await managedCount(owner.tenantId)).toBe(0)
+    await setAccountState(app, owner.tenantId, 'active')
     expect((await register(app, token)).status).toBe(201)
   })
 
@@ -161,10 +162,10 @@ describe('enrolments refused at claim time leave the token unclaimed', () => {
     const owner = await newOwner(app, 'limit', 'starter')
     const first = await mintInitToken(app, owner)
     const second = await mintInitToken(app, owner)
-    setPlan(app, owner.tenantId, 'free')
+    await setPlan(app, owner.tenantId, 'free')
     const enrolled = await ok<Enrolled>(register(app, first.token), 201)
     await expectProblem(await register(app, second.token), 409, 'server_limit_reached')
-    expect(managedCount(owner.tenantId)).toBe(1)
+    expect(await managedCount(owner.tenantId)).toBe(1)
     await ok(api(app, owner, 'POST', `/servers/${enrolled.server_id}/decommission`))
     const later = await ok<Enrolled>(register(app, second.token), 201)
     expect(later.server_id).not.toBe(enrolled.server_id)
@@ -174,7 +175,7 @@ describe('enrolments refused at claim time leave the token unclaimed', () => {
     const owner = await newOwner(app, 'limit', 'starter')
     const first = await mintInitToken(app, owner)
     const second = await mintInitToken(app, owner)
-    setPlan(app, owner.tenantId, 'free')
+    await setPlan(app, owner.tenantId, 'free')
     const enrolled = await ok<Enrolled>(register(app, first.token, { fingerprint: 'sha256:only-box' }), 201)
     expect((await ok<Enrolled>(register(app, second.token, { fingerprint: 'sha256:only-box' }), 201)).server_id).toBe(enrolled.server_id)
   })

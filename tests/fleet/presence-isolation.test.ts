@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { insertServer } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { advance, api, getServer, newOwner, ok, stopApp, type Owner } from '../support/fleet'
@@ -26,13 +27,13 @@ beforeAll(async () => {
     Owner,
     Owner,
   ]
-  firstServer = insertServer(app, first.tenantId, 'rig-a')
-  secondServer = insertServer(app, second.tenantId, 'rig-b')
+  firstServer = await insertServer(app, first.tenantId, 'rig-a')
+  secondServer = await insertServer(app, second.tenantId, 'rig-b')
   // Both were online: their last heartbeat is now (as the agent session would have written it).
   for (const id of [firstServer, secondServer])
-    app.deps.sqlite.run("UPDATE servers SET presence = 'online', last_seen_at = ? WHERE id = ?", [app.deps.clock.nowUs(), id])
+    await app.deps.db.run(sql`UPDATE servers SET presence = 'online', last_seen_at = ${app.deps.clock.nowUs()} WHERE id = ${id}`)
   await ok(api(app, first, 'PUT', '/notifications/settings', { json: { rules: { offline: { chat: true } } }, headers: { Origin: 'http://gpuhq.test' } }))
-  app.deps.sqlite.run("UPDATE notification_settings SET rules = 'null' WHERE tenant_id = ?", [first.tenantId])
+  await app.deps.db.run(sql`UPDATE notification_settings SET rules = 'null' WHERE tenant_id = ${first.tenantId}`)
 })
 afterAll(() => stopApp(app))
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import {
   advance,
@@ -232,7 +233,7 @@ describe('telemetry', () => {
 })
 
 describe('presence steps are group-committed, and no reader sees one late', () => {
-  const storedPresence = (id: string) => (app.deps.sqlite.query('SELECT presence FROM servers WHERE id = ?').get(id) as { presence: string }).presence
+  const storedPresence = async (id: string) => ((await app.deps.db.get(sql`SELECT presence FROM servers WHERE id = ${id}`)) as { presence: string }).presence
   /** Resolves once the service has run the session's close handler (the server has no live session). */
   async function closedInService(id: string) {
     const until = Date.now() + 3000
@@ -250,10 +251,10 @@ describe('presence steps are group-committed, and no reader sees one late', () =
     await agent.close()
     await closedInService(id)
     // The step waits in memory (its timer has not run yet): the database still says online…
-    expect(storedPresence(id)).toBe('online')
+    expect(await storedPresence(id)).toBe('online')
     // …and the first read writes it before it reads.
     expect(await presenceOf(id)).toBe('offline')
-    expect(storedPresence(id)).toBe('offline')
+    expect(await storedPresence(id)).toBe('offline')
     expect((await rowOf(id)).presence).toBe('offline')
     expect((await ok<{ servers: { offline: number } }>(api(app, owner, 'GET', '/dashboard'))).servers.offline).toBe(dashboardBefore + 1)
     const offline = (await serverEvents(app, owner, id, { kind: 'presence.offline' })).items
@@ -267,10 +268,10 @@ describe('presence steps are group-committed, and no reader sees one late', () =
     const { id, agent } = await connected()
     agent.heartbeat()
     await agent.barrier()
-    await eventually(() => storedPresence(id) === 'online', undefined, 10)
+    await eventually(async () => (await storedPresence(id)) === 'online', undefined, 10)
     await agent.close()
     await closedInService(id)
-    await eventually(() => storedPresence(id) === 'offline', undefined, 10)
+    await eventually(async () => (await storedPresence(id)) === 'offline', undefined, 10)
   })
 
   test('close, reconnect and heartbeat in quick succession: each transition recorded once, in order, the server online', async () => {

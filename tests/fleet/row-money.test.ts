@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { utcDay } from '../../src/platform/time'
@@ -55,9 +56,9 @@ beforeAll(async () => {
     },
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
-  startEarlyInUtcDay(app) // these tests read today's figures while they move the clock on
+  await startEarlyInUtcDay(app) // these tests read today's figures while they move the clock on
   owner = await newOwner(app, 'fleet-money', 'pro')
-  for (const name of ['rig-a', 'rig-b', 'rig-idle', 'rig-plain']) ids[name] = insertServer(app, owner.tenantId, name)
+  for (const name of ['rig-a', 'rig-b', 'rig-idle', 'rig-plain']) ids[name] = await insertServer(app, owner.tenantId, name)
   // What their agents would have reported: the cards the platforms rent out.
   for (const [name, gpus] of [
     ['rig-a', 2],
@@ -65,7 +66,7 @@ beforeAll(async () => {
     ['rig-idle', 1],
     ['rig-plain', 4],
   ] as const)
-    app.deps.sqlite.run('UPDATE servers SET gpu_count = ? WHERE id = ?', [gpus, ids[name]!])
+    await app.deps.db.run(sql`UPDATE servers SET gpu_count = ${gpus} WHERE id = ${ids[name]!}`)
   ;({ agent, server_id: ids['rig-online'] } = await onlineServer(app, owner))
   agent.heartbeat()
   await agent.barrier()

@@ -150,14 +150,14 @@ describe('a frame the service cannot accept', () => {
     const bystanderEnrolment = await enrolAgent(app, owner)
     const { agent } = await RawAgent.start(app, e.agent_token)
     const bystander = (await RawAgent.start(app, bystanderEnrolment.agent_token)).agent
-    const before = fleetRowCounts(app)
+    const before = await fleetRowCounts(app)
 
     const error = await agent.expectError(frame)
     expect(error).toMatchObject({ type: 'error', code })
     expect(typeof error.message).toBe('string')
     await agent.barrier()
     expect(agent.open).toBe(true)
-    expect(fleetRowCounts(app)).toEqual(before)
+    expect(await fleetRowCounts(app)).toEqual(before)
     expect(bystander.open).toBe(true)
     expect(bystander.frames.map((f) => f.type)).toEqual(['welcome'])
 

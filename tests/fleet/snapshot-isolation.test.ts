@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { insertServer } from '../support/access'
 import { startEarlyInUtcDay, startTestApp, type TestApp } from '../support/app'
 import { advance, api, newOwner, ok, stopApp, type FleetList, type Owner } from '../support/fleet'
@@ -22,18 +23,17 @@ const runSnapshot = () => ok<Run>(app.fetch('/api/v1/_test/jobs/fleet.snapshot/r
 
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })
-  startEarlyInUtcDay(app) // the poisoned rows are today's: the clock must not cross midnight while the test moves it
+  await startEarlyInUtcDay(app) // the poisoned rows are today's: the clock must not cross midnight while the test moves it
   ;[first, second] = [await newOwner(app, 'snap-a', 'pro'), await newOwner(app, 'snap-b', 'pro')].sort((a, b) => (a.tenantId < b.tenantId ? -1 : 1)) as [
     Owner,
     Owner,
   ]
-  const firstServer = insertServer(app, first.tenantId, 'rig-a')
-  secondServer = insertServer(app, second.tenantId, 'rig-b')
+  const firstServer = await insertServer(app, first.tenantId, 'rig-a')
+  secondServer = await insertServer(app, second.tenantId, 'rig-b')
   const day = utcDay(app.deps.clock.nowUs())
   for (const marketplace of ['marketplace_a', 'marketplace_b'])
-    app.deps.sqlite.run(
-      "INSERT INTO earnings_days (tenant_id, server_id, marketplace, day, accrued_usd_micros, accrued_us, gap_us, samples, platform_usd_micros, by_currency, updated_at) VALUES (?, ?, ?, ?, 5000000000000000, 0, 0, 1, NULL, '{}', ?)",
-      [first.tenantId, firstServer, marketplace, day, app.deps.clock.nowUs()],
+    await app.deps.db.run(
+      sql`INSERT INTO earnings_days (tenant_id, server_id, marketplace, day, accrued_usd_micros, accrued_us, gap_us, samples, platform_usd_micros, by_currency, updated_at) VALUES (${first.tenantId}, ${firstServer}, ${marketplace}, ${day}, 5000000000000000, 0, 0, 1, NULL, '{}', ${app.deps.clock.nowUs()})`,
     )
 })
 afterAll(() => stopApp(app))

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { join } from 'node:path'
 import { loadCredential } from '../../agent/lib/credential'
 import { FormatRegistry } from '@sinclair/typebox'
@@ -173,20 +174,14 @@ async function recording<T>(seed: () => Promise<T>): Promise<T> {
 }
 
 /** Rows no seeding step leaves on a fleet whose agents are not running: an incident and a command log. */
-function fixtureRows(tenantId: string, serverId: string, commandId: string): void {
+async function fixtureRows(tenantId: string, serverId: string, commandId: string): Promise<void> {
   const now = app.deps.clock.nowUs()
-  app.deps.sqlite.run(
-    `INSERT INTO alert_incidents (id, tenant_id, kind, cause_key, severity, server_id, title, detail, state, opened_at, last_seen_at, occurrences, notification_ids)
-     VALUES (?, ?, 'offline', ?, 'critical', ?, 'Server offline: rig-01', 'offline: session closed', 'open', ?, ?, 1, '[]')`,
-    [app.deps.newId(), tenantId, `offline:${serverId}`, serverId, now, now],
-  )
+  await app.deps.db.run(sql`INSERT INTO alert_incidents (id, tenant_id, kind, cause_key, severity, server_id, title, detail, state, opened_at, last_seen_at, occurrences, notification_ids)
+     VALUES (${app.deps.newId()}, ${tenantId}, 'offline', ${`offline:${serverId}`}, 'critical', ${serverId}, 'Server offline: rig-01', 'offline: session closed', 'open', ${now}, ${now}, 1, '[]')`)
   const logId = app.deps.newId()
-  app.deps.sqlite.run('INSERT INTO command_logs (id, command_id, text, bytes, truncated, updated_at) VALUES (?, ?, ?, 3, 0, ?)', [
-    logId,
-    commandId,
-    'ok\n',
-    now,
-  ])
+  await app.deps.db.run(
+    sql`INSERT INTO command_logs (id, command_id, text, bytes, truncated, updated_at) VALUES (${logId}, ${commandId}, ${'ok\n'}, 3, 0, ${now})`,
+  )
   known.set('log_id', logId)
 }
 
@@ -199,7 +194,7 @@ beforeAll(async () => {
   await recording(async () => {
     const api = new DemoClient(app.url)
     const owner = await createOwner(app.deps, api, demoSignIn())
-    openingBalance(app.deps, owner.tenantId, app.deps.clock.nowUs())
+    await openingBalance(app.deps, owner.tenantId, app.deps.clock.nowUs())
     await upgradeToPro(owner.member)
     const pat = api.as({ bearer: await mintToken(owner.member) })
     const ids = await enrolFleet(pat, app.url, app.dir, 'silent')
@@ -207,11 +202,11 @@ beforeAll(async () => {
     const linkedAt = await connectMarketplaces(pat, ids)
     await configureAccount(pat, ids)
     const now = app.deps.clock.nowUs()
-    backdateFleet(app.deps, owner.tenantId, ids, now)
+    await backdateFleet(app.deps, owner.tenantId, ids, now)
     expect((await app.runner.run('billing.charge', `contract:${app.deps.newId()}`)).outcome).toBe('succeeded')
     await fundAccount(owner.member)
     await backfillTelemetry(app.deps, ids, now)
-    reportVastEarnings(markets, backfillEarnings(app.deps, owner.tenantId, ids, linkedAt, now, app.deps.clock.nowUs()))
+    reportVastEarnings(markets, await backfillEarnings(app.deps, owner.tenantId, ids, linkedAt, now, app.deps.clock.nowUs()))
     for (const job of FIRST_RUNS) expect({ job, run: (await app.runner.run(job, `contract:${app.deps.newId()}`)).outcome }).toEqual({ job, run: 'succeeded' })
 
     // The owner's own browser session, as the console signs in.
@@ -231,7 +226,7 @@ beforeAll(async () => {
     // An agent's own credential (the demo's enrolment saved it where the agent keeps it), for the agent's operations.
     agentToken = loadCredential(join(app.dir, 'agents', 'rig-01')).agent_token
     const commands = await pat.get<{ items: { command_id: string }[] }>('/commands')
-    fixtureRows(owner.tenantId, ids.get('rig-01')!, commands.items[0]!.command_id)
+    await fixtureRows(owner.tenantId, ids.get('rig-01')!, commands.items[0]!.command_id)
     // A drain (docs/marketplaces.md "Drain"), which the demo does not start.
     await pat.call('POST', `/servers/${ids.get('rig-01')}/drain`, { reason: 'contract' }, 201)
   })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { Elysia, t } from 'elysia'
 import { PROBLEM_CODE_LIST } from '../../src/platform/problem'
 import { platform } from '../../src/platform/http'
@@ -98,7 +99,7 @@ describe('problem documents', () => {
       const doc = await expectProblem(res, 415, 'validation_failed')
       expect(doc.errors).toEqual([{ path: '', code: 'unsupported_media_type' }])
     }
-    const rows = app.deps.sqlite.query('SELECT count(*) AS n FROM test_probes').get() as { n: number }
+    const rows = (await app.deps.db.get(sql`SELECT count(*) AS n FROM test_probes`)) as { n: number }
     expect(rows.n).toBe(0)
   })
 
@@ -166,7 +167,7 @@ describe('validation errors on query parameters', () => {
   let server: RunningServer
   beforeAll(() => {
     const list = new Elysia()
-      .use(platform(app.deps, { allowedMethods: () => ['GET', 'HEAD'], checkAccess: () => {} }))
+      .use(platform(app.deps, { allowedMethods: () => ['GET', 'HEAD'], checkAccess: async () => {} }))
       .get('/list', ({ query }) => query, { query: t.Object(PageQuery) })
     server = startServer(list as unknown as App, app.deps, { port: 0, hostname: '127.0.0.1' })
   })
@@ -202,7 +203,7 @@ describe('validation errors on query parameters', () => {
 describe('unexpected failures', () => {
   test('an unexpected failure answers 500 temporarily_unavailable with a request id and no internals', async () => {
     const broken = await startTestApp()
-    broken.deps.sqlite.close()
+    await broken.deps.database.close()
     const res = await broken.fetch(PROBES, { method: 'POST', json: { value: 'x' } })
     const body = await res.clone().text()
     const doc = await expectProblem(res, 500, 'temporarily_unavailable')

@@ -26,7 +26,7 @@ describe('health', () => {
 
   test('readyz answers 503 temporarily_unavailable when the database is gone', async () => {
     const other = await startTestApp()
-    other.deps.sqlite.close()
+    await other.deps.database.close()
     const res = await other.fetch('/readyz')
     expect(res.status).toBe(503)
     expect(res.headers.get('content-type')).toBe('application/problem+json')

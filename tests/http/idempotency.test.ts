@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { fingerprint } from '../../src/platform/idempotency'
 import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
@@ -22,10 +23,10 @@ const newKey = () => `key-${Date.now()}-${++seq}`
 
 const create = (key: string, json: unknown) => app.fetch(PROBES, { method: 'POST', json, headers: { 'idempotency-key': key } })
 
-const probesWithValue = (value: string) => (app.deps.sqlite.query('SELECT count(*) AS n FROM test_probes WHERE value = ?').get(value) as { n: number }).n
+const probesWithValue = async (value: string) => ((await app.deps.db.get(sql`SELECT count(*) AS n FROM test_probes WHERE value = ${value}`)) as { n: number }).n
 
-const keyRows = (key: string) =>
-  app.deps.sqlite.query('SELECT * FROM idempotency_keys WHERE key = ?').all(key) as {
+const keyRows = async (key: string) =>
+  (await app.deps.db.all(sql`SELECT * FROM idempotency_keys WHERE key = ${key}`)) as {
     scope: string
     operation: string
     state: string
@@ -58,7 +59,7 @@ describe('replaying a request', () => {
       // A replay is still its own request, with its own id.
       expect(again.headers.get('x-request-id')).not.toBe(first.headers.get('x-request-id'))
     }
-    expect(probesWithValue('replay-me')).toBe(1)
+    expect(await probesWithValue('replay-me')).toBe(1)
   })
 
   test('the order of keys in the JSON body does not make it a different request', async () => {
@@ -77,7 +78,7 @@ describe('replaying a request', () => {
     })
     expect(again.status).toBe(201)
     expect(again.headers.get('idempotent-replayed')).toBe('true')
-    expect(probesWithValue('ordered')).toBe(1)
+    expect(await probesWithValue('ordered')).toBe(1)
   })
 
   test('nested key order is ignored by the request fingerprint', () => {
@@ -92,13 +93,13 @@ describe('replaying a request', () => {
     const key = newKey()
     expect((await create(key, { value: 'original' })).status).toBe(201)
     await expectProblem(await create(key, { value: 'changed' }), 409, 'idempotency_conflict')
-    expect(probesWithValue('changed')).toBe(0)
-    expect(probesWithValue('original')).toBe(1)
+    expect(await probesWithValue('changed')).toBe(0)
+    expect(await probesWithValue('original')).toBe(1)
   })
 
   test('requests without a key are never deduplicated', async () => {
     for (let i = 0; i < 2; i++) expect((await app.fetch(PROBES, { method: 'POST', json: { value: 'no-key' } })).status).toBe(201)
-    expect(probesWithValue('no-key')).toBe(2)
+    expect(await probesWithValue('no-key')).toBe(2)
   })
 })
 
@@ -106,7 +107,7 @@ describe('concurrent retries', () => {
   test('twenty concurrent requests with one key create exactly one probe', async () => {
     const key = newKey()
     const responses = await Promise.all(Array.from({ length: 20 }, () => create(key, { value: 'concurrent' })))
-    expect(probesWithValue('concurrent')).toBe(1)
+    expect(await probesWithValue('concurrent')).toBe(1)
 
     const created = responses.filter((r) => r.status === 201)
     expect(created.length).toBeGreaterThanOrEqual(1)
@@ -125,11 +126,11 @@ describe('what is stored', () => {
   test('a request refused by validation stores nothing, and the corrected retry with the same key succeeds', async () => {
     const key = newKey()
     await expectProblem(await create(key, { value: '' }), 422, 'validation_failed')
-    expect(keyRows(key)).toHaveLength(0)
+    expect(await keyRows(key)).toHaveLength(0)
     const fixed = await create(key, { value: 'corrected' })
     expect(fixed.status).toBe(201)
     expect(fixed.headers.get('idempotent-replayed')).toBeNull()
-    expect(probesWithValue('corrected')).toBe(1)
+    expect(await probesWithValue('corrected')).toBe(1)
   })
 
   test('the stored response is encrypted at rest', async () => {
@@ -137,7 +138,7 @@ describe('what is stored', () => {
     const value = `plaintext-marker-${crypto.randomUUID()}`
     const res = await create(key, { value })
     const { id } = (await res.json()) as { id: string }
-    const [row] = keyRows(key)
+    const [row] = await keyRows(key)
     expect(row!.state).toBe('completed')
     const box = Buffer.from(row!.response_box!)
     expect(box.length).toBeGreaterThan(0)
@@ -164,26 +165,18 @@ describe('the key itself', () => {
       const doc = await expectProblem(await create(key, { value: 'bad-key' }), 422, 'validation_failed')
       expect(doc.errors!.map((e) => e.path)).toEqual(['/idempotency-key'])
     }
-    expect(probesWithValue('bad-key')).toBe(0)
+    expect(await probesWithValue('bad-key')).toBe(0)
   })
 
   test('the same key on a different operation is a different key', async () => {
     const key = newKey()
     // Another operation already holds this key with its own stored outcome.
-    app.deps.sqlite
-      .query(
-        `INSERT INTO idempotency_keys (scope, operation, key, fingerprint, state, locked_until, response_status, response_box, created_at)
-         VALUES ('public', 'POST /api/v1/other', ?, ?, 'completed', 0, 201, NULL, ?)`,
-      )
-      .run(key, fingerprint('POST', '/api/v1/other', { value: 'other' }), app.deps.clock.nowUs())
+    await app.deps.db.run(sql`INSERT INTO idempotency_keys (scope, operation, key, fingerprint, state, locked_until, response_status, response_box, created_at)
+         VALUES ('public', 'POST /api/v1/other', ${key}, ${fingerprint('POST', '/api/v1/other', { value: 'other' })}, 'completed', 0, 201, NULL, ${app.deps.clock.nowUs()})`)
     const res = await create(key, { value: 'same-key-other-op' })
     expect(res.status).toBe(201)
     expect(res.headers.get('idempotent-replayed')).toBeNull()
-    expect(
-      keyRows(key)
-        .map((r) => r.operation)
-        .sort(),
-    ).toEqual([OPERATION, 'POST /api/v1/other'].sort())
+    expect((await keyRows(key)).map((r) => r.operation).sort()).toEqual([OPERATION, 'POST /api/v1/other'].sort())
   })
 })
 
@@ -199,12 +192,12 @@ describe('lifetime of a key', () => {
     const gc = await app.fetch('/api/v1/_test/jobs/idempotency.gc/run', { method: 'POST' })
     expect(gc.status).toBe(200)
     expect(((await gc.json()) as { outcome: string }).outcome).toBe('succeeded')
-    expect(keyRows(key)).toHaveLength(0)
+    expect(await keyRows(key)).toHaveLength(0)
 
     const reused = await create(key, { value: 'after-retention' })
     expect(reused.status).toBe(201)
     expect(reused.headers.get('idempotent-replayed')).toBeNull()
-    expect(probesWithValue('after-retention')).toBe(1)
+    expect(await probesWithValue('after-retention')).toBe(1)
   })
 
   test('a claim left in progress by a crashed process is taken over once its lock has expired', async () => {
@@ -212,36 +205,28 @@ describe('lifetime of a key', () => {
     const body = { value: 'crashed-claim' }
     const now = app.deps.clock.nowUs()
     // What a process that died between claiming and storing leaves behind: locked for 60 s.
-    app.deps.sqlite
-      .query(
-        `INSERT INTO idempotency_keys (scope, operation, key, fingerprint, state, locked_until, response_status, response_box, created_at)
-         VALUES ('public', ?, ?, ?, 'in_progress', ?, NULL, NULL, ?)`,
-      )
-      .run(OPERATION, key, fingerprint('POST', PROBES, body), now + 60_000_000, now)
+    await app.deps.db.run(sql`INSERT INTO idempotency_keys (scope, operation, key, fingerprint, state, locked_until, response_status, response_box, created_at)
+         VALUES ('public', ${OPERATION}, ${key}, ${fingerprint('POST', PROBES, body)}, 'in_progress', ${now + 60_000_000}, NULL, NULL, ${now})`)
 
     const busy = await create(key, body)
     expect(busy.headers.get('retry-after')).toMatch(/^[1-9]\d*$/)
     await expectProblem(busy, 409, 'conflict')
-    expect(probesWithValue('crashed-claim')).toBe(0)
+    expect(await probesWithValue('crashed-claim')).toBe(0)
 
     await advanceClock(61)
     const taken = await create(key, body)
     expect(taken.status).toBe(201)
-    expect(probesWithValue('crashed-claim')).toBe(1)
-    expect(keyRows(key)[0]!.state).toBe('completed')
+    expect(await probesWithValue('crashed-claim')).toBe(1)
+    expect((await keyRows(key))[0]!.state).toBe('completed')
     expect((await create(key, body)).headers.get('idempotent-replayed')).toBe('true')
   })
 
   test('a stale claim with a different body still answers idempotency_conflict', async () => {
     const key = newKey()
     const now = app.deps.clock.nowUs()
-    app.deps.sqlite
-      .query(
-        `INSERT INTO idempotency_keys (scope, operation, key, fingerprint, state, locked_until, response_status, response_box, created_at)
-         VALUES ('public', ?, ?, ?, 'in_progress', ?, NULL, NULL, ?)`,
-      )
-      .run(OPERATION, key, fingerprint('POST', PROBES, { value: 'first-body' }), now - 1_000_000, now - 120_000_000)
+    await app.deps.db.run(sql`INSERT INTO idempotency_keys (scope, operation, key, fingerprint, state, locked_until, response_status, response_box, created_at)
+         VALUES ('public', ${OPERATION}, ${key}, ${fingerprint('POST', PROBES, { value: 'first-body' })}, 'in_progress', ${now - 1_000_000}, NULL, NULL, ${now - 120_000_000})`)
     await expectProblem(await create(key, { value: 'second-body' }), 409, 'idempotency_conflict')
-    expect(probesWithValue('second-body')).toBe(0)
+    expect(await probesWithValue('second-body')).toBe(0)
   })
 })

@@ -6,7 +6,7 @@ import { startTestApp, type TestApp } from '../support/app'
 /**
  * An answer that takes longer than Bun's default idle timeout (10 s) to compute still reaches its
  * client (docs/operations.md "Timeouts"). Bun counted a connection whose request was being worked
- * on in slices of synchronous work (a charge run on PostgreSQL's bridge, on a loaded machine) as
+ * on in slices of synchronous work (a charge run on the PostgreSQL bridge gpuhq had then, on a loaded machine) as
  * idle, and closed it with a reset at 10 s. gpuhq's own server wrapper (src/server.ts) around a
  * route that works 12 s in such slices: the client gets the answer. The slices are the route's
  * work, not a wait of the test's.

@@ -112,7 +112,7 @@ describe('secrets never reach the log', () => {
   test('an unexpected failure logs its error without the secret the request carried', async () => {
     const broken = await startTestApp()
     const secret = generateSecret('gpuhq_pat_')
-    broken.deps.sqlite.close()
+    await broken.deps.database.close()
     const res = await broken.fetch(PROBES, { method: 'POST', json: { value: secret }, headers: { authorization: `Bearer ${secret}` } })
     expect(res.status).toBe(500)
     expect(broken.logs.some((l) => l.level === 'error')).toBe(true)

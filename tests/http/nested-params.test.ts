@@ -24,7 +24,7 @@ beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'error' })
   owner = await populatedTenant(app)
   const stranger = await newTenant(app, 'stranger')
-  setPlan(app, stranger.tenantId, 'pro')
+  await setPlan(app, stranger.tenantId, 'pro')
   strangerToken = (await mintPat(app, stranger, { name: 'stranger', scopes: ALL_SCOPES })).token
   ;({ doc, operations } = await sweptOperations(app))
 })

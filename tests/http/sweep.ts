@@ -1,4 +1,5 @@
 import { expect } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { ALL_SCOPES } from '../../src/platform/access'
 import { PROBLEM_CODE_LIST } from '../../src/platform/problem'
 import { mintPat, newTenant, setPlan } from '../support/access'
@@ -107,7 +108,7 @@ export type Populated = {
 
 export async function populatedTenant(app: TestApp): Promise<Populated> {
   const owner = await newTenant(app, 'sweep')
-  setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, owner.tenantId, 'pro')
   const { token } = await mintPat(app, owner, { name: 'sweep', scopes: ALL_SCOPES })
   const auth = { authorization: `Bearer ${token}` }
   const ownerLike = { tenantId: owner.tenantId, userId: owner.userId, email: owner.email, session: owner.session, headers: auth }
@@ -142,7 +143,7 @@ export async function populatedTenant(app: TestApp): Promise<Populated> {
     log_ref?: string | null
     error?: { log_ref?: string | null } | null
   }
-  const logRow = app.deps.sqlite.query('SELECT id FROM command_logs WHERE command_id = ?').get(command.id) as { id: string } | null
+  const logRow = (await app.deps.db.get(sql`SELECT id FROM command_logs WHERE command_id = ${command.id}`)) as { id: string } | null
   const access = await enableAccess(app, owner)
   return {
     token,

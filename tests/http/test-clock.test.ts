@@ -86,7 +86,7 @@ describe('moving the clock', () => {
   test('a process restarted on the same database keeps the time a test moved it to', async () => {
     const moved = Date.parse(((await (await move({ advance_seconds: 30 * 86_400 })).json()) as { now: string }).now)
     expect(moved).toBeGreaterThan(Date.now() + 29 * 86_400_000)
-    const restarted = buildDeps(
+    const restarted = await buildDeps(
       loadConfig({
         NODE_ENV: 'test',
         PUBLIC_URL: TEST_PUBLIC_URL,
@@ -100,7 +100,7 @@ describe('moving the clock', () => {
     try {
       expect(Math.floor(restarted.clock.nowUs() / 1000)).toBeGreaterThanOrEqual(moved)
     } finally {
-      restarted.sqlite.close()
+      await restarted.database.close()
     }
   })
 })

@@ -32,7 +32,7 @@ beforeAll(async () => {
     .use(
       platform(app.deps, {
         allowedMethods: () => ['GET', 'HEAD'],
-        checkAccess: (request, route) => {
+        checkAccess: async (request, route) => {
           if (route.endsWith('/authed')) setActor(request, ACTOR)
         },
       }),

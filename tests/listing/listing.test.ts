@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { formatTimestamp } from '../../src/platform/time'
-import { insertServer } from '../support/access'
+import { insertServer, insertServers } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { GOOD_PASSWORD, sessionFrom, withSession } from '../support/accounts'
 import { api, insertSecondTenant, newOwner, ok, type Owner } from '../support/fleet'
@@ -66,13 +66,7 @@ beforeAll(async () => {
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url, MARKETPLACE_PACE_PERCENT: '20' })
   owner = await newOwner(app, 'listing', 'pro')
   stranger = await insertSecondTenant(app)
-  ;[s1, s2, s3, s4, s5] = ['rig-1', 'rig-2', 'rig-3', 'rig-4', 'rig-5'].map((n) => insertServer(app, owner.tenantId, n)) as [
-    string,
-    string,
-    string,
-    string,
-    string,
-  ]
+  ;[s1, s2, s3, s4, s5] = (await insertServers(app, owner.tenantId, ['rig-1', 'rig-2', 'rig-3', 'rig-4', 'rig-5'])) as [string, string, string, string, string]
   const nowS = Math.floor(app.deps.clock.nowUs() / US)
   const listed = { listed: true, num_gpus: 4, gpu_name: 'RTX 4090', listed_gpu_cost: 0.4, min_bid_price: 0.25, listed_min_gpu_count: 1 }
   simA.putMachine(VAST_OWNER, 801, { hostname: 'rig-801', ...listed, end_date: nowS + 10 * DAY })
@@ -369,7 +363,7 @@ describe('group listing profiles', () => {
   })
 
   test('a server that joins the group later gets the profile from the listing-profiles.apply job, once', async () => {
-    const s6 = insertServer(app, owner.tenantId, 'rig-6')
+    const s6 = await insertServer(app, owner.tenantId, 'rig-6')
     simA.putMachine(VAST_OWNER, 805, { hostname: 'rig-805', listed: true, num_gpus: 4, listed_gpu_cost: 0.4, end_date: nowS() + 40 * DAY })
     await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s6, marketplace: 'marketplace_a', external_machine_id: '805' } }), 201)
     await ok(api(app, owner, 'PATCH', `/servers/${s6}`, { json: { group_id: groupId } }))

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { evidenceOf, portRangeSize, type KnownFacts } from '../../src/modules/marketplaces/links/candidates.service'
@@ -218,21 +219,20 @@ describe('GET /marketplaces/links/candidates', () => {
     }
     expect(got.candidates.find((c) => c.external_machine_id === '106')!.evidence.hostname).toBe(false)
     // A server the agent never registered has no facts at all: nothing matches.
-    const blank = insertServer(app, owner.tenantId, 'not enrolled')
+    const blank = await insertServer(app, owner.tenantId, 'not enrolled')
     const none = (await candidates(member, blank, 'marketplace_a')).body as Answer
     expect(none.known).toEqual({ hostname: null, public_ip: null, gpu: null, gpu_count: null, gpu_occupancy: null, disk_gb: null, port_range: null })
     expect(none.candidates.every((c) => c.matched === 0 && !c.suggested)).toBe(true)
   })
 
   test('a machine already linked names the server that holds it', async () => {
-    const holder = insertServer(app, owner.tenantId, 'holder')
-    const account = app.deps.sqlite
-      .query<{ id: string }, [string]>("SELECT id FROM marketplace_accounts WHERE tenant_id = ? AND marketplace = 'marketplace_a'")
-      .get(owner.tenantId)!
+    const holder = await insertServer(app, owner.tenantId, 'holder')
+    const account = (await app.deps.db.get<{ id: string }>(
+      sql`SELECT id FROM marketplace_accounts WHERE tenant_id = ${owner.tenantId} AND marketplace = 'marketplace_a'`,
+    ))!
     const now = app.deps.clock.nowUs()
-    app.deps.sqlite.run(
-      "INSERT INTO marketplace_links (id, tenant_id, server_id, marketplace, account_id, external_machine_id, bind_mode, state, linked_at, remote) VALUES (?, ?, ?, 'marketplace_a', ?, '102', 'manual', 'linked', ?, '{}')",
-      [app.deps.newId(), owner.tenantId, holder, account.id, now],
+    await app.deps.db.run(
+      sql`INSERT INTO marketplace_links (id, tenant_id, server_id, marketplace, account_id, external_machine_id, bind_mode, state, linked_at, remote) VALUES (${app.deps.newId()}, ${owner.tenantId}, ${holder}, 'marketplace_a', ${account.id}, '102', 'manual', 'linked', ${now}, '{}')`,
     )
     const got = (await candidates(member, server, 'marketplace_a')).body as Answer
     expect(got.candidates.find((c) => c.external_machine_id === '102')!.linked_server_id).toBe(holder)
@@ -260,7 +260,7 @@ describe('GET /marketplaces/links/candidates', () => {
   test('a marketplace with no account connected answers 409', async () => {
     const other = await newOwner(app, 'cand-none', 'pro')
     const otherMember: Member = { ...other, role: 'owner' }
-    const rig = insertServer(app, other.tenantId, 'lonely')
+    const rig = await insertServer(app, other.tenantId, 'lonely')
     const { status, body } = await candidates(otherMember, rig, 'marketplace_a')
     expect(status).toBe(409)
     expect(body.code).toBe('conflict')
@@ -282,7 +282,7 @@ describe('GET /marketplaces/links/candidates', () => {
     expect((await candidates(reader, server, 'marketplace_a')).status).toBe(200)
     const noScope = (await mintPat(app, member, { scopes: ['servers:read'] })).token
     expect((await candidates(noScope, server, 'marketplace_a')).status).toBe(403)
-    const other = insertServer(app, owner.tenantId, 'allowed')
+    const other = await insertServer(app, owner.tenantId, 'allowed')
     const allowlisted = (await mintPat(app, member, { scopes: ['marketplaces:read'], server_allowlist: [other] })).token
     const outside = await candidates(allowlisted, server, 'marketplace_a')
     expect(outside.status).toBe(404)

@@ -28,7 +28,7 @@ beforeAll(async () => {
   })
   app = await startTestApp({ MARKETPLACE_B_API_URL: sim.url })
   owner = await newTenant(app, 'market-b')
-  setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, owner.tenantId, 'pro')
 })
 afterAll(async () => {
   await app.close()

@@ -38,7 +38,7 @@ beforeAll(async () => {
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: sim.url })
   owner = await newTenant(app, 'market')
-  setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, owner.tenantId, 'pro')
 })
 afterAll(async () => {
   await app.close()
@@ -91,7 +91,7 @@ describe('connecting a marketplace account', () => {
 
   test('an unreachable or failing marketplace answers 503 with Retry-After and stores nothing', async () => {
     const fresh = await newTenant(app, 'market-down')
-    setPlan(app, fresh.tenantId, 'pro')
+    await setPlan(app, fresh.tenantId, 'pro')
     for (const mode of ['5xx', 'unreachable'] as const) {
       await sim.setMode(mode)
       try {
@@ -146,7 +146,7 @@ describe('connecting a marketplace account', () => {
 
   test('no key appears in any log line, the database file or its WAL', async () => {
     const logs = app.rawLogs.join('\n')
-    const stored = storedText(app.deps.sqlite, app.dir)
+    const stored = await storedText(app.deps.db, app.dir)
     for (const key of KEYS) {
       expect(logs).not.toContain(key)
       expect(stored).not.toContain(key)

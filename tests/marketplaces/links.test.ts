@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { formatTimestamp } from '../../src/platform/time'
-import { call, insertServer, mintPat, newTenant, setPlan, type Caller, type Member } from '../support/access'
+import { call, insertServer, insertServers, mintPat, newTenant, setPlan, type Caller, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { cloreFullServer, NULL_REMOTE, vastFullMachine, vastFullRemote } from '../support/marketplaces'
 
@@ -58,9 +59,9 @@ beforeAll(async () => {
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
   owner = await newTenant(app, 'links')
   stranger = await newTenant(app, 'links-stranger')
-  setPlan(app, owner.tenantId, 'pro')
-  setPlan(app, stranger.tenantId, 'pro')
-  ;[s1, s2, s3, s4] = ['rig-1', 'rig-2', 'rig-3', 'rig-4'].map((n) => insertServer(app, owner.tenantId, n)) as [string, string, string, string]
+  await setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, stranger.tenantId, 'pro')
+  ;[s1, s2, s3, s4] = (await insertServers(app, owner.tenantId, ['rig-1', 'rig-2', 'rig-3', 'rig-4'])) as [string, string, string, string]
   setupNowS = Math.floor(app.deps.clock.nowUs() / US)
   const nowS = setupNowS
   simA.putMachine(4242, 501, vastFullMachine(nowS))
@@ -186,7 +187,7 @@ describe('linking a server to a machine', () => {
   })
 
   test('a marketplace with no connected account is 409; another tenant’s server is 404; a server linked there already is 409', async () => {
-    const other = insertServer(app, stranger.tenantId, 'theirs')
+    const other = await insertServer(app, stranger.tenantId, 'theirs')
     const notConnected = await link(stranger, other, 'marketplace_a', '501')
     expect(notConnected.status).toBe(409)
     expect((notConnected.body as Problem).code).toBe('conflict')
@@ -233,30 +234,29 @@ describe('the list', () => {
   test('electricity per GPU-hour = tariff × average GPU power over 7 days ÷ cards; null without a tariff or without measurements', async () => {
     const now = app.deps.clock.nowUs()
     const hour = Math.floor(now / HOUR) * HOUR
-    app.deps.sqlite.run('UPDATE servers SET electricity_micros_per_kwh = 200000, gpu_count = 2 WHERE id = ?', [s1])
-    app.deps.sqlite.run('UPDATE servers SET electricity_micros_per_kwh = 200000, gpu_count = 2 WHERE id = ?', [s4])
-    app.deps.sqlite.run('UPDATE servers SET gpu_count = 2 WHERE id = ?', [s2])
-    const series = (server: string, gpu: number, metric = 'power_w') => {
-      app.deps.sqlite.run('INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (?, ?, ?)', [server, gpu, metric])
+    await app.deps.db.run(sql`UPDATE servers SET electricity_micros_per_kwh = 200000, gpu_count = 2 WHERE id = ${s1}`)
+    await app.deps.db.run(sql`UPDATE servers SET electricity_micros_per_kwh = 200000, gpu_count = 2 WHERE id = ${s4}`)
+    await app.deps.db.run(sql`UPDATE servers SET gpu_count = 2 WHERE id = ${s2}`)
+    const series = async (server: string, gpu: number, metric = 'power_w') => {
+      await app.deps.db.run(sql`INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (${server}, ${gpu}, ${metric})`)
       return (
-        app.deps.sqlite.query('SELECT id FROM metric_series WHERE server_id = ? AND gpu_index = ? AND metric = ?').get(server, gpu, metric) as { id: number }
+        (await app.deps.db.get(sql`SELECT id FROM metric_series WHERE server_id = ${server} AND gpu_index = ${gpu} AND metric = ${metric}`)) as { id: number }
       ).id
     }
-    const rollup = (id: number, bucket: number, avg: number) =>
-      app.deps.sqlite.run(
-        'INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples) VALUES (?, 3600, ?, ?, ?, ?, ?, ?, ?, 12)',
-        [id, bucket, avg, avg, avg, avg, avg, avg],
+    const rollup = async (id: number, bucket: number, avg: number) =>
+      await app.deps.db.run(
+        sql`INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples) VALUES (${id}, 3600, ${bucket}, ${avg}, ${avg}, ${avg}, ${avg}, ${avg}, ${avg}, 12)`,
       )
-    const [g0, g1] = [series(s1, 0), series(s1, 1)]
+    const [g0, g1] = [await series(s1, 0), await series(s1, 1)]
     // Two hours measured: 300 + 250 W, then 350 + 250 W → 575 W on average; an older hour is outside the window.
-    rollup(g0, hour - 2 * HOUR, 300)
-    rollup(g1, hour - 2 * HOUR, 250)
-    rollup(g0, hour - HOUR, 350)
-    rollup(g1, hour - HOUR, 250)
-    rollup(g0, hour - 8 * 24 * HOUR, 5000)
-    rollup(series(s1, 0, 'temperature_c'), hour - HOUR, 80)
-    const [h0] = [series(s2, 0)]
-    rollup(h0, hour - HOUR, 300)
+    await rollup(g0, hour - 2 * HOUR, 300)
+    await rollup(g1, hour - 2 * HOUR, 250)
+    await rollup(g0, hour - HOUR, 350)
+    await rollup(g1, hour - HOUR, 250)
+    await rollup(g0, hour - 8 * 24 * HOUR, 5000)
+    await rollup(await series(s1, 0, 'temperature_c'), hour - HOUR, 80)
+    const [h0] = [await series(s2, 0)]
+    await rollup(h0, hour - HOUR, 300)
     const items = await list()
     // 0.20 USD/kWh × 0.575 kW ÷ 2 cards = 0.0575 USD per GPU-hour, on every link of the server.
     expect(find(items, s1, 'marketplace_a')!.electricity_usd_per_gpu_hour).toBe('0.0575')
@@ -267,7 +267,7 @@ describe('the list', () => {
 
   test('a server with a tariff but no power measurements has no electricity cost', async () => {
     await req('DELETE', `/marketplaces/links/${s2}/marketplace_a`, owner)
-    app.deps.sqlite.run('UPDATE servers SET electricity_micros_per_kwh = 100000 WHERE id = ?', [s3])
+    await app.deps.db.run(sql`UPDATE servers SET electricity_micros_per_kwh = 100000 WHERE id = ${s3}`)
     const r = await link(owner, s3, 'marketplace_a', '502')
     expect(r.status).toBe(201)
     expect(find(await list(), s3, 'marketplace_a')!.electricity_usd_per_gpu_hour).toBeNull()
@@ -287,7 +287,7 @@ describe('the list', () => {
     expect((await list()).some((l) => l.marketplace === 'marketplace_b')).toBe(true)
     expect((await req('DELETE', '/marketplaces/marketplace_b', owner)).status).toBe(204)
     expect((await list()).some((l) => l.marketplace === 'marketplace_b')).toBe(false)
-    const rows = app.deps.sqlite.query("SELECT count(*) AS n FROM marketplace_links WHERE marketplace = 'marketplace_b'").get() as { n: number }
+    const rows = (await app.deps.db.get(sql`SELECT count(*) AS n FROM marketplace_links WHERE marketplace = 'marketplace_b'`)) as { n: number }
     expect(rows.n).toBe(0)
   })
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { vastMarketOffer } from '../support/marketplaces'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
-import { call, type Caller, insertServer, type Member, mintPat, newTenant, setPlan } from '../support/access'
+import { call, type Caller, insertServers, type Member, mintPat, newTenant, setPlan } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { expectProblem } from '../support/problem'
 
@@ -170,14 +170,8 @@ beforeAll(async () => {
     SESSION_IDLE_SECONDS: String(20 * DAY_S),
   })
   owner = await newTenant(app, 'market')
-  setPlan(app, owner.tenantId, 'pro')
-  ;[s1, s2, s3, s4, s5] = ['rig-1', 'rig-2', 'rig-3', 'rig-4', 'rig-5'].map((n) => insertServer(app, owner.tenantId, n)) as [
-    string,
-    string,
-    string,
-    string,
-    string,
-  ]
+  await setPlan(app, owner.tenantId, 'pro')
+  ;[s1, s2, s3, s4, s5] = (await insertServers(app, owner.tenantId, ['rig-1', 'rig-2', 'rig-3', 'rig-4', 'rig-5'])) as [string, string, string, string, string]
   simA.putMachine(VAST_OWNER, 701, { hostname: 'rig-701', listed: true, gpu_name: 'RTX 4090', num_gpus: 2, listed_gpu_cost: 0.5 })
   simA.putMachine(VAST_OWNER, 702, { hostname: 'rig-702', listed: false, gpu_name: 'RTX 4090', num_gpus: 4, listed_gpu_cost: 0.2 })
   simA.putMachine(VAST_OWNER, 703, { hostname: 'rig-703', listed: true, gpu_name: 'RTX 5090', num_gpus: 8 })

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { formatTimestamp } from '../../src/platform/time'
-import { insertServer } from '../support/access'
+import { insertServer, insertServers } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { rows } from '../support/commands'
 import { api, newOwner, ok, setAccountState, type Owner } from '../support/fleet'
@@ -58,7 +59,7 @@ beforeAll(async () => {
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
   owner = await newOwner(app, 'offers', 'pro')
-  ;[s1, s2, s3] = ['rig-1', 'rig-2', 'rig-3'].map((n) => insertServer(app, owner.tenantId, n)) as [string, string, string]
+  ;[s1, s2, s3] = (await insertServers(app, owner.tenantId, ['rig-1', 'rig-2', 'rig-3'])) as [string, string, string]
   simA.putMachine(VAST_OWNER, 701, { hostname: 'rig-701', listed: false, num_gpus: 4, gpu_name: 'RTX 4090' })
   simA.putMachine(VAST_OWNER, 703, { hostname: 'rig-703' })
   await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
@@ -334,7 +335,7 @@ describe('keep-on', () => {
     const ops = (await send('GET', `/servers/${s1}/operations?limit=5`)).body.items.filter((o: { operation: string }) => o.operation !== 'machine.reports')
     expect(ops[0]).toMatchObject({ operation: 'offer.publish', outcome: 'ok', actor: { kind: 'system', id: null } })
     expect(ops[0].reason).toContain('keep-on')
-    expect(rows(app, 'SELECT kind FROM server_events WHERE server_id = ? AND kind = ?', s1, 'marketplace.offer_republished')).toHaveLength(1)
+    expect(await rows(app, sql`SELECT kind FROM server_events WHERE server_id = ${s1} AND kind = ${'marketplace.offer_republished'}`)).toHaveLength(1)
   })
 
   test('without keep-on, or after a withdrawal through gpuhq, an unlisted machine stays unlisted', async () => {
@@ -353,7 +354,7 @@ describe('keep-on', () => {
 
 describe('the house rules', () => {
   test('a frozen account cannot publish or announce, but can still withdraw', async () => {
-    setAccountState(app, owner.tenantId, 'frozen')
+    await setAccountState(app, owner.tenantId, 'frozen')
     try {
       expect((await offer(s1, 'marketplace_a', { price_gpu_hour: '0.4' })).body.code).toBe('account_frozen')
       expect((await maintenance(s1, 'marketplace_a', { starts_at: formatTimestamp(secondsAhead(3600) * US), hours: 1, category: 'power' })).body.code).toBe(
@@ -361,7 +362,7 @@ describe('the house rules', () => {
       )
       expect((await send('DELETE', `/marketplaces/links/${s1}/marketplace_a/offer`)).status).toBe(204)
     } finally {
-      setAccountState(app, owner.tenantId, 'active')
+      await setAccountState(app, owner.tenantId, 'active')
     }
   })
 
@@ -384,7 +385,7 @@ describe('the house rules', () => {
   })
 
   test('a server without a link there is 404; another tenant’s server is 404', async () => {
-    const bare = insertServer(app, owner.tenantId, 'rig-bare')
+    const bare = await insertServer(app, owner.tenantId, 'rig-bare')
     expect((await offer(bare, 'marketplace_a', { price_gpu_hour: '0.4' })).status).toBe(404)
     const stranger = await newOwner(app, 'offers-stranger', 'pro')
     const res = await api(app, stranger, 'PUT', `/marketplaces/links/${s1}/marketplace_a/offer`, { json: { price_gpu_hour: '0.4' } })

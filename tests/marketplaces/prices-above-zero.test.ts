@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { call, insertServer, type Member, newTenant, setPlan } from '../support/access'
@@ -60,9 +61,9 @@ beforeAll(async () => {
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url, SESSION_IDLE_SECONDS: String(30 * 86400), LOG_LEVEL: 'silent' })
   owner = await newTenant(app, 'zero-price')
   // Contract-priced: gpuhq's own charge is unknown, so with no cost basis the floor is zero.
-  setPlan(app, owner.tenantId, 'enterprise')
-  onA = insertServer(app, owner.tenantId, 'rig-a')
-  onB = insertServer(app, owner.tenantId, 'rig-b')
+  await setPlan(app, owner.tenantId, 'enterprise')
+  onA = await insertServer(app, owner.tenantId, 'rig-a')
+  onB = await insertServer(app, owner.tenantId, 'rig-b')
   simA.putMachine(VAST_OWNER, 921, { hostname: 'rig-921', listed: false, num_gpus: 2, gpu_name: 'RTX 4090' })
   await ok(send('PUT', '/marketplaces/marketplace_a', { api_key: KEY_A }))
   await ok(send('PUT', '/marketplaces/marketplace_b', { api_key: KEY_B }))
@@ -122,7 +123,7 @@ describe('the offer route', () => {
 describe('keep-on', () => {
   test('a kept offer with a zero price (stored before the check) is not published again: the sync counts it failed', async () => {
     await ok(send('PUT', `/servers/${onA}/keep-on/marketplace_a`))
-    app.deps.sqlite.run('UPDATE marketplace_links SET offer = ? WHERE server_id = ?', [JSON.stringify({ price_gpu_hour: '0' }), onA])
+    await app.deps.db.run(sql`UPDATE marketplace_links SET offer = ${JSON.stringify({ price_gpu_hour: '0' })} WHERE server_id = ${onA}`)
     simA.updateMachine(921, { listed: false }) // unlisted in Vast's console
     simA.clearRequests()
     await ok(app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: 60 } }))
@@ -154,10 +155,9 @@ describe('pricing strategy', () => {
     const [made] = (await ok<{ items: { id: string; offer: unknown }[] }>(send('GET', '/strategy/suggestions?state=pending'))).items
     expect(made!.offer).toEqual({ coin_prices: { 'USD-Blockchain': { on_demand: '48' } } })
     // A suggestion stored before the check (or by a bug) with a zero price in its offer.
-    app.deps.sqlite.run('UPDATE strategy_suggestions SET offer = ? WHERE id = ?', [
-      JSON.stringify({ coin_prices: { 'USD-Blockchain': { on_demand: '0' } } }),
-      made!.id,
-    ])
+    await app.deps.db.run(
+      sql`UPDATE strategy_suggestions SET offer = ${JSON.stringify({ coin_prices: { 'USD-Blockchain': { on_demand: '0' } } })} WHERE id = ${made!.id}`,
+    )
     simB.clearRequests()
     const refused = await expectProblem(await send('POST', `/strategy/suggestions/${made!.id}/accept`), 422, 'validation_failed')
     expect(refused.errors).toEqual([{ path: '/coin_prices/USD-Blockchain/on_demand', code: 'too_small' }])

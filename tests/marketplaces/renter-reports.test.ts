@@ -53,9 +53,9 @@ beforeAll(async () => {
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_PACE_PERCENT: '20', LOG_LEVEL: 'silent' })
   owner = await newOwner(app, 'reports', 'pro')
   stranger = await newOwner(app, 'reports-other', 'pro')
-  rig = insertServer(app, owner.tenantId, 'rig-reported')
-  quiet = insertServer(app, owner.tenantId, 'rig-quiet')
-  theirs = insertServer(app, stranger.tenantId, 'their-rig')
+  rig = await insertServer(app, owner.tenantId, 'rig-reported')
+  quiet = await insertServer(app, owner.tenantId, 'rig-quiet')
+  theirs = await insertServer(app, stranger.tenantId, 'their-rig')
   nowS = Math.floor(app.deps.clock.nowUs() / 1_000_000)
   simA.putMachine(VAST_OWNER, 701, { hostname: 'rig-701', num_gpus: 2 })
   // The platform says this one has no reports: the sync does not ask for them.

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { readdirSync } from 'node:fs'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
-import { insertServer } from '../support/access'
+import { insertServers } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { onPostgres, storedText } from '../support/postgres'
 import { commandFrame, framesAbout, issue, onlineServer, rows } from '../support/commands'
@@ -49,7 +50,7 @@ beforeAll(async () => {
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url, MARKETPLACE_PACE_PERCENT: '20' })
   owner = await newOwner(app, 'sync', 'pro')
-  ;[s1, s2, s3, s4] = ['rig-1', 'rig-2', 'rig-3', 'rig-4'].map((n) => insertServer(app, owner.tenantId, n)) as [string, string, string, string]
+  ;[s1, s2, s3, s4] = (await insertServers(app, owner.tenantId, ['rig-1', 'rig-2', 'rig-3', 'rig-4'])) as [string, string, string, string]
   const nowS = Math.floor(app.deps.clock.nowUs() / 1_000_000)
   simA.putMachine(VAST_OWNER, 601, vastFullMachine(nowS))
   simA.putMachine(VAST_OWNER, 602, { hostname: 'rig-602', listed: false })
@@ -205,7 +206,7 @@ describe('rentals a marketplace reports', () => {
       rental_active: true,
       rental_sources: ['marketplace_a'],
     })
-    expect(rows(app, 'SELECT kind FROM server_events WHERE server_id = ? AND kind LIKE ?', server, 'marketplace.%').map((r) => r.kind)).toEqual([
+    expect((await rows(app, sql`SELECT kind FROM server_events WHERE server_id = ${server} AND kind LIKE ${'marketplace.%'}`)).map((r) => r.kind)).toEqual([
       'marketplace.rental_started',
     ])
   })
@@ -236,7 +237,7 @@ describe('rentals a marketplace reports', () => {
     const frame = await commandFrame(agent, reboot)
     expect(frame.command_type).toBe('reboot')
     expect(await read<Record<string, unknown>>(api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: false, rental_sources: [] })
-    expect(rows(app, 'SELECT kind FROM server_events WHERE server_id = ? AND kind LIKE ?', server, 'marketplace.%').map((r) => r.kind)).toEqual([
+    expect((await rows(app, sql`SELECT kind FROM server_events WHERE server_id = ${server} AND kind LIKE ${'marketplace.%'}`)).map((r) => r.kind)).toEqual([
       'marketplace.rental_started',
       'marketplace.rental_ended',
     ])
@@ -310,7 +311,7 @@ describe('the keys after every run', () => {
   test('no key appears in any answer, log line, database file or WAL, nor in the simulators’ logs', async () => {
     const logs = app.rawLogs.join('\n')
     if (!onPostgres) expect(readdirSync(app.dir).some((f) => f === 'gpuhq.db-wal')).toBe(true)
-    const stored = storedText(app.deps.sqlite, app.dir)
+    const stored = await storedText(app.deps.db, app.dir)
     const answers = seen.join('\n')
     for (const key of KEYS) {
       expect(logs).not.toContain(key)

@@ -31,7 +31,7 @@ beforeAll(async () => {
   // PUBLIC_URL is where the relay (the reverse proxy) listens; the suite's DNS-rebinding scenario needs a localhost URL.
   app = await startTestApp({ LOG_LEVEL: 'silent', PUBLIC_URL: `http://localhost:${relayPort}` })
   const owner = await newTenant(app, 'conformance')
-  setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, owner.tenantId, 'pro')
   await enableAccess(app, owner)
   // A real OAuth access token: registration, the owner's approval with PKCE, the token endpoint.
   accessToken = (await connectClient(app, owner)).access_token

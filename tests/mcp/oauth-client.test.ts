@@ -25,7 +25,7 @@ beforeAll(async () => {
   const port = freePort()
   app = await startTestApp({ LOG_LEVEL: 'silent', PUBLIC_URL: `http://127.0.0.1:${port}` }, { port })
   owner = await newTenant(app, 'oauth4webapi')
-  setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, owner.tenantId, 'pro')
   await enableAccess(app, owner)
   const issuer = new URL(app.url)
   as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }))

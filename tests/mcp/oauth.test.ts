@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -24,8 +25,8 @@ beforeAll(async () => {
   const port = freePort()
   app = await startTestApp({ LOG_LEVEL: 'silent', PUBLIC_URL: `http://127.0.0.1:${port}` }, { port })
   owner = await newTenant(app, 'mcp')
-  setPlan(app, owner.tenantId, 'pro')
-  rig = insertServer(app, owner.tenantId, 'rig-mcp')
+  await setPlan(app, owner.tenantId, 'pro')
+  rig = await insertServer(app, owner.tenantId, 'rig-mcp')
 })
 afterAll(() => app.close())
 
@@ -82,7 +83,7 @@ class TestProvider implements OAuthClientProvider {
 describe('the access token (state table)', () => {
   test('on a plan without AI access every AI-access operation answers 403 feature_not_entitled', async () => {
     const starter = await newTenant(app, 'mcp-starter')
-    setPlan(app, starter.tenantId, 'starter')
+    await setPlan(app, starter.tenantId, 'starter')
     for (const res of [await call(app, 'GET', '/mcp/access', starter), await put({ enabled: true }, starter)]) {
       expect(res.status).toBe(403)
       expect(((await res.json()) as any).code).toBe('feature_not_entitled')
@@ -100,7 +101,7 @@ describe('the access token (state table)', () => {
     expect(body.groups.map((g: any) => g.key)).toEqual(['fleet', 'metrics', 'commands', 'billing', 'earnings', 'marketplaces', 'strategy', 'alerts'])
     for (const t of body.tools)
       expect({ name: t.name, allowed: t.allowed, available: t.available }).toEqual({ name: t.name, allowed: t.mode === 'read', available: true })
-    const stored = app.deps.sqlite.query('SELECT token_hash FROM mcp_access WHERE tenant_id = ?').get(owner.tenantId) as { token_hash: string }
+    const stored = (await app.deps.db.get(sql`SELECT token_hash FROM mcp_access WHERE tenant_id = ${owner.tenantId}`)) as { token_hash: string }
     expect(stored.token_hash).toBe(new Bun.CryptoHasher('sha256').update(body.token).digest('hex'))
     expect(JSON.stringify(await access())).not.toContain(body.token)
     expect((await whoami(body.token)).status).toBe(200)
@@ -418,7 +419,7 @@ describe('the official SDK client through the whole flow', () => {
     expect((one.structuredContent as any).name).toBe('rig-mcp')
     const bad = await client.callTool({ name: 'fleet.get_server', arguments: { server_id: 'not-a-uuid' } })
     expect(bad.isError).toBe(true)
-    const stranger = insertServer(app, (await newTenant(app, 'mcp-stranger')).tenantId, 'theirs')
+    const stranger = await insertServer(app, (await newTenant(app, 'mcp-stranger')).tenantId, 'theirs')
     const foreign = await client.callTool({ name: 'fleet.get_server', arguments: { server_id: stranger } })
     expect(foreign.isError).toBe(true)
     expect(JSON.stringify(foreign.content)).toContain('404')
@@ -433,9 +434,9 @@ describe('the official SDK client through the whole flow', () => {
     await client.close()
 
     // Every invocation is in the audit trail with the client's name.
-    const audit = app.deps.sqlite
-      .query("SELECT operation, user_agent FROM audit_log WHERE tenant_id = ? AND operation LIKE 'mcp.tools.call%'")
-      .all(owner.tenantId) as any[]
+    const audit = (await app.deps.db.all(
+      sql`SELECT operation, user_agent FROM audit_log WHERE tenant_id = ${owner.tenantId} AND operation LIKE 'mcp.tools.call%'`,
+    )) as any[]
     expect(audit.length).toBe(6)
     expect(audit.every((a) => a.user_agent.startsWith('MCP client: SDK test assistant'))).toBe(true)
   })
@@ -505,14 +506,14 @@ describe('the gateway enforces', () => {
     expect((await rpc(token, init, { origin: 'https://evil.example' })).status).toBe(403)
     expect((await app.fetch('/mcp', { headers: { authorization: `Bearer ${token}` } })).status).toBe(405)
 
-    setPlan(app, owner.tenantId, 'starter')
+    await setPlan(app, owner.tenantId, 'starter')
     try {
       const res = await rpc(token, init)
       expect(res.status).toBe(403)
       expect(((await res.json()) as any).code).toBe('feature_not_entitled')
       expect((await whoami(token)).status).toBe(403)
     } finally {
-      setPlan(app, owner.tenantId, 'pro')
+      await setPlan(app, owner.tenantId, 'pro')
     }
   })
 
@@ -557,7 +558,7 @@ describe('the gateway enforces', () => {
     expect(text).toContain('"result"')
     expect(text).not.toContain('"isError":true')
     // The member is demoted: the write tool is no longer covered.
-    app.deps.sqlite.query("UPDATE users SET role = 'viewer' WHERE tenant_id = ? AND role = 'owner'").run(owner.tenantId)
+    await app.deps.db.run(sql`UPDATE users SET role = 'viewer' WHERE tenant_id = ${owner.tenantId} AND role = 'owner'`)
     try {
       const again = await rpc(token, {
         jsonrpc: '2.0',
@@ -570,7 +571,7 @@ describe('the gateway enforces', () => {
       expect(refusal.isError).toBe(true)
       expect(refusal.content[0].text).toContain('role (viewer)')
     } finally {
-      app.deps.sqlite.query("UPDATE users SET role = 'owner' WHERE tenant_id = ? AND role = 'viewer'").run(owner.tenantId)
+      await app.deps.db.run(sql`UPDATE users SET role = 'owner' WHERE tenant_id = ${owner.tenantId} AND role = 'viewer'`)
     }
   })
 })

@@ -17,8 +17,8 @@ beforeAll(async () => {
   await clockTo(app, utcUs(2027, 3, 1, 12, 0))
   owner = await payer(app, 'pro', 'low-balance')
   // Pro is 4 USD per server per month: 10 servers cost about 1.33 USD a day, so 2 USD lasts 1.5 days.
-  addServers(app, owner.tenantId, 10)
-  adjust(app, owner.tenantId, '2.00')
+  await addServers(app, owner.tenantId, 10)
+  await adjust(app, owner.tenantId, '2.00')
 })
 afterAll(() => app.close())
 

@@ -52,8 +52,8 @@ beforeAll(async () => {
   smtp = await startFakeSmtp()
   app = await startTestApp({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: tg.url, SMTP_URL: smtp.url })
   owner = await newOwner(app, 'deliver', 'pro')
-  rig1 = insertServer(app, owner.tenantId, 'rig-1')
-  rig2 = insertServer(app, owner.tenantId, 'rig-2')
+  rig1 = await insertServer(app, owner.tenantId, 'rig-1')
+  rig2 = await insertServer(app, owner.tenantId, 'rig-2')
   ;({ server_id: agentServer, agent } = await onlineServer(app, owner))
   // The chat: a code sent to the bot; the email: the account address.
   const { code } = await ok<{ code: string }>(api(app, owner, 'POST', '/notifications/chat/link'), 201)

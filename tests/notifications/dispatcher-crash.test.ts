@@ -50,7 +50,7 @@ beforeAll(async () => {
   tg.sent.splice(0)
   // Six notifications from their real cause, queued (nothing dispatches them yet).
   for (const name of RIGS) {
-    const id = insertServer(app, owner.tenantId, name)
+    const id = await insertServer(app, owner.tenantId, name)
     await ok(api(app, owner, 'PUT', `/servers/${id}/maintenance`, { json: { reason: 'crash test' } }))
   }
 })

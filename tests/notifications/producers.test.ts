@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { formatTimestamp } from '../../src/platform/time'
 import { insertServer } from '../support/access'
@@ -48,7 +49,7 @@ beforeAll(async () => {
   simA = await startMarketplaceA({ rateScale: 0, owners: [{ id: VAST_OWNER, email: 'host@example.com', keys: [{ key: KEY_A, label: 'p' }] }] })
   app = await startTestApp({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: tg.url, PAYMENT_PROVIDERS: 'sandbox', MARKETPLACE_A_API_URL: simA.url })
   owner = await newOwner(app, 'producers', 'pro')
-  rig = insertServer(app, owner.tenantId, 'rig-p')
+  rig = await insertServer(app, owner.tenantId, 'rig-p')
   simA.putMachine(VAST_OWNER, 801, { hostname: 'rig-801' })
   await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
   await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rig, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
@@ -183,10 +184,10 @@ describe('fleet and marketplace causes', () => {
     back.agent.heartbeat()
     await back.agent.barrier()
     await back.agent.close()
-    const drops = () =>
-      (app.deps.sqlite.query("SELECT count(*) AS n FROM server_events WHERE server_id = ? AND kind = 'presence.offline'").get(server_id) as { n: number }).n
-    await eventually(() => drops() >= 2)
-    expect(drops()).toBe(2)
+    const drops = async () =>
+      ((await app.deps.db.get(sql`SELECT count(*) AS n FROM server_events WHERE server_id = ${server_id} AND kind = 'presence.offline'`)) as { n: number }).n
+    await eventually(async () => (await drops()) >= 2)
+    expect(await drops()).toBe(2)
     expect(await offline()).toHaveLength(1)
     // Past the 30-minute window a new drop is news again.
     await advance(31 * 60)
@@ -213,10 +214,10 @@ describe('a plan change refused at firing (Events 3)', () => {
     await midNextMonth(app)
     const member = await tenantOn(app, 'pro', { servers: 2, balance: '10.00' })
     const c = await orderOk(app, member, { target_plan: 'starter' }, 201)
-    adjust(app, member.tenantId, '-10.05')
+    await adjust(app, member.tenantId, '-10.05')
     await clockTo(app, dayStartUs(c.billing_effective_day) + US_PER_HOUR)
     await runJob('subscription.fire')
-    const rows = app.deps.sqlite.query("SELECT title, body FROM notifications WHERE tenant_id = ? AND category = 'payment'").all(member.tenantId) as {
+    const rows = (await app.deps.db.all(sql`SELECT title, body FROM notifications WHERE tenant_id = ${member.tenantId} AND category = 'payment'`)) as {
       title: string
       body: string
     }[]

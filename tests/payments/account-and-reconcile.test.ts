@@ -45,8 +45,8 @@ describe('a top-up is the way out of a freeze', () => {
   test('partial payment and a credit that leaves the balance below zero keep the account frozen; a top-up above zero unfreezes it and /tokens/init works again', async () => {
     const app = await freshApp('sandbox')
     const m = await newTenant(app, 'frozen')
-    debit(app, m.tenantId, 5_000_000)
-    setAccountState(app, m.tenantId, 'frozen')
+    await debit(app, m.tenantId, 5_000_000)
+    await setAccountState(app, m.tenantId, 'frozen')
     await expectProblem(await mintInit(app, m), 403, 'account_frozen')
 
     const partial = await createTopup(app, m, '12.50', 'card')
@@ -76,7 +76,7 @@ describe('a top-up is the way out of a freeze', () => {
   test('a succeeded top-up that brings a grace account back to zero or above makes it active', async () => {
     const app = await freshApp('sandbox')
     const m = await newTenant(app, 'grace')
-    debit(app, m.tenantId, 2_000_000)
+    await debit(app, m.tenantId, 2_000_000)
     expect(await accountState(app, m)).toBe('grace')
     const t = await createTopup(app, m, '2.00', 'card')
     await sandboxPay(app, t, 'finished')
@@ -99,7 +99,7 @@ describe('billing.reconcile', () => {
     expect(app.np.requests.filter((r) => r.path === `/v1/payment/${p.payment_id}`).length).toBe(reads + 1)
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
     await runReconcile(app)
-    expect(topupEntries(app, owner.tenantId)).toHaveLength(1)
+    expect(await topupEntries(app, owner.tenantId)).toHaveLength(1)
     expect(await balanceMicros(app, owner)).toBe(25_000_000)
   })
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { join } from 'node:path'
 import { call, newTenant } from '../support/access'
 import { startTestApp, TEST_SECRET_KEY } from '../support/app'
@@ -47,7 +48,7 @@ describe('the sandbox checkout, like a real provider', () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(1)
     expect(statuses.filter((s) => s === 409)).toHaveLength(99)
     for (const r of answers) await r.text()
-    expect(topupEntries(app, m.tenantId)).toHaveLength(1)
+    expect(await topupEntries(app, m.tenantId)).toHaveLength(1)
     expect(await balanceMicros(app, m)).toBe(25_000_000)
     expect(await getTopup(app, m, t.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
   })
@@ -57,7 +58,7 @@ describe('the sandbox checkout, like a real provider', () => {
     const t = await createTopup(app, m, '12.50', 'card')
     await sandboxPay(app, t, 'finished')
     for (const outcome of ['finished', 'partially_paid', 'expired', 'unknown']) await expectProblem(await press(checkoutPath(t), outcome), 409, 'conflict')
-    expect(notificationsOf(app, t.id)).toHaveLength(1)
+    expect(await notificationsOf(app, t.id)).toHaveLength(1)
     expect(await balanceMicros(app, m)).toBe(12_500_000)
     expect(await getTopup(app, m, t.id)).toMatchObject({ status: 'succeeded', credited_usd: '12.50' })
   })
@@ -69,8 +70,8 @@ describe('the sandbox checkout, like a real provider', () => {
       const p = await expectProblem(await press(checkoutPath(t), 'finished', amount), 422, 'validation_failed')
       expect(p.errors?.[0]?.path).toBe('/amount_usd')
     }
-    expect(notificationsOf(app, t.id)).toEqual([])
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM sandbox_payments WHERE invoice_id = ?').get(t.invoice_id!)).toEqual({ n: 0 })
+    expect(await notificationsOf(app, t.id)).toEqual([])
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM sandbox_payments WHERE invoice_id = ${t.invoice_id!}`)).toEqual({ n: 0 })
     expect(await balanceMicros(app, m)).toBe(0)
     // The invoice is still open: the exact amount is then accepted once.
     expect((await sandboxPay(app, t, 'finished', '12.50')).notification_status).toBe(200)
@@ -84,33 +85,34 @@ describe('one credit per top-up, whatever the provider sends', () => {
     const payments = Array.from({ length: 100 }, () => app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 }))
     const answers = await Promise.all(payments.map((p) => ipn(app, p.payment_id)))
     expect(answers.map((a) => a.status)).toEqual(Array(100).fill(200))
-    expect(topupEntries(app, owner.tenantId)).toHaveLength(1)
+    expect(await topupEntries(app, owner.tenantId)).toHaveLength(1)
     expect(await balanceMicros(app, owner)).toBe(25_000_000)
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
-    const open = listUnsettledPayments({ deps: app.deps }).filter((u) => u.topupId === topup.id)
+    const open = (await listUnsettledPayments({ deps: app.deps })).filter((u) => u.topupId === topup.id)
     expect(open).toHaveLength(99)
     expect(new Set(open.map((u) => u.paymentId)).size).toBe(99)
     expect(open.every((u) => u.reason === 'topup_already_credited' && u.amountMicros === 25_000_000 && u.settledAt === null)).toBe(true)
     // Delivering them all again records nothing new and credits nothing.
     await Promise.all(payments.map((p) => ipn(app, p.payment_id)))
-    expect(listUnsettledPayments({ deps: app.deps }).filter((u) => u.topupId === topup.id)).toHaveLength(99)
-    expect(topupEntries(app, owner.tenantId)).toHaveLength(1)
+    expect((await listUnsettledPayments({ deps: app.deps })).filter((u) => u.topupId === topup.id)).toHaveLength(99)
+    expect(await topupEntries(app, owner.tenantId)).toHaveLength(1)
   })
 
   test('the database itself refuses a second positive credit for the same top-up, even inserted directly', async () => {
     const { owner, topup } = await npTopup(app, '25.00')
     const p = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 })
     await ipn(app, p.payment_id)
-    const last = app.deps.sqlite.query('SELECT max(seq) AS seq, max(created_at) AS at FROM ledger_entries WHERE tenant_id = ?').get(owner.tenantId) as {
+    const last = (await app.deps.db.get(sql`SELECT max(seq) AS seq, max(created_at) AS at FROM ledger_entries WHERE tenant_id = ${owner.tenantId}`)) as {
       seq: number
       at: number
     }
-    expect(() =>
-      app.deps.sqlite.run(
-        "INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, detail, payment_ref, topup_id, created_at) VALUES (?, ?, ?, 'topup', ?, ?, ?, ?, ?, ?, ?)",
-        [app.deps.newId(), owner.tenantId, last.seq + 1, 25_000_000, 50_000_000, last.at, 'a second credit', 'nowpayments:other-payment', topup.id, last.at],
-      ),
-    ).toThrow(/UNIQUE constraint failed: ledger_entries\.topup_id/)
+    await expect(
+      app.deps.db
+        .run(
+          sql`INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, detail, payment_ref, topup_id, created_at) VALUES (${app.deps.newId()}, ${owner.tenantId}, ${last.seq + 1}, 'topup', ${25_000_000}, ${50_000_000}, ${last.at}, ${'a second credit'}, ${'nowpayments:other-payment'}, ${topup.id}, ${last.at})`,
+        )
+        .execute(),
+    ).rejects.toThrow(/UNIQUE constraint failed: ledger_entries\.topup_id/)
   })
 
   test('the operator settles an unsettled payment by an adjustment, once; or records it as refunded', async () => {
@@ -121,24 +123,23 @@ describe('one credit per top-up, whatever the provider sends', () => {
     await ipn(app, first.payment_id)
     await ipn(app, twice.payment_id)
     await ipn(app, third.payment_id)
-    const [a, b] = listUnsettledPayments({ deps: app.deps }).filter((u) => u.topupId === topup.id)
+    const [a, b] = (await listUnsettledPayments({ deps: app.deps })).filter((u) => u.topupId === topup.id)
     expect([a!.paymentId, b!.paymentId]).toEqual([String(twice.payment_id), String(third.payment_id)])
 
-    const credited = settleUnsettledPayment({ deps: app.deps, input: { id: a!.id, settlement: 'credited', reason: 'paid twice; kept as balance' } })
+    const credited = await settleUnsettledPayment({ deps: app.deps, input: { id: a!.id, settlement: 'credited', reason: 'paid twice; kept as balance' } })
     expect(credited.settlementEntryId).not.toBeNull()
     expect(await balanceMicros(app, owner)).toBe(45_000_000)
-    const adj = app.deps.sqlite.query('SELECT kind, amount_micros FROM ledger_entries WHERE id = ?').get(credited.settlementEntryId!)
+    const adj = await app.deps.db.get(sql`SELECT kind, amount_micros FROM ledger_entries WHERE id = ${credited.settlementEntryId!}`)
     expect(adj).toEqual({ kind: 'adjustment', amount_micros: 20_000_000 })
-    expect(() => settleUnsettledPayment({ deps: app.deps, input: { id: a!.id, settlement: 'credited', reason: 'again' } })).toThrow(/already settled/)
+    await expect(settleUnsettledPayment({ deps: app.deps, input: { id: a!.id, settlement: 'credited', reason: 'again' } })).rejects.toThrow(/already settled/)
 
-    settleUnsettledPayment({ deps: app.deps, input: { id: b!.id, settlement: 'refunded', reason: 'refunded at NOWPayments' } })
+    await settleUnsettledPayment({ deps: app.deps, input: { id: b!.id, settlement: 'refunded', reason: 'refunded at NOWPayments' } })
     expect(await balanceMicros(app, owner)).toBe(45_000_000)
-    expect(listUnsettledPayments({ deps: app.deps }).filter((u) => u.topupId === topup.id)).toEqual([])
-    expect(
-      listUnsettledPayments({ deps: app.deps, all: true })
-        .filter((u) => u.topupId === topup.id)
-        .map((u) => u.settlement),
-    ).toEqual(['credited', 'refunded'])
+    expect((await listUnsettledPayments({ deps: app.deps })).filter((u) => u.topupId === topup.id)).toEqual([])
+    expect((await listUnsettledPayments({ deps: app.deps, all: true })).filter((u) => u.topupId === topup.id).map((u) => u.settlement)).toEqual([
+      'credited',
+      'refunded',
+    ])
   })
 
   test("a finished payment for a top-up in review credits nothing and is on the operator's list too", async () => {
@@ -147,11 +148,9 @@ describe('one credit per top-up, whatever the provider sends', () => {
     const p = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 })
     await ipn(app, p.payment_id)
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'review', credited_usd: '0.00' })
-    expect(
-      listUnsettledPayments({ deps: app.deps })
-        .filter((u) => u.topupId === topup.id)
-        .map((u) => [u.paymentId, u.reason]),
-    ).toEqual([[String(p.payment_id), 'topup_in_review']])
+    expect((await listUnsettledPayments({ deps: app.deps })).filter((u) => u.topupId === topup.id).map((u) => [u.paymentId, u.reason])).toEqual([
+      [String(p.payment_id), 'topup_in_review'],
+    ])
   })
 })
 
@@ -206,7 +205,7 @@ describe('reactions run inside the crediting transaction', () => {
       const r = await sandboxPay(app, t, 'finished')
       expect(r.notification_status).toBe(500)
       expect(await getTopup(app, m, t.id)).toMatchObject({ status: 'creating', credited_usd: '0.00' })
-      expect(topupEntries(app, m.tenantId)).toEqual([])
+      expect(await topupEntries(app, m.tenantId)).toEqual([])
       off()
       removed = true
       // The provider delivers its notification again.
@@ -230,7 +229,7 @@ describe('reactions run inside the crediting transaction', () => {
       if (!removed) off()
     }
     expect(await getTopup(app, m, t.id)).toMatchObject({ status: 'succeeded', credited_usd: '12.50' })
-    expect(topupEntries(app, m.tenantId)).toHaveLength(1)
+    expect(await topupEntries(app, m.tenantId)).toHaveLength(1)
   })
 })
 

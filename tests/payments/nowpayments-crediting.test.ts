@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { sendIpn } from '../support/nowpayments'
 import { expectProblem } from '../support/problem'
 import { balanceMicros, getTopup, ipn, notificationsOf, npTopup, snapshot, startPaymentsApp, topupEntries, type PaymentsApp } from '../support/payments'
@@ -26,12 +27,12 @@ describe('the API, not the notification, decides', () => {
     expect(r.status).toBe(200)
     expect(r.body).toEqual({ received: true, topup_status: 'creating' })
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'creating', provider_status: 'waiting', credited_usd: '0.00' })
-    expect(topupEntries(app, owner.tenantId)).toEqual([])
+    expect(await topupEntries(app, owner.tenantId)).toEqual([])
 
     app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25, paymentId: p.payment_id })
     expect((await ipn(app, p.payment_id)).body).toEqual({ received: true, topup_status: 'succeeded' })
     expect(await balanceMicros(app, owner)).toBe(25_000_000)
-    expect(notificationsOf(app, topup.id).map((n) => [n.reported_status, n.outcome])).toEqual([
+    expect((await notificationsOf(app, topup.id)).map((n) => [n.reported_status, n.outcome])).toEqual([
       ['finished', 'creating'],
       ['finished', 'succeeded'],
     ])
@@ -69,11 +70,11 @@ describe('exactly one credit per provider payment', () => {
     const results = await Promise.all(claims.map((s) => ipn(app, p.payment_id, { payment_status: s })))
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200])
     expect(results.every((r) => r.body.topup_status === 'succeeded')).toBe(true)
-    expect(topupEntries(app, owner.tenantId)).toEqual([
+    expect(await topupEntries(app, owner.tenantId)).toEqual([
       { amount_micros: 25_000_000, payment_ref: `nowpayments:${p.payment_id}`, balance_after_micros: 25_000_000 },
     ])
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
-    expect(notificationsOf(app, topup.id)).toHaveLength(5)
+    expect(await notificationsOf(app, topup.id)).toHaveLength(5)
   })
 
   test('a late confirming (even one the API repeats) never moves succeeded back, and nothing is credited again', async () => {
@@ -96,11 +97,11 @@ describe('exactly one credit per provider payment', () => {
     const a = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 10 })
     const b = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 15 })
     await Promise.all([ipn(app, b.payment_id), ipn(app, a.payment_id), ipn(app, b.payment_id)])
-    const entries = topupEntries(app, owner.tenantId)
+    const entries = await topupEntries(app, owner.tenantId)
     expect(entries).toHaveLength(1)
     const creditedRef = entries[0]!.payment_ref
     const other = creditedRef === `nowpayments:${a.payment_id}` ? b : a
-    const unsettled = app.deps.sqlite.query('SELECT payment_id, amount_micros, reason FROM unsettled_payments WHERE topup_id = ?').all(topup.id)
+    const unsettled = await app.deps.db.all(sql`SELECT payment_id, amount_micros, reason FROM unsettled_payments WHERE topup_id = ${topup.id}`)
     expect(unsettled).toEqual([
       { payment_id: String(other.payment_id), amount_micros: other === a ? 10_000_000 : 15_000_000, reason: 'topup_already_credited' },
     ])
@@ -113,18 +114,17 @@ describe('exactly one credit per provider payment', () => {
     const { owner, topup } = await npTopup(app, '25.00')
     const p = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 })
     await ipn(app, p.payment_id)
-    const last = app.deps.sqlite.query('SELECT max(seq) AS seq, max(created_at) AS at FROM ledger_entries WHERE tenant_id = ?').get(owner.tenantId) as {
+    const last = (await app.deps.db.get(sql`SELECT max(seq) AS seq, max(created_at) AS at FROM ledger_entries WHERE tenant_id = ${owner.tenantId}`)) as {
       seq: number
       at: number
     }
-    const insert = (kind: string) =>
-      app.deps.sqlite.run(
-        'INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, detail, payment_ref, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        [app.deps.newId(), owner.tenantId, last.seq + 1, kind, 25_000_000, 50_000_000, last.at, 'a second credit', `nowpayments:${p.payment_id}`, last.at],
+    const insert = async (kind: string) =>
+      await app.deps.db.run(
+        sql`INSERT INTO ledger_entries (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, detail, payment_ref, created_at) VALUES (${app.deps.newId()}, ${owner.tenantId}, ${last.seq + 1}, ${kind}, ${25_000_000}, ${50_000_000}, ${last.at}, ${'a second credit'}, ${`nowpayments:${p.payment_id}`}, ${last.at})`,
       )
-    expect(() => insert('topup')).toThrow(/UNIQUE constraint failed: ledger_entries\.payment_ref/)
-    expect(() => insert('adjustment')).toThrow(/UNIQUE constraint failed: ledger_entries\.payment_ref/)
-    expect(topupEntries(app, owner.tenantId)).toHaveLength(1)
+    await expect(insert('topup')).rejects.toThrow(/UNIQUE constraint failed: ledger_entries\.payment_ref/)
+    await expect(insert('adjustment')).rejects.toThrow(/UNIQUE constraint failed: ledger_entries\.payment_ref/)
+    expect(await topupEntries(app, owner.tenantId)).toHaveLength(1)
   })
 })
 
@@ -134,7 +134,7 @@ describe('disagreements go to review, never to a credit', () => {
     const p = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25, patch: { order_id: '0190f000-0000-7000-8000-000000000001' } })
     expect((await ipn(app, p.payment_id)).body).toEqual({ received: true, topup_status: 'review' })
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'review', review_reason: 'order_mismatch', credited_usd: '0.00' })
-    expect(topupEntries(app, owner.tenantId)).toEqual([])
+    expect(await topupEntries(app, owner.tenantId)).toEqual([])
   })
 
   test('the payment names our order but another invoice → review (invoice_mismatch)', async () => {
@@ -173,7 +173,7 @@ describe('disagreements go to review, never to a credit', () => {
     const p = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 })
     await ipn(app, p.payment_id)
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'review', credited_usd: '0.00' })
-    expect(topupEntries(app, owner.tenantId)).toEqual([])
+    expect(await topupEntries(app, owner.tenantId)).toEqual([])
   })
 
   test('an IPN for an invoice that is not ours → 200 (nothing to retry), recorded as ignored, no credit anywhere', async () => {
@@ -184,12 +184,12 @@ describe('disagreements go to review, never to a credit', () => {
     })
     const foreign = (await res.json()) as { id: string }
     const p = app.np.pay(foreign.id, { status: 'finished', paidUsd: 50 })
-    const ledger = (app.deps.sqlite.query('SELECT count(*) AS n FROM ledger_entries').get() as { n: number }).n
+    const ledger = ((await app.deps.db.get(sql`SELECT count(*) AS n FROM ledger_entries`)) as { n: number }).n
     const r = await ipn(app, p.payment_id)
     expect(r.status).toBe(200)
     expect(r.body).toEqual({ received: true, topup_status: null })
-    expect((app.deps.sqlite.query('SELECT count(*) AS n FROM ledger_entries').get() as { n: number }).n).toBe(ledger)
-    const rows = app.deps.sqlite.query('SELECT outcome, topup_id FROM payment_notifications WHERE payment_id = ?').all(String(p.payment_id))
+    expect(((await app.deps.db.get(sql`SELECT count(*) AS n FROM ledger_entries`)) as { n: number }).n).toBe(ledger)
+    const rows = await app.deps.db.all(sql`SELECT outcome, topup_id FROM payment_notifications WHERE payment_id = ${String(p.payment_id)}`)
     expect(rows).toEqual([{ outcome: 'ignored', topup_id: null }])
   })
 })
@@ -204,14 +204,14 @@ describe('when the API cannot be asked', () => {
     test(`an API that ${what} during a notification → 503 with Retry-After (the provider retries) and nothing changes; the retry credits once`, async () => {
       const { owner, topup } = await npTopup(app, '25.00')
       const p = app.np.pay(topup.invoice_id!, { status: 'finished', paidUsd: 25 })
-      const before = snapshot(app, topup.id)
+      const before = await snapshot(app, topup.id)
       app.np.fail(fault, 'payment')
       const res = await sendIpn(app.url, app.np.ipnBody(p.payment_id))
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
       await expectProblem(res, 503, 'temporarily_unavailable')
-      expect(snapshot(app, topup.id)).toEqual(before)
+      expect(await snapshot(app, topup.id)).toEqual(before)
       app.np.fail('none')
       expect((await ipn(app, p.payment_id)).body).toEqual({ received: true, topup_status: 'succeeded' })
-      expect(topupEntries(app, owner.tenantId)).toHaveLength(1)
+      expect(await topupEntries(app, owner.tenantId)).toHaveLength(1)
     })
 })

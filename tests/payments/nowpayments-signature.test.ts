@@ -76,14 +76,14 @@ describe('a notification that does not verify → 401 and nothing changes', () =
     test(`${what}`, async () => {
       const { owner, topup, payment } = await paidTopup()
       const body = app.np.ipnBody(payment.payment_id)
-      const before = snapshot(app, topup.id)
+      const before = await snapshot(app, topup.id)
       const reads = paymentReads()
       const res = await sendIpn(app.url, body, opts(body))
       await expectProblem(res, 401, 'unauthorized')
-      expect(snapshot(app, topup.id)).toEqual(before)
+      expect(await snapshot(app, topup.id)).toEqual(before)
       expect(paymentReads()).toBe(reads) // verified before anything is asked or written
-      expect(notificationsOf(app, topup.id)).toEqual([])
-      expect(topupEntries(app, owner.tenantId)).toEqual([])
+      expect(await notificationsOf(app, topup.id)).toEqual([])
+      expect(await topupEntries(app, owner.tenantId)).toEqual([])
       expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'creating', credited_usd: '0.00', provider_status: null })
       // The genuine notification still works afterwards: the refusal was about the signature alone.
       expect((await ipn(app, payment.payment_id)).status).toBe(200)
@@ -92,7 +92,7 @@ describe('a notification that does not verify → 401 and nothing changes', () =
 
   test('a body that is not JSON, even signed over its bytes, is refused (422 invalid_json) and records nothing', async () => {
     const { topup } = await paidTopup()
-    const before = snapshot(app, topup.id)
+    const before = await snapshot(app, topup.id)
     const raw = 'payment_id=1&payment_status=finished'
     const res = await fetch(`${app.url}/api/v1/billing/providers/nowpayments/notify`, {
       method: 'POST',
@@ -101,7 +101,7 @@ describe('a notification that does not verify → 401 and nothing changes', () =
     })
     const p = await expectProblem(res, 422, 'validation_failed')
     expect(p.errors?.[0]?.code).toBe('invalid_json')
-    expect(snapshot(app, topup.id)).toEqual(before)
+    expect(await snapshot(app, topup.id)).toEqual(before)
   })
 })
 
@@ -127,7 +127,7 @@ describe('what the signature does cover, and what it does not', () => {
     expect(await res.json()).toEqual({ received: true, topup_status: 'succeeded' })
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })
     expect(await balanceMicros(app, owner)).toBe(25_000_000)
-    expect(topupEntries(app, owner.tenantId)).toEqual([
+    expect(await topupEntries(app, owner.tenantId)).toEqual([
       { amount_micros: 25_000_000, payment_ref: `nowpayments:${payment.payment_id}`, balance_after_micros: 25_000_000 },
     ])
   })
@@ -135,10 +135,10 @@ describe('what the signature does cover, and what it does not', () => {
   test('a key named like a top-level field, slipped into fee, is covered by the replacer (it applies at every depth) → 401', async () => {
     const { topup, payment } = await paidTopup(25)
     const body = app.np.ipnBody(payment.payment_id)
-    const before = snapshot(app, topup.id)
+    const before = await snapshot(app, topup.id)
     const res = await sendIpn(app.url, body, { tamper: (b) => ({ ...b, fee: { ...(b.fee as object), actually_paid_at_fiat: 9999 } }) })
     await expectProblem(res, 401, 'unauthorized')
-    expect(snapshot(app, topup.id)).toEqual(before)
+    expect(await snapshot(app, topup.id)).toEqual(before)
   })
 
   test('a genuine notification claiming more than was paid credits what the API says was paid', async () => {

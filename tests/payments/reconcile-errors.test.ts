@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { balanceMicros, getTopup, ipn, npTopup, runReconcile, startPaymentsApp, topupEntries, type PaymentsApp } from '../support/payments'
 import { onPostgres } from '../support/postgres'
 
@@ -22,21 +23,23 @@ async function runJob(name: string) {
 }
 
 /** Makes every ledger insert of this tenant fail, as a broken disk or a bug would (a trigger on either database). */
-function injectLedgerFault(tenantId: string) {
+async function injectLedgerFault(tenantId: string) {
   if (onPostgres)
-    app.deps.sqlite.exec(
+    await app.deps.database.postgres!.exec(
       `CREATE FUNCTION reconcile_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.tenant_id = '${tenantId}' THEN RAISE EXCEPTION 'injected ledger fault'; END IF; RETURN NEW; END $$;
        CREATE TRIGGER reconcile_fault BEFORE INSERT ON ledger_entries FOR EACH ROW EXECUTE FUNCTION reconcile_fault()`,
     )
   else
-    app.deps.sqlite.run(
-      `CREATE TEMP TRIGGER reconcile_fault BEFORE INSERT ON ledger_entries WHEN NEW.tenant_id = '${tenantId}' BEGIN SELECT RAISE(ABORT, 'injected ledger fault'); END`,
+    await app.deps.db.run(
+      sql.raw(
+        `CREATE TEMP TRIGGER reconcile_fault BEFORE INSERT ON ledger_entries WHEN NEW.tenant_id = '${tenantId}' BEGIN SELECT RAISE(ABORT, 'injected ledger fault'); END`,
+      ),
     )
 }
 
-function removeLedgerFault() {
-  if (onPostgres) app.deps.sqlite.exec('DROP TRIGGER reconcile_fault ON ledger_entries; DROP FUNCTION reconcile_fault()')
-  else app.deps.sqlite.run('DROP TRIGGER reconcile_fault')
+async function removeLedgerFault() {
+  if (onPostgres) await app.deps.database.postgres!.exec('DROP TRIGGER reconcile_fault ON ledger_entries; DROP FUNCTION reconcile_fault()')
+  else await app.deps.db.run(sql`DROP TRIGGER reconcile_fault`)
 }
 
 describe('billing.reconcile when crediting fails', () => {
@@ -50,7 +53,7 @@ describe('billing.reconcile when crediting fails', () => {
     await ipn(app, q.payment_id)
     app.np.pay(other.topup.invoice_id!, { status: 'finished', paidUsd: 30, paymentId: q.payment_id }) // its IPN is lost too
 
-    injectLedgerFault(owner.tenantId)
+    await injectLedgerFault(owner.tenantId)
     const logsBefore = app.logs.length
     let run: Awaited<ReturnType<typeof runJob>>
     let next: Awaited<ReturnType<typeof runJob>>
@@ -59,7 +62,7 @@ describe('billing.reconcile when crediting fails', () => {
       // A run right after, with the fault still there, does not try that top-up again.
       next = await runJob('billing.reconcile')
     } finally {
-      removeLedgerFault()
+      await removeLedgerFault()
     }
     expect(run.outcome).toBe('partial')
     expect(run.detail).toContain(`1 tenants failed: ${owner.tenantId} (top-up ${topup.id}: `)
@@ -73,7 +76,7 @@ describe('billing.reconcile when crediting fails', () => {
     expect(JSON.stringify(logged[0]!.error)).toContain('injected ledger fault')
     // Nothing half-done: the top-up, the ledger and the balance are as they were; the other tenant is credited.
     expect(await getTopup(app, owner, topup.id)).toMatchObject({ status: 'creating', credited_usd: '0.00' })
-    expect(topupEntries(app, owner.tenantId)).toEqual([])
+    expect(await topupEntries(app, owner.tenantId)).toEqual([])
     expect(await getTopup(app, other.owner, other.topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '30.00' })
 
     expect((await app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: 61 } })).status).toBe(200)

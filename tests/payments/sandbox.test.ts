@@ -75,8 +75,8 @@ describe('paying in the sandbox', () => {
       expect(after.succeeded_at).not.toBeNull()
       const micros = Math.round(Number(credited) * 1_000_000)
       expect(await balanceMicros(app, m)).toBe(micros)
-      expect(topupEntries(app, m.tenantId)).toEqual([{ amount_micros: micros, payment_ref: `sandbox:${r.payment_id}`, balance_after_micros: micros }])
-      expect(notificationsOf(app, t.id)).toEqual([{ outcome: 'succeeded', reported_status: 'finished', payment_id: r.payment_id }])
+      expect(await topupEntries(app, m.tenantId)).toEqual([{ amount_micros: micros, payment_ref: `sandbox:${r.payment_id}`, balance_after_micros: micros }])
+      expect(await notificationsOf(app, t.id)).toEqual([{ outcome: 'succeeded', reported_status: 'finished', payment_id: r.payment_id }])
     })
 
   test('the same signed notification delivered again (replayed) moves the balance only once', async () => {
@@ -103,14 +103,14 @@ describe('paying in the sandbox', () => {
     )
     expect(replays.map((x) => x.status)).toEqual([200, 200, 200])
     expect(await balanceMicros(app, m)).toBe(20_000_000)
-    expect(topupEntries(app, m.tenantId)).toHaveLength(1)
+    expect(await topupEntries(app, m.tenantId)).toHaveLength(1)
     expect((await getTopup(app, m, t.id)).credited_usd).toBe('20.00')
   })
 
   test('a sandbox notification with a forged signature → 401 and nothing changes', async () => {
     const m = await payer('forged')
     const t = await createTopup(app, m, '20.00', 'card')
-    const before = snapshot(app, t.id)
+    const before = await snapshot(app, t.id)
     const body = JSON.stringify({
       payment_id: app.deps.newId(),
       invoice_id: t.invoice_id,
@@ -126,7 +126,7 @@ describe('paying in the sandbox', () => {
       body,
     })
     await expectProblem(res, 401, 'unauthorized')
-    expect(snapshot(app, t.id)).toEqual(before)
+    expect(await snapshot(app, t.id)).toEqual(before)
   })
 
   test('"partially_paid" → partially_paid, the balance unchanged and the checkout still open', async () => {
@@ -137,7 +137,7 @@ describe('paying in the sandbox', () => {
     expect(after).toMatchObject({ status: 'partially_paid', credited_usd: '0.00', provider_status: 'partially_paid' })
     expect(after.checkout_url).toBe(t.checkout_url!)
     expect(await balanceMicros(app, m)).toBe(0)
-    expect(topupEntries(app, m.tenantId)).toEqual([])
+    expect(await topupEntries(app, m.tenantId)).toEqual([])
   })
 
   test('"expired" → expired, nothing credited, checkout_url gone; a late payment report cannot revive it', async () => {
@@ -167,7 +167,7 @@ describe('paying in the sandbox', () => {
     const t = await createTopup(app, m, '12.50', 'card')
     const res = await app.fetch(checkoutPath(t), { method: 'POST', json: { outcome: 'finished', amount_usd: 12.5 } })
     expect(res.status).toBe(422)
-    expect(notificationsOf(app, t.id)).toEqual([])
+    expect(await notificationsOf(app, t.id)).toEqual([])
     expect((await getTopup(app, m, t.id)).status).toBe('creating')
   })
 })
@@ -176,14 +176,14 @@ describe('the browser coming back', () => {
   test('a visit to /payments/return, whatever its query says, changes neither the top-up nor the balance', async () => {
     const m = await payer('return')
     const t = await createTopup(app, m, '12.50', 'card')
-    const before = snapshot(app, t.id)
+    const before = await snapshot(app, t.id)
     for (const qs of ['', `?order_id=${t.id}&status=finished`, `?NP_id=5524759814&payment_status=finished`]) {
       const res = await app.fetch(`/payments/return${qs}`)
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toStartWith('text/html')
       await res.text()
     }
-    expect(snapshot(app, t.id)).toEqual(before)
+    expect(await snapshot(app, t.id)).toEqual(before)
     expect(await getTopup(app, m, t.id)).toMatchObject({ status: 'creating', credited_usd: '0.00' })
     expect(await balanceMicros(app, m)).toBe(0)
   })

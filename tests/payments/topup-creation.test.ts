@@ -134,7 +134,7 @@ describe('creating a top-up', () => {
   test('is allowed while the account is in grace and while it is frozen', async () => {
     for (const state of ['grace', 'frozen'] as const) {
       const m = await newTenant(app, state)
-      setAccountState(app, m.tenantId, state)
+      await setAccountState(app, m.tenantId, state)
       const t = await createTopup(app, m, '12.50', 'card')
       expect(t.status).toBe('creating')
       expect(t.checkout_url).toBeDefined()

@@ -59,7 +59,7 @@ describe('a transaction that awaits', () => {
   })
 
   test('what it wrote is not seen outside it before it commits, and is after', async () => {
-    let seenBefore: boolean | null = null
+    let seenBefore = null as boolean | null
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
     let wrote!: () => void
@@ -135,7 +135,7 @@ describe('a transaction that awaits', () => {
 })
 
 describe.skipIf(!onPostgres)('on PostgreSQL, a pool', () => {
-  test("a slow statement holds one connection, not the process: other statements answer while it runs", async () => {
+  test('a slow statement holds one connection, not the process: other statements answer while it runs', async () => {
     let slowDone = false
     const slow = database.db.run(sql`SELECT pg_sleep(3)`).then(() => {
       slowDone = true

@@ -58,7 +58,9 @@ describe('the test clock', () => {
 
   test('tells its owner every new offset', () => {
     const seen: number[] = []
-    const clock = new TestClock(5, (offset) => seen.push(offset))
+    const clock = new TestClock(5, (offset) => {
+      seen.push(offset)
+    })
     clock.advance(1)
     clock.advance(2)
     expect(seen).toEqual([1_000_005, 3_000_005])
@@ -72,9 +74,10 @@ describe('the test clock across a restart', () => {
   })
   afterAll(() => app.close())
 
-  test('a restarted service on the same database keeps the time a test moved it to', () => {
+  test('a restarted service on the same database keeps the time a test moved it to', async () => {
     const clock = app.deps.testClock!
     clock.advance(7 * DAY_S)
+    await clock.saved
     const movedTo = clock.nowUs()
     const config = loadConfig({
       NODE_ENV: 'test',
@@ -84,7 +87,7 @@ describe('the test clock across a restart', () => {
       SECRET_KEY: TEST_SECRET_KEY,
       TEST_CLOCK: 'true',
     })
-    const restarted = buildDeps(config, { log: createLogger('silent', () => '') })
+    const restarted = await buildDeps(config, { log: createLogger('silent', () => '') })
     try {
       expect(restarted.testClock!.offsetUs).toBe(clock.offsetUs)
       expect(restarted.clock.nowUs()).toBeGreaterThanOrEqual(movedTo)
@@ -92,27 +95,28 @@ describe('the test clock across a restart', () => {
       expect(restarted.clock.nowUs() - real).toBeGreaterThanOrEqual(7 * DAY_S * 1_000_000)
       // And it keeps moving forward from there, saving again for the next restart.
       restarted.testClock!.advance(DAY_S)
-      const again = buildDeps(config, { log: createLogger('silent', () => '') })
+      await restarted.testClock!.saved
+      const again = await buildDeps(config, { log: createLogger('silent', () => '') })
       expect(again.testClock!.offsetUs).toBe(8 * DAY_S * 1_000_000)
-      again.sqlite.close()
+      await again.database.close()
     } finally {
-      restarted.sqlite.close()
+      await restarted.database.close()
     }
   })
 
-  test('without TEST_CLOCK a restart runs on real time whatever offset was saved', () => {
+  test('without TEST_CLOCK a restart runs on real time whatever offset was saved', async () => {
     const config = loadConfig({
       NODE_ENV: 'test',
       DATA_DIR: app.dir,
       DATABASE_URL: app.databaseUrl,
       SECRET_KEY: TEST_SECRET_KEY,
     })
-    const real = buildDeps(config, { log: createLogger('silent', () => '') })
+    const real = await buildDeps(config, { log: createLogger('silent', () => '') })
     try {
       expect(real.testClock).toBeNull()
       expect(Math.abs(real.clock.nowUs() - realNowUs())).toBeLessThan(1_000_000)
     } finally {
-      real.sqlite.close()
+      await real.database.close()
     }
   })
 })

@@ -13,8 +13,8 @@ import { onPostgres } from '../support/postgres'
  * once for every commit made before it, and the service awaits it before any answer leaves.
  */
 let t: TempDeps
-beforeEach(() => {
-  t = tempDeps()
+beforeEach(async () => {
+  t = await tempDeps()
 })
 afterEach(() => t.close())
 
@@ -30,7 +30,7 @@ const commit = () =>
 describe('group commit', () => {
   test('a commit waits for the barrier, which makes it durable with one fsync', async () => {
     const before = t.deps.durable.stats().flushes
-    commit()
+    await commit()
     expect(t.deps.durable.pending()).toBe(true)
     await t.deps.durable.barrier()
     expect(t.deps.durable.pending()).toBe(false)
@@ -38,7 +38,7 @@ describe('group commit', () => {
   })
 
   test('a barrier with nothing committed since the last fsync costs nothing', async () => {
-    commit()
+    await commit()
     await t.deps.durable.barrier()
     const before = t.deps.durable.stats().flushes
     await Promise.all([t.deps.durable.barrier(), t.deps.durable.barrier()])
@@ -46,24 +46,24 @@ describe('group commit', () => {
   })
 
   test('callers waiting together share one fsync', async () => {
-    commit()
+    await commit()
     const before = t.deps.durable.stats().flushes
     await Promise.all(Array.from({ length: 10 }, () => t.deps.durable.barrier()))
     expect(t.deps.durable.stats().flushes).toBe(before + 1)
   })
 
   test('a commit made while an fsync is under way waits for the next one, which later commits share', async () => {
-    commit()
+    await commit()
     const before = t.deps.durable.stats().flushes
     const order: string[] = []
     const first = t.deps.durable.barrier().then(() => order.push('first'))
-    commit() // after the first fsync began: it does not cover this one
+    await commit() // after the first fsync began: it does not cover this one
     const second = t.deps.durable.barrier().then(() => {
       order.push('second')
       // Resolved only once its own commit is covered.
       expect(t.deps.durable.pending()).toBe(false)
     })
-    commit()
+    await commit()
     const third = t.deps.durable.barrier().then(() => order.push('third'))
     await Promise.all([first, second, third])
     expect(order).toEqual(['first', 'second', 'third'])
@@ -72,13 +72,13 @@ describe('group commit', () => {
 
   test('a tool connection (scripts/admin) fsyncs every commit itself: synchronous=FULL, nothing pending', async () => {
     const config = loadConfig({ NODE_ENV: 'test', DATA_DIR: t.dir, DATABASE_URL: `file:${t.dbPath}`, SECRET_KEY: 'b'.repeat(64) })
-    const tool = buildDeps(config, { log: createLogger('silent', () => ''), groupCommit: false })
+    const tool = await buildDeps(config, { log: createLogger('silent', () => ''), groupCommit: false })
     try {
-      expect(tool.sqlite.query('PRAGMA synchronous').get()).toEqual({ synchronous: 2 })
-      withTransaction(tool.db, (tx) => tx.insert(serviceSettings).values({ key: 'tool', value: 'v', updatedAt: 1 }).run())
+      expect(tool.database.sqlite!.query('PRAGMA synchronous').get()).toEqual({ synchronous: 2 })
+      await withTransaction(tool.db, (tx) => tx.insert(serviceSettings).values({ key: 'tool', value: 'v', updatedAt: 1 }).run())
       expect(tool.durable.pending()).toBe(false)
     } finally {
-      tool.sqlite.close()
+      await tool.database.close()
     }
   })
 })

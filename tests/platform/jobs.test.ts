@@ -1,11 +1,12 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { JobRunner, type JobDefinition } from '../../src/platform/jobs'
 import type { TestClock } from '../../src/platform/clock'
 import { tempDeps, type TempDeps } from './fixtures/temp-deps'
 
 let t: TempDeps
-beforeEach(() => {
-  t = tempDeps()
+beforeEach(async () => {
+  t = await tempDeps()
 })
 afterEach(() => t.close())
 
@@ -27,15 +28,26 @@ function gatedJob(name = 'test.gated', leaseSeconds?: number) {
   return { job, state, release: () => gate.resolve() }
 }
 
-const runsOf = (job: string) =>
-  t.deps.sqlite.query('SELECT period, holder, outcome, detail, finished_at FROM job_runs WHERE job = ? ORDER BY period').all(job) as {
+const runsOf = async (job: string) =>
+  (await t.deps.db.all(sql`SELECT period, holder, outcome, detail, finished_at FROM job_runs WHERE job = ${job} ORDER BY period`)) as {
     period: string
     holder: string
     outcome: string
     detail: string | null
     finished_at: number | null
   }[]
-const leaseOf = (job: string) => t.deps.sqlite.query('SELECT holder, leased_until FROM job_leases WHERE job = ?').get(job)
+/** The job's lease row, or null (as bun:sqlite answered for no row). */
+const leaseOf = async (job: string) => (await t.deps.db.get(sql`SELECT holder, leased_until FROM job_leases WHERE job = ${job}`)) ?? null
+/**
+ * Resolves once `n` runs of a gated job have started, that is, taken their lease and recorded their
+ * period: a run not awaited got that far before the runner's promise came back when the database
+ * answered synchronously; now it gets there a few awaits later.
+ */
+async function startedRuns(state: { started: number }, n: number): Promise<void> {
+  const until = Date.now() + 10_000
+  while (state.started < n && Date.now() < until) await Bun.sleep(1)
+  expect(state.started).toBe(n)
+}
 
 describe('JobRunner', () => {
   test('a manual run during a scheduled run of the same job in one process is skipped, not run twice at once', async () => {
@@ -53,13 +65,13 @@ describe('JobRunner', () => {
   test('two processes running the same job for the same period: exactly one runs, the other is skipped', async () => {
     const { job, state, release } = gatedJob()
     const a = new JobRunner(t.deps, [job])
-    const b = new JobRunner(t.another(), [job])
+    const b = new JobRunner(await t.another(), [job])
     const runs = [a.run(job.name, 'scheduled:2026-11-22T14:00:00.000Z'), b.run(job.name, 'scheduled:2026-11-22T14:00:00.000Z')]
     release()
     const outcomes = await Promise.all(runs)
     expect(outcomes.map((o) => o.outcome).sort()).toEqual(['skipped', 'succeeded'])
     expect(state.started).toBe(1)
-    expect(runsOf(job.name)).toEqual([
+    expect(await runsOf(job.name)).toEqual([
       expect.objectContaining({
         period: 'scheduled:2026-11-22T14:00:00.000Z',
         holder: a.holder,
@@ -73,21 +85,22 @@ describe('JobRunner', () => {
     const { job, state, release } = gatedJob()
     release()
     const a = new JobRunner(t.deps, [job])
-    const b = new JobRunner(t.another(), [job])
+    const b = new JobRunner(await t.another(), [job])
     expect((await a.run(job.name, 'p1')).outcome).toBe('succeeded')
     expect((await b.run(job.name, 'p1')).outcome).toBe('skipped')
     expect((await a.run(job.name, 'p1')).outcome).toBe('skipped')
     expect((await b.run(job.name, 'p2')).outcome).toBe('succeeded')
     expect(state.started).toBe(2)
-    expect(leaseOf(job.name)).toBeNull()
+    expect(await leaseOf(job.name)).toBeNull()
   })
 
   test('a lease held by another live process blocks every period until it is released', async () => {
-    const { job, release } = gatedJob()
+    const { job, state, release } = gatedJob()
     const a = new JobRunner(t.deps, [job])
-    const b = new JobRunner(t.another(), [job])
+    const b = new JobRunner(await t.another(), [job])
     const running = a.run(job.name, 'p1')
-    expect(leaseOf(job.name)).toEqual(expect.objectContaining({ holder: a.holder }))
+    await startedRuns(state, 1)
+    expect(await leaseOf(job.name)).toEqual(expect.objectContaining({ holder: a.holder }))
     expect((await b.run(job.name, 'p2')).outcome).toBe('skipped')
     release()
     expect((await running).outcome).toBe('succeeded')
@@ -95,20 +108,22 @@ describe('JobRunner', () => {
   })
 
   test('a lease whose holder stopped answering is taken over once it expires', async () => {
-    const { job, release } = gatedJob('test.stuck', 60)
+    const { job, state, release } = gatedJob('test.stuck', 60)
     const a = new JobRunner(t.deps, [job])
-    const otherDeps = t.another()
+    const otherDeps = await t.another()
     const b = new JobRunner(otherDeps, [job])
     const stuck = a.run(job.name, 'p1') // never finishes until released: a hung or crashed process
+    await startedRuns(state, 1)
     otherDeps.testClock!.advance(59)
     expect((await b.run(job.name, 'p2')).outcome).toBe('skipped')
     otherDeps.testClock!.advance(2)
     const taken = b.run(job.name, 'p2')
-    expect(leaseOf(job.name)).toEqual(expect.objectContaining({ holder: b.holder }))
+    await startedRuns(state, 2)
+    expect(await leaseOf(job.name)).toEqual(expect.objectContaining({ holder: b.holder }))
     release()
     expect((await taken).outcome).toBe('succeeded')
     expect((await stuck).outcome).toBe('succeeded')
-    expect(runsOf(job.name).map((r) => [r.period, r.holder, r.outcome])).toEqual([
+    expect((await runsOf(job.name)).map((r) => [r.period, r.holder, r.outcome])).toEqual([
       ['p1', a.holder, 'succeeded'],
       ['p2', b.holder, 'succeeded'],
     ])
@@ -126,12 +141,12 @@ describe('JobRunner', () => {
     const a = new JobRunner(t.deps, [failing])
     const outcome = await a.run(failing.name, 'p1')
     expect(outcome).toEqual({ job: 'test.failing', period: 'p1', outcome: 'failed', detail: 'marketplace unreachable' })
-    const [row] = runsOf(failing.name)
+    const [row] = await runsOf(failing.name)
     expect(row).toEqual(expect.objectContaining({ outcome: 'failed', detail: 'marketplace unreachable' }))
     expect(row!.finished_at).not.toBeNull()
-    expect(leaseOf(failing.name)).toBeNull()
+    expect(await leaseOf(failing.name)).toBeNull()
     expect(t.logs.some((l) => l.msg === 'job failed' && l.job === 'test.failing')).toBe(true)
-    const b = new JobRunner(t.another(), [failing])
+    const b = new JobRunner(await t.another(), [failing])
     expect((await b.run(failing.name, 'p2')).outcome).toBe('failed') // not blocked by a leftover lease
   })
 
@@ -147,8 +162,8 @@ describe('JobRunner', () => {
     }
     const outcome = await new JobRunner(t.deps, [job]).run(job.name, 'p1')
     expect(outcome.outcome).toBe('failed')
-    expect(runsOf(job.name)[0]!.outcome).toBe('failed')
-    expect(leaseOf(job.name)).toBeNull()
+    expect((await runsOf(job.name))[0]!.outcome).toBe('failed')
+    expect(await leaseOf(job.name)).toBeNull()
   })
 
   test('an unknown job name is a programming error', async () => {
@@ -185,7 +200,7 @@ describe('the per-tenant error boundary (issue 34)', () => {
     const outcome = await new JobRunner(t.deps, [job]).run(job.name, 'p1')
     expect(attempts).toEqual(['t1', 't2', 't3'])
     expect(outcome).toEqual({ job: 'test.walk', period: 'p1', outcome: 'partial', detail: '2 tenants done; 1 tenants failed: t1 (bad data of t1)' })
-    expect(runsOf(job.name)[0]).toEqual(expect.objectContaining({ outcome: 'partial', detail: outcome.detail }))
+    expect((await runsOf(job.name))[0]).toEqual(expect.objectContaining({ outcome: 'partial', detail: outcome.detail }))
     const logged = t.logs.find((l) => l.msg === 'job failed for a tenant')
     expect(logged).toMatchObject({ job: 'test.walk', tenant: 't1', failures: 1 })
     expect(JSON.stringify(logged)).toContain('bad data of t1')

@@ -6,8 +6,8 @@ import { tempDeps, type TempDeps } from './fixtures/temp-deps'
 
 let t: TempDeps
 let limiter: LocalRateLimiter
-beforeEach(() => {
-  t = tempDeps()
+beforeEach(async () => {
+  t = await tempDeps()
   limiter = new LocalRateLimiter(t.deps.clock)
 })
 afterEach(() => t.close())
@@ -57,13 +57,13 @@ describe('LocalRateLimiter', () => {
     expect(take('ip:1', 1, 1).allowed).toBe(true)
   })
 
-  test('each Deps has its own limiter', () => {
-    const other = tempDeps()
+  test('each Deps has its own limiter', async () => {
+    const other = await tempDeps()
     try {
       expect(requestRateLimiter(t.deps)).toBe(requestRateLimiter(t.deps))
       expect(requestRateLimiter(other.deps)).not.toBe(requestRateLimiter(t.deps))
     } finally {
-      other.close()
+      await other.close()
     }
   })
 })

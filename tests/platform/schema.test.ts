@@ -6,15 +6,16 @@ import { join } from 'node:path'
 import { MIGRATIONS_FOLDER, migrateDatabase, openDatabase, pendingMigrations, type Database_ } from '../../db/client'
 import { strictify } from '../../db/strictify'
 
+/** SQLite's schema (a file in a temp dir): its catalogue and STRICT tables, read on bun:sqlite's connection. */
 let dir: string
 let database: Database_
-beforeEach(() => {
+beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gpuhq-schema-'))
   database = openDatabase(join(dir, 'gpuhq.db'))
-  migrateDatabase(database)
+  await migrateDatabase(database)
 })
-afterEach(() => {
-  database.sqlite.close()
+afterEach(async () => {
+  await database.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -26,21 +27,21 @@ const ownTables = (sqlite: Database) =>
 
 describe('the migrated schema', () => {
   test('every table of ours is STRICT', () => {
-    const tables = ownTables(database.sqlite)
+    const tables = ownTables(database.sqlite!)
     expect(tables.length).toBeGreaterThanOrEqual(6)
     expect(tables.filter((t) => t.strict !== 1).map((t) => t.name)).toEqual([])
   })
 
   test('a STRICT table refuses text in an integer column', () => {
-    expect(() => database.sqlite.exec(`INSERT INTO rate_limits (bucket, tat, expires_at) VALUES ('b', 'not a number', 1)`)).toThrow(/datatype|cannot store/i)
+    expect(() => database.sqlite!.exec(`INSERT INTO rate_limits (bucket, tat, expires_at) VALUES ('b', 'not a number', 1)`)).toThrow(/datatype|cannot store/i)
   })
 
-  test('migrating again applies nothing and leaves nothing pending', () => {
-    const before = database.sqlite.query('SELECT count(*) AS n FROM __drizzle_migrations').get() as { n: number }
-    migrateDatabase(database)
-    const after = database.sqlite.query('SELECT count(*) AS n FROM __drizzle_migrations').get() as { n: number }
+  test('migrating again applies nothing and leaves nothing pending', async () => {
+    const before = database.sqlite!.query('SELECT count(*) AS n FROM __drizzle_migrations').get() as { n: number }
+    await migrateDatabase(database)
+    const after = database.sqlite!.query('SELECT count(*) AS n FROM __drizzle_migrations').get() as { n: number }
     expect(after.n).toBe(before.n)
-    expect(pendingMigrations(database)).toBe(0)
+    expect(await pendingMigrations(database)).toBe(0)
   })
 
   test('every committed migration already went through strictify', () => {

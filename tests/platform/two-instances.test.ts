@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { PgDatabase } from '../../db/pg/database'
+import { sql } from 'drizzle-orm'
 import { call, newTenant } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { addServers, clockTo, doubleCharges, payer, US_PER_HOUR, US_PER_MINUTE, utcUs } from '../support/billing'
@@ -28,7 +28,7 @@ describe.skipIf(!onPostgres)('two instances on one PostgreSQL database', () => {
     b = await startTestApp({ ...ENV, DATABASE_URL: a.databaseUrl, DATA_DIR: a.dir })
     owner = await newOwner(a, 'two', 'pro')
     // Each instance listens for the other's command announcements before an agent connects.
-    for (const app of [a, b]) await (app.deps.sqlite as unknown as PgDatabase).listening()
+    for (const app of [a, b]) await app.deps.database.postgres!.listening()
   })
   afterAll(async () => {
     closeAllClients()
@@ -62,15 +62,15 @@ describe.skipIf(!onPostgres)('two instances on one PostgreSQL database', () => {
 
   test('billing.charge triggered on both at once books every hour once', async () => {
     const tenants = [await payer(a, 'starter'), await payer(a, 'starter'), await payer(a, 'starter')]
-    for (const [i, t] of tenants.entries()) addServers(a, t.tenantId, i + 1)
+    for (const [i, t] of tenants.entries()) await addServers(a, t.tenantId, i + 1)
     const now = await clockTo(a, utcUs(2027, 3, 1, 14, 30))
     await clockTo(b, now)
     const runs = await Promise.all([a, b, a, b].map((app) => app.fetch('/api/v1/_test/jobs/billing.charge/run', { method: 'POST' })))
     expect(runs.map((r) => r.status).every((s) => s === 200 || s === 409)).toBe(true)
-    expect(doubleCharges(a)).toEqual([])
+    expect(await doubleCharges(a)).toEqual([])
     const hours = (now - 75 * US_PER_MINUTE - utcUs(2027, 3, 1, 8)) / US_PER_HOUR
     for (const t of tenants) {
-      const charged = a.deps.sqlite.query("SELECT count(*) AS n FROM ledger_entries WHERE tenant_id = ? AND kind = 'charge'").get(t.tenantId) as { n: number }
+      const charged = (await a.deps.db.get(sql`SELECT count(*) AS n FROM ledger_entries WHERE tenant_id = ${t.tenantId} AND kind = 'charge'`)) as { n: number }
       expect(charged.n).toBe(Math.floor(hours) + 1)
     }
   })
@@ -114,7 +114,7 @@ describe.skipIf(!onPostgres)('two payment instances on one PostgreSQL database',
     // Each answers 200 (credited, or seen already) or 503 (a conflict that outlived its retries: the provider sends again).
     expect(results.filter((r) => r.status !== 200 && r.status !== 503)).toEqual([])
     expect(results.some((r) => r.status === 200)).toBe(true)
-    expect(topupEntries(a, owner.tenantId)).toEqual([
+    expect(await topupEntries(a, owner.tenantId)).toEqual([
       { amount_micros: 25_000_000, payment_ref: `nowpayments:${p.payment_id}`, balance_after_micros: 25_000_000 },
     ])
     expect(await getTopup(a, owner, topup.id)).toMatchObject({ status: 'succeeded', credited_usd: '25.00' })

@@ -37,7 +37,7 @@ let token: string
 beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent' })
   const owner = await newTenant(app, 'prom-docs')
-  setPlan(app, owner.tenantId, 'pro')
+  await setPlan(app, owner.tenantId, 'pro')
   token = (await mintPat(app, owner, { scopes: ALL_SCOPES })).token
   // Every family has its HELP and TYPE even without a sample: an empty fleet names them all.
   const res = await call(app, 'GET', '/metrics/prometheus', token)

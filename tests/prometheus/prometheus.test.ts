@@ -80,7 +80,7 @@ beforeAll(async () => {
   owner = await newOwner(app, 'prom', 'pro')
   member = asMember(owner)
   stranger = await newOwner(app, 'prom-stranger', 'pro')
-  strangerServer = insertServer(app, stranger.tenantId, 'stranger rig')
+  strangerServer = await insertServer(app, stranger.tenantId, 'stranger rig')
 
   const enrolledA = await enrolAgent(app, owner, { gpus: twoGpus })
   const enrolledB = await enrolAgent(app, owner, { gpus: twoGpus })
@@ -88,7 +88,7 @@ beforeAll(async () => {
   b = enrolledB.server_id
   // Names a member may choose (quotes, a backslash); the line feed only an older row could hold.
   await ok(call(app, 'PATCH', `/servers/${a}`, member, { json: { name: 'rig "A" \\ east' } }))
-  c = insertServer(app, owner.tenantId, AWKWARD_NAME)
+  c = await insertServer(app, owner.tenantId, AWKWARD_NAME)
 
   // marketplace_a rents A's two cards at 0.50 USD per GPU-hour; half an hour of accrual.
   simA.putMachine(VAST_OWNER, 801, { hostname: 'rig-801', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })

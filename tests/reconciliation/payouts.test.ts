@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { utcDay } from '../../src/platform/time'
@@ -134,14 +135,14 @@ beforeAll(async () => {
     },
   })
   app = await startTestApp({ MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
-  startEarlyInUtcDay(app)
+  await startEarlyInUtcDay(app)
   owner = await newTenant(app, 'payouts')
   other = await newTenant(app, 'payouts-other')
-  for (const t of [owner, other]) setPlan(app, t.tenantId, 'pro')
-  short = insertServer(app, owner.tenantId, 'rig-short')
-  match = insertServer(app, owner.tenantId, 'rig-match')
-  clore = insertServer(app, owner.tenantId, 'rig-clore')
-  otherServer = insertServer(app, other.tenantId, 'rig-other')
+  for (const t of [owner, other]) await setPlan(app, t.tenantId, 'pro')
+  short = await insertServer(app, owner.tenantId, 'rig-short')
+  match = await insertServer(app, owner.tenantId, 'rig-match')
+  clore = await insertServer(app, owner.tenantId, 'rig-clore')
+  otherServer = await insertServer(app, other.tenantId, 'rig-other')
   const rentals: number[] = []
   for (const [machine, ownerId] of [
     [821, OWNER_A],
@@ -359,7 +360,7 @@ describe('each tenant apart in the job', () => {
     // The other tenant's key loses billing_read: its invoice read is refused (missing_permission).
     simA.updateKey(KEY_OTHER, { permissions: ['machine_read', 'machine_write'] })
     // The owner's threshold drops under the remaining 0.20 shortfall: the job must still flag it.
-    app.deps.sqlite.run('UPDATE reconciliation_settings SET gap_threshold_usd_micros = 100000 WHERE tenant_id = ?', [owner.tenantId])
+    await app.deps.db.run(sql`UPDATE reconciliation_settings SET gap_threshold_usd_micros = 100000 WHERE tenant_id = ${owner.tenantId}`)
     await clock(3600)
     const res = await app.fetch('/api/v1/_test/jobs/reconciliation.evaluate/run', { method: 'POST' })
     const run = (await res.json()) as { outcome: string; detail: string | null }

@@ -44,9 +44,9 @@ async function expect429(res: Response): Promise<number> {
 /**
  * Statements the database executed: on SQLite every `all`, `get`, `values` and `run` of a bun:sqlite
  * statement made after this file loaded (prepare and query are wrapped so that each statement
- * counts its own executions; nothing else changes), on PostgreSQL the client's own statement
- * counter. The app runs in this process; nothing else runs meanwhile (jobs are off), bar a timer's
- * odd statement.
+ * counts its own executions; nothing else changes), on PostgreSQL the pool's own statement
+ * counter (db/pg/pool.ts). The app runs in this process; nothing else runs meanwhile (jobs are
+ * off), bar a timer's odd statement.
  */
 let executed = 0
 const counting = new WeakSet<object>()
@@ -78,7 +78,7 @@ afterAll(() => {
 })
 
 async function statementsDuring(fn: () => Promise<void>): Promise<number> {
-  const pg = (app.deps.sqlite as unknown as { counters?: { statements: number } }).counters
+  const pg = app.deps.database.postgres?.counters
   const before = pg ? pg.statements : executed
   await fn()
   return (pg ? pg.statements : executed) - before
@@ -101,9 +101,9 @@ describe("a report's reads", () => {
   for (const report of ['margin', 'utilisation', 'earnings', 'spend']) {
     test(`${report}: as many for 12 servers as for one; once a range's days are stored, as many for 60 days by day as for one day`, async () => {
       const small = await newTenant(app, `${report}-small`)
-      insertServer(app, small.tenantId, 'only')
+      await insertServer(app, small.tenantId, 'only')
       const big = await newTenant(app, `${report}-big`)
-      for (let i = 0; i < 12; i++) insertServer(app, big.tenantId, `rig ${i}`)
+      for (let i = 0; i < 12; i++) await insertServer(app, big.tenantId, `rig ${i}`)
       const oneDay = await reportStatements(small, report, range(0))
       // The first read of 60 days stores their aggregates, a week per query: the same for 1 server or 12.
       const oneServer = await reportStatements(small, report, `${range(0, 60)}&group_by=day`)

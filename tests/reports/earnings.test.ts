@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
 import { call, insertServer, mintPat, newTenant, setPlan, type Member } from '../support/access'
@@ -63,8 +64,8 @@ const job = async (name: string) => {
 }
 const advance = async (seconds: number) =>
   expect((await app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } })).status).toBe(200)
-const setModel = (id: string, model: string, gpus: number) =>
-  app.deps.sqlite.run('UPDATE servers SET gpu_model = ?, gpu_count = ? WHERE id = ?', [model, gpus, id])
+const setModel = async (id: string, model: string, gpus: number) =>
+  await app.deps.db.run(sql`UPDATE servers SET gpu_model = ${model}, gpu_count = ${gpus} WHERE id = ${id}`)
 const link = async (server_id: string, marketplace: string, external_machine_id: string) =>
   expect((await call(app, 'POST', '/marketplaces/links', owner, { json: { server_id, marketplace, external_machine_id } })).status).toBe(201)
 
@@ -93,14 +94,14 @@ beforeAll(async () => {
   })
   app = await startTestApp({ ...UNLIMITED_REPORTS, LOG_LEVEL: 'silent', MARKETPLACE_A_API_URL: simA.url, MARKETPLACE_B_API_URL: simB.url })
   owner = await newTenant(app, 'report-earnings')
-  setPlan(app, owner.tenantId, 'pro')
-  rigA = insertServer(app, owner.tenantId, 'rig-a')
-  rigB = insertServer(app, owner.tenantId, 'rig-b')
-  rigC = insertServer(app, owner.tenantId, 'rig-c')
+  await setPlan(app, owner.tenantId, 'pro')
+  rigA = await insertServer(app, owner.tenantId, 'rig-a')
+  rigB = await insertServer(app, owner.tenantId, 'rig-b')
+  rigC = await insertServer(app, owner.tenantId, 'rig-c')
   // What the agents' hello would have reported.
-  setModel(rigA, 'NVIDIA GeForce RTX 4090', 2)
-  setModel(rigC, 'NVIDIA GeForce RTX 4090', 1)
-  setModel(rigB, 'NVIDIA GeForce RTX 3090', 1)
+  await setModel(rigA, 'NVIDIA GeForce RTX 4090', 2)
+  await setModel(rigC, 'NVIDIA GeForce RTX 4090', 1)
+  await setModel(rigB, 'NVIDIA GeForce RTX 3090', 1)
   simA.putMachine(VAST_OWNER, 801, { hostname: 'rig-801', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })
   simA.addRental(801, { kind: 'on_demand', gpus: 2, running: true })
   simA.putMachine(VAST_OWNER, 802, { hostname: 'rig-802', listed: true, num_gpus: 1, gpu_name: 'RTX 4090', listed_gpu_cost: 0.35 })
@@ -128,7 +129,7 @@ beforeAll(async () => {
     await job('earnings.sample')
     await advance(5 * 3600)
   }
-  const days = (app.deps.sqlite.query('SELECT min(day) AS first FROM earnings_days WHERE tenant_id = ?').get(owner.tenantId) as { first: string }).first
+  const days = ((await app.deps.db.get(sql`SELECT min(day) AS first FROM earnings_days WHERE tenant_id = ${owner.tenantId}`)) as { first: string }).first
   firstDay = days
   today = new Date(Math.floor(app.deps.clock.nowUs() / 1000)).toISOString().slice(0, 10)
 })
@@ -139,12 +140,10 @@ afterAll(async () => {
 })
 
 /** The tenant's accrual rows with days in [from, to], straight from the table the report sums. */
-const rowsBetween = (from: string, to: string) =>
-  app.deps.sqlite
-    .query(
-      'SELECT server_id, marketplace, day, accrued_usd_micros, accrued_us, gap_us, platform_usd_micros FROM earnings_days WHERE tenant_id = ? AND day >= ? AND day <= ?',
-    )
-    .all(owner.tenantId, from, to) as Row[]
+const rowsBetween = async (from: string, to: string) =>
+  (await app.deps.db.all(
+    sql`SELECT server_id, marketplace, day, accrued_usd_micros, accrued_us, gap_us, platform_usd_micros FROM earnings_days WHERE tenant_id = ${owner.tenantId} AND day >= ${from} AND day <= ${to}`,
+  )) as Row[]
 
 /** The figures of some rows, from the rows alone. */
 function expected(rows: Row[]) {
@@ -170,7 +169,7 @@ describe('the earnings report', () => {
     const { body } = await report<Earnings>(app, owner, 'earnings', `from=${from}&to=${today}`)
     expect(body).toMatchObject({ report: 'earnings', from, to: today, group_by: 'day', timezone: 'UTC' })
     expect(body.total_label).toContain('not a ledger')
-    const rows = rowsBetween(from, today)
+    const rows = await rowsBetween(from, today)
     // The seeding gave what the report must cover: several days, both marketplaces, gaps and the platform's figure.
     expect(new Set(rows.map((r) => r.day)).size).toBeGreaterThanOrEqual(4)
     expect(rows.some((r) => r.gap_us > 0)).toBe(true)
@@ -243,7 +242,7 @@ describe('the earnings report', () => {
       'period,period_from,period_to,server_id,server_name,gpu_model,marketplace,earned_usd,platform_reported_usd,accrued_seconds,accrual_gap_seconds',
     )
     const records = csvRecords(text)
-    const rows = rowsBetween(firstDay, today)
+    const rows = await rowsBetween(firstDay, today)
     expect(records.length).toBe(rows.length)
     for (const r of rows) {
       const line = records.find((c) => c.period === r.day && c.server_id === r.server_id && c.marketplace === r.marketplace)!
@@ -258,7 +257,7 @@ describe('the earnings report', () => {
     const pat = (await mintPat(app, owner, { scopes: ['marketplaces:read'], server_allowlist: [rigB] })).token
     const { body, text } = await report<Earnings>(app, pat, 'earnings', `from=${firstDay}&to=${today}`)
     expect(body.servers.map((s) => s.server_id)).toEqual([rigB])
-    expect(got(body.total)).toEqual(expected(rowsBetween(firstDay, today).filter((r) => r.server_id === rigB)))
+    expect(got(body.total)).toEqual(expected((await rowsBetween(firstDay, today)).filter((r) => r.server_id === rigB)))
     expect(body.by_gpu_model.map((g) => g.gpu_model)).toEqual(['NVIDIA GeForce RTX 3090'])
     expect(text).not.toContain(rigA)
     expect(text).not.toContain(rigC)

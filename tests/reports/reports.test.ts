@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { addMember, auditRows, mintPat, newTenant, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import { addServers, adjust, advanceBy, clockTo, micros, payer, runCharges, setZone, US_PER_DAY, US_PER_HOUR } from '../support/billing'
@@ -20,7 +21,7 @@ beforeAll(async () => {
   owner = await payer(app, 'starter', 'reports')
   const start = (Math.floor(app.deps.clock.nowUs() / US_PER_DAY) + 1) * US_PER_DAY + 9 * US_PER_HOUR
   await clockTo(app, start)
-  addServers(app, owner.tenantId, 3, 'rig')
+  await addServers(app, owner.tenantId, 3, 'rig')
   await clockTo(app, start + 2 * US_PER_DAY + 3 * US_PER_HOUR)
   await runCharges(app)
   today = localDate('UTC', app.deps.clock.nowUs())
@@ -34,7 +35,7 @@ describe('caching', () => {
     expect(tag).toMatch(/^"[A-Za-z0-9_-]{32}"$/)
     expect(first.res.headers.get('cache-control')).toBe('private, max-age=60')
     expect(first.res.headers.get('vary')).toBe('Accept, Accept-Encoding')
-    adjust(app, owner.tenantId, '-2.50', 'hardware fee')
+    await adjust(app, owner.tenantId, '-2.50', 'hardware fee')
     await advanceBy(app, 30)
     const cached = await report(app, owner, 'spend', `from=${today}&to=${today}`)
     expect(cached.res.headers.get('etag')).toBe(tag)
@@ -195,7 +196,7 @@ describe('the margin report', () => {
   })
 
   test('is money of every server: a token limited to some servers is refused it, a token without billing:read too', async () => {
-    const [rig] = (app.deps.sqlite.query('SELECT id FROM servers WHERE tenant_id = ?').all(owner.tenantId) as { id: string }[]).map((r) => r.id)
+    const [rig] = ((await app.deps.db.all(sql`SELECT id FROM servers WHERE tenant_id = ${owner.tenantId}`)) as { id: string }[]).map((r) => r.id)
     const limited = (await mintPat(app, owner, { scopes: ['billing:read'], server_allowlist: [rig] })).token
     await report(app, limited, 'margin', '', 403)
     const fleetOnly = (await mintPat(app, owner, { scopes: ['servers:read', 'marketplaces:read'] })).token

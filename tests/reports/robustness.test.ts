@@ -16,8 +16,8 @@ let owner: Member
 beforeAll(async () => {
   app = await startTestApp({ ...UNLIMITED_REPORTS, LOG_LEVEL: 'silent' })
   owner = await newTenant(app, 'reports-robust')
-  setPlan(app, owner.tenantId, 'pro')
-  insertServer(app, owner.tenantId, 'rig')
+  await setPlan(app, owner.tenantId, 'pro')
+  await insertServer(app, owner.tenantId, 'rig')
   // Days in a zone 14 hours ahead of UTC for the reports counted in the account's days.
   expect((await call(app, 'PATCH', '/me', owner, { json: { timezone: 'Pacific/Kiritimati' } })).status).toBe(200)
 })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { addMember, insertServer, mintPat, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 import {
@@ -56,24 +57,24 @@ beforeAll(async () => {
   // 17:20 UTC (22:50 in Kolkata), two days ahead: two rigs, a third a day later, charges for three days.
   start = (Math.floor(app.deps.clock.nowUs() / US_PER_DAY) + 2) * US_PER_DAY + 17 * US_PER_HOUR + 20 * US_PER_MINUTE
   await clockTo(app, start)
-  rigs = addServers(app, owner.tenantId, 2, 'rig')
+  rigs = await addServers(app, owner.tenantId, 2, 'rig')
   await clockTo(app, start + 26 * US_PER_HOUR)
   // A name a spreadsheet would run as a formula, with a quote and a comma: the CSV must keep it text.
-  rigs.push(insertServer(app, owner.tenantId, '=rig "3", spare'))
-  adjust(app, owner.tenantId, '-1.25', 'hardware fee')
-  topUp(app, owner.tenantId, 10_000_000)
+  rigs.push(await insertServer(app, owner.tenantId, '=rig "3", spare'))
+  await adjust(app, owner.tenantId, '-1.25', 'hardware fee')
+  await topUp(app, owner.tenantId, 10_000_000)
   await clockTo(app, start + 50 * US_PER_HOUR)
-  adjust(app, owner.tenantId, '0.40', 'goodwill')
-  topUp(app, owner.tenantId, -2_000_000)
+  await adjust(app, owner.tenantId, '0.40', 'goodwill')
+  await topUp(app, owner.tenantId, -2_000_000)
   await clockTo(app, start + 3 * US_PER_DAY + 2 * US_PER_HOUR)
   await runCharges(app)
 })
 afterAll(() => app.close())
 
 type Calc = { id: string; servers: number; server_ids: string }
-const calculations = () =>
+const calculations = async () =>
   new Map(
-    (app.deps.sqlite.query('SELECT id, servers, server_ids FROM charge_calculations WHERE tenant_id = ?').all(owner.tenantId) as Calc[]).map((c) => [
+    ((await app.deps.db.all(sql`SELECT id, servers, server_ids FROM charge_calculations WHERE tenant_id = ${owner.tenantId}`)) as Calc[]).map((c) => [
       c.id,
       { servers: c.servers, ids: JSON.parse(c.server_ids) as string[] },
     ]),
@@ -87,7 +88,7 @@ function split(amount: number, ids: string[]): [string, number][] {
 }
 
 /** The spend figures of ledger rows, from the rows alone. */
-function expectedFigures(rows: LedgerItem[], calcs: ReturnType<typeof calculations>) {
+function expectedFigures(rows: LedgerItem[], calcs: Awaited<ReturnType<typeof calculations>>) {
   const of = (kind: string) => rows.filter((r) => r.kind === kind).reduce((n, r) => n + micros(r.amount_usd), 0)
   const charges = rows.filter((r) => r.kind === 'charge')
   return {
@@ -118,7 +119,7 @@ describe('the spend report', () => {
     expect(localDate(ZONE, usOf(body.from_at) - 1)).toBe(addDays(from, -1))
     expect(localDate(ZONE, usOf(body.to_at))).toBe(addDays(to, 1))
 
-    const calcs = calculations()
+    const calcs = await calculations()
     const rows = (await ledgerAll(app, owner)).filter((r) => {
       const d = localDate(ZONE, usOf(r.occurred_at))
       return d >= from && d <= to

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { mintPat, type Member } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
@@ -133,11 +134,11 @@ async function segments(serverId: string): Promise<{ from: number; to: number; s
 const overlap = (a0: number, a1: number, b0: number, b1: number) => Math.max(0, Math.min(a1, b1) - Math.max(a0, b0))
 const round = (x: number, d: number) => Math.round(x * 10 ** d) / 10 ** d
 const dayStart = (date: string) => Date.parse(`${date}T00:00:00Z`) * 1000
-const accruedUs = (serverId: string, from: string, to: string) =>
+const accruedUs = async (serverId: string, from: string, to: string) =>
   (
-    app.deps.sqlite
-      .query('SELECT coalesce(sum(accrued_us), 0) AS us FROM earnings_days WHERE server_id = ? AND day >= ? AND day <= ?')
-      .get(serverId, from, to) as { us: number }
+    (await app.deps.db.get(
+      sql`SELECT coalesce(sum(accrued_us), 0) AS us FROM earnings_days WHERE server_id = ${serverId} AND day >= ${from} AND day <= ${to}`,
+    )) as { us: number }
   ).us
 
 /** What a server's figures over [from, to] must be, from its events, its enrolment and its accrual rows. */
@@ -152,7 +153,7 @@ async function expectedFor(serverId: string, from: string, to: string) {
     if (s.state === 'online') online += overlap(s.from, s.to, start, end)
     if (s.state === 'suspect') suspect += overlap(s.from, s.to, start, end)
   }
-  const rented = accruedUs(serverId, from, to)
+  const rented = await accruedUs(serverId, from, to)
   return {
     tracked_seconds: Math.floor(tracked / US),
     online_seconds: Math.floor(online / US),
@@ -265,11 +266,11 @@ describe('the utilisation report', () => {
     // up) are computed once and stored; the answer must not move when they are read from there.
     await advance(3 * 24 * 3600)
     await job('metrics.rollup')
-    const stored = () =>
-      app.deps.sqlite.query("SELECT count(*) AS n FROM report_gpu_days WHERE server_id = ? AND metric = 'utilization_pct'").get(rigA) as { n: number }
-    expect(Number(stored().n)).toBe(0)
+    const stored = async () =>
+      (await app.deps.db.get(sql`SELECT count(*) AS n FROM report_gpu_days WHERE server_id = ${rigA} AND metric = 'utilization_pct'`)) as { n: number }
+    expect(Number((await stored()).n)).toBe(0)
     const first = await report<Utilisation>(app, caller, 'utilisation', `from=${dayD}&to=${dayD}&group_by=week`)
-    expect(Number(stored().n)).toBe(1)
+    expect(Number((await stored()).n)).toBe(1)
     const again = await report<Utilisation>(app, caller, 'utilisation', `from=${dayD}&to=${dayD}&group_by=month`)
     for (const body of [first.body, again.body]) {
       expect(body.servers.find((s) => s.server_id === rigA)!.gpu_utilisation_pct).toBe(53.3)

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { call, insertServer, type Member, newTenant, setPlan } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
@@ -51,18 +52,16 @@ const policy = (server: string) => ({
 })
 
 /** Writes the cost basis row as a database from before the bounds (or a damaged one) may hold it. */
-function storeCostBasis(tenantId: string, operationalMicros: number | null, commission: string): void {
-  app.deps.sqlite.run('UPDATE cost_bases SET operational_micros_per_month = ?, marketplaces = ? WHERE tenant_id = ?', [
-    operationalMicros,
-    JSON.stringify({ marketplace_a: { commission, commissions: {}, markup: null } }),
-    tenantId,
-  ])
+async function storeCostBasis(tenantId: string, operationalMicros: number | null, commission: string): Promise<void> {
+  await app.deps.db.run(
+    sql`UPDATE cost_bases SET operational_micros_per_month = ${operationalMicros}, marketplaces = ${JSON.stringify({ marketplace_a: { commission, commissions: {}, markup: null } })} WHERE tenant_id = ${tenantId}`,
+  )
 }
 
 async function tenantOnVast(tag: string, owner: number, key: string, machine: number): Promise<[Member, string]> {
   const m = await newTenant(app, tag)
-  setPlan(app, m.tenantId, 'pro')
-  const server = insertServer(app, m.tenantId, `rig-${tag}`)
+  await setPlan(app, m.tenantId, 'pro')
+  const server = await insertServer(app, m.tenantId, `rig-${tag}`)
   sim.putMachine(owner, machine, { hostname: `rig-${machine}`, listed: true, gpu_name: 'RTX 4090', num_gpus: 2, listed_gpu_cost: 0.5, listed_min_gpu_count: 2 })
   await ok(call(app, 'PUT', '/marketplaces/marketplace_a', m, { json: { api_key: key } }))
   await ok(
@@ -157,7 +156,7 @@ describe('money inputs are bounded so that derived prices stay in range', () => 
   })
 
   test('a floor above the money range from a row stored before the bounds is skipped with its reason, never a 500', async () => {
-    storeCostBasis(first.tenantId, 999_999_999_999_999, '99.9999')
+    await storeCostBasis(first.tenantId, 999_999_999_999_999, '99.9999')
     const preview = await ok<{ items: unknown[]; skipped: { server_id: string; reason: string }[] }>(
       call(app, 'POST', '/strategy/preview', first, { json: policy(firstServer) }),
     )
@@ -179,7 +178,7 @@ describe('strategy.suggest isolates tenants', () => {
 
   test('a tenant whose part fails is reported and backs off; the tenant after it still gets its suggestions', async () => {
     // A row the code cannot read: the commission is no percentage at all.
-    storeCostBasis(first.tenantId, null, 'garbage')
+    await storeCostBasis(first.tenantId, null, 'garbage')
     await advance(3700)
     expect((await runJob('marketplaces.sync')).outcome).toBe('succeeded')
     // The second tenant moves its policy to the cheapest ask (0.30): this run owes it a new suggestion.
@@ -207,7 +206,7 @@ describe('strategy.suggest isolates tenants', () => {
     const later = await runJob('strategy.suggest')
     expect(later.outcome).toBe('partial')
     expect(later.detail).toContain(`1 tenants failed: ${first.tenantId}`)
-    const runs = app.deps.sqlite.query("SELECT outcome FROM job_runs WHERE job = 'strategy.suggest' ORDER BY started_at").all() as { outcome: string }[]
+    const runs = (await app.deps.db.all(sql`SELECT outcome FROM job_runs WHERE job = 'strategy.suggest' ORDER BY started_at`)) as { outcome: string }[]
     expect(runs.map((r) => r.outcome).slice(-3)).toEqual(['partial', 'succeeded', 'partial'])
   })
 })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startMarketplaceA, type MarketplaceASim } from '../../scripts/sim/marketplace-a'
 import { vastMarketOffer } from '../support/marketplaces'
 import { startMarketplaceB, type MarketplaceBSim } from '../../scripts/sim/marketplace-b'
@@ -95,14 +96,13 @@ function gpuhqPerGpuHour(): number {
 }
 
 /** Two GPUs drawing 250 W each over the last hour, as telemetry's hourly rollup keeps them. */
-function measurePower(serverId: string): void {
+async function measurePower(serverId: string): Promise<void> {
   const bucket = Math.floor(app.deps.clock.nowUs() / HOUR_US) * HOUR_US - HOUR_US
   for (const gpu of [0, 1]) {
-    app.deps.sqlite.run('INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (?, ?, ?)', [serverId, gpu, 'power_w'])
-    const series = app.deps.sqlite.query('SELECT id FROM metric_series WHERE server_id = ? AND gpu_index = ?').get(serverId, gpu) as { id: number }
-    app.deps.sqlite.run(
-      'INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples) VALUES (?, 3600, ?, 250, 250, 250, 250, 250, 250, 12)',
-      [series.id, bucket],
+    await app.deps.db.run(sql`INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (${serverId}, ${gpu}, ${'power_w'})`)
+    const series = (await app.deps.db.get(sql`SELECT id FROM metric_series WHERE server_id = ${serverId} AND gpu_index = ${gpu}`)) as { id: number }
+    await app.deps.db.run(
+      sql`INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples) VALUES (${series.id}, 3600, ${bucket}, 250, 250, 250, 250, 250, 250, 12)`,
     )
   }
 }
@@ -132,10 +132,10 @@ beforeAll(async () => {
     SESSION_IDLE_SECONDS: String(30 * 86400),
   })
   owner = await newTenant(app, 'strategy')
-  setPlan(app, owner.tenantId, 'pro')
-  s1 = insertServer(app, owner.tenantId, 'rig-1')
-  s2 = insertServer(app, owner.tenantId, 'rig-2')
-  s3 = insertServer(app, owner.tenantId, 'rig-3')
+  await setPlan(app, owner.tenantId, 'pro')
+  s1 = await insertServer(app, owner.tenantId, 'rig-1')
+  s2 = await insertServer(app, owner.tenantId, 'rig-2')
+  s3 = await insertServer(app, owner.tenantId, 'rig-3')
   simA.putMachine(VAST_OWNER, 701, {
     hostname: 'rig-701',
     listed: true,
@@ -163,7 +163,7 @@ beforeAll(async () => {
       marketplaces: { marketplace_a: { commission_percent: '25' }, marketplace_b: { commissions: { 'USD-Blockchain': '10' } } },
     }),
   )
-  measurePower(s1)
+  await measurePower(s1)
   await runJob('marketplaces.sync')
 })
 afterAll(async () => {
@@ -395,7 +395,7 @@ describe("the platforms' own rules", () => {
 describe('who may use strategy', () => {
   test('plans without strategy answer 403 feature_not_entitled, and their policies make no suggestions', async () => {
     const starter = await newTenant(app, 'strategy-starter')
-    setPlan(app, starter.tenantId, 'starter')
+    await setPlan(app, starter.tenantId, 'starter')
     await expectProblem(await call(app, 'GET', '/strategy/policies', starter), 403, 'feature_not_entitled')
     await expectProblem(
       await call(app, 'POST', '/strategy/preview', starter, { json: { marketplace: 'marketplace_a', target: { gpu_model: 'rtx_4090' } } }),
@@ -406,7 +406,7 @@ describe('who may use strategy', () => {
 
   test("another tenant's server or group in a target is a plain 404, and a setting of the other platform is 422 with its pointer", async () => {
     const other = await newTenant(app, 'strategy-other')
-    const foreign = insertServer(app, other.tenantId, 'theirs')
+    const foreign = await insertServer(app, other.tenantId, 'theirs')
     await expectProblem(await send('POST', '/strategy/policies', { ...policyA, target: { server_ids: [foreign] } }), 404, 'not_found')
     await expectProblem(await send('POST', '/strategy/policies', { ...policyA, target: { group_id: app.deps.newId() } }), 404, 'not_found')
     const wrong = await expectProblem(
@@ -474,10 +474,10 @@ describe('costs no price can cover', () => {
       'validation_failed',
     )
     expect(refused.errors).toEqual([{ path: '/marketplaces/marketplace_a/commission_percent', code: 'too_large' }])
-    const stored = app.deps.sqlite.query('SELECT marketplaces FROM cost_bases WHERE tenant_id = ?').get(owner.tenantId) as { marketplaces: string }
+    const stored = (await app.deps.db.get(sql`SELECT marketplaces FROM cost_bases WHERE tenant_id = ${owner.tenantId}`)) as { marketplaces: string }
     const marketplaces = JSON.parse(stored.marketplaces)
     marketplaces.marketplace_a.commission = '100'
-    app.deps.sqlite.run('UPDATE cost_bases SET marketplaces = ? WHERE tenant_id = ?', [JSON.stringify(marketplaces), owner.tenantId])
+    await app.deps.db.run(sql`UPDATE cost_bases SET marketplaces = ${JSON.stringify(marketplaces)} WHERE tenant_id = ${owner.tenantId}`)
     const preview = await ok<{ items: Suggestion[]; skipped: { server_id: string; reason: string }[] }>(
       send('POST', '/strategy/preview', { marketplace: 'marketplace_a', target: { server_ids: [s1] } }),
     )

@@ -104,7 +104,7 @@ describe('DELETE /subscription/changes/{id}', () => {
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '1.00' })
     const before = await subscription(app, owner)
     expect(before.body.account_state).toBe('active')
-    adjust(app, owner.tenantId, '-5.00') // below zero: grace
+    await adjust(app, owner.tenantId, '-5.00') // below zero: grace
     const res = await call(app, 'GET', '/subscription', owner, { headers: { 'if-none-match': before.etag } })
     expect(res.status).toBe(200)
     expect(((await res.json()) as { account_state: string }).account_state).toBe('grace')
@@ -117,10 +117,10 @@ describe('DELETE /subscription/changes/{id}', () => {
     await cancel(app, owner, c.id)
     await expectProblem((await cancel(app, owner, c.id)).res, 409, 'conflict')
 
-    const cheap = addPlan(app, { price: '1.00' })
+    const cheap = await addPlan(app, { price: '1.00' })
     const other = await tenantOn(app, 'starter', { servers: 1, balance: '50.00' })
     const r = await orderOk(app, other, { target_plan: cheap }, 201)
-    editPlan(app, cheap, { price: '9.00' })
+    await editPlan(app, cheap, { price: '9.00' })
     await clockTo(app, dayStartUs(r.billing_effective_day) + US_PER_HOUR)
     await fire()
     expect((await subscription(app, other)).body.last_change).toMatchObject({ id: r.id, status: 'refused' })

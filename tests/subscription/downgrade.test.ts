@@ -105,8 +105,8 @@ describe('a downgrade is scheduled and fires on its effective day', () => {
   })
 
   test('downgrade_effective=next_day: scheduled for the next UTC day and fired then', async () => {
-    const cheap = addPlan(app, { price: '1.00', label: 'Lite' })
-    setPolicy(app, cheap, { downgrade: 'next_day' })
+    const cheap = await addPlan(app, { price: '1.00', label: 'Lite' })
+    await setPolicy(app, cheap, { downgrade: 'next_day' })
     const t0 = await nextDayAt(app, 15)
     const owner = await tenantOn(app, 'starter', { servers: 2, balance: '10.00' })
     const tomorrow = addDays(dayOf(t0), 1)
@@ -122,12 +122,12 @@ describe('a downgrade is scheduled and fires on its effective day', () => {
 
 describe('firing re-reads the rule', () => {
   test('the catalogue price moved so the downgrade is now an upgrade: refused with direction_changed, and the tenant is told', async () => {
-    const cheap = addPlan(app, { price: '1.00', label: 'Budget' })
+    const cheap = await addPlan(app, { price: '1.00', label: 'Budget' })
     await midNextMonth(app)
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '100.00' })
     const c = await orderOk(app, owner, { target_plan: cheap }, 201)
     expect(c.direction).toBe('downgrade')
-    editPlan(app, cheap, { price: '3.00' }) // the operator raises the price above starter
+    await editPlan(app, cheap, { price: '3.00' }) // the operator raises the price above starter
     const versionBefore = (await planOf(owner)).version
 
     await clockTo(app, dayStartUs(c.billing_effective_day) + US_PER_HOUR)
@@ -138,38 +138,38 @@ describe('firing re-reads the rule', () => {
     expect(s.last_change).toMatchObject({ id: c.id, status: 'refused', refusal_reason: 'direction_changed', applied_at: null, direction: 'downgrade' })
     expect(s.last_change!.refused_at).not.toBeNull()
     expect(s.version).toBeGreaterThan(versionBefore)
-    const told = notificationEvents(app, owner.tenantId)
+    const told = await notificationEvents(app, owner.tenantId)
     expect(told).toHaveLength(1)
     expect(told[0]!.kind).toBe('subscription.change_refused')
     expect(JSON.parse(told[0]!.payload)).toEqual({ change_id: c.id, target_plan: cheap, reason: 'direction_changed' })
 
     await fire() // no second refusal, no second notification
-    expect(notificationEvents(app, owner.tenantId)).toHaveLength(1)
+    expect(await notificationEvents(app, owner.tenantId)).toHaveLength(1)
   })
 
   test('a price change that keeps it a downgrade (or makes it lateral) still applies', async () => {
-    const cheap = addPlan(app, { price: '1.00' })
+    const cheap = await addPlan(app, { price: '1.00' })
     await midNextMonth(app)
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '100.00' })
     const c = await orderOk(app, owner, { target_plan: cheap }, 201)
-    editPlan(app, cheap, { price: '2.00' })
+    await editPlan(app, cheap, { price: '2.00' })
     await clockTo(app, dayStartUs(c.billing_effective_day) + US_PER_HOUR)
     await fire()
     expect(await planOf(owner)).toMatchObject({ plan: { code: cheap }, last_change: { id: c.id, status: 'applied' } })
-    expect(notificationEvents(app, owner.tenantId)).toHaveLength(0)
+    expect(await notificationEvents(app, owner.tenantId)).toHaveLength(0)
   })
 
   test('the balance no longer covers one day of the paid target at firing: refused with reserve_not_covered, and the tenant is told', async () => {
     await midNextMonth(app)
     const owner = await tenantOn(app, 'pro', { servers: 2, balance: '10.00' })
     const c = await orderOk(app, owner, { target_plan: 'starter' }, 201)
-    adjust(app, owner.tenantId, '-10.05') // balance -0.05 USD: below one day of starter for two servers
+    await adjust(app, owner.tenantId, '-10.05') // balance -0.05 USD: below one day of starter for two servers
     await clockTo(app, dayStartUs(c.billing_effective_day) + US_PER_HOUR)
     await fire()
     const s = await planOf(owner)
     expect(s.plan!.code).toBe('pro')
     expect(s.last_change).toMatchObject({ id: c.id, status: 'refused', refusal_reason: 'reserve_not_covered' })
-    const told = notificationEvents(app, owner.tenantId)
+    const told = await notificationEvents(app, owner.tenantId)
     expect(told.map((n) => [n.kind, JSON.parse(n.payload).reason])).toEqual([['subscription.change_refused', 'reserve_not_covered']])
   })
 
@@ -177,7 +177,7 @@ describe('firing re-reads the rule', () => {
     await midNextMonth(app)
     const owner = await tenantOn(app, 'pro', { servers: 1, balance: '-1.00' })
     const c = await orderOk(app, owner, { target_plan: 'free' }, 201)
-    setAccountState(app, owner.tenantId, 'frozen')
+    await setAccountState(app, owner.tenantId, 'frozen')
     await expectProblem((await order(app, owner, { target_plan: 'starter' })).res, 403, 'account_frozen') // a new order is denied
     await clockTo(app, dayStartUs(c.billing_effective_day) + US_PER_HOUR)
     await fire()

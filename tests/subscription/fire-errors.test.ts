@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import type { TestApp } from '../support/app'
 import {
   addPlan,
@@ -38,14 +39,14 @@ async function fire() {
 describe('subscription.fire when a change cannot be computed', () => {
   test('the change stays scheduled (no direction_changed refusal, nothing told to the tenant), the error is logged with the job run, the tenant and the change, the others apply, the run is partial, and a run after its backoff applies it', async () => {
     const t0 = await midNextMonth(app)
-    const broken = addPlan(app, { price: '1.00', label: 'Lite' })
+    const broken = await addPlan(app, { price: '1.00', label: 'Lite' })
     const hit = await tenantOn(app, 'pro', { servers: 1, balance: '40.00' })
     const other = await tenantOn(app, 'pro', { servers: 1, balance: '40.00' })
     const failing = await orderOk(app, hit, { target_plan: broken }, 201)
     const fine = await orderOk(app, other, { target_plan: 'starter' }, 201)
     const first = firstOfNextMonth(t0)
 
-    app.deps.sqlite.run('UPDATE plans SET price_micros_per_server_month = ? WHERE code = ?', [2 ** 60, broken])
+    await app.deps.db.run(sql`UPDATE plans SET price_micros_per_server_month = ${2 ** 60} WHERE code = ${broken}`)
     await clockTo(app, dayStartUs(first) + 0.5 * US_PER_HOUR)
     const logsBefore = app.logs.length
     const run = await fire()
@@ -54,7 +55,7 @@ describe('subscription.fire when a change cannot be computed', () => {
     expect(run.detail).toContain('1 applied, 0 refused')
 
     expect((await subscription(app, hit)).body.pending_change).toMatchObject({ id: failing.id, status: 'scheduled', refusal_reason: null })
-    expect(notificationEvents(app, hit.tenantId)).toEqual([])
+    expect(await notificationEvents(app, hit.tenantId)).toEqual([])
     expect((await subscription(app, other)).body.last_change).toMatchObject({ id: fine.id, status: 'applied' })
     // A run right after does not try it again.
     const next = await fire()
@@ -65,7 +66,7 @@ describe('subscription.fire when a change cannot be computed', () => {
     expect(logged[0]).toMatchObject({ job: 'subscription.fire', tenant: hit.tenantId, period: expect.stringMatching(/^manual:/) })
     expect((await subscription(app, hit)).body.pending_change).toMatchObject({ id: failing.id, status: 'scheduled' })
 
-    app.deps.sqlite.run('UPDATE plans SET price_micros_per_server_month = ? WHERE code = ?', [1_000_000, broken])
+    await app.deps.db.run(sql`UPDATE plans SET price_micros_per_server_month = ${1_000_000} WHERE code = ${broken}`)
     await clockTo(app, dayStartUs(first) + 0.5 * US_PER_HOUR + 61_000_000)
     expect((await fire()).outcome).toBe('succeeded')
     const after = (await subscription(app, hit)).body

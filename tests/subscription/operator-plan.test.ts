@@ -37,8 +37,8 @@ describe('an operator plan change after a subscription change', () => {
     await orderOk(app, moved, { target_plan: 'pro' }, 200)
     await orderOk(app, dropped, { target_plan: 'pro' }, 200)
     await clockTo(app, dayStartUs(addDays(day, 1)) + 12 * US_PER_HOUR)
-    setPlanAsOperator(moved.tenantId, 'starter')
-    setPlanAsOperator(dropped.tenantId, null)
+    await setPlanAsOperator(moved.tenantId, 'starter')
+    await setPlanAsOperator(dropped.tenantId, null)
     await clockTo(app, dayStartUs(addDays(day, 3)) + 2 * US_PER_HOUR)
     await runJob(app, 'billing.charge')
 
@@ -55,7 +55,7 @@ describe('an operator plan change after a subscription change', () => {
   test('the subscription version moves, so a cached GET /subscription is not answered 304 with the old plan', async () => {
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '5.00' })
     const { etag } = await subscription(app, owner)
-    setPlanAsOperator(owner.tenantId, 'pro')
+    await setPlanAsOperator(owner.tenantId, 'pro')
     const res = await call(app, 'GET', '/subscription', owner, { headers: { 'if-none-match': etag } })
     expect(res.status).toBe(200)
     expect(((await res.json()) as Subscription).plan!.code).toBe('pro')

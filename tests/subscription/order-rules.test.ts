@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { call, setAccountState } from '../support/access'
 import type { TestApp } from '../support/app'
 import { expectProblem, type Problem } from '../support/problem'
@@ -23,8 +24,8 @@ beforeAll(async () => {
 })
 afterAll(() => app.close())
 
-const changesOf = (tenantId: string) =>
-  app.deps.sqlite.query('SELECT id, status, target_plan FROM subscription_changes WHERE tenant_id = ? ORDER BY id').all(tenantId) as {
+const changesOf = async (tenantId: string) =>
+  (await app.deps.db.all(sql`SELECT id, status, target_plan FROM subscription_changes WHERE tenant_id = ${tenantId} ORDER BY id`)) as {
     id: string
     status: string
     target_plan: string
@@ -33,11 +34,11 @@ const changesOf = (tenantId: string) =>
 describe('POST /subscription/changes refusals, each leaving nothing behind', () => {
   test('a frozen account is denied with 403 account_frozen (the quote stays readable)', async () => {
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '50.00' })
-    setAccountState(app, owner.tenantId, 'frozen')
+    await setAccountState(app, owner.tenantId, 'frozen')
     await expectProblem((await order(app, owner, { target_plan: 'pro' })).res, 403, 'account_frozen')
     await expectProblem((await order(app, owner, { target_plan: 'free' })).res, 403, 'account_frozen')
     expect((await getQuote(app, owner, 'pro')).status).toBe(200)
-    expect(changesOf(owner.tenantId)).toEqual([])
+    expect(await changesOf(owner.tenantId)).toEqual([])
     expect((await currentPlan(app, owner))!.code).toBe('starter')
   })
 
@@ -45,11 +46,11 @@ describe('POST /subscription/changes refusals, each leaving nothing behind', () 
     const owner = await tenantOn(app, 'starter', { servers: 3 })
     const p = await expectProblem((await order(app, owner, { target_plan: 'free' })).res, 409, 'server_limit_reached')
     expect(p.detail).toContain('3')
-    expect(changesOf(owner.tenantId)).toEqual([])
+    expect(await changesOf(owner.tenantId)).toEqual([])
   })
 
   test('the limit applies to upgrades too, and a fleet exactly at the limit is allowed', async () => {
-    const small = addPlan(app, { price: '3.00', serversMax: '2' })
+    const small = await addPlan(app, { price: '3.00', serversMax: '2' })
     const over = await tenantOn(app, 'starter', { servers: 3, balance: '50.00' })
     await expectProblem((await order(app, over, { target_plan: small })).res, 409, 'server_limit_reached')
     const at = await tenantOn(app, 'starter', { servers: 2, balance: '50.00' })
@@ -61,7 +62,7 @@ describe('POST /subscription/changes refusals, each leaving nothing behind', () 
   test('ordering the plan the tenant is already on answers 409 conflict', async () => {
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '5.00' })
     await expectProblem((await order(app, owner, { target_plan: 'starter' })).res, 409, 'conflict')
-    expect(changesOf(owner.tenantId)).toEqual([])
+    expect(await changesOf(owner.tenantId)).toEqual([])
   })
 
   test('a contract-priced target answers 403 feature_not_entitled; an unknown plan 404; no plan 409 plan_required', async () => {
@@ -70,7 +71,7 @@ describe('POST /subscription/changes refusals, each leaving nothing behind', () 
     await expectProblem((await order(app, owner, { target_plan: 'platinum' })).res, 404, 'not_found')
     const planless = await tenantOn(app, null)
     await expectProblem((await order(app, planless, { target_plan: 'pro' })).res, 409, 'plan_required')
-    expect([...changesOf(owner.tenantId), ...changesOf(planless.tenantId)]).toEqual([])
+    expect([...(await changesOf(owner.tenantId)), ...(await changesOf(planless.tenantId))]).toEqual([])
   })
 
   test('malformed bodies answer 422: a bad plan code, a missing plan, a non-UUID topup_id, an unknown field', async () => {
@@ -84,7 +85,7 @@ describe('POST /subscription/changes refusals, each leaving nothing behind', () 
       { target_plan: 4 },
     ])
       await expectProblem((await order(app, owner, body)).res, 422, 'validation_failed')
-    expect(changesOf(owner.tenantId)).toEqual([])
+    expect(await changesOf(owner.tenantId)).toEqual([])
   })
 
   test('a viewer may quote but not order (403 forbidden)', async () => {
@@ -103,7 +104,7 @@ describe('Idempotency-Key on an order', () => {
     expect(first.status).toBe(200)
     const again = await order(app, owner, { target_plan: 'pro' }, key)
     expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: first.body })
-    expect(changesOf(owner.tenantId)).toHaveLength(1)
+    expect(await changesOf(owner.tenantId)).toHaveLength(1)
     // Without the key the same request is a new order, refused because the tenant is on pro now.
     await expectProblem((await order(app, owner, { target_plan: 'pro' })).res, 409, 'conflict')
   })
@@ -116,7 +117,7 @@ describe('Idempotency-Key on an order', () => {
     const again = await order(app, owner, { target_plan: 'starter' }, key)
     expect({ status: again.status, id: again.body.id, s: again.body.status }).toEqual({ status: 201, id: first.body.id, s: 'scheduled' })
     await expectProblem((await order(app, owner, { target_plan: 'free' }, key)).res, 409, 'idempotency_conflict')
-    expect(changesOf(owner.tenantId)).toEqual([{ id: first.body.id, status: 'scheduled', target_plan: 'starter' }])
+    expect(await changesOf(owner.tenantId)).toEqual([{ id: first.body.id, status: 'scheduled', target_plan: 'starter' }])
   })
 })
 
@@ -126,7 +127,7 @@ describe('at most one live pending change', () => {
     const first = await orderOk(app, owner, { target_plan: 'starter' }, 201)
     await expectProblem((await order(app, owner, { target_plan: 'free' })).res, 409, 'change_already_pending')
     expect((await subscription(app, owner)).body.pending_change).toEqual(first)
-    expect(changesOf(owner.tenantId)).toHaveLength(1)
+    expect(await changesOf(owner.tenantId)).toHaveLength(1)
   })
 
   test('six simultaneous unconditional orders leave exactly one pending change', async () => {
@@ -135,7 +136,7 @@ describe('at most one live pending change', () => {
     const statuses = replies.map((r) => r.status).sort()
     expect(statuses).toEqual([201, 409, 409, 409, 409, 409])
     for (const r of replies.filter((r) => r.status === 409)) expect((r.body as unknown as Problem).code).toBe('change_already_pending')
-    expect(changesOf(owner.tenantId)).toHaveLength(1)
+    expect(await changesOf(owner.tenantId)).toHaveLength(1)
   })
 
   test('an awaiting-payment upgrade is pending too', async () => {
@@ -155,7 +156,7 @@ describe('at most one live pending change', () => {
     const s = (await subscription(app, owner)).body
     expect(s.pending_change).toEqual(second)
     expect(s.version).toBeGreaterThan(body.version)
-    expect(changesOf(owner.tenantId).map((c) => [c.id, c.status])).toEqual([
+    expect((await changesOf(owner.tenantId)).map((c) => [c.id, c.status])).toEqual([
       [first.id, 'cancelled'],
       [second.id, 'scheduled'],
     ])
@@ -168,7 +169,7 @@ describe('at most one live pending change', () => {
     const up = await orderOk(app, owner, { target_plan: 'pro' }, 200, { 'if-match': etag })
     expect(up.status).toBe('applied')
     expect(await subscription(app, owner)).toMatchObject({ body: { plan: { code: 'pro' }, pending_change: null } })
-    expect(changesOf(owner.tenantId).find((c) => c.id === first.id)!.status).toBe('cancelled')
+    expect((await changesOf(owner.tenantId)).find((c) => c.id === first.id)!.status).toBe('cancelled')
   })
 
   test('a stale If-Match answers 412 and changes nothing', async () => {
@@ -178,7 +179,7 @@ describe('at most one live pending change', () => {
     const r = await order(app, owner, { target_plan: 'free' }, { 'if-match': old })
     expect(r.status).toBe(412)
     expect((await subscription(app, owner)).body.pending_change).toEqual(first)
-    expect(changesOf(owner.tenantId)).toHaveLength(1)
+    expect(await changesOf(owner.tenantId)).toHaveLength(1)
   })
 
   test('If-Match is checked even when nothing is pending: stale → 412, current → accepted', async () => {

@@ -170,11 +170,11 @@ describe('an upgrade the balance does not cover waits for a verified payment', (
   })
 
   test('a payment is credited even when the awaited target became contract-priced meanwhile; the change keeps waiting', async () => {
-    const target = addPlan(app, { price: '6.00', label: 'Scale' })
+    const target = await addPlan(app, { price: '6.00', label: 'Scale' })
     const owner = await tenantOn(app, 'starter', { servers: 1 })
     const change = await orderOk(app, owner, { target_plan: target }, 201)
     const topup = await createTopup(app, owner, '5.00', { kind: 'subscription_change', target_plan: target, change_id: change.id })
-    editPlan(app, target, { price: 'contract' })
+    await editPlan(app, target, { price: 'contract' })
     await payOnCheckoutPage(app, topup, '5.00')
     expect(await topupStatus(app, owner, topup.id)).toBe('succeeded')
     expect(await balanceOf(app, owner)).toBe(5_000_000)

@@ -120,17 +120,17 @@ describe('GET /subscription/quote: what a plan change would mean', () => {
   })
 
   test("the target plan's policy moves the billing day: upgrade next_day → tomorrow, downgrade next_day → tomorrow", async () => {
-    const up = addPlan(app, { price: '5.00' })
-    const down = addPlan(app, { price: '1.00' })
-    setPolicy(app, up, { upgrade: 'next_day' })
-    setPolicy(app, down, { downgrade: 'next_day' })
+    const up = await addPlan(app, { price: '5.00' })
+    const down = await addPlan(app, { price: '1.00' })
+    await setPolicy(app, up, { upgrade: 'next_day' })
+    await setPolicy(app, down, { downgrade: 'next_day' })
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '5.00' })
     expect((await getQuote(app, owner, up)).body).toMatchObject({ direction: 'upgrade', billing_effective_day: addDays(today, 1) })
     expect((await getQuote(app, owner, down)).body).toMatchObject({ direction: 'downgrade', billing_effective_day: addDays(today, 1) })
   })
 
   test('equal effective prices are lateral: not gated, billed from today', async () => {
-    const twin = addPlan(app, { price: '2.00', label: 'Starter Plus Deluxe' })
+    const twin = await addPlan(app, { price: '2.00', label: 'Starter Plus Deluxe' })
     const owner = await tenantOn(app, 'starter', { servers: 2, balance: '-1.00' })
     const q = (await getQuote(app, owner, twin)).body
     expect(q).toMatchObject({ direction: 'lateral', covered: true, billing_effective_day: today })
@@ -140,31 +140,31 @@ describe('GET /subscription/quote: what a plan change would mean', () => {
 
 describe('direction comes from effective prices only, never from names', () => {
   test('a plan called "Premium" that costs less than starter is a downgrade; one called "Basic" that costs more is an upgrade', async () => {
-    const premium = addPlan(app, { price: '1.00', label: 'Premium Ultra' })
-    const basic = addPlan(app, { price: '9.00', label: 'Basic' })
+    const premium = await addPlan(app, { price: '1.00', label: 'Premium Ultra' })
+    const basic = await addPlan(app, { price: '9.00', label: 'Basic' })
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '1.00' })
     expect((await getQuote(app, owner, premium)).body.direction).toBe('downgrade')
     expect((await getQuote(app, owner, basic)).body.direction).toBe('upgrade')
   })
 
   test("renaming a plan's label does not change the direction; changing its price does", async () => {
-    const p = addPlan(app, { price: '3.00', label: 'Gold' })
+    const p = await addPlan(app, { price: '3.00', label: 'Gold' })
     const owner = await tenantOn(app, 'starter', { servers: 1, balance: '1.00' })
     expect((await getQuote(app, owner, p)).body.direction).toBe('upgrade')
-    editPlan(app, p, { label: 'Free' })
+    await editPlan(app, p, { label: 'Free' })
     expect((await getQuote(app, owner, p)).body.direction).toBe('upgrade')
-    editPlan(app, p, { label: 'Enterprise Max' })
+    await editPlan(app, p, { label: 'Enterprise Max' })
     expect((await getQuote(app, owner, p)).body.direction).toBe('upgrade')
-    editPlan(app, p, { price: '0.50' })
+    await editPlan(app, p, { price: '0.50' })
     expect((await getQuote(app, owner, p)).body.direction).toBe('downgrade')
-    editPlan(app, p, { price: '2.00' })
+    await editPlan(app, p, { price: '2.00' })
     expect((await getQuote(app, owner, p)).body.direction).toBe('lateral')
   })
 
   test('the quote follows a balance change at once (nothing cached)', async () => {
     const owner = await tenantOn(app, 'starter', { servers: 1 })
     expect((await getQuote(app, owner, 'pro')).body.covered).toBe(false)
-    adjust(app, owner.tenantId, '1.00')
+    await adjust(app, owner.tenantId, '1.00')
     expect((await getQuote(app, owner, 'pro')).body).toMatchObject({ covered: true, balance_usd: '1.00' })
   })
 })

@@ -115,8 +115,8 @@ describe('billing follows the plan period of each UTC day', () => {
   })
 
   test('upgrade_effective=next_day: entitlements now, the change day still at starter, the new price from the next UTC day', async () => {
-    const plus = addPlan(app, { price: '4.00', label: 'Pro next day', features: 'strategy' })
-    setPolicy(app, plus, { upgrade: 'next_day' })
+    const plus = await addPlan(app, { price: '4.00', label: 'Pro next day', features: 'strategy' })
+    await setPolicy(app, plus, { upgrade: 'next_day' })
     const d0 = await nextDayAt(app, 10)
     const day = dayOf(d0)
     const owner = await tenantOn(app, 'starter', { servers: 2, balance: '50.00' })
@@ -146,7 +146,7 @@ describe('billing follows the plan period of each UTC day', () => {
 
 describe('lateral changes', () => {
   test('a plan at the same price is applied at once (200), needs no balance, and bills from today', async () => {
-    const twin = addPlan(app, { price: '2.00', label: 'Starter EU', serversMax: '10' })
+    const twin = await addPlan(app, { price: '2.00', label: 'Starter EU', serversMax: '10' })
     const owner = await tenantOn(app, 'starter', { servers: 2, balance: '-3.00' })
     const c = await orderOk(app, owner, { target_plan: twin }, 200)
     expect(c).toMatchObject({ status: 'applied', direction: 'lateral', from_plan: 'starter', target_plan: twin, billing_effective_day: dayOf(serviceNow(app)) })

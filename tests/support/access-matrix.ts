@@ -34,7 +34,7 @@ export type MatrixContext = {
   app: TestApp
   /** Owner of tenant A, the tenant whose resources the fixtures return. */
   owner: Member
-  newServer: (tenantId: string) => string
+  newServer: (tenantId: string) => Promise<string>
 }
 type FixtureValue = { params: Record<string, string>; body?: unknown }
 export type Fixture = (ctx: MatrixContext) => Promise<FixtureValue> | FixtureValue
@@ -103,12 +103,12 @@ export async function runAccessMatrix(app: TestApp, fixtures: Record<string, Fix
   const owner = await newTenant(app, 'matrix-a')
   const stranger = await newTenant(app, 'matrix-b')
   const stateOwner = await newTenant(app, 'matrix-s')
-  for (const m of [owner, stranger, stateOwner]) setPlan(app, m.tenantId, 'pro')
+  for (const m of [owner, stranger, stateOwner]) await setPlan(app, m.tenantId, 'pro')
   const members: Partial<Record<Role, Member>> = { owner }
   for (const role of ['viewer', 'operator', 'admin'] as const) members[role] = await addMember(app, owner.tenantId, role)
 
   const ctx: MatrixContext = { app, owner, newServer: (tenantId) => insertServer(app, tenantId, 'matrix rig') }
-  const decoy = ctx.newServer(owner.tenantId)
+  const decoy = await ctx.newServer(owner.tenantId)
   const pats = new Map<string, string>()
   const patWithout = async (scope: string | readonly string[] | null, allowlist?: string[]) => {
     const without = typeof scope === 'string' ? [scope] : (scope ?? [])
@@ -159,11 +159,11 @@ export async function runAccessMatrix(app: TestApp, fixtures: Record<string, Fix
       await expectRefusal('not an AI token', await patWithout(null), 401, 'unauthorized')
       if (declared.entitlement) {
         const token = await mcpTokenOf(stateOwner)
-        setPlan(app, stateOwner.tenantId, 'free')
+        await setPlan(app, stateOwner.tenantId, 'free')
         try {
           await expectRefusal('entitlement', token, 403, 'feature_not_entitled')
         } finally {
-          setPlan(app, stateOwner.tenantId, 'pro')
+          await setPlan(app, stateOwner.tenantId, 'pro')
         }
       }
       continue
@@ -189,13 +189,13 @@ export async function runAccessMatrix(app: TestApp, fixtures: Record<string, Fix
     }
 
     const asState = async (check: string, plan: string | null, state: 'active' | 'grace' | 'frozen', status: number, code: string) => {
-      setPlan(app, stateOwner.tenantId, plan)
-      setAccountState(app, stateOwner.tenantId, state)
+      await setPlan(app, stateOwner.tenantId, plan)
+      await setAccountState(app, stateOwner.tenantId, state)
       try {
         await expectRefusal(check, stateOwner, status, code)
       } finally {
-        setPlan(app, stateOwner.tenantId, 'pro')
-        setAccountState(app, stateOwner.tenantId, 'active')
+        await setPlan(app, stateOwner.tenantId, 'pro')
+        await setAccountState(app, stateOwner.tenantId, 'active')
       }
     }
     if (spec.denyFrozen) await asState('frozen', 'pro', 'frozen', 403, 'account_frozen')

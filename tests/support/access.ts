@@ -1,4 +1,5 @@
 import { expect } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { createAccount } from '../../src/modules/accounts'
 import type { Role } from '../../src/platform/access'
 import { formatTimestamp } from '../../src/platform/time'
@@ -31,36 +32,43 @@ async function completeTicket(app: TestApp, ticket: string): Promise<string> {
 /** A new tenant on the free plan and its owner, signed in. */
 export async function newTenant(app: TestApp, tag = 'owner'): Promise<Member> {
   const email = newEmail(tag)
-  const { tenantId, userId, ticket } = createAccount({ deps: app.deps, input: { email, tenantName: `${tag} rigs` } })
+  const { tenantId, userId, ticket } = await createAccount({ deps: app.deps, input: { email, tenantName: `${tag} rigs` } })
   return { userId, tenantId, email, role: 'owner', session: await completeTicket(app, ticket) }
 }
 
 /** A member with `role` in `tenantId`, signed in (see the note at the top of this file). */
 export async function addMember(app: TestApp, tenantId: string, role: Role): Promise<Member> {
   const email = newEmail(role)
-  const made = createAccount({ deps: app.deps, input: { email, tenantName: 'stray' } })
-  app.deps.sqlite.run('UPDATE users SET tenant_id = ?, role = ? WHERE id = ?', [tenantId, role, made.userId])
-  app.deps.sqlite.run('DELETE FROM tenants WHERE id = ?', [made.tenantId])
+  const made = await createAccount({ deps: app.deps, input: { email, tenantName: 'stray' } })
+  await app.deps.db.run(sql`UPDATE users SET tenant_id = ${tenantId}, role = ${role} WHERE id = ${made.userId}`)
+  await app.deps.db.run(sql`DELETE FROM tenants WHERE id = ${made.tenantId}`)
   return { userId: made.userId, tenantId, email, role, session: await completeTicket(app, made.ticket) }
 }
 
-export function setRole(app: TestApp, userId: string, role: Role): void {
-  app.deps.sqlite.run('UPDATE users SET role = ? WHERE id = ?', [role, userId])
+export async function setRole(app: TestApp, userId: string, role: Role): Promise<void> {
+  await app.deps.db.run(sql`UPDATE users SET role = ${role} WHERE id = ${userId}`)
 }
 
-export function setPlan(app: TestApp, tenantId: string, plan: string | null): void {
-  app.deps.sqlite.run('UPDATE tenants SET plan_code = ? WHERE id = ?', [plan, tenantId])
+export async function setPlan(app: TestApp, tenantId: string, plan: string | null): Promise<void> {
+  await app.deps.db.run(sql`UPDATE tenants SET plan_code = ${plan} WHERE id = ${tenantId}`)
 }
 
-export function setAccountState(app: TestApp, tenantId: string, state: 'active' | 'grace' | 'frozen'): void {
-  app.deps.sqlite.run('UPDATE tenants SET account_state = ? WHERE id = ?', [state, tenantId])
+export async function setAccountState(app: TestApp, tenantId: string, state: 'active' | 'grace' | 'frozen'): Promise<void> {
+  await app.deps.db.run(sql`UPDATE tenants SET account_state = ${state} WHERE id = ${tenantId}`)
 }
 
 /** An enrolled server of the tenant (the fleet feature will make these through the agent). */
-export function insertServer(app: TestApp, tenantId: string, name = 'rig'): string {
+export async function insertServer(app: TestApp, tenantId: string, name = 'rig'): Promise<string> {
   const id = app.deps.newId()
-  app.deps.sqlite.run('INSERT INTO servers (id, tenant_id, name, created_at) VALUES (?, ?, ?, ?)', [id, tenantId, name, app.deps.clock.nowUs()])
+  await app.deps.db.run(sql`INSERT INTO servers (id, tenant_id, name, created_at) VALUES (${id}, ${tenantId}, ${name}, ${app.deps.clock.nowUs()})`)
   return id
+}
+
+/** Enrolled servers of the tenant named `names`, inserted one after the other; their ids in that order. */
+export async function insertServers(app: TestApp, tenantId: string, names: string[]): Promise<string[]> {
+  const ids: string[] = []
+  for (const name of names) ids.push(await insertServer(app, tenantId, name))
+  return ids
 }
 
 /** The service's "now" in microseconds (the test clock, same process). */

@@ -1,4 +1,5 @@
 import { expect } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from './app'
 import { codeFrom, startFakeSmtp, type FakeSmtp, type ReceivedMail } from './smtp'
 import { tableNames } from './postgres'
@@ -101,13 +102,15 @@ export function getMe(app: TestApp, token: string, headers: Record<string, strin
   return app.fetch('/api/v1/me', { headers: withSession(token, headers) })
 }
 
-function countRows(app: TestApp, table: string): number {
-  return (app.deps.sqlite.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n
+async function countRows(app: TestApp, table: string): Promise<number> {
+  return (await app.deps.db.get<{ n: number }>(sql`SELECT count(*) AS n FROM ${sql.identifier(table)}`))!.n
 }
 
 /** Every table's row count, to show a request wrote nothing. */
-export function allRowCounts(app: TestApp): Record<string, number> {
-  return Object.fromEntries(tableNames(app.deps.sqlite).map((name) => [name, countRows(app, `"${name}"`)]))
+export async function allRowCounts(app: TestApp): Promise<Record<string, number>> {
+  const counts: [string, number][] = []
+  for (const name of await tableNames(app.deps.db)) counts.push([name, await countRows(app, name)])
+  return Object.fromEntries(counts)
 }
 
 /** Headers as a plain object without the ones that differ on every response. */

@@ -60,7 +60,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { por
   })
   const rawLogs: string[] = []
   const logs: Record<string, unknown>[] = []
-  const deps = buildDeps(config, {
+  const deps = await buildDeps(config, {
     log: createLogger(
       'debug',
       () => new Date().toISOString(),
@@ -93,9 +93,11 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { por
     close: async () => {
       await running.stop()
       await runner.stop()
-      fleetRuntime(deps).stop()
+      await fleetRuntime(deps).stop()
+      // The test clock's last move is still being stored (TestClock.saved).
+      await deps.testClock?.saved
       deps.durable.stop()
-      deps.sqlite.close()
+      await deps.database.close()
       await pg?.drop()
       rmSync(dir, { recursive: true, force: true })
     },
@@ -134,9 +136,10 @@ export function workerEnv(app: TestApp, extra: Record<string, string> = {}): Rec
  * is already before 06:00 UTC: a test that moves through hours and reads "today's" figures then
  * never crosses midnight by chance, whatever the time it runs. The clock only moves on.
  */
-export function startEarlyInUtcDay(app: TestApp): void {
+export async function startEarlyInUtcDay(app: TestApp): Promise<void> {
   const dayUs = 86_400_000_000
   const now = app.deps.clock.nowUs()
   const dayStart = Math.floor(now / dayUs) * dayUs
   if (now - dayStart > 6 * 3_600_000_000) app.deps.testClock!.advance((dayStart + dayUs + 3_600_000_000 - now) / 1_000_000)
+  await app.deps.testClock!.saved
 }

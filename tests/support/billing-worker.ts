@@ -15,7 +15,7 @@ import { runHourlyCharges } from '../../src/modules/billing'
 import { createLogger } from '../../src/platform/logger'
 
 const startAt = Number(process.argv[2] ?? 0)
-const deps = buildDeps(loadConfig(), {
+const deps = await buildDeps(loadConfig(), {
   log: createLogger(
     'error',
     () => new Date().toISOString(),
@@ -25,4 +25,4 @@ const deps = buildDeps(loadConfig(), {
 })
 while (Date.now() < startAt) Bun.sleepSync(1)
 console.log(await runHourlyCharges(deps))
-deps.sqlite.close()
+await deps.database.close()

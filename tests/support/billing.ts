@@ -1,4 +1,5 @@
 import { expect } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { withTransaction } from '../../db/client'
 import { adjustBalance, appendEntry } from '../../src/modules/billing'
 import { call, insertServer, newTenant, setPlan, type Caller, type Member } from './access'
@@ -63,13 +64,15 @@ export const expectedHourly = (priceMicros: number, servers: number, days: numbe
 /** A tenant on `plan` with its owner signed in. */
 export async function payer(app: TestApp, plan: string | null = 'starter', tag = 'payer'): Promise<Member> {
   const m = await newTenant(app, tag)
-  setPlan(app, m.tenantId, plan)
+  await setPlan(app, m.tenantId, plan)
   return m
 }
 
 /** `n` enrolled servers of the tenant, enrolled at the service's "now". */
-export function addServers(app: TestApp, tenantId: string, n: number, name = 'rig'): string[] {
-  return Array.from({ length: n }, (_, i) => insertServer(app, tenantId, n === 1 ? name : `${name}-${i + 1}`))
+export async function addServers(app: TestApp, tenantId: string, n: number, name = 'rig'): Promise<string[]> {
+  const ids: string[] = []
+  for (let i = 0; i < n; i++) ids.push(await insertServer(app, tenantId, n === 1 ? name : `${name}-${i + 1}`))
+  return ids
 }
 
 /** POST /_test/clock {now}: jumps the service's clock to `us` (must lie ahead); answers the new now. */
@@ -134,8 +137,8 @@ export async function setZone(app: TestApp, member: Member, timezone: string): P
  * A top-up credit (negative: a reversal), booked through the ledger module as a provider would;
  * effective now unless `at` says when.
  */
-export function topUp(app: TestApp, tenantId: string, amountMicros: number, at?: number) {
-  return withTransaction(app.deps.db, (tx) =>
+export async function topUp(app: TestApp, tenantId: string, amountMicros: number, at?: number) {
+  return await withTransaction(app.deps.db, (tx) =>
     appendEntry(tx, app.deps, { tenantId, kind: 'topup', amountMicros, occurredAt: at ?? app.deps.clock.nowUs(), detail: 'top-up (test provider)' }),
   )
 }
@@ -145,17 +148,17 @@ export const adjust = (app: TestApp, tenantId: string, amount: string, reason = 
   adjustBalance({ deps: app.deps, input: { tenantId, amount, reason } })
 
 /** The tenant's charge rows straight from the database, by charge hour. */
-export function chargeRowsOf(app: TestApp, tenantId: string): { charge_hour: number; amount_micros: number; created_at: number; seq: number }[] {
-  return app.deps.sqlite
-    .query("SELECT charge_hour, amount_micros, created_at, seq FROM ledger_entries WHERE tenant_id = ? AND kind = 'charge' ORDER BY charge_hour")
-    .all(tenantId) as never
+export async function chargeRowsOf(app: TestApp, tenantId: string): Promise<{ charge_hour: number; amount_micros: number; created_at: number; seq: number }[]> {
+  return await app.deps.db.all(
+    sql`SELECT charge_hour, amount_micros, created_at, seq FROM ledger_entries WHERE tenant_id = ${tenantId} AND kind = 'charge' ORDER BY charge_hour`,
+  )
 }
 
 /** (tenant, hour) pairs charged more than once anywhere in the database. */
-export function doubleCharges(app: TestApp): unknown[] {
-  return app.deps.sqlite
-    .query("SELECT tenant_id, charge_hour, count(*) AS n FROM ledger_entries WHERE kind = 'charge' GROUP BY tenant_id, charge_hour HAVING count(*) > 1")
-    .all()
+export async function doubleCharges(app: TestApp): Promise<unknown[]> {
+  return await app.deps.db.all(
+    sql`SELECT tenant_id, charge_hour, count(*) AS n FROM ledger_entries WHERE kind = 'charge' GROUP BY tenant_id, charge_hour HAVING count(*) > 1`,
+  )
 }
 
 /** Sum of spend (charges and adjustments) of ledger rows as a tile shows it: minus their sum. */

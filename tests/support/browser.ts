@@ -194,7 +194,7 @@ export function expectClean(c: BrowserSession): void {
  */
 export async function signedInOwner(c: ConsoleSession, plan?: string): Promise<Owner> {
   const owner = await newOwner(c.app, 'console')
-  if (plan) setPlan(c.app, owner.tenantId, plan)
+  if (plan) await setPlan(c.app, owner.tenantId, plan)
   const { page } = c
   await page.goto(`${c.origin}/#/signin`, { timeout: WAIT })
   await page.getByLabel('Email').fill(owner.email)

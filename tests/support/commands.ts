@@ -1,4 +1,5 @@
 import { expect } from 'bun:test'
+import type { SQL } from 'drizzle-orm'
 import { formatTimestamp } from '../../src/platform/time'
 import type { TestApp } from './app'
 import { api, enrolAgent, eventually, ok, RawAgent, type Frame, type Owner } from './fleet'
@@ -116,6 +117,6 @@ export async function runToEnd(agent: RawAgent, id: string, finished: Record<str
   expect(errors).toEqual([])
 }
 
-export function rows(app: TestApp, sql: string, ...params: (string | number | null)[]): Record<string, any>[] {
-  return app.deps.sqlite.query(sql).all(...params) as Record<string, any>[]
+export async function rows(app: TestApp, query: SQL): Promise<Record<string, any>[]> {
+  return await app.deps.db.all<Record<string, any>>(query)
 }

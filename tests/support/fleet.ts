@@ -1,4 +1,5 @@
 import { expect } from 'bun:test'
+import { type SQL, sql } from 'drizzle-orm'
 import { connect } from 'node:net'
 import { createAccount } from '../../src/modules/accounts'
 import { fleetRuntime } from '../../src/modules/fleet'
@@ -16,24 +17,24 @@ export type Owner = { tenantId: string; userId: string; email: string; session: 
 /** A new tenant (free plan, as the operator creates it) and its owner, signed in over HTTP. */
 export async function newOwner(app: TestApp, tag = 'fleet', plan?: string): Promise<Owner> {
   const email = newEmail(tag)
-  const { tenantId, userId, ticket } = createAccount({ deps: app.deps, input: { email, tenantName: `${tag} rigs` } })
+  const { tenantId, userId, ticket } = await createAccount({ deps: app.deps, input: { email, tenantName: `${tag} rigs` } })
   const res = await app.fetch('/api/v1/auth/password-reset/complete', { method: 'POST', json: { ticket, password: GOOD_PASSWORD } })
   expect(res.status).toBe(200)
   const session = sessionFrom(res)
   expect(session).not.toBeNull()
-  if (plan) setPlan(app, tenantId, plan)
+  if (plan) await setPlan(app, tenantId, plan)
   return { tenantId, userId, email, session: session!, headers: withSession(session!) }
 }
 
 /** A second tenant for isolation checks: another owner, on the same plan rules. */
 export const insertSecondTenant = (app: TestApp, plan = 'pro') => newOwner(app, 'stranger', plan)
 
-export function setPlan(app: TestApp, tenantId: string, plan: string | null): void {
-  app.deps.sqlite.run('UPDATE tenants SET plan_code = ? WHERE id = ?', [plan, tenantId])
+export async function setPlan(app: TestApp, tenantId: string, plan: string | null): Promise<void> {
+  await app.deps.db.run(sql`UPDATE tenants SET plan_code = ${plan} WHERE id = ${tenantId}`)
 }
 
-export function setAccountState(app: TestApp, tenantId: string, state: 'active' | 'grace' | 'frozen'): void {
-  app.deps.sqlite.run('UPDATE tenants SET account_state = ? WHERE id = ?', [state, tenantId])
+export async function setAccountState(app: TestApp, tenantId: string, state: 'active' | 'grace' | 'frozen'): Promise<void> {
+  await app.deps.db.run(sql`UPDATE tenants SET account_state = ${state} WHERE id = ${tenantId}`)
 }
 
 /** One request to /api/v1 as the owner. */
@@ -386,18 +387,18 @@ export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 30_
   }
 }
 
-function count(app: TestApp, sql: string, params: (string | number | null)[] = []): number {
-  return (app.deps.sqlite.query(sql).get(...params) as { n: number }).n
+async function count(app: TestApp, query: SQL): Promise<number> {
+  return (await app.deps.db.get<{ n: number }>(query))!.n
 }
 
 /** Row counts of the tables a session can write to, to show a bad frame stored nothing. */
-export function fleetRowCounts(app: TestApp) {
+export async function fleetRowCounts(app: TestApp) {
   // A reader of the fleet: the presence steps waiting in memory (hello, close) are written first, as
   // every request of the service does before it reads.
-  fleetRuntime(app.deps).settle()
+  await fleetRuntime(app.deps).settle()
   return {
-    events: count(app, 'SELECT count(*) AS n FROM server_events'),
-    metrics: count(app, 'SELECT count(*) AS n FROM server_latest_metrics'),
-    servers: app.deps.sqlite.query('SELECT id, presence, last_seen_at, hostname, gpu_count, version FROM servers ORDER BY id').all(),
+    events: await count(app, sql`SELECT count(*) AS n FROM server_events`),
+    metrics: await count(app, sql`SELECT count(*) AS n FROM server_latest_metrics`),
+    servers: await app.deps.db.all(sql`SELECT id, presence, last_seen_at, hostname, gpu_count, version FROM servers ORDER BY id`),
   }
 }

@@ -14,7 +14,7 @@ import { jobs } from '../../jobs'
 
 const name = process.argv[2]
 if (!name) throw new Error('usage: jobs-worker.ts <job name>')
-const deps = buildDeps(loadConfig(), {
+const deps = await buildDeps(loadConfig(), {
   log: createLogger(
     'error',
     () => new Date().toISOString(),
@@ -24,4 +24,4 @@ const deps = buildDeps(loadConfig(), {
 const runner = new JobRunner(deps, jobs)
 const outcome = await runner.run(name, `worker:${deps.newId()}`)
 console.log(JSON.stringify(outcome))
-deps.sqlite.close()
+await deps.database.close()

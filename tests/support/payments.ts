@@ -1,4 +1,5 @@
 import { expect } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { withTransaction } from '../../db/client'
 import { appendEntry } from '../../src/modules/billing'
 import { call, newTenant, type Caller, type Member } from './access'
@@ -88,22 +89,25 @@ export async function balanceMicros(app: TestApp, caller: Caller): Promise<numbe
 }
 
 /** The tenant's topup ledger rows straight from the database. */
-export function topupEntries(app: TestApp, tenantId: string): { amount_micros: number; payment_ref: string | null; balance_after_micros: number }[] {
-  return app.deps.sqlite
-    .query("SELECT amount_micros, payment_ref, balance_after_micros FROM ledger_entries WHERE tenant_id = ? AND kind = 'topup' ORDER BY seq")
-    .all(tenantId) as never
+export async function topupEntries(
+  app: TestApp,
+  tenantId: string,
+): Promise<{ amount_micros: number; payment_ref: string | null; balance_after_micros: number }[]> {
+  return await app.deps.db.all(
+    sql`SELECT amount_micros, payment_ref, balance_after_micros FROM ledger_entries WHERE tenant_id = ${tenantId} AND kind = 'topup' ORDER BY seq`,
+  )
 }
 
 /** Notifications the service recorded for a top-up (or for none, topupId null). */
-export function notificationsOf(app: TestApp, topupId: string | null): { outcome: string; reported_status: string; payment_id: string }[] {
-  return (
+export async function notificationsOf(app: TestApp, topupId: string | null): Promise<{ outcome: string; reported_status: string; payment_id: string }[]> {
+  return await app.deps.db.all(
     topupId === null
-      ? app.deps.sqlite.query('SELECT outcome, reported_status, payment_id FROM payment_notifications WHERE topup_id IS NULL ORDER BY received_at').all()
-      : app.deps.sqlite.query('SELECT outcome, reported_status, payment_id FROM payment_notifications WHERE topup_id = ? ORDER BY received_at').all(topupId)
-  ) as never
+      ? sql`SELECT outcome, reported_status, payment_id FROM payment_notifications WHERE topup_id IS NULL ORDER BY received_at`
+      : sql`SELECT outcome, reported_status, payment_id FROM payment_notifications WHERE topup_id = ${topupId} ORDER BY received_at`,
+  )
 }
 
-const allNotifications = (app: TestApp) => (app.deps.sqlite.query('SELECT count(*) AS n FROM payment_notifications').get() as { n: number }).n
+const allNotifications = async (app: TestApp) => (await app.deps.db.get<{ n: number }>(sql`SELECT count(*) AS n FROM payment_notifications`))!.n
 
 /** The path of a sandbox checkout URL, which names PUBLIC_URL; the page is served by this app. */
 export function checkoutPath(t: Topup): string {
@@ -137,15 +141,15 @@ export async function ipn(app: PaymentsApp, paymentId: number, overrides: Record
 }
 
 /** Everything about a top-up that must not change when a notification is refused. */
-export function snapshot(app: TestApp, topupId: string) {
-  const row = app.deps.sqlite.query('SELECT status, provider_status, payment_id, credited_micros, version FROM topups WHERE id = ?').get(topupId)
-  const ledger = (app.deps.sqlite.query('SELECT count(*) AS n FROM ledger_entries').get() as { n: number }).n
-  return { row, ledger, notifications: allNotifications(app) }
+export async function snapshot(app: TestApp, topupId: string) {
+  const row = await app.deps.db.get(sql`SELECT status, provider_status, payment_id, credited_micros, version FROM topups WHERE id = ${topupId}`)
+  const ledger = (await app.deps.db.get<{ n: number }>(sql`SELECT count(*) AS n FROM ledger_entries`))!.n
+  return { row, ledger, notifications: await allNotifications(app) }
 }
 
 /** A manual debit booked through the ledger module (no HTTP operation books adjustments yet). */
-export function debit(app: TestApp, tenantId: string, amountMicros: number): void {
-  withTransaction(app.deps.db, (tx) =>
+export async function debit(app: TestApp, tenantId: string, amountMicros: number): Promise<void> {
+  await withTransaction(app.deps.db, (tx) =>
     appendEntry(tx, app.deps, { tenantId, kind: 'adjustment', amountMicros: -amountMicros, occurredAt: app.deps.clock.nowUs(), detail: 'manual debit (test)' }),
   )
 }

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { migrateDatabase, openDatabase } from '../../db/client'
+import { sql } from 'drizzle-orm'
+import { type Db, migrateDatabase, openDatabase } from '../../db/client'
 
 /**
  * The suite on PostgreSQL (docs/scale-out.md): with GPUHQ_TEST_DATABASE=postgres and
@@ -43,9 +44,9 @@ async function ensureTemplate(): Promise<string> {
     await admin.unsafe(`CREATE DATABASE ${building}`)
     const database = openDatabase(urlOf(building))
     try {
-      migrateDatabase(database)
+      await migrateDatabase(database)
     } finally {
-      database.sqlite.close()
+      await database.close()
     }
     try {
       await admin.unsafe(`ALTER DATABASE ${building} RENAME TO ${name}`)
@@ -83,17 +84,13 @@ export async function freshPostgresDatabase(): Promise<{ url: string; drop: () =
   }
 }
 
-type Queryable = { query(sql: string): { all(): unknown[] } }
-
 /** The service's tables, on either database (sqlite_master is SQLite's catalogue, pg_tables PostgreSQL's). */
-export function tableNames(db: Queryable): string[] {
-  const rows = db
-    .query(
-      onPostgres
-        ? `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE '\\_\\_drizzle%'`
-        : `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'`,
-    )
-    .all() as { name: string }[]
+export async function tableNames(db: Db): Promise<string[]> {
+  const rows = await db.all<{ name: string }>(
+    onPostgres
+      ? sql`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE '\\_\\_drizzle%'`
+      : sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'`,
+  )
   return rows.map((r) => r.name)
 }
 
@@ -102,15 +99,15 @@ export function tableNames(db: Queryable): string[] {
  * the database file and its WAL in `dir`; on PostgreSQL (whose files are the server's) every value
  * of every row, bytes read as latin1.
  */
-export function storedText(db: Queryable, dir: string): string {
+export async function storedText(db: Db, dir: string): Promise<string> {
   if (!onPostgres) {
     const files = readdirSync(dir).filter((f) => f.startsWith('gpuhq.db'))
     if (files.length === 0) throw new Error(`no database file in ${dir}`)
     return files.map((f) => readFileSync(join(dir, f)).toString('latin1')).join('\n')
   }
   const out: string[] = []
-  for (const name of tableNames(db))
-    for (const row of db.query(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[])
+  for (const name of await tableNames(db))
+    for (const row of await db.all<Record<string, unknown>>(sql`SELECT * FROM ${sql.identifier(name)}`))
       for (const v of Object.values(row)) out.push(v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : String(v))
   return out.join('\n')
 }

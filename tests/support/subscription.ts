@@ -1,4 +1,5 @@
 import { expect } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { createAccount } from '../../src/modules/accounts'
 import { adjustBalance } from '../../src/modules/billing'
 import { upsertPlan } from '../../src/modules/plans'
@@ -95,26 +96,26 @@ async function signIn(app: TestApp, ticket: string): Promise<string> {
 /** A new tenant (the operator's createAccount) and its owner, signed in. */
 async function newOwner(app: TestApp, tag = 'owner'): Promise<Member> {
   const email = newEmail(tag)
-  const { tenantId, userId, ticket } = createAccount({ deps: app.deps, input: { email, tenantName: `${tag} rigs` } })
+  const { tenantId, userId, ticket } = await createAccount({ deps: app.deps, input: { email, tenantName: `${tag} rigs` } })
   return { userId, tenantId, email, role: 'owner', session: await signIn(app, ticket) }
 }
 
 /** A member with `role` in the tenant: made by the operator, then moved in (no HTTP operation invites yet). */
 export async function newMember(app: TestApp, tenantId: string, role: Role): Promise<Member> {
   const email = newEmail(role)
-  const made = createAccount({ deps: app.deps, input: { email, tenantName: 'stray' } })
-  app.deps.sqlite.run('UPDATE users SET tenant_id = ?, role = ? WHERE id = ?', [tenantId, role, made.userId])
-  app.deps.sqlite.run('DELETE FROM tenants WHERE id = ?', [made.tenantId])
+  const made = await createAccount({ deps: app.deps, input: { email, tenantName: 'stray' } })
+  await app.deps.db.run(sql`UPDATE users SET tenant_id = ${tenantId}, role = ${role} WHERE id = ${made.userId}`)
+  await app.deps.db.run(sql`DELETE FROM tenants WHERE id = ${made.tenantId}`)
   return { userId: made.userId, tenantId, email, role, session: await signIn(app, made.ticket) }
 }
 
 /** A tenant on `plan` with `servers` managed servers and `balance` USD (an operator adjustment), its owner signed in. */
 export async function tenantOn(app: TestApp, plan: string | null, opts: { servers?: number; balance?: string } = {}): Promise<Member> {
   const m = await newOwner(app, `sub-${plan ?? 'none'}`)
-  setPlan(app, m.tenantId, plan)
-  for (let i = 0; i < (opts.servers ?? 0); i++) insertServer(app, m.tenantId, `rig-${i + 1}`)
+  await setPlan(app, m.tenantId, plan)
+  for (let i = 0; i < (opts.servers ?? 0); i++) await insertServer(app, m.tenantId, `rig-${i + 1}`)
   if (opts.balance !== undefined && micros(opts.balance) !== 0)
-    adjustBalance({ deps: app.deps, input: { tenantId: m.tenantId, amount: opts.balance, reason: 'test balance' } })
+    await adjustBalance({ deps: app.deps, input: { tenantId: m.tenantId, amount: opts.balance, reason: 'test balance' } })
   return m
 }
 
@@ -123,9 +124,9 @@ export const adjust = (app: TestApp, tenantId: string, amount: string) =>
 
 let planSeq = 0
 /** A fresh catalogue entry (the operator's upsert), so catalogue edits in one test never touch another. */
-export function addPlan(app: TestApp, o: { price: string; label?: string; serversMax?: string; features?: string; code?: string }): string {
+export async function addPlan(app: TestApp, o: { price: string; label?: string; serversMax?: string; features?: string; code?: string }): Promise<string> {
   const code = o.code ?? `t${Date.now().toString(36)}_${++planSeq}`
-  upsertPlan({
+  await upsertPlan({
     deps: app.deps,
     input: { code, label: o.label ?? `Test ${planSeq}`, price: o.price, serversMax: o.serversMax ?? 'unlimited', features: o.features ?? '' },
   })
@@ -133,9 +134,9 @@ export function addPlan(app: TestApp, o: { price: string; label?: string; server
 }
 export const editPlan = (app: TestApp, code: string, input: { label?: string; price?: string }) => upsertPlan({ deps: app.deps, input: { code, ...input } })
 /** The plan's change policy; no operator verb writes it, so the row is updated directly. */
-export function setPolicy(app: TestApp, code: string, p: { upgrade?: 'same_day' | 'next_day'; downgrade?: 'next_month' | 'next_day' }): void {
-  if (p.upgrade) app.deps.sqlite.run('UPDATE plans SET upgrade_effective = ? WHERE code = ?', [p.upgrade, code])
-  if (p.downgrade) app.deps.sqlite.run('UPDATE plans SET downgrade_effective = ? WHERE code = ?', [p.downgrade, code])
+export async function setPolicy(app: TestApp, code: string, p: { upgrade?: 'same_day' | 'next_day'; downgrade?: 'next_month' | 'next_day' }): Promise<void> {
+  if (p.upgrade) await app.deps.db.run(sql`UPDATE plans SET upgrade_effective = ${p.upgrade} WHERE code = ${code}`)
+  if (p.downgrade) await app.deps.db.run(sql`UPDATE plans SET downgrade_effective = ${p.downgrade} WHERE code = ${code}`)
 }
 
 // ---- the subscription API ----
@@ -256,8 +257,8 @@ export const topupStatus = async (app: TestApp, who: Caller, id: string) => (awa
 
 // ---- what the service recorded ----
 
-export function notificationEvents(app: TestApp, tenantId: string): { category: string; kind: string; payload: string }[] {
-  return app.deps.sqlite.query('SELECT category, kind, payload FROM notification_events WHERE tenant_id = ? ORDER BY id').all(tenantId) as never
+export async function notificationEvents(app: TestApp, tenantId: string): Promise<{ category: string; kind: string; payload: string }[]> {
+  return await app.deps.db.all(sql`SELECT category, kind, payload FROM notification_events WHERE tenant_id = ${tenantId} ORDER BY id`)
 }
 
 export type LedgerItem = {

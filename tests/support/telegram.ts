@@ -387,7 +387,7 @@ export async function startTelegram(options: TelegramOptions = {}): Promise<Fake
   let rerun = false
   /** A new update or webhook that comes while delivery runs makes it run once more, so none waits for a later trigger. */
   function pump(): Promise<void> {
-    if (pumping) {
+    if (pumping !== null) {
       rerun = true
       return pumping
     }

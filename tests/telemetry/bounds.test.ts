@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { formatDecimal, formatShortest, formatSignificant } from '../../src/platform/numbers'
 import { startTestApp, type TestApp } from '../support/app'
 import { api, enrolAgent, listServers, mintInitToken, type Owner } from '../support/fleet'
@@ -36,7 +37,7 @@ describe('a telemetry value outside its metric range', () => {
 
   test('a utilisation of 1e308 is dropped with a value_out_of_range error frame; the rest of the frame is stored and GET /servers answers', async () => {
     const t = BASE + 5 * MIN
-    const before = rawCount(app, rig.serverId)
+    const before = await rawCount(app, rig.serverId)
     const error = await rig.agent.expectError({
       type: 'telemetry',
       samples: [
@@ -48,7 +49,7 @@ describe('a telemetry value outside its metric range', () => {
     expect(error.message).toContain('samples/0/values/utilization_pct')
     expect(rig.agent.open).toBe(true)
     const row = await fleetRow(rig.owner, rig.serverId)
-    expect(rawCount(app, rig.serverId)).toBe(before + 2)
+    expect(await rawCount(app, rig.serverId)).toBe(before + 2)
     expect(row.avg_util_pct).toBe('40.00')
     expect(row.max_temp_core_c).toBe(64)
   })
@@ -121,12 +122,11 @@ describe('values stored before the bounds existed', () => {
     await feed(rig.agent, [{ t, gpu: 0, values: { utilization_pct: 50, temperature_c: 70, fan_pct: 30, tokens_per_second: 3 } }])
     await runJob(app, 'presence.sweep')
     // As an older service stored them: straight into the rows the answers read.
-    app.deps.sqlite.run("UPDATE server_latest_metrics SET value = 1e308 WHERE server_id = ? AND metric IN ('utilization_pct', 'temperature_c', 'fan_pct')", [
-      rig.serverId,
-    ])
-    app.deps.sqlite.run(
-      "UPDATE metric_samples SET value = 1.5e-9 WHERE series_id IN (SELECT id FROM metric_series WHERE server_id = ? AND metric = 'tokens_per_second')",
-      [rig.serverId],
+    await app.deps.db.run(
+      sql`UPDATE server_latest_metrics SET value = 1e308 WHERE server_id = ${rig.serverId} AND metric IN ('utilization_pct', 'temperature_c', 'fan_pct')`,
+    )
+    await app.deps.db.run(
+      sql`UPDATE metric_samples SET value = 1.5e-9 WHERE series_id IN (SELECT id FROM metric_series WHERE server_id = ${rig.serverId} AND metric = 'tokens_per_second')`,
     )
     const row = await fleetRow(rig.owner, rig.serverId)
     // The row's numbers: a stored value out of its metric's range reads as no reading, and the

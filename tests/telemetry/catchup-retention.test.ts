@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import {
   advance,
@@ -48,9 +49,9 @@ describe('after downtime', () => {
       samples.push({ t: BASE + i * 2 * MIN, gpu: 0, values: { temperature_c: temp(i) } }, { t: BASE + i * 2 * MIN, values: { cpu_usage_pct: load(i) } })
     await feed(rig.agent, samples)
     const until = Date.now() + 5000
-    while (rawCount(app, rig.serverId) < 420 && Date.now() < until) await Bun.sleep(50)
-    expect(rawCount(app, rig.serverId)).toBe(420)
-    expect(dumpRollups(app)).toEqual([])
+    while ((await rawCount(app, rig.serverId)) < 420 && Date.now() < until) await Bun.sleep(50)
+    expect(await rawCount(app, rig.serverId)).toBe(420)
+    expect(await dumpRollups(app)).toEqual([])
 
     await advance(app, 10 * 60) // the job was down the whole time
     await rollup(app)
@@ -63,7 +64,7 @@ describe('after downtime', () => {
         const start = BASE + b * width
         const idx = Array.from({ length: 210 }, (_, i) => i).filter((i) => BASE + i * 2 * MIN >= start && BASE + i * 2 * MIN < start + width)
         const temps = idx.map(temp)
-        const row = rollupRow(app, rig.serverId, 'temperature_c', 0, grain, start)
+        const row = await rollupRow(app, rig.serverId, 'temperature_c', 0, grain, start)
         expect(row).not.toBeNull()
         expect(row!.samples).toBe(idx.length)
         expect(row!.min).toBe(Math.min(...temps))
@@ -73,14 +74,14 @@ describe('after downtime', () => {
         expect(row!.p95!).toBeCloseTo(percentileCont(temps, 0.95), 9)
         expect(row!.last).toBe(temp(idx[idx.length - 1]!))
         const loads = idx.map(load)
-        expect(rollupRow(app, rig.serverId, 'cpu_usage_pct', -1, grain, start)).toMatchObject({
+        expect(await rollupRow(app, rig.serverId, 'cpu_usage_pct', -1, grain, start)).toMatchObject({
           samples: idx.length,
           max: Math.max(...loads),
           last: loads[loads.length - 1],
         })
       }
     }
-    const counts = app.deps.sqlite.query('SELECT grain, count(*) AS n FROM metric_rollups GROUP BY grain ORDER BY grain').all()
+    const counts = await app.deps.db.all(sql`SELECT grain, count(*) AS n FROM metric_rollups GROUP BY grain ORDER BY grain`)
     expect(counts).toEqual([
       { grain: 300, n: 2 * 84 },
       { grain: 3600, n: 2 * 7 },
@@ -110,9 +111,9 @@ describe('retention', () => {
   })
   afterAll(() => stopApp(app))
 
-  const rawTimes = () => (app.deps.sqlite.query('SELECT t FROM metric_samples ORDER BY t').all() as { t: number }[]).map((r) => r.t)
-  const buckets = (grain: number) =>
-    (app.deps.sqlite.query('SELECT DISTINCT bucket FROM metric_rollups WHERE grain = ? ORDER BY bucket').all(grain) as { bucket: number }[]).map(
+  const rawTimes = async () => ((await app.deps.db.all(sql`SELECT t FROM metric_samples ORDER BY t`)) as { t: number }[]).map((r) => r.t)
+  const buckets = async (grain: number) =>
+    ((await app.deps.db.all(sql`SELECT DISTINCT bucket FROM metric_rollups WHERE grain = ${grain} ORDER BY bucket`)) as { bucket: number }[]).map(
       (r) => r.bucket,
     )
   const prune = () => runJob(app, 'metrics.prune')
@@ -127,20 +128,20 @@ describe('retention', () => {
       { t: BASE + 2 * HOUR + 20 * MIN, gpu: 0, values: { temperature_c: 53 } },
     ])
     await rollup(app)
-    const rollupsBefore = dumpRollups(app)
+    const rollupsBefore = await dumpRollups(app)
 
     const { detail } = await prune()
     expect(detail).toContain('2 raw samples')
-    expect(rawTimes()).toEqual([BASE + 40 * MIN, BASE + 2 * HOUR + 20 * MIN])
-    expect(dumpRollups(app)).toEqual(rollupsBefore)
-    expect(rollupRow(app, rig.serverId, 'temperature_c', 0, 3600, BASE)).toMatchObject({ min: 50, max: 52, samples: 3 })
+    expect(await rawTimes()).toEqual([BASE + 40 * MIN, BASE + 2 * HOUR + 20 * MIN])
+    expect(await dumpRollups(app)).toEqual(rollupsBefore)
+    expect(await rollupRow(app, rig.serverId, 'temperature_c', 0, 3600, BASE)).toMatchObject({ min: 50, max: 52, samples: 3 })
   })
 
   test('rollups keep their numbers after their raw samples are gone, and a later run does not erase them', async () => {
     await advance(app, 5 * 60)
     await rollup(app)
-    expect(rollupRow(app, rig.serverId, 'temperature_c', 0, 300, BASE)).toMatchObject({ min: 50, max: 50, samples: 1 })
-    expect(rollupRow(app, rig.serverId, 'temperature_c', 0, 3600, BASE)).toMatchObject({ min: 50, max: 52, samples: 3 })
+    expect(await rollupRow(app, rig.serverId, 'temperature_c', 0, 300, BASE)).toMatchObject({ min: 50, max: 50, samples: 1 })
+    expect(await rollupRow(app, rig.serverId, 'temperature_c', 0, 3600, BASE)).toMatchObject({ min: 50, max: 52, samples: 3 })
   })
 
   test('a late sample for a bucket whose raw history is already deleted does not replace that bucket with itself', async () => {
@@ -150,10 +151,10 @@ describe('retention', () => {
       { t: BASE + 45 * MIN, gpu: 0, values: { temperature_c: 10 } },
     ])
     await rollup(app)
-    expect(rollupRow(app, rig.serverId, 'temperature_c', 0, 300, BASE)).toMatchObject({ min: 50, max: 50, last: 50, samples: 1 })
-    expect(rollupRow(app, rig.serverId, 'temperature_c', 0, 3600, BASE)).toMatchObject({ min: 50, max: 52, samples: 3 })
+    expect(await rollupRow(app, rig.serverId, 'temperature_c', 0, 300, BASE)).toMatchObject({ min: 50, max: 50, last: 50, samples: 1 })
+    expect(await rollupRow(app, rig.serverId, 'temperature_c', 0, 3600, BASE)).toMatchObject({ min: 50, max: 52, samples: 3 })
     // A bucket wholly inside the raw history takes the late sample in.
-    expect(rollupRow(app, rig.serverId, 'temperature_c', 0, 300, BASE + 45 * MIN)).toMatchObject({ min: 10, max: 10, samples: 1 })
+    expect(await rollupRow(app, rig.serverId, 'temperature_c', 0, 300, BASE + 45 * MIN)).toMatchObject({ min: 10, max: 10, samples: 1 })
     await prune()
   })
 
@@ -163,15 +164,15 @@ describe('retention', () => {
     await feed(rig.agent, [{ t: BASE + 3 * DAY + 20 * MIN, gpu: 0, values: { temperature_c: 54 } }])
     await rollup(app)
     await prune()
-    expect(buckets(300)).toEqual([BASE + 2 * HOUR + 20 * MIN, BASE + 3 * DAY + 20 * MIN])
-    expect(buckets(3600)).toEqual([BASE, BASE + 2 * HOUR, BASE + 3 * DAY])
-    expect(rawTimes()).toEqual([BASE + 3 * DAY + 20 * MIN])
+    expect(await buckets(300)).toEqual([BASE + 2 * HOUR + 20 * MIN, BASE + 3 * DAY + 20 * MIN])
+    expect(await buckets(3600)).toEqual([BASE, BASE + 2 * HOUR, BASE + 3 * DAY])
+    expect(await rawTimes()).toEqual([BASE + 3 * DAY + 20 * MIN])
 
     // Seven days and 90 minutes after BASE: the 10:00 hour is past 7 days, the 12:00 hour is not.
     await setNow(app, BASE + 7 * DAY + 90 * MIN)
     await prune()
-    expect(buckets(3600)).toEqual([BASE + 2 * HOUR, BASE + 3 * DAY])
-    expect(buckets(300)).toEqual([])
+    expect(await buckets(3600)).toEqual([BASE + 2 * HOUR, BASE + 3 * DAY])
+    expect(await buckets(300)).toEqual([])
     // The hourly history the API still answers, and a range that reaches back past it answers nulls.
     const owner = await signInAgain(app, rig.owner) // a week has passed
     const snap = await metrics(app, owner, rig.serverId, [

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import { onPostgres } from '../support/postgres'
 import { advance, BASE, feed, HOUR, iso, MIN, metrics, newRig, parseIso, pointAt, rollup, runJob, seriesOf, setNow, stopApp, US } from './helpers'
@@ -33,7 +34,7 @@ describe("a new server's graph", () => {
       { t: t + 10 * US, gpu: 0, values: { temperature_c: 63 } },
     ])
     await flush()
-    expect(app.deps.sqlite.query('SELECT count(*) AS n FROM rollup_watermarks').get()).toEqual({ n: 0 })
+    expect(await app.deps.db.get(sql`SELECT count(*) AS n FROM rollup_watermarks`)).toEqual({ n: 0 })
 
     const snap = await metrics(app, owner, serverId, [['metric', 'temperature_c']])
     expect(pointAt(seriesOf(snap, 'temperature_c', 0), bucketOf(t))).toEqual({ t: iso(bucketOf(t)), min: 61, max: 63, avg: 62, p50: 62, p95: 62.9, last: 63 })
@@ -87,11 +88,9 @@ describe('the precision of a point', () => {
     // SQLite's avg() leaves float noise here (PostgreSQL's summation happens to land on 32.7 itself).
     expect(
       (
-        app.deps.sqlite
-          .query(
-            "SELECT r.avg FROM metric_rollups r JOIN metric_series s ON s.id = r.series_id WHERE s.server_id = ? AND s.metric = 'temperature_c' AND r.grain = 300",
-          )
-          .get(serverId) as { avg: number }
+        (await app.deps.db.get(
+          sql`SELECT r.avg FROM metric_rollups r JOIN metric_series s ON s.id = r.series_id WHERE s.server_id = ${serverId} AND s.metric = 'temperature_c' AND r.grain = 300`,
+        )) as { avg: number }
       ).avg,
     ).not.toBe(onPostgres ? Number.NaN : 32.7)
 

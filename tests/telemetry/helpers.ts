@@ -1,4 +1,5 @@
 import { expect } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import type { TestApp } from '../support/app'
 import { GOOD_PASSWORD, sessionFrom, signIn, withSession } from '../support/accounts'
 import { api, enrolAgent, newOwner, ok, RawAgent, type Owner } from '../support/fleet'
@@ -156,32 +157,32 @@ export function percentileCont(values: number[], p: number): number {
 }
 
 /** Every rollup row, in a stable order: the job's idempotence is judged on this. */
-export function dumpRollups(app: TestApp): unknown[] {
-  return app.deps.sqlite
-    .query('SELECT series_id, grain, bucket, min, max, avg, p50, p95, last, samples FROM metric_rollups ORDER BY series_id, grain, bucket')
-    .all()
+export async function dumpRollups(app: TestApp): Promise<unknown[]> {
+  return await app.deps.db.all(
+    sql`SELECT series_id, grain, bucket, min, max, avg, p50, p95, last, samples FROM metric_rollups ORDER BY series_id, grain, bucket`,
+  )
 }
 
-export function rollupRow(app: TestApp, serverId: string, metric: string, gpuIndex: number, grain: 300 | 3600, bucket: number) {
-  return app.deps.sqlite
-    .query(
-      `SELECT r.min, r.max, r.avg, r.p50, r.p95, r.last, r.samples FROM metric_rollups r JOIN metric_series s ON s.id = r.series_id
-       WHERE s.server_id = ? AND s.metric = ? AND s.gpu_index = ? AND r.grain = ? AND r.bucket = ?`,
-    )
-    .get(serverId, metric, gpuIndex, grain, bucket) as {
-    min: number | null
-    max: number | null
-    avg: number | null
-    p50: number | null
-    p95: number | null
-    last: number | null
-    samples: number
-  } | null
-}
-
-export function rawCount(app: TestApp, serverId: string): number {
+export async function rollupRow(app: TestApp, serverId: string, metric: string, gpuIndex: number, grain: 300 | 3600, bucket: number) {
   return (
-    app.deps.sqlite.query('SELECT count(*) AS n FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ?').get(serverId) as {
+    ((await app.deps.db.get(sql`SELECT r.min, r.max, r.avg, r.p50, r.p95, r.last, r.samples FROM metric_rollups r JOIN metric_series s ON s.id = r.series_id
+       WHERE s.server_id = ${serverId} AND s.metric = ${metric} AND s.gpu_index = ${gpuIndex} AND r.grain = ${grain} AND r.bucket = ${bucket}`)) as
+      | {
+          min: number | null
+          max: number | null
+          avg: number | null
+          p50: number | null
+          p95: number | null
+          last: number | null
+          samples: number
+        }
+      | undefined) ?? null
+  )
+}
+
+export async function rawCount(app: TestApp, serverId: string): Promise<number> {
+  return (
+    (await app.deps.db.get(sql`SELECT count(*) AS n FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ${serverId}`)) as {
       n: number
     }
   ).n

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { type SQL, sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import { BASE, feed, HOUR, iso, MIN, newRig, rawCount, runJob, setNow, stopApp, type Rig } from './helpers'
 
@@ -20,19 +21,19 @@ afterAll(() => stopApp(app))
 const t = iso(BASE + MIN)
 const good = { t, scope: 'gpu', gpu_index: 0, values: { temperature_c: 61 } }
 
-function stored() {
-  const n = (sql: string) => (app.deps.sqlite.query(sql).get(rig.serverId) as { n: number }).n
+async function stored() {
+  const n = async (query: SQL) => ((await app.deps.db.get(query)) as { n: number }).n
   return {
-    samples: rawCount(app, rig.serverId),
-    series: n('SELECT count(*) AS n FROM metric_series WHERE server_id = ?'),
-    latest: n('SELECT count(*) AS n FROM server_latest_metrics WHERE server_id = ?'),
+    samples: await rawCount(app, rig.serverId),
+    series: await n(sql`SELECT count(*) AS n FROM metric_series WHERE server_id = ${rig.serverId}`),
+    latest: await n(sql`SELECT count(*) AS n FROM server_latest_metrics WHERE server_id = ${rig.serverId}`),
   }
 }
 
 /** Writes whatever the runtime holds (presence.sweep flushes first), then counts. */
 async function flushedCounts() {
   await runJob(app, 'presence.sweep')
-  return stored()
+  return await stored()
 }
 
 describe('a telemetry frame the service cannot accept', () => {
@@ -66,7 +67,7 @@ describe('a telemetry frame the service cannot accept', () => {
 
   test('after rejected frames the same session still stores a good one', async () => {
     await rig.agent.expectError({ type: 'telemetry', samples: [{ ...good, t: 'soon' }] })
-    const before = stored()
+    const before = await stored()
     await feed(rig.agent, [{ t: BASE + 2 * MIN, gpu: 1, values: { temperature_c: 62, fan_pct: 33 } }])
     expect(await flushedCounts()).toEqual({ samples: before.samples + 2, series: expect.any(Number), latest: expect.any(Number) })
   })
@@ -74,11 +75,11 @@ describe('a telemetry frame the service cannot accept', () => {
 
 describe('a telemetry frame the service accepts', () => {
   test('is written within about a second, without any job running', async () => {
-    const before = stored()
+    const before = await stored()
     await feed(rig.agent, [{ t: BASE + 3 * MIN, values: { cpu_usage_pct: 12.5, memory_used_pct: 40 } }])
     const until = Date.now() + 3000
-    while (stored().samples < before.samples + 2 && Date.now() < until) await Bun.sleep(50)
-    expect(stored().samples).toBe(before.samples + 2)
+    while ((await stored()).samples < before.samples + 2 && Date.now() < until) await Bun.sleep(50)
+    expect((await stored()).samples).toBe(before.samples + 2)
   })
 
   test('unknown but well-formed metric names and null values are stored as sent', async () => {
@@ -87,11 +88,9 @@ describe('a telemetry frame the service accepts', () => {
       { t: BASE + 4 * MIN, values: { hashrate_mhs: 120.25 } },
     ])
     await flushedCounts()
-    const rows = app.deps.sqlite
-      .query(
-        'SELECT s.gpu_index, s.metric, m.t, m.value FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ? AND s.metric IN (?, ?, ?) ORDER BY s.metric',
-      )
-      .all(rig.serverId, 'vram_junction_c', 'pcie_rx_mbps', 'hashrate_mhs')
+    const rows = await app.deps.db.all(
+      sql`SELECT s.gpu_index, s.metric, m.t, m.value FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ${rig.serverId} AND s.metric IN (${'vram_junction_c'}, ${'pcie_rx_mbps'}, ${'hashrate_mhs'}) ORDER BY s.metric`,
+    )
     const at = BASE + 4 * MIN
     expect(rows).toEqual([
       { gpu_index: -1, metric: 'hashrate_mhs', t: at, value: 120.25 },
@@ -104,12 +103,12 @@ describe('a telemetry frame the service accepts', () => {
     const at = BASE + 5 * MIN
     await feed(rig.agent, [{ t: at, gpu: 0, values: { power_w: 300 } }])
     await flushedCounts()
-    const before = stored().samples
+    const before = (await stored()).samples
     await feed(rig.agent, [{ t: at, gpu: 0, values: { power_w: 310 } }])
     expect((await flushedCounts()).samples).toBe(before)
-    const row = app.deps.sqlite
-      .query("SELECT m.value FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ? AND s.metric = 'power_w' AND m.t = ?")
-      .all(rig.serverId, at)
+    const row = await app.deps.db.all(
+      sql`SELECT m.value FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ${rig.serverId} AND s.metric = 'power_w' AND m.t = ${at}`,
+    )
     expect(row).toEqual([{ value: 310 }])
   })
 })

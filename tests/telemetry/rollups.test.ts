@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import {
   BASE,
@@ -77,11 +78,11 @@ describe('a 5-minute bucket', () => {
     expect(p.p50!).toBeCloseTo(percentileCont(values, 0.5), 9) // (59 + 61) / 2 = 60
     expect(p.p50!).toBeCloseTo(60, 9)
     // 70 + 0.55 × (75 − 70) = 72.75, stored as computed; the answer gives °C to 0.1.
-    expect(rollupRow(app, serverId, 'temperature_c', 0, 300, BASE)!.p95!).toBeCloseTo(percentileCont(values, 0.95), 9)
-    expect(rollupRow(app, serverId, 'temperature_c', 0, 300, BASE)!.p95!).toBeCloseTo(72.75, 9)
+    expect((await rollupRow(app, serverId, 'temperature_c', 0, 300, BASE))!.p95!).toBeCloseTo(percentileCont(values, 0.95), 9)
+    expect((await rollupRow(app, serverId, 'temperature_c', 0, 300, BASE))!.p95!).toBeCloseTo(72.75, 9)
     expect(p.p95).toBe(72.8)
     expect(p.last).toBe(53)
-    expect(rollupRow(app, serverId, 'temperature_c', 0, 300, BASE)?.samples).toBe(10)
+    expect((await rollupRow(app, serverId, 'temperature_c', 0, 300, BASE))?.samples).toBe(10)
   })
 
   test('a sample exactly at 10:05:00.000000 belongs to the 10:05 bucket and one a microsecond earlier to the 10:00 bucket', async () => {
@@ -108,8 +109,8 @@ describe('a 5-minute bucket', () => {
     expect(pointAt(five, BASE + FIVE)).toMatchObject({ min: 20, max: 20, last: 20 })
     expect(pointAt(five, BASE + HOUR - FIVE)).toMatchObject({ min: 30, max: 30, last: 30 })
     expect(pointAt(five, BASE + HOUR)).toMatchObject({ min: 40, max: 40, last: 40 })
-    expect(rollupRow(app, serverId, 'fan_pct', 1, 300, BASE)?.samples).toBe(1)
-    expect(rollupRow(app, serverId, 'fan_pct', 1, 300, BASE + FIVE)?.samples).toBe(1)
+    expect((await rollupRow(app, serverId, 'fan_pct', 1, 300, BASE))?.samples).toBe(1)
+    expect((await rollupRow(app, serverId, 'fan_pct', 1, 300, BASE + FIVE))?.samples).toBe(1)
 
     const hourly = seriesOf(
       await metrics(app, owner, serverId, [
@@ -154,14 +155,14 @@ describe('an hourly bucket', () => {
     expect(p.min).toBe(50)
     expect(p.max).toBe(380)
     // 1996 / 15 = 133.0666…, stored as computed; the answer gives watts to 0.1.
-    expect(rollupRow(app, serverId, 'power_w', 1, 3600, h)!.avg!).toBeCloseTo(values.reduce((a, b) => a + b, 0) / values.length, 9)
+    expect((await rollupRow(app, serverId, 'power_w', 1, 3600, h))!.avg!).toBeCloseTo(values.reduce((a, b) => a + b, 0) / values.length, 9)
     expect(p.avg).toBe(133.1)
     expect(p.p50!).toBeCloseTo(percentileCont(values, 0.5), 9)
     expect(p.p50!).toBeCloseTo(106, 9) // the 8th of 15 sorted readings
     expect(p.p95!).toBeCloseTo(percentileCont(values, 0.95), 9)
     expect(p.p95!).toBeCloseTo(324, 9) // rank 13.3 (0-based) of 15: 300 + 0.3 × (380 − 300)
     expect(p.last).toBe(380)
-    expect(rollupRow(app, serverId, 'power_w', 1, 3600, h)?.samples).toBe(15)
+    expect((await rollupRow(app, serverId, 'power_w', 1, 3600, h))?.samples).toBe(15)
     // The same hour at 5 minutes: the first bucket holds only its own twelve readings.
     const first = pointAt(
       seriesOf(
@@ -194,10 +195,10 @@ describe('null readings', () => {
     ])
     await rollup(app)
 
-    expect(rawCount(app, serverId)).toBe(6)
-    const nulls = app.deps.sqlite
-      .query('SELECT count(*) AS n FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ? AND m.value IS NULL')
-      .get(serverId) as { n: number }
+    expect(await rawCount(app, serverId)).toBe(6)
+    const nulls = (await app.deps.db.get(
+      sql`SELECT count(*) AS n FROM metric_samples m JOIN metric_series s ON s.id = m.series_id WHERE s.server_id = ${serverId} AND m.value IS NULL`,
+    )) as { n: number }
     expect(nulls.n).toBe(3)
 
     const series = seriesOf(
@@ -227,10 +228,10 @@ describe('running the job', () => {
     for (let i = 0; i < 30; i++) samples.push({ t: BASE + i * 290 * US, values: { cpu_usage_pct: (i * 11) % 100 } })
     await feed(agent, samples)
     await rollup(app)
-    const first = dumpRollups(app)
+    const first = await dumpRollups(app)
     expect(first.length).toBeGreaterThan(0)
     await rollup(app)
-    expect(dumpRollups(app)).toEqual(first)
+    expect(await dumpRollups(app)).toEqual(first)
   })
 
   test('a late sample for a bucket already rolled up is folded in by the next run, in both grains', async () => {
@@ -241,13 +242,13 @@ describe('running the job', () => {
       { t: bucket + 2 * MIN, gpu: 0, values: { memory_used_mb: 2000 } },
     ])
     await rollup(app)
-    expect(rollupRow(app, serverId, 'memory_used_mb', 0, 300, bucket)).toMatchObject({ min: 1000, max: 2000, last: 2000, samples: 2 })
+    expect(await rollupRow(app, serverId, 'memory_used_mb', 0, 300, bucket)).toMatchObject({ min: 1000, max: 2000, last: 2000, samples: 2 })
 
     // The agent reconnects and flushes a reading it buffered, for a bucket two hours old.
     await feed(agent, [{ t: bucket + 3 * MIN, gpu: 0, values: { memory_used_mb: 500 } }])
     await rollup(app)
-    expect(rollupRow(app, serverId, 'memory_used_mb', 0, 300, bucket)).toMatchObject({ min: 500, max: 2000, last: 500, samples: 3 })
-    expect(rollupRow(app, serverId, 'memory_used_mb', 0, 3600, BASE)).toMatchObject({ min: 500, max: 2000, last: 500, samples: 3 })
+    expect(await rollupRow(app, serverId, 'memory_used_mb', 0, 300, bucket)).toMatchObject({ min: 500, max: 2000, last: 500, samples: 3 })
+    expect(await rollupRow(app, serverId, 'memory_used_mb', 0, 3600, BASE)).toMatchObject({ min: 500, max: 2000, last: 500, samples: 3 })
     const p = pointAt(
       seriesOf(
         await metrics(app, owner, serverId, [
@@ -262,7 +263,7 @@ describe('running the job', () => {
     )
     expect(p).toMatchObject({ min: 500, max: 2000, p50: 1000, last: 500 })
     // 3500 / 3 stored as computed; the answer gives memory in whole MiB.
-    expect(rollupRow(app, serverId, 'memory_used_mb', 0, 300, bucket)!.avg!).toBeCloseTo(3500 / 3, 9)
+    expect((await rollupRow(app, serverId, 'memory_used_mb', 0, 300, bucket))!.avg!).toBeCloseTo(3500 / 3, 9)
     expect(p.avg).toBe(1167)
   })
 })

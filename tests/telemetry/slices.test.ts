@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
 import {
   BASE,
@@ -64,7 +65,7 @@ describe('metrics.rollup in slices', () => {
   test('many transactions give the buckets one read of the raw samples gives, and a second run changes nothing', async () => {
     await feed(rig.agent, twoHours())
     await runJob(app, 'presence.sweep') // writes what the session sent
-    expect(rawCount(app, rig.serverId)).toBe(240 * GPUS * METRICS.length)
+    expect(await rawCount(app, rig.serverId)).toBe(240 * GPUS * METRICS.length)
 
     // Before the job's first run every bucket is computed from the raw samples at read time.
     const fromRaw = { five: await read('5m', 0), hourly: await read('1h', 0) }
@@ -73,14 +74,14 @@ describe('metrics.rollup in slices', () => {
     const first = await rollup(app)
     // 128 series in batches (64 at first): more than one transaction per span of buckets and grain.
     expect(transactions(first.detail)).toBeGreaterThan(2)
-    const stored = dumpRollups(app)
+    const stored = await dumpRollups(app)
     expect(stored.length).toBe(GPUS * METRICS.length * (24 + 2))
 
     expect(seriesOf(await read('5m', 1))).toEqual(seriesOf(fromRaw.five))
     expect(seriesOf(await read('1h', 1))).toEqual(seriesOf(fromRaw.hourly))
 
     await rollup(app)
-    expect(dumpRollups(app)).toEqual(stored)
+    expect(await dumpRollups(app)).toEqual(stored)
   })
 
   test('a sample written while a run is under way is in its bucket after the next run', async () => {
@@ -109,16 +110,16 @@ describe('metrics.prune in slices', () => {
     await feed(rig.agent, twoHours())
     await runJob(app, 'presence.sweep')
     await setNow(app, BASE + 3 * HOUR + 15 * US) // retention ends 15 s after 11:00, between two instants
-    const total = rawCount(app, rig.serverId)
-    const kept = (app.deps.sqlite.query('SELECT count(*) AS n FROM metric_samples WHERE t >= ?').get(BASE + HOUR + 15 * US) as { n: number }).n
+    const total = await rawCount(app, rig.serverId)
+    const kept = ((await app.deps.db.get(sql`SELECT count(*) AS n FROM metric_samples WHERE t >= ${BASE + HOUR + 15 * US}`)) as { n: number }).n
 
     const first = await runJob(app, 'metrics.prune')
     expect(first.detail).toContain(`removed ${total - kept} raw samples`)
     expect(transactions(first.detail)).toBeGreaterThan(3) // 14,000 rows, 2000 in the first batch, then the two rollup grains
-    expect(rawCount(app, rig.serverId)).toBe(kept)
+    expect(await rawCount(app, rig.serverId)).toBe(kept)
 
     const again = await runJob(app, 'metrics.prune')
     expect(again.detail).toContain('removed 0 raw samples, 0 5-minute and 0 hourly buckets')
-    expect(rawCount(app, rig.serverId)).toBe(kept)
+    expect(await rawCount(app, rig.serverId)).toBe(kept)
   })
 })

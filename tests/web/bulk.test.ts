@@ -23,7 +23,7 @@ beforeAll(async () => {
   await ok(api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
   for (let i = 0; i < 4; i++) {
     sim.putMachine(5353, 801 + i, { hostname: `bulk-${i}`, listed: true, listed_gpu_cost: 0.4, num_gpus: 1, gpu_name: 'RTX 4090' })
-    const id = insertServer(c.app, owner.tenantId, `bulk-${i}`)
+    const id = await insertServer(c.app, owner.tenantId, `bulk-${i}`)
     await ok(
       api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: id, marketplace: 'marketplace_a', external_machine_id: String(801 + i) } }),
       201,

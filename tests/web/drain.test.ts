@@ -20,7 +20,7 @@ beforeAll(async () => {
   sim = await startMarketplaceA({ rateScale: 0, owners: [{ id: 4545, email: 'host@example.com', keys: [{ key: KEY, label: 'console' }] }] })
   c = await startConsole({ MARKETPLACE_A_API_URL: sim.url })
   owner = await signedInOwner(c, 'pro')
-  serverId = insertServer(c.app, owner.tenantId, 'rig-drain')
+  serverId = await insertServer(c.app, owner.tenantId, 'rig-drain')
   sim.putMachine(4545, 811, { hostname: 'rig-811', listed: false, num_gpus: 2, gpu_name: 'RTX 4090' })
   await ok(api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
   await ok(api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_a', external_machine_id: '811' } }), 201)

@@ -24,9 +24,9 @@ const clock = (advance_seconds: number) => ok(c.app.fetch('/api/v1/_test/clock',
 beforeAll(async () => {
   sim = await startMarketplaceA({ rateScale: 0, owners: [{ id: OWNER_ID, email: 'payouts@example.com', keys: [{ key: KEY, label: 'console' }] }] })
   c = await startConsole({ MARKETPLACE_A_API_URL: sim.url })
-  startEarlyInUtcDay(c.app)
+  await startEarlyInUtcDay(c.app)
   owner = await signedInOwner(c, 'pro')
-  const server = insertServer(c.app, owner.tenantId, 'rig-short')
+  const server = await insertServer(c.app, owner.tenantId, 'rig-short')
   sim.putMachine(OWNER_ID, 851, { hostname: 'rig-851', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })
   const rental = sim.addRental(851, { kind: 'on_demand', gpus: 2, running: true })
   await ok(api(c.app, owner, 'PUT', '/billing/cost-basis', { json: { marketplaces: { marketplace_a: { commission_percent: '25' } } } }))

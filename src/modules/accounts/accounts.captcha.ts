@@ -19,7 +19,7 @@ export async function requireCaptcha(deps: Deps, token: string | null | undefine
   if (!token || token.length > 2048) throw AccountErrors.captchaFailed()
   const tokenHash = sha256Hex(token)
   // Spend the token first: a token is single-use whatever the verifier says about a replay.
-  const fresh = withTransaction(deps.db, (tx) => spendCaptchaToken(tx, tokenHash, deps.clock.nowUs()))
+  const fresh = await withTransaction(deps.db, (tx) => spendCaptchaToken(tx, tokenHash, deps.clock.nowUs()))
   if (!fresh) throw AccountErrors.captchaFailed()
   let ok = false
   try {

@@ -15,19 +15,19 @@ export const ADMIN_TICKET_TTL_SECONDS = 24 * 3600
  * The operator's way in while signup is off: creates a tenant (free plan) and its owner without a
  * password, and returns a one-time ticket that POST /auth/password-reset/complete accepts.
  */
-export function createAccount({ deps, input }: { deps: Deps; input: { email: string; tenantName: string } }) {
+export async function createAccount({ deps, input }: { deps: Deps; input: { email: string; tenantName: string } }) {
   const email = normalizeEmail(input.email)
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw AccountErrors.badEmail(input.email)
   const tenantName = input.tenantName.trim()
   if (!tenantName || tenantName.length > 128) throw AccountErrors.badTenantName()
   const ticket = randomBytes(32).toString('base64url')
-  return withTransaction(deps.db, (tx) => {
-    if (findUserByEmail(tx, email)) throw AccountErrors.accountExists(email)
+  return await withTransaction(deps.db, async (tx) => {
+    if (await findUserByEmail(tx, email)) throw AccountErrors.accountExists(email)
     const now = deps.clock.nowUs()
     const tenantId = deps.newId()
     const userId = deps.newId()
-    insertTenant(tx, { id: tenantId, name: tenantName, planCode: 'free', accountState: 'active', createdAt: now })
-    insertUser(tx, {
+    await insertTenant(tx, { id: tenantId, name: tenantName, planCode: 'free', accountState: 'active', createdAt: now })
+    await insertUser(tx, {
       id: userId,
       tenantId,
       email,
@@ -39,7 +39,7 @@ export function createAccount({ deps, input }: { deps: Deps; input: { email: str
       createdAt: now,
       updatedAt: now,
     })
-    insertTicket(tx, {
+    await insertTicket(tx, {
       id: deps.newId(),
       purpose: 'reset',
       tokenHash: hashSecret(ticket),
@@ -54,6 +54,6 @@ export function createAccount({ deps, input }: { deps: Deps; input: { email: str
   })
 }
 
-export function tenantsOverview({ deps }: { deps: Deps }) {
-  return listTenants(deps.db)
+export async function tenantsOverview({ deps }: { deps: Deps }) {
+  return await listTenants(deps.db)
 }

@@ -44,21 +44,21 @@ function codeHash(deps: Deps, purpose: Purpose, emailHash: string, code: string)
  * Stores a fresh code for (purpose, email) and returns it, or null for an inert row (an address
  * that must get no code). Inside the cooldown it refuses with the wait (429, Retry-After), inert or not.
  */
-export function issueCode(
+export async function issueCode(
   tx: DbOrTx,
   deps: Deps,
   input: { purpose: Purpose; email: string; inert: boolean; tenantName?: string | null; userId?: string | null },
-): string | null {
+): Promise<string | null> {
   const now = deps.clock.nowUs()
   const email = normalizeEmail(input.email)
   const emailHash = emailKey(deps, email)
-  const existing = findEmailCode(tx, input.purpose, emailHash)
+  const existing = await findEmailCode(tx, input.purpose, emailHash)
   if (existing) {
     const waitUs = existing.lastSentAt + RESEND_COOLDOWN_SECONDS * 1_000_000 - now
     if (waitUs > 0) throw AccountErrors.resendCooldown(Math.ceil(waitUs / 1_000_000))
   }
   const code = input.inert ? null : String(randomInt(0, 1_000_000)).padStart(6, '0')
-  upsertEmailCode(tx, {
+  await upsertEmailCode(tx, {
     id: existing?.id ?? deps.newId(),
     purpose: input.purpose,
     emailHash,
@@ -80,22 +80,22 @@ export function issueCode(
  * Checks a code; on success consumes it and returns a new single-use ticket for the same purpose.
  * A wrong code still counts against the row (committed before the refusal is thrown).
  */
-function redeemCode(deps: Deps, input: { purpose: Purpose; email: string; code: string }): string {
+async function redeemCode(deps: Deps, input: { purpose: Purpose; email: string; code: string }): Promise<string> {
   const now = deps.clock.nowUs()
   const email = normalizeEmail(input.email)
   const emailHash = emailKey(deps, email)
   const given = codeHash(deps, input.purpose, emailHash, input.code)
-  const ticket = withTransaction(deps.db, (tx) => {
-    const row = findEmailCode(tx, input.purpose, emailHash)
+  const ticket = await withTransaction(deps.db, async (tx) => {
+    const row = await findEmailCode(tx, input.purpose, emailHash)
     const live = row && !row.inert && row.consumedAt === null && row.expiresAt > now && row.attempts < CODE_MAX_ATTEMPTS
     const matches = safeEqual(row?.codeHash ?? '', given)
     if (!row || !live || !matches) {
-      if (row && row.consumedAt === null) updateEmailCode(tx, row.id, { attempts: row.attempts + 1 })
+      if (row && row.consumedAt === null) await updateEmailCode(tx, row.id, { attempts: row.attempts + 1 })
       return null
     }
-    updateEmailCode(tx, row.id, { consumedAt: now })
+    await updateEmailCode(tx, row.id, { consumedAt: now })
     const token = randomBytes(32).toString('base64url')
-    insertTicket(tx, {
+    await insertTicket(tx, {
       id: deps.newId(),
       purpose: input.purpose,
       tokenHash: hashSecret(token),
@@ -113,27 +113,27 @@ function redeemCode(deps: Deps, input: { purpose: Purpose; email: string; code: 
 }
 
 /** Consumes a ticket of this purpose inside the caller's transaction, or throws the ticket refusal (401). */
-export function consumeTicket(tx: DbOrTx, deps: Deps, purpose: Purpose, ticket: string): TicketRow {
-  const row = ticket.length <= 64 ? findTicket(tx, hashSecret(ticket)) : undefined
+export async function consumeTicket(tx: DbOrTx, deps: Deps, purpose: Purpose, ticket: string): Promise<TicketRow> {
+  const row = ticket.length <= 64 ? await findTicket(tx, hashSecret(ticket)) : undefined
   const now = deps.clock.nowUs()
   if (!row || row.purpose !== purpose || row.consumedAt !== null || row.expiresAt <= now) throw AccountErrors.ticketInvalid()
-  markTicketConsumed(tx, row.id, now)
+  await markTicketConsumed(tx, row.id, now)
   return row
 }
 
 /** The verify step of signup and reset: rate limits by network and email, then the code for a ticket. */
-export function verifyCodeForTicket(deps: Deps, purpose: Purpose, input: { email: string; code: string }, ip: string) {
-  limitByNetwork(deps, `${purpose}-verify`, ip, AUTH_LIMITS.verify.perNetwork)
-  limitByEmail(deps, `${purpose}-verify`, emailKey(deps, input.email), AUTH_LIMITS.verify.perEmail)
-  return { ticket: redeemCode(deps, { purpose, email: input.email, code: input.code }) }
+export async function verifyCodeForTicket(deps: Deps, purpose: Purpose, input: { email: string; code: string }, ip: string) {
+  await limitByNetwork(deps, `${purpose}-verify`, ip, AUTH_LIMITS.verify.perNetwork)
+  await limitByEmail(deps, `${purpose}-verify`, emailKey(deps, input.email), AUTH_LIMITS.verify.perEmail)
+  return { ticket: await redeemCode(deps, { purpose, email: input.email, code: input.code }) }
 }
 
 /** The first half of both complete steps: rate limit, password policy (422), then the slow hash. */
 export async function checkedPasswordHash(deps: Deps, purpose: Purpose, password: string, ip: string): Promise<string> {
-  limitByNetwork(deps, `${purpose}-complete`, ip, AUTH_LIMITS.complete.perNetwork)
+  await limitByNetwork(deps, `${purpose}-complete`, ip, AUTH_LIMITS.complete.perNetwork)
   const weak = passwordProblem(password)
   if (weak) throw AccountErrors.weakPassword(weak, weakPasswordDetail(weak.code))
-  return hashPassword(password)
+  return await hashPassword(password)
 }
 
 function weakPasswordDetail(code: string): string {

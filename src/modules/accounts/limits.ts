@@ -14,10 +14,10 @@ export const AUTH_LIMITS = {
   signin: { perNetwork: [60, 600] },
 } as const
 
-export function limitByNetwork(deps: Deps, name: string, ip: string, [limit, period]: readonly [number, number]): void {
-  enforceRateLimit(deps.db, deps.clock, `${name}:net:${ipPrefix(ip)}`, limit, period)
+export async function limitByNetwork(deps: Deps, name: string, ip: string, [limit, period]: readonly [number, number]): Promise<void> {
+  await enforceRateLimit(deps.db, deps.clock, `${name}:net:${ipPrefix(ip)}`, limit, period)
 }
 
-export function limitByEmail(deps: Deps, name: string, emailHash: string, [limit, period]: readonly [number, number]): void {
-  enforceRateLimit(deps.db, deps.clock, `${name}:email:${emailHash}`, limit, period)
+export async function limitByEmail(deps: Deps, name: string, emailHash: string, [limit, period]: readonly [number, number]): Promise<void> {
+  await enforceRateLimit(deps.db, deps.clock, `${name}:email:${emailHash}`, limit, period)
 }

@@ -19,20 +19,20 @@ import type { Caller } from './signup.service'
  */
 export async function startReset({ deps, input, caller }: { deps: Deps; input: Static<typeof ResetStart>; caller: Caller }) {
   const email = normalizeEmail(input.email)
-  limitByNetwork(deps, 'reset-start', caller.ip, AUTH_LIMITS.start.perNetwork)
-  limitByEmail(deps, 'reset-start', emailKey(deps, email), AUTH_LIMITS.start.perEmail)
+  await limitByNetwork(deps, 'reset-start', caller.ip, AUTH_LIMITS.start.perNetwork)
+  await limitByEmail(deps, 'reset-start', emailKey(deps, email), AUTH_LIMITS.start.perEmail)
   await requireCaptcha(deps, input.captcha_token, caller.ip)
-  withTransaction(deps.db, (tx) => {
-    const user = findUserByEmail(tx, email)
-    const code = issueCode(tx, deps, { purpose: 'reset', email, inert: !user, userId: user?.id ?? null })
-    if (code) enqueueMail(tx, deps, resetCodeMail(email, code, deps.config.publicUrl))
+  await withTransaction(deps.db, async (tx) => {
+    const user = await findUserByEmail(tx, email)
+    const code = await issueCode(tx, deps, { purpose: 'reset', email, inert: !user, userId: user?.id ?? null })
+    if (code) await enqueueMail(tx, deps, resetCodeMail(email, code, deps.config.publicUrl))
   })
   deps.mail.kick()
   return { resend_cooldown_seconds: RESEND_COOLDOWN_SECONDS }
 }
 
-export function verifyReset({ deps, input, caller }: { deps: Deps; input: Static<typeof CodeCheck>; caller: Caller }) {
-  return verifyCodeForTicket(deps, 'reset', input, caller.ip)
+export async function verifyReset({ deps, input, caller }: { deps: Deps; input: Static<typeof CodeCheck>; caller: Caller }) {
+  return await verifyCodeForTicket(deps, 'reset', input, caller.ip)
 }
 
 export async function completeReset({
@@ -45,15 +45,15 @@ export async function completeReset({
   caller: Caller
 }): Promise<{ user: UserRow; session: NewSession }> {
   const passwordHash = await checkedPasswordHash(deps, 'reset', input.password, caller.ip)
-  return withTransaction(deps.db, (tx) => {
-    const ticket = consumeTicket(tx, deps, 'reset', input.ticket)
-    const user = findUserByEmail(tx, ticket.email)
+  return await withTransaction(deps.db, async (tx) => {
+    const ticket = await consumeTicket(tx, deps, 'reset', input.ticket)
+    const user = await findUserByEmail(tx, ticket.email)
     if (!user || user.id !== ticket.userId) throw AccountErrors.accountChanged()
     const now = deps.clock.nowUs()
-    setPassword(tx, user.id, passwordHash, now)
-    deleteUserSessions(tx, user.id)
-    recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.password_reset')
-    const session = startSession(tx, deps, { userId: user.id, ...caller })
+    await setPassword(tx, user.id, passwordHash, now)
+    await deleteUserSessions(tx, user.id)
+    await recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.password_reset')
+    const session = await startSession(tx, deps, { userId: user.id, ...caller })
     return { user: { ...user, passwordHash, updatedAt: now }, session }
   })
 }

@@ -37,29 +37,29 @@ export async function signIn({
   caller: Caller
 }): Promise<{ user: UserRow; session: NewSession }> {
   const email = normalizeEmail(input.email)
-  limitByNetwork(deps, 'signin', caller.ip, AUTH_LIMITS.signin.perNetwork)
+  await limitByNetwork(deps, 'signin', caller.ip, AUTH_LIMITS.signin.perNetwork)
   await requireCaptcha(deps, input.captcha_token, caller.ip)
   const key = `${emailKey(deps, email)}:${ipPrefix(caller.ip)}`
   const now = deps.clock.nowUs()
-  const record = findSigninFailures(deps.db, key)
+  const record = await findSigninFailures(deps.db, key)
   if (record && record.blockedUntil > now) throw AccountErrors.signinBlocked(Math.ceil((record.blockedUntil - now) / 1_000_000))
 
-  const user = findUserByEmail(deps.db, email)
+  const user = await findUserByEmail(deps.db, email)
   const ok = user?.passwordHash ? await verifyPassword(user.passwordHash, input.password) : await burnPasswordCheck(input.password)
   if (!user || !ok) {
-    withTransaction(deps.db, (tx) => {
-      const current = findSigninFailures(tx, key)
+    await withTransaction(deps.db, async (tx) => {
+      const current = await findSigninFailures(tx, key)
       const failures = (current?.failures ?? 0) + 1
       const at = deps.clock.nowUs()
-      saveSigninFailures(tx, { key, failures, blockedUntil: at + blockSeconds(failures) * 1_000_000, updatedAt: at })
-      if (user) recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.sign_in', 'denied')
+      await saveSigninFailures(tx, { key, failures, blockedUntil: at + blockSeconds(failures) * 1_000_000, updatedAt: at })
+      if (user) await recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.sign_in', 'denied')
     })
     deps.log.info('sign-in failed', { ip_network: ipPrefix(caller.ip) })
     throw AccountErrors.wrongCredentials()
   }
-  return withTransaction(deps.db, (tx) => {
-    clearSigninFailures(tx, key)
-    recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.sign_in')
-    return { user, session: startSession(tx, deps, { userId: user.id, ...caller }) }
+  return await withTransaction(deps.db, async (tx) => {
+    await clearSigninFailures(tx, key)
+    await recordMemberEvent(tx, deps, { tenantId: user.tenantId, userId: user.id, ...caller }, 'auth.sign_in')
+    return { user, session: await startSession(tx, deps, { userId: user.id, ...caller }) }
   })
 }

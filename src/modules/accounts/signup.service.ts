@@ -22,20 +22,20 @@ export type Caller = { ip: string; userAgent: string | null }
  */
 export async function startSignup({ deps, input, caller }: { deps: Deps; input: Static<typeof SignupStart>; caller: Caller }) {
   const email = normalizeEmail(input.email)
-  limitByNetwork(deps, 'signup-start', caller.ip, AUTH_LIMITS.start.perNetwork)
-  limitByEmail(deps, 'signup-start', emailKey(deps, email), AUTH_LIMITS.start.perEmail)
+  await limitByNetwork(deps, 'signup-start', caller.ip, AUTH_LIMITS.start.perNetwork)
+  await limitByEmail(deps, 'signup-start', emailKey(deps, email), AUTH_LIMITS.start.perEmail)
   await requireCaptcha(deps, input.captcha_token, caller.ip)
-  withTransaction(deps.db, (tx) => {
-    const taken = findUserByEmail(tx, email) !== undefined
-    const code = issueCode(tx, deps, { purpose: 'signup', email, inert: taken, tenantName: input.tenant_name.trim() })
-    enqueueMail(tx, deps, code ? signupCodeMail(email, code, deps.config.publicUrl) : signupTakenMail(email, deps.config.publicUrl))
+  await withTransaction(deps.db, async (tx) => {
+    const taken = (await findUserByEmail(tx, email)) !== undefined
+    const code = await issueCode(tx, deps, { purpose: 'signup', email, inert: taken, tenantName: input.tenant_name.trim() })
+    await enqueueMail(tx, deps, code ? signupCodeMail(email, code, deps.config.publicUrl) : signupTakenMail(email, deps.config.publicUrl))
   })
   deps.mail.kick()
   return { resend_cooldown_seconds: RESEND_COOLDOWN_SECONDS }
 }
 
-export function verifySignup({ deps, input, caller }: { deps: Deps; input: Static<typeof CodeCheck>; caller: Caller }) {
-  return verifyCodeForTicket(deps, 'signup', input, caller.ip)
+export async function verifySignup({ deps, input, caller }: { deps: Deps; input: Static<typeof CodeCheck>; caller: Caller }) {
+  return await verifyCodeForTicket(deps, 'signup', input, caller.ip)
 }
 
 /** Creates the tenant (free plan), its owner and a session, from a signup ticket. */
@@ -49,12 +49,12 @@ export async function completeSignup({
   caller: Caller
 }): Promise<{ user: UserRow; session: NewSession }> {
   const passwordHash = await checkedPasswordHash(deps, 'signup', input.password, caller.ip)
-  return withTransaction(deps.db, (tx) => {
-    const ticket = consumeTicket(tx, deps, 'signup', input.ticket)
-    if (findUserByEmail(tx, ticket.email)) throw AccountErrors.emailTaken()
+  return await withTransaction(deps.db, async (tx) => {
+    const ticket = await consumeTicket(tx, deps, 'signup', input.ticket)
+    if (await findUserByEmail(tx, ticket.email)) throw AccountErrors.emailTaken()
     const now = deps.clock.nowUs()
     const tenantId = deps.newId()
-    insertTenant(tx, { id: tenantId, name: ticket.tenantName ?? ticket.email, planCode: 'free', accountState: 'active', createdAt: now })
+    await insertTenant(tx, { id: tenantId, name: ticket.tenantName ?? ticket.email, planCode: 'free', accountState: 'active', createdAt: now })
     const user: UserRow = {
       id: deps.newId(),
       tenantId,
@@ -67,9 +67,9 @@ export async function completeSignup({
       createdAt: now,
       updatedAt: now,
     }
-    insertUser(tx, user)
-    recordMemberEvent(tx, deps, { tenantId, userId: user.id, ...caller }, 'auth.signup')
-    const session = startSession(tx, deps, { userId: user.id, ...caller })
+    await insertUser(tx, user)
+    await recordMemberEvent(tx, deps, { tenantId, userId: user.id, ...caller }, 'auth.signup')
+    const session = await startSession(tx, deps, { userId: user.id, ...caller })
     return { user, session }
   })
 }

@@ -28,15 +28,15 @@ type ServerEvent = {
 
 const offlineKey = (serverId: string) => `offline:${serverId}`
 
-export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
+export async function alertOnServerEvent(deps: Deps, e: ServerEvent): Promise<void> {
   const { tx, server } = e
-  if (e.kind === 'presence.online') clearCause(tx, deps, server.tenantId, offlineKey(server.id), 'the server is back online')
+  if (e.kind === 'presence.online') await clearCause(tx, deps, server.tenantId, offlineKey(server.id), 'the server is back online')
   else if (e.kind === 'server.decommissioned')
-    for (const i of unresolvedOfServer(tx, server.tenantId, server.id)) clear(tx, deps, i, 'the server was decommissioned')
+    for (const i of await unresolvedOfServer(tx, server.tenantId, server.id)) await clear(tx, deps, i, 'the server was decommissioned')
   else if (e.kind === 'presence.offline') {
-    const name = trustedServerById(tx, server.id)?.name ?? server.id
+    const name = (await trustedServerById(tx, server.id))?.name ?? server.id
     const cause = { title: `Server offline: ${name}`, detail: e.message }
-    raise(tx, deps, {
+    await raise(tx, deps, {
       tenantId: server.tenantId,
       kind: 'offline',
       key: offlineKey(server.id),
@@ -49,10 +49,10 @@ export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
     // A readiness item that passed and now fails (docs/readiness.md), one cause per server, marketplace and item.
     const marketplace = MARKETPLACES.find((m) => m === e.data?.marketplace) ?? null
     const key = `readiness:${server.id}:${marketplace ?? ''}:${String(e.data?.item ?? '')}`
-    if (e.kind === 'readiness.recovered') clearCause(tx, deps, server.tenantId, key, e.message)
+    if (e.kind === 'readiness.recovered') await clearCause(tx, deps, server.tenantId, key, e.message)
     else {
-      const name = trustedServerById(tx, server.id)?.name ?? server.id
-      raise(tx, deps, {
+      const name = (await trustedServerById(tx, server.id))?.name ?? server.id
+      await raise(tx, deps, {
         tenantId: server.tenantId,
         kind: 'readiness',
         key,
@@ -63,11 +63,11 @@ export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
         detail: e.message,
       })
     }
-  } else if (e.kind === 'marketplace.renter_report') renterReport(deps, e)
+  } else if (e.kind === 'marketplace.renter_report') await renterReport(deps, e)
   else if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical')) {
     // The same events the `error` notification producer takes (producers.ts categoryOf), one cause per server and kind.
-    const name = trustedServerById(tx, server.id)?.name ?? server.id
-    raise(tx, deps, {
+    const name = (await trustedServerById(tx, server.id))?.name ?? server.id
+    await raise(tx, deps, {
       tenantId: server.tenantId,
       kind: 'agent_error',
       key: `agent_error:${server.id}:${e.kind}`,
@@ -84,13 +84,13 @@ export function alertOnServerEvent(deps: Deps, e: ServerEvent): void {
  * A renter reported the server's marketplace machine (the marketplaces.sync job stored a new report):
  * one incident per report, resolved by a member (the platform never says a report is settled).
  */
-function renterReport(deps: Deps, e: ServerEvent): void {
+async function renterReport(deps: Deps, e: ServerEvent): Promise<void> {
   const reportId = typeof e.data?.report_id === 'string' ? e.data.report_id : null
   if (!reportId) return
   const marketplace = MARKETPLACES.find((m) => m === e.data?.marketplace) ?? null
-  const name = trustedServerById(e.tx, e.server.id)?.name ?? e.server.id
+  const name = (await trustedServerById(e.tx, e.server.id))?.name ?? e.server.id
   const problem = typeof e.data?.problem === 'string' && e.data.problem ? e.data.problem : 'a problem'
-  raise(e.tx, deps, {
+  await raise(e.tx, deps, {
     tenantId: e.server.tenantId,
     kind: 'renter_report',
     key: `renter_report:${e.server.id}:${reportId}`,
@@ -106,8 +106,8 @@ const LOW_BALANCE_KEY = 'low_balance'
 const lowBalance = { kind: 'low_balance', key: LOW_BALANCE_KEY, serverId: null, marketplace: null } as const
 
 /** An hourly charge left under LOW_BALANCE_DAYS of balance at the current rate (billing's `tenant.balance_low`). */
-export function alertOnLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; daysLeft: number; balanceMicros: number }): void {
-  raise(e.tx, deps, {
+export async function alertOnLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; daysLeft: number; balanceMicros: number }): Promise<void> {
+  await raise(e.tx, deps, {
     ...lowBalance,
     tenantId: e.tenantId,
     severity: 'warning',
@@ -117,9 +117,9 @@ export function alertOnLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; day
 }
 
 /** Grace and freeze are the balance running out: the same cause, now critical. Active again: maybe covered again. */
-export function alertOnAccountState(deps: Deps, e: { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }): void {
+export async function alertOnAccountState(deps: Deps, e: { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }): Promise<void> {
   if (e.state === 'active') {
-    settleLowBalance(e.tx, deps, e.tenantId)
+    await settleLowBalance(e.tx, deps, e.tenantId)
     return
   }
   const text =
@@ -129,31 +129,31 @@ export function alertOnAccountState(deps: Deps, e: { tx: Tx; tenantId: string; s
           detail: `The balance is below zero. Top up within ${deps.config.gracePeriodHours} h or the account is frozen.`,
         }
       : { title: 'Account frozen: balance below zero', detail: 'The grace period ran out: changes are refused until a top-up brings the balance above zero.' }
-  raise(e.tx, deps, { ...lowBalance, tenantId: e.tenantId, severity: 'critical', ...text })
+  await raise(e.tx, deps, { ...lowBalance, tenantId: e.tenantId, severity: 'critical', ...text })
 }
 
 /** A top-up was credited (payments' `topup.succeeded`): the low-balance incident resolves if the balance covers it now. */
-export function alertOnTopup(deps: Deps, e: { tx: Tx; topup: { tenantId: string } }): void {
-  settleLowBalance(e.tx, deps, e.topup.tenantId)
+export async function alertOnTopup(deps: Deps, e: { tx: Tx; topup: { tenantId: string } }): Promise<void> {
+  await settleLowBalance(e.tx, deps, e.topup.tenantId)
 }
 
 /** Resolves the tenant's low-balance incident when the account is active and its balance lasts LOW_BALANCE_DAYS again. */
-export function settleLowBalance(tx: DbOrTx, deps: Deps, tenantId: string): boolean {
-  const open = findUnresolved(tx, tenantId, LOW_BALANCE_KEY)
-  const why = open ? balanceCovers(tx, deps, tenantId) : null
-  if (open && why) clear(tx, deps, open, why)
+export async function settleLowBalance(tx: DbOrTx, deps: Deps, tenantId: string): Promise<boolean> {
+  const open = await findUnresolved(tx, tenantId, LOW_BALANCE_KEY)
+  const why = open ? await balanceCovers(tx, deps, tenantId) : null
+  if (open && why) await clear(tx, deps, open, why)
   return why !== null
 }
 
 /** Why the balance covers the rate again (a read), or null while it does not or the account is not active. */
-export function balanceCovers(db: DbOrTx, deps: Deps, tenantId: string): string | null {
-  const tenant = findTenant(db, tenantId)
+export async function balanceCovers(db: DbOrTx, deps: Deps, tenantId: string): Promise<string | null> {
+  const tenant = await findTenant(db, tenantId)
   if (tenant?.accountState !== 'active') return null
-  const price = tenant.planCode ? (findPlan(db, tenant.planCode)?.priceMicrosPerServerMonth ?? null) : null
+  const price = tenant.planCode ? ((await findPlan(db, tenant.planCode))?.priceMicrosPerServerMonth ?? null) : null
   const d = new Date(deps.clock.nowUs() / 1000)
   // The rate billing's own figures use (GET /billing days_left, the hourly charge's warning).
-  const perDay = ((price ?? 0) * countManagedServers(db, tenantId)) / daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
-  const balance = balanceOf(db, tenantId)
+  const perDay = ((price ?? 0) * (await countManagedServers(db, tenantId))) / daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
+  const balance = await balanceOf(db, tenantId)
   if (perDay <= 0) return `nothing is charged at the current plan and fleet; the balance is ${formatMoney(balance)} USD`
   if (balance < LOW_BALANCE_DAYS * perDay) return null
   return `the balance of ${formatMoney(balance)} USD lasts about ${formatDecimal(balance / perDay, 1, 1)} days again`
@@ -166,16 +166,16 @@ const PAYOUT_GAP_KEY = 'payout_gap'
  * (server, marketplace, day) (docs/marketplaces.md "Payouts reconciled"): one account-wide cause,
  * counted again when a new row is flagged, resolved when none is.
  */
-export function alertOnPayoutGap(
+export async function alertOnPayoutGap(
   deps: Deps,
   e: { tx: Tx; tenantId: string; rows: { serverName: string; marketplace: string; day: string; gapMicros: number }[]; thresholdMicros: number },
-): void {
+): Promise<void> {
   const total = e.rows.reduce((s, r) => s + r.gapMicros, 0)
   const listed = e.rows
     .slice(0, 10)
     .map((r) => `${r.day} ${r.serverName} on ${r.marketplace}: ${formatMoney(r.gapMicros)} USD`)
     .join('; ')
-  raise(e.tx, deps, {
+  await raise(e.tx, deps, {
     tenantId: e.tenantId,
     kind: 'payout_gap',
     key: PAYOUT_GAP_KEY,
@@ -188,6 +188,6 @@ export function alertOnPayoutGap(
 }
 
 /** No machine-day is flagged any more. */
-export function alertOnPayoutGapCleared(deps: Deps, e: { tx: Tx; tenantId: string; resolution: string }): void {
-  clearCause(e.tx, deps, e.tenantId, PAYOUT_GAP_KEY, e.resolution)
+export async function alertOnPayoutGapCleared(deps: Deps, e: { tx: Tx; tenantId: string; resolution: string }): Promise<void> {
+  await clearCause(e.tx, deps, e.tenantId, PAYOUT_GAP_KEY, e.resolution)
 }

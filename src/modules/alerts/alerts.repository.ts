@@ -4,8 +4,8 @@ import type { DbOrTx } from '../../../db/client'
 
 export type IncidentRow = typeof alertIncidents.$inferSelect
 
-export function findIncident(db: DbOrTx, tenantId: string, id: string): IncidentRow | undefined {
-  return db
+export async function findIncident(db: DbOrTx, tenantId: string, id: string): Promise<IncidentRow | undefined> {
+  return await db
     .select()
     .from(alertIncidents)
     .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.id, id)))
@@ -19,8 +19,8 @@ export function findIncident(db: DbOrTx, tenantId: string, id: string): Incident
 const UNRESOLVED = sql`${alertIncidents.state} <> 'resolved'`
 
 /** The cause's unresolved incident, if any (the partial unique index allows one). */
-export function findUnresolved(db: DbOrTx, tenantId: string, causeKey: string): IncidentRow | undefined {
-  return db
+export async function findUnresolved(db: DbOrTx, tenantId: string, causeKey: string): Promise<IncidentRow | undefined> {
+  return await db
     .select()
     .from(alertIncidents)
     .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.causeKey, causeKey), UNRESOLVED))
@@ -28,23 +28,23 @@ export function findUnresolved(db: DbOrTx, tenantId: string, causeKey: string): 
 }
 
 /** Every unresolved incident of every tenant (the alerts.evaluate job), read from the partial index. */
-export function unresolvedIncidents(db: DbOrTx): IncidentRow[] {
-  return db.select().from(alertIncidents).where(UNRESOLVED).orderBy(alertIncidents.tenantId, alertIncidents.causeKey).all()
+export async function unresolvedIncidents(db: DbOrTx): Promise<IncidentRow[]> {
+  return await db.select().from(alertIncidents).where(UNRESOLVED).orderBy(alertIncidents.tenantId, alertIncidents.causeKey).all()
 }
 
 /** The tenant's unresolved incidents on servers, counted per server and severity (a fleet row's health). */
-export function unresolvedCountsByServer(db: DbOrTx, tenantId: string): { serverId: string; severity: IncidentRow['severity']; n: number }[] {
-  return db
+export async function unresolvedCountsByServer(db: DbOrTx, tenantId: string): Promise<{ serverId: string; severity: IncidentRow['severity']; n: number }[]> {
+  const rows = await db
     .select({ serverId: sql<string>`${alertIncidents.serverId}`, severity: alertIncidents.severity, n: sql<number>`count(*)` })
     .from(alertIncidents)
     .where(and(eq(alertIncidents.tenantId, tenantId), sql`${alertIncidents.serverId} is not null`, UNRESOLVED))
     .groupBy(alertIncidents.serverId, alertIncidents.severity)
     .all()
-    .map((r) => ({ ...r, n: Number(r.n) }))
+  return rows.map((r) => ({ ...r, n: Number(r.n) }))
 }
 
-export function unresolvedOfServer(db: DbOrTx, tenantId: string, serverId: string): IncidentRow[] {
-  return db
+export async function unresolvedOfServer(db: DbOrTx, tenantId: string, serverId: string): Promise<IncidentRow[]> {
+  return await db
     .select()
     .from(alertIncidents)
     .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.serverId, serverId), UNRESOLVED))
@@ -52,8 +52,8 @@ export function unresolvedOfServer(db: DbOrTx, tenantId: string, serverId: strin
 }
 
 /** When the cause's latest incident resolved at or before `atUs` was resolved (null when none was). */
-export function lastResolvedAt(db: DbOrTx, tenantId: string, causeKey: string, atUs: number): number | null {
-  const r = db
+export async function lastResolvedAt(db: DbOrTx, tenantId: string, causeKey: string, atUs: number): Promise<number | null> {
+  const r = await db
     .select({ at: sql<number | null>`max(${alertIncidents.resolvedAt})` })
     .from(alertIncidents)
     .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.causeKey, causeKey), lte(alertIncidents.resolvedAt, atUs)))
@@ -61,12 +61,12 @@ export function lastResolvedAt(db: DbOrTx, tenantId: string, causeKey: string, a
   return r?.at ?? null
 }
 
-export function insertIncident(tx: DbOrTx, row: IncidentRow): void {
-  tx.insert(alertIncidents).values(row).run()
+export async function insertIncident(tx: DbOrTx, row: IncidentRow): Promise<void> {
+  await tx.insert(alertIncidents).values(row).run()
 }
 
-export function updateIncident(tx: DbOrTx, id: string, patch: Partial<Omit<IncidentRow, 'id' | 'tenantId'>>): void {
-  tx.update(alertIncidents).set(patch).where(eq(alertIncidents.id, id)).run()
+export async function updateIncident(tx: DbOrTx, id: string, patch: Partial<Omit<IncidentRow, 'id' | 'tenantId'>>): Promise<void> {
+  await tx.update(alertIncidents).set(patch).where(eq(alertIncidents.id, id)).run()
 }
 
 export type IncidentFilter = {
@@ -82,7 +82,7 @@ export type IncidentFilter = {
 }
 
 /** Newest first (ids are UUIDv7, so id order is opening order). */
-export function listIncidents(db: DbOrTx, tenantId: string, f: IncidentFilter, beforeId: string | undefined, limit: number): IncidentRow[] {
+export async function listIncidents(db: DbOrTx, tenantId: string, f: IncidentFilter, beforeId: string | undefined, limit: number): Promise<IncidentRow[]> {
   const where: SQL[] = [eq(alertIncidents.tenantId, tenantId)]
   if (f.state === 'unresolved') where.push(UNRESOLVED)
   else if (f.state) where.push(eq(alertIncidents.state, f.state))
@@ -95,7 +95,7 @@ export function listIncidents(db: DbOrTx, tenantId: string, f: IncidentFilter, b
   if (f.allowlist)
     where.push(f.allowlist.length ? or(isNull(alertIncidents.serverId), inArray(alertIncidents.serverId, [...f.allowlist]))! : isNull(alertIncidents.serverId))
   if (beforeId) where.push(lt(alertIncidents.id, beforeId))
-  return db
+  return await db
     .select()
     .from(alertIncidents)
     .where(and(...where))

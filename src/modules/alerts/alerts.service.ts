@@ -49,19 +49,19 @@ function incidentView(i: IncidentRow, notifications: Map<string, NotificationSum
 }
 
 /** Views of the rows with their linked notifications, read in one query. */
-function viewsOf(db: DbOrTx, tenantId: string, rows: IncidentRow[]) {
+async function viewsOf(db: DbOrTx, tenantId: string, rows: IncidentRow[]) {
   const ids = rows.flatMap((r) => r.notificationIds.slice(-SHOWN_NOTIFICATIONS))
-  const notifications = new Map(notificationSummaries(db, tenantId, ids).map((n) => [n.id, n]))
+  const notifications = new Map((await notificationSummaries(db, tenantId, ids)).map((n) => [n.id, n]))
   return rows.map((r) => incidentView(r, notifications))
 }
 
-function loadIncident(db: DbOrTx, actor: Actor, id: string): IncidentRow {
-  const row = findIncident(db, actor.tenantId, id.toLowerCase())
+async function loadIncident(db: DbOrTx, actor: Actor, id: string): Promise<IncidentRow> {
+  const row = await findIncident(db, actor.tenantId, id.toLowerCase())
   if (!row || (row.serverId !== null && !mayAccessServer(actor, row.serverId))) throw AlertErrors.notFound()
   return row
 }
 
-export function listAlerts({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof AlertsQuery> }) {
+export async function listAlerts({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof AlertsQuery> }) {
   const fromUs = input.since === undefined ? undefined : (parseTimestamp(input.since) ?? undefined)
   const toUs = input.until === undefined ? undefined : (parseTimestamp(input.until) ?? undefined)
   if (input.since !== undefined && fromUs === undefined) throw AlertErrors.badSince()
@@ -75,21 +75,21 @@ export function listAlerts({ deps, actor, input }: { deps: Deps; actor: Actor; i
     fromUs,
     toUs,
   }
-  const page = paginate(deps.keys.cursor, {
+  const page = await paginate(deps.keys.cursor, {
     scope: `alerts:${actor.tenantId}:${JSON.stringify(filter)}`,
     input,
-    fetch: (after: { id: string } | undefined, take) =>
-      listIncidents(deps.db, actor.tenantId, { ...filter, allowlist: actor.serverAllowlist }, after?.id, take).filter(
+    fetch: async (after: { id: string } | undefined, take) =>
+      (await listIncidents(deps.db, actor.tenantId, { ...filter, allowlist: actor.serverAllowlist }, after?.id, take)).filter(
         (r) => r.serverId === null || mayAccessServer(actor, r.serverId),
       ),
     position: (r) => ({ id: r.id }),
     view: (r: IncidentRow) => r,
   })
-  return { items: viewsOf(deps.db, actor.tenantId, page.items), next_cursor: page.next_cursor }
+  return { items: await viewsOf(deps.db, actor.tenantId, page.items), next_cursor: page.next_cursor }
 }
 
-export function getAlert({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
-  return viewsOf(deps.db, actor.tenantId, [loadIncident(deps.db, actor, id)])[0]!
+export async function getAlert({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  return (await viewsOf(deps.db, actor.tenantId, [await loadIncident(deps.db, actor, id)]))[0]!
 }
 
 type Change = { deps: Deps; actor: Actor; audit: AuditContext; id: string }
@@ -98,37 +98,37 @@ type Change = { deps: Deps; actor: Actor; audit: AuditContext; id: string }
 const memberOf = (actor: Actor) => actor.userId ?? actor.tokenId ?? null
 
 /** Acknowledging says someone is on it: it stays unresolved. Again: unchanged. A resolved incident: 409. */
-export function acknowledgeAlert({ deps, actor, audit, id }: Change) {
-  return withTransaction(deps.db, (tx) => {
-    let row = loadIncident(tx, actor, id)
+export async function acknowledgeAlert({ deps, actor, audit, id }: Change) {
+  return await withTransaction(deps.db, async (tx) => {
+    let row = await loadIncident(tx, actor, id)
     ensureReaches(actor, row.serverId === null ? null : [row.serverId], 'an incident of the whole account')
     if (row.state === 'resolved') throw AlertErrors.alreadyResolved()
     if (row.state === 'open') {
       const patch = { state: 'acknowledged' as const, acknowledgedAt: deps.clock.nowUs(), acknowledgedBy: memberOf(actor) }
-      updateIncident(tx, row.id, patch)
+      await updateIncident(tx, row.id, patch)
       row = { ...row, ...patch }
-      announce(tx, deps, row, 'acknowledged', patch.acknowledgedBy, null)
+      await announce(tx, deps, row, 'acknowledged', patch.acknowledgedBy, null)
     }
-    recordAudit(tx, deps, audit, { operation: 'alerts.acknowledge', targetKind: 'alert_incident', targetId: row.id })
-    return viewsOf(tx, actor.tenantId, [row])[0]!
+    await recordAudit(tx, deps, audit, { operation: 'alerts.acknowledge', targetKind: 'alert_incident', targetId: row.id })
+    return (await viewsOf(tx, actor.tenantId, [row]))[0]!
   })
 }
 
 /** A member resolves it by hand, with an optional note. Resolved already (by anyone): unchanged. */
-export function resolveAlert({ deps, actor, audit, id, input }: Change & { input: Static<typeof ResolveBody> | null | undefined }) {
-  return withTransaction(deps.db, (tx) => {
-    let row = loadIncident(tx, actor, id)
+export async function resolveAlert({ deps, actor, audit, id, input }: Change & { input: Static<typeof ResolveBody> | null | undefined }) {
+  return await withTransaction(deps.db, async (tx) => {
+    let row = await loadIncident(tx, actor, id)
     ensureReaches(actor, row.serverId === null ? null : [row.serverId], 'an incident of the whole account')
-    if (row.state !== 'resolved') row = clear(tx, deps, row, input?.note?.trim() || 'resolved by a member', memberOf(actor))
-    recordAudit(tx, deps, audit, { operation: 'alerts.resolve', targetKind: 'alert_incident', targetId: row.id })
-    return viewsOf(tx, actor.tenantId, [row])[0]!
+    if (row.state !== 'resolved') row = await clear(tx, deps, row, input?.note?.trim() || 'resolved by a member', memberOf(actor))
+    await recordAudit(tx, deps, audit, { operation: 'alerts.resolve', targetKind: 'alert_incident', targetId: row.id })
+    return (await viewsOf(tx, actor.tenantId, [row]))[0]!
   })
 }
 
 /** Unresolved (open or acknowledged) incidents per server of the tenant, by severity: what a fleet row's health reads. */
-export function incidentsByServer(db: DbOrTx, tenantId: string): Map<string, IncidentCounts> {
+export async function incidentsByServer(db: DbOrTx, tenantId: string): Promise<Map<string, IncidentCounts>> {
   const out = new Map<string, IncidentCounts>()
-  for (const r of unresolvedCountsByServer(db, tenantId)) {
+  for (const r of await unresolvedCountsByServer(db, tenantId)) {
     const c = out.get(r.serverId) ?? { critical: 0, warning: 0, info: 0 }
     c[r.severity] += r.n
     out.set(r.serverId, c)

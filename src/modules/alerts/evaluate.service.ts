@@ -26,71 +26,75 @@ type Tally = Record<Outcome | 'resolved' | 'linked', number>
 type Run = {
   deps: Deps
   unresolved: (kinds: readonly string[]) => IncidentRow[]
-  raise: (cause: Cause, observedAt: number) => void
-  resolve: (i: IncidentRow, why: string) => void
+  raise: (cause: Cause, observedAt: number) => Promise<void>
+  resolve: (i: IncidentRow, why: string) => Promise<void>
 }
 
-export function evaluateAlerts(deps: Deps, tenants: TenantWalk): string {
+export async function evaluateAlerts(deps: Deps, tenants: TenantWalk): Promise<string> {
   const tally: Tally = { opened: 0, repeated: 0, unchanged: 0, resolved: 0, linked: 0 }
-  const snapshot = unresolvedIncidents(deps.db)
+  const snapshot = await unresolvedIncidents(deps.db)
   // Every write is one tenant's, in the job's per-tenant boundary: a tenant whose incident cannot be
   // written is logged and left out for a while; the other tenants' alerts still open and resolve.
+  // The tally is counted after each commit: a PostgreSQL transaction run again must not count twice.
   const run: Run = {
     deps,
     unresolved: (kinds) => snapshot.filter((i) => kinds.includes(i.kind)),
-    raise: (cause, observedAt) =>
-      tenants.runSync(cause.tenantId, () => {
+    raise: async (cause, observedAt) => {
+      await tenants.run(cause.tenantId, async () => {
         // Most runs see what the last one saw: a read decides, and only news takes the write lock.
-        if (isNews(deps.db, deps, cause, observedAt)) tally[withTransaction(deps.db, (tx) => raise(tx, deps, cause, observedAt))]++
-      }),
-    resolve: (i, why) =>
-      tenants.runSync(i.tenantId, () =>
-        withTransaction(deps.db, (tx) => {
+        if (await isNews(deps.db, deps, cause, observedAt)) tally[await withTransaction(deps.db, (tx) => raise(tx, deps, cause, observedAt))]++
+      })
+    },
+    resolve: async (i, why) => {
+      const resolved = await tenants.run(i.tenantId, () =>
+        withTransaction(deps.db, async (tx) => {
           // Re-read inside the transaction: a reaction or a member may have resolved it meanwhile.
-          const still = findUnresolved(tx, i.tenantId, i.causeKey)
-          if (still?.id !== i.id) return
-          clear(tx, deps, still, why)
-          tally.resolved++
+          const still = await findUnresolved(tx, i.tenantId, i.causeKey)
+          if (still?.id !== i.id) return false
+          await clear(tx, deps, still, why)
+          return true
         }),
-      ),
+      )
+      if (resolved) tally.resolved++
+    },
   }
-  temperatures(run)
-  marketplaceAccounts(run)
-  links(run)
+  await temperatures(run)
+  await marketplaceAccounts(run)
+  await links(run)
   const now = deps.clock.nowUs()
   for (const i of run.unresolved(['agent_error']))
-    if (i.lastSeenAt <= now - AGENT_ERROR_QUIET_US) run.resolve(i, `not reported again for ${AGENT_ERROR_QUIET_US / 60_000_000} minutes`)
+    if (i.lastSeenAt <= now - AGENT_ERROR_QUIET_US) await run.resolve(i, `not reported again for ${AGENT_ERROR_QUIET_US / 60_000_000} minutes`)
   for (const i of run.unresolved(['low_balance']))
-    tenants.runSync(i.tenantId, () => {
-      if (balanceCovers(deps.db, deps, i.tenantId) && withTransaction(deps.db, (tx) => settleLowBalance(tx, deps, i.tenantId))) tally.resolved++
+    await tenants.run(i.tenantId, async () => {
+      if ((await balanceCovers(deps.db, deps, i.tenantId)) && (await withTransaction(deps.db, (tx) => settleLowBalance(tx, deps, i.tenantId)))) tally.resolved++
     })
   // Notifications a job produced after the incident opened (a GPU hot for two minutes) are linked here.
-  for (const i of unresolvedIncidents(deps.db))
-    tenants.runSync(i.tenantId, () => {
-      if (notificationLinks(deps.db, i, deps.clock.nowUs()).length === i.notificationIds.length) return
-      withTransaction(deps.db, (tx) => {
-        const still = findUnresolved(tx, i.tenantId, i.causeKey)
-        if (still?.id !== i.id || linkNotifications(tx, deps, still).length === still.notificationIds.length) return
-        tally.linked++
+  for (const i of await unresolvedIncidents(deps.db))
+    await tenants.run(i.tenantId, async () => {
+      if ((await notificationLinks(deps.db, i, deps.clock.nowUs())).length === i.notificationIds.length) return
+      const linked = await withTransaction(deps.db, async (tx) => {
+        const still = await findUnresolved(tx, i.tenantId, i.causeKey)
+        return still?.id === i.id && (await linkNotifications(tx, deps, still)).length !== still.notificationIds.length
       })
+      if (linked) tally.linked++
     })
   return `${tally.opened} incidents opened, ${tally.repeated} repeats counted, ${tally.resolved} resolved, ${tally.linked} linked to new notifications`
 }
 
 /** A GPU at or above the notifier's high mark opens; a reading below its low mark resolves (hysteresis); stale readings say nothing. */
-function temperatures({ deps, unresolved, raise: raiseIn, resolve }: Run): void {
+async function temperatures({ deps, unresolved, raise: raiseIn, resolve }: Run): Promise<void> {
   const { highC, lowC, staleUs } = TEMPERATURE_MARKS
   const open = new Map(unresolved(['temperature']).map((i) => [`${i.tenantId}|${i.causeKey}`, i]))
-  for (const r of latestOfMetric(deps.db, 'temperature_c', deps.clock.nowUs() - staleUs)) {
+  for (const r of await latestOfMetric(deps.db, 'temperature_c', deps.clock.nowUs() - staleUs)) {
     if (r.gpuIndex < 0 || r.value === null) continue
     const key = `temperature:${r.serverId}:${r.gpuIndex}`
     const incident = open.get(`${r.tenantId}|${key}`)
     if (r.value < lowC) {
-      if (incident) resolve(incident, `GPU ${r.gpuIndex} reads ${Math.round(r.value)} °C, below ${lowC} °C`)
+      if (incident) await resolve(incident, `GPU ${r.gpuIndex} reads ${Math.round(r.value)} °C, below ${lowC} °C`)
       continue
     }
     if (r.value < highC) continue
-    raiseIn(
+    await raiseIn(
       {
         tenantId: r.tenantId,
         kind: 'temperature',
@@ -107,8 +111,8 @@ function temperatures({ deps, unresolved, raise: raiseIn, resolve }: Run): void 
 }
 
 /** An account whose stored key the platform rejected (`invalid_key`), or whose last call failed, until it works again. */
-function marketplaceAccounts({ deps, unresolved, raise: raiseIn, resolve }: Run): void {
-  const accounts = accountHealth(deps.db)
+async function marketplaceAccounts({ deps, unresolved, raise: raiseIn, resolve }: Run): Promise<void> {
+  const accounts = await accountHealth(deps.db)
   const failing = new Set<string>()
   const present = new Set<string>()
   for (const a of accounts) {
@@ -117,7 +121,7 @@ function marketplaceAccounts({ deps, unresolved, raise: raiseIn, resolve }: Run)
     const rejected = a.status === 'invalid_key'
     if (!rejected && a.lastFailure === null) continue
     failing.add(`${a.tenantId}|${key}`)
-    raiseIn(
+    await raiseIn(
       {
         tenantId: a.tenantId,
         kind: 'marketplace_error',
@@ -135,21 +139,21 @@ function marketplaceAccounts({ deps, unresolved, raise: raiseIn, resolve }: Run)
   }
   for (const i of unresolved(['marketplace_error'])) {
     const at = `${i.tenantId}|${i.causeKey}`
-    if (!present.has(at)) resolve(i, 'the account was disconnected')
-    else if (!failing.has(at)) resolve(i, 'the account is connected and its calls succeed again')
+    if (!present.has(at)) await resolve(i, 'the account was disconnected')
+    else if (!failing.has(at)) await resolve(i, 'the account is connected and its calls succeed again')
   }
 }
 
 /** A link the sync marked stale (its machine left the platform's listing), until it is listed again or unlinked. */
-function links({ deps, unresolved, raise: raiseIn, resolve }: Run): void {
+async function links({ deps, unresolved, raise: raiseIn, resolve }: Run): Promise<void> {
   const stale = new Set<string>()
-  for (const l of staleLinks(deps.db)) {
-    const server = trustedServerById(deps.db, l.serverId)
+  for (const l of await staleLinks(deps.db)) {
+    const server = await trustedServerById(deps.db, l.serverId)
     if (!server || server.decommissionedAt !== null) continue
     const key = `stale_link:${l.serverId}:${l.marketplace}`
     stale.add(`${l.tenantId}|${key}`)
     const lastSeen = l.lastSeenAt === null ? 'never seen there' : `last seen ${formatTimestamp(l.lastSeenAt)}`
-    raiseIn(
+    await raiseIn(
       {
         tenantId: l.tenantId,
         kind: 'stale_link',
@@ -164,5 +168,5 @@ function links({ deps, unresolved, raise: raiseIn, resolve }: Run): void {
     )
   }
   for (const i of unresolved(['stale_link']))
-    if (!stale.has(`${i.tenantId}|${i.causeKey}`)) resolve(i, 'the link is no longer stale: the machine is listed again, or the link was removed')
+    if (!stale.has(`${i.tenantId}|${i.causeKey}`)) await resolve(i, 'the link is no longer stale: the machine is listed again, or the link was removed')
 }

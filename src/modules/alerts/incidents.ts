@@ -34,10 +34,10 @@ const higher = (a: Severity, b: Severity): Severity => (SEVERITIES.indexOf(a) >=
  * not newer than the last one counted changes nothing, so evaluating the same state twice is a no-op,
  * and an incident a member resolved stays resolved until the cause is seen again after that.
  */
-export function raise(tx: DbOrTx, deps: Deps, cause: Cause, observedAt = deps.clock.nowUs()): Outcome {
+export async function raise(tx: DbOrTx, deps: Deps, cause: Cause, observedAt = deps.clock.nowUs()): Promise<Outcome> {
   const now = deps.clock.nowUs()
-  if (!isNews(tx, deps, cause, observedAt)) return 'unchanged'
-  const open = findUnresolved(tx, cause.tenantId, cause.key)
+  if (!(await isNews(tx, deps, cause, observedAt))) return 'unchanged'
+  const open = await findUnresolved(tx, cause.tenantId, cause.key)
   if (open) {
     const next = {
       occurrences: open.occurrences + 1,
@@ -46,8 +46,8 @@ export function raise(tx: DbOrTx, deps: Deps, cause: Cause, observedAt = deps.cl
       title: cause.title.slice(0, 256),
       detail: cause.detail.slice(0, 1024),
     }
-    updateIncident(tx, open.id, next)
-    linkNotifications(tx, deps, { ...open, ...next })
+    await updateIncident(tx, open.id, next)
+    await linkNotifications(tx, deps, { ...open, ...next })
     return 'repeated'
   }
   const row: IncidentRow = {
@@ -72,42 +72,42 @@ export function raise(tx: DbOrTx, deps: Deps, cause: Cause, observedAt = deps.cl
     resolution: null,
     notificationIds: [],
   }
-  insertIncident(tx, row)
-  linkNotifications(tx, deps, row)
-  announce(tx, deps, row, 'opened', null, null)
+  await insertIncident(tx, row)
+  await linkNotifications(tx, deps, row)
+  await announce(tx, deps, row, 'opened', null, null)
   return 'opened'
 }
 
 /** Whether raising the cause with this observation would change anything (a read: the evaluator asks before it writes). */
-export function isNews(db: DbOrTx, deps: Deps, cause: Pick<Cause, 'tenantId' | 'key'>, observedAt: number): boolean {
-  const open = findUnresolved(db, cause.tenantId, cause.key)
+export async function isNews(db: DbOrTx, deps: Deps, cause: Pick<Cause, 'tenantId' | 'key'>, observedAt: number): Promise<boolean> {
+  const open = await findUnresolved(db, cause.tenantId, cause.key)
   if (open) return observedAt > open.lastSeenAt
-  const resolvedAt = lastResolvedAt(db, cause.tenantId, cause.key, deps.clock.nowUs())
+  const resolvedAt = await lastResolvedAt(db, cause.tenantId, cause.key, deps.clock.nowUs())
   return resolvedAt === null || observedAt > resolvedAt
 }
 
 /** Resolves an unresolved incident: `by` is the member who did, null when the cause cleared. */
-export function clear(tx: DbOrTx, deps: Deps, incident: IncidentRow, resolution: string, by: string | null = null): IncidentRow {
+export async function clear(tx: DbOrTx, deps: Deps, incident: IncidentRow, resolution: string, by: string | null = null): Promise<IncidentRow> {
   const now = deps.clock.nowUs()
   // The last notifications produced while it was open are linked before the window closes.
-  const notificationIds = linkNotifications(tx, deps, incident, now)
+  const notificationIds = await linkNotifications(tx, deps, incident, now)
   const patch = { state: 'resolved' as const, resolvedAt: now, resolvedBy: by, resolution: resolution.slice(0, 1024) }
-  updateIncident(tx, incident.id, patch)
+  await updateIncident(tx, incident.id, patch)
   const resolved = { ...incident, ...patch, notificationIds }
-  announce(tx, deps, resolved, 'resolved', by, resolved.resolution)
+  await announce(tx, deps, resolved, 'resolved', by, resolved.resolution)
   return resolved
 }
 
 /** Says that an incident opened, was acknowledged or resolved (`alert.changed`, in the caller's transaction). */
-export function announce(
+export async function announce(
   tx: DbOrTx,
   deps: Deps,
   i: IncidentRow,
   change: 'opened' | 'acknowledged' | 'resolved',
   by: string | null,
   resolution: string | null,
-): void {
-  deps.events.emit('alert.changed', {
+): Promise<void> {
+  await deps.events.emit('alert.changed', {
     tx: tx as Tx,
     incident: { id: i.id, tenantId: i.tenantId, serverId: i.serverId, kind: i.kind, severity: i.severity, marketplace: i.marketplace, title: i.title },
     change,
@@ -117,9 +117,9 @@ export function announce(
 }
 
 /** Resolves the cause's unresolved incident, if there is one. */
-export function clearCause(tx: DbOrTx, deps: Deps, tenantId: string, key: string, resolution: string): boolean {
-  const open = findUnresolved(tx, tenantId, key)
-  if (open) clear(tx, deps, open, resolution)
+export async function clearCause(tx: DbOrTx, deps: Deps, tenantId: string, key: string, resolution: string): Promise<boolean> {
+  const open = await findUnresolved(tx, tenantId, key)
+  if (open) await clear(tx, deps, open, resolution)
   return open !== undefined
 }
 
@@ -147,21 +147,21 @@ const LOOKBACK_US = 30 * 60 * 1_000_000
  * or a threshold the notifier saw first) until `toUs`, never one sent before an earlier incident of
  * the cause was resolved (that one is the earlier incident's). Answers the linked ids.
  */
-export function linkNotifications(tx: DbOrTx, deps: Deps, incident: IncidentRow, toUs = incident.resolvedAt ?? deps.clock.nowUs()): string[] {
-  const ids = notificationLinks(tx, incident, toUs)
-  if (ids.length !== incident.notificationIds.length) updateIncident(tx, incident.id, { notificationIds: ids })
+export async function linkNotifications(tx: DbOrTx, deps: Deps, incident: IncidentRow, toUs = incident.resolvedAt ?? deps.clock.nowUs()): Promise<string[]> {
+  const ids = await notificationLinks(tx, incident, toUs)
+  if (ids.length !== incident.notificationIds.length) await updateIncident(tx, incident.id, { notificationIds: ids })
   return ids
 }
 
 /** The ids linkNotifications would store (a read: the evaluator asks before it writes). */
-export function notificationLinks(db: DbOrTx, incident: IncidentRow, toUs: number): string[] {
+export async function notificationLinks(db: DbOrTx, incident: IncidentRow, toUs: number): Promise<string[]> {
   const groups = notificationGroups(incident)
   if (!groups) return incident.notificationIds
   const linked = new Set(incident.notificationIds)
-  let found = notificationsInGroups(db, incident.tenantId, groups, incident.openedAt - LOOKBACK_US, toUs).filter((n) => !linked.has(n.id))
+  let found = (await notificationsInGroups(db, incident.tenantId, groups, incident.openedAt - LOOKBACK_US, toUs)).filter((n) => !linked.has(n.id))
   if (!found.length) return incident.notificationIds
   // Only news costs the look for an earlier incident of the cause, whose notifications are its own.
-  const before = lastResolvedAt(db, incident.tenantId, incident.causeKey, incident.openedAt)
+  const before = await lastResolvedAt(db, incident.tenantId, incident.causeKey, incident.openedAt)
   if (before !== null) found = found.filter((n) => n.createdAt > before)
   return [...incident.notificationIds, ...found.map((n) => n.id)]
 }

@@ -4,8 +4,8 @@ import type { DbOrTx } from '../../../db/client'
 
 export type AuditRow = typeof auditLog.$inferSelect
 
-export function insertAudit(tx: DbOrTx, row: AuditRow): void {
-  tx.insert(auditLog).values(row).run()
+export async function insertAudit(tx: DbOrTx, row: AuditRow): Promise<void> {
+  await tx.insert(auditLog).values(row).run()
 }
 
 export type AuditFilter = {
@@ -19,7 +19,7 @@ export type AuditFilter = {
 }
 
 /** Newest first (ids are UUIDv7, so id order is time order). */
-export function listAudit(db: DbOrTx, tenantId: string, f: AuditFilter, limit: number): AuditRow[] {
+export async function listAudit(db: DbOrTx, tenantId: string, f: AuditFilter, limit: number): Promise<AuditRow[]> {
   const where: SQL[] = [eq(auditLog.tenantId, tenantId)]
   if (f.actorKind) where.push(eq(auditLog.actorKind, f.actorKind))
   if (f.actorId) where.push(eq(auditLog.actorId, f.actorId))
@@ -28,7 +28,7 @@ export function listAudit(db: DbOrTx, tenantId: string, f: AuditFilter, limit: n
   if (f.fromUs !== undefined) where.push(gte(auditLog.createdAt, f.fromUs))
   if (f.toUs !== undefined) where.push(lt(auditLog.createdAt, f.toUs))
   if (f.beforeId) where.push(lt(auditLog.id, f.beforeId))
-  return db
+  return await db
     .select()
     .from(auditLog)
     .where(and(...where))

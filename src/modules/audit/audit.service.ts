@@ -22,8 +22,8 @@ type AuditFields = Pick<AuditRow, 'tenantId' | 'actorKind' | 'actorId' | 'operat
   Partial<Pick<AuditRow, 'targetKind' | 'targetId' | 'ip' | 'userAgent' | 'outcome' | 'status' | 'requestId' | 'detail'>>
 
 /** The one audit writer: every kind of row below is built here, with the same defaults and limits. */
-function writeAudit(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, f: AuditFields): void {
-  insertAudit(tx, {
+async function writeAudit(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, f: AuditFields): Promise<void> {
+  await insertAudit(tx, {
     id: deps.newId(),
     tenantId: f.tenantId,
     actorKind: f.actorKind,
@@ -42,13 +42,13 @@ function writeAudit(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, f: AuditFie
 }
 
 /** An operation of an authenticated request, in the transaction of the change. */
-export function recordAudit(
+export async function recordAudit(
   tx: DbOrTx,
   deps: Pick<Deps, 'newId' | 'clock'>,
   ctx: AuditContext,
   entry: { operation: string; targetKind?: string | null; targetId?: string | null; outcome?: AuditRow['outcome']; status?: number | null },
-): void {
-  writeAudit(tx, deps, {
+): Promise<void> {
+  await writeAudit(tx, deps, {
     tenantId: ctx.actor.tenantId,
     actorKind: ctx.actor.kind,
     actorId: actorIdOf(ctx.actor),
@@ -61,7 +61,7 @@ export function recordAudit(
 }
 
 /** The wrapper's row for a write that did not record itself. */
-export function recordRequestAudit(
+export async function recordRequestAudit(
   deps: Deps,
   row: {
     tenantId: string
@@ -73,20 +73,20 @@ export function recordRequestAudit(
     userAgent: string | null
     requestId: string
   },
-): void {
+): Promise<void> {
   const outcome: AuditRow['outcome'] = row.status < 400 ? 'succeeded' : row.status === 401 || row.status === 403 ? 'denied' : 'failed'
-  withTransaction(deps.db, (tx) => writeAudit(tx, deps, { ...row, actorKind: row.actorKind as AuditRow['actorKind'], outcome }))
+  await withTransaction(deps.db, (tx) => writeAudit(tx, deps, { ...row, actorKind: row.actorKind as AuditRow['actorKind'], outcome }))
 }
 
 /** An event of a member outside an authenticated request (sign-in, signup, password reset). */
-export function recordMemberEvent(
+export async function recordMemberEvent(
   tx: DbOrTx,
   deps: Pick<Deps, 'newId' | 'clock'>,
   who: { tenantId: string; userId: string; ip: string | null; userAgent: string | null },
   operation: string,
   outcome: AuditRow['outcome'] = 'succeeded',
-): void {
-  writeAudit(tx, deps, {
+): Promise<void> {
+  await writeAudit(tx, deps, {
     tenantId: who.tenantId,
     actorKind: 'user',
     actorId: who.userId,
@@ -100,17 +100,17 @@ export function recordMemberEvent(
 }
 
 /** A change the service made on its own (a job): actor kind system. */
-export function recordSystemEvent(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, tenantId: string, operation: string, detail?: string): void {
-  writeAudit(tx, deps, { tenantId, actorKind: 'system', actorId: null, operation, targetKind: 'tenant', targetId: tenantId, detail })
+export async function recordSystemEvent(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock'>, tenantId: string, operation: string, detail?: string): Promise<void> {
+  await writeAudit(tx, deps, { tenantId, actorKind: 'system', actorId: null, operation, targetKind: 'tenant', targetId: tenantId, detail })
 }
 
-export function listAuditEntries({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof AuditQuery> }) {
+export async function listAuditEntries({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof AuditQuery> }) {
   const fromUs = input.from === undefined ? undefined : parseTimestamp(input.from)
   const toUs = input.to === undefined ? undefined : parseTimestamp(input.to)
   if (fromUs === null) throw AuditErrors.badFrom()
   if (toUs === null) throw AuditErrors.badTo()
   const filter = { actorKind: input.actor_kind, actorId: input.actor_id, operation: input.operation, outcome: input.outcome, fromUs, toUs }
-  return paginate(deps.keys.cursor, {
+  return await paginate(deps.keys.cursor, {
     scope: `audit:${actor.tenantId}:${JSON.stringify(filter)}`,
     input,
     fetch: (after: { id: string } | undefined, take) => listAudit(deps.db, actor.tenantId, { ...filter, beforeId: after?.id }, take),

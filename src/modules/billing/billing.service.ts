@@ -17,18 +17,18 @@ import { balanceOf, chargeCalculationsBetween, chargeDayRows, listLedger, spendB
 import { memberTimezone } from '../users'
 
 /** The zone the tiles and ranges are computed in: the member's own, else the owner's, else UTC. */
-function tenantZone(deps: Deps, actor: Actor): string {
-  return memberTimezone(deps.db, actor.tenantId, actor.userId) ?? 'UTC'
+async function tenantZone(deps: Deps, actor: Actor): Promise<string> {
+  return (await memberTimezone(deps.db, actor.tenantId, actor.userId)) ?? 'UTC'
 }
 
 /**
  * The tenant's charge at its current fleet and plan: the monthly price per server (null without a
  * plan or on a contract price), spread over this UTC month's days as the hourly charges are.
  */
-function chargeRate(deps: Deps, tenantId: string, now: number) {
-  const tenant = findTenant(deps.db, tenantId)!
-  const plan = tenant.planCode ? findPlan(deps.db, tenant.planCode) : undefined
-  const managed = countManagedServers(deps.db, tenantId)
+async function chargeRate(deps: Deps, tenantId: string, now: number) {
+  const tenant = (await findTenant(deps.db, tenantId))!
+  const plan = tenant.planCode ? await findPlan(deps.db, tenant.planCode) : undefined
+  const managed = await countManagedServers(deps.db, tenantId)
   const d = new Date(now / 1000)
   const days = daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
   const price = plan?.priceMicrosPerServerMonth ?? null
@@ -42,23 +42,29 @@ function chargeRate(deps: Deps, tenantId: string, now: number) {
  * second): whole seconds, 0 once the balance is not above zero, null when nothing is charged.
  * Computed in integers (BigInt: micro-USD times 86,400 passes 2^53).
  */
-export function balanceRunway(deps: Deps, tenantId: string): { balanceMicros: number; perDayMicros: number | null; secondsLeft: number | null } {
-  const balance = balanceOf(deps.db, tenantId)
-  const { perDay } = chargeRate(deps, tenantId, deps.clock.nowUs())
+export async function balanceRunway(deps: Deps, tenantId: string): Promise<{ balanceMicros: number; perDayMicros: number | null; secondsLeft: number | null }> {
+  const balance = await balanceOf(deps.db, tenantId)
+  const { perDay } = await chargeRate(deps, tenantId, deps.clock.nowUs())
   const secondsLeft = perDay === null || perDay === 0 ? null : balance <= 0 ? 0 : Number((BigInt(balance) * 86_400n) / BigInt(perDay))
   return { balanceMicros: balance, perDayMicros: perDay, secondsLeft }
 }
 
-export function getBilling({ deps, actor }: { deps: Deps; actor: Actor }) {
+export async function getBilling({ deps, actor }: { deps: Deps; actor: Actor }) {
   const now = deps.clock.nowUs()
-  const { tenant, plan, managed, days, price, perDay, perMonth } = chargeRate(deps, actor.tenantId, now)
-  const balance = balanceOf(deps.db, actor.tenantId)
-  const tz = tenantZone(deps, actor)
-  const tile = (r: BillingRange) => {
+  const { tenant, plan, managed, days, price, perDay, perMonth } = await chargeRate(deps, actor.tenantId, now)
+  const balance = await balanceOf(deps.db, actor.tenantId)
+  const tz = await tenantZone(deps, actor)
+  const tile = async (r: BillingRange) => {
     const { from, to } = rangeBounds(r, tz, now)
-    return { spend_usd: formatMoney(spendBetween(deps.db, actor.tenantId, from, to)), from: formatTimestamp(from), to: formatTimestamp(to) }
+    return { spend_usd: formatMoney(await spendBetween(deps.db, actor.tenantId, from, to)), from: formatTimestamp(from), to: formatTimestamp(to) }
   }
-  const tiles = { today: tile('today'), yesterday: tile('yesterday'), '7d': tile('7d'), month: tile('month'), prev_month: tile('prev_month') }
+  const tiles = {
+    today: await tile('today'),
+    yesterday: await tile('yesterday'),
+    '7d': await tile('7d'),
+    month: await tile('month'),
+    prev_month: await tile('prev_month'),
+  }
   return {
     balance_usd: formatMoney(balance),
     account_state: tenant.accountState,
@@ -84,18 +90,18 @@ export function getBilling({ deps, actor }: { deps: Deps; actor: Actor }) {
   }
 }
 
-export function ledgerPage({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof LedgerQuery> }) {
+export async function ledgerPage({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof LedgerQuery> }) {
   if (input.range && (input.from !== undefined || input.to !== undefined))
     throw invalidBillingField('/range', 'exclusive_with_from_to', 'range cannot be combined with from or to')
   let fromUs: number | undefined
   let toUs: number | undefined
-  if (input.range) ({ from: fromUs, to: toUs } = rangeBounds(input.range, tenantZone(deps, actor), deps.clock.nowUs()))
+  if (input.range) ({ from: fromUs, to: toUs } = rangeBounds(input.range, await tenantZone(deps, actor), deps.clock.nowUs()))
   else {
     if (input.from !== undefined) fromUs = parseTimestamp(input.from) ?? badTime('/from')
     if (input.to !== undefined) toUs = parseTimestamp(input.to) ?? badTime('/to')
   }
   const filter = { kind: input.kind, fromUs, toUs }
-  return paginate(deps.keys.cursor, {
+  return await paginate(deps.keys.cursor, {
     scope: `ledger:${actor.tenantId}:${JSON.stringify(filter)}`,
     input,
     fetch: (after: LedgerPosition | undefined, take) => listLedger(deps.db, actor.tenantId, filter, after, take),
@@ -109,8 +115,8 @@ function badTime(path: string): never {
 }
 
 /** The daily journal: one row per UTC day with charges, newest first. */
-export function chargeDays({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof ChargeDaysQuery> }) {
-  return paginate(deps.keys.cursor, {
+export async function chargeDays({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof ChargeDaysQuery> }) {
+  return await paginate(deps.keys.cursor, {
     scope: `charge-days:${actor.tenantId}`,
     input,
     fetch: (after: { day: string } | undefined, take) => chargeDayRows(deps.db, actor.tenantId, after?.day, take),
@@ -130,11 +136,11 @@ export function chargeDays({ deps, actor, input }: { deps: Deps; actor: Actor; i
  * that hour (equal shares, the remainder micro-dollars to the first servers by id), so the server
  * rows of a day add up exactly to the day's ledger charges.
  */
-export function chargesCsv({ deps, actor, day }: { deps: Deps; actor: Actor; day: string }): string {
+export async function chargesCsv({ deps, actor, day }: { deps: Deps; actor: Actor; day: string }): Promise<string> {
   const start = parseDay(day)
   if (start === null) throw BillingErrors.dayNotFound()
   const per = new Map<string, { hours: number; micros: number }>()
-  for (const c of chargeCalculationsBetween(deps.db, actor.tenantId, start, start + US_PER_DAY)) {
+  for (const c of await chargeCalculationsBetween(deps.db, actor.tenantId, start, start + US_PER_DAY)) {
     for (const [id, micros] of splitCharge(c.amountMicros, c.serverIds)) {
       const row = per.get(id) ?? { hours: 0, micros: 0 }
       row.hours++
@@ -142,7 +148,7 @@ export function chargesCsv({ deps, actor, day }: { deps: Deps; actor: Actor; day
       per.set(id, row)
     }
   }
-  const names = serverNames(deps.db, actor.tenantId)
+  const names = await serverNames(deps.db, actor.tenantId)
   const rows = [...per].sort(([a], [b]) => a.localeCompare(b)).map(([id, r]) => [day, id, names.get(id) ?? '', r.hours, formatMoney(r.micros)])
   return toCsv(['day', 'server_id', 'server_name', 'hours', 'amount_usd'], rows)
 }

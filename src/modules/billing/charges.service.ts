@@ -75,21 +75,31 @@ type Batches = { size: number; left: number; count: number; charges: number; bud
 /** Lets requests and other work run between two batches. */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 
+/** Runs `fn` in a write transaction of its own, telling options.onTransaction how long it held the write lock. */
+type Timed = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>
+
 export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {}): Promise<string> {
-  const timed = <T>(fn: (tx: Tx) => T): T => {
-    const t0 = performance.now()
+  const timed: Timed = async (fn) => {
+    // From the moment the transaction has the write lock (its callback starts: on SQLite after any
+    // wait for another request's transaction to end) to its commit or rollback; from the call when
+    // it never got the lock.
+    const called = performance.now()
+    let locked = Number.NaN
     try {
-      return withTransaction(deps.db, fn)
+      return await withTransaction(deps.db, (tx) => {
+        locked = performance.now()
+        return fn(tx)
+      })
     } finally {
-      options.onTransaction?.(performance.now() - t0)
+      options.onTransaction?.(performance.now() - (Number.isNaN(locked) ? called : locked))
     }
   }
   const now = deps.clock.nowUs()
   const lastBookable = hourStart(now - BOOKING_LAG_US) // the latest hour H with H + 1h15m <= now
-  let hour = chargedUntil(deps.db, WATERMARK) ?? firstHour(deps.db)
+  let hour = (await chargedUntil(deps.db, WATERMARK)) ?? (await firstHour(deps.db))
   const walk = options.tenants ?? new TenantWalk(deps, 'billing.charge')
   if (hour === null) {
-    timed((tx) => freezeOverdue(tx, deps, walk))
+    await timed((tx) => freezeOverdue(tx, deps, walk))
     return 'no servers yet; nothing to charge'
   }
   // Hours left owed by earlier runs come first (oldest first), so a tenant's hours are booked in order where they can be.
@@ -114,10 +124,10 @@ export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {
       break
     }
     // The hour is booked for every tenant: the watermark moves past it (only ever forward).
-    const moved = timed((tx) => {
-      const current = chargedUntil(tx, WATERMARK)
+    const moved = await timed(async (tx) => {
+      const current = await chargedUntil(tx, WATERMARK)
       if (current !== undefined && current > h) return false
-      setChargedUntil(tx, WATERMARK, h + US_PER_HOUR, deps.clock.nowUs())
+      await setChargedUntil(tx, WATERMARK, h + US_PER_HOUR, deps.clock.nowUs())
       return true
     })
     if (!moved) break
@@ -126,7 +136,7 @@ export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {
   }
   const owed = retried.tried || batch.owed ? `; owed hours: ${retried.booked} of ${retried.tried} booked, ${batch.owed} newly owed` : ''
   if (stopped) return `stopped after ${batch.count} batches (${batch.charges} charges), ${formatTimestamp(hour)} not finished${owed}`
-  const frozen = timed((tx) => freezeOverdue(tx, deps, walk))
+  const frozen = await timed((tx) => freezeOverdue(tx, deps, walk))
   return `booked ${hours} hours (${batch.charges} charges) up to ${formatTimestamp(hour)}; ${frozen} accounts frozen; ${batch.count} batches${owed}`
 }
 
@@ -142,17 +152,17 @@ const daysOfHour = (h: number) => {
  * are settled once it is over, so booking it late gives the same charge. A tenant still waiting out
  * its backoff is not tried (nothing read); one whose part fails again stays owed.
  */
-async function chargeOwedHours(deps: Deps, walk: TenantWalk, timed: <T>(fn: (tx: Tx) => T) => T): Promise<{ tried: number; booked: number }> {
+async function chargeOwedHours(deps: Deps, walk: TenantWalk, timed: Timed): Promise<{ tried: number; booked: number }> {
   let tried = 0
   let booked = 0
-  for (const { tenantId, hourUs } of owedHours(deps.db)) {
+  for (const { tenantId, hourUs } of await owedHours(deps.db)) {
     tried++
-    const wrote = walk.runSync(tenantId, () =>
-      timed((tx) => {
-        const serverIds = tenantServersManagedDuring(deps.sqlite, tenantId, hourUs, hourUs + US_PER_HOUR)
-        const plan = plansDuringHour(tx, hourUs).get(tenantId)
-        const charged = serverIds.length > 0 && chargeTenant(tx, deps, plan, tenantId, serverIds, hourUs, utcDay(hourUs), daysOfHour(hourUs))
-        clearHourOwed(tx, tenantId, hourUs)
+    const wrote = await walk.run(tenantId, () =>
+      timed(async (tx) => {
+        const serverIds = await tenantServersManagedDuring(tx, tenantId, hourUs, hourUs + US_PER_HOUR)
+        const plan = (await plansDuringHour(tx, hourUs)).get(tenantId)
+        const charged = serverIds.length > 0 && (await chargeTenant(tx, deps, plan, tenantId, serverIds, hourUs, utcDay(hourUs), daysOfHour(hourUs)))
+        await clearHourOwed(tx, tenantId, hourUs)
         return charged
       }),
     )
@@ -163,8 +173,8 @@ async function chargeOwedHours(deps: Deps, walk: TenantWalk, timed: <T>(fn: (tx:
 }
 
 /** Billing starts with the hour of the first server ever enrolled. */
-function firstHour(db: DbOrTx): number | null {
-  const first = firstServerEnrolledAt(db)
+async function firstHour(db: DbOrTx): Promise<number | null> {
+  const first = await firstServerEnrolledAt(db)
   return first === null ? null : hourStart(first)
 }
 
@@ -173,23 +183,17 @@ function firstHour(db: DbOrTx): number | null {
  * them and their charges in `batch`); answers 'done', or why it ended first: another process moved the watermark past the hour, or
  * the run's batch allowance (maxBatches) ran out.
  */
-async function chargeHour(
-  deps: Deps,
-  h: number,
-  batch: Batches,
-  timed: <T>(fn: (tx: Tx) => T) => T,
-  walk: TenantWalk,
-): Promise<'done' | 'overtaken' | 'stopped'> {
+async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, walk: TenantWalk): Promise<'done' | 'overtaken' | 'stopped'> {
   const end = h + US_PER_HOUR
   const day = utcDay(h)
   // The plan and price in force during this hour, not the ones of today (plan history). Which
   // servers an hour bills and its plans are settled once the hour is over, so they are read outside
   // the batches' transactions.
-  const tenantPlans = plansDuringHour(deps.db, h)
+  const tenantPlans = await plansDuringHour(deps.db, h)
   const days = daysOfHour(h)
   const byTenant = new Map<string, string[]>()
   for (let after: string | null = ''; after !== null; ) {
-    const chunk = serversManagedDuring(deps.sqlite, h, end, after, READ_SLICE)
+    const chunk = await serversManagedDuring(deps.db, h, end, after, READ_SLICE)
     for (const [tenantId, serverId] of chunk.rows) {
       const list = byTenant.get(tenantId)
       if (list) list.push(serverId)
@@ -201,9 +205,9 @@ async function chargeHour(
   // Tenants in id order, so a crash-and-resume or another process walks them the same way.
   const tenants = [...byTenant.keys()].sort()
   /** One batch from tenant `from`, in the caller's transaction; null when the hour was finished meanwhile. */
-  const bookBatch = (tx: Tx, from: number, careful: boolean) => {
+  const bookBatch = async (tx: Tx, from: number, careful: boolean) => {
     // Another run may have finished this hour meanwhile: the watermark only ever moves forward.
-    const current = chargedUntil(tx, WATERMARK)
+    const current = await chargedUntil(tx, WATERMARK)
     if (current !== undefined && current > h) return null
     const deadline = performance.now() + batch.budgetMs
     let i = from
@@ -215,7 +219,7 @@ async function chargeHour(
     while (i < tenants.length && n < batch.size) {
       const tenantId = tenants[i++]!
       const plan = tenantPlans.get(tenantId)
-      if (!isPriced(plan) || chargedFor(deps, tenantId, h)) continue
+      if (!isPriced(plan) || (await chargedFor(tx, tenantId, h))) continue
       const servers = byTenant.get(tenantId)!
       let wrote: boolean | undefined
       if (walk.isWaiting(tenantId)) {
@@ -223,13 +227,13 @@ async function chargeHour(
         wrote = undefined
         deferred++
       } else if (!careful) {
-        wrote = bookCharge(tx, deps, plan, tenantId, servers, h, day, days)
+        wrote = await bookCharge(tx, deps, plan, tenantId, servers, h, day, days)
       } else {
         // Its own savepoint and error boundary: a tenant whose booking throws is rolled back alone
         // and recorded owed, and the batch goes on.
-        wrote = walk.runSync(tenantId, () => {
+        wrote = await walk.run(tenantId, async () => {
           try {
-            return withTransaction(tx, (one) => bookCharge(one, deps, plan, tenantId, servers, h, day, days))
+            return await withTransaction(tx, (one) => bookCharge(one, deps, plan, tenantId, servers, h, day, days))
           } catch (e) {
             // Another process booked this tenant's hour after our lookup (PostgreSQL, no lease): its charge stands, nothing is owed.
             if (chargedMeanwhile(e)) return false
@@ -238,7 +242,7 @@ async function chargeHour(
         })
       }
       if (wrote === undefined) {
-        markHourOwed(tx, tenantId, h, deps.clock.nowUs())
+        await markHourOwed(tx, tenantId, h, deps.clock.nowUs())
         owed++
       } else if (wrote) n++
       if (performance.now() > deadline) break
@@ -254,10 +258,10 @@ async function chargeHour(
     // and booked again carefully: each tenant in its own savepoint and the per-tenant boundary.
     let done: { i: number; n: number; owed: number; deferred: number } | null
     try {
-      done = timed((tx) => bookBatch(tx, from, false))
+      done = await timed((tx) => bookBatch(tx, from, false))
     } catch (e) {
       if (isDatabaseBusy(e)) throw e
-      done = timed((tx) => bookBatch(tx, from, true))
+      done = await timed((tx) => bookBatch(tx, from, true))
     }
     batch.left--
     batch.count++
@@ -270,7 +274,7 @@ async function chargeHour(
     // SQLite would otherwise copy the WAL back into the database inside some batch's COMMIT (every
     // 1000 pages), making that one block the event loop twice as long; between batches it is a
     // separate, shorter step (no lock: a passive checkpoint waits for no reader or writer).
-    checkpointWal(deps)
+    await checkpointWal(deps)
     await yieldToEventLoop()
   }
   return 'done'
@@ -294,13 +298,22 @@ function isPriced(plan: PricedPlan | undefined): plan is PricedPlan & { price: n
 }
 
 /** Books one tenant's hour unless it is free, contract-priced or booked already; true when it wrote a charge. */
-function chargeTenant(tx: Tx, deps: Deps, plan: PricedPlan | undefined, tenantId: string, serverIds: string[], h: number, day: string, days: number): boolean {
-  if (!isPriced(plan) || chargedFor(deps, tenantId, h)) return false
-  return bookCharge(tx, deps, plan, tenantId, serverIds, h, day, days)
+async function chargeTenant(
+  tx: Tx,
+  deps: Deps,
+  plan: PricedPlan | undefined,
+  tenantId: string,
+  serverIds: string[],
+  h: number,
+  day: string,
+  days: number,
+): Promise<boolean> {
+  if (!isPriced(plan) || (await chargedFor(tx, tenantId, h))) return false
+  return await bookCharge(tx, deps, plan, tenantId, serverIds, h, day, days)
 }
 
 /** Writes one tenant's charge for hour `h` (its calculation and its ledger row); true. */
-function bookCharge(
+async function bookCharge(
   tx: Tx,
   deps: Deps,
   plan: PricedPlan & { price: number; planCode: string },
@@ -309,11 +322,11 @@ function bookCharge(
   h: number,
   day: string,
   days: number,
-): true {
+): Promise<true> {
   serverIds.sort()
   const amount = hourlyAmount(plan.price, serverIds.length, days)
   const calculationId = deps.newId()
-  insertChargeCalculation(deps, {
+  await insertChargeCalculation(tx, {
     id: calculationId,
     tenantId,
     chargeHour: h,
@@ -325,7 +338,7 @@ function bookCharge(
     amountMicros: amount,
     createdAt: deps.clock.nowUs(),
   })
-  const entry = appendEntry(tx, deps, {
+  const entry = await appendEntry(tx, deps, {
     tenantId,
     kind: 'charge',
     amountMicros: -amount,
@@ -338,6 +351,6 @@ function bookCharge(
   // Days of balance left at this hour's rate: a warning while there is still time to top up.
   const daysLeft = entry.balanceAfterMicros / (amount * 24)
   if (amount > 0 && entry.balanceAfterMicros >= 0 && daysLeft < LOW_BALANCE_DAYS)
-    deps.events.emit('tenant.balance_low', { tx, tenantId, daysLeft, balanceMicros: entry.balanceAfterMicros })
+    await deps.events.emit('tenant.balance_low', { tx, tenantId, daysLeft, balanceMicros: entry.balanceAfterMicros })
   return true
 }

@@ -1,4 +1,4 @@
-import { withTransaction, type DbOrTx, type Tx } from '../../../db/client'
+import { inTransaction, withTransaction, type DbOrTx, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import type { TenantWalk } from '../../platform/jobs'
 import { formatMoney } from '../../platform/money'
@@ -13,10 +13,16 @@ type NewEntry = Pick<LedgerRow, 'tenantId' | 'kind' | 'amountMicros' | 'occurred
 /**
  * Appends one entry and moves the balance in the caller's transaction; the account state follows
  * the balance (followBalance below). Returns the written row.
+ *
+ * The balance read, the entry (its sequence number the last one's plus one) and the new balance are
+ * one read-modify-write: it must run inside the caller's transaction, where no other request's
+ * statement runs between them (SQLite's write turn; PostgreSQL's SERIALIZABLE runs the transaction
+ * again on a conflict), and a caller appends a tenant's entries one after the other, each awaited.
  */
-export function appendEntry(tx: DbOrTx, deps: Deps, e: NewEntry): LedgerRow {
+export async function appendEntry(tx: DbOrTx, deps: Deps, e: NewEntry): Promise<LedgerRow> {
+  if (!inTransaction(tx)) throw new Error("appendEntry runs inside the caller's transaction (withTransaction)")
   const now = deps.clock.nowUs()
-  const before = currentBalance(deps, e.tenantId)
+  const before = await currentBalance(tx, e.tenantId)
   const balance = before.balance + e.amountMicros
   if (!Number.isSafeInteger(balance)) throw new RangeError('balance out of range')
   const row: LedgerRow = {
@@ -35,13 +41,13 @@ export function appendEntry(tx: DbOrTx, deps: Deps, e: NewEntry): LedgerRow {
     topupId: e.topupId ?? null,
     createdAt: now,
   }
-  writeEntry(deps, row)
+  await writeEntry(tx, row)
   // A debit that leaves the balance at zero or above moves no account state: out of grace the
   // balance was already at or above zero (grace always means below zero), and only a top-up
   // unfreezes. Every hourly charge of a covered account takes this path: no lookup.
   if (e.amountMicros <= 0 && balance >= 0) return row
-  const state = accountStateOf(tx, e.tenantId)
-  if (state) followBalance(tx, deps, e.tenantId, state, balance, e.kind)
+  const state = await accountStateOf(tx, e.tenantId)
+  if (state) await followBalance(tx, deps, e.tenantId, state, balance, e.kind)
   return row
 }
 
@@ -50,18 +56,25 @@ export function appendEntry(tx: DbOrTx, deps: Deps, e: NewEntry): LedgerRow {
  * (freezeOverdue, run by billing.charge); a top-up that brings the balance above zero is the only
  * way out of a freeze; out of grace, any entry that brings the balance back to zero or above.
  */
-function followBalance(tx: DbOrTx, deps: Deps, tenantId: string, state: TenantRow['accountState'], balance: number, kind: LedgerRow['kind']): void {
+async function followBalance(
+  tx: DbOrTx,
+  deps: Deps,
+  tenantId: string,
+  state: TenantRow['accountState'],
+  balance: number,
+  kind: LedgerRow['kind'],
+): Promise<void> {
   const now = deps.clock.nowUs()
   if (state === 'active' && balance < 0) {
-    setAccountState(tx, tenantId, { accountState: 'grace', graceSince: now })
-    recordSystemEvent(tx, deps, tenantId, 'account.grace', `balance ${formatMoney(balance)} below zero`)
-    deps.events.emit('tenant.account_state_changed', { tx: tx as Tx, tenantId, state: 'grace' })
+    await setAccountState(tx, tenantId, { accountState: 'grace', graceSince: now })
+    await recordSystemEvent(tx, deps, tenantId, 'account.grace', `balance ${formatMoney(balance)} below zero`)
+    await deps.events.emit('tenant.account_state_changed', { tx: tx as Tx, tenantId, state: 'grace' })
   } else if (state === 'grace' && balance >= 0) {
-    setAccountState(tx, tenantId, { accountState: 'active', graceSince: null })
-    recordSystemEvent(tx, deps, tenantId, 'account.active', `balance ${formatMoney(balance)} back to zero or above`)
+    await setAccountState(tx, tenantId, { accountState: 'active', graceSince: null })
+    await recordSystemEvent(tx, deps, tenantId, 'account.active', `balance ${formatMoney(balance)} back to zero or above`)
   } else if (state === 'frozen' && kind === 'topup' && balance > 0) {
-    setAccountState(tx, tenantId, { accountState: 'active', graceSince: null, frozenAt: null })
-    recordSystemEvent(tx, deps, tenantId, 'account.unfrozen', `a top-up brought the balance to ${formatMoney(balance)}`)
+    await setAccountState(tx, tenantId, { accountState: 'active', graceSince: null, frozenAt: null })
+    await recordSystemEvent(tx, deps, tenantId, 'account.unfrozen', `a top-up brought the balance to ${formatMoney(balance)}`)
   }
 }
 
@@ -71,18 +84,18 @@ function followBalance(tx: DbOrTx, deps: Deps, tenantId: string, state: TenantRo
  * whose freeze throws (a reaction to it) stays in grace, is reported and tried again after its
  * backoff; the others are frozen. Answers how many were.
  */
-export function freezeOverdue(tx: Tx, deps: Deps, walk: TenantWalk): number {
+export async function freezeOverdue(tx: Tx, deps: Deps, walk: TenantWalk): Promise<number> {
   const now = deps.clock.nowUs()
-  const overdue = tenantsInGraceBefore(tx, now - deps.config.gracePeriodHours * US_PER_HOUR)
+  const overdue = await tenantsInGraceBefore(tx, now - deps.config.gracePeriodHours * US_PER_HOUR)
   let frozen = 0
   for (const t of overdue) {
-    const done = walk.runSync(
+    const done = await walk.run(
       t.id,
       () =>
-        withTransaction(tx, (one) => {
-          setAccountState(one, t.id, { accountState: 'frozen', frozenAt: now })
-          recordSystemEvent(one, deps, t.id, 'account.frozen', `in grace for more than ${deps.config.gracePeriodHours} h`)
-          deps.events.emit('tenant.account_state_changed', { tx: one, tenantId: t.id, state: 'frozen' })
+        withTransaction(tx, async (one) => {
+          await setAccountState(one, t.id, { accountState: 'frozen', frozenAt: now })
+          await recordSystemEvent(one, deps, t.id, 'account.frozen', `in grace for more than ${deps.config.gracePeriodHours} h`)
+          await deps.events.emit('tenant.account_state_changed', { tx: one, tenantId: t.id, state: 'frozen' })
           return true
         }),
       'freeze',

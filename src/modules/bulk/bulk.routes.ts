@@ -31,8 +31,8 @@ export function bulkRoutes(deps: Deps) {
     })
     .post(
       '/bulk-operations',
-      ({ verb, body, set }) => {
-        const op = createBulk({ ...verb, input: body })
+      async ({ verb, body, set }) => {
+        const op = await createBulk({ ...verb, input: body })
         set.status = 202
         set.headers.location = `${API_PREFIX}/bulk-operations/${op.id}`
         return op

@@ -37,16 +37,16 @@ type Input = Static<typeof BulkBody>
 type Planned = { serverId: string; serverName: string; externalMachineId: string | null; plan: Plan }
 
 /** The selected servers (managed ones, in the order asked, or a group's by name) and each one's plan. */
-function planAll(deps: Deps, actor: Actor, input: Input): { change: ReturnType<typeof changeOf>; planned: Planned[] } {
+async function planAll(deps: Deps, actor: Actor, input: Input): Promise<{ change: ReturnType<typeof changeOf>; planned: Planned[] }> {
   if ((input.server_ids === undefined) === (input.group_id === undefined))
     throw invalidField('bulk', input.server_ids === undefined ? '/server_ids' : '/group_id', 'one_of', 'give exactly one of server_ids and group_id')
   const change = changeOf(input)
-  const servers = managedServers(deps.db, actor.tenantId)
+  const servers = await managedServers(deps.db, actor.tenantId)
   let chosen: typeof servers
   // A group reaches servers beyond a token's allowlist; its server ids were checked when the body was parsed.
   if (input.group_id !== undefined) ensureReaches(actor, null, 'a bulk change over a group', '/group_id')
   if (input.group_id !== undefined) {
-    const group = findGroup(deps.db, actor.tenantId, input.group_id.toLowerCase())
+    const group = await findGroup(deps.db, actor.tenantId, input.group_id.toLowerCase())
     if (!group) throw invalidField('bulk', '/group_id', 'not_found', 'no such group')
     chosen = servers.filter((s) => s.groupId === group.id)
   } else {
@@ -63,7 +63,7 @@ function planAll(deps: Deps, actor: Actor, input: Input): { change: ReturnType<t
       chosen.push(s)
     })
   }
-  const links = new Map(offerStates(deps.db, actor.tenantId, input.marketplace).map((l) => [l.serverId, l]))
+  const links = new Map((await offerStates(deps.db, actor.tenantId, input.marketplace)).map((l) => [l.serverId, l]))
   return {
     change,
     planned: chosen.map((s) => {
@@ -79,8 +79,8 @@ function planAll(deps: Deps, actor: Actor, input: Input): { change: ReturnType<t
 }
 
 /** What each machine's change would be; nothing is stored or sent. */
-export function previewBulk({ deps, actor, input }: Verb & { input: Input }) {
-  const { planned } = planAll(deps, actor, input)
+export async function previewBulk({ deps, actor, input }: Verb & { input: Input }) {
+  const { planned } = await planAll(deps, actor, input)
   const change = planned.filter((p) => p.plan.outcome === 'change').length
   return {
     marketplace: input.marketplace,
@@ -99,13 +99,13 @@ export function previewBulk({ deps, actor, input }: Verb & { input: Input }) {
 }
 
 /** Stores the operation with an item per server (skipped ones decided at once); the bulk.run job sends the rest. */
-export function createBulk({ deps, actor, audit, input }: Verb & { input: Input }) {
+export async function createBulk({ deps, actor, audit, input }: Verb & { input: Input }) {
   // Withdrawing is always allowed; listing and repricing are not while the account is frozen.
   if (input.action !== 'withdraw' && actor.tenant.accountState === 'frozen')
     throw new ProblemError('account_frozen', {
       detail: 'the account is frozen; a top-up that brings the balance above zero unfreezes it (withdrawing stays possible)',
     })
-  const { change, planned } = planAll(deps, actor, input)
+  const { change, planned } = await planAll(deps, actor, input)
   const now = deps.clock.nowUs()
   const id = deps.newId()
   const row: OperationRow = {
@@ -138,9 +138,9 @@ export function createBulk({ deps, actor, audit, input }: Verb & { input: Input 
     updatedAt: now,
     finishedAt: p.plan.outcome === 'skip' ? now : null,
   }))
-  return withTransaction(deps.db, (tx) => {
-    insertOperation(tx, row, items)
-    recordAudit(tx, deps, audit, { operation: `bulk.${input.action}`, targetKind: 'bulk_operation', targetId: id })
+  return await withTransaction(deps.db, async (tx) => {
+    await insertOperation(tx, row, items)
+    await recordAudit(tx, deps, audit, { operation: `bulk.${input.action}`, targetKind: 'bulk_operation', targetId: id })
     return operationView(row, items)
   })
 }
@@ -150,21 +150,21 @@ function reaches(actor: Actor, selection: { server_ids?: string[] }): boolean {
   return actor.serverAllowlist === null || (selection.server_ids?.every((s) => mayAccessServer(actor, s)) ?? false)
 }
 
-export function getBulk({ deps, actor, id }: Verb & { id: string }) {
-  const op = findOperation(deps.db, actor.tenantId, id.toLowerCase())
+export async function getBulk({ deps, actor, id }: Verb & { id: string }) {
+  const op = await findOperation(deps.db, actor.tenantId, id.toLowerCase())
   if (!op || !reaches(actor, op.selection)) throw BulkErrors.notFound()
-  return operationView(op, itemsOf(deps.db, actor.tenantId, op.id))
+  return operationView(op, await itemsOf(deps.db, actor.tenantId, op.id))
 }
 
-export function listBulk({ deps, actor, input }: Verb & { input: { cursor?: string; limit?: number } }) {
-  const page = paginate(deps.keys.cursor, {
+export async function listBulk({ deps, actor, input }: Verb & { input: { cursor?: string; limit?: number } }) {
+  const page = await paginate(deps.keys.cursor, {
     scope: `bulk-operations:${actor.tenantId}`,
     input,
     fetch: (after: { id: string } | undefined, take) => operationsOf(deps.db, actor.tenantId, after?.id, take),
     position: (o) => ({ id: o.id }),
     view: (o) => o,
   })
-  const counts = countsOf(
+  const counts = await countsOf(
     deps.db,
     actor.tenantId,
     page.items.map((o) => o.id),
@@ -174,17 +174,17 @@ export function listBulk({ deps, actor, input }: Verb & { input: { cursor?: stri
 }
 
 /** Cancels what was not sent yet; an item whose call is out finishes and keeps its outcome. */
-export function cancelBulk({ deps, actor, audit, id }: Verb & { id: string }) {
-  return withTransaction(deps.db, (tx) => {
-    const op = findOperation(tx, actor.tenantId, id.toLowerCase())
+export async function cancelBulk({ deps, actor, audit, id }: Verb & { id: string }) {
+  return await withTransaction(deps.db, async (tx) => {
+    const op = await findOperation(tx, actor.tenantId, id.toLowerCase())
     if (!op || !reaches(actor, op.selection)) throw BulkErrors.notFound()
-    if (op.state === 'cancelled') return operationView(op, itemsOf(tx, actor.tenantId, op.id))
+    if (op.state === 'cancelled') return operationView(op, await itemsOf(tx, actor.tenantId, op.id))
     if (op.state === 'finished') throw BulkErrors.finished()
     const now = deps.clock.nowUs()
-    cancelPending(tx, actor.tenantId, op.id, now, 'cancelled before it was sent')
-    updateOperation(tx, op.id, { state: 'cancelled', finishedAt: now })
-    recordAudit(tx, deps, audit, { operation: 'bulk.cancel', targetKind: 'bulk_operation', targetId: op.id })
-    return operationView({ ...op, state: 'cancelled', finishedAt: now }, itemsOf(tx, actor.tenantId, op.id))
+    await cancelPending(tx, actor.tenantId, op.id, now, 'cancelled before it was sent')
+    await updateOperation(tx, op.id, { state: 'cancelled', finishedAt: now })
+    await recordAudit(tx, deps, audit, { operation: 'bulk.cancel', targetKind: 'bulk_operation', targetId: op.id })
+    return operationView({ ...op, state: 'cancelled', finishedAt: now }, await itemsOf(tx, actor.tenantId, op.id))
   })
 }
 

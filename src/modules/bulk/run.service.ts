@@ -30,7 +30,7 @@ type Outcome = { state: 'done' | 'refused' | 'skipped' | 'failed'; reason: strin
 /** What one item's call came to. */
 async function send(deps: Deps, op: OperationRow, item: ItemRow): Promise<Outcome> {
   // Planned again now: the offer may have changed since the operation was made (a sync, another write).
-  const link = offerStates(deps.db, op.tenantId, op.marketplace).find((l) => l.serverId === item.serverId)
+  const link = (await offerStates(deps.db, op.tenantId, op.marketplace)).find((l) => l.serverId === item.serverId)
   // An item left sending by a stopped run was planned and maybe sent already: what it would change still goes.
   const plan = planItem(op.marketplace, op.action, op.change, link)
   if (plan.outcome === 'skip' && item.state !== 'sending') return { state: 'skipped', reason: plan.reason }
@@ -75,25 +75,25 @@ async function runTenant(deps: Deps, tenantId: string, operationIds: string[]): 
   let sent = 0
   for (const operationId of operationIds) {
     for (;;) {
-      const op = findOperation(deps.db, tenantId, operationId)
+      const op = await findOperation(deps.db, tenantId, operationId)
       if (!op) break
-      const item = nextItem(deps.db, tenantId, operationId)
+      const item = await nextItem(deps.db, tenantId, operationId)
       if (!item) {
-        if (op.state === 'running') withTransaction(deps.db, (tx) => updateOperation(tx, op.id, { state: 'finished', finishedAt: deps.clock.nowUs() }))
+        if (op.state === 'running') await withTransaction(deps.db, (tx) => updateOperation(tx, op.id, { state: 'finished', finishedAt: deps.clock.nowUs() }))
         break
       }
       if (sent >= ITEMS_PER_RUN) return sent
       // A cancelled operation sends only what a stopped run left sending (its pending items were cancelled).
       if (op.state === 'cancelled' && item.state === 'pending') break
-      withTransaction(deps.db, (tx) => updateItem(tx, item.id, { state: 'sending', attempts: item.attempts + 1, updatedAt: deps.clock.nowUs() }))
+      await withTransaction(deps.db, (tx) => updateItem(tx, item.id, { state: 'sending', attempts: item.attempts + 1, updatedAt: deps.clock.nowUs() }))
       sent++
       const outcome = await send(deps, op, item)
       const now = deps.clock.nowUs()
-      withTransaction(deps.db, (tx) => {
-        if (outcome.state === 'pending') updateItem(tx, item.id, { state: 'pending', reason: outcome.reason, updatedAt: now })
+      await withTransaction(deps.db, async (tx) => {
+        if (outcome.state === 'pending') await updateItem(tx, item.id, { state: 'pending', reason: outcome.reason, updatedAt: now })
         // `after` is the offer the item left: none when the platform did not take it.
         else
-          updateItem(tx, item.id, {
+          await updateItem(tx, item.id, {
             state: outcome.state,
             reason: outcome.reason,
             after: outcome.state === 'done' ? (outcome.after ?? item.after) : null,
@@ -111,7 +111,7 @@ async function runTenant(deps: Deps, tenantId: string, operationIds: string[]): 
 /** The bulk.run job: every tenant with items to send, tenants side by side (each has its own key, so its own pacing). */
 export async function runBulkOperations(deps: Deps, tenants: TenantWalk): Promise<string> {
   const byTenant = new Map<string, string[]>()
-  for (const u of unfinishedOperations(deps.db)) byTenant.set(u.tenantId, [...(byTenant.get(u.tenantId) ?? []), u.operationId])
+  for (const u of await unfinishedOperations(deps.db)) byTenant.set(u.tenantId, [...(byTenant.get(u.tenantId) ?? []), u.operationId])
   const sent = await Promise.all([...byTenant].map(([tenantId, ops]) => tenants.run(tenantId, () => runTenant(deps, tenantId, ops))))
   return `${sent.reduce<number>((a, n) => a + (n ?? 0), 0)} items sent for ${byTenant.size} tenants`
 }

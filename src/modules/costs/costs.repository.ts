@@ -4,11 +4,11 @@ import type { DbOrTx } from '../../../db/client'
 
 export type CostBasisRow = typeof costBases.$inferSelect
 
-export function findCostBasis(db: DbOrTx, tenantId: string): CostBasisRow | undefined {
-  return db.select().from(costBases).where(eq(costBases.tenantId, tenantId)).get()
+export async function findCostBasis(db: DbOrTx, tenantId: string): Promise<CostBasisRow | undefined> {
+  return await db.select().from(costBases).where(eq(costBases.tenantId, tenantId)).get()
 }
 
-export function saveCostBasis(tx: DbOrTx, row: CostBasisRow): void {
+export async function saveCostBasis(tx: DbOrTx, row: CostBasisRow): Promise<void> {
   const { tenantId: _t, ...set } = row
-  tx.insert(costBases).values(row).onConflictDoUpdate({ target: costBases.tenantId, set }).run()
+  await tx.insert(costBases).values(row).onConflictDoUpdate({ target: costBases.tenantId, set }).run()
 }

@@ -60,9 +60,9 @@ const DEFAULTS = [
 
 const emptyMarketplace = (): MarketplaceCosts => ({ commission: null, commissions: {}, markup: null })
 
-function current(deps: Deps, tenantId: string): CostBasisRow {
+async function current(deps: Deps, tenantId: string): Promise<CostBasisRow> {
   return (
-    findCostBasis(deps.db, tenantId) ?? {
+    (await findCostBasis(deps.db, tenantId)) ?? {
       tenantId,
       electricityMicrosPerKwh: null,
       operationalMicrosPerMonth: null,
@@ -99,13 +99,13 @@ export function cutPercent(
 }
 
 /** The cost basis row of the tenant (none entered: all null), for the margin report. */
-export function costBasisOf(deps: Deps, tenantId: string): CostBasisRow {
-  return current(deps, tenantId)
+export async function costBasisOf(deps: Deps, tenantId: string): Promise<CostBasisRow> {
+  return await current(deps, tenantId)
 }
 
 const DAY_US = 86_400_000_000
 
-export function spreadOf(deps: Deps, tenantId: string, perMonth: number | null) {
+export async function spreadOf(deps: Deps, tenantId: string, perMonth: number | null) {
   if (perMonth === null) return null
   const now = deps.clock.nowUs()
   const d = new Date(Math.floor(now / 1000))
@@ -113,9 +113,9 @@ export function spreadOf(deps: Deps, tenantId: string, perMonth: number | null) 
   const month = d.getUTCMonth() + 1
   const monthStart = Date.UTC(year, month - 1, 1) * 1000
   const days = daysInMonth(year, month)
-  const charged = billableServerHours(deps.db, tenantId, monthStart, now) / 24
+  const charged = (await billableServerHours(deps.db, tenantId, monthStart, now)) / 24
   const remainingDays = (monthStart + days * DAY_US - now) / DAY_US
-  const serverDays = Math.round((charged + countManagedServers(deps.db, tenantId) * remainingDays) * 100) / 100
+  const serverDays = Math.round((charged + (await countManagedServers(deps.db, tenantId)) * remainingDays) * 100) / 100
   if (serverDays <= 0) return null
   // Within the bounds the spread is at most MAX_MONEY_MICROS; a row stored before them has no spread rather than a 500.
   const perDay = Math.round(perMonth / serverDays)
@@ -128,9 +128,9 @@ export function spreadOf(deps: Deps, tenantId: string, perMonth: number | null) 
   }
 }
 
-function revenueOf(deps: Deps, tenantId: string) {
+async function revenueOf(deps: Deps, tenantId: string) {
   const today = utcDay(deps.clock.nowUs())
-  const rows = accruedDays(deps, tenantId, `${today.slice(0, 7)}-01`, today)
+  const rows = await accruedDays(deps, tenantId, `${today.slice(0, 7)}-01`, today)
   if (rows.length === 0) return null
   const sum = (rs: typeof rows) => formatMoney(rs.reduce((n, r) => n + r.accruedUsdMicros, 0))
   return {
@@ -164,13 +164,15 @@ function unknownOf(row: CostBasisRow) {
   return out
 }
 
-function costBasisView(deps: Deps, row: CostBasisRow) {
+async function costBasisView(deps: Deps, row: CostBasisRow) {
+  const spread = await spreadOf(deps, row.tenantId, row.operationalMicrosPerMonth)
+  const revenue = await revenueOf(deps, row.tenantId)
   return {
     currency: 'USD' as const,
     electricity_usd_per_kwh: row.electricityMicrosPerKwh === null ? null : formatMoney(row.electricityMicrosPerKwh),
     operational: {
       usd_per_month: row.operationalMicrosPerMonth === null ? null : formatMoney(row.operationalMicrosPerMonth),
-      spread: spreadOf(deps, row.tenantId, row.operationalMicrosPerMonth),
+      spread,
     },
     marketplaces: MARKETPLACES.map((m) => {
       const costs = row.marketplaces[m] ?? emptyMarketplace()
@@ -187,15 +189,15 @@ function costBasisView(deps: Deps, row: CostBasisRow) {
       }
     }),
     defaults: DEFAULTS.map((d) => ({ ...d })),
-    rental_revenue: revenueOf(deps, row.tenantId),
+    rental_revenue: revenue,
     unknown: unknownOf(row),
     version: row.version,
   }
 }
 
-export function getCostBasis({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const row = current(deps, actor.tenantId)
-  return { etag: etagOf(row.version), body: costBasisView(deps, row) }
+export async function getCostBasis({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const row = await current(deps, actor.tenantId)
+  return { etag: etagOf(row.version), body: await costBasisView(deps, row) }
 }
 
 /**
@@ -230,7 +232,7 @@ function commission(path: string, v: string | null): string | null {
 }
 
 /** PUT /billing/cost-basis: a partial update; only the fields sent change. */
-export function putCostBasis({
+export async function putCostBasis({
   deps,
   actor,
   audit,
@@ -243,8 +245,8 @@ export function putCostBasis({
   ifMatch: string | null
   input: Static<typeof CostBasisPatch>
 }) {
-  const row = withTransaction(deps.db, (tx) => {
-    const before = findCostBasis(tx, actor.tenantId) ?? current(deps, actor.tenantId)
+  const row = await withTransaction(deps.db, async (tx) => {
+    const before = (await findCostBasis(tx, actor.tenantId)) ?? (await current(deps, actor.tenantId))
     assertIfMatch(ifMatch, etagOf(before.version))
     const next: CostBasisRow = { ...before, marketplaces: structuredClone(before.marketplaces), version: before.version + 1, updatedAt: deps.clock.nowUs() }
     if (input.electricity_usd_per_kwh !== undefined)
@@ -275,11 +277,11 @@ export function putCostBasis({
       if (patch.renter_markup_percent !== undefined) costs.markup = patch.renter_markup_percent
       next.marketplaces[m] = costs
     }
-    saveCostBasis(tx, next)
-    recordAudit(tx, deps, audit, { operation: 'billing.cost_basis.update', targetKind: 'tenant', targetId: actor.tenantId })
+    await saveCostBasis(tx, next)
+    await recordAudit(tx, deps, audit, { operation: 'billing.cost_basis.update', targetKind: 'tenant', targetId: actor.tenantId })
     return next
   })
-  return { etag: etagOf(row.version), body: costBasisView(deps, row) }
+  return { etag: etagOf(row.version), body: await costBasisView(deps, row) }
 }
 
 /** A platform's cut of one deal currency as the earnings reconciliation names it (docs/earnings.md "Reconciliation"). */
@@ -290,8 +292,8 @@ type PlatformCut = { percent: string | null; source: 'entered' | 'published_defa
  * cost basis (the currency's own, else the marketplace-wide one), else the platform's published
  * default, else unknown. The same rule as the margin's (`cutPercent`). Handed to earnings by the root.
  */
-export function platformCuts(deps: Deps, tenantId: string): (marketplace: MarketplaceId, currency: string) => PlatformCut {
-  const basis = current(deps, tenantId)
+export async function platformCuts(deps: Deps, tenantId: string): Promise<(marketplace: MarketplaceId, currency: string) => PlatformCut> {
+  const basis = await current(deps, tenantId)
   return (marketplace, currency) => {
     const cut = cutPercent(basis, marketplace, currency)
     if (cut.percent === null) return { percent: null, source: 'unknown' }

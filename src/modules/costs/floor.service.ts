@@ -31,22 +31,22 @@ export type GpuHourCosts = {
  * The costs of one GPU-hour of each of the tenant's servers: the tenant's cost basis, operational
  * spread and plan price are read once, then each server adds its own tariff, power and GPU count.
  */
-export function gpuHourCosts(
+export async function gpuHourCosts(
   deps: Deps,
   tenant: { tenantId: string; planCode: string | null },
-): (server: { serverId: string; marketplace: MarketplaceId; currencies: string[]; gpus: number }) => GpuHourCosts {
+): Promise<(server: { serverId: string; marketplace: MarketplaceId; currencies: string[]; gpus: number }) => Promise<GpuHourCosts>> {
   const now = deps.clock.nowUs()
-  const basis = costBasisOf(deps, tenant.tenantId)
-  const spread = spreadOf(deps, tenant.tenantId, basis.operationalMicrosPerMonth)
-  const plan = tenant.planCode ? findPlan(deps.db, tenant.planCode) : undefined
+  const basis = await costBasisOf(deps, tenant.tenantId)
+  const spread = await spreadOf(deps, tenant.tenantId, basis.operationalMicrosPerMonth)
+  const plan = tenant.planCode ? await findPlan(deps.db, tenant.planCode) : undefined
   const d = new Date(Math.floor(now / 1000))
   const days = daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1)
 
-  return ({ serverId, marketplace, currencies, gpus }) => {
+  return async ({ serverId, marketplace, currencies, gpus }) => {
     const missing: string[] = []
-    const server = serverOfTenant(deps.db, tenant.tenantId, serverId)
+    const server = await serverOfTenant(deps.db, tenant.tenantId, serverId)
     const tariff = server?.electricityMicrosPerKwh ?? basis.electricityMicrosPerKwh
-    const watts = averageGpuPowerW(deps.db, serverId, now - WEEK_US, now)
+    const watts = await averageGpuPowerW(deps.db, serverId, now - WEEK_US, now)
     let electricityMicros: number | null = null
     if (tariff === null) missing.push('electricity tariff')
     else if (watts === null) missing.push('power measurements')

@@ -75,7 +75,7 @@ function lastDays(deps: Deps, days: number): { fromDay: string; toDay: string } 
  * by day in the same order as each period, so a period's figures are exactly what a range of its
  * days alone would answer.
  */
-function marginsOf(
+async function marginsOf(
   deps: Deps,
   tenantId: string,
   servers: readonly ServerSummary[],
@@ -87,11 +87,11 @@ function marginsOf(
   const now = deps.clock.nowUs()
   const firstDayUs = parseDay(fromDay)!
   const endUs = Math.min(parseDay(toDay)! + DAY_US, now)
-  const basis = costBasisOf(deps, tenantId)
+  const basis = await costBasisOf(deps, tenantId)
   const ids = servers.map((s) => s.id)
-  const charges = chargesPerServerDay(deps.db, tenantId, firstDayUs, endUs)
+  const charges = await chargesPerServerDay(deps.db, tenantId, firstDayUs, endUs)
   const watts = new Map<string, number>()
-  for (const d of power ?? gpuMetricByServerDay(deps.db, ids, 'power_w', firstDayUs, endUs))
+  for (const d of power ?? (await gpuMetricByServerDay(deps.db, ids, 'power_w', firstDayUs, endUs)))
     if (d.buckets > 0) watts.set(`${d.serverId}|${d.day}`, d.sum / d.buckets)
   // Each day of the range once: its date and the index of its period (periods are in order and cover the range).
   const days: { us: number; end: number; date: string; period: number }[] = []
@@ -117,7 +117,7 @@ function marginsOf(
     const p = periodOf(day)
     return p < 0 ? [all] : [all, perPeriod.get(serverId)![p]!]
   }
-  for (const row of accruedDays(deps, tenantId, fromDay, toDay)) {
+  for (const row of await accruedDays(deps, tenantId, fromDay, toDay)) {
     for (const acc of into(row.serverId, row.day)) {
       acc.earned += row.accruedUsdMicros
       if (row.gapUs > 0) acc.missing.add('sync silent past its cap: accrual understated')
@@ -180,7 +180,7 @@ function reportOf(servers: readonly ServerSummary[], margins: Map<string, Acc>) 
  * `power`: the measured GPU power per server and UTC day over the range, as telemetry's
  * gpuMetricByServerDay gives it (the reports keep it as stored daily aggregates); without it, read here.
  */
-export function marginReport({
+export async function marginReport({
   deps,
   actor,
   fromDay,
@@ -195,8 +195,8 @@ export function marginReport({
   periods?: readonly { to: string }[]
   power?: readonly GpuDay[]
 }) {
-  const servers = managedServers(deps.db, actor.tenantId)
-  const { margins, perPeriod } = marginsOf(deps, actor.tenantId, servers, fromDay, toDay, periods, power)
+  const servers = await managedServers(deps.db, actor.tenantId)
+  const { margins, perPeriod } = await marginsOf(deps, actor.tenantId, servers, fromDay, toDay, periods, power)
   return {
     days: Math.round((parseDay(toDay)! - parseDay(fromDay)!) / DAY_US) + 1,
     from_day: fromDay,
@@ -215,9 +215,9 @@ export function marginReport({
 }
 
 /** The last 7 days' margin of one server (GET /servers/{id}). */
-export function serverMargin(deps: Deps, tenantId: string, serverId: string): ServerMargin {
+export async function serverMargin(deps: Deps, tenantId: string, serverId: string): Promise<ServerMargin> {
   const { fromDay, toDay } = lastDays(deps, 7)
-  const server = serverOfTenant(deps.db, tenantId, serverId)
-  const { margins } = marginsOf(deps, tenantId, server ? [server] : [], fromDay, toDay)
+  const server = await serverOfTenant(deps.db, tenantId, serverId)
+  const { margins } = await marginsOf(deps, tenantId, server ? [server] : [], fromDay, toDay)
   return { days: 7, from_day: fromDay, to_day: toDay, ...view(margins.get(serverId) ?? empty()) }
 }

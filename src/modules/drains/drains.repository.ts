@@ -5,8 +5,8 @@ import { drains } from '../../../db/schema/drains'
 export type DrainRow = typeof drains.$inferSelect
 export type { DrainLink, DrainState } from '../../../db/schema/drains'
 
-export function findDrain(db: DbOrTx, tenantId: string, id: string): DrainRow | undefined {
-  return db
+export async function findDrain(db: DbOrTx, tenantId: string, id: string): Promise<DrainRow | undefined> {
+  return await db
     .select()
     .from(drains)
     .where(and(eq(drains.tenantId, tenantId), eq(drains.id, id)))
@@ -14,25 +14,25 @@ export function findDrain(db: DbOrTx, tenantId: string, id: string): DrainRow | 
 }
 
 /** The server's drain that has not finished, if any. */
-export function liveDrainOf(db: DbOrTx, tenantId: string, serverId: string): DrainRow | undefined {
-  return db
+export async function liveDrainOf(db: DbOrTx, tenantId: string, serverId: string): Promise<DrainRow | undefined> {
+  return await db
     .select()
     .from(drains)
     .where(and(eq(drains.tenantId, tenantId), eq(drains.liveServerId, serverId)))
     .get()
 }
 
-export function insertDrain(tx: DbOrTx, row: DrainRow): void {
-  tx.insert(drains).values(row).run()
+export async function insertDrain(tx: DbOrTx, row: DrainRow): Promise<void> {
+  await tx.insert(drains).values(row).run()
 }
 
 /**
  * Writes `patch` when the drain is still at `version` (a compare-and-set: a cancel and the job never
  * both move it). Answers whether it was written.
  */
-export function moveDrain(tx: DbOrTx, row: DrainRow, patch: Partial<DrainRow>): DrainRow | null {
+export async function moveDrain(tx: DbOrTx, row: DrainRow, patch: Partial<DrainRow>): Promise<DrainRow | null> {
   const next = { ...row, ...patch, version: row.version + 1 }
-  const done = tx
+  const done = await tx
     .update(drains)
     .set({ ...patch, version: next.version })
     .where(and(eq(drains.id, row.id), eq(drains.version, row.version)))
@@ -44,14 +44,14 @@ export function moveDrain(tx: DbOrTx, row: DrainRow, patch: Partial<DrainRow>): 
 export type DrainFilter = { serverId?: string; state?: DrainRow['state']; live?: boolean; serverIds?: readonly string[] | null }
 
 /** The tenant's drains, newest first, before `beforeId` (ids are UUIDv7: time-ordered). */
-export function listDrainRows(db: DbOrTx, tenantId: string, f: DrainFilter, beforeId: string | null, limit: number): DrainRow[] {
+export async function listDrainRows(db: DbOrTx, tenantId: string, f: DrainFilter, beforeId: string | null, limit: number): Promise<DrainRow[]> {
   const where: SQL[] = [eq(drains.tenantId, tenantId)]
   if (f.serverId) where.push(eq(drains.serverId, f.serverId))
   if (f.state) where.push(eq(drains.state, f.state))
   if (f.live === true) where.push(isNotNull(drains.liveServerId))
   if (f.serverIds) where.push(inArray(drains.serverId, [...f.serverIds]))
   if (beforeId) where.push(lt(drains.id, beforeId))
-  return db
+  return await db
     .select()
     .from(drains)
     .where(and(...where))
@@ -61,11 +61,11 @@ export function listDrainRows(db: DbOrTx, tenantId: string, f: DrainFilter, befo
 }
 
 /** The server's drain not finished, whatever its tenant (an id from an event only). */
-export function liveDrainOfServer(db: DbOrTx, serverId: string): DrainRow | undefined {
-  return db.select().from(drains).where(eq(drains.liveServerId, serverId)).get()
+export async function liveDrainOfServer(db: DbOrTx, serverId: string): Promise<DrainRow | undefined> {
+  return await db.select().from(drains).where(eq(drains.liveServerId, serverId)).get()
 }
 
 /** Every drain not finished, of every tenant, oldest first (the drains.advance job). */
-export function liveDrains(db: DbOrTx): DrainRow[] {
-  return db.select().from(drains).where(isNotNull(drains.liveServerId)).orderBy(asc(drains.tenantId), asc(drains.createdAt)).all()
+export async function liveDrains(db: DbOrTx): Promise<DrainRow[]> {
+  return await db.select().from(drains).where(isNotNull(drains.liveServerId)).orderBy(asc(drains.tenantId), asc(drains.createdAt)).all()
 }

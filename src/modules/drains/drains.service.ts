@@ -52,8 +52,9 @@ function check(deps: Deps, input: Input): { startsAtUs: number } {
 
 /** Starts a drain of one server: the row and its first event, then the first step (offers off). */
 export async function startDrain(verb: Verb & { serverId: string; input: Input }) {
-  const row = createDrain(verb, verb.serverId.toLowerCase(), verb.input, null, check(verb.deps, verb.input).startsAtUs)
-  return view(verb.deps, await runFirstStep({ deps: verb.deps, actor: verb.actor, audit: verb.audit }, row))
+  const { startsAtUs } = check(verb.deps, verb.input)
+  const row = await createDrain(verb, verb.serverId.toLowerCase(), verb.input, null, startsAtUs)
+  return await view(verb.deps, await runFirstStep({ deps: verb.deps, actor: verb.actor, audit: verb.audit }, row))
 }
 
 /**
@@ -63,38 +64,49 @@ export async function startDrain(verb: Verb & { serverId: string; input: Input }
  * platforms' limits, forty servers take minutes); a process that stops meanwhile leaves them to
  * the drains.advance job.
  */
-export function startGroupDrain(verb: Verb & { groupId: string; input: Input }) {
+export async function startGroupDrain(verb: Verb & { groupId: string; input: Input }) {
   const { deps, actor } = verb
-  const group = findGroup(deps.db, actor.tenantId, verb.groupId.toLowerCase())
+  const group = await findGroup(deps.db, actor.tenantId, verb.groupId.toLowerCase())
   if (!group) throw DrainErrors.notFound('no such group')
   const { startsAtUs } = check(deps, verb.input)
   const rows: DrainRow[] = []
   const skipped: { server_id: string; reason: string }[] = []
-  for (const server of managedServers(deps.db, actor.tenantId).filter((s) => s.groupId === group.id && mayAccessServer(actor, s.id))) {
-    try {
-      rows.push(createDrain(verb, server.id, verb.input, group.id, startsAtUs))
-    } catch (e) {
-      // Refused for this server (already being drained, decommissioned meanwhile): said, and the others go on.
-      if (!(e instanceof DomainError)) throw e
-      skipped.push({ server_id: server.id, reason: e.message })
+  const servers = (await managedServers(deps.db, actor.tenantId)).filter((s) => s.groupId === group.id && mayAccessServer(actor, s.id))
+  try {
+    for (const server of servers) {
+      try {
+        const row = await createDrain(verb, server.id, verb.input, group.id, startsAtUs)
+        rows.push(row)
+        // Claimed as soon as it exists: the creations now await, and other work runs in between.
+        BUSY.add(row.id)
+      } catch (e) {
+        // Refused for this server (already being drained, decommissioned meanwhile): said, and the others go on.
+        if (!(e instanceof DomainError)) throw e
+        skipped.push({ server_id: server.id, reason: e.message })
+      }
     }
+  } catch (e) {
+    // The request fails: the drains made so far are left to the drains.advance job, as before.
+    for (const row of rows) BUSY.delete(row.id)
+    throw e
   }
-  for (const row of rows) BUSY.add(row.id)
   void (async () => {
     for (const row of rows)
       await runFirstStep(verb, row, true).catch((error) => deps.log.warn('a group drain’s first step failed', { drain_id: row.id, error }))
   })()
-  return { items: rows.map((r) => view(deps, r)), skipped }
+  const items = []
+  for (const r of rows) items.push(await view(deps, r))
+  return { items, skipped }
 }
 
-function createDrain(verb: Verb, serverId: string, input: Input, groupId: string | null, startsAtUs: number): DrainRow {
+async function createDrain(verb: Verb, serverId: string, input: Input, groupId: string | null, startsAtUs: number): Promise<DrainRow> {
   const { deps, actor, audit } = verb
-  return withTransaction(deps.db, (tx) => {
-    const server = loadServer(deps, actor, serverId, tx)
+  return await withTransaction(deps.db, async (tx) => {
+    const server = await loadServer(deps, actor, serverId, tx)
     if (server.decommissionedAt !== null) throw DrainErrors.decommissioned()
-    if (liveDrainOf(tx, actor.tenantId, server.id)) throw DrainErrors.alreadyDraining()
+    if (await liveDrainOf(tx, actor.tenantId, server.id)) throw DrainErrors.alreadyDraining()
     const now = deps.clock.nowUs()
-    const links: DrainLink[] = drainTargets(deps, actor.tenantId, server.id).map((t) => ({
+    const links: DrainLink[] = (await drainTargets(deps, actor.tenantId, server.id)).map((t) => ({
       marketplace: t.marketplace,
       offer: t.offer,
       listed: t.listed,
@@ -123,14 +135,14 @@ function createDrain(verb: Verb, serverId: string, input: Input, groupId: string
       finishedAt: null,
       version: 1,
     }
-    insertDrain(tx, row)
+    await insertDrain(tx, row)
     const where = links.length ? links.map((l) => l.marketplace).join(', ') : 'no marketplace (the server is not linked)'
-    recordServerEvent(tx, deps, server, {
+    await recordServerEvent(tx, deps, server, {
       kind: 'drain.draining',
       message: `drain started${row.reason ? ` (${row.reason})` : ''}: taking the offers off ${where}`,
       data: { drain_id: row.id, state: 'draining' },
     })
-    recordAudit(tx, deps, audit, { operation: 'drains.start', targetKind: 'server', targetId: server.id })
+    await recordAudit(tx, deps, audit, { operation: 'drains.start', targetKind: 'server', targetId: server.id })
     return row
   })
 }
@@ -149,42 +161,47 @@ async function runFirstStep(call: Call, row: DrainRow, claimed = false): Promise
 /** Cancels a drain at any step before it is done: waiting commands cancelled, the listing restored, the window cancelled. */
 export async function cancelDrain(verb: Verb & { id: string }) {
   const { deps, actor } = verb
-  const row = loadDrain(deps, actor, verb.id)
+  const row = await loadDrain(deps, actor, verb.id)
+  // From here to BUSY.add nothing awaits: the check and the claim are one step.
   if (row.liveServerId === null) throw DrainErrors.finished(`the drain already finished (${row.state})`)
   if (BUSY.has(row.id)) throw DrainErrors.stepInProgress()
   BUSY.add(row.id)
   try {
     const after = await undo({ deps, actor, audit: verb.audit }, row, 'cancel')
-    withTransaction(deps.db, (tx) => recordAudit(tx, deps, verb.audit, { operation: 'drains.cancel', targetKind: 'server', targetId: row.serverId }))
-    return view(deps, after)
+    await withTransaction(deps.db, (tx) => recordAudit(tx, deps, verb.audit, { operation: 'drains.cancel', targetKind: 'server', targetId: row.serverId }))
+    return await view(deps, after)
   } finally {
     BUSY.delete(row.id)
   }
 }
 
-function loadDrain(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): DrainRow {
-  const row = findDrain(db, actor.tenantId, id.toLowerCase())
+async function loadDrain(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): Promise<DrainRow> {
+  const row = await findDrain(db, actor.tenantId, id.toLowerCase())
   if (!row || !mayAccessServer(actor, row.serverId)) throw DrainErrors.notFound()
   return row
 }
 
-export function getDrain({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
-  return view(deps, loadDrain(deps, actor, id))
+export async function getDrain({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  return await view(deps, await loadDrain(deps, actor, id))
 }
 
-export function listDrains({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof DrainListQuery> }) {
+export async function listDrains({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof DrainListQuery> }) {
   const filter = { serverId: input.server_id?.toLowerCase(), state: input.state as DrainState | undefined, live: input.live }
-  return paginate(deps.keys.cursor, {
+  const page = await paginate(deps.keys.cursor, {
     scope: `drains:${actor.tenantId}:${JSON.stringify(filter)}`,
     input,
     fetch: (before: { id: string } | undefined, take) =>
       listDrainRows(deps.db, actor.tenantId, { ...filter, serverIds: actor.serverAllowlist }, before?.id ?? null, take),
     position: (r) => ({ id: r.id }),
-    view: (r) => view(deps, r),
+    view: (r) => r,
   })
+  // Each drain's view reads its commands: one after the other, after the page.
+  const items = []
+  for (const r of page.items) items.push(await view(deps, r))
+  return { ...page, items }
 }
 
-function view(deps: Deps, r: DrainRow) {
+async function view(deps: Deps, r: DrainRow) {
   return {
     id: r.id,
     server_id: r.serverId,
@@ -193,7 +210,7 @@ function view(deps: Deps, r: DrainRow) {
     reason: r.reason,
     window: { starts_at: formatTimestamp(r.window.starts_at_us), hours: r.window.hours, category: r.window.category },
     links: r.links.map((l) => ({ ...l, marketplace: l.marketplace as MarketplaceId })),
-    commands: commandOutcomes(deps, r.tenantId, r.commandIds).map((c) => ({
+    commands: (await commandOutcomes(deps, r.tenantId, r.commandIds)).map((c) => ({
       command_id: c.id,
       type: c.type,
       delivery_status: c.deliveryStatus,
@@ -213,8 +230,8 @@ function view(deps: Deps, r: DrainRow) {
  * Why a server's offers stay off the market (registered as a listing hold by src/reactions.ts): a
  * drain not finished keeps them off until its work is done and it relists them itself.
  */
-export function drainHold(db: DbOrTx, tenantId: string, serverId: string): string | null {
-  const d = liveDrainOf(db, tenantId, serverId)
+export async function drainHold(db: DbOrTx, tenantId: string, serverId: string): Promise<string | null> {
+  const d = await liveDrainOf(db, tenantId, serverId)
   if (!d) return null
   return `the server is being drained for maintenance (drain ${d.id}, ${d.state.replaceAll('_', ' ')}); its offers go back on the market when the drain's work is done: wait for it, or cancel the drain (POST /api/v1/drains/${d.id}/cancel), which relists the offer it kept`
 }

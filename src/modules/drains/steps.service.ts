@@ -47,15 +47,15 @@ const EVENT_SAYS: Record<DrainState, string> = {
  * Moves the drain to `state` with `patch` when nobody moved it meanwhile, with its server event.
  * Answers the row as it now is (null: it was moved by someone else; the caller stops).
  */
-function move(deps: Deps, row: DrainRow, state: DrainState, patch: Partial<DrainRow> = {}, detail: string | null = null): DrainRow | null {
-  return withTransaction(deps.db, (tx) => {
+async function move(deps: Deps, row: DrainRow, state: DrainState, patch: Partial<DrainRow> = {}, detail: string | null = null): Promise<DrainRow | null> {
+  return await withTransaction(deps.db, async (tx) => {
     const now = deps.clock.nowUs()
     const finished = state === 'done' || state === 'cancelled' || state === 'failed'
-    const next = moveDrain(tx, row, { ...patch, state, updatedAt: now, ...(finished ? { liveServerId: null, finishedAt: now } : {}) })
+    const next = await moveDrain(tx, row, { ...patch, state, updatedAt: now, ...(finished ? { liveServerId: null, finishedAt: now } : {}) })
     if (!next) return null
-    const server = trustedServerById(tx, row.serverId)
+    const server = await trustedServerById(tx, row.serverId)
     if (server && (state !== row.state || detail))
-      recordServerEvent(tx, deps, server, {
+      await recordServerEvent(tx, deps, server, {
         kind: `drain.${state}`,
         severity: state === 'failed' ? 'warning' : 'info',
         message: detail ? `${EVENT_SAYS[state]}: ${detail}` : EVENT_SAYS[state],
@@ -66,8 +66,8 @@ function move(deps: Deps, row: DrainRow, state: DrainState, patch: Partial<Drain
 }
 
 /** Saves the links' flags as they are now (after each platform call), without a state change. */
-function saveLinks(deps: Deps, row: DrainRow, links: DrainLink[]): DrainRow {
-  return withTransaction(deps.db, (tx) => moveDrain(tx, row, { links, updatedAt: deps.clock.nowUs() })) ?? row
+async function saveLinks(deps: Deps, row: DrainRow, links: DrainLink[]): Promise<DrainRow> {
+  return (await withTransaction(deps.db, (tx) => moveDrain(tx, row, { links, updatedAt: deps.clock.nowUs() }))) ?? row
 }
 
 /**
@@ -88,7 +88,7 @@ export async function takeOffersOff(call: Call, start: DrainRow): Promise<DrainR
         await drainWithdraw(target)
         link.withdrawn = true
         if (!link.offer) link.note = 'listed without an offer kept by gpuhq: withdrawn, and not published again at the end (PUT …/offer publishes it)'
-        row = saveLinks(deps, row, links)
+        row = await saveLinks(deps, row, links)
       }
       if (link.window_supported && !link.window_announced) {
         doing = 'announce the maintenance window'
@@ -97,25 +97,25 @@ export async function takeOffersOff(call: Call, start: DrainRow): Promise<DrainR
           window: { startsAtUs: row.window.starts_at_us, hours: row.window.hours, category: row.window.category, reason: row.reason },
         })
         link.window_announced = true
-        row = saveLinks(deps, row, links)
+        row = await saveLinks(deps, row, links)
       } else if (!link.window_supported && !link.note) {
         link.note = `${link.marketplace} has no maintenance API: the withdrawn offer keeps new renters off; running renters are not told`
-        row = saveLinks(deps, row, links)
+        row = await saveLinks(deps, row, links)
       }
     } catch (e) {
       link.note = `${link.marketplace} refused to ${doing}: ${messageOf(e)}`
-      row = saveLinks(deps, row, links)
-      return undo(call, row, 'failed', `${link.note}`)
+      row = await saveLinks(deps, row, links)
+      return await undo(call, row, 'failed', `${link.note}`)
     }
   }
   // The work: what already waits for the rental's end, then the commands asked for.
-  const server = trustedServerById(deps.db, row.serverId)
-  const ids = commandsAfterRental(deps, row.tenantId, row.serverId)
+  const server = await trustedServerById(deps.db, row.serverId)
+  const ids = await commandsAfterRental(deps, row.tenantId, row.serverId)
   try {
     const now = deps.clock.nowUs()
     for (const w of row.work)
       ids.push(
-        issueSystemCommand(
+        await issueSystemCommand(
           deps,
           { id: row.serverId, tenantId: row.tenantId },
           { type: w.type, params: w.params, requires: 'after_rental', acceptBy: now + WORK_WAITS_US - 3600 * US, deadline: now + WORK_WAITS_US },
@@ -123,11 +123,11 @@ export async function takeOffersOff(call: Call, start: DrainRow): Promise<DrainR
         ),
       )
   } catch (e) {
-    row = withTransaction(deps.db, (tx) => moveDrain(tx, row, { commandIds: ids })) ?? row
-    return undo(call, row, 'failed', `the work could not be queued: ${messageOf(e)}`)
+    row = (await withTransaction(deps.db, (tx) => moveDrain(tx, row, { commandIds: ids }))) ?? row
+    return await undo(call, row, 'failed', `the work could not be queued: ${messageOf(e)}`)
   }
   const rented = server ? rentalRunning(server) : false
-  const next = move(deps, row, 'awaiting_rental_end', { commandIds: ids }, rented ? 'a rental runs; none is cut' : 'no rental runs')
+  const next = await move(deps, row, 'awaiting_rental_end', { commandIds: ids }, rented ? 'a rental runs; none is cut' : 'no rental runs')
   return next ?? row
 }
 
@@ -143,7 +143,7 @@ export async function undo(call: Call, start: DrainRow, outcome: 'cancel' | 'fai
   // Its own work (never a command it only waited for, such as an agent update offered): on a cancel,
   // and when queuing the work failed half-way.
   if (row.commandIds.length)
-    cancelCommandsNotStarted(
+    await cancelCommandsNotStarted(
       deps,
       row.tenantId,
       row.commandIds,
@@ -175,38 +175,38 @@ export async function undo(call: Call, start: DrainRow, outcome: 'cancel' | 'fai
         refused.push(`${link.marketplace} refused to publish the kept offer again (it stays withdrawn): ${messageOf(e)}`)
       }
     }
-    row = saveLinks(deps, row, links)
+    row = await saveLinks(deps, row, links)
   }
   const restored = links.some((l) => l.relisted) ? 'the listing is restored' : 'nothing was listed to restore'
-  if (outcome === 'cancel' && !refused.length) return move(deps, row, 'cancelled', {}, restored) ?? row
+  if (outcome === 'cancel' && !refused.length) return (await move(deps, row, 'cancelled', {}, restored)) ?? row
   const words = [failure, ...refused].filter(Boolean).join('; ')
   const said = outcome === 'cancel' ? `cancelled, but ${words}` : refused.length ? words : `${words}; undone: ${restored}`
-  return move(deps, row, 'failed', { failure: said.slice(0, 2048), failedStep: row.state }, said) ?? row
+  return (await move(deps, row, 'failed', { failure: said.slice(0, 2048), failedStep: row.state }, said)) ?? row
 }
 
 /** Moves a drain on as far as it can go now (see drains.service.ts). */
 export async function advanceDrain(deps: Deps, start: DrainRow): Promise<DrainRow> {
   let row = start
   if (row.state === 'awaiting_rental_end') {
-    const server = trustedServerById(deps.db, row.serverId)
+    const server = await trustedServerById(deps.db, row.serverId)
     if (server && rentalRunning(server)) return row
-    const next = move(deps, row, 'working', {}, row.commandIds.length ? `${row.commandIds.length} command(s)` : 'nothing queued')
+    const next = await move(deps, row, 'working', {}, row.commandIds.length ? `${row.commandIds.length} command(s)` : 'nothing queued')
     if (!next) return row
     row = next
   }
   if (row.state === 'working') {
-    const outcomes = commandOutcomes(deps, row.tenantId, row.commandIds)
+    const outcomes = await commandOutcomes(deps, row.tenantId, row.commandIds)
     if (outcomes.some((c) => !c.finished)) return row
     const bad = outcomes.find((c) => c.executionStatus !== 'succeeded')
     if (bad) {
       const failure = `command ${bad.id} (${bad.type}) ended ${bad.executionStatus}${bad.error ? `: ${bad.error}` : ''}. The offers stay withdrawn so that nobody rents the server as it is; publish them again with PUT /marketplaces/links/{server_id}/{marketplace}/offer (links[].offer holds each kept offer) once it is fixed`
-      return move(deps, row, 'failed', { failure, failedStep: 'working' }, `command ${bad.type} ended ${bad.executionStatus}`) ?? row
+      return (await move(deps, row, 'failed', { failure, failedStep: 'working' }, `command ${bad.type} ended ${bad.executionStatus}`)) ?? row
     }
-    const next = move(deps, row, 'relisting')
+    const next = await move(deps, row, 'relisting')
     if (!next) return row
     row = next
   }
-  if (row.state === 'relisting') return relist(systemCall(deps, row.tenantId), row)
+  if (row.state === 'relisting') return await relist(systemCall(deps, row.tenantId), row)
   return row
 }
 
@@ -222,24 +222,24 @@ async function relist(call: Call, start: DrainRow): Promise<DrainRow> {
         const note = await drainRelist({ ...target, offer: link.offer, reason: SYSTEM_REASON })
         link.relisted = true
         if (note) link.note = note
-        row = saveLinks(deps, row, links)
+        row = await saveLinks(deps, row, links)
       }
       if (link.window_announced) {
         await drainCancelWindow(target)
         link.window_announced = false
-        row = saveLinks(deps, row, links)
+        row = await saveLinks(deps, row, links)
       }
     } catch (e) {
       const did = link.relisted || !link.offer ? 'cancel the maintenance window' : 'publish the kept offer again'
       link.note = `${link.marketplace} refused to ${did}: ${messageOf(e)}`
-      row = saveLinks(deps, row, links)
+      row = await saveLinks(deps, row, links)
       const still = links.filter((l) => l.withdrawn && l.offer && !l.relisted).map((l) => l.marketplace)
       const failure = `${link.note}. ${still.length ? `Still withdrawn: ${still.join(', ')} (links[].offer holds each kept offer)` : 'Every kept offer is back'}`
-      return move(deps, row, 'failed', { failure, failedStep: 'relisting' }, link.note) ?? row
+      return (await move(deps, row, 'failed', { failure, failedStep: 'relisting' }, link.note)) ?? row
     }
   }
   const back = links.filter((l) => l.relisted).map((l) => l.marketplace)
-  return move(deps, row, 'done', {}, back.length ? `relisted on ${back.join(', ')}` : 'nothing to relist') ?? row
+  return (await move(deps, row, 'done', {}, back.length ? `relisted on ${back.join(', ')}` : 'nothing to relist')) ?? row
 }
 
 /**
@@ -249,11 +249,12 @@ async function relist(call: Call, start: DrainRow): Promise<DrainRow> {
 export async function advanceDrains(deps: Deps, tenants: TenantWalk): Promise<string> {
   const counts = { moved: 0, waiting: 0 }
   const now = deps.clock.nowUs()
-  for (const row of liveDrains(deps.db)) {
+  for (const row of await liveDrains(deps.db)) {
     if (BUSY.has(row.id)) continue
     await tenants.run(
       row.tenantId,
       async () => {
+        // Still the synchronous step of the BUSY.has check above (tenants.run calls the part at once).
         BUSY.add(row.id)
         try {
           let after: DrainRow
@@ -275,19 +276,20 @@ export async function advanceDrains(deps: Deps, tenants: TenantWalk): Promise<st
 }
 
 /** A rental ended on the server (`server.rental_ended`), or a command of its work ended: its drain moves on without waiting for the job. */
-export function advanceServerDrains(deps: Deps, serverId: string): void {
+export async function advanceServerDrains(deps: Deps, serverId: string): Promise<void> {
   let row: DrainRow | undefined
   try {
-    row = liveDrainOfServer(deps.db, serverId)
+    row = await liveDrainOfServer(deps.db, serverId)
   } catch (error) {
     // A database closing under a late timer, or busy: the drains.advance job moves it on.
     deps.log.warn('finding the drain of a server failed', { server_id: serverId, error })
     return
   }
+  // The check and the claim with no await between them; the advance (platform calls) runs on its own, unawaited.
   if (!row || BUSY.has(row.id) || row.state === 'draining') return
   BUSY.add(row.id)
   const id = row.id
-  advanceDrain(deps, row)
+  void advanceDrain(deps, row)
     .catch((error) => deps.log.warn('advancing a drain after its rental or its work ended failed', { drain_id: id, error }))
     .finally(() => BUSY.delete(id))
 }

@@ -6,30 +6,29 @@ import type { MarketplaceId } from '../marketplaces'
 export type EarningsDayRow = typeof earningsDays.$inferSelect
 type Key = { tenantId: string; serverId: string; marketplace: MarketplaceId }
 
-export function watermarkOf(db: DbOrTx, k: Key): number | null {
-  return (
-    db
-      .select({ at: earningsWatermarks.accruedUntil })
-      .from(earningsWatermarks)
-      .where(and(eq(earningsWatermarks.tenantId, k.tenantId), eq(earningsWatermarks.serverId, k.serverId), eq(earningsWatermarks.marketplace, k.marketplace)))
-      .get()?.at ?? null
-  )
+export async function watermarkOf(db: DbOrTx, k: Key): Promise<number | null> {
+  const r = await db
+    .select({ at: earningsWatermarks.accruedUntil })
+    .from(earningsWatermarks)
+    .where(and(eq(earningsWatermarks.tenantId, k.tenantId), eq(earningsWatermarks.serverId, k.serverId), eq(earningsWatermarks.marketplace, k.marketplace)))
+    .get()
+  return r?.at ?? null
 }
 
 /**
  * Moves the watermark from `from` (null: none yet) to `to`; false when another sample moved it
  * first, in which case the caller accrues nothing (the exactly-once step).
  */
-export function moveWatermark(tx: DbOrTx, k: Key, from: number | null, to: number): boolean {
+export async function moveWatermark(tx: DbOrTx, k: Key, from: number | null, to: number): Promise<boolean> {
   if (from === null) {
-    const r = tx
+    const r = await tx
       .insert(earningsWatermarks)
       .values({ ...k, accruedUntil: to })
       .onConflictDoNothing()
       .run()
     return changesOf(r) === 1
   }
-  const r = tx
+  const r = await tx
     .update(earningsWatermarks)
     .set({ accruedUntil: to })
     .where(
@@ -44,8 +43,8 @@ export function moveWatermark(tx: DbOrTx, k: Key, from: number | null, to: numbe
   return changesOf(r) === 1
 }
 
-export function findDay(db: DbOrTx, k: Key, day: string): EarningsDayRow | undefined {
-  return db
+export async function findDay(db: DbOrTx, k: Key, day: string): Promise<EarningsDayRow | undefined> {
+  return await db
     .select()
     .from(earningsDays)
     .where(
@@ -54,17 +53,18 @@ export function findDay(db: DbOrTx, k: Key, day: string): EarningsDayRow | undef
     .get()
 }
 
-export function saveDay(tx: DbOrTx, row: EarningsDayRow): void {
+export async function saveDay(tx: DbOrTx, row: EarningsDayRow): Promise<void> {
   const { tenantId: _t, serverId: _s, marketplace: _m, day: _d, ...set } = row
-  tx.insert(earningsDays)
+  await tx
+    .insert(earningsDays)
     .values(row)
     .onConflictDoUpdate({ target: [earningsDays.tenantId, earningsDays.serverId, earningsDays.marketplace, earningsDays.day], set })
     .run()
 }
 
 /** The tenant's rows from `fromDay` on, newest day first, at most `limit`. */
-export function daysOf(db: DbOrTx, tenantId: string, fromDay: string, limit: number): EarningsDayRow[] {
-  return db
+export async function daysOf(db: DbOrTx, tenantId: string, fromDay: string, limit: number): Promise<EarningsDayRow[]> {
+  return await db
     .select()
     .from(earningsDays)
     .where(and(eq(earningsDays.tenantId, tenantId), gte(earningsDays.day, fromDay)))
@@ -74,42 +74,46 @@ export function daysOf(db: DbOrTx, tenantId: string, fromDay: string, limit: num
 }
 
 /** The earliest day on record, and the earliest with accrued time. */
-export function firstDays(db: DbOrTx, tenantId: string): { collected: string | null; accrued: string | null } {
+export async function firstDays(db: DbOrTx, tenantId: string): Promise<{ collected: string | null; accrued: string | null }> {
   const collected =
-    db
-      .select({ d: min(earningsDays.day) })
-      .from(earningsDays)
-      .where(eq(earningsDays.tenantId, tenantId))
-      .get()?.d ?? null
+    (
+      await db
+        .select({ d: min(earningsDays.day) })
+        .from(earningsDays)
+        .where(eq(earningsDays.tenantId, tenantId))
+        .get()
+    )?.d ?? null
   const accrued =
-    db
-      .select({ d: min(earningsDays.day) })
-      .from(earningsDays)
-      .where(and(eq(earningsDays.tenantId, tenantId), gt(earningsDays.accruedUs, 0)))
-      .get()?.d ?? null
+    (
+      await db
+        .select({ d: min(earningsDays.day) })
+        .from(earningsDays)
+        .where(and(eq(earningsDays.tenantId, tenantId), gt(earningsDays.accruedUs, 0)))
+        .get()
+    )?.d ?? null
   return { collected, accrued }
 }
 
-export function reportReadAt(db: DbOrTx, tenantId: string, marketplace: Key['marketplace']): number | null {
-  return (
-    db
-      .select({ at: earningsReports.readAt })
-      .from(earningsReports)
-      .where(and(eq(earningsReports.tenantId, tenantId), eq(earningsReports.marketplace, marketplace)))
-      .get()?.at ?? null
-  )
+export async function reportReadAt(db: DbOrTx, tenantId: string, marketplace: Key['marketplace']): Promise<number | null> {
+  const r = await db
+    .select({ at: earningsReports.readAt })
+    .from(earningsReports)
+    .where(and(eq(earningsReports.tenantId, tenantId), eq(earningsReports.marketplace, marketplace)))
+    .get()
+  return r?.at ?? null
 }
 
-export function markReportRead(tx: DbOrTx, tenantId: string, marketplace: Key['marketplace'], at: number): void {
-  tx.insert(earningsReports)
+export async function markReportRead(tx: DbOrTx, tenantId: string, marketplace: Key['marketplace'], at: number): Promise<void> {
+  await tx
+    .insert(earningsReports)
     .values({ tenantId, marketplace, readAt: at })
     .onConflictDoUpdate({ target: [earningsReports.tenantId, earningsReports.marketplace], set: { readAt: at } })
     .run()
 }
 
 /** The tenant's rows for days in [fromDay, toDay] (both inclusive). */
-export function daysBetween(db: DbOrTx, tenantId: string, fromDay: string, toDay: string): EarningsDayRow[] {
-  return db
+export async function daysBetween(db: DbOrTx, tenantId: string, fromDay: string, toDay: string): Promise<EarningsDayRow[]> {
+  return await db
     .select()
     .from(earningsDays)
     .where(and(eq(earningsDays.tenantId, tenantId), gte(earningsDays.day, fromDay), lte(earningsDays.day, toDay)))

@@ -49,20 +49,19 @@ function currenciesOf(rows: EarningsDayRow[]) {
   }
 }
 
-export function listEarnings({ deps, actor, days, cutsOf }: { deps: Deps; actor: Actor; days: number; cutsOf: PlatformCutsOf }) {
+export async function listEarnings({ deps, actor, days, cutsOf }: { deps: Deps; actor: Actor; days: number; cutsOf: PlatformCutsOf }) {
   const now = deps.clock.nowUs()
   const fromDay = utcDay(now - (days - 1) * DAY_US)
-  const rows = daysOf(deps.db, actor.tenantId, fromDay, MAX_ROWS * 2)
-    .filter((r) => mayAccessServer(actor, r.serverId))
-    .slice(0, MAX_ROWS)
-  const first = firstDays(deps.db, actor.tenantId)
-  const cutOf = cutsOf(actor.tenantId)
+  const rows = (await daysOf(deps.db, actor.tenantId, fromDay, MAX_ROWS * 2)).filter((r) => mayAccessServer(actor, r.serverId)).slice(0, MAX_ROWS)
+  const first = await firstDays(deps.db, actor.tenantId)
+  const cutOf = await cutsOf(actor.tenantId)
+  const rates = await currentRates(deps.db, actor.tenantId)
   return {
     days,
     items: rows.map((r) => rowView(r, cutOf)),
     collected_since: first.collected,
     accrued_since: first.accrued,
-    current_rates: currentRates(deps.db, actor.tenantId).map((r) => ({
+    current_rates: rates.map((r) => ({
       marketplace: r.marketplace,
       currency: r.currency,
       usd_per_coin: r.usdPerCoin,
@@ -91,8 +90,8 @@ export type AccruedDay = {
 }
 
 /** The tenant's earnings rows for days in [fromDay, toDay]. */
-export function accruedDays(deps: Deps, tenantId: string, fromDay: string, toDay: string): AccruedDay[] {
-  return daysBetween(deps.db, tenantId, fromDay, toDay).map((r) => ({
+export async function accruedDays(deps: Deps, tenantId: string, fromDay: string, toDay: string): Promise<AccruedDay[]> {
+  return (await daysBetween(deps.db, tenantId, fromDay, toDay)).map((r) => ({
     serverId: r.serverId,
     marketplace: r.marketplace,
     day: r.day,
@@ -109,9 +108,9 @@ export function accruedDays(deps: Deps, tenantId: string, fromDay: string, toDay
  * before the platform's cut): the figure of its fleet row's `revenue_today_usd`, read in the
  * caller's transaction.
  */
-export function accruedByServerOn(db: DbOrTx, tenantId: string, day: string): Map<string, number> {
+export async function accruedByServerOn(db: DbOrTx, tenantId: string, day: string): Promise<Map<string, number>> {
   const out = new Map<string, number>()
-  for (const r of daysBetween(db, tenantId, day, day)) out.set(r.serverId, (out.get(r.serverId) ?? 0) + r.accruedUsdMicros)
+  for (const r of await daysBetween(db, tenantId, day, day)) out.set(r.serverId, (out.get(r.serverId) ?? 0) + r.accruedUsdMicros)
   return out
 }
 
@@ -125,9 +124,9 @@ export type CutDay = AccruedDay & {
 }
 
 /** The tenant's earnings rows for days in [fromDay, toDay] with the platform's cut applied by the cost basis's rule (`cutsOf`, costs' platformCuts). */
-export function cutDays(deps: Deps, tenantId: string, fromDay: string, toDay: string, cutsOf: PlatformCutsOf): CutDay[] {
-  const cutOf = cutsOf(tenantId)
-  return daysBetween(deps.db, tenantId, fromDay, toDay).map((r) => {
+export async function cutDays(deps: Deps, tenantId: string, fromDay: string, toDay: string, cutsOf: PlatformCutsOf): Promise<CutDay[]> {
+  const cutOf = await cutsOf(tenantId)
+  return (await daysBetween(deps.db, tenantId, fromDay, toDay)).map((r) => {
     const cut = rowCut(r, cutOf)
     return {
       serverId: r.serverId,

@@ -13,8 +13,8 @@ import { formatDecimal } from '../../platform/numbers'
 export type CutSource = 'entered' | 'published_default' | 'unknown'
 /** The cost basis's rule for a marketplace's deal currency, handed in by the composition root (costs' `platformCuts`). */
 export type CutOf = (marketplace: MarketplaceId, currency: string) => { percent: string | null; source: CutSource }
-/** The reader of a tenant's cuts. */
-export type PlatformCutsOf = (tenantId: string) => CutOf
+/** The reader of a tenant's cuts (it reads the tenant's cost basis once; the rule it answers is pure). */
+export type PlatformCutsOf = (tenantId: string) => Promise<CutOf>
 
 /** `micros` × percent / 100, rounded half up, exactly (the percent is a decimal string). */
 function percentOf(micros: number, percent: string): number {

@@ -36,9 +36,9 @@ export async function sampleEarnings(deps: Deps, tenants: TenantWalk = new Tenan
   const now = deps.clock.nowUs()
   let sampled = 0
   let skipped = 0
-  const sources = accrualSources(deps.db)
+  const sources = await accrualSources(deps.db)
   for (const source of sources) {
-    const done = tenants.runSync(
+    const done = await tenants.run(
       source.tenantId,
       () => withTransaction(deps.db, (tx) => sampleOne(tx, deps, source, now)),
       `link ${source.serverId} ${source.marketplace}`,
@@ -50,18 +50,18 @@ export async function sampleEarnings(deps: Deps, tenants: TenantWalk = new Tenan
   return `${sampled} links sampled, ${skipped} already sampled; ${reports}`
 }
 
-function sampleOne(tx: DbOrTx, deps: Deps, source: AccrualSource, now: number): boolean {
+async function sampleOne(tx: DbOrTx, deps: Deps, source: AccrualSource, now: number): Promise<boolean> {
   const key = { tenantId: source.tenantId, serverId: source.serverId, marketplace: source.marketplace }
-  const mark = watermarkOf(tx, key)
+  const mark = await watermarkOf(tx, key)
   const fromUs = Math.max(mark ?? now - SAMPLE_PERIOD_US, source.linkedAt)
-  if (!moveWatermark(tx, key, mark, now)) return false
+  if (!(await moveWatermark(tx, key, mark, now))) return false
   const deals = parsedDeals(source.deals)
   const rates = parsedRates(source.rates)
   const knownUntilUs = source.seenAt === null ? fromUs : source.seenAt + SIGHTING_CAP_US
   const deltas = sampleStep({ fromUs, nowUs: now, knownUntilUs, deals, rates })
-  for (const delta of deltas) addToDay(tx, deps, key, delta, now)
+  for (const delta of deltas) await addToDay(tx, deps, key, delta, now)
   // The server's fleet row shows what it accrued today: a sample that earned money moves it.
-  if (deltas.some((d) => d.usdMicros !== 0)) markFleetDirty(tx, source.tenantId)
+  if (deltas.some((d) => d.usdMicros !== 0)) await markFleetDirty(tx, source.tenantId)
   return true
 }
 
@@ -85,7 +85,7 @@ function parsedRates(rates: AccrualSource['rates']): Map<string, Decimal> {
  * there, neither missing nor counting twice the time since the link was made; otherwise the
  * watermark is left alone. Answers the number of samples written.
  */
-export function accruePast(
+export async function accruePast(
   deps: Deps,
   input: {
     tenantId: string
@@ -96,38 +96,45 @@ export function accruePast(
     rates: AccrualSource['rates']
     through?: boolean
   },
-): number {
+): Promise<number> {
   const key = { tenantId: input.tenantId, serverId: input.serverId, marketplace: input.marketplace }
   const rates = parsedRates(input.rates)
-  let samples = 0
-  withTransaction(deps.db, (tx) => {
+  return await withTransaction(deps.db, async (tx) => {
+    // Counted inside the callback: on PostgreSQL a transaction that lost a conflict runs it again.
+    let samples = 0
     for (const spell of input.spells) {
       const deals = parsedDeals(spell.deals)
       for (let fromUs = spell.fromUs; fromUs < spell.toUs; fromUs += SAMPLE_PERIOD_US) {
         const nowUs = Math.min(fromUs + SAMPLE_PERIOD_US, spell.toUs)
-        for (const delta of sampleStep({ fromUs, nowUs, knownUntilUs: nowUs, deals, rates })) addToDay(tx, deps, key, delta, nowUs)
+        for (const delta of sampleStep({ fromUs, nowUs, knownUntilUs: nowUs, deals, rates })) await addToDay(tx, deps, key, delta, nowUs)
         samples++
       }
     }
     const end = input.spells.at(-1)?.toUs
-    if (input.through && end !== undefined && watermarkOf(tx, key) === null) moveWatermark(tx, key, null, end)
-    markFleetDirty(tx, input.tenantId)
+    if (input.through && end !== undefined && (await watermarkOf(tx, key)) === null) await moveWatermark(tx, key, null, end)
+    await markFleetDirty(tx, input.tenantId)
+    return samples
   })
-  return samples
 }
 
 function emptyDay(key: Pick<EarningsDayRow, 'tenantId' | 'serverId' | 'marketplace'>, day: string, now: number): EarningsDayRow {
   return { ...key, day, accruedUsdMicros: 0, accruedUs: 0, gapUs: 0, samples: 0, platformUsdMicros: null, byCurrency: {}, updatedAt: now }
 }
 
-function addToDay(tx: DbOrTx, _deps: Deps, key: Pick<EarningsDayRow, 'tenantId' | 'serverId' | 'marketplace'>, delta: DayDelta, now: number): void {
-  const row = findDay(tx, key, delta.day) ?? emptyDay(key, delta.day, now)
+async function addToDay(
+  tx: DbOrTx,
+  _deps: Deps,
+  key: Pick<EarningsDayRow, 'tenantId' | 'serverId' | 'marketplace'>,
+  delta: DayDelta,
+  now: number,
+): Promise<void> {
+  const row = (await findDay(tx, key, delta.day)) ?? emptyDay(key, delta.day, now)
   const byCurrency = { ...row.byCurrency }
   for (const c of delta.byCurrency) {
     const before = byCurrency[c.currency] ?? { amount12: '0', usdMicros: 0 }
     byCurrency[c.currency] = { amount12: (BigInt(before.amount12) + c.amount12).toString(), usdMicros: before.usdMicros + c.usdMicros }
   }
-  saveDay(tx, {
+  await saveDay(tx, {
     ...row,
     accruedUsdMicros: row.accruedUsdMicros + delta.usdMicros,
     accruedUs: row.accruedUs + delta.accruedUs,
@@ -157,7 +164,7 @@ async function readReports(deps: Deps, now: number, sources: AccrualSource[], wa
 
 /** One tenant's report read (at most hourly); true when it read one. */
 async function readReport(deps: Deps, now: number, tenantId: string): Promise<boolean> {
-  const last = reportReadAt(deps.db, tenantId, 'marketplace_a')
+  const last = await reportReadAt(deps.db, tenantId, 'marketplace_a')
   if (last !== null && now - last < REPORT_EVERY_US) return false
   const today = Math.floor(now / DAY_US)
   const back = last === null ? FIRST_REPORT_DAYS - 1 : 1
@@ -167,15 +174,15 @@ async function readReport(deps: Deps, now: number, tenantId: string): Promise<bo
     'marketplace_a',
     Array.from({ length: back + 1 }, (_, i) => today - back + i),
   )
-  withTransaction(deps.db, (tx) => {
-    markReportRead(tx, tenantId, 'marketplace_a', now)
+  await withTransaction(deps.db, async (tx) => {
+    await markReportRead(tx, tenantId, 'marketplace_a', now)
     for (const [dayNumber, byServer] of days ?? []) {
       const day = utcDay(dayNumber * DAY_US)
       for (const [serverId, usd] of byServer) {
         const key = { tenantId, serverId, marketplace: 'marketplace_a' as const }
-        const existing = findDay(tx, key, day)
+        const existing = await findDay(tx, key, day)
         const row = existing ?? { ...emptyDay(key, day, now), samples: 1 }
-        saveDay(tx, { ...row, platformUsdMicros: parseMoney(usd), updatedAt: now })
+        await saveDay(tx, { ...row, platformUsdMicros: parseMoney(usd), updatedAt: now })
       }
     }
   })

@@ -20,8 +20,8 @@ export function groupsRoutes(deps: Deps) {
     })
     .post(
       '/groups',
-      ({ verb, body, set }) => {
-        const g = createGroup({ ...verb, input: body })
+      async ({ verb, body, set }) => {
+        const g = await createGroup({ ...verb, input: body })
         set.status = 201
         set.headers.etag = etagOf(g.version)
         set.headers.location = `${API_PREFIX}/groups/${g.id}`
@@ -38,8 +38,8 @@ export function groupsRoutes(deps: Deps) {
     )
     .get(
       '/groups/:id',
-      ({ verb, params, set }) => {
-        const g = getGroup({ ...verb, id: params.id })
+      async ({ verb, params, set }) => {
+        const g = await getGroup({ ...verb, id: params.id })
         set.headers.etag = etagOf(g.version)
         return g
       },
@@ -51,8 +51,8 @@ export function groupsRoutes(deps: Deps) {
     )
     .patch(
       '/groups/:id',
-      ({ verb, request, params, body, set }) => {
-        const g = updateGroup({
+      async ({ verb, request, params, body, set }) => {
+        const g = await updateGroup({
           ...verb,
           id: params.id,
           ifMatch: request.headers.get('if-match'),
@@ -73,8 +73,8 @@ export function groupsRoutes(deps: Deps) {
     )
     .delete(
       '/groups/:id',
-      ({ verb, params, set }) => {
-        deleteGroup({ ...verb, id: params.id })
+      async ({ verb, params, set }) => {
+        await deleteGroup({ ...verb, id: params.id })
         set.status = 204
         return null
       },

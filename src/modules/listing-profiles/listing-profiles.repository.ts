@@ -8,16 +8,16 @@ export type ProfileRow = typeof listingProfiles.$inferSelect
 /** The most profiles a tenant keeps: one per group and marketplace is the natural bound. */
 export const MAX_PROFILES = 200
 
-export function findProfile(db: DbOrTx, tenantId: string, id: string): ProfileRow | undefined {
-  return db
+export async function findProfile(db: DbOrTx, tenantId: string, id: string): Promise<ProfileRow | undefined> {
+  return await db
     .select()
     .from(listingProfiles)
     .where(and(eq(listingProfiles.tenantId, tenantId), eq(listingProfiles.id, id)))
     .get()
 }
 
-export function profilesOf(db: DbOrTx, tenantId: string): ProfileRow[] {
-  return db
+export async function profilesOf(db: DbOrTx, tenantId: string): Promise<ProfileRow[]> {
+  return await db
     .select()
     .from(listingProfiles)
     .where(eq(listingProfiles.tenantId, tenantId))
@@ -26,28 +26,34 @@ export function profilesOf(db: DbOrTx, tenantId: string): ProfileRow[] {
     .all()
 }
 
-export function profileOfGroup(db: DbOrTx, tenantId: string, groupId: string, marketplace: ProfileRow['marketplace']): ProfileRow | undefined {
-  return db
+export async function profileOfGroup(db: DbOrTx, tenantId: string, groupId: string, marketplace: ProfileRow['marketplace']): Promise<ProfileRow | undefined> {
+  return await db
     .select()
     .from(listingProfiles)
     .where(and(eq(listingProfiles.tenantId, tenantId), eq(listingProfiles.groupId, groupId), eq(listingProfiles.marketplace, marketplace)))
     .get()
 }
 
-export function insertProfile(tx: DbOrTx, row: ProfileRow): void {
-  tx.insert(listingProfiles).values(row).run()
+export async function insertProfile(tx: DbOrTx, row: ProfileRow): Promise<void> {
+  await tx.insert(listingProfiles).values(row).run()
 }
 
-export function updateProfile(tx: DbOrTx, tenantId: string, id: string, patch: Partial<Omit<ProfileRow, 'id' | 'tenantId' | 'createdAt'>>): void {
-  tx.update(listingProfiles)
+export async function updateProfile(
+  tx: DbOrTx,
+  tenantId: string,
+  id: string,
+  patch: Partial<Omit<ProfileRow, 'id' | 'tenantId' | 'createdAt'>>,
+): Promise<void> {
+  await tx
+    .update(listingProfiles)
     .set(patch)
     .where(and(eq(listingProfiles.tenantId, tenantId), eq(listingProfiles.id, id)))
     .run()
 }
 
-export function deleteProfileRow(tx: DbOrTx, tenantId: string, id: string): number {
+export async function deleteProfileRow(tx: DbOrTx, tenantId: string, id: string): Promise<number> {
   return changesOf(
-    tx
+    await tx
       .delete(listingProfiles)
       .where(and(eq(listingProfiles.tenantId, tenantId), eq(listingProfiles.id, id)))
       .run(),
@@ -57,12 +63,17 @@ export function deleteProfileRow(tx: DbOrTx, tenantId: string, id: string): numb
 export type MemberRow = typeof listingProfileMembers.$inferSelect
 
 /** Profiles the owner has applied at least once, of every tenant (the listing-profiles.apply job walks them). */
-export function appliedProfiles(db: DbOrTx): ProfileRow[] {
-  return db.select().from(listingProfiles).where(isNotNull(listingProfiles.appliedAt)).orderBy(asc(listingProfiles.tenantId), asc(listingProfiles.id)).all()
+export async function appliedProfiles(db: DbOrTx): Promise<ProfileRow[]> {
+  return await db
+    .select()
+    .from(listingProfiles)
+    .where(isNotNull(listingProfiles.appliedAt))
+    .orderBy(asc(listingProfiles.tenantId), asc(listingProfiles.id))
+    .all()
 }
 
-export function membersOf(db: DbOrTx, tenantId: string, profileId: string): MemberRow[] {
-  return db
+export async function membersOf(db: DbOrTx, tenantId: string, profileId: string): Promise<MemberRow[]> {
+  return await db
     .select()
     .from(listingProfileMembers)
     .where(and(eq(listingProfileMembers.tenantId, tenantId), eq(listingProfileMembers.profileId, profileId)))
@@ -70,8 +81,9 @@ export function membersOf(db: DbOrTx, tenantId: string, profileId: string): Memb
 }
 
 /** Records what applying the profile did to one member (the last time wins). */
-export function upsertMember(tx: DbOrTx, row: MemberRow): void {
-  tx.insert(listingProfileMembers)
+export async function upsertMember(tx: DbOrTx, row: MemberRow): Promise<void> {
+  await tx
+    .insert(listingProfileMembers)
     .values(row)
     .onConflictDoUpdate({
       target: [listingProfileMembers.profileId, listingProfileMembers.serverId],

@@ -20,8 +20,8 @@ export function listingProfilesRoutes(deps: Deps) {
     })
     .post(
       '/listing-profiles',
-      ({ verb, body, set }) => {
-        const p = createProfile({ ...verb, input: body })
+      async ({ verb, body, set }) => {
+        const p = await createProfile({ ...verb, input: body })
         set.status = 201
         set.headers.etag = etagOf(p.version)
         set.headers.location = `${API_PREFIX}/listing-profiles/${p.id}`
@@ -41,8 +41,8 @@ export function listingProfilesRoutes(deps: Deps) {
     )
     .get(
       '/listing-profiles/:id',
-      ({ verb, params, set }) => {
-        const p = getProfile({ ...verb, id: params.id })
+      async ({ verb, params, set }) => {
+        const p = await getProfile({ ...verb, id: params.id })
         set.headers.etag = etagOf(p.version)
         return p
       },
@@ -54,8 +54,8 @@ export function listingProfilesRoutes(deps: Deps) {
     )
     .patch(
       '/listing-profiles/:id',
-      ({ verb, request, params, body, set }) => {
-        const p = updateListingProfile({ ...verb, id: params.id, ifMatch: request.headers.get('if-match'), input: body })
+      async ({ verb, request, params, body, set }) => {
+        const p = await updateListingProfile({ ...verb, id: params.id, ifMatch: request.headers.get('if-match'), input: body })
         set.headers.etag = etagOf(p.version)
         return p
       },
@@ -73,8 +73,8 @@ export function listingProfilesRoutes(deps: Deps) {
     )
     .delete(
       '/listing-profiles/:id',
-      ({ verb, params, set }) => {
-        deleteProfile({ ...verb, id: params.id })
+      async ({ verb, params, set }) => {
+        await deleteProfile({ ...verb, id: params.id })
         set.status = 204
         return null
       },

@@ -41,9 +41,9 @@ type Ctx = { deps: Deps; actor: Actor; audit: AuditContext }
 type Settings = Static<typeof ProfilePatch>
 type Result = Static<typeof ApplyResult>
 
-function profileView(deps: Deps, p: ProfileRow) {
-  const had = new Map(membersOf(deps.db, p.tenantId, p.id).map((m) => [m.serverId, m]))
-  const members = membersOfGroup(deps, p.tenantId, p.groupId).map((s) => {
+async function profileView(deps: Deps, p: ProfileRow) {
+  const had = new Map((await membersOf(deps.db, p.tenantId, p.id)).map((m) => [m.serverId, m]))
+  const members = (await membersOfGroup(deps, p.tenantId, p.groupId)).map((s) => {
     const m = had.get(s.id)
     return {
       server_id: s.id,
@@ -135,27 +135,29 @@ function stored(s: Settings): Partial<Pick<ProfileRow, 'offer' | 'endDateDays' |
   return out
 }
 
-function load(deps: Deps, actor: Actor, id: string): ProfileRow {
-  const p = findProfile(deps.db, actor.tenantId, id.toLowerCase())
+async function load(deps: Deps, actor: Actor, id: string): Promise<ProfileRow> {
+  const p = await findProfile(deps.db, actor.tenantId, id.toLowerCase())
   if (!p) throw ListingProfileErrors.notFound()
   return p
 }
 
-export function listProfiles({ deps, actor }: Ctx) {
-  return { items: profilesOf(deps.db, actor.tenantId).map((p) => profileView(deps, p)) }
+export async function listProfiles({ deps, actor }: Ctx) {
+  const items = []
+  for (const p of await profilesOf(deps.db, actor.tenantId)) items.push(await profileView(deps, p))
+  return { items }
 }
 
-export function getProfile({ deps, actor, id }: Ctx & { id: string }) {
-  return profileView(deps, load(deps, actor, id))
+export async function getProfile({ deps, actor, id }: Ctx & { id: string }) {
+  return await profileView(deps, await load(deps, actor, id))
 }
 
-export function createProfile({ deps, actor, audit, input }: Ctx & { input: Static<typeof ProfileCreate> }) {
-  const group = findGroup(deps.db, actor.tenantId, input.group_id.toLowerCase())
+export async function createProfile({ deps, actor, audit, input }: Ctx & { input: Static<typeof ProfileCreate> }) {
+  const group = await findGroup(deps.db, actor.tenantId, input.group_id.toLowerCase())
   if (!group) throw ListingProfileErrors.groupNotFound(undefined, { fields: [{ path: '/group_id', code: 'not_found' }] })
   checkSettings(deps, input.marketplace, input)
-  const created = withTransaction(deps.db, (tx) => {
-    if (profileOfGroup(tx, actor.tenantId, group.id, input.marketplace)) throw ListingProfileErrors.taken()
-    if (profilesOf(tx, actor.tenantId).length >= MAX_PROFILES) throw ListingProfileErrors.taken(`at most ${MAX_PROFILES} listing profiles`)
+  const created = await withTransaction(deps.db, async (tx) => {
+    if (await profileOfGroup(tx, actor.tenantId, group.id, input.marketplace)) throw ListingProfileErrors.taken()
+    if ((await profilesOf(tx, actor.tenantId)).length >= MAX_PROFILES) throw ListingProfileErrors.taken(`at most ${MAX_PROFILES} listing profiles`)
     const now = deps.clock.nowUs()
     const row: ProfileRow = {
       id: deps.newId(),
@@ -173,35 +175,35 @@ export function createProfile({ deps, actor, audit, input }: Ctx & { input: Stat
       updatedAt: now,
       appliedAt: null,
     }
-    insertProfile(tx, row)
-    recordAudit(tx, deps, audit, { operation: 'listing_profiles.create', targetKind: 'listing_profile', targetId: row.id })
+    await insertProfile(tx, row)
+    await recordAudit(tx, deps, audit, { operation: 'listing_profiles.create', targetKind: 'listing_profile', targetId: row.id })
     return row
   })
-  return profileView(deps, created)
+  return await profileView(deps, created)
 }
 
-export function updateListingProfile({ deps, actor, audit, id, ifMatch, input }: Ctx & { id: string; ifMatch: string | null; input: Settings }) {
-  const p = load(deps, actor, id)
+export async function updateListingProfile({ deps, actor, audit, id, ifMatch, input }: Ctx & { id: string; ifMatch: string | null; input: Settings }) {
+  const p = await load(deps, actor, id)
   assertIfMatch(ifMatch, etagOf(p.version))
   checkSettings(deps, p.marketplace, input)
-  const updated = withTransaction(deps.db, (tx) => {
+  const updated = await withTransaction(deps.db, async (tx) => {
     // Checked again inside the transaction: another change may have landed meanwhile.
-    const current = findProfile(tx, actor.tenantId, p.id)
+    const current = await findProfile(tx, actor.tenantId, p.id)
     if (!current) throw ListingProfileErrors.notFound()
     assertIfMatch(ifMatch, etagOf(current.version))
     const patch = { ...stored(input), ...(input.name !== undefined ? { name: input.name } : {}), version: current.version + 1, updatedAt: deps.clock.nowUs() }
-    updateProfile(tx, actor.tenantId, p.id, patch)
-    recordAudit(tx, deps, audit, { operation: 'listing_profiles.update', targetKind: 'listing_profile', targetId: p.id })
+    await updateProfile(tx, actor.tenantId, p.id, patch)
+    await recordAudit(tx, deps, audit, { operation: 'listing_profiles.update', targetKind: 'listing_profile', targetId: p.id })
     return { ...current, ...patch }
   })
-  return profileView(deps, updated)
+  return await profileView(deps, updated)
 }
 
-export function deleteProfile({ deps, actor, audit, id }: Ctx & { id: string }): void {
-  const p = load(deps, actor, id)
-  withTransaction(deps.db, (tx) => {
-    deleteProfileRow(tx, actor.tenantId, p.id)
-    recordAudit(tx, deps, audit, { operation: 'listing_profiles.delete', targetKind: 'listing_profile', targetId: p.id })
+export async function deleteProfile({ deps, actor, audit, id }: Ctx & { id: string }): Promise<void> {
+  const p = await load(deps, actor, id)
+  await withTransaction(deps.db, async (tx) => {
+    await deleteProfileRow(tx, actor.tenantId, p.id)
+    await recordAudit(tx, deps, audit, { operation: 'listing_profiles.delete', targetKind: 'listing_profile', targetId: p.id })
   })
 }
 
@@ -215,11 +217,7 @@ type Member = { id: string; name: string }
  * against the profile's version, so the job knows who has had it.
  */
 async function applyTo(deps: Deps, actor: Actor, audit: AuditContext, p: ProfileRow, members: Member[]): Promise<Result[]> {
-  const linked = new Set(
-    linkedMachines(deps.db, actor.tenantId)
-      .filter((l) => l.marketplace === p.marketplace)
-      .map((l) => l.serverId),
-  )
+  const linked = new Set((await linkedMachines(deps.db, actor.tenantId)).filter((l) => l.marketplace === p.marketplace).map((l) => l.serverId))
   const results: Result[] = []
   for (const server of members) {
     const steps: Result['steps'] = []
@@ -233,7 +231,7 @@ async function applyTo(deps: Deps, actor: Actor, audit: AuditContext, p: Profile
           steps.push('offer')
         }
         if (p.endDateDays !== null) {
-          setRollingEndDate({ ...target, input: { days: p.endDateDays } })
+          await setRollingEndDate({ ...target, input: { days: p.endDateDays } })
           steps.push('end_date')
         }
         if (p.idleJob) {
@@ -241,7 +239,7 @@ async function applyTo(deps: Deps, actor: Actor, audit: AuditContext, p: Profile
           steps.push('idle_job')
         }
         if (p.keepOn !== null) {
-          setKeepOn({ deps, actor, audit, id: server.id, marketplace: p.marketplace, on: p.keepOn })
+          await setKeepOn({ deps, actor, audit, id: server.id, marketplace: p.marketplace, on: p.keepOn })
           steps.push('keep_on')
         }
         result = { server_id: server.id, server_name: server.name, outcome: 'done', steps, reason: null }
@@ -251,9 +249,9 @@ async function applyTo(deps: Deps, actor: Actor, audit: AuditContext, p: Profile
       }
     }
     results.push(result)
-    withTransaction(deps.db, (tx) => {
-      if (!findProfile(tx, actor.tenantId, p.id)) return // deleted meanwhile
-      upsertMember(tx, {
+    await withTransaction(deps.db, async (tx) => {
+      if (!(await findProfile(tx, actor.tenantId, p.id))) return // deleted meanwhile
+      await upsertMember(tx, {
         profileId: p.id,
         serverId: server.id,
         tenantId: actor.tenantId,
@@ -267,22 +265,22 @@ async function applyTo(deps: Deps, actor: Actor, audit: AuditContext, p: Profile
   return results
 }
 
-const membersOfGroup = (deps: Deps, tenantId: string, groupId: string): Member[] =>
-  serversOfTenant(deps.db, tenantId).filter((s) => s.groupId === groupId && s.decommissionedAt === null)
+const membersOfGroup = async (deps: Deps, tenantId: string, groupId: string): Promise<Member[]> =>
+  (await serversOfTenant(deps.db, tenantId)).filter((s) => s.groupId === groupId && s.decommissionedAt === null)
 
 /** POST /listing-profiles/{id}/apply: every managed server of the group, by name. */
 export async function applyProfile(ctx: Ctx & { id: string }) {
   const { deps, actor, audit } = ctx
-  const p = load(deps, actor, ctx.id)
-  const results = await applyTo(deps, actor, audit, p, membersOfGroup(deps, actor.tenantId, p.groupId))
-  const applied = withTransaction(deps.db, (tx) => {
-    const current = findProfile(tx, actor.tenantId, p.id) ?? p
+  const p = await load(deps, actor, ctx.id)
+  const results = await applyTo(deps, actor, audit, p, await membersOfGroup(deps, actor.tenantId, p.groupId))
+  const applied = await withTransaction(deps.db, async (tx) => {
+    const current = (await findProfile(tx, actor.tenantId, p.id)) ?? p
     const at = deps.clock.nowUs()
-    updateProfile(tx, actor.tenantId, p.id, { appliedAt: at })
-    recordAudit(tx, deps, audit, { operation: 'listing_profiles.apply', targetKind: 'listing_profile', targetId: p.id })
+    await updateProfile(tx, actor.tenantId, p.id, { appliedAt: at })
+    await recordAudit(tx, deps, audit, { operation: 'listing_profiles.apply', targetKind: 'listing_profile', targetId: p.id })
     return { ...current, appliedAt: at }
   })
-  return { profile: profileView(deps, applied), results }
+  return { profile: await profileView(deps, applied), results }
 }
 
 /**
@@ -294,23 +292,23 @@ export async function applyProfile(ctx: Ctx & { id: string }) {
  */
 export async function applyProfilesToNewMembers(deps: Deps, tenants: TenantWalk): Promise<string> {
   const byTenant = new Map<string, ProfileRow[]>()
-  for (const p of appliedProfiles(deps.db)) byTenant.set(p.tenantId, [...(byTenant.get(p.tenantId) ?? []), p])
+  for (const p of await appliedProfiles(deps.db)) byTenant.set(p.tenantId, [...(byTenant.get(p.tenantId) ?? []), p])
   let applied = 0
   for (const [tenantId, profiles] of byTenant) {
-    if (accountStateOf(deps.db, tenantId) === 'frozen') continue
+    if ((await accountStateOf(deps.db, tenantId)) === 'frozen') continue
     await tenants.run(tenantId, async () => {
       const { actor, audit } = systemContext(tenantId)
-      const linked = new Set(linkedMachines(deps.db, tenantId).map((l) => `${l.serverId}:${l.marketplace}`))
+      const linked = new Set((await linkedMachines(deps.db, tenantId)).map((l) => `${l.serverId}:${l.marketplace}`))
       for (const p of profiles) {
-        const had = new Map(membersOf(deps.db, tenantId, p.id).map((m) => [m.serverId, m]))
-        const due = membersOfGroup(deps, tenantId, p.groupId).filter((s) => {
+        const had = new Map((await membersOf(deps.db, tenantId, p.id)).map((m) => [m.serverId, m]))
+        const due = (await membersOfGroup(deps, tenantId, p.groupId)).filter((s) => {
           const m = had.get(s.id)
           return !m || (m.outcome === 'skipped' && linked.has(`${s.id}:${p.marketplace}`))
         })
         if (!due.length) continue
         const results = await applyTo(deps, actor, audit, p, due)
         applied += results.filter((r) => r.outcome !== 'skipped').length
-        withTransaction(deps.db, (tx) =>
+        await withTransaction(deps.db, (tx) =>
           recordAudit(tx, deps, audit, { operation: 'listing_profiles.apply_new_members', targetKind: 'listing_profile', targetId: p.id }),
         )
       }

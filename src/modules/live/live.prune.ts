@@ -21,7 +21,7 @@ export async function pruneLiveEvents(deps: Deps, tenants: TenantWalk = new Tena
   const sliced = async (deleteSome: () => number): Promise<number> => {
     let total = 0
     for (;;) {
-      const n = withTransaction(deps.db, () => deleteSome())
+      const n = await withTransaction(deps.db, () => deleteSome())
       slices++
       total += n
       if (n < SLICE) return total

@@ -12,8 +12,8 @@ export type LiveEventRow = typeof liveEvents.$inferSelect
  * events take their turn until they commit (commitInOrder); SQLite's single writer gives that order
  * already. Answers the event's id as the tenant sees it.
  */
-export function insertLiveEvent(tx: DbOrTx, row: Omit<LiveEventRow, 'id' | 'seq'>): number {
-  commitInOrder(tx, 'live_events')
+export async function insertLiveEvent(tx: DbOrTx, row: Omit<LiveEventRow, 'id' | 'seq'>): Promise<number> {
+  await commitInOrder(tx, 'live_events')
   // A raw statement's row comes back as its values (Drizzle's bun-sqlite get()).
   const [seq] = tx.get<[number]>(
     sql`INSERT INTO live_event_sequences (tenant_id, last_seq) VALUES (${row.tenantId}, 1)
@@ -28,7 +28,7 @@ export function insertLiveEvent(tx: DbOrTx, row: Omit<LiveEventRow, 'id' | 'seq'
 }
 
 /** The tenant's events after its event id `afterSeq`, oldest first. */
-export function eventsAfter(db: DbOrTx, tenantId: string, afterSeq: number, limit: number): LiveEventRow[] {
+export async function eventsAfter(db: DbOrTx, tenantId: string, afterSeq: number, limit: number): Promise<LiveEventRow[]> {
   return db
     .select()
     .from(liveEvents)
@@ -39,8 +39,8 @@ export function eventsAfter(db: DbOrTx, tenantId: string, afterSeq: number, limi
 }
 
 /** The tenant's last event id handed out (0 before its first): pruning never lowers it. */
-export function lastSeqOf(db: DbOrTx, tenantId: string): number {
-  return db.select().from(liveEventSequences).where(eq(liveEventSequences.tenantId, tenantId)).get()?.lastSeq ?? 0
+export async function lastSeqOf(db: DbOrTx, tenantId: string): Promise<number> {
+  return (await db.select().from(liveEventSequences).where(eq(liveEventSequences.tenantId, tenantId)).get())?.lastSeq ?? 0
 }
 
 /**
@@ -62,8 +62,8 @@ export function lastIssuedId(sqlite: Database): number {
 }
 
 /** The highest event id (`seq`) of the tenant's events the prune removed (0 when none was). */
-export function horizonOf(db: DbOrTx, tenantId: string): number {
-  return db.select().from(liveEventHorizons).where(eq(liveEventHorizons.tenantId, tenantId)).get()?.prunedThrough ?? 0
+export async function horizonOf(db: DbOrTx, tenantId: string): Promise<number> {
+  return (await db.select().from(liveEventHorizons).where(eq(liveEventHorizons.tenantId, tenantId)).get())?.prunedThrough ?? 0
 }
 
 /** Per tenant, the newest buffer id written after `afterId` (by any process): which tenants' streams have news. */

@@ -22,11 +22,11 @@ function wordsOf(key: Buffer, row: OutboxRow): Words {
  * Queues a message inside the caller's transaction; it is sent only if that transaction commits.
  * Nothing readable of its words is stored: they may hold a sign-in code while the mail server is down.
  */
-export function enqueueMail(tx: DbOrTx, ctx: { newId: () => string; clock: Clock; keys: { mail: Buffer } }, message: MailMessage): string {
+export async function enqueueMail(tx: DbOrTx, ctx: { newId: () => string; clock: Clock; keys: { mail: Buffer } }, message: MailMessage): Promise<string> {
   const id = ctx.newId()
   const now = ctx.clock.nowUs()
   const expiresAt = message.validForSeconds === undefined ? null : now + message.validForSeconds * 1_000_000
-  withTransaction(tx, (t) =>
+  await withTransaction(tx, (t) =>
     insertOutboxMessage(t, {
       id,
       to: message.to,
@@ -71,7 +71,7 @@ export class MailDispatcher {
 
   /** Starts a dispatch soon, off the request path; calls during a run fold into one more run. */
   kick(): void {
-    if (this.#running) {
+    if (this.#running !== null) {
       this.#again = true
       return
     }
@@ -79,7 +79,7 @@ export class MailDispatcher {
   }
 
   async dispatchDue(): Promise<number> {
-    if (this.#running) {
+    if (this.#running !== null) {
       this.#again = true
       return this.#running
     }
@@ -97,7 +97,7 @@ export class MailDispatcher {
 
   /** Waits for any dispatch in flight (tests, shutdown). */
   async idle(): Promise<void> {
-    while (this.#running) await this.#running.catch(() => 0)
+    while (this.#running !== null) await this.#running.catch(() => 0)
   }
 
   async #dispatch(): Promise<number> {
@@ -105,20 +105,20 @@ export class MailDispatcher {
     let sent = 0
     for (;;) {
       const now = clock.nowUs()
-      this.#dropExpired(now)
-      const row = withTransaction(db, (tx) => claimDueMessage(tx, now, now + CLAIM_SECONDS * 1_000_000))
+      await this.#dropExpired(now)
+      const row = await withTransaction(db, (tx) => claimDueMessage(tx, now, now + CLAIM_SECONDS * 1_000_000))
       if (!row) return sent
       try {
         // A message about a write goes out only once that write is on disk (db/durability.ts).
         await this.ctx.durable.barrier()
         await this.transport.send({ id: row.id, to: row.to, ...wordsOf(key, row) })
         // A sent message's words are not kept: they may hold a sign-in code.
-        withTransaction(db, (tx) => markMessageSent(tx, row.id, row.template, clock.nowUs()))
+        await withTransaction(db, (tx) => markMessageSent(tx, row.id, row.template, clock.nowUs()))
         sent++
       } catch (e) {
         const error = e instanceof Error ? e.message : String(e)
         const failed = row.attempts >= MAX_ATTEMPTS
-        withTransaction(db, (tx) =>
+        await withTransaction(db, (tx) =>
           markMessageFailed(tx, row.id, { failed, error: error.slice(0, 512), nextAttemptAt: clock.nowUs() + retryDelaySeconds(row.attempts) * 1_000_000 }),
         )
         log.warn('mail delivery failed', { mail_id: row.id, attempts: row.attempts, will_retry: !failed, error })
@@ -129,9 +129,9 @@ export class MailDispatcher {
   }
 
   /** Marks pending messages whose code expired as dropped (never sent) and forgets their words. */
-  #dropExpired(now: number): void {
+  async #dropExpired(now: number): Promise<void> {
     const { db, log } = this.ctx
-    const dropped = withTransaction(db, (tx) => dropExpiredMessages(tx, now, EXPIRED_REASON))
+    const dropped = await withTransaction(db, (tx) => dropExpiredMessages(tx, now, EXPIRED_REASON))
     for (const m of dropped) log.info(`mail dropped: ${EXPIRED_REASON}`, { mail_id: m.id, template: m.template })
   }
 }

@@ -41,13 +41,13 @@ const TOUCH_EVERY_US = 60 * 1_000_000
 export const gatewayUrl = (deps: Deps) => `${deps.config.publicUrl}/mcp`
 
 /** Whether the plan lets the tenant use AI access at all (every tool needs it). */
-function planAllows(deps: Deps, planCode: string | null): boolean {
-  return planCode !== null && featuresOfPlan(deps.db, planCode).includes('ai_access')
+async function planAllows(deps: Deps, planCode: string | null): Promise<boolean> {
+  return planCode !== null && (await featuresOfPlan(deps.db, planCode)).includes('ai_access')
 }
 
-function toolsView(deps: Deps, row: AccessRow | undefined, planCode: string | null) {
-  const available = planAllows(deps, planCode)
-  const issuer = row?.issuedBy ? findUserById(deps.db, row.issuedBy) : undefined
+async function toolsView(deps: Deps, row: AccessRow | undefined, planCode: string | null) {
+  const available = await planAllows(deps, planCode)
+  const issuer = row?.issuedBy ? await findUserById(deps.db, row.issuedBy) : undefined
   const roleScopes = issuer ? ROLE_SCOPES[issuer.role] : []
   return TOOLS.map((t) => ({
     name: t.name,
@@ -58,8 +58,10 @@ function toolsView(deps: Deps, row: AccessRow | undefined, planCode: string | nu
   }))
 }
 
-function accessView(deps: Deps, tenantId: string, row: AccessRow | undefined, token?: string) {
-  const tenant = findTenant(deps.db, tenantId)!
+async function accessView(deps: Deps, tenantId: string, row: AccessRow | undefined, token?: string) {
+  const tenant = (await findTenant(deps.db, tenantId))!
+  const connections = await connectionsOf(deps.db, tenantId)
+  const tools = await toolsView(deps, row, tenant.planCode)
   return {
     enabled: row?.enabled ?? false,
     groups: GROUPS.map((g) => ({ key: g.key, description: g.description })),
@@ -68,19 +70,19 @@ function accessView(deps: Deps, tenantId: string, row: AccessRow | undefined, to
     last_used_at: formatNullableTimestamp(row?.enabled ? row.lastUsedAt : null),
     expires_at: formatNullableTimestamp(row?.enabled ? row.expiresAt : null),
     endpoint: gatewayUrl(deps),
-    clients: connectionsOf(deps.db, tenantId).map((c) => ({
+    clients: connections.map((c) => ({
       id: c.clientId,
       name: c.name,
       connected_at: formatNullableTimestamp(c.connectedAt)!,
       last_used_at: formatNullableTimestamp(c.lastUsedAt),
     })),
-    tools: toolsView(deps, row, tenant.planCode),
+    tools,
     ...(token ? { token } : {}),
   }
 }
 
-export function getAccess({ deps, actor }: { deps: Deps; actor: Actor }) {
-  return accessView(deps, actor.tenantId, findAccess(deps.db, actor.tenantId))
+export async function getAccess({ deps, actor }: { deps: Deps; actor: Actor }) {
+  return await accessView(deps, actor.tenantId, await findAccess(deps.db, actor.tenantId))
 }
 
 type AccessInput = { enabled: boolean; reissue?: boolean; allowed_tools?: string[] }
@@ -94,11 +96,11 @@ function checkTools(tools: string[]): void {
 }
 
 /** PUT /mcp/access: the state table (enable, rewrite scopes, reissue, disable). */
-export function putAccess({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: AccessInput }) {
+export async function putAccess({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: AccessInput }) {
   if (input.allowed_tools) checkTools(input.allowed_tools)
-  return withTransaction(deps.db, (tx) => {
+  return await withTransaction(deps.db, async (tx) => {
     const now = deps.clock.nowUs()
-    const row = findAccess(tx, actor.tenantId)
+    const row = await findAccess(tx, actor.tenantId)
     let token: string | undefined
     let next: AccessRow
     if (!input.enabled) {
@@ -114,8 +116,8 @@ export function putAccess({ deps, actor, audit, input }: { deps: Deps; actor: Ac
         version: (row?.version ?? 0) + 1,
         updatedAt: now,
       }
-      revokeTenantTokens(tx, actor.tenantId, now)
-      for (const c of connectionsOf(tx, actor.tenantId)) disconnect(tx, actor.tenantId, c.clientId, now)
+      await revokeTenantTokens(tx, actor.tenantId, now)
+      for (const c of await connectionsOf(tx, actor.tenantId)) await disconnect(tx, actor.tenantId, c.clientId, now)
     } else {
       const live = row?.enabled && row.tokenHash !== null
       const allowed = input.allowed_tools ?? (live ? row.allowedTools : [...READ_TOOLS])
@@ -137,13 +139,13 @@ export function putAccess({ deps, actor, audit, input }: { deps: Deps; actor: Ac
         next = { ...next, issuedBy: actor.userId }
       }
     }
-    saveAccess(tx, next)
-    recordAudit(tx, deps, audit, {
+    await saveAccess(tx, next)
+    await recordAudit(tx, deps, audit, {
       operation: !input.enabled ? 'mcp.access.disable' : token ? (row?.enabled ? 'mcp.access.reissue' : 'mcp.access.enable') : 'mcp.access.update',
       targetKind: 'tenant',
       targetId: actor.tenantId,
     })
-    return accessView(deps, actor.tenantId, next, token)
+    return await accessView(deps, actor.tenantId, next, token)
   })
 }
 
@@ -163,17 +165,17 @@ function blank(tenantId: string, now: number): AccessRow {
   }
 }
 
-export function getClient({ deps, actor, clientId }: { deps: Deps; actor: Actor; clientId: string }) {
-  const c = connectionsOf(deps.db, actor.tenantId).find((x) => x.clientId === clientId.toLowerCase())
+export async function getClient({ deps, actor, clientId }: { deps: Deps; actor: Actor; clientId: string }) {
+  const c = (await connectionsOf(deps.db, actor.tenantId)).find((x) => x.clientId === clientId.toLowerCase())
   if (!c) throw E.clientNotFound()
   return { id: c.clientId, name: c.name, connected_at: formatNullableTimestamp(c.connectedAt)!, last_used_at: formatNullableTimestamp(c.lastUsedAt) }
 }
 
 /** DELETE /mcp/clients/{id}: the client is disconnected and every token it holds stops working. */
-export function removeClient({ deps, actor, audit, clientId }: { deps: Deps; actor: Actor; audit: AuditContext; clientId: string }): void {
-  withTransaction(deps.db, (tx) => {
-    if (!disconnect(tx, actor.tenantId, clientId.toLowerCase(), deps.clock.nowUs())) throw E.clientNotFound()
-    recordAudit(tx, deps, audit, { operation: 'mcp.client.disconnect', targetKind: 'mcp_client', targetId: clientId.toLowerCase() })
+export async function removeClient({ deps, actor, audit, clientId }: { deps: Deps; actor: Actor; audit: AuditContext; clientId: string }): Promise<void> {
+  await withTransaction(deps.db, async (tx) => {
+    if (!(await disconnect(tx, actor.tenantId, clientId.toLowerCase(), deps.clock.nowUs()))) throw E.clientNotFound()
+    await recordAudit(tx, deps, audit, { operation: 'mcp.client.disconnect', targetKind: 'mcp_client', targetId: clientId.toLowerCase() })
   })
 }
 
@@ -194,26 +196,26 @@ export type McpCaller = {
  * token, or an OAuth access token issued by POST /mcp/token for this resource. Null when unknown,
  * revoked, expired, issued for another resource, or when access is off.
  */
-export function resolveMcpToken(deps: Deps, token: string): McpCaller | null {
+export async function resolveMcpToken(deps: Deps, token: string): Promise<McpCaller | null> {
   const now = deps.clock.nowUs()
   if (hasValidChecksum(token, 'gpuhq_mcp_')) {
-    const row = findAccessByHash(deps.db, hashSecret(token))
+    const row = await findAccessByHash(deps.db, hashSecret(token))
     if (!row?.enabled || !row.issuedBy || (row.expiresAt !== null && row.expiresAt <= now)) return null
-    if (row.lastUsedAt === null || now - row.lastUsedAt > TOUCH_EVERY_US) writeUnlessBusy(deps.db, (tx) => touchAccess(tx, row.tenantId, now))
-    return callerOf(deps, deps.db, row, row.issuedBy, null, `mcp:${row.tenantId}`, row.expiresAt)
+    if (row.lastUsedAt === null || now - row.lastUsedAt > TOUCH_EVERY_US) await writeUnlessBusy(deps.db, (tx) => touchAccess(tx, row.tenantId, now))
+    return await callerOf(deps, deps.db, row, row.issuedBy, null, `mcp:${row.tenantId}`, row.expiresAt)
   }
   if (hasValidChecksum(token, 'gpuhq_mcpat_')) {
-    const t = findToken(deps.db, hashSecret(token))
+    const t = await findToken(deps.db, hashSecret(token))
     if (t?.kind !== 'access' || t.revokedAt !== null || t.expiresAt <= now || t.resource !== gatewayUrl(deps)) return null
-    const row = findAccess(deps.db, t.tenantId)
-    if (!row?.enabled || !findConnection(deps.db, t.tenantId, t.clientId)) return null
-    writeUnlessBusy(deps.db, (tx) => touchConnection(tx, t.tenantId, t.clientId, now))
-    return callerOf(deps, deps.db, row, t.userId, t.clientId, `mcp-client:${t.clientId}`, t.expiresAt)
+    const row = await findAccess(deps.db, t.tenantId)
+    if (!row?.enabled || !(await findConnection(deps.db, t.tenantId, t.clientId))) return null
+    await writeUnlessBusy(deps.db, (tx) => touchConnection(tx, t.tenantId, t.clientId, now))
+    return await callerOf(deps, deps.db, row, t.userId, t.clientId, `mcp-client:${t.clientId}`, t.expiresAt)
   }
   return null
 }
 
-function callerOf(
+async function callerOf(
   deps: Deps,
   db: DbOrTx,
   row: AccessRow,
@@ -221,14 +223,14 @@ function callerOf(
   clientId: string | null,
   tokenId: string,
   expiresAt: number | null,
-): McpCaller | null {
-  const user = findUserById(db, userId)
-  const tenant = findTenant(db, row.tenantId)
+): Promise<McpCaller | null> {
+  const user = await findUserById(db, userId)
+  const tenant = await findTenant(db, row.tenantId)
   if (!user || !tenant || user.tenantId !== row.tenantId) return null
   const roleScopes = ROLE_SCOPES[user.role]
   const tools = TOOLS.filter((t) => row.allowedTools.includes(t.name) && roleScopes.includes(t.scope))
   // The connection was checked by the caller; only the client's name is wanted here.
-  const client = clientId ? findClient(db, clientId) : undefined
+  const client = clientId ? await findClient(db, clientId) : undefined
   return {
     actor: {
       kind: 'mcp',
@@ -244,14 +246,14 @@ function callerOf(
     client: client ? { id: client.id, name: client.name } : null,
     allowedTools: tools.map((t) => t.name),
     grantedTools: [...row.allowedTools],
-    planAllows: planAllows(deps, tenant.planCode),
+    planAllows: await planAllows(deps, tenant.planCode),
     expiresAt,
   }
 }
 
 /** GET /mcp/whoami: what the presented AI-assistant token is and may do. */
-export function whoami(deps: Deps, caller: McpCaller) {
-  const tenant = findTenant(deps.db, caller.actor.tenantId)!
+export async function whoami(deps: Deps, caller: McpCaller) {
+  const tenant = (await findTenant(deps.db, caller.actor.tenantId))!
   return {
     tenant_id: caller.actor.tenantId,
     tenant_name: tenant.name,

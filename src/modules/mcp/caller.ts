@@ -6,8 +6,8 @@ import { type McpCaller, resolveMcpToken } from './access.service'
 const callers = new WeakMap<Request, McpCaller>()
 
 /** The access check's resolver for `mcp` routes (src/app.ts hands it to ensureAccess). */
-export function authenticateMcp(deps: Deps, token: string, request: Request): Actor | null {
-  const caller = resolveMcpToken(deps, token)
+export async function authenticateMcp(deps: Deps, token: string, request: Request): Promise<Actor | null> {
+  const caller = await resolveMcpToken(deps, token)
   if (!caller) return null
   callers.set(request, caller)
   return caller.actor

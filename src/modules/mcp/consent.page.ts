@@ -43,11 +43,11 @@ function authorizationError(deps: Deps, redirect: string, state: string | null, 
  * POST /api/v1/mcp/authorize with the session cookie (same origin, so the CSRF rules hold) and
  * follows `redirect_to`. Deny goes back with `error=access_denied`.
  */
-export function consentPage(deps: Deps, q: URLSearchParams): Response {
+export async function consentPage(deps: Deps, q: URLSearchParams): Promise<Response> {
   const clientId = (q.get('client_id') ?? '').toLowerCase()
   const redirect = q.get('redirect_uri') ?? ''
   const state = q.get('state')
-  const { client, refused } = registeredClient(deps, clientId, redirect)
+  const { client, refused } = await registeredClient(deps, clientId, redirect)
   if (refused)
     return page(
       400,

@@ -102,13 +102,13 @@ function buildServer(deps: Deps, gatewayRequest: Request, caller: McpCaller, dis
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name.slice(0, 128)}`)
     // A tool the token may not use is a tool result the assistant can explain, never an HTTP 403 on a valid token.
     if (!caller.allowedTools.includes(tool.name)) {
-      audit(deps, gatewayRequest, caller, tool, 403)
+      await audit(deps, gatewayRequest, caller, tool, 403)
       return toolError(refusal(caller, tool))
     }
     const args = req.params.arguments ?? {}
     const check = checks.get(tool.name)!
     if (!check.Check(args)) {
-      audit(deps, gatewayRequest, caller, tool, 422)
+      await audit(deps, gatewayRequest, caller, tool, 422)
       return toolError({
         status: 422,
         code: 'validation_failed',
@@ -143,9 +143,9 @@ const userAgentOf = (caller: McpCaller) =>
   `MCP client: ${caller.client ? `${caller.client.name} (${caller.client.id})` : 'the tenant AI-assistant token'}`.slice(0, 256)
 
 /** One audit row per tool invocation, refused ones included, naming the client in user_agent. */
-function audit(deps: Deps, gatewayRequest: Request, caller: McpCaller, tool: Tool, status: number): void {
+async function audit(deps: Deps, gatewayRequest: Request, caller: McpCaller, tool: Tool, status: number): Promise<void> {
   const outer = requestState(gatewayRequest, deps)
-  withTransaction(deps.db, (tx) =>
+  await withTransaction(deps.db, (tx) =>
     recordAudit(
       tx,
       deps,
@@ -211,7 +211,7 @@ async function runTool(deps: Deps, gatewayRequest: Request, caller: McpCaller, t
   const res = await dispatch(inner)
   const text = await res.text()
   // Every invocation is audited with the client's name, whatever the operation recorded itself.
-  audit(deps, gatewayRequest, caller, tool, res.status)
+  await audit(deps, gatewayRequest, caller, tool, res.status)
   if (!res.ok) return toolError(refusedAnswer(res.status, text))
   if (!text) return { content: [{ type: 'text' as const, text: JSON.stringify({ status: res.status }) }], structuredContent: { status: res.status } }
   let parsed: unknown

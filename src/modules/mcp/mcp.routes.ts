@@ -179,8 +179,8 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
         })
         .delete(
           '/mcp/clients/:client_id',
-          ({ verb, params, set }) => {
-            removeClient({ ...verb, clientId: params.client_id })
+          async ({ verb, params, set }) => {
+            await removeClient({ ...verb, clientId: params.client_id })
             set.status = 204
             return null
           },
@@ -196,11 +196,11 @@ export function mcpRoutes(deps: Deps, dispatch: Dispatch) {
         })
         .post(
           '/mcp/register',
-          ({ request, body, set }) => {
-            enforceRateLimit(deps.db, deps.clock, `mcp-register:${requestState(request).ip}`, REGISTER_PER_HOUR, 3600)
+          async ({ request, body, set }) => {
+            await enforceRateLimit(deps.db, deps.clock, `mcp-register:${requestState(request).ip}`, REGISTER_PER_HOUR, 3600)
             set.status = 201
             set.headers['cache-control'] = 'no-store'
-            return registerClient(deps, body)
+            return await registerClient(deps, body)
           },
           {
             body: RegisterBody,

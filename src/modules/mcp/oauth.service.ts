@@ -57,7 +57,7 @@ function redirectProblem(uri: unknown): string | null {
   return 'a redirect URI is https, or http on a loopback address (127.0.0.1, [::1], localhost)'
 }
 
-export function registerClient(deps: Deps, body: Record<string, unknown>) {
+export async function registerClient(deps: Deps, body: Record<string, unknown>) {
   const m = body
   const name = m.client_name
   if (typeof name !== 'string' || name.trim() === '' || name.length > 128)
@@ -91,7 +91,7 @@ export function registerClient(deps: Deps, body: Record<string, unknown>) {
     ...(typeof m.client_uri === 'string' ? { client_uri: m.client_uri } : {}),
     ...(typeof m.scope === 'string' ? { scope: m.scope } : {}),
   }
-  withTransaction(deps.db, (tx) => insertClient(tx, { id, name: metadata.client_name, redirectUris: metadata.redirect_uris, metadata, createdAt: now }))
+  await withTransaction(deps.db, (tx) => insertClient(tx, { id, name: metadata.client_name, redirectUris: metadata.redirect_uris, metadata, createdAt: now }))
   return { client_id: id, client_id_issued_at: Math.floor(now / US), ...metadata }
 }
 
@@ -150,12 +150,12 @@ type AuthorizeInput = {
  * The client and redirect URI of an authorization request, or why they cannot be trusted (then no
  * redirect may be made to that URI: the consent page shows an error page, POST answers 422).
  */
-export function registeredClient(
+export async function registeredClient(
   deps: Deps,
   clientId: string,
   redirectUri: string,
-): { client: ClientRow; refused?: undefined } | { client?: undefined; refused: { path: string; code: string; message: string } } {
-  const client = /^[0-9a-f-]{36}$/i.test(clientId) ? findClient(deps.db, clientId.toLowerCase()) : undefined
+): Promise<{ client: ClientRow; refused?: undefined } | { client?: undefined; refused: { path: string; code: string; message: string } }> {
+  const client = /^[0-9a-f-]{36}$/i.test(clientId) ? await findClient(deps.db, clientId.toLowerCase()) : undefined
   if (!client) return { refused: { path: '/client_id', code: 'unknown_client', message: 'no client is registered with this client_id (POST /mcp/register)' } }
   if (!redirectMatches(client.redirectUris, redirectUri))
     return {
@@ -179,25 +179,25 @@ export function challengeProblem(challenge: string | null | undefined, method: s
 }
 
 /** The checks POST /mcp/authorize passes before issuing: a registered client, one of its redirect URIs, an S256 challenge. */
-function checkedClient(deps: Deps, input: AuthorizeInput): ClientRow {
-  const { client, refused } = registeredClient(deps, input.client_id, input.redirect_uri)
+async function checkedClient(deps: Deps, input: AuthorizeInput): Promise<ClientRow> {
+  const { client, refused } = await registeredClient(deps, input.client_id, input.redirect_uri)
   if (refused) throw invalidField('mcp', refused.path, refused.code, refused.message)
   const pkce = challengeProblem(input.code_challenge, input.code_challenge_method)
   if (pkce) throw invalidField('mcp', pkce.path, pkce.path === '/code_challenge_method' ? 'unsupported' : 'format', pkce.message)
   return client
 }
 
-export function authorize({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: AuthorizeInput }) {
-  const client = checkedClient(deps, input)
+export async function authorize({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: AuthorizeInput }) {
+  const client = await checkedClient(deps, input)
   if (input.resource !== undefined && !acceptsResource(deps, input.resource))
     throw invalidField('mcp', '/resource', 'invalid_target', `resource must be ${gatewayUrl(deps)}`)
-  const access = findAccess(deps.db, actor.tenantId)
+  const access = await findAccess(deps.db, actor.tenantId)
   if (!access?.enabled)
     throw new ProblemError('forbidden', { detail: 'AI-assistant access is switched off for this tenant: enable it with PUT /mcp/access first' })
   const code = randomBytes(32).toString('base64url')
   const now = deps.clock.nowUs()
-  withTransaction(deps.db, (tx) => {
-    insertCode(tx, {
+  await withTransaction(deps.db, async (tx) => {
+    await insertCode(tx, {
       codeHash: hashSecret(code),
       tenantId: actor.tenantId,
       clientId: client.id,
@@ -210,7 +210,7 @@ export function authorize({ deps, actor, audit, input }: { deps: Deps; actor: Ac
       familyId: null,
       createdAt: now,
     })
-    recordAudit(tx, deps, audit, { operation: 'mcp.client.authorize', targetKind: 'mcp_client', targetId: client.id })
+    await recordAudit(tx, deps, audit, { operation: 'mcp.client.authorize', targetKind: 'mcp_client', targetId: client.id })
   })
   const to = new URL(input.redirect_uri)
   to.searchParams.set('code', code)
@@ -226,7 +226,7 @@ const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/
 
 const s256 = (verifier: string) => createHash('sha256').update(verifier, 'ascii').digest('base64url')
 
-function issuePair(deps: Deps, tx: Tx, base: { tenantId: string; clientId: string; userId: string; familyId: string; familyEnds: number }) {
+async function issuePair(deps: Deps, tx: Tx, base: { tenantId: string; clientId: string; userId: string; familyId: string; familyEnds: number }) {
   const now = deps.clock.nowUs()
   const access = generateSecret('gpuhq_mcpat_')
   const refresh = generateSecret('gpuhq_mcprt_')
@@ -241,14 +241,14 @@ function issuePair(deps: Deps, tx: Tx, base: { tenantId: string; clientId: strin
     revokedAt: null,
     createdAt: now,
   }
-  insertToken(tx, {
+  await insertToken(tx, {
     ...common,
     id: deps.newId(),
     tokenHash: hashSecret(access),
     kind: 'access',
     expiresAt: accessEnds,
   })
-  insertToken(tx, { ...common, id: deps.newId(), tokenHash: hashSecret(refresh), kind: 'refresh', expiresAt: base.familyEnds })
+  await insertToken(tx, { ...common, id: deps.newId(), tokenHash: hashSecret(refresh), kind: 'refresh', expiresAt: base.familyEnds })
   return {
     access_token: access,
     token_type: 'Bearer' as const,
@@ -264,15 +264,15 @@ function str(body: Record<string, unknown>, key: string): string | undefined {
 }
 
 /** POST /mcp/token (public): form or JSON. Every answer is no-store (the route sets it). */
-export function exchangeToken(deps: Deps, body: Record<string, unknown>) {
+export async function exchangeToken(deps: Deps, body: Record<string, unknown>) {
   const grant = str(body, 'grant_type')
-  if (grant === 'authorization_code') return exchangeCode(deps, body)
-  if (grant === 'refresh_token') return refresh(deps, body)
+  if (grant === 'authorization_code') return await exchangeCode(deps, body)
+  if (grant === 'refresh_token') return await refresh(deps, body)
   if (grant === undefined) throw oauthError('invalid_request', 'grant_type is required')
   throw oauthError('unsupported_grant_type', 'grant_type is authorization_code or refresh_token')
 }
 
-function exchangeCode(deps: Deps, body: Record<string, unknown>) {
+async function exchangeCode(deps: Deps, body: Record<string, unknown>) {
   const code = str(body, 'code')
   const clientId = str(body, 'client_id')?.toLowerCase()
   const redirectUri = str(body, 'redirect_uri')
@@ -280,30 +280,30 @@ function exchangeCode(deps: Deps, body: Record<string, unknown>) {
   if (!code || !clientId || !redirectUri) throw oauthError('invalid_request', 'code, client_id and redirect_uri are required')
   if (verifier === undefined) throw oauthError('invalid_request', 'code_verifier is required (PKCE)')
   const resource = str(body, 'resource')
-  const out = withTransaction(deps.db, (tx) => {
+  const out = await withTransaction(deps.db, async (tx) => {
     const now = deps.clock.nowUs()
-    const row = findCode(tx, hashSecret(code))
+    const row = await findCode(tx, hashSecret(code))
     if (!row) return { error: oauthError('invalid_grant', 'the code is unknown') }
     if (row.usedAt !== null) {
       // Revoked before use: the client was disconnected, or access switched off, after it was issued.
       if (!row.familyId) return { error: oauthError('invalid_grant', 'the code was revoked: the client was disconnected or AI access switched off') }
       // A second use: refused, and whatever the first use issued is revoked.
-      revokeFamily(tx, row.familyId, now)
+      await revokeFamily(tx, row.familyId, now)
       return { error: oauthError('invalid_grant', 'the code was used already; the tokens issued for it are revoked') }
     }
     // From here the code is spent, whatever the outcome: a failed verifier cannot be retried.
     const familyId = deps.newId()
-    spendCode(tx, row.codeHash, now, familyId)
+    await spendCode(tx, row.codeHash, now, familyId)
     if (row.expiresAt <= now) return { error: oauthError('invalid_grant', 'the code expired') }
     if (row.clientId !== clientId) return { error: oauthError('invalid_grant', 'the code was issued to another client') }
     if (row.redirectUri !== redirectUri) return { error: oauthError('invalid_grant', 'redirect_uri differs from the one the code was issued for') }
     if (!VERIFIER.test(verifier) || s256(verifier) !== row.codeChallenge)
       return { error: oauthError('invalid_grant', 'the code_verifier does not match the code_challenge (PKCE S256; 43-128 unreserved characters)') }
     if (resource !== undefined && !acceptsResource(deps, resource)) return { error: oauthError('invalid_target', `resource must be ${row.resource}`) }
-    if (!findAccess(tx, row.tenantId)?.enabled) return { error: oauthError('invalid_grant', 'AI-assistant access was switched off') }
-    connect(tx, { tenantId: row.tenantId, clientId: row.clientId, userId: row.userId, connectedAt: now, lastUsedAt: null })
+    if (!(await findAccess(tx, row.tenantId))?.enabled) return { error: oauthError('invalid_grant', 'AI-assistant access was switched off') }
+    await connect(tx, { tenantId: row.tenantId, clientId: row.clientId, userId: row.userId, connectedAt: now, lastUsedAt: null })
     return {
-      ok: issuePair(deps, tx, {
+      ok: await issuePair(deps, tx, {
         tenantId: row.tenantId,
         clientId: row.clientId,
         userId: row.userId,
@@ -317,29 +317,29 @@ function exchangeCode(deps: Deps, body: Record<string, unknown>) {
   return out.ok!
 }
 
-function refresh(deps: Deps, body: Record<string, unknown>) {
+async function refresh(deps: Deps, body: Record<string, unknown>) {
   const token = str(body, 'refresh_token')
   const clientId = str(body, 'client_id')?.toLowerCase()
   if (!token || !clientId) throw oauthError('invalid_request', 'refresh_token and client_id are required')
   const resource = str(body, 'resource')
   if (!hasValidChecksum(token, 'gpuhq_mcprt_')) throw oauthError('invalid_grant', 'the refresh token is unknown')
-  const out = withTransaction(deps.db, (tx) => {
+  const out = await withTransaction(deps.db, async (tx) => {
     const now = deps.clock.nowUs()
-    const row = findToken(tx, hashSecret(token))
+    const row = await findToken(tx, hashSecret(token))
     if (row?.kind !== 'refresh') return { error: oauthError('invalid_grant', 'the refresh token is unknown') }
     if (row.clientId !== clientId) return { error: oauthError('invalid_grant', 'the refresh token was issued to another client') }
     if (row.usedAt !== null) {
       // Reuse of a rotated refresh token: somebody holds a copy. The whole family is revoked.
-      revokeFamily(tx, row.familyId, now)
+      await revokeFamily(tx, row.familyId, now)
       return { error: oauthError('invalid_grant', 'the refresh token was used already; every token of this authorization is revoked') }
     }
     if (row.revokedAt !== null || row.expiresAt <= now) return { error: oauthError('invalid_grant', 'the refresh token is revoked or expired') }
     if (resource !== undefined && !acceptsResource(deps, resource)) return { error: oauthError('invalid_target', `resource must be ${row.resource}`) }
-    if (!findAccess(tx, row.tenantId)?.enabled || !findConnection(tx, row.tenantId, row.clientId))
+    if (!(await findAccess(tx, row.tenantId))?.enabled || !(await findConnection(tx, row.tenantId, row.clientId)))
       return { error: oauthError('invalid_grant', 'the client is no longer connected') }
-    if (!useRefresh(tx, row.id, now)) return { error: oauthError('invalid_grant', 'the refresh token was used already') }
+    if (!(await useRefresh(tx, row.id, now))) return { error: oauthError('invalid_grant', 'the refresh token was used already') }
     return {
-      ok: issuePair(deps, tx, { tenantId: row.tenantId, clientId: row.clientId, userId: row.userId, familyId: row.familyId, familyEnds: row.expiresAt }),
+      ok: await issuePair(deps, tx, { tenantId: row.tenantId, clientId: row.clientId, userId: row.userId, familyId: row.familyId, familyEnds: row.expiresAt }),
     }
   })
   if (out.error) throw out.error
@@ -355,7 +355,7 @@ function refresh(deps: Deps, body: Record<string, unknown>) {
  * answers 200 all the same and nothing is revoked (§2.2: the client cannot tell, nor learn whose a
  * token is). The tenant's own `gpuhq_mcp_` token is not revoked here: unsupported_token_type.
  */
-export function revokeOAuthToken(deps: Deps, body: Record<string, unknown>): Record<string, never> {
+export async function revokeOAuthToken(deps: Deps, body: Record<string, unknown>): Promise<Record<string, never>> {
   const token = str(body, 'token')
   const clientId = str(body, 'client_id')?.toLowerCase()
   if (!token) throw oauthError('invalid_request', 'token is required')
@@ -363,12 +363,12 @@ export function revokeOAuthToken(deps: Deps, body: Record<string, unknown>): Rec
   if (hasValidChecksum(token, 'gpuhq_mcp_'))
     throw oauthError('unsupported_token_type', 'the tenant AI-assistant token is revoked by its owner (PUT /api/v1/mcp/access), not here')
   if (!hasValidChecksum(token, 'gpuhq_mcpat_') && !hasValidChecksum(token, 'gpuhq_mcprt_')) return {}
-  withTransaction(deps.db, (tx) => {
-    const row = findToken(tx, hashSecret(token))
+  await withTransaction(deps.db, async (tx) => {
+    const row = await findToken(tx, hashSecret(token))
     if (!row || row.clientId !== clientId || row.revokedAt !== null) return
     const now = deps.clock.nowUs()
-    if (row.kind === 'refresh') revokeFamily(tx, row.familyId, now)
-    else revokeToken(tx, row.id, now)
+    if (row.kind === 'refresh') await revokeFamily(tx, row.familyId, now)
+    else await revokeToken(tx, row.id, now)
   })
   return {}
 }

@@ -46,9 +46,9 @@ export async function issueChatLink({ deps, actor, audit }: { deps: Deps; actor:
   const code = Array.from({ length: 8 }, () => ALPHABET[randomInt(ALPHABET.length)]).join('')
   const now = deps.clock.nowUs()
   const expiresAt = now + CODE_MINUTES * 60 * 1_000_000
-  withTransaction(deps.db, (tx) => {
-    insertLinkCode(tx, { codeHash: hashOf(deps, code), tenantId: actor.tenantId, expiresAt, usedAt: null, createdAt: now })
-    recordAudit(tx, deps, audit, { operation: 'notifications.chat.link', targetKind: 'tenant', targetId: actor.tenantId })
+  await withTransaction(deps.db, async (tx) => {
+    await insertLinkCode(tx, { codeHash: hashOf(deps, code), tenantId: actor.tenantId, expiresAt, usedAt: null, createdAt: now })
+    await recordAudit(tx, deps, audit, { operation: 'notifications.chat.link', targetKind: 'tenant', targetId: actor.tenantId })
   })
   const bot = await botName(deps)
   return {
@@ -73,22 +73,22 @@ function codeIn(text: string | undefined): string | null {
 }
 
 /** Links the chats that sent a live code among `updates`, in one transaction; `after` runs in it too (the polling offset). */
-function linkChats(deps: Deps, updates: readonly Update[], after?: (tx: Tx) => void): { chatId: number }[] {
+async function linkChats(deps: Deps, updates: readonly Update[], after?: (tx: Tx) => Promise<void>): Promise<{ chatId: number }[]> {
   const linked: { chatId: number }[] = []
-  withTransaction(deps.db, (tx) => {
-    linked.length = 0 // a PostgreSQL retry starts over (db/pg/database.ts)
+  await withTransaction(deps.db, async (tx) => {
+    linked.length = 0 // a PostgreSQL retry starts over (db/pg/pool.ts)
     const now = deps.clock.nowUs()
     for (const u of updates) {
       const chatId = u.message?.chat?.id
       const code = codeIn(u.message?.text)
       if (typeof chatId !== 'number' || code === null) continue
-      const tenantId = spendLinkCode(tx, hashOf(deps, code), now)
+      const tenantId = await spendLinkCode(tx, hashOf(deps, code), now)
       if (!tenantId) continue
-      saveChannel(tx, connectedTo(channelOf(tx, deps, tenantId, 'chat'), String(chatId), now))
-      bumpVersion(tx, deps, tenantId)
+      await saveChannel(tx, connectedTo(await channelOf(tx, deps, tenantId, 'chat'), String(chatId), now))
+      await bumpVersion(tx, deps, tenantId)
       linked.push({ chatId })
     }
-    after?.(tx)
+    await after?.(tx)
   })
   return linked
 }
@@ -105,13 +105,13 @@ async function confirm(deps: Deps, linked: readonly { chatId: number }[]): Promi
  */
 export async function pollChatLinks(deps: Deps): Promise<string> {
   if (!telegramConfigured(deps)) return 'chat not configured'
-  if (deps.config.telegram.updates === 'webhook') return ensureWebhook(deps)
-  const offset = updateOffset(deps.db)
+  if (deps.config.telegram.updates === 'webhook') return await ensureWebhook(deps)
+  const offset = await updateOffset(deps.db)
   const got = await telegramCall<Update[]>(deps, 'getUpdates', { offset, timeout: 0, limit: 100, allowed_updates: ['message'] })
   if (!got.ok) return `getUpdates failed: ${got.description}`
   const next = got.result.reduce((n, u) => Math.max(n, u.update_id + 1), offset)
   // The offset moves in the transaction that handled the updates: none is handled twice or skipped.
-  const linked = linkChats(deps, got.result, (tx) => setUpdateOffset(tx, next))
+  const linked = await linkChats(deps, got.result, (tx) => setUpdateOffset(tx, next))
   await confirm(deps, linked)
   return `${got.result.length} updates read, ${linked.length} chats linked`
 }
@@ -139,14 +139,14 @@ async function ensureWebhook(deps: Deps): Promise<string> {
  * constant time before the body is looked at; an update Telegram repeats (it retries until it gets
  * a 2xx) spends no code twice, since a code is spent once.
  */
-export function receiveWebhook(deps: Deps, headers: Headers, body: unknown): { ok: true } {
+export async function receiveWebhook(deps: Deps, headers: Headers, body: unknown): Promise<{ ok: true }> {
   if (deps.config.telegram.updates !== 'webhook' || !telegramConfigured(deps)) throw E.webhookOff()
   const sent = Buffer.from(headers.get('x-telegram-bot-api-secret-token') ?? '')
   const want = Buffer.from(webhookSecret(deps))
   if (sent.length !== want.length || !timingSafeEqual(sent, want)) throw E.webhookSecret()
   const update = body && typeof body === 'object' && !Array.isArray(body) ? (body as Update) : null
   if (!update) return { ok: true }
-  const linked = linkChats(deps, [update])
+  const linked = await linkChats(deps, [update])
   // Telegram waits for this answer: the confirmation goes after it.
   if (linked.length) void confirm(deps, linked).catch(() => undefined)
   return { ok: true }

@@ -31,9 +31,10 @@ export function notificationsRoutes(deps: Deps) {
   return apiRoutes('notifications', deps)
     .get(
       '/notifications/settings',
-      ({ verb, request, set }) => {
-        const out = getSettings(verb)
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+      async ({ verb, request, set }) => {
+        const out = await getSettings(verb)
+        // The 304 is a Response beside the 200 body: Elysia types an async handler's answer as one or the other.
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         set.headers.etag = out.etag
         return out.body
       },
@@ -49,8 +50,8 @@ export function notificationsRoutes(deps: Deps) {
     )
     .put(
       '/notifications/settings',
-      ({ verb, request, body, set }) => {
-        const out = putSettings({ ...verb, ifMatch: request.headers.get('if-match'), input: body })
+      async ({ verb, request, body, set }) => {
+        const out = await putSettings({ ...verb, ifMatch: request.headers.get('if-match'), input: body })
         set.headers.etag = out.etag
         return out.body
       },
@@ -70,7 +71,7 @@ export function notificationsRoutes(deps: Deps) {
       '/notifications/chat/link',
       async ({ verb, set }) => {
         set.status = 201
-        return issueChatLink(verb)
+        return await issueChatLink(verb)
       },
       {
         beforeHandle: idempotent(deps),

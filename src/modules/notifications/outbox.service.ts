@@ -55,19 +55,19 @@ export type Notice = { category: Category; title: string; body: string; groupKey
  * Records a notification for the tenant in the caller's transaction and queues its deliveries.
  * Answers its id, or null when it repeats a grouped one (nothing new is sent).
  */
-export function notify(
+export async function notify(
   tx: DbOrTx,
   deps: Deps,
   tenantId: string,
   notice: Notice | (Omit<Notice, 'category'> & { category: 'test'; channels: ChannelKind[] }),
-): string | null {
+): Promise<string | null> {
   const now = deps.clock.nowUs()
   // A window of 0 only tags the notification with its group (alerts link it to an incident); nothing is grouped.
   const window = (notice as Notice).groupWindowUs ?? GROUP_WINDOW_US
-  if (notice.groupKey && window > 0 && recentInGroup(tx, tenantId, notice.groupKey, now - window)) return null
+  if (notice.groupKey && window > 0 && (await recentInGroup(tx, tenantId, notice.groupKey, now - window))) return null
   const isTest = notice.category === 'test'
   const critical = isTest || CRITICAL.includes(notice.category as Category)
-  const settings = findSettings(tx, tenantId)
+  const settings = await findSettings(tx, tenantId)
   const rule = (kind: ChannelKind): boolean => {
     if (isTest) return (notice as { channels: ChannelKind[] }).channels.includes(kind)
     const category = notice.category as Category
@@ -75,7 +75,7 @@ export function notify(
     return kind === 'chat' ? r.chat : r.email && CRITICAL.includes(category)
   }
   const id = deps.newId()
-  insertNotification(tx, {
+  await insertNotification(tx, {
     id,
     tenantId,
     category: notice.category,
@@ -86,14 +86,14 @@ export function notify(
     createdAt: now,
   })
   // The account timezone: the owner's (billing tiles use the same).
-  const timeZone = memberTimezone(tx, tenantId, null) ?? 'UTC'
+  const timeZone = (await memberTimezone(tx, tenantId, null)) ?? 'UTC'
   const quiet = settings ? { enabled: settings.quietEnabled, from: settings.quietFrom, to: settings.quietTo } : { enabled: false, from: '22:00', to: '07:00' }
   const due = critical ? now : releaseAt(now, quiet, timeZone)
   for (const kind of CHANNELS) {
     if (!rule(kind)) continue
-    const channel = findChannel(tx, tenantId, kind)
+    const channel = await findChannel(tx, tenantId, kind)
     const live = channel?.status === 'connected' && channel.destination !== null
-    insertDelivery(tx, {
+    await insertDelivery(tx, {
       id: deps.newId(),
       notificationId: id,
       tenantId,
@@ -133,18 +133,18 @@ export async function dispatchNotifications(deps: Deps, tenants: TenantWalk): Pr
   let sent = 0
   for (;;) {
     const now = deps.clock.nowUs()
-    const d = withTransaction(deps.db, (tx) => claimDue(tx, now, now + CLAIM_US))
+    const d = await withTransaction(deps.db, (tx) => claimDue(tx, now, now + CLAIM_US))
     if (!d) return sent
     // Each delivery in its tenant's boundary: one that cannot be sent or recorded stays claimed (so it
     // waits out the claim) and the tenant is left out for a while; the other tenants' deliveries go on.
     await tenants.run(d.tenantId, async () => {
-      const n = findNotification(deps.db, d.notificationId)!
+      const n = (await findNotification(deps.db, d.notificationId))!
       const result = await send(deps, d, n.title, n.body)
       const at = deps.clock.nowUs()
       const attempts = d.attempts + 1
-      withTransaction(deps.db, (tx) => {
+      await withTransaction(deps.db, async (tx) => {
         const giveUp = result.outcome === 'failed' || (result.outcome === 'retry' && attempts >= MAX_ATTEMPTS)
-        insertAttempt(tx, {
+        await insertAttempt(tx, {
           id: deps.newId(),
           deliveryId: d.id,
           at,
@@ -153,11 +153,12 @@ export async function dispatchNotifications(deps: Deps, tenants: TenantWalk): Pr
           error: result.outcome === 'sent' ? null : result.error,
         })
         if (result.outcome === 'sent' && d.channel === 'email')
-          enqueueMail(tx, deps, composeMail(d.destination!, 'notification', `gpuhq: ${n.title}`, [n.body, deps.config.publicUrl]))
-        if (result.outcome === 'sent') updateDelivery(tx, d.id, { status: 'sent', attempts, sentAt: at, claimedUntil: null, lastError: null, updatedAt: at })
-        else if (giveUp) updateDelivery(tx, d.id, { status: 'failed', attempts, claimedUntil: null, lastError: result.error, updatedAt: at })
+          await enqueueMail(tx, deps, composeMail(d.destination!, 'notification', `gpuhq: ${n.title}`, [n.body, deps.config.publicUrl]))
+        if (result.outcome === 'sent')
+          await updateDelivery(tx, d.id, { status: 'sent', attempts, sentAt: at, claimedUntil: null, lastError: null, updatedAt: at })
+        else if (giveUp) await updateDelivery(tx, d.id, { status: 'failed', attempts, claimedUntil: null, lastError: result.error, updatedAt: at })
         else
-          updateDelivery(tx, d.id, {
+          await updateDelivery(tx, d.id, {
             attempts,
             claimedUntil: null,
             lastError: result.error,
@@ -166,10 +167,10 @@ export async function dispatchNotifications(deps: Deps, tenants: TenantWalk): Pr
           })
         // A chat that blocked the bot is paused, with the reason, until the owner resumes it.
         if (result.outcome === 'failed' && d.channel === 'chat' && /blocked|deactivated|kicked/i.test(result.error)) {
-          const channel = findChannel(tx, d.tenantId, 'chat')
+          const channel = await findChannel(tx, d.tenantId, 'chat')
           if (channel && channel.destination === d.destination) {
-            saveChannel(tx, { ...channel, status: 'paused', disabledReason: `Telegram: ${result.error}`.slice(0, 256), updatedAt: at })
-            bumpVersion(tx, deps, d.tenantId)
+            await saveChannel(tx, { ...channel, status: 'paused', disabledReason: `Telegram: ${result.error}`.slice(0, 256), updatedAt: at })
+            await bumpVersion(tx, deps, d.tenantId)
           }
         }
       })
@@ -192,14 +193,14 @@ function deliveryView(d: DeliveryRow) {
 }
 
 /** GET /notifications/history: newest first, each with its deliveries. */
-export function listHistory({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number } }) {
-  return paginate(deps.keys.cursor, {
+export async function listHistory({ deps, actor, input }: { deps: Deps; actor: Actor; input: { cursor?: string; limit?: number } }) {
+  return await paginate(deps.keys.cursor, {
     scope: `notifications:${actor.tenantId}`,
     input,
-    fetch: (after: { id: string } | undefined, take) => {
-      const rows = notificationsOf(deps.db, actor.tenantId, after?.id, take)
+    fetch: async (after: { id: string } | undefined, take) => {
+      const rows = await notificationsOf(deps.db, actor.tenantId, after?.id, take)
       const byNotification = new Map<string, DeliveryRow[]>()
-      for (const d of deliveriesOf(
+      for (const d of await deliveriesOf(
         deps.db,
         rows.map((r) => r.id),
       ))
@@ -220,30 +221,32 @@ export function listHistory({ deps, actor, input }: { deps: Deps; actor: Actor; 
 }
 
 /** GET /notifications/deliveries/{id}: status, every attempt and its error. */
-export function getDelivery({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
-  const d = findDelivery(deps.db, actor.tenantId, id.toLowerCase())
+export async function getDelivery({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  const d = await findDelivery(deps.db, actor.tenantId, id.toLowerCase())
   if (!d) throw E.deliveryNotFound()
+  const attempts = await attemptsOf(deps.db, d.id)
   return {
     ...deliveryView(d),
     notification_id: d.notificationId,
-    attempt_log: attemptsOf(deps.db, d.id).map((a) => ({ at: formatTimestamp(a.at), outcome: a.outcome, http_status: a.httpStatus, error: a.error })),
+    attempt_log: attempts.map((a) => ({ at: formatTimestamp(a.at), outcome: a.outcome, http_status: a.httpStatus, error: a.error })),
   }
 }
 
 /** POST /notifications/test: a test through the chosen connected channels (all connected ones by default), sent now. */
 export async function sendTest({ deps, actor, channels }: { deps: Deps; actor: Actor; channels: ChannelKind[] | undefined }) {
-  const id = withTransaction(deps.db, (tx) => {
-    const wanted = (channels ?? [...CHANNELS]).filter((k) => findChannel(tx, actor.tenantId, k)?.status === 'connected')
+  const id = await withTransaction(deps.db, async (tx) => {
+    const wanted: ChannelKind[] = []
+    for (const k of channels ?? [...CHANNELS]) if ((await findChannel(tx, actor.tenantId, k))?.status === 'connected') wanted.push(k)
     if (wanted.length === 0) throw E.nothingToTest()
-    return notify(tx, deps, actor.tenantId, {
+    return (await notify(tx, deps, actor.tenantId, {
       category: 'test',
       title: 'Test notification',
       body: 'This is a test from gpuhq: this channel works.',
       channels: wanted,
-    })!
+    }))!
   })
   // Sent now, outside the job: a failing delivery is logged and left for the job, as there.
   await dispatchNotifications(deps, new TenantWalk(deps, 'notifications.dispatch'))
-  const deliveries = deliveriesOf(deps.db, [id])
+  const deliveries = await deliveriesOf(deps.db, [id])
   return { notification_id: id, deliveries: deliveries.map(deliveryView) }
 }

@@ -55,23 +55,23 @@ function categoryOf(e: ServerEvent): { category: Category; title: string; group:
   return null
 }
 
-export function fromServerEvent(deps: Deps, e: ServerEvent): void {
+export async function fromServerEvent(deps: Deps, e: ServerEvent): Promise<void> {
   const c = categoryOf(e)
   if (!c) return
-  const name = trustedServerById(e.tx, e.server.id)?.name ?? e.server.id
-  notify(e.tx, deps, e.server.tenantId, { category: c.category, title: `${c.title}: ${name}`, body: e.message, groupKey: c.group })
+  const name = (await trustedServerById(e.tx, e.server.id))?.name ?? e.server.id
+  await notify(e.tx, deps, e.server.tenantId, { category: c.category, title: `${c.title}: ${name}`, body: e.message, groupKey: c.group })
 }
 
-export function fromAccountState(deps: Deps, e: { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }): void {
+export async function fromAccountState(deps: Deps, e: { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }): Promise<void> {
   if (e.state === 'grace')
-    notify(e.tx, deps, e.tenantId, {
+    await notify(e.tx, deps, e.tenantId, {
       category: 'balance',
       title: 'Balance below zero: grace started',
       body: `Your gpuhq balance is below zero. Top up within ${deps.config.gracePeriodHours} h or the account is frozen.`,
       groupKey: 'account:grace',
     })
   if (e.state === 'frozen')
-    notify(e.tx, deps, e.tenantId, {
+    await notify(e.tx, deps, e.tenantId, {
       category: 'balance',
       title: 'Account frozen',
       body: 'The grace period ran out: changes are refused until a top-up brings the balance above zero.',
@@ -79,8 +79,8 @@ export function fromAccountState(deps: Deps, e: { tx: Tx; tenantId: string; stat
     })
 }
 
-export function fromTopup(deps: Deps, e: { tx: Tx; topup: { id: string; tenantId: string } }): void {
-  notify(e.tx, deps, e.topup.tenantId, { category: 'payment', title: 'Top-up credited', body: `Top-up ${e.topup.id} was credited to your balance.` })
+export async function fromTopup(deps: Deps, e: { tx: Tx; topup: { id: string; tenantId: string } }): Promise<void> {
+  await notify(e.tx, deps, e.topup.tenantId, { category: 'payment', title: 'Top-up credited', body: `Top-up ${e.topup.id} was credited to your balance.` })
 }
 
 const NOT_CREDITED = {
@@ -92,12 +92,12 @@ const NOT_CREDITED = {
   },
 } as const
 
-export function fromTopupNotCredited(
+export async function fromTopupNotCredited(
   deps: Deps,
   e: { tx: Tx; topup: { id: string; tenantId: string; amountMicros: number; paymentMethod: string }; status: keyof typeof NOT_CREDITED },
-): void {
+): Promise<void> {
   const text = NOT_CREDITED[e.status]
-  notify(e.tx, deps, e.topup.tenantId, {
+  await notify(e.tx, deps, e.topup.tenantId, {
     category: 'payment',
     title: text.title,
     body: `Top-up ${e.topup.id} of ${formatMoney(e.topup.amountMicros)} USD (${e.topup.paymentMethod}) ${text.why}`,
@@ -106,18 +106,18 @@ export function fromTopupNotCredited(
   })
 }
 
-export function fromPlanRefusal(deps: Deps, e: { tx: Tx; tenantId: string; targetPlan: string; reason: string }): void {
+export async function fromPlanRefusal(deps: Deps, e: { tx: Tx; tenantId: string; targetPlan: string; reason: string }): Promise<void> {
   const why = e.reason === 'reserve_not_covered' ? 'the balance does not cover the new plan' : 'the change is no longer a downgrade'
-  notify(e.tx, deps, e.tenantId, {
+  await notify(e.tx, deps, e.tenantId, {
     category: 'payment',
     title: `Plan change to ${e.targetPlan} refused`,
     body: `The scheduled change to ${e.targetPlan} was refused when its day came: ${why} (${e.reason}).`,
   })
 }
 
-export function fromOfferPublished(deps: Deps, e: { tx: Tx; tenantId: string; serverId: string; marketplace: string; summary: string }): void {
-  const name = trustedServerById(e.tx, e.serverId)?.name ?? e.serverId
-  notify(e.tx, deps, e.tenantId, {
+export async function fromOfferPublished(deps: Deps, e: { tx: Tx; tenantId: string; serverId: string; marketplace: string; summary: string }): Promise<void> {
+  const name = (await trustedServerById(e.tx, e.serverId))?.name ?? e.serverId
+  await notify(e.tx, deps, e.tenantId, {
     category: 'price',
     title: `Offer updated: ${name}`,
     body: `The ${e.marketplace} offer of ${name} is now ${e.summary}.`,
@@ -126,9 +126,9 @@ export function fromOfferPublished(deps: Deps, e: { tx: Tx; tenantId: string; se
 }
 
 /** A low balance: at most one warning a day while it lasts (grace and freeze have their own). */
-export function fromLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; daysLeft: number; balanceMicros: number }): void {
+export async function fromLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; daysLeft: number; balanceMicros: number }): Promise<void> {
   const day = new Date(deps.clock.nowUs() / 1000).toISOString().slice(0, 10)
-  notify(e.tx, deps, e.tenantId, {
+  await notify(e.tx, deps, e.tenantId, {
     category: 'balance',
     title: `Balance low: about ${Math.max(0, Math.floor(e.daysLeft * 24))} hours left`,
     body: `Your gpuhq balance is ${formatMoney(e.balanceMicros)} USD: at the current rate it lasts about ${formatDecimal(e.daysLeft, 1, 1)} days. Top up to keep the account out of grace.`,
@@ -142,13 +142,13 @@ export function fromLowBalance(deps: Deps, e: { tx: Tx; tenantId: string; daysLe
  * beyond the owner's threshold (docs/marketplaces.md "Payouts reconciled"): a `payment` notification
  * (money owed to the host), once per set of flagged days.
  */
-export function fromPayoutGap(
+export async function fromPayoutGap(
   deps: Deps,
   e: { tx: Tx; tenantId: string; rows: { serverName: string; marketplace: string; day: string; gapMicros: number }[]; thresholdMicros: number },
-): void {
+): Promise<void> {
   const total = e.rows.reduce((s, r) => s + r.gapMicros, 0)
   const days = [...new Set(e.rows.map((r) => r.day))].sort()
-  notify(e.tx, deps, e.tenantId, {
+  await notify(e.tx, deps, e.tenantId, {
     category: 'payment',
     title: 'Platform paid less than expected',
     body: `${e.rows.length} machine-day${e.rows.length === 1 ? '' : 's'} (${days.join(', ')}) fell ${formatMoney(total)} USD short of accrual minus commission, beyond your threshold of ${formatMoney(e.thresholdMicros)} USD. See the Reconciliation page.`,

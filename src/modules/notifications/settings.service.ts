@@ -42,9 +42,9 @@ function defaultSettings(deps: Deps, tenantId: string): SettingsRow {
   }
 }
 
-export function channelOf(db: DbOrTx, deps: Deps, tenantId: string, kind: ChannelKind): ChannelRow {
+export async function channelOf(db: DbOrTx, deps: Deps, tenantId: string, kind: ChannelKind): Promise<ChannelRow> {
   return (
-    findChannel(db, tenantId, kind) ?? {
+    (await findChannel(db, tenantId, kind)) ?? {
       tenantId,
       kind,
       status: 'not_connected',
@@ -109,11 +109,13 @@ function settingsView(s: SettingsRow, chat: ChannelRow, email: ChannelRow) {
   }
 }
 
-export function getSettings({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const s = findSettings(deps.db, actor.tenantId) ?? defaultSettings(deps, actor.tenantId)
+export async function getSettings({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const s = (await findSettings(deps.db, actor.tenantId)) ?? defaultSettings(deps, actor.tenantId)
+  const chat = await channelOf(deps.db, deps, actor.tenantId, 'chat')
+  const email = await channelOf(deps.db, deps, actor.tenantId, 'email')
   return {
     etag: etagOf(s.version),
-    body: settingsView(s, channelOf(deps.db, deps, actor.tenantId, 'chat'), channelOf(deps.db, deps, actor.tenantId, 'email')),
+    body: settingsView(s, chat, email),
   }
 }
 
@@ -129,9 +131,9 @@ function codeHashOf(deps: Deps, tenantId: string, address: string, code: string)
 }
 
 /** Sends a code to `address` and keeps it pending on the email channel (the channel is unchanged until it is confirmed). */
-function startVerification(tx: DbOrTx, deps: Deps, c: ChannelRow, address: string): ChannelRow {
+async function startVerification(tx: DbOrTx, deps: Deps, c: ChannelRow, address: string): Promise<ChannelRow> {
   const code = String(randomInt(0, 1_000_000)).padStart(6, '0')
-  enqueueMail(
+  await enqueueMail(
     tx,
     deps,
     composeMail(
@@ -159,7 +161,7 @@ function startVerification(tx: DbOrTx, deps: Deps, c: ChannelRow, address: strin
 }
 
 /** PUT /notifications/settings: a partial update; only the fields sent change. */
-export function putSettings({
+export async function putSettings({
   deps,
   actor,
   audit,
@@ -172,8 +174,8 @@ export function putSettings({
   ifMatch: string | null
   input: Static<typeof SettingsPatch>
 }) {
-  const out = withTransaction(deps.db, (tx) => {
-    const before = findSettings(tx, actor.tenantId) ?? defaultSettings(deps, actor.tenantId)
+  const out = await withTransaction(deps.db, async (tx) => {
+    const before = (await findSettings(tx, actor.tenantId)) ?? defaultSettings(deps, actor.tenantId)
     assertIfMatch(ifMatch, etagOf(before.version))
     const now = deps.clock.nowUs()
     const next: SettingsRow = { ...before, rules: structuredClone(before.rules), version: before.version + 1, updatedAt: now }
@@ -189,16 +191,16 @@ export function putSettings({
       next.quietFrom = input.quiet_hours.from
       next.quietTo = input.quiet_hours.to
     }
-    let chat = channelOf(tx, deps, actor.tenantId, 'chat')
-    let email = channelOf(tx, deps, actor.tenantId, 'email')
+    let chat = await channelOf(tx, deps, actor.tenantId, 'chat')
+    let email = await channelOf(tx, deps, actor.tenantId, 'email')
     if (input.channels?.chat) chat = changeStatus(chat, input.channels.chat.status, now)
     if (input.channels?.email?.status) email = changeStatus(email, input.channels.email.status, now)
     const address = input.channels?.email?.address?.trim().toLowerCase()
-    if (address !== undefined && address !== email.destination) email = startVerification(tx, deps, email, address)
-    saveSettings(tx, next)
-    saveChannel(tx, chat)
-    saveChannel(tx, email)
-    recordAudit(tx, deps, audit, { operation: 'notifications.settings.update', targetKind: 'tenant', targetId: actor.tenantId })
+    if (address !== undefined && address !== email.destination) email = await startVerification(tx, deps, email, address)
+    await saveSettings(tx, next)
+    await saveChannel(tx, chat)
+    await saveChannel(tx, email)
+    await recordAudit(tx, deps, audit, { operation: 'notifications.settings.update', targetKind: 'tenant', targetId: actor.tenantId })
     return { etag: etagOf(next.version), body: settingsView(next, chat, email) }
   })
   if (input.channels?.email?.address !== undefined) deps.mail.kick()
@@ -206,9 +208,9 @@ export function putSettings({
 }
 
 /** Bumps the settings version after a channel changed outside PUT (a link, a verification, a block). */
-export function bumpVersion(tx: DbOrTx, deps: Deps, tenantId: string): void {
-  const s = findSettings(tx, tenantId) ?? defaultSettings(deps, tenantId)
-  saveSettings(tx, { ...s, version: s.version + 1, updatedAt: deps.clock.nowUs() })
+export async function bumpVersion(tx: DbOrTx, deps: Deps, tenantId: string): Promise<void> {
+  const s = (await findSettings(tx, tenantId)) ?? defaultSettings(deps, tenantId)
+  await saveSettings(tx, { ...s, version: s.version + 1, updatedAt: deps.clock.nowUs() })
 }
 
 /**
@@ -216,18 +218,18 @@ export function bumpVersion(tx: DbOrTx, deps: Deps, tenantId: string): void {
  * (verified when they signed up) is connected at once; with another address, a code is sent to it;
  * with the address and its code, that address is connected.
  */
-export function connectEmail({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: Static<typeof EmailConnectBody> }) {
-  const accountEmail = actor.userId ? (findUserById(deps.db, actor.userId)?.email ?? null) : null
+export async function connectEmail({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: Static<typeof EmailConnectBody> }) {
+  const accountEmail = actor.userId ? ((await findUserById(deps.db, actor.userId))?.email ?? null) : null
   const address = input.address?.trim().toLowerCase() ?? accountEmail
   if (address === null) throw invalidField('notifications', '/address', 'required', 'name the address to connect: this caller has no account email')
-  const out = withTransaction(deps.db, (tx) => {
+  const out = await withTransaction(deps.db, async (tx) => {
     const now = deps.clock.nowUs()
-    let email = channelOf(tx, deps, actor.tenantId, 'email')
+    let email = await channelOf(tx, deps, actor.tenantId, 'email')
     let status: 'connected' | 'verification_sent' = 'connected'
     if (address === accountEmail && input.code === undefined) {
       email = connectedTo(email, address, now)
     } else if (input.code === undefined) {
-      email = startVerification(tx, deps, email, address)
+      email = await startVerification(tx, deps, email, address)
       status = 'verification_sent'
     } else {
       const expired = email.pendingExpiresAt === null || email.pendingExpiresAt <= now
@@ -237,14 +239,14 @@ export function connectEmail({ deps, actor, audit, input }: { deps: Deps; actor:
         email.pendingCodeHash !== null &&
         safeEqual(email.pendingCodeHash, codeHashOf(deps, actor.tenantId, address, input.code))
       if (expired || spent || !matches) {
-        saveChannel(tx, { ...email, pendingAttempts: email.pendingAttempts + 1, updatedAt: now })
+        await saveChannel(tx, { ...email, pendingAttempts: email.pendingAttempts + 1, updatedAt: now })
         return { refused: true as const }
       }
       email = connectedTo(email, address, now)
     }
-    saveChannel(tx, email)
-    bumpVersion(tx, deps, actor.tenantId)
-    recordAudit(tx, deps, audit, {
+    await saveChannel(tx, email)
+    await bumpVersion(tx, deps, actor.tenantId)
+    await recordAudit(tx, deps, audit, {
       operation: `notifications.email.${status === 'connected' ? 'connect' : 'verify'}`,
       targetKind: 'tenant',
       targetId: actor.tenantId,

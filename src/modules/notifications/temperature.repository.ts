@@ -4,17 +4,18 @@ import type { DbOrTx } from '../../../db/client'
 
 export type WatchRow = typeof temperatureWatch.$inferSelect
 
-export function findWatch(db: DbOrTx, serverId: string, gpuIndex: number): WatchRow | undefined {
-  return db
+export async function findWatch(db: DbOrTx, serverId: string, gpuIndex: number): Promise<WatchRow | undefined> {
+  return await db
     .select()
     .from(temperatureWatch)
     .where(and(eq(temperatureWatch.serverId, serverId), eq(temperatureWatch.gpuIndex, gpuIndex)))
     .get()
 }
 
-export function saveWatch(tx: DbOrTx, row: WatchRow): void {
+export async function saveWatch(tx: DbOrTx, row: WatchRow): Promise<void> {
   const { serverId: _s, gpuIndex: _g, ...set } = row
-  tx.insert(temperatureWatch)
+  await tx
+    .insert(temperatureWatch)
     .values(row)
     .onConflictDoUpdate({ target: [temperatureWatch.serverId, temperatureWatch.gpuIndex], set })
     .run()

@@ -16,7 +16,7 @@ import { notify } from './outbox.service'
 
 const DAY_US = 86_400_000_000
 
-export function sendWeeklyReports(deps: Deps, tenants: TenantWalk): string {
+export async function sendWeeklyReports(deps: Deps, tenants: TenantWalk): Promise<string> {
   const now = deps.clock.nowUs()
   const from = utcDay(now - 7 * DAY_US)
   const to = utcDay(now - DAY_US)
@@ -25,13 +25,13 @@ export function sendWeeklyReports(deps: Deps, tenants: TenantWalk): string {
   const week = utcDay(now - weekday * DAY_US)
   let sent = 0
   // One tenant's report that cannot be made is logged and left out; the others are still queued.
-  for (const tenant of listTenants(deps.db))
-    tenants.runSync(tenant.id, () => {
-      const servers = managedServers(deps.db, tenant.id)
+  for (const tenant of await listTenants(deps.db))
+    await tenants.run(tenant.id, async () => {
+      const servers = await managedServers(deps.db, tenant.id)
       if (servers.length === 0) return
       const online = servers.filter((s) => s.presence === 'online').length
-      const earned = accruedDays(deps, tenant.id, from, to).reduce((n, r) => n + r.accruedUsdMicros, 0)
-      const id = withTransaction(deps.db, (tx) =>
+      const earned = (await accruedDays(deps, tenant.id, from, to)).reduce((n, r) => n + r.accruedUsdMicros, 0)
+      const id = await withTransaction(deps.db, (tx) =>
         notify(tx, deps, tenant.id, {
           category: 'weekly',
           title: `Your week: ${from} to ${to}`,

@@ -14,11 +14,11 @@ const NOT_CREDITED = ['review', 'expired', 'failed'] as const
  * expired or failed, says so (topup.not_credited, in the caller's transaction) so the owner learns
  * of the outcome exactly once, whichever path (notification, reconcile, creation) moved it.
  */
-export function moveTopup(tx: Tx, deps: Deps, t: TopupRow, patch: Partial<TopupRow>): TopupRow {
-  const next = changeTopup(tx, deps, t, patch)
+export async function moveTopup(tx: Tx, deps: Deps, t: TopupRow, patch: Partial<TopupRow>): Promise<TopupRow> {
+  const next = await changeTopup(tx, deps, t, patch)
   const status = next.status as (typeof NOT_CREDITED)[number]
   if (next.status !== t.status && NOT_CREDITED.includes(status))
-    deps.events.emit('topup.not_credited', {
+    await deps.events.emit('topup.not_credited', {
       tx,
       topup: { id: next.id, tenantId: next.tenantId, amountMicros: next.amountMicros, paymentMethod: next.paymentMethod },
       status,
@@ -39,44 +39,51 @@ const CREDITABLE: TopupRow['status'][] = ['creating', 'partially_paid', 'expired
  * the ledger's unique index on a top-up's credit refuses a second one in the database itself. A
  * further finished payment credits nothing and is recorded in unsettled_payments for the operator.
  */
-export function applyPayment(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment): TopupRow {
+export async function applyPayment(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment): Promise<TopupRow> {
   const base = { providerStatus: p.status.slice(0, 64), paymentId: t.paymentId ?? p.paymentId }
   const review = (reason: string) =>
     t.status === 'succeeded'
       ? moveTopup(tx, deps, t, { ...base, reviewReason: reason })
       : moveTopup(tx, deps, t, { ...base, status: 'review', reviewReason: reason })
-  if (p.orderId !== null && p.orderId !== t.id) return review('order_mismatch')
-  if (p.invoiceId !== null && t.invoiceId !== null && p.invoiceId !== t.invoiceId) return review('invoice_mismatch')
-  if (p.priceCurrency !== null && p.priceCurrency !== 'usd') return review('currency_mismatch')
-  if (p.kind === 'unknown') return t.status === 'succeeded' ? t : review('unknown_provider_status')
-  if (p.kind === 'finished') return applyFinished(tx, deps, t, p, base, review)
+  if (p.orderId !== null && p.orderId !== t.id) return await review('order_mismatch')
+  if (p.invoiceId !== null && t.invoiceId !== null && p.invoiceId !== t.invoiceId) return await review('invoice_mismatch')
+  if (p.priceCurrency !== null && p.priceCurrency !== 'usd') return await review('currency_mismatch')
+  if (p.kind === 'unknown') return t.status === 'succeeded' ? t : await review('unknown_provider_status')
+  if (p.kind === 'finished') return await applyFinished(tx, deps, t, p, base, review)
   if (TERMINAL.includes(t.status)) {
     // A late non-final report never moves a terminal top-up back; a refund after a credit needs a human.
-    if (p.kind === 'refunded' && t.status === 'succeeded') return moveTopup(tx, deps, t, { ...base, reviewReason: 'refunded_after_credit' })
+    if (p.kind === 'refunded' && t.status === 'succeeded') return await moveTopup(tx, deps, t, { ...base, reviewReason: 'refunded_after_credit' })
     return t
   }
-  if (p.kind === 'partial') return moveTopup(tx, deps, t, { ...base, status: 'partially_paid' })
-  if (p.kind === 'pending') return moveTopup(tx, deps, t, base)
-  if (p.kind === 'expired') return moveTopup(tx, deps, t, { ...base, status: 'expired' })
-  if (p.kind === 'failed') return moveTopup(tx, deps, t, { ...base, status: 'failed' })
-  return review('refunded_before_credit')
+  if (p.kind === 'partial') return await moveTopup(tx, deps, t, { ...base, status: 'partially_paid' })
+  if (p.kind === 'pending') return await moveTopup(tx, deps, t, base)
+  if (p.kind === 'expired') return await moveTopup(tx, deps, t, { ...base, status: 'expired' })
+  if (p.kind === 'failed') return await moveTopup(tx, deps, t, { ...base, status: 'failed' })
+  return await review('refunded_before_credit')
 }
 
-function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base: Partial<TopupRow>, review: (reason: string) => TopupRow): TopupRow {
+async function applyFinished(
+  tx: Tx,
+  deps: Deps,
+  t: TopupRow,
+  p: ProviderPayment,
+  base: Partial<TopupRow>,
+  review: (reason: string) => Promise<TopupRow>,
+): Promise<TopupRow> {
   const ref = `${t.provider}:${p.paymentId}`
   // This very payment was credited already (a replayed notification, reconcile after the IPN).
-  if (paymentCredited(tx, ref)) return t
-  if (t.status === 'succeeded') return recordUnsettled(tx, deps, t, p, 'topup_already_credited')
+  if (await paymentCredited(tx, ref)) return t
+  if (t.status === 'succeeded') return await recordUnsettled(tx, deps, t, p, 'topup_already_credited')
   if (t.status === 'review' || t.status === 'failed') {
     // A human decides about the top-up; the money that arrived is on their list too.
-    recordUnsettled(tx, deps, t, p, t.status === 'review' ? 'topup_in_review' : 'topup_failed')
-    return moveTopup(tx, deps, t, base)
+    await recordUnsettled(tx, deps, t, p, t.status === 'review' ? 'topup_in_review' : 'topup_failed')
+    return await moveTopup(tx, deps, t, base)
   }
-  if (p.confirmedMicros === null || p.confirmedMicros <= 0) return review('no_confirmed_amount')
+  if (p.confirmedMicros === null || p.confirmedMicros <= 0) return await review('no_confirmed_amount')
   const now = deps.clock.nowUs()
   const version = t.version + 1
   // The claim: only the transaction that moves the top-up out of a creditable state credits it.
-  const claimed = claimTopup(tx, t.id, CREDITABLE, {
+  const claimed = await claimTopup(tx, t.id, CREDITABLE, {
     ...base,
     status: 'succeeded',
     creditedMicros: p.confirmedMicros,
@@ -84,8 +91,8 @@ function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base
     updatedAt: now,
     version,
   })
-  if (!claimed) return recordUnsettled(tx, deps, topupById(tx, t.id)!, p, 'topup_already_credited')
-  appendEntry(tx, deps, {
+  if (!claimed) return await recordUnsettled(tx, deps, (await topupById(tx, t.id))!, p, 'topup_already_credited')
+  await appendEntry(tx, deps, {
     tenantId: t.tenantId,
     kind: 'topup',
     amountMicros: p.confirmedMicros,
@@ -96,7 +103,7 @@ function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base
   })
   const next: TopupRow = { ...t, ...base, status: 'succeeded', creditedMicros: p.confirmedMicros, succeededAt: t.succeededAt ?? now, updatedAt: now, version }
   // Reactions (a paid upgrade) run inside this transaction: they commit exactly with the credit.
-  deps.events.emit('topup.succeeded', {
+  await deps.events.emit('topup.succeeded', {
     tx,
     topup: {
       id: next.id,
@@ -111,8 +118,8 @@ function applyFinished(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, base
 }
 
 /** Records a finished payment that credited nothing (once per provider payment) and says so in the log. */
-function recordUnsettled(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, reason: UnsettledRow['reason']): TopupRow {
-  const inserted = insertUnsettled(tx, {
+async function recordUnsettled(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment, reason: UnsettledRow['reason']): Promise<TopupRow> {
+  const inserted = await insertUnsettled(tx, {
     id: deps.newId(),
     tenantId: t.tenantId,
     topupId: t.id,

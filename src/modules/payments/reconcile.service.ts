@@ -23,7 +23,7 @@ export async function reconcileTopups(
   run: JobRef = { job: 'billing.reconcile', period: 'manual' },
   tenants: TenantWalk = new TenantWalk(deps, run.job, undefined, run.period),
 ): Promise<string> {
-  const open = openTopups(deps.db)
+  const open = await openTopups(deps.db)
   let settled = 0
   let expired = 0
   let unreachable = 0
@@ -53,18 +53,18 @@ export async function reconcileTopups(
             }
             throw e
           }
-          const moved = withTransaction(deps.db, (tx) => {
-            const cur = topupById(tx, t.id)!
-            return applyPayment(tx, deps, cur, p).status !== cur.status
+          const moved = await withTransaction(deps.db, async (tx) => {
+            const cur = (await topupById(tx, t.id))!
+            return (await applyPayment(tx, deps, cur, p)).status !== cur.status
           })
           return moved ? 'settled' : 'unchanged'
         }
         if (t.expiresAt >= deps.clock.nowUs()) return 'unchanged'
-        return withTransaction(deps.db, (tx) => {
-          const cur = topupById(tx, t.id)!
+        return await withTransaction(deps.db, async (tx) => {
+          const cur = (await topupById(tx, t.id))!
           // Re-read: a notification may have moved it since the list was taken.
           if (cur.version !== t.version) return 'unchanged'
-          moveTopup(tx, deps, cur, { status: 'expired' })
+          await moveTopup(tx, deps, cur, { status: 'expired' })
           return 'expired'
         })
       },

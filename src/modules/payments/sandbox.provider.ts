@@ -44,7 +44,7 @@ export function createSandbox(deps: Deps): PaymentProvider {
     methods,
     async createInvoice({ topupId, amountMicros, method }) {
       const invoiceId = deps.newId()
-      withTransaction(deps.db, (tx) =>
+      await withTransaction(deps.db, (tx) =>
         insertSandboxInvoice(tx, { invoiceId, orderId: topupId, priceAmountMicros: amountMicros, method, createdAt: deps.clock.nowUs() }),
       )
       return { invoiceId, checkoutUrl: `${deps.config.publicUrl}/sandbox/checkout/${invoiceId}` }
@@ -66,7 +66,7 @@ export function createSandbox(deps: Deps): PaymentProvider {
       }
     },
     async fetchPayment(paymentId) {
-      const p = findSandboxPayment(deps.db, paymentId)
+      const p = await findSandboxPayment(deps.db, paymentId)
       if (!p)
         return {
           paymentId,
@@ -78,7 +78,7 @@ export function createSandbox(deps: Deps): PaymentProvider {
           priceAmountMicros: null,
           confirmedMicros: null,
         }
-      const inv = findSandboxInvoice(deps.db, p.invoiceId)
+      const inv = await findSandboxInvoice(deps.db, p.invoiceId)
       const kind = KINDS[p.status] ?? 'unknown'
       return {
         paymentId,
@@ -95,8 +95,8 @@ export function createSandbox(deps: Deps): PaymentProvider {
 }
 
 /** The invoice the checkout page shows. */
-export function sandboxInvoice(deps: Deps, invoiceId: string): SandboxInvoiceRow {
-  const inv = findSandboxInvoice(deps.db, invoiceId)
+export async function sandboxInvoice(deps: Deps, invoiceId: string): Promise<SandboxInvoiceRow> {
+  const inv = await findSandboxInvoice(deps.db, invoiceId)
   if (!inv) throw PaymentErrors.invoiceNotFound()
   return inv
 }
@@ -117,7 +117,7 @@ export async function sandboxPay(deps: Deps, invoiceId: string, input: { outcome
       throw e
     }
   }
-  const inv = sandboxInvoice(deps, invoiceId)
+  const inv = await sandboxInvoice(deps, invoiceId)
   const paymentId = deps.newId()
   const paid = amount ?? inv.priceAmountMicros
   if (paid <= 0) throw invalidPaymentField('/amount_usd', 'too_small', 'the amount paid must be above zero')
@@ -127,10 +127,10 @@ export async function sandboxPay(deps: Deps, invoiceId: string, input: { outcome
       'exceeds_invoice',
       `the invoice is for ${formatMoney(inv.priceAmountMicros)} USD; the sandbox never confirms more than was invoiced`,
     )
-  withTransaction(deps.db, (tx) => {
-    if (findSandboxInvoice(tx, invoiceId)!.status !== 'open') throw PaymentErrors.invoiceAlreadyPaid()
-    if (input.outcome === 'finished') markSandboxInvoicePaid(tx, invoiceId)
-    insertSandboxPayment(tx, {
+  await withTransaction(deps.db, async (tx) => {
+    if ((await findSandboxInvoice(tx, invoiceId))!.status !== 'open') throw PaymentErrors.invoiceAlreadyPaid()
+    if (input.outcome === 'finished') await markSandboxInvoicePaid(tx, invoiceId)
+    await insertSandboxPayment(tx, {
       paymentId,
       invoiceId,
       status: input.outcome,

@@ -32,8 +32,8 @@ export function sandboxRoutes(deps: Deps) {
   return app
     .get(
       '/sandbox/checkout/:invoice_id',
-      ({ params }) => {
-        const inv = sandboxInvoice(deps, params.invoice_id)
+      async ({ params }) => {
+        const inv = await sandboxInvoice(deps, params.invoice_id)
         const buttons = SANDBOX_OUTCOMES.map((o) => `<button data-outcome="${o}">${o.replace('_', ' ')}</button>`).join('')
         return html(`<h1>Sandbox checkout</h1><p>Invoice <code>${inv.invoiceId}</code> for <b>${formatMoney(inv.priceAmountMicros)} USD</b> (${inv.method}).</p>
 <p><label>Amount paid (USD) <input id="amount" value="${formatMoney(inv.priceAmountMicros)}"></label></p><p>${buttons}</p><p id="result"></p>

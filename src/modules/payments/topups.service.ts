@@ -108,9 +108,9 @@ export async function createTopup({ deps, actor, audit, input }: { deps: Deps; a
     succeededAt: null,
     version: 1,
   }
-  withTransaction(deps.db, (tx) => {
-    insertTopup(tx, row)
-    recordAudit(tx, deps, audit, { operation: 'billing.topups.create', targetKind: 'topup', targetId: row.id })
+  await withTransaction(deps.db, async (tx) => {
+    await insertTopup(tx, row)
+    await recordAudit(tx, deps, audit, { operation: 'billing.topups.create', targetKind: 'topup', targetId: row.id })
   })
   try {
     const invoice = await provider.createInvoice({
@@ -119,27 +119,29 @@ export async function createTopup({ deps, actor, audit, input }: { deps: Deps; a
       method: method.code,
       description: `gpuhq top-up ${formatMoney(amount)} USD`,
     })
-    return withTransaction(deps.db, (tx) => topupView(change(tx, deps, row, { invoiceId: invoice.invoiceId, checkoutUrl: invoice.checkoutUrl })))
+    return await withTransaction(deps.db, async (tx) =>
+      topupView(await change(tx, deps, row, { invoiceId: invoice.invoiceId, checkoutUrl: invoice.checkoutUrl })),
+    )
   } catch (e) {
     if (e instanceof ProviderRejected) {
-      withTransaction(deps.db, (tx) => change(tx, deps, row, { status: 'failed', reviewReason: `provider refused: ${e.message}` }))
+      await withTransaction(deps.db, (tx) => change(tx, deps, row, { status: 'failed', reviewReason: `provider refused: ${e.message}` }))
       throw invalidPaymentField('/amount_usd', 'rejected_by_provider', `the payment provider refused the invoice: ${e.message}`)
     }
     // We cannot tell whether an invoice exists: a human looks (review), the client may retry.
-    withTransaction(deps.db, (tx) => change(tx, deps, row, { status: 'review', reviewReason: 'ambiguous_create' }))
+    await withTransaction(deps.db, (tx) => change(tx, deps, row, { status: 'review', reviewReason: 'ambiguous_create' }))
     deps.log.warn('payment provider did not answer the invoice', { topup_id: row.id, error: e instanceof Error ? e.message : String(e) })
     throw PaymentErrors.providerUnreachable(undefined, { retryAfterSeconds: 30 })
   }
 }
 
-export function getTopup({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
-  const t = findTenantTopup(deps.db, actor.tenantId, id.toLowerCase())
+export async function getTopup({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  const t = await findTenantTopup(deps.db, actor.tenantId, id.toLowerCase())
   if (!t) throw PaymentErrors.topupNotFound()
   return topupView(t)
 }
 
-export function listTopups({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof TopupListQuery> }) {
-  return paginate(deps.keys.cursor, {
+export async function listTopups({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof TopupListQuery> }) {
+  return await paginate(deps.keys.cursor, {
     scope: `topups:${actor.tenantId}:${input.status ?? ''}`,
     input,
     fetch: (after: { id: string } | undefined, take) => listTenantTopups(deps.db, actor.tenantId, { status: input.status, beforeId: after?.id }, take),
@@ -165,10 +167,10 @@ export async function handleNotification({ deps, providerName, rawBody, headers 
     if (e instanceof ProviderUnavailable || e instanceof ProviderRejected) throw PaymentErrors.paymentUnreadable(undefined, { retryAfterSeconds: 60 })
     throw e
   }
-  return withTransaction(deps.db, (tx) => {
-    const t = findTopupFor(tx, provider.name, { invoiceId: payment.invoiceId ?? n.invoiceId, orderId: payment.orderId ?? n.orderId })
-    const outcome = t ? applyPayment(tx, deps, t, payment).status : 'ignored'
-    insertPaymentNotification(tx, {
+  return await withTransaction(deps.db, async (tx) => {
+    const t = await findTopupFor(tx, provider.name, { invoiceId: payment.invoiceId ?? n.invoiceId, orderId: payment.orderId ?? n.orderId })
+    const outcome = t ? (await applyPayment(tx, deps, t, payment)).status : 'ignored'
+    await insertPaymentNotification(tx, {
       id: deps.newId(),
       provider: provider.name,
       topupId: t?.id ?? null,

@@ -12,15 +12,15 @@ import { findUnsettled, listUnsettled, settleUnsettled, type UnsettledRow } from
  * adjustment (the customer really paid twice and keeps the money as balance) or by recording that it
  * was refunded at the provider. Used by scripts/admin.
  */
-export function listUnsettledPayments({ deps, all = false }: { deps: Deps; all?: boolean }): UnsettledRow[] {
-  return listUnsettled(deps.db, all)
+export async function listUnsettledPayments({ deps, all = false }: { deps: Deps; all?: boolean }): Promise<UnsettledRow[]> {
+  return await listUnsettled(deps.db, all)
 }
 
-export function settleUnsettledPayment({ deps, input }: { deps: Deps; input: { id: string; settlement: 'credited' | 'refunded'; reason: string } }) {
+export async function settleUnsettledPayment({ deps, input }: { deps: Deps; input: { id: string; settlement: 'credited' | 'refunded'; reason: string } }) {
   const reason = input.reason.trim()
   if (!reason || reason.length > 400) throw invalidPaymentField('/reason', 'too_long', 'the reason must have 1 to 400 characters')
-  return withTransaction(deps.db, (tx) => {
-    const row = findUnsettled(tx, input.id)
+  return await withTransaction(deps.db, async (tx) => {
+    const row = await findUnsettled(tx, input.id)
     if (!row) throw PaymentErrors.unsettledNotFound(`no unsettled payment ${input.id}`)
     if (row.settledAt !== null) throw PaymentErrors.alreadySettled(`payment ${row.provider}:${row.paymentId} was already settled (${row.settlement})`)
     let entryId: string | null = null
@@ -31,7 +31,7 @@ export function settleUnsettledPayment({ deps, input }: { deps: Deps; input: { i
           'unknown',
           'the provider confirmed no amount for this payment; credit it with scripts/admin adjust and settle it as refunded or with a note',
         )
-      const entry = appendEntry(tx, deps, {
+      const entry = await appendEntry(tx, deps, {
         tenantId: row.tenantId,
         kind: 'adjustment',
         amountMicros: row.amountMicros,
@@ -39,11 +39,17 @@ export function settleUnsettledPayment({ deps, input }: { deps: Deps; input: { i
         detail: `adjustment: payment ${row.provider}:${row.paymentId} on top-up ${row.topupId}: ${reason}`,
       })
       entryId = entry.id
-      recordSystemEvent(tx, deps, row.tenantId, 'billing.adjust', `${formatMoney(row.amountMicros)} USD: payment ${row.provider}:${row.paymentId}: ${reason}`)
+      await recordSystemEvent(
+        tx,
+        deps,
+        row.tenantId,
+        'billing.adjust',
+        `${formatMoney(row.amountMicros)} USD: payment ${row.provider}:${row.paymentId}: ${reason}`,
+      )
     }
     const now = deps.clock.nowUs()
-    settleUnsettled(tx, row.id, { settledAt: now, settlement: input.settlement, settlementEntryId: entryId, settlementNote: reason })
-    recordSystemEvent(tx, deps, row.tenantId, 'payments.settle', `payment ${row.provider}:${row.paymentId} ${input.settlement}: ${reason}`)
+    await settleUnsettled(tx, row.id, { settledAt: now, settlement: input.settlement, settlementEntryId: entryId, settlementNote: reason })
+    await recordSystemEvent(tx, deps, row.tenantId, 'payments.settle', `payment ${row.provider}:${row.paymentId} ${input.settlement}: ${reason}`)
     return { ...row, settledAt: now, settlement: input.settlement, settlementEntryId: entryId, settlementNote: reason }
   })
 }

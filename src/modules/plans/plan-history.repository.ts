@@ -24,21 +24,23 @@ export const hourStartOf = (us: number) => Math.floor(us / US_PER_HOUR) * US_PER
  * first change, the plan it had (`fromPlan`) is recorded from the beginning of time, so the hours
  * before keep it. A later decision replaces assignments that had not started yet.
  */
-export function assignPlan(
+export async function assignPlan(
   tx: DbOrTx,
   deps: Pick<Deps, 'clock'>,
   tenantId: string,
   fromPlan: string | null,
   toPlan: string | null,
   effectiveFrom: number,
-): void {
+): Promise<void> {
   const now = deps.clock.nowUs()
-  const any = tx.select({ t: planAssignments.tenantId }).from(planAssignments).where(eq(planAssignments.tenantId, tenantId)).limit(1).get()
-  if (!any && effectiveFrom > 0) tx.insert(planAssignments).values({ tenantId, effectiveFrom: 0, planCode: fromPlan, createdAt: now }).run()
-  tx.delete(planAssignments)
+  const any = await tx.select({ t: planAssignments.tenantId }).from(planAssignments).where(eq(planAssignments.tenantId, tenantId)).limit(1).get()
+  if (!any && effectiveFrom > 0) await tx.insert(planAssignments).values({ tenantId, effectiveFrom: 0, planCode: fromPlan, createdAt: now }).run()
+  await tx
+    .delete(planAssignments)
     .where(and(eq(planAssignments.tenantId, tenantId), gt(planAssignments.effectiveFrom, effectiveFrom)))
     .run()
-  tx.insert(planAssignments)
+  await tx
+    .insert(planAssignments)
     .values({ tenantId, effectiveFrom, planCode: toPlan, createdAt: now })
     .onConflictDoUpdate({ target: [planAssignments.tenantId, planAssignments.effectiveFrom], set: { planCode: toPlan, createdAt: now } })
     .run()
@@ -48,11 +50,18 @@ export function assignPlan(
  * Records a catalogue price edit from the start of the current hour on; on a plan's first edit the
  * price it had is recorded from the beginning of time, so past hours keep it.
  */
-export function recordPriceChange(tx: DbOrTx, deps: Pick<Deps, 'clock'>, planCode: string, oldPrice: number | null, newPrice: number | null): void {
+export async function recordPriceChange(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'clock'>,
+  planCode: string,
+  oldPrice: number | null,
+  newPrice: number | null,
+): Promise<void> {
   const now = deps.clock.nowUs()
   const from = hourStartOf(now)
-  tx.insert(planPrices).values({ planCode, effectiveFrom: 0, priceMicrosPerServerMonth: oldPrice, createdAt: now }).onConflictDoNothing().run()
-  tx.insert(planPrices)
+  await tx.insert(planPrices).values({ planCode, effectiveFrom: 0, priceMicrosPerServerMonth: oldPrice, createdAt: now }).onConflictDoNothing().run()
+  await tx
+    .insert(planPrices)
     .values({ planCode, effectiveFrom: from, priceMicrosPerServerMonth: newPrice, createdAt: now })
     .onConflictDoUpdate({ target: [planPrices.planCode, planPrices.effectiveFrom], set: { priceMicrosPerServerMonth: newPrice, createdAt: now } })
     .run()
@@ -61,19 +70,13 @@ export function recordPriceChange(tx: DbOrTx, deps: Pick<Deps, 'clock'>, planCod
 export type PricedPlan = { planCode: string | null; price: number | null }
 
 /** Every tenant's plan and that plan's price during the hour starting at `hourUs`. */
-export function plansDuringHour(tx: DbOrTx, hourUs: number): Map<string, PricedPlan> {
-  const prices = new Map(
-    tx
-      .select()
-      .from(plans)
-      .all()
-      .map((p) => [p.code, p.priceMicrosPerServerMonth]),
-  )
-  for (const v of tx.select().from(planPrices).where(lte(planPrices.effectiveFrom, hourUs)).orderBy(asc(planPrices.effectiveFrom)).all())
+export async function plansDuringHour(tx: DbOrTx, hourUs: number): Promise<Map<string, PricedPlan>> {
+  const prices = new Map((await tx.select().from(plans).all()).map((p) => [p.code, p.priceMicrosPerServerMonth]))
+  for (const v of await tx.select().from(planPrices).where(lte(planPrices.effectiveFrom, hourUs)).orderBy(asc(planPrices.effectiveFrom)).all())
     prices.set(v.planCode, v.priceMicrosPerServerMonth)
   const planOf = new Map<string, string | null>()
-  for (const t of tenantPlanCodes(tx)) planOf.set(t.id, t.planCode)
-  for (const a of tx.select().from(planAssignments).where(lte(planAssignments.effectiveFrom, hourUs)).orderBy(asc(planAssignments.effectiveFrom)).all())
+  for (const t of await tenantPlanCodes(tx)) planOf.set(t.id, t.planCode)
+  for (const a of await tx.select().from(planAssignments).where(lte(planAssignments.effectiveFrom, hourUs)).orderBy(asc(planAssignments.effectiveFrom)).all())
     planOf.set(a.tenantId, a.planCode)
   const out = new Map<string, PricedPlan>()
   for (const [tenantId, planCode] of planOf) out.set(tenantId, { planCode, price: planCode === null ? null : (prices.get(planCode) ?? null) })

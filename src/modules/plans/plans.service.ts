@@ -22,21 +22,27 @@ export function planView(p: PlanRow) {
   }
 }
 
-export function listPlanViews({ deps }: { deps: Deps }) {
-  return { items: listPlans(deps.db).map(planView) }
+export async function listPlanViews({ deps }: { deps: Deps }) {
+  return { items: (await listPlans(deps.db)).map(planView) }
 }
 
 /** The features of a plan code ([] when unknown): what access checks read for plan entitlement. */
-export function featuresOfPlan(db: DbOrTx, code: string): string[] {
-  return findPlan(db, code)?.features ?? []
+export async function featuresOfPlan(db: DbOrTx, code: string): Promise<string[]> {
+  return (await findPlan(db, code))?.features ?? []
 }
 
 const CODE = new RegExp(PLAN_CODE_PATTERN)
 
 /** Operator verb (scripts/admin): creates or edits a catalogue entry. A price of "contract" makes it contract-priced. */
-export function upsertPlan({ deps, input }: { deps: Deps; input: { code: string; label?: string; price?: string; serversMax?: string; features?: string } }) {
+export async function upsertPlan({
+  deps,
+  input,
+}: {
+  deps: Deps
+  input: { code: string; label?: string; price?: string; serversMax?: string; features?: string }
+}) {
   if (!CODE.test(input.code)) throw invalid('/code', 'pattern', 'a plan code is 2 to 64 characters: a lowercase letter, then lowercase letters, digits, _ or -')
-  const existing = findPlan(deps.db, input.code)
+  const existing = await findPlan(deps.db, input.code)
   if (!existing && (input.label === undefined || input.price === undefined)) throw invalid('/label', 'required', 'a new plan needs --label and --price')
   let price = existing?.priceMicrosPerServerMonth ?? null
   if (input.price !== undefined) {
@@ -77,12 +83,12 @@ export function upsertPlan({ deps, input }: { deps: Deps; input: { code: string;
     position: existing?.position ?? 100,
     updatedAt: deps.clock.nowUs(),
   }
-  withTransaction(deps.db, (tx) => {
-    const before = findPlan(tx, input.code)
+  await withTransaction(deps.db, async (tx) => {
+    const before = await findPlan(tx, input.code)
     // A price edit is a new price version from the current hour on: hours that passed keep theirs.
     if (before && before.priceMicrosPerServerMonth !== row.priceMicrosPerServerMonth)
-      recordPriceChange(tx, deps, row.code, before.priceMicrosPerServerMonth, row.priceMicrosPerServerMonth)
-    savePlan(tx, row)
+      await recordPriceChange(tx, deps, row.code, before.priceMicrosPerServerMonth, row.priceMicrosPerServerMonth)
+    await savePlan(tx, row)
   })
   return { created: !existing, plan: row }
 }

@@ -10,7 +10,7 @@ import { scrapeMetrics } from './prometheus.service'
 export function prometheusRoutes(deps: Deps) {
   return apiRoutes('prometheus', deps).get(
     '/metrics/prometheus',
-    ({ verb }) => new Response(scrapeMetrics(verb), { headers: { 'content-type': EXPOSITION_CONTENT_TYPE } }),
+    async ({ verb }) => new Response(await scrapeMetrics(verb), { headers: { 'content-type': EXPOSITION_CONTENT_TYPE } }),
     {
       response: responses({ 200: Type.String({ description: `${EXPOSITION_CONTENT_TYPE}: the Prometheus text exposition format 0.0.4` }) }, [401, 403]),
       detail: describe(

@@ -18,26 +18,26 @@ import { BALANCE, EARNINGS, GPU_HEALTH, GPU_INVENTORY, GPU_READINGS, PRESENCE, R
  * latest GPU readings, today's earnings rows and the balance; no query per server.
  */
 
-type Server = ReturnType<typeof exposedServers>[number]
+type Server = Awaited<ReturnType<typeof exposedServers>>[number]
 /** Latest readings of one server: GPU index → value by GPU_READINGS slot (undefined: never reported). */
 type Readings = Map<number, (number | null | undefined)[]>
 
-export function scrapeMetrics({ deps, actor }: { deps: Deps; actor: Actor }): string {
+export async function scrapeMetrics({ deps, actor }: { deps: Deps; actor: Actor }): Promise<string> {
   const out = new Exposition()
   const fleet = permits(actor, 'servers:read', null)
   const markets = permits(actor, 'marketplaces:read', null)
-  const servers = fleet || markets ? exposedServers(deps.db, actor.tenantId).filter((s) => mayAccessServer(actor, s.id)) : []
+  const servers = fleet || markets ? (await exposedServers(deps.db, actor.tenantId)).filter((s) => mayAccessServer(actor, s.id)) : []
   const serverLabels = new Map(servers.map((s) => [s.id, [['server', s.id] as const, ['name', s.name] as const]]))
   if (fleet) {
     writePresence(out, servers, serverLabels)
-    writeGpus(out, servers, serverLabels, readingsOf(deps, actor.tenantId))
-    writeXids(out, deps, actor, servers, serverLabels)
+    writeGpus(out, servers, serverLabels, await readingsOf(deps, actor.tenantId))
+    await writeXids(out, deps, actor, servers, serverLabels)
   }
   if (markets) {
     writeRentals(out, servers, serverLabels)
-    writeEarnings(out, deps, actor, serverLabels)
+    await writeEarnings(out, deps, actor, serverLabels)
   }
-  if (permits(actor, 'billing:read', null)) writeBalance(out, deps, actor.tenantId)
+  if (permits(actor, 'billing:read', null)) await writeBalance(out, deps, actor.tenantId)
   return out.text()
 }
 
@@ -57,9 +57,9 @@ function writePresence(out: Exposition, servers: Server[], labels: Map<string, P
 /** Slot of each reading in a GPU's values, by the agent's metric name. */
 const SLOT = new Map(GPU_READINGS.map((r, i) => [r.metric, i]))
 
-function readingsOf(deps: Deps, tenantId: string): Map<string, Readings> {
+async function readingsOf(deps: Deps, tenantId: string): Promise<Map<string, Readings>> {
   const byServer = new Map<string, Readings>()
-  for (const [serverId, gpuIndex, metric, value] of latestGpuMetricsOfTenant(deps.sqlite, tenantId)) {
+  for (const [serverId, gpuIndex, metric, value] of await latestGpuMetricsOfTenant(deps.db, tenantId)) {
     const slot = SLOT.get(metric)
     if (slot === undefined) continue
     let gpus = byServer.get(serverId)
@@ -126,10 +126,10 @@ function writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pairs
 const numberOrNull = (v: number | null | undefined) => (typeof v === 'number' && Number.isFinite(v) ? v : null)
 
 /** Xid counts per server, GPU and Xid number (fleet keeps them as the agents' gpu.xid events arrive). */
-function writeXids(out: Exposition, deps: Deps, actor: Actor, servers: Server[], labels: Map<string, Pairs>): void {
+async function writeXids(out: Exposition, deps: Deps, actor: Actor, servers: Server[], labels: Map<string, Pairs>): Promise<void> {
   start(out, GPU_HEALTH.xids)
   const byId = new Map(servers.map((s) => [s.id, s]))
-  for (const x of xidCountsOfTenant(deps.db, actor.tenantId)) {
+  for (const x of await xidCountsOfTenant(deps.db, actor.tenantId)) {
     const server = byId.get(x.serverId)
     if (!server) continue
     const model = server.gpus.find((g) => g.index === x.gpuIndex)?.model ?? server.gpuModel
@@ -153,12 +153,12 @@ function writeRentals(out: Exposition, servers: Server[], labels: Map<string, Pa
     for (const source of sources.get(s.id)!) out.sample(RENTALS.running.name, labelSet([...labels.get(s.id)!, ['marketplace', source]]), '1')
 }
 
-function writeEarnings(out: Exposition, deps: Deps, actor: Actor, labels: Map<string, Pairs>): void {
+async function writeEarnings(out: Exposition, deps: Deps, actor: Actor, labels: Map<string, Pairs>): Promise<void> {
   start(out, EARNINGS.accruedToday)
   const today = utcDay(deps.clock.nowUs())
-  const rows = accruedDays(deps, actor.tenantId, today, today).filter((r) => mayAccessServer(actor, r.serverId))
+  const rows = (await accruedDays(deps, actor.tenantId, today, today)).filter((r) => mayAccessServer(actor, r.serverId))
   // A server decommissioned today still earned today: its name comes from the full list.
-  const others = rows.some((r) => !labels.has(r.serverId)) ? serverNames(deps.db, actor.tenantId) : new Map<string, string>()
+  const others = rows.some((r) => !labels.has(r.serverId)) ? await serverNames(deps.db, actor.tenantId) : new Map<string, string>()
   rows.sort((a, b) => a.serverId.localeCompare(b.serverId) || a.marketplace.localeCompare(b.marketplace))
   for (const r of rows) {
     const server = labels.get(r.serverId) ?? [
@@ -169,8 +169,8 @@ function writeEarnings(out: Exposition, deps: Deps, actor: Actor, labels: Map<st
   }
 }
 
-function writeBalance(out: Exposition, deps: Deps, tenantId: string): void {
-  const runway = balanceRunway(deps, tenantId)
+async function writeBalance(out: Exposition, deps: Deps, tenantId: string): Promise<void> {
+  const runway = await balanceRunway(deps, tenantId)
   start(out, BALANCE.balance)
   out.sample(BALANCE.balance.name, '', formatMoney(runway.balanceMicros))
   start(out, BALANCE.timeLeft)

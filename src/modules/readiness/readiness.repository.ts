@@ -5,20 +5,20 @@ import type { DbOrTx } from '../../../db/client'
 export type ReadinessStateRow = typeof readinessStates.$inferSelect
 
 /** Every remembered state of the tenant's servers. */
-export function statesOfTenant(db: DbOrTx, tenantId: string): ReadinessStateRow[] {
-  return db.select().from(readinessStates).where(eq(readinessStates.tenantId, tenantId)).all()
+export async function statesOfTenant(db: DbOrTx, tenantId: string): Promise<ReadinessStateRow[]> {
+  return await db.select().from(readinessStates).where(eq(readinessStates.tenantId, tenantId)).all()
 }
 
 /** The remembered states of one server of the tenant (one per marketplace). */
-export function statesOfServer(db: DbOrTx, tenantId: string, serverId: string): ReadinessStateRow[] {
-  return db
+export async function statesOfServer(db: DbOrTx, tenantId: string, serverId: string): Promise<ReadinessStateRow[]> {
+  return await db
     .select()
     .from(readinessStates)
     .where(and(eq(readinessStates.tenantId, tenantId), eq(readinessStates.serverId, serverId)))
     .all()
 }
 
-export function saveState(tx: DbOrTx, row: ReadinessStateRow): void {
+export async function saveState(tx: DbOrTx, row: ReadinessStateRow): Promise<void> {
   const set = {
     verdicts: row.verdicts,
     baselineDriver: row.baselineDriver,
@@ -28,7 +28,8 @@ export function saveState(tx: DbOrTx, row: ReadinessStateRow): void {
     evaluatedAt: row.evaluatedAt,
   }
   // Keyed by (server, marketplace): a server id is one tenant's, so the row stays the tenant's.
-  tx.insert(readinessStates)
+  await tx
+    .insert(readinessStates)
     .values(row)
     .onConflictDoUpdate({ target: [readinessStates.serverId, readinessStates.marketplace], set })
     .run()

@@ -13,9 +13,10 @@ export function readinessRoutes(deps: Deps) {
   return apiRoutes('readiness', deps)
     .get(
       '/servers/:id/readiness',
-      ({ verb, request, params, set }) => {
-        const out = serverReadiness({ ...verb, id: params.id })
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+      async ({ verb, request, params, set }) => {
+        const out = await serverReadiness({ ...verb, id: params.id })
+        // The 304 is a Response beside the 200 body: Elysia types an async handler's answer as one or the other.
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         set.headers.etag = out.etag
         return out.body
       },
@@ -35,9 +36,10 @@ export function readinessRoutes(deps: Deps) {
     )
     .get(
       '/readiness',
-      ({ verb, request, set }) => {
-        const out = fleetReadiness(verb)
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+      async ({ verb, request, set }) => {
+        const out = await fleetReadiness(verb)
+        // The 304 is a Response beside the 200 body: Elysia types an async handler's answer as one or the other.
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         set.headers.etag = out.etag
         return out.body
       },

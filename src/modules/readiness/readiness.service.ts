@@ -28,7 +28,7 @@ type Readings = Map<number, Map<string, number | null>>
 type Facts = {
   server: ServerSummary
   readings: Readings
-  xids: Pick<ReturnType<typeof xidCountsOfServer>[number], 'gpuIndex' | 'xid' | 'count' | 'lastAt'>[]
+  xids: Pick<Awaited<ReturnType<typeof xidCountsOfServer>>[number], 'gpuIndex' | 'xid' | 'count' | 'lastAt'>[]
   links: LinkedMachine[]
   states: ReadinessStateRow[]
 }
@@ -43,7 +43,7 @@ type Entry = {
   items: Item[]
 }
 
-function readingsOf(rows: ReturnType<typeof latestMetricsOf>): Map<string, Readings> {
+function readingsOf(rows: Awaited<ReturnType<typeof latestMetricsOf>>): Map<string, Readings> {
   const out = new Map<string, Readings>()
   for (const r of rows) {
     let server = out.get(r.serverId)
@@ -117,13 +117,13 @@ function serverStatus(entries: Entry[]): Status {
   return (linked.length ? linked : entries).reduce<Status>((worst, e) => (RANK[e.status] > RANK[worst] ? e.status : worst), 'ready')
 }
 
-function factsOfServer(db: DbOrTx, server: ServerSummary): Facts {
+async function factsOfServer(db: DbOrTx, server: ServerSummary): Promise<Facts> {
   return {
     server,
-    readings: readingsOf(latestMetricsOf(db, [server.id])).get(server.id) ?? new Map(),
-    xids: xidCountsOfServer(db, server.id),
-    links: linkedMachines(db, server.tenantId, server.id),
-    states: statesOfServer(db, server.tenantId, server.id),
+    readings: readingsOf(await latestMetricsOf(db, [server.id])).get(server.id) ?? new Map(),
+    xids: await xidCountsOfServer(db, server.id),
+    links: await linkedMachines(db, server.tenantId, server.id),
+    states: await statesOfServer(db, server.tenantId, server.id),
   }
 }
 
@@ -132,27 +132,27 @@ const sorted = (o: Record<string, string>) => Object.fromEntries(Object.entries(
 const tagOf = (body: unknown) => `"r-${createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 32)}"`
 
 /** GET /servers/{id}/readiness: a server of the actor's tenant the actor may see, else a plain 404. */
-export function serverReadiness({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
-  const server = loadServer(deps, actor, id)
+export async function serverReadiness({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  const server = await loadServer(deps, actor, id)
   const nowUs = deps.clock.nowUs()
-  const { entries } = entriesOf(factsOfServer(deps.db, server), nowUs)
+  const { entries } = entriesOf(await factsOfServer(deps.db, server), nowUs)
   const body = { server_id: server.id, name: server.name, status: serverStatus(entries), marketplaces: entries }
   return { etag: tagOf(body), body: { ...body, evaluated_at: formatTimestamp(nowUs) } }
 }
 
 /** Every managed server of the tenant the filter keeps, with its facts: a handful of reads for the whole fleet. */
-function tenantFacts(db: DbOrTx, tenantId: string, keep: (serverId: string) => boolean): Facts[] {
-  const servers = managedServers(db, tenantId).filter((s) => keep(s.id))
+async function tenantFacts(db: DbOrTx, tenantId: string, keep: (serverId: string) => boolean): Promise<Facts[]> {
+  const servers = (await managedServers(db, tenantId)).filter((s) => keep(s.id))
   if (servers.length === 0) return []
   const readings = readingsOf(
-    latestMetricsOf(
+    await latestMetricsOf(
       db,
       servers.map((s) => s.id),
     ),
   )
-  const links = linkedMachines(db, tenantId)
-  const states = statesOfTenant(db, tenantId)
-  const xids = xidCountsOfTenant(db, tenantId)
+  const links = await linkedMachines(db, tenantId)
+  const states = await statesOfTenant(db, tenantId)
+  const xids = await xidCountsOfTenant(db, tenantId)
   return servers.map((server) => ({
     server,
     readings: readings.get(server.id) ?? new Map(),
@@ -163,9 +163,9 @@ function tenantFacts(db: DbOrTx, tenantId: string, keep: (serverId: string) => b
 }
 
 /** GET /readiness: every managed server the actor may see, with its verdict per marketplace and what fails. */
-export function fleetReadiness({ deps, actor }: { deps: Deps; actor: Actor }) {
+export async function fleetReadiness({ deps, actor }: { deps: Deps; actor: Actor }) {
   const nowUs = deps.clock.nowUs()
-  const rows = tenantFacts(deps.db, actor.tenantId, (id) => mayAccessServer(actor, id)).map((f) => {
+  const rows = (await tenantFacts(deps.db, actor.tenantId, (id) => mayAccessServer(actor, id))).map((f) => {
     const { entries } = entriesOf(f, nowUs)
     return {
       server_id: f.server.id,
@@ -191,20 +191,20 @@ export function fleetReadiness({ deps, actor }: { deps: Deps; actor: Actor }) {
  * per server. An `unknown` keeps the verdict before it (a machine whose agent is offline has not
  * healed). Answers a summary for the job's record.
  */
-export function evaluateReadiness(deps: Deps, tenants: TenantWalk): string {
+export async function evaluateReadiness(deps: Deps, tenants: TenantWalk): Promise<string> {
   let regressions = 0
   let recoveries = 0
   let servers = 0
-  for (const tenant of listTenants(deps.db))
-    tenants.runSync(
+  for (const tenant of await listTenants(deps.db))
+    await tenants.run(
       tenant.id,
-      () => {
+      async () => {
         // Most runs see what the last one saw: the tenant's reads decide, and only a server whose
         // verdicts change is read again and written, in its own transaction.
-        for (const facts of tenantFacts(deps.db, tenant.id, () => true)) {
+        for (const facts of await tenantFacts(deps.db, tenant.id, () => true)) {
           servers++
-          if (!evaluateServer(deps.db, deps, facts.server, facts, false).changed) continue
-          const counted = withTransaction(deps.db, (tx) => evaluateServer(tx, deps, facts.server, factsOfServer(tx, facts.server), true))
+          if (!(await evaluateServer(deps.db, deps, facts.server, facts, false)).changed) continue
+          const counted = await withTransaction(deps.db, async (tx) => evaluateServer(tx, deps, facts.server, await factsOfServer(tx, facts.server), true))
           regressions += counted.regressed
           recoveries += counted.recovered
         }
@@ -215,13 +215,13 @@ export function evaluateReadiness(deps: Deps, tenants: TenantWalk): string {
 }
 
 /** With `write` false, only whether anything would change (verdicts, baseline, verification seen) and nothing written. */
-function evaluateServer(
+async function evaluateServer(
   tx: DbOrTx,
   deps: Deps,
   server: ServerSummary,
   facts: Facts,
   write: boolean,
-): { changed: boolean; regressed: number; recovered: number } {
+): Promise<{ changed: boolean; regressed: number; recovered: number }> {
   const nowUs = deps.clock.nowUs()
   const { entries, baselines } = entriesOf(facts, nowUs)
   let regressed = 0
@@ -241,7 +241,7 @@ function evaluateServer(
       if (before[it.id] === 'pass' && it.status === 'fail') {
         regressed++
         if (write)
-          recordServerEvent(tx, deps, server, {
+          await recordServerEvent(tx, deps, server, {
             kind: 'readiness.regressed',
             severity: 'error',
             message: `${e.marketplace}: ${it.title} no longer meets the bar: ${it.value ?? 'unknown'} (needs ${it.threshold}). ${it.action ?? ''}`.trim(),
@@ -250,7 +250,7 @@ function evaluateServer(
       } else if (before[it.id] === 'fail' && it.status === 'pass') {
         recovered++
         if (write)
-          recordServerEvent(tx, deps, server, {
+          await recordServerEvent(tx, deps, server, {
             kind: 'readiness.recovered',
             severity: 'info',
             message: `${e.marketplace}: ${it.title} meets the bar again: ${it.value ?? ''}`.trim(),
@@ -278,7 +278,7 @@ function evaluateServer(
       state.lastVerification === next.lastVerification
     if (same) continue
     changed = true
-    if (write) saveState(tx, next)
+    if (write) await saveState(tx, next)
   }
   return { changed, regressed, recovered }
 }

@@ -27,15 +27,15 @@ export async function evaluateReconciliation(deps: Deps, tenants: TenantWalk): P
   const now = deps.clock.nowUs()
   let payouts = 0
   let wallets = 0
-  const accounts = connectedMarketplaces(deps)
+  const accounts = await connectedMarketplaces(deps)
   for (const { tenantId, marketplace } of accounts) {
     const read = await tenants.run(tenantId, () => readPlatform(deps, tenantId, marketplace, now), marketplace)
     payouts += read?.payouts ?? 0
     wallets += read?.wallets ?? 0
   }
   let flagged = 0
-  const ids = new Set([...accounts.map((a) => a.tenantId), ...flaggedTenants(deps.db)])
-  for (const tenantId of [...ids].sort()) flagged += tenants.runSync(tenantId, () => evaluateFlags(deps, tenantId)) ?? 0
+  const ids = new Set([...accounts.map((a) => a.tenantId), ...(await flaggedTenants(deps.db))])
+  for (const tenantId of [...ids].sort()) flagged += (await tenants.run(tenantId, () => evaluateFlags(deps, tenantId))) ?? 0
   return `${payouts} payout entries and ${wallets} wallet balances read; ${flagged} machine-days flagged`
 }
 
@@ -44,7 +44,7 @@ async function readPlatform(deps: Deps, tenantId: string, marketplace: Marketpla
   const p = await platformPayouts(deps, tenantId, marketplace, toS - PAYOUT_DAYS * 86_400, toS)
   if (p.kind === 'failed') throw new Error(`${marketplace} payout history: ${p.message}`)
   if (p.kind === 'read')
-    withTransaction(deps.db, (tx) =>
+    await withTransaction(deps.db, (tx) =>
       upsertPayouts(
         tx,
         p.items.map((i) => ({
@@ -64,12 +64,8 @@ async function readPlatform(deps: Deps, tenantId: string, marketplace: Marketpla
   const w = await platformWallets(deps, tenantId, marketplace)
   if (w.kind === 'failed') throw new Error(`${marketplace} wallets: ${w.message}`)
   if (w.kind === 'read') {
-    const rates = new Map(
-      currentRates(deps.db, tenantId)
-        .filter((r) => r.marketplace === marketplace)
-        .map((r) => [r.currency, r.usdPerCoin]),
-    )
-    withTransaction(deps.db, (tx) =>
+    const rates = new Map((await currentRates(deps.db, tenantId)).filter((r) => r.marketplace === marketplace).map((r) => [r.currency, r.usdPerCoin]))
+    await withTransaction(deps.db, (tx) =>
       upsertWallets(
         tx,
         w.items.map((i) => ({
@@ -102,11 +98,11 @@ const keyOf = (f: Pick<FlagRow, 'serverId' | 'marketplace' | 'day'>) => `${f.ser
  * with them, in one transaction: a machine-day newly flagged emits payouts.gap_flagged (alert and
  * notification react), no flag left after some emits payouts.gap_cleared. Answers how many are flagged.
  */
-export function evaluateFlags(deps: Deps, tenantId: string): number {
+export async function evaluateFlags(deps: Deps, tenantId: string): Promise<number> {
   const now = deps.clock.nowUs()
-  const threshold = findSettings(deps.db, tenantId)?.gapThresholdUsdMicros ?? DEFAULT_GAP_THRESHOLD_MICROS
-  const rows = reconciledRows(deps, tenantId, utcDay(now - FLAG_DAYS * DAY_US), utcDay(now - DAY_US), threshold).filter((r) => r.flagged)
-  const before = flagsOf(deps.db, tenantId)
+  const threshold = (await findSettings(deps.db, tenantId))?.gapThresholdUsdMicros ?? DEFAULT_GAP_THRESHOLD_MICROS
+  const rows = (await reconciledRows(deps, tenantId, utcDay(now - FLAG_DAYS * DAY_US), utcDay(now - DAY_US), threshold)).filter((r) => r.flagged)
+  const before = await flagsOf(deps.db, tenantId)
   const known = new Map(before.map((f) => [keyOf(f), f]))
   const next: FlagRow[] = rows.map((r) => ({
     tenantId,
@@ -119,11 +115,11 @@ export function evaluateFlags(deps: Deps, tenantId: string): number {
   const fresh = next.filter((f) => !known.has(keyOf(f)))
   const same = fresh.length === 0 && next.length === before.length && next.every((f) => known.get(keyOf(f))?.gapUsdMicros === f.gapUsdMicros)
   if (same) return next.length
-  const names = serverNames(deps.db, tenantId)
-  withTransaction(deps.db, (tx) => {
-    replaceFlags(tx, tenantId, next)
+  const names = await serverNames(deps.db, tenantId)
+  await withTransaction(deps.db, async (tx) => {
+    await replaceFlags(tx, tenantId, next)
     if (fresh.length > 0)
-      deps.events.emit('payouts.gap_flagged', {
+      await deps.events.emit('payouts.gap_flagged', {
         tx,
         tenantId,
         rows: next
@@ -138,7 +134,7 @@ export function evaluateFlags(deps: Deps, tenantId: string): number {
         thresholdMicros: threshold,
       })
     else if (next.length === 0)
-      deps.events.emit('payouts.gap_cleared', {
+      await deps.events.emit('payouts.gap_cleared', {
         tx,
         tenantId,
         resolution: `no machine-day of the last ${FLAG_DAYS} is short of accrual minus commission by more than the threshold any more`,

@@ -7,12 +7,13 @@ export type PayoutRow = typeof platformPayouts.$inferSelect
 export type WalletRow = typeof walletBalances.$inferSelect
 export type FlagRow = typeof reconciliationFlags.$inferSelect
 
-export function findSettings(db: DbOrTx, tenantId: string): SettingsRow | undefined {
-  return db.select().from(reconciliationSettings).where(eq(reconciliationSettings.tenantId, tenantId)).get()
+export async function findSettings(db: DbOrTx, tenantId: string): Promise<SettingsRow | undefined> {
+  return await db.select().from(reconciliationSettings).where(eq(reconciliationSettings.tenantId, tenantId)).get()
 }
 
-export function saveSettings(tx: DbOrTx, row: SettingsRow): void {
-  tx.insert(reconciliationSettings)
+export async function saveSettings(tx: DbOrTx, row: SettingsRow): Promise<void> {
+  await tx
+    .insert(reconciliationSettings)
     .values(row)
     .onConflictDoUpdate({
       target: reconciliationSettings.tenantId,
@@ -22,9 +23,10 @@ export function saveSettings(tx: DbOrTx, row: SettingsRow): void {
 }
 
 /** Inserts each payout, or refreshes the one with its id (a platform may correct an entry). */
-export function upsertPayouts(tx: DbOrTx, rows: PayoutRow[]): void {
+export async function upsertPayouts(tx: DbOrTx, rows: PayoutRow[]): Promise<void> {
   for (const row of rows)
-    tx.insert(platformPayouts)
+    await tx
+      .insert(platformPayouts)
       .values(row)
       .onConflictDoUpdate({
         target: [platformPayouts.tenantId, platformPayouts.marketplace, platformPayouts.externalId],
@@ -41,8 +43,8 @@ export function upsertPayouts(tx: DbOrTx, rows: PayoutRow[]): void {
       .run()
 }
 
-export function payoutsBetween(db: DbOrTx, tenantId: string, fromDay: string, toDay: string): PayoutRow[] {
-  return db
+export async function payoutsBetween(db: DbOrTx, tenantId: string, fromDay: string, toDay: string): Promise<PayoutRow[]> {
+  return await db
     .select()
     .from(platformPayouts)
     .where(and(eq(platformPayouts.tenantId, tenantId), gte(platformPayouts.day, fromDay), lte(platformPayouts.day, toDay)))
@@ -51,9 +53,10 @@ export function payoutsBetween(db: DbOrTx, tenantId: string, fromDay: string, to
 }
 
 /** The day's last reading of each wallet replaces an earlier one of the same day. */
-export function upsertWallets(tx: DbOrTx, rows: WalletRow[]): void {
+export async function upsertWallets(tx: DbOrTx, rows: WalletRow[]): Promise<void> {
   for (const row of rows)
-    tx.insert(walletBalances)
+    await tx
+      .insert(walletBalances)
       .values(row)
       .onConflictDoUpdate({
         target: [walletBalances.tenantId, walletBalances.marketplace, walletBalances.currency, walletBalances.day],
@@ -62,8 +65,8 @@ export function upsertWallets(tx: DbOrTx, rows: WalletRow[]): void {
       .run()
 }
 
-export function walletsBetween(db: DbOrTx, tenantId: string, fromDay: string, toDay: string): WalletRow[] {
-  return db
+export async function walletsBetween(db: DbOrTx, tenantId: string, fromDay: string, toDay: string): Promise<WalletRow[]> {
+  return await db
     .select()
     .from(walletBalances)
     .where(and(eq(walletBalances.tenantId, tenantId), gte(walletBalances.day, fromDay), lte(walletBalances.day, toDay)))
@@ -71,21 +74,17 @@ export function walletsBetween(db: DbOrTx, tenantId: string, fromDay: string, to
     .all()
 }
 
-export function flagsOf(db: DbOrTx, tenantId: string): FlagRow[] {
-  return db.select().from(reconciliationFlags).where(eq(reconciliationFlags.tenantId, tenantId)).all()
+export async function flagsOf(db: DbOrTx, tenantId: string): Promise<FlagRow[]> {
+  return await db.select().from(reconciliationFlags).where(eq(reconciliationFlags.tenantId, tenantId)).all()
 }
 
 /** Replaces the tenant's flagged rows with `rows`. */
-export function replaceFlags(tx: DbOrTx, tenantId: string, rows: FlagRow[]): void {
-  tx.delete(reconciliationFlags).where(eq(reconciliationFlags.tenantId, tenantId)).run()
-  if (rows.length) tx.insert(reconciliationFlags).values(rows).run()
+export async function replaceFlags(tx: DbOrTx, tenantId: string, rows: FlagRow[]): Promise<void> {
+  await tx.delete(reconciliationFlags).where(eq(reconciliationFlags.tenantId, tenantId)).run()
+  if (rows.length) await tx.insert(reconciliationFlags).values(rows).run()
 }
 
 /** Tenants with a flagged row (their alert may need resolving although no account is connected any more). */
-export function flaggedTenants(db: DbOrTx): string[] {
-  return db
-    .selectDistinct({ tenantId: reconciliationFlags.tenantId })
-    .from(reconciliationFlags)
-    .all()
-    .map((r) => r.tenantId)
+export async function flaggedTenants(db: DbOrTx): Promise<string[]> {
+  return (await db.selectDistinct({ tenantId: reconciliationFlags.tenantId }).from(reconciliationFlags).all()).map((r) => r.tenantId)
 }

@@ -26,8 +26,8 @@ export function reconciliationRoutes(deps: Deps) {
     })
     .get(
       '/reconciliation/settings',
-      ({ verb, set }) => {
-        const out = getSettings(verb)
+      async ({ verb, set }) => {
+        const out = await getSettings(verb)
         set.headers.etag = out.etag
         return out.body
       },
@@ -43,8 +43,8 @@ export function reconciliationRoutes(deps: Deps) {
     )
     .put(
       '/reconciliation/settings',
-      ({ verb, request, body, set }) => {
-        const out = putSettings({ ...verb, ifMatch: request.headers.get('if-match'), input: body })
+      async ({ verb, request, body, set }) => {
+        const out = await putSettings({ ...verb, ifMatch: request.headers.get('if-match'), input: body })
         set.headers.etag = out.etag
         return out.body
       },

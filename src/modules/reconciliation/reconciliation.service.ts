@@ -22,12 +22,12 @@ const MAX_SIDE_ROWS = 500
 const TOTAL_LABEL = "Estimate from marketplace data: gpuhq's accrual and the platforms' own reports, not a ledger"
 
 /** The owner's threshold in micro-USD (the default while nothing is set). */
-function gapThresholdOf(deps: Deps, tenantId: string): number {
-  return findSettings(deps.db, tenantId)?.gapThresholdUsdMicros ?? DEFAULT_GAP_THRESHOLD_MICROS
+async function gapThresholdOf(deps: Deps, tenantId: string): Promise<number> {
+  return (await findSettings(deps.db, tenantId))?.gapThresholdUsdMicros ?? DEFAULT_GAP_THRESHOLD_MICROS
 }
 
-function settingsView(deps: Deps, tenantId: string) {
-  const row = findSettings(deps.db, tenantId)
+async function settingsView(deps: Deps, tenantId: string) {
+  const row = await findSettings(deps.db, tenantId)
   const version = row?.version ?? 0
   return {
     etag: etagOf(version),
@@ -36,27 +36,27 @@ function settingsView(deps: Deps, tenantId: string) {
 }
 
 /** GET /reconciliation/settings. */
-export function getSettings({ deps, actor }: Verb) {
-  return settingsView(deps, actor.tenantId)
+export async function getSettings({ deps, actor }: Verb) {
+  return await settingsView(deps, actor.tenantId)
 }
 
 /**
  * PUT /reconciliation/settings: the threshold, then the flags and the payout_gap alert follow it at
  * once (from the figures already read: no platform call).
  */
-export function putSettings({ deps, actor, audit, ifMatch, input }: Verb & { ifMatch: string | null; input: Static<typeof SettingsPut> }) {
+export async function putSettings({ deps, actor, audit, ifMatch, input }: Verb & { ifMatch: string | null; input: Static<typeof SettingsPut> }) {
   const micros = parseMoneyInRange(input.gap_threshold_usd)
   if (micros === null || micros > MAX_GAP_THRESHOLD_MICROS)
     throw invalidQuery('/gap_threshold_usd', 'too_large', `at most ${formatMoney(MAX_GAP_THRESHOLD_MICROS)} USD`)
   if (micros < 0) throw invalidQuery('/gap_threshold_usd', 'too_small', 'a threshold is not negative (0 flags any shortfall)')
-  withTransaction(deps.db, (tx) => {
-    const before = findSettings(tx, actor.tenantId)
+  await withTransaction(deps.db, async (tx) => {
+    const before = await findSettings(tx, actor.tenantId)
     assertIfMatch(ifMatch, etagOf(before?.version ?? 0))
-    saveSettings(tx, { tenantId: actor.tenantId, gapThresholdUsdMicros: micros, version: (before?.version ?? 0) + 1, updatedAt: deps.clock.nowUs() })
-    recordAudit(tx, deps, audit, { operation: 'reconciliation.settings.update', targetKind: 'tenant', targetId: actor.tenantId })
+    await saveSettings(tx, { tenantId: actor.tenantId, gapThresholdUsdMicros: micros, version: (before?.version ?? 0) + 1, updatedAt: deps.clock.nowUs() })
+    await recordAudit(tx, deps, audit, { operation: 'reconciliation.settings.update', targetKind: 'tenant', targetId: actor.tenantId })
   })
-  evaluateFlags(deps, actor.tenantId)
-  return settingsView(deps, actor.tenantId)
+  await evaluateFlags(deps, actor.tenantId)
+  return await settingsView(deps, actor.tenantId)
 }
 
 function addDays(day: string, n: number): string {
@@ -119,19 +119,19 @@ function totalsOf(rows: ReconciledRow[]) {
 }
 
 /** GET /reconciliation: per UTC day and machine, newest first, paginated; totals, payouts and wallets over the whole window. */
-export function listReconciliation({
+export async function listReconciliation({
   deps,
   actor,
   input,
 }: Verb & { input: { from?: string; to?: string; days?: number; marketplace?: MarketplaceId; cursor?: string; limit?: number } }) {
   const today = utcDay(deps.clock.nowUs())
   const { from, to } = windowOf(input, today)
-  const threshold = gapThresholdOf(deps, actor.tenantId)
-  const names = serverNames(deps.db, actor.tenantId)
-  const rows = reconciledRows(deps, actor.tenantId, from, to, threshold)
+  const threshold = await gapThresholdOf(deps, actor.tenantId)
+  const names = await serverNames(deps.db, actor.tenantId)
+  const rows = (await reconciledRows(deps, actor.tenantId, from, to, threshold))
     .filter((r) => input.marketplace === undefined || r.marketplace === input.marketplace)
     .sort((a, b) => order(positionOf(a), positionOf(b)))
-  const page = paginate<ReconciledRow, ReturnType<typeof rowView>, Position>(deps.keys.cursor, {
+  const page = await paginate<ReconciledRow, ReturnType<typeof rowView>, Position>(deps.keys.cursor, {
     scope: `reconciliation:${actor.tenantId}:${from}:${to}:${input.marketplace ?? ''}`,
     input,
     fetch: (after, take) => (after ? rows.filter((r) => order(positionOf(r), after) > 0) : rows).slice(0, take),
@@ -158,7 +158,8 @@ export function listReconciliation({
     }
   }
   const wanted = (m: MarketplaceId) => input.marketplace === undefined || m === input.marketplace
-  const walletRows = walletsBetween(deps.db, actor.tenantId, from, to).filter((w) => wanted(w.marketplace))
+  const walletRows = (await walletsBetween(deps.db, actor.tenantId, from, to)).filter((w) => wanted(w.marketplace))
+  const payoutRows = await payoutsBetween(deps.db, actor.tenantId, from, to)
   const previous = new Map<string, string>()
   return {
     from,
@@ -167,7 +168,7 @@ export function listReconciliation({
     gap_threshold_usd: formatMoney(threshold),
     totals: totalsOf(rows),
     ...page,
-    payouts: payoutsBetween(deps.db, actor.tenantId, from, to)
+    payouts: payoutRows
       .filter((p) => wanted(p.marketplace))
       .slice(-MAX_SIDE_ROWS)
       .map((p) => ({

@@ -31,9 +31,9 @@ function reconcileRow(row: CutDay, today: string, thresholdMicros: number): Reco
 }
 
 /** The tenant's reconciled rows for [fromDay, toDay], every marketplace, with the cost basis's commission. */
-export function reconciledRows(deps: Deps, tenantId: string, fromDay: string, toDay: string, thresholdMicros: number): ReconciledRow[] {
+export async function reconciledRows(deps: Deps, tenantId: string, fromDay: string, toDay: string, thresholdMicros: number): Promise<ReconciledRow[]> {
   const today = utcDay(deps.clock.nowUs())
-  return cutDays(deps, tenantId, fromDay, toDay, (t) => platformCuts(deps, t)).map((r) => reconcileRow(r, today, thresholdMicros))
+  return (await cutDays(deps, tenantId, fromDay, toDay, (t) => platformCuts(deps, t))).map((r) => reconcileRow(r, today, thresholdMicros))
 }
 
 export const money = (micros: number | null): string | null => (micros === null ? null : formatMoney(micros))

@@ -63,12 +63,12 @@ export async function serveReport<T extends object>(o: {
   format: Format
   filename: string
   /** Called before a report is computed (not for an answer from the cache): the expensive-read limit, which may throw 429. */
-  admit: () => void
+  admit: () => Promise<void> | void
   build: () => Rendered<T> | Promise<Rendered<T>>
 }): Promise<T | Response> {
   let cached = o.cache.get(`${o.key}|${o.format}`)
   if (!cached) {
-    o.admit()
+    await o.admit()
     const rendered = await o.build()
     // Both renderings are kept, so the console's CSV link after the page's JSON (or the other way
     // round) is an answer from the cache, not a second computation counted as an expensive read.

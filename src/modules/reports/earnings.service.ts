@@ -48,13 +48,13 @@ class Groups {
   }
 }
 
-export function earningsReport({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
-  const known = new Map(serversOfTenant(deps.db, actor.tenantId).map((s) => [s.id, s]))
+export async function earningsReport({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
+  const known = new Map((await serversOfTenant(deps.db, actor.tenantId)).map((s) => [s.id, s]))
   const modelOf = (serverId: string) => known.get(serverId)?.gpuModel || 'unknown'
   const total = empty()
   const g = new Groups()
   const periods = range.periods.map(() => ({ all: empty(), byMarket: new Groups(), byModel: new Groups() }))
-  for (const r of accruedDays(deps, actor.tenantId, range.from, range.to)) {
+  for (const r of await accruedDays(deps, actor.tenantId, range.from, range.to)) {
     const i = periodIndexOfDate(range, r.day)
     if (i < 0 || !mayAccessServer(actor, r.serverId)) continue
     const p = periods[i]!

@@ -30,11 +30,11 @@ function windows(fromUs: number, untilUs: number): [number, number][] {
 export async function gpuDays(deps: Deps, tenantId: string, serverIds: readonly string[], metric: string, fromUs: number, toUs: number): Promise<GpuDay[]> {
   if (serverIds.length === 0 || toUs <= fromUs) return []
   const from = floorDay(fromUs)
-  const settled = Math.min(floorDay(settledHourlyUntil(deps)), toUs)
+  const settled = Math.min(floorDay(await settledHourlyUntil(deps)), toUs)
   const out: GpuDay[] = []
   if (settled > from) {
     // Servers grouped by the settled days still missing from their span (usually all alike).
-    const spans = spansOf(deps.db, tenantId, serverIds, metric)
+    const spans = await spansOf(deps.db, tenantId, serverIds, metric)
     const groups = new Map<string, { ids: string[]; missing: [number, number][] }>()
     for (const id of serverIds) {
       const span = spans.get(id)
@@ -57,20 +57,20 @@ export async function gpuDays(deps: Deps, tenantId: string, serverIds: readonly 
         const steps = windows(a, b)
         if (b <= (spans.get(ids[0]!)?.fromDay ?? Number.NEGATIVE_INFINITY)) steps.reverse()
         for (const [w0, w1] of steps) {
-          const rows = gpuMetricByServerDay(deps.db, ids, metric, w0, w1)
-          withTransaction(deps.db, (tx) => {
-            saveGpuDays(tx, tenantId, metric, rows)
-            widenSpans(tx, tenantId, ids, metric, w0, w1)
+          const rows = await gpuMetricByServerDay(deps.db, ids, metric, w0, w1)
+          await withTransaction(deps.db, async (tx) => {
+            await saveGpuDays(tx, tenantId, metric, rows)
+            await widenSpans(tx, tenantId, ids, metric, w0, w1)
           })
           await yieldLoop()
         }
       }
     }
-    out.push(...storedGpuDays(deps.db, tenantId, serverIds, metric, from, settled))
+    out.push(...(await storedGpuDays(deps.db, tenantId, serverIds, metric, from, settled)))
   }
   // The days not settled yet: computed each time, a window at a time.
   for (const [w0, w1] of windows(Math.max(from, settled), toUs)) {
-    out.push(...gpuMetricByServerDay(deps.db, serverIds, metric, w0, w1))
+    out.push(...(await gpuMetricByServerDay(deps.db, serverIds, metric, w0, w1)))
     if (w1 < toUs) await yieldLoop()
   }
   return out

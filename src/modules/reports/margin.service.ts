@@ -14,9 +14,9 @@ import { periodView, rangeView, type Range } from './range'
 export async function marginReportOf({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
   // The measured power from the stored daily aggregates, then one computation for the range and
   // every period (a fixed number of reads, docs/reports.md "Cost").
-  const ids = managedServers(deps.db, actor.tenantId).map((s) => s.id)
+  const ids = (await managedServers(deps.db, actor.tenantId)).map((s) => s.id)
   const power = await gpuDays(deps, actor.tenantId, ids, 'power_w', range.fromUs, Math.min(range.toUs, deps.clock.nowUs()))
-  const { periods, ...whole } = marginReport({ deps, actor, fromDay: range.from, toDay: range.to, periods: range.periods, power })
+  const { periods, ...whole } = await marginReport({ deps, actor, fromDay: range.from, toDay: range.to, periods: range.periods, power })
   return {
     json: () => ({
       report: 'margin' as const,

@@ -11,10 +11,10 @@ export type Span = { serverId: string; fromDay: number; untilDay: number }
 const SLICE = 5000
 
 /** The stored spans of the servers for one metric (servers with none are absent). */
-export function spansOf(db: DbOrTx, tenantId: string, serverIds: readonly string[], metric: string): Map<string, Span> {
+export async function spansOf(db: DbOrTx, tenantId: string, serverIds: readonly string[], metric: string): Promise<Map<string, Span>> {
   const out = new Map<string, Span>()
   for (let i = 0; i < serverIds.length; i += SLICE)
-    for (const r of db
+    for (const r of await db
       .select({ serverId: reportGpuSpans.serverId, fromDay: reportGpuSpans.fromDay, untilDay: reportGpuSpans.untilDay })
       .from(reportGpuSpans)
       .where(and(eq(reportGpuSpans.tenantId, tenantId), eq(reportGpuSpans.metric, metric), inArray(reportGpuSpans.serverId, serverIds.slice(i, i + SLICE))))
@@ -24,12 +24,19 @@ export function spansOf(db: DbOrTx, tenantId: string, serverIds: readonly string
 }
 
 /** The stored days of the servers for one metric in [fromDay, untilDay). */
-export function storedGpuDays(db: DbOrTx, tenantId: string, serverIds: readonly string[], metric: string, fromDay: number, untilDay: number): GpuDayRow[] {
+export async function storedGpuDays(
+  db: DbOrTx,
+  tenantId: string,
+  serverIds: readonly string[],
+  metric: string,
+  fromDay: number,
+  untilDay: number,
+): Promise<GpuDayRow[]> {
   const out: GpuDayRow[] = []
   if (untilDay <= fromDay) return out
   for (let i = 0; i < serverIds.length; i += SLICE)
     out.push(
-      ...db
+      ...(await db
         .select({
           serverId: reportGpuDays.serverId,
           day: reportGpuDays.day,
@@ -47,7 +54,7 @@ export function storedGpuDays(db: DbOrTx, tenantId: string, serverIds: readonly 
             lt(reportGpuDays.day, untilDay),
           ),
         )
-        .all(),
+        .all()),
     )
   return out
 }
@@ -56,9 +63,10 @@ export function storedGpuDays(db: DbOrTx, tenantId: string, serverIds: readonly 
 const ROWS_PER_INSERT = 2000
 
 /** Stores computed days (a recomputation writes the same numbers), in a few multi-row statements. */
-export function saveGpuDays(tx: DbOrTx, tenantId: string, metric: string, rows: readonly GpuDayRow[]): void {
+export async function saveGpuDays(tx: DbOrTx, tenantId: string, metric: string, rows: readonly GpuDayRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT)
-    tx.insert(reportGpuDays)
+    await tx
+      .insert(reportGpuDays)
       .values(
         rows
           .slice(i, i + ROWS_PER_INSERT)
@@ -72,9 +80,10 @@ export function saveGpuDays(tx: DbOrTx, tenantId: string, metric: string, rows: 
 }
 
 /** Widens each server's span to cover [fromDay, untilDay) (which must touch or overlap what it held). */
-export function widenSpans(tx: DbOrTx, tenantId: string, serverIds: readonly string[], metric: string, fromDay: number, untilDay: number): void {
+export async function widenSpans(tx: DbOrTx, tenantId: string, serverIds: readonly string[], metric: string, fromDay: number, untilDay: number): Promise<void> {
   for (let i = 0; i < serverIds.length; i += ROWS_PER_INSERT)
-    tx.insert(reportGpuSpans)
+    await tx
+      .insert(reportGpuSpans)
       .values(serverIds.slice(i, i + ROWS_PER_INSERT).map((serverId) => ({ tenantId, serverId, metric, fromDay, untilDay })))
       .onConflictDoUpdate({
         target: [reportGpuSpans.tenantId, reportGpuSpans.serverId, reportGpuSpans.metric],

@@ -52,16 +52,16 @@ export function reportsRoutes(deps: Deps) {
   const cache = reportCache(deps.clock)
   return apiRoutes('reports', deps).get(
     '/reports/:report',
-    ({ verb, request, set, query, params }) => {
+    async ({ verb, request, set, query, params }) => {
       const report = params.report
       // `days` is the margin report's own way to give a range (docs/reports.md).
       if (query.days !== undefined && report !== 'margin')
         throw invalidReportQuery('/days', 'not_allowed', 'days is taken by the margin report only; give from and to')
       const { actor } = verb
-      const { range, key, filename } = reportRequest({ deps, actor, report, input: query })
+      const { range, key, filename } = await reportRequest({ deps, actor, report, input: query })
       const format = formatOf(query.format, request.headers.get('accept'))
       // Elysia's handler type wants one answer type; at run time a report or a Response may come.
-      return serveReport({
+      return (await serveReport({
         request,
         set,
         cache,
@@ -71,7 +71,7 @@ export function reportsRoutes(deps: Deps) {
         filename,
         admit: () => enforceExpensiveReadLimit(deps, actor),
         build: () => REPORTS[report].verb({ deps, actor, range: range() }),
-      }) as Promise<Static<typeof ReportAnswer>> | Promise<Response>
+      })) as Static<typeof ReportAnswer>
     },
     {
       // A transform runs before validation, so before the verb context is resolved: it reads the actor itself.

@@ -17,8 +17,8 @@ export type ReportName = keyof typeof DAYS
  * caller's server allowlist, report and resolved range: callers who see the same rows share an
  * answer) and a file name.
  */
-export function reportRequest({ deps, actor, report, input }: { deps: Deps; actor: Actor; report: ReportName; input: RangeInput }) {
-  const zone = DAYS[report] === 'utc' ? 'UTC' : (memberTimezone(deps.db, actor.tenantId, actor.userId) ?? 'UTC')
+export async function reportRequest({ deps, actor, report, input }: { deps: Deps; actor: Actor; report: ReportName; input: RangeInput }) {
+  const zone = DAYS[report] === 'utc' ? 'UTC' : ((await memberTimezone(deps.db, actor.tenantId, actor.userId)) ?? 'UTC')
   const dates = resolveDates(input, zone, deps.clock.nowUs())
   const allowlist = actor.serverAllowlist ? [...actor.serverAllowlist].sort().join(',') : '*'
   return {

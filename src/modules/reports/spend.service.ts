@@ -27,7 +27,7 @@ function figures(a: Acc) {
   }
 }
 
-export function spendReport({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
+export async function spendReport({ deps, actor, range }: { deps: Deps; actor: Actor; range: Range }) {
   const total = empty()
   const periods = range.periods.map(() => ({
     acc: empty(),
@@ -36,7 +36,7 @@ export function spendReport({ deps, actor, range }: { deps: Deps; actor: Actor; 
     servers: new Map<string, { hours: number; micros: number }>(),
   }))
   const servers = new Map<string, { hours: number; micros: number }>()
-  for (const e of entriesForReport(deps.db, actor.tenantId, range.fromUs, range.toUs)) {
+  for (const e of await entriesForReport(deps.db, actor.tenantId, range.fromUs, range.toUs)) {
     const i = periodIndexOfInstant(range, e.occurredAt)
     if (i < 0) continue
     const p = periods[i]!
@@ -66,7 +66,7 @@ export function spendReport({ deps, actor, range }: { deps: Deps; actor: Actor; 
     total.chargedHours += p.acc.chargedHours
     total.serverHours += p.acc.serverHours
   }
-  const names = serverNames(deps.db, actor.tenantId)
+  const names = await serverNames(deps.db, actor.tenantId)
   const byName = (ids: Iterable<string>) => [...ids].sort((a, b) => (names.get(a) ?? '').localeCompare(names.get(b) ?? '') || a.localeCompare(b))
 
   return {

@@ -62,20 +62,20 @@ export async function utilisationReport({ deps, actor, range }: { deps: Deps; ac
   const now = deps.clock.nowUs()
   const end = Math.min(range.toUs, now)
   const rented = new Map<string, Map<number, number>>()
-  for (const row of accruedDays(deps, actor.tenantId, range.from, range.to)) {
+  for (const row of await accruedDays(deps, actor.tenantId, range.from, range.to)) {
     const i = periodIndexOfDate(range, row.day)
     if (i < 0 || !mayAccessServer(actor, row.serverId)) continue
     const byPeriod = rented.get(row.serverId) ?? new Map<number, number>()
     byPeriod.set(i, (byPeriod.get(i) ?? 0) + row.accruedUs)
     rented.set(row.serverId, byPeriod)
   }
-  const servers = serversOfTenant(deps.db, actor.tenantId).filter(
+  const servers = (await serversOfTenant(deps.db, actor.tenantId)).filter(
     (s) => mayAccessServer(actor, s.id) && ((s.createdAt < end && (s.decommissionedAt ?? Number.POSITIVE_INFINITY) > range.fromUs) || rented.has(s.id)),
   )
   // A fixed number of reads whatever the servers (docs/reports.md "Cost"): presence transitions of
   // every server at once, GPU utilisation per server and UTC day from the stored daily aggregates.
   const ids = servers.map((s) => s.id)
-  const transitions = presenceTransitionsOf(deps.db, actor.tenantId, ids, range.fromUs, end)
+  const transitions = await presenceTransitionsOf(deps.db, actor.tenantId, ids, range.fromUs, end)
   const utilisation = new Map<string, { day: number; sum: number; gpuHours: number }[]>()
   for (const d of await gpuDays(deps, actor.tenantId, ids, 'utilization_pct', range.fromUs, Math.min(range.toUs, now))) {
     const list = utilisation.get(d.serverId) ?? []

@@ -11,8 +11,8 @@ const tags = ['auth']
 export function sessionsRoutes(deps: Deps) {
   return apiRoutes('sessions', deps, '/auth').delete(
     '/sessions/current',
-    ({ verb, set }) => {
-      endSession({ deps, sessionId: verb.actor.sessionId! })
+    async ({ verb, set }) => {
+      await endSession({ deps, sessionId: verb.actor.sessionId! })
       set.status = 204
       set.headers['set-cookie'] = clearedSessionCookie()
       return null

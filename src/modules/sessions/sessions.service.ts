@@ -18,13 +18,13 @@ const TOUCH_EVERY_US = 60 * 1_000_000
 
 export type NewSession = { id: string; token: string; maxAgeSeconds: number }
 
-export function startSession(tx: DbOrTx, deps: Deps, input: { userId: string; ip: string; userAgent: string | null }): NewSession {
+export async function startSession(tx: DbOrTx, deps: Deps, input: { userId: string; ip: string; userAgent: string | null }): Promise<NewSession> {
   const token = randomBytes(32).toString('base64url')
   const now = deps.clock.nowUs()
   const id = deps.newId()
   const idle = deps.config.sessionIdleSeconds * 1_000_000
   const absolute = deps.config.sessionAbsoluteSeconds * 1_000_000
-  insertSession(tx, {
+  await insertSession(tx, {
     id,
     userId: input.userId,
     tokenHash: hashSecret(token),
@@ -39,22 +39,22 @@ export function startSession(tx: DbOrTx, deps: Deps, input: { userId: string; ip
 }
 
 /** The actor behind a session cookie, or null when the token is unknown or the session expired. */
-export function resolveSession(deps: Deps, token: string): Actor | null {
+export async function resolveSession(deps: Deps, token: string): Promise<Actor | null> {
   if (token.length < 20 || token.length > 128) return null
-  const session = findSessionByTokenHash(deps.db, hashSecret(token))
+  const session = await findSessionByTokenHash(deps.db, hashSecret(token))
   // A session whose member or tenant is gone is unknown, like an unknown token.
-  const user = session && findUserById(deps.db, session.userId)
-  const tenant = user && findTenant(deps.db, user.tenantId)
+  const user = session && (await findUserById(deps.db, session.userId))
+  const tenant = user && (await findTenant(deps.db, user.tenantId))
   if (!session || !user || !tenant) return null
   const now = deps.clock.nowUs()
   if (session.idleExpiresAt <= now || session.absoluteExpiresAt <= now) {
-    withTransaction(deps.db, (tx) => deleteSession(tx, session.id))
+    await withTransaction(deps.db, (tx) => deleteSession(tx, session.id))
     return null
   }
   if (now - session.lastSeenAt > TOUCH_EVERY_US) {
     const idleUntil = Math.min(now + deps.config.sessionIdleSeconds * 1_000_000, session.absoluteExpiresAt)
     // Skipped while another process holds the write lock: the next request slides the expiry.
-    writeUnlessBusy(deps.db, (tx) => touchSession(tx, session.id, now, idleUntil))
+    await writeUnlessBusy(deps.db, (tx) => touchSession(tx, session.id, now, idleUntil))
   }
   return {
     kind: 'user',
@@ -69,6 +69,6 @@ export function resolveSession(deps: Deps, token: string): Actor | null {
   }
 }
 
-export function endSession({ deps, sessionId }: { deps: Deps; sessionId: string }): void {
-  withTransaction(deps.db, (tx) => deleteSession(tx, sessionId))
+export async function endSession({ deps, sessionId }: { deps: Deps; sessionId: string }): Promise<void> {
+  await withTransaction(deps.db, (tx) => deleteSession(tx, sessionId))
 }

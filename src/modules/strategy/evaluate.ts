@@ -83,21 +83,21 @@ export function winningPolicies(policies: PolicyRow[], servers: ServerSummary[],
 }
 
 /** The offers of the marketplace the policy targets (whatever other policies say). */
-export function offersOf(deps: Deps, policy: PolicyRow, servers: ServerSummary[]): PricedOffer[] {
-  return pricedOffers(deps, policy.tenantId, policy.marketplace).filter(coverage(policy, servers))
+export async function offersOf(deps: Deps, policy: PolicyRow, servers: ServerSummary[]): Promise<PricedOffer[]> {
+  return (await pricedOffers(deps, policy.tenantId, policy.marketplace)).filter(coverage(policy, servers))
 }
 
-export function evaluatePolicy(deps: Deps, policy: PolicyRow, planCode: string | null, offers: PricedOffer[]): Outcome {
+export async function evaluatePolicy(deps: Deps, policy: PolicyRow, planCode: string | null, offers: PricedOffer[]): Promise<Outcome> {
   const out: Outcome = { items: [], skipped: [] }
   const now = deps.clock.nowUs()
-  const earned = accruedDays(deps, policy.tenantId, utcDay(now - OCCUPANCY_DAYS * DAY_US), utcDay(now))
-  const costsOf = gpuHourCosts(deps, { tenantId: policy.tenantId, planCode })
+  const earned = await accruedDays(deps, policy.tenantId, utcDay(now - OCCUPANCY_DAYS * DAY_US), utcDay(now))
+  const costsOf = await gpuHourCosts(deps, { tenantId: policy.tenantId, planCode })
   for (const o of offers) {
     if (o.gpuModel === null) out.skipped.push({ server_id: o.serverId, reason: 'the marketplace shows no GPU model for the machine' })
     else if (o.gpuCount === null || o.gpuCount <= 0) out.skipped.push({ server_id: o.serverId, reason: 'the marketplace shows no GPU count for the machine' })
     else {
       const earnedMicros = earned.filter((r) => r.serverId === o.serverId && r.marketplace === o.marketplace).reduce((n, r) => n + r.accruedUsdMicros, 0)
-      const item = evaluateOffer(deps, policy, costsOf, { ...o, gpuModel: o.gpuModel, gpuCount: o.gpuCount }, earnedMicros)
+      const item = await evaluateOffer(deps, policy, costsOf, { ...o, gpuModel: o.gpuModel, gpuCount: o.gpuCount }, earnedMicros)
       if (typeof item === 'string') out.skipped.push({ server_id: o.serverId, reason: item })
       else out.items.push(item)
     }
@@ -114,15 +114,15 @@ function coinsOf(policy: PolicyRow, o: PricedOffer): string[] {
   return own.length > 0 ? own : [policy.coin ?? USD]
 }
 
-function evaluateOffer(
+async function evaluateOffer(
   deps: Deps,
   policy: PolicyRow,
-  costsOf: ReturnType<typeof gpuHourCosts>,
+  costsOf: Awaited<ReturnType<typeof gpuHourCosts>>,
   o: KnownOffer,
   earnedMicros: number,
-): Outcome['items'][number] | string {
+): Promise<Outcome['items'][number] | string> {
   const coins = coinsOf(policy, o)
-  const costs = costsOf({ serverId: o.serverId, marketplace: policy.marketplace, currencies: coins, gpus: o.gpuCount })
+  const costs = await costsOf({ serverId: o.serverId, marketplace: policy.marketplace, currencies: coins, gpus: o.gpuCount })
   const costMicros = costOf([costs.electricityMicros, costs.operationalMicros, costs.gpuhqMicros])
   if (costMicros === null)
     return `the costs of one GPU-hour are above ${formatMoney(MAX_MONEY_MICROS)} USD, the largest amount gpuhq handles: check the cost basis`
@@ -132,7 +132,7 @@ function evaluateOffer(
       ? `the commission entered for ${policy.marketplace} is ${costs.commissionPercent} %: no price covers the costs`
       : `the floor (costs × (100 + ${policy.minMarginPercent} % margin) ÷ (100 − ${costs.commissionPercent} % commission)) is above ${formatMoney(MAX_MONEY_MICROS)} USD per GPU-hour, the largest price gpuhq handles: check the cost basis`
   const floorMicros = floor.micros
-  const market = marketOfModel(deps, policy.marketplace, o.gpuModel)
+  const market = await marketOfModel(deps, policy.marketplace, o.gpuModel)
   // The market without this offer's own ask: a price is not set against itself.
   const others = market ? withoutOne(market.prices, o.currentMicros) : null
   const choice = choosePrice(

@@ -54,16 +54,16 @@ function targetView(t: PolicyTarget) {
 }
 
 /** The target as stored, after checking every server and the group belong to the tenant (a foreign id is a plain 404). */
-function targetOf(db: DbOrTx, actor: Actor, input: TargetInput): PolicyTarget {
+async function targetOf(db: DbOrTx, actor: Actor, input: TargetInput): Promise<PolicyTarget> {
   ensureTargetReach(actor, input)
   if (input.server_ids) {
     const ids = input.server_ids.map((id) => id.toLowerCase())
-    for (const id of ids) if (!serverOfTenant(db, actor.tenantId, id)) throw StrategyErrors.policyNotFound(`no such server: ${id}`)
+    for (const id of ids) if (!(await serverOfTenant(db, actor.tenantId, id))) throw StrategyErrors.policyNotFound(`no such server: ${id}`)
     return { kind: 'servers', serverIds: ids }
   }
   if (input.group_id) {
     const id = input.group_id.toLowerCase()
-    if (!findGroup(db, actor.tenantId, id)) throw StrategyErrors.policyNotFound(`no such group: ${id}`)
+    if (!(await findGroup(db, actor.tenantId, id))) throw StrategyErrors.policyNotFound(`no such group: ${id}`)
     return { kind: 'group', groupId: id }
   }
   return { kind: 'gpu_model', gpuModel: input.gpu_model! }
@@ -122,14 +122,15 @@ const DEFAULTS = (marketplace: PolicyRow['marketplace']): Settings => ({
 })
 
 /** A policy from a preview body, never stored. */
-export function draftPolicy(deps: Deps, actor: Actor, input: Static<typeof PreviewBody>): PolicyRow {
+export async function draftPolicy(deps: Deps, actor: Actor, input: Static<typeof PreviewBody>): Promise<PolicyRow> {
   const now = deps.clock.nowUs()
+  const target = await targetOf(deps.db, actor, input.target)
   return {
     id: '00000000-0000-0000-0000-000000000000',
     tenantId: actor.tenantId,
     name: input.name ?? 'preview',
     marketplace: input.marketplace,
-    target: targetOf(deps.db, actor, input.target),
+    target,
     ...settingsOf(input.marketplace, input, DEFAULTS(input.marketplace)),
     version: 0,
     lastRunAt: null,
@@ -139,29 +140,31 @@ export function draftPolicy(deps: Deps, actor: Actor, input: Static<typeof Previ
   }
 }
 
-function loadPolicy(db: DbOrTx, actor: Actor, id: string): PolicyRow {
-  const p = findPolicy(db, actor.tenantId, id.toLowerCase())
+async function loadPolicy(db: DbOrTx, actor: Actor, id: string): Promise<PolicyRow> {
+  const p = await findPolicy(db, actor.tenantId, id.toLowerCase())
   if (!p || !policyVisible(actor, p.target)) throw StrategyErrors.policyNotFound()
   return p
 }
 
-export function listPolicies({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const visible = policiesOf(deps.db, actor.tenantId).filter((p) => policyVisible(actor, p.target))
+export async function listPolicies({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const visible = (await policiesOf(deps.db, actor.tenantId)).filter((p) => policyVisible(actor, p.target))
   return { items: visible.map((p) => policyView({ ...p, target: visibleTarget(actor, p.target) })) }
 }
 
 type Change = { deps: Deps; actor: Actor; audit: AuditContext }
 
-export function createPolicy({ deps, actor, audit, input }: Change & { input: Static<typeof PolicyCreate> }) {
-  return withTransaction(deps.db, (tx) => {
-    if (countPolicies(tx, actor.tenantId) >= MAX_POLICIES) throw StrategyErrors.tooManyPolicies()
+export async function createPolicy({ deps, actor, audit, input }: Change & { input: Static<typeof PolicyCreate> }) {
+  return await withTransaction(deps.db, async (tx) => {
+    if ((await countPolicies(tx, actor.tenantId)) >= MAX_POLICIES) throw StrategyErrors.tooManyPolicies()
     const now = deps.clock.nowUs()
+    const id = deps.newId()
+    const target = await targetOf(tx, actor, input.target)
     const row: PolicyRow = {
-      id: deps.newId(),
+      id,
       tenantId: actor.tenantId,
       name: input.name.trim(),
       marketplace: input.marketplace,
-      target: targetOf(tx, actor, input.target),
+      target,
       ...settingsOf(input.marketplace, input, DEFAULTS(input.marketplace)),
       version: 1,
       lastRunAt: null,
@@ -169,46 +172,55 @@ export function createPolicy({ deps, actor, audit, input }: Change & { input: St
       createdAt: now,
       updatedAt: now,
     }
-    insertPolicy(tx, row)
-    recordAudit(tx, deps, audit, { operation: 'strategy.policy.create', targetKind: 'strategy_policy', targetId: row.id })
+    await insertPolicy(tx, row)
+    await recordAudit(tx, deps, audit, { operation: 'strategy.policy.create', targetKind: 'strategy_policy', targetId: row.id })
     return policyView(row)
   })
 }
 
-export function updatePolicy({ deps, actor, audit, id, ifMatch, input }: Change & { id: string; ifMatch: string | null; input: Static<typeof PolicyPatch> }) {
-  return withTransaction(deps.db, (tx) => {
-    const p = loadPolicy(tx, actor, id)
+export async function updatePolicy({
+  deps,
+  actor,
+  audit,
+  id,
+  ifMatch,
+  input,
+}: Change & { id: string; ifMatch: string | null; input: Static<typeof PolicyPatch> }) {
+  return await withTransaction(deps.db, async (tx) => {
+    const p = await loadPolicy(tx, actor, id)
     ensurePolicyReach(actor, p.target)
     assertIfMatch(ifMatch, etagOf(p.version))
+    const settings = settingsOf(p.marketplace, input, p)
+    const target = input.target ? await targetOf(tx, actor, input.target) : p.target
     const next: PolicyRow = {
       ...p,
-      ...settingsOf(p.marketplace, input, p),
+      ...settings,
       name: input.name?.trim() ?? p.name,
-      target: input.target ? targetOf(tx, actor, input.target) : p.target,
+      target,
       version: p.version + 1,
       // A changed policy looks again at its next run.
       lastRunAt: null,
       updatedAt: deps.clock.nowUs(),
     }
-    updatePolicyRow(tx, p.id, next)
-    supersedeOfPolicy(tx, actor.tenantId, p.id)
-    recordAudit(tx, deps, audit, { operation: 'strategy.policy.update', targetKind: 'strategy_policy', targetId: p.id })
+    await updatePolicyRow(tx, p.id, next)
+    await supersedeOfPolicy(tx, actor.tenantId, p.id)
+    await recordAudit(tx, deps, audit, { operation: 'strategy.policy.update', targetKind: 'strategy_policy', targetId: p.id })
     return policyView(next)
   })
 }
 
-export function deletePolicy({ deps, actor, audit, id, ifMatch }: Change & { id: string; ifMatch: string | null }) {
-  withTransaction(deps.db, (tx) => {
-    const p = loadPolicy(tx, actor, id)
+export async function deletePolicy({ deps, actor, audit, id, ifMatch }: Change & { id: string; ifMatch: string | null }): Promise<void> {
+  await withTransaction(deps.db, async (tx) => {
+    const p = await loadPolicy(tx, actor, id)
     ensurePolicyReach(actor, p.target)
     assertIfMatch(ifMatch, etagOf(p.version))
-    supersedeOfPolicy(tx, actor.tenantId, p.id)
-    deletePolicyRow(tx, p.id)
-    recordAudit(tx, deps, audit, { operation: 'strategy.policy.delete', targetKind: 'strategy_policy', targetId: p.id })
+    await supersedeOfPolicy(tx, actor.tenantId, p.id)
+    await deletePolicyRow(tx, p.id)
+    await recordAudit(tx, deps, audit, { operation: 'strategy.policy.delete', targetKind: 'strategy_policy', targetId: p.id })
   })
 }
 
-export function getPolicy({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
-  const p = loadPolicy(deps.db, actor, id)
+export async function getPolicy({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  const p = await loadPolicy(deps.db, actor, id)
   return policyView({ ...p, target: visibleTarget(actor, p.target) })
 }

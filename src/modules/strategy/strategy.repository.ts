@@ -6,8 +6,8 @@ export type PolicyRow = typeof strategyPolicies.$inferSelect
 export type SuggestionRow = typeof strategySuggestions.$inferSelect
 type SuggestionState = SuggestionRow['state']
 
-export function findPolicy(db: DbOrTx, tenantId: string, id: string): PolicyRow | undefined {
-  return db
+export async function findPolicy(db: DbOrTx, tenantId: string, id: string): Promise<PolicyRow | undefined> {
+  return await db
     .select()
     .from(strategyPolicies)
     .where(and(eq(strategyPolicies.tenantId, tenantId), eq(strategyPolicies.id, id)))
@@ -15,8 +15,8 @@ export function findPolicy(db: DbOrTx, tenantId: string, id: string): PolicyRow 
 }
 
 /** The tenant's policies, oldest first (the order in which overlapping policies of one specificity win). */
-export function policiesOf(db: DbOrTx, tenantId: string): PolicyRow[] {
-  return db
+export async function policiesOf(db: DbOrTx, tenantId: string): Promise<PolicyRow[]> {
+  return await db
     .select()
     .from(strategyPolicies)
     .where(eq(strategyPolicies.tenantId, tenantId))
@@ -25,34 +25,34 @@ export function policiesOf(db: DbOrTx, tenantId: string): PolicyRow[] {
 }
 
 /** The tenants that have an enabled policy (strategy.suggest walks them). */
-export function tenantsWithPolicies(db: DbOrTx): string[] {
-  return db
+export async function tenantsWithPolicies(db: DbOrTx): Promise<string[]> {
+  const rows = await db
     .selectDistinct({ tenantId: strategyPolicies.tenantId })
     .from(strategyPolicies)
     .where(eq(strategyPolicies.enabled, true))
     .orderBy(asc(strategyPolicies.tenantId))
     .all()
-    .map((r) => r.tenantId)
+  return rows.map((r) => r.tenantId)
 }
 
-export function countPolicies(db: DbOrTx, tenantId: string): number {
-  return Number(db.select({ n: sql<number>`count(*)` }).from(strategyPolicies).where(eq(strategyPolicies.tenantId, tenantId)).get()?.n ?? 0)
+export async function countPolicies(db: DbOrTx, tenantId: string): Promise<number> {
+  return Number((await db.select({ n: sql<number>`count(*)` }).from(strategyPolicies).where(eq(strategyPolicies.tenantId, tenantId)).get())?.n ?? 0)
 }
 
-export function insertPolicy(tx: DbOrTx, row: PolicyRow): void {
-  tx.insert(strategyPolicies).values(row).run()
+export async function insertPolicy(tx: DbOrTx, row: PolicyRow): Promise<void> {
+  await tx.insert(strategyPolicies).values(row).run()
 }
 
-export function updatePolicyRow(tx: DbOrTx, id: string, patch: Partial<PolicyRow>): void {
-  tx.update(strategyPolicies).set(patch).where(eq(strategyPolicies.id, id)).run()
+export async function updatePolicyRow(tx: DbOrTx, id: string, patch: Partial<PolicyRow>): Promise<void> {
+  await tx.update(strategyPolicies).set(patch).where(eq(strategyPolicies.id, id)).run()
 }
 
-export function deletePolicyRow(tx: DbOrTx, id: string): void {
-  tx.delete(strategyPolicies).where(eq(strategyPolicies.id, id)).run()
+export async function deletePolicyRow(tx: DbOrTx, id: string): Promise<void> {
+  await tx.delete(strategyPolicies).where(eq(strategyPolicies.id, id)).run()
 }
 
-export function findSuggestion(db: DbOrTx, tenantId: string, id: string): SuggestionRow | undefined {
-  return db
+export async function findSuggestion(db: DbOrTx, tenantId: string, id: string): Promise<SuggestionRow | undefined> {
+  return await db
     .select()
     .from(strategySuggestions)
     .where(and(eq(strategySuggestions.tenantId, tenantId), eq(strategySuggestions.id, id)))
@@ -60,8 +60,8 @@ export function findSuggestion(db: DbOrTx, tenantId: string, id: string): Sugges
 }
 
 /** The pending suggestions of one offer (at most one is made per policy run; a newer one supersedes the rest). */
-export function pendingOfOffer(db: DbOrTx, tenantId: string, serverId: string, marketplace: SuggestionRow['marketplace']): SuggestionRow[] {
-  return db
+export async function pendingOfOffer(db: DbOrTx, tenantId: string, serverId: string, marketplace: SuggestionRow['marketplace']): Promise<SuggestionRow[]> {
+  return await db
     .select()
     .from(strategySuggestions)
     .where(
@@ -76,8 +76,8 @@ export function pendingOfOffer(db: DbOrTx, tenantId: string, serverId: string, m
 }
 
 /** When a lowering of the offer was last accepted (marketplace_b's once-per-600-seconds rule). */
-export function lastLoweringAt(db: DbOrTx, tenantId: string, serverId: string, marketplace: SuggestionRow['marketplace']): number | null {
-  const r = db
+export async function lastLoweringAt(db: DbOrTx, tenantId: string, serverId: string, marketplace: SuggestionRow['marketplace']): Promise<number | null> {
+  const r = await db
     .select({ at: sql<number | null>`max(${strategySuggestions.decidedAt})` })
     .from(strategySuggestions)
     .where(
@@ -93,28 +93,30 @@ export function lastLoweringAt(db: DbOrTx, tenantId: string, serverId: string, m
   return r?.at ?? null
 }
 
-export function insertSuggestion(tx: DbOrTx, row: SuggestionRow): void {
-  tx.insert(strategySuggestions).values(row).run()
+export async function insertSuggestion(tx: DbOrTx, row: SuggestionRow): Promise<void> {
+  await tx.insert(strategySuggestions).values(row).run()
 }
 
-export function updateSuggestion(tx: DbOrTx, id: string, patch: Partial<SuggestionRow>): void {
-  tx.update(strategySuggestions).set(patch).where(eq(strategySuggestions.id, id)).run()
+export async function updateSuggestion(tx: DbOrTx, id: string, patch: Partial<SuggestionRow>): Promise<void> {
+  await tx.update(strategySuggestions).set(patch).where(eq(strategySuggestions.id, id)).run()
 }
 
 /** Supersedes the pending suggestions among `ids`. */
-export function supersede(tx: DbOrTx, ids: string[]): void {
+export async function supersede(tx: DbOrTx, ids: string[]): Promise<void> {
   if (ids.length === 0) return
-  tx.update(strategySuggestions)
+  await tx
+    .update(strategySuggestions)
     .set({ state: 'superseded' })
     .where(and(inArray(strategySuggestions.id, ids), eq(strategySuggestions.state, 'pending')))
     .run()
 }
 
 /** Supersedes the pending suggestions a policy made (it was changed, disabled or deleted), except those of the servers in `keep`. */
-export function supersedeOfPolicy(tx: DbOrTx, tenantId: string, policyId: string, keep: string[] = []): void {
+export async function supersedeOfPolicy(tx: DbOrTx, tenantId: string, policyId: string, keep: string[] = []): Promise<void> {
   const where = [eq(strategySuggestions.tenantId, tenantId), eq(strategySuggestions.policyId, policyId), eq(strategySuggestions.state, 'pending')]
   if (keep.length) where.push(notInArray(strategySuggestions.serverId, keep))
-  tx.update(strategySuggestions)
+  await tx
+    .update(strategySuggestions)
     .set({ state: 'superseded' })
     .where(and(...where))
     .run()
@@ -130,7 +132,13 @@ export type SuggestionFilter = {
 }
 
 /** A page of the tenant's suggestions, newest first, after the cursor's id. */
-export function suggestionsPage(db: DbOrTx, tenantId: string, filter: SuggestionFilter, afterId: string | undefined, take: number): SuggestionRow[] {
+export async function suggestionsPage(
+  db: DbOrTx,
+  tenantId: string,
+  filter: SuggestionFilter,
+  afterId: string | undefined,
+  take: number,
+): Promise<SuggestionRow[]> {
   const where = [eq(strategySuggestions.tenantId, tenantId)]
   if (filter.state) where.push(eq(strategySuggestions.state, filter.state))
   if (filter.policyId) where.push(eq(strategySuggestions.policyId, filter.policyId))
@@ -138,7 +146,7 @@ export function suggestionsPage(db: DbOrTx, tenantId: string, filter: Suggestion
   if (filter.marketplace) where.push(eq(strategySuggestions.marketplace, filter.marketplace))
   if (filter.serverIds) where.push(inArray(strategySuggestions.serverId, [...filter.serverIds]))
   if (afterId) where.push(lt(strategySuggestions.id, afterId))
-  return db
+  return await db
     .select()
     .from(strategySuggestions)
     .where(and(...where))
@@ -148,12 +156,11 @@ export function suggestionsPage(db: DbOrTx, tenantId: string, filter: Suggestion
 }
 
 /** Suggestions left `accepting` by a process that died mid-publication go back to pending. */
-export function releaseStaleClaims(tx: DbOrTx, claimedBefore: number): number {
-  return changesOf(
-    tx
-      .update(strategySuggestions)
-      .set({ state: 'pending', claimedAt: null })
-      .where(and(eq(strategySuggestions.state, 'accepting'), lt(strategySuggestions.claimedAt, claimedBefore)))
-      .run(),
-  )
+export async function releaseStaleClaims(tx: DbOrTx, claimedBefore: number): Promise<number> {
+  const r = await tx
+    .update(strategySuggestions)
+    .set({ state: 'pending', claimedAt: null })
+    .where(and(eq(strategySuggestions.state, 'accepting'), lt(strategySuggestions.claimedAt, claimedBefore)))
+    .run()
+  return changesOf(r)
 }

@@ -33,8 +33,8 @@ export function strategyRoutes(deps: Deps) {
     })
     .post(
       '/strategy/policies',
-      ({ verb, body, set }) => {
-        const p = createPolicy({ ...verb, input: body })
+      async ({ verb, body, set }) => {
+        const p = await createPolicy({ ...verb, input: body })
         set.status = 201
         set.headers.etag = etagOf(p.version)
         set.headers.location = `${API_PREFIX}/strategy/policies/${p.id}`
@@ -54,8 +54,8 @@ export function strategyRoutes(deps: Deps) {
     )
     .get(
       '/strategy/policies/:id',
-      ({ verb, params, set }) => {
-        const p = getPolicy({ ...verb, id: params.id })
+      async ({ verb, params, set }) => {
+        const p = await getPolicy({ ...verb, id: params.id })
         set.headers.etag = etagOf(p.version)
         return p
       },
@@ -71,8 +71,8 @@ export function strategyRoutes(deps: Deps) {
     )
     .patch(
       '/strategy/policies/:id',
-      ({ verb, request, params, body, set }) => {
-        const p = updatePolicy({ ...verb, id: params.id, ifMatch: request.headers.get('if-match'), input: body })
+      async ({ verb, request, params, body, set }) => {
+        const p = await updatePolicy({ ...verb, id: params.id, ifMatch: request.headers.get('if-match'), input: body })
         set.headers.etag = etagOf(p.version)
         return p
       },
@@ -90,8 +90,8 @@ export function strategyRoutes(deps: Deps) {
     )
     .delete(
       '/strategy/policies/:id',
-      ({ verb, request, params, set }) => {
-        deletePolicy({ ...verb, id: params.id, ifMatch: request.headers.get('if-match') })
+      async ({ verb, request, params, set }) => {
+        await deletePolicy({ ...verb, id: params.id, ifMatch: request.headers.get('if-match') })
         set.status = 204
         return null
       },

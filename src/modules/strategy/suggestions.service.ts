@@ -7,10 +7,10 @@ import type { TenantWalk } from '../../platform/jobs'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 import { recordAudit, type AuditContext } from '../audit'
 import { managedServers } from '../fleet'
-import { MARKETPLACES, pricedOffers, publishOffer } from '../marketplaces'
+import { MARKETPLACES, type PricedOffer, pricedOffers, publishOffer } from '../marketplaces'
 import { featuresOfPlan } from '../plans'
 import { findTenant } from '../tenants'
-import { type Evaluation, evaluatePolicy, offersOf, winningPolicies } from './evaluate'
+import { type Evaluation, evaluatePolicy, offersOf, type Outcome, winningPolicies } from './evaluate'
 import { draftPolicy } from './policies.service'
 import { StrategyErrors } from './strategy.errors'
 import type { DismissBody, PreviewBody } from './strategy.model'
@@ -54,21 +54,22 @@ const LOWERING_EVERY_US = 600_000_000
  */
 export async function suggestPrices(deps: Deps, tenants: TenantWalk): Promise<string> {
   const now = deps.clock.nowUs()
-  const released = withTransaction(deps.db, (tx) => releaseStaleClaims(tx, now - CLAIM_US))
+  const released = await withTransaction(deps.db, (tx) => releaseStaleClaims(tx, now - CLAIM_US))
   const tally = { looked: 0, made: 0, notEntitled: 0 }
-  for (const tenantId of tenantsWithPolicies(deps.db)) await tenants.run(tenantId, () => suggestForTenant(deps, tenantId, now, tally))
+  for (const tenantId of await tenantsWithPolicies(deps.db)) await tenants.run(tenantId, () => suggestForTenant(deps, tenantId, now, tally))
   return `${tally.looked} policies looked at, ${tally.made} suggestions made; ${tally.notEntitled} tenants without strategy skipped; ${released} stale claims released`
 }
 
-function suggestForTenant(deps: Deps, tenantId: string, now: number, tally: { looked: number; made: number; notEntitled: number }): void {
-  const planCode = findTenant(deps.db, tenantId)?.planCode ?? null
-  if (!planCode || !featuresOfPlan(deps.db, planCode).includes('strategy')) {
+async function suggestForTenant(deps: Deps, tenantId: string, now: number, tally: { looked: number; made: number; notEntitled: number }): Promise<void> {
+  const planCode = (await findTenant(deps.db, tenantId))?.planCode ?? null
+  if (!planCode || !(await featuresOfPlan(deps.db, planCode)).includes('strategy')) {
     tally.notEntitled++
     return
   }
-  const policies = policiesOf(deps.db, tenantId)
-  const servers = managedServers(deps.db, tenantId)
-  const offers = MARKETPLACES.flatMap((m) => pricedOffers(deps, tenantId, m))
+  const policies = await policiesOf(deps.db, tenantId)
+  const servers = await managedServers(deps.db, tenantId)
+  const offers: PricedOffer[] = []
+  for (const m of MARKETPLACES) offers.push(...(await pricedOffers(deps, tenantId, m)))
   const winners = winningPolicies(policies, servers, offers)
   const failed: string[] = []
   for (const policy of policies) {
@@ -76,24 +77,24 @@ function suggestForTenant(deps: Deps, tenantId: string, now: number, tally: { lo
     tally.looked++
     try {
       const mine = offers.filter((o) => winners.get(`${o.serverId}|${o.marketplace}`)?.id === policy.id)
-      const outcome = evaluatePolicy(deps, policy, planCode, mine)
-      tally.made += withTransaction(deps.db, (tx) => {
+      const outcome = await evaluatePolicy(deps, policy, planCode, mine)
+      tally.made += await withTransaction(deps.db, async (tx) => {
         let stored = 0
-        for (const item of outcome.items) if (store(tx, deps, policy.id, tenantId, item)) stored++
+        for (const item of outcome.items) if (await store(tx, deps, policy.id, tenantId, item)) stored++
         // An offer the policy no longer prices (withdrawn, unlinked, taken by another policy) keeps no suggestion of it.
-        supersedeOfPolicy(
+        await supersedeOfPolicy(
           tx,
           tenantId,
           policy.id,
           outcome.items.map((i) => i.evaluation.server_id),
         )
-        updatePolicyRow(tx, policy.id, { lastRunAt: now })
+        await updatePolicyRow(tx, policy.id, { lastRunAt: now })
         return stored
       })
     } catch (e) {
       if (isDatabaseBusy(e)) throw e
       // Its suggestions were rolled back; the run is recorded so the policy waits its cadence.
-      withTransaction(deps.db, (tx) => updatePolicyRow(tx, policy.id, { lastRunAt: now }))
+      await withTransaction(deps.db, (tx) => updatePolicyRow(tx, policy.id, { lastRunAt: now }))
       failed.push(`policy ${policy.id}: ${e instanceof Error ? e.message : String(e)}`)
     }
   }
@@ -104,18 +105,18 @@ function suggestForTenant(deps: Deps, tenantId: string, now: number, tally: { lo
  * Keeps one pending suggestion per offer: an unchanged one stays, a different one supersedes it,
  * and an offer already at the policy's price has none. Answers whether a suggestion was made.
  */
-function store(tx: DbOrTx, deps: Deps, policyId: string, tenantId: string, item: ReturnType<typeof evaluatePolicy>['items'][number]): boolean {
+async function store(tx: DbOrTx, deps: Deps, policyId: string, tenantId: string, item: Outcome['items'][number]): Promise<boolean> {
   const e = item.evaluation
-  const pending = pendingOfOffer(tx, tenantId, e.server_id, e.marketplace)
+  const pending = await pendingOfOffer(tx, tenantId, e.server_id, e.marketplace)
   const same = pending.find((s) => s.policyId === policyId && s.suggestedMicros === item.suggestedMicros && s.currentMicros === item.currentMicros)
   if (same) return false
-  supersede(
+  await supersede(
     tx,
     pending.map((s) => s.id),
   )
   if (e.change === 'none') return false
   const { offer, ...evaluation } = e
-  insertSuggestion(tx, {
+  await insertSuggestion(tx, {
     id: deps.newId(),
     tenantId,
     policyId,
@@ -153,11 +154,11 @@ function suggestionView(s: SuggestionRow) {
 }
 
 /** POST /strategy/preview: the body as a policy, applied now to the offers it targets (alone, whatever other policies say); nothing is stored. */
-export function previewPolicy({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof PreviewBody> }) {
-  const policy = draftPolicy(deps, actor, input)
-  const servers = managedServers(deps.db, actor.tenantId)
-  const offers = offersOf(deps, policy, servers).filter((o) => mayAccessServer(actor, o.serverId))
-  const outcome = evaluatePolicy(deps, policy, actor.tenant.planCode, offers)
+export async function previewPolicy({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof PreviewBody> }) {
+  const policy = await draftPolicy(deps, actor, input)
+  const servers = await managedServers(deps.db, actor.tenantId)
+  const offers = (await offersOf(deps, policy, servers)).filter((o) => mayAccessServer(actor, o.serverId))
+  const outcome = await evaluatePolicy(deps, policy, actor.tenant.planCode, offers)
   const unlisted =
     policy.target.kind === 'servers'
       ? policy.target.serverIds
@@ -181,7 +182,7 @@ type Query = {
 }
 
 /** GET /strategy/suggestions: newest first; a token with a server allowlist sees only its servers' suggestions. */
-export function listSuggestions({ deps, actor, query }: { deps: Deps; actor: Actor; query: Query }) {
+export async function listSuggestions({ deps, actor, query }: { deps: Deps; actor: Actor; query: Query }) {
   const filter: SuggestionFilter = {
     state: query.state,
     policyId: query.policy_id?.toLowerCase(),
@@ -189,7 +190,7 @@ export function listSuggestions({ deps, actor, query }: { deps: Deps; actor: Act
     marketplace: query.marketplace,
     serverIds: actor.serverAllowlist ?? undefined,
   }
-  return paginate(deps.keys.cursor, {
+  return await paginate(deps.keys.cursor, {
     scope: `strategy.suggestions:${actor.tenantId}:${JSON.stringify(filter)}`,
     input: query,
     fetch: (after: { id: string } | undefined, take) => suggestionsPage(deps.db, actor.tenantId, filter, after?.id, take),
@@ -199,8 +200,8 @@ export function listSuggestions({ deps, actor, query }: { deps: Deps; actor: Act
 }
 
 /** The tenant's suggestion, visible to the actor (a server outside a token's allowlist is a plain 404). */
-function loadSuggestion(db: DbOrTx, actor: Actor, id: string): SuggestionRow {
-  const s = findSuggestion(db, actor.tenantId, id.toLowerCase())
+async function loadSuggestion(db: DbOrTx, actor: Actor, id: string): Promise<SuggestionRow> {
+  const s = await findSuggestion(db, actor.tenantId, id.toLowerCase())
   if (!s || !mayAccessServer(actor, s.serverId)) throw StrategyErrors.suggestionNotFound()
   return s
 }
@@ -213,23 +214,23 @@ type Decision = { deps: Deps; actor: Actor; audit: AuditContext; id: string }
  * puts it back to pending and answers the marketplace's problem.
  */
 export async function acceptSuggestion({ deps, actor, audit, id }: Decision) {
-  const claim = withTransaction(deps.db, (tx) => {
-    const s = loadSuggestion(tx, actor, id)
+  const claim = await withTransaction(deps.db, async (tx) => {
+    const s = await loadSuggestion(tx, actor, id)
     const now = deps.clock.nowUs()
     if (s.state === 'accepted') return { done: s, claimed: null }
     if (s.state === 'accepting' && s.claimedAt !== null && s.claimedAt > now - CLAIM_US) throw StrategyErrors.busy()
     if (s.state !== 'pending' && s.state !== 'accepting') throw StrategyErrors.decided(`the suggestion was ${s.state}`)
     // Accepting must not list again an offer that was withdrawn (or unlinked) since the suggestion was made.
-    if (!pricedOffers(deps, actor.tenantId, s.marketplace).some((o) => o.serverId === s.serverId))
+    if (!(await pricedOffers(deps, actor.tenantId, s.marketplace)).some((o) => o.serverId === s.serverId))
       throw StrategyErrors.notListed(`the offer of server ${s.serverId} on ${s.marketplace} is no longer listed through a live link`)
     if (s.marketplace === 'marketplace_b' && s.currentMicros !== null && s.suggestedMicros < s.currentMicros) {
-      const last = lastLoweringAt(tx, actor.tenantId, s.serverId, s.marketplace)
+      const last = await lastLoweringAt(tx, actor.tenantId, s.serverId, s.marketplace)
       if (last !== null && now - last < LOWERING_EVERY_US)
         throw StrategyErrors.loweringLimited(
           `marketplace_b lets a price be lowered once per 600 seconds; the last lowering was accepted at ${formatTimestamp(last)}, try again after ${formatTimestamp(last + LOWERING_EVERY_US)}`,
         )
     }
-    updateSuggestion(tx, s.id, { state: 'accepting', claimedAt: now })
+    await updateSuggestion(tx, s.id, { state: 'accepting', claimedAt: now })
     return { done: null, claimed: { ...s, claimedAt: now } }
   })
   if (claim.done) return suggestionView(claim.done)
@@ -246,13 +247,13 @@ export async function acceptSuggestion({ deps, actor, audit, id }: Decision) {
       reason: `strategy suggestion ${s.id}`,
     })
   } catch (e) {
-    withTransaction(deps.db, (tx) => {
-      const now = findSuggestion(tx, actor.tenantId, s.id)
-      if (now?.state === 'accepting' && now.claimedAt === s.claimedAt) updateSuggestion(tx, s.id, { state: 'pending', claimedAt: null })
+    await withTransaction(deps.db, async (tx) => {
+      const now = await findSuggestion(tx, actor.tenantId, s.id)
+      if (now?.state === 'accepting' && now.claimedAt === s.claimedAt) await updateSuggestion(tx, s.id, { state: 'pending', claimedAt: null })
     })
     throw e
   }
-  return withTransaction(deps.db, (tx) => {
+  return await withTransaction(deps.db, async (tx) => {
     const next: SuggestionRow = {
       ...s,
       state: 'accepted',
@@ -260,25 +261,25 @@ export async function acceptSuggestion({ deps, actor, audit, id }: Decision) {
       decidedBy: actor.userId,
       outcome: { warnings: published.warnings, extended_contracts: published.extended_contracts },
     }
-    updateSuggestion(tx, s.id, { state: next.state, decidedAt: next.decidedAt, decidedBy: next.decidedBy, outcome: next.outcome })
-    supersede(
+    await updateSuggestion(tx, s.id, { state: next.state, decidedAt: next.decidedAt, decidedBy: next.decidedBy, outcome: next.outcome })
+    await supersede(
       tx,
-      pendingOfOffer(tx, actor.tenantId, s.serverId, s.marketplace).map((p) => p.id),
+      (await pendingOfOffer(tx, actor.tenantId, s.serverId, s.marketplace)).map((p) => p.id),
     )
-    recordAudit(tx, deps, audit, { operation: 'strategy.suggestion.accept', targetKind: 'strategy_suggestion', targetId: s.id })
+    await recordAudit(tx, deps, audit, { operation: 'strategy.suggestion.accept', targetKind: 'strategy_suggestion', targetId: s.id })
     return suggestionView(next)
   })
 }
 
 /** Records why the price was not taken; dismissing a dismissed suggestion answers it unchanged. */
-export function dismissSuggestion({ deps, actor, audit, id, input }: Decision & { input: Static<typeof DismissBody> }) {
-  return withTransaction(deps.db, (tx) => {
-    const s = loadSuggestion(tx, actor, id)
+export async function dismissSuggestion({ deps, actor, audit, id, input }: Decision & { input: Static<typeof DismissBody> }) {
+  return await withTransaction(deps.db, async (tx) => {
+    const s = await loadSuggestion(tx, actor, id)
     if (s.state === 'dismissed') return suggestionView(s)
     if (s.state !== 'pending') throw StrategyErrors.decided(`the suggestion was ${s.state}`)
     const next: SuggestionRow = { ...s, state: 'dismissed', decidedAt: deps.clock.nowUs(), decidedBy: actor.userId, dismissReason: input.reason.trim() }
-    updateSuggestion(tx, s.id, { state: next.state, decidedAt: next.decidedAt, decidedBy: next.decidedBy, dismissReason: next.dismissReason })
-    recordAudit(tx, deps, audit, { operation: 'strategy.suggestion.dismiss', targetKind: 'strategy_suggestion', targetId: s.id })
+    await updateSuggestion(tx, s.id, { state: next.state, decidedAt: next.decidedAt, decidedBy: next.decidedBy, dismissReason: next.dismissReason })
+    await recordAudit(tx, deps, audit, { operation: 'strategy.suggestion.dismiss', targetKind: 'strategy_suggestion', targetId: s.id })
     return suggestionView(next)
   })
 }

@@ -17,31 +17,31 @@ import { bumpVersion, switchPlan } from './subscription.service'
  * records the run `partial`, and backs that change off (1, 2, 4… minutes, at most an hour; the job
  * runs hourly, so in practice the next run retries it).
  */
-export function fireScheduled(
+export async function fireScheduled(
   deps: Deps,
   run: { job: string; period: string } = { job: 'subscription.fire', period: 'manual' },
   tenants: TenantWalk = new TenantWalk(deps, run.job, undefined, run.period),
-): string {
+): Promise<string> {
   const now = deps.clock.nowUs()
-  const due = dueChanges(deps.db, now)
+  const due = await dueChanges(deps.db, now)
   let applied = 0
   let refused = 0
   for (const c of due) {
-    const outcome = tenants.runSync(c.tenantId, () => withTransaction(deps.db, (tx) => fireOne(tx, deps, c.id, now)), `plan change ${c.id}`)
+    const outcome = await tenants.run(c.tenantId, () => withTransaction(deps.db, (tx) => fireOne(tx, deps, c.id, now)), `plan change ${c.id}`)
     if (outcome === 'applied') applied++
     else if (outcome === 'refused') refused++
   }
   return `${due.length} due: ${applied} applied, ${refused} refused`
 }
 
-function fireOne(tx: Tx, deps: Deps, id: string, now: number): 'applied' | 'refused' | 'skipped' {
-  const c = findChange(tx, id)!
+async function fireOne(tx: Tx, deps: Deps, id: string, now: number): Promise<'applied' | 'refused' | 'skipped'> {
+  const c = (await findChange(tx, id))!
   if (c.status !== 'scheduled') return 'skipped'
-  const tenant = findTenant(tx, c.tenantId)!
+  const tenant = (await findTenant(tx, c.tenantId))!
   let reason: ChangeRow['refusalReason'] = null
   let q: Quote | null = null
   try {
-    q = computeQuote(tx, tenant, c.targetPlan, now)
+    q = await computeQuote(tx, tenant, c.targetPlan, now)
   } catch (e) {
     // The rule's own refusals: the target became contract-priced or left the catalogue.
     if (!(e instanceof DomainError)) throw e
@@ -50,8 +50,8 @@ function fireOne(tx: Tx, deps: Deps, id: string, now: number): 'applied' | 'refu
   if (q && q.direction === 'upgrade') reason = 'direction_changed'
   else if (q && q.unitDaily !== null && q.unitDaily * q.managed > q.balance && q.unitDaily * q.managed > 0) reason = 'reserve_not_covered'
   if (reason) {
-    updateChange(tx, c.id, { status: 'refused', refusalReason: reason, refusedAt: now })
-    insertNotificationEvent(tx, {
+    await updateChange(tx, c.id, { status: 'refused', refusalReason: reason, refusedAt: now })
+    await insertNotificationEvent(tx, {
       id: deps.newId(),
       tenantId: c.tenantId,
       category: 'payment',
@@ -59,13 +59,13 @@ function fireOne(tx: Tx, deps: Deps, id: string, now: number): 'applied' | 'refu
       payload: { change_id: c.id, target_plan: c.targetPlan, reason },
       createdAt: now,
     })
-    recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.refused', `${c.targetPlan}: ${reason}`)
-    deps.events.emit('subscription.change_refused', { tx, tenantId: c.tenantId, targetPlan: c.targetPlan, reason })
+    await recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.refused', `${c.targetPlan}: ${reason}`)
+    await deps.events.emit('subscription.change_refused', { tx, tenantId: c.tenantId, targetPlan: c.targetPlan, reason })
   } else {
-    switchPlan(tx, deps, tenant.id, tenant.planCode, c.targetPlan, c.billingEffectiveDay)
-    updateChange(tx, c.id, { status: 'applied', appliedAt: now })
-    recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.applied', c.targetPlan)
+    await switchPlan(tx, deps, tenant.id, tenant.planCode, c.targetPlan, c.billingEffectiveDay)
+    await updateChange(tx, c.id, { status: 'applied', appliedAt: now })
+    await recordSystemEvent(tx, deps, c.tenantId, 'subscription.change.applied', c.targetPlan)
   }
-  bumpVersion(tx, tenant)
+  await bumpVersion(tx, tenant)
   return reason ? 'refused' : 'applied'
 }

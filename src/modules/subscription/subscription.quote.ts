@@ -48,19 +48,19 @@ function firstOfNextMonth(nowUs: number): string {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)).toISOString().slice(0, 10)
 }
 
-export function computeQuote(db: DbOrTx, tenant: TenantRow, targetCode: string, now: number): Quote {
+export async function computeQuote(db: DbOrTx, tenant: TenantRow, targetCode: string, now: number): Promise<Quote> {
   if (!tenant.planCode) throw SubscriptionErrors.planRequired()
-  const target = findPlan(db, targetCode)
+  const target = await findPlan(db, targetCode)
   if (!target) throw SubscriptionErrors.planNotFound(`no plan ${targetCode}`)
   if (target.priceMicrosPerServerMonth === null) throw SubscriptionErrors.contractPriced(`${target.label} is contract-priced; ask us for an offer`)
-  const current = findPlan(db, tenant.planCode)
+  const current = await findPlan(db, tenant.planCode)
   if (!current) throw SubscriptionErrors.planRequired("the tenant's plan is no longer in the catalogue")
   const direction = directionOf(current, target)
-  const managed = countManagedServers(db, tenant.id)
+  const managed = await countManagedServers(db, tenant.id)
   const d = new Date(now / 1000)
   const unitDaily = divideRounded(target.priceMicrosPerServerMonth, daysInMonth(d.getUTCFullYear(), d.getUTCMonth() + 1))
   const reserve = direction === 'upgrade' ? unitDaily * managed : 0
-  const balance = balanceOf(db, tenant.id)
+  const balance = await balanceOf(db, tenant.id)
   const today = utcDay(now)
   const billingDay =
     direction === 'upgrade'
@@ -75,10 +75,10 @@ export function computeQuote(db: DbOrTx, tenant: TenantRow, targetCode: string, 
   return { current, target, direction, managed, unitDaily, reserve, balance, covered: direction !== 'upgrade' || balance >= reserve, billingDay }
 }
 
-export function quote({ deps, actor, plan }: { deps: Deps; actor: Actor; plan: string }) {
-  const tenant = findTenant(deps.db, actor.tenantId)!
+export async function quote({ deps, actor, plan }: { deps: Deps; actor: Actor; plan: string }) {
+  const tenant = (await findTenant(deps.db, actor.tenantId))!
   const now = deps.clock.nowUs()
-  const q = computeQuote(deps.db, tenant, plan, now)
+  const q = await computeQuote(deps.db, tenant, plan, now)
   return {
     target_plan: q.target.code,
     current_plan: q.current.code,

@@ -42,21 +42,28 @@ function changeView(c: ChangeRow) {
 }
 
 /** GET /subscription shows the plan and the pending change under the subscription version's ETag. */
-export function bumpVersion(tx: DbOrTx, tenant: TenantRow): void {
-  setSubscriptionVersion(tx, tenant.id, tenant.subscriptionVersion + 1)
+export async function bumpVersion(tx: DbOrTx, tenant: TenantRow): Promise<void> {
+  await setSubscriptionVersion(tx, tenant.id, tenant.subscriptionVersion + 1)
 }
 
 /**
  * Switches the tenant's plan: entitlements now; prices from `billingDay` 00:00 UTC, or from the start
  * of the current hour when that is later, so an hour that already passed is never re-priced.
  */
-export function switchPlan(tx: DbOrTx, deps: Pick<Deps, 'clock'>, tenantId: string, fromPlan: string | null, toPlan: string, billingDay: string): void {
+export async function switchPlan(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'clock'>,
+  tenantId: string,
+  fromPlan: string | null,
+  toPlan: string,
+  billingDay: string,
+): Promise<void> {
   const from = Math.max(parseDay(billingDay)!, hourStartOf(deps.clock.nowUs()))
-  assignPlan(tx, deps, tenantId, fromPlan, toPlan, from)
-  setTenantPlanCode(tx, tenantId, toPlan)
+  await assignPlan(tx, deps, tenantId, fromPlan, toPlan, from)
+  await setTenantPlanCode(tx, tenantId, toPlan)
 }
 
-export function orderChange({
+export async function orderChange({
   deps,
   actor,
   audit,
@@ -69,26 +76,26 @@ export function orderChange({
   input: Static<typeof ChangeOrder>
   ifMatch: string | null
 }) {
-  return withTransaction(deps.db, (tx) => {
-    const tenant = findTenant(tx, actor.tenantId)!
+  return await withTransaction(deps.db, async (tx) => {
+    const tenant = (await findTenant(tx, actor.tenantId))!
     const now = deps.clock.nowUs()
-    const q = computeQuote(tx, tenant, input.target_plan, now)
+    const q = await computeQuote(tx, tenant, input.target_plan, now)
     // A linked top-up must be one of the tenant's own (a foreign id answers like an unknown one).
-    if (input.topup_id && !tenantOwnsTopup(tx, tenant.id, input.topup_id.toLowerCase())) throw SubscriptionErrors.topupNotFound()
+    if (input.topup_id && !(await tenantOwnsTopup(tx, tenant.id, input.topup_id.toLowerCase()))) throw SubscriptionErrors.topupNotFound()
     if (q.target.code === q.current.code) throw SubscriptionErrors.alreadyOnPlan(`the tenant is already on ${q.target.code}`)
     if (q.target.serversMax !== null && q.managed > q.target.serversMax)
       throw SubscriptionErrors.serverLimitReached(
         `${q.managed} managed servers exceed the ${q.target.label} limit of ${q.target.serversMax}; decommission some first`,
       )
     const version = etagOf(tenant.subscriptionVersion)
-    const pending = pendingChange(tx, tenant.id)
+    const pending = await pendingChange(tx, tenant.id)
     if (pending) {
       if (ifMatch === null) throw SubscriptionErrors.changeAlreadyPending(undefined, { currentVersion: version })
       assertIfMatch(ifMatch, version)
       // A scheduled change whose day has come is no longer replaceable, as it is no longer cancellable.
       if (pending.status === 'scheduled' && pending.effectiveAt <= now)
         throw SubscriptionErrors.changeEffective('the pending change is already in effect and will be applied by the next run')
-      updateChange(tx, pending.id, { status: 'cancelled', cancelledAt: now })
+      await updateChange(tx, pending.id, { status: 'cancelled', cancelledAt: now })
     } else assertIfMatch(ifMatch, version)
     const row: ChangeRow = {
       id: deps.newId(),
@@ -114,20 +121,20 @@ export function orderChange({
       row.status = 'awaiting_payment'
     } else {
       row.appliedAt = now
-      switchPlan(tx, deps, tenant.id, q.current.code, q.target.code, q.billingDay)
+      await switchPlan(tx, deps, tenant.id, q.current.code, q.target.code, q.billingDay)
     }
-    insertChange(tx, row)
-    bumpVersion(tx, tenant)
-    recordAudit(tx, deps, audit, { operation: `subscription.change.${row.status}`, targetKind: 'subscription_change', targetId: row.id })
+    await insertChange(tx, row)
+    await bumpVersion(tx, tenant)
+    await recordAudit(tx, deps, audit, { operation: `subscription.change.${row.status}`, targetKind: 'subscription_change', targetId: row.id })
     return { change: changeView(row), created: row.status !== 'applied' }
   })
 }
 
-export function getSubscription({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const tenant = findTenant(deps.db, actor.tenantId)!
-  const plan = tenant.planCode ? findPlan(deps.db, tenant.planCode) : undefined
-  const pending = pendingChange(deps.db, tenant.id)
-  const last = lastChange(deps.db, tenant.id)
+export async function getSubscription({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const tenant = (await findTenant(deps.db, actor.tenantId))!
+  const plan = tenant.planCode ? await findPlan(deps.db, tenant.planCode) : undefined
+  const pending = await pendingChange(deps.db, tenant.id)
+  const last = await lastChange(deps.db, tenant.id)
   return {
     body: {
       plan: plan ? planView(plan) : null,
@@ -141,10 +148,10 @@ export function getSubscription({ deps, actor }: { deps: Deps; actor: Actor }) {
 }
 
 /** GET /plans/current: the tenant's plan, how much of its server limit is used, and the account state. */
-export function currentPlan({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const tenant = findTenant(deps.db, actor.tenantId)!
-  const plan = tenant.planCode ? findPlan(deps.db, tenant.planCode) : undefined
-  const used = countManagedServers(deps.db, actor.tenantId)
+export async function currentPlan({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const tenant = (await findTenant(deps.db, actor.tenantId))!
+  const plan = tenant.planCode ? await findPlan(deps.db, tenant.planCode) : undefined
+  const used = await countManagedServers(deps.db, actor.tenantId)
   return {
     plan: plan ? planView(plan) : null,
     usage: { managed_servers: used, servers_left: plan ? (plan.serversMax === null ? null : Math.max(0, plan.serversMax - used)) : 0 },
@@ -152,18 +159,18 @@ export function currentPlan({ deps, actor }: { deps: Deps; actor: Actor }) {
   }
 }
 
-export function cancelChange({ deps, actor, audit, id }: { deps: Deps; actor: Actor; audit: AuditContext; id: string }) {
-  return withTransaction(deps.db, (tx) => {
-    const c = findTenantChange(tx, actor.tenantId, id.toLowerCase())
+export async function cancelChange({ deps, actor, audit, id }: { deps: Deps; actor: Actor; audit: AuditContext; id: string }) {
+  return await withTransaction(deps.db, async (tx) => {
+    const c = await findTenantChange(tx, actor.tenantId, id.toLowerCase())
     if (!c) throw SubscriptionErrors.changeNotFound()
     const now = deps.clock.nowUs()
     if (c.status === 'applied') throw SubscriptionErrors.changeAlreadyApplied()
     if (c.status === 'cancelled' || c.status === 'refused') throw SubscriptionErrors.changeClosed(`the change was already ${c.status}`)
     if (c.status === 'scheduled' && c.effectiveAt <= now) throw SubscriptionErrors.changeEffective()
     const next = { ...c, status: 'cancelled' as const, cancelledAt: now }
-    updateChange(tx, c.id, { status: 'cancelled', cancelledAt: now })
-    bumpVersion(tx, findTenant(tx, actor.tenantId)!)
-    recordAudit(tx, deps, audit, { operation: 'subscription.change.cancelled', targetKind: 'subscription_change', targetId: c.id })
+    await updateChange(tx, c.id, { status: 'cancelled', cancelledAt: now })
+    await bumpVersion(tx, (await findTenant(tx, actor.tenantId))!)
+    await recordAudit(tx, deps, audit, { operation: 'subscription.change.cancelled', targetKind: 'subscription_change', targetId: c.id })
     return changeView(next)
   })
 }
@@ -173,14 +180,14 @@ export function cancelChange({ deps, actor, audit, id }: { deps: Deps; actor: Ac
  * transaction, a pending upgrade linked to this top-up (by change_id, or by the order's topup_id) is
  * applied once the balance covers its reserve.
  */
-export function activateOnTopup(tx: Tx, deps: Deps, topup: { id: string; tenantId: string; changeId: string | null }): void {
-  const pending = awaitingPaymentChange(tx, topup.tenantId)
+export async function activateOnTopup(tx: Tx, deps: Deps, topup: { id: string; tenantId: string; changeId: string | null }): Promise<void> {
+  const pending = await awaitingPaymentChange(tx, topup.tenantId)
   if (!pending || (pending.id !== topup.changeId && pending.topupId !== topup.id)) return
-  const tenant = findTenant(tx, topup.tenantId)!
+  const tenant = (await findTenant(tx, topup.tenantId))!
   const now = deps.clock.nowUs()
   let q: Quote
   try {
-    q = computeQuote(tx, tenant, pending.targetPlan, now)
+    q = await computeQuote(tx, tenant, pending.targetPlan, now)
   } catch (e) {
     // The target became contract-priced or left the catalogue (or the tenant lost its plan): the
     // payment is still credited; the change keeps waiting until it is cancelled or replaced.
@@ -188,8 +195,8 @@ export function activateOnTopup(tx: Tx, deps: Deps, topup: { id: string; tenantI
     throw e
   }
   if (q.direction === 'upgrade' && !q.covered) return // paid too little: it keeps waiting
-  switchPlan(tx, deps, tenant.id, tenant.planCode, pending.targetPlan, q.billingDay)
-  updateChange(tx, pending.id, { status: 'applied', appliedAt: now, topupId: pending.topupId ?? topup.id, billingEffectiveDay: q.billingDay })
-  bumpVersion(tx, tenant)
-  recordSystemEvent(tx, deps, tenant.id, 'subscription.change.applied', `${pending.targetPlan} after top-up ${topup.id}`)
+  await switchPlan(tx, deps, tenant.id, tenant.planCode, pending.targetPlan, q.billingDay)
+  await updateChange(tx, pending.id, { status: 'applied', appliedAt: now, topupId: pending.topupId ?? topup.id, billingEffectiveDay: q.billingDay })
+  await bumpVersion(tx, tenant)
+  await recordSystemEvent(tx, deps, tenant.id, 'subscription.change.applied', `${pending.targetPlan} after top-up ${topup.id}`)
 }

@@ -5,14 +5,14 @@ import { SystemErrors } from './system.errors'
 import { databaseVanished, migrationCount, pendingMigrationCount } from './system.repository'
 
 /** Ready means the database answers and every migration of this build is applied. */
-export function checkReadiness({ deps }: { deps: Deps }) {
+export async function checkReadiness({ deps }: { deps: Deps }) {
   let pending: number
   if (databaseVanished(deps)) {
     deps.log.error('readiness check failed: the database file is gone or was replaced', { database: deps.config.databasePath })
     throw SystemErrors.databaseGone()
   }
   try {
-    pending = pendingMigrationCount(deps)
+    pending = await pendingMigrationCount(deps)
   } catch (e) {
     deps.log.error('readiness check failed', { error: e })
     throw SystemErrors.databaseUnreachable(e)

@@ -4,22 +4,22 @@ import type { DbOrTx } from '../../../db/client'
 
 export type ProbeRow = typeof testProbes.$inferSelect
 
-export function findSetting(db: DbOrTx, key: string): string | undefined {
-  return db.select().from(serviceSettings).where(eq(serviceSettings.key, key)).get()?.value
+export async function findSetting(db: DbOrTx, key: string): Promise<string | undefined> {
+  return (await db.select().from(serviceSettings).where(eq(serviceSettings.key, key)).get())?.value
 }
 
-export function saveSetting(tx: DbOrTx, key: string, value: string, updatedAt: number): void {
-  tx.insert(serviceSettings).values({ key, value, updatedAt }).onConflictDoUpdate({ target: serviceSettings.key, set: { value, updatedAt } }).run()
+export async function saveSetting(tx: DbOrTx, key: string, value: string, updatedAt: number): Promise<void> {
+  await tx.insert(serviceSettings).values({ key, value, updatedAt }).onConflictDoUpdate({ target: serviceSettings.key, set: { value, updatedAt } }).run()
 }
 
-export function insertProbe(tx: DbOrTx, row: ProbeRow): void {
-  tx.insert(testProbes).values(row).run()
+export async function insertProbe(tx: DbOrTx, row: ProbeRow): Promise<void> {
+  await tx.insert(testProbes).values(row).run()
 }
 
-export function findProbe(db: DbOrTx, id: string): ProbeRow | undefined {
-  return db.select().from(testProbes).where(eq(testProbes.id, id)).get()
+export async function findProbe(db: DbOrTx, id: string): Promise<ProbeRow | undefined> {
+  return await db.select().from(testProbes).where(eq(testProbes.id, id)).get()
 }
 
-export function updateProbeRow(tx: DbOrTx, id: string, patch: Pick<ProbeRow, 'value' | 'version'>): void {
-  tx.update(testProbes).set(patch).where(eq(testProbes.id, id)).run()
+export async function updateProbeRow(tx: DbOrTx, id: string, patch: Pick<ProbeRow, 'value' | 'version'>): Promise<void> {
+  await tx.update(testProbes).set(patch).where(eq(testProbes.id, id)).run()
 }

@@ -17,13 +17,13 @@ import { findProbe, findSetting, insertProbe, saveSetting, updateProbeRow, type 
 
 const CLOCK_OFFSET_KEY = 'test_clock_offset_us'
 
-export function loadClockOffset(db: DbOrTx): number {
-  const value = findSetting(db, CLOCK_OFFSET_KEY)
+export async function loadClockOffset(db: DbOrTx): Promise<number> {
+  const value = await findSetting(db, CLOCK_OFFSET_KEY)
   return value === undefined ? 0 : Number(value)
 }
 
-export function saveClockOffset(db: DbOrTx, offsetUs: number, nowUs: number): void {
-  withTransaction(db, (tx) => saveSetting(tx, CLOCK_OFFSET_KEY, String(offsetUs), nowUs))
+export async function saveClockOffset(db: DbOrTx, offsetUs: number, nowUs: number): Promise<void> {
+  await withTransaction(db, (tx) => saveSetting(tx, CLOCK_OFFSET_KEY, String(offsetUs), nowUs))
 }
 
 const PUBLIC_URL_KEY = 'public_url'
@@ -33,15 +33,16 @@ const PUBLIC_URL_KEY = 'public_url'
  * so an operator command run in another shell (scripts/admin create-account) prints the links
  * where the service really answers, not its own default.
  */
-export function savePublicUrl(db: DbOrTx, url: string, nowUs: number): void {
-  withTransaction(db, (tx) => saveSetting(tx, PUBLIC_URL_KEY, url, nowUs))
+export async function savePublicUrl(db: DbOrTx, url: string, nowUs: number): Promise<void> {
+  await withTransaction(db, (tx) => saveSetting(tx, PUBLIC_URL_KEY, url, nowUs))
 }
 
-export function loadPublicUrl(db: DbOrTx): string | null {
-  return findSetting(db, PUBLIC_URL_KEY) ?? null
+export async function loadPublicUrl(db: DbOrTx): Promise<string | null> {
+  return (await findSetting(db, PUBLIC_URL_KEY)) ?? null
 }
 
-export function moveClock({ deps, input }: { deps: Deps; input: Static<typeof ClockBody> }) {
+/** Answers once the new offset is stored (clock.saved), so a restart right after keeps it. */
+export async function moveClock({ deps, input }: { deps: Deps; input: Static<typeof ClockBody> }) {
   const clock = deps.testClock!
   try {
     if (input.advance_seconds !== undefined) clock.advance(input.advance_seconds)
@@ -54,6 +55,7 @@ export function moveClock({ deps, input }: { deps: Deps; input: Static<typeof Cl
     if (e instanceof RangeError) throw TestingErrors.clockBackwards()
     throw e
   }
+  await clock.saved
   return { now: formatTimestamp(clock.nowUs()) }
 }
 
@@ -66,8 +68,8 @@ export async function runJobNow({ deps, runner, job }: { deps: Deps; runner: Job
 }
 
 /** Takes one request from a shared rate-limit bucket (the limiter's own tests). */
-export function takeFromBucket({ deps, bucket, input }: { deps: Deps; bucket: string; input: Static<typeof RateLimitBody> }) {
-  const d = consumeRateLimit(deps.db, deps.clock, `test:${bucket}`, input.limit, input.period_seconds)
+export async function takeFromBucket({ deps, bucket, input }: { deps: Deps; bucket: string; input: Static<typeof RateLimitBody> }) {
+  const d = await consumeRateLimit(deps.db, deps.clock, `test:${bucket}`, input.limit, input.period_seconds)
   if (!d.allowed) throw TestingErrors.rateLimited(d.retryAfterSeconds)
   return { remaining: d.remaining }
 }
@@ -76,25 +78,35 @@ export function probeView(row: ProbeRow) {
   return { id: row.id, value: row.value, version: row.version, created_at: formatTimestamp(row.createdAt) }
 }
 
-export function createProbe({ deps, input }: { deps: Deps; input: Static<typeof ProbeBody> }): ProbeRow {
+export async function createProbe({ deps, input }: { deps: Deps; input: Static<typeof ProbeBody> }): Promise<ProbeRow> {
   const row: ProbeRow = { id: deps.newId(), value: input.value, version: 1, createdAt: deps.clock.nowUs() }
-  withTransaction(deps.db, (tx) => insertProbe(tx, row))
+  await withTransaction(deps.db, (tx) => insertProbe(tx, row))
   return row
 }
 
-export function getProbe({ deps, id }: { deps: Deps; id: string }): ProbeRow {
-  const row = findProbe(deps.db, id)
+export async function getProbe({ deps, id }: { deps: Deps; id: string }): Promise<ProbeRow> {
+  const row = await findProbe(deps.db, id)
   if (!row) throw TestingErrors.probeNotFound()
   return row
 }
 
-export function updateProbe({ deps, id, ifMatch, input }: { deps: Deps; id: string; ifMatch: string | null; input: Static<typeof ProbeBody> }): ProbeRow {
-  return withTransaction(deps.db, (tx) => {
-    const row = findProbe(tx, id)
+export async function updateProbe({
+  deps,
+  id,
+  ifMatch,
+  input,
+}: {
+  deps: Deps
+  id: string
+  ifMatch: string | null
+  input: Static<typeof ProbeBody>
+}): Promise<ProbeRow> {
+  return await withTransaction(deps.db, async (tx) => {
+    const row = await findProbe(tx, id)
     if (!row) throw TestingErrors.probeNotFound()
     assertIfMatch(ifMatch, etagOf(row.version))
     const next = { ...row, value: input.value, version: row.version + 1 }
-    updateProbeRow(tx, id, { value: next.value, version: next.version })
+    await updateProbeRow(tx, id, { value: next.value, version: next.version })
     return next
   })
 }

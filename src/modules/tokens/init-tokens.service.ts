@@ -28,19 +28,19 @@ function installCommand(publicUrl: string): string {
   return `gpuhq-agent enroll --url ${publicUrl} --token-file /root/gpuhq-init-token   # or: printf '%s' "$TOKEN" | gpuhq-agent enroll --url ${publicUrl} --token-stdin`
 }
 
-export function createInitToken({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: Static<typeof InitCreate> }) {
+export async function createInitToken({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: Static<typeof InitCreate> }) {
   const seconds = input.expires_in_s ?? INIT_TOKEN_DEFAULT_SECONDS
   // An unbound token enrols a new server, which no allowlist can name in advance: a token limited
   // to servers may only re-enrol one of them (its server_id was checked against the allowlist).
   if (actor.serverAllowlist && !input.server_id) throw TokenErrors.initTokenNeedsServer()
   const token = generateSecret('gpuhq_init_')
-  return withTransaction(deps.db, (tx) => {
+  return await withTransaction(deps.db, async (tx) => {
     const now = deps.clock.nowUs()
     const serverId = input.server_id?.toLowerCase() ?? null
     if (serverId) {
-      if (!findManagedServer(tx, actor.tenantId, serverId)) throw TokenErrors.serverNotFound()
+      if (!(await findManagedServer(tx, actor.tenantId, serverId))) throw TokenErrors.serverNotFound()
     } else {
-      assertRoomForServer(tx, actor.tenantId, now, 1)
+      await assertRoomForServer(tx, actor.tenantId, now, 1)
     }
     const row: InitTokenRow = {
       id: deps.newId(),
@@ -56,8 +56,8 @@ export function createInitToken({ deps, actor, audit, input }: { deps: Deps; act
       claimedServerId: null,
       revokedAt: null,
     }
-    insertInitToken(tx, row)
-    recordAudit(tx, deps, audit, { operation: 'tokens.init.create', targetKind: serverId ? 'server' : 'init_token', targetId: serverId ?? row.id })
+    await insertInitToken(tx, row)
+    await recordAudit(tx, deps, audit, { operation: 'tokens.init.create', targetKind: serverId ? 'server' : 'init_token', targetId: serverId ?? row.id })
     return {
       id: row.id,
       token,
@@ -74,12 +74,12 @@ export function createInitToken({ deps, actor, audit, input }: { deps: Deps; act
  * Refuses (server_limit_reached) when `adding` more servers would pass the plan's limit, counting the
  * outstanding unbound tokens as promised servers, and (plan_required) without a plan.
  */
-export function assertRoomForServer(tx: DbOrTx, tenantId: string, now: number, adding: number, countOutstanding = true): void {
-  const tenant = findTenant(tx, tenantId)
+export async function assertRoomForServer(tx: DbOrTx, tenantId: string, now: number, adding: number, countOutstanding = true): Promise<void> {
+  const tenant = await findTenant(tx, tenantId)
   if (!tenant?.planCode) throw TokenErrors.planRequired()
-  const plan = findPlan(tx, tenant.planCode)
+  const plan = await findPlan(tx, tenant.planCode)
   if (!plan || plan.serversMax === null) return
-  const used = countManagedServers(tx, tenantId) + (countOutstanding ? countOutstandingUnboundInitTokens(tx, tenantId, now) : 0)
+  const used = (await countManagedServers(tx, tenantId)) + (countOutstanding ? await countOutstandingUnboundInitTokens(tx, tenantId, now) : 0)
   if (used + adding > plan.serversMax) throw TokenErrors.serverLimitReached({ label: plan.label, serversMax: plan.serversMax }, used)
 }
 
@@ -88,7 +88,7 @@ export function assertRoomForServer(tx: DbOrTx, tenantId: string, now: number, a
  * A token with a broken checksum is refused before any lookup. Returns null for a used, expired,
  * revoked or unknown token (all the same 401 to the agent).
  */
-export function claimInitToken(tx: DbOrTx, deps: Pick<Deps, 'clock'>, plaintext: string): InitTokenRow | null {
+export async function claimInitToken(tx: DbOrTx, deps: Pick<Deps, 'clock'>, plaintext: string): Promise<InitTokenRow | null> {
   if (!hasValidChecksum(plaintext, 'gpuhq_init_')) return null
-  return claimInitTokenRow(tx, hashSecret(plaintext), deps.clock.nowUs()) ?? null
+  return (await claimInitTokenRow(tx, hashSecret(plaintext), deps.clock.nowUs())) ?? null
 }

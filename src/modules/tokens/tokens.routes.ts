@@ -14,8 +14,8 @@ export function tokensRoutes(deps: Deps) {
   return apiRoutes('tokens', deps)
     .post(
       '/tokens',
-      ({ verb, body, set }) => {
-        const out = createPat({ ...verb, input: body })
+      async ({ verb, body, set }) => {
+        const out = await createPat({ ...verb, input: body })
         set.status = 201
         set.headers['cache-control'] = 'no-store'
         return out
@@ -50,8 +50,8 @@ export function tokensRoutes(deps: Deps) {
     })
     .delete(
       '/tokens/:id',
-      ({ verb, params, set }) => {
-        revokePat({ ...verb, id: params.id.toLowerCase() })
+      async ({ verb, params, set }) => {
+        await revokePat({ ...verb, id: params.id.toLowerCase() })
         set.status = 204
         return null
       },
@@ -70,8 +70,8 @@ export function tokensRoutes(deps: Deps) {
     )
     .post(
       '/tokens/init',
-      ({ verb, body, set }) => {
-        const out = createInitToken({ ...verb, input: body })
+      async ({ verb, body, set }) => {
+        const out = await createInitToken({ ...verb, input: body })
         set.status = 201
         set.headers['cache-control'] = 'no-store'
         return out

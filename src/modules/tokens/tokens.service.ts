@@ -35,7 +35,7 @@ const DAY_US = 86_400_000_000
 /** last_used_at is written at most once a minute per token. */
 const TOUCH_EVERY_US = 60_000_000
 
-export function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: Static<typeof PatCreate> }) {
+export async function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: Static<typeof PatCreate> }) {
   const now = deps.clock.nowUs()
   const scopes = [...new Set(input.scopes ?? DEFAULT_SCOPES)]
   const errors: FieldError[] = []
@@ -60,10 +60,10 @@ export function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Ac
 
   const allowlist = input.server_allowlist ? [...new Set(input.server_allowlist.map((s) => s.toLowerCase()))] : null
   const token = generateSecret('gpuhq_pat_')
-  return withTransaction(deps.db, (tx) => {
-    allowlist?.forEach((id, i) => {
-      if (!findManagedServer(tx, actor.tenantId, id)) throw TokenErrors.unknownAllowlistServer(i, id)
-    })
+  return await withTransaction(deps.db, async (tx) => {
+    for (const [i, id] of (allowlist ?? []).entries()) {
+      if (!(await findManagedServer(tx, actor.tenantId, id))) throw TokenErrors.unknownAllowlistServer(i, id)
+    }
     const row: AccessTokenRow = {
       id: deps.newId(),
       tenantId: actor.tenantId,
@@ -78,8 +78,8 @@ export function createPat({ deps, actor, audit, input }: { deps: Deps; actor: Ac
       lastUsedAt: null,
       revokedAt: null,
     }
-    insertAccessToken(tx, row)
-    recordAudit(tx, deps, audit, { operation: 'tokens.create', targetKind: 'token', targetId: row.id })
+    await insertAccessToken(tx, row)
+    await recordAudit(tx, deps, audit, { operation: 'tokens.create', targetKind: 'token', targetId: row.id })
     return { ...patView(row), token }
   })
 }
@@ -99,9 +99,9 @@ function patView(row: AccessTokenRow) {
 }
 
 /** A member sees their own tokens; owners and admins see every token of the tenant. */
-export function listPats({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof PatQuery> }) {
+export async function listPats({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof PatQuery> }) {
   const everyone = roleAtLeast(actor.role!, 'admin')
-  return paginate(deps.keys.cursor, {
+  return await paginate(deps.keys.cursor, {
     scope: `tokens:${actor.tenantId}:${everyone ? '*' : actor.userId}`,
     input,
     fetch: (before: { id: string } | undefined, take) => listAccessTokens(deps.db, actor.tenantId, everyone ? null : actor.userId, before?.id ?? null, take),
@@ -110,12 +110,12 @@ export function listPats({ deps, actor, input }: { deps: Deps; actor: Actor; inp
   })
 }
 
-export function revokePat({ deps, actor, audit, id }: { deps: Deps; actor: Actor; audit: AuditContext; id: string }) {
-  withTransaction(deps.db, (tx) => {
-    const row = findLiveAccessToken(tx, actor.tenantId, id)
+export async function revokePat({ deps, actor, audit, id }: { deps: Deps; actor: Actor; audit: AuditContext; id: string }) {
+  await withTransaction(deps.db, async (tx) => {
+    const row = await findLiveAccessToken(tx, actor.tenantId, id)
     if (!row || (row.userId !== actor.userId && !roleAtLeast(actor.role!, 'admin'))) throw TokenErrors.tokenNotFound()
-    revokeAccessToken(tx, id, deps.clock.nowUs())
-    recordAudit(tx, deps, audit, { operation: 'tokens.revoke', targetKind: 'token', targetId: id })
+    await revokeAccessToken(tx, id, deps.clock.nowUs())
+    await recordAudit(tx, deps, audit, { operation: 'tokens.revoke', targetKind: 'token', targetId: id })
   })
 }
 
@@ -123,16 +123,16 @@ export function revokePat({ deps, actor, audit, id }: { deps: Deps; actor: Actor
  * The actor behind a PAT, or null. A token whose checksum does not hold is refused before any
  * database lookup; a revoked or expired one, or one whose creator is gone, is unknown.
  */
-export function resolvePat(deps: Deps, token: string): Actor | null {
+export async function resolvePat(deps: Deps, token: string): Promise<Actor | null> {
   if (!hasValidChecksum(token, 'gpuhq_pat_')) return null
-  const row = findAccessTokenByHash(deps.db, hashSecret(token))
+  const row = await findAccessTokenByHash(deps.db, hashSecret(token))
+  if (!row) return null
   // A token whose creator or tenant is gone is unknown, like an unknown token.
-  const user = row && findUserById(deps.db, row.userId)
-  const tenant = row && findTenant(deps.db, row.tenantId)
-  if (!row || !user || !tenant) return null
+  const [user, tenant] = await Promise.all([findUserById(deps.db, row.userId), findTenant(deps.db, row.tenantId)])
+  if (!user || !tenant) return null
   const now = deps.clock.nowUs()
   if (row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now) || user.tenantId !== row.tenantId) return null
-  if (row.lastUsedAt === null || now - row.lastUsedAt > TOUCH_EVERY_US) writeUnlessBusy(deps.db, (tx) => touchAccessToken(tx, row.id, now))
+  if (row.lastUsedAt === null || now - row.lastUsedAt > TOUCH_EVERY_US) await writeUnlessBusy(deps.db, (tx) => touchAccessToken(tx, row.id, now))
   return {
     kind: 'pat',
     via: 'bearer',

@@ -28,8 +28,8 @@ function memberId(actor: Actor): string {
   return actor.userId
 }
 
-export function getMe({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const user = findTenantUser(deps.db, actor.tenantId, memberId(actor))
+export async function getMe({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const user = await findTenantUser(deps.db, actor.tenantId, memberId(actor))
   if (!user) throw UserErrors.userNotFound()
   return meView(user)
 }
@@ -56,27 +56,27 @@ function canonicalLocale(tag: string): string | null {
   }
 }
 
-export function updateMe({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof MePatch> }) {
+export async function updateMe({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof MePatch> }) {
   const errors: FieldError[] = []
   const timezone = input.timezone === undefined ? undefined : canonicalTimeZone(input.timezone)
   if (timezone === null) errors.push({ path: '/timezone', code: 'unknown_time_zone' })
   const locale = input.locale === undefined ? undefined : canonicalLocale(input.locale)
   if (locale === null) errors.push({ path: '/locale', code: 'invalid_locale' })
   if (errors.length) throw UserErrors.badPreferences(undefined, { fields: errors })
-  return withTransaction(deps.db, (tx) => {
-    const user = findTenantUser(tx, actor.tenantId, memberId(actor))
+  return await withTransaction(deps.db, async (tx) => {
+    const user = await findTenantUser(tx, actor.tenantId, memberId(actor))
     if (!user) throw UserErrors.userNotFound()
     const patch: Partial<UserRow> = { updatedAt: deps.clock.nowUs() }
     if (timezone) patch.timezone = timezone
     if (locale) patch.locale = locale
     if (input.display_name !== undefined) patch.displayName = input.display_name
-    updateUser(tx, actor.tenantId, user.id, patch)
+    await updateUser(tx, actor.tenantId, user.id, patch)
     return meView({ ...user, ...patch })
   })
 }
 
-export function listMembers({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof MemberQuery> }) {
-  return paginate(deps.keys.cursor, {
+export async function listMembers({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof MemberQuery> }) {
+  return await paginate(deps.keys.cursor, {
     scope: `users:${actor.tenantId}`,
     input,
     fetch: (after: { id: string } | undefined, take) => listTenantUsers(deps.db, actor.tenantId, after?.id, take),

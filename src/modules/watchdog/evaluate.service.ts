@@ -48,49 +48,54 @@ const SAYS: Record<WatchdogStep['action'] | 'page', string> = {
 
 type Tally = { steps: number; limited: number; held: number; recovered: number }
 type Reading = { serverId: string; gpuIndex: number; value: number | null; t: number }
-type Run = { deps: Deps; now: number; tally: Tally; readings: () => Reading[] }
+type Run = { deps: Deps; now: number; tally: Tally; readings: () => Promise<Reading[]> }
 
-export function evaluateWatchdog(deps: Deps, tenants: TenantWalk): string {
+export async function evaluateWatchdog(deps: Deps, tenants: TenantWalk): Promise<string> {
   const tally: Tally = { steps: 0, limited: 0, held: 0, recovered: 0 }
   const now = deps.clock.nowUs()
-  let readings: Reading[] | null = null
+  let readings: Promise<Reading[]> | null = null
   const run: Run = {
     deps,
     now,
     tally,
-    // Read once a run, and only when a utilisation rule is on.
-    readings: () => (readings ??= latestOfMetric(deps.db, 'utilization_pct', now - FRESH_READING_US)),
+    // Read once a run, and only when a utilisation rule is on (the promise is kept, so the read is one).
+    readings: () =>
+      (readings ??= latestOfMetric(deps.db, 'utilization_pct', now - FRESH_READING_US).catch((e: unknown) => {
+        // A failed read is not kept: the next tenant reads again, as before.
+        readings = null
+        throw e
+      })),
   }
   const byTenant = new Map<string, RuleRow[]>()
-  for (const r of enabledRules(deps.db)) byTenant.set(r.tenantId, [...(byTenant.get(r.tenantId) ?? []), r])
-  for (const [tenantId, rules] of byTenant) tenants.runSync(tenantId, () => evaluateTenant(run, tenantId, rules))
+  for (const r of await enabledRules(deps.db)) byTenant.set(r.tenantId, [...(byTenant.get(r.tenantId) ?? []), r])
+  for (const [tenantId, rules] of byTenant) await tenants.run(tenantId, () => evaluateTenant(run, tenantId, rules))
   return `${tally.steps} steps taken, ${tally.limited} passed over at their limit, ${tally.held} held for a rental, ${tally.recovered} ladders reset`
 }
 
-function evaluateTenant(run: Run, tenantId: string, rules: RuleRow[]): void {
-  const servers = managedServers(run.deps.db, tenantId)
+async function evaluateTenant(run: Run, tenantId: string, rules: RuleRow[]): Promise<void> {
+  const servers = await managedServers(run.deps.db, tenantId)
   for (const rule of rules)
     for (const server of servers) {
       if (rule.serverId !== null ? server.id !== rule.serverId : rule.groupId !== null && server.groupId !== rule.groupId) continue
       // An offline server has its own alert; its ladder waits until it is back.
       if (server.presence !== 'online') continue
-      evaluateOne(run, rule, server)
+      await evaluateOne(run, rule, server)
     }
 }
 
 /** Whether the rule's condition holds on the server now, and in what words. */
-function check(run: Run, rule: RuleRow, server: ServerSummary, state: StateRow): { holds: boolean; detail: string } {
+async function check(run: Run, rule: RuleRow, server: ServerSummary, state: StateRow): Promise<{ holds: boolean; detail: string }> {
   const { deps, now } = run
   const c = rule.condition
-  let signals = signalsOf(deps.db, server.id)
-  const keep = (mutate: (tx: Tx) => void) => {
-    withTransaction(deps.db, mutate)
-    signals = signalsOf(deps.db, server.id)
+  let signals = await signalsOf(deps.db, server.id)
+  const keep = async (mutate: (tx: Tx) => Promise<void>) => {
+    await withTransaction(deps.db, mutate)
+    signals = await signalsOf(deps.db, server.id)
   }
   if (c.kind === 'gpu_missing') {
     const seen = signals.find((s) => s.kind === 'gpus_max')?.value ?? 0
     if (server.gpuCount > seen)
-      keep((tx) => putSignal(tx, { serverId: server.id, tenantId: server.tenantId, kind: 'gpus_max', key: '', value: server.gpuCount, at: now }))
+      await keep((tx) => putSignal(tx, { serverId: server.id, tenantId: server.tenantId, kind: 'gpus_max', key: '', value: server.gpuCount, at: now }))
     const expected = c.expected_gpus ?? Math.max(seen, server.gpuCount)
     const missing = signals.filter((s) => s.kind === 'gpu_missing').map((s) => Number(s.key))
     const answering = Math.max(0, server.gpuCount - missing.length)
@@ -110,7 +115,7 @@ function check(run: Run, rule: RuleRow, server: ServerSummary, state: StateRow):
   const band = `${c.band}:${c.at_least_pct}`
   const rented = rentalRunning(server)
   const mine = signals.filter((s) => s.kind === 'util' && s.key.endsWith(`:${band}`))
-  const readings = run.readings().filter((r) => r.serverId === server.id && r.gpuIndex >= 0)
+  const readings = (await run.readings()).filter((r) => r.serverId === server.id && r.gpuIndex >= 0)
   const inBand = (v: number | null) => v !== null && (c.band === 'high' ? v >= c.at_least_pct : v === 0 && rented)
   const puts: SignalRow[] = []
   const drops: string[] = []
@@ -123,9 +128,9 @@ function check(run: Run, rule: RuleRow, server: ServerSummary, state: StateRow):
   // A GPU with no fresh reading is unknown, never stuck.
   for (const s of mine) if (!readings.some((r) => `${r.gpuIndex}:${band}` === s.key)) drops.push(s.key)
   if (puts.length || drops.length)
-    keep((tx) => {
-      for (const p of puts) putSignal(tx, p)
-      if (drops.length) dropSignals(tx, server.id, 'util', drops)
+    await keep(async (tx) => {
+      for (const p of puts) await putSignal(tx, p)
+      if (drops.length) await dropSignals(tx, server.id, 'util', drops)
     })
   const stuck = signals.filter((s) => s.kind === 'util' && s.key.endsWith(`:${band}`) && s.at <= now - c.minutes * US_MIN)
   const what = c.band === 'high' ? `at or above ${c.at_least_pct} %` : 'at 0 % during a rental'
@@ -143,9 +148,9 @@ type Decision = {
   events: { kind: string; severity: 'info' | 'warning' | 'critical'; message: string; data: Record<string, unknown> }[]
 }
 
-function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
+async function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): Promise<void> {
   const { deps, now } = run
-  const stored = findState(deps.db, rule.id, server.id)
+  const stored = await findState(deps.db, rule.id, server.id)
   const state: StateRow = stored ?? {
     ruleId: rule.id,
     serverId: server.id,
@@ -168,12 +173,12 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
     now < state.lastStepAt + settleOf(rule, state.stepIndex - 1)
   )
     return
-  const { holds, detail } = check(run, rule, server, state)
+  const { holds, detail } = await check(run, rule, server, state)
   const about = { rule_id: rule.id, rule: rule.name, condition: rule.condition.kind }
   if (!holds) {
     if (state.status === 'ok') return
     run.tally.recovered++
-    write(run, rule, server, {
+    await write(run, rule, server, {
       state: { ...state, status: 'ok', stepIndex: 0, since: null, referenceAt: now, holdReason: null, notified: false, updatedAt: now },
       steps: [],
       events: [
@@ -189,7 +194,7 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
   }
   if (state.status === 'gave_up') {
     // Still holding after the page: look again after another settle time (an Xid counts when logged after now).
-    withTransaction(deps.db, (tx) => saveState(tx, { ...state, lastStepAt: now, referenceAt: now, updatedAt: now }))
+    await withTransaction(deps.db, (tx) => saveState(tx, { ...state, lastStepAt: now, referenceAt: now, updatedAt: now }))
     return
   }
   const d: Decision = { state: { ...state, status: 'active', since: state.since ?? now, updatedAt: now }, steps: [], events: [] }
@@ -197,7 +202,7 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
   for (;;) {
     const action = actionAt(rule, d.state.stepIndex)
     if (action === 'page') {
-      const paged = stepsTakenSince(deps.db, rule.id, server.id, 'page', now - PAGE_EVERY_US) > 0
+      const paged = (await stepsTakenSince(deps.db, rule.id, server.id, 'page', now - PAGE_EVERY_US)) > 0
       d.steps.push({ action: 'page', outcome: paged ? 'rate_limited' : 'done', commandId: null, note: paged ? 'paged less than an hour ago' : detail })
       if (!paged)
         d.events.push({
@@ -234,8 +239,8 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
       }
       break
     }
-    const hour = stepsTakenSince(deps.db, rule.id, server.id, action, now - HOUR)
-    const day = stepsTakenSince(deps.db, rule.id, server.id, action, now - DAY)
+    const hour = await stepsTakenSince(deps.db, rule.id, server.id, action, now - HOUR)
+    const day = await stepsTakenSince(deps.db, rule.id, server.id, action, now - DAY)
     if (hour >= step.max_per_hour || day >= step.max_per_day) {
       // Its allowance is spent: it counts as tried, and the ladder goes on to the next rung.
       run.tally.limited++
@@ -256,7 +261,7 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
     } else {
       const type = COMMAND_OF[action]
       try {
-        const commandId = issueSystemCommand(
+        const commandId = await issueSystemCommand(
           deps,
           server,
           {
@@ -283,14 +288,14 @@ function evaluateOne(run: Run, rule: RuleRow, server: ServerSummary): void {
     d.state = { ...d.state, status: 'active', stepIndex: d.state.stepIndex + 1, lastStepAt: now, referenceAt: now, holdReason: null }
     break
   }
-  write(run, rule, server, d)
+  await write(run, rule, server, d)
 }
 
-function write(run: Run, rule: RuleRow, server: ServerSummary, d: Decision): void {
+async function write(run: Run, rule: RuleRow, server: ServerSummary, d: Decision): Promise<void> {
   const { deps, now } = run
-  withTransaction(deps.db, (tx) => {
-    saveState(tx, d.state)
-    for (const s of d.steps) insertStep(tx, { id: deps.newId(), tenantId: server.tenantId, ruleId: rule.id, serverId: server.id, at: now, ...s })
-    for (const e of d.events) recordServerEvent(tx, deps, server, e)
+  await withTransaction(deps.db, async (tx) => {
+    await saveState(tx, d.state)
+    for (const s of d.steps) await insertStep(tx, { id: deps.newId(), tenantId: server.tenantId, ruleId: rule.id, serverId: server.id, at: now, ...s })
+    for (const e of d.events) await recordServerEvent(tx, deps, server, e)
   })
 }

@@ -68,15 +68,15 @@ const PRESETS: { preset: string; name: string; condition: WatchdogCondition; ste
 ]
 
 /** Stores the default rules the tenant does not have yet, off (they cannot be deleted, only turned off). */
-function ensureDefaults(deps: Deps, tenantId: string): void {
-  const have = presetsOf(deps.db, tenantId)
+async function ensureDefaults(deps: Deps, tenantId: string): Promise<void> {
+  const have = await presetsOf(deps.db, tenantId)
   const missing = PRESETS.filter((p) => !have.includes(p.preset))
   if (missing.length === 0) return
-  withTransaction(deps.db, (tx) => {
+  await withTransaction(deps.db, async (tx) => {
     const now = deps.clock.nowUs()
     // The unique (tenant, preset) index keeps one per tenant when two first reads race.
     for (const [i, p] of missing.entries())
-      insertRule(tx, {
+      await insertRule(tx, {
         id: deps.newId(),
         tenantId,
         name: p.name,
@@ -117,7 +117,7 @@ function stateView(rule: RuleRow, s: StateRow) {
   }
 }
 
-function ruleView(db: DbOrTx, r: RuleRow) {
+async function ruleView(db: DbOrTx, r: RuleRow) {
   return {
     id: r.id,
     name: r.name,
@@ -128,10 +128,8 @@ function ruleView(db: DbOrTx, r: RuleRow) {
     condition: r.condition,
     steps: r.steps,
     allow_during_rental: r.allowDuringRental,
-    states: statesOfRule(db, r.id)
-      .filter((s) => s.status !== 'ok')
-      .map((s) => stateView(r, s)),
-    recent_steps: recentSteps(db, r.id, RECENT_STEPS).map((s) => ({
+    states: (await statesOfRule(db, r.id)).filter((s) => s.status !== 'ok').map((s) => stateView(r, s)),
+    recent_steps: (await recentSteps(db, r.id, RECENT_STEPS)).map((s) => ({
       id: s.id,
       server_id: s.serverId,
       action: s.action,
@@ -178,13 +176,13 @@ function normaliseSteps(input: Static<typeof RuleCreate>['steps'], errors: Field
 }
 
 /** Where the rule applies: one server, one group, or (both null) every server of the tenant. */
-function checkScope(db: DbOrTx, tenantId: string, serverId: string | null, groupId: string | null, errors: FieldError[]): void {
+async function checkScope(db: DbOrTx, tenantId: string, serverId: string | null, groupId: string | null, errors: FieldError[]): Promise<void> {
   if (serverId !== null && groupId !== null) errors.push({ path: '/group_id', code: 'server_or_group' })
   if (serverId !== null) {
-    const s = serverOfTenant(db, tenantId, serverId)
+    const s = await serverOfTenant(db, tenantId, serverId)
     if (!s || s.decommissionedAt !== null) errors.push({ path: '/server_id', code: 'unknown_server' })
   }
-  if (groupId !== null && !findGroup(db, tenantId, groupId)) errors.push({ path: '/group_id', code: 'unknown_group' })
+  if (groupId !== null && !(await findGroup(db, tenantId, groupId))) errors.push({ path: '/group_id', code: 'unknown_group' })
 }
 
 function refuse(errors: FieldError[]): void {
@@ -195,8 +193,8 @@ function refuse(errors: FieldError[]): void {
  * A rule the actor may reach: one on a server outside a token's server_allowlist does not exist for
  * it (404); one on a group or the whole tenant reaches servers beyond it (403).
  */
-function loadRule(db: DbOrTx, actor: Actor, id: string): RuleRow {
-  const r = findRule(db, actor.tenantId, id.toLowerCase())
+async function loadRule(db: DbOrTx, actor: Actor, id: string): Promise<RuleRow> {
+  const r = await findRule(db, actor.tenantId, id.toLowerCase())
   if (!r || (r.serverId !== null && !mayAccessServer(actor, r.serverId))) throw WatchdogErrors.notFound()
   ensureReaches(actor, r.serverId === null ? null : [r.serverId], 'a watchdog rule on a group or every server')
   return r
@@ -210,28 +208,33 @@ function ensureScopeReachable(actor: Actor, serverId: string | null) {
 type Verb = { deps: Deps; actor: Actor }
 type Change = Verb & { audit: AuditContext }
 
-export function listRules({ deps, actor }: Verb) {
-  ensureDefaults(deps, actor.tenantId)
+export async function listRules({ deps, actor }: Verb) {
+  await ensureDefaults(deps, actor.tenantId)
   // A token with a server_allowlist lists the rules on its servers only.
-  const rules = rulesOf(deps.db, actor.tenantId).filter((r) => actor.serverAllowlist === null || (r.serverId !== null && mayAccessServer(actor, r.serverId)))
-  return { items: rules.map((r) => ruleView(deps.db, r)) }
+  const rules = (await rulesOf(deps.db, actor.tenantId)).filter(
+    (r) => actor.serverAllowlist === null || (r.serverId !== null && mayAccessServer(actor, r.serverId)),
+  )
+  const items = []
+  for (const r of rules) items.push(await ruleView(deps.db, r))
+  return { items }
 }
 
-export function getRule({ deps, actor, id }: Verb & { id: string }) {
-  return ruleView(deps.db, loadRule(deps.db, actor, id))
+export async function getRule({ deps, actor, id }: Verb & { id: string }) {
+  return await ruleView(deps.db, await loadRule(deps.db, actor, id))
 }
 
-export function createRule({ deps, actor, audit, input }: Change & { input: Static<typeof RuleCreate> }) {
+export async function createRule({ deps, actor, audit, input }: Change & { input: Static<typeof RuleCreate> }) {
   const errors: FieldError[] = []
   const condition = normaliseCondition(input.condition, errors)
   const steps = normaliseSteps(input.steps, errors)
   const serverId = input.server_id?.toLowerCase() ?? null
   const groupId = input.group_id?.toLowerCase() ?? null
   ensureScopeReachable(actor, serverId)
-  return withTransaction(deps.db, (tx) => {
-    checkScope(tx, actor.tenantId, serverId, groupId, errors)
+  return await withTransaction(deps.db, async (tx) => {
+    await checkScope(tx, actor.tenantId, serverId, groupId, errors)
     refuse(errors)
-    if (countRules(tx, actor.tenantId) >= MAX_RULES) throw WatchdogErrors.tooMany(`the tenant already has ${MAX_RULES} watchdog rules; delete one first`)
+    if ((await countRules(tx, actor.tenantId)) >= MAX_RULES)
+      throw WatchdogErrors.tooMany(`the tenant already has ${MAX_RULES} watchdog rules; delete one first`)
     const now = deps.clock.nowUs()
     const enabled = input.enabled ?? false
     const row: RuleRow = {
@@ -250,23 +253,23 @@ export function createRule({ deps, actor, audit, input }: Change & { input: Stat
       updatedAt: now,
       version: 1,
     }
-    insertRule(tx, row)
-    recordAudit(tx, deps, audit, { operation: 'watchdog.rules.create', targetKind: 'watchdog_rule', targetId: row.id })
-    return ruleView(tx, row)
+    await insertRule(tx, row)
+    await recordAudit(tx, deps, audit, { operation: 'watchdog.rules.create', targetKind: 'watchdog_rule', targetId: row.id })
+    return await ruleView(tx, row)
   })
 }
 
-export function updateRule({ deps, actor, audit, id, ifMatch, input }: Change & { id: string; ifMatch: string | null; input: Static<typeof RulePatch> }) {
+export async function updateRule({ deps, actor, audit, id, ifMatch, input }: Change & { id: string; ifMatch: string | null; input: Static<typeof RulePatch> }) {
   const errors: FieldError[] = []
   const condition = input.condition === undefined ? undefined : normaliseCondition(input.condition, errors)
   const steps = input.steps === undefined ? undefined : normaliseSteps(input.steps, errors)
-  return withTransaction(deps.db, (tx) => {
-    const r = loadRule(tx, actor, id)
+  return await withTransaction(deps.db, async (tx) => {
+    const r = await loadRule(tx, actor, id)
     assertIfMatch(ifMatch, etagOf(r.version))
     const serverId = input.server_id === undefined ? r.serverId : (input.server_id?.toLowerCase() ?? null)
     const groupId = input.group_id === undefined ? r.groupId : (input.group_id?.toLowerCase() ?? null)
     ensureScopeReachable(actor, serverId)
-    checkScope(tx, actor.tenantId, serverId, groupId, errors)
+    await checkScope(tx, actor.tenantId, serverId, groupId, errors)
     refuse(errors)
     const now = deps.clock.nowUs()
     const enabled = input.enabled ?? r.enabled
@@ -283,20 +286,20 @@ export function updateRule({ deps, actor, audit, id, ifMatch, input }: Change & 
       updatedAt: now,
       version: r.version + 1,
     }
-    updateRuleRow(tx, r.id, next)
+    await updateRuleRow(tx, r.id, next)
     // Off, or watching something else, or another ladder: every ladder starts again from its first rung.
-    if (!enabled || condition || steps || serverId !== r.serverId || groupId !== r.groupId) clearStates(tx, r.id)
-    recordAudit(tx, deps, audit, { operation: 'watchdog.rules.update', targetKind: 'watchdog_rule', targetId: r.id })
-    return ruleView(tx, next)
+    if (!enabled || condition || steps || serverId !== r.serverId || groupId !== r.groupId) await clearStates(tx, r.id)
+    await recordAudit(tx, deps, audit, { operation: 'watchdog.rules.update', targetKind: 'watchdog_rule', targetId: r.id })
+    return await ruleView(tx, next)
   })
 }
 
-export function deleteRule({ deps, actor, audit, id, ifMatch }: Change & { id: string; ifMatch: string | null }) {
-  withTransaction(deps.db, (tx) => {
-    const r = loadRule(tx, actor, id)
+export async function deleteRule({ deps, actor, audit, id, ifMatch }: Change & { id: string; ifMatch: string | null }): Promise<void> {
+  await withTransaction(deps.db, async (tx) => {
+    const r = await loadRule(tx, actor, id)
     assertIfMatch(ifMatch, etagOf(r.version))
     if (r.preset !== null) throw WatchdogErrors.presetKept()
-    deleteRuleRow(tx, r.id)
-    recordAudit(tx, deps, audit, { operation: 'watchdog.rules.delete', targetKind: 'watchdog_rule', targetId: r.id })
+    await deleteRuleRow(tx, r.id)
+    await recordAudit(tx, deps, audit, { operation: 'watchdog.rules.delete', targetKind: 'watchdog_rule', targetId: r.id })
   })
 }

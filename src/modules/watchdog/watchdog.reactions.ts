@@ -15,18 +15,18 @@ const gpuIndexOf = (data: Record<string, unknown> | null): number | null => {
  * return or the server comes online again (its new hello tells the GPUs it has). Only for tenants
  * with a rule turned on; the `watchdog.evaluate` job decides.
  */
-export function watchdogOnServerEvent(e: AppEvents['server.event_recorded']): void {
-  if (!WATCHED.has(e.kind) || !hasEnabledRule(e.tx, e.server.tenantId)) return
+export async function watchdogOnServerEvent(e: AppEvents['server.event_recorded']): Promise<void> {
+  if (!WATCHED.has(e.kind) || !(await hasEnabledRule(e.tx, e.server.tenantId))) return
   const base = { serverId: e.server.id, tenantId: e.server.tenantId, value: null, at: e.at }
   if (e.kind === 'agent.gpu.xid') {
     const xid = e.data?.xid
-    if (typeof xid === 'number' && Number.isInteger(xid) && xid >= 0 && xid <= 65_535) putSignal(e.tx, { ...base, kind: 'xid', key: String(xid) })
-  } else if (e.kind === 'agent.gpu.fallen_off_bus') putSignal(e.tx, { ...base, kind: 'xid', key: '79' })
+    if (typeof xid === 'number' && Number.isInteger(xid) && xid >= 0 && xid <= 65_535) await putSignal(e.tx, { ...base, kind: 'xid', key: String(xid) })
+  } else if (e.kind === 'agent.gpu.fallen_off_bus') await putSignal(e.tx, { ...base, kind: 'xid', key: '79' })
   else if (e.kind === 'agent.gpu.missing') {
     const g = gpuIndexOf(e.data)
-    if (g !== null) putSignal(e.tx, { ...base, kind: 'gpu_missing', key: String(g) })
+    if (g !== null) await putSignal(e.tx, { ...base, kind: 'gpu_missing', key: String(g) })
   } else if (e.kind === 'agent.gpu.returned') {
     const g = gpuIndexOf(e.data)
-    if (g !== null) dropSignals(e.tx, e.server.id, 'gpu_missing', [String(g)])
-  } else dropSignals(e.tx, e.server.id, 'gpu_missing')
+    if (g !== null) await dropSignals(e.tx, e.server.id, 'gpu_missing', [String(g)])
+  } else await dropSignals(e.tx, e.server.id, 'gpu_missing')
 }

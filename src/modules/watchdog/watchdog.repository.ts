@@ -9,8 +9,8 @@ export type SignalRow = typeof watchdogSignals.$inferSelect
 
 // Rules
 
-export function findRule(db: DbOrTx, tenantId: string, id: string): RuleRow | undefined {
-  return db
+export async function findRule(db: DbOrTx, tenantId: string, id: string): Promise<RuleRow | undefined> {
+  return await db
     .select()
     .from(watchdogRules)
     .where(and(eq(watchdogRules.tenantId, tenantId), eq(watchdogRules.id, id)))
@@ -18,93 +18,98 @@ export function findRule(db: DbOrTx, tenantId: string, id: string): RuleRow | un
 }
 
 /** The tenant's rules, oldest first (the default rules lead). */
-export function rulesOf(db: DbOrTx, tenantId: string): RuleRow[] {
-  return db.select().from(watchdogRules).where(eq(watchdogRules.tenantId, tenantId)).orderBy(asc(watchdogRules.createdAt), asc(watchdogRules.id)).all()
+export async function rulesOf(db: DbOrTx, tenantId: string): Promise<RuleRow[]> {
+  return await db.select().from(watchdogRules).where(eq(watchdogRules.tenantId, tenantId)).orderBy(asc(watchdogRules.createdAt), asc(watchdogRules.id)).all()
 }
 
-export function countRules(db: DbOrTx, tenantId: string): number {
-  return Number(db.select({ n: count() }).from(watchdogRules).where(eq(watchdogRules.tenantId, tenantId)).get()?.n ?? 0)
+export async function countRules(db: DbOrTx, tenantId: string): Promise<number> {
+  return Number((await db.select({ n: count() }).from(watchdogRules).where(eq(watchdogRules.tenantId, tenantId)).get())?.n ?? 0)
 }
 
 /** The presets the tenant already has a rule for. */
-export function presetsOf(db: DbOrTx, tenantId: string): string[] {
-  return rulesOf(db, tenantId)
-    .map((r) => r.preset)
-    .filter((p): p is string => p !== null)
+export async function presetsOf(db: DbOrTx, tenantId: string): Promise<string[]> {
+  return (await rulesOf(db, tenantId)).map((r) => r.preset).filter((p): p is string => p !== null)
 }
 
 /** Every enabled rule of every tenant (the evaluation job). */
-export function enabledRules(db: DbOrTx): RuleRow[] {
-  return db.select().from(watchdogRules).where(eq(watchdogRules.enabled, true)).orderBy(asc(watchdogRules.tenantId), asc(watchdogRules.createdAt)).all()
+export async function enabledRules(db: DbOrTx): Promise<RuleRow[]> {
+  return await db.select().from(watchdogRules).where(eq(watchdogRules.enabled, true)).orderBy(asc(watchdogRules.tenantId), asc(watchdogRules.createdAt)).all()
 }
 
 /** Whether the tenant has an enabled rule (the signals are kept only then). */
-export function hasEnabledRule(db: DbOrTx, tenantId: string): boolean {
+export async function hasEnabledRule(db: DbOrTx, tenantId: string): Promise<boolean> {
   return (
-    db
+    (await db
       .select({ id: watchdogRules.id })
       .from(watchdogRules)
       .where(and(eq(watchdogRules.tenantId, tenantId), eq(watchdogRules.enabled, true)))
       .limit(1)
-      .get() !== undefined
+      .get()) !== undefined
   )
 }
 
-export function insertRule(tx: DbOrTx, row: RuleRow): void {
-  tx.insert(watchdogRules).values(row).onConflictDoNothing().run()
+export async function insertRule(tx: DbOrTx, row: RuleRow): Promise<void> {
+  await tx.insert(watchdogRules).values(row).onConflictDoNothing().run()
 }
 
-export function updateRule(tx: DbOrTx, id: string, patch: Partial<RuleRow>): void {
-  tx.update(watchdogRules).set(patch).where(eq(watchdogRules.id, id)).run()
+export async function updateRule(tx: DbOrTx, id: string, patch: Partial<RuleRow>): Promise<void> {
+  await tx.update(watchdogRules).set(patch).where(eq(watchdogRules.id, id)).run()
 }
 
-export function deleteRule(tx: DbOrTx, id: string): void {
-  tx.delete(watchdogSteps).where(eq(watchdogSteps.ruleId, id)).run()
-  tx.delete(watchdogStates).where(eq(watchdogStates.ruleId, id)).run()
-  tx.delete(watchdogRules).where(eq(watchdogRules.id, id)).run()
+export async function deleteRule(tx: DbOrTx, id: string): Promise<void> {
+  await tx.delete(watchdogSteps).where(eq(watchdogSteps.ruleId, id)).run()
+  await tx.delete(watchdogStates).where(eq(watchdogStates.ruleId, id)).run()
+  await tx.delete(watchdogRules).where(eq(watchdogRules.id, id)).run()
 }
 
 // Ladder states
 
-export function statesOfRule(db: DbOrTx, ruleId: string): StateRow[] {
-  return db.select().from(watchdogStates).where(eq(watchdogStates.ruleId, ruleId)).orderBy(asc(watchdogStates.serverId)).all()
+export async function statesOfRule(db: DbOrTx, ruleId: string): Promise<StateRow[]> {
+  return await db.select().from(watchdogStates).where(eq(watchdogStates.ruleId, ruleId)).orderBy(asc(watchdogStates.serverId)).all()
 }
 
-export function findState(db: DbOrTx, ruleId: string, serverId: string): StateRow | undefined {
-  return db
+export async function findState(db: DbOrTx, ruleId: string, serverId: string): Promise<StateRow | undefined> {
+  return await db
     .select()
     .from(watchdogStates)
     .where(and(eq(watchdogStates.ruleId, ruleId), eq(watchdogStates.serverId, serverId)))
     .get()
 }
 
-export function saveState(tx: DbOrTx, row: StateRow): void {
+export async function saveState(tx: DbOrTx, row: StateRow): Promise<void> {
   const { ruleId: _r, serverId: _s, ...rest } = row
-  tx.insert(watchdogStates)
+  await tx
+    .insert(watchdogStates)
     .values(row)
     .onConflictDoUpdate({ target: [watchdogStates.ruleId, watchdogStates.serverId], set: rest })
     .run()
 }
 
 /** Forgets where the rule's ladders stand (turned off, or its condition or ladder changed). */
-export function clearStates(tx: DbOrTx, ruleId: string): void {
-  tx.delete(watchdogStates).where(eq(watchdogStates.ruleId, ruleId)).run()
+export async function clearStates(tx: DbOrTx, ruleId: string): Promise<void> {
+  await tx.delete(watchdogStates).where(eq(watchdogStates.ruleId, ruleId)).run()
 }
 
 // Steps
 
-export function insertStep(tx: DbOrTx, row: StepRow): void {
-  tx.insert(watchdogSteps).values(row).run()
+export async function insertStep(tx: DbOrTx, row: StepRow): Promise<void> {
+  await tx.insert(watchdogSteps).values(row).run()
 }
 
 /** The rule's latest steps, newest first. */
-export function recentSteps(db: DbOrTx, ruleId: string, limit: number): StepRow[] {
-  return db.select().from(watchdogSteps).where(eq(watchdogSteps.ruleId, ruleId)).orderBy(desc(watchdogSteps.at), desc(watchdogSteps.id)).limit(limit).all()
+export async function recentSteps(db: DbOrTx, ruleId: string, limit: number): Promise<StepRow[]> {
+  return await db
+    .select()
+    .from(watchdogSteps)
+    .where(eq(watchdogSteps.ruleId, ruleId))
+    .orderBy(desc(watchdogSteps.at), desc(watchdogSteps.id))
+    .limit(limit)
+    .all()
 }
 
 /** How many times the rule took `action` on the server after `sinceUs` (what its limits count). */
-export function stepsTakenSince(db: DbOrTx, ruleId: string, serverId: string, action: StepRow['action'], sinceUs: number): number {
-  const r = db
+export async function stepsTakenSince(db: DbOrTx, ruleId: string, serverId: string, action: StepRow['action'], sinceUs: number): Promise<number> {
+  const r = await db
     .select({ n: count() })
     .from(watchdogSteps)
     .where(
@@ -122,21 +127,23 @@ export function stepsTakenSince(db: DbOrTx, ruleId: string, serverId: string, ac
 
 // Signals
 
-export function signalsOf(db: DbOrTx, serverId: string): SignalRow[] {
-  return db.select().from(watchdogSignals).where(eq(watchdogSignals.serverId, serverId)).all()
+export async function signalsOf(db: DbOrTx, serverId: string): Promise<SignalRow[]> {
+  return await db.select().from(watchdogSignals).where(eq(watchdogSignals.serverId, serverId)).all()
 }
 
-export function putSignal(tx: DbOrTx, row: SignalRow): void {
-  tx.insert(watchdogSignals)
+export async function putSignal(tx: DbOrTx, row: SignalRow): Promise<void> {
+  await tx
+    .insert(watchdogSignals)
     .values(row)
     .onConflictDoUpdate({ target: [watchdogSignals.serverId, watchdogSignals.kind, watchdogSignals.key], set: { value: row.value, at: row.at } })
     .run()
 }
 
-export function dropSignals(tx: DbOrTx, serverId: string, kind: string, keys?: string[]): void {
+export async function dropSignals(tx: DbOrTx, serverId: string, kind: string, keys?: string[]): Promise<void> {
   const where = [eq(watchdogSignals.serverId, serverId), eq(watchdogSignals.kind, kind)]
   if (keys) where.push(inArray(watchdogSignals.key, keys))
-  tx.delete(watchdogSignals)
+  await tx
+    .delete(watchdogSignals)
     .where(and(...where))
     .run()
 }

@@ -26,8 +26,8 @@ export function watchdogRoutes(deps: Deps) {
     })
     .post(
       '/watchdog/rules',
-      ({ verb, body, set }) => {
-        const r = createRule({ ...verb, input: body })
+      async ({ verb, body, set }) => {
+        const r = await createRule({ ...verb, input: body })
         set.status = 201
         set.headers.etag = etagOf(r.version)
         set.headers.location = `${API_PREFIX}/watchdog/rules/${r.id}`
@@ -46,8 +46,8 @@ export function watchdogRoutes(deps: Deps) {
     )
     .get(
       '/watchdog/rules/:id',
-      ({ verb, params, set }) => {
-        const r = getRule({ ...verb, id: params.id })
+      async ({ verb, params, set }) => {
+        const r = await getRule({ ...verb, id: params.id })
         set.headers.etag = etagOf(r.version)
         return r
       },
@@ -59,8 +59,8 @@ export function watchdogRoutes(deps: Deps) {
     )
     .patch(
       '/watchdog/rules/:id',
-      ({ verb, request, params, body, set }) => {
-        const r = updateRule({ ...verb, id: params.id, ifMatch: request.headers.get('if-match'), input: body })
+      async ({ verb, request, params, body, set }) => {
+        const r = await updateRule({ ...verb, id: params.id, ifMatch: request.headers.get('if-match'), input: body })
         set.headers.etag = etagOf(r.version)
         return r
       },
@@ -78,8 +78,8 @@ export function watchdogRoutes(deps: Deps) {
     )
     .delete(
       '/watchdog/rules/:id',
-      ({ verb, request, params, set }) => {
-        deleteRule({ ...verb, id: params.id, ifMatch: request.headers.get('if-match') })
+      async ({ verb, request, params, set }) => {
+        await deleteRule({ ...verb, id: params.id, ifMatch: request.headers.get('if-match') })
         set.status = 204
         return null
       },
