@@ -102,8 +102,8 @@ export const jobs: readonly JobDefinition[] = [
     description:
       'Rolls raw telemetry into 5-minute and hourly buckets (running buckets too), catching up after downtime; then watches GPU temperatures (notifications).',
     run: async ({ deps, tenants }) => {
-      fleetRuntime(deps).flush()
-      return `${await runRollups(deps)}; ${watchTemperatures(deps, tenants)}`
+      await fleetRuntime(deps).flush()
+      return `${await runRollups(deps)}; ${await watchTemperatures(deps, tenants)}`
     },
   },
   {
@@ -153,9 +153,9 @@ export const jobs: readonly JobDefinition[] = [
     leaseSeconds: 120,
     description:
       "Checks each enabled watchdog rule on the online servers it covers and takes the ladder's next step where the condition still holds after the last step's settle time: notify, restart the container runtime, reboot (within their limits, never during a rental unless the rule allows it), then give up and page.",
-    run: ({ deps, tenants }) => {
+    run: async ({ deps, tenants }) => {
       // Utilisation rules read the latest readings: what the session buffers is written first.
-      fleetRuntime(deps).flush()
+      await fleetRuntime(deps).flush()
       return evaluateWatchdog(deps, tenants)
     },
   },
@@ -208,12 +208,12 @@ export const jobs: readonly JobDefinition[] = [
     name: 'idempotency.gc',
     schedule: '17 * * * *',
     description: 'Deletes Idempotency-Key records older than the retention (24 h by default).',
-    run: ({ deps }) => `removed ${collectExpiredKeys(deps)} expired idempotency keys`,
+    run: async ({ deps }) => `removed ${await collectExpiredKeys(deps)} expired idempotency keys`,
   },
   {
     name: 'platform.gc',
     schedule: '41 3 * * *',
     description: 'Deletes drained rate-limit buckets and job-run records older than 7 days (the 15-second jobs write about 17,000 a day).',
-    run: ({ deps }) => `removed ${collectDrainedBuckets(deps.db, deps.clock)} rate-limit buckets and ${pruneJobRuns(deps, 7)} job runs`,
+    run: async ({ deps }) => `removed ${await collectDrainedBuckets(deps.db, deps.clock)} rate-limit buckets and ${await pruneJobRuns(deps, 7)} job runs`,
   },
 ]

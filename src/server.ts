@@ -53,9 +53,9 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
       const ip = clientIp(peer, request.headers.get('x-forwarded-for'), deps.config.trustedProxies)
       // Before Elysia: the upgrade needs Bun's server (srv.upgrade), which app.handle never has.
       if (request.headers.get('upgrade')?.toLowerCase() === 'websocket' && new URL(request.url).pathname === AGENT_WS_PATH) {
-        settlePresence(deps) // a new session starts after its predecessor's close, as the agent sees it
+        await settlePresence(deps) // a new session starts after its predecessor's close, as the agent sees it
         const requestId = deps.newId()
-        const refused = upgradeAgent(deps, request, srv, requestId)
+        const refused = await upgradeAgent(deps, request, srv, requestId)
         deps.log.info('request', { method: 'GET', route: AGENT_WS_PATH, path: AGENT_WS_PATH, status: refused?.status ?? 101, request_id: requestId, ip })
         return refused
       }
@@ -86,9 +86,9 @@ export function startServer(app: App, deps: Deps, options: { port: number; hostn
  * runs, so whatever it reads (the fleet, events, the dashboard) already shows them (docs/fleet.md "Presence"). A failure leaves
  * them for the runtime's own timer; the request goes on.
  */
-function settlePresence(deps: Deps): void {
+async function settlePresence(deps: Deps): Promise<void> {
   try {
-    fleetRuntime(deps).settle()
+    await fleetRuntime(deps).settle()
   } catch (error) {
     deps.log.warn('presence steps not written before a request', { error })
   }
@@ -126,7 +126,7 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
       deps.log.error('could not store idempotent response', { request_id: state.id, error })
     }
   }
-  recordFallbackAudit(deps, request, state, response.status, ip, path)
+  await recordFallbackAudit(deps, request, state, response.status, ip, path)
   response = await sealAnswer(deps, request, state, response)
   deps.log.info('request', {
     method: request.method,
@@ -155,7 +155,7 @@ async function runAttempts(app: App, deps: Deps, request: Request, ip: string): 
   const length = request.headers.get('content-length')
   const replayable = !request.body || (length !== null && Number(length) <= deps.config.bodyLimitBytes)
   const spare = request.body && replayable ? request.clone() : null
-  settlePresence(deps)
+  await settlePresence(deps)
   let current = request
   let state = beginRequest(current, id, startUs, ip)
   let response: Response
@@ -179,10 +179,10 @@ async function runAttempts(app: App, deps: Deps, request: Request, ip: string): 
 }
 
 /** An operation's own audit row is part of its transaction; a failed one rolled it back with the change. */
-function recordFallbackAudit(deps: Deps, request: Request, state: RequestState, status: number, ip: string, path: string): void {
+async function recordFallbackAudit(deps: Deps, request: Request, state: RequestState, status: number, ip: string, path: string): Promise<void> {
   if (!state.tenantId || !state.actor || (state.audited && status < 400) || SAFE_METHODS.has(request.method)) return
   try {
-    recordRequestAudit(deps, {
+    await recordRequestAudit(deps, {
       tenantId: state.tenantId,
       actorKind: state.actor.kind,
       actorId: state.actor.id,

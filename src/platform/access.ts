@@ -318,7 +318,7 @@ export async function reauthenticate(request: Request): Promise<Actor | null> {
  * Runs once per request (from the parse or transform hook, whichever comes first): identifies the
  * caller and applies the route's declaration.
  */
-export function ensureAccess(
+export async function ensureAccess(
   deps: Deps,
   index: Map<string, AccessSpec>,
   authenticators: Authenticators,
@@ -328,7 +328,7 @@ export function ensureAccess(
 ): Promise<void> {
   // Both hooks may call it: the second gets the first's check (and its failure).
   let done = checked.get(request)
-  if (!done) checked.set(request, (done = checkAccess(deps, index, authenticators, request, route, params)))
+  if (!done) checked.set(request, (done = await checkAccess(deps, index, authenticators, request, route, params)))
   return done
 }
 

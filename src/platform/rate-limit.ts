@@ -133,9 +133,9 @@ function principalOf(actor: Actor): string | null {
 }
 
 /** One decision over `limits`: shared by every instance on PostgreSQL, in this process's memory on SQLite. */
-function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDecision> | RateDecision {
+async function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDecision> | RateDecision {
   // On PostgreSQL several instances serve one tenant: the count is theirs together (docs/scale-out.md).
-  return deps.config.postgresUrl ? consumeShared(deps.db, deps.clock, limits) : requestRateLimiter(deps).consume(limits)
+  return deps.config.postgresUrl ? await consumeShared(deps.db, deps.clock, limits) : requestRateLimiter(deps).consume(limits)
 }
 
 /**

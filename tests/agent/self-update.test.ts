@@ -91,7 +91,7 @@ async function eventOf(serverId: string, kind: string, timeoutMs = 60_000): Prom
 }
 
 async function setRental(serverId: string, active: boolean) {
-  await ok(api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { rental_active: active } }))
+  await ok(await api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { rental_active: active } }))
 }
 
 function versionOf(file: string): string {

@@ -23,7 +23,7 @@ let owner: Owner
 let operator: Member
 
 const offlineOf = async (serverId: string) => alerts(app, asMember(owner), { kind: 'offline', server_id: serverId })
-const nameOf = async (serverId: string) => (await ok<{ name: string }>(api(app, owner, 'GET', `/servers/${serverId}`))).name
+const nameOf = async (serverId: string) => (await ok<{ name: string }>(await api(app, owner, 'GET', `/servers/${serverId}`))).name
 
 /** Brings a new enrolled server online (a heartbeat on a live session) and answers its agent. */
 async function heartbeating() {
@@ -38,7 +38,7 @@ beforeAll(async () => {
   app = await startTestApp({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: tg.url })
   owner = await newOwner(app, 'alerts-life', 'pro')
   operator = await addMember(app, owner.tenantId, 'operator')
-  const { code } = await ok<{ code: string }>(api(app, owner, 'POST', '/notifications/chat/link'), 201)
+  const { code } = await ok<{ code: string }>(await api(app, owner, 'POST', '/notifications/chat/link'), 201)
   tg.userSends({ id: CHAT, first_name: 'Ops' }, code)
   await runJob(app, 'notifications.dispatch')
   tg.sent.splice(0)
@@ -72,7 +72,7 @@ describe("an incident's life", () => {
     expect(opened!.detail).toStartWith('offline:')
 
     // The notification the same transition produced is the one linked, and it reached the chat.
-    const history = (await ok<{ items: { id: string; title: string }[] }>(api(app, owner, 'GET', '/notifications/history?limit=50'))).items
+    const history = (await ok<{ items: { id: string; title: string }[] }>(await api(app, owner, 'GET', '/notifications/history?limit=50'))).items
     const notified = history.filter((n) => n.title === `Server offline: ${name}`)
     expect(notified).toHaveLength(1)
     expect(opened!.notifications).toEqual([{ id: notified[0]!.id, category: 'offline', title: `Server offline: ${name}`, created_at: expect.any(String) }])
@@ -147,7 +147,7 @@ describe("an incident's life", () => {
     const { server_id, agent } = await heartbeating()
     await agent.close()
     const [open] = await waitFor(async () => ((await offlineOf(server_id)).length ? offlineOf(server_id) : null), 'the offline incident')
-    await ok(api(app, owner, 'POST', `/servers/${server_id}/decommission`))
+    await ok(await api(app, owner, 'POST', `/servers/${server_id}/decommission`))
     expect(await alert(app, operator, open!.id)).toMatchObject({ state: 'resolved', resolution: 'the server was decommissioned', resolved_by: null })
   })
 })

@@ -44,8 +44,8 @@ beforeAll(async () => {
   owner = await newOwner(app, 'alerts-market', 'pro')
   rig = await insertServer(app, owner.tenantId, 'rig-m')
   sim.putMachine(VAST_OWNER, 701, { hostname: 'rig-701' })
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rig, marketplace: 'marketplace_a', external_machine_id: '701' } }), 201)
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rig, marketplace: 'marketplace_a', external_machine_id: '701' } }), 201)
 })
 afterAll(async () => {
   await app.close()
@@ -96,7 +96,7 @@ describe('a marketplace account in trouble', () => {
     // The key is not sent again, so later syncs observe nothing new.
     await sync()
     expect(await evaluate(app)).toBe(NOTHING_CHANGED)
-    await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: SPARE_KEY } }))
+    await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: SPARE_KEY } }))
     await evaluate(app)
     expect(await alert(app, asMember(owner), open[0]!.id)).toMatchObject({
       state: 'resolved',
@@ -148,7 +148,7 @@ describe('disconnecting the marketplace', () => {
     await evaluate(app)
     const failing = (await ofKind('marketplace_error')).filter((i) => i.state === 'open')
     expect(failing).toHaveLength(1)
-    await ok(api(app, owner, 'DELETE', '/marketplaces/marketplace_a'), 204)
+    await ok(await api(app, owner, 'DELETE', '/marketplaces/marketplace_a'), 204)
     await evaluate(app)
     expect(await alert(app, asMember(owner), failing[0]!.id)).toMatchObject({ state: 'resolved', resolution: 'the account was disconnected' })
     expect(await alerts(app, asMember(owner), { state: 'unresolved' })).toEqual([])

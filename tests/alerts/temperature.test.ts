@@ -30,7 +30,7 @@ beforeAll(async () => {
   app = await startTestApp()
   owner = await newOwner(app, 'alerts-temp', 'pro')
   ;({ agent, server_id: serverId } = await onlineServer(app, owner))
-  name = (await ok<{ name: string }>(api(app, owner, 'GET', `/servers/${serverId}`))).name
+  name = (await ok<{ name: string }>(await api(app, owner, 'GET', `/servers/${serverId}`))).name
 })
 afterAll(async () => {
   await closeAllAgents()

@@ -23,8 +23,8 @@ let a2: string
 let b1: string
 
 const runJob = () => ok(app.fetch('/api/v1/_test/jobs/bulk.run/run', { method: 'POST' }))
-const start = async (json: unknown) => ok(api(app, owner, 'POST', '/bulk-operations', { json }), 202)
-const read = async (id: string) => ok(api(app, owner, 'GET', `/bulk-operations/${id}`))
+const start = async (json: unknown) => ok(await api(app, owner, 'POST', '/bulk-operations', { json }), 202)
+const read = async (id: string) => ok(await api(app, owner, 'GET', `/bulk-operations/${id}`))
 
 beforeAll(async () => {
   simA = await startMarketplaceA({ rateScale: 0, owners: [{ id: 8101, email: 'edges@example.com', keys: [{ key: KEY_A, label: 'edges' }] }] })
@@ -42,14 +42,14 @@ beforeAll(async () => {
   owner = await newOwner(app, 'bulk-edges', 'pro')
   simA.putMachine(8101, 901, { hostname: 'edge-1', listed: true, listed_gpu_cost: 0.3, num_gpus: 1 })
   simA.putMachine(8101, 902, { hostname: 'edge-2', listed: true, listed_gpu_cost: 0.3, num_gpus: 1 })
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
   const made: string[] = []
   for (const n of ['edge-1', 'edge-2', 'rig-b']) made.push(await insertServer(app, owner.tenantId, n))
   ;[a1, a2, b1] = made as [string, string, string]
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: a1, marketplace: 'marketplace_a', external_machine_id: '901' } }), 201)
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: a2, marketplace: 'marketplace_a', external_machine_id: '902' } }), 201)
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: b1, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: a1, marketplace: 'marketplace_a', external_machine_id: '901' } }), 201)
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: a2, marketplace: 'marketplace_a', external_machine_id: '902' } }), 201)
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: b1, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
 })
 afterAll(async () => {
   await app.close()
@@ -59,8 +59,8 @@ afterAll(async () => {
 
 describe('bulk changes, the edges', () => {
   test('marketplace_b: a group published at a per-coin, per-day price reaches Clore as set_server_settings', async () => {
-    const group = await ok(api(app, owner, 'POST', '/groups', { json: { name: 'clore rigs' } }), 201)
-    await ok(api(app, owner, 'PATCH', `/servers/${b1}`, { json: { group_id: group.id } }))
+    const group = await ok(await api(app, owner, 'POST', '/groups', { json: { name: 'clore rigs' } }), 201)
+    await ok(await api(app, owner, 'PATCH', `/servers/${b1}`, { json: { group_id: group.id } }))
     const op = await start({ marketplace: 'marketplace_b', action: 'publish', group_id: group.id, coin_prices: { 'CLORE-Blockchain': { on_demand: '2000' } } })
     expect(op.items.map((i: any) => [i.server_id, i.state, i.after?.coin_prices?.['CLORE-Blockchain']?.on_demand])).toEqual([[b1, 'pending', '2000']])
     simB.clearRequests()

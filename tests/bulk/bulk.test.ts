@@ -68,19 +68,19 @@ beforeAll(async () => {
     simA.putMachine(OWNER_A, machineOf(i), { hostname: `rig-${i}`, listed: true, listed_gpu_cost: 0.4, num_gpus: 1, gpu_name: 'RTX 4090' })
   for (let i = 0; i < 2; i++)
     simA.putMachine(OWNER_B, 2001 + i, { hostname: `b-rig-${i}`, listed: true, listed_gpu_cost: 0.9, num_gpus: 1, gpu_name: 'RTX 3090' })
-  await ok(api(app, a, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
-  await ok(api(app, b, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_B } }))
+  await ok(await api(app, a, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
+  await ok(await api(app, b, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_B } }))
   serversA = []
   for (let i = 0; i < 40; i++) serversA.push(await insertServer(app, a.tenantId, `rig-${String(i).padStart(2, '0')}`))
   serversB = []
   for (let i = 0; i < 2; i++) serversB.push(await insertServer(app, b.tenantId, `b-rig-${i}`))
   for (const [i, s] of serversA.entries())
     await ok(
-      api(app, a, 'POST', '/marketplaces/links', { json: { server_id: s, marketplace: 'marketplace_a', external_machine_id: String(machineOf(i)) } }),
+      await api(app, a, 'POST', '/marketplaces/links', { json: { server_id: s, marketplace: 'marketplace_a', external_machine_id: String(machineOf(i)) } }),
       201,
     )
   for (const [i, s] of serversB.entries())
-    await ok(api(app, b, 'POST', '/marketplaces/links', { json: { server_id: s, marketplace: 'marketplace_a', external_machine_id: String(2001 + i) } }), 201)
+    await ok(await api(app, b, 'POST', '/marketplaces/links', { json: { server_id: s, marketplace: 'marketplace_a', external_machine_id: String(2001 + i) } }), 201)
 }, 60_000)
 
 afterAll(async () => {
@@ -95,7 +95,7 @@ describe('bulk changes', () => {
     simA.clearRequests()
     const extra = await insertServer(app, a.tenantId, 'not-linked')
     const preview = await ok(
-      api(app, a, 'POST', '/bulk-operations/preview', {
+      await api(app, a, 'POST', '/bulk-operations/preview', {
         json: { marketplace: 'marketplace_a', action: 'reprice', server_ids: [serversA[0], extra], price_gpu_hour: '0.55' },
       }),
     )
@@ -111,13 +111,13 @@ describe('bulk changes', () => {
     expect(preview.items[1]).toMatchObject({ server_id: extra, outcome: 'skip', before: null, after: null, reason: 'not linked at marketplace_a' })
     // Already at the price, and a withdrawal of a listed machine.
     const same = await ok(
-      api(app, a, 'POST', '/bulk-operations/preview', {
+      await api(app, a, 'POST', '/bulk-operations/preview', {
         json: { marketplace: 'marketplace_a', action: 'reprice', server_ids: [serversA[1]], price_gpu_hour: '0.4' },
       }),
     )
     expect(same.items[0]).toMatchObject({ outcome: 'skip', reason: 'already at 0.40 USD per GPU-hour' })
     const withdraw = await ok(
-      api(app, a, 'POST', '/bulk-operations/preview', { json: { marketplace: 'marketplace_a', action: 'withdraw', server_ids: [serversA[1]] } }),
+      await api(app, a, 'POST', '/bulk-operations/preview', { json: { marketplace: 'marketplace_a', action: 'withdraw', server_ids: [serversA[1]] } }),
     )
     expect(withdraw.items[0]).toMatchObject({ outcome: 'change', before: { listed: true }, after: { listed: false, price_gpu_hour: '0.40' } })
     expect(simA.requests().filter((r) => r.method !== 'GET')).toEqual([])
@@ -154,11 +154,11 @@ describe('bulk changes', () => {
     expect(created).toMatchObject({ state: 'running', action: 'reprice', change: { price_gpu_hour: '0.55' } })
     expect(created.counts).toEqual({ total: 40, pending: 40, done: 0, refused: 0, skipped: 0, failed: 0, cancelled: 0 })
     // Tenant b withdraws its two machines meanwhile.
-    const other = await ok(api(app, b, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'withdraw', server_ids: serversB } }), 202)
+    const other = await ok(await api(app, b, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'withdraw', server_ids: serversB } }), 202)
 
     // One run: at most 10 items per tenant, then the app stops.
     await runJob(app)
-    const half = await ok(api(app, a, 'GET', `/bulk-operations/${created.id}`))
+    const half = await ok(await api(app, a, 'GET', `/bulk-operations/${created.id}`))
     expect(half.counts.pending).toBe(30)
     expect(half.counts.done + half.counts.refused).toBe(10)
     expect(half.items.slice(0, 10).every((i: any) => i.state === 'done' || i.state === 'refused')).toBe(true)
@@ -169,7 +169,7 @@ describe('bulk changes', () => {
     // A new app on the same database finishes it.
     second = await startTestApp(env)
     for (let run = 0; run < 6; run++) await runJob(second)
-    const done = await ok(api(second, a, 'GET', `/bulk-operations/${created.id}`))
+    const done = await ok(await api(second, a, 'GET', `/bulk-operations/${created.id}`))
     expect(done.state).toBe('finished')
     expect(done.finished_at).not.toBeNull()
     expect(done.counts).toEqual({ total: 40, pending: 0, done: 37, refused: 3, skipped: 0, failed: 0, cancelled: 0 })
@@ -195,7 +195,7 @@ describe('bulk changes', () => {
     const logged: any[] = []
     let cursor: string | null = null
     do {
-      const page: any = await ok(api(second, a, 'GET', `/marketplaces/operations?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`))
+      const page: any = await ok(await api(second, a, 'GET', `/marketplaces/operations?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`))
       logged.push(...page.items)
       cursor = page.next_cursor
     } while (cursor)
@@ -205,17 +205,17 @@ describe('bulk changes', () => {
     expect(ours.filter((o) => o.outcome === 'refused').length).toBe(3)
 
     // Tenants apart: b's withdrawal is done on b's machines only, and neither sees the other's operation.
-    const theirs = await ok(api(second, b, 'GET', `/bulk-operations/${other.id}`))
+    const theirs = await ok(await api(second, b, 'GET', `/bulk-operations/${other.id}`))
     expect(theirs.counts).toMatchObject({ total: 2, done: 2 })
     expect(simA.billing(2001)).not.toBeNull()
     expect(unlists.map((r) => r.path).sort()).toEqual(['/api/v0/machines/2001/asks/', '/api/v0/machines/2002/asks/'])
     expect((await api(second, b, 'GET', `/bulk-operations/${created.id}`)).status).toBe(404)
     expect((await api(second, b, 'POST', `/bulk-operations/${created.id}/cancel`)).status).toBe(404)
-    expect((await ok(api(second, b, 'GET', '/bulk-operations'))).items.map((o: any) => o.id)).toEqual([other.id])
-    expect((await ok(api(second, a, 'GET', '/bulk-operations'))).items.map((o: any) => o.id)).toEqual([created.id])
+    expect((await ok(await api(second, b, 'GET', '/bulk-operations'))).items.map((o: any) => o.id)).toEqual([other.id])
+    expect((await ok(await api(second, a, 'GET', '/bulk-operations'))).items.map((o: any) => o.id)).toEqual([created.id])
     // The same Idempotency-Key replays the answer rather than starting a second operation.
     const replay = await ok(
-      api(second, a, 'POST', '/bulk-operations', {
+      await api(second, a, 'POST', '/bulk-operations', {
         json: { marketplace: 'marketplace_a', action: 'reprice', server_ids: serversA, price_gpu_hour: '0.55' },
         headers: { 'idempotency-key': 'bulk-reprice-40' },
       }),
@@ -227,41 +227,41 @@ describe('bulk changes', () => {
   test('cancel stops what was not sent; a finished operation cannot be cancelled', async () => {
     const on = second!
     const op = await ok(
-      api(on, a, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'withdraw', server_ids: serversA.slice(0, 3) } }),
+      await api(on, a, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'withdraw', server_ids: serversA.slice(0, 3) } }),
       202,
     )
-    const cancelled = await ok(api(on, a, 'POST', `/bulk-operations/${op.id}/cancel`))
+    const cancelled = await ok(await api(on, a, 'POST', `/bulk-operations/${op.id}/cancel`))
     expect(cancelled.state).toBe('cancelled')
     expect(cancelled.counts).toMatchObject({ total: 3, cancelled: 3, pending: 0 })
     simA.clearRequests()
     await runJob(on)
     expect(simA.requests().filter((r) => r.endpoint === 'unlist')).toEqual([])
-    expect((await ok(api(on, a, 'POST', `/bulk-operations/${op.id}/cancel`))).state).toBe('cancelled')
-    const list = await ok(api(on, a, 'GET', '/bulk-operations'))
+    expect((await ok(await api(on, a, 'POST', `/bulk-operations/${op.id}/cancel`))).state).toBe('cancelled')
+    const list = await ok(await api(on, a, 'GET', '/bulk-operations'))
     const finished = list.items.find((o: any) => o.state === 'finished')
     expect((await api(on, a, 'POST', `/bulk-operations/${finished.id}/cancel`)).status).toBe(409)
   })
   test('a token limited to servers selects its own servers and sees only operations over them', async () => {
     const on = second!
     const minted = await ok(
-      api(on, a, 'POST', '/tokens', {
+      await api(on, a, 'POST', '/tokens', {
         json: { name: 'two rigs', scopes: ['marketplaces:read', 'marketplaces:write'], server_allowlist: serversA.slice(0, 2) },
       }),
       201,
     )
     const pat: Owner = { ...a, headers: { authorization: `Bearer ${minted.token}` } }
     const body = (extra: Record<string, unknown>) => ({ json: { marketplace: 'marketplace_a', action: 'withdraw', ...extra } })
-    const preview = await ok(api(on, pat, 'POST', '/bulk-operations/preview', body({ server_ids: serversA.slice(0, 2) })))
+    const preview = await ok(await api(on, pat, 'POST', '/bulk-operations/preview', body({ server_ids: serversA.slice(0, 2) })))
     expect(preview.counts.total).toBe(2)
     // Another of the tenant's servers is not there for it; a group reaches beyond it.
     expect((await api(on, pat, 'POST', '/bulk-operations/preview', body({ server_ids: [serversA[0], serversA[2]] }))).status).toBe(404)
-    const group = await ok(api(on, a, 'POST', '/groups', { json: { name: 'bulk allowlist' } }), 201)
+    const group = await ok(await api(on, a, 'POST', '/groups', { json: { name: 'bulk allowlist' } }), 201)
     expect((await api(on, pat, 'POST', '/bulk-operations', body({ group_id: group.id }))).status).toBe(403)
-    const own = await ok(api(on, pat, 'POST', '/bulk-operations', body({ server_ids: [serversA[0]] })), 202)
-    expect((await ok(api(on, pat, 'POST', `/bulk-operations/${own.id}/cancel`))).state).toBe('cancelled')
-    const wider = (await ok(api(on, a, 'GET', '/bulk-operations?limit=100'))).items.filter((o: any) => o.id !== own.id)
+    const own = await ok(await api(on, pat, 'POST', '/bulk-operations', body({ server_ids: [serversA[0]] })), 202)
+    expect((await ok(await api(on, pat, 'POST', `/bulk-operations/${own.id}/cancel`))).state).toBe('cancelled')
+    const wider = (await ok(await api(on, a, 'GET', '/bulk-operations?limit=100'))).items.filter((o: any) => o.id !== own.id)
     expect(wider.length).toBeGreaterThan(0)
-    const seen = (await ok(api(on, pat, 'GET', '/bulk-operations?limit=100'))).items.map((o: any) => o.id)
+    const seen = (await ok(await api(on, pat, 'GET', '/bulk-operations?limit=100'))).items.map((o: any) => o.id)
     expect(seen).toEqual([own.id])
     expect((await api(on, pat, 'GET', `/bulk-operations/${wider[0].id}`)).status).toBe(404)
     expect((await api(on, pat, 'POST', `/bulk-operations/${wider[0].id}/cancel`)).status).toBe(404)

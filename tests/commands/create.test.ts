@@ -27,7 +27,7 @@ const MINIMUM: [string, Record<string, unknown>, boolean][] = [
 
 describe('the catalogue', () => {
   test("GET /commands/catalogue lists at least the protocol's minimum catalogue with schema_version, dangerous flag and params schema", async () => {
-    const { items } = await ok<{ items: Record<string, any>[] }>(api(app, owner, 'GET', '/commands/catalogue'))
+    const { items } = await ok<{ items: Record<string, any>[] }>(await api(app, owner, 'GET', '/commands/catalogue'))
     for (const [type, , dangerous] of MINIMUM) {
       const entry = items.find((i) => i.type === type)
       expect(entry).toBeDefined()
@@ -110,9 +110,9 @@ describe('Idempotency-Key', () => {
     const { server_id } = await offlineServer(app, owner)
     const body = { server_id, type: 'gpu.set_power_limit', params: { gpu_index: 1, watts: 320 } }
     const key = `cmd-${crypto.randomUUID()}`
-    const first = await ok(postCommand(app, owner, body, { 'idempotency-key': key }), 201)
+    const first = await ok(await postCommand(app, owner, body, { 'idempotency-key': key }), 201)
     expect(first.idempotency_key).toBe(key)
-    const again = await ok(postCommand(app, owner, { params: { watts: 320, gpu_index: 1 }, type: body.type, server_id }, { 'idempotency-key': key }), 201)
+    const again = await ok(await postCommand(app, owner, { params: { watts: 320, gpu_index: 1 }, type: body.type, server_id }, { 'idempotency-key': key }), 201)
     expect(again.command_id).toBe(first.command_id)
     expect(await rows(app, sql`SELECT id FROM commands WHERE idempotency_key = ${key}`)).toHaveLength(1)
     expect(await rows(app, sql`SELECT id FROM commands WHERE server_id = ${server_id}`)).toHaveLength(1)
@@ -121,7 +121,7 @@ describe('Idempotency-Key', () => {
   test('the same key with another body answers 409 idempotency_conflict', async () => {
     const { server_id } = await offlineServer(app, owner)
     const key = `cmd-${crypto.randomUUID()}`
-    await ok(postCommand(app, owner, { server_id, type: 'gpu.reset', params: { gpu_index: 0 } }, { 'idempotency-key': key }), 201)
+    await ok(await postCommand(app, owner, { server_id, type: 'gpu.reset', params: { gpu_index: 0 } }, { 'idempotency-key': key }), 201)
     await expectProblem(
       await postCommand(app, owner, { server_id, type: 'gpu.reset', params: { gpu_index: 1 } }, { 'idempotency-key': key }),
       409,
@@ -146,7 +146,7 @@ describe('queue limits', () => {
     expect(full.detail).toContain('50')
     expect(await rows(app, sql`SELECT id FROM commands WHERE server_id = ${server_id}`)).toHaveLength(50)
     // A cancelled command leaves the queue and frees its place.
-    await ok(cancelCommand(app, owner, made[0]!))
+    await ok(await cancelCommand(app, owner, made[0]!))
     await issue(app, owner, server_id)
     await expectProblem(await postCommand(app, owner, { server_id, type: 'diagnostics.run', params: {} }), 409, 'offline_queue_full')
   })

@@ -92,8 +92,8 @@ describe('diagnostics.dcgm through the service', () => {
   }, 60_000)
 
   test('during a rental it waits for the rental to end, like the other dangerous commands; a level the catalogue does not know is 422', async () => {
-    const server = (await getServer(app, owner, (await ok<{ items: { id: string }[] }>(api(app, owner, 'GET', '/servers'))).items[0]!.id)).id
-    await ok(api(app, owner, 'PATCH', `/servers/${server}`, { json: { rental_active: true } }))
+    const server = (await getServer(app, owner, (await ok<{ items: { id: string }[] }>(await api(app, owner, 'GET', '/servers'))).items[0]!.id)).id
+    await ok(await api(app, owner, 'PATCH', `/servers/${server}`, { json: { rental_active: true } }))
     const c = await issue(app, owner, server, 'diagnostics.dcgm', { level: 1 })
     expect(c).toMatchObject({ requires: 'after_rental', delivery_status: 'queued', queue_reason: 'awaiting_rental_end' })
     const bad = await api(app, owner, 'POST', '/commands', { json: { server_id: server, type: 'diagnostics.dcgm', params: { level: 3 } } })

@@ -134,7 +134,7 @@ describe('a command that fails', () => {
     expect(e.log_ref).not.toBe('mine')
     expect(e.log_ref.length).toBeLessThanOrEqual(256)
 
-    const log = await ok(api(app, owner, 'GET', `/commands/${id}/logs/${e.log_ref}`))
+    const log = await ok(await api(app, owner, 'GET', `/commands/${id}/logs/${e.log_ref}`))
     expect(log).toMatchObject({ log_id: e.log_ref, command_id: id, text: 'resetting GPU 1\nnvidia-smi: GPU busy\n', truncated: false })
     expect(log.bytes).toBe(Buffer.byteLength(log.text))
     await expectProblem(await api(app, owner, 'GET', `/commands/${id}/logs/01890000-0000-7000-8000-000000000000`), 404, 'not_found')
@@ -198,7 +198,7 @@ describe('the command log', () => {
       { type: 'command.finished', command_id: id, status: 'failed', error: { code: 'failed', message: 'see log', retryable: false } },
     )
     const c = await getCommand(app, owner, id)
-    const log = await ok(api(app, owner, 'GET', `/commands/${id}/logs/${c.error.log_ref}`))
+    const log = await ok(await api(app, owner, 'GET', `/commands/${id}/logs/${c.error.log_ref}`))
     const stored = (await rows(app, sql`SELECT text FROM command_logs WHERE command_id = ${id}`))[0]!.text as string
     for (const text of [log.text as string, stored]) {
       expect(text).not.toContain(PAT)
@@ -221,7 +221,7 @@ describe('the command log', () => {
     frames.push({ type: 'command.finished', command_id: id, status: 'failed', error: { code: 'too_chatty', message: 'm', retryable: false } })
     expect(await report(agent, ...frames)).toEqual([])
     const c = await getCommand(app, owner, id)
-    const log = await ok(api(app, owner, 'GET', `/commands/${id}/logs/${c.error.log_ref}`))
+    const log = await ok(await api(app, owner, 'GET', `/commands/${id}/logs/${c.error.log_ref}`))
     expect(log.truncated).toBe(true)
     expect(Buffer.byteLength(log.text)).toBeLessThanOrEqual(64 * 1024)
     expect(log.bytes).toBe(Buffer.byteLength(log.text))

@@ -55,7 +55,7 @@ describe('another tenant', () => {
       }
     expect(await getCommand(app, owner, queued.command_id)).toEqual(queued)
     // The log is still readable by its owner.
-    await ok(api(app, owner, 'GET', `/commands/${failed.command_id}/logs/${failed.error.log_ref}`))
+    await ok(await api(app, owner, 'GET', `/commands/${failed.command_id}/logs/${failed.error.log_ref}`))
   })
 
   test('gets 404 for the log of a command of this tenant whatever the log id looks like (a non-UUID was a 422 before the tenant check)', async () => {
@@ -69,8 +69,8 @@ describe('another tenant', () => {
   })
 
   test("sees none of these commands in GET /commands, even when filtering by this tenant's server", async () => {
-    expect((await ok(api(app, stranger, 'GET', '/commands'))).items).toEqual([])
-    expect((await ok(api(app, stranger, 'GET', `/commands?server_id=${serverA}`))).items).toEqual([])
+    expect((await ok(await api(app, stranger, 'GET', '/commands'))).items).toEqual([])
+    expect((await ok(await api(app, stranger, 'GET', `/commands?server_id=${serverA}`))).items).toEqual([])
   })
 
   test("gets 404 when creating a command for this tenant's server, and no row is written", async () => {
@@ -92,7 +92,7 @@ describe('another tenant', () => {
 describe('a PAT limited by server_allowlist', () => {
   test('creates and reads commands of its servers only; the others answer 404', async () => {
     const pat = await mintPat(app, asMember(owner), { scopes: ['commands:read', 'commands:write'], server_allowlist: [serverB] })
-    const mine = await ok<CommandView>(call(app, 'POST', '/commands', pat.token, { json: { server_id: serverB, type: 'diagnostics.run', params: {} } }), 201)
+    const mine = await ok<CommandView>(await call(app, 'POST', '/commands', pat.token, { json: { server_id: serverB, type: 'diagnostics.run', params: {} } }), 201)
     expect(mine.issued_by).toEqual({ type: 'pat', id: pat.id })
     await expectProblem(
       await call(app, 'POST', '/commands', pat.token, { json: { server_id: serverA, type: 'diagnostics.run', params: {} } }),
@@ -101,13 +101,13 @@ describe('a PAT limited by server_allowlist', () => {
     )
 
     for (const [method, path] of routesOf(failed)) await expectProblem(await call(app, method, path, pat.token), 404, 'not_found')
-    await ok(call(app, 'GET', `/commands/${queued.command_id}`, pat.token))
-    await ok(call(app, 'GET', `/commands/${queued.command_id}/timeline`, pat.token))
+    await ok(await call(app, 'GET', `/commands/${queued.command_id}`, pat.token))
+    await ok(await call(app, 'GET', `/commands/${queued.command_id}/timeline`, pat.token))
 
-    const listed = (await ok<{ items: CommandView[] }>(call(app, 'GET', '/commands', pat.token))).items.map((c) => c.server_id)
+    const listed = (await ok<{ items: CommandView[] }>(await call(app, 'GET', '/commands', pat.token))).items.map((c) => c.server_id)
     expect(listed.length).toBeGreaterThan(0)
     expect(new Set(listed)).toEqual(new Set([serverB]))
-    expect((await ok(call(app, 'GET', `/commands?server_id=${serverA}`, pat.token))).items).toEqual([])
+    expect((await ok(await call(app, 'GET', `/commands?server_id=${serverA}`, pat.token))).items).toEqual([])
     expect((await getCommand(app, owner, failed.command_id)).version).toBe(failed.version)
   })
 
@@ -119,6 +119,6 @@ describe('a PAT limited by server_allowlist', () => {
       'forbidden',
     )
     await expectProblem(await call(app, 'POST', `/commands/${queued.command_id}/cancel`, pat.token), 403, 'forbidden')
-    expect((await ok<CommandView>(call(app, 'GET', `/commands/${queued.command_id}`, pat.token))).execution_status).toBe('not_started')
+    expect((await ok<CommandView>(await call(app, 'GET', `/commands/${queued.command_id}`, pat.token))).execution_status).toBe('not_started')
   })
 })

@@ -26,7 +26,7 @@ beforeAll(async () => {
 afterAll(() => stopApp(app))
 
 type Page = { items: CommandView[]; next_cursor: string | null }
-const list = (owner: Owner, query: Record<string, string> = {}) => ok<Page>(api(app, owner, 'GET', `/commands?${new URLSearchParams(query)}`))
+const list = async (owner: Owner, query: Record<string, string> = {}) => ok<Page>(await api(app, owner, 'GET', `/commands?${new URLSearchParams(query)}`))
 
 /** Every item of a listing, page by page. */
 async function listAll(owner: Owner, query: Record<string, string>, limit: number): Promise<{ ids: string[]; pages: number }> {
@@ -68,7 +68,7 @@ describe('GET /commands', () => {
     await report(online.agent, { type: 'command.log', command_id: made[5]!.command_id, text: 'restarting' })
     await runToEnd(online.agent, made[5]!.command_id, { status: 'failed', error: { code: 'restart_failed', message: 'systemd said no', retryable: true } })
     await report(online.agent, { type: 'command.accepted', command_id: made[2]!.command_id })
-    await ok(cancelCommand(app, owner, made[3]!.command_id))
+    await ok(await cancelCommand(app, owner, made[3]!.command_id))
     // The agent stays connected (stopApp closes it), so made[4] stays sent.
   })
 
@@ -157,7 +157,7 @@ describe('the timeline', () => {
     const owner = await newOwner(app, 'appendonly', 'pro')
     const { server_id } = await offlineServer(app, owner)
     const c = await issue(app, owner, server_id)
-    await ok(cancelCommand(app, owner, c.command_id))
+    await ok(await cancelCommand(app, owner, c.command_id))
     const before = await timeline(app, owner, c.command_id)
     expect(steps(before)).toEqual(['command:>created', 'execution:not_started>cancelled'])
     await expect(app.deps.db.run(sql`UPDATE command_timeline SET note = 'rewritten' WHERE command_id = ${c.command_id}`).execute()).rejects.toThrow(

@@ -14,7 +14,7 @@ beforeAll(async () => {
 afterAll(() => stopApp(app))
 
 async function setRental(serverId: string, active: boolean) {
-  const server = await ok(api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { rental_active: active } }))
+  const server = await ok(await api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { rental_active: active } }))
   expect(server.rental_active).toBe(active)
 }
 

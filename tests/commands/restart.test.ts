@@ -66,7 +66,7 @@ test('commands created before a restart are delivered by the new process when th
   expect(await report(again, { type: 'command.finished', command_id: running.command_id, status: 'succeeded', result: { ok: 1 } })).toEqual([])
   expect(await getCommand(app, owner, running.command_id)).toMatchObject({ execution_status: 'succeeded', progress: 100 })
   expect(steps(await timeline(app, owner, inFlight.command_id)).slice(-2)).toEqual(['delivery:queued>routing', 'delivery:routing>sent'])
-  expect((await ok(api(app, owner, 'GET', `/commands?server_id=${offline.server_id}`))).items).toHaveLength(3)
+  expect((await ok(await api(app, owner, 'GET', `/commands?server_id=${offline.server_id}`))).items).toHaveLength(3)
 })
 
 test('stopping the process closes open agent sessions (1001) and a command they never accepted is re-sent by the next process', async () => {

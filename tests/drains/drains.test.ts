@@ -66,8 +66,8 @@ beforeAll(async () => {
   stranger = await newOwner(app, 'drains-stranger', 'pro')
   agentServer = await onlineServer(app, owner)
   for (const id of [801, 802, 803, 804]) simA.putMachine(VAST_OWNER, id, { hostname: `rig-${id}`, listed: false, num_gpus: 2, gpu_name: 'RTX 4090' })
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
 })
 afterAll(async () => {
   await closeAllAgents()
@@ -80,8 +80,8 @@ const VAST_OFFER = { price_gpu_hour: '0.45', min_bid_hour: '0.30' }
 const CLORE_OFFER = { coin_prices: { 'USD-Blockchain': { on_demand: '6.5' } }, max_rental_hours: 48 }
 
 async function link(server: string, marketplace: string, machine: string, offer: Record<string, unknown>): Promise<void> {
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: server, marketplace, external_machine_id: machine } }), 201)
-  await ok(api(app, owner, 'PUT', `/marketplaces/links/${server}/${marketplace}/offer`, { json: offer }))
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: server, marketplace, external_machine_id: machine } }), 201)
+  await ok(await api(app, owner, 'PUT', `/marketplaces/links/${server}/${marketplace}/offer`, { json: offer }))
 }
 const sync = () => ok(app.fetch('/api/v1/_test/jobs/marketplaces.sync/run', { method: 'POST' }))
 const runAdvance = () => ok<{ outcome: string; detail: string }>(app.fetch('/api/v1/_test/jobs/drains.advance/run', { method: 'POST' }))
@@ -161,11 +161,11 @@ describe('a drain of a rented server', () => {
     const told = await rows(app, sql`SELECT category, title FROM notifications WHERE tenant_id = ${owner.tenantId} AND title LIKE 'Drain%'`)
     expect(told.map((n) => [n.category, n.title.split(':')[0]])).toEqual([['maint', 'Drain done']])
     // The link keeps the offer again (keep-on has it), and the server can be drained again.
-    const links = await ok(api(app, owner, 'GET', '/marketplaces/links'))
+    const links = await ok(await api(app, owner, 'GET', '/marketplaces/links'))
     expect(links.links.find((l: { server_id: string }) => l.server_id === server).remote.listed).toBe(true)
-    const list = await ok<{ items: Drain[] }>(api(app, owner, 'GET', `/drains?server_id=${server}`))
+    const list = await ok<{ items: Drain[] }>(await api(app, owner, 'GET', `/drains?server_id=${server}`))
     expect(list.items.map((d) => d.id)).toEqual([started.id])
-    expect((await ok<{ items: Drain[] }>(api(app, owner, 'GET', '/drains?live=true'))).items.map((d) => d.id)).not.toContain(started.id)
+    expect((await ok<{ items: Drain[] }>(await api(app, owner, 'GET', '/drains?live=true'))).items.map((d) => d.id)).not.toContain(started.id)
   })
 
   test('on marketplace_b: no maintenance API (said so), the offer is withdrawn, and relisted once the order ran its length', async () => {
@@ -174,7 +174,7 @@ describe('a drain of a rented server', () => {
     simB.addRental(KEY_B, 'rig-b1', { id: 9061, currency: 'USD-Blockchain', price: 6.5, ct: nowS() - 3600, mrl: 5 })
     await sync()
     simB.clearRequests()
-    const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: { reason: 'disk swap' } }), 201)
+    const started = await ok<Drain>(await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { reason: 'disk swap' } }), 201)
     expect(started.state).toBe('awaiting_rental_end')
     expect(started.links[0]!.window_announced).toBe(false)
     expect(started.links[0]!.note).toContain('no maintenance API')
@@ -206,14 +206,14 @@ describe('cancelling a drain mid-way', () => {
     await sync()
     // Already waiting for the rental's end before the drain: waited for, never cancelled by it.
     const earlier = await ok<{ command_id: string }>(
-      api(app, owner, 'POST', '/commands', { json: { server_id: server, type: 'agent.update', params: { version: '9.9.8' }, requires: 'after_rental' } }),
+      await api(app, owner, 'POST', '/commands', { json: { server_id: server, type: 'agent.update', params: { version: '9.9.8' }, requires: 'after_rental' } }),
       201,
     )
-    const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }), 201)
+    const started = await ok<Drain>(await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }), 201)
     expect(started.state).toBe('awaiting_rental_end')
     expect(simB.server(KEY_B, 'rig-b2')?.visibility).toBe('hidden')
     simB.clearRequests()
-    const cancelled = await ok<Drain>(api(app, owner, 'POST', `/drains/${started.id}/cancel`))
+    const cancelled = await ok<Drain>(await api(app, owner, 'POST', `/drains/${started.id}/cancel`))
     expect(cancelled.state).toBe('cancelled')
     expect(cancelled.commands.map((c) => [c.command_id === earlier.command_id ? 'earlier' : c.type, c.execution_status])).toEqual([
       ['earlier', 'not_started'],
@@ -231,7 +231,7 @@ describe('cancelling a drain mid-way', () => {
     await link(server, 'marketplace_a', '802', VAST_OFFER)
     simA.addRental(802, { kind: 'on_demand', gpus: 1, running: true, end_date: nowS() + 48 * 3600 })
     await sync()
-    const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: {} }), 201)
+    const started = await ok<Drain>(await api(app, owner, 'POST', `/servers/${server}/drain`, { json: {} }), 201)
     expect(started.state).toBe('awaiting_rental_end')
     simA.clearRequests()
     // While it drains, nothing else puts the server back on the market: a price change is a 409
@@ -243,15 +243,15 @@ describe('cancelling a drain mid-way', () => {
     )
     expect(repriced.detail).toContain(`being drained for maintenance (drain ${started.id}, awaiting rental end)`)
     const bulk = await ok<{ id: string }>(
-      api(app, owner, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'publish', server_ids: [server], price_gpu_hour: '0.50' } }),
+      await api(app, owner, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'publish', server_ids: [server], price_gpu_hour: '0.50' } }),
       202,
     )
     await ok(app.fetch('/api/v1/_test/jobs/bulk.run/run', { method: 'POST' }))
-    const item = (await ok<{ items: { state: string; reason: string }[] }>(api(app, owner, 'GET', `/bulk-operations/${bulk.id}`))).items[0]!
+    const item = (await ok<{ items: { state: string; reason: string }[] }>(await api(app, owner, 'GET', `/bulk-operations/${bulk.id}`))).items[0]!
     expect(item.state).toBe('skipped')
     expect(item.reason).toContain('being drained for maintenance')
     expect(writesA()).toEqual([])
-    const cancelled = await ok<Drain>(api(app, owner, 'POST', `/drains/${started.id}/cancel`))
+    const cancelled = await ok<Drain>(await api(app, owner, 'POST', `/drains/${started.id}/cancel`))
     expect(cancelled.state).toBe('cancelled')
     expect(writesA().map((w) => [w.method, w.endpoint])).toEqual([
       ['PUT', 'cancel_maint'],
@@ -281,7 +281,7 @@ describe('a refusal by the platform', () => {
     expect(await listedOnVast(803)).toBe(true)
     expect(await drainKinds(server)).toEqual(['drain.draining', 'drain.failed'])
     // Not left live: the server may be drained again.
-    expect((await ok<{ items: Drain[] }>(api(app, owner, 'GET', `/drains?server_id=${server}&live=true`))).items).toEqual([])
+    expect((await ok<{ items: Drain[] }>(await api(app, owner, 'GET', `/drains?server_id=${server}&live=true`))).items).toEqual([])
   })
 })
 
@@ -341,15 +341,15 @@ describe('input and tenants', () => {
     expect(problem.code).toBe('validation_failed')
     expect(problem.errors.map((e) => e.path)).toEqual(['/window/starts_at', '/commands/0/type', '/commands/1/params/version'])
     expect(writesA()).toEqual([])
-    expect((await ok<{ items: Drain[] }>(api(app, owner, 'GET', `/drains?server_id=${server}`))).items).toEqual([])
+    expect((await ok<{ items: Drain[] }>(await api(app, owner, 'GET', `/drains?server_id=${server}`))).items).toEqual([])
   })
 
   test("another tenant's drain and server are a plain 404", async () => {
-    const mine = (await ok<{ items: Drain[] }>(api(app, owner, 'GET', '/drains'))).items[0]!
+    const mine = (await ok<{ items: Drain[] }>(await api(app, owner, 'GET', '/drains'))).items[0]!
     expect((await drainOf(mine.id, stranger)).status).toBe(404)
     expect((await api(app, stranger, 'POST', `/drains/${mine.id}/cancel`)).status).toBe(404)
     expect((await api(app, stranger, 'POST', `/servers/${mine.server_id}/drain`, { json: {} })).status).toBe(404)
-    expect((await ok<{ items: Drain[] }>(api(app, stranger, 'GET', '/drains'))).items).toEqual([])
+    expect((await ok<{ items: Drain[] }>(await api(app, stranger, 'GET', '/drains'))).items).toEqual([])
   })
 })
 
@@ -357,7 +357,7 @@ describe('the work failing', () => {
   test('a command that fails leaves the offers withdrawn (the server may be broken) and says how to relist', async () => {
     const server = agentServer.server_id
     simA.clearRequests()
-    const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }), 201)
+    const started = await ok<Drain>(await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }), 201)
     // Idle: no rental to wait for, the work goes at once.
     expect(started.state).toBe('working')
     const id = started.commands[0]!.command_id
@@ -371,7 +371,7 @@ describe('the work failing', () => {
     expect(await listedOnVast(801)).toBe(false)
     expect((await drainKinds(server)).slice(-3)).toEqual(['drain.awaiting_rental_end', 'drain.working', 'drain.failed'])
     // The owner relists by hand with the kept offer the drain shows.
-    await ok(api(app, owner, 'PUT', `/marketplaces/links/${server}/marketplace_a/offer`, { json: failed.links[0]!.offer }))
+    await ok(await api(app, owner, 'PUT', `/marketplaces/links/${server}/marketplace_a/offer`, { json: failed.links[0]!.offer }))
     expect(await listedOnVast(801)).toBe(true)
   })
 })
@@ -379,12 +379,12 @@ describe('the work failing', () => {
 describe('cancelling while the work runs', () => {
   test('a command on its way to the agent is cancelled and the agent told to stop; the listing goes back', async () => {
     const server = agentServer.server_id
-    const started = await ok<Drain>(api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'agent.restart', params: {} }] } }), 201)
+    const started = await ok<Drain>(await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'agent.restart', params: {} }] } }), 201)
     expect(started.state).toBe('working')
     const id = started.commands[0]!.command_id
     const since = agentServer.agent.frames.length
     await commandFrame(agentServer.agent, id)
-    const cancelled = await ok<Drain>(api(app, owner, 'POST', `/drains/${started.id}/cancel`))
+    const cancelled = await ok<Drain>(await api(app, owner, 'POST', `/drains/${started.id}/cancel`))
     expect(cancelled.state).toBe('cancelled')
     expect(cancelled.commands[0]!.execution_status).toBe('cancelled')
     await agentServer.agent.waitFor((f) => f.type === 'command.cancel' && f.command_id === id, 30_000, since)
@@ -395,15 +395,15 @@ describe('cancelling while the work runs', () => {
 
 describe('a group drain', () => {
   test('drains each server of the group and skips the one already being drained', async () => {
-    const group = await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: 'drain rack' } }), 201)
+    const group = await ok<{ id: string }>(await api(app, owner, 'POST', '/groups', { json: { name: 'drain rack' } }), 201)
     const [a, b] = [await insertServer(app, owner.tenantId, 'rack-a'), await insertServer(app, owner.tenantId, 'rack-b')]
-    for (const s of [a, b]) await ok(api(app, owner, 'PATCH', `/servers/${s}`, { json: { group_id: group.id } }))
+    for (const s of [a, b]) await ok(await api(app, owner, 'PATCH', `/servers/${s}`, { json: { group_id: group.id } }))
     // rack-a runs a rental the operator declared: its drain waits for it.
-    await ok(api(app, owner, 'PATCH', `/servers/${a}`, { json: { rental_active: true } }))
-    const first = await ok<Drain>(api(app, owner, 'POST', `/servers/${a}/drain`, { json: {} }), 201)
+    await ok(await api(app, owner, 'PATCH', `/servers/${a}`, { json: { rental_active: true } }))
+    const first = await ok<Drain>(await api(app, owner, 'POST', `/servers/${a}/drain`, { json: {} }), 201)
     expect(first.state).toBe('awaiting_rental_end')
     const answer = await ok<{ items: Drain[]; skipped: { server_id: string; reason: string }[] }>(
-      api(app, owner, 'POST', `/groups/${group.id}/drain`, { json: { reason: 'rack power work', window: { category: 'power' } } }),
+      await api(app, owner, 'POST', `/groups/${group.id}/drain`, { json: { reason: 'rack power work', window: { category: 'power' } } }),
     )
     expect(answer.items.map((d) => [d.server_id, (d as Drain & { group_id: string }).group_id])).toEqual([[b, group.id]])
     expect(answer.skipped).toEqual([{ server_id: a, reason: 'the server is already being drained' }])
@@ -411,7 +411,7 @@ describe('a group drain', () => {
     expect(answer.items[0]!.state).toBe('draining')
     expect(await eventually(async () => ((await getDrain(answer.items[0]!.id)).state === 'done' ? 'done' : null))).toBe('done')
     // The rental's end moves rack-a's drain on at once (the server.rental_ended reaction), without the job.
-    await ok(api(app, owner, 'PATCH', `/servers/${a}`, { json: { rental_active: false } }))
+    await ok(await api(app, owner, 'PATCH', `/servers/${a}`, { json: { rental_active: false } }))
     expect((await eventually(async () => ((await getDrain(first.id)).state === 'done' ? 'done' : null))) as string).toBe('done')
     expect((await api(app, stranger, 'POST', `/groups/${group.id}/drain`, { json: {} })).status).toBe(404)
   })

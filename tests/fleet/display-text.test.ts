@@ -16,7 +16,7 @@ beforeAll(async () => {
   app = await startTestApp({ LOG_LEVEL: 'silent', SIGNUP_ENABLED: 'true' })
   owner = await newOwner(app, 'names', 'pro')
   serverId = (await enrolAgent(app, owner)).server_id
-  groupId = (await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: 'Frankfurt' } }), 201)).id
+  groupId = (await ok<{ id: string }>(await api(app, owner, 'POST', '/groups', { json: { name: 'Frankfurt' } }), 201)).id
 })
 afterAll(() => stopApp(app))
 
@@ -59,10 +59,10 @@ describe('names set through the API', () => {
 
   test('ordinary names in any script, with spaces and punctuation, are still accepted', async () => {
     for (const name of ['Rig 7 — Frankfurt', 'Серверная №2', 'مزرعة ١', '東京ラック', "O'Brien's rig"]) {
-      const row = await ok<{ name: string }>(api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { name } }))
+      const row = await ok<{ name: string }>(await api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { name } }))
       expect(row.name).toBe(name)
     }
-    await ok(api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { tags: ['site:fra-1', 'owner:zoë'] } }))
+    await ok(await api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { tags: ['site:fra-1', 'owner:zoë'] } }))
   })
 })
 
@@ -93,7 +93,7 @@ describe('what an agent reports', () => {
     const { agent } = await RawAgent.start(app, e.agent_token)
     agent.event('driver_error', 'error', 'Xid 79\u202E on GPU 1\r\nreset needed\u0000')
     await agent.barrier()
-    const page = await ok<{ items: { message: string }[] }>(api(app, owner, 'GET', `/servers/${e.server_id}/events?kind=agent.driver_error`))
+    const page = await ok<{ items: { message: string }[] }>(await api(app, owner, 'GET', `/servers/${e.server_id}/events?kind=agent.driver_error`))
     expect(page.items.map((i) => i.message)).toEqual(['Xid 79 on GPU 1 reset needed'])
     await agent.close()
   })

@@ -87,9 +87,9 @@ describe('claiming an init token', () => {
     const first = await mintInitToken(app, owner, { server_id: a.server_id })
     const sibling = await mintInitToken(app, owner, { server_id: a.server_id })
     const elsewhere = await mintInitToken(app, owner, { server_id: b.server_id })
-    expect((await ok<Enrolled>(register(app, first.token), 201)).server_id).toBe(a.server_id)
+    expect((await ok<Enrolled>(await register(app, first.token), 201)).server_id).toBe(a.server_id)
     await expectProblem(await register(app, sibling.token), 401, 'unauthorized')
-    expect((await ok<Enrolled>(register(app, elsewhere.token), 201)).server_id).toBe(b.server_id)
+    expect((await ok<Enrolled>(await register(app, elsewhere.token), 201)).server_id).toBe(b.server_id)
   })
 
   test('an unbound token that lands on an existing server also revokes the tokens bound to it', async () => {
@@ -97,7 +97,7 @@ describe('claiming an init token', () => {
     const a = await enrolAgent(app, owner)
     const bound = await mintInitToken(app, owner, { server_id: a.server_id })
     const unbound = await mintInitToken(app, owner)
-    expect((await ok<Enrolled>(register(app, unbound.token, { fingerprint: a.facts.fingerprint }), 201)).server_id).toBe(a.server_id)
+    expect((await ok<Enrolled>(await register(app, unbound.token, { fingerprint: a.facts.fingerprint }), 201)).server_id).toBe(a.server_id)
     await expectProblem(await register(app, bound.token), 401, 'unauthorized')
   })
 })
@@ -109,7 +109,7 @@ describe('which server an enrolment attaches to', () => {
     const other = await enrolAgent(app, owner)
     const bound = await mintInitToken(app, owner, { server_id: a.server_id })
     // Even the fingerprint of the tenant's other server does not pull it away.
-    const body = await ok<Enrolled>(register(app, bound.token, { fingerprint: other.facts.fingerprint, hostname: 'reinstalled' }), 201)
+    const body = await ok<Enrolled>(await register(app, bound.token, { fingerprint: other.facts.fingerprint, hostname: 'reinstalled' }), 201)
     expect(body.server_id).toBe(a.server_id)
     expect((await getServer(app, owner, a.server_id)).hostname).toBe('reinstalled')
     expect(await managedCount(owner.tenantId)).toBe(2)
@@ -163,11 +163,11 @@ describe('enrolments refused at claim time leave the token unclaimed', () => {
     const first = await mintInitToken(app, owner)
     const second = await mintInitToken(app, owner)
     await setPlan(app, owner.tenantId, 'free')
-    const enrolled = await ok<Enrolled>(register(app, first.token), 201)
+    const enrolled = await ok<Enrolled>(await register(app, first.token), 201)
     await expectProblem(await register(app, second.token), 409, 'server_limit_reached')
     expect(await managedCount(owner.tenantId)).toBe(1)
-    await ok(api(app, owner, 'POST', `/servers/${enrolled.server_id}/decommission`))
-    const later = await ok<Enrolled>(register(app, second.token), 201)
+    await ok(await api(app, owner, 'POST', `/servers/${enrolled.server_id}/decommission`))
+    const later = await ok<Enrolled>(await register(app, second.token), 201)
     expect(later.server_id).not.toBe(enrolled.server_id)
   })
 
@@ -176,8 +176,8 @@ describe('enrolments refused at claim time leave the token unclaimed', () => {
     const first = await mintInitToken(app, owner)
     const second = await mintInitToken(app, owner)
     await setPlan(app, owner.tenantId, 'free')
-    const enrolled = await ok<Enrolled>(register(app, first.token, { fingerprint: 'sha256:only-box' }), 201)
-    expect((await ok<Enrolled>(register(app, second.token, { fingerprint: 'sha256:only-box' }), 201)).server_id).toBe(enrolled.server_id)
+    const enrolled = await ok<Enrolled>(await register(app, first.token, { fingerprint: 'sha256:only-box' }), 201)
+    expect((await ok<Enrolled>(await register(app, second.token, { fingerprint: 'sha256:only-box' }), 201)).server_id).toBe(enrolled.server_id)
   })
 })
 
@@ -190,7 +190,7 @@ describe('re-enrolling a server replaces its agent credential at once', () => {
     await eventually(async () => (await getServer(app, owner, old.server_id)).presence === 'online')
 
     const bound = await mintInitToken(app, owner, { server_id: old.server_id })
-    const fresh = await ok<Enrolled>(register(app, bound.token), 201)
+    const fresh = await ok<Enrolled>(await register(app, bound.token), 201)
     expect(fresh.server_id).toBe(old.server_id)
     expect(fresh.agent_token).not.toBe(old.agent_token)
 

@@ -14,7 +14,7 @@ afterAll(() => stopApp(app))
 type Group = { id: string; name: string; position: number; servers: number; version: number; created_at: string }
 
 const create = (owner: Owner, json: unknown) => api(app, owner, 'POST', '/groups', { json })
-const names = async (owner: Owner) => (await ok<{ items: Group[] }>(api(app, owner, 'GET', '/groups'))).items.map((g) => g.name)
+const names = async (owner: Owner) => (await ok<{ items: Group[] }>(await api(app, owner, 'GET', '/groups'))).items.map((g) => g.name)
 
 describe('server groups', () => {
   test('a created group answers 201 with Location and ETag, and the list is ordered by position then name', async () => {
@@ -44,7 +44,7 @@ describe('server groups', () => {
     const b = await ok<Group>(create(owner, { name: 'Rack B' }), 201)
     await expectProblem(await api(app, owner, 'PATCH', `/groups/${b.id}`, { json: { name: 'Rack A' } }), 409, 'conflict')
     // Renaming a group to its own name is no conflict.
-    expect((await ok<Group>(api(app, owner, 'PATCH', `/groups/${a.id}`, { json: { name: 'Rack A' } }))).version).toBe(2)
+    expect((await ok<Group>(await api(app, owner, 'PATCH', `/groups/${a.id}`, { json: { name: 'Rack A' } }))).version).toBe(2)
     // Another tenant may use the same name.
     const other = await newOwner(app, 'groups-b', 'pro')
     await ok<Group>(create(other, { name: 'Rack A' }), 201)
@@ -57,8 +57,8 @@ describe('server groups', () => {
     expect(await ok<Group>(res)).toMatchObject({ id: g.id, name: 'New name', position: 9, version: 2 })
     expect(res.headers.get('etag')).toBe('"2"')
     await expectProblem(await api(app, owner, 'PATCH', `/groups/${g.id}`, { json: { name: 'Lost' }, headers: { 'if-match': '"1"' } }), 412, 'conflict')
-    expect((await ok<Group>(api(app, owner, 'GET', `/groups/${g.id}`))).name).toBe('New name')
-    expect((await ok<Group>(api(app, owner, 'PATCH', `/groups/${g.id}`, { json: { position: 3 } }))).position).toBe(3)
+    expect((await ok<Group>(await api(app, owner, 'GET', `/groups/${g.id}`))).name).toBe('New name')
+    expect((await ok<Group>(await api(app, owner, 'PATCH', `/groups/${g.id}`, { json: { position: 3 } }))).position).toBe(3)
   })
 
   test('invalid bodies answer 422', async () => {
@@ -75,12 +75,12 @@ describe('server groups', () => {
     const owner = await newOwner(app, 'groups', 'pro')
     const g = await ok<Group>(create(owner, { name: 'Busy' }), 201)
     const e = await enrolAgent(app, owner)
-    await ok(api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { group_id: g.id } }))
-    expect((await ok<Group>(api(app, owner, 'GET', `/groups/${g.id}`))).servers).toBe(1)
+    await ok(await api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { group_id: g.id } }))
+    expect((await ok<Group>(await api(app, owner, 'GET', `/groups/${g.id}`))).servers).toBe(1)
     await expectProblem(await api(app, owner, 'DELETE', `/groups/${g.id}`), 409, 'conflict')
     expect(await names(owner)).toEqual(['Busy'])
 
-    await ok(api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { group_id: null } }))
+    await ok(await api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { group_id: null } }))
     const del = await api(app, owner, 'DELETE', `/groups/${g.id}`)
     expect(del.status).toBe(204)
     await expectProblem(await api(app, owner, 'GET', `/groups/${g.id}`), 404, 'not_found')
@@ -92,11 +92,11 @@ describe('server groups', () => {
     const owner = await newOwner(app, 'groups', 'pro')
     const g = await ok<Group>(create(owner, { name: 'Retired' }), 201)
     const e = await enrolAgent(app, owner)
-    await ok(api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { group_id: g.id } }))
-    await ok(api(app, owner, 'POST', `/servers/${e.server_id}/decommission`))
-    expect((await ok<Group>(api(app, owner, 'GET', `/groups/${g.id}`))).servers).toBe(0)
+    await ok(await api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { group_id: g.id } }))
+    await ok(await api(app, owner, 'POST', `/servers/${e.server_id}/decommission`))
+    expect((await ok<Group>(await api(app, owner, 'GET', `/groups/${g.id}`))).servers).toBe(0)
     expect((await api(app, owner, 'DELETE', `/groups/${g.id}`)).status).toBe(204)
-    expect((await ok<{ group_id: string | null }>(api(app, owner, 'GET', `/servers/${e.server_id}`))).group_id).toBeNull()
+    expect((await ok<{ group_id: string | null }>(await api(app, owner, 'GET', `/servers/${e.server_id}`))).group_id).toBeNull()
     expect((await listServers(app, owner, { group_id: g.id })).items).toEqual([])
   })
 })

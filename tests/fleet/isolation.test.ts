@@ -20,12 +20,12 @@ beforeAll(async () => {
   owner = await newOwner(app, 'victim', 'pro')
   stranger = await insertSecondTenant(app)
   serverId = (await enrolAgent(app, owner)).server_id
-  groupId = (await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: 'Mine' } }), 201)).id
-  await ok(api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { group_id: groupId, tags: ['site:fra'] } }))
-  await ok(api(app, owner, 'PUT', `/servers/${serverId}/keep-on/marketplace_a`))
+  groupId = (await ok<{ id: string }>(await api(app, owner, 'POST', '/groups', { json: { name: 'Mine' } }), 201)).id
+  await ok(await api(app, owner, 'PATCH', `/servers/${serverId}`, { json: { group_id: groupId, tags: ['site:fra'] } }))
+  await ok(await api(app, owner, 'PUT', `/servers/${serverId}/keep-on/marketplace_a`))
   // The stranger has a fleet of its own, so its answers are not just empty-tenant answers.
   await enrolAgent(app, stranger)
-  await ok(api(app, stranger, 'POST', '/groups', { json: { name: 'Theirs' } }), 201)
+  await ok(await api(app, stranger, 'POST', '/groups', { json: { name: 'Theirs' } }), 201)
 })
 afterAll(() => stopApp(app))
 
@@ -74,8 +74,8 @@ describe('another tenant’s ids', () => {
 
   test('every server and group route answers a plain 404 not_found, identical to a missing id, and changes nothing', async () => {
     const serverBefore = await getServer(app, owner, serverId)
-    const groupBefore = await ok(api(app, owner, 'GET', `/groups/${groupId}`))
-    const eventsBefore = await ok(api(app, owner, 'GET', `/servers/${serverId}/events`))
+    const groupBefore = await ok(await api(app, owner, 'GET', `/groups/${groupId}`))
+    const eventsBefore = await ok(await api(app, owner, 'GET', `/servers/${serverId}/events`))
     const failures: string[] = []
     for (const route of idRoutes()) {
       const foreignId = route.path.startsWith('/api/v1/servers') ? serverId : groupId
@@ -93,8 +93,8 @@ describe('another tenant’s ids', () => {
     }
     expect(failures).toEqual([])
     expect(await getServer(app, owner, serverId)).toEqual(serverBefore)
-    expect(await ok(api(app, owner, 'GET', `/groups/${groupId}`))).toEqual(groupBefore)
-    expect(await ok(api(app, owner, 'GET', `/servers/${serverId}/events`))).toEqual(eventsBefore)
+    expect(await ok(await api(app, owner, 'GET', `/groups/${groupId}`))).toEqual(groupBefore)
+    expect(await ok(await api(app, owner, 'GET', `/servers/${serverId}/events`))).toEqual(eventsBefore)
   })
 
   test('the stranger’s lists and dashboard never show the owner’s servers or groups', async () => {
@@ -103,9 +103,9 @@ describe('another tenant’s ids', () => {
     expect(theirs.items).toHaveLength(1)
     expect((await listServers(app, stranger, { group_id: groupId })).items).toEqual([])
     expect((await listServers(app, stranger, { tag: 'site:fra' })).items).toEqual([])
-    const groups = await ok<{ items: { id: string }[] }>(api(app, stranger, 'GET', '/groups'))
+    const groups = await ok<{ items: { id: string }[] }>(await api(app, stranger, 'GET', '/groups'))
     expect(groups.items.map((g) => g.id)).not.toContain(groupId)
-    const dash = await ok<{ servers: { total: number } }>(api(app, stranger, 'GET', '/dashboard'))
+    const dash = await ok<{ servers: { total: number } }>(await api(app, stranger, 'GET', '/dashboard'))
     expect(dash.servers.total).toBe(1)
   })
 

@@ -32,7 +32,7 @@ beforeAll(async () => {
   // Both were online: their last heartbeat is now (as the agent session would have written it).
   for (const id of [firstServer, secondServer])
     await app.deps.db.run(sql`UPDATE servers SET presence = 'online', last_seen_at = ${app.deps.clock.nowUs()} WHERE id = ${id}`)
-  await ok(api(app, first, 'PUT', '/notifications/settings', { json: { rules: { offline: { chat: true } } }, headers: { Origin: 'http://gpuhq.test' } }))
+  await ok(await api(app, first, 'PUT', '/notifications/settings', { json: { rules: { offline: { chat: true } } }, headers: { Origin: 'http://gpuhq.test' } }))
   await app.deps.db.run(sql`UPDATE notification_settings SET rules = 'null' WHERE tenant_id = ${first.tenantId}`)
 })
 afterAll(() => stopApp(app))

@@ -246,7 +246,7 @@ describe('presence steps are group-committed, and no reader sees one late', () =
     agent.heartbeat()
     await agent.barrier()
     expect(await presenceOf(id)).toBe('online')
-    const dashboardBefore = (await ok<{ servers: { offline: number } }>(api(app, owner, 'GET', '/dashboard'))).servers.offline
+    const dashboardBefore = (await ok<{ servers: { offline: number } }>(await api(app, owner, 'GET', '/dashboard'))).servers.offline
     const before = Date.now()
     await agent.close()
     await closedInService(id)
@@ -256,7 +256,7 @@ describe('presence steps are group-committed, and no reader sees one late', () =
     expect(await presenceOf(id)).toBe('offline')
     expect(await storedPresence(id)).toBe('offline')
     expect((await rowOf(id)).presence).toBe('offline')
-    expect((await ok<{ servers: { offline: number } }>(api(app, owner, 'GET', '/dashboard'))).servers.offline).toBe(dashboardBefore + 1)
+    expect((await ok<{ servers: { offline: number } }>(await api(app, owner, 'GET', '/dashboard'))).servers.offline).toBe(dashboardBefore + 1)
     const offline = (await serverEvents(app, owner, id, { kind: 'presence.offline' })).items
     expect(offline).toHaveLength(1)
     expect(offline[0]).toMatchObject({ severity: 'warning', data: { from: 'online', reason: 'session closed (1000)' } })

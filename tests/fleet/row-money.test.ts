@@ -70,19 +70,19 @@ beforeAll(async () => {
   ;({ agent, server_id: ids['rig-online'] } = await onlineServer(app, owner))
   agent.heartbeat()
   await agent.barrier()
-  byNameOnline = (await ok<{ name: string }>(api(app, owner, 'GET', `/servers/${ids['rig-online']}`))).name
+  byNameOnline = (await ok<{ name: string }>(await api(app, owner, 'GET', `/servers/${ids['rig-online']}`))).name
   // Two cards listed at 0.50 USD per GPU-hour, both rented on demand; one card listed at 0.40, idle.
   simA.putMachine(VAST_OWNER, 811, { hostname: 'rig-811', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })
   simA.addRental(811, { kind: 'on_demand', gpus: 2, running: true })
   simA.putMachine(VAST_OWNER, 812, { hostname: 'rig-812', listed: true, num_gpus: 1, gpu_name: 'RTX 4090', listed_gpu_cost: 0.4 })
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
   for (const [name, marketplace, machine] of [
     ['rig-a', 'marketplace_a', '811'],
     ['rig-idle', 'marketplace_a', '812'],
     ['rig-b', 'marketplace_b', '62'],
   ] as const)
-    await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: ids[name], marketplace, external_machine_id: machine } }), 201)
+    await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: ids[name], marketplace, external_machine_id: machine } }), 201)
 })
 afterAll(async () => {
   await closeAllAgents()
@@ -95,14 +95,14 @@ async function job(name: string): Promise<void> {
   expect(await ok<{ outcome: string }>(app.fetch(`/api/v1/_test/jobs/${name}/run`, { method: 'POST' }))).toMatchObject({ outcome: 'succeeded' })
 }
 const advance = (seconds: number) => ok(app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } }))
-const list = (qs = '') => ok<List>(api(app, owner, 'GET', `/servers${qs}`))
+const list = async (qs = '') => ok<List>(await api(app, owner, 'GET', `/servers${qs}`))
 const byName = (l: List) => Object.fromEntries(l.items.map((r) => [r.name, r]))
 const today = () => utcDay(app.deps.clock.nowUs())
 const micros = (s: string) => Math.round(Number(s) * 1_000_000)
 
 /** What GET /marketplaces/earnings says the server accrued on the day, summed over marketplaces (micro-USD). */
 async function earnedOn(serverId: string, day = today()): Promise<number> {
-  const e = await ok<{ items: EarningsRow[] }>(api(app, owner, 'GET', '/marketplaces/earnings?days=2'))
+  const e = await ok<{ items: EarningsRow[] }>(await api(app, owner, 'GET', '/marketplaces/earnings?days=2'))
   return e.items.filter((r) => r.server_id === serverId && r.day === day).reduce((a, r) => a + micros(r.earn_usd_accrued), 0)
 }
 
@@ -187,7 +187,7 @@ describe('a fleet row shows its marketplace, price, revenue today and health', (
 describe('GET /dashboard sums the rows', () => {
   test('revenue_today_usd is the sum of the rows; GPUs by what they do add up to the total', async () => {
     const rows = (await list()).items
-    const d = await ok<Record<string, any>>(api(app, owner, 'GET', '/dashboard'))
+    const d = await ok<Record<string, any>>(await api(app, owner, 'GET', '/dashboard'))
     const sum = rows.reduce((a, r) => a + micros(r.revenue_today_usd), 0)
     expect(sum).toBeGreaterThan(0)
     expect(micros(d.revenue_today_usd)).toBe(sum)

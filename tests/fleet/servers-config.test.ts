@@ -70,7 +70,7 @@ describe('the server detail', () => {
 describe('updating a server', () => {
   test('name, group, tags and electricity tariff change together under If-Match, and the version moves', async () => {
     const e = await enrolAgent(app, owner)
-    const group = await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: `g-${e.server_id}` } }), 201)
+    const group = await ok<{ id: string }>(await api(app, owner, 'POST', '/groups', { json: { name: `g-${e.server_id}` } }), 201)
     const before = await getServer(app, owner, e.server_id)
     const tags = ['gpu:4090', 'site:fra-1', 'owned', 'rack/row.3_b', 'note:a=b+c']
     const res = await patch(
@@ -142,7 +142,7 @@ describe('decommissioning', () => {
     await agent.barrier()
     await expectProblem(await api(app, free, 'POST', '/tokens/init', { json: {} }), 409, 'server_limit_reached')
 
-    const out = await ok<ServerDetail>(api(app, free, 'POST', `/servers/${e.server_id}/decommission`))
+    const out = await ok<ServerDetail>(await api(app, free, 'POST', `/servers/${e.server_id}/decommission`))
     expect(out.decommissioned_at).not.toBeNull()
     expect(out.presence).toBe('offline')
     const closed = await Promise.race([agent.closed, Bun.sleep(3000).then(() => null)])
@@ -159,7 +159,7 @@ describe('decommissioning', () => {
 
     await mintInitToken(app, free)
     // Repeating it changes nothing; a decommissioned server takes no new configuration.
-    expect((await ok<ServerDetail>(api(app, free, 'POST', `/servers/${e.server_id}/decommission`))).decommissioned_at).toBe(out.decommissioned_at)
+    expect((await ok<ServerDetail>(await api(app, free, 'POST', `/servers/${e.server_id}/decommission`))).decommissioned_at).toBe(out.decommissioned_at)
     await expectProblem(await api(app, free, 'PATCH', `/servers/${e.server_id}`, { json: { name: 'x' } }), 409, 'conflict')
     expect((await serverEvents(app, free, e.server_id, { kind: 'server.decommissioned' })).items).toHaveLength(1)
   })
@@ -169,12 +169,12 @@ describe('keep-on flags', () => {
   test('PUT and DELETE per marketplace, idempotent, shown on the detail; an unknown marketplace answers 422', async () => {
     const e = await enrolAgent(app, owner)
     const path = (m: string) => `/servers/${e.server_id}/keep-on/${m}`
-    expect(await ok(api(app, owner, 'PUT', path('marketplace_b')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_b'] })
-    expect(await ok(api(app, owner, 'PUT', path('marketplace_a')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_a', 'marketplace_b'] })
-    expect(await ok(api(app, owner, 'PUT', path('marketplace_a')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_a', 'marketplace_b'] })
+    expect(await ok(await api(app, owner, 'PUT', path('marketplace_b')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_b'] })
+    expect(await ok(await api(app, owner, 'PUT', path('marketplace_a')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_a', 'marketplace_b'] })
+    expect(await ok(await api(app, owner, 'PUT', path('marketplace_a')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_a', 'marketplace_b'] })
     expect((await getServer(app, owner, e.server_id)).keep_on).toEqual(['marketplace_a', 'marketplace_b'])
-    expect(await ok(api(app, owner, 'DELETE', path('marketplace_a')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_b'] })
-    expect(await ok(api(app, owner, 'DELETE', path('marketplace_a')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_b'] })
+    expect(await ok(await api(app, owner, 'DELETE', path('marketplace_a')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_b'] })
+    expect(await ok(await api(app, owner, 'DELETE', path('marketplace_a')))).toEqual({ server_id: e.server_id, keep_on: ['marketplace_b'] })
     await expectProblem(await api(app, owner, 'PUT', path('marketplace_c')), 422, 'validation_failed')
     await expectProblem(await api(app, owner, 'DELETE', path('vast')), 422, 'validation_failed')
     expect((await getServer(app, owner, e.server_id)).keep_on).toEqual(['marketplace_b'])
@@ -186,12 +186,12 @@ describe('maintenance', () => {
     const e = await enrolAgent(app, owner)
     const path = `/servers/${e.server_id}/maintenance`
     const first = await ok<{ server_id: string; maintenance: { since: string; reason: string | null } }>(
-      api(app, owner, 'PUT', path, { json: { reason: 'replacing fans' } }),
+      await api(app, owner, 'PUT', path, { json: { reason: 'replacing fans' } }),
     )
     expect(first.server_id).toBe(e.server_id)
     expect(first.maintenance.reason).toBe('replacing fans')
     await advance(app, 30)
-    const second = await ok<typeof first>(api(app, owner, 'PUT', path, { json: { reason: 'PSU swap' } }))
+    const second = await ok<typeof first>(await api(app, owner, 'PUT', path, { json: { reason: 'PSU swap' } }))
     expect(second.maintenance).toEqual({ since: first.maintenance.since, reason: 'PSU swap' })
 
     const row = (await listServers(app, owner)).items.find((r) => r.id === e.server_id)!
@@ -210,7 +210,7 @@ describe('maintenance', () => {
     expect((await api(app, owner, 'DELETE', path)).status).toBe(204)
 
     // A declaration without a body has no reason, and a new declaration starts a new since.
-    const again = await ok<typeof first>(api(app, owner, 'PUT', path))
+    const again = await ok<typeof first>(await api(app, owner, 'PUT', path))
     expect(again.maintenance.reason).toBeNull()
     expect(again.maintenance.since > first.maintenance.since).toBe(true)
   })

@@ -41,7 +41,7 @@ const ids = (list: FleetList) => list.items.map((r) => r.id)
 
 async function named(owner: Owner, name: string, hostname = `${name}.local`, gpus = 2) {
   const e = await enrolAgent(app, owner, { hostname, gpus: Array.from({ length: gpus }, (_, i) => ({ index: i, model: 'NVIDIA A100' })) })
-  await ok(api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { name } }))
+  await ok(await api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { name } }))
   return e
 }
 
@@ -99,7 +99,7 @@ describe('the snapshot envelope', () => {
     expect(other.status).toBe(200)
     expect(other.headers.get('etag')).not.toBe(tag)
     await other.text()
-    await ok(api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { name: 'gamma-2' } }))
+    await ok(await api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { name: 'gamma-2' } }))
     const changed = await api(app, owner, 'GET', '/servers', { headers: { 'if-none-match': tag } })
     expect(changed.status).toBe(200)
     expect(((await changed.json()) as FleetList).items[0]!.name).toBe('gamma-2')
@@ -140,7 +140,7 @@ describe('the snapshot envelope', () => {
     const after = await listServers(app, owner)
     expect(after.stale).toBe(false)
     expect(after.generated_at > before.generated_at).toBe(true)
-    await ok(api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { name: 'epsilon-renamed', tags: ['site:fra'] } }))
+    await ok(await api(app, owner, 'PATCH', `/servers/${e.server_id}`, { json: { name: 'epsilon-renamed', tags: ['site:fra'] } }))
     const patched = await listServers(app, owner)
     expect(patched.items[0]).toMatchObject({ name: 'epsilon-renamed', tags: ['site:fra'] })
   })
@@ -155,9 +155,9 @@ describe('filters', () => {
     const rig = await named(owner, 'Rig-Alpha', 'gpu-box-01.fra.example')
     const lab = await named(owner, 'lab-beta', 'LAB-02.ams.example')
     const spare = await named(owner, 'spare', 'spare.ams.example')
-    groupId = (await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: 'Frankfurt' } }), 201)).id
-    await ok(api(app, owner, 'PATCH', `/servers/${rig.server_id}`, { json: { group_id: groupId, tags: ['gpu:4090', 'site:fra', 'owned'] } }))
-    await ok(api(app, owner, 'PATCH', `/servers/${lab.server_id}`, { json: { tags: ['gpu', 'site:ams'] } }))
+    groupId = (await ok<{ id: string }>(await api(app, owner, 'POST', '/groups', { json: { name: 'Frankfurt' } }), 201)).id
+    await ok(await api(app, owner, 'PATCH', `/servers/${rig.server_id}`, { json: { group_id: groupId, tags: ['gpu:4090', 'site:fra', 'owned'] } }))
+    await ok(await api(app, owner, 'PATCH', `/servers/${lab.server_id}`, { json: { tags: ['gpu', 'site:ams'] } }))
     s = { rig: rig.server_id, lab: lab.server_id, spare: spare.server_id }
     // rig online, lab suspect, spare offline.
     const rigAgent = (await RawAgent.start(app, rig.agent_token, rig.facts)).agent
@@ -239,9 +239,9 @@ describe('the dashboard', () => {
     const online = await named(owner, 'd-online', 'd1', 4)
     const offline = await named(owner, 'd-offline', 'd2', 2)
     await enrolAgent(app, owner, { gpus: [{ index: 0, model: 'NVIDIA H100' }] })
-    const group = await ok<{ id: string }>(api(app, owner, 'POST', '/groups', { json: { name: 'dash' } }), 201)
-    await ok(api(app, owner, 'PATCH', `/servers/${online.server_id}`, { json: { group_id: group.id } }))
-    await ok(api(app, owner, 'PUT', `/servers/${offline.server_id}/maintenance`, { json: { reason: 'fans' } }))
+    const group = await ok<{ id: string }>(await api(app, owner, 'POST', '/groups', { json: { name: 'dash' } }), 201)
+    await ok(await api(app, owner, 'PATCH', `/servers/${online.server_id}`, { json: { group_id: group.id } }))
+    await ok(await api(app, owner, 'PUT', `/servers/${offline.server_id}/maintenance`, { json: { reason: 'fans' } }))
     const { agent } = await RawAgent.start(app, online.agent_token, online.facts)
     agent.heartbeat()
     await agent.barrier()
@@ -285,6 +285,6 @@ describe('the dashboard', () => {
     expect(await cached.text()).toBe('')
     await agent.close()
     await eventually(async () => (await api(app, owner, 'GET', '/dashboard', { headers: { 'if-none-match': tag } })).status === 200)
-    expect((await ok<Record<string, any>>(api(app, owner, 'GET', '/dashboard'))).servers).toMatchObject({ online: 0, offline: 3 })
+    expect((await ok<Record<string, any>>(await api(app, owner, 'GET', '/dashboard'))).servers).toMatchObject({ online: 0, offline: 3 })
   })
 })

@@ -196,7 +196,7 @@ describe('a frame the service cannot accept', () => {
     agent.event('gpu_fell_off_bus', 'critical', 'GPU 1 fell off the bus', { gpu_index: 1 })
     await agent.barrier()
     const page = await ok<{ items: { kind: string; severity: string; message: string; data: unknown }[] }>(
-      api(app, owner, 'GET', `/servers/${e.server_id}/events?kind=agent.gpu_fell_off_bus`),
+      await api(app, owner, 'GET', `/servers/${e.server_id}/events?kind=agent.gpu_fell_off_bus`),
     )
     expect(page.items).toEqual([
       expect.objectContaining({ kind: 'agent.gpu_fell_off_bus', severity: 'critical', message: 'GPU 1 fell off the bus', data: { gpu_index: 1 } }),

@@ -40,14 +40,14 @@ afterAll(() => stopApp(app))
 
 test("a tenant whose snapshot cannot be computed does not stop the others' refresh; the run is partial and the tenant waits out a backoff", async () => {
   // The second tenant's snapshot exists, then ages past its 60 s life.
-  const before = await ok<FleetList>(api(app, second, 'GET', '/servers'))
+  const before = await ok<FleetList>(await api(app, second, 'GET', '/servers'))
   expect(before.items.map((r) => r.id)).toEqual([secondServer])
   await advance(app, 120)
 
   const run = await runSnapshot()
   expect(run.outcome).toBe('partial')
   expect(run.detail).toContain(`1 tenants failed: ${first.tenantId} (money must be an integer of micro-USD`)
-  const after = await ok<FleetList>(api(app, second, 'GET', '/servers'))
+  const after = await ok<FleetList>(await api(app, second, 'GET', '/servers'))
   expect(after).toMatchObject({ stale: false })
   expect(after.generated_at).not.toBe(before.generated_at)
 
@@ -56,5 +56,5 @@ test("a tenant whose snapshot cannot be computed does not stop the others' refre
   const next = await runSnapshot()
   expect(next).toMatchObject({ outcome: 'succeeded' })
   expect(next.detail).toContain('1 tenants waiting out a backoff after failing')
-  expect((await ok<FleetList>(api(app, second, 'GET', '/servers'))).generated_at).not.toBe(after.generated_at)
+  expect((await ok<FleetList>(await api(app, second, 'GET', '/servers'))).generated_at).not.toBe(after.generated_at)
 })

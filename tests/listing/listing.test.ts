@@ -73,16 +73,16 @@ beforeAll(async () => {
   simA.putMachine(VAST_OWNER, 802, { hostname: 'rig-802', ...listed, end_date: nowS + 40 * DAY })
   simA.putMachine(VAST_OWNER, 803, { hostname: 'rig-803', ...listed, end_date: nowS + 40 * DAY })
   simA.putMachine(VAST_OWNER, 804, { hostname: 'rig-804', ...listed, end_date: nowS + 40 * DAY })
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
   for (const [server, machine] of [
     [s1, '801'],
     [s3, '802'],
     [s4, '803'],
     [s5, '804'],
   ] as const)
-    await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: machine } }), 201)
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s2, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
+    await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: machine } }), 201)
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s2, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
 })
 afterAll(async () => {
   await app.close()
@@ -280,8 +280,8 @@ describe('group listing profiles', () => {
   let profileId: string
 
   test('a profile for a group is created with its settings; bad input is 422 with a pointer', async () => {
-    groupId = (await ok(api(app, owner, 'POST', '/groups', { json: { name: 'fra-4090' } }), 201)).id
-    for (const s of [s3, s4, s5, s2]) await ok(api(app, owner, 'PATCH', `/servers/${s}`, { json: { group_id: groupId } }))
+    groupId = (await ok(await api(app, owner, 'POST', '/groups', { json: { name: 'fra-4090' } }), 201)).id
+    for (const s of [s3, s4, s5, s2]) await ok(await api(app, owner, 'PATCH', `/servers/${s}`, { json: { group_id: groupId } }))
     expectProblem(
       await send(owner, 'POST', '/listing-profiles', { name: 'x', group_id: groupId, marketplace: 'marketplace_a', offer: { min_bid_hour: '0.2' } }),
       422,
@@ -365,8 +365,8 @@ describe('group listing profiles', () => {
   test('a server that joins the group later gets the profile from the listing-profiles.apply job, once', async () => {
     const s6 = await insertServer(app, owner.tenantId, 'rig-6')
     simA.putMachine(VAST_OWNER, 805, { hostname: 'rig-805', listed: true, num_gpus: 4, listed_gpu_cost: 0.4, end_date: nowS() + 40 * DAY })
-    await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s6, marketplace: 'marketplace_a', external_machine_id: '805' } }), 201)
-    await ok(api(app, owner, 'PATCH', `/servers/${s6}`, { json: { group_id: groupId } }))
+    await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s6, marketplace: 'marketplace_a', external_machine_id: '805' } }), 201)
+    await ok(await api(app, owner, 'PATCH', `/servers/${s6}`, { json: { group_id: groupId } }))
     const before = (await send(owner, 'GET', `/listing-profiles/${profileId}`)).body.members as { server_id: string; outcome: string }[]
     expect(before.find((m) => m.server_id === s6)?.outcome).toBe('pending')
     expect(before.find((m) => m.server_id === s5)?.outcome).toBe('refused')

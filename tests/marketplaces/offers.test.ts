@@ -62,11 +62,11 @@ beforeAll(async () => {
   ;[s1, s2, s3] = (await insertServers(app, owner.tenantId, ['rig-1', 'rig-2', 'rig-3'])) as [string, string, string]
   simA.putMachine(VAST_OWNER, 701, { hostname: 'rig-701', listed: false, num_gpus: 4, gpu_name: 'RTX 4090' })
   simA.putMachine(VAST_OWNER, 703, { hostname: 'rig-703' })
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s1, marketplace: 'marketplace_a', external_machine_id: '701' } }), 201)
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s2, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s3, marketplace: 'marketplace_a', external_machine_id: '703' } }), 201)
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s1, marketplace: 'marketplace_a', external_machine_id: '701' } }), 201)
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s2, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s3, marketplace: 'marketplace_a', external_machine_id: '703' } }), 201)
 })
 afterAll(async () => {
   await app.close()
@@ -297,7 +297,7 @@ describe('fleet maintenance offers to announce', () => {
   test('declaring maintenance on a server lists its linked platforms and how to announce there, and sends nothing', async () => {
     simA.clearRequests()
     simB.clearRequests()
-    const a = await ok(api(app, owner, 'PUT', `/servers/${s1}/maintenance`, { json: { reason: 'new PSU' } }))
+    const a = await ok(await api(app, owner, 'PUT', `/servers/${s1}/maintenance`, { json: { reason: 'new PSU' } }))
     expect(a.announce_on).toEqual([
       {
         marketplace: 'marketplace_a',
@@ -306,7 +306,7 @@ describe('fleet maintenance offers to announce', () => {
         how: `PUT /api/v1/marketplaces/links/${s1}/marketplace_a/maintenance {starts_at, hours, category, reason?}`,
       },
     ])
-    const b = await ok(api(app, owner, 'PUT', `/servers/${s2}/maintenance`))
+    const b = await ok(await api(app, owner, 'PUT', `/servers/${s2}/maintenance`))
     expect(b.announce_on).toEqual([
       {
         marketplace: 'marketplace_b',
@@ -325,7 +325,7 @@ describe('fleet maintenance offers to announce', () => {
 describe('keep-on', () => {
   test('an offer unlisted outside gpuhq is published again by the sync, with the reason in the operations log', async () => {
     expect((await offer(s1, 'marketplace_a', { price_gpu_hour: '0.42', price_inet_up_tb: '4' })).status).toBe(200)
-    await ok(api(app, owner, 'PUT', `/servers/${s1}/keep-on/marketplace_a`))
+    await ok(await api(app, owner, 'PUT', `/servers/${s1}/keep-on/marketplace_a`))
     simA.updateMachine(701, { listed: false }) // the host unlisted it in Vast's console
     simA.clearRequests()
     await sync()
@@ -339,12 +339,12 @@ describe('keep-on', () => {
   })
 
   test('without keep-on, or after a withdrawal through gpuhq, an unlisted machine stays unlisted', async () => {
-    await ok(api(app, owner, 'DELETE', `/servers/${s1}/keep-on/marketplace_a`), 200)
+    await ok(await api(app, owner, 'DELETE', `/servers/${s1}/keep-on/marketplace_a`), 200)
     simA.updateMachine(701, { listed: false })
     simA.clearRequests()
     await sync()
     expect(writesA()).toEqual([])
-    await ok(api(app, owner, 'PUT', `/servers/${s1}/keep-on/marketplace_a`))
+    await ok(await api(app, owner, 'PUT', `/servers/${s1}/keep-on/marketplace_a`))
     expect((await send('DELETE', `/marketplaces/links/${s1}/marketplace_a/offer`)).status).toBe(204)
     simA.clearRequests()
     await sync()

@@ -60,9 +60,9 @@ beforeAll(async () => {
   simA.putMachine(VAST_OWNER, 701, { hostname: 'rig-701', num_gpus: 2 })
   // The platform says this one has no reports: the sync does not ask for them.
   simA.putMachine(VAST_OWNER, 702, { hostname: 'rig-702', num_reports: 0 })
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rig, marketplace: 'marketplace_a', external_machine_id: '701' } }), 201)
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: quiet, marketplace: 'marketplace_a', external_machine_id: '702' } }), 201)
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rig, marketplace: 'marketplace_a', external_machine_id: '701' } }), 201)
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: quiet, marketplace: 'marketplace_a', external_machine_id: '702' } }), 201)
 })
 afterAll(async () => {
   await app.close()
@@ -74,11 +74,11 @@ async function sync(): Promise<string> {
   expect(run.outcome).toBe('succeeded')
   return run.detail
 }
-const incidents = async () => (await ok<{ items: Incident[] }>(api(app, owner, 'GET', '/alerts?kind=renter_report'))).items
+const incidents = async () => (await ok<{ items: Incident[] }>(await api(app, owner, 'GET', '/alerts?kind=renter_report'))).items
 const reportsOf = async (server: string, who: Owner = owner) =>
-  (await ok<{ items: ReportItem[] }>(api(app, who, 'GET', `/servers/${server}/renter-reports`))).items
+  (await ok<{ items: ReportItem[] }>(await api(app, who, 'GET', `/servers/${server}/renter-reports`))).items
 const reportEvents = async () =>
-  (await ok<{ items: { kind: string }[] }>(api(app, owner, 'GET', `/servers/${rig}/events?limit=200`))).items.filter(
+  (await ok<{ items: { kind: string }[] }>(await api(app, owner, 'GET', `/servers/${rig}/events?limit=200`))).items.filter(
     (e) => e.kind === 'marketplace.renter_report',
   )
 
@@ -145,7 +145,7 @@ describe('renter reports', () => {
   })
 
   test('the reads are in the server’s operations log as the system, and the key is in no answer', async () => {
-    const ops = await ok<{ items: { operation: string; actor: { kind: string }; path: string }[] }>(api(app, owner, 'GET', `/servers/${rig}/operations`))
+    const ops = await ok<{ items: { operation: string; actor: { kind: string }; path: string }[] }>(await api(app, owner, 'GET', `/servers/${rig}/operations`))
     const reads = ops.items.filter((o) => o.operation === 'machine.reports')
     expect(reads.length).toBeGreaterThanOrEqual(3)
     expect(reads.every((o) => o.actor.kind === 'system' && o.path === '/api/v0/machines/701/reports/')).toBe(true)
@@ -155,7 +155,7 @@ describe('renter reports', () => {
   test('another tenant’s server is a plain 404, and that tenant sees none of these reports', async () => {
     await expectProblem(await api(app, stranger, 'GET', `/servers/${rig}/renter-reports`), 404, 'not_found')
     expect(await reportsOf(theirs, stranger)).toEqual([])
-    expect((await ok<{ items: unknown[] }>(api(app, stranger, 'GET', '/alerts?kind=renter_report'))).items).toEqual([])
+    expect((await ok<{ items: unknown[] }>(await api(app, stranger, 'GET', '/alerts?kind=renter_report'))).items).toEqual([])
     await expectProblem(await api(app, owner, 'GET', `/servers/${theirs}/renter-reports`), 404, 'not_found')
   })
 })

@@ -42,9 +42,9 @@ type Delivery = {
   last_error: string | null
 }
 type Item = { id: string; category: string; title: string; body: string; critical: boolean; deliveries: Delivery[] }
-const history = async () => (await ok<{ items: Item[] }>(api(app, owner, 'GET', '/notifications/history?limit=50'))).items
+const history = async () => (await ok<{ items: Item[] }>(await api(app, owner, 'GET', '/notifications/history?limit=50'))).items
 const latest = async (category: string) => (await history()).find((i) => i.category === category)!
-const declare = (server: string) => ok(api(app, owner, 'PUT', `/servers/${server}/maintenance`, { json: { reason: 'fans' } }))
+const declare = async (server: string) => ok(await api(app, owner, 'PUT', `/servers/${server}/maintenance`, { json: { reason: 'fans' } }))
 const endMaintenance = (server: string) => api(app, owner, 'DELETE', `/servers/${server}/maintenance`)
 
 beforeAll(async () => {
@@ -56,10 +56,10 @@ beforeAll(async () => {
   rig2 = await insertServer(app, owner.tenantId, 'rig-2')
   ;({ server_id: agentServer, agent } = await onlineServer(app, owner))
   // The chat: a code sent to the bot; the email: the account address.
-  const { code } = await ok<{ code: string }>(api(app, owner, 'POST', '/notifications/chat/link'), 201)
+  const { code } = await ok<{ code: string }>(await api(app, owner, 'POST', '/notifications/chat/link'), 201)
   tg.userSends({ id: CHAT, first_name: 'Ops' }, `/start ${code}`)
   await dispatch()
-  await ok(api(app, owner, 'POST', '/notifications/email/connect', { json: {} }))
+  await ok(await api(app, owner, 'POST', '/notifications/email/connect', { json: {} }))
   tg.sent.splice(0)
 })
 afterAll(async () => {
@@ -105,7 +105,7 @@ describe('quiet hours', () => {
     const hhmm = (d: Date) => d.toISOString().slice(11, 16)
     const from = hhmm(new Date(now.getTime() - 3600_000))
     const to = hhmm(new Date(now.getTime() + 3600_000))
-    await ok(api(app, owner, 'PUT', '/notifications/settings', { json: { quiet_hours: { enabled: true, from, to } } }))
+    await ok(await api(app, owner, 'PUT', '/notifications/settings', { json: { quiet_hours: { enabled: true, from, to } } }))
     tg.sent.splice(0)
     await declare(rig2)
     agent.event('disk.full', 'critical', 'root filesystem full')
@@ -121,12 +121,12 @@ describe('quiet hours', () => {
     await advance(3700)
     await dispatch()
     expect((await latest('maint')).deliveries[0]!.status).toBe('sent')
-    await ok(api(app, owner, 'PUT', '/notifications/settings', { json: { quiet_hours: { enabled: false, from, to } } }))
+    await ok(await api(app, owner, 'PUT', '/notifications/settings', { json: { quiet_hours: { enabled: false, from, to } } }))
   })
 })
 
 async function serverName(id: string): Promise<string> {
-  return (await ok<{ name: string }>(api(app, owner, 'GET', `/servers/${id}`))).name
+  return (await ok<{ name: string }>(await api(app, owner, 'GET', `/servers/${id}`))).name
 }
 
 describe('Telegram answers', () => {
@@ -138,7 +138,7 @@ describe('Telegram answers', () => {
     const d = (await latest('maint')).deliveries[0]!
     expect(d).toMatchObject({ status: 'queued', attempts: 1 })
     const detail = await ok<{ attempt_log: { at: string; outcome: string; http_status: number | null; error: string | null }[]; next_attempt_at: string }>(
-      api(app, owner, 'GET', `/notifications/deliveries/${d.id}`),
+      await api(app, owner, 'GET', `/notifications/deliveries/${d.id}`),
     )
     expect(detail.attempt_log).toEqual([{ at: expect.any(String), outcome: 'retry', http_status: 429, error: 'Too Many Requests: retry after 7' }])
     expect(Date.parse(detail.next_attempt_at) - Date.parse(detail.attempt_log[0]!.at)).toBe(7000)
@@ -146,7 +146,7 @@ describe('Telegram answers', () => {
     expect((await latest('maint')).deliveries[0]!.status).toBe('queued')
     await advance(8)
     await dispatch()
-    const after = await ok<{ status: string; attempt_log: { outcome: string }[] }>(api(app, owner, 'GET', `/notifications/deliveries/${d.id}`))
+    const after = await ok<{ status: string; attempt_log: { outcome: string }[] }>(await api(app, owner, 'GET', `/notifications/deliveries/${d.id}`))
     expect(after.status).toBe('sent')
     expect(after.attempt_log.map((a) => a.outcome)).toEqual(['retry', 'sent'])
   })
@@ -157,7 +157,7 @@ describe('Telegram answers', () => {
     await declare(rig2)
     await dispatch()
     expect((await latest('maint')).deliveries[0]).toMatchObject({ status: 'failed', last_error: 'Forbidden: bot was blocked by the user' })
-    const settings = await ok<{ channels: { chat: { status: string; disabled_reason: string | null } } }>(api(app, owner, 'GET', '/notifications/settings'))
+    const settings = await ok<{ channels: { chat: { status: string; disabled_reason: string | null } } }>(await api(app, owner, 'GET', '/notifications/settings'))
     expect(settings.channels.chat).toMatchObject({ status: 'paused', disabled_reason: 'Telegram: Forbidden: bot was blocked by the user' })
     // While paused, a new notification's chat delivery is skipped, not queued (past the grouping window).
     await endMaintenance(rig2)
@@ -165,7 +165,7 @@ describe('Telegram answers', () => {
     await declare(rig2)
     expect((await latest('maint')).deliveries[0]).toMatchObject({ status: 'skipped' })
     tg.unblock(CHAT)
-    await ok(api(app, owner, 'PUT', '/notifications/settings', { json: { channels: { chat: { status: 'connected' } } } }))
+    await ok(await api(app, owner, 'PUT', '/notifications/settings', { json: { channels: { chat: { status: 'connected' } } } }))
   })
 })
 
@@ -188,25 +188,25 @@ describe('the weekly report', () => {
 describe('reading and testing', () => {
   test('POST /notifications/test sends through every connected channel at once', async () => {
     const sentBefore = tg.sent.length
-    const r = await ok<{ notification_id: string; deliveries: Delivery[] }>(api(app, owner, 'POST', '/notifications/test', { json: {} }))
+    const r = await ok<{ notification_id: string; deliveries: Delivery[] }>(await api(app, owner, 'POST', '/notifications/test', { json: {} }))
     expect(r.deliveries.map((d) => [d.channel, d.status]).sort()).toEqual([
       ['chat', 'sent'],
       ['email', 'sent'],
     ])
     expect(tg.sent.length).toBe(sentBefore + 1)
-    const only = await ok<{ deliveries: Delivery[] }>(api(app, owner, 'POST', '/notifications/test', { json: { channels: ['chat'] } }))
+    const only = await ok<{ deliveries: Delivery[] }>(await api(app, owner, 'POST', '/notifications/test', { json: { channels: ['chat'] } }))
     expect(only.deliveries.map((d) => d.channel)).toEqual(['chat'])
   })
 
   test("history is newest first and paginated; another tenant's delivery is 404", async () => {
-    const page = await ok<{ items: Item[]; next_cursor: string | null }>(api(app, owner, 'GET', '/notifications/history?limit=2'))
+    const page = await ok<{ items: Item[]; next_cursor: string | null }>(await api(app, owner, 'GET', '/notifications/history?limit=2'))
     expect(page.items).toHaveLength(2)
     expect(page.next_cursor).not.toBeNull()
-    const next = await ok<{ items: Item[] }>(api(app, owner, 'GET', `/notifications/history?limit=2&cursor=${encodeURIComponent(page.next_cursor!)}`))
+    const next = await ok<{ items: Item[] }>(await api(app, owner, 'GET', `/notifications/history?limit=2&cursor=${encodeURIComponent(page.next_cursor!)}`))
     expect(next.items[0]!.id < page.items[1]!.id).toBe(true)
     const stranger = await newOwner(app, 'deliver-stranger')
     const res = await api(app, stranger, 'GET', `/notifications/deliveries/${page.items[0]!.deliveries[0]!.id}`)
     expect(res.status).toBe(404)
-    expect((await ok<{ items: Item[] }>(api(app, stranger, 'GET', '/notifications/history'))).items).toEqual([])
+    expect((await ok<{ items: Item[] }>(await api(app, stranger, 'GET', '/notifications/history'))).items).toEqual([])
   })
 })

@@ -37,21 +37,21 @@ const spawnDispatch = () =>
 type Delivery = { id: string; channel: string; status: string; attempts: number }
 type Item = { id: string; title: string; deliveries: Delivery[] }
 const maintItems = async () =>
-  (await ok<{ items: Item[] }>(api(app, owner, 'GET', '/notifications/history?limit=50'))).items.filter((i) => i.title.startsWith('Maintenance declared'))
+  (await ok<{ items: Item[] }>(await api(app, owner, 'GET', '/notifications/history?limit=50'))).items.filter((i) => i.title.startsWith('Maintenance declared'))
 const sentTitles = () => tg.sent.filter((m) => m.chat_id === CHAT).map((m) => m.text.split('\n')[0]!)
 
 beforeAll(async () => {
   tg = await startTelegram({ token: TOKEN })
   app = await startTestApp({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: tg.url, LOG_LEVEL: 'silent' })
   owner = await newOwner(app, 'crash', 'pro')
-  const { code } = await ok<{ code: string }>(api(app, owner, 'POST', '/notifications/chat/link'), 201)
+  const { code } = await ok<{ code: string }>(await api(app, owner, 'POST', '/notifications/chat/link'), 201)
   tg.userSends({ id: CHAT, first_name: 'Ops' }, code)
   await ok(app.fetch('/api/v1/_test/jobs/notifications.dispatch/run', { method: 'POST' }))
   tg.sent.splice(0)
   // Six notifications from their real cause, queued (nothing dispatches them yet).
   for (const name of RIGS) {
     const id = await insertServer(app, owner.tenantId, name)
-    await ok(api(app, owner, 'PUT', `/servers/${id}/maintenance`, { json: { reason: 'crash test' } }))
+    await ok(await api(app, owner, 'PUT', `/servers/${id}/maintenance`, { json: { reason: 'crash test' } }))
   }
 })
 afterAll(async () => {

@@ -32,7 +32,7 @@ let owner: Owner
 let rig: string
 
 type Item = { id: string; category: string; title: string; body: string; critical: boolean; deliveries: { channel: string; status: string }[] }
-const history = async () => (await ok<{ items: Item[] }>(api(app, owner, 'GET', '/notifications/history?limit=100'))).items
+const history = async () => (await ok<{ items: Item[] }>(await api(app, owner, 'GET', '/notifications/history?limit=100'))).items
 const titled = async (prefix: string) => (await history()).filter((i) => i.title.startsWith(prefix))
 const runJob = async (name: string) => {
   const body = await ok<{ outcome: string; detail: string }>(app.fetch(`/api/v1/_test/jobs/${name}/run`, { method: 'POST' }))
@@ -41,7 +41,7 @@ const runJob = async (name: string) => {
 }
 const advance = (seconds: number) => ok(app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } }))
 const topup = async (amount: string): Promise<Topup> =>
-  ok<Topup>(api(app, owner, 'POST', '/billing/topups', { json: { amount_usd: amount, payment_method: 'card', purpose: { kind: 'wallet' } } }), 201)
+  ok<Topup>(await api(app, owner, 'POST', '/billing/topups', { json: { amount_usd: amount, payment_method: 'card', purpose: { kind: 'wallet' } } }), 201)
 const pay = (t: Topup, outcome: string) => ok(app.fetch(checkoutPath(t), { method: 'POST', json: { outcome } }))
 
 beforeAll(async () => {
@@ -51,9 +51,9 @@ beforeAll(async () => {
   owner = await newOwner(app, 'producers', 'pro')
   rig = await insertServer(app, owner.tenantId, 'rig-p')
   simA.putMachine(VAST_OWNER, 801, { hostname: 'rig-801' })
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rig, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
-  const { code } = await ok<{ code: string }>(api(app, owner, 'POST', '/notifications/chat/link'), 201)
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rig, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
+  const { code } = await ok<{ code: string }>(await api(app, owner, 'POST', '/notifications/chat/link'), 201)
   tg.userSends({ id: CHAT, first_name: 'Ops' }, code)
   await runJob('notifications.dispatch')
   tg.sent.splice(0)
@@ -92,7 +92,7 @@ describe('payment outcomes that credit nothing', () => {
     const before = (await titled('Top-up expired unpaid')).length
     await advance(3 * 24 * 3600)
     await runJob('billing.reconcile')
-    const got = await ok<Topup>(api(app, owner, 'GET', `/billing/topups/${t.id}`))
+    const got = await ok<Topup>(await api(app, owner, 'GET', `/billing/topups/${t.id}`))
     expect(got.status).toBe('expired')
     const items = await titled('Top-up expired unpaid')
     expect(items).toHaveLength(before + 1)
@@ -104,7 +104,7 @@ describe('payment outcomes that credit nothing', () => {
   test('a payment the service cannot classify sends the top-up to review, and the owner hears of it', async () => {
     const t = await topup('5.00')
     await pay(t, 'unknown')
-    const got = await ok<Topup>(api(app, owner, 'GET', `/billing/topups/${t.id}`))
+    const got = await ok<Topup>(await api(app, owner, 'GET', `/billing/topups/${t.id}`))
     expect(got.status).toBe('review')
     const items = await titled('Top-up held for review')
     expect(items).toHaveLength(1)
@@ -124,7 +124,7 @@ describe('maintenance announced on a marketplace', () => {
   test('announced through gpuhq: one maint notification naming the platform and the window', async () => {
     const start = Math.floor(app.deps.clock.nowUs() / US) + 86_400
     await ok(
-      api(app, owner, 'PUT', `/marketplaces/links/${rig}/marketplace_a/maintenance`, {
+      await api(app, owner, 'PUT', `/marketplaces/links/${rig}/marketplace_a/maintenance`, {
         json: { starts_at: formatTimestamp(start * US), hours: 2, category: 'gpu' },
       }),
     )
@@ -136,7 +136,7 @@ describe('maintenance announced on a marketplace', () => {
     // The sync reads the same window back from the platform: nothing new.
     await runJob('marketplaces.sync')
     expect(await titled('Maintenance announced: rig-p')).toHaveLength(1)
-    await ok(api(app, owner, 'DELETE', `/marketplaces/links/${rig}/marketplace_a/maintenance`), 204)
+    await ok(await api(app, owner, 'DELETE', `/marketplaces/links/${rig}/marketplace_a/maintenance`), 204)
     await runJob('marketplaces.sync')
   })
 
@@ -170,7 +170,7 @@ describe('fleet and marketplace causes', () => {
 
   test('a server going offline notifies once; flapping within 30 minutes is not notified again', async () => {
     const { server_id, agent_token, agent } = await onlineServer(app, owner)
-    const { name } = await ok<{ name: string }>(api(app, owner, 'GET', `/servers/${server_id}`))
+    const { name } = await ok<{ name: string }>(await api(app, owner, 'GET', `/servers/${server_id}`))
     const offline = () => titled(`Server offline: ${name}`)
     agent.heartbeat()
     await agent.barrier()

@@ -35,7 +35,7 @@ async function reading(celsius: number): Promise<void> {
 const advance = (seconds: number) => ok(app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } }))
 const temps = async () =>
   (
-    await ok<{ items: { category: string; title: string; body: string; critical: boolean }[] }>(api(app, owner, 'GET', '/notifications/history?limit=50'))
+    await ok<{ items: { category: string; title: string; body: string; critical: boolean }[] }>(await api(app, owner, 'GET', '/notifications/history?limit=50'))
   ).items.filter((i) => i.category === 'temp')
 
 describe('GPU temperature', () => {

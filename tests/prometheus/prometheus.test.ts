@@ -87,14 +87,14 @@ beforeAll(async () => {
   a = enrolledA.server_id
   b = enrolledB.server_id
   // Names a member may choose (quotes, a backslash); the line feed only an older row could hold.
-  await ok(call(app, 'PATCH', `/servers/${a}`, member, { json: { name: 'rig "A" \\ east' } }))
+  await ok(await call(app, 'PATCH', `/servers/${a}`, member, { json: { name: 'rig "A" \\ east' } }))
   c = await insertServer(app, owner.tenantId, AWKWARD_NAME)
 
   // marketplace_a rents A's two cards at 0.50 USD per GPU-hour; half an hour of accrual.
   simA.putMachine(VAST_OWNER, 801, { hostname: 'rig-801', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5 })
   simA.addRental(801, { kind: 'on_demand', gpus: 2, running: true })
-  await ok(call(app, 'PUT', '/marketplaces/marketplace_a', member, { json: { api_key: KEY_A } }))
-  await ok(call(app, 'POST', '/marketplaces/links', member, { json: { server_id: a, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
+  await ok(await call(app, 'PUT', '/marketplaces/marketplace_a', member, { json: { api_key: KEY_A } }))
+  await ok(await call(app, 'POST', '/marketplaces/links', member, { json: { server_id: a, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
   await job('marketplaces.sync')
   await job('earnings.sample')
   await clock({ advance_seconds: 1800 })
@@ -169,7 +169,7 @@ describe('GET /metrics/prometheus, as Prometheus scrapes it', () => {
     expect(sampleValue(p, 'gpuhq_server_online', { server: a })).toBe('1')
     expect(sampleValue(p, 'gpuhq_server_online', { server: b })).toBe('0')
     expect(sampleValue(p, 'gpuhq_server_online', { server: c })).toBe('0')
-    const detail = await ok<{ last_seen_at: string }>(call(app, 'GET', `/servers/${a}`, member))
+    const detail = await ok<{ last_seen_at: string }>(await call(app, 'GET', `/servers/${a}`, member))
     expect(usOfSeconds(sampleValue(p, 'gpuhq_server_last_seen_timestamp_seconds', { server: a }))).toBe(usOf(detail.last_seen_at))
     expect(samplesOf(p, 'gpuhq_server_last_seen_timestamp_seconds', { server: c })).toEqual([])
   })
@@ -205,7 +205,7 @@ describe('GET /metrics/prometheus, as Prometheus scrapes it', () => {
     expect(sampleValue(p, 'gpuhq_server_rented', { server: b })).toBe('0')
     expect(samplesOf(p, 'gpuhq_server_rental_running').map((s) => s.labels)).toEqual([{ server: a, name: 'rig "A" \\ east', marketplace: 'marketplace_a' }])
     const earnings = await ok<{ items: { day: string; server_id: string; marketplace: string; earn_usd_accrued: string }[] }>(
-      call(app, 'GET', '/marketplaces/earnings?days=1', tokens.all!),
+      await call(app, 'GET', '/marketplaces/earnings?days=1', tokens.all!),
     )
     const today = new Date(app.deps.clock.nowUs() / 1000).toISOString().slice(0, 10)
     const row = earnings.items.find((r) => r.server_id === a && r.day === today && r.marketplace === 'marketplace_a')!
@@ -217,7 +217,7 @@ describe('GET /metrics/prometheus, as Prometheus scrapes it', () => {
   test('the balance is the exact decimal of its micro-USD, and the time it lasts follows GET /billing', async () => {
     const s = await scrapeValid(tokens.billing!)
     expect(s.text.split('\n')).toContain('gpuhq_balance_usd 12.000001')
-    const billing = await ok<{ balance_usd: string; estimate: { per_day_usd: string | null }; days_left: number | null }>(call(app, 'GET', '/billing', member))
+    const billing = await ok<{ balance_usd: string; estimate: { per_day_usd: string | null }; days_left: number | null }>(await call(app, 'GET', '/billing', member))
     expect(billing.balance_usd).toBe('12.000001')
     const perDay = micros(billing.estimate.per_day_usd)
     expect(perDay).toBeGreaterThan(0)

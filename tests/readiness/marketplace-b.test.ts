@@ -36,7 +36,7 @@ let serverId: string
 
 const job = (name: string) => ok(app.fetch(`/api/v1/_test/jobs/${name}/run`, { method: 'POST' }))
 async function entry(): Promise<Entry> {
-  const r = await ok<{ marketplaces: Entry[] }>(api(app, owner, 'GET', `/servers/${serverId}/readiness`))
+  const r = await ok<{ marketplaces: Entry[] }>(await api(app, owner, 'GET', `/servers/${serverId}/readiness`))
   return r.marketplaces.find((m) => m.marketplace === 'marketplace_b')!
 }
 
@@ -50,8 +50,8 @@ beforeAll(async () => {
   owner = await newOwner(app, 'ready-b', 'pro')
   const gpus = [0, 1].map((index) => ({ index, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24576 }))
   serverId = (await enrolAgent(app, owner, { gpus, port_range: '40000-40099' } as Partial<Facts>)).server_id
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY } }))
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_b', external_machine_id: '77' } }), 201)
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY } }))
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_b', external_machine_id: '77' } }), 201)
 })
 afterAll(async () => {
   await app.close()

@@ -61,7 +61,7 @@ let agentToken: string
 const job = (name: string) => ok<{ outcome: string; detail: string }>(app.fetch(`/api/v1/_test/jobs/${name}/run`, { method: 'POST' }))
 
 async function readiness(): Promise<Entry> {
-  const r = await ok<Readiness>(api(app, owner, 'GET', `/servers/${serverId}/readiness`))
+  const r = await ok<Readiness>(await api(app, owner, 'GET', `/servers/${serverId}/readiness`))
   return r.marketplaces.find((m) => m.marketplace === 'marketplace_a')!
 }
 
@@ -83,10 +83,10 @@ beforeAll(async () => {
   const e = await enrolAgent(app, owner, HOST as Partial<Facts>)
   serverId = e.server_id
   agentToken = e.agent_token
-  await ok(httpsHello(app, agentToken, HOST as Partial<Facts>), 204)
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
+  await ok(await httpsHello(app, agentToken, HOST as Partial<Facts>), 204)
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
   await ok(
-    api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_a', external_machine_id: String(MACHINE) } }),
+    await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_a', external_machine_id: String(MACHINE) } }),
     201,
   )
 })
@@ -119,7 +119,7 @@ describe('a machine meeting every threshold', () => {
     // Password SSH: nobody reports sshd's setting; it is said so, not guessed.
     expect(byId.get('ssh.password')).toMatchObject({ status: 'unknown', required: false, value: null })
     // Not linked on marketplace_b: a what-if from the agent's facts, unknown where only the platform measures.
-    const r = await ok<Readiness>(api(app, owner, 'GET', `/servers/${serverId}/readiness`))
+    const r = await ok<Readiness>(await api(app, owner, 'GET', `/servers/${serverId}/readiness`))
     expect(r.status).toBe('ready')
     const b = r.marketplaces.find((m) => m.marketplace === 'marketplace_b')!
     expect(b).toMatchObject({ linked: false, status: 'unknown' })
@@ -142,7 +142,7 @@ describe('a machine meeting every threshold', () => {
     const res = await api(app, stranger, 'GET', `/servers/${serverId}/readiness`)
     expect(res.status).toBe(404)
     expect(res.headers.get('content-type')).toContain('application/problem+json')
-    expect((await ok<{ servers: unknown[] }>(api(app, stranger, 'GET', '/readiness'))).servers).toEqual([])
+    expect((await ok<{ servers: unknown[] }>(await api(app, stranger, 'GET', '/readiness'))).servers).toEqual([])
   })
 })
 
@@ -216,14 +216,14 @@ describe('a regression', () => {
     marketplace: string | null
     notifications: { category: string }[]
   }
-  const readinessIncidents = async () => (await ok<{ items: Incident[] }>(api(app, owner, 'GET', '/alerts?kind=readiness'))).items
+  const readinessIncidents = async () => (await ok<{ items: Incident[] }>(await api(app, owner, 'GET', '/alerts?kind=readiness'))).items
 
   test('a driver change between two facts reports opens one incident and one notification in `error`, once', async () => {
     await machine()
     await job('readiness.evaluate')
     expect(await readinessIncidents()).toEqual([])
     // The owner updates the driver: the agent's next hello says so.
-    await ok(httpsHello(app, agentToken, { ...HOST, driver_version: '560.35.03', cuda_version: '12.6' } as Partial<Facts>), 204)
+    await ok(await httpsHello(app, agentToken, { ...HOST, driver_version: '560.35.03', cuda_version: '12.6' } as Partial<Facts>), 204)
     const e = await readiness()
     expect(e.items.find((i) => i.id === 'driver.unchanged')).toMatchObject({ status: 'fail', value: 'driver 560.35.03, CUDA 12.6' })
     expect(e.items.filter((i) => i.status === 'fail').map((i) => i.id)).toEqual(['driver.unchanged'])
@@ -239,25 +239,25 @@ describe('a regression', () => {
       marketplace: 'marketplace_a',
     })
     expect(incidents[0]!.notifications.map((n) => n.category)).toEqual(['error'])
-    const events = (await ok<{ items: { kind: string }[] }>(api(app, owner, 'GET', `/servers/${serverId}/events?kind=readiness.regressed`))).items
+    const events = (await ok<{ items: { kind: string }[] }>(await api(app, owner, 'GET', `/servers/${serverId}/events?kind=readiness.regressed`))).items
     expect(events).toHaveLength(1)
   })
 
   test('linking a machine whose own view fails an item the agent’s what-if passed is no regression', async () => {
     const other = await enrolAgent(app, owner, HOST as Partial<Facts>)
-    await ok(httpsHello(app, other.agent_token, HOST as Partial<Facts>), 204)
+    await ok(await httpsHello(app, other.agent_token, HOST as Partial<Facts>), 204)
     // Not linked: the agent's 200-port range passes network.direct_ports on marketplace_a's what-if.
     await job('readiness.evaluate')
     sim.putMachine(4242, 602, { ...GOOD, hostname: 'rig-ready-2', direct_port_count: 5 })
     await ok(
-      api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: other.server_id, marketplace: 'marketplace_a', external_machine_id: '602' } }),
+      await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: other.server_id, marketplace: 'marketplace_a', external_machine_id: '602' } }),
       201,
     )
     await job('marketplaces.sync')
     const run = await job('readiness.evaluate')
     expect(run.detail).toContain('0 regressions')
     expect((await readinessIncidents()).filter((i) => i.cause_key.includes(other.server_id))).toEqual([])
-    const r = await ok<Readiness>(api(app, owner, 'GET', `/servers/${other.server_id}/readiness`))
+    const r = await ok<Readiness>(await api(app, owner, 'GET', `/servers/${other.server_id}/readiness`))
     expect(r.marketplaces.find((m) => m.marketplace === 'marketplace_a')!.items.find((i) => i.id === 'network.direct_ports')).toMatchObject({
       status: 'fail',
       value: '5',

@@ -71,8 +71,8 @@ beforeAll(async () => {
   const b = await enrolAgent(app, owner, rtx3090)
   rigA = a.server_id
   rigB = b.server_id
-  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
-  await ok(api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rigA, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
+  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
+  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: rigA, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
   await job('marketplaces.sync')
   await job('earnings.sample')
 
@@ -107,7 +107,7 @@ beforeAll(async () => {
   agentB.heartbeat()
   await agentB.barrier()
   await advance(3600)
-  decommissionedAt = usOf((await ok<{ decommissioned_at: string }>(api(app, owner, 'POST', `/servers/${rigB}/decommission`))).decommissioned_at)
+  decommissionedAt = usOf((await ok<{ decommissioned_at: string }>(await api(app, owner, 'POST', `/servers/${rigB}/decommission`))).decommissioned_at)
   // A comes back and stays online across midnight until its session closes at 06:00 on D+1.
   agentA.heartbeat()
   await agentA.barrier()
@@ -143,7 +143,7 @@ const accruedUs = async (serverId: string, from: string, to: string) =>
 
 /** What a server's figures over [from, to] must be, from its events, its enrolment and its accrual rows. */
 async function expectedFor(serverId: string, from: string, to: string) {
-  const detail = await ok<{ created_at: string; decommissioned_at: string | null }>(api(app, owner, 'GET', `/servers/${serverId}`))
+  const detail = await ok<{ created_at: string; decommissioned_at: string | null }>(await api(app, owner, 'GET', `/servers/${serverId}`))
   const start = Math.max(dayStart(from), usOf(detail.created_at))
   const end = Math.min(dayStart(addDays(to, 1)), detail.decommissioned_at ? usOf(detail.decommissioned_at) : Number.POSITIVE_INFINITY)
   const tracked = Math.max(0, end - start)
@@ -191,7 +191,7 @@ describe('the utilisation report', () => {
     // The scenario reached what it is meant to show.
     expect(a.suspect_seconds).toBeGreaterThanOrEqual(600)
     expect(a.rented_seconds).toBeGreaterThan(2 * 3600 - 60)
-    expect(b.tracked_seconds).toBe(Math.floor((decommissionedAt - usOf((await ok(api(app, owner, 'GET', `/servers/${rigB}`))).created_at)) / US))
+    expect(b.tracked_seconds).toBe(Math.floor((decommissionedAt - usOf((await ok(await api(app, owner, 'GET', `/servers/${rigB}`))).created_at)) / US))
     expect(a.online_seconds).toBeGreaterThan(a.tracked_seconds / 4)
 
     // The fleet is the servers together, its shares weighted by time.

@@ -37,8 +37,8 @@ export function issue(
   return ok<CommandView>(postCommand(app, owner, { server_id: serverId, type, params, ...extra }), 201)
 }
 
-export function getCommand(app: TestApp, owner: Owner, id: string): Promise<CommandView> {
-  return ok<CommandView>(api(app, owner, 'GET', `/commands/${id}`))
+export async function getCommand(app: TestApp, owner: Owner, id: string): Promise<CommandView> {
+  return ok<CommandView>(await api(app, owner, 'GET', `/commands/${id}`))
 }
 
 export function cancelCommand(app: TestApp, owner: Owner, id: string, headers: Record<string, string> = {}): Promise<Response> {
@@ -51,7 +51,7 @@ export async function timeline(app: TestApp, owner: Owner, id: string, limit = 2
   let cursor: string | null = null
   do {
     const qs = new URLSearchParams({ limit: String(limit), ...(cursor ? { cursor } : {}) })
-    const page: { items: TimelineEntry[]; next_cursor: string | null } = await ok(api(app, owner, 'GET', `/commands/${id}/timeline?${qs}`))
+    const page: { items: TimelineEntry[]; next_cursor: string | null } = await ok(await api(app, owner, 'GET', `/commands/${id}/timeline?${qs}`))
     out.push(...page.items)
     cursor = page.next_cursor
   } while (cursor)

@@ -61,11 +61,11 @@ function createRule(body: Record<string, unknown>, who: Owner = owner) {
 async function xidRule(serverId: string, extra: Record<string, unknown> = {}) {
   return ok(createRule({ name: 'Xid 79', enabled: true, server_id: serverId, condition: { kind: 'xid', xids: [79] }, steps: LADDER, ...extra }), 201)
 }
-const getRule = (id: string) => ok(api(app, owner, 'GET', `/watchdog/rules/${id}`))
+const getRule = async (id: string) => ok(await api(app, owner, 'GET', `/watchdog/rules/${id}`))
 
 /** The commands the watchdog issued on the server (issued by the system, naming the rule). */
 async function watchdogCommands(serverId: string, ruleId: string): Promise<any[]> {
-  const page = await ok(api(app, owner, 'GET', `/commands?server_id=${serverId}&limit=200`))
+  const page = await ok(await api(app, owner, 'GET', `/commands?server_id=${serverId}&limit=200`))
   return page.items.filter((c: any) => c.issued_by.type === 'system' && c.issued_by.id === ruleId).reverse()
 }
 async function watchdogEvents(serverId: string): Promise<any[]> {
@@ -94,7 +94,7 @@ describe('on an idle server', () => {
     expect(r.states).toEqual([expect.objectContaining({ server_id, status: 'active', next_action: 'restart_runtime', hold_reason: null })])
     expect(r.recent_steps[0]).toMatchObject({ action: 'notify', outcome: 'done', command_id: null })
     expect(await watchdogCommands(server_id, rule.id)).toEqual([])
-    const notes = await ok(api(app, owner, 'GET', '/notifications/history?limit=50'))
+    const notes = await ok(await api(app, owner, 'GET', '/notifications/history?limit=50'))
     expect(notes.items.some((n: any) => n.category === 'error' && n.title.startsWith('Watchdog'))).toBe(true)
 
     // Within the settle time nothing more happens, however often it is evaluated.
@@ -229,7 +229,7 @@ describe('on an idle server', () => {
 describe('on a rented server', () => {
   test('the watchdog only notifies; restarts and reboots wait for the rental to end', async () => {
     const { server_id, agent } = await idleServer()
-    await ok(api(app, owner, 'PATCH', `/servers/${server_id}`, { json: { rental_active: true } }))
+    await ok(await api(app, owner, 'PATCH', `/servers/${server_id}`, { json: { rental_active: true } }))
     const rule = await xidRule(server_id)
     await xid(agent)
     await evaluate()
@@ -245,7 +245,7 @@ describe('on a rented server', () => {
     expect((await watchdogEvents(server_id)).map((e) => e.kind)).toEqual(['watchdog.notified', 'watchdog.held'])
 
     // The rental ends; the condition still holds → the ladder goes on.
-    await ok(api(app, owner, 'PATCH', `/servers/${server_id}`, { json: { rental_active: false } }))
+    await ok(await api(app, owner, 'PATCH', `/servers/${server_id}`, { json: { rental_active: false } }))
     await xid(agent)
     await evaluate()
     expect((await watchdogCommands(server_id, rule.id)).map((c) => c.type)).toEqual(['docker.restart'])
@@ -254,7 +254,7 @@ describe('on a rented server', () => {
 
   test('a rule that allows actions during rentals restarts with requires none', async () => {
     const { server_id, agent } = await idleServer()
-    await ok(api(app, owner, 'PATCH', `/servers/${server_id}`, { json: { rental_active: true } }))
+    await ok(await api(app, owner, 'PATCH', `/servers/${server_id}`, { json: { rental_active: true } }))
     const rule = await xidRule(server_id, { allow_during_rental: true, steps: [{ action: 'restart_runtime' }] })
     await xid(agent)
     await evaluate()
@@ -279,7 +279,7 @@ describe('rules', () => {
     await xid(agent)
     await evaluate()
     expect((await getRule(on.id)).states).toHaveLength(1)
-    const patched = await ok(api(app, owner, 'PATCH', `/watchdog/rules/${on.id}`, { json: { enabled: false }, headers: { 'if-match': `"${on.version}"` } }))
+    const patched = await ok(await api(app, owner, 'PATCH', `/watchdog/rules/${on.id}`, { json: { enabled: false }, headers: { 'if-match': `"${on.version}"` } }))
     expect(patched).toMatchObject({ enabled: false, states: [], version: on.version + 1 })
     await advance(10 * MIN)
     await xid(agent)
@@ -292,8 +292,8 @@ describe('rules', () => {
   test('a rule on a group covers the servers in it and no other', async () => {
     const inGroup = await idleServer()
     const outside = await idleServer()
-    const group = await ok(api(app, owner, 'POST', '/groups', { json: { name: 'watched rigs' } }), 201)
-    await ok(api(app, owner, 'PATCH', `/servers/${inGroup.server_id}`, { json: { group_id: group.id } }))
+    const group = await ok(await api(app, owner, 'POST', '/groups', { json: { name: 'watched rigs' } }), 201)
+    await ok(await api(app, owner, 'PATCH', `/servers/${inGroup.server_id}`, { json: { group_id: group.id } }))
     const rule = await ok(createRule({ name: 'group Xid', enabled: true, group_id: group.id, condition: { kind: 'xid', xids: [79] }, steps: LADDER }), 201)
     await xid(inGroup.agent)
     await xid(outside.agent)
@@ -306,16 +306,16 @@ describe('rules', () => {
 
   test('the default rules are listed off, once, and cannot be deleted', async () => {
     const fresh = await newOwner(app, 'watchdog-defaults', 'pro')
-    const first = await ok(api(app, fresh, 'GET', '/watchdog/rules'))
+    const first = await ok(await api(app, fresh, 'GET', '/watchdog/rules'))
     expect(first.items.map((r: any) => [r.preset, r.enabled])).toEqual([
       ['gpu_missing', false],
       ['xid_79', false],
       ['utilisation_stuck', false],
     ])
-    const again = await ok(api(app, fresh, 'GET', '/watchdog/rules'))
+    const again = await ok(await api(app, fresh, 'GET', '/watchdog/rules'))
     expect(again.items.map((r: any) => r.id)).toEqual(first.items.map((r: any) => r.id))
     await expectProblem(await api(app, fresh, 'DELETE', `/watchdog/rules/${first.items[0].id}`), 409, 'conflict')
-    const on = await ok(api(app, fresh, 'PATCH', `/watchdog/rules/${first.items[1].id}`, { json: { enabled: true } }))
+    const on = await ok(await api(app, fresh, 'PATCH', `/watchdog/rules/${first.items[1].id}`, { json: { enabled: true } }))
     expect(on.enabled).toBe(true)
   })
 
@@ -326,7 +326,7 @@ describe('rules', () => {
     await expectProblem(await api(app, stranger, 'GET', `/watchdog/rules/${rule.id}`), 404, 'not_found')
     await expectProblem(await api(app, stranger, 'PATCH', `/watchdog/rules/${rule.id}`, { json: { enabled: false } }), 404, 'not_found')
     await expectProblem(await api(app, stranger, 'DELETE', `/watchdog/rules/${rule.id}`), 404, 'not_found')
-    const theirs = await ok(api(app, stranger, 'GET', '/watchdog/rules'))
+    const theirs = await ok(await api(app, stranger, 'GET', '/watchdog/rules'))
     expect(theirs.items.some((r: any) => r.id === rule.id)).toBe(false)
     // Nor may another tenant aim a rule at this tenant's server.
     const aimed = await expectProblem(
@@ -336,7 +336,7 @@ describe('rules', () => {
     )
     expect(aimed.errors).toEqual([{ path: '/server_id', code: 'unknown_server' }])
     expect((await getRule(rule.id)).enabled).toBe(true)
-    await ok(api(app, owner, 'DELETE', `/watchdog/rules/${rule.id}`), 204)
+    await ok(await api(app, owner, 'DELETE', `/watchdog/rules/${rule.id}`), 204)
     await expectProblem(await api(app, owner, 'GET', `/watchdog/rules/${rule.id}`), 404, 'not_found')
     await agent.close()
   })
@@ -347,13 +347,13 @@ describe('rules', () => {
     const onMine = await xidRule(mine.server_id)
     const onOther = await xidRule(other.server_id)
     const minted = await ok(
-      api(app, owner, 'POST', '/tokens', { json: { name: 'one rig', scopes: ['servers:read', 'commands:write'], server_allowlist: [mine.server_id] } }),
+      await api(app, owner, 'POST', '/tokens', { json: { name: 'one rig', scopes: ['servers:read', 'commands:write'], server_allowlist: [mine.server_id] } }),
       201,
     )
     const pat: Owner = { ...owner, headers: { authorization: `Bearer ${minted.token}` } }
-    const listed = await ok(api(app, pat, 'GET', '/watchdog/rules'))
+    const listed = await ok(await api(app, pat, 'GET', '/watchdog/rules'))
     expect(listed.items.map((r: any) => r.id)).toEqual([onMine.id])
-    expect((await ok(api(app, pat, 'GET', `/watchdog/rules/${onMine.id}`))).server_id).toBe(mine.server_id)
+    expect((await ok(await api(app, pat, 'GET', `/watchdog/rules/${onMine.id}`))).server_id).toBe(mine.server_id)
     // Another of the tenant's servers: its rule does not exist for the token, nor may a body name it.
     await expectProblem(await api(app, pat, 'GET', `/watchdog/rules/${onOther.id}`), 404, 'not_found')
     await expectProblem(await api(app, pat, 'PATCH', `/watchdog/rules/${onOther.id}`, { json: { enabled: false } }), 404, 'not_found')
@@ -364,21 +364,21 @@ describe('rules', () => {
       'not_found',
     )
     // A rule on every server (a default one among them) reaches beyond the allowlist.
-    const preset = (await ok(api(app, owner, 'GET', '/watchdog/rules'))).items.find((r: any) => r.preset === 'xid_79')
+    const preset = (await ok(await api(app, owner, 'GET', '/watchdog/rules'))).items.find((r: any) => r.preset === 'xid_79')
     await expectProblem(await api(app, pat, 'PATCH', `/watchdog/rules/${preset.id}`, { json: { enabled: true } }), 403, 'forbidden')
     await expectProblem(await createRule({ name: 'x', condition: { kind: 'xid', xids: [79] }, steps: LADDER }, pat), 403, 'forbidden')
     await expectProblem(await api(app, pat, 'PATCH', `/watchdog/rules/${onMine.id}`, { json: { server_id: null } }), 403, 'forbidden')
     // Its own server's rule it may change.
-    expect((await ok(api(app, pat, 'PATCH', `/watchdog/rules/${onMine.id}`, { json: { enabled: false } }))).enabled).toBe(false)
+    expect((await ok(await api(app, pat, 'PATCH', `/watchdog/rules/${onMine.id}`, { json: { enabled: false } }))).enabled).toBe(false)
     expect((await getRule(onOther.id)).enabled).toBe(true)
     expect((await getRule(preset.id)).enabled).toBe(false)
-    for (const r of [onMine, onOther]) await ok(api(app, owner, 'DELETE', `/watchdog/rules/${r.id}`), 204)
+    for (const r of [onMine, onOther]) await ok(await api(app, owner, 'DELETE', `/watchdog/rules/${r.id}`), 204)
     await mine.agent.close()
     await other.agent.close()
   })
 
   test('bad input is a 422 with a pointer per problem, and nothing is stored', async () => {
-    const before = (await ok(api(app, owner, 'GET', '/watchdog/rules'))).items.length
+    const before = (await ok(await api(app, owner, 'GET', '/watchdog/rules'))).items.length
     const cases: [Record<string, unknown>, string][] = [
       [{ condition: { kind: 'xid' } }, '/condition/xids'],
       [{ condition: { kind: 'gpu_missing', xids: [79] } }, '/condition/xids'],
@@ -398,6 +398,6 @@ describe('rules', () => {
       )
       expect({ patch, paths: doc.errors!.map((e) => e.path) }).toEqual({ patch, paths: expect.arrayContaining([pointer]) })
     }
-    expect((await ok(api(app, owner, 'GET', '/watchdog/rules'))).items.length).toBe(before)
+    expect((await ok(await api(app, owner, 'GET', '/watchdog/rules'))).items.length).toBe(before)
   })
 })

@@ -20,16 +20,16 @@ beforeAll(async () => {
   sim = await startMarketplaceA({ rateScale: 0, owners: [{ id: 5353, email: 'bulk@example.com', keys: [{ key: KEY, label: 'console' }] }] })
   c = await startConsole({ MARKETPLACE_A_API_URL: sim.url })
   owner = await signedInOwner(c, 'pro')
-  await ok(api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
+  await ok(await api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
   for (let i = 0; i < 4; i++) {
     sim.putMachine(5353, 801 + i, { hostname: `bulk-${i}`, listed: true, listed_gpu_cost: 0.4, num_gpus: 1, gpu_name: 'RTX 4090' })
     const id = await insertServer(c.app, owner.tenantId, `bulk-${i}`)
     await ok(
-      api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: id, marketplace: 'marketplace_a', external_machine_id: String(801 + i) } }),
+      await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: id, marketplace: 'marketplace_a', external_machine_id: String(801 + i) } }),
       201,
     )
   }
-  markFleetDirty(c.app.deps.db, owner.tenantId)
+  await markFleetDirty(c.app.deps.db, owner.tenantId)
   // The platform no longer counts machine 804 as the owner's: its reprice is refused.
   sim.removeMachine(804)
 }, 120_000)

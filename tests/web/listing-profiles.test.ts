@@ -24,10 +24,10 @@ beforeAll(async () => {
   sim.putMachine(4343, 601, { hostname: 'rig-a', listed: true, num_gpus: 2, gpu_name: 'RTX 4090', listed_gpu_cost: 0.5, end_date: nowS + 60 * 86400 })
   member = (await enrolAgent(c.app, owner, { hostname: 'rig-a' })).server_id
   outsider = (await enrolAgent(c.app, owner, { hostname: 'rig-b' })).server_id
-  await ok(api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
-  await ok(api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: member, marketplace: 'marketplace_a', external_machine_id: '601' } }), 201)
-  const group = await ok(api(c.app, owner, 'POST', '/groups', { json: { name: 'fra-4090' } }), 201)
-  for (const id of [member, outsider]) await ok(api(c.app, owner, 'PATCH', `/servers/${id}`, { json: { group_id: group.id } }))
+  await ok(await api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
+  await ok(await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: member, marketplace: 'marketplace_a', external_machine_id: '601' } }), 201)
+  const group = await ok(await api(c.app, owner, 'POST', '/groups', { json: { name: 'fra-4090' } }), 201)
+  for (const id of [member, outsider]) await ok(await api(c.app, owner, 'PATCH', `/servers/${id}`, { json: { group_id: group.id } }))
 }, 120_000)
 afterAll(async () => {
   await c?.close()
@@ -106,7 +106,7 @@ describe("a link's listing settings on the Marketplaces page", () => {
 
 async function link(): Promise<{ listing: { end_date_days: number | null; idle_job: { image: string } | null } }> {
   const all = await ok<{ links: { server_id: string; listing: { end_date_days: number | null; idle_job: { image: string } | null } }[] }>(
-    api(c.app, owner, 'GET', '/marketplaces/links'),
+    await api(c.app, owner, 'GET', '/marketplaces/links'),
   )
   return all.links.find((l) => l.server_id === member)!
 }

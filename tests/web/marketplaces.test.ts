@@ -112,10 +112,10 @@ describe('marketplaces', () => {
   test("a marketplace_b offer shows its coin's price and is published in that coin", async () => {
     const { page } = c
     // Set up over the API: the account, the same server linked to Clore's server 55 too, an offer.
-    await ok(api(c.app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
-    await ok(api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
+    await ok(await api(c.app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
+    await ok(await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
     const offer = { coin_prices: { 'CLORE-Blockchain': { on_demand: '12.5' } } }
-    await ok(api(c.app, owner, 'PUT', `/marketplaces/links/${serverId}/marketplace_b/offer`, { json: offer }))
+    await ok(await api(c.app, owner, 'PUT', `/marketplaces/links/${serverId}/marketplace_b/offer`, { json: offer }))
 
     // The page is still open from the tests above: loaded again, it reads the new link.
     await page.reload()

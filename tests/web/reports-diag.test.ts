@@ -35,8 +35,8 @@ beforeAll(async () => {
   serverId = (await enroll({ url: c.origin, token, stateDir, facts, log: memoryLogger(), simulate: 2 })).server_id
   agent = await startAgent({ stateDir, log: memoryLogger(), simulate: 2, heartbeatIntervalS: 1, telemetryIntervalS: 5 })
   sim.putMachine(4343, 801, { hostname: 'rig-801', num_gpus: 2 })
-  await ok(api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
-  await ok(api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
+  await ok(await api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
+  await ok(await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
 }, 120_000)
 afterAll(async () => {
   await agent?.stop()
@@ -59,7 +59,7 @@ test('the server page shows the renter report the sync read', async () => {
 
 test('a diagnostics.dcgm command page draws each GPU’s verdict', async () => {
   const made = await ok<{ command_id: string }>(
-    api(c.app, owner, 'POST', '/commands', { json: { server_id: serverId, type: 'diagnostics.dcgm', params: { level: 1 } } }),
+    await api(c.app, owner, 'POST', '/commands', { json: { server_id: serverId, type: 'diagnostics.dcgm', params: { level: 1 } } }),
     201,
   )
   const { page } = c

@@ -107,8 +107,8 @@ export function agentRoutes(deps: Deps) {
   return apiRoutes('agent', deps, '/agent')
     .post(
       '/register',
-      ({ body, set }) => {
-        const out = registerAgent({ deps, input: body })
+      async ({ body, set }) => {
+        const out = await registerAgent({ deps, input: body })
         set.status = 201
         set.headers['cache-control'] = 'no-store'
         return out
@@ -129,8 +129,8 @@ export function agentRoutes(deps: Deps) {
     )
     .post(
       '/hello',
-      ({ verb, body, set }) => {
-        agentHello({ ...verb, input: body })
+      async ({ verb, body, set }) => {
+        await agentHello({ ...verb, input: body })
         set.status = 204
         return null
       },

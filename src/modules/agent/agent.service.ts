@@ -107,29 +107,29 @@ export function hostFacts(input: HostFactsInput): HostFacts {
 }
 
 /** Enrols an agent; the server's previous credential stops working at once, including a session it holds open. */
-export function registerAgent({ deps, input }: { deps: Deps; input: Static<typeof RegisterBody> }) {
+export async function registerAgent({ deps, input }: { deps: Deps; input: Static<typeof RegisterBody> }) {
   assertAgentVersion(deps, input.agent_version)
   const agentToken = generateSecret('gpuhq_agt_')
-  const result = withTransaction(deps.db, (tx) => {
-    const token = claimInitToken(tx, deps, input.init_token)
+  const result = await withTransaction(deps.db, async (tx) => {
+    const token = await claimInitToken(tx, deps, input.init_token)
     if (!token) throw AgentErrors.initTokenRefused()
-    const tenant = findTenant(tx, token.tenantId)
+    const tenant = await findTenant(tx, token.tenantId)
     if (tenant?.accountState === 'frozen') throw AgentErrors.accountFrozen()
     const now = deps.clock.nowUs()
     let server: { id: string; tenantId: string } | undefined
     if (token.serverId) {
-      const bound = serverOfTenant(tx, token.tenantId, token.serverId)
+      const bound = await serverOfTenant(tx, token.tenantId, token.serverId)
       if (!bound || bound.decommissionedAt !== null) throw AgentErrors.initTokenRefused()
       server = bound
     } else if (input.fingerprint) {
-      server = serverByFingerprint(tx, token.tenantId, input.fingerprint)
+      server = await serverByFingerprint(tx, token.tenantId, input.fingerprint)
     }
     const facts = hostFacts(input)
     if (server) {
-      reenrolServer(tx, server, { facts, agentTokenHash: hashSecret(agentToken), at: now })
+      await reenrolServer(tx, server, { facts, agentTokenHash: hashSecret(agentToken), at: now })
     } else {
-      assertRoomForServer(tx, token.tenantId, now, 1, false)
-      const id = enrolServer(tx, deps, {
+      await assertRoomForServer(tx, token.tenantId, now, 1, false)
+      const id = await enrolServer(tx, deps, {
         tenantId: token.tenantId,
         name: reportedHostname(input).slice(0, 128),
         facts,
@@ -138,9 +138,9 @@ export function registerAgent({ deps, input }: { deps: Deps; input: Static<typeo
       })
       server = { id, tenantId: token.tenantId }
     }
-    setInitTokenServer(tx, token.id, server.id)
-    revokeSiblingInitTokens(tx, server.id, token.id, now)
-    recordServerEvent(
+    await setInitTokenServer(tx, token.id, server.id)
+    await revokeSiblingInitTokens(tx, server.id, token.id, now)
+    await recordServerEvent(
       tx,
       deps,
       { id: server.id, tenantId: token.tenantId },
@@ -163,11 +163,11 @@ export function registerAgent({ deps, input }: { deps: Deps; input: Static<typeo
 }
 
 /** The actor behind an agent credential, or null (checksum refused before any lookup). */
-export function resolveAgent(deps: Deps, token: string): Actor | null {
+export async function resolveAgent(deps: Deps, token: string): Promise<Actor | null> {
   if (!hasValidChecksum(token, 'gpuhq_agt_')) return null
-  const server = serverByAgentToken(deps.db, hashSecret(token))
+  const server = await serverByAgentToken(deps.db, hashSecret(token))
   if (!server) return null
-  const tenant = findTenant(deps.db, server.tenantId)
+  const tenant = await findTenant(deps.db, server.tenantId)
   if (!tenant) return null
   return {
     kind: 'agent',
@@ -183,12 +183,12 @@ export function resolveAgent(deps: Deps, token: string): Actor | null {
 }
 
 /** POST /agent/hello: the agent is alive over HTTPS. It never makes the server online. */
-export function agentHello({ deps, actor, input }: { deps: Deps; actor: Actor; input: HostFactsInput }) {
+export async function agentHello({ deps, actor, input }: { deps: Deps; actor: Actor; input: HostFactsInput }) {
   assertAgentVersion(deps, input.agent_version)
   const serverId = actor.tokenId!
-  withTransaction(deps.db, (tx) => {
-    const server = serverOfTenant(tx, actor.tenantId, serverId)
+  await withTransaction(deps.db, async (tx) => {
+    const server = await serverOfTenant(tx, actor.tenantId, serverId)
     if (!server) throw AgentErrors.serverNotFound()
-    recordHostFacts(tx, server, hostFacts(input), deps.clock.nowUs())
+    await recordHostFacts(tx, server, hostFacts(input), deps.clock.nowUs())
   })
 }

@@ -29,25 +29,25 @@ export type Refusal = { code: string; message: string }
 const MAX_CLOCK_AHEAD_US = 10 * 60 * 1_000_000
 
 /** The session becomes the server's live one (an older one is closed); false when the server is gone. */
-export function openSession(deps: Deps, s: AgentSocketData, session: LiveSession): boolean {
+export async function openSession(deps: Deps, s: AgentSocketData, session: LiveSession): Promise<boolean> {
   agentSessions(deps).open(s.serverId, session)?.close(4409, 'replaced by a newer session')
   // Whatever the database says, this session has not sent a heartbeat yet.
   s.online = false
-  return serverOfTenant(deps.db, s.tenantId, s.serverId) !== undefined
+  return await serverOfTenant(deps.db, s.tenantId, s.serverId) !== undefined
 }
 
 /**
  * hello → welcome, then what an earlier session left unaccepted and the queue go out. An agent
  * older than the minimum is refused; the caller then closes the session (4426).
  */
-export function sessionHello(deps: Deps, s: AgentSocketData, f: AgentFrame<'hello'>, reply: (frame: OutgoingFrame) => void): Refusal | undefined {
+export async function sessionHello(deps: Deps, s: AgentSocketData, f: AgentFrame<'hello'>, reply: (frame: OutgoingFrame) => void): Promise<Refusal | undefined> {
   if (compareVersions(f.agent_version, deps.config.minAgentVersion) < 0)
     return { code: 'unsupported_agent_version', message: `agent ${f.agent_version} is older than the minimum ${deps.config.minAgentVersion}` }
   // Group-committed with the session's other presence steps; written before any read sees the server.
   fleetRuntime(deps).hello(s.serverId, s.tenantId, hostFacts(f))
   reply({ type: 'welcome', server_id: s.serverId, heartbeat_interval_s: HEARTBEAT_INTERVAL_S, telemetry_interval_s: TELEMETRY_INTERVAL_S })
-  sessionReady(deps, s.serverId)
-  offerUpdate(deps, s, f.agent_version)
+  await sessionReady(deps, s.serverId)
+  await offerUpdate(deps, s, f.agent_version)
 }
 
 /**
@@ -55,20 +55,20 @@ export function sessionHello(deps: Deps, s: AgentSocketData, f: AgentFrame<'hell
  * "Self-update"): one `agent.update` command that waits for the end of a rental, and a server event
  * `agent.update.offered` saying so. An agent run from source (no executable built) is offered nothing.
  */
-function offerUpdate(deps: Deps, s: AgentSocketData, running: string): void {
+async function offerUpdate(deps: Deps, s: AgentSocketData, running: string): Promise<void> {
   const wanted = servedAgentVersion(deps.config.agentBinDir)
   if (!wanted || compareVersions(running, wanted) >= 0) return
   const server = { id: s.serverId, tenantId: s.tenantId }
   let commandId: string | null
   try {
-    commandId = offerAgentUpdate(deps, server, wanted)
+    commandId = await offerAgentUpdate(deps, server, wanted)
   } catch (e) {
     // A full queue or a decommissioned server: the session goes on, the offer comes at a later hello.
     deps.log.warn('agent update not offered', { server_id: s.serverId, version: wanted, error: e })
     return
   }
   if (!commandId) return
-  withTransaction(deps.db, (tx) =>
+  await withTransaction(deps.db, (tx) =>
     recordServerEvent(tx, deps, server, {
       kind: 'agent.update.offered',
       severity: 'info',
@@ -83,7 +83,7 @@ export function sessionHeartbeat(deps: Deps, s: AgentSocketData): void {
   s.online = true
 }
 
-export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: AgentFrame<'telemetry'>): Refusal | undefined {
+export async function sessionTelemetry(deps: Deps, s: AgentSocketData, f: AgentFrame<'telemetry'>): Promise<Refusal | undefined> {
   const invalid = (message: string) => ({ code: 'validation_failed', message })
   const samples: Sample[] = []
   // Values outside their metric's physical range (docs/telemetry.md "Bounds of reported values").
@@ -105,7 +105,7 @@ export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: AgentFrame<'
     if (values !== x.values && Object.keys(values).length === 0) continue
     samples.push({ t, gpuIndex: x.scope === 'gpu' ? x.gpu_index! : -1, values })
   }
-  const over = metricNames(deps).admit(
+  const over = await metricNames(deps).admit(
     s.serverId,
     samples.flatMap((x) => Object.keys(x.values)),
   )
@@ -128,33 +128,33 @@ export function sessionTelemetry(deps: Deps, s: AgentSocketData, f: AgentFrame<'
 }
 
 /** An event the agent reports becomes a server event; until marketplace sync owns rentals, it may report those too. */
-export function sessionEvent(deps: Deps, s: AgentSocketData, f: AgentFrame<'event'>): void {
+export async function sessionEvent(deps: Deps, s: AgentSocketData, f: AgentFrame<'event'>): Promise<void> {
   const rental = f.kind === 'rental.started' ? true : f.kind === 'rental.ended' ? false : null
-  withTransaction(deps.db, (tx) => {
-    recordServerEvent(
+  await withTransaction(deps.db, async (tx) => {
+    await recordServerEvent(
       tx,
       deps,
       { id: s.serverId, tenantId: s.tenantId },
       { kind: `agent.${f.kind}`, severity: f.severity, message: stripUnsafeText(f.message), data: f.data ?? null },
     )
-    if (rental !== null) recordRentalSighting(tx, deps, s.serverId, rental)
+    if (rental !== null) await recordRentalSighting(tx, deps, s.serverId, rental)
   })
-  if (rental === false) deps.events.emit('server.rental_ended', { serverId: s.serverId })
+  if (rental === false) await deps.events.emit('server.rental_ended', { serverId: s.serverId })
 }
 
 /** A command.* report: the commands module applies it. */
-export function sessionCommandReport(deps: Deps, s: AgentSocketData, frame: { type: string }): Refusal | undefined {
-  const outcome = applyCommandFrame(deps, s.serverId, frame)
+export async function sessionCommandReport(deps: Deps, s: AgentSocketData, frame: { type: string }): Promise<Refusal | undefined> {
+  const outcome = await applyCommandFrame(deps, s.serverId, frame)
   return outcome.ok ? undefined : outcome
 }
 
 /** The session closed: if it was still the live one, the server goes offline and unaccepted commands wait again. */
-export function closeSession(deps: Deps, s: AgentSocketData, session: LiveSession, reason: string): void {
+export async function closeSession(deps: Deps, s: AgentSocketData, session: LiveSession, reason: string): Promise<void> {
   if (!agentSessions(deps).release(s.serverId, session)) return
   metricNames(deps).forget(s.serverId)
   try {
     fleetRuntime(deps).sessionClosed(s.serverId, reason)
-    sessionLost(deps, s.serverId)
+    await sessionLost(deps, s.serverId)
   } catch (e) {
     deps.log.error('agent session close failed', { server_id: s.serverId, error: e })
   }

@@ -79,9 +79,9 @@ class FrameBudgets {
 const frameBudgets = perDeps(() => new FrameBudgets())
 
 /** Authenticates the upgrade request; answers 401 (a problem document) before any upgrade. */
-export function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSocketData>, requestId: string): Response | undefined {
+export async function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSocketData>, requestId: string): Promise<Response | undefined> {
   const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(request.headers.get('authorization')?.trim() ?? '')
-  const actor = m ? resolveAgent(deps, m[1]!) : null
+  const actor = m ? await resolveAgent(deps, m[1]!) : null
   if (!actor)
     return problemResponse(
       new ProblemError('unauthorized', { detail: 'missing or invalid agent credential', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } }),
@@ -139,10 +139,10 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
     // closes a session that does not answer within as long again — a dead peer, not a quiet one.
     idleTimeout: deps.config.agentIdleTimeoutSeconds,
     sendPings: true,
-    open(ws) {
-      if (!openSession(deps, ws.data, ws)) ws.close(4404, 'server not found')
+    async open(ws) {
+      if (!await openSession(deps, ws.data, ws)) ws.close(4404, 'server not found')
     },
-    message(ws, raw) {
+    async message(ws, raw) {
       const now = deps.clock.nowUs()
       if (!takeFrame(ws.data.limit, now)) {
         sendError(ws, 'rate_limited', `more than ${FRAMES_PER_SECOND} frames a second (bursts of ${FRAME_BURST}); the frame was dropped`)
@@ -163,20 +163,20 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
       if (!checkAnyFrame.Check(frame)) return sendError(ws, 'validation_failed', 'a frame must be a JSON object with a string type')
       const type = frame.type
       try {
-        if (type.startsWith('command.')) return refuse(ws, sessionCommandReport(deps, ws.data, frame))
+        if (type.startsWith('command.')) return refuse(ws, await sessionCommandReport(deps, ws.data, frame))
         switch (type) {
           case 'hello':
             if (!checkAgentFrame.hello.Check(frame)) return invalid(ws, type, checkAgentFrame.hello.Errors(frame))
             return helloed(
               ws,
-              sessionHello(deps, ws.data, frame, (f) => send(ws, f)),
+              await sessionHello(deps, ws.data, frame, (f) => send(ws, f)),
             )
           case 'heartbeat':
             if (!checkAgentFrame.heartbeat.Check(frame)) return invalid(ws, type, checkAgentFrame.heartbeat.Errors(frame))
             return sessionHeartbeat(deps, ws.data)
           case 'telemetry':
             if (!checkAgentFrame.telemetry.Check(frame)) return invalid(ws, type, checkAgentFrame.telemetry.Errors(frame))
-            return refuse(ws, sessionTelemetry(deps, ws.data, frame))
+            return refuse(ws, await sessionTelemetry(deps, ws.data, frame))
           case 'event':
             if (!checkAgentFrame.event.Check(frame)) return invalid(ws, type, checkAgentFrame.event.Errors(frame))
             return sessionEvent(deps, ws.data, frame)
@@ -188,8 +188,8 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
         sendError(ws, 'internal_error', 'the service could not process this frame; it was dropped')
       }
     },
-    close(ws, code, reason) {
-      closeSession(deps, ws.data, ws, `session closed (${code}${reason ? ` ${reason}` : ''})`)
+    async close(ws, code, reason) {
+      await closeSession(deps, ws.data, ws, `session closed (${code}${reason ? ` ${reason}` : ''})`)
     },
   }
 }

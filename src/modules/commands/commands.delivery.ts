@@ -46,10 +46,10 @@ export const COMMANDS_CHANNEL = 'gpuhq_commands'
  * on SQLite it does nothing.
  */
 export function deliverAcrossInstances(deps: Deps): () => void {
-  return onNotice(deps, COMMANDS_CHANNEL, (serverId) => {
+  return onNotice(deps, COMMANDS_CHANNEL, async (serverId) => {
     if (!agentSessions(deps).isLive(serverId)) return
     try {
-      dispatchServer(deps, serverId)
+      await dispatchServer(deps, serverId)
     } catch (error) {
       // The next announcement, the session's next start or commands.expire delivers it.
       deps.log.warn('delivering a command announced by another instance failed', { server_id: serverId, error })
@@ -58,8 +58,8 @@ export function deliverAcrossInstances(deps: Deps): () => void {
 }
 
 /** Tells the instance holding this server's session, wherever it is, to deliver what may go now. */
-export function announceDeliverable(deps: Deps, serverId: string): void {
-  notifyOthers(deps.db, COMMANDS_CHANNEL, serverId)
+export async function announceDeliverable(deps: Deps, serverId: string): Promise<void> {
+  await notifyOthers(deps.db, COMMANDS_CHANNEL, serverId)
 }
 
 /**
@@ -70,27 +70,27 @@ export function announceDeliverable(deps: Deps, serverId: string): void {
  * between the liveness check and the send (both are synchronous), so the session is still there;
  * should a send still find none, the commands go back to the queue as after any lost session.
  */
-export function dispatchServer(deps: Deps, serverId: string): number {
+export async function dispatchServer(deps: Deps, serverId: string): Promise<number> {
   if (!hasUndelivered(deps.sqlite, serverId)) return 0 // nothing waits: no transaction
   const online = agentSessions(deps).isLive(serverId)
   const frames: OutgoingCommandFrame[] = []
   const now = deps.clock.nowUs()
-  withTransaction(deps.db, (tx) => {
+  await withTransaction(deps.db, async (tx) => {
     frames.length = 0 // a PostgreSQL retry starts over
-    const server = trustedServerById(tx, serverId)
+    const server = await trustedServerById(tx, serverId)
     if (!server) return
-    for (const c of undeliveredFor(tx, serverId)) {
+    for (const c of await undeliveredFor(tx, serverId)) {
       // Sent ones wait for the agent's answer; they go again only after the session is lost.
       if (c.deliveryStatus !== 'queued') continue
       if (c.acceptBy !== null && c.acceptBy <= now) continue // commands.expire marks it delivery_failed
       const reason = waitReason(c, server, online)
       if (reason) {
-        if (c.queueReason !== reason) changeCommand(tx, deps, c, { deliveryStatus: 'queued', queueReason: reason })
+        if (c.queueReason !== reason) await changeCommand(tx, deps, c, { deliveryStatus: 'queued', queueReason: reason })
         continue
       }
       const retry = c.queueReason === 'awaiting_retry'
-      const routing = changeCommand(tx, deps, c, { deliveryStatus: 'routing', queueReason: null })
-      changeCommand(
+      const routing = await changeCommand(tx, deps, c, { deliveryStatus: 'routing', queueReason: null })
+      await changeCommand(
         tx,
         deps,
         routing,
@@ -111,7 +111,7 @@ export function dispatchServer(deps: Deps, serverId: string): number {
   let sent = 0
   for (const frame of frames) {
     if (!sendFrame(deps, serverId, frame)) {
-      sessionLost(deps, serverId)
+      await sessionLost(deps, serverId)
       return sent
     }
     sent++
@@ -120,17 +120,17 @@ export function dispatchServer(deps: Deps, serverId: string): number {
 }
 
 /** A new session said hello: whatever an earlier session left unaccepted goes again, then the queue. */
-export function sessionReady(deps: Deps, serverId: string): number {
-  sessionLost(deps, serverId)
+export async function sessionReady(deps: Deps, serverId: string): Promise<number> {
+  await sessionLost(deps, serverId)
   return dispatchServer(deps, serverId)
 }
 
 /** The session dropped: what was sent but not accepted goes back to the queue to be sent again. */
-export function sessionLost(deps: Deps, serverId: string): void {
+export async function sessionLost(deps: Deps, serverId: string): Promise<void> {
   if (!hasUndelivered(deps.sqlite, serverId)) return // nothing was in flight: no transaction
-  withTransaction(deps.db, (tx) => {
-    for (const c of undeliveredFor(tx, serverId))
-      if (c.deliveryStatus === 'routing' || c.deliveryStatus === 'sent') changeCommand(tx, deps, c, { deliveryStatus: 'queued', queueReason: 'awaiting_retry' })
+  await withTransaction(deps.db, async (tx) => {
+    for (const c of await undeliveredFor(tx, serverId))
+      if (c.deliveryStatus === 'routing' || c.deliveryStatus === 'sent') await changeCommand(tx, deps, c, { deliveryStatus: 'queued', queueReason: 'awaiting_retry' })
   })
 }
 
@@ -141,10 +141,10 @@ export function sessionLost(deps: Deps, serverId: string): void {
  * boundary, scoped by command (a savepoint each when the plain transaction fails): one that throws
  * keeps its state, is reported and waits out a backoff; the others change.
  */
-export function expireCommands(deps: Deps, tenants: TenantWalk = new TenantWalk(deps, 'commands.expire')): string {
+export async function expireCommands(deps: Deps, tenants: TenantWalk = new TenantWalk(deps, 'commands.expire')): Promise<string> {
   const now = deps.clock.nowUs()
   /** Every change in the caller's transaction: plainly, or (careful) each in its own savepoint and boundary. */
-  const changeAll = (tx: Tx, careful: boolean) => {
+  const changeAll = async (tx: Tx, careful: boolean) => {
     const counts = { failed: 0, expired: 0, deferred: 0 }
     const each = (c: CommandRow, change: (one: Tx) => void): boolean => {
       const scope = `command ${c.id}`
@@ -158,12 +158,12 @@ export function expireCommands(deps: Deps, tenants: TenantWalk = new TenantWalk(
       }
       return careful ? tenants.runSync(c.tenantId, () => withTransaction(tx, run), scope) === true : run(tx)
     }
-    for (const c of pastAcceptBy(tx, now))
+    for (const c of await pastAcceptBy(tx, now))
       if (
         each(c, (one) => changeCommand(one, deps, c, { deliveryStatus: 'delivery_failed', queueReason: null }, 'accept_by passed before the agent accepted it'))
       )
         counts.failed++
-    for (const c of pastDeadline(tx, now))
+    for (const c of await pastDeadline(tx, now))
       if (each(c, (one) => changeCommand(one, deps, c, { executionStatus: 'expired', finishedAt: now }, 'deadline passed before it finished'))) counts.expired++
     return counts
   }
@@ -171,14 +171,14 @@ export function expireCommands(deps: Deps, tenants: TenantWalk = new TenantWalk(
   // whole and done again carefully.
   let counts: ReturnType<typeof changeAll>
   try {
-    counts = withTransaction(deps.db, (tx) => changeAll(tx, false))
+    counts = await withTransaction(deps.db, (tx) => changeAll(tx, false))
   } catch (e) {
     if (isDatabaseBusy(e)) throw e
-    counts = withTransaction(deps.db, (tx) => changeAll(tx, true))
+    counts = await withTransaction(deps.db, (tx) => changeAll(tx, true))
   }
   tenants.deferred += counts.deferred
   const { failed, expired } = counts
   let sent = 0
-  for (const serverId of agentSessions(deps).serverIds()) sent += dispatchServer(deps, serverId)
+  for (const serverId of agentSessions(deps).serverIds()) sent += await dispatchServer(deps, serverId)
   return `${failed} delivery_failed, ${expired} expired, ${sent} sent`
 }

@@ -13,49 +13,49 @@ const RESULT_LIMIT_CHARS = 64 * 1024
 type FrameOutcome = { ok: true } | { ok: false; code: string; message: string }
 
 /** Applies a command.* frame from a server's agent. Frames about another server's command are unknown. */
-export function applyCommandFrame(deps: Deps, serverId: string, frame: { type: string }): FrameOutcome {
+export async function applyCommandFrame(deps: Deps, serverId: string, frame: { type: string }): Promise<FrameOutcome> {
   if (!checkReport.Check(frame)) return { ok: false, code: 'validation_failed', message: 'command_id is required' }
   const id = frame.command_id.toLowerCase()
-  return withTransaction(deps.db, (tx): FrameOutcome => {
-    const c = findServerCommand(tx, serverId, id)
+  return withTransaction(deps.db, async (tx): Promise<FrameOutcome> => {
+    const c = await findServerCommand(tx, serverId, id)
     if (!c) return { ok: false, code: 'not_found', message: `no command ${id} for this server` }
     const read = readReport(frame)
     if (!read.ok) return read
     const report = read.report
     const now = deps.clock.nowUs()
     // A terminal command (cancelled before the agent accepted it, expired) never moves again.
-    const accept = (cmd: CommandRow) =>
+    const accept = async (cmd: CommandRow) =>
       cmd.deliveryStatus === 'accepted' || cmd.deliveryStatus === 'delivery_failed' || isTerminal(cmd)
         ? cmd
-        : changeCommand(tx, deps, cmd, { deliveryStatus: 'accepted', queueReason: null, acceptedAt: now })
+        : await changeCommand(tx, deps, cmd, { deliveryStatus: 'accepted', queueReason: null, acceptedAt: now })
     switch (report.type) {
       case 'command.accepted':
-        accept(c)
+        await accept(c)
         return { ok: true }
       case 'command.started': {
-        const a = accept(c)
-        if (a.executionStatus === 'not_started') changeCommand(tx, deps, a, { executionStatus: 'running', startedAt: now })
+        const a = await accept(c)
+        if (a.executionStatus === 'not_started') await changeCommand(tx, deps, a, { executionStatus: 'running', startedAt: now })
         return { ok: true }
       }
       case 'command.progress': {
-        let a = accept(c)
+        let a = await accept(c)
         if (isTerminal(a)) return { ok: true }
-        if (a.executionStatus === 'not_started') a = changeCommand(tx, deps, a, { executionStatus: 'running', startedAt: now })
-        changeCommand(tx, deps, a, { progress: report.progress })
+        if (a.executionStatus === 'not_started') a = await changeCommand(tx, deps, a, { executionStatus: 'running', startedAt: now })
+        await changeCommand(tx, deps, a, { progress: report.progress })
         return { ok: true }
       }
       case 'command.log':
-        appendLog(tx, deps, c, report.text)
+        await appendLog(tx, deps, c, report.text)
         return { ok: true }
       case 'command.finished': {
         const error = report.status === 'failed' ? normalizeError(report.error) : null
         if (report.status === 'failed' && !error)
           return { ok: false, code: 'validation_failed', message: 'a failed command needs an error object with code, message and retryable' }
-        const a = accept(c)
+        const a = await accept(c)
         if (isTerminal(a)) return { ok: true } // a late or repeated report never moves a terminal command
         const cancelled = error?.code === 'cancelled' && a.cancelRequestedAt !== null
         const result = report.status === 'succeeded' ? keptResult(report.result) : null
-        changeCommand(tx, deps, a, {
+        await changeCommand(tx, deps, a, {
           executionStatus: cancelled ? 'cancelled' : report.status,
           finishedAt: now,
           ...(cancelled ? { cancelledAt: now } : {}),
@@ -95,21 +95,21 @@ function utf8Prefix(b: Buffer, max: number): string {
   return b.subarray(0, end).toString()
 }
 
-function appendLog(tx: DbOrTx, deps: Deps, c: CommandRow, text: string): void {
+async function appendLog(tx: DbOrTx, deps: Deps, c: CommandRow, text: string): Promise<void> {
   const clean = redactText(text.replace(/\r\n?/g, '\n'))
   const line = clean.endsWith('\n') ? clean : `${clean}\n`
-  const log = findLog(tx, c.id)
+  const log = await findLog(tx, c.id)
   const now = deps.clock.nowUs()
   if (!log) {
     const bytes = Buffer.byteLength(line)
     const truncated = bytes > LOG_LIMIT_BYTES
     const kept = truncated ? utf8Prefix(Buffer.from(line), LOG_LIMIT_BYTES) : line
-    insertLog(tx, { id: deps.newId(), commandId: c.id, text: kept, bytes: Buffer.byteLength(kept), truncated, updatedAt: now })
+    await insertLog(tx, { id: deps.newId(), commandId: c.id, text: kept, bytes: Buffer.byteLength(kept), truncated, updatedAt: now })
     return
   }
   if (log.truncated) return
   const room = LOG_LIMIT_BYTES - log.bytes
   const add = Buffer.from(line)
   const keep = add.byteLength > room ? utf8Prefix(add, room) : line
-  updateLog(tx, log.id, { text: log.text + keep, bytes: log.bytes + Buffer.byteLength(keep), truncated: add.byteLength > room, updatedAt: now })
+  await updateLog(tx, log.id, { text: log.text + keep, bytes: log.bytes + Buffer.byteLength(keep), truncated: add.byteLength > room, updatedAt: now })
 }

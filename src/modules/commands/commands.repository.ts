@@ -11,11 +11,11 @@ const UNDELIVERED = ['queued', 'routing', 'sent'] as const
 /** Execution states a command never leaves. */
 export const TERMINAL = ['succeeded', 'failed', 'cancelled', 'expired'] as const
 
-export function insertCommand(tx: DbOrTx, row: CommandRow): void {
-  tx.insert(commands).values(row).run()
+export async function insertCommand(tx: DbOrTx, row: CommandRow): Promise<void> {
+  await tx.insert(commands).values(row).run()
 }
 
-export function findCommand(db: DbOrTx, tenantId: string, id: string): CommandRow | undefined {
+export async function findCommand(db: DbOrTx, tenantId: string, id: string): Promise<CommandRow | undefined> {
   return db
     .select()
     .from(commands)
@@ -23,7 +23,7 @@ export function findCommand(db: DbOrTx, tenantId: string, id: string): CommandRo
     .get()
 }
 
-export function findServerCommand(db: DbOrTx, serverId: string, id: string): CommandRow | undefined {
+export async function findServerCommand(db: DbOrTx, serverId: string, id: string): Promise<CommandRow | undefined> {
   return db
     .select()
     .from(commands)
@@ -47,7 +47,7 @@ export function hasUndelivered(sqlite: Database, serverId: string): boolean {
 }
 
 /** Commands of a server not yet accepted by its agent and still alive, oldest first. */
-export function undeliveredFor(db: DbOrTx, serverId: string): CommandRow[] {
+export async function undeliveredFor(db: DbOrTx, serverId: string): Promise<CommandRow[]> {
   return db
     .select()
     .from(commands)
@@ -56,8 +56,8 @@ export function undeliveredFor(db: DbOrTx, serverId: string): CommandRow[] {
     .all()
 }
 
-export function countUndelivered(db: DbOrTx, serverId: string): number {
-  const r = db
+export async function countUndelivered(db: DbOrTx, serverId: string): Promise<number> {
+  const r = await db
     .select({ n: sql<number>`count(*)` })
     .from(commands)
     .where(and(eq(commands.serverId, serverId), inArray(commands.deliveryStatus, [...UNDELIVERED]), eq(commands.executionStatus, 'not_started')))
@@ -69,28 +69,28 @@ export function countUndelivered(db: DbOrTx, serverId: string): number {
  * Writes a change to a command (its version moves on) and the timeline entries that explain it,
  * in the caller's transaction. Returns the command as it now is.
  */
-export function changeCommand(
+export async function changeCommand(
   tx: DbOrTx,
   deps: Pick<Deps, 'newId' | 'clock' | 'events'>,
   cmd: CommandRow,
   patch: Partial<CommandRow>,
   note?: string,
-): CommandRow {
+): Promise<CommandRow> {
   const next = { ...cmd, ...patch, version: cmd.version + 1 }
-  tx.update(commands)
+  await tx.update(commands)
     .set({ ...patch, version: next.version })
     .where(eq(commands.id, cmd.id))
     .run()
   const at = deps.clock.nowUs()
   if (patch.deliveryStatus && patch.deliveryStatus !== cmd.deliveryStatus) {
     const why = note ?? patch.queueReason ?? null
-    appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: patch.deliveryStatus, note: why })
-    announceChange(tx, deps, next, 'delivery', cmd.deliveryStatus, patch.deliveryStatus, why)
+    await appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: patch.deliveryStatus, note: why })
+    await announceChange(tx, deps, next, 'delivery', cmd.deliveryStatus, patch.deliveryStatus, why)
   } else if (patch.queueReason !== undefined && patch.queueReason !== cmd.queueReason && patch.queueReason !== null)
-    appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: cmd.deliveryStatus, note: patch.queueReason })
+    await appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: cmd.deliveryStatus, note: patch.queueReason })
   if (patch.executionStatus && patch.executionStatus !== cmd.executionStatus) {
-    appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'execution', fromState: cmd.executionStatus, toState: patch.executionStatus, note: note ?? null })
-    announceChange(tx, deps, next, 'execution', cmd.executionStatus, patch.executionStatus, note ?? null)
+    await appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'execution', fromState: cmd.executionStatus, toState: patch.executionStatus, note: note ?? null })
+    await announceChange(tx, deps, next, 'execution', cmd.executionStatus, patch.executionStatus, note ?? null)
   }
   return next
 }
@@ -99,7 +99,7 @@ export function changeCommand(
  * Says that a command changed state (`command.changed`, in the caller's transaction, so what reacts
  * commits with the change): its creation, a delivery or execution step, a cancel asked of the agent.
  */
-export function announceChange(
+export async function announceChange(
   tx: DbOrTx,
   deps: Pick<Deps, 'events'>,
   c: CommandRow,
@@ -107,8 +107,8 @@ export function announceChange(
   from: string | null,
   to: string,
   note: string | null,
-): void {
-  deps.events.emit('command.changed', {
+): Promise<void> {
+  await deps.events.emit('command.changed', {
     tx: tx as Tx,
     command: {
       id: c.id,
@@ -126,13 +126,13 @@ export function announceChange(
   })
 }
 
-export function appendTimeline(tx: DbOrTx, deps: Pick<Deps, 'newId'>, entry: Omit<TimelineRow, 'id'>): void {
-  tx.insert(commandTimeline)
+export async function appendTimeline(tx: DbOrTx, deps: Pick<Deps, 'newId'>, entry: Omit<TimelineRow, 'id'>): Promise<void> {
+  await tx.insert(commandTimeline)
     .values({ id: deps.newId(), ...entry })
     .run()
 }
 
-export function timelineOf(db: DbOrTx, commandId: string, afterId: string | null, limit: number): TimelineRow[] {
+export async function timelineOf(db: DbOrTx, commandId: string, afterId: string | null, limit: number): Promise<TimelineRow[]> {
   const where: SQL[] = [eq(commandTimeline.commandId, commandId)]
   if (afterId) where.push(gt(commandTimeline.id, afterId))
   return db
@@ -153,7 +153,7 @@ export type CommandFilter = {
   serverIds?: readonly string[] | null
 }
 
-export function listCommandRows(db: DbOrTx, tenantId: string, f: CommandFilter, limit: number): CommandRow[] {
+export async function listCommandRows(db: DbOrTx, tenantId: string, f: CommandFilter, limit: number): Promise<CommandRow[]> {
   const where: SQL[] = [eq(commands.tenantId, tenantId)]
   if (f.serverId) where.push(eq(commands.serverId, f.serverId))
   if (f.serverIds) where.push(inArray(commands.serverId, [...f.serverIds]))
@@ -174,16 +174,16 @@ export function findLog(db: DbOrTx, commandId: string) {
   return db.select().from(commandLogs).where(eq(commandLogs.commandId, commandId)).get()
 }
 
-export function insertLog(tx: DbOrTx, row: typeof commandLogs.$inferInsert): void {
-  tx.insert(commandLogs).values(row).run()
+export async function insertLog(tx: DbOrTx, row: typeof commandLogs.$inferInsert): Promise<void> {
+  await tx.insert(commandLogs).values(row).run()
 }
 
-export function updateLog(tx: DbOrTx, id: string, patch: Pick<typeof commandLogs.$inferSelect, 'text' | 'bytes' | 'truncated' | 'updatedAt'>): void {
-  tx.update(commandLogs).set(patch).where(eq(commandLogs.id, id)).run()
+export async function updateLog(tx: DbOrTx, id: string, patch: Pick<typeof commandLogs.$inferSelect, 'text' | 'bytes' | 'truncated' | 'updatedAt'>): Promise<void> {
+  await tx.update(commandLogs).set(patch).where(eq(commandLogs.id, id)).run()
 }
 
 /** Commands still undelivered and not started whose accept_by passed. */
-export function pastAcceptBy(db: DbOrTx, now: number): CommandRow[] {
+export async function pastAcceptBy(db: DbOrTx, now: number): Promise<CommandRow[]> {
   return db
     .select()
     .from(commands)
@@ -192,7 +192,7 @@ export function pastAcceptBy(db: DbOrTx, now: number): CommandRow[] {
 }
 
 /** Commands not ended whose deadline passed. */
-export function pastDeadline(db: DbOrTx, now: number): CommandRow[] {
+export async function pastDeadline(db: DbOrTx, now: number): Promise<CommandRow[]> {
   return db
     .select()
     .from(commands)

@@ -28,8 +28,8 @@ export function commandsRoutes(deps: Deps) {
     )
     .post(
       '/commands',
-      ({ verb, request, body, set }) => {
-        const out = createCommand({
+      async ({ verb, request, body, set }) => {
+        const out = await createCommand({
           ...verb,
           input: body,
           idempotencyKey: request.headers.get('idempotency-key'),
@@ -59,8 +59,8 @@ export function commandsRoutes(deps: Deps) {
     })
     .get(
       '/commands/:id',
-      ({ verb, request, params, set }) => {
-        const { view, etag } = getCommand({ ...verb, id: params.id })
+      async ({ verb, request, params, set }) => {
+        const { view, etag } = await getCommand({ ...verb, id: params.id })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), etag)) return notModified(etag, requestState(request).id)
         set.headers.etag = etag
         return view
@@ -89,8 +89,8 @@ export function commandsRoutes(deps: Deps) {
     })
     .post(
       '/commands/:id/cancel',
-      ({ verb, request, params, set }) => {
-        const { view, etag } = cancelCommand({
+      async ({ verb, request, params, set }) => {
+        const { view, etag } = await cancelCommand({
           ...verb,
           id: params.id,
           ifMatch: request.headers.get('if-match'),

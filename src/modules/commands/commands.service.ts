@@ -42,7 +42,7 @@ function issuer(actor: Actor, causeId: string | null): Pick<CommandRow, 'issuedB
   return { issuedByType: 'user', issuedById: actor.userId }
 }
 
-export function createCommand({
+export async function createCommand({
   deps,
   actor,
   audit,
@@ -72,11 +72,11 @@ export function createCommand({
   if (errors.length) throw CommandErrors.invalid(undefined, { fields: errors })
 
   const serverId = input.server_id.toLowerCase()
-  const created = withTransaction(deps.db, (tx) => {
-    const server = loadServer(deps, actor, serverId, tx)
+  const created = await withTransaction(deps.db, async (tx) => {
+    const server = await loadServer(deps, actor, serverId, tx)
     if (server.decommissionedAt !== null) throw CommandErrors.serverDecommissioned()
     const live = agentSessions(deps).isLive(server.id)
-    if (countUndelivered(tx, server.id) >= QUEUE_LIMIT)
+    if (await countUndelivered(tx, server.id) >= QUEUE_LIMIT)
       throw (live || server.presence === 'online' ? CommandErrors.onlineQueueFull : CommandErrors.offlineQueueFull)(
         `the server already has ${QUEUE_LIMIT} commands waiting for delivery`,
       )
@@ -111,27 +111,27 @@ export function createCommand({
       version: 1,
     }
     row.queueReason = waitReason(row, server, live)
-    insertCommand(tx, row)
+    await insertCommand(tx, row)
     // The agent may be connected to another instance: it delivers there (commands.delivery.ts).
-    notifyOthers(tx, COMMANDS_CHANNEL, row.serverId)
-    appendTimeline(tx, deps, { commandId: row.id, at: now, axis: 'command', fromState: null, toState: 'created', note: row.queueReason })
-    announceChange(tx, deps, row, 'command', null, 'created', row.queueReason)
-    recordAudit(tx, deps, audit, { operation: 'commands.create', targetKind: 'command', targetId: row.id })
+    await notifyOthers(tx, COMMANDS_CHANNEL, row.serverId)
+    await appendTimeline(tx, deps, { commandId: row.id, at: now, axis: 'command', fromState: null, toState: 'created', note: row.queueReason })
+    await announceChange(tx, deps, row, 'command', null, 'created', row.queueReason)
+    await recordAudit(tx, deps, audit, { operation: 'commands.create', targetKind: 'command', targetId: row.id })
     return row
   })
-  dispatchServer(deps, created.serverId)
-  return commandView(findCommand(deps.db, actor.tenantId, created.id)!)
+  await dispatchServer(deps, created.serverId)
+  return commandView((await findCommand(deps.db, actor.tenantId, created.id))!)
 }
 
-function loadCommand(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): CommandRow {
-  const c = findCommand(db, actor.tenantId, id.toLowerCase())
+async function loadCommand(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): Promise<CommandRow> {
+  const c = await findCommand(db, actor.tenantId, id.toLowerCase())
   if (!c || !mayAccessServer(actor, c.serverId)) throw CommandErrors.notFound()
   return c
 }
 
-export function getCommand({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
-  const c = loadCommand(deps, actor, id)
-  return { view: commandView(c, findLog(deps.db, c.id)?.id ?? null), etag: etagOf(c.version) }
+export async function getCommand({ deps, actor, id }: { deps: Deps; actor: Actor; id: string }) {
+  const c = await loadCommand(deps, actor, id)
+  return { view: commandView(c, (await findLog(deps.db, c.id))?.id ?? null), etag: etagOf(c.version) }
 }
 
 export function listCommands({ deps, actor, input }: { deps: Deps; actor: Actor; input: Static<typeof CommandListQuery> }) {
@@ -143,12 +143,12 @@ export function listCommands({ deps, actor, input }: { deps: Deps; actor: Actor;
     fetch: (before: { id: string } | undefined, take) =>
       listCommandRows(deps.db, actor.tenantId, { ...filter, beforeId: before?.id ?? null, serverIds: actor.serverAllowlist }, take),
     position: (r) => ({ id: r.id }),
-    view: (c) => commandView(c, c.error ? (findLog(deps.db, c.id)?.id ?? null) : null),
+    view: async (c) => commandView(c, c.error ? ((await findLog(deps.db, c.id))?.id ?? null) : null),
   })
 }
 
-export function commandTimelinePage({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: Static<typeof TimelineQuery> }) {
-  const c = loadCommand(deps, actor, id)
+export async function commandTimelinePage({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: Static<typeof TimelineQuery> }) {
+  const c = await loadCommand(deps, actor, id)
   return paginate(deps.keys.cursor, {
     scope: `command-timeline:${c.id}`,
     input,
@@ -158,9 +158,9 @@ export function commandTimelinePage({ deps, actor, id, input }: { deps: Deps; ac
   })
 }
 
-export function commandLog({ deps, actor, id, logId }: { deps: Deps; actor: Actor; id: string; logId: string }) {
-  const c = loadCommand(deps, actor, id)
-  const log = findLog(deps.db, c.id)
+export async function commandLog({ deps, actor, id, logId }: { deps: Deps; actor: Actor; id: string; logId: string }) {
+  const c = await loadCommand(deps, actor, id)
+  const log = await findLog(deps.db, c.id)
   if (!log || log.id !== logId.toLowerCase()) throw CommandErrors.logNotFound()
   return { log_id: log.id, command_id: c.id, text: log.text, bytes: log.bytes, truncated: log.truncated, updated_at: formatTimestamp(log.updatedAt) }
 }
@@ -169,16 +169,16 @@ export function commandLog({ deps, actor, id, logId }: { deps: Deps; actor: Acto
  * Best-effort cancel: a command the agent has not accepted is cancelled at once; one it has is
  * asked to stop (a command.cancel frame) and ends when the agent reports back, or at its deadline.
  */
-export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps; actor: Actor; audit: AuditContext; id: string; ifMatch: string | null }) {
-  const c = loadCommand(deps, actor, id)
-  const after = withTransaction(deps.db, (tx) => {
-    const cur = loadCommand(deps, actor, c.id, tx)
+export async function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps; actor: Actor; audit: AuditContext; id: string; ifMatch: string | null }) {
+  const c = await loadCommand(deps, actor, id)
+  const after = await withTransaction(deps.db, async (tx) => {
+    const cur = await loadCommand(deps, actor, c.id, tx)
     assertIfMatch(ifMatch, etagOf(cur.version))
     if (isTerminal(cur)) throw CommandErrors.alreadyEnded(`the command already ended (${cur.executionStatus})`)
     const now = deps.clock.nowUs()
     let next: CommandRow
     if (cur.deliveryStatus !== 'accepted') {
-      next = changeCommand(
+      next = await changeCommand(
         tx,
         deps,
         cur,
@@ -193,17 +193,17 @@ export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps;
         'cancelled before the agent accepted it',
       )
     } else {
-      next = cur.cancelRequestedAt ? cur : changeCommand(tx, deps, cur, { cancelRequestedAt: now })
+      next = cur.cancelRequestedAt ? cur : await changeCommand(tx, deps, cur, { cancelRequestedAt: now })
       if (!cur.cancelRequestedAt) {
-        appendTimeline(tx, deps, { commandId: cur.id, at: now, axis: 'command', fromState: null, toState: 'cancel_requested', note: 'asked the agent to stop' })
-        announceChange(tx, deps, next, 'command', null, 'cancel_requested', 'asked the agent to stop')
+        await appendTimeline(tx, deps, { commandId: cur.id, at: now, axis: 'command', fromState: null, toState: 'cancel_requested', note: 'asked the agent to stop' })
+        await announceChange(tx, deps, next, 'command', null, 'cancel_requested', 'asked the agent to stop')
       }
     }
-    recordAudit(tx, deps, audit, { operation: 'commands.cancel', targetKind: 'command', targetId: cur.id })
+    await recordAudit(tx, deps, audit, { operation: 'commands.cancel', targetKind: 'command', targetId: cur.id })
     return next
   })
   sendFrame(deps, after.serverId, { type: 'command.cancel', command_id: after.id })
-  return { view: commandView(after, findLog(deps.db, after.id)?.id ?? null), etag: etagOf(after.version) }
+  return { view: commandView(after, (await findLog(deps.db, after.id))?.id ?? null), etag: etagOf(after.version) }
 }
 
 /**
@@ -215,8 +215,8 @@ export function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps;
  * owner forces an update during a rental by creating `agent.update` with `requires: none` himself.
  * Answers the command's id, or null when an offer stands.
  */
-export function offerAgentUpdate(deps: Deps, server: { id: string; tenantId: string }, version: string): string | null {
-  const earlier = listCommandRows(deps.db, server.tenantId, { serverId: server.id, type: 'agent.update' }, 100)
+export async function offerAgentUpdate(deps: Deps, server: { id: string; tenantId: string }, version: string): Promise<string | null> {
+  const earlier = await listCommandRows(deps.db, server.tenantId, { serverId: server.id, type: 'agent.update' }, 100)
   if (earlier.some((c) => (c.params as { version?: unknown }).version === version && c.deliveryStatus !== 'delivery_failed')) return null
   const now = deps.clock.nowUs()
   return issueSystemCommand(deps, server, {
@@ -235,14 +235,14 @@ export function offerAgentUpdate(deps: Deps, server: { id: string; tenantId: str
  * any command is (a decommissioned server, a full queue): the caller records the refusal.
  * Answers the command's id.
  */
-export function issueSystemCommand(
+export async function issueSystemCommand(
   deps: Deps,
   server: { id: string; tenantId: string },
   input: { type: string; params: Record<string, unknown>; requires: 'none' | 'idle' | 'after_rental'; acceptBy: number; deadline?: number },
   causeId: string | null = null,
-): string {
+): Promise<string> {
   const { actor, audit } = systemContext(server.tenantId)
-  const created = createCommand({
+  const created = await createCommand({
     deps,
     actor,
     audit,

@@ -18,8 +18,8 @@ export function commandInputErrors(type: string, params: unknown, at: string): F
 }
 
 /** The server's unfinished commands that wait for the rental to end (`requires: after_rental`), oldest first. */
-export function commandsAfterRental(deps: Deps, tenantId: string, serverId: string): string[] {
-  return listCommandRows(deps.db, tenantId, { serverId }, 200)
+export async function commandsAfterRental(deps: Deps, tenantId: string, serverId: string): Promise<string[]> {
+  return (await listCommandRows(deps.db, tenantId, { serverId }, 200))
     .filter((c) => c.requires === 'after_rental' && !isTerminal(c))
     .map((c) => c.id)
     .reverse()
@@ -29,8 +29,8 @@ export type CommandOutcome = { id: string; type: string; executionStatus: string
 
 /** Where each command stands; a command that is gone (it never is: commands are kept) is left out. */
 export function commandOutcomes(deps: Deps, tenantId: string, ids: readonly string[]): CommandOutcome[] {
-  return ids.flatMap((id) => {
-    const c = findCommand(deps.db, tenantId, id)
+  return ids.flatMap(async (id) => {
+    const c = await findCommand(deps.db, tenantId, id)
     if (!c) return []
     const error = c.error ? c.error.message : c.deliveryStatus === 'delivery_failed' ? 'never delivered' : null
     return [{ id: c.id, type: c.type, executionStatus: c.executionStatus, deliveryStatus: c.deliveryStatus, finished: isTerminal(c), error }]
@@ -42,14 +42,14 @@ export function commandOutcomes(deps: Deps, tenantId: string, ids: readonly stri
  * it only waited for) that the agent has not accepted yet (still queued or on their way), with
  * `note` on their timelines; one the agent already runs is left to finish. Answers how many it cancelled.
  */
-export function cancelCommandsNotStarted(deps: Deps, tenantId: string, ids: readonly string[], causeId: string, note: string): number {
-  const cancelled = withTransaction(deps.db, (tx) => {
+export async function cancelCommandsNotStarted(deps: Deps, tenantId: string, ids: readonly string[], causeId: string, note: string): Promise<number> {
+  const cancelled = await withTransaction(deps.db, async (tx) => {
     const out: { id: string; serverId: string; sent: boolean }[] = []
     const now = deps.clock.nowUs()
     for (const id of ids) {
-      const c = findCommand(tx, tenantId, id)
+      const c = await findCommand(tx, tenantId, id)
       if (c?.issuedByType !== 'system' || c.issuedById !== causeId || isTerminal(c) || c.deliveryStatus === 'accepted') continue
-      changeCommand(
+      await changeCommand(
         tx,
         deps,
         c,

@@ -17,27 +17,27 @@ export type HostFacts = Pick<
 >
 
 /** A new server of the tenant, enrolled at `at` with the agent's credential hash; answers its id. */
-export function enrolServer(
+export async function enrolServer(
   tx: DbOrTx,
   deps: Pick<Deps, 'newId'>,
   e: { tenantId: string; name: string; facts: HostFacts; agentTokenHash: string; at: number },
-): string {
+): Promise<string> {
   const id = deps.newId()
-  insertServer(tx, { id, tenantId: e.tenantId, name: e.name, createdAt: e.at, ...e.facts, agentTokenHash: e.agentTokenHash, enrolledAt: e.at })
-  markSnapshotDirty(tx, e.tenantId)
+  await insertServer(tx, { id, tenantId: e.tenantId, name: e.name, createdAt: e.at, ...e.facts, agentTokenHash: e.agentTokenHash, enrolledAt: e.at })
+  await markSnapshotDirty(tx, e.tenantId)
   return id
 }
 
 /** An existing server enrolled again at `at`: its facts refreshed and its agent credential replaced. */
-export function reenrolServer(tx: DbOrTx, server: { id: string; tenantId: string }, e: { facts: HostFacts; agentTokenHash: string; at: number }): void {
-  updateServer(tx, server.id, { ...e.facts, agentTokenHash: e.agentTokenHash, enrolledAt: e.at })
-  markSnapshotDirty(tx, server.tenantId)
+export async function reenrolServer(tx: DbOrTx, server: { id: string; tenantId: string }, e: { facts: HostFacts; agentTokenHash: string; at: number }): Promise<void> {
+  await updateServer(tx, server.id, { ...e.facts, agentTokenHash: e.agentTokenHash, enrolledAt: e.at })
+  await markSnapshotDirty(tx, server.tenantId)
 }
 
 /** The facts an agent's hello reported at `at` (POST /agent/hello). */
-export function recordHostFacts(tx: DbOrTx, server: { id: string; tenantId: string }, facts: HostFacts, at: number): void {
-  updateServer(tx, server.id, { ...facts, lastHelloAt: at })
-  markSnapshotDirty(tx, server.tenantId)
+export async function recordHostFacts(tx: DbOrTx, server: { id: string; tenantId: string }, facts: HostFacts, at: number): Promise<void> {
+  await updateServer(tx, server.id, { ...facts, lastHelloAt: at })
+  await markSnapshotDirty(tx, server.tenantId)
 }
 
 /**
@@ -45,13 +45,13 @@ export function recordHostFacts(tx: DbOrTx, server: { id: string; tenantId: stri
  * server's rental fact becomes the agent's, and `server.rental_changed` is emitted when that
  * changes it. The id is the live session's, a trusted one.
  */
-export function recordRentalSighting(tx: DbOrTx, deps: Pick<Deps, 'events' | 'clock'>, serverId: string, active: boolean): void {
-  const server = trustedServerById(tx, serverId)
-  if (server) noteRentalFact(tx, deps, server, active, 'agent')
-  updateServer(tx, serverId, { rentalActive: active, rentalSource: 'agent', rentalUpdatedAt: deps.clock.nowUs() })
+export async function recordRentalSighting(tx: DbOrTx, deps: Pick<Deps, 'events' | 'clock'>, serverId: string, active: boolean): Promise<void> {
+  const server = await trustedServerById(tx, serverId)
+  if (server) await noteRentalFact(tx, deps, server, active, 'agent')
+  await updateServer(tx, serverId, { rentalActive: active, rentalSource: 'agent', rentalUpdatedAt: deps.clock.nowUs() })
 }
 
 /** The demo's history (scripts/demo): the server was enrolled, and created, at `at`. */
-export function backdateEnrolment(tx: DbOrTx, serverId: string, at: number): void {
-  updateServer(tx, serverId, { enrolledAt: at, createdAt: at })
+export async function backdateEnrolment(tx: DbOrTx, serverId: string, at: number): Promise<void> {
+  await updateServer(tx, serverId, { enrolledAt: at, createdAt: at })
 }

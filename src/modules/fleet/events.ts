@@ -12,17 +12,17 @@ export type Severity = ServerEventRow['severity']
  * readiness.recovered (docs/readiness.md), and the watchdog's watchdog.notified / action / held / gave_up / recovered
  * (docs/watchdog.md), the drain's drain.<state> (docs/marketplaces.md "Drain"); the agent's own reports keep their kind under agent.<kind>.
  */
-export function recordServerEvent(
+export async function recordServerEvent(
   tx: DbOrTx,
   deps: Pick<Deps, 'newId' | 'clock' | 'events'>,
   server: { id: string; tenantId: string },
   /** `at` and `id`: when it happened and its id, for an event written later than it happened (presence steps). */
   event: { kind: string; severity?: Severity; message: string; data?: Record<string, unknown> | null; at?: number; id?: string },
-): void {
+): Promise<void> {
   const severity = event.severity ?? 'info'
   const id = event.id ?? deps.newId()
   const at = event.at ?? deps.clock.nowUs()
-  insertServerEvent(tx, {
+  await insertServerEvent(tx, {
     id,
     tenantId: server.tenantId,
     serverId: server.id,
@@ -33,9 +33,9 @@ export function recordServerEvent(
     createdAt: at,
   })
   const xid = xidOf(event)
-  if (xid) addXidCount(tx, { serverId: server.id, ...xid, at })
+  if (xid) await addXidCount(tx, { serverId: server.id, ...xid, at })
   // Notifications react in this transaction (src/reactions.ts).
-  deps.events.emit('server.event_recorded', {
+  await deps.events.emit('server.event_recorded', {
     tx: tx as Tx,
     server: { id: server.id, tenantId: server.tenantId },
     eventId: id,

@@ -12,7 +12,7 @@ export type Marketplace = (typeof serverKeepOn.$inferSelect)['marketplace']
 const SLICE = 5000
 
 /** A server of this tenant (decommissioned ones included: they keep their history). */
-export function findServer(db: DbOrTx, tenantId: string, id: string): ServerRow | undefined {
+export async function findServer(db: DbOrTx, tenantId: string, id: string): Promise<ServerRow | undefined> {
   return db
     .select()
     .from(servers)
@@ -21,11 +21,11 @@ export function findServer(db: DbOrTx, tenantId: string, id: string): ServerRow 
 }
 
 /** A server by id alone, for callers that already hold a trusted id (a live session's server). */
-export function findServerById(db: DbOrTx, id: string): ServerRow | undefined {
+export async function findServerById(db: DbOrTx, id: string): Promise<ServerRow | undefined> {
   return db.select().from(servers).where(eq(servers.id, id)).get()
 }
 
-export function findServerByAgentToken(db: DbOrTx, tokenHash: string): ServerRow | undefined {
+export async function findServerByAgentToken(db: DbOrTx, tokenHash: string): Promise<ServerRow | undefined> {
   return db
     .select()
     .from(servers)
@@ -33,7 +33,7 @@ export function findServerByAgentToken(db: DbOrTx, tokenHash: string): ServerRow
     .get()
 }
 
-export function findServerByFingerprint(db: DbOrTx, tenantId: string, fingerprint: string): ServerRow | undefined {
+export async function findServerByFingerprint(db: DbOrTx, tenantId: string, fingerprint: string): Promise<ServerRow | undefined> {
   return db
     .select()
     .from(servers)
@@ -42,7 +42,7 @@ export function findServerByFingerprint(db: DbOrTx, tenantId: string, fingerprin
 }
 
 /** The tenant's managed (not decommissioned) servers, by name. */
-export function managedServers(db: DbOrTx, tenantId: string): ServerRow[] {
+export async function managedServers(db: DbOrTx, tenantId: string): Promise<ServerRow[]> {
   return db
     .select()
     .from(servers)
@@ -52,7 +52,7 @@ export function managedServers(db: DbOrTx, tenantId: string): ServerRow[] {
 }
 
 /** Every server of the tenant, decommissioned ones too (they keep their history), by name. */
-export function serversOfTenant(db: DbOrTx, tenantId: string): ServerRow[] {
+export async function serversOfTenant(db: DbOrTx, tenantId: string): Promise<ServerRow[]> {
   return db.select().from(servers).where(eq(servers.tenantId, tenantId)).orderBy(asc(servers.name), asc(servers.id)).all()
 }
 
@@ -64,13 +64,13 @@ const PRESENCE_KINDS = ['presence.online', 'presence.suspect', 'presence.offline
  * the server was never online). Two reads for any number of servers (the utilisation report),
  * sliced only past SLICE ids.
  */
-export function presenceTransitionsOf(
+export async function presenceTransitionsOf(
   db: DbOrTx,
   tenantId: string,
   serverIds: readonly string[],
   fromUs: number,
   toUs: number,
-): Map<string, { kind: string; at: number }[]> {
+): Promise<Map<string, { kind: string; at: number }[]>> {
   const out = new Map<string, { kind: string; at: number }[]>(serverIds.map((id) => [id, []]))
   for (let i = 0; i < serverIds.length; i += SLICE) {
     const ids = serverIds.slice(i, i + SLICE)
@@ -87,9 +87,9 @@ export function presenceTransitionsOf(
       .from(serverEvents)
       .where(and(mine, lt(serverEvents.createdAt, fromUs)))
       .as('ranked')
-    const opening = db.select({ serverId: ranked.serverId, kind: ranked.kind, at: ranked.at }).from(ranked).where(eq(ranked.rank, 1)).all()
+    const opening = await db.select({ serverId: ranked.serverId, kind: ranked.kind, at: ranked.at }).from(ranked).where(eq(ranked.rank, 1)).all()
     for (const r of opening) out.get(r.serverId)?.push({ kind: r.kind, at: r.at })
-    const within = db
+    const within = await db
       .select({ serverId: serverEvents.serverId, kind: serverEvents.kind, at: serverEvents.createdAt })
       .from(serverEvents)
       .where(and(mine, gte(serverEvents.createdAt, fromUs), lt(serverEvents.createdAt, toUs)))
@@ -101,8 +101,8 @@ export function presenceTransitionsOf(
 }
 
 /** The tenant's managed (not decommissioned) servers: what the plan's server limit counts. */
-export function countManagedServers(db: DbOrTx, tenantId: string): number {
-  const r = db
+export async function countManagedServers(db: DbOrTx, tenantId: string): Promise<number> {
+  const r = await db
     .select({ n: sql<number>`count(*)` })
     .from(servers)
     .where(and(eq(servers.tenantId, tenantId), isNull(servers.decommissionedAt)))
@@ -146,8 +146,8 @@ export function tenantServersManagedDuring(sqlite: Database, tenantId: string, f
 }
 
 /** When the first server ever was enrolled; null before any. */
-export function firstServerEnrolledAt(db: DbOrTx): number | null {
-  const r = db
+export async function firstServerEnrolledAt(db: DbOrTx): Promise<number | null> {
+  const r = await db
     .select({ t: sql<number | null>`min(${servers.createdAt})` })
     .from(servers)
     .get()
@@ -155,20 +155,20 @@ export function firstServerEnrolledAt(db: DbOrTx): number | null {
 }
 
 /** Every server of the tenant (decommissioned ones too) by id → name. */
-export function serverNames(db: DbOrTx, tenantId: string): Map<string, string> {
+export async function serverNames(db: DbOrTx, tenantId: string): Promise<Map<string, string>> {
   return new Map(
-    db
+    (await db
       .select({ id: servers.id, name: servers.name })
       .from(servers)
       .where(eq(servers.tenantId, tenantId))
-      .all()
+      .all())
       .map((s) => [s.id, s.name]),
   )
 }
 
 /** Managed (not decommissioned) servers in a group. */
-export function countServersInGroup(db: DbOrTx, groupId: string): number {
-  const r = db
+export async function countServersInGroup(db: DbOrTx, groupId: string): Promise<number> {
+  const r = await db
     .select({ n: sql<number>`count(*)` })
     .from(servers)
     .where(and(eq(servers.groupId, groupId), isNull(servers.decommissionedAt)))
@@ -177,16 +177,16 @@ export function countServersInGroup(db: DbOrTx, groupId: string): number {
 }
 
 /** Every server of a group (decommissioned ones too) lets go of it, before the group is deleted. */
-export function clearGroupOfServers(tx: DbOrTx, groupId: string): void {
-  tx.update(servers).set({ groupId: null }).where(eq(servers.groupId, groupId)).run()
+export async function clearGroupOfServers(tx: DbOrTx, groupId: string): Promise<void> {
+  await tx.update(servers).set({ groupId: null }).where(eq(servers.groupId, groupId)).run()
 }
 
-export function insertServer(tx: DbOrTx, row: typeof servers.$inferInsert): void {
-  tx.insert(servers).values(row).run()
+export async function insertServer(tx: DbOrTx, row: typeof servers.$inferInsert): Promise<void> {
+  await tx.insert(servers).values(row).run()
 }
 
-export function updateServer(tx: DbOrTx, id: string, patch: Partial<ServerRow>): void {
-  tx.update(servers).set(patch).where(eq(servers.id, id)).run()
+export async function updateServer(tx: DbOrTx, id: string, patch: Partial<ServerRow>): Promise<void> {
+  await tx.update(servers).set(patch).where(eq(servers.id, id)).run()
 }
 
 /**
@@ -200,15 +200,15 @@ export function setPresence(sqlite: Database, id: string, presence: Presence | n
 export type PresenceRow = { id: string; tenantId: string; presence: Presence; decommissioned: boolean }
 
 /** Presence of the servers among `ids`, decommissioned ones too (flagged). */
-export function presenceOf(tx: DbOrTx, ids: string[]): PresenceRow[] {
+export async function presenceOf(tx: DbOrTx, ids: string[]): Promise<PresenceRow[]> {
   const out: PresenceRow[] = []
   for (let i = 0; i < ids.length; i += SLICE)
     out.push(
-      ...tx
+      ...(await tx
         .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, decommissionedAt: servers.decommissionedAt })
         .from(servers)
         .where(inArray(servers.id, ids.slice(i, i + SLICE)))
-        .all()
+        .all())
         .map((r) => ({ id: r.id, tenantId: r.tenantId, presence: r.presence, decommissioned: r.decommissionedAt !== null })),
     )
   return out
@@ -233,12 +233,12 @@ export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: 
     .all()
 }
 
-export function insertServerEvent(tx: DbOrTx, row: ServerEventRow): void {
-  tx.insert(serverEvents).values(row).run()
+export async function insertServerEvent(tx: DbOrTx, row: ServerEventRow): Promise<void> {
+  await tx.insert(serverEvents).values(row).run()
 }
 
 /** A server's events, newest first, before an id and of one kind when given. */
-export function serverEventRows(db: DbOrTx, serverId: string, f: { kind?: string; beforeId?: string }, limit: number): ServerEventRow[] {
+export async function serverEventRows(db: DbOrTx, serverId: string, f: { kind?: string; beforeId?: string }, limit: number): Promise<ServerEventRow[]> {
   const where: SQL[] = [eq(serverEvents.serverId, serverId)]
   if (f.kind) where.push(eq(serverEvents.kind, f.kind))
   if (f.beforeId) where.push(lt(serverEvents.id, f.beforeId))
@@ -251,29 +251,29 @@ export function serverEventRows(db: DbOrTx, serverId: string, f: { kind?: string
     .all()
 }
 
-export function keepOnOf(db: DbOrTx, serverId: string): Marketplace[] {
-  return db
+export async function keepOnOf(db: DbOrTx, serverId: string): Promise<Marketplace[]> {
+  return (await db
     .select()
     .from(serverKeepOn)
     .where(eq(serverKeepOn.serverId, serverId))
     .orderBy(asc(serverKeepOn.marketplace))
-    .all()
+    .all())
     .map((r) => r.marketplace)
 }
 
-export function setKeepOnRow(tx: DbOrTx, row: typeof serverKeepOn.$inferInsert): void {
-  tx.insert(serverKeepOn).values(row).onConflictDoNothing().run()
+export async function setKeepOnRow(tx: DbOrTx, row: typeof serverKeepOn.$inferInsert): Promise<void> {
+  await tx.insert(serverKeepOn).values(row).onConflictDoNothing().run()
 }
 
-export function clearKeepOnRow(tx: DbOrTx, serverId: string, marketplace: Marketplace): void {
-  tx.delete(serverKeepOn)
+export async function clearKeepOnRow(tx: DbOrTx, serverId: string, marketplace: Marketplace): Promise<void> {
+  await tx.delete(serverKeepOn)
     .where(and(eq(serverKeepOn.serverId, serverId), eq(serverKeepOn.marketplace, marketplace)))
     .run()
 }
 
 /** One more Xid `xid` on the server's GPU `gpuIndex` (-1: not known), at `at`. */
-export function addXidCount(tx: DbOrTx, row: { serverId: string; gpuIndex: number; xid: number; at: number }): void {
-  tx.insert(serverXidCounts)
+export async function addXidCount(tx: DbOrTx, row: { serverId: string; gpuIndex: number; xid: number; at: number }): Promise<void> {
+  await tx.insert(serverXidCounts)
     .values({ serverId: row.serverId, gpuIndex: row.gpuIndex, xid: row.xid, count: 1, lastAt: row.at })
     .onConflictDoUpdate({
       target: [serverXidCounts.serverId, serverXidCounts.gpuIndex, serverXidCounts.xid],
@@ -309,11 +309,11 @@ export function xidCountsOfServer(db: DbOrTx, serverId: string) {
     .all()
 }
 
-export function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
+export async function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
   const out: (typeof serverLatestMetrics.$inferSelect)[] = []
   for (let i = 0; i < serverIds.length; i += SLICE)
     out.push(
-      ...db
+      ...await db
         .select()
         .from(serverLatestMetrics)
         .where(inArray(serverLatestMetrics.serverId, serverIds.slice(i, i + SLICE)))
@@ -367,8 +367,8 @@ export function upsertLatestMetrics(sqlite: Database, rows: (typeof serverLatest
  * written: SQLite rewrites the whole row (the snapshot body, megabytes for a large fleet) on any
  * UPDATE, so setting the flag again on every presence transition would cost that much each time.
  */
-export function markSnapshotDirty(tx: DbOrTx, tenantId: string): void {
-  tx.update(fleetSnapshots)
+export async function markSnapshotDirty(tx: DbOrTx, tenantId: string): Promise<void> {
+  await tx.update(fleetSnapshots)
     .set({ dirty: true })
     .where(and(eq(fleetSnapshots.tenantId, tenantId), eq(fleetSnapshots.dirty, false)))
     .run()
@@ -395,23 +395,23 @@ export function findSnapshotHead(db: DbOrTx, tenantId: string) {
 }
 
 /** The stored snapshot's body (the rows snapshot.service wrote, typed by the caller) and its time. */
-export function findSnapshotBody<Row>(db: DbOrTx, tenantId: string) {
-  const row = snapshotBody(db).get({ tenant: tenantId })
+export async function findSnapshotBody<Row>(db: DbOrTx, tenantId: string) {
+  const row = await snapshotBody(db).get({ tenant: tenantId })
   return row && { generatedAt: row.generatedAt, body: row.body as Row[] }
 }
 
-export function saveSnapshot(tx: DbOrTx, row: { tenantId: string; generatedAt: number; dataAsOf: number; body: unknown[] }): void {
+export async function saveSnapshot(tx: DbOrTx, row: { tenantId: string; generatedAt: number; dataAsOf: number; body: unknown[] }): Promise<void> {
   const fields = { generatedAt: row.generatedAt, dataAsOf: row.dataAsOf, body: row.body, dirty: false }
-  tx.insert(fleetSnapshots)
+  await tx.insert(fleetSnapshots)
     .values({ tenantId: row.tenantId, ...fields })
     .onConflictDoUpdate({ target: fleetSnapshots.tenantId, set: fields })
     .run()
 }
 
 /** Tenants with a managed server or a stored snapshot: what the fleet.snapshot job refreshes. */
-export function snapshotTenants(db: DbOrTx): string[] {
-  const withServers = db.selectDistinct({ tenantId: servers.tenantId }).from(servers).where(isNull(servers.decommissionedAt)).all()
-  const withSnapshots = db.select({ tenantId: fleetSnapshots.tenantId }).from(fleetSnapshots).all()
+export async function snapshotTenants(db: DbOrTx): Promise<string[]> {
+  const withServers = await db.selectDistinct({ tenantId: servers.tenantId }).from(servers).where(isNull(servers.decommissionedAt)).all()
+  const withSnapshots = await db.select({ tenantId: fleetSnapshots.tenantId }).from(fleetSnapshots).all()
   return [...new Set([...withServers, ...withSnapshots].map((r) => r.tenantId))]
 }
 

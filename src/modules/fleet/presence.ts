@@ -85,10 +85,10 @@ class FleetRuntime {
 
   #schedulePresence(): void {
     if (this.#presenceTimer) return
-    this.#presenceTimer = setTimeout(() => {
+    this.#presenceTimer = setTimeout(async () => {
       this.#presenceTimer = null
       try {
-        this.settle()
+        await this.settle()
       } catch (e) {
         this.deps.log.error('presence flush failed', { error: e })
       }
@@ -100,8 +100,8 @@ class FleetRuntime {
    * telemetry a closed session sent before its close), in one transaction. Called before anything
    * of this process reads fleet state, so a read never sees a session's step late.
    */
-  settle(): void {
-    if (this.#steps.length > 0) this.flush()
+  async settle(): Promise<void> {
+    if (this.#steps.length > 0) await this.flush()
   }
 
   telemetry(serverId: string, samples: Sample[]): void {
@@ -113,10 +113,10 @@ class FleetRuntime {
 
   #schedule(): void {
     if (this.#timer) return
-    this.#timer = setTimeout(() => {
+    this.#timer = setTimeout(async () => {
       this.#timer = null
       try {
-        this.flush()
+        await this.flush()
       } catch (e) {
         this.deps.log.error('fleet flush failed', { error: e })
       }
@@ -124,7 +124,7 @@ class FleetRuntime {
   }
 
   /** Writes buffered heartbeats and telemetry in one transaction; returns servers that came online. */
-  flush(): string[] {
+  async flush(): Promise<string[]> {
     if (this.#heartbeats.size === 0 && this.#samples.size === 0 && this.#steps.length === 0) return []
     const beats = [...this.#heartbeats]
     const samples = [...this.#samples]
@@ -137,7 +137,7 @@ class FleetRuntime {
     const cache = seriesCache(deps)
     const fresh = new Map<SeriesKey, number>()
     try {
-      this.#write(steps, beats, samples, cache, fresh, cameOnline)
+      await this.#write(steps, beats, samples, cache, fresh, cameOnline)
     } catch (e) {
       // Nothing was written (a busy database, say): what was taken goes back for the next flush.
       this.#steps = [...steps, ...this.#steps]
@@ -151,25 +151,25 @@ class FleetRuntime {
     return cameOnline
   }
 
-  #write(
+  async #write(
     steps: Step[],
     beats: [string, number][],
     samples: [string, Sample[]][],
     cache: ReturnType<typeof seriesCache>,
     fresh: Map<SeriesKey, number>,
     cameOnline: string[],
-  ): void {
+  ): Promise<void> {
     const { deps } = this
-    withTransaction(deps.db, (tx) => {
+    await withTransaction(deps.db, async (tx) => {
       // On PostgreSQL a transaction that lost a serialization conflict runs again from the start
       // (db/pg/database.ts): what an attempt that rolled back collected is dropped first.
       cameOnline.length = 0
       fresh.clear()
-      this.#writeSteps(tx, steps, beats, cameOnline)
+      await this.#writeSteps(tx, steps, beats, cameOnline)
       // The latest value per series is written once per flush, from the sample with the latest time.
       const { earliest, latest } = storeSamples(deps, cache, fresh, samples)
       upsertLatestMetrics(deps.sqlite, latest)
-      if (earliest !== Number.POSITIVE_INFINITY) noteLateSamples(tx, earliest, deps.clock.nowUs())
+      if (earliest !== Number.POSITIVE_INFINITY) await noteLateSamples(tx, earliest, deps.clock.nowUs())
     })
   }
 
@@ -177,45 +177,45 @@ class FleetRuntime {
    * Writes presence steps in the order they happened, then heartbeats of servers online (the
    * latest of each; one finding its server not online brings it online, as a step would).
    */
-  #writeSteps(tx: Tx, steps: Step[], beats: [string, number][], cameOnline: string[]): void {
+  async #writeSteps(tx: Tx, steps: Step[], beats: [string, number][], cameOnline: string[]): Promise<void> {
     const { deps } = this
     if (steps.length === 0 && beats.length === 0) return
     const ids = new Set<string>()
     for (const st of steps) ids.add(st.serverId)
     for (const [id] of beats) ids.add(id)
     // Decommissioned servers included: a close still takes one offline (decommissioning does too).
-    const rows = new Map(presenceOf(tx, [...ids]).map((r) => [r.id, r]))
+    const rows = new Map((await presenceOf(tx, [...ids])).map((r) => [r.id, r]))
     // Each tenant's snapshot is marked out of date once per flush, however many of its servers moved.
     const dirty = new Set<string>()
-    const markDirty = (tenantId: string) => {
+    const markDirty = async (tenantId: string) => {
       if (dirty.has(tenantId)) return
       dirty.add(tenantId)
-      markSnapshotDirty(tx, tenantId)
+      await markSnapshotDirty(tx, tenantId)
     }
-    const online = (row: PresenceRow, at: number, eventId?: string) => {
+    const online = async (row: PresenceRow, at: number, eventId?: string) => {
       setPresence(deps.sqlite, row.id, 'online', at)
-      recordServerEvent(tx, deps, row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence }, at, id: eventId })
-      markDirty(row.tenantId)
+      await recordServerEvent(tx, deps, row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence }, at, id: eventId })
+      await markDirty(row.tenantId)
       cameOnline.push(row.id)
       row.presence = 'online'
     }
     for (const st of steps) {
       const row = rows.get(st.serverId)
       if (st.kind === 'hello') {
-        updateServer(tx, st.serverId, st.facts)
-        markDirty(st.tenantId)
+        await updateServer(tx, st.serverId, st.facts)
+        await markDirty(st.tenantId)
         continue
       }
       if (!row) continue
       if (st.kind === 'beat') {
         if (row.decommissioned) continue
         if (row.presence === 'online') setPresence(deps.sqlite, row.id, null, st.at)
-        else online(row, st.at, st.eventId)
+        else await online(row, st.at, st.eventId)
         continue
       }
       if (row.presence === 'offline') continue
       setPresence(deps.sqlite, row.id, 'offline', null)
-      recordServerEvent(tx, deps, row, {
+      await recordServerEvent(tx, deps, row, {
         kind: 'presence.offline',
         severity: 'warning',
         message: `offline: ${st.reason}`,
@@ -223,14 +223,14 @@ class FleetRuntime {
         at: st.at,
         id: st.eventId,
       })
-      markDirty(row.tenantId)
+      await markDirty(row.tenantId)
       row.presence = 'offline'
     }
     for (const [id, at] of beats) {
       const row = rows.get(id)
       if (!row || row.decommissioned) continue
       if (row.presence === 'online') setPresence(deps.sqlite, id, null, at)
-      else online(row, at)
+      else await online(row, at)
     }
   }
 
@@ -258,7 +258,7 @@ class FleetRuntime {
    * is reported and waits out a backoff; the others move.
    */
   async sweep(tenants: TenantWalk = new TenantWalk(this.deps, 'presence.sweep')): Promise<string> {
-    this.flush()
+    await this.flush()
     const { deps } = this
     const now = deps.clock.nowUs()
     let suspect = 0
@@ -266,8 +266,8 @@ class FleetRuntime {
     // Servers this run could not move (failed, or waiting out a backoff): the next slices pass them by.
     const passed = new Set<string>()
     /** One slice in the caller's transaction: what it chose, and the servers it moved. */
-    const slice = (tx: Tx, careful: boolean) => {
-      const stale = silentServers(tx, now - SUSPECT_AFTER_US, now - OFFLINE_AFTER_US, SWEEP_SLICE + passed.size)
+    const slice = async (tx: Tx, careful: boolean) => {
+      const stale = (await silentServers(tx, now - SUSPECT_AFTER_US, now - OFFLINE_AFTER_US, SWEEP_SLICE + passed.size))
         .filter((s) => !passed.has(s.id))
         .slice(0, SWEEP_SLICE)
       const moved: { id: string; to: 'offline' | 'suspect' }[] = []
@@ -276,23 +276,23 @@ class FleetRuntime {
       for (const s of stale) {
         const to = s.lastSeenAt! < now - OFFLINE_AFTER_US ? 'offline' : 'suspect'
         const scope = `server ${s.id}`
-        const move = (one: Tx) => {
-          updateServer(one, s.id, { presence: to })
+        const move = async (one: Tx) => {
+          await updateServer(one, s.id, { presence: to })
           const silentS = Math.floor((now - s.lastSeenAt!) / 1_000_000)
-          recordServerEvent(one, deps, s, {
+          await recordServerEvent(one, deps, s, {
             kind: `presence.${to}`,
             severity: 'warning',
             message: `${to}: no heartbeat for ${silentS} s`,
             data: { from: s.presence, silent_seconds: silentS },
           })
-          markSnapshotDirty(one, s.tenantId)
+          await markSnapshotDirty(one, s.tenantId)
           return true
         }
         let ok: boolean | undefined
         if (tenants.isWaiting(s.tenantId, scope)) {
           deferred++
           ok = undefined
-        } else if (!careful) ok = move(tx)
+        } else if (!careful) ok = await move(tx)
         else ok = tenants.runSync(s.tenantId, () => withTransaction(tx, move), scope)
         if (ok) moved.push({ id: s.id, to })
         else skipped.push(s.id)
@@ -305,10 +305,10 @@ class FleetRuntime {
       // savepoint and the per-tenant boundary.
       let done: ReturnType<typeof slice>
       try {
-        done = withTransaction(deps.db, (tx) => slice(tx, false))
+        done = await withTransaction(deps.db, (tx) => slice(tx, false))
       } catch (e) {
         if (isDatabaseBusy(e)) throw e
-        done = withTransaction(deps.db, (tx) => slice(tx, true))
+        done = await withTransaction(deps.db, (tx) => slice(tx, true))
       }
       tenants.deferred += done.deferred
       for (const id of done.skipped) passed.add(id)
@@ -321,17 +321,17 @@ class FleetRuntime {
       if (n < SWEEP_SLICE) break
       await new Promise<void>((resolve) => setImmediate(resolve))
       // Heartbeats that came in meanwhile are written before the next slice is chosen.
-      this.flush()
+      await this.flush()
     }
     return `${suspect} servers became suspect, ${offline} offline`
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.#timer) clearTimeout(this.#timer)
     if (this.#presenceTimer) clearTimeout(this.#presenceTimer)
     this.#timer = null
     this.#presenceTimer = null
-    this.flush()
+    await this.flush()
   }
 }
 

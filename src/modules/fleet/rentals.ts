@@ -26,22 +26,22 @@ export function rentalSources(server: RentalFacts): string[] {
  * marketplace that started or stopped reporting one. Answers true when no rental runs any more
  * though one ran before (the caller emits `server.rental_ended` after its transaction commits).
  */
-export function setMarketRentals(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'events'>, serverId: string, marketplaces: readonly string[]): boolean {
-  const server = findServerById(tx, serverId)
+export async function setMarketRentals(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'events'>, serverId: string, marketplaces: readonly string[]): Promise<boolean> {
+  const server = await findServerById(tx, serverId)
   if (!server) return false
   const next = [...new Set(marketplaces)].sort()
   const before = server.marketRentals
   if (next.length === before.length && next.every((m, i) => m === before[i])) return false
   const running = rentalRunning({ ...server, marketRentals: next })
   for (const m of next.filter((x) => !before.includes(x))) {
-    recordServerEvent(tx, deps, server, { kind: 'marketplace.rental_started', message: `${m} reports a running rental`, data: { marketplace: m } })
-    deps.events.emit('server.rental_changed', { tx: tx as Tx, server: { id: server.id, tenantId: server.tenantId }, source: m, started: true, running })
+    await recordServerEvent(tx, deps, server, { kind: 'marketplace.rental_started', message: `${m} reports a running rental`, data: { marketplace: m } })
+    await deps.events.emit('server.rental_changed', { tx: tx as Tx, server: { id: server.id, tenantId: server.tenantId }, source: m, started: true, running })
   }
   for (const m of before.filter((x) => !next.includes(x))) {
-    recordServerEvent(tx, deps, server, { kind: 'marketplace.rental_ended', message: `${m} reports no running rental any more`, data: { marketplace: m } })
-    deps.events.emit('server.rental_changed', { tx: tx as Tx, server: { id: server.id, tenantId: server.tenantId }, source: m, started: false, running })
+    await recordServerEvent(tx, deps, server, { kind: 'marketplace.rental_ended', message: `${m} reports no running rental any more`, data: { marketplace: m } })
+    await deps.events.emit('server.rental_changed', { tx: tx as Tx, server: { id: server.id, tenantId: server.tenantId }, source: m, started: false, running })
   }
-  updateServer(tx, server.id, { marketRentals: next })
+  await updateServer(tx, server.id, { marketRentals: next })
   return rentalRunning(server) && !rentalRunning({ ...server, marketRentals: next })
 }
 
@@ -49,15 +49,15 @@ export function setMarketRentals(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' 
  * The operator's or the agent's rental fact (`rental_active`, the latest write wins) is about to be
  * `active`, in the caller's transaction: when that changes it, says so (`server.rental_changed`).
  */
-export function noteRentalFact(
+export async function noteRentalFact(
   tx: DbOrTx,
   deps: Pick<Deps, 'events'>,
   server: RentalFacts & { id: string; tenantId: string },
   active: boolean,
   source: 'operator' | 'agent',
-): void {
+): Promise<void> {
   if (server.rentalActive === active) return
-  deps.events.emit('server.rental_changed', {
+  await deps.events.emit('server.rental_changed', {
     tx: tx as Tx,
     server: { id: server.id, tenantId: server.tenantId },
     source,

@@ -34,13 +34,13 @@ function filterRows(rows: FleetRow[], actor: Actor, f: ServerFilters): FleetRow[
 }
 
 /** The fleet, one row per managed server, ordered by name, a page at a time. */
-export function listServers({ deps, actor, input }: { deps: Deps; actor: Actor; input: ListQuery }) {
-  const snap = readSnapshot(deps, actor.tenantId)
+export async function listServers({ deps, actor, input }: { deps: Deps; actor: Actor; input: ListQuery }) {
+  const snap = await readSnapshot(deps, actor.tenantId)
   const { cursor, limit = DEFAULT_PAGE_SIZE, ...filters } = input
   const etag = snapshotTag(snap, JSON.stringify({ filters, cursor, limit, allow: actor.serverAllowlist }))
-  const body = () => {
+  const body = async () => {
     const rows = filterRows(snap.rows, actor, filters)
-    const page = paginate(deps.keys.cursor, {
+    const page = await paginate(deps.keys.cursor, {
       scope: `servers:${actor.tenantId}:${JSON.stringify(filters)}`,
       input: { cursor, limit },
       fetch: (after: { name: string; id: string } | undefined, take) => {
@@ -60,8 +60,8 @@ export function listServers({ deps, actor, input }: { deps: Deps; actor: Actor; 
  * servers per group, and today's revenue: every figure a sum over the same rows GET /servers
  * answers (docs/fleet.md "Dashboard").
  */
-export function fleetDashboard({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const snap = readSnapshot(deps, actor.tenantId)
+export async function fleetDashboard({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const snap = await readSnapshot(deps, actor.tenantId)
   const etag = snapshotTag(snap, `dashboard:${JSON.stringify(actor.serverAllowlist)}`)
   const body = () => {
     const rows = filterRows(snap.rows, actor, {})

@@ -52,9 +52,9 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
   return apiRoutes('servers', deps)
     .get(
       '/servers',
-      ({ verb, request, query, set }) => {
+      async ({ verb, request, query, set }) => {
         const { actor } = verb
-        const out = listServers({ deps, actor, input: query })
+        const out = await listServers({ deps, actor, input: query })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
         return jsonAnswer(answers(deps).json(`servers\n${actor.tenantId}\n${out.etag}`, out.body, checkServerList), out.etag)
       },
@@ -74,9 +74,9 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     )
     .get(
       '/dashboard',
-      ({ verb, request, set }) => {
+      async ({ verb, request, set }) => {
         const { actor } = verb
-        const out = fleetDashboard({ deps, actor })
+        const out = await fleetDashboard({ deps, actor })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
         return jsonAnswer(answers(deps).json(`dashboard\n${actor.tenantId}\n${out.etag}`, out.body, checkDashboard), out.etag)
       },
@@ -95,8 +95,8 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     )
     .get(
       '/servers/:id',
-      ({ verb, request, params, set }) => {
-        const out = getServer({ ...verb, id: params.id, margin })
+      async ({ verb, request, params, set }) => {
+        const out = await getServer({ ...verb, id: params.id, margin })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
         set.headers.etag = out.etag
         return out.body()
@@ -113,8 +113,8 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     )
     .patch(
       '/servers/:id',
-      ({ verb, request, params, body, set }) => {
-        const out = updateServerConfig({
+      async ({ verb, request, params, body, set }) => {
+        const out = await updateServerConfig({
           ...verb,
           id: params.id,
           ifMatch: request.headers.get('if-match'),
@@ -167,8 +167,8 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     })
     .delete(
       '/servers/:id/maintenance',
-      ({ verb, params, set }) => {
-        endMaintenance({ ...verb, id: params.id })
+      async ({ verb, params, set }) => {
+        await endMaintenance({ ...verb, id: params.id })
         set.status = 204
         return null
       },

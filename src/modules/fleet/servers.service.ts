@@ -51,8 +51,8 @@ export type MaintenanceAnnouncements = (
 ) => { marketplace: MarketplaceId; external_machine_id: string; supported: boolean; how: string }[]
 
 /** A server of the actor's tenant that the actor may see, the whole row (fleet's own verbs); anything else is a plain 404. */
-function loadServerRow(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): ServerRow {
-  const server = findServer(db, actor.tenantId, id.toLowerCase())
+async function loadServerRow(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): Promise<ServerRow> {
+  const server = await findServer(db, actor.tenantId, id.toLowerCase())
   if (!server || !mayAccessServer(actor, server.id)) throw FleetErrors.serverNotFound()
   return server
 }
@@ -61,18 +61,18 @@ function loadServerRow(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.d
  * The one tenant-checked load-or-throw other modules use: a server of the actor's tenant that the
  * actor may see (decommissioned ones included), as its summary; anything else is a plain 404.
  */
-export function loadServer(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): ServerSummary {
-  return summaryOf(loadServerRow(deps, actor, id, db))
+export async function loadServer(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): Promise<ServerSummary> {
+  return summaryOf(await loadServerRow(deps, actor, id, db))
 }
 
 /** Every server of a group (decommissioned ones too) lets go of it, before the group is deleted (groups' delete). */
-export function releaseGroup(tx: DbOrTx, groupId: string): void {
-  clearGroupOfServers(tx, groupId)
+export async function releaseGroup(tx: DbOrTx, groupId: string): Promise<void> {
+  await clearGroupOfServers(tx, groupId)
 }
 
 /** The server's id when the actor may see it (telemetry's reads are scoped by it). */
-export function visibleServerId(deps: Deps, actor: Actor, id: string): string {
-  return loadServerRow(deps, actor, id).id
+export async function visibleServerId(deps: Deps, actor: Actor, id: string): Promise<string> {
+  return (await loadServerRow(deps, actor, id)).id
 }
 
 /** The last days' margin of a server (the costs module's, handed in by the composition root). */
@@ -91,18 +91,18 @@ export type ServerMargin = {
 }
 export type MarginLookup = (deps: Deps, tenantId: string, serverId: string) => ServerMargin
 
-export function getServer({ deps, actor, id, margin }: { deps: Deps; actor: Actor; id: string; margin: MarginLookup }) {
-  const server = loadServerRow(deps, actor, id)
+export async function getServer({ deps, actor, id, margin }: { deps: Deps; actor: Actor; id: string; margin: MarginLookup }) {
+  const server = await loadServerRow(deps, actor, id)
   // The margin carries gpuhq's charges: billing information, shown to whoever may read billing.
   const mayReadBilling = actor.serverAllowlist === null && (actor.scopes === null || actor.scopes.includes('billing:read'))
   return {
     etag: etagOf(server.version),
-    body: () => ({ ...serverDetail(deps, server), ...(mayReadBilling ? { margin: margin(deps, actor.tenantId, server.id) } : {}) }),
+    body: async () => ({ ...await serverDetail(deps, server), ...(mayReadBilling ? { margin: margin(deps, actor.tenantId, server.id) } : {}) }),
   }
 }
 
-function serverDetail(deps: Deps, server: ServerRow) {
-  const metrics = latestMetricsOf(deps.db, [server.id])
+async function serverDetail(deps: Deps, server: ServerRow) {
+  const metrics = await latestMetricsOf(deps.db, [server.id])
   const byGpu = new Map<number, Map<string, number | null>>()
   const host: Record<string, { value: number | null; t: string }> = {}
   const gpus = new Map<number, Record<string, { value: number | null; t: string }>>()
@@ -128,9 +128,9 @@ function serverDetail(deps: Deps, server: ServerRow) {
     port_range: server.portRange,
     gpus: server.gpus,
     host_details: server.hostDetails,
-    gpu_health: gpuHealth(server, byGpu, xidCountsOfServer(deps.db, server.id)),
+    gpu_health: gpuHealth(server, byGpu, await xidCountsOfServer(deps.db, server.id)),
     telemetry: { host, gpus: [...gpus].sort(([a], [b]) => a - b).map(([index, m]) => ({ index, metrics: m })) },
-    keep_on: keepOnOf(deps.db, server.id),
+    keep_on: await keepOnOf(deps.db, server.id),
     electricity_usd_per_kwh: server.electricityMicrosPerKwh === null ? null : formatMoney(server.electricityMicrosPerKwh),
     rental_active: rentalRunning(server),
     rental_sources: rentalSources(server),
@@ -175,7 +175,7 @@ function gpuHealth(server: ServerRow, readings: Map<number, Map<string, number |
 
 type Change = { deps: Deps; actor: Actor; audit: AuditContext; id: string }
 
-export function updateServerConfig({
+export async function updateServerConfig({
   deps,
   actor,
   audit,
@@ -184,8 +184,8 @@ export function updateServerConfig({
   input,
   groups,
 }: Change & { ifMatch: string | null; input: Static<typeof ServerPatch>; groups: GroupLookup }) {
-  const server = withTransaction(deps.db, (tx) => {
-    const server = loadServerRow(deps, actor, id, tx)
+  const server = await withTransaction(deps.db, async (tx) => {
+    const server = await loadServerRow(deps, actor, id, tx)
     assertIfMatch(ifMatch, etagOf(server.version))
     if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
     const patch: Partial<ServerRow> = { version: server.version + 1 }
@@ -207,23 +207,23 @@ export function updateServerConfig({
       patch.electricityMicrosPerKwh = micros
     }
     if (input.rental_active !== undefined) {
-      noteRentalFact(tx, deps, server, input.rental_active, 'operator')
+      await noteRentalFact(tx, deps, server, input.rental_active, 'operator')
       patch.rentalActive = input.rental_active
       patch.rentalSource = 'operator'
       patch.rentalUpdatedAt = deps.clock.nowUs()
     }
-    updateServer(tx, server.id, patch)
-    recordServerEvent(tx, deps, server, { kind: 'server.updated', message: `configuration changed: ${Object.keys(input).join(', ')}` })
-    markSnapshotDirty(tx, actor.tenantId)
-    recordAudit(tx, deps, audit, { operation: 'servers.update', targetKind: 'server', targetId: server.id })
+    await updateServer(tx, server.id, patch)
+    await recordServerEvent(tx, deps, server, { kind: 'server.updated', message: `configuration changed: ${Object.keys(input).join(', ')}` })
+    await markSnapshotDirty(tx, actor.tenantId)
+    await recordAudit(tx, deps, audit, { operation: 'servers.update', targetKind: 'server', targetId: server.id })
     return { ...server, ...patch }
   })
   // A rental that ended may release commands waiting for it.
-  if (input.rental_active === false) deps.events.emit('server.rental_ended', { serverId: server.id })
+  if (input.rental_active === false) await deps.events.emit('server.rental_ended', { serverId: server.id })
   return serverDetail(deps, server)
 }
 
-export function declareMaintenance({
+export async function declareMaintenance({
   deps,
   actor,
   audit,
@@ -231,51 +231,51 @@ export function declareMaintenance({
   reason,
   announcements,
 }: Change & { reason: string | null; announcements: MaintenanceAnnouncements }) {
-  const declared = withTransaction(deps.db, (tx) => {
-    const server = loadServerRow(deps, actor, id, tx)
+  const declared = await withTransaction(deps.db, async (tx) => {
+    const server = await loadServerRow(deps, actor, id, tx)
     if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
     // Repeating the declaration keeps `since`; only the reason follows the latest call.
     const since = server.maintenanceSince ?? deps.clock.nowUs()
-    updateServer(tx, server.id, { maintenanceSince: since, maintenanceReason: reason, version: server.version + 1 })
+    await updateServer(tx, server.id, { maintenanceSince: since, maintenanceReason: reason, version: server.version + 1 })
     if (server.maintenanceSince === null)
-      recordServerEvent(tx, deps, server, {
+      await recordServerEvent(tx, deps, server, {
         kind: 'maintenance.declared',
         message: reason ? `maintenance: ${reason}` : 'maintenance declared',
         data: { reason },
       })
-    markSnapshotDirty(tx, actor.tenantId)
-    recordAudit(tx, deps, audit, { operation: 'servers.maintenance.declare', targetKind: 'server', targetId: server.id })
+    await markSnapshotDirty(tx, actor.tenantId)
+    await recordAudit(tx, deps, audit, { operation: 'servers.maintenance.declare', targetKind: 'server', targetId: server.id })
     return { server_id: server.id, maintenance: { since: formatTimestamp(since), reason } }
   })
   // Declaring fleet maintenance announces nothing to renters by itself: it offers where to.
   return { ...declared, announce_on: announcements(deps, actor.tenantId, declared.server_id) }
 }
 
-export function endMaintenance({ deps, actor, audit, id }: Change) {
-  withTransaction(deps.db, (tx) => {
-    const server = loadServerRow(deps, actor, id, tx)
+export async function endMaintenance({ deps, actor, audit, id }: Change) {
+  await withTransaction(deps.db, async (tx) => {
+    const server = await loadServerRow(deps, actor, id, tx)
     if (server.maintenanceSince === null) return
-    updateServer(tx, server.id, { maintenanceSince: null, maintenanceReason: null, version: server.version + 1 })
-    recordServerEvent(tx, deps, server, { kind: 'maintenance.ended', message: 'back in service' })
-    markSnapshotDirty(tx, actor.tenantId)
-    recordAudit(tx, deps, audit, { operation: 'servers.maintenance.end', targetKind: 'server', targetId: server.id })
+    await updateServer(tx, server.id, { maintenanceSince: null, maintenanceReason: null, version: server.version + 1 })
+    await recordServerEvent(tx, deps, server, { kind: 'maintenance.ended', message: 'back in service' })
+    await markSnapshotDirty(tx, actor.tenantId)
+    await recordAudit(tx, deps, audit, { operation: 'servers.maintenance.end', targetKind: 'server', targetId: server.id })
   })
 }
 
 /** Revokes the agent credential (its live session is closed), stops billing (no longer managed), keeps history. */
-export function decommissionServer({ deps, actor, audit, id }: Change) {
-  const server = withTransaction(deps.db, (tx) => {
-    const server = loadServerRow(deps, actor, id, tx)
+export async function decommissionServer({ deps, actor, audit, id }: Change) {
+  const server = await withTransaction(deps.db, async (tx) => {
+    const server = await loadServerRow(deps, actor, id, tx)
     if (server.decommissionedAt !== null) return server
     const patch = { decommissionedAt: deps.clock.nowUs(), agentTokenHash: null, presence: 'offline' as const, version: server.version + 1 }
-    updateServer(tx, server.id, patch)
-    recordServerEvent(tx, deps, server, {
+    await updateServer(tx, server.id, patch)
+    await recordServerEvent(tx, deps, server, {
       kind: 'server.decommissioned',
       severity: 'warning',
       message: 'decommissioned: agent credential revoked, no longer managed',
     })
-    markSnapshotDirty(tx, actor.tenantId)
-    recordAudit(tx, deps, audit, { operation: 'servers.decommission', targetKind: 'server', targetId: server.id })
+    await markSnapshotDirty(tx, actor.tenantId)
+    await recordAudit(tx, deps, audit, { operation: 'servers.decommission', targetKind: 'server', targetId: server.id })
     return { ...server, ...patch }
   })
   agentSessions(deps).close(server.id, 4410, 'server decommissioned')
@@ -283,19 +283,19 @@ export function decommissionServer({ deps, actor, audit, id }: Change) {
 }
 
 export function setKeepOn({ deps, actor, audit, id, marketplace, on }: Change & { marketplace: Marketplace; on: boolean }) {
-  return withTransaction(deps.db, (tx) => {
-    const server = loadServerRow(deps, actor, id, tx)
+  return withTransaction(deps.db, async (tx) => {
+    const server = await loadServerRow(deps, actor, id, tx)
     if (on) {
       if (server.decommissionedAt !== null) throw FleetErrors.serverDecommissioned()
-      setKeepOnRow(tx, { serverId: server.id, marketplace, tenantId: actor.tenantId, createdAt: deps.clock.nowUs() })
-    } else clearKeepOnRow(tx, server.id, marketplace)
-    recordAudit(tx, deps, audit, { operation: on ? 'servers.keep_on.set' : 'servers.keep_on.clear', targetKind: 'server', targetId: server.id })
-    return { server_id: server.id, keep_on: keepOnOf(tx, server.id) }
+      await setKeepOnRow(tx, { serverId: server.id, marketplace, tenantId: actor.tenantId, createdAt: deps.clock.nowUs() })
+    } else await clearKeepOnRow(tx, server.id, marketplace)
+    await recordAudit(tx, deps, audit, { operation: on ? 'servers.keep_on.set' : 'servers.keep_on.clear', targetKind: 'server', targetId: server.id })
+    return { server_id: server.id, keep_on: await keepOnOf(tx, server.id) }
   })
 }
 
-export function listServerEvents({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: Static<typeof ServerEventsQuery> }) {
-  const server = loadServerRow(deps, actor, id)
+export async function listServerEvents({ deps, actor, id, input }: { deps: Deps; actor: Actor; id: string; input: Static<typeof ServerEventsQuery> }) {
+  const server = await loadServerRow(deps, actor, id)
   return paginate(deps.keys.cursor, {
     scope: `server-events:${server.id}:${input.kind ?? ''}`,
     input,

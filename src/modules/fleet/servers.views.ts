@@ -68,36 +68,36 @@ const summary = (r: ServerRow | undefined) => (r === undefined ? undefined : sum
  * Tenant-checked without an actor, for verbs that answer their own refusal (a token's or a
  * policy's). Behind an actor, `loadServer` is the one that throws the plain 404.
  */
-export function serverOfTenant(db: DbOrTx, tenantId: string, id: string): ServerSummary | undefined {
-  return summary(repo.findServer(db, tenantId, id))
+export async function serverOfTenant(db: DbOrTx, tenantId: string, id: string): Promise<ServerSummary | undefined> {
+  return summary(await repo.findServer(db, tenantId, id))
 }
 
 /**
  * A server by id alone, NOT tenant-checked: only for an id that comes from a trusted source (a live
  * agent session, a job's or an event's own server id), never for an id a request carried.
  */
-export function trustedServerById(db: DbOrTx, id: string): ServerSummary | undefined {
-  return summary(repo.findServerById(db, id))
+export async function trustedServerById(db: DbOrTx, id: string): Promise<ServerSummary | undefined> {
+  return summary(await repo.findServerById(db, id))
 }
 
 /** The managed (not decommissioned) server whose agent credential hashes to this, or undefined. */
-export function serverByAgentToken(db: DbOrTx, tokenHash: string): ServerSummary | undefined {
-  return summary(repo.findServerByAgentToken(db, tokenHash))
+export async function serverByAgentToken(db: DbOrTx, tokenHash: string): Promise<ServerSummary | undefined> {
+  return summary(await repo.findServerByAgentToken(db, tokenHash))
 }
 
 /** The tenant's managed server with this host fingerprint (what re-enrolment matches), or undefined. */
-export function serverByFingerprint(db: DbOrTx, tenantId: string, fingerprint: string): ServerSummary | undefined {
-  return summary(repo.findServerByFingerprint(db, tenantId, fingerprint))
+export async function serverByFingerprint(db: DbOrTx, tenantId: string, fingerprint: string): Promise<ServerSummary | undefined> {
+  return summary(await repo.findServerByFingerprint(db, tenantId, fingerprint))
 }
 
 /** The tenant's managed (not decommissioned) servers, by name. */
-export function managedServers(db: DbOrTx, tenantId: string): ServerSummary[] {
-  return repo.managedServers(db, tenantId).map(summaryOf)
+export async function managedServers(db: DbOrTx, tenantId: string): Promise<ServerSummary[]> {
+  return (await repo.managedServers(db, tenantId)).map(summaryOf)
 }
 
 /** Every server of the tenant, decommissioned ones too (they keep their history), by name. */
-export function serversOfTenant(db: DbOrTx, tenantId: string): ServerSummary[] {
-  return repo.serversOfTenant(db, tenantId).map(summaryOf)
+export async function serversOfTenant(db: DbOrTx, tenantId: string): Promise<ServerSummary[]> {
+  return (await repo.serversOfTenant(db, tenantId)).map(summaryOf)
 }
 
 // Named reads that already answer narrow views (counts, names, ids, readings): other modules'

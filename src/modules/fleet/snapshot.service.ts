@@ -23,16 +23,16 @@ const SNAPSHOT_SHAPE_VERSION = 1
  * The tenant's fleet snapshot is out of date (a figure of its rows moved): the next read recomputes
  * it. In the caller's transaction; what other modules call when their part of a row changes.
  */
-export function markFleetDirty(tx: DbOrTx, tenantId: string): void {
-  markSnapshotDirty(tx, tenantId)
+export async function markFleetDirty(tx: DbOrTx, tenantId: string): Promise<void> {
+  await markSnapshotDirty(tx, tenantId)
 }
 
 export type Snapshot = { generatedAt: number; dataAsOf: number; rows: FleetRow[]; stale: boolean; staleReason: string | null }
 
-function compute(deps: Deps, db: DbOrTx, tenantId: string, nowUs: number): FleetRow[] {
-  const list = managedServers(db, tenantId)
+async function compute(deps: Deps, db: DbOrTx, tenantId: string, nowUs: number): Promise<FleetRow[]> {
+  const list = await managedServers(db, tenantId)
   const byServer = new Map<string, LatestByGpu>()
-  for (const m of latestMetricsOf(
+  for (const m of await latestMetricsOf(
     db,
     list.map((s) => s.id),
   )) {
@@ -62,24 +62,24 @@ function remember(deps: Deps, tenantId: string, generatedAt: number, rows: Fleet
   if (kept.size > PARSED_KEPT) kept.delete(kept.keys().next().value!)
 }
 
-function rowsOf(deps: Deps, tenantId: string, generatedAt: number): FleetRow[] | null {
+async function rowsOf(deps: Deps, tenantId: string, generatedAt: number): Promise<FleetRow[] | null> {
   const hit = parsed(deps).get(tenantId)
   if (hit && hit.generatedAt === generatedAt) {
     remember(deps, tenantId, generatedAt, hit.rows)
     return hit.rows
   }
-  const row = findSnapshotBody<FleetRow>(deps.db, tenantId)
+  const row = await findSnapshotBody<FleetRow>(deps.db, tenantId)
   if (!row || row.generatedAt !== generatedAt) return null // replaced by another process meanwhile
   remember(deps, tenantId, generatedAt, row.body)
   return row.body
 }
 
 /** Recomputes and stores the tenant's snapshot in one transaction (a consistent read). */
-function refreshSnapshot(deps: Deps, tenantId: string): Snapshot {
-  const snap = withTransaction(deps.db, (tx) => {
+async function refreshSnapshot(deps: Deps, tenantId: string): Promise<Snapshot> {
+  const snap = await withTransaction(deps.db, async (tx) => {
     const now = deps.clock.nowUs()
-    const rows = compute(deps, tx, tenantId, now)
-    saveSnapshot(tx, { tenantId, generatedAt: now, dataAsOf: now, body: rows })
+    const rows = await compute(deps, tx, tenantId, now)
+    await saveSnapshot(tx, { tenantId, generatedAt: now, dataAsOf: now, body: rows })
     return { generatedAt: now, dataAsOf: now, rows, stale: false, staleReason: null }
   })
   remember(deps, tenantId, snap.generatedAt, snap.rows)
@@ -89,19 +89,19 @@ function refreshSnapshot(deps: Deps, tenantId: string): Snapshot {
 /** Tenants whose stale snapshot this process is refreshing in the background. */
 const refreshing = perDeps(() => new Set<string>())
 
-export function readSnapshot(deps: Deps, tenantId: string): Snapshot {
-  const row = findSnapshotHead(deps.db, tenantId)
+export async function readSnapshot(deps: Deps, tenantId: string): Promise<Snapshot> {
+  const row = await findSnapshotHead(deps.db, tenantId)
   if (!row || row.dirty) return refreshSnapshot(deps, tenantId)
-  const rows = rowsOf(deps, tenantId, row.generatedAt)
+  const rows = await rowsOf(deps, tenantId, row.generatedAt)
   if (!rows) return refreshSnapshot(deps, tenantId)
   const age = deps.clock.nowUs() - row.generatedAt
   const stale = age > SNAPSHOT_TTL_US
   const running = refreshing(deps)
   if (stale && !running.has(tenantId)) {
     running.add(tenantId)
-    setTimeout(() => {
+    setTimeout(async () => {
       try {
-        refreshSnapshot(deps, tenantId)
+        await refreshSnapshot(deps, tenantId)
       } catch (e) {
         deps.log.error('fleet snapshot refresh failed', { tenant_id: tenantId, error: e })
       } finally {
@@ -125,7 +125,7 @@ export function readSnapshot(deps: Deps, tenantId: string): Snapshot {
  * are refreshed), yielding between two so requests and agent sessions are served meanwhile.
  */
 export async function refreshAllSnapshots(deps: Deps, tenants: TenantWalk = new TenantWalk(deps, 'fleet.snapshot')): Promise<string> {
-  const all = snapshotTenants(deps.db).sort()
+  const all = (await snapshotTenants(deps.db)).sort()
   let refreshed = 0
   for (const t of all) {
     if (tenants.runSync(t, () => refreshSnapshot(deps, t)) !== undefined) refreshed++

@@ -12,19 +12,19 @@ import { insertLiveEvent } from './live.repository'
  * wakes this process's open streams of the tenant once the transaction is over.
  */
 
-function record(tx: DbOrTx, deps: Deps, e: { tenantId: string; serverId: string | null; type: string; at?: number; data: Record<string, unknown> }): void {
+async function record(tx: DbOrTx, deps: Deps, e: { tenantId: string; serverId: string | null; type: string; at?: number; data: Record<string, unknown> }): Promise<void> {
   const now = deps.clock.nowUs()
   const payload = JSON.stringify({ type: e.type, at: formatTimestamp(e.at ?? now), ...e.data })
-  insertLiveEvent(tx, { tenantId: e.tenantId, serverId: e.serverId, type: e.type, payload, createdAt: now })
+  await insertLiveEvent(tx, { tenantId: e.tenantId, serverId: e.serverId, type: e.type, payload, createdAt: now })
   liveHub(deps).wakeSoon(e.tenantId)
 }
 
 /** Presence transitions, from the server events fleet records for them. */
-export function liveFromServerEvent(deps: Deps, e: AppEvents['server.event_recorded']): void {
+export async function liveFromServerEvent(deps: Deps, e: AppEvents['server.event_recorded']): Promise<void> {
   if (!e.kind.startsWith('presence.')) return
   const to = e.kind.slice('presence.'.length)
   const from = typeof e.data?.from === 'string' ? e.data.from : null
-  record(e.tx, deps, {
+  await record(e.tx, deps, {
     tenantId: e.server.tenantId,
     serverId: e.server.id,
     type: e.kind,
@@ -33,8 +33,8 @@ export function liveFromServerEvent(deps: Deps, e: AppEvents['server.event_recor
   })
 }
 
-export function liveFromRental(deps: Deps, e: AppEvents['server.rental_changed']): void {
-  record(e.tx, deps, {
+export async function liveFromRental(deps: Deps, e: AppEvents['server.rental_changed']): Promise<void> {
+  await record(e.tx, deps, {
     tenantId: e.server.tenantId,
     serverId: e.server.id,
     type: e.started ? 'rental.started' : 'rental.ended',
@@ -42,9 +42,9 @@ export function liveFromRental(deps: Deps, e: AppEvents['server.rental_changed']
   })
 }
 
-export function liveFromCommand(deps: Deps, e: AppEvents['command.changed']): void {
+export async function liveFromCommand(deps: Deps, e: AppEvents['command.changed']): Promise<void> {
   const c = e.command
-  record(e.tx, deps, {
+  await record(e.tx, deps, {
     tenantId: c.tenantId,
     serverId: c.serverId,
     type: `command.${e.to}`,
@@ -63,9 +63,9 @@ export function liveFromCommand(deps: Deps, e: AppEvents['command.changed']): vo
   })
 }
 
-export function liveFromAlert(deps: Deps, e: AppEvents['alert.changed']): void {
+export async function liveFromAlert(deps: Deps, e: AppEvents['alert.changed']): Promise<void> {
   const i = e.incident
-  record(e.tx, deps, {
+  await record(e.tx, deps, {
     tenantId: i.tenantId,
     serverId: i.serverId,
     type: `alert.${e.change}`,
@@ -82,9 +82,9 @@ export function liveFromAlert(deps: Deps, e: AppEvents['alert.changed']): void {
   })
 }
 
-export function liveFromTopup(deps: Deps, e: AppEvents['topup.succeeded']): void {
+export async function liveFromTopup(deps: Deps, e: AppEvents['topup.succeeded']): Promise<void> {
   const t = e.topup
-  record(e.tx, deps, {
+  await record(e.tx, deps, {
     tenantId: t.tenantId,
     serverId: null,
     type: 'topup.succeeded',
@@ -98,9 +98,9 @@ export function liveFromTopup(deps: Deps, e: AppEvents['topup.succeeded']): void
   })
 }
 
-export function liveFromTopupNotCredited(deps: Deps, e: AppEvents['topup.not_credited']): void {
+export async function liveFromTopupNotCredited(deps: Deps, e: AppEvents['topup.not_credited']): Promise<void> {
   const t = e.topup
-  record(e.tx, deps, {
+  await record(e.tx, deps, {
     tenantId: t.tenantId,
     serverId: null,
     type: `topup.${e.status}`,

@@ -27,7 +27,7 @@ function requestedId(header: string | null, query: string | undefined): number |
  * nothing lost, or, when events after that id were pruned or the id was never issued, with a
  * `stream.reset` and from now.
  */
-export function openLiveStream({
+export async function openLiveStream({
   deps,
   actor,
   lastEventId,
@@ -37,7 +37,7 @@ export function openLiveStream({
   actor: Actor
   lastEventId: { header: string | null; query: string | undefined }
   recheck: () => Actor | null
-}): Response {
+}): Promise<Response> {
   const requested = requestedId(lastEventId.header, lastEventId.query)
   const hub = liveHub(deps)
   const { streamsPerTenant, retentionHours } = deps.config.liveEvents
@@ -46,11 +46,11 @@ export function openLiveStream({
       retryAfterSeconds: RETRY_REFUSED_S,
     })
   // The tenant's own sequence: nothing here moves when another tenant acts (issue 34).
-  const last = lastSeqOf(deps.db, actor.tenantId)
+  const last = await lastSeqOf(deps.db, actor.tenantId)
   let preamble = `retry: ${RETRY_MS}\n\n`
   let cursor = last
   if (requested !== null) {
-    const reason = requested > last ? 'unknown_id' : requested < horizonOf(deps.db, actor.tenantId) ? 'pruned' : null
+    const reason = requested > last ? 'unknown_id' : requested < await horizonOf(deps.db, actor.tenantId) ? 'pruned' : null
     if (reason) preamble += sseFrame('stream.reset', JSON.stringify({ type: 'stream.reset', reason, last_event_id: String(requested) }), cursor)
     else cursor = requested
   }

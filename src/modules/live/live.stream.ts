@@ -78,7 +78,7 @@ export class LiveStream {
       do {
         this.#again = false
         if (!this.#authorized(false)) return
-        const rows = eventsAfter(this.deps.db, this.tenantId, this.#cursor, BATCH)
+        const rows = await eventsAfter(this.deps.db, this.tenantId, this.#cursor, BATCH)
         if (rows.length === 0) break
         // Nothing leaves on the strength of a commit that is not on disk yet (docs/operations.md "Durability").
         await this.deps.durable.barrier()

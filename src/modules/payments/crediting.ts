@@ -41,10 +41,10 @@ const CREDITABLE: TopupRow['status'][] = ['creating', 'partially_paid', 'expired
  */
 export async function applyPayment(tx: Tx, deps: Deps, t: TopupRow, p: ProviderPayment): Promise<TopupRow> {
   const base = { providerStatus: p.status.slice(0, 64), paymentId: t.paymentId ?? p.paymentId }
-  const review = (reason: string) =>
+  const review = async (reason: string) =>
     t.status === 'succeeded'
-      ? moveTopup(tx, deps, t, { ...base, reviewReason: reason })
-      : moveTopup(tx, deps, t, { ...base, status: 'review', reviewReason: reason })
+      ? await moveTopup(tx, deps, t, { ...base, reviewReason: reason })
+      : await moveTopup(tx, deps, t, { ...base, status: 'review', reviewReason: reason })
   if (p.orderId !== null && p.orderId !== t.id) return await review('order_mismatch')
   if (p.invoiceId !== null && t.invoiceId !== null && p.invoiceId !== t.invoiceId) return await review('invoice_mismatch')
   if (p.priceCurrency !== null && p.priceCurrency !== 'usd') return await review('currency_mismatch')

@@ -97,8 +97,8 @@ class MetricNames {
   constructor(private readonly db: DbOrTx) {}
 
   /** Admits the names, or admits none and answers those that would pass the cap. */
-  admit(serverId: string, names: Iterable<string>): string[] {
-    const known = this.#known(serverId)
+  async admit(serverId: string, names: Iterable<string>): Promise<string[]> {
+    const known = await this.#known(serverId)
     const fresh = [...new Set(names)].filter((n) => !known.has(n))
     if (known.size + fresh.length > MAX_METRIC_NAMES_PER_SERVER) return fresh
     for (const n of fresh) known.add(n)
@@ -109,10 +109,10 @@ class MetricNames {
     this.#byServer.delete(serverId)
   }
 
-  #known(serverId: string): Set<string> {
+  async #known(serverId: string): Promise<Set<string>> {
     let known = this.#byServer.get(serverId)
     if (!known) {
-      this.#byServer.set(serverId, (known = new Set(metricNamesOf(this.db, serverId))))
+      this.#byServer.set(serverId, (known = new Set(await metricNamesOf(this.db, serverId))))
     }
     return known
   }

@@ -12,9 +12,9 @@ import { serverMetrics, type ServerScope } from './metrics.service'
 export function metricsRoutes(deps: Deps, visibleServer: ServerScope) {
   return apiRoutes('metrics', deps).get(
     '/servers/:id/metrics',
-    ({ verb, request, params, query }) => {
+    async ({ verb, request, params, query }) => {
       const metric = query.metric === undefined ? undefined : Array.isArray(query.metric) ? query.metric : [query.metric]
-      const answer = serverMetrics({ ...verb, id: params.id, input: { ...query, metric }, visibleServer })
+      const answer = await serverMetrics({ ...verb, id: params.id, input: { ...query, metric }, visibleServer })
       if (ifNoneMatchHits(request.headers.get('if-none-match'), answer.etag)) return notModified(answer.etag, requestState(request).id)
       // The JSON text as built (MetricsSnapshot, which tests/telemetry check it against): thousands
       // of points are neither built as objects nor checked again on the way out.

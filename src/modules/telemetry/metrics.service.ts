@@ -104,7 +104,7 @@ class AnswerCache {
 }
 const answerCache = perDeps(() => new AnswerCache())
 
-export function serverMetrics({
+export async function serverMetrics({
   deps,
   actor,
   id,
@@ -116,7 +116,7 @@ export function serverMetrics({
   id: string
   input: Static<typeof MetricsQuery>
   visibleServer: ServerScope
-}): Answer {
+}): Promise<Answer> {
   const serverId = visibleServer(deps, actor, id)
   const now = deps.clock.nowUs()
   const key = JSON.stringify([serverId, input.from ?? null, input.to ?? null, input.resolution ?? 'auto', input.metric ?? null, input.gpu_index ?? null])
@@ -141,7 +141,7 @@ export function serverMetrics({
     )
 
   const metrics = [...new Set(input.metric ?? DEFAULT_METRICS)]
-  const series = seriesOf(deps.db, serverId, metrics)
+  const series = (await seriesOf(deps.db, serverId, metrics))
     .filter((s) => s.gpuIndex < 0 || input.gpu_index === undefined || s.gpuIndex === input.gpu_index)
     .sort((a, b) => metrics.indexOf(a.metric) - metrics.indexOf(b.metric) || a.gpuIndex - b.gpuIndex)
   if (series.length > MAX_SERIES)
@@ -154,7 +154,7 @@ export function serverMetrics({
 
   const ids = series.map((s) => s.id)
   const rangeEnd = first + points * resolution * US
-  const wm = watermarkOf(deps.db, resolution)
+  const wm = await watermarkOf(deps.db, resolution)
   // The buckets not final yet (all of them before the job's first run) come from the raw samples,
   // whole buckets as the job would store them; they replace any stored row of the same bucket.
   const rawFrom = Math.max(first, wm ? floorTo(unsettledFrom(deps, resolution, wm, now), resolution) : first)

@@ -77,8 +77,8 @@ export function unsettledFrom(deps: Deps, grain: Grain, wm: Pick<Watermark, 'don
  * late sample can change it any more. 0 while nothing is (no run yet). What is stored from those
  * buckets (the reports' daily aggregates) never needs computing again.
  */
-export function settledHourlyUntil(deps: Deps): number {
-  const wm = watermarkOf(deps.db, 3600)
+export async function settledHourlyUntil(deps: Deps): Promise<number> {
+  const wm = await watermarkOf(deps.db, 3600)
   if (!wm) return 0
   const now = deps.clock.nowUs()
   const rawStart = now - deps.config.metricsRetention.rawHours * 3600 * US
@@ -100,8 +100,8 @@ export async function runRollups(deps: Deps): Promise<string> {
     let longest = 0
     let batch = SERIES_BATCH.first
     for (const grain of GRAINS) {
-      const wm = watermarkOf(deps.db, grain)
-      const from = floorTo(wm ? unsettledFrom(deps, grain, wm, now) : (earliestSampleAt(deps.db) ?? now), grain)
+      const wm = await watermarkOf(deps.db, grain)
+      const from = floorTo(wm ? unsettledFrom(deps, grain, wm, now) : (await earliestSampleAt(deps.db) ?? now), grain)
       const end = floorTo(now, grain) + grain * US // the running bucket too
       const completeUntil = floorTo(now, grain)
       const span = CHUNK_BUCKETS[grain] * grain * US
@@ -115,10 +115,10 @@ export async function runRollups(deps: Deps): Promise<string> {
           i += ids.length
           const last = i >= series.length
           const started = performance.now()
-          buckets += withTransaction(deps.db, (tx) => {
+          buckets += await withTransaction(deps.db, async (tx) => {
             const written = ids.length ? rollupRange(deps.sqlite, grain, ids, chunk, chunkEnd) : 0
             // Samples written during the run before this point ask for a redo from there.
-            if (last) saveWatermark(tx, grain, doneUntil, run.lateFrom < doneUntil ? run.lateFrom : null, now)
+            if (last) await saveWatermark(tx, grain, doneUntil, run.lateFrom < doneUntil ? run.lateFrom : null, now)
             return written
           })
           const ms = performance.now() - started
@@ -154,7 +154,7 @@ export async function pruneTelemetry(deps: Deps): Promise<string> {
     let total = 0
     for (;;) {
       const started = performance.now()
-      const n = withTransaction(deps.db, () => deleteSome(batch))
+      const n = await withTransaction(deps.db, () => deleteSome(batch))
       const ms = performance.now() - started
       slices++
       longest = Math.max(longest, ms)

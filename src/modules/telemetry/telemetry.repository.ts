@@ -24,12 +24,12 @@ export function createSeries(sqlite: Database, serverId: string, gpuIndex: numbe
 }
 
 /** The distinct metric names a server has series for. */
-export function metricNamesOf(db: DbOrTx, serverId: string): string[] {
-  return db
+export async function metricNamesOf(db: DbOrTx, serverId: string): Promise<string[]> {
+  return (await db
     .selectDistinct({ metric: metricSeries.metric })
     .from(metricSeries)
     .where(eq(metricSeries.serverId, serverId))
-    .all()
+    .all())
     .map((r) => r.metric)
 }
 
@@ -93,30 +93,30 @@ export function sampleInsert(sqlite: Database): { add: (seriesId: number, t: num
 }
 
 /** Samples for time already rolled up make the rollup job redo from their bucket. */
-export function noteLateSamples(tx: DbOrTx, earliestT: number, now: number): void {
-  tx.update(rollupWatermarks)
+export async function noteLateSamples(tx: DbOrTx, earliestT: number, now: number): Promise<void> {
+  await tx.update(rollupWatermarks)
     .set({ redoFrom: sql`min(coalesce(${rollupWatermarks.redoFrom}, ${earliestT}), ${earliestT})`, updatedAt: now })
     .where(sql`${rollupWatermarks.doneUntil} > ${earliestT}`)
     .run()
 }
 
-export function earliestSampleAt(db: DbOrTx): number | null {
+export async function earliestSampleAt(db: DbOrTx): Promise<number | null> {
   return (
-    db
+    (await db
       .select({ t: sql<number | null>`min(${metricSamples.t})` })
       .from(metricSamples)
-      .get()?.t ?? null
+      .get())?.t ?? null
   )
 }
 
 export type Watermark = typeof rollupWatermarks.$inferSelect
 
-export function watermarkOf(db: DbOrTx, grain: number): Watermark | undefined {
+export async function watermarkOf(db: DbOrTx, grain: number): Promise<Watermark | undefined> {
   return db.select().from(rollupWatermarks).where(eq(rollupWatermarks.grain, grain)).get()
 }
 
-export function saveWatermark(tx: DbOrTx, grain: number, doneUntil: number, redoFrom: number | null, now: number): void {
-  tx.insert(rollupWatermarks)
+export async function saveWatermark(tx: DbOrTx, grain: number, doneUntil: number, redoFrom: number | null, now: number): Promise<void> {
+  await tx.insert(rollupWatermarks)
     .values({ grain, doneUntil, redoFrom, updatedAt: now })
     .onConflictDoUpdate({ target: rollupWatermarks.grain, set: { doneUntil, redoFrom, updatedAt: now } })
     .run()
@@ -213,7 +213,7 @@ const gpuHourly = (serverId: string, metric: string, fromUs: number, toUs: numbe
  * `power_w` averages of its GPUs are summed, and those sums are averaged over the buckets that have
  * one. Null when nothing was measured in the window (marketplaces: electricity per GPU-hour).
  */
-export function averageGpuPowerW(db: DbOrTx, serverId: string, fromUs: number, toUs: number): number | null {
+export async function averageGpuPowerW(db: DbOrTx, serverId: string, fromUs: number, toUs: number): Promise<number | null> {
   const perBucket = db
     .select({ bucket: metricRollups.bucket, watts: sql<number>`sum(${metricRollups.avg})`.as('watts') })
     .from(metricRollups)
@@ -221,7 +221,7 @@ export function averageGpuPowerW(db: DbOrTx, serverId: string, fromUs: number, t
     .where(gpuHourly(serverId, 'power_w', fromUs, toUs))
     .groupBy(metricRollups.bucket)
     .as('per_bucket')
-  const row = db
+  const row = await db
     .select({ watts: sql<number | null>`avg(${perBucket.watts})` })
     .from(perBucket)
     .get()
@@ -237,11 +237,11 @@ export type GpuDay = { serverId: string; day: number; sum: number; buckets: numb
  * the GPU-hours measured. So a day's average summed over the GPUs is sum ÷ buckets (what
  * averageGpuPowerW gives for that day), and its average per GPU-hour is sum ÷ gpuHours.
  */
-export function gpuMetricByServerDay(db: DbOrTx, serverIds: readonly string[], metric: string, fromUs: number, toUs: number): GpuDay[] {
+export async function gpuMetricByServerDay(db: DbOrTx, serverIds: readonly string[], metric: string, fromUs: number, toUs: number): Promise<GpuDay[]> {
   if (serverIds.length === 0 || toUs <= fromUs) return []
   // The constant written out, not bound: PostgreSQL must see the same expression in SELECT and GROUP BY.
   const day = sql<number>`(${metricRollups.bucket} / ${sql.raw(String(DAY_US))}) * ${sql.raw(String(DAY_US))}`
-  return db
+  return (await db
     .select({
       serverId: metricSeries.serverId,
       day: day.as('day'),
@@ -263,6 +263,6 @@ export function gpuMetricByServerDay(db: DbOrTx, serverIds: readonly string[], m
       ),
     )
     .groupBy(metricSeries.serverId, day)
-    .all()
+    .all())
     .map((r) => ({ serverId: r.serverId, day: Number(r.day), sum: Number(r.sum), buckets: Number(r.buckets), gpuHours: Number(r.gpuHours) }))
 }

@@ -57,9 +57,9 @@ export async function connectAccount({
 }) {
   const apiKey = input.api_key.trim()
   const identity = await askPlatform(deps, actor, null, () => adapterFor(deps, marketplace).verifyKey(apiKey), MarketplaceErrors.fromAdapter)
-  return withTransaction(deps.db, (tx) => {
+  return withTransaction(deps.db, async (tx) => {
     const now = deps.clock.nowUs()
-    const before = findAccount(tx, actor.tenantId, marketplace)
+    const before = await findAccount(tx, actor.tenantId, marketplace)
     const row: AccountRow = {
       id: before?.id ?? deps.newId(),
       tenantId: actor.tenantId,
@@ -76,8 +76,8 @@ export async function connectAccount({
       lastFailureAt: null,
       lastFailure: null,
     }
-    saveAccount(tx, row)
-    recordAudit(tx, deps, audit, { operation: before ? 'marketplaces.key.replace' : 'marketplaces.connect', targetKind: 'marketplace', targetId: marketplace })
+    await saveAccount(tx, row)
+    await recordAudit(tx, deps, audit, { operation: before ? 'marketplaces.key.replace' : 'marketplaces.connect', targetKind: 'marketplace', targetId: marketplace })
     return connectionView(row)
   })
 }
@@ -97,7 +97,7 @@ export async function liveMachines(deps: Deps, actor: Actor, account: AccountRow
   if (account.status === 'invalid_key')
     throw MarketplaceErrors.fromStoredKey(new MarketplaceError(account.marketplace, 'rejected_key', 'stored key marked invalid'))
   const asked = await callPlatform(deps, actor, serverId, () => adapterFor(deps, account.marketplace).listMachines(openKey(deps, account)))
-  withTransaction(deps.db, (tx) => recordOutcome(tx, deps, account, asked.ok ? { ok: true } : asked))
+  await withTransaction(deps.db, (tx) => recordOutcome(tx, deps, account, asked.ok ? { ok: true } : asked))
   if (asked.ok) return asked.value
   throw MarketplaceErrors.fromStoredKey(asked.failure)
 }
@@ -109,22 +109,22 @@ export async function liveMachines(deps: Deps, actor: Actor, account: AccountRow
  * Answers false, recording nothing, when the connection was removed or its key replaced meanwhile
  * (the outcome belongs to a key that is gone).
  */
-export function recordOutcome(
+export async function recordOutcome(
   tx: DbOrTx,
   deps: Deps,
   account: AccountRow,
   outcome: { ok: true; holdingUsd?: string | null } | { ok: false; failure: MarketplaceError },
-): boolean {
-  const current = findAccount(tx, account.tenantId, account.marketplace)
+): Promise<boolean> {
+  const current = await findAccount(tx, account.tenantId, account.marketplace)
   if (!current || current.id !== account.id || current.keyHash !== account.keyHash) return false
   const now = deps.clock.nowUs()
   if (outcome.ok) {
     const holdingMicros = outcome.holdingUsd ? parseMoney(outcome.holdingUsd) : current.holdingMicros
-    updateAccount(tx, current.id, { lastSuccessAt: now, lastFailureAt: null, lastFailure: null, holdingMicros })
+    await updateAccount(tx, current.id, { lastSuccessAt: now, lastFailureAt: null, lastFailure: null, holdingMicros })
     return true
   }
   const rejected = outcome.failure.failure === 'rejected_key'
-  updateAccount(tx, current.id, {
+  await updateAccount(tx, current.id, {
     lastFailureAt: now,
     lastFailure: `${FAILURE_LABEL[outcome.failure.failure]}: ${outcome.failure.message}`.slice(0, 512),
     ...(rejected && current.status !== 'invalid_key' ? { status: 'invalid_key' as const, updatedAt: now } : {}),
@@ -144,19 +144,19 @@ export function openKey(deps: Deps, account: AccountRow): string {
   return open(deps.keys.marketplaceKeys, Buffer.from(account.keyBox, 'base64'), aad(account.tenantId, account.marketplace)).toString('utf8')
 }
 
-export function listAccounts({ deps, actor }: { deps: Deps; actor: Actor }) {
-  return { items: accountsOf(deps.db, actor.tenantId).map(connectionView) }
+export async function listAccounts({ deps, actor }: { deps: Deps; actor: Actor }) {
+  return { items: (await accountsOf(deps.db, actor.tenantId)).map(connectionView) }
 }
 
-export function disconnectAccount({ deps, actor, audit, marketplace }: { deps: Deps; actor: Actor; audit: AuditContext; marketplace: MarketplaceId }): void {
-  const ended = withTransaction(deps.db, (tx: DbOrTx) => {
-    const account = findAccount(tx, actor.tenantId, marketplace)
+export async function disconnectAccount({ deps, actor, audit, marketplace }: { deps: Deps; actor: Actor; audit: AuditContext; marketplace: MarketplaceId }): Promise<void> {
+  const ended = await withTransaction(deps.db, async (tx: DbOrTx) => {
+    const account = await findAccount(tx, actor.tenantId, marketplace)
     if (!account) throw MarketplaceErrors.notConnected()
-    const linked = linksOfAccount(tx, account.id).map((l) => l.serverId)
-    deleteAccount(tx, actor.tenantId, marketplace) // its links go by cascade
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.disconnect', targetKind: 'marketplace', targetId: marketplace })
+    const linked = (await linksOfAccount(tx, account.id)).map((l) => l.serverId)
+    await deleteAccount(tx, actor.tenantId, marketplace) // its links go by cascade
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.disconnect', targetKind: 'marketplace', targetId: marketplace })
     // The marketplace no longer reports rentals on the servers it was linked to.
     return refreshMarketRentals(tx, deps, actor.tenantId, linked)
   })
-  announceEnded(deps, ended)
+  await announceEnded(deps, ended)
 }

@@ -37,8 +37,8 @@ export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, act
     })
     .delete(
       '/marketplaces/:marketplace',
-      ({ verb, params, set }) => {
-        disconnectAccount({ ...verb, marketplace: params.marketplace })
+      async ({ verb, params, set }) => {
+        await disconnectAccount({ ...verb, marketplace: params.marketplace })
         set.status = 204
         return null
       },

@@ -72,8 +72,8 @@ function dealsOf(link: LinkRow): RunningDeal[] {
  * is read, so a link whose projection cannot be priced fails where its own sample reads it (inside
  * the job's per-link error boundary), not for every link at once.
  */
-export function accrualSources(db: DbOrTx): AccrualSource[] {
-  return allLinks(db).map((l) => ({
+export async function accrualSources(db: DbOrTx): Promise<AccrualSource[]> {
+  return (await allLinks(db)).map((l) => ({
     tenantId: l.tenantId,
     serverId: l.serverId,
     marketplace: l.marketplace,
@@ -98,9 +98,9 @@ export async function platformDayEarnings(
   days: number[],
 ): Promise<Map<number, Map<string, string>> | null> {
   const read = adapterFor(deps, marketplace).dayEarnings
-  const account = findAccount(deps.db, tenantId, marketplace)
+  const account = await findAccount(deps.db, tenantId, marketplace)
   if (!read || !account || account.status !== 'connected') return null
-  const serverOf = new Map(linksOfAccount(deps.db, account.id).map((l) => [l.externalMachineId, l.serverId]))
+  const serverOf = new Map((await linksOfAccount(deps.db, account.id)).map((l) => [l.externalMachineId, l.serverId]))
   const out = new Map<number, Map<string, string>>()
   for (const day of days) {
     const asked = await callPlatform(deps, systemActor(tenantId), null, () => read(openKey(deps, account), day), 'earnings report')
@@ -119,12 +119,12 @@ export async function platformDayEarnings(
  * The exchange rates the tenant's marketplace_b links last carried (the freshest sighting wins), with
  * when they were seen; marketplace_a's dollar is 1 with no observation time.
  */
-export function currentRates(db: DbOrTx, tenantId: string): { marketplace: MarketplaceId; currency: string; usdPerCoin: string; observedAt: number | null }[] {
+export async function currentRates(db: DbOrTx, tenantId: string): Promise<{ marketplace: MarketplaceId; currency: string; usdPerCoin: string; observedAt: number | null }[]> {
   const out: { marketplace: MarketplaceId; currency: string; usdPerCoin: string; observedAt: number | null }[] = [
     { marketplace: 'marketplace_a', currency: 'USD', usdPerCoin: '1', observedAt: null },
   ]
   const fresh = new Map<string, { usdPerCoin: string; observedAt: number }>()
-  for (const l of linksOf(db, tenantId)) {
+  for (const l of await linksOf(db, tenantId)) {
     if (l.marketplace !== 'marketplace_b' || l.lastSeenAt === null) continue
     for (const [coin, rate] of Object.entries(l.marketplaceB?.spot?.rates_usd_per_coin ?? {})) {
       const seen = fresh.get(coin)

@@ -12,8 +12,8 @@ import { callPlatform, systemActor } from '../operations/operations.service'
  */
 
 /** Every (tenant, marketplace) with a connected account, in a stable order. */
-export function connectedMarketplaces(deps: Deps): { tenantId: string; marketplace: MarketplaceId }[] {
-  return connectedAccounts(deps.db).map((a) => ({ tenantId: a.tenantId, marketplace: a.marketplace }))
+export async function connectedMarketplaces(deps: Deps): Promise<{ tenantId: string; marketplace: MarketplaceId }[]> {
+  return (await connectedAccounts(deps.db)).map((a) => ({ tenantId: a.tenantId, marketplace: a.marketplace }))
 }
 
 /** A read of the platform: `none` when it has no such report or the account is not connected. */
@@ -27,7 +27,7 @@ async function readWith<T>(
   reason: string,
 ): Promise<PlatformRead<T>> {
   const read = pick(adapterFor(deps, marketplace))
-  const account = findAccount(deps.db, tenantId, marketplace)
+  const account = await findAccount(deps.db, tenantId, marketplace)
   if (!read || !account || account.status !== 'connected') return { kind: 'none' }
   const asked = await callPlatform(deps, systemActor(tenantId), null, () => read(openKey(deps, account)), reason)
   return asked.ok ? { kind: 'read', items: asked.value } : { kind: 'failed', failure: asked.failure.failure, message: asked.failure.message }

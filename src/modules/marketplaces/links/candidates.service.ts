@@ -111,13 +111,13 @@ function rankCandidates(known: KnownFacts, machines: RemoteMachine[], linkedServ
  * operations log under the server's id whatever their outcome.
  */
 export async function listCandidates({ deps, actor, input }: { deps: Deps; actor: Actor; input: { server_id: string; marketplace: MarketplaceId } }) {
-  const server = loadServer(deps, actor, input.server_id)
-  const account = findAccount(deps.db, actor.tenantId, input.marketplace)
+  const server = await loadServer(deps, actor, input.server_id)
+  const account = await findAccount(deps.db, actor.tenantId, input.marketplace)
   if (!account) throw MarketplaceErrors.notConnectedHere()
   const machines = await liveMachines(deps, actor, account, server.id)
   // Who already holds each machine (the oldest link first, should two servers claim one).
   const holder = new Map<string, string>()
-  for (const link of linksOnMarketplace(deps.db, actor.tenantId, input.marketplace))
+  for (const link of await linksOnMarketplace(deps.db, actor.tenantId, input.marketplace))
     if (!holder.has(link.externalMachineId)) holder.set(link.externalMachineId, link.serverId)
   const known = knownFactsOf(server)
   // A token limited to servers sees no machine another server holds (nor that server's id).

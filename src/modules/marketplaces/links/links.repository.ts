@@ -9,7 +9,7 @@ export type LinkState = LinkRow['state']
 /** The most links a tenant keeps (GET /marketplaces/links answers at most this many). */
 export const MAX_LINKS = 512
 
-export function findLink(db: DbOrTx, tenantId: string, serverId: string, marketplace: MarketplaceId): LinkRow | undefined {
+export async function findLink(db: DbOrTx, tenantId: string, serverId: string, marketplace: MarketplaceId): Promise<LinkRow | undefined> {
   return db
     .select()
     .from(marketplaceLinks)
@@ -18,7 +18,7 @@ export function findLink(db: DbOrTx, tenantId: string, serverId: string, marketp
 }
 
 /** Every link of the tenant, oldest first (at most MAX_LINKS). */
-export function linksOf(db: DbOrTx, tenantId: string): LinkRow[] {
+export async function linksOf(db: DbOrTx, tenantId: string): Promise<LinkRow[]> {
   return db
     .select()
     .from(marketplaceLinks)
@@ -29,7 +29,7 @@ export function linksOf(db: DbOrTx, tenantId: string): LinkRow[] {
 }
 
 /** The tenant's links on one marketplace (who holds which machine). */
-export function linksOnMarketplace(db: DbOrTx, tenantId: string, marketplace: MarketplaceId): LinkRow[] {
+export async function linksOnMarketplace(db: DbOrTx, tenantId: string, marketplace: MarketplaceId): Promise<LinkRow[]> {
   return db
     .select()
     .from(marketplaceLinks)
@@ -39,7 +39,7 @@ export function linksOnMarketplace(db: DbOrTx, tenantId: string, marketplace: Ma
 }
 
 /** The tenant's links to one machine of a marketplace (more than one is a conflict). */
-export function linksToMachine(db: DbOrTx, tenantId: string, marketplace: MarketplaceId, externalMachineId: string): LinkRow[] {
+export async function linksToMachine(db: DbOrTx, tenantId: string, marketplace: MarketplaceId, externalMachineId: string): Promise<LinkRow[]> {
   return db
     .select()
     .from(marketplaceLinks)
@@ -50,17 +50,17 @@ export function linksToMachine(db: DbOrTx, tenantId: string, marketplace: Market
 }
 
 /** Every link of every tenant (the earnings.sample job walks them). */
-export function allLinks(db: DbOrTx): LinkRow[] {
+export async function allLinks(db: DbOrTx): Promise<LinkRow[]> {
   return db.select().from(marketplaceLinks).orderBy(asc(marketplaceLinks.tenantId), asc(marketplaceLinks.id)).all()
 }
 
 /** The links made through one connected account (the tenant's links on its marketplace). */
-export function linksOfAccount(db: DbOrTx, accountId: string): LinkRow[] {
+export async function linksOfAccount(db: DbOrTx, accountId: string): Promise<LinkRow[]> {
   return db.select().from(marketplaceLinks).where(eq(marketplaceLinks.accountId, accountId)).orderBy(asc(marketplaceLinks.id)).all()
 }
 
 /** Every link (on either marketplace) of the given servers of the tenant. */
-export function linksOfServers(db: DbOrTx, tenantId: string, serverIds: string[]): LinkRow[] {
+export async function linksOfServers(db: DbOrTx, tenantId: string, serverIds: string[]): Promise<LinkRow[]> {
   if (!serverIds.length) return []
   return db
     .select()
@@ -69,7 +69,7 @@ export function linksOfServers(db: DbOrTx, tenantId: string, serverIds: string[]
     .all()
 }
 
-export function updateLink(
+export async function updateLink(
   tx: DbOrTx,
   id: string,
   patch: Partial<
@@ -78,30 +78,30 @@ export function updateLink(
       'state' | 'lastSeenAt' | 'remote' | 'marketplaceB' | 'offer' | 'offerPublishedAt' | 'endDateDays' | 'endDateExtendedTo' | 'endDateExtendedAt' | 'idleJob'
     >
   >,
-): void {
-  tx.update(marketplaceLinks).set(patch).where(eq(marketplaceLinks.id, id)).run()
+): Promise<void> {
+  await tx.update(marketplaceLinks).set(patch).where(eq(marketplaceLinks.id, id)).run()
 }
 
-export function countLinks(db: DbOrTx, tenantId: string): number {
-  return db.select({ n: sql<number>`count(*)` }).from(marketplaceLinks).where(eq(marketplaceLinks.tenantId, tenantId)).get()?.n ?? 0
+export async function countLinks(db: DbOrTx, tenantId: string): Promise<number> {
+  return (await db.select({ n: sql<number>`count(*)` }).from(marketplaceLinks).where(eq(marketplaceLinks.tenantId, tenantId)).get())?.n ?? 0
 }
 
-export function insertLink(tx: DbOrTx, row: LinkRow): void {
-  tx.insert(marketplaceLinks).values(row).run()
+export async function insertLink(tx: DbOrTx, row: LinkRow): Promise<void> {
+  await tx.insert(marketplaceLinks).values(row).run()
 }
 
 /** Moves the given links of the tenant to `state`. */
-export function setLinksState(tx: DbOrTx, tenantId: string, ids: string[], state: LinkState): void {
+export async function setLinksState(tx: DbOrTx, tenantId: string, ids: string[], state: LinkState): Promise<void> {
   if (!ids.length) return
-  tx.update(marketplaceLinks)
+  await tx.update(marketplaceLinks)
     .set({ state })
     .where(and(eq(marketplaceLinks.tenantId, tenantId), inArray(marketplaceLinks.id, ids)))
     .run()
 }
 
-export function deleteLink(tx: DbOrTx, tenantId: string, serverId: string, marketplace: MarketplaceId): number {
+export async function deleteLink(tx: DbOrTx, tenantId: string, serverId: string, marketplace: MarketplaceId): Promise<number> {
   return changesOf(
-    tx
+    await tx
       .delete(marketplaceLinks)
       .where(and(eq(marketplaceLinks.tenantId, tenantId), eq(marketplaceLinks.serverId, serverId), eq(marketplaceLinks.marketplace, marketplace)))
       .run(),

@@ -47,8 +47,8 @@ export function linksRoutes(deps: Deps) {
     })
     .delete(
       '/marketplaces/links/:server_id/:marketplace',
-      ({ verb, params, set }) => {
-        unlink({ ...verb, serverId: params.server_id, marketplace: params.marketplace })
+      async ({ verb, params, set }) => {
+        await unlink({ ...verb, serverId: params.server_id, marketplace: params.marketplace })
         set.status = 204
         return null
       },

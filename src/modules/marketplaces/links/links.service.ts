@@ -66,24 +66,24 @@ export function nullMarketplaceB(): MarketplaceBProjection {
 }
 
 export async function createLink({ deps, actor, audit, input }: { deps: Deps; actor: Actor; audit: AuditContext; input: Static<typeof LinkCreate> }) {
-  const server = loadServer(deps, actor, input.server_id)
+  const server = await loadServer(deps, actor, input.server_id)
   const marketplace: MarketplaceId = input.marketplace
-  const account = findAccount(deps.db, actor.tenantId, marketplace)
+  const account = await findAccount(deps.db, actor.tenantId, marketplace)
   if (!account) throw MarketplaceErrors.notConnectedHere()
-  if (findLink(deps.db, actor.tenantId, server.id, marketplace)) throw MarketplaceErrors.alreadyLinked()
-  if (countLinks(deps.db, actor.tenantId) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
+  if (await findLink(deps.db, actor.tenantId, server.id, marketplace)) throw MarketplaceErrors.alreadyLinked()
+  if (await countLinks(deps.db, actor.tenantId) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
 
   const machine = (await liveMachines(deps, actor, account, server.id)).find((m) => m.externalMachineId === input.external_machine_id)
   if (!machine) throw MarketplaceErrors.machineNotFound()
 
-  const { view, ended } = withTransaction(deps.db, (tx) => {
+  const { view, ended } = await withTransaction(deps.db, async (tx) => {
     // Checked again inside the transaction: the platform call let other requests in.
-    const current = findAccount(tx, actor.tenantId, marketplace)
+    const current = await findAccount(tx, actor.tenantId, marketplace)
     if (!current) throw MarketplaceErrors.notConnectedHere()
-    if (findLink(tx, actor.tenantId, server.id, marketplace)) throw MarketplaceErrors.alreadyLinked()
-    if (countLinks(tx, actor.tenantId) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
+    if (await findLink(tx, actor.tenantId, server.id, marketplace)) throw MarketplaceErrors.alreadyLinked()
+    if (await countLinks(tx, actor.tenantId) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
     const now = deps.clock.nowUs()
-    const others = linksToMachine(tx, actor.tenantId, marketplace, machine.externalMachineId)
+    const others = await linksToMachine(tx, actor.tenantId, marketplace, machine.externalMachineId)
     // Linking a held machine puts the holder's link in conflict: a token limited to servers may not do that to another server.
     ensureReaches(
       actor,
@@ -91,7 +91,7 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
       'a machine linked to another server',
       '/external_machine_id',
     )
-    setLinksState(
+    await setLinksState(
       tx,
       actor.tenantId,
       others.map((o) => o.id),
@@ -117,12 +117,12 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
       endDateExtendedAt: null,
       idleJob: null,
     }
-    insertLink(tx, row)
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.link', targetKind: 'server', targetId: server.id })
+    await insertLink(tx, row)
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.link', targetKind: 'server', targetId: server.id })
     // The machine's rentals count for the server from the moment it is linked.
-    return { view: linkView(row), ended: refreshMarketRentals(tx, deps, actor.tenantId, [server.id]) }
+    return { view: linkView(row), ended: await refreshMarketRentals(tx, deps, actor.tenantId, [server.id]) }
   })
-  announceEnded(deps, ended)
+  await announceEnded(deps, ended)
   return view
 }
 
@@ -130,27 +130,27 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
  * Every link of the tenant the actor may see, with the measured electricity cost of one GPU-hour:
  * the server's tariff × its average GPU power over the last 7 days (kW) ÷ its card count.
  */
-export function listLinks({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const links = linksOf(deps.db, actor.tenantId).filter((l) => mayAccessServer(actor, l.serverId))
+export async function listLinks({ deps, actor }: { deps: Deps; actor: Actor }) {
+  const links = (await linksOf(deps.db, actor.tenantId)).filter((l) => mayAccessServer(actor, l.serverId))
   const now = deps.clock.nowUs()
   const perServer = new Map<string, string | null>()
-  const electricityOf = (serverId: string): string | null => {
-    if (!perServer.has(serverId)) perServer.set(serverId, electricity(deps, actor.tenantId, serverId, now))
+  const electricityOf = async (serverId: string): Promise<string | null> => {
+    if (!perServer.has(serverId)) perServer.set(serverId, await electricity(deps, actor.tenantId, serverId, now))
     return perServer.get(serverId)!
   }
-  return { links: links.map((l) => linkView(l, electricityOf(l.serverId))) }
+  return { links: links.map(async (l) => linkView(l, await electricityOf(l.serverId))) }
 }
 
-function electricity(deps: Deps, tenantId: string, serverId: string, nowUs: number): string | null {
-  const server = serverOfTenant(deps.db, tenantId, serverId)
+async function electricity(deps: Deps, tenantId: string, serverId: string, nowUs: number): Promise<string | null> {
+  const server = await serverOfTenant(deps.db, tenantId, serverId)
   if (!server || server.electricityMicrosPerKwh === null || server.gpuCount <= 0) return null
-  const watts = averageGpuPowerW(deps.db, serverId, nowUs - WEEK_US, nowUs)
+  const watts = await averageGpuPowerW(deps.db, serverId, nowUs - WEEK_US, nowUs)
   if (watts === null) return null
   const micros = Math.round((server.electricityMicrosPerKwh * (watts / 1000)) / server.gpuCount)
   return Number.isSafeInteger(micros) ? formatMoney(micros) : null
 }
 
-export function unlink({
+export async function unlink({
   deps,
   actor,
   audit,
@@ -163,16 +163,16 @@ export function unlink({
   serverId: string
   marketplace: MarketplaceId
 }) {
-  const ended = withTransaction(deps.db, (tx) => {
-    const link = findLink(tx, actor.tenantId, serverId.toLowerCase(), marketplace)
+  const ended = await withTransaction(deps.db, async (tx) => {
+    const link = await findLink(tx, actor.tenantId, serverId.toLowerCase(), marketplace)
     if (!link) throw MarketplaceErrors.linkNotFound()
-    deleteLink(tx, actor.tenantId, link.serverId, marketplace)
+    await deleteLink(tx, actor.tenantId, link.serverId, marketplace)
     // A conflict this link was half of is over when one claimant is left.
-    const left = linksToMachine(tx, actor.tenantId, marketplace, link.externalMachineId)
-    if (left.length === 1 && left[0]!.state === 'conflict') setLinksState(tx, actor.tenantId, [left[0]!.id], 'linked')
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.unlink', targetKind: 'server', targetId: link.serverId })
+    const left = await linksToMachine(tx, actor.tenantId, marketplace, link.externalMachineId)
+    if (left.length === 1 && left[0]!.state === 'conflict') await setLinksState(tx, actor.tenantId, [left[0]!.id], 'linked')
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.unlink', targetKind: 'server', targetId: link.serverId })
     // An unlinked machine's rentals no longer hold the server's commands.
     return refreshMarketRentals(tx, deps, actor.tenantId, [link.serverId])
   })
-  announceEnded(deps, ended)
+  await announceEnded(deps, ended)
 }

@@ -13,10 +13,10 @@ import { ownPriceMicros } from '../market/market.service'
  * linked on both platforms shows the one with a running rental, else the one where it is listed,
  * marketplace_a first when both are equal; neither listed nor rented: no entry.
  */
-export function serverListings(db: DbOrTx, tenantId: string): Map<string, ServerListing> {
+export async function serverListings(db: DbOrTx, tenantId: string): Promise<Map<string, ServerListing>> {
   const out = new Map<string, ServerListing>()
   const rank = (l: ServerListing) => (l.rented ? 2 : 0) + (l.listed ? 1 : 0)
-  const links = linksOf(db, tenantId).sort((a, b) => a.marketplace.localeCompare(b.marketplace))
+  const links = (await linksOf(db, tenantId)).sort((a, b) => a.marketplace.localeCompare(b.marketplace))
   for (const link of links) {
     const listing = listingOf(link)
     if (!listing) continue
@@ -46,8 +46,8 @@ export type LinkedMachine = {
 }
 
 /** Every link of the tenant (or of one server) with the platform's view of its machine. */
-export function linkedMachines(db: DbOrTx, tenantId: string, serverId?: string): LinkedMachine[] {
-  return (serverId === undefined ? linksOf(db, tenantId) : linksOfServers(db, tenantId, [serverId])).map((l) => ({
+export async function linkedMachines(db: DbOrTx, tenantId: string, serverId?: string): Promise<LinkedMachine[]> {
+  return (serverId === undefined ? await linksOf(db, tenantId) : await linksOfServers(db, tenantId, [serverId])).map((l) => ({
     serverId: l.serverId,
     marketplace: l.marketplace,
     externalMachineId: l.externalMachineId,
@@ -73,8 +73,8 @@ export type OfferState = {
 }
 
 /** The tenant's links on one marketplace with their offers as the last sync (or write) left them. */
-export function offerStates(db: DbOrTx, tenantId: string, marketplace: LinkRow['marketplace']): OfferState[] {
-  return linksOnMarketplace(db, tenantId, marketplace).map((l) => ({
+export async function offerStates(db: DbOrTx, tenantId: string, marketplace: LinkRow['marketplace']): Promise<OfferState[]> {
+  return (await linksOnMarketplace(db, tenantId, marketplace)).map((l) => ({
     serverId: l.serverId,
     externalMachineId: l.externalMachineId,
     state: l.state,

@@ -22,21 +22,21 @@ function reportsRental(remote: RemoteProjection): boolean {
  * snapshot, whose rows show where each server is listed or rented and at what price, is marked out
  * of date too.
  */
-export function refreshMarketRentals(tx: DbOrTx, deps: Deps, tenantId: string, serverIds: Iterable<string>): string[] {
-  markFleetDirty(tx, tenantId)
+export async function refreshMarketRentals(tx: DbOrTx, deps: Deps, tenantId: string, serverIds: Iterable<string>): Promise<string[]> {
+  await markFleetDirty(tx, tenantId)
   const ids = [...new Set(serverIds)]
-  const links = linksOfServers(tx, tenantId, ids)
+  const links = await linksOfServers(tx, tenantId, ids)
   const ended: string[] = []
   for (const serverId of ids) {
     const reporting = links.filter((l) => l.serverId === serverId && l.state !== 'stale' && reportsRental(l.remote)).map((l) => l.marketplace)
-    if (setMarketRentals(tx, deps, serverId, reporting)) ended.push(serverId)
+    if (await setMarketRentals(tx, deps, serverId, reporting)) ended.push(serverId)
   }
   return ended
 }
 
 /** Tells the rest of the service that rentals ended (commands waiting for them may go now). */
-export function announceEnded(deps: Deps, serverIds: readonly string[]): void {
-  for (const serverId of serverIds) deps.events.emit('server.rental_ended', { serverId })
+export async function announceEnded(deps: Deps, serverIds: readonly string[]): Promise<void> {
+  for (const serverId of serverIds) await deps.events.emit('server.rental_ended', { serverId })
 }
 
 /**
@@ -45,19 +45,19 @@ export function announceEnded(deps: Deps, serverIds: readonly string[]): void {
  * in the caller's transaction, and with it the owner's `maint` notification. Unchanged windows
  * record nothing, so each sync does not repeat it.
  */
-export function noteMaintenance(
+export async function noteMaintenance(
   tx: DbOrTx,
   deps: Deps,
   link: { serverId: string; tenantId: string; marketplace: string },
   before: RemoteProjection | null,
   after: RemoteProjection,
-): void {
+): Promise<void> {
   if (!after.maintenance_announced) return
   if (before?.maintenance_announced && before.maintenance_starts_at === after.maintenance_starts_at && before.maintenance_hours === after.maintenance_hours)
     return
   const hours = after.maintenance_hours !== null ? ` for ${after.maintenance_hours} h` : ''
   const when = after.maintenance_starts_at ? ` from ${after.maintenance_starts_at}${hours}` : ''
-  recordServerEvent(
+  await recordServerEvent(
     tx,
     deps,
     { id: link.serverId, tenantId: link.tenantId },

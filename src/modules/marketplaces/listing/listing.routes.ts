@@ -36,7 +36,7 @@ export function listingRoutes(deps: Deps) {
           "marketplace_a only. Stored on the link (`listing.end_date_days`); nothing is sent now. From the next marketplaces.sync on, a listed offer whose end date is unknown or less than `days` ahead gets a new end date `days` + 7 days ahead (to a whole UTC day), sent as create_asks with the prices listed now; the operations log shows each extension with its reason, and the server's events `marketplace.end_date_extended`. Vast also extends running contracts to a new end date. The same horizon is never extended twice: the end date gpuhq set counts until the platform is read again. Changing `days` starts afresh. marketplace_b has no listing end date → 422 not_supported_by_marketplace; no link → 404; no account connected → 409. Takes Idempotency-Key.",
       }),
     })
-    .delete(`${BASE}/rolling-end-date`, ({ verb, params, set }) => (clearRollingEndDate(target(verb, params)), deleted(set)), {
+    .delete(`${BASE}/rolling-end-date`, async ({ verb, params, set }) => (await clearRollingEndDate(target(verb, params)), deleted(set)), {
       params: LinkParams,
       response: responses({ 204: NoContent }, [401, 403, 404, 422]),
       detail: describe(WRITE, {

@@ -45,11 +45,11 @@ function onlyMarketplaceA(marketplace: MarketplaceId, what: 'end_date' | 'idle_j
 }
 
 /** PUT …/rolling-end-date: from the next sync on, the offer's end date is kept at least `days` ahead. Nothing is sent now. */
-export function setRollingEndDate({ deps, actor, audit, serverId, marketplace, input }: Target & { input: Static<typeof RollingEndDateBody> }) {
+export async function setRollingEndDate({ deps, actor, audit, serverId, marketplace, input }: Target & { input: Static<typeof RollingEndDateBody> }) {
   onlyMarketplaceA(marketplace, 'end_date')
-  const { link } = writable(deps, actor, serverId, marketplace)
-  return withTransaction(deps.db, (tx) => {
-    const current = findLink(tx, actor.tenantId, link.serverId, marketplace) ?? link
+  const { link } = await writable(deps, actor, serverId, marketplace)
+  return withTransaction(deps.db, async (tx) => {
+    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace) ?? link
     // A new horizon starts afresh: what gpuhq extended to for the old one no longer stands in for the listing.
     const changed = current.endDateDays !== input.days
     const next: LinkRow = {
@@ -57,18 +57,18 @@ export function setRollingEndDate({ deps, actor, audit, serverId, marketplace, i
       endDateDays: input.days,
       ...(changed ? { endDateExtendedTo: null, endDateExtendedAt: null } : {}),
     }
-    updateLink(tx, current.id, { endDateDays: next.endDateDays, endDateExtendedTo: next.endDateExtendedTo, endDateExtendedAt: next.endDateExtendedAt })
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.rolling_end_date.set', targetKind: 'server', targetId: link.serverId })
+    await updateLink(tx, current.id, { endDateDays: next.endDateDays, endDateExtendedTo: next.endDateExtendedTo, endDateExtendedAt: next.endDateExtendedAt })
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.rolling_end_date.set', targetKind: 'server', targetId: link.serverId })
     return { link: linkView(next) }
   })
 }
 
-export function clearRollingEndDate({ deps, actor, audit, serverId, marketplace }: Target): void {
-  const link = findLink(deps.db, actor.tenantId, serverId.toLowerCase(), marketplace)
+export async function clearRollingEndDate({ deps, actor, audit, serverId, marketplace }: Target): Promise<void> {
+  const link = await findLink(deps.db, actor.tenantId, serverId.toLowerCase(), marketplace)
   if (!link) throw MarketplaceErrors.linkNotFound()
-  withTransaction(deps.db, (tx) => {
-    updateLink(tx, link.id, { endDateDays: null, endDateExtendedTo: null, endDateExtendedAt: null })
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.rolling_end_date.clear', targetKind: 'server', targetId: link.serverId })
+  await withTransaction(deps.db, async (tx) => {
+    await updateLink(tx, link.id, { endDateDays: null, endDateExtendedTo: null, endDateExtendedAt: null })
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.rolling_end_date.clear', targetKind: 'server', targetId: link.serverId })
   })
 }
 
@@ -90,7 +90,7 @@ export async function setIdleJob({ deps, actor, audit, serverId, marketplace, in
   const gpu = price(input.price_gpu_hour, '/price_gpu_hour', true)!
   const up = price(input.price_inet_up_tb, '/price_inet_up_tb', false)
   const down = price(input.price_inet_down_tb, '/price_inet_down_tb', false)
-  const { link, account } = writable(deps, actor, serverId, marketplace)
+  const { link, account } = await writable(deps, actor, serverId, marketplace)
   const job = {
     image: input.image,
     args: input.args ?? '',
@@ -99,8 +99,8 @@ export async function setIdleJob({ deps, actor, audit, serverId, marketplace, in
     priceInetd: down === null ? null : usd(down, 1000),
   }
   await write(deps, actor, account, link, (key) => api.set(key, refOf(link), job))
-  return withTransaction(deps.db, (tx) => {
-    const current = findLink(tx, actor.tenantId, link.serverId, marketplace) ?? link
+  return withTransaction(deps.db, async (tx) => {
+    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace) ?? link
     const idleJob = {
       image: job.image,
       args: job.args,
@@ -109,8 +109,8 @@ export async function setIdleJob({ deps, actor, audit, serverId, marketplace, in
       price_inet_down_tb: down === null ? null : formatMoney(down),
       set_at: deps.clock.nowUs(),
     }
-    updateLink(tx, current.id, { idleJob })
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.idle_job.set', targetKind: 'server', targetId: link.serverId })
+    await updateLink(tx, current.id, { idleJob })
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.idle_job.set', targetKind: 'server', targetId: link.serverId })
     return { link: linkView({ ...current, idleJob }) }
   })
 }
@@ -120,12 +120,12 @@ export async function removeIdleJob({ deps, actor, audit, serverId, marketplace 
   onlyMarketplaceA(marketplace, 'idle_job')
   const api = adapterFor(deps, marketplace).idleJob
   if (!api) throw MarketplaceErrors.notSupported('', `${marketplace} sets no idle job`)
-  const { link, account } = writable(deps, actor, serverId, marketplace)
+  const { link, account } = await writable(deps, actor, serverId, marketplace)
   await write(deps, actor, account, link, (key) => api.remove(key, refOf(link)))
-  withTransaction(deps.db, (tx) => {
-    const current = findLink(tx, actor.tenantId, link.serverId, marketplace)
-    if (current) updateLink(tx, current.id, { idleJob: null })
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.idle_job.remove', targetKind: 'server', targetId: link.serverId })
+  await withTransaction(deps.db, async (tx) => {
+    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace)
+    if (current) await updateLink(tx, current.id, { idleJob: null })
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.idle_job.remove', targetKind: 'server', targetId: link.serverId })
   })
 }
 
@@ -193,18 +193,18 @@ export async function extendEndDate(deps: Deps, account: AccountRow, due: { link
     if (error instanceof DomainError) return false
     throw error
   }
-  withTransaction(deps.db, (tx) => {
-    const current = linksOfAccount(tx, account.id).find((l) => l.id === link.id)
+  await withTransaction(deps.db, async (tx) => {
+    const current = (await linksOfAccount(tx, account.id)).find((l) => l.id === link.id)
     if (!current) return
     const now = deps.clock.nowUs()
-    updateLink(tx, current.id, {
+    await updateLink(tx, current.id, {
       endDateExtendedTo: to,
       endDateExtendedAt: now,
       remote: { ...current.remote, end_date: formatTimestamp(to), ask_duration_seconds: null },
       // The kept offer follows, so keep-on never re-publishes the old end date.
       ...(current.offer ? { offer: { ...current.offer, end_date: formatTimestamp(to) } } : {}),
     })
-    recordServerEvent(
+    await recordServerEvent(
       tx,
       deps,
       { id: current.serverId, tenantId: account.tenantId },

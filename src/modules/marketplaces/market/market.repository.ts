@@ -5,26 +5,26 @@ import type { MarketplaceId } from '../adapters/marketplaces.adapter'
 
 export type SnapshotRow = typeof marketSnapshots.$inferSelect
 
-export function insertSnapshots(tx: DbOrTx, rows: SnapshotRow[]): void {
+export async function insertSnapshots(tx: DbOrTx, rows: SnapshotRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 200)
-    tx.insert(marketSnapshots)
+    await tx.insert(marketSnapshots)
       .values(rows.slice(i, i + 200))
       .run()
 }
 
 /** The time of the latest snapshot of the marketplace at or before `atUs`; null when none. */
-export function snapshotTimeAt(db: DbOrTx, marketplace: MarketplaceId, atUs: number): number | null {
+export async function snapshotTimeAt(db: DbOrTx, marketplace: MarketplaceId, atUs: number): Promise<number | null> {
   return (
-    db
+    (await db
       .select({ at: max(marketSnapshots.takenAt) })
       .from(marketSnapshots)
       .where(and(eq(marketSnapshots.marketplace, marketplace), lte(marketSnapshots.takenAt, atUs)))
-      .get()?.at ?? null
+      .get())?.at ?? null
   )
 }
 
 /** Every model's row of the marketplace's snapshot taken at `takenAt`. */
-export function snapshotAt(db: DbOrTx, marketplace: MarketplaceId, takenAt: number): SnapshotRow[] {
+export async function snapshotAt(db: DbOrTx, marketplace: MarketplaceId, takenAt: number): Promise<SnapshotRow[]> {
   return db
     .select()
     .from(marketSnapshots)
@@ -34,7 +34,7 @@ export function snapshotAt(db: DbOrTx, marketplace: MarketplaceId, takenAt: numb
 }
 
 /** The model's row of the latest snapshot at or before `atUs` that lists it. */
-export function modelAt(db: DbOrTx, marketplace: MarketplaceId, gpuModel: string, atUs: number): SnapshotRow | undefined {
+export async function modelAt(db: DbOrTx, marketplace: MarketplaceId, gpuModel: string, atUs: number): Promise<SnapshotRow | undefined> {
   return db
     .select()
     .from(marketSnapshots)
@@ -44,13 +44,13 @@ export function modelAt(db: DbOrTx, marketplace: MarketplaceId, gpuModel: string
     .get()
 }
 
-export function pruneSnapshots(tx: DbOrTx, beforeUs: number): number {
-  return changesOf(tx.delete(marketSnapshots).where(lt(marketSnapshots.takenAt, beforeUs)).run())
+export async function pruneSnapshots(tx: DbOrTx, beforeUs: number): Promise<number> {
+  return changesOf(await tx.delete(marketSnapshots).where(lt(marketSnapshots.takenAt, beforeUs)).run())
 }
 
 /** Older snapshots keep their summary only: standing reads the latest prices, movement the summaries. */
-export function dropPricesBefore(tx: DbOrTx, marketplace: MarketplaceId, beforeUs: number): void {
-  tx.update(marketSnapshots)
+export async function dropPricesBefore(tx: DbOrTx, marketplace: MarketplaceId, beforeUs: number): Promise<void> {
+  await tx.update(marketSnapshots)
     .set({ prices: [] })
     .where(and(eq(marketSnapshots.marketplace, marketplace), lt(marketSnapshots.takenAt, beforeUs), sql`${marketSnapshots.prices} != '[]'`))
     .run()

@@ -17,8 +17,8 @@ export function marketRoutes(deps: Deps) {
   return apiRoutes('marketplace-market', deps)
     .get(
       '/marketplaces/stats',
-      ({ request, query, set }) => {
-        enforceRateLimit(deps.db, deps.clock, `market-stats:${requestState(request).ip}`, STATS_LIMIT, 60)
+      async ({ request, query, set }) => {
+        await enforceRateLimit(deps.db, deps.clock, `market-stats:${requestState(request).ip}`, STATS_LIMIT, 60)
         set.headers['cache-control'] = 'public, max-age=60'
         return marketStats(deps, query)
       },

@@ -39,7 +39,7 @@ export async function snapshotMarkets(deps: Deps): Promise<string> {
   const now = deps.clock.nowUs()
   const parts: string[] = []
   for (const marketplace of MARKETPLACES) {
-    const last = snapshotTimeAt(deps.db, marketplace, now)
+    const last = await snapshotTimeAt(deps.db, marketplace, now)
     if (last !== null && now - last < SNAPSHOT_EVERY_US) {
       parts.push(`${marketplace}: fresh`)
       continue
@@ -50,13 +50,13 @@ export async function snapshotMarkets(deps: Deps): Promise<string> {
       continue
     }
     const rows = snapshotRows(deps, marketplace, offers, now)
-    withTransaction(deps.db, (tx) => {
-      insertSnapshots(tx, rows)
-      dropPricesBefore(tx, marketplace, now)
+    await withTransaction(deps.db, async (tx) => {
+      await insertSnapshots(tx, rows)
+      await dropPricesBefore(tx, marketplace, now)
     })
     parts.push(`${marketplace}: ${rows.length} models from ${offers.length} offers`)
   }
-  const pruned = withTransaction(deps.db, (tx) => pruneSnapshots(tx, now - KEEP_DAYS * DAY_US))
+  const pruned = await withTransaction(deps.db, (tx) => pruneSnapshots(tx, now - KEEP_DAYS * DAY_US))
   return `market ${parts.join(', ')}; ${pruned} old snapshot rows pruned`
 }
 
@@ -75,7 +75,7 @@ async function readMarket(deps: Deps, marketplace: MarketplaceId): Promise<Marke
       throw e
     }
   }
-  const account = connectedAccounts(deps.db).find((a) => a.marketplace === marketplace)
+  const account = (await connectedAccounts(deps.db)).find((a) => a.marketplace === marketplace)
   if (!account) return 'not read (no connected account to read it with)'
   const asked = await callPlatform(deps, systemActor(account.tenantId), null, () => adapter.listMarket(openKey(deps, account)), 'market statistics')
   return asked.ok ? asked.value : `not read (${asked.failure.message})`
@@ -123,22 +123,22 @@ function summaryView(r: SnapshotRow) {
 }
 
 /** The latest snapshot of each marketplace (filtered), and when each was taken. */
-function latest(deps: Deps, filter: { marketplace?: MarketplaceId; gpuModel?: string } = {}) {
+async function latest(deps: Deps, filter: { marketplace?: MarketplaceId; gpuModel?: string } = {}) {
   const now = deps.clock.nowUs()
   const takenAt = Object.fromEntries(MARKETPLACES.map((m) => [m, null])) as Record<MarketplaceId, string | null>
   const rows: SnapshotRow[] = []
   for (const m of MARKETPLACES) {
-    const at = snapshotTimeAt(deps.db, m, now)
+    const at = await snapshotTimeAt(deps.db, m, now)
     takenAt[m] = formatNullableTimestamp(at)
     if (filter.marketplace && filter.marketplace !== m) continue
-    if (at !== null) rows.push(...snapshotAt(deps.db, m, at).filter((r) => !filter.gpuModel || r.gpuModel === filter.gpuModel))
+    if (at !== null) rows.push(...(await snapshotAt(deps.db, m, at)).filter((r) => !filter.gpuModel || r.gpuModel === filter.gpuModel))
   }
   return { rows, takenAt }
 }
 
 /** GET /marketplaces/stats (public): asking prices per model and platform, USD per GPU-hour. */
-export function marketStats(deps: Deps, query: { marketplace?: MarketplaceId; gpu_model?: string }) {
-  const { rows, takenAt } = latest(deps, { marketplace: query.marketplace, gpuModel: query.gpu_model })
+export async function marketStats(deps: Deps, query: { marketplace?: MarketplaceId; gpu_model?: string }) {
+  const { rows, takenAt } = await latest(deps, { marketplace: query.marketplace, gpuModel: query.gpu_model })
   return { taken_at: takenAt, items: rows.map((r) => ({ marketplace: r.marketplace, gpu_model: r.gpuModel, ...summaryView(r) })) }
 }
 
@@ -158,8 +158,8 @@ export function ownPriceMicros(link: LinkRow): number | null {
  * them free to rent now (listed GPUs less the rented ones; none when a rental holds an unknown
  * number), which is what the market's own search counts of them.
  */
-function ownOffers(deps: Deps, actor: Actor) {
-  return linksOf(deps.db, actor.tenantId)
+async function ownOffers(deps: Deps, actor: Actor) {
+  return (await linksOf(deps.db, actor.tenantId))
     .filter((l) => mayAccessServer(actor, l.serverId) && l.remote.listed === true)
     .map((l) => {
       const gpus = l.remote.gpu_count ?? 0
@@ -169,9 +169,9 @@ function ownOffers(deps: Deps, actor: Actor) {
 }
 
 /** GET /marketplaces/supply: how much of each model the tenant offers against the market. */
-export function marketSupply(deps: Deps, actor: Actor) {
-  const { rows, takenAt } = latest(deps)
-  const mine = ownOffers(deps, actor).filter((o) => o.model !== null)
+export async function marketSupply(deps: Deps, actor: Actor) {
+  const { rows, takenAt } = await latest(deps)
+  const mine = (await ownOffers(deps, actor)).filter((o) => o.model !== null)
   const keys = new Map<string, { marketplace: MarketplaceId; gpu_model: string }>()
   for (const r of rows) keys.set(`${r.marketplace}|${r.gpuModel}`, { marketplace: r.marketplace, gpu_model: r.gpuModel })
   for (const o of mine) keys.set(`${o.link.marketplace}|${o.model}`, { marketplace: o.link.marketplace, gpu_model: o.model! })
@@ -197,9 +197,9 @@ export function marketSupply(deps: Deps, actor: Actor) {
 }
 
 /** GET /marketplaces/prices: each of the tenant's offers beside its model's market. */
-export function marketPrices(deps: Deps, actor: Actor) {
-  const { rows, takenAt } = latest(deps)
-  const items = ownOffers(deps, actor).map((o) => {
+export async function marketPrices(deps: Deps, actor: Actor) {
+  const { rows, takenAt } = await latest(deps)
+  const items = (await ownOffers(deps, actor)).map((o) => {
     const market = rows.find((r) => r.marketplace === o.link.marketplace && r.gpuModel === o.model)
     return {
       server_id: o.link.serverId,
@@ -214,9 +214,9 @@ export function marketPrices(deps: Deps, actor: Actor) {
 }
 
 /** GET /marketplaces/prices/standing: each offer as a percentile of its model's market. */
-export function priceStanding(deps: Deps, actor: Actor) {
-  const { rows, takenAt } = latest(deps)
-  const items = ownOffers(deps, actor).map((o) => {
+export async function priceStanding(deps: Deps, actor: Actor) {
+  const { rows, takenAt } = await latest(deps)
+  const items = (await ownOffers(deps, actor)).map((o) => {
     const market = rows.find((r) => r.marketplace === o.link.marketplace && r.gpuModel === o.model)
     const s = market && o.price !== null ? standing(o.price, market.prices) : null
     return {
@@ -236,12 +236,12 @@ export function priceStanding(deps: Deps, actor: Actor) {
 }
 
 /** GET /marketplaces/prices/movement: how each model's asking prices moved over the last `days`. */
-export function priceMovement(deps: Deps, query: { days?: number; marketplace?: MarketplaceId; gpu_model?: string }) {
+export async function priceMovement(deps: Deps, query: { days?: number; marketplace?: MarketplaceId; gpu_model?: string }) {
   const days = query.days ?? 7
   const since = deps.clock.nowUs() - days * DAY_US
-  const { rows } = latest(deps, { marketplace: query.marketplace, gpuModel: query.gpu_model })
-  const items = rows.map((to) => {
-    const from = modelAt(deps.db, to.marketplace, to.gpuModel, since) ?? null
+  const { rows } = await latest(deps, { marketplace: query.marketplace, gpuModel: query.gpu_model })
+  const items = rows.map(async (to) => {
+    const from = await modelAt(deps.db, to.marketplace, to.gpuModel, since) ?? null
     const change = from ? to.medianMicros - from.medianMicros : null
     return {
       marketplace: to.marketplace,

@@ -26,8 +26,8 @@ export type PricedOffer = {
 }
 
 /** The tenant's offers on the marketplace that are listed now through a live link (stale and conflicting links are left out). */
-export function pricedOffers(deps: Deps, tenantId: string, marketplace: MarketplaceId): PricedOffer[] {
-  return linksOnMarketplace(deps.db, tenantId, marketplace)
+export async function pricedOffers(deps: Deps, tenantId: string, marketplace: MarketplaceId): Promise<PricedOffer[]> {
+  return (await linksOnMarketplace(deps.db, tenantId, marketplace))
     .filter((l) => l.state === 'linked' && l.remote.listed === true)
     .map((l) => ({
       serverId: l.serverId,
@@ -44,9 +44,9 @@ export function pricedOffers(deps: Deps, tenantId: string, marketplace: Marketpl
 }
 
 /** The asking prices (ascending micro-dollars per GPU-hour) of one model in the marketplace's latest snapshot; null when it lists none. */
-export function marketOfModel(deps: Deps, marketplace: MarketplaceId, gpuModel: string): { takenAt: number; prices: number[] } | null {
-  const at = snapshotTimeAt(deps.db, marketplace, deps.clock.nowUs())
+export async function marketOfModel(deps: Deps, marketplace: MarketplaceId, gpuModel: string): Promise<{ takenAt: number; prices: number[] } | null> {
+  const at = await snapshotTimeAt(deps.db, marketplace, deps.clock.nowUs())
   if (at === null) return null
-  const row = snapshotAt(deps.db, marketplace, at).find((r) => r.gpuModel === gpuModel)
+  const row = (await snapshotAt(deps.db, marketplace, at)).find((r) => r.gpuModel === gpuModel)
   return row ? { takenAt: at, prices: [...row.prices].sort((a, b) => a - b) } : null
 }

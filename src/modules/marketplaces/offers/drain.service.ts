@@ -26,8 +26,8 @@ export type DrainTarget = {
 }
 
 /** The server's links, marketplace by marketplace. */
-export function drainTargets(deps: Deps, tenantId: string, serverId: string): DrainTarget[] {
-  return linksOfServers(deps.db, tenantId, [serverId])
+export async function drainTargets(deps: Deps, tenantId: string, serverId: string): Promise<DrainTarget[]> {
+  return (await linksOfServers(deps.db, tenantId, [serverId]))
     .sort((a, b) => a.marketplace.localeCompare(b.marketplace))
     .map((l) => ({
       marketplace: l.marketplace,

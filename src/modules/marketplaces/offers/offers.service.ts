@@ -30,10 +30,10 @@ type Target = { deps: Deps; actor: Actor; audit: AuditContext; serverId: string;
 const YEAR_US = 365 * 24 * 3600 * 1_000_000
 
 /** The link and its connected account; 404 without a link, 409 without a usable stored key. */
-export function writable(deps: Deps, actor: Actor, serverId: string, marketplace: MarketplaceId): { link: LinkRow; account: AccountRow } {
-  const link = findLink(deps.db, actor.tenantId, serverId.toLowerCase(), marketplace)
+export async function writable(deps: Deps, actor: Actor, serverId: string, marketplace: MarketplaceId): Promise<{ link: LinkRow; account: AccountRow }> {
+  const link = await findLink(deps.db, actor.tenantId, serverId.toLowerCase(), marketplace)
   if (!link) throw MarketplaceErrors.linkNotFound()
-  const account = findAccount(deps.db, actor.tenantId, marketplace)
+  const account = await findAccount(deps.db, actor.tenantId, marketplace)
   if (!account) throw MarketplaceErrors.notConnectedHere()
   if (account.status === 'invalid_key') throw MarketplaceErrors.fromStoredKey(new MarketplaceError(marketplace, 'rejected_key', 'stored key marked invalid'))
   return { link, account }
@@ -56,7 +56,7 @@ export async function write<T>(
 ): Promise<T> {
   const asked = await callPlatform(deps, actor, link.serverId, () => fn(openKey(deps, account)), reason)
   if (asked.ok) return asked.value
-  if (asked.failure.failure === 'rejected_key') withTransaction(deps.db, (tx) => recordOutcome(tx, deps, account, asked))
+  if (asked.failure.failure === 'rejected_key') await withTransaction(deps.db, (tx) => recordOutcome(tx, deps, account, asked))
   throw MarketplaceErrors.fromWrite(asked.failure)
 }
 
@@ -102,7 +102,7 @@ export async function publishOffer({
   /** The one holding the listing off the market (a drain relisting): its hold does not stop it. */
   holder?: boolean
 }) {
-  const { link, account } = writable(deps, actor, serverId, marketplace)
+  const { link, account } = await writable(deps, actor, serverId, marketplace)
   // A drain keeps the offers off until its work is done: a price change, a suggestion accepted, a
   // bulk change or a listing profile must not put the server back on the market meanwhile.
   const held = holder ? null : listingHoldOf(deps, actor.tenantId, link.serverId)
@@ -110,14 +110,14 @@ export async function publishOffer({
   checkOffer(marketplace, input, deps.clock.nowUs())
   const offer = offerWriteOf(link, input)
   const { extendedContracts } = await write(deps, actor, account, link, (key) => adapterFor(deps, marketplace).publishOffer(key, offer), reason)
-  return withTransaction(deps.db, (tx) => {
+  return withTransaction(deps.db, async (tx) => {
     // The link as it is now (a sync may have refreshed it meanwhile); gone → answer what was sent.
-    const current = findLink(tx, actor.tenantId, link.serverId, marketplace)
+    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace)
     const next = applyOffer(deps, current ?? link, input, offer)
-    if (current) updateLink(tx, next.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
-    markFleetDirty(tx, actor.tenantId) // the row's marketplace and price
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.offer.publish', targetKind: 'server', targetId: link.serverId })
-    deps.events.emit('offer.published', { tx, tenantId: actor.tenantId, serverId: link.serverId, marketplace, summary: offerSummary(input) })
+    if (current) await updateLink(tx, next.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
+    await markFleetDirty(tx, actor.tenantId) // the row's marketplace and price
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.offer.publish', targetKind: 'server', targetId: link.serverId })
+    await deps.events.emit('offer.published', { tx, tenantId: actor.tenantId, serverId: link.serverId, marketplace, summary: offerSummary(input) })
     return {
       link: linkView(next),
       warnings: offerWarnings(marketplace, input, (current ?? link).remote, extendedContracts),
@@ -139,13 +139,13 @@ function offerSummary(input: OfferInput): string {
  * `reason` (a bulk operation) goes into the operations log beside the call.
  */
 export async function withdrawOffer({ deps, actor, audit, serverId, marketplace, reason = null }: Target & { reason?: string | null }): Promise<void> {
-  const { link, account } = writable(deps, actor, serverId, marketplace)
+  const { link, account } = await writable(deps, actor, serverId, marketplace)
   await write(deps, actor, account, link, (key) => adapterFor(deps, marketplace).withdrawOffer(key, refOf(link)), reason)
-  withTransaction(deps.db, (tx) => {
-    const current = findLink(tx, actor.tenantId, link.serverId, marketplace)
-    if (current) updateLink(tx, current.id, { remote: { ...current.remote, listed: false }, offer: null, offerPublishedAt: null })
-    markFleetDirty(tx, actor.tenantId) // the row's marketplace and price
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.offer.withdraw', targetKind: 'server', targetId: link.serverId })
+  await withTransaction(deps.db, async (tx) => {
+    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace)
+    if (current) await updateLink(tx, current.id, { remote: { ...current.remote, listed: false }, offer: null, offerPublishedAt: null })
+    await markFleetDirty(tx, actor.tenantId) // the row's marketplace and price
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.offer.withdraw', targetKind: 'server', targetId: link.serverId })
   })
 }
 
@@ -161,7 +161,7 @@ function maintenanceApi(marketplace: MarketplaceId, deps: Deps) {
 
 export async function announceMaintenance({ deps, actor, audit, serverId, marketplace, input }: Target & { input: Static<typeof MaintenanceBody> }) {
   const api = maintenanceApi(marketplace, deps)
-  const { link, account } = writable(deps, actor, serverId, marketplace)
+  const { link, account } = await writable(deps, actor, serverId, marketplace)
   const now = deps.clock.nowUs()
   const start = parseTimestamp(input.starts_at)
   if (start === null) throw invalidField('marketplaces', '/starts_at', 'format', 'starts_at is not an RFC 3339 timestamp')
@@ -169,30 +169,30 @@ export async function announceMaintenance({ deps, actor, audit, serverId, market
     throw invalidField('marketplaces', '/starts_at', 'out_of_range', 'starts_at must be in the future and at most a year ahead')
   const window = { startsAtS: Math.floor(start / 1_000_000), hours: input.hours, category: input.category, reason: input.reason ?? null }
   await write(deps, actor, account, link, (key) => api.announce(key, refOf(link), window))
-  return withTransaction(deps.db, (tx) => {
-    const current = findLink(tx, actor.tenantId, link.serverId, marketplace) ?? link
+  return withTransaction(deps.db, async (tx) => {
+    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace) ?? link
     const remote = {
       ...current.remote,
       maintenance_announced: true,
       maintenance_starts_at: formatTimestamp(window.startsAtS * 1_000_000),
       maintenance_hours: window.hours,
     }
-    updateLink(tx, current.id, { remote })
-    noteMaintenance(tx, deps, current, current.remote, remote)
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.maintenance.announce', targetKind: 'server', targetId: link.serverId })
+    await updateLink(tx, current.id, { remote })
+    await noteMaintenance(tx, deps, current, current.remote, remote)
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.maintenance.announce', targetKind: 'server', targetId: link.serverId })
     return { link: linkView({ ...current, remote }) }
   })
 }
 
 export async function cancelMaintenance({ deps, actor, audit, serverId, marketplace }: Target): Promise<void> {
   const api = maintenanceApi(marketplace, deps)
-  const { link, account } = writable(deps, actor, serverId, marketplace)
+  const { link, account } = await writable(deps, actor, serverId, marketplace)
   await write(deps, actor, account, link, (key) => api.cancel(key, refOf(link)))
-  withTransaction(deps.db, (tx) => {
-    const current = findLink(tx, actor.tenantId, link.serverId, marketplace)
+  await withTransaction(deps.db, async (tx) => {
+    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace)
     if (current)
-      updateLink(tx, current.id, { remote: { ...current.remote, maintenance_announced: false, maintenance_starts_at: null, maintenance_hours: null } })
-    recordAudit(tx, deps, audit, { operation: 'marketplaces.maintenance.cancel', targetKind: 'server', targetId: link.serverId })
+      await updateLink(tx, current.id, { remote: { ...current.remote, maintenance_announced: false, maintenance_starts_at: null, maintenance_hours: null } })
+    await recordAudit(tx, deps, audit, { operation: 'marketplaces.maintenance.cancel', targetKind: 'server', targetId: link.serverId })
   })
 }
 
@@ -201,8 +201,8 @@ export async function cancelMaintenance({ deps, actor, audit, serverId, marketpl
  * maintenance API, and the request that announces the window there (or, on marketplace_b, the
  * withdrawal that keeps renters off instead). Nothing is sent: renters are notified only on request.
  */
-export function maintenanceAnnouncements(deps: Deps, tenantId: string, serverId: string) {
-  return linksOfServers(deps.db, tenantId, [serverId])
+export async function maintenanceAnnouncements(deps: Deps, tenantId: string, serverId: string) {
+  return (await linksOfServers(deps.db, tenantId, [serverId]))
     .sort((a, b) => a.marketplace.localeCompare(b.marketplace))
     .map((l) => {
       const supported = adapterFor(deps, l.marketplace).maintenance !== null

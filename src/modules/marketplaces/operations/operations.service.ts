@@ -14,8 +14,8 @@ import { insertOperations, operationsOf, type OperationRow } from '../accounts/m
  * for a tenant, with who asked, the outcome and the latency. The adapters never hand a key or a
  * query string here, so the log cannot hold one.
  */
-function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: MarketplaceCall[], serverId: string | null, reason: string | null): void {
-  insertOperations(
+async function recordCalls(tx: DbOrTx, deps: Deps, actor: Actor, calls: MarketplaceCall[], serverId: string | null, reason: string | null): Promise<void> {
+  await insertOperations(
     tx,
     calls.map(
       (c): OperationRow => ({
@@ -51,7 +51,7 @@ export async function callPlatform<T>(
   reason: string | null = null,
 ): Promise<{ ok: true; value: T } | { ok: false; failure: MarketplaceError }> {
   const asked = await callsOf(fn)
-  if (asked.calls.length) withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, asked.calls, serverId, reason))
+  if (asked.calls.length) await withTransaction(deps.db, (tx) => recordCalls(tx, deps, actor, asked.calls, serverId, reason))
   if (asked.error === undefined) return { ok: true, value: asked.result as T }
   if (asked.error instanceof MarketplaceError) return { ok: false, failure: asked.error }
   throw asked.error

@@ -45,7 +45,7 @@ type Tally = {
 }
 
 export async function syncMarketplaces(deps: Deps, tenants: TenantWalk): Promise<string> {
-  const accounts = connectedAccounts(deps.db)
+  const accounts = await connectedAccounts(deps.db)
   const tally: Tally = {
     ok: 0,
     failed: 0,
@@ -88,8 +88,8 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
     return { machines, holdingUsd: await adapter.readHolding(key, machines) }
   })
   const relist: string[] = []
-  const ended = withTransaction(deps.db, (tx) => {
-    if (!recordOutcome(tx, deps, account, asked.ok ? { ok: true, holdingUsd: asked.value.holdingUsd } : asked)) {
+  const ended = await withTransaction(deps.db, async (tx) => {
+    if (!await recordOutcome(tx, deps, account, asked.ok ? { ok: true, holdingUsd: asked.value.holdingUsd } : asked)) {
       tally.skipped++
       return null
     }
@@ -98,7 +98,7 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
       return null
     }
     tally.ok++
-    const links = linksOfAccount(tx, account.id)
+    const links = await linksOfAccount(tx, account.id)
     const byId = new Map<string, RemoteMachine>(asked.value.machines.map((m) => [m.externalMachineId, m]))
     const claims = new Map<string, number>()
     for (const l of links) claims.set(l.externalMachineId, (claims.get(l.externalMachineId) ?? 0) + 1)
@@ -107,13 +107,13 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
       const machine = byId.get(link.externalMachineId)
       if (!machine) {
         // The machine stopped appearing: the link is kept with its last projection.
-        if (link.state !== 'stale') updateLink(tx, link.id, { state: 'stale' })
+        if (link.state !== 'stale') await updateLink(tx, link.id, { state: 'stale' })
         tally.stale++
         continue
       }
       const state: LinkState = (claims.get(link.externalMachineId) ?? 0) > 1 ? 'conflict' : 'linked'
-      noteMaintenance(tx, deps, link, link.remote, machine.remote)
-      updateLink(tx, link.id, {
+      await noteMaintenance(tx, deps, link, link.remote, machine.remote)
+      await updateLink(tx, link.id, {
         state,
         lastSeenAt: now,
         remote: machine.remote,
@@ -126,7 +126,7 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
     // the owner asked to keep on this marketplace, is published again after the transaction.
     for (const link of links) {
       const machine = byId.get(link.externalMachineId)
-      if (machine?.remote.listed === false && link.offer && keepOnOf(tx, link.serverId).includes(account.marketplace)) relist.push(link.id)
+      if (machine?.remote.listed === false && link.offer && (await keepOnOf(tx, link.serverId)).includes(account.marketplace)) relist.push(link.id)
     }
     return refreshMarketRentals(
       tx,
@@ -135,12 +135,12 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
       links.map((l) => l.serverId),
     )
   })
-  announceEnded(deps, ended ?? [])
+  await announceEnded(deps, ended ?? [])
   for (const id of relist) await keepOn(deps, account, id, tally)
   // Rolling end dates (docs/marketplaces.md "Rolling end dates"): after keep-on, on the links as this sync left them.
   if (ended !== null && asked.ok) {
     const machines = new Map<string, RemoteMachine>(asked.value.machines.map((m) => [m.externalMachineId, m]))
-    for (const due of endDatesDue(deps, linksOfAccount(deps.db, account.id), machines)) {
+    for (const due of endDatesDue(deps, await linksOfAccount(deps.db, account.id), machines)) {
       if (await extendEndDate(deps, account, due)) tally.extended++
       else tally.extendFailed++
     }
@@ -154,20 +154,20 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
  * the system with the reason. A failure is in the operations log too; the next sync tries again.
  */
 async function keepOn(deps: Deps, account: AccountRow, linkId: string, tally: Tally): Promise<void> {
-  const link = linksOfAccount(deps.db, account.id).find((l) => l.id === linkId)
+  const link = (await linksOfAccount(deps.db, account.id)).find((l) => l.id === linkId)
   if (!link?.offer) return
   const input = { ...link.offer } as OfferInput
   if (input.end_date !== undefined && (parseTimestamp(input.end_date) ?? 0) <= deps.clock.nowUs()) delete input.end_date
   try {
     const offer = offerWriteOf(link, input)
     await write(deps, systemActor(account.tenantId), account, link, (key) => adapterFor(deps, account.marketplace).publishOffer(key, offer), KEEP_ON_REASON)
-    withTransaction(deps.db, (tx) => {
-      const current = linksOfAccount(tx, account.id).find((l) => l.id === linkId)
+    await withTransaction(deps.db, async (tx) => {
+      const current = (await linksOfAccount(tx, account.id)).find((l) => l.id === linkId)
       if (!current) return
       const next = applyOffer(deps, current, input, offer)
-      updateLink(tx, current.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
-      markFleetDirty(tx, account.tenantId) // listed again: the row's marketplace and price
-      recordServerEvent(
+      await updateLink(tx, current.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
+      await markFleetDirty(tx, account.tenantId) // listed again: the row's marketplace and price
+      await recordServerEvent(
         tx,
         deps,
         { id: current.serverId, tenantId: account.tenantId },

@@ -6,9 +6,9 @@ import type { MarketplaceId } from '../adapters/marketplaces.adapter'
 export type RenterReportRow = typeof renterReports.$inferSelect
 
 /** Which of these report keys the tenant already keeps for the machine. */
-export function knownReportKeys(db: DbOrTx, tenantId: string, marketplace: MarketplaceId, externalMachineId: string, keys: string[]): Set<string> {
+export async function knownReportKeys(db: DbOrTx, tenantId: string, marketplace: MarketplaceId, externalMachineId: string, keys: string[]): Promise<Set<string>> {
   if (!keys.length) return new Set()
-  const rows = db
+  const rows = await db
     .select({ key: renterReports.reportKey })
     .from(renterReports)
     .where(
@@ -23,12 +23,12 @@ export function knownReportKeys(db: DbOrTx, tenantId: string, marketplace: Marke
   return new Set(rows.map((r) => r.key))
 }
 
-export function insertRenterReport(db: DbOrTx, row: RenterReportRow): void {
-  db.insert(renterReports).values(row).run()
+export async function insertRenterReport(db: DbOrTx, row: RenterReportRow): Promise<void> {
+  await db.insert(renterReports).values(row).run()
 }
 
 /** A server's reports, newest first read first; ids are time-ordered, so the id is the position. */
-export function renterReportsOf(db: DbOrTx, tenantId: string, serverId: string, beforeId: string | undefined, take: number): RenterReportRow[] {
+export async function renterReportsOf(db: DbOrTx, tenantId: string, serverId: string, beforeId: string | undefined, take: number): Promise<RenterReportRow[]> {
   const where = [eq(renterReports.tenantId, tenantId), eq(renterReports.serverId, serverId)]
   if (beforeId) where.push(lt(renterReports.id, beforeId))
   return db

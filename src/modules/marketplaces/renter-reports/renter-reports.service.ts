@@ -35,7 +35,7 @@ export async function syncRenterReports(deps: Deps, account: AccountRow, machine
   const byId = new Map(machines.map((m) => [m.externalMachineId, m]))
   // Linked only: a stale link's machine is gone, and a machine two servers claim belongs to neither yet.
   // A machine the platform says has no reports (num_reports 0) is not asked.
-  const links = linksOfAccount(deps.db, account.id).filter(
+  const links = (await linksOfAccount(deps.db, account.id)).filter(
     (l) => l.state === 'linked' && byId.has(l.externalMachineId) && byId.get(l.externalMachineId)!.reportCount !== 0,
   )
   for (const link of links) {
@@ -49,22 +49,22 @@ export async function syncRenterReports(deps: Deps, account: AccountRow, machine
       continue
     }
     tally.read++
-    tally.fresh += withTransaction(deps.db, (tx) => keepReports(tx, deps, link, asked.value))
+    tally.fresh += await withTransaction(deps.db, (tx) => keepReports(tx, deps, link, asked.value))
   }
 }
 
 const keyOf = (r: RenterReportRead) => sha256Hex(`${r.reportedAtUs ?? ''}\n${r.problem ?? ''}\n${r.message ?? ''}`)
 
 /** Stores the reports not kept yet, oldest first (so their ids follow the renters' order); answers how many were new. */
-function keepReports(tx: Tx, deps: Deps, link: LinkRow, reports: RenterReportRead[]): number {
+async function keepReports(tx: Tx, deps: Deps, link: LinkRow, reports: RenterReportRead[]): Promise<number> {
   const unique = new Map(reports.map((r) => [keyOf(r), r]))
-  const known = knownReportKeys(tx, link.tenantId, link.marketplace, link.externalMachineId, [...unique.keys()])
+  const known = await knownReportKeys(tx, link.tenantId, link.marketplace, link.externalMachineId, [...unique.keys()])
   const fresh = [...unique].filter(([key]) => !known.has(key)).sort(([, a], [, b]) => (a.reportedAtUs ?? 0) - (b.reportedAtUs ?? 0))
   const now = deps.clock.nowUs()
   for (const [key, r] of fresh) {
     const alerted = r.reportedAtUs === null || r.reportedAtUs >= link.linkedAt
     const id = deps.newId()
-    insertRenterReport(tx, {
+    await insertRenterReport(tx, {
       id,
       tenantId: link.tenantId,
       serverId: link.serverId,
@@ -79,7 +79,7 @@ function keepReports(tx: Tx, deps: Deps, link: LinkRow, reports: RenterReportRea
     })
     if (!alerted) continue
     const what = [r.problem, r.message].filter(Boolean).join(': ')
-    recordServerEvent(
+    await recordServerEvent(
       tx,
       deps,
       { id: link.serverId, tenantId: link.tenantId },

@@ -114,10 +114,10 @@ export function cloreWire(options: AdapterOptions): CloreWire {
           recorded(
             options,
             { marketplace: 'marketplace_b', operation, method, url },
-            () =>
+            async () =>
               method === 'GET' && jsonBody
                 ? sendGetWithBody(options, url, headers, JSON.stringify(jsonBody))
-                : send(options, { url, method, headers, body: jsonBody ? JSON.stringify(jsonBody) : undefined }),
+                : await send(options, { url, method, headers, body: jsonBody ? JSON.stringify(jsonBody) : undefined }),
             outcomeOf,
           ),
         )
