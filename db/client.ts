@@ -312,6 +312,46 @@ export function onRollback(tx: Tx, undo: () => void): void {
 }
 
 /**
+ * Hand-written SQL, as written, on either database: the text uses PostgreSQL's numbered
+ * placeholders `$1 … $n`, which SQLite reads too (a `$`-named parameter takes the next index at its
+ * first appearance, so the numbers must first appear in order: checked once per text). Nothing in
+ * the text is rewritten; where the databases differ the caller writes each form and picks one with
+ * `isPostgres(db)`. Runs in the caller's transaction when it is in one, as everything else.
+ * Prefer the query builder or Drizzle's `sql` tag; this is for the few statements kept as text
+ * (telemetry's bulk reads and rollups, the fleet's presence flush, the ledger).
+ */
+export function rawSql(db: DbOrTx): {
+  values<T extends unknown[] = unknown[]>(text: string, ...params: unknown[]): Promise<T[]>
+  objects<T = Record<string, unknown>>(text: string, ...params: unknown[]): Promise<T[]>
+  run(text: string, ...params: unknown[]): Promise<RunResult>
+} {
+  const executor = executorOf(db)
+  return {
+    values: async (text, ...params) => (await executor.values(checkedPlaceholders(text), params)) as never,
+    objects: async (text, ...params) => (await executor.objects(checkedPlaceholders(text), params)) as never,
+    run: async (text, ...params) => await executor.run(checkedPlaceholders(text), params),
+  }
+}
+
+const checkedTexts = new Set<string>()
+
+function checkedPlaceholders(text: string): string {
+  if (checkedTexts.has(text)) return text
+  let next = 1
+  const seen = new Set<number>()
+  for (const m of text.matchAll(/(?<![\w$])\$(\d+)\b|\?/g)) {
+    if (m[0] === '?') throw new Error(`hand-written SQL takes $1…$n placeholders, not ?: ${text.slice(0, 80)}`)
+    const n = Number(m[1])
+    if (seen.has(n)) continue
+    if (n !== next) throw new Error(`hand-written SQL must number its placeholders in order of first appearance ($${next} before $${n}): ${text.slice(0, 80)}`)
+    seen.add(n)
+    next++
+  }
+  if (checkedTexts.size < 10_000) checkedTexts.add(text)
+  return text
+}
+
+/**
  * Runs `fn` once the transaction the caller is in has committed (nothing if it rolls back), outside
  * that transaction; outside a transaction, at once. For what must follow a write and never see it
  * uncommitted or undone: waking streams, kicking the mail outbox, moving a drain on. A timer set
@@ -355,7 +395,7 @@ export async function commitInOrder(tx: DbOrTx, key: string): Promise<void> {
  * Calls `handler` with each payload notifyOthers sends on `channel`, on this process's event loop;
  * answers a function that stops it. Nothing on SQLite.
  */
-export function onNotice(database: Database_, channel: string, handler: (payload: string) => void): () => void {
+export function onNotice(database: Database_, channel: string, handler: (payload: string) => unknown): () => void {
   return database.postgres ? database.postgres.listen(channel, handler) : () => {}
 }
 

@@ -52,7 +52,8 @@ export class PostgresFlavouredDialect extends SQLiteAsyncDialect {
 
 type Fields = SelectedFieldsOrdered | undefined
 /** Drizzle's row mapper (exported by drizzle-orm/utils, marked internal in its types): every driver's session uses it. */
-const mapResultRow = (drizzleUtils as unknown as { mapResultRow(fields: SelectedFieldsOrdered, row: unknown[], joinsNotNullableMap: unknown): unknown }).mapResultRow
+const mapResultRow = (drizzleUtils as unknown as { mapResultRow(fields: SelectedFieldsOrdered, row: unknown[], joinsNotNullableMap: unknown): unknown })
+  .mapResultRow
 type Mapper = ((rows: unknown[][]) => unknown) | undefined
 
 /** A statement built once (Drizzle's `.prepare()`, or a one-time query) and run through the executor. */

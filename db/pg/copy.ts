@@ -65,7 +65,9 @@ export async function copySqliteToPostgres(source: Database, target: PgExecutor)
       }
       await flush()
       if (t.serial)
-        await target.exec(`SELECT setval(pg_get_serial_sequence('"${t.name}"', '${t.serial}'), coalesce((SELECT max("${t.serial}") FROM "${t.name}"), 0) + 1, false)`)
+        await target.exec(
+          `SELECT setval(pg_get_serial_sequence('"${t.name}"', '${t.serial}'), coalesce((SELECT max("${t.serial}") FROM "${t.name}"), 0) + 1, false)`,
+        )
       copied.push({ table: t.name, rows })
     }
   })

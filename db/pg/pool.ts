@@ -191,9 +191,12 @@ export class PgExecutor implements Executor {
    * database, this one included), over a connection of its own (Bun's client reconnects it and
    * listens again when it drops). Answers a function that stops it.
    */
-  listen(channel: string, handler: (payload: string) => void): () => void {
+  listen(channel: string, handler: (payload: string) => unknown): () => void {
     this.#listener ??= new Bun.SQL(this.url, { max: 1 })
-    const listening = (this.#listener as unknown as { listen(c: string, h: (p: string) => void): Promise<{ unlisten(): Promise<void> }> }).listen(channel, handler)
+    const listening = (this.#listener as unknown as { listen(c: string, h: (p: string) => unknown): Promise<{ unlisten(): Promise<void> }> }).listen(
+      channel,
+      handler,
+    )
     this.#listening.push(listening)
     listening.catch(() => {}) // a database that is down: the statements say so where it matters
     return () => void listening.then((s) => s.unlisten()).catch(() => {})

@@ -328,7 +328,7 @@ export async function ensureAccess(
 ): Promise<void> {
   // Both hooks may call it: the second gets the first's check (and its failure).
   let done = checked.get(request)
-  if (!done) checked.set(request, (done = await checkAccess(deps, index, authenticators, request, route, params)))
+  if (!done) checked.set(request, (done = checkAccess(deps, index, authenticators, request, route, params)))
   return done
 }
 

@@ -69,10 +69,14 @@ export async function paginate<Row, Item, Position>(
     input: { cursor?: string; limit?: number }
     fetch: (after: Position | undefined, take: number) => Row[] | Promise<Row[]>
     position: (row: Row) => Position
-    view: (row: Row) => Item
+    /** A row's view; it may read more (awaited row by row, in order). */
+    view: (row: Row) => Item | Promise<Item>
   },
 ): Promise<Page<Item>> {
   const limit = list.input.limit ?? DEFAULT_PAGE_SIZE
   const after = list.input.cursor ? decodeCursor<Position>(key, list.scope, list.input.cursor) : undefined
-  return toPage(await list.fetch(after, limit + 1), limit, list.position, { key, scope: list.scope }, list.view)
+  const page = toPage(await list.fetch(after, limit + 1), limit, list.position, { key, scope: list.scope }, (row) => row)
+  const items: Item[] = []
+  for (const row of page.items) items.push(await list.view(row))
+  return { items, next_cursor: page.next_cursor }
 }

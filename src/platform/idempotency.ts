@@ -333,5 +333,6 @@ async function idempotencyBeforeHandle(deps: Deps, ctx: { request: Request; body
 
 /** The beforeHandle of a route that takes Idempotency-Key: `beforeHandle: idempotent(deps)`. */
 export function idempotent(deps: Deps) {
-  return async ({ request, body, route }: { request: Request; body: unknown; route: string }) => await idempotencyBeforeHandle(deps, { request, body, route }) as never
+  return async ({ request, body, route }: { request: Request; body: unknown; route: string }) =>
+    (await idempotencyBeforeHandle(deps, { request, body, route })) as never
 }

@@ -133,7 +133,7 @@ function principalOf(actor: Actor): string | null {
 }
 
 /** One decision over `limits`: shared by every instance on PostgreSQL, in this process's memory on SQLite. */
-async function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDecision> | RateDecision {
+async function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDecision> {
   // On PostgreSQL several instances serve one tenant: the count is theirs together (docs/scale-out.md).
   return deps.config.postgresUrl ? await consumeShared(deps.db, deps.clock, limits) : requestRateLimiter(deps).consume(limits)
 }

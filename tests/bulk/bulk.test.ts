@@ -80,7 +80,10 @@ beforeAll(async () => {
       201,
     )
   for (const [i, s] of serversB.entries())
-    await ok(await api(app, b, 'POST', '/marketplaces/links', { json: { server_id: s, marketplace: 'marketplace_a', external_machine_id: String(2001 + i) } }), 201)
+    await ok(
+      await api(app, b, 'POST', '/marketplaces/links', { json: { server_id: s, marketplace: 'marketplace_a', external_machine_id: String(2001 + i) } }),
+      201,
+    )
 }, 60_000)
 
 afterAll(async () => {
@@ -154,7 +157,10 @@ describe('bulk changes', () => {
     expect(created).toMatchObject({ state: 'running', action: 'reprice', change: { price_gpu_hour: '0.55' } })
     expect(created.counts).toEqual({ total: 40, pending: 40, done: 0, refused: 0, skipped: 0, failed: 0, cancelled: 0 })
     // Tenant b withdraws its two machines meanwhile.
-    const other = await ok(await api(app, b, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'withdraw', server_ids: serversB } }), 202)
+    const other = await ok(
+      await api(app, b, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'withdraw', server_ids: serversB } }),
+      202,
+    )
 
     // One run: at most 10 items per tenant, then the app stops.
     await runJob(app)

@@ -92,7 +92,10 @@ describe('another tenant', () => {
 describe('a PAT limited by server_allowlist', () => {
   test('creates and reads commands of its servers only; the others answer 404', async () => {
     const pat = await mintPat(app, asMember(owner), { scopes: ['commands:read', 'commands:write'], server_allowlist: [serverB] })
-    const mine = await ok<CommandView>(await call(app, 'POST', '/commands', pat.token, { json: { server_id: serverB, type: 'diagnostics.run', params: {} } }), 201)
+    const mine = await ok<CommandView>(
+      await call(app, 'POST', '/commands', pat.token, { json: { server_id: serverB, type: 'diagnostics.run', params: {} } }),
+      201,
+    )
     expect(mine.issued_by).toEqual({ type: 'pat', id: pat.id })
     await expectProblem(
       await call(app, 'POST', '/commands', pat.token, { json: { server_id: serverA, type: 'diagnostics.run', params: {} } }),

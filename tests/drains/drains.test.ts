@@ -209,7 +209,10 @@ describe('cancelling a drain mid-way', () => {
       await api(app, owner, 'POST', '/commands', { json: { server_id: server, type: 'agent.update', params: { version: '9.9.8' }, requires: 'after_rental' } }),
       201,
     )
-    const started = await ok<Drain>(await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }), 201)
+    const started = await ok<Drain>(
+      await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }),
+      201,
+    )
     expect(started.state).toBe('awaiting_rental_end')
     expect(simB.server(KEY_B, 'rig-b2')?.visibility).toBe('hidden')
     simB.clearRequests()
@@ -243,7 +246,9 @@ describe('cancelling a drain mid-way', () => {
     )
     expect(repriced.detail).toContain(`being drained for maintenance (drain ${started.id}, awaiting rental end)`)
     const bulk = await ok<{ id: string }>(
-      await api(app, owner, 'POST', '/bulk-operations', { json: { marketplace: 'marketplace_a', action: 'publish', server_ids: [server], price_gpu_hour: '0.50' } }),
+      await api(app, owner, 'POST', '/bulk-operations', {
+        json: { marketplace: 'marketplace_a', action: 'publish', server_ids: [server], price_gpu_hour: '0.50' },
+      }),
       202,
     )
     await ok(app.fetch('/api/v1/_test/jobs/bulk.run/run', { method: 'POST' }))
@@ -357,7 +362,10 @@ describe('the work failing', () => {
   test('a command that fails leaves the offers withdrawn (the server may be broken) and says how to relist', async () => {
     const server = agentServer.server_id
     simA.clearRequests()
-    const started = await ok<Drain>(await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }), 201)
+    const started = await ok<Drain>(
+      await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'docker.restart', params: {} }] } }),
+      201,
+    )
     // Idle: no rental to wait for, the work goes at once.
     expect(started.state).toBe('working')
     const id = started.commands[0]!.command_id
@@ -379,7 +387,10 @@ describe('the work failing', () => {
 describe('cancelling while the work runs', () => {
   test('a command on its way to the agent is cancelled and the agent told to stop; the listing goes back', async () => {
     const server = agentServer.server_id
-    const started = await ok<Drain>(await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'agent.restart', params: {} }] } }), 201)
+    const started = await ok<Drain>(
+      await api(app, owner, 'POST', `/servers/${server}/drain`, { json: { commands: [{ type: 'agent.restart', params: {} }] } }),
+      201,
+    )
     expect(started.state).toBe('working')
     const id = started.commands[0]!.command_id
     const since = agentServer.agent.frames.length

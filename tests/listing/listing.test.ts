@@ -81,7 +81,10 @@ beforeAll(async () => {
     [s4, '803'],
     [s5, '804'],
   ] as const)
-    await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: machine } }), 201)
+    await ok(
+      await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: machine } }),
+      201,
+    )
   await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: s2, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
 })
 afterAll(async () => {

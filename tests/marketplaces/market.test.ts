@@ -176,8 +176,8 @@ beforeAll(async () => {
   simA.putMachine(VAST_OWNER, 702, { hostname: 'rig-702', listed: false, gpu_name: 'RTX 4090', num_gpus: 4, listed_gpu_cost: 0.2 })
   simA.putMachine(VAST_OWNER, 703, { hostname: 'rig-703', listed: true, gpu_name: 'RTX 5090', num_gpus: 8 })
   for (const offer of MARKET_A) simA.addMarketOffer(offer)
-  await ok(await call(app, 'PUT', '/marketplaces/marketplace_a', owner, { json: { api_key: KEY_A } }))
-  await ok(await call(app, 'PUT', '/marketplaces/marketplace_b', owner, { json: { api_key: KEY_B } }))
+  await ok(call(app, 'PUT', '/marketplaces/marketplace_a', owner, { json: { api_key: KEY_A } }))
+  await ok(call(app, 'PUT', '/marketplaces/marketplace_b', owner, { json: { api_key: KEY_B } }))
   for (const [server, marketplace, machine] of [
     [s1, 'marketplace_a', '701'],
     [s2, 'marketplace_a', '702'],
@@ -185,7 +185,7 @@ beforeAll(async () => {
     [s4, 'marketplace_b', '41'],
     [s5, 'marketplace_b', '42'],
   ] as const)
-    await ok(await call(app, 'POST', '/marketplaces/links', owner, { json: { server_id: server, marketplace, external_machine_id: machine } }), 201)
+    await ok(call(app, 'POST', '/marketplaces/links', owner, { json: { server_id: server, marketplace, external_machine_id: machine } }), 201)
 })
 afterAll(async () => {
   await app.close()
@@ -199,7 +199,7 @@ async function ok<T = any>(res: Promise<Response>, status = 200): Promise<T> {
   expect({ status: r.status, body: text }).toMatchObject({ status })
   return JSON.parse(text) as T
 }
-const get = async <T = any>(path: string, caller: Caller = owner) => ok<T>(await call(app, 'GET', path, caller))
+const get = async <T = any>(path: string, caller: Caller = owner) => ok<T>(call(app, 'GET', path, caller))
 const stats = (query = '', headers: Record<string, string> = {}) => call(app, 'GET', `/marketplaces/stats${query}`, null, { headers })
 const advance = (seconds: number) => ok(app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } }))
 /** Runs marketplaces.sync; answers its detail and the service times it ran between. */

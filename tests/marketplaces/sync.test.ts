@@ -55,8 +55,8 @@ beforeAll(async () => {
   simA.putMachine(VAST_OWNER, 601, vastFullMachine(nowS))
   simA.putMachine(VAST_OWNER, 602, { hostname: 'rig-602', listed: false })
   simA.putMachine(VAST_OWNER, 603, { hostname: 'rig-603' })
-  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
-  await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
+  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY_A } }))
+  await ok(api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
   await ok(link(s1, 'marketplace_a', '601'), 201)
   await ok(link(s2, 'marketplace_a', '602'), 201)
   await ok(link(s3, 'marketplace_b', '41'), 201)
@@ -77,10 +77,10 @@ async function read<T>(res: Promise<Response>, status = 200): Promise<T> {
 }
 const link = (server_id: string, marketplace: string, external_machine_id: string) =>
   api(app, owner, 'POST', '/marketplaces/links', { json: { server_id, marketplace, external_machine_id } })
-const links = async () => (await read<{ links: Link[] }>(await api(app, owner, 'GET', '/marketplaces/links'))).links
+const links = async () => (await read<{ links: Link[] }>(api(app, owner, 'GET', '/marketplaces/links'))).links
 const linkOf = async (server: string, marketplace = 'marketplace_a') => (await links()).find((l) => l.server_id === server && l.marketplace === marketplace)!
 const connection = async (marketplace: string) =>
-  (await read<{ items: Connection[] }>(await api(app, owner, 'GET', '/marketplaces/accounts'))).items.find((c) => c.marketplace === marketplace)!
+  (await read<{ items: Connection[] }>(api(app, owner, 'GET', '/marketplaces/accounts'))).items.find((c) => c.marketplace === marketplace)!
 const advance = (seconds: number) => ok(app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } }))
 async function sync(): Promise<string> {
   const run = await read<{ outcome: string; detail: string }>(app.fetch('/api/v1/_test/jobs/marketplaces.sync/run', { method: 'POST' }))
@@ -108,7 +108,7 @@ describe('refreshing links', () => {
 
   test('the sync is logged as the system in the operations log, fleet-wide', async () => {
     const page = await read<{ items: { operation: string; actor: { kind: string; id: string | null }; server_id: string | null }[] }>(
-      await api(app, owner, 'GET', '/marketplaces/operations?limit=100'),
+      api(app, owner, 'GET', '/marketplaces/operations?limit=100'),
     )
     const bySystem = page.items.filter((o) => o.actor.kind === 'system')
     expect(bySystem.map((o) => o.operation)).toContain('machines.list')
@@ -199,10 +199,10 @@ describe('rentals a marketplace reports', () => {
     ;({ server_id: server, agent } = await onlineServer(app, owner))
     simA.putMachine(VAST_OWNER, 604, { hostname: 'rig-604' })
     await ok(link(server, 'marketplace_a', '604'), 201)
-    expect(await read<{ rental_active: boolean }>(await api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: false, rental_sources: [] })
+    expect(await read<{ rental_active: boolean }>(api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: false, rental_sources: [] })
     rental = simA.addRental(604, { kind: 'on_demand', gpus: 1, running: true })
     await sync()
-    expect(await read<{ rental_active: boolean }>(await api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({
+    expect(await read<{ rental_active: boolean }>(api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({
       rental_active: true,
       rental_sources: ['marketplace_a'],
     })
@@ -215,10 +215,10 @@ describe('rentals a marketplace reports', () => {
     const c = await issue(app, owner, server, 'reboot')
     expect(c).toMatchObject({ requires: 'after_rental', delivery_status: 'queued', queue_reason: 'awaiting_rental_end' })
     reboot = c.command_id
-    await ok(await api(app, owner, 'PATCH', `/servers/${server}`, { json: { rental_active: false } }))
+    await ok(api(app, owner, 'PATCH', `/servers/${server}`, { json: { rental_active: false } }))
     await agent.barrier()
     expect(framesAbout(agent, 'command', reboot)).toEqual([])
-    expect(await read<Record<string, unknown>>(await api(app, owner, 'GET', `/commands/${reboot}`))).toMatchObject({
+    expect(await read<Record<string, unknown>>(api(app, owner, 'GET', `/commands/${reboot}`))).toMatchObject({
       delivery_status: 'queued',
       queue_reason: 'awaiting_rental_end',
     })
@@ -228,7 +228,7 @@ describe('rentals a marketplace reports', () => {
     await simA.setMode('5xx')
     await sync()
     await simA.setMode('ok')
-    expect(await read<{ rental_active: boolean }>(await api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: true })
+    expect(await read<{ rental_active: boolean }>(api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: true })
   })
 
   test('when the marketplace reports the rental over, the command goes to the agent', async () => {
@@ -236,7 +236,7 @@ describe('rentals a marketplace reports', () => {
     await sync()
     const frame = await commandFrame(agent, reboot)
     expect(frame.command_type).toBe('reboot')
-    expect(await read<Record<string, unknown>>(await api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: false, rental_sources: [] })
+    expect(await read<Record<string, unknown>>(api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: false, rental_sources: [] })
     expect((await rows(app, sql`SELECT kind FROM server_events WHERE server_id = ${server} AND kind LIKE ${'marketplace.%'}`)).map((r) => r.kind)).toEqual([
       'marketplace.rental_started',
       'marketplace.rental_ended',
@@ -246,9 +246,9 @@ describe('rentals a marketplace reports', () => {
   test('unlinking a rented machine ends what it reported', async () => {
     rental = simA.addRental(604, { kind: 'interruptible', gpus: 1, running: true })
     await sync()
-    expect(await read<Record<string, unknown>>(await api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: true })
+    expect(await read<Record<string, unknown>>(api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: true })
     expect((await api(app, owner, 'DELETE', `/marketplaces/links/${server}/marketplace_a`)).status).toBe(204)
-    expect(await read<Record<string, unknown>>(await api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: false })
+    expect(await read<Record<string, unknown>>(api(app, owner, 'GET', `/servers/${server}`))).toMatchObject({ rental_active: false })
     await agent.close()
   })
 })
@@ -300,7 +300,7 @@ describe('failures recorded on the connection', () => {
     await sync()
     expect((await connection('marketplace_b')).status).toBe('invalid_key')
     simB.addOwner(KEY_B, { label: 'alice', userId: 7, servers: [servers] })
-    const again = await read<Connection>(await api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
+    const again = await read<Connection>(api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
     expect(again).toMatchObject({ status: 'connected', last_failure: null })
     await sync()
     expect(await connection('marketplace_b')).toMatchObject({ status: 'connected', last_failure: null })

@@ -157,7 +157,9 @@ describe('Telegram answers', () => {
     await declare(rig2)
     await dispatch()
     expect((await latest('maint')).deliveries[0]).toMatchObject({ status: 'failed', last_error: 'Forbidden: bot was blocked by the user' })
-    const settings = await ok<{ channels: { chat: { status: string; disabled_reason: string | null } } }>(await api(app, owner, 'GET', '/notifications/settings'))
+    const settings = await ok<{ channels: { chat: { status: string; disabled_reason: string | null } } }>(
+      await api(app, owner, 'GET', '/notifications/settings'),
+    )
     expect(settings.channels.chat).toMatchObject({ status: 'paused', disabled_reason: 'Telegram: Forbidden: bot was blocked by the user' })
     // While paused, a new notification's chat delivery is skipped, not queued (past the grouping window).
     await endMaintenance(rig2)

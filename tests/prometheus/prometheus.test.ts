@@ -217,7 +217,9 @@ describe('GET /metrics/prometheus, as Prometheus scrapes it', () => {
   test('the balance is the exact decimal of its micro-USD, and the time it lasts follows GET /billing', async () => {
     const s = await scrapeValid(tokens.billing!)
     expect(s.text.split('\n')).toContain('gpuhq_balance_usd 12.000001')
-    const billing = await ok<{ balance_usd: string; estimate: { per_day_usd: string | null }; days_left: number | null }>(await call(app, 'GET', '/billing', member))
+    const billing = await ok<{ balance_usd: string; estimate: { per_day_usd: string | null }; days_left: number | null }>(
+      await call(app, 'GET', '/billing', member),
+    )
     expect(billing.balance_usd).toBe('12.000001')
     const perDay = micros(billing.estimate.per_day_usd)
     expect(perDay).toBeGreaterThan(0)

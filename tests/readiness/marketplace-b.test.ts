@@ -51,7 +51,10 @@ beforeAll(async () => {
   const gpus = [0, 1].map((index) => ({ index, model: 'NVIDIA GeForce RTX 4090', memory_mb: 24576 }))
   serverId = (await enrolAgent(app, owner, { gpus, port_range: '40000-40099' } as Partial<Facts>)).server_id
   await ok(await api(app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY } }))
-  await ok(await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_b', external_machine_id: '77' } }), 201)
+  await ok(
+    await api(app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_b', external_machine_id: '77' } }),
+    201,
+  )
 })
 afterAll(async () => {
   await app.close()

@@ -42,7 +42,7 @@ async function ok<T = any>(res: Promise<Response>, status = 200): Promise<T> {
   return (text ? JSON.parse(text) : null) as T
 }
 const advance = (seconds: number) => ok(app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: seconds } }))
-const suggestionsOf = async (m: Member) => (await ok<{ items: { server_id: string; state: string }[] }>(await call(app, 'GET', '/strategy/suggestions', m))).items
+const suggestionsOf = async (m: Member) => (await ok<{ items: { server_id: string; state: string }[] }>(call(app, 'GET', '/strategy/suggestions', m))).items
 const policy = (server: string) => ({
   name: 'median',
   marketplace: 'marketplace_a',
@@ -63,12 +63,12 @@ async function tenantOnVast(tag: string, owner: number, key: string, machine: nu
   await setPlan(app, m.tenantId, 'pro')
   const server = await insertServer(app, m.tenantId, `rig-${tag}`)
   sim.putMachine(owner, machine, { hostname: `rig-${machine}`, listed: true, gpu_name: 'RTX 4090', num_gpus: 2, listed_gpu_cost: 0.5, listed_min_gpu_count: 2 })
-  await ok(await call(app, 'PUT', '/marketplaces/marketplace_a', m, { json: { api_key: key } }))
+  await ok(call(app, 'PUT', '/marketplaces/marketplace_a', m, { json: { api_key: key } }))
   await ok(
-    await call(app, 'POST', '/marketplaces/links', m, { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: String(machine) } }),
+    call(app, 'POST', '/marketplaces/links', m, { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: String(machine) } }),
     201,
   )
-  await ok(await call(app, 'PUT', '/billing/cost-basis', m, { json: { marketplaces: { marketplace_a: { commission_percent: '25' } } } }))
+  await ok(call(app, 'PUT', '/billing/cost-basis', m, { json: { marketplaces: { marketplace_a: { commission_percent: '25' } } } }))
   return [m, server]
 }
 
@@ -117,7 +117,7 @@ describe('money inputs are bounded so that derived prices stay in range', () => 
     )
     expect(server.errors).toEqual([{ path: '/electricity_usd_per_kwh', code: 'too_large' }])
     const basis = await ok<{ operational: { usd_per_month: string | null }; marketplaces: { marketplace: string; commission_percent: string | null }[] }>(
-      await call(app, 'GET', '/billing/cost-basis', first),
+      call(app, 'GET', '/billing/cost-basis', first),
     )
     expect(basis.operational.usd_per_month).toBeNull()
     expect(basis.marketplaces.find((m) => m.marketplace === 'marketplace_a')!.commission_percent).toBe('25')
@@ -142,34 +142,34 @@ describe('money inputs are bounded so that derived prices stay in range', () => 
 
   test('at the bounds themselves the preview prices the offer inside the money range', async () => {
     await ok(
-      await call(app, 'PUT', '/billing/cost-basis', first, {
+      call(app, 'PUT', '/billing/cost-basis', first, {
         json: { electricity_usd_per_kwh: '10', operational: { usd_per_month: '10000000' }, marketplaces: { marketplace_a: { commission_percent: '90' } } },
       }),
     )
     const preview = await ok<{ items: { suggested_price_gpu_hour: string; floor: { price_gpu_hour: string } }[]; skipped: unknown[] }>(
-      await call(app, 'POST', '/strategy/preview', first, { json: policy(firstServer) }),
+      call(app, 'POST', '/strategy/preview', first, { json: policy(firstServer) }),
     )
     expect(preview.items).toHaveLength(1)
     expect(Number(preview.items[0]!.floor.price_gpu_hour)).toBeLessThanOrEqual(1_000_000_000)
     expect(preview.items[0]!.suggested_price_gpu_hour).toMatch(/^[0-9]+\.[0-9]{2,6}$/)
-    await ok(await call(app, 'PUT', '/billing/cost-basis', first, { json: { electricity_usd_per_kwh: null, operational: { usd_per_month: null } } }))
+    await ok(call(app, 'PUT', '/billing/cost-basis', first, { json: { electricity_usd_per_kwh: null, operational: { usd_per_month: null } } }))
   })
 
   test('a floor above the money range from a row stored before the bounds is skipped with its reason, never a 500', async () => {
     await storeCostBasis(first.tenantId, 999_999_999_999_999, '99.9999')
     const preview = await ok<{ items: unknown[]; skipped: { server_id: string; reason: string }[] }>(
-      await call(app, 'POST', '/strategy/preview', first, { json: policy(firstServer) }),
+      call(app, 'POST', '/strategy/preview', first, { json: policy(firstServer) }),
     )
     expect(preview.items).toEqual([])
     expect(preview.skipped).toEqual([{ server_id: firstServer, reason: expect.stringContaining('the largest price gpuhq handles') }])
-    await ok(await call(app, 'GET', '/billing/cost-basis', first))
+    await ok(call(app, 'GET', '/billing/cost-basis', first))
   })
 })
 
 describe('strategy.suggest isolates tenants', () => {
   test("the first tenant's out-of-range floor costs nobody after it their suggestions", async () => {
-    await ok(await call(app, 'POST', '/strategy/policies', first, { json: policy(firstServer) }), 201)
-    await ok(await call(app, 'POST', '/strategy/policies', second, { json: policy(secondServer) }), 201)
+    await ok(call(app, 'POST', '/strategy/policies', first, { json: policy(firstServer) }), 201)
+    await ok(call(app, 'POST', '/strategy/policies', second, { json: policy(secondServer) }), 201)
     const run = await runJob('strategy.suggest')
     expect(run.outcome).toBe('succeeded')
     expect(await suggestionsOf(first)).toEqual([])
@@ -182,15 +182,15 @@ describe('strategy.suggest isolates tenants', () => {
     await advance(3700)
     expect((await runJob('marketplaces.sync')).outcome).toBe('succeeded')
     // The second tenant moves its policy to the cheapest ask (0.30): this run owes it a new suggestion.
-    const [theirs] = (await ok<{ items: { id: string }[] }>(await call(app, 'GET', '/strategy/policies', second))).items
-    await ok(await call(app, 'PATCH', `/strategy/policies/${theirs!.id}`, second, { json: { target_percentile: 0 } }))
+    const [theirs] = (await ok<{ items: { id: string }[] }>(call(app, 'GET', '/strategy/policies', second))).items
+    await ok(call(app, 'PATCH', `/strategy/policies/${theirs!.id}`, second, { json: { target_percentile: 0 } }))
     const run = await runJob('strategy.suggest')
     expect(run.outcome).toBe('partial')
     expect(run.detail).toContain('2 policies looked at, 1 suggestions made')
     expect(run.detail).toContain(`1 tenants failed: ${first.tenantId} (policy `)
     expect(run.detail).toContain('not a percent: garbage')
     const pending = (
-      await ok<{ items: { server_id: string; suggested_price_gpu_hour: string }[] }>(await call(app, 'GET', '/strategy/suggestions?state=pending', second))
+      await ok<{ items: { server_id: string; suggested_price_gpu_hour: string }[] }>(call(app, 'GET', '/strategy/suggestions?state=pending', second))
     ).items
     expect(pending.map((s) => [s.server_id, s.suggested_price_gpu_hour])).toEqual([[secondServer, '0.30']])
 
@@ -198,7 +198,7 @@ describe('strategy.suggest isolates tenants', () => {
     await advance(300)
     const next = await runJob('strategy.suggest')
     expect(next).toMatchObject({ outcome: 'succeeded', detail: expect.stringContaining('0 policies looked at') })
-    const policies = await ok<{ items: { last_run_at: string | null }[] }>(await call(app, 'GET', '/strategy/policies', first))
+    const policies = await ok<{ items: { last_run_at: string | null }[] }>(call(app, 'GET', '/strategy/policies', first))
     expect(policies.items[0]!.last_run_at).not.toBeNull()
 
     // Once its cadence has come it is tried again, and fails again, alone.

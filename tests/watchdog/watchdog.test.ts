@@ -279,7 +279,9 @@ describe('rules', () => {
     await xid(agent)
     await evaluate()
     expect((await getRule(on.id)).states).toHaveLength(1)
-    const patched = await ok(await api(app, owner, 'PATCH', `/watchdog/rules/${on.id}`, { json: { enabled: false }, headers: { 'if-match': `"${on.version}"` } }))
+    const patched = await ok(
+      await api(app, owner, 'PATCH', `/watchdog/rules/${on.id}`, { json: { enabled: false }, headers: { 'if-match': `"${on.version}"` } }),
+    )
     expect(patched).toMatchObject({ enabled: false, states: [], version: on.version + 1 })
     await advance(10 * MIN)
     await xid(agent)

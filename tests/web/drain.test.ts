@@ -23,7 +23,10 @@ beforeAll(async () => {
   serverId = await insertServer(c.app, owner.tenantId, 'rig-drain')
   sim.putMachine(4545, 811, { hostname: 'rig-811', listed: false, num_gpus: 2, gpu_name: 'RTX 4090' })
   await ok(await api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
-  await ok(await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_a', external_machine_id: '811' } }), 201)
+  await ok(
+    await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_a', external_machine_id: '811' } }),
+    201,
+  )
   await ok(await api(c.app, owner, 'PUT', `/marketplaces/links/${serverId}/marketplace_a/offer`, { json: { price_gpu_hour: '0.45' } }))
   sim.addRental(811, { kind: 'on_demand', gpus: 2, running: true })
   await ok(c.app.fetch('/api/v1/_test/jobs/marketplaces.sync/run', { method: 'POST' }))

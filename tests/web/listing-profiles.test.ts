@@ -25,7 +25,10 @@ beforeAll(async () => {
   member = (await enrolAgent(c.app, owner, { hostname: 'rig-a' })).server_id
   outsider = (await enrolAgent(c.app, owner, { hostname: 'rig-b' })).server_id
   await ok(await api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
-  await ok(await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: member, marketplace: 'marketplace_a', external_machine_id: '601' } }), 201)
+  await ok(
+    await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: member, marketplace: 'marketplace_a', external_machine_id: '601' } }),
+    201,
+  )
   const group = await ok(await api(c.app, owner, 'POST', '/groups', { json: { name: 'fra-4090' } }), 201)
   for (const id of [member, outsider]) await ok(await api(c.app, owner, 'PATCH', `/servers/${id}`, { json: { group_id: group.id } }))
 }, 120_000)

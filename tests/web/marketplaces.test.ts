@@ -113,7 +113,10 @@ describe('marketplaces', () => {
     const { page } = c
     // Set up over the API: the account, the same server linked to Clore's server 55 too, an offer.
     await ok(await api(c.app, owner, 'PUT', '/marketplaces/marketplace_b', { json: { api_key: KEY_B } }))
-    await ok(await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_b', external_machine_id: '55' } }), 201)
+    await ok(
+      await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_b', external_machine_id: '55' } }),
+      201,
+    )
     const offer = { coin_prices: { 'CLORE-Blockchain': { on_demand: '12.5' } } }
     await ok(await api(c.app, owner, 'PUT', `/marketplaces/links/${serverId}/marketplace_b/offer`, { json: offer }))
 

@@ -32,7 +32,10 @@ beforeAll(async () => {
   await ok(await api(c.app, owner, 'PUT', '/billing/cost-basis', { json: { marketplaces: { marketplace_a: { commission_percent: '25' } } } }))
   await ok(await api(c.app, owner, 'PUT', '/reconciliation/settings', { json: { gap_threshold_usd: '0.50' } }))
   await ok(await api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
-  await ok(await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: '851' } }), 201)
+  await ok(
+    await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: server, marketplace: 'marketplace_a', external_machine_id: '851' } }),
+    201,
+  )
   await job('marketplaces.sync')
   await job('earnings.sample')
   const dayNumber = Math.floor(c.app.deps.clock.nowUs() / DAY_US)

@@ -36,7 +36,10 @@ beforeAll(async () => {
   agent = await startAgent({ stateDir, log: memoryLogger(), simulate: 2, heartbeatIntervalS: 1, telemetryIntervalS: 5 })
   sim.putMachine(4343, 801, { hostname: 'rig-801', num_gpus: 2 })
   await ok(await api(c.app, owner, 'PUT', '/marketplaces/marketplace_a', { json: { api_key: KEY } }))
-  await ok(await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_a', external_machine_id: '801' } }), 201)
+  await ok(
+    await api(c.app, owner, 'POST', '/marketplaces/links', { json: { server_id: serverId, marketplace: 'marketplace_a', external_machine_id: '801' } }),
+    201,
+  )
 }, 120_000)
 afterAll(async () => {
   await agent?.stop()

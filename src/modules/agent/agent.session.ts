@@ -33,14 +33,19 @@ export async function openSession(deps: Deps, s: AgentSocketData, session: LiveS
   agentSessions(deps).open(s.serverId, session)?.close(4409, 'replaced by a newer session')
   // Whatever the database says, this session has not sent a heartbeat yet.
   s.online = false
-  return await serverOfTenant(deps.db, s.tenantId, s.serverId) !== undefined
+  return (await serverOfTenant(deps.db, s.tenantId, s.serverId)) !== undefined
 }
 
 /**
  * hello → welcome, then what an earlier session left unaccepted and the queue go out. An agent
  * older than the minimum is refused; the caller then closes the session (4426).
  */
-export async function sessionHello(deps: Deps, s: AgentSocketData, f: AgentFrame<'hello'>, reply: (frame: OutgoingFrame) => void): Promise<Refusal | undefined> {
+export async function sessionHello(
+  deps: Deps,
+  s: AgentSocketData,
+  f: AgentFrame<'hello'>,
+  reply: (frame: OutgoingFrame) => void,
+): Promise<Refusal | undefined> {
   if (compareVersions(f.agent_version, deps.config.minAgentVersion) < 0)
     return { code: 'unsupported_agent_version', message: `agent ${f.agent_version} is older than the minimum ${deps.config.minAgentVersion}` }
   // Group-committed with the session's other presence steps; written before any read sees the server.

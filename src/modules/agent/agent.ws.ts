@@ -140,7 +140,7 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
     idleTimeout: deps.config.agentIdleTimeoutSeconds,
     sendPings: true,
     async open(ws) {
-      if (!await openSession(deps, ws.data, ws)) ws.close(4404, 'server not found')
+      if (!(await openSession(deps, ws.data, ws))) ws.close(4404, 'server not found')
     },
     async message(ws, raw) {
       const now = deps.clock.nowUs()
@@ -167,10 +167,7 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
         switch (type) {
           case 'hello':
             if (!checkAgentFrame.hello.Check(frame)) return invalid(ws, type, checkAgentFrame.hello.Errors(frame))
-            return helloed(
-              ws,
-              await sessionHello(deps, ws.data, frame, (f) => send(ws, f)),
-            )
+            return helloed(ws, await sessionHello(deps, ws.data, frame, (f) => send(ws, f)))
           case 'heartbeat':
             if (!checkAgentFrame.heartbeat.Check(frame)) return invalid(ws, type, checkAgentFrame.heartbeat.Errors(frame))
             return sessionHeartbeat(deps, ws.data)

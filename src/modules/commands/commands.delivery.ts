@@ -46,7 +46,7 @@ export const COMMANDS_CHANNEL = 'gpuhq_commands'
  * on SQLite it does nothing.
  */
 export function deliverAcrossInstances(deps: Deps): () => void {
-  return onNotice(deps, COMMANDS_CHANNEL, async (serverId) => {
+  return onNotice(deps.database, COMMANDS_CHANNEL, async (serverId) => {
     if (!agentSessions(deps).isLive(serverId)) return
     try {
       await dispatchServer(deps, serverId)
@@ -71,7 +71,7 @@ export async function announceDeliverable(deps: Deps, serverId: string): Promise
  * should a send still find none, the commands go back to the queue as after any lost session.
  */
 export async function dispatchServer(deps: Deps, serverId: string): Promise<number> {
-  if (!hasUndelivered(deps.sqlite, serverId)) return 0 // nothing waits: no transaction
+  if (!(await hasUndelivered(deps.db, serverId))) return 0 // nothing waits: no transaction
   const online = agentSessions(deps).isLive(serverId)
   const frames: OutgoingCommandFrame[] = []
   const now = deps.clock.nowUs()
@@ -127,10 +127,11 @@ export async function sessionReady(deps: Deps, serverId: string): Promise<number
 
 /** The session dropped: what was sent but not accepted goes back to the queue to be sent again. */
 export async function sessionLost(deps: Deps, serverId: string): Promise<void> {
-  if (!hasUndelivered(deps.sqlite, serverId)) return // nothing was in flight: no transaction
+  if (!(await hasUndelivered(deps.db, serverId))) return // nothing was in flight: no transaction
   await withTransaction(deps.db, async (tx) => {
     for (const c of await undeliveredFor(tx, serverId))
-      if (c.deliveryStatus === 'routing' || c.deliveryStatus === 'sent') await changeCommand(tx, deps, c, { deliveryStatus: 'queued', queueReason: 'awaiting_retry' })
+      if (c.deliveryStatus === 'routing' || c.deliveryStatus === 'sent')
+        await changeCommand(tx, deps, c, { deliveryStatus: 'queued', queueReason: 'awaiting_retry' })
   })
 }
 
@@ -146,30 +147,33 @@ export async function expireCommands(deps: Deps, tenants: TenantWalk = new Tenan
   /** Every change in the caller's transaction: plainly, or (careful) each in its own savepoint and boundary. */
   const changeAll = async (tx: Tx, careful: boolean) => {
     const counts = { failed: 0, expired: 0, deferred: 0 }
-    const each = (c: CommandRow, change: (one: Tx) => void): boolean => {
+    const each = async (c: CommandRow, change: (one: Tx) => Promise<unknown>): Promise<boolean> => {
       const scope = `command ${c.id}`
       if (tenants.isWaiting(c.tenantId, scope)) {
         counts.deferred++
         return false
       }
-      const run = (one: Tx) => {
-        change(one)
+      const run = async (one: Tx) => {
+        await change(one)
         return true
       }
-      return careful ? tenants.runSync(c.tenantId, () => withTransaction(tx, run), scope) === true : run(tx)
+      return careful ? (await tenants.run(c.tenantId, () => withTransaction(tx, run), scope)) === true : await run(tx)
     }
     for (const c of await pastAcceptBy(tx, now))
       if (
-        each(c, (one) => changeCommand(one, deps, c, { deliveryStatus: 'delivery_failed', queueReason: null }, 'accept_by passed before the agent accepted it'))
+        await each(c, (one) =>
+          changeCommand(one, deps, c, { deliveryStatus: 'delivery_failed', queueReason: null }, 'accept_by passed before the agent accepted it'),
+        )
       )
         counts.failed++
     for (const c of await pastDeadline(tx, now))
-      if (each(c, (one) => changeCommand(one, deps, c, { executionStatus: 'expired', finishedAt: now }, 'deadline passed before it finished'))) counts.expired++
+      if (await each(c, (one) => changeCommand(one, deps, c, { executionStatus: 'expired', finishedAt: now }, 'deadline passed before it finished')))
+        counts.expired++
     return counts
   }
   // Optimistic first: one plain transaction. When some command's change throws, it is rolled back
   // whole and done again carefully.
-  let counts: ReturnType<typeof changeAll>
+  let counts: Awaited<ReturnType<typeof changeAll>>
   try {
     counts = await withTransaction(deps.db, (tx) => changeAll(tx, false))
   } catch (e) {

@@ -1,7 +1,6 @@
-import type { Database } from 'bun:sqlite'
 import { and, asc, desc, eq, gt, inArray, lt, notInArray, sql, type SQL } from 'drizzle-orm'
 import { commandLogs, commands, commandTimeline } from '../../../db/schema/commands'
-import type { DbOrTx, Tx } from '../../../db/client'
+import { rawSql, type DbOrTx, type Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatNullableTimestamp, formatTimestamp } from '../../platform/time'
 
@@ -36,14 +35,12 @@ export async function findServerCommand(db: DbOrTx, serverId: string, id: string
  * would answer one): one lookup in commands_server_delivery through a statement SQLite keeps
  * compiled. Every session's hello and close ask it, and nearly always there is none.
  */
-export function hasUndelivered(sqlite: Database, serverId: string): boolean {
-  return (
-    sqlite
-      .query<{ one: number }, [string]>(
-        `SELECT 1 AS one FROM commands WHERE server_id = ?1 AND delivery_status IN (${UNDELIVERED.map((d) => `'${d}'`).join(', ')}) AND execution_status = 'not_started' LIMIT 1`,
-      )
-      .get(serverId) !== null
+export async function hasUndelivered(db: DbOrTx, serverId: string): Promise<boolean> {
+  const rows = await rawSql(db).values(
+    `SELECT 1 AS one FROM commands WHERE server_id = $1 AND delivery_status IN (${UNDELIVERED.map((d) => `'${d}'`).join(', ')}) AND execution_status = 'not_started' LIMIT 1`,
+    serverId,
   )
+  return rows.length > 0
 }
 
 /** Commands of a server not yet accepted by its agent and still alive, oldest first. */
@@ -77,7 +74,8 @@ export async function changeCommand(
   note?: string,
 ): Promise<CommandRow> {
   const next = { ...cmd, ...patch, version: cmd.version + 1 }
-  await tx.update(commands)
+  await tx
+    .update(commands)
     .set({ ...patch, version: next.version })
     .where(eq(commands.id, cmd.id))
     .run()
@@ -87,9 +85,23 @@ export async function changeCommand(
     await appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: patch.deliveryStatus, note: why })
     await announceChange(tx, deps, next, 'delivery', cmd.deliveryStatus, patch.deliveryStatus, why)
   } else if (patch.queueReason !== undefined && patch.queueReason !== cmd.queueReason && patch.queueReason !== null)
-    await appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'delivery', fromState: cmd.deliveryStatus, toState: cmd.deliveryStatus, note: patch.queueReason })
+    await appendTimeline(tx, deps, {
+      commandId: cmd.id,
+      at,
+      axis: 'delivery',
+      fromState: cmd.deliveryStatus,
+      toState: cmd.deliveryStatus,
+      note: patch.queueReason,
+    })
   if (patch.executionStatus && patch.executionStatus !== cmd.executionStatus) {
-    await appendTimeline(tx, deps, { commandId: cmd.id, at, axis: 'execution', fromState: cmd.executionStatus, toState: patch.executionStatus, note: note ?? null })
+    await appendTimeline(tx, deps, {
+      commandId: cmd.id,
+      at,
+      axis: 'execution',
+      fromState: cmd.executionStatus,
+      toState: patch.executionStatus,
+      note: note ?? null,
+    })
     await announceChange(tx, deps, next, 'execution', cmd.executionStatus, patch.executionStatus, note ?? null)
   }
   return next
@@ -127,7 +139,8 @@ export async function announceChange(
 }
 
 export async function appendTimeline(tx: DbOrTx, deps: Pick<Deps, 'newId'>, entry: Omit<TimelineRow, 'id'>): Promise<void> {
-  await tx.insert(commandTimeline)
+  await tx
+    .insert(commandTimeline)
     .values({ id: deps.newId(), ...entry })
     .run()
 }
@@ -178,7 +191,11 @@ export async function insertLog(tx: DbOrTx, row: typeof commandLogs.$inferInsert
   await tx.insert(commandLogs).values(row).run()
 }
 
-export async function updateLog(tx: DbOrTx, id: string, patch: Pick<typeof commandLogs.$inferSelect, 'text' | 'bytes' | 'truncated' | 'updatedAt'>): Promise<void> {
+export async function updateLog(
+  tx: DbOrTx,
+  id: string,
+  patch: Pick<typeof commandLogs.$inferSelect, 'text' | 'bytes' | 'truncated' | 'updatedAt'>,
+): Promise<void> {
   await tx.update(commandLogs).set(patch).where(eq(commandLogs.id, id)).run()
 }
 

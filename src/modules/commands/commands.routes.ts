@@ -61,7 +61,7 @@ export function commandsRoutes(deps: Deps) {
       '/commands/:id',
       async ({ verb, request, params, set }) => {
         const { view, etag } = await getCommand({ ...verb, id: params.id })
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), etag)) return notModified(etag, requestState(request).id)
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), etag)) return notModified(etag, requestState(request).id) as never
         set.headers.etag = etag
         return view
       },

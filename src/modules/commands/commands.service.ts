@@ -76,7 +76,7 @@ export async function createCommand({
     const server = await loadServer(deps, actor, serverId, tx)
     if (server.decommissionedAt !== null) throw CommandErrors.serverDecommissioned()
     const live = agentSessions(deps).isLive(server.id)
-    if (await countUndelivered(tx, server.id) >= QUEUE_LIMIT)
+    if ((await countUndelivered(tx, server.id)) >= QUEUE_LIMIT)
       throw (live || server.presence === 'online' ? CommandErrors.onlineQueueFull : CommandErrors.offlineQueueFull)(
         `the server already has ${QUEUE_LIMIT} commands waiting for delivery`,
       )
@@ -169,7 +169,19 @@ export async function commandLog({ deps, actor, id, logId }: { deps: Deps; actor
  * Best-effort cancel: a command the agent has not accepted is cancelled at once; one it has is
  * asked to stop (a command.cancel frame) and ends when the agent reports back, or at its deadline.
  */
-export async function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps: Deps; actor: Actor; audit: AuditContext; id: string; ifMatch: string | null }) {
+export async function cancelCommand({
+  deps,
+  actor,
+  audit,
+  id,
+  ifMatch,
+}: {
+  deps: Deps
+  actor: Actor
+  audit: AuditContext
+  id: string
+  ifMatch: string | null
+}) {
   const c = await loadCommand(deps, actor, id)
   const after = await withTransaction(deps.db, async (tx) => {
     const cur = await loadCommand(deps, actor, c.id, tx)
@@ -195,7 +207,14 @@ export async function cancelCommand({ deps, actor, audit, id, ifMatch }: { deps:
     } else {
       next = cur.cancelRequestedAt ? cur : await changeCommand(tx, deps, cur, { cancelRequestedAt: now })
       if (!cur.cancelRequestedAt) {
-        await appendTimeline(tx, deps, { commandId: cur.id, at: now, axis: 'command', fromState: null, toState: 'cancel_requested', note: 'asked the agent to stop' })
+        await appendTimeline(tx, deps, {
+          commandId: cur.id,
+          at: now,
+          axis: 'command',
+          fromState: null,
+          toState: 'cancel_requested',
+          note: 'asked the agent to stop',
+        })
         await announceChange(tx, deps, next, 'command', null, 'cancel_requested', 'asked the agent to stop')
       }
     }

@@ -28,13 +28,15 @@ export async function commandsAfterRental(deps: Deps, tenantId: string, serverId
 export type CommandOutcome = { id: string; type: string; executionStatus: string; deliveryStatus: string; finished: boolean; error: string | null }
 
 /** Where each command stands; a command that is gone (it never is: commands are kept) is left out. */
-export function commandOutcomes(deps: Deps, tenantId: string, ids: readonly string[]): CommandOutcome[] {
-  return ids.flatMap(async (id) => {
+export async function commandOutcomes(deps: Deps, tenantId: string, ids: readonly string[]): Promise<CommandOutcome[]> {
+  const out: CommandOutcome[] = []
+  for (const id of ids) {
     const c = await findCommand(deps.db, tenantId, id)
-    if (!c) return []
+    if (!c) continue
     const error = c.error ? c.error.message : c.deliveryStatus === 'delivery_failed' ? 'never delivered' : null
-    return [{ id: c.id, type: c.type, executionStatus: c.executionStatus, deliveryStatus: c.deliveryStatus, finished: isTerminal(c), error }]
-  })
+    out.push({ id: c.id, type: c.type, executionStatus: c.executionStatus, deliveryStatus: c.deliveryStatus, finished: isTerminal(c), error })
+  }
+  return out
 }
 
 /**

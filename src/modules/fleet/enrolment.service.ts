@@ -29,7 +29,11 @@ export async function enrolServer(
 }
 
 /** An existing server enrolled again at `at`: its facts refreshed and its agent credential replaced. */
-export async function reenrolServer(tx: DbOrTx, server: { id: string; tenantId: string }, e: { facts: HostFacts; agentTokenHash: string; at: number }): Promise<void> {
+export async function reenrolServer(
+  tx: DbOrTx,
+  server: { id: string; tenantId: string },
+  e: { facts: HostFacts; agentTokenHash: string; at: number },
+): Promise<void> {
   await updateServer(tx, server.id, { ...e.facts, agentTokenHash: e.agentTokenHash, enrolledAt: e.at })
   await markSnapshotDirty(tx, server.tenantId)
 }

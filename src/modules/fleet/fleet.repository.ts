@@ -1,7 +1,6 @@
-import type { Database } from 'bun:sqlite'
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers, serverXidCounts } from '../../../db/schema/fleet'
-import { isPostgres, preparedQuery, type DbOrTx } from '../../../db/client'
+import { isPostgres, preparedQuery, type DbOrTx, rawSql } from '../../../db/client'
 
 export type ServerRow = typeof servers.$inferSelect
 export type ServerEventRow = typeof serverEvents.$inferSelect
@@ -117,31 +116,34 @@ export async function countManagedServers(db: DbOrTx, tenantId: string): Promise
  * those managed during some part of [fromUs, toUs), as [tenant id, server id]. `last` is the
  * slice's last id, null when the table is done.
  */
-export function serversManagedDuring(
-  sqlite: Database,
+export async function serversManagedDuring(
+  db: DbOrTx,
   fromUs: number,
   toUs: number,
   after: string,
   limit: number,
-): { last: string | null; rows: [string, string][] } {
-  const chunk = sqlite
-    .query<unknown, [string, number, number, number]>(
-      'SELECT id, tenant_id, id, created_at < ?2 AND (decommissioned_at IS NULL OR decommissioned_at > ?3) FROM servers WHERE id > ?1 ORDER BY id LIMIT ?4',
-    )
-    .values(after, toUs, fromUs, limit) as [string, string, string, number][]
+): Promise<{ last: string | null; rows: [string, string][] }> {
+  const chunk = await rawSql(db).values<[string, string, string, number | boolean]>(
+    'SELECT id, tenant_id, id, created_at < $1 AND (decommissioned_at IS NULL OR decommissioned_at > $2) FROM servers WHERE id > $3 ORDER BY id LIMIT $4',
+    toUs,
+    fromUs,
+    after,
+    limit,
+  )
   const rows: [string, string][] = []
   for (const r of chunk) if (r[3]) rows.push([r[1], r[2]])
   return { last: chunk.length === 0 ? null : chunk[chunk.length - 1]![0], rows }
 }
 
 /** The tenant's servers managed during [fromUs, toUs) (enrolled before its end, not decommissioned before its start), by id. */
-export function tenantServersManagedDuring(sqlite: Database, tenantId: string, fromUs: number, toUs: number): string[] {
+export async function tenantServersManagedDuring(db: DbOrTx, tenantId: string, fromUs: number, toUs: number): Promise<string[]> {
   return (
-    sqlite
-      .query<unknown, [string, number, number]>(
-        'SELECT id FROM servers WHERE tenant_id = ?1 AND created_at < ?2 AND (decommissioned_at IS NULL OR decommissioned_at > ?3) ORDER BY id',
-      )
-      .values(tenantId, toUs, fromUs) as [string][]
+    await rawSql(db).values<[string]>(
+      'SELECT id FROM servers WHERE tenant_id = $1 AND created_at < $2 AND (decommissioned_at IS NULL OR decommissioned_at > $3) ORDER BY id',
+      tenantId,
+      toUs,
+      fromUs,
+    )
   ).map((r) => r[0])
 }
 
@@ -156,14 +158,7 @@ export async function firstServerEnrolledAt(db: DbOrTx): Promise<number | null> 
 
 /** Every server of the tenant (decommissioned ones too) by id → name. */
 export async function serverNames(db: DbOrTx, tenantId: string): Promise<Map<string, string>> {
-  return new Map(
-    (await db
-      .select({ id: servers.id, name: servers.name })
-      .from(servers)
-      .where(eq(servers.tenantId, tenantId))
-      .all())
-      .map((s) => [s.id, s.name]),
-  )
+  return new Map((await db.select({ id: servers.id, name: servers.name }).from(servers).where(eq(servers.tenantId, tenantId)).all()).map((s) => [s.id, s.name]))
 }
 
 /** Managed (not decommissioned) servers in a group. */
@@ -193,8 +188,13 @@ export async function updateServer(tx: DbOrTx, id: string, patch: Partial<Server
  * A server's presence and/or last heartbeat (null leaves that column as it is). Runs for every
  * server of a group-committed flush: a statement SQLite keeps compiled, not the query builder.
  */
-export function setPresence(sqlite: Database, id: string, presence: Presence | null, lastSeenAt: number | null): void {
-  sqlite.query('UPDATE servers SET presence = coalesce(?2, presence), last_seen_at = coalesce(?3, last_seen_at) WHERE id = ?1').run(id, presence, lastSeenAt)
+export async function setPresence(db: DbOrTx, id: string, presence: Presence | null, lastSeenAt: number | null): Promise<void> {
+  await rawSql(db).run(
+    'UPDATE servers SET presence = coalesce($1, presence), last_seen_at = coalesce($2, last_seen_at) WHERE id = $3',
+    presence,
+    lastSeenAt,
+    id,
+  )
 }
 
 export type PresenceRow = { id: string; tenantId: string; presence: Presence; decommissioned: boolean }
@@ -204,12 +204,13 @@ export async function presenceOf(tx: DbOrTx, ids: string[]): Promise<PresenceRow
   const out: PresenceRow[] = []
   for (let i = 0; i < ids.length; i += SLICE)
     out.push(
-      ...(await tx
-        .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, decommissionedAt: servers.decommissionedAt })
-        .from(servers)
-        .where(inArray(servers.id, ids.slice(i, i + SLICE)))
-        .all())
-        .map((r) => ({ id: r.id, tenantId: r.tenantId, presence: r.presence, decommissioned: r.decommissionedAt !== null })),
+      ...(
+        await tx
+          .select({ id: servers.id, tenantId: servers.tenantId, presence: servers.presence, decommissionedAt: servers.decommissionedAt })
+          .from(servers)
+          .where(inArray(servers.id, ids.slice(i, i + SLICE)))
+          .all()
+      ).map((r) => ({ id: r.id, tenantId: r.tenantId, presence: r.presence, decommissioned: r.decommissionedAt !== null })),
     )
   return out
 }
@@ -252,13 +253,9 @@ export async function serverEventRows(db: DbOrTx, serverId: string, f: { kind?: 
 }
 
 export async function keepOnOf(db: DbOrTx, serverId: string): Promise<Marketplace[]> {
-  return (await db
-    .select()
-    .from(serverKeepOn)
-    .where(eq(serverKeepOn.serverId, serverId))
-    .orderBy(asc(serverKeepOn.marketplace))
-    .all())
-    .map((r) => r.marketplace)
+  return (await db.select().from(serverKeepOn).where(eq(serverKeepOn.serverId, serverId)).orderBy(asc(serverKeepOn.marketplace)).all()).map(
+    (r) => r.marketplace,
+  )
 }
 
 export async function setKeepOnRow(tx: DbOrTx, row: typeof serverKeepOn.$inferInsert): Promise<void> {
@@ -266,14 +263,16 @@ export async function setKeepOnRow(tx: DbOrTx, row: typeof serverKeepOn.$inferIn
 }
 
 export async function clearKeepOnRow(tx: DbOrTx, serverId: string, marketplace: Marketplace): Promise<void> {
-  await tx.delete(serverKeepOn)
+  await tx
+    .delete(serverKeepOn)
     .where(and(eq(serverKeepOn.serverId, serverId), eq(serverKeepOn.marketplace, marketplace)))
     .run()
 }
 
 /** One more Xid `xid` on the server's GPU `gpuIndex` (-1: not known), at `at`. */
 export async function addXidCount(tx: DbOrTx, row: { serverId: string; gpuIndex: number; xid: number; at: number }): Promise<void> {
-  await tx.insert(serverXidCounts)
+  await tx
+    .insert(serverXidCounts)
     .values({ serverId: row.serverId, gpuIndex: row.gpuIndex, xid: row.xid, count: 1, lastAt: row.at })
     .onConflictDoUpdate({
       target: [serverXidCounts.serverId, serverXidCounts.gpuIndex, serverXidCounts.xid],
@@ -313,11 +312,11 @@ export async function latestMetricsOf(db: DbOrTx, serverIds: string[]) {
   const out: (typeof serverLatestMetrics.$inferSelect)[] = []
   for (let i = 0; i < serverIds.length; i += SLICE)
     out.push(
-      ...await db
+      ...(await db
         .select()
         .from(serverLatestMetrics)
         .where(inArray(serverLatestMetrics.serverId, serverIds.slice(i, i + SLICE)))
-        .all(),
+        .all()),
     )
   return out
 }
@@ -344,22 +343,23 @@ export function latestOfMetric(db: DbOrTx, metric: string, sinceUs: number) {
  * prepared once, run per row (as the telemetry repository's sampleInsert explains); on PostgreSQL,
  * where each statement is a round trip, all rows in one statement as a JSON document.
  */
-export function upsertLatestMetrics(sqlite: Database, rows: (typeof serverLatestMetrics.$inferSelect)[]): void {
+export async function upsertLatestMetrics(db: DbOrTx, rows: (typeof serverLatestMetrics.$inferSelect)[]): Promise<void> {
   if (rows.length === 0) return
   // An older sample never replaces a newer one.
   const onConflict = `ON CONFLICT (server_id, gpu_index, metric) DO UPDATE SET value = excluded.value, t = excluded.t
        WHERE excluded.t >= server_latest_metrics.t`
-  if (isPostgres(sqlite)) {
-    sqlite.run(
+  if (isPostgres(db)) {
+    await rawSql(db).run(
       `INSERT INTO server_latest_metrics (server_id, gpu_index, metric, value, t)
-       SELECT x.s, x.g, x.m, x.v, x.t FROM jsonb_to_recordset(CAST(CAST(?1 AS text) AS jsonb)) AS x(s text, g bigint, m text, v double precision, t bigint)
+       SELECT x.s, x.g, x.m, x.v, x.t FROM jsonb_to_recordset(CAST(CAST($1 AS text) AS jsonb)) AS x(s text, g bigint, m text, v double precision, t bigint)
        ${onConflict}`,
-      [JSON.stringify(rows.map((r) => ({ s: r.serverId, g: r.gpuIndex, m: r.metric, v: r.value, t: r.t })))],
+      JSON.stringify(rows.map((r) => ({ s: r.serverId, g: r.gpuIndex, m: r.metric, v: r.value, t: r.t }))),
     )
     return
   }
-  const upsert = sqlite.query(`INSERT INTO server_latest_metrics (server_id, gpu_index, metric, value, t) VALUES (?1, ?2, ?3, ?4, ?5) ${onConflict}`)
-  for (const row of rows) upsert.run(row.serverId, row.gpuIndex, row.metric, row.value, row.t)
+  const raw = rawSql(db)
+  const upsert = `INSERT INTO server_latest_metrics (server_id, gpu_index, metric, value, t) VALUES ($1, $2, $3, $4, $5) ${onConflict}`
+  for (const row of rows) await raw.run(upsert, row.serverId, row.gpuIndex, row.metric, row.value, row.t)
 }
 
 /**
@@ -368,7 +368,8 @@ export function upsertLatestMetrics(sqlite: Database, rows: (typeof serverLatest
  * UPDATE, so setting the flag again on every presence transition would cost that much each time.
  */
 export async function markSnapshotDirty(tx: DbOrTx, tenantId: string): Promise<void> {
-  await tx.update(fleetSnapshots)
+  await tx
+    .update(fleetSnapshots)
     .set({ dirty: true })
     .where(and(eq(fleetSnapshots.tenantId, tenantId), eq(fleetSnapshots.dirty, false)))
     .run()
@@ -402,7 +403,8 @@ export async function findSnapshotBody<Row>(db: DbOrTx, tenantId: string) {
 
 export async function saveSnapshot(tx: DbOrTx, row: { tenantId: string; generatedAt: number; dataAsOf: number; body: unknown[] }): Promise<void> {
   const fields = { generatedAt: row.generatedAt, dataAsOf: row.dataAsOf, body: row.body, dirty: false }
-  await tx.insert(fleetSnapshots)
+  await tx
+    .insert(fleetSnapshots)
     .values({ tenantId: row.tenantId, ...fields })
     .onConflictDoUpdate({ target: fleetSnapshots.tenantId, set: fields })
     .run()
@@ -445,11 +447,10 @@ export function exposedServers(db: DbOrTx, tenantId: string) {
  * as [server id, GPU index, metric, value] (a compiled statement, no objects: a fleet of thousands
  * of 8-GPU servers is a hundred thousand rows, read at every scrape).
  */
-export function latestGpuMetricsOfTenant(sqlite: Database, tenantId: string): [string, number, string, number | null][] {
-  return sqlite
-    .query<[string, number, string, number | null], [string]>(
-      `SELECT l.server_id, l.gpu_index, l.metric, l.value FROM servers s JOIN server_latest_metrics l ON l.server_id = s.id
-       WHERE s.tenant_id = ?1 AND s.decommissioned_at IS NULL AND l.gpu_index >= 0`,
-    )
-    .values(tenantId) as [string, number, string, number | null][]
+export async function latestGpuMetricsOfTenant(db: DbOrTx, tenantId: string): Promise<[string, number, string, number | null][]> {
+  return await rawSql(db).values<[string, number, string, number | null]>(
+    `SELECT l.server_id, l.gpu_index, l.metric, l.value FROM servers s JOIN server_latest_metrics l ON l.server_id = s.id
+     WHERE s.tenant_id = $1 AND s.decommissioned_at IS NULL AND l.gpu_index >= 0`,
+    tenantId,
+  )
 }

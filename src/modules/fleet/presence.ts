@@ -167,8 +167,8 @@ class FleetRuntime {
       fresh.clear()
       await this.#writeSteps(tx, steps, beats, cameOnline)
       // The latest value per series is written once per flush, from the sample with the latest time.
-      const { earliest, latest } = storeSamples(deps, cache, fresh, samples)
-      upsertLatestMetrics(deps.sqlite, latest)
+      const { earliest, latest } = await storeSamples(deps, cache, fresh, samples)
+      await upsertLatestMetrics(deps.db, latest)
       if (earliest !== Number.POSITIVE_INFINITY) await noteLateSamples(tx, earliest, deps.clock.nowUs())
     })
   }
@@ -193,8 +193,14 @@ class FleetRuntime {
       await markSnapshotDirty(tx, tenantId)
     }
     const online = async (row: PresenceRow, at: number, eventId?: string) => {
-      setPresence(deps.sqlite, row.id, 'online', at)
-      await recordServerEvent(tx, deps, row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence }, at, id: eventId })
+      await setPresence(deps.db, row.id, 'online', at)
+      await recordServerEvent(tx, deps, row, {
+        kind: 'presence.online',
+        message: `online (was ${row.presence})`,
+        data: { from: row.presence },
+        at,
+        id: eventId,
+      })
       await markDirty(row.tenantId)
       cameOnline.push(row.id)
       row.presence = 'online'
@@ -209,12 +215,12 @@ class FleetRuntime {
       if (!row) continue
       if (st.kind === 'beat') {
         if (row.decommissioned) continue
-        if (row.presence === 'online') setPresence(deps.sqlite, row.id, null, st.at)
+        if (row.presence === 'online') await setPresence(deps.db, row.id, null, st.at)
         else await online(row, st.at, st.eventId)
         continue
       }
       if (row.presence === 'offline') continue
-      setPresence(deps.sqlite, row.id, 'offline', null)
+      await setPresence(deps.db, row.id, 'offline', null)
       await recordServerEvent(tx, deps, row, {
         kind: 'presence.offline',
         severity: 'warning',
@@ -229,7 +235,7 @@ class FleetRuntime {
     for (const [id, at] of beats) {
       const row = rows.get(id)
       if (!row || row.decommissioned) continue
-      if (row.presence === 'online') setPresence(deps.sqlite, id, null, at)
+      if (row.presence === 'online') await setPresence(deps.db, id, null, at)
       else await online(row, at)
     }
   }
@@ -293,7 +299,7 @@ class FleetRuntime {
           deferred++
           ok = undefined
         } else if (!careful) ok = await move(tx)
-        else ok = tenants.runSync(s.tenantId, () => withTransaction(tx, move), scope)
+        else ok = await tenants.run(s.tenantId, () => withTransaction(tx, move), scope)
         if (ok) moved.push({ id: s.id, to })
         else skipped.push(s.id)
       }
@@ -303,7 +309,7 @@ class FleetRuntime {
       // Optimistic first: the slice as one plain transaction. A slice in which some server's
       // transition throws is rolled back whole and done again carefully, each server in its own
       // savepoint and the per-tenant boundary.
-      let done: ReturnType<typeof slice>
+      let done: Awaited<ReturnType<typeof slice>>
       try {
         done = await withTransaction(deps.db, (tx) => slice(tx, false))
       } catch (e) {

@@ -26,7 +26,12 @@ export function rentalSources(server: RentalFacts): string[] {
  * marketplace that started or stopped reporting one. Answers true when no rental runs any more
  * though one ran before (the caller emits `server.rental_ended` after its transaction commits).
  */
-export async function setMarketRentals(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'clock' | 'events'>, serverId: string, marketplaces: readonly string[]): Promise<boolean> {
+export async function setMarketRentals(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'newId' | 'clock' | 'events'>,
+  serverId: string,
+  marketplaces: readonly string[],
+): Promise<boolean> {
   const server = await findServerById(tx, serverId)
   if (!server) return false
   const next = [...new Set(marketplaces)].sort()
@@ -38,7 +43,11 @@ export async function setMarketRentals(tx: DbOrTx, deps: Pick<Deps, 'newId' | 'c
     await deps.events.emit('server.rental_changed', { tx: tx as Tx, server: { id: server.id, tenantId: server.tenantId }, source: m, started: true, running })
   }
   for (const m of before.filter((x) => !next.includes(x))) {
-    await recordServerEvent(tx, deps, server, { kind: 'marketplace.rental_ended', message: `${m} reports no running rental any more`, data: { marketplace: m } })
+    await recordServerEvent(tx, deps, server, {
+      kind: 'marketplace.rental_ended',
+      message: `${m} reports no running rental any more`,
+      data: { marketplace: m },
+    })
     await deps.events.emit('server.rental_changed', { tx: tx as Tx, server: { id: server.id, tenantId: server.tenantId }, source: m, started: false, running })
   }
   await updateServer(tx, server.id, { marketRentals: next })

@@ -31,7 +31,7 @@ export type RowFacts = {
   incidents: ReadonlyMap<string, IncidentCounts>
 }
 
-export type RowFactsSource = (db: DbOrTx, tenantId: string, nowUs: number) => RowFacts
+export type RowFactsSource = (db: DbOrTx, tenantId: string, nowUs: number) => Promise<RowFacts>
 
 const NO_FACTS: RowFacts = { listings: new Map(), revenueTodayMicros: new Map(), incidents: new Map() }
 const source = perDeps((): { read: RowFactsSource | null } => ({ read: null }))
@@ -41,6 +41,6 @@ export function provideRowFacts(deps: Deps, read: RowFactsSource): void {
   source(deps).read = read
 }
 
-export function rowFactsOf(deps: Deps, db: DbOrTx, tenantId: string, nowUs: number): RowFacts {
-  return source(deps).read?.(db, tenantId, nowUs) ?? NO_FACTS
+export async function rowFactsOf(deps: Deps, db: DbOrTx, tenantId: string, nowUs: number): Promise<RowFacts> {
+  return (await source(deps).read?.(db, tenantId, nowUs)) ?? NO_FACTS
 }

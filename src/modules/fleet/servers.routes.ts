@@ -52,10 +52,10 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
   return apiRoutes('servers', deps)
     .get(
       '/servers',
-      async ({ verb, request, query, set }) => {
+      async ({ verb, request, query }) => {
         const { actor } = verb
         const out = await listServers({ deps, actor, input: query })
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         return jsonAnswer(answers(deps).json(`servers\n${actor.tenantId}\n${out.etag}`, out.body, checkServerList), out.etag)
       },
       {
@@ -74,10 +74,10 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
     )
     .get(
       '/dashboard',
-      async ({ verb, request, set }) => {
+      async ({ verb, request }) => {
         const { actor } = verb
         const out = await fleetDashboard({ deps, actor })
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         return jsonAnswer(answers(deps).json(`dashboard\n${actor.tenantId}\n${out.etag}`, out.body, checkDashboard), out.etag)
       },
       {
@@ -97,7 +97,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
       '/servers/:id',
       async ({ verb, request, params, set }) => {
         const out = await getServer({ ...verb, id: params.id, margin })
-        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id)
+        if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         set.headers.etag = out.etag
         return out.body()
       },

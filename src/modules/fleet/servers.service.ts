@@ -38,7 +38,7 @@ import type { MarketplaceId } from '../../platform/marketplace-id'
  * A group of the tenant, or undefined. Groups sit above the fleet (they count its servers), so the
  * composition root hands the fleet this lookup instead of the fleet importing groups.
  */
-export type GroupLookup = (db: DbOrTx, tenantId: string, id: string) => { id: string } | undefined
+export type GroupLookup = (db: DbOrTx, tenantId: string, id: string) => Promise<{ id: string } | undefined>
 
 /**
  * Where a fleet maintenance declaration could also be announced to renters: one entry per platform
@@ -48,7 +48,7 @@ export type MaintenanceAnnouncements = (
   deps: Deps,
   tenantId: string,
   serverId: string,
-) => { marketplace: MarketplaceId; external_machine_id: string; supported: boolean; how: string }[]
+) => Promise<{ marketplace: MarketplaceId; external_machine_id: string; supported: boolean; how: string }[]>
 
 /** A server of the actor's tenant that the actor may see, the whole row (fleet's own verbs); anything else is a plain 404. */
 async function loadServerRow(deps: Deps, actor: Actor, id: string, db: DbOrTx = deps.db): Promise<ServerRow> {
@@ -89,7 +89,7 @@ export type ServerMargin = {
   estimate: boolean
   missing: string[]
 }
-export type MarginLookup = (deps: Deps, tenantId: string, serverId: string) => ServerMargin
+export type MarginLookup = (deps: Deps, tenantId: string, serverId: string) => Promise<ServerMargin>
 
 export async function getServer({ deps, actor, id, margin }: { deps: Deps; actor: Actor; id: string; margin: MarginLookup }) {
   const server = await loadServerRow(deps, actor, id)
@@ -97,7 +97,7 @@ export async function getServer({ deps, actor, id, margin }: { deps: Deps; actor
   const mayReadBilling = actor.serverAllowlist === null && (actor.scopes === null || actor.scopes.includes('billing:read'))
   return {
     etag: etagOf(server.version),
-    body: async () => ({ ...await serverDetail(deps, server), ...(mayReadBilling ? { margin: margin(deps, actor.tenantId, server.id) } : {}) }),
+    body: async () => ({ ...(await serverDetail(deps, server)), ...(mayReadBilling ? { margin: await margin(deps, actor.tenantId, server.id) } : {}) }),
   }
 }
 
@@ -118,7 +118,7 @@ async function serverDetail(deps: Deps, server: ServerRow) {
       g[m.metric] = entry
     }
   }
-  const { _hostname, ...row } = fleetRow(server, byGpu, factsOf(rowFactsOf(deps, deps.db, server.tenantId, deps.clock.nowUs()), server.id))
+  const { _hostname, ...row } = fleetRow(server, byGpu, factsOf(await rowFactsOf(deps, deps.db, server.tenantId, deps.clock.nowUs()), server.id))
   return {
     ...row,
     version: server.version,
@@ -146,7 +146,7 @@ async function serverDetail(deps: Deps, server: ServerRow) {
  * reasons by name and the Xids counted (docs/agent.md "Health readings"). Xids the agent could not
  * tie to a GPU are listed under index null.
  */
-function gpuHealth(server: ServerRow, readings: Map<number, Map<string, number | null>>, xids: ReturnType<typeof xidCountsOfServer>) {
+function gpuHealth(server: ServerRow, readings: Map<number, Map<string, number | null>>, xids: Awaited<ReturnType<typeof xidCountsOfServer>>) {
   const indexes = [...new Set([...server.gpus.map((g) => g.index), ...[...readings.keys()].filter((i) => i >= 0)])].sort((a, b) => a - b).slice(0, 128)
   const xidsOf = (gpuIndex: number) =>
     xids.filter((x) => x.gpuIndex === gpuIndex).map((x) => ({ xid: x.xid, count: x.count, last_at: formatTimestamp(x.lastAt) }))
@@ -192,7 +192,7 @@ export async function updateServerConfig({
     if (input.name !== undefined) patch.name = input.name.trim()
     if (input.group_id !== undefined) {
       if (input.group_id !== null) {
-        const group = groups(tx, actor.tenantId, input.group_id.toLowerCase())
+        const group = await groups(tx, actor.tenantId, input.group_id.toLowerCase())
         if (!group) throw invalidField('fleet', '/group_id', 'unknown_group', 'no such group in this tenant')
         patch.groupId = group.id
       } else patch.groupId = null
@@ -248,7 +248,7 @@ export async function declareMaintenance({
     return { server_id: server.id, maintenance: { since: formatTimestamp(since), reason } }
   })
   // Declaring fleet maintenance announces nothing to renters by itself: it offers where to.
-  return { ...declared, announce_on: announcements(deps, actor.tenantId, declared.server_id) }
+  return { ...declared, announce_on: await announcements(deps, actor.tenantId, declared.server_id) }
 }
 
 export async function endMaintenance({ deps, actor, audit, id }: Change) {

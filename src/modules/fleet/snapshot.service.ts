@@ -42,7 +42,7 @@ async function compute(deps: Deps, db: DbOrTx, tenantId: string, nowUs: number):
     if (!metrics) gpus.set(m.gpuIndex, (metrics = new Map()))
     metrics.set(m.metric, m.value)
   }
-  const facts = rowFactsOf(deps, db, tenantId, nowUs)
+  const facts = await rowFactsOf(deps, db, tenantId, nowUs)
   return list.map((s) => fleetRow(s, byServer.get(s.id) ?? new Map(), factsOf(facts, s.id)))
 }
 

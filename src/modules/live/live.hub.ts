@@ -26,11 +26,11 @@ class LiveHub {
     return this.#streams.get(tenantId)?.size ?? 0
   }
 
-  add(stream: LiveStream): void {
+  async add(stream: LiveStream): Promise<void> {
     let set = this.#streams.get(stream.tenantId)
     if (!set) this.#streams.set(stream.tenantId, (set = new Set()))
     set.add(stream)
-    if (!this.#poll) this.#start()
+    if (!this.#poll) await this.#start()
     void stream.pump()
   }
 
@@ -69,12 +69,12 @@ class LiveHub {
     for (const s of this.#streams.get(tenantId) ?? []) void s.pump()
   }
 
-  #start(): void {
+  async #start(): Promise<void> {
     const { deps } = this
-    this.#seen = lastIssuedId(deps.sqlite)
-    this.#poll = setInterval(() => {
+    this.#seen = await lastIssuedId(deps.db)
+    this.#poll = setInterval(async () => {
       try {
-        for (const { tenantId, id } of newestByTenant(deps.sqlite, this.#seen)) {
+        for (const { tenantId, id } of await newestByTenant(deps.db, this.#seen)) {
           this.#seen = Math.max(this.#seen, id)
           this.#wake(tenantId)
         }
@@ -83,7 +83,7 @@ class LiveHub {
       }
     }, deps.config.liveEvents.pollMs)
     this.#beat = setInterval(() => {
-      for (const set of [...this.#streams.values()]) for (const s of [...set]) s.heartbeat()
+      for (const set of [...this.#streams.values()]) for (const s of [...set]) void s.heartbeat()
     }, deps.config.liveEvents.heartbeatSeconds * 1000)
     this.#poll.unref()
     this.#beat.unref()

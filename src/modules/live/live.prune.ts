@@ -18,7 +18,7 @@ export async function pruneLiveEvents(deps: Deps, tenants: TenantWalk = new Tena
   const { retentionHours, maxPerTenant } = deps.config.liveEvents
   const before = deps.clock.nowUs() - retentionHours * 3600 * 1_000_000
   let slices = 0
-  const sliced = async (deleteSome: () => number): Promise<number> => {
+  const sliced = async (deleteSome: () => Promise<number>): Promise<number> => {
     let total = 0
     for (;;) {
       const n = await withTransaction(deps.db, () => deleteSome())
@@ -28,9 +28,9 @@ export async function pruneLiveEvents(deps: Deps, tenants: TenantWalk = new Tena
       await yieldLoop()
     }
   }
-  const old = await sliced(() => pruneBefore(deps.sqlite, before, SLICE))
+  const old = await sliced(() => pruneBefore(deps.db, before, SLICE))
   let capped = 0
-  for (const { tenantId, throughSeq } of overCap(deps.sqlite, maxPerTenant))
-    capped += (await tenants.run(tenantId, () => sliced(() => pruneTenantThrough(deps.sqlite, tenantId, throughSeq, SLICE)))) ?? 0
+  for (const { tenantId, throughSeq } of await overCap(deps.db, maxPerTenant))
+    capped += (await tenants.run(tenantId, () => sliced(() => pruneTenantThrough(deps.db, tenantId, throughSeq, SLICE)))) ?? 0
   return `removed ${old} live events past retention and ${capped} past the per-tenant cap in ${slices} transactions`
 }

@@ -12,7 +12,11 @@ import { insertLiveEvent } from './live.repository'
  * wakes this process's open streams of the tenant once the transaction is over.
  */
 
-async function record(tx: DbOrTx, deps: Deps, e: { tenantId: string; serverId: string | null; type: string; at?: number; data: Record<string, unknown> }): Promise<void> {
+async function record(
+  tx: DbOrTx,
+  deps: Deps,
+  e: { tenantId: string; serverId: string | null; type: string; at?: number; data: Record<string, unknown> },
+): Promise<void> {
   const now = deps.clock.nowUs()
   const payload = JSON.stringify({ type: e.type, at: formatTimestamp(e.at ?? now), ...e.data })
   await insertLiveEvent(tx, { tenantId: e.tenantId, serverId: e.serverId, type: e.type, payload, createdAt: now })

@@ -36,7 +36,7 @@ export async function openLiveStream({
   deps: Deps
   actor: Actor
   lastEventId: { header: string | null; query: string | undefined }
-  recheck: () => Actor | null
+  recheck: () => Promise<Actor | null>
 }): Promise<Response> {
   const requested = requestedId(lastEventId.header, lastEventId.query)
   const hub = liveHub(deps)
@@ -50,14 +50,14 @@ export async function openLiveStream({
   let preamble = `retry: ${RETRY_MS}\n\n`
   let cursor = last
   if (requested !== null) {
-    const reason = requested > last ? 'unknown_id' : requested < await horizonOf(deps.db, actor.tenantId) ? 'pruned' : null
+    const reason = requested > last ? 'unknown_id' : requested < (await horizonOf(deps.db, actor.tenantId)) ? 'pruned' : null
     if (reason) preamble += sseFrame('stream.reset', JSON.stringify({ type: 'stream.reset', reason, last_event_id: String(requested) }), cursor)
     else cursor = requested
   }
   const open = { type: 'stream.open', last_event_id: String(cursor), resumed: requested !== null && cursor === requested, retention_hours: retentionHours }
   preamble += sseFrame('stream.open', JSON.stringify(open), cursor)
   const stream = new LiveStream(deps, actor.tenantId, actor, cursor, preamble, recheck, (s) => hub.remove(s))
-  hub.add(stream)
+  await hub.add(stream)
   return new Response(stream.body, {
     headers: {
       'content-type': 'text/event-stream; charset=utf-8',

@@ -44,7 +44,7 @@ export class LiveStream {
     actor: Actor,
     cursor: number,
     preamble: string,
-    private readonly recheck: () => Actor | null,
+    private readonly recheck: () => Promise<Actor | null>,
     private readonly onFinish: (stream: LiveStream) => void,
   ) {
     this.#actor = actor
@@ -77,7 +77,7 @@ export class LiveStream {
     try {
       do {
         this.#again = false
-        if (!this.#authorized(false)) return
+        if (!(await this.#authorized(false))) return
         const rows = await eventsAfter(this.deps.db, this.tenantId, this.#cursor, BATCH)
         if (rows.length === 0) break
         // Nothing leaves on the strength of a commit that is not on disk yet (docs/operations.md "Durability").
@@ -104,8 +104,8 @@ export class LiveStream {
   }
 
   /** A comment line that keeps the connection (and proxies) from timing out; the caller is checked again first. */
-  heartbeat(): void {
-    if (this.#closed || !this.#authorized(true)) return
+  async heartbeat(): Promise<void> {
+    if (this.#closed || !(await this.#authorized(true)) || this.#closed) return
     this.#write(': keep-alive\n\n')
     void this.pump()
   }
@@ -123,11 +123,11 @@ export class LiveStream {
   }
 
   /** Whether the caller may still read: checked again when `force`d or a poll interval after the last check. */
-  #authorized(force: boolean): boolean {
+  async #authorized(force: boolean): Promise<boolean> {
     if (!force && performance.now() - this.#checkedAt < this.deps.config.liveEvents.pollMs) return true
     let actor: Actor | null
     try {
-      actor = this.recheck()
+      actor = await this.recheck()
     } catch (error) {
       // A busy database, say: keep the last answer until the next check.
       this.deps.log.warn('live stream caller not checked again', { tenant_id: this.tenantId, error })

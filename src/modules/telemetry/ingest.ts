@@ -28,29 +28,28 @@ export type LatestValue = { serverId: string; gpuIndex: number; metric: string; 
  * A server whose series are not all cached has its stored series read once; the rest are made.
  * A rollup run under way hears of the earliest instant written (it may have passed it already).
  */
-export function storeSamples(
+export async function storeSamples(
   deps: Deps,
   cache: SeriesCache,
   fresh: Map<SeriesKey, number>,
   samples: [string, TelemetrySample[]][],
-): { earliest: number; latest: LatestValue[] } {
-  const { sqlite } = deps
-  const insert = sampleInsert(sqlite)
+): Promise<{ earliest: number; latest: LatestValue[] }> {
+  const insert = sampleInsert(deps.db)
   let earliest = Number.POSITIVE_INFINITY
   const latest: LatestValue[] = []
   for (const [serverId, list] of samples) {
     let loaded = false
-    const idOf = (gpuIndex: number, metric: string): number => {
+    const idOf = async (gpuIndex: number, metric: string): Promise<number> => {
       const key = `${serverId}|${gpuIndex}|${metric}`
       const known = cache.ids.get(key) ?? fresh.get(key)
       if (known !== undefined) return known
       if (!loaded) {
         loaded = true
-        for (const [g, m, id] of seriesOfServer(sqlite, serverId)) fresh.set(`${serverId}|${g}|${m}`, id)
+        for (const [g, m, id] of await seriesOfServer(deps.db, serverId)) fresh.set(`${serverId}|${g}|${m}`, id)
         const stored = fresh.get(key)
         if (stored !== undefined) return stored
       }
-      const id = createSeries(sqlite, serverId, gpuIndex, metric)
+      const id = await createSeries(deps.db, serverId, gpuIndex, metric)
       fresh.set(key, id)
       return id
     }
@@ -60,7 +59,7 @@ export function storeSamples(
       if (s.t < earliest) earliest = s.t
       for (const metric in s.values) {
         const value = s.values[metric] as number | null
-        const id = idOf(s.gpuIndex, metric)
+        const id = await idOf(s.gpuIndex, metric)
         const series = bySeries.get(id)
         if (!series) bySeries.set(id, { pairs: [s.t, value], last: { serverId, gpuIndex: s.gpuIndex, metric, value, t: s.t } })
         else {
@@ -74,11 +73,11 @@ export function storeSamples(
     }
     for (const id of [...bySeries.keys()].sort((a, b) => a - b)) {
       const { pairs, last } = bySeries.get(id)!
-      for (let i = 0; i < pairs.length; i += 2) insert.add(id, pairs[i]!, pairs[i + 1]!)
+      for (let i = 0; i < pairs.length; i += 2) await insert.add(id, pairs[i]!, pairs[i + 1]!)
       latest.push(last)
     }
   }
-  insert.flush()
+  await insert.flush()
   noteSamplesWritten(deps, earliest)
   return { earliest, latest }
 }

@@ -63,7 +63,7 @@ function unitOf(metric: string): string | null {
 }
 
 /** The server id when the caller may see that server; throws the owner's 404 otherwise (the fleet's, handed in). */
-export type ServerScope = (deps: Deps, actor: Actor, id: string) => string
+export type ServerScope = (deps: Deps, actor: Actor, id: string) => Promise<string>
 
 /** The answer as sent: its JSON text (a metrics snapshot, checked against the schema by the tests), ETag and cache expiry. */
 export type Answer = { json: string; etag: string; expiresAt: number }
@@ -117,7 +117,7 @@ export async function serverMetrics({
   input: Static<typeof MetricsQuery>
   visibleServer: ServerScope
 }): Promise<Answer> {
-  const serverId = visibleServer(deps, actor, id)
+  const serverId = await visibleServer(deps, actor, id)
   const now = deps.clock.nowUs()
   const key = JSON.stringify([serverId, input.from ?? null, input.to ?? null, input.resolution ?? 'auto', input.metric ?? null, input.gpu_index ?? null])
   const cache = answerCache(deps)
@@ -159,8 +159,8 @@ export async function serverMetrics({
   // whole buckets as the job would store them; they replace any stored row of the same bucket.
   const rawFrom = Math.max(first, wm ? floorTo(unsettledFrom(deps, resolution, wm, now), resolution) : first)
   const grid = new BucketGrid(ids, first, resolution * US, points)
-  grid.put(storedBuckets(deps.sqlite, ids, resolution, first, to))
-  grid.put(rawBuckets(deps.sqlite, resolution, ids, rawFrom, rangeEnd))
+  grid.put(await storedBuckets(deps.db, ids, resolution, first, to))
+  grid.put(await rawBuckets(deps.db, resolution, ids, rawFrom, rangeEnd))
   // Read from the raw samples up to the range's end, the answer is as fresh as this moment.
   const dataAsOf = rawFrom < rangeEnd ? now : (wm?.updatedAt ?? now)
   const head = `"server_id":${JSON.stringify(serverId)},"resolution":"${resolution === 300 ? '5m' : '1h'}","from":"${formatTimestamp(from)}","to":"${formatTimestamp(to)}","series":`

@@ -94,14 +94,14 @@ export async function runRollups(deps: Deps): Promise<string> {
   run.running = true
   run.lateFrom = Number.POSITIVE_INFINITY
   try {
-    const series = allSeriesIds(deps.sqlite)
+    const series = await allSeriesIds(deps.db)
     const parts: string[] = []
     let slices = 0
     let longest = 0
     let batch = SERIES_BATCH.first
     for (const grain of GRAINS) {
       const wm = await watermarkOf(deps.db, grain)
-      const from = floorTo(wm ? unsettledFrom(deps, grain, wm, now) : (await earliestSampleAt(deps.db) ?? now), grain)
+      const from = floorTo(wm ? unsettledFrom(deps, grain, wm, now) : ((await earliestSampleAt(deps.db)) ?? now), grain)
       const end = floorTo(now, grain) + grain * US // the running bucket too
       const completeUntil = floorTo(now, grain)
       const span = CHUNK_BUCKETS[grain] * grain * US
@@ -116,7 +116,7 @@ export async function runRollups(deps: Deps): Promise<string> {
           const last = i >= series.length
           const started = performance.now()
           buckets += await withTransaction(deps.db, async (tx) => {
-            const written = ids.length ? rollupRange(deps.sqlite, grain, ids, chunk, chunkEnd) : 0
+            const written = ids.length ? await rollupRange(deps.db, grain, ids, chunk, chunkEnd) : 0
             // Samples written during the run before this point ask for a redo from there.
             if (last) await saveWatermark(tx, grain, doneUntil, run.lateFrom < doneUntil ? run.lateFrom : null, now)
             return written
@@ -150,7 +150,7 @@ export async function pruneTelemetry(deps: Deps): Promise<string> {
   let slices = 0
   let longest = 0
   let batch = DELETE_BATCH.first
-  const sliced = async (deleteSome: (limit: number) => number): Promise<number> => {
+  const sliced = async (deleteSome: (limit: number) => Promise<number>): Promise<number> => {
     let total = 0
     for (;;) {
       const started = performance.now()
@@ -164,8 +164,8 @@ export async function pruneTelemetry(deps: Deps): Promise<string> {
       await yieldLoop()
     }
   }
-  const raw = await sliced((limit) => deleteSamplesBefore(deps.sqlite, now - rawHours * 3600 * US, limit))
-  const five = await sliced((limit) => deleteRollupsBefore(deps.sqlite, 300, now - fiveMinuteDays * 86400 * US, limit))
-  const hourly = await sliced((limit) => deleteRollupsBefore(deps.sqlite, 3600, now - hourlyDays * 86400 * US, limit))
+  const raw = await sliced((limit) => deleteSamplesBefore(deps.db, now - rawHours * 3600 * US, limit))
+  const five = await sliced((limit) => deleteRollupsBefore(deps.db, 300, now - fiveMinuteDays * 86400 * US, limit))
+  const hourly = await sliced((limit) => deleteRollupsBefore(deps.db, 3600, now - hourlyDays * 86400 * US, limit))
   return `removed ${raw} raw samples, ${five} 5-minute and ${hourly} hourly buckets past retention in ${slices} transactions (longest ${Math.round(longest)} ms)`
 }

@@ -1,36 +1,31 @@
-import type { Database } from 'bun:sqlite'
 import { and, asc, eq, gte, inArray, isNotNull, lt, sql } from 'drizzle-orm'
 import { metricRollups, metricSamples, metricSeries, rollupWatermarks } from '../../../db/schema/telemetry'
-import { isPostgres, type DbOrTx } from '../../../db/client'
+import { isPostgres, rawSql, type DbOrTx } from '../../../db/client'
 
 /** The queries of telemetry's tables: series, raw samples, rollups and the rollup watermarks. */
 const US = 1_000_000
 const DAY_US = 86_400_000_000
 
 /** Every series of a server as [gpu_index, metric, id]: a server's first samples in a process load them all at once. */
-export function seriesOfServer(sqlite: Database, serverId: string): [number, string, number][] {
-  return sqlite.query('SELECT gpu_index, metric, id FROM metric_series WHERE server_id = ?1').values(serverId) as [number, string, number][]
+export async function seriesOfServer(db: DbOrTx, serverId: string): Promise<[number, string, number][]> {
+  return await rawSql(db).values<[number, string, number]>('SELECT gpu_index, metric, id FROM metric_series WHERE server_id = $1', serverId)
 }
 
 /** Makes the series of (server, GPU, metric) and answers its id (the id it has when it exists already). */
-export function createSeries(sqlite: Database, serverId: string, gpuIndex: number, metric: string): number {
-  const row = sqlite
-    .query(
-      `INSERT INTO metric_series (server_id, gpu_index, metric) VALUES (?1, ?2, ?3)
-       ON CONFLICT (server_id, gpu_index, metric) DO UPDATE SET metric = excluded.metric RETURNING id`,
-    )
-    .values(serverId, gpuIndex, metric) as [number][]
+export async function createSeries(db: DbOrTx, serverId: string, gpuIndex: number, metric: string): Promise<number> {
+  const row = await rawSql(db).values<[number]>(
+    `INSERT INTO metric_series (server_id, gpu_index, metric) VALUES ($1, $2, $3)
+     ON CONFLICT (server_id, gpu_index, metric) DO UPDATE SET metric = excluded.metric RETURNING id`,
+    serverId,
+    gpuIndex,
+    metric,
+  )
   return row[0]![0]
 }
 
 /** The distinct metric names a server has series for. */
 export async function metricNamesOf(db: DbOrTx, serverId: string): Promise<string[]> {
-  return (await db
-    .selectDistinct({ metric: metricSeries.metric })
-    .from(metricSeries)
-    .where(eq(metricSeries.serverId, serverId))
-    .all())
-    .map((r) => r.metric)
+  return (await db.selectDistinct({ metric: metricSeries.metric }).from(metricSeries).where(eq(metricSeries.serverId, serverId)).all()).map((r) => r.metric)
 }
 
 /** A server's series of these metrics, by GPU index. */
@@ -57,44 +52,48 @@ const PG_BATCH_ROWS = 5000
  * instant, e.g. re-sent after a reconnect) keeps the newer value. Call `flush` before the
  * transaction ends.
  */
-export function sampleInsert(sqlite: Database): { add: (seriesId: number, t: number, value: number | null) => void; flush: () => void } {
-  if (isPostgres(sqlite)) {
+export function sampleInsert(db: DbOrTx): { add: (seriesId: number, t: number, value: number | null) => Promise<void>; flush: () => Promise<void> } {
+  if (isPostgres(db)) {
     // One row per (series, instant): PostgreSQL refuses to update a row twice in one statement.
     let rows = new Map<string, [number, number, number | null]>()
-    const flush = () => {
+    const flush = async () => {
       if (rows.size === 0) return
       const all = [...rows.values()]
       rows = new Map()
       for (let i = 0; i < all.length; i += PG_BATCH_ROWS)
-        sqlite.run(
+        await rawSql(db).run(
           `INSERT INTO metric_samples (series_id, t, value)
-           SELECT x.s, x.t, x.v FROM jsonb_to_recordset(CAST(CAST(?1 AS text) AS jsonb)) AS x(s bigint, t bigint, v double precision)
+           SELECT x.s, x.t, x.v FROM jsonb_to_recordset(CAST(CAST($1 AS text) AS jsonb)) AS x(s bigint, t bigint, v double precision)
            ON CONFLICT (series_id, t) DO UPDATE SET value = excluded.value`,
-          [JSON.stringify(all.slice(i, i + PG_BATCH_ROWS).map(([s, t, v]) => ({ s, t, v })))],
+          JSON.stringify(all.slice(i, i + PG_BATCH_ROWS).map(([s, t, v]) => ({ s, t, v }))),
         )
     }
     return {
-      add: (seriesId, t, value) => {
+      add: async (seriesId, t, value) => {
         rows.set(`${seriesId}|${t}`, [seriesId, t, value])
-        if (rows.size >= PG_BATCH_ROWS) flush()
+        if (rows.size >= PG_BATCH_ROWS) await flush()
       },
       flush,
     }
   }
-  const insert = sqlite.query(
-    'INSERT INTO metric_samples (series_id, t, value) VALUES (?1, ?2, ?3) ON CONFLICT (series_id, t) DO UPDATE SET value = excluded.value',
-  )
+  const raw = rawSql(db)
   return {
-    add: (seriesId, t, value) => {
-      insert.run(seriesId, t, value)
+    add: async (seriesId, t, value) => {
+      await raw.run(
+        'INSERT INTO metric_samples (series_id, t, value) VALUES ($1, $2, $3) ON CONFLICT (series_id, t) DO UPDATE SET value = excluded.value',
+        seriesId,
+        t,
+        value,
+      )
     },
-    flush: () => {},
+    flush: async () => {},
   }
 }
 
 /** Samples for time already rolled up make the rollup job redo from their bucket. */
 export async function noteLateSamples(tx: DbOrTx, earliestT: number, now: number): Promise<void> {
-  await tx.update(rollupWatermarks)
+  await tx
+    .update(rollupWatermarks)
     .set({ redoFrom: sql`min(coalesce(${rollupWatermarks.redoFrom}, ${earliestT}), ${earliestT})`, updatedAt: now })
     .where(sql`${rollupWatermarks.doneUntil} > ${earliestT}`)
     .run()
@@ -102,10 +101,12 @@ export async function noteLateSamples(tx: DbOrTx, earliestT: number, now: number
 
 export async function earliestSampleAt(db: DbOrTx): Promise<number | null> {
   return (
-    (await db
-      .select({ t: sql<number | null>`min(${metricSamples.t})` })
-      .from(metricSamples)
-      .get())?.t ?? null
+    (
+      await db
+        .select({ t: sql<number | null>`min(${metricSamples.t})` })
+        .from(metricSamples)
+        .get()
+    )?.t ?? null
   )
 }
 
@@ -116,15 +117,16 @@ export async function watermarkOf(db: DbOrTx, grain: number): Promise<Watermark 
 }
 
 export async function saveWatermark(tx: DbOrTx, grain: number, doneUntil: number, redoFrom: number | null, now: number): Promise<void> {
-  await tx.insert(rollupWatermarks)
+  await tx
+    .insert(rollupWatermarks)
     .values({ grain, doneUntil, redoFrom, updatedAt: now })
     .onConflictDoUpdate({ target: rollupWatermarks.grain, set: { doneUntil, redoFrom, updatedAt: now } })
     .run()
 }
 
 /** Every series id, ascending: the rollup job works through them a slice at a time. */
-export function allSeriesIds(sqlite: Database): number[] {
-  return (sqlite.query('SELECT id FROM metric_series ORDER BY id').values() as [number][]).map((r) => r[0])
+export async function allSeriesIds(db: DbOrTx): Promise<number[]> {
+  return (await rawSql(db).values<[number]>('SELECT id FROM metric_series ORDER BY id')).map((r) => r[0])
 }
 
 /** One bucket as the metrics answer reads it: series id, bucket start, then min, max, avg, p50, p95, last. */
@@ -135,65 +137,80 @@ export type BucketRow = [number, number, number | null, number | null, number | 
  * object per row): an answer reads thousands of them. The series go in as one JSON array, so the
  * statement is prepared once whatever their number; each is an index seek on the primary key.
  */
-export function storedBuckets(sqlite: Database, seriesIds: number[], grain: number, fromUs: number, toUs: number): BucketRow[] {
+export async function storedBuckets(db: DbOrTx, seriesIds: number[], grain: number, fromUs: number, toUs: number): Promise<BucketRow[]> {
   if (seriesIds.length === 0 || fromUs >= toUs) return []
-  return sqlite
-    .query(
-      `SELECT series_id, bucket, min, max, avg, p50, p95, last FROM metric_rollups
-       WHERE series_id IN (SELECT value FROM json_each(?1)) AND grain = ?2 AND bucket >= ?3 AND bucket < ?4`,
-    )
-    .values(JSON.stringify(seriesIds), grain, fromUs, toUs) as BucketRow[]
+  return await rawSql(db).values<BucketRow>(
+    `SELECT series_id, bucket, min, max, avg, p50, p95, last FROM metric_rollups
+     WHERE series_id IN (SELECT value FROM json_each($1)) AND grain = $2 AND bucket >= $3 AND bucket < $4`,
+    JSON.stringify(seriesIds),
+    grain,
+    fromUs,
+    toUs,
+  )
 }
 
 /**
- * The statistics of every bucket of `grain` with raw samples in [?3, ?4) of the series in the
- * JSON array ?5, one row per series and bucket (an index seek per series on the primary key). The
+ * The statistics of every bucket of `grain` with raw samples in [$3, $4) of the series in the
+ * JSON array $5, one row per series and bucket (an index seek per series on the primary key). The
  * rollup job stores these rows; GET /metrics computes the same rows for the part of a range not
  * rolled up yet. Written so that PostgreSQL reads it too (docs/scale-out.md): the buckets come
  * from a derived table, so the `last` subquery names only grouped columns.
  */
 const BUCKETS_OF_RAW = `
-  SELECT b.series_id AS series_id, CAST(?1 AS INTEGER) AS grain, b.bucket AS bucket,
+  SELECT b.series_id AS series_id, CAST($1 AS INTEGER) AS grain, b.bucket AS bucket,
          min(b.value) AS min, max(b.value) AS max, avg(b.value) AS avg,
          percentile_cont(b.value, 0.5) AS p50, percentile_cont(b.value, 0.95) AS p95,
-         (SELECT l.value FROM metric_samples l WHERE l.series_id = b.series_id AND l.t >= b.bucket AND l.t < b.bucket + ?2 ORDER BY l.t DESC LIMIT 1) AS last,
+         (SELECT l.value FROM metric_samples l WHERE l.series_id = b.series_id AND l.t >= b.bucket AND l.t < b.bucket + $2 ORDER BY l.t DESC LIMIT 1) AS last,
          count(*) AS samples
-  FROM (SELECT s.series_id AS series_id, (s.t / ?2) * ?2 AS bucket, s.value AS value FROM metric_samples s
-        WHERE s.t >= ?3 AND s.t < ?4 AND s.series_id IN (SELECT value FROM json_each(?5))) AS b
+  FROM (SELECT s.series_id AS series_id, (s.t / $2) * $2 AS bucket, s.value AS value FROM metric_samples s
+        WHERE s.t >= $3 AND s.t < $4 AND s.series_id IN (SELECT value FROM json_each($5))) AS b
   GROUP BY b.series_id, b.bucket`
 
 /** Stores the buckets of these series with raw samples in [fromUs, toUs); answers the rows written. */
-export function rollupRange(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): number {
-  const r = sqlite
-    .query(
-      `INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples)
-       ${BUCKETS_OF_RAW}
-       ON CONFLICT (series_id, grain, bucket) DO UPDATE SET
-         min = excluded.min, max = excluded.max, avg = excluded.avg, p50 = excluded.p50,
-         p95 = excluded.p95, last = excluded.last, samples = excluded.samples`,
-    )
-    .run(grain, grain * US, fromUs, toUs, JSON.stringify(seriesIds))
+export async function rollupRange(db: DbOrTx, grain: number, seriesIds: number[], fromUs: number, toUs: number): Promise<number> {
+  const r = await rawSql(db).run(
+    `INSERT INTO metric_rollups (series_id, grain, bucket, min, max, avg, p50, p95, last, samples)
+     ${BUCKETS_OF_RAW}
+     ON CONFLICT (series_id, grain, bucket) DO UPDATE SET
+       min = excluded.min, max = excluded.max, avg = excluded.avg, p50 = excluded.p50,
+       p95 = excluded.p95, last = excluded.last, samples = excluded.samples`,
+    grain,
+    grain * US,
+    fromUs,
+    toUs,
+    JSON.stringify(seriesIds),
+  )
   return r.changes
 }
 
 /** What rollupRange would store for these series in [fromUs, toUs), read straight from the raw samples, as storedBuckets answers. */
-export function rawBuckets(sqlite: Database, grain: number, seriesIds: number[], fromUs: number, toUs: number): BucketRow[] {
+export async function rawBuckets(db: DbOrTx, grain: number, seriesIds: number[], fromUs: number, toUs: number): Promise<BucketRow[]> {
   if (seriesIds.length === 0 || fromUs >= toUs) return []
-  return sqlite
-    .query(`SELECT series_id, bucket, min, max, avg, p50, p95, last FROM (${BUCKETS_OF_RAW}) AS r`)
-    .values(grain, grain * US, fromUs, toUs, JSON.stringify(seriesIds)) as BucketRow[]
+  return await rawSql(db).values<BucketRow>(
+    `SELECT series_id, bucket, min, max, avg, p50, p95, last FROM (${BUCKETS_OF_RAW}) AS r`,
+    grain,
+    grain * US,
+    fromUs,
+    toUs,
+    JSON.stringify(seriesIds),
+  )
 }
 
 /** Deletes at most `limit` raw samples older than `t` (the oldest first); answers how many. */
-export function deleteSamplesBefore(sqlite: Database, t: number, limit: number): number {
-  return sqlite.query('DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM metric_samples WHERE t < ?1 ORDER BY t LIMIT ?2)').run(t, limit).changes
+export async function deleteSamplesBefore(db: DbOrTx, t: number, limit: number): Promise<number> {
+  // SQLite's rowid and PostgreSQL's ctid name a row without its key.
+  const text = isPostgres(db)
+    ? 'DELETE FROM metric_samples WHERE ctid IN (SELECT ctid FROM metric_samples WHERE t < $1 ORDER BY t LIMIT $2)'
+    : 'DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM metric_samples WHERE t < $1 ORDER BY t LIMIT $2)'
+  return (await rawSql(db).run(text, t, limit)).changes
 }
 
 /** Deletes at most `limit` buckets of `grain` starting before `bucket`; answers how many. */
-export function deleteRollupsBefore(sqlite: Database, grain: number, bucket: number, limit: number): number {
-  return sqlite
-    .query('DELETE FROM metric_rollups WHERE rowid IN (SELECT rowid FROM metric_rollups WHERE grain = ?1 AND bucket < ?2 ORDER BY bucket LIMIT ?3)')
-    .run(grain, bucket, limit).changes
+export async function deleteRollupsBefore(db: DbOrTx, grain: number, bucket: number, limit: number): Promise<number> {
+  const text = isPostgres(db)
+    ? 'DELETE FROM metric_rollups WHERE ctid IN (SELECT ctid FROM metric_rollups WHERE grain = $1 AND bucket < $2 ORDER BY bucket LIMIT $3)'
+    : 'DELETE FROM metric_rollups WHERE rowid IN (SELECT rowid FROM metric_rollups WHERE grain = $1 AND bucket < $2 ORDER BY bucket LIMIT $3)'
+  return (await rawSql(db).run(text, grain, bucket, limit)).changes
 }
 
 /** The hourly rollups, with a value, of one metric of a server's GPUs in [fromUs, toUs). */
@@ -241,28 +258,29 @@ export async function gpuMetricByServerDay(db: DbOrTx, serverIds: readonly strin
   if (serverIds.length === 0 || toUs <= fromUs) return []
   // The constant written out, not bound: PostgreSQL must see the same expression in SELECT and GROUP BY.
   const day = sql<number>`(${metricRollups.bucket} / ${sql.raw(String(DAY_US))}) * ${sql.raw(String(DAY_US))}`
-  return (await db
-    .select({
-      serverId: metricSeries.serverId,
-      day: day.as('day'),
-      sum: sql<number>`sum(${metricRollups.avg})`,
-      buckets: sql<number>`count(DISTINCT ${metricRollups.bucket})`,
-      gpuHours: sql<number>`count(*)`,
-    })
-    .from(metricRollups)
-    .innerJoin(metricSeries, eq(metricSeries.id, metricRollups.seriesId))
-    .where(
-      and(
-        inArray(metricSeries.serverId, [...serverIds]),
-        eq(metricSeries.metric, metric),
-        gte(metricSeries.gpuIndex, 0),
-        eq(metricRollups.grain, 3600),
-        gte(metricRollups.bucket, fromUs),
-        lt(metricRollups.bucket, toUs),
-        isNotNull(metricRollups.avg),
-      ),
-    )
-    .groupBy(metricSeries.serverId, day)
-    .all())
-    .map((r) => ({ serverId: r.serverId, day: Number(r.day), sum: Number(r.sum), buckets: Number(r.buckets), gpuHours: Number(r.gpuHours) }))
+  return (
+    await db
+      .select({
+        serverId: metricSeries.serverId,
+        day: day.as('day'),
+        sum: sql<number>`sum(${metricRollups.avg})`,
+        buckets: sql<number>`count(DISTINCT ${metricRollups.bucket})`,
+        gpuHours: sql<number>`count(*)`,
+      })
+      .from(metricRollups)
+      .innerJoin(metricSeries, eq(metricSeries.id, metricRollups.seriesId))
+      .where(
+        and(
+          inArray(metricSeries.serverId, [...serverIds]),
+          eq(metricSeries.metric, metric),
+          gte(metricSeries.gpuIndex, 0),
+          eq(metricRollups.grain, 3600),
+          gte(metricRollups.bucket, fromUs),
+          lt(metricRollups.bucket, toUs),
+          isNotNull(metricRollups.avg),
+        ),
+      )
+      .groupBy(metricSeries.serverId, day)
+      .all()
+  ).map((r) => ({ serverId: r.serverId, day: Number(r.day), sum: Number(r.sum), buckets: Number(r.buckets), gpuHours: Number(r.gpuHours) }))
 }

@@ -77,7 +77,11 @@ export async function connectAccount({
       lastFailure: null,
     }
     await saveAccount(tx, row)
-    await recordAudit(tx, deps, audit, { operation: before ? 'marketplaces.key.replace' : 'marketplaces.connect', targetKind: 'marketplace', targetId: marketplace })
+    await recordAudit(tx, deps, audit, {
+      operation: before ? 'marketplaces.key.replace' : 'marketplaces.connect',
+      targetKind: 'marketplace',
+      targetId: marketplace,
+    })
     return connectionView(row)
   })
 }
@@ -148,7 +152,17 @@ export async function listAccounts({ deps, actor }: { deps: Deps; actor: Actor }
   return { items: (await accountsOf(deps.db, actor.tenantId)).map(connectionView) }
 }
 
-export async function disconnectAccount({ deps, actor, audit, marketplace }: { deps: Deps; actor: Actor; audit: AuditContext; marketplace: MarketplaceId }): Promise<void> {
+export async function disconnectAccount({
+  deps,
+  actor,
+  audit,
+  marketplace,
+}: {
+  deps: Deps
+  actor: Actor
+  audit: AuditContext
+  marketplace: MarketplaceId
+}): Promise<void> {
   const ended = await withTransaction(deps.db, async (tx: DbOrTx) => {
     const account = await findAccount(tx, actor.tenantId, marketplace)
     if (!account) throw MarketplaceErrors.notConnected()

@@ -30,7 +30,8 @@ export async function accountsOf(db: DbOrTx, tenantId: string): Promise<AccountR
 /** Inserts the tenant's account at a marketplace, or replaces its key and clears the last failure. */
 export async function saveAccount(tx: DbOrTx, row: AccountRow): Promise<void> {
   const { id: _id, tenantId: _t, marketplace: _m, connectedAt: _c, ...replace } = row
-  await tx.insert(marketplaceAccounts)
+  await tx
+    .insert(marketplaceAccounts)
     .values(row)
     .onConflictDoUpdate({ target: [marketplaceAccounts.tenantId, marketplaceAccounts.marketplace], set: replace })
     .run()

@@ -14,7 +14,7 @@ const tags = ['marketplaces']
  * Connected marketplace accounts and the operations log (docs/marketplaces.md). `visibleServerId`
  * is fleet's check that a server is the caller's (handed in by the composition root).
  */
-export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, actor: Actor, id: string) => string) {
+export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, actor: Actor, id: string) => Promise<string>) {
   return apiRoutes('marketplaces', deps)
     .put('/marketplaces/:marketplace', ({ verb, params, body }) => connectAccount({ ...verb, marketplace: params.marketplace, input: body }), {
       beforeHandle: idempotent(deps),
@@ -69,7 +69,7 @@ export function marketplacesRoutes(deps: Deps, visibleServerId: (deps: Deps, act
     })
     .get(
       '/servers/:id/operations',
-      ({ verb, params, query }) => listOperations({ ...verb, serverId: visibleServerId(deps, verb.actor, params.id), input: query }),
+      async ({ verb, params, query }) => listOperations({ ...verb, serverId: await visibleServerId(deps, verb.actor, params.id), input: query }),
       {
         params: t.Object({ id: t.String({ format: 'uuid' }) }),
         query: t.Object({ ...PageQuery }),

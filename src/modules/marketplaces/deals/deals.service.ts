@@ -119,7 +119,10 @@ export async function platformDayEarnings(
  * The exchange rates the tenant's marketplace_b links last carried (the freshest sighting wins), with
  * when they were seen; marketplace_a's dollar is 1 with no observation time.
  */
-export async function currentRates(db: DbOrTx, tenantId: string): Promise<{ marketplace: MarketplaceId; currency: string; usdPerCoin: string; observedAt: number | null }[]> {
+export async function currentRates(
+  db: DbOrTx,
+  tenantId: string,
+): Promise<{ marketplace: MarketplaceId; currency: string; usdPerCoin: string; observedAt: number | null }[]> {
   const out: { marketplace: MarketplaceId; currency: string; usdPerCoin: string; observedAt: number | null }[] = [
     { marketplace: 'marketplace_a', currency: 'USD', usdPerCoin: '1', observedAt: null },
   ]

@@ -93,7 +93,8 @@ export async function insertLink(tx: DbOrTx, row: LinkRow): Promise<void> {
 /** Moves the given links of the tenant to `state`. */
 export async function setLinksState(tx: DbOrTx, tenantId: string, ids: string[], state: LinkState): Promise<void> {
   if (!ids.length) return
-  await tx.update(marketplaceLinks)
+  await tx
+    .update(marketplaceLinks)
     .set({ state })
     .where(and(eq(marketplaceLinks.tenantId, tenantId), inArray(marketplaceLinks.id, ids)))
     .run()

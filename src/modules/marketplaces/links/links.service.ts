@@ -71,7 +71,7 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
   const account = await findAccount(deps.db, actor.tenantId, marketplace)
   if (!account) throw MarketplaceErrors.notConnectedHere()
   if (await findLink(deps.db, actor.tenantId, server.id, marketplace)) throw MarketplaceErrors.alreadyLinked()
-  if (await countLinks(deps.db, actor.tenantId) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
+  if ((await countLinks(deps.db, actor.tenantId)) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
 
   const machine = (await liveMachines(deps, actor, account, server.id)).find((m) => m.externalMachineId === input.external_machine_id)
   if (!machine) throw MarketplaceErrors.machineNotFound()
@@ -81,7 +81,7 @@ export async function createLink({ deps, actor, audit, input }: { deps: Deps; ac
     const current = await findAccount(tx, actor.tenantId, marketplace)
     if (!current) throw MarketplaceErrors.notConnectedHere()
     if (await findLink(tx, actor.tenantId, server.id, marketplace)) throw MarketplaceErrors.alreadyLinked()
-    if (await countLinks(tx, actor.tenantId) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
+    if ((await countLinks(tx, actor.tenantId)) >= MAX_LINKS) throw MarketplaceErrors.tooManyLinks()
     const now = deps.clock.nowUs()
     const others = await linksToMachine(tx, actor.tenantId, marketplace, machine.externalMachineId)
     // Linking a held machine puts the holder's link in conflict: a token limited to servers may not do that to another server.
@@ -138,7 +138,9 @@ export async function listLinks({ deps, actor }: { deps: Deps; actor: Actor }) {
     if (!perServer.has(serverId)) perServer.set(serverId, await electricity(deps, actor.tenantId, serverId, now))
     return perServer.get(serverId)!
   }
-  return { links: links.map(async (l) => linkView(l, await electricityOf(l.serverId))) }
+  const views = []
+  for (const l of links) views.push(linkView(l, await electricityOf(l.serverId)))
+  return { links: views }
 }
 
 async function electricity(deps: Deps, tenantId: string, serverId: string, nowUs: number): Promise<string | null> {

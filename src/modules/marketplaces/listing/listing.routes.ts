@@ -36,15 +36,22 @@ export function listingRoutes(deps: Deps) {
           "marketplace_a only. Stored on the link (`listing.end_date_days`); nothing is sent now. From the next marketplaces.sync on, a listed offer whose end date is unknown or less than `days` ahead gets a new end date `days` + 7 days ahead (to a whole UTC day), sent as create_asks with the prices listed now; the operations log shows each extension with its reason, and the server's events `marketplace.end_date_extended`. Vast also extends running contracts to a new end date. The same horizon is never extended twice: the end date gpuhq set counts until the platform is read again. Changing `days` starts afresh. marketplace_b has no listing end date → 422 not_supported_by_marketplace; no link → 404; no account connected → 409. Takes Idempotency-Key.",
       }),
     })
-    .delete(`${BASE}/rolling-end-date`, async ({ verb, params, set }) => (await clearRollingEndDate(target(verb, params)), deleted(set)), {
-      params: LinkParams,
-      response: responses({ 204: NoContent }, [401, 403, 404, 422]),
-      detail: describe(WRITE, {
-        tags,
-        summary: 'Stop keeping the offer end date ahead',
-        description: 'The end date on the platform stays as it is; the sync no longer extends it. No link → 404.',
-      }),
-    })
+    .delete(
+      `${BASE}/rolling-end-date`,
+      async ({ verb, params, set }) => {
+        await clearRollingEndDate(target(verb, params))
+        return deleted(set)
+      },
+      {
+        params: LinkParams,
+        response: responses({ 204: NoContent }, [401, 403, 404, 422]),
+        detail: describe(WRITE, {
+          tags,
+          summary: 'Stop keeping the offer end date ahead',
+          description: 'The end date on the platform stays as it is; the sync no longer extends it. No link → 404.',
+        }),
+      },
+    )
     .put(`${BASE}/idle-job`, ({ verb, params, body }) => setIdleJob({ ...target(verb, params), input: body }), {
       beforeHandle: idempotent(deps),
       params: LinkParams,
@@ -60,15 +67,22 @@ export function listingRoutes(deps: Deps) {
         },
       ),
     })
-    .delete(`${BASE}/idle-job`, async ({ verb, params, set }) => (await removeIdleJob(target(verb, params)), deleted(set)), {
-      beforeHandle: idempotent(deps),
-      params: LinkParams,
-      response: responses({ 204: NoContent }, [401, 403, 404, 409, 422, 503]),
-      detail: describe(WRITE, {
-        tags,
-        summary: 'Remove the idle job',
-        description:
-          "marketplace_a: `DELETE /machines/{id}/defjob/` (paced at Vast's 1.2 s threshold plus 10 %); allowed while the account is frozen. marketplace_b → 422 not_supported_by_marketplace. Takes Idempotency-Key.",
-      }),
-    })
+    .delete(
+      `${BASE}/idle-job`,
+      async ({ verb, params, set }) => {
+        await removeIdleJob(target(verb, params))
+        return deleted(set)
+      },
+      {
+        beforeHandle: idempotent(deps),
+        params: LinkParams,
+        response: responses({ 204: NoContent }, [401, 403, 404, 409, 422, 503]),
+        detail: describe(WRITE, {
+          tags,
+          summary: 'Remove the idle job',
+          description:
+            "marketplace_a: `DELETE /machines/{id}/defjob/` (paced at Vast's 1.2 s threshold plus 10 %); allowed while the account is frozen. marketplace_b → 422 not_supported_by_marketplace. Takes Idempotency-Key.",
+        }),
+      },
+    )
 }

@@ -49,7 +49,7 @@ export async function setRollingEndDate({ deps, actor, audit, serverId, marketpl
   onlyMarketplaceA(marketplace, 'end_date')
   const { link } = await writable(deps, actor, serverId, marketplace)
   return withTransaction(deps.db, async (tx) => {
-    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace) ?? link
+    const current = (await findLink(tx, actor.tenantId, link.serverId, marketplace)) ?? link
     // A new horizon starts afresh: what gpuhq extended to for the old one no longer stands in for the listing.
     const changed = current.endDateDays !== input.days
     const next: LinkRow = {
@@ -100,7 +100,7 @@ export async function setIdleJob({ deps, actor, audit, serverId, marketplace, in
   }
   await write(deps, actor, account, link, (key) => api.set(key, refOf(link), job))
   return withTransaction(deps.db, async (tx) => {
-    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace) ?? link
+    const current = (await findLink(tx, actor.tenantId, link.serverId, marketplace)) ?? link
     const idleJob = {
       image: job.image,
       args: job.args,

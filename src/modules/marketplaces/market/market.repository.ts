@@ -7,7 +7,8 @@ export type SnapshotRow = typeof marketSnapshots.$inferSelect
 
 export async function insertSnapshots(tx: DbOrTx, rows: SnapshotRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 200)
-    await tx.insert(marketSnapshots)
+    await tx
+      .insert(marketSnapshots)
       .values(rows.slice(i, i + 200))
       .run()
 }
@@ -15,11 +16,13 @@ export async function insertSnapshots(tx: DbOrTx, rows: SnapshotRow[]): Promise<
 /** The time of the latest snapshot of the marketplace at or before `atUs`; null when none. */
 export async function snapshotTimeAt(db: DbOrTx, marketplace: MarketplaceId, atUs: number): Promise<number | null> {
   return (
-    (await db
-      .select({ at: max(marketSnapshots.takenAt) })
-      .from(marketSnapshots)
-      .where(and(eq(marketSnapshots.marketplace, marketplace), lte(marketSnapshots.takenAt, atUs)))
-      .get())?.at ?? null
+    (
+      await db
+        .select({ at: max(marketSnapshots.takenAt) })
+        .from(marketSnapshots)
+        .where(and(eq(marketSnapshots.marketplace, marketplace), lte(marketSnapshots.takenAt, atUs)))
+        .get()
+    )?.at ?? null
   )
 }
 
@@ -50,7 +53,8 @@ export async function pruneSnapshots(tx: DbOrTx, beforeUs: number): Promise<numb
 
 /** Older snapshots keep their summary only: standing reads the latest prices, movement the summaries. */
 export async function dropPricesBefore(tx: DbOrTx, marketplace: MarketplaceId, beforeUs: number): Promise<void> {
-  await tx.update(marketSnapshots)
+  await tx
+    .update(marketSnapshots)
     .set({ prices: [] })
     .where(and(eq(marketSnapshots.marketplace, marketplace), lt(marketSnapshots.takenAt, beforeUs), sql`${marketSnapshots.prices} != '[]'`))
     .run()

@@ -240,17 +240,18 @@ export async function priceMovement(deps: Deps, query: { days?: number; marketpl
   const days = query.days ?? 7
   const since = deps.clock.nowUs() - days * DAY_US
   const { rows } = await latest(deps, { marketplace: query.marketplace, gpuModel: query.gpu_model })
-  const items = rows.map(async (to) => {
-    const from = await modelAt(deps.db, to.marketplace, to.gpuModel, since) ?? null
+  const items = []
+  for (const to of rows) {
+    const from = (await modelAt(deps.db, to.marketplace, to.gpuModel, since)) ?? null
     const change = from ? to.medianMicros - from.medianMicros : null
-    return {
+    items.push({
       marketplace: to.marketplace,
       gpu_model: to.gpuModel,
       from: from ? summaryView(from) : null,
       to: summaryView(to),
       median_change: change === null ? null : formatMoney(change),
       median_change_percent: change === null || from!.medianMicros === 0 ? null : Math.round((1000 * change) / from!.medianMicros) / 10,
-    }
-  })
+    })
+  }
   return { days, items }
 }

@@ -6,7 +6,7 @@ import type { Deps } from '../../../platform/context'
  * why, or null. Registered per Deps by the composition root (src/reactions.ts), since the modules
  * that hold a listing (drains) build on this one and this one cannot ask them.
  */
-type ListingHold = (db: DbOrTx, tenantId: string, serverId: string) => string | null
+type ListingHold = (db: DbOrTx, tenantId: string, serverId: string) => Promise<string | null>
 
 const holds = new WeakMap<Deps, Set<ListingHold>>()
 
@@ -17,9 +17,9 @@ export function registerListingHold(deps: Deps, hold: ListingHold): void {
 }
 
 /** Why the server's offers must stay off the market now, or null. */
-export function listingHoldOf(deps: Deps, tenantId: string, serverId: string): string | null {
+export async function listingHoldOf(deps: Deps, tenantId: string, serverId: string): Promise<string | null> {
   for (const hold of holds.get(deps) ?? []) {
-    const why = hold(deps.db, tenantId, serverId)
+    const why = await hold(deps.db, tenantId, serverId)
     if (why !== null) return why
   }
   return null

@@ -105,7 +105,7 @@ export async function publishOffer({
   const { link, account } = await writable(deps, actor, serverId, marketplace)
   // A drain keeps the offers off until its work is done: a price change, a suggestion accepted, a
   // bulk change or a listing profile must not put the server back on the market meanwhile.
-  const held = holder ? null : listingHoldOf(deps, actor.tenantId, link.serverId)
+  const held = holder ? null : await listingHoldOf(deps, actor.tenantId, link.serverId)
   if (held !== null) throw MarketplaceErrors.listingHeld(held)
   checkOffer(marketplace, input, deps.clock.nowUs())
   const offer = offerWriteOf(link, input)
@@ -114,7 +114,8 @@ export async function publishOffer({
     // The link as it is now (a sync may have refreshed it meanwhile); gone → answer what was sent.
     const current = await findLink(tx, actor.tenantId, link.serverId, marketplace)
     const next = applyOffer(deps, current ?? link, input, offer)
-    if (current) await updateLink(tx, next.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
+    if (current)
+      await updateLink(tx, next.id, { remote: next.remote, marketplaceB: next.marketplaceB, offer: next.offer, offerPublishedAt: next.offerPublishedAt })
     await markFleetDirty(tx, actor.tenantId) // the row's marketplace and price
     await recordAudit(tx, deps, audit, { operation: 'marketplaces.offer.publish', targetKind: 'server', targetId: link.serverId })
     await deps.events.emit('offer.published', { tx, tenantId: actor.tenantId, serverId: link.serverId, marketplace, summary: offerSummary(input) })
@@ -170,7 +171,7 @@ export async function announceMaintenance({ deps, actor, audit, serverId, market
   const window = { startsAtS: Math.floor(start / 1_000_000), hours: input.hours, category: input.category, reason: input.reason ?? null }
   await write(deps, actor, account, link, (key) => api.announce(key, refOf(link), window))
   return withTransaction(deps.db, async (tx) => {
-    const current = await findLink(tx, actor.tenantId, link.serverId, marketplace) ?? link
+    const current = (await findLink(tx, actor.tenantId, link.serverId, marketplace)) ?? link
     const remote = {
       ...current.remote,
       maintenance_announced: true,

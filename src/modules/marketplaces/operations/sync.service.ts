@@ -89,7 +89,7 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
   })
   const relist: string[] = []
   const ended = await withTransaction(deps.db, async (tx) => {
-    if (!await recordOutcome(tx, deps, account, asked.ok ? { ok: true, holdingUsd: asked.value.holdingUsd } : asked)) {
+    if (!(await recordOutcome(tx, deps, account, asked.ok ? { ok: true, holdingUsd: asked.value.holdingUsd } : asked))) {
       tally.skipped++
       return null
     }

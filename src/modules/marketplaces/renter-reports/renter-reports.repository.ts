@@ -6,7 +6,13 @@ import type { MarketplaceId } from '../adapters/marketplaces.adapter'
 export type RenterReportRow = typeof renterReports.$inferSelect
 
 /** Which of these report keys the tenant already keeps for the machine. */
-export async function knownReportKeys(db: DbOrTx, tenantId: string, marketplace: MarketplaceId, externalMachineId: string, keys: string[]): Promise<Set<string>> {
+export async function knownReportKeys(
+  db: DbOrTx,
+  tenantId: string,
+  marketplace: MarketplaceId,
+  externalMachineId: string,
+  keys: string[],
+): Promise<Set<string>> {
   if (!keys.length) return new Set()
   const rows = await db
     .select({ key: renterReports.reportKey })

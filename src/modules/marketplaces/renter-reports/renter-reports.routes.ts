@@ -7,10 +7,10 @@ import { RenterReportPage } from './renter-reports.model'
 import { listRenterReports } from './renter-reports.service'
 
 /** A server's renter reports (docs/marketplaces.md "Renter reports"); `visibleServerId` is fleet's check that the server is the caller's. */
-export function renterReportsRoutes(deps: Deps, visibleServerId: (deps: Deps, actor: Actor, id: string) => string) {
+export function renterReportsRoutes(deps: Deps, visibleServerId: (deps: Deps, actor: Actor, id: string) => Promise<string>) {
   return apiRoutes('renter-reports', deps).get(
     '/servers/:id/renter-reports',
-    ({ verb, params, query }) => listRenterReports({ ...verb, serverId: visibleServerId(deps, verb.actor, params.id), input: query }),
+    async ({ verb, params, query }) => listRenterReports({ ...verb, serverId: await visibleServerId(deps, verb.actor, params.id), input: query }),
     {
       params: t.Object({ id: t.String({ format: 'uuid' }) }),
       query: t.Object({ ...PageQuery }),
