@@ -26,6 +26,8 @@ export class AnswerCache {
       return kept
     }
     const value = build()
+    // The answer is built from what the caller already read (no await: a request's other reads would interleave).
+    if (value instanceof Promise) throw new Error('AnswerCache.json builds synchronously from rows already read')
     check(value)
     const text = JSON.stringify(value)
     if (text.length <= MAX_BYTES / 4) {

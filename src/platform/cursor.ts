@@ -62,6 +62,22 @@ export function toPage<Row, Item>(
  * for this list only (`scope` names the list: operation, tenant, filters), `limit + 1` rows fetched
  * after the position, the page and its next cursor.
  */
+/** paginate over rows already in memory (the fleet snapshot's): the same cursor rules, no await. */
+export function paginateInMemory<Row, Item, Position>(
+  key: Buffer,
+  list: {
+    scope: string
+    input: { cursor?: string; limit?: number }
+    fetch: (after: Position | undefined, take: number) => Row[]
+    position: (row: Row) => Position
+    view: (row: Row) => Item
+  },
+): Page<Item> {
+  const limit = list.input.limit ?? DEFAULT_PAGE_SIZE
+  const after = list.input.cursor ? decodeCursor<Position>(key, list.scope, list.input.cursor) : undefined
+  return toPage(list.fetch(after, limit + 1), limit, list.position, { key, scope: list.scope }, list.view)
+}
+
 export async function paginate<Row, Item, Position>(
   key: Buffer,
   list: {

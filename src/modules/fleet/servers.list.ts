@@ -2,7 +2,7 @@ import type { Static } from '@sinclair/typebox'
 import { mayAccessServer, type Actor } from '../../platform/access'
 import type { Deps } from '../../platform/context'
 import { formatMoney, parseMoney } from '../../platform/money'
-import { DEFAULT_PAGE_SIZE, paginate } from '../../platform/cursor'
+import { DEFAULT_PAGE_SIZE, paginateInMemory } from '../../platform/cursor'
 import type { FleetRow } from './fleet.row'
 import type { ServerListQuery } from './servers.model'
 import { envelope, readSnapshot, snapshotTag } from './snapshot.service'
@@ -38,9 +38,9 @@ export async function listServers({ deps, actor, input }: { deps: Deps; actor: A
   const snap = await readSnapshot(deps, actor.tenantId)
   const { cursor, limit = DEFAULT_PAGE_SIZE, ...filters } = input
   const etag = snapshotTag(snap, JSON.stringify({ filters, cursor, limit, allow: actor.serverAllowlist }))
-  const body = async () => {
+  const body = () => {
     const rows = filterRows(snap.rows, actor, filters)
-    const page = await paginate(deps.keys.cursor, {
+    const page = paginateInMemory(deps.keys.cursor, {
       scope: `servers:${actor.tenantId}:${JSON.stringify(filters)}`,
       input: { cursor, limit },
       fetch: (after: { name: string; id: string } | undefined, take) => {
