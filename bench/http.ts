@@ -8,7 +8,7 @@
  * instances on it, the load spread over both.
  */
 import { Database } from 'bun:sqlite'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { sql } from 'drizzle-orm'
@@ -27,6 +27,8 @@ const CPU_PROF = process.env.BENCH_CPU_PROF
 const ONLY = process.env.BENCH_ONLY
 const POSTGRES = process.env.BENCH_DATABASE === 'postgres'
 const INSTANCES = Math.max(1, Number(process.env.BENCH_INSTANCES ?? 1))
+/** The slow statement's length for the responsiveness row (BENCH_STALL_MS, 200). */
+const STALL_MS = Number(process.env.BENCH_STALL_MS ?? 200)
 
 if (process.argv[2] === 'bare') bareServer(Number(process.argv[3]), process.argv[4]!)
 else await main()
@@ -58,16 +60,38 @@ function bareServer(port: number, dbPath: string) {
   process.on('SIGTERM', () => process.exit(0))
 }
 
-type Result = { name: string; requests: number; errors: number; rps: number; p50: number; p99: number; cpuUs: number }
+type Result = { name: string; requests: number; errors: number; rps: number; p50: number; p99: number; cpuUs: number; dbCpuUs: number }
 /** `url` is a path on every instance of `bases` (requests take turns), or a full URL without them. */
 type Target = { label: string; url: string; bases?: string[]; init: (n: number) => RequestInit; expect: number; pids: () => number[] }
 
-/** CPU time (user + system) a process has used, in µs, from /proc (Linux clock ticks of 10 ms). */
+/** CPU time (user + system) a process has used, in µs, from /proc (Linux clock ticks of 10 ms); 0 once it is gone. */
 function cpuUsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    .replace(/^.*\) /, '')
-    .split(' ')
-  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * The PostgreSQL server's processes on this machine (every backend of the cluster the benchmark
+ * uses: run nothing else on PostgreSQL meanwhile), for the database's share of the CPU per request.
+ */
+function postgresPids(): number[] {
+  if (!POSTGRES) return []
+  const out: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') out.push(Number(entry))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out
 }
 
 async function main() {
@@ -154,6 +178,7 @@ async function main() {
       rows.push([name, mine, baselines.get(theirs)!])
     }
     printTable(rows)
+    if (!ONLY || 'GET /healthz while a 200 ms statement runs'.includes(ONLY)) await stallRow(bases)
   } finally {
     for (const c of children) c.kill('SIGTERM')
     await Promise.race([Promise.all(children.map((c) => c.exited)), Bun.sleep(5000)])
@@ -206,6 +231,49 @@ async function personalAccessToken(base: string, ticket: string): Promise<string
   return ((await created.json()) as { token: string }).token
 }
 
+/**
+ * The event loop's responsiveness: GET /healthz, one request at a time, while another request runs
+ * a statement of STALL_MS back to back (POST /_test/database/slow-statement: pg_sleep on
+ * PostgreSQL; a recursive count of that length on SQLite, which holds the event loop). Printed as
+ * its own table: the p50, p99 and longest wait of /healthz, and how many slow statements ran.
+ */
+async function stallRow(bases: string[]) {
+  const base = bases[0]!
+  let stop = false
+  let slow = 0
+  const slowLoop = (async () => {
+    while (!stop) {
+      const r = await fetch(`${base}/api/v1/_test/database/slow-statement`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ms: STALL_MS }),
+      })
+      await r.arrayBuffer()
+      if (r.status !== 200) throw new Error(`slow-statement answered ${r.status}`)
+      slow++
+    }
+  })()
+  const latencies: number[] = []
+  const end = performance.now() + SECONDS * 1000
+  await Bun.sleep(50) // the first slow statement is under way
+  while (performance.now() < end) {
+    const started = performance.now()
+    const r = await fetch(`${base}/healthz`)
+    await r.arrayBuffer()
+    latencies.push(performance.now() - started)
+  }
+  stop = true
+  await slowLoop
+  latencies.sort((a, b) => a - b)
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN
+  console.log('')
+  console.log(`| scenario | requests | p50 ms | p99 ms | max ms | ${STALL_MS} ms statements run |`)
+  console.log('|---|---:|---:|---:|---:|---:|')
+  console.log(
+    `| GET /healthz while a ${STALL_MS} ms statement runs | ${latencies.length} | ${pct(50).toFixed(2)} | ${pct(99).toFixed(2)} | ${latencies[latencies.length - 1]!.toFixed(2)} | ${slow} |`,
+  )
+}
+
 /** Closed loop: CONCURRENCY loops, each sending its next request when the previous answered. */
 async function load(target: Target): Promise<Result> {
   let n = 0
@@ -234,21 +302,25 @@ async function load(target: Target): Promise<Result> {
   }
   await drive(WARMUP_SECONDS, false)
   const cpu = () => target.pids().reduce((sum, pid) => sum + cpuUsOf(pid), 0)
+  const dbPids = target.label.startsWith('gpuhq') ? postgresPids() : []
+  const dbCpu = () => dbPids.reduce((sum, pid) => sum + cpuUsOf(pid), 0)
   const cpuBefore = cpu()
+  const dbBefore = dbCpu()
   const { latencies, errors, elapsed } = await drive(SECONDS, true)
   const cpuUs = (cpu() - cpuBefore) / Math.max(1, latencies.length)
+  const dbCpuUs = (dbCpu() - dbBefore) / Math.max(1, latencies.length)
   latencies.sort((a, b) => a - b)
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN
   process.stderr.write(`  measured ${target.label} ${target.url}\n`)
-  return { name: target.label, requests: latencies.length, errors, rps: latencies.length / elapsed, p50: pct(50), p99: pct(99), cpuUs }
+  return { name: target.label, requests: latencies.length, errors, rps: latencies.length / elapsed, p50: pct(50), p99: pct(99), cpuUs, dbCpuUs }
 }
 
 function printTable(rows: [string, Result, Result][]) {
-  const head = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'errors']
+  const head = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'database CPU µs/req', 'errors']
   const lines: string[][] = []
   for (const [name, ours, theirs] of rows) {
-    lines.push([name, ours.name, ours.rps.toFixed(0), ours.p50.toFixed(2), ours.p99.toFixed(2), ours.cpuUs.toFixed(0), String(ours.errors)])
-    lines.push(['', theirs.name, theirs.rps.toFixed(0), theirs.p50.toFixed(2), theirs.p99.toFixed(2), theirs.cpuUs.toFixed(0), String(theirs.errors)])
+    lines.push([name, ours.name, ours.rps.toFixed(0), ours.p50.toFixed(2), ours.p99.toFixed(2), ours.cpuUs.toFixed(0), ours.dbCpuUs.toFixed(0), String(ours.errors)])
+    lines.push(['', theirs.name, theirs.rps.toFixed(0), theirs.p50.toFixed(2), theirs.p99.toFixed(2), theirs.cpuUs.toFixed(0), '—', String(theirs.errors)])
     lines.push([
       '',
       'gpuhq / bare',
@@ -256,6 +328,7 @@ function printTable(rows: [string, Result, Result][]) {
       `${(ours.p50 / theirs.p50).toFixed(2)}×`,
       `${(ours.p99 / theirs.p99).toFixed(2)}×`,
       `${(ours.cpuUs / theirs.cpuUs).toFixed(2)}×`,
+      '',
       '',
     ])
   }

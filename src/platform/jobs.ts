@@ -77,20 +77,6 @@ export class TenantWalk {
     }
   }
 
-  /** `run` for a synchronous part (a job that never awaits between tenants). */
-  runSync<T>(tenantId: string, part: () => T, scope?: string): T | undefined {
-    const key = this.#keyOf(tenantId, scope)
-    if (this.#waiting(key)) return undefined
-    try {
-      const result = part()
-      this.backoff.delete(key)
-      return result
-    } catch (e) {
-      this.#failed(key, tenantId, scope, e)
-      return undefined
-    }
-  }
-
   /**
    * Whether the tenant's part (`scope`) is waiting out a backoff, without counting it as deferred:
    * for a job that checks before it runs a batch optimistically (the caller adds to `deferred`).

@@ -146,3 +146,35 @@ describe.skipIf(!onPostgres)('on PostgreSQL, a pool', () => {
     await slow
   })
 })
+
+describe.skipIf(!onPostgres)('on PostgreSQL, a slow statement in one request', () => {
+  test('leaves the process answering the others: /healthz and reads of the database answer while it runs', async () => {
+    const { startTestApp } = await import('../support/app')
+    const app = await startTestApp({ LOG_LEVEL: 'silent' })
+    try {
+      let slowDone = false
+      const slow = app.fetch('/api/v1/_test/database/slow-statement', { method: 'POST', json: { ms: 4000 } }).then((r) => {
+        slowDone = true
+        return r
+      })
+      // Once the statement runs on the server (seen from another connection of the pool):
+      for (;;) {
+        const [running] = await app.deps.db.all<{ n: number }>(
+          sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND state = 'active'`,
+        )
+        if (running!.n > 0) break
+        await Bun.sleep(5)
+      }
+      for (let i = 0; i < 10; i++) {
+        expect((await app.fetch('/healthz')).status).toBe(200)
+        expect((await app.fetch('/readyz')).status).toBe(200) // reads the database
+      }
+      expect(slowDone).toBe(false)
+      const answer = await slow
+      expect(answer.status).toBe(200)
+      expect(((await answer.json()) as { database: string }).database).toBe('postgres')
+    } finally {
+      await app.close()
+    }
+  })
+})

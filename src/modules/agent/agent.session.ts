@@ -22,6 +22,12 @@ export type AgentSocketData = {
   requestId: string
   /** The server's frame token bucket and strikes, on the service clock: shared by its sessions (agent.ws.ts). */
   limit: { tokens: number; at: number; strikes: number; struckAt: number }
+  /**
+   * The session's open, frames and close, handled one after the other in arrival order
+   * (agent.ws.ts): each awaits the database, and a frame must never be handled before the one
+   * before it (a hello before the session is open, a report before its command's acceptance).
+   */
+  turn?: Promise<void>
 }
 export type Refusal = { code: string; message: string }
 

@@ -133,61 +133,77 @@ function strike(limit: AgentSocketData['limit'], now: number): number {
 }
 
 export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
+  /** Runs `fn` after everything the session received before it (see AgentSocketData.turn). */
+  const inOrder = (ws: Socket, fn: () => Promise<unknown> | unknown): Promise<void> => {
+    const next = (ws.data.turn ?? Promise.resolve()).then(fn).then(
+      () => {},
+      (error) => deps.log.error('agent session step failed', { server_id: ws.data.serverId, error }),
+    )
+    ws.data.turn = next
+    return next
+  }
   return {
     maxPayloadLength: MAX_PAYLOAD_BYTES,
     // Seconds without a byte from the agent (4 heartbeats at the default 15 s): Bun then pings, and
     // closes a session that does not answer within as long again — a dead peer, not a quiet one.
     idleTimeout: deps.config.agentIdleTimeoutSeconds,
     sendPings: true,
-    async open(ws) {
-      if (!(await openSession(deps, ws.data, ws))) ws.close(4404, 'server not found')
+    open(ws) {
+      return inOrder(ws, async () => {
+        if (!(await openSession(deps, ws.data, ws))) ws.close(4404, 'server not found')
+      })
     },
-    async message(ws, raw) {
+    message(ws, raw) {
       const now = deps.clock.nowUs()
+      // The frame budget is taken on arrival; the frame is handled after those before it.
       if (!takeFrame(ws.data.limit, now)) {
         sendError(ws, 'rate_limited', `more than ${FRAMES_PER_SECOND} frames a second (bursts of ${FRAME_BURST}); the frame was dropped`)
         if (strike(ws.data.limit, now) > STRIKES_BEFORE_CLOSE) ws.close(4429, 'frame rate exceeded')
         return
       }
-      const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
-      if (size > MAX_FRAME_BYTES) return sendError(ws, 'frame_too_large', `frames are limited to ${MAX_FRAME_BYTES} bytes`)
-      let frame: unknown
-      const text = typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8')
-      try {
-        frame = JSON.parse(text)
-      } catch {
-        return sendError(ws, 'invalid_json', 'a frame must be one JSON object')
-      }
-      // What the agent reports is kept: U+0000 and lone surrogates, which PostgreSQL cannot store, become U+FFFD.
-      if (jsonTextMayHoldUnstorable(text)) replaceUnstorable(frame)
-      if (!checkAnyFrame.Check(frame)) return sendError(ws, 'validation_failed', 'a frame must be a JSON object with a string type')
-      const type = frame.type
-      try {
-        if (type.startsWith('command.')) return refuse(ws, await sessionCommandReport(deps, ws.data, frame))
-        switch (type) {
-          case 'hello':
-            if (!checkAgentFrame.hello.Check(frame)) return invalid(ws, type, checkAgentFrame.hello.Errors(frame))
-            return helloed(ws, await sessionHello(deps, ws.data, frame, (f) => send(ws, f)))
-          case 'heartbeat':
-            if (!checkAgentFrame.heartbeat.Check(frame)) return invalid(ws, type, checkAgentFrame.heartbeat.Errors(frame))
-            return sessionHeartbeat(deps, ws.data)
-          case 'telemetry':
-            if (!checkAgentFrame.telemetry.Check(frame)) return invalid(ws, type, checkAgentFrame.telemetry.Errors(frame))
-            return refuse(ws, await sessionTelemetry(deps, ws.data, frame))
-          case 'event':
-            if (!checkAgentFrame.event.Check(frame)) return invalid(ws, type, checkAgentFrame.event.Errors(frame))
-            return sessionEvent(deps, ws.data, frame)
-          default:
-            return sendError(ws, 'unknown_type', `unknown frame type ${type.slice(0, 64)}`)
-        }
-      } catch (e) {
-        deps.log.error('agent frame failed', { server_id: ws.data.serverId, type, error: e })
-        sendError(ws, 'internal_error', 'the service could not process this frame; it was dropped')
-      }
+      return inOrder(ws, () => handleFrame(ws, raw))
     },
-    async close(ws, code, reason) {
-      await closeSession(deps, ws.data, ws, `session closed (${code}${reason ? ` ${reason}` : ''})`)
+    close(ws, code, reason) {
+      return inOrder(ws, () => closeSession(deps, ws.data, ws, `session closed (${code}${reason ? ` ${reason}` : ''})`))
     },
+  }
+
+  async function handleFrame(ws: Socket, raw: string | Buffer): Promise<void> {
+    const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
+    if (size > MAX_FRAME_BYTES) return sendError(ws, 'frame_too_large', `frames are limited to ${MAX_FRAME_BYTES} bytes`)
+    let frame: unknown
+    const text = typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8')
+    try {
+      frame = JSON.parse(text)
+    } catch {
+      return sendError(ws, 'invalid_json', 'a frame must be one JSON object')
+    }
+    // What the agent reports is kept: U+0000 and lone surrogates, which PostgreSQL cannot store, become U+FFFD.
+    if (jsonTextMayHoldUnstorable(text)) replaceUnstorable(frame)
+    if (!checkAnyFrame.Check(frame)) return sendError(ws, 'validation_failed', 'a frame must be a JSON object with a string type')
+    const type = frame.type
+    try {
+      if (type.startsWith('command.')) return refuse(ws, await sessionCommandReport(deps, ws.data, frame))
+      switch (type) {
+        case 'hello':
+          if (!checkAgentFrame.hello.Check(frame)) return invalid(ws, type, checkAgentFrame.hello.Errors(frame))
+          return helloed(ws, await sessionHello(deps, ws.data, frame, (f) => send(ws, f)))
+        case 'heartbeat':
+          if (!checkAgentFrame.heartbeat.Check(frame)) return invalid(ws, type, checkAgentFrame.heartbeat.Errors(frame))
+          return sessionHeartbeat(deps, ws.data)
+        case 'telemetry':
+          if (!checkAgentFrame.telemetry.Check(frame)) return invalid(ws, type, checkAgentFrame.telemetry.Errors(frame))
+          return refuse(ws, await sessionTelemetry(deps, ws.data, frame))
+        case 'event':
+          if (!checkAgentFrame.event.Check(frame)) return invalid(ws, type, checkAgentFrame.event.Errors(frame))
+          return sessionEvent(deps, ws.data, frame)
+        default:
+          return sendError(ws, 'unknown_type', `unknown frame type ${type.slice(0, 64)}`)
+      }
+    } catch (e) {
+      deps.log.error('agent frame failed', { server_id: ws.data.serverId, type, error: e })
+      sendError(ws, 'internal_error', 'the service could not process this frame; it was dropped')
+    }
   }
 }
 

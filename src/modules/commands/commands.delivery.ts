@@ -65,7 +65,7 @@ export async function announceDeliverable(deps: Deps, serverId: string): Promise
 /**
  * Sends every command of the server that may go now over its live session in this process. The
  * commands are marked sent in one transaction and their frames go out after it commits, never
- * from inside it: on PostgreSQL a transaction that lost a conflict runs again (db/pg/database.ts),
+ * from inside it: on PostgreSQL a transaction that lost a conflict runs again (db/pg/pool.ts),
  * and a frame sent by an attempt that rolled back would reach the agent twice. Nothing runs
  * between the liveness check and the send (both are synchronous), so the session is still there;
  * should a send still find none, the commands go back to the queue as after any lost session.

@@ -162,7 +162,7 @@ class FleetRuntime {
     const { deps } = this
     await withTransaction(deps.db, async (tx) => {
       // On PostgreSQL a transaction that lost a serialization conflict runs again from the start
-      // (db/pg/database.ts): what an attempt that rolled back collected is dropped first.
+      // (db/pg/pool.ts): what an attempt that rolled back collected is dropped first.
       cameOnline.length = 0
       fresh.clear()
       await this.#writeSteps(tx, steps, beats, cameOnline)

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { withTransaction, type DbOrTx } from '../../../db/client'
+import { afterCommit, withTransaction, type DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
 import { formatTimestamp } from '../../platform/time'
@@ -99,15 +99,18 @@ export async function readSnapshot(deps: Deps, tenantId: string): Promise<Snapsh
   const running = refreshing(deps)
   if (stale && !running.has(tenantId)) {
     running.add(tenantId)
-    setTimeout(async () => {
-      try {
-        await refreshSnapshot(deps, tenantId)
-      } catch (e) {
-        deps.log.error('fleet snapshot refresh failed', { tenant_id: tenantId, error: e })
-      } finally {
-        running.delete(tenantId)
-      }
-    }, 0)
+    // Outside any transaction the reader may be in (a timer set inside one would run inside it).
+    afterCommit(deps.db, () => {
+      setTimeout(async () => {
+        try {
+          await refreshSnapshot(deps, tenantId)
+        } catch (e) {
+          deps.log.error('fleet snapshot refresh failed', { tenant_id: tenantId, error: e })
+        } finally {
+          running.delete(tenantId)
+        }
+      }, 0)
+    })
   }
   return {
     generatedAt: row.generatedAt,
@@ -128,7 +131,7 @@ export async function refreshAllSnapshots(deps: Deps, tenants: TenantWalk = new 
   const all = (await snapshotTenants(deps.db)).sort()
   let refreshed = 0
   for (const t of all) {
-    if (tenants.runSync(t, () => refreshSnapshot(deps, t)) !== undefined) refreshed++
+    if ((await tenants.run(t, () => refreshSnapshot(deps, t))) !== undefined) refreshed++
     await new Promise<void>((resolve) => setImmediate(resolve))
   }
   return `refreshed ${refreshed} fleet snapshots`

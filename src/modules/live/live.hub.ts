@@ -1,3 +1,4 @@
+import { afterCommit } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { lastIssuedId, newestByTenant } from './live.repository'
 import type { EndReason, LiveStream } from './live.stream'
@@ -42,20 +43,22 @@ class LiveHub {
   }
 
   /**
-   * An event of the tenant is being written: its streams are fed once the running transaction is
-   * over (a microtask runs after the synchronous transaction committed or rolled back; after a
-   * rollback they simply find nothing new).
+   * An event of the tenant is being written: its streams are fed once the running transaction has
+   * committed (afterCommit: never inside it, never before its commit; after a rollback the wake is
+   * dropped and the next poll finds nothing new anyway).
    */
   wakeSoon(tenantId: string): void {
     if (!this.#streams.has(tenantId)) return
-    this.#woken.add(tenantId)
-    if (this.#wakeQueued) return
-    this.#wakeQueued = true
-    queueMicrotask(() => {
-      this.#wakeQueued = false
-      const tenants = [...this.#woken]
-      this.#woken.clear()
-      for (const t of tenants) this.#wake(t)
+    afterCommit(this.deps.db, () => {
+      this.#woken.add(tenantId)
+      if (this.#wakeQueued) return
+      this.#wakeQueued = true
+      queueMicrotask(() => {
+        this.#wakeQueued = false
+        const tenants = [...this.#woken]
+        this.#woken.clear()
+        for (const t of tenants) this.#wake(t)
+      })
     })
   }
 

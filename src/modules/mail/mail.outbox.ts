@@ -1,4 +1,4 @@
-import { withTransaction, type DbOrTx } from '../../../db/client'
+import { afterCommit, withTransaction, type DbOrTx } from '../../../db/client'
 import type { Durability } from '../../../db/durability'
 import type { Clock } from '../../platform/clock'
 import type { Logger } from '../../platform/logger'
@@ -75,7 +75,11 @@ export class MailDispatcher {
       this.#again = true
       return
     }
-    setTimeout(() => void this.dispatchDue().catch((e) => this.ctx.log.error('mail dispatch failed', { error: e })), 0)
+    // After the commit of the transaction the caller may be in (its queued mail is then there to
+    // send), and outside it: a timer set inside would inherit the transaction's context.
+    afterCommit(this.ctx.db, () => {
+      setTimeout(() => void this.dispatchDue().catch((e) => this.ctx.log.error('mail dispatch failed', { error: e })), 0)
+    })
   }
 
   async dispatchDue(): Promise<number> {

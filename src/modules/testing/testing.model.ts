@@ -30,3 +30,6 @@ export const RateLimitBody = Type.Object(
   { additionalProperties: false },
 )
 export const RateLimitReply = Type.Object({ remaining: Type.Integer() })
+
+export const SlowStatementBody = Type.Object({ ms: Type.Integer({ minimum: 1, maximum: 5000 }) }, { additionalProperties: false })
+export const SlowStatementReply = Type.Object({ ms: Type.Integer(), database: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')]) })

@@ -7,8 +7,8 @@ import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
 import { requestState } from '../../platform/http'
 import { idempotent } from '../../platform/idempotency'
 import { responses } from '../../platform/schemas'
-import { ClockBody, ClockReply, JobRunReply, Probe, ProbeBody, RateLimitBody, RateLimitReply } from './testing.model'
-import { createProbe, getProbe, moveClock, probeView, runJobNow, takeFromBucket, updateProbe } from './testing.service'
+import { ClockBody, ClockReply, JobRunReply, Probe, ProbeBody, RateLimitBody, RateLimitReply, SlowStatementBody, SlowStatementReply } from './testing.model'
+import { createProbe, getProbe, moveClock, probeView, runJobNow, runSlowStatement, takeFromBucket, updateProbe } from './testing.service'
 
 const tags = ['test clock']
 const IdParams = t.Object({ id: t.String({ format: 'uuid' }) })
@@ -85,5 +85,18 @@ export function testingRoutes(deps: Deps, runner: JobRunner) {
       body: RateLimitBody,
       response: responses({ 200: RateLimitReply }, [413, 415, 422, 429]),
       detail: describe({ public: true }, { tags, summary: 'Take one request from a shared rate-limit bucket' }),
+    })
+    .post('/database/slow-statement', ({ body }) => runSlowStatement({ deps, input: body }), {
+      body: SlowStatementBody,
+      response: responses({ 200: SlowStatementReply }, [413, 415, 422]),
+      detail: describe(
+        { public: true },
+        {
+          tags,
+          summary: 'Run one statement that takes about `ms` milliseconds',
+          description:
+            "For the benchmark of the event loop's responsiveness (bench/scale-out.ts) and its test: on PostgreSQL `SELECT pg_sleep(…)` on one of the pool's connections; on SQLite a recursive count sized to take about as long, which holds the one connection (and, bun:sqlite being synchronous, the event loop) while it runs.",
+        },
+      ),
     })
 }

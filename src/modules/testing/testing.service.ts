@@ -1,5 +1,5 @@
 import type { Static } from '@sinclair/typebox'
-import { withTransaction, type DbOrTx } from '../../../db/client'
+import { isPostgres, withTransaction, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { assertIfMatch, etagOf } from '../../platform/etag'
 import type { JobRunner } from '../../platform/jobs'
@@ -7,7 +7,7 @@ import { consumeRateLimit } from '../../platform/rate-limit'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { TestingErrors } from './testing.errors'
 import type { ClockBody, ProbeBody, RateLimitBody } from './testing.model'
-import { findProbe, findSetting, insertProbe, saveSetting, updateProbeRow, type ProbeRow } from './testing.repository'
+import { countTo, findProbe, findSetting, insertProbe, saveSetting, sleepOnServer, updateProbeRow, type ProbeRow } from './testing.repository'
 
 /**
  * Test-only verbs (TEST_CLOCK=true, never in production): moving the clock, running a job now,
@@ -109,4 +109,27 @@ export async function updateProbe({
     await updateProbeRow(tx, id, { value: next.value, version: next.version })
     return next
   })
+}
+
+/** Iterations of the recursive count SQLite does per millisecond, measured once per process. */
+let sqliteRowsPerMs: number | null = null
+
+/**
+ * POST /_test/database/slow-statement: one statement of about `ms` milliseconds, as a slow report or
+ * a lock wait would be (bench/scale-out.ts measures /healthz while it runs).
+ */
+export async function runSlowStatement({ deps, input }: { deps: Deps; input: { ms: number } }): Promise<{ ms: number; database: 'sqlite' | 'postgres' }> {
+  const started = performance.now()
+  if (isPostgres(deps.db)) {
+    await sleepOnServer(deps.db, input.ms / 1000)
+    return { ms: Math.round(performance.now() - started), database: 'postgres' }
+  }
+  const count = (n: number) => countTo(deps.db, n)
+  if (sqliteRowsPerMs === null) {
+    const t = performance.now()
+    await count(200_000)
+    sqliteRowsPerMs = 200_000 / Math.max(0.1, performance.now() - t)
+  }
+  await count(Math.max(1, Math.round(sqliteRowsPerMs * input.ms)))
+  return { ms: Math.round(performance.now() - started), database: 'sqlite' }
 }
