@@ -319,7 +319,16 @@ function printTable(rows: [string, Result, Result][]) {
   const head = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'database CPU µs/req', 'errors']
   const lines: string[][] = []
   for (const [name, ours, theirs] of rows) {
-    lines.push([name, ours.name, ours.rps.toFixed(0), ours.p50.toFixed(2), ours.p99.toFixed(2), ours.cpuUs.toFixed(0), ours.dbCpuUs.toFixed(0), String(ours.errors)])
+    lines.push([
+      name,
+      ours.name,
+      ours.rps.toFixed(0),
+      ours.p50.toFixed(2),
+      ours.p99.toFixed(2),
+      ours.cpuUs.toFixed(0),
+      ours.dbCpuUs.toFixed(0),
+      String(ours.errors),
+    ])
     lines.push(['', theirs.name, theirs.rps.toFixed(0), theirs.p50.toFixed(2), theirs.p99.toFixed(2), theirs.cpuUs.toFixed(0), '—', String(theirs.errors)])
     lines.push([
       '',

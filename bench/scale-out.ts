@@ -70,7 +70,8 @@ function httpFigures(text: string): Map<string, string> {
     }
     const [name, server, rps, p50, , cpu, dbCpu] = c
     if (name) scenario = name
-    if (server?.startsWith('gpuhq') && server !== 'gpuhq / bare') mine = `${rps} req/s, p50 ${p50} ms, CPU ${cpu}${dbCpu && dbCpu !== '0' ? ` + ${dbCpu} db` : ''} µs/req`
+    if (server?.startsWith('gpuhq') && server !== 'gpuhq / bare')
+      mine = `${rps} req/s, p50 ${p50} ms, CPU ${cpu}${dbCpu && dbCpu !== '0' ? ` + ${dbCpu} db` : ''} µs/req`
     if (server === 'gpuhq / bare' && scenario) out.set(scenario, `${mine} (${rps} of bare)`)
   }
   return out

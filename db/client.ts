@@ -40,7 +40,7 @@ function isPostgresUrl(url: string): boolean {
 /** How long one statement may run on PostgreSQL before the server cancels it. */
 const PG_STATEMENT_TIMEOUT_MS = 30_000
 /** Connections per process on PostgreSQL unless DB_POOL_SIZE says otherwise (docs/scale-out.md "Pool"). */
-export const DEFAULT_PG_POOL_SIZE = 10
+const DEFAULT_PG_POOL_SIZE = 10
 
 /**
  * Opens PostgreSQL: a pool of `poolSize` connections (db/pg/pool.ts) under Drizzle's SQLite query

@@ -277,7 +277,7 @@ export class PostgresError extends Error {
 }
 
 /** Bun's error as a PostgresError with SQLite's words for what the service and its operators know from SQLite. */
-export function asPostgresError(e: unknown): unknown {
+function asPostgresError(e: unknown): unknown {
   if (e instanceof PostgresError) return e
   if (!(e instanceof Error)) return e
   const err = e as { message: string; errno?: string; code?: string; constraint?: string; detail?: string; table?: string; column?: string }
