@@ -31,7 +31,7 @@ type PgTxState = TxState & { conn: Reserved }
  * microseconds and micro-USD, well inside 2^53), booleans as 1 and 0, bytea as bytes.
  */
 export class PgExecutor implements Executor {
-  readonly pool: Pool
+  #pool: Pool
   readonly store = new AsyncLocalStorage<PgTxState>()
   #lockTimeoutMs: number
   #closed = false
@@ -45,7 +45,16 @@ export class PgExecutor implements Executor {
     readonly settings: PgSettings,
   ) {
     this.#lockTimeoutMs = settings.lockTimeoutMs
-    this.pool = new Bun.SQL(url, {
+    this.#pool = this.#newPool()
+  }
+
+  get pool(): Pool {
+    return this.#pool
+  }
+
+  #newPool(): Pool {
+    const { url, settings } = this
+    return new Bun.SQL(url, {
       max: settings.poolSize,
       bigint: true,
       idleTimeout: 0,
@@ -54,16 +63,26 @@ export class PgExecutor implements Executor {
       // (db/migrations-pg/0001).
       connection: {
         search_path: 'public, gpuhq_compat, pg_catalog',
-        lock_timeout: `${settings.lockTimeoutMs}`,
+        lock_timeout: `${this.#lockTimeoutMs}`,
         statement_timeout: `${settings.statementTimeoutMs}`,
         idle_in_transaction_session_timeout: `${settings.statementTimeoutMs * 2}`,
       },
     })
   }
 
-  /** The wait for a row lock held elsewhere; transactions set it for themselves (SET LOCAL). */
+  /**
+   * The wait for a row lock held elsewhere (SQLite's busy timeout). Transactions set it for
+   * themselves (SET LOCAL); statements outside one get it from their connection, so a change makes
+   * a new pool (at start-up: migrations wait like an operator tool, requests briefly) and lets the
+   * old one close once its statements are done.
+   */
   setLockTimeout(ms: number): void {
-    this.#lockTimeoutMs = Math.max(1, Math.trunc(ms))
+    const next = Math.max(1, Math.trunc(ms))
+    if (next === this.#lockTimeoutMs) return
+    this.#lockTimeoutMs = next
+    const old = this.#pool
+    this.#pool = this.#newPool()
+    void old.close({ timeout: 5 }).catch(() => {})
   }
 
   /** The transaction the caller is in, or null. */

@@ -4,7 +4,16 @@ import type { Deps } from '../../platform/context'
 import { stripUnsafeText } from '../../platform/text'
 import { parseTimestamp } from '../../platform/time'
 import { applyCommandFrame, offerAgentUpdate, sessionLost, sessionReady } from '../commands'
-import { agentSessions, fleetRuntime, recordRentalSighting, recordServerEvent, serverOfTenant, type LiveSession, type Sample } from '../fleet'
+import {
+  agentSessions,
+  fleetRuntime,
+  recordRentalSighting,
+  recordServerEvent,
+  serverByAgentToken,
+  serverOfTenant,
+  type LiveSession,
+  type Sample,
+} from '../fleet'
 import { inMetricRange, MAX_METRIC_NAMES_PER_SERVER, metricNames, metricRange } from '../telemetry'
 import { servedAgentVersion } from './agent.files'
 import type { OutgoingFrame } from './agent.model'
@@ -20,6 +29,8 @@ export type AgentSocketData = {
   tenantId: string
   online: boolean
   requestId: string
+  /** The hash of the credential the upgrade was let through with: the session's open checks it again (openSession). */
+  tokenHash: string
   /** The server's frame token bucket and strikes, on the service clock: shared by its sessions (agent.ws.ts). */
   limit: { tokens: number; at: number; strikes: number; struckAt: number }
   /**
@@ -34,12 +45,29 @@ export type Refusal = { code: string; message: string }
 /** How far ahead of the service's clock a sample's time may be (agent clock drift). */
 const MAX_CLOCK_AHEAD_US = 10 * 60 * 1_000_000
 
-/** The session becomes the server's live one (an older one is closed); false when the server is gone. */
-export async function openSession(deps: Deps, s: AgentSocketData, session: LiveSession): Promise<boolean> {
+/** Why a session must close at once: its close code and reason. */
+export type SessionRefusal = { code: number; reason: string }
+
+/**
+ * The session becomes the server's live one (an older one is closed); answers why it must close
+ * instead (the server is gone, or its credential stopped working), or null. The credential was
+ * checked before the upgrade, with a database read between that check and this open: a
+ * re-enrolment (4401) or a decommissioning (4410) that committed meanwhile closed the live session
+ * it found, not this one, so the credential is checked again here, before this session replaces
+ * any (a session on a stale credential never closes the new agent's with 4409).
+ */
+export async function openSession(deps: Deps, s: AgentSocketData, session: LiveSession): Promise<SessionRefusal | null> {
+  if ((await serverByAgentToken(deps.db, s.tokenHash))?.id !== s.serverId) {
+    const server = await serverOfTenant(deps.db, s.tenantId, s.serverId)
+    if (!server) return { code: 4404, reason: 'server not found' }
+    if (server.decommissionedAt !== null) return { code: 4410, reason: 'server decommissioned' }
+    return { code: 4401, reason: 'agent credential replaced' }
+  }
+  // Registered as soon as the read answers: a revocation that commits after it closes this session itself.
   agentSessions(deps).open(s.serverId, session)?.close(4409, 'replaced by a newer session')
   // Whatever the database says, this session has not sent a heartbeat yet.
   s.online = false
-  return (await serverOfTenant(deps.db, s.tenantId, s.serverId)) !== undefined
+  return null
 }
 
 /**

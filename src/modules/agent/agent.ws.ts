@@ -2,6 +2,7 @@ import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { checkAgentFrame, checkAnyFrame, firstFrameError, MAX_FRAME_BYTES } from '#protocol'
 import { perDeps, type Deps } from '../../platform/context'
 import { problemResponse } from '../../platform/http'
+import { hashSecret } from '../../platform/secrets'
 import { ProblemError } from '../../platform/problem'
 import { jsonTextMayHoldUnstorable, replaceUnstorable } from '../../platform/storable'
 import type { OutgoingFrame } from './agent.model'
@@ -80,9 +81,9 @@ const frameBudgets = perDeps(() => new FrameBudgets())
 
 /** Authenticates the upgrade request; answers 401 (a problem document) before any upgrade. */
 export async function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSocketData>, requestId: string): Promise<Response | undefined> {
-  const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(request.headers.get('authorization')?.trim() ?? '')
-  const actor = m ? await resolveAgent(deps, m[1]!) : null
-  if (!actor)
+  const token = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(request.headers.get('authorization')?.trim() ?? '')?.[1]
+  const actor = token ? await resolveAgent(deps, token) : null
+  if (!token || !actor)
     return problemResponse(
       new ProblemError('unauthorized', { detail: 'missing or invalid agent credential', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } }),
       deps.config.publicUrl,
@@ -91,7 +92,7 @@ export async function upgradeAgent(deps: Deps, request: Request, srv: Server<Age
     )
   const limit = frameBudgets(deps).of(actor.tokenId!, deps.clock.nowUs())
   const ok = srv.upgrade(request, {
-    data: { serverId: actor.tokenId!, tenantId: actor.tenantId, online: false, requestId, limit },
+    data: { serverId: actor.tokenId!, tenantId: actor.tenantId, online: false, requestId, tokenHash: hashSecret(token), limit },
     headers: { 'x-request-id': requestId },
   })
   if (!ok)
@@ -150,16 +151,20 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
     sendPings: true,
     open(ws) {
       return inOrder(ws, async () => {
-        if (!(await openSession(deps, ws.data, ws))) ws.close(4404, 'server not found')
+        const refused = await openSession(deps, ws.data, ws)
+        if (refused) ws.close(refused.code, refused.reason)
       })
     },
     message(ws, raw) {
       const now = deps.clock.nowUs()
       // The frame budget is taken on arrival; the frame is handled after those before it.
       if (!takeFrame(ws.data.limit, now)) {
-        sendError(ws, 'rate_limited', `more than ${FRAMES_PER_SECOND} frames a second (bursts of ${FRAME_BURST}); the frame was dropped`)
-        if (strike(ws.data.limit, now) > STRIKES_BEFORE_CLOSE) ws.close(4429, 'frame rate exceeded')
-        return
+        const strikes = strike(ws.data.limit, now)
+        // Answered in turn, after the frames before it: a close never cuts off their answers.
+        return inOrder(ws, () => {
+          sendError(ws, 'rate_limited', `more than ${FRAMES_PER_SECOND} frames a second (bursts of ${FRAME_BURST}); the frame was dropped`)
+          if (strikes > STRIKES_BEFORE_CLOSE) ws.close(4429, 'frame rate exceeded')
+        })
       }
       return inOrder(ws, () => handleFrame(ws, raw))
     },
@@ -169,6 +174,9 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
   }
 
   async function handleFrame(ws: Socket, raw: string | Buffer): Promise<void> {
+    // A frame that waited its turn behind a close (the service's, or the agent's) is not handled:
+    // its answer could not reach the agent.
+    if (ws.readyState !== 1) return
     const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
     if (size > MAX_FRAME_BYTES) return sendError(ws, 'frame_too_large', `frames are limited to ${MAX_FRAME_BYTES} bytes`)
     let frame: unknown

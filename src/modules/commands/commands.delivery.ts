@@ -66,9 +66,11 @@ export async function announceDeliverable(deps: Deps, serverId: string): Promise
  * Sends every command of the server that may go now over its live session in this process. The
  * commands are marked sent in one transaction and their frames go out after it commits, never
  * from inside it: on PostgreSQL a transaction that lost a conflict runs again (db/pg/pool.ts),
- * and a frame sent by an attempt that rolled back would reach the agent twice. Nothing runs
- * between the liveness check and the send (both are synchronous), so the session is still there;
- * should a send still find none, the commands go back to the queue as after any lost session.
+ * and a frame sent by an attempt that rolled back would reach the agent twice. The transaction
+ * awaits the database, so the session may change meanwhile: the frames go to whichever session is
+ * the server's live one after the commit (a new session's hello sends what was left unaccepted
+ * again, and the agent accepts a command id it already has once: docs/agent.md "Commands");
+ * should the send find none, the commands go back to the queue as after any lost session.
  */
 export async function dispatchServer(deps: Deps, serverId: string): Promise<number> {
   if (!(await hasUndelivered(deps.db, serverId))) return 0 // nothing waits: no transaction

@@ -54,6 +54,12 @@ class FleetRuntime {
   readonly #demoted = new Set<string>()
   #timer: ReturnType<typeof setTimeout> | null = null
   #presenceTimer: ReturnType<typeof setTimeout> | null = null
+  /**
+   * The flush under way (and those queued behind it), or null. Flushes run one at a time, in the
+   * order they were asked for: each takes what waits when its turn comes, so steps are written in
+   * the order they happened, and what a failed flush puts back goes before anything taken later.
+   */
+  #flushing: Promise<void> | null = null
 
   constructor(private readonly deps: Deps) {}
 
@@ -98,10 +104,11 @@ class FleetRuntime {
   /**
    * Writes the presence steps waiting, and with them whatever else waits (heartbeats, and the
    * telemetry a closed session sent before its close), in one transaction. Called before anything
-   * of this process reads fleet state, so a read never sees a session's step late.
+   * of this process reads fleet state, so a read never sees a session's step late. A flush under
+   * way may hold steps taken before this call (not committed yet): it is waited for too.
    */
   async settle(): Promise<void> {
-    if (this.#steps.length > 0) await this.flush()
+    if (this.#steps.length > 0 || this.#flushing !== null) await this.flush()
   }
 
   telemetry(serverId: string, samples: Sample[]): void {
@@ -123,8 +130,27 @@ class FleetRuntime {
     }, FLUSH_EVERY_MS)
   }
 
-  /** Writes buffered heartbeats and telemetry in one transaction; returns servers that came online. */
-  async flush(): Promise<string[]> {
+  /**
+   * Writes buffered heartbeats and telemetry in one transaction; returns servers that came online.
+   * Waits for the flush under way first (see #flushing). Never call it inside a transaction: the
+   * flush under way may be waiting for that transaction's turn.
+   */
+  flush(): Promise<string[]> {
+    const before = this.#flushing
+    const run = before === null ? this.#flushNow() : before.then(() => this.#flushNow())
+    const done: Promise<void> = run.then(
+      () => {},
+      () => {},
+    )
+    this.#flushing = done
+    void done.then(() => {
+      if (this.#flushing === done) this.#flushing = null
+    })
+    return run
+  }
+
+  async #flushNow(): Promise<string[]> {
+    // What waits is taken before the first await: whatever arrives meanwhile is the next flush's.
     if (this.#heartbeats.size === 0 && this.#samples.size === 0 && this.#steps.length === 0) return []
     const beats = [...this.#heartbeats]
     const samples = [...this.#samples]
@@ -168,7 +194,7 @@ class FleetRuntime {
       await this.#writeSteps(tx, steps, beats, cameOnline)
       // The latest value per series is written once per flush, from the sample with the latest time.
       const { earliest, latest } = await storeSamples(deps, cache, fresh, samples)
-      await upsertLatestMetrics(deps.db, latest)
+      await upsertLatestMetrics(tx, latest)
       if (earliest !== Number.POSITIVE_INFINITY) await noteLateSamples(tx, earliest, deps.clock.nowUs())
     })
   }
@@ -193,7 +219,7 @@ class FleetRuntime {
       await markSnapshotDirty(tx, tenantId)
     }
     const online = async (row: PresenceRow, at: number, eventId?: string) => {
-      await setPresence(deps.db, row.id, 'online', at)
+      await setPresence(tx, row.id, 'online', at)
       await recordServerEvent(tx, deps, row, {
         kind: 'presence.online',
         message: `online (was ${row.presence})`,
@@ -215,12 +241,12 @@ class FleetRuntime {
       if (!row) continue
       if (st.kind === 'beat') {
         if (row.decommissioned) continue
-        if (row.presence === 'online') await setPresence(deps.db, row.id, null, st.at)
+        if (row.presence === 'online') await setPresence(tx, row.id, null, st.at)
         else await online(row, st.at, st.eventId)
         continue
       }
       if (row.presence === 'offline') continue
-      await setPresence(deps.db, row.id, 'offline', null)
+      await setPresence(tx, row.id, 'offline', null)
       await recordServerEvent(tx, deps, row, {
         kind: 'presence.offline',
         severity: 'warning',
@@ -235,7 +261,7 @@ class FleetRuntime {
     for (const [id, at] of beats) {
       const row = rows.get(id)
       if (!row || row.decommissioned) continue
-      if (row.presence === 'online') await setPresence(deps.db, id, null, at)
+      if (row.presence === 'online') await setPresence(tx, id, null, at)
       else await online(row, at)
     }
   }

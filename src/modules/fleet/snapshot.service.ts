@@ -98,9 +98,12 @@ export async function readSnapshot(deps: Deps, tenantId: string): Promise<Snapsh
   const stale = age > SNAPSHOT_TTL_US
   const running = refreshing(deps)
   if (stale && !running.has(tenantId)) {
-    running.add(tenantId)
     // Outside any transaction the reader may be in (a timer set inside one would run inside it).
+    // Marked running when it starts: a reader's transaction that rolls back starts nothing, and
+    // must not leave the tenant marked for ever.
     afterCommit(deps.db, () => {
+      if (running.has(tenantId)) return
+      running.add(tenantId)
       setTimeout(async () => {
         try {
           await refreshSnapshot(deps, tenantId)

@@ -19,6 +19,10 @@ class LiveHub {
   #seen = 0
   #poll: ReturnType<typeof setInterval> | null = null
   #beat: ReturnType<typeof setInterval> | null = null
+  /** The timers' start under way (it reads the last id first): streams added meanwhile wait for it. */
+  #starting: Promise<void> | null = null
+  /** A poll is reading: the next tick is skipped rather than read the same ids beside it. */
+  #polling = false
 
   constructor(private readonly deps: Deps) {}
 
@@ -31,7 +35,19 @@ class LiveHub {
     let set = this.#streams.get(stream.tenantId)
     if (!set) this.#streams.set(stream.tenantId, (set = new Set()))
     set.add(stream)
-    if (!this.#poll) await this.#start()
+    // One start at a time; the streams may all have gone while it read, so look again after it.
+    try {
+      while (!this.#poll && this.#streams.size > 0) {
+        this.#starting ??= this.#start().finally(() => {
+          this.#starting = null
+        })
+        await this.#starting
+      }
+    } catch (e) {
+      // Not opened (a busy database, say): the stream must not count against the tenant's streams.
+      this.remove(stream)
+      throw e
+    }
     void stream.pump()
   }
 
@@ -74,8 +90,13 @@ class LiveHub {
 
   async #start(): Promise<void> {
     const { deps } = this
-    this.#seen = await lastIssuedId(deps.db)
+    const seen = await lastIssuedId(deps.db)
+    // Every stream went away while the id was read: no timers (the next add starts them).
+    if (this.#poll || this.#streams.size === 0) return
+    this.#seen = seen
     this.#poll = setInterval(async () => {
+      if (this.#polling) return
+      this.#polling = true
       try {
         for (const { tenantId, id } of await newestByTenant(deps.db, this.#seen)) {
           this.#seen = Math.max(this.#seen, id)
@@ -83,6 +104,8 @@ class LiveHub {
         }
       } catch (error) {
         deps.log.warn('live stream poll failed', { error })
+      } finally {
+        this.#polling = false
       }
     }, deps.config.liveEvents.pollMs)
     this.#beat = setInterval(() => {

@@ -41,10 +41,13 @@ export async function openLiveStream({
   const requested = requestedId(lastEventId.header, lastEventId.query)
   const hub = liveHub(deps)
   const { streamsPerTenant, retentionHours } = deps.config.liveEvents
-  if (hub.count(actor.tenantId) >= streamsPerTenant)
-    throw LiveErrors.tooManyStreams(`at most ${streamsPerTenant} live streams per tenant may be open at once (per process)`, {
-      retryAfterSeconds: RETRY_REFUSED_S,
-    })
+  const refuseWhenFull = () => {
+    if (hub.count(actor.tenantId) >= streamsPerTenant)
+      throw LiveErrors.tooManyStreams(`at most ${streamsPerTenant} live streams per tenant may be open at once (per process)`, {
+        retryAfterSeconds: RETRY_REFUSED_S,
+      })
+  }
+  refuseWhenFull()
   // The tenant's own sequence: nothing here moves when another tenant acts (issue 34).
   const last = await lastSeqOf(deps.db, actor.tenantId)
   let preamble = `retry: ${RETRY_MS}\n\n`
@@ -56,6 +59,8 @@ export async function openLiveStream({
   }
   const open = { type: 'stream.open', last_event_id: String(cursor), resumed: requested !== null && cursor === requested, retention_hours: retentionHours }
   preamble += sseFrame('stream.open', JSON.stringify(open), cursor)
+  // Again, with no await before the stream joins the hub: others of the tenant may have opened meanwhile.
+  refuseWhenFull()
   const stream = new LiveStream(deps, actor.tenantId, actor, cursor, preamble, recheck, (s) => hub.remove(s))
   await hub.add(stream)
   return new Response(stream.body, {

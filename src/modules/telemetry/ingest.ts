@@ -98,6 +98,7 @@ class MetricNames {
   /** Admits the names, or admits none and answers those that would pass the cap. */
   async admit(serverId: string, names: Iterable<string>): Promise<string[]> {
     const known = await this.#known(serverId)
+    // From here to the end no await: the check and the admission see the same set.
     const fresh = [...new Set(names)].filter((n) => !known.has(n))
     if (known.size + fresh.length > MAX_METRIC_NAMES_PER_SERVER) return fresh
     for (const n of fresh) known.add(n)
@@ -109,10 +110,13 @@ class MetricNames {
   }
 
   async #known(serverId: string): Promise<Set<string>> {
+    const cached = this.#byServer.get(serverId)
+    if (cached) return cached
+    const stored = await metricNamesOf(this.db, serverId)
+    // Another frame of the server may have loaded the set (and admitted names to it) during the
+    // read: that set is kept, not replaced by this one.
     let known = this.#byServer.get(serverId)
-    if (!known) {
-      this.#byServer.set(serverId, (known = new Set(await metricNamesOf(this.db, serverId))))
-    }
+    if (!known) this.#byServer.set(serverId, (known = new Set(stored)))
     return known
   }
 }

@@ -116,7 +116,7 @@ export async function runRollups(deps: Deps): Promise<string> {
           const last = i >= series.length
           const started = performance.now()
           buckets += await withTransaction(deps.db, async (tx) => {
-            const written = ids.length ? await rollupRange(deps.db, grain, ids, chunk, chunkEnd) : 0
+            const written = ids.length ? await rollupRange(tx, grain, ids, chunk, chunkEnd) : 0
             // Samples written during the run before this point ask for a redo from there.
             if (last) await saveWatermark(tx, grain, doneUntil, run.lateFrom < doneUntil ? run.lateFrom : null, now)
             return written
