@@ -21,6 +21,19 @@ import { provideFleetFacts } from './fleet-facts'
 export const SERVICE_BUSY_TIMEOUT_MS = 5
 
 /**
+ * The service's wait for a row lock on PostgreSQL (lock_timeout). A wait there holds one
+ * connection, not the event loop, and the process's own transactions now run side by side and
+ * meet each other's row locks for a few milliseconds: they wait it out. A lock held longer (another
+ * process's maintenance, a stuck transaction) still ends in the busy handling and 503.
+ */
+export const SERVICE_LOCK_TIMEOUT_PG_MS = 1000
+
+/** The service's busy timeout for this database (above). */
+export function serviceBusyTimeout(database: { kind: 'sqlite' | 'postgres' }): number {
+  return database.kind === 'postgres' ? SERVICE_LOCK_TIMEOUT_PG_MS : SERVICE_BUSY_TIMEOUT_MS
+}
+
+/**
  * Builds what every verb runs with: the database (migrated), the one clock, ids, keys and the log.
  * With TEST_CLOCK the clock's offset is kept in the database, so a restarted process keeps the
  * time a test moved it to.
@@ -45,7 +58,7 @@ export async function buildDeps(
   const database = openDatabase(config.postgresUrl ?? config.databasePath, { poolSize: options.poolSize ?? config.dbPoolSize })
   await migrateDatabase(database)
   // On PostgreSQL this is the wait for a row lock (lock_timeout; db/pg/pool.ts).
-  setBusyTimeout(database, options.busyTimeoutMs ?? SERVICE_BUSY_TIMEOUT_MS)
+  setBusyTimeout(database, options.busyTimeoutMs ?? serviceBusyTimeout(database))
   // Migrations above were fsynced commit by commit; from here on commits share fsyncs. A
   // PostgreSQL commit is durable when it returns (synchronous_commit): nothing to group.
   const groups = options.groupCommit !== false && config.databasePath !== ':memory:' && !database.postgres

@@ -1,5 +1,5 @@
 import type { Config } from './config'
-import { buildDeps, SERVICE_BUSY_TIMEOUT_MS } from './deps'
+import { buildDeps, serviceBusyTimeout } from './deps'
 import { DEFAULT_BUSY_TIMEOUT_MS, setBusyTimeout } from '../db/client'
 import { createApp } from './app'
 import { startServer } from './server'
@@ -35,7 +35,7 @@ export async function startService(config: Config): Promise<Service> {
   try {
     await savePublicUrl(deps.db, config.publicUrl, deps.clock.nowUs())
   } finally {
-    setBusyTimeout(deps.database, SERVICE_BUSY_TIMEOUT_MS)
+    setBusyTimeout(deps.database, serviceBusyTimeout(deps.database))
   }
   const runner = new JobRunner(deps, jobs)
   const app = createApp(deps, runner)

@@ -174,9 +174,6 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
   }
 
   async function handleFrame(ws: Socket, raw: string | Buffer): Promise<void> {
-    // A frame that waited its turn behind a close (the service's, or the agent's) is not handled:
-    // its answer could not reach the agent.
-    if (ws.readyState !== 1) return
     const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
     if (size > MAX_FRAME_BYTES) return sendError(ws, 'frame_too_large', `frames are limited to ${MAX_FRAME_BYTES} bytes`)
     let frame: unknown
