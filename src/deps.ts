@@ -26,7 +26,7 @@ export const SERVICE_BUSY_TIMEOUT_MS = 5
  * meet each other's row locks for a few milliseconds: they wait it out. A lock held longer (another
  * process's maintenance, a stuck transaction) still ends in the busy handling and 503.
  */
-export const SERVICE_LOCK_TIMEOUT_PG_MS = 1000
+const SERVICE_LOCK_TIMEOUT_PG_MS = 1000
 
 /** The service's busy timeout for this database (above). */
 export function serviceBusyTimeout(database: { kind: 'sqlite' | 'postgres' }): number {
