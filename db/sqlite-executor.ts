@@ -15,10 +15,20 @@ export type TxState = {
   kind: 'sqlite' | 'postgres'
 }
 
-/** Runs what waited for a commit, outside the transaction's context (its statements go anywhere). */
+/**
+ * Runs what waited for a commit, outside the transaction's context (its statements go anywhere).
+ * A hook that throws is reported and the others still run: the transaction has committed, and its
+ * caller must not be told otherwise (it could do the work again).
+ */
 export function runCommitHooks(store: AsyncLocalStorage<TxState>, state: TxState): void {
   const hooks = state.commitHooks.splice(0)
-  for (const hook of hooks) store.exit(hook)
+  for (const hook of hooks) {
+    try {
+      store.exit(hook)
+    } catch (error) {
+      console.error('gpuhq: a step after a commit failed', error)
+    }
+  }
 }
 
 /**
