@@ -201,7 +201,7 @@ export function agentWebSocket(deps: Deps): WebSocketHandler<AgentSocketData> {
           return refuse(ws, await sessionTelemetry(deps, ws.data, frame))
         case 'event':
           if (!checkAgentFrame.event.Check(frame)) return invalid(ws, type, checkAgentFrame.event.Errors(frame))
-          return sessionEvent(deps, ws.data, frame)
+          return await sessionEvent(deps, ws.data, frame)
         default:
           return sendError(ws, 'unknown_type', `unknown frame type ${type.slice(0, 64)}`)
       }
