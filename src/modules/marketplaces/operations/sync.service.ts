@@ -87,17 +87,14 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
     const machines = await adapter.listMachines(key)
     return { machines, holdingUsd: await adapter.readHolding(key, machines) }
   })
-  const relist: string[] = []
-  const ended = await withTransaction(deps.db, async (tx) => {
-    if (!(await recordOutcome(tx, deps, account, asked.ok ? { ok: true, holdingUsd: asked.value.holdingUsd } : asked))) {
-      tally.skipped++
-      return null
-    }
-    if (!asked.ok) {
-      tally.failed++
-      return null
-    }
-    tally.ok++
+  // The transaction answers what it did, and the tally and the keep-on list are updated after it
+  // commits: on PostgreSQL a transaction that lost a serialization conflict runs its callback again,
+  // and counts or pushes made inside it would count twice (the tally is shared by CONCURRENCY workers too).
+  const synced = await withTransaction(deps.db, async (tx) => {
+    if (!(await recordOutcome(tx, deps, account, asked.ok ? { ok: true, holdingUsd: asked.value.holdingUsd } : asked))) return { outcome: 'skipped' as const }
+    if (!asked.ok) return { outcome: 'failed' as const }
+    const counts = { refreshed: 0, stale: 0, conflict: 0 }
+    const relist: string[] = []
     const links = await linksOfAccount(tx, account.id)
     const byId = new Map<string, RemoteMachine>(asked.value.machines.map((m) => [m.externalMachineId, m]))
     const claims = new Map<string, number>()
@@ -108,7 +105,7 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
       if (!machine) {
         // The machine stopped appearing: the link is kept with its last projection.
         if (link.state !== 'stale') await updateLink(tx, link.id, { state: 'stale' })
-        tally.stale++
+        counts.stale++
         continue
       }
       const state: LinkState = (claims.get(link.externalMachineId) ?? 0) > 1 ? 'conflict' : 'linked'
@@ -119,8 +116,8 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
         remote: machine.remote,
         marketplaceB: link.marketplace === 'marketplace_b' ? machine.marketplaceB : null,
       })
-      tally.refreshed++
-      if (state === 'conflict') tally.conflict++
+      counts.refreshed++
+      if (state === 'conflict') counts.conflict++
     }
     // Keep-on: an offer gpuhq published, on a machine the platform now shows unlisted, whose server
     // the owner asked to keep on this marketplace, is published again after the transaction.
@@ -128,17 +125,27 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
       const machine = byId.get(link.externalMachineId)
       if (machine?.remote.listed === false && link.offer && (await keepOnOf(tx, link.serverId)).includes(account.marketplace)) relist.push(link.id)
     }
-    return refreshMarketRentals(
+    const ended = await refreshMarketRentals(
       tx,
       deps,
       account.tenantId,
       links.map((l) => l.serverId),
     )
+    return { outcome: 'ok' as const, counts, relist, ended }
   })
-  await announceEnded(deps, ended ?? [])
+  if (synced.outcome !== 'ok') {
+    tally[synced.outcome]++
+    return
+  }
+  tally.ok++
+  tally.refreshed += synced.counts.refreshed
+  tally.stale += synced.counts.stale
+  tally.conflict += synced.counts.conflict
+  const { relist, ended } = synced
+  await announceEnded(deps, ended)
   for (const id of relist) await keepOn(deps, account, id, tally)
   // Rolling end dates (docs/marketplaces.md "Rolling end dates"): after keep-on, on the links as this sync left them.
-  if (ended !== null && asked.ok) {
+  if (asked.ok) {
     const machines = new Map<string, RemoteMachine>(asked.value.machines.map((m) => [m.externalMachineId, m]))
     for (const due of endDatesDue(deps, await linksOfAccount(deps.db, account.id), machines)) {
       if (await extendEndDate(deps, account, due)) tally.extended++
@@ -146,7 +153,7 @@ async function syncAccount(deps: Deps, account: AccountRow, tally: Tally): Promi
     }
   }
   // Only after a list the platform answered and this sync recorded: the links are as fresh as they get.
-  if (ended !== null && asked.ok) await syncRenterReports(deps, account, asked.value.machines, tally.reports)
+  if (asked.ok) await syncRenterReports(deps, account, asked.value.machines, tally.reports)
 }
 
 /**

@@ -49,7 +49,10 @@ export async function syncRenterReports(deps: Deps, account: AccountRow, machine
       continue
     }
     tally.read++
-    tally.fresh += await withTransaction(deps.db, (tx) => keepReports(tx, deps, link, asked.value))
+    // Counted after the commit, in one step: `tally.fresh += await …` would read the count before the
+    // await and lose what the sync's other workers (which share the tally) added meanwhile.
+    const fresh = await withTransaction(deps.db, (tx) => keepReports(tx, deps, link, asked.value))
+    tally.fresh += fresh
   }
 }
 
