@@ -184,7 +184,10 @@ describe('the fleet', () => {
         await open(c, `/servers/${serverId}`, /.+/)
         await page.getByRole('form', { name: 'Declare maintenance' }).getByLabel('Reason (optional)').fill('replacing fans')
         await page.getByRole('button', { name: 'Declare maintenance' }).click()
-        await page.getByText('since').first().waitFor({ timeout: WAIT })
+        // The maintenance badge, drawn from the detail read again after the declaration (its new
+        // version is what the settings form sends as If-Match): not any "since" on the page (the
+        // readiness section has its own), which let the form save with the old version.
+        await page.locator('.badge', { hasText: 'In maintenance' }).waitFor({ timeout: WAIT })
         await page.getByLabel('Group').selectOption({ label: 'Frankfurt' })
         await page.getByLabel('Tags').fill('site:fra-1 owned')
         await page.getByRole('button', { name: 'Save the settings' }).click()
