@@ -83,13 +83,13 @@ export class MailDispatcher {
   }
 
   async dispatchDue(): Promise<number> {
-    if (this.#running !== null) {
-      this.#again = true
-      return this.#running
-    }
+    // A call during a run (a kick's, after a commit) waits for it and then runs itself, so what
+    // became due meanwhile goes now; it answers what went out while it waited and what it sent.
+    let meanwhile = 0
+    while (this.#running !== null) meanwhile += await this.#running.catch(() => 0)
     this.#running = this.#dispatch()
     try {
-      return await this.#running
+      return meanwhile + (await this.#running)
     } finally {
       this.#running = null
       if (this.#again) {
