@@ -318,7 +318,7 @@ export async function reauthenticate(request: Request): Promise<Actor | null> {
  * Runs once per request (from the parse or transform hook, whichever comes first): identifies the
  * caller and applies the route's declaration.
  */
-export async function ensureAccess(
+export function ensureAccess(
   deps: Deps,
   index: Map<string, AccessSpec>,
   authenticators: Authenticators,
