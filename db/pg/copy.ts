@@ -33,20 +33,24 @@ function tablesInKeyOrder(): { name: string; columns: string[]; serial: string |
 /**
  * Copies every row of a SQLite database of this build into a PostgreSQL database of this build
  * (both migrated), in one transaction: all of it lands, or nothing. The target must hold no data
- * but the rows its migrations seed (the plan catalogue), which the source's replace. Answers the
+ * but the rows its migrations seed (the plan catalogue, the credentials' change counter), which the source's replace. Answers the
  * rows copied per table. `scripts/admin migrate-to-postgres` runs it (docs/operations.md).
  */
+/** Tables whose rows the migrations write: the source's replace them. */
+const SEEDED = new Set(['plans', 'auth_epoch'])
+
 export async function copySqliteToPostgres(source: Database, target: PgExecutor): Promise<{ table: string; rows: number }[]> {
   const tables = tablesInKeyOrder()
   const copied: { table: string; rows: number }[] = []
   await target.transaction(async () => {
     for (const t of tables) {
-      if (t.name === 'plans') continue
+      if (SEEDED.has(t.name)) continue
       const n = ((await target.objects(`SELECT count(*) AS n FROM "${t.name}"`, []))[0] as { n: number }).n
       if (n > 0) throw new Error(`the PostgreSQL database is not empty: ${t.name} holds ${n} rows`)
     }
-    // The catalogue the migrations seeded gives way to the source's (which an operator may have edited).
-    await target.exec('TRUNCATE plans CASCADE')
+    // The catalogue the migrations seeded gives way to the source's (which an operator may have
+    // edited), and so does the credentials' change counter.
+    await target.exec('TRUNCATE plans, auth_epoch CASCADE')
     for (const t of tables) {
       const list = t.columns.map((c) => `"${c}"`).join(', ')
       const select = source.query(`SELECT ${list} FROM "${t.name}"`)

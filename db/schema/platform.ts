@@ -32,6 +32,18 @@ export const rateLimits = sqliteTable(
   (t) => [index('rate_limits_expires_at').on(t.expiresAt)],
 )
 
+/**
+ * One row (id 1) whose counter moves whenever something a bearer token's caller is made of
+ * changes: a token revoked, expired or deleted, its member's role changed or the member removed,
+ * the tenant's plan or account state changed (triggers of migration 0041 / pg 0015). Every
+ * request reads it once; a verified token is trusted from memory only while it is unchanged
+ * (src/modules/tokens, docs/scale-out.md "Credentials").
+ */
+export const authEpoch = sqliteTable('auth_epoch', {
+  id: integer('id').primaryKey(),
+  n: integer('n').notNull(),
+})
+
 /** One row per scheduled period a job has claimed, so no period runs twice across processes. */
 export const jobRuns = sqliteTable(
   'job_runs',

@@ -1,7 +1,8 @@
 import type { Static } from '@sinclair/typebox'
 import { withTransaction, writeUnlessBusy } from '../../../db/client'
 import { ALL_SCOPES, ROLE_SCOPES, roleAtLeast, type Actor, type Scope } from '../../platform/access'
-import type { Deps } from '../../platform/context'
+import { readAuthEpoch, VerifiedCredentials } from '../../platform/auth-epoch'
+import { perDeps, type Deps } from '../../platform/context'
 import { paginate } from '../../platform/cursor'
 import type { FieldError } from '../../platform/problem'
 import { generateSecret, hashSecret, hasValidChecksum } from '../../platform/secrets'
@@ -123,25 +124,69 @@ export async function revokePat({ deps, actor, audit, id }: { deps: Deps; actor:
  * The actor behind a PAT, or null. A token whose checksum does not hold is refused before any
  * database lookup; a revoked or expired one, or one whose creator is gone, is unknown.
  */
+/** What a PAT request needs of its rows, verified once and kept while the credentials are unchanged. */
+type VerifiedPat = {
+  tokenId: string
+  tenantId: string
+  userId: string
+  role: NonNullable<Actor['role']>
+  scopes: Scope[]
+  serverAllowlist: string[] | null
+  expiresAt: number | null
+  lastUsedAt: number | null
+  tenant: Actor['tenant']
+}
+
+const verifiedPats = perDeps(() => new VerifiedCredentials<VerifiedPat>())
+
+/**
+ * The caller of a PAT, or null for an unknown, revoked, expired or orphaned one. The rows (token,
+ * member, tenant) are read once and kept in memory with the credentials' change counter read
+ * before them (src/platform/auth-epoch.ts): each request reads the counter (one point read) and
+ * uses what it verified while the counter is the same, so a revocation, a role change, a removed
+ * member or a changed plan or account state, committed by any process, stops or narrows the token
+ * at its next request as before. Expiry is checked against the clock on every request.
+ */
 export async function resolvePat(deps: Deps, token: string): Promise<Actor | null> {
   if (!hasValidChecksum(token, 'gpuhq_pat_')) return null
-  const row = await findAccessTokenByHash(deps.db, hashSecret(token))
-  if (!row) return null
-  // A token whose creator or tenant is gone is unknown, like an unknown token.
-  const [user, tenant] = await Promise.all([findUserById(deps.db, row.userId), findTenant(deps.db, row.tenantId)])
-  if (!user || !tenant) return null
+  const hash = hashSecret(token)
+  const epoch = await readAuthEpoch(deps.db)
+  const cache = verifiedPats(deps)
+  let pat = cache.get(hash, epoch)
+  if (pat === undefined) {
+    const row = await findAccessTokenByHash(deps.db, hash)
+    if (!row) return null
+    // A token whose creator or tenant is gone is unknown, like an unknown token.
+    const [user, tenant] = await Promise.all([findUserById(deps.db, row.userId), findTenant(deps.db, row.tenantId)])
+    if (!user || !tenant || row.revokedAt !== null || user.tenantId !== row.tenantId) return null
+    pat = {
+      tokenId: row.id,
+      tenantId: row.tenantId,
+      userId: user.id,
+      role: user.role,
+      scopes: (row.scopes as Scope[]).filter((s) => ROLE_SCOPES[user.role].includes(s)),
+      serverAllowlist: row.serverAllowlist,
+      expiresAt: row.expiresAt,
+      lastUsedAt: row.lastUsedAt,
+      tenant: { planCode: tenant.planCode, accountState: tenant.accountState },
+    }
+    cache.set(hash, epoch, pat)
+  }
   const now = deps.clock.nowUs()
-  if (row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now) || user.tenantId !== row.tenantId) return null
-  if (row.lastUsedAt === null || now - row.lastUsedAt > TOUCH_EVERY_US) await writeUnlessBusy(deps.db, (tx) => touchAccessToken(tx, row.id, now))
+  if (pat.expiresAt !== null && pat.expiresAt <= now) return null
+  if (pat.lastUsedAt === null || now - pat.lastUsedAt > TOUCH_EVERY_US) {
+    const id = pat.tokenId
+    if (await writeUnlessBusy(deps.db, (tx) => touchAccessToken(tx, id, now))) pat.lastUsedAt = now
+  }
   return {
     kind: 'pat',
     via: 'bearer',
-    tenantId: row.tenantId,
-    userId: user.id,
-    role: user.role,
-    tokenId: row.id,
-    scopes: (row.scopes as Scope[]).filter((s) => ROLE_SCOPES[user.role].includes(s)),
-    serverAllowlist: row.serverAllowlist,
-    tenant: { planCode: tenant.planCode, accountState: tenant.accountState },
+    tenantId: pat.tenantId,
+    userId: pat.userId,
+    role: pat.role,
+    tokenId: pat.tokenId,
+    scopes: [...pat.scopes],
+    serverAllowlist: pat.serverAllowlist === null ? null : [...pat.serverAllowlist],
+    tenant: { ...pat.tenant },
   }
 }
