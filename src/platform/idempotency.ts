@@ -151,6 +151,39 @@ const keyRow = preparedQuery((db) =>
     .prepare(),
 )
 
+/** The two writes every request with a new key makes, built once (preparedQuery). */
+const insertExecuted = preparedQuery((db) =>
+  db
+    .insert(idempotencyKeys)
+    .values({
+      scope: sql.placeholder('scope'),
+      operation: sql.placeholder('operation'),
+      key: sql.placeholder('key'),
+      fingerprint: sql.placeholder('fingerprint'),
+      state: 'executed',
+      lockedUntil: sql.placeholder('lockedUntil'),
+      responseStatus: null,
+      responseBox: null,
+      createdAt: sql.placeholder('createdAt'),
+    })
+    .onConflictDoNothing()
+    .prepare(),
+)
+
+const storeAnswer = preparedQuery((db) =>
+  db
+    .update(idempotencyKeys)
+    .set({ state: 'completed', responseStatus: sql`${sql.placeholder('status')}`, responseBox: sql`${sql.placeholder('box')}` })
+    .where(
+      and(
+        eq(idempotencyKeys.scope, sql.placeholder('scope')),
+        eq(idempotencyKeys.operation, sql.placeholder('operation')),
+        eq(idempotencyKeys.key, sql.placeholder('key')),
+      ),
+    )
+    .prepare(),
+)
+
 const whereKey = (k: { scope: string; operation: string; key: string }) =>
   and(eq(idempotencyKeys.scope, k.scope), eq(idempotencyKeys.operation, k.operation), eq(idempotencyKeys.key, k.key))
 
@@ -245,11 +278,14 @@ async function writeExecuted(deps: Deps, tx: Tx, k: HeldKey): Promise<void> {
       .run()
     if (changesOf(taken) === 1) return
   }
-  const inserted = await tx
-    .insert(idempotencyKeys)
-    .values({ scope: k.scope, operation: k.operation, key: k.key, ...fields })
-    .onConflictDoNothing()
-    .run()
+  const inserted = await insertExecuted(tx).run({
+    scope: k.scope,
+    operation: k.operation,
+    key: k.key,
+    fingerprint: k.fingerprint,
+    lockedUntil: fields.lockedUntil,
+    createdAt: now,
+  })
   // Another process's request with this key wrote first: this one rolls back and says so.
   if (changesOf(inserted) !== 1) throw stillRunning()
 }
@@ -269,7 +305,11 @@ export async function finishKey(deps: Deps, claim: HeldKey, response: Response):
     const box = seal(deps.keys.idempotency, JSON.stringify({ headers, body } satisfies Stored), aad(claim.scope, claim.operation, claim.key))
     const answer = { state: 'completed' as const, responseStatus: response.status, responseBox: box }
     await withTransaction(deps.db, async (tx) => {
-      if (claim.executed && changesOf(await tx.update(idempotencyKeys).set(answer).where(whereKey(claim)).run()) === 1) return
+      if (
+        claim.executed &&
+        changesOf(await storeAnswer(tx).run({ status: answer.responseStatus, box: box, scope: claim.scope, operation: claim.operation, key: claim.key })) === 1
+      )
+        return
       // Nothing of the request was written (it never wrote, or its write rolled back with the key).
       if (response.status >= 500 || NOT_STORED.has(response.status)) return
       // An answer without a write (404, 409, …): the row is written now, with its answer.
