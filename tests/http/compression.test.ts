@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { gunzipSync, brotliDecompressSync } from 'node:zlib'
 import { COMPRESS_MIN_BYTES, negotiateEncoding } from '../../src/platform/compression'
+import { insertServers, mintPat, newTenant } from '../support/access'
 import { startTestApp, type TestApp } from '../support/app'
 
 /** Accept-Encoding on answers (docs/conventions.md "Compression"). */
@@ -68,6 +69,26 @@ describe('answers', () => {
         expect(res.headers.get('content-encoding')).toBe('gzip')
         expect((JSON.parse(decode.gzip!(bytes)) as { value: string }).value).toBe(values[i]!)
       }
+  })
+
+  test("a cached fleet page is compressed once per coding and never served for another tenant's", async () => {
+    const tenants = await Promise.all(['cmp-a', 'cmp-b'].map((tag) => newTenant(app, tag)))
+    const tokens: string[] = []
+    for (const [i, member] of tenants.entries()) {
+      await insertServers(app, member.tenantId, Array.from({ length: 6 }, (_, n) => `${'ab'[i]}-rig-${n}`))
+      tokens.push((await mintPat(app, member)).token)
+    }
+    const page = (token: string, coding: string) => raw('/api/v1/servers', { headers: { authorization: `Bearer ${token}`, 'accept-encoding': coding } })
+    const plain = await Promise.all(tokens.map(async (token) => new TextDecoder().decode((await page(token, 'identity')).bytes)))
+    expect(plain[0]!.length).toBeGreaterThan(COMPRESS_MIN_BYTES)
+    expect(plain[0]).not.toBe(plain[1])
+    for (let round = 0; round < 2; round++)
+      for (const coding of ['gzip', 'br', 'zstd'])
+        for (const [i, token] of tokens.entries()) {
+          const { res, bytes } = await page(token, coding)
+          expect(res.headers.get('content-encoding')).toBe(coding)
+          expect(decode[coding]!(bytes)).toBe(plain[i]!)
+        }
   })
 
   test('an answer below the threshold is sent as it is', async () => {
