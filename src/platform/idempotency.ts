@@ -304,12 +304,11 @@ export async function finishKey(deps: Deps, claim: HeldKey, response: Response):
     }
     const box = seal(deps.keys.idempotency, JSON.stringify({ headers, body } satisfies Stored), aad(claim.scope, claim.operation, claim.key))
     const answer = { state: 'completed' as const, responseStatus: response.status, responseBox: box }
+    // The usual case, the request wrote and its key row is there: one statement, a transaction of
+    // its own (on PostgreSQL one round trip instead of BEGIN, UPDATE, COMMIT).
+    const stored = { status: answer.responseStatus, box, scope: claim.scope, operation: claim.operation, key: claim.key }
+    if (claim.executed && changesOf(await storeAnswer(deps.db).run(stored)) === 1) return
     await withTransaction(deps.db, async (tx) => {
-      if (
-        claim.executed &&
-        changesOf(await storeAnswer(tx).run({ status: answer.responseStatus, box: box, scope: claim.scope, operation: claim.operation, key: claim.key })) === 1
-      )
-        return
       // Nothing of the request was written (it never wrote, or its write rolled back with the key).
       if (response.status >= 500 || NOT_STORED.has(response.status)) return
       // An answer without a write (404, 409, …): the row is written now, with its answer.
