@@ -30,3 +30,10 @@ CREATE TRIGGER auth_epoch_tenant_changed AFTER UPDATE ON tenants FOR EACH ROW
   EXECUTE FUNCTION gpuhq_auth_epoch_bump();
 --> statement-breakpoint
 CREATE TRIGGER auth_epoch_tenant_deleted AFTER DELETE ON tenants FOR EACH ROW EXECUTE FUNCTION gpuhq_auth_epoch_bump();
+--> statement-breakpoint
+CREATE TRIGGER auth_epoch_session_changed AFTER UPDATE ON sessions FOR EACH ROW
+  WHEN (OLD.token_hash IS DISTINCT FROM NEW.token_hash OR OLD.user_id IS DISTINCT FROM NEW.user_id
+    OR OLD.absolute_expires_at IS DISTINCT FROM NEW.absolute_expires_at OR NEW.idle_expires_at < OLD.idle_expires_at)
+  EXECUTE FUNCTION gpuhq_auth_epoch_bump();
+--> statement-breakpoint
+CREATE TRIGGER auth_epoch_session_deleted AFTER DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION gpuhq_auth_epoch_bump();

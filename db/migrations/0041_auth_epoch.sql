@@ -29,3 +29,11 @@ BEGIN UPDATE `auth_epoch` SET `n` = `n` + 1 WHERE `id` = 1; END;
 --> statement-breakpoint
 CREATE TRIGGER `auth_epoch_tenant_deleted` AFTER DELETE ON `tenants`
 BEGIN UPDATE `auth_epoch` SET `n` = `n` + 1 WHERE `id` = 1; END;
+--> statement-breakpoint
+CREATE TRIGGER `auth_epoch_session_changed` AFTER UPDATE ON `sessions`
+WHEN OLD.`token_hash` IS NOT NEW.`token_hash` OR OLD.`user_id` IS NOT NEW.`user_id`
+  OR OLD.`absolute_expires_at` IS NOT NEW.`absolute_expires_at` OR NEW.`idle_expires_at` < OLD.`idle_expires_at`
+BEGIN UPDATE `auth_epoch` SET `n` = `n` + 1 WHERE `id` = 1; END;
+--> statement-breakpoint
+CREATE TRIGGER `auth_epoch_session_deleted` AFTER DELETE ON `sessions`
+BEGIN UPDATE `auth_epoch` SET `n` = `n` + 1 WHERE `id` = 1; END;

@@ -33,10 +33,11 @@ export const rateLimits = sqliteTable(
 )
 
 /**
- * One row (id 1) whose counter moves whenever something a bearer token's caller is made of
- * changes: a token revoked, expired or deleted, its member's role changed or the member removed,
- * the tenant's plan or account state changed (triggers of migration 0041 / pg 0015). Every
- * request reads it once; a verified token is trusted from memory only while it is unchanged
+ * One row (id 1) whose counter moves whenever something a caller is made of changes: a token
+ * revoked, expired or deleted, a session signed out or deleted, a member's role changed or the
+ * member removed, the tenant's plan or account state changed (triggers of migration 0041 / pg
+ * 0015). Every request reads it once; a verified token or session is trusted from memory only
+ * while it is unchanged
  * (src/modules/tokens, docs/scale-out.md "Credentials").
  */
 export const authEpoch = sqliteTable('auth_epoch', {

@@ -103,4 +103,29 @@ describe('verified PATs kept in memory', () => {
     await newTenant(app, 'verified-pat-new')
     expect(await epoch()).toBe(before)
   })
+
+  test('a session signed out through another instance stops at its next request; one slid there stays valid here', async () => {
+    const member = await addMember(app, owner.tenantId, 'viewer')
+    expect((await call(app, 'GET', '/me', member)).status).toBe(200)
+    // Another instance slides the idle expiry (what its request near the end of the idle time writes).
+    const idle = app.deps.config.sessionIdleSeconds
+    await advance(app, idle - 60)
+    const seen = serviceNowUs(app)
+    await other.deps.db.run(sql`UPDATE sessions SET last_seen_at = ${seen}, idle_expires_at = ${seen + idle * 1_000_000} WHERE user_id = ${member.userId}`)
+    await advance(app, 120)
+    // Past the idle time this instance saw, but not past the one slid elsewhere: still signed in.
+    expect((await call(app, 'GET', '/me', member)).status).toBe(200)
+
+    // Signed out there (what DELETE /auth/sessions/current writes; that instance's test clock is behind this one's).
+    await other.deps.db.run(sql`DELETE FROM sessions WHERE user_id = ${member.userId}`)
+    await expectProblem(await call(app, 'GET', '/me', member), 401, 'unauthorized')
+  })
+
+  test("a member's role lowered elsewhere reaches their browser session at once", async () => {
+    const member = await addMember(app, owner.tenantId, 'operator')
+    const write = () => call(app, 'POST', '/groups', member, { json: { name: `s-${crypto.randomUUID().slice(0, 8)}` } })
+    expect((await write()).status).toBe(201)
+    await other.deps.db.run(sql`UPDATE users SET role = 'viewer' WHERE id = ${member.userId}`)
+    await expectProblem(await write(), 403, 'forbidden')
+  })
 })

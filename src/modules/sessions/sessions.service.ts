@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { withTransaction, type DbOrTx, writeUnlessBusy } from '../../../db/client'
 import type { Actor } from '../../platform/access'
-import type { Deps } from '../../platform/context'
+import { readAuthEpoch, VerifiedCredentials } from '../../platform/auth-epoch'
+import { perDeps, type Deps } from '../../platform/context'
 import { hashSecret } from '../../platform/secrets'
 import { findTenant } from '../tenants'
 import { findUserById } from '../users'
@@ -38,34 +39,76 @@ export async function startSession(tx: DbOrTx, deps: Deps, input: { userId: stri
   return { id, token, maxAgeSeconds: deps.config.sessionAbsoluteSeconds }
 }
 
-/** The actor behind a session cookie, or null when the token is unknown or the session expired. */
+/** What a cookie request needs of its rows, verified once and kept while the credentials are unchanged. */
+type VerifiedSession = {
+  sessionId: string
+  userId: string
+  tenantId: string
+  role: NonNullable<Actor['role']>
+  lastSeenAt: number
+  idleExpiresAt: number
+  absoluteExpiresAt: number
+  tenant: Actor['tenant']
+}
+
+const verifiedSessions = perDeps(() => new VerifiedCredentials<VerifiedSession>())
+
+/**
+ * The actor behind a session cookie, or null when the token is unknown or the session expired.
+ * The rows (session, member, tenant) are kept in memory while the credentials' change counter is
+ * unchanged (src/platform/auth-epoch.ts: a signed-out or deleted session, a changed role, plan or
+ * account state moves it), as for tokens. An expiry seen in memory is read again from the
+ * database first: another instance may have slid it.
+ */
 export async function resolveSession(deps: Deps, token: string): Promise<Actor | null> {
   if (token.length < 20 || token.length > 128) return null
-  const session = await findSessionByTokenHash(deps.db, hashSecret(token))
-  // A session whose member or tenant is gone is unknown, like an unknown token.
-  const user = session && (await findUserById(deps.db, session.userId))
-  const tenant = user && (await findTenant(deps.db, user.tenantId))
-  if (!session || !user || !tenant) return null
+  const hash = hashSecret(token)
+  const epoch = await readAuthEpoch(deps.db)
+  const cache = verifiedSessions(deps)
   const now = deps.clock.nowUs()
-  if (session.idleExpiresAt <= now || session.absoluteExpiresAt <= now) {
-    await withTransaction(deps.db, (tx) => deleteSession(tx, session.id))
-    return null
+  let verified = cache.get(hash, epoch)
+  if (verified && (verified.idleExpiresAt <= now || verified.absoluteExpiresAt <= now)) verified = undefined
+  if (!verified) {
+    const session = await findSessionByTokenHash(deps.db, hash)
+    // A session whose member or tenant is gone is unknown, like an unknown token.
+    const user = session && (await findUserById(deps.db, session.userId))
+    const tenant = user && (await findTenant(deps.db, user.tenantId))
+    if (!session || !user || !tenant) return null
+    if (session.idleExpiresAt <= now || session.absoluteExpiresAt <= now) {
+      await withTransaction(deps.db, (tx) => deleteSession(tx, session.id))
+      return null
+    }
+    verified = {
+      sessionId: session.id,
+      userId: user.id,
+      tenantId: user.tenantId,
+      role: user.role,
+      lastSeenAt: session.lastSeenAt,
+      idleExpiresAt: session.idleExpiresAt,
+      absoluteExpiresAt: session.absoluteExpiresAt,
+      tenant: { planCode: tenant.planCode, accountState: tenant.accountState },
+    }
+    cache.set(hash, epoch, verified)
   }
-  if (now - session.lastSeenAt > TOUCH_EVERY_US) {
-    const idleUntil = Math.min(now + deps.config.sessionIdleSeconds * 1_000_000, session.absoluteExpiresAt)
+  if (now - verified.lastSeenAt > TOUCH_EVERY_US) {
+    const idleUntil = Math.min(now + deps.config.sessionIdleSeconds * 1_000_000, verified.absoluteExpiresAt)
+    const id = verified.sessionId
     // Skipped while another process holds the write lock: the next request slides the expiry.
-    await writeUnlessBusy(deps.db, (tx) => touchSession(tx, session.id, now, idleUntil))
+    if (await writeUnlessBusy(deps.db, (tx) => touchSession(tx, id, now, idleUntil))) {
+      verified.lastSeenAt = now
+      verified.idleExpiresAt = idleUntil
+    }
   }
   return {
     kind: 'user',
     via: 'cookie',
-    userId: user.id,
-    tenantId: user.tenantId,
-    role: user.role,
-    sessionId: session.id,
+    userId: verified.userId,
+    tenantId: verified.tenantId,
+    role: verified.role,
+    sessionId: verified.sessionId,
     scopes: null,
     serverAllowlist: null,
-    tenant: { planCode: tenant.planCode, accountState: tenant.accountState },
+    tenant: { ...verified.tenant },
   }
 }
 
