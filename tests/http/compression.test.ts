@@ -75,7 +75,11 @@ describe('answers', () => {
     const tenants = await Promise.all(['cmp-a', 'cmp-b'].map((tag) => newTenant(app, tag)))
     const tokens: string[] = []
     for (const [i, member] of tenants.entries()) {
-      await insertServers(app, member.tenantId, Array.from({ length: 6 }, (_, n) => `${'ab'[i]}-rig-${n}`))
+      await insertServers(
+        app,
+        member.tenantId,
+        Array.from({ length: 6 }, (_, n) => `${'ab'[i]}-rig-${n}`),
+      )
       tokens.push((await mintPat(app, member)).token)
     }
     const page = (token: string, coding: string) => raw('/api/v1/servers', { headers: { authorization: `Bearer ${token}`, 'accept-encoding': coding } })
