@@ -1,7 +1,7 @@
 import type { Deps } from './context'
 import { requestState } from './http'
-import { ProblemError } from './problem'
-import { enforceRequestRateLimits } from './rate-limit'
+import { ProblemError, problems } from './problem'
+import { enforceRequestRateLimits, takeRequestRateLimits } from './rate-limit'
 import { ROLE_SCOPES, SAFE_METHODS, roleAtLeast, setActor, type Actor, type Entitlement, type Role, type Scope } from './actor'
 import { ensureServerAllowed, REACHES, SERVER_ID_NAMES, TENANT_WIDE_AREAS, tenantWideRefusal, type Reach } from './allowlist'
 
@@ -94,6 +94,13 @@ export type Authenticators = {
   mcp: (token: string, request: Request) => Promise<Actor | null>
   /** The features of a plan code ([] when unknown). */
   planFeatures: (planCode: string) => Promise<readonly string[]>
+  /**
+   * PostgreSQL: a verification of this bearer token kept in memory from an earlier request, with
+   * the credentials' change counter it was made under, without reading anything; null when none is
+   * kept (or it is due a write). checkAccess uses it only once the counter, read by the rate
+   * limit's statement, confirms it; else it resolves the token afresh.
+   */
+  bearerKept?: (token: string) => { actor: Actor; epoch: number } | null
 }
 
 /** The features of the caller's plan, read only when the route is entitled by one. */
@@ -371,33 +378,68 @@ async function checkAccess(
     }
     return cookie ? await authenticators.session(cookie) : null
   }
-  const actor = await identify()
-  if (!actor) throw unauthorized()
-  requestState(request, deps).tenantId = actor.tenantId
+  // A bearer token verified by an earlier request (PostgreSQL): trusted only once the rate limit's
+  // statement has read the credentials' change counter unchanged (one round trip instead of two).
+  const state = requestState(request, deps)
   if ('agent' in spec) {
-    if (actor.kind !== 'agent') throw new ProblemError('forbidden', { detail: 'this operation is for agents' })
-    setActor(request, actor)
-    requestState(request, deps).actor = { kind: 'agent', id: actor.tokenId ?? null }
+    const agent = await identify()
+    if (!agent) throw unauthorized()
+    state.tenantId = agent.tenantId
+    if (agent.kind !== 'agent') throw new ProblemError('forbidden', { detail: 'this operation is for agents' })
+    setActor(request, agent)
+    state.actor = { kind: 'agent', id: agent.tokenId ?? null }
     return
   }
-
-  if (actor.via === 'cookie' && !SAFE_METHODS.has(request.method)) {
-    const site = request.headers.get('sec-fetch-site')
-    const origin = request.headers.get('origin')
-    if (site === 'cross-site' || (origin !== null && origin !== deps.config.publicUrl))
-      throw new ProblemError('csrf_rejected', { detail: 'cross-site request refused' })
+  const bearer = !preset && authorization !== null ? bearerToken(authorization) : null
+  const kept = bearer !== null && authenticators.bearerKept ? authenticators.bearerKept(bearer) : null
+  let actor = kept?.actor ?? (await identify())
+  if (!actor) throw unauthorized()
+  const admit = async (who: Actor) => {
+    state.tenantId = who.tenantId
+    if (who.via === 'cookie' && !SAFE_METHODS.has(request.method)) {
+      const site = request.headers.get('sec-fetch-site')
+      const origin = request.headers.get('origin')
+      if (site === 'cross-site' || (origin !== null && origin !== deps.config.publicUrl))
+        throw new ProblemError('csrf_rejected', { detail: 'cross-site request refused' })
+    }
+    state.actor = { kind: who.kind, id: who.kind === 'user' ? who.userId : (who.tokenId ?? null) }
+    const context = { method: request.method, route, params, planFeatures: await featuresFor(authenticators, spec, who) }
+    authorize(who, spec, context)
+    return context
   }
-  const state = requestState(request, deps)
-  state.actor = { kind: actor.kind, id: actor.kind === 'user' ? actor.userId : (actor.tokenId ?? null) }
-  const context = { method: request.method, route, params, planFeatures: await featuresFor(authenticators, spec, actor) }
-  authorize(actor, spec, context)
-  await enforceRequestRateLimits(deps, actor, request.method)
+  let context: Awaited<ReturnType<typeof admit>> | null = null
+  let confirmed = false
+  /** The caller this request was counted for already (a kept verification the counter did not confirm). */
+  let counted: Actor | null = null
+  if (kept) {
+    try {
+      context = await admit(actor)
+      const taken = await takeRequestRateLimits(deps, actor, request.method)
+      confirmed = taken.epoch === kept.epoch
+      if (confirmed && taken.retryAfterSeconds !== null) throw problems.rateLimited(taken.retryAfterSeconds)
+      // Counted already: the rows read afresh below name the same caller unless the counter moved for them.
+      if (!confirmed && taken.retryAfterSeconds === null) counted = actor
+    } catch (e) {
+      // A refusal on the strength of a kept verification is decided again on the rows as they are now.
+      if (!(e instanceof ProblemError) || confirmed) throw e
+    }
+    if (!confirmed) {
+      actor = bearer !== null ? await authenticators.bearer(bearer) : null
+      if (!actor) throw unauthorized()
+    }
+  }
+  if (!confirmed) {
+    context = await admit(actor)
+    if (!(counted && counted.tokenId === actor.tokenId && counted.tenantId === actor.tenantId)) await enforceRequestRateLimits(deps, actor, request.method)
+  }
   setActor(request, actor)
+  const settled = actor
+  const settledContext = context!
   rechecks.set(request, async () => {
     const again = await identify()
-    if (!again || again.tenantId !== actor.tenantId) return null
+    if (!again || again.tenantId !== settled.tenantId) return null
     try {
-      authorize(again, spec, { ...context, planFeatures: await featuresFor(authenticators, spec, again) })
+      authorize(again, spec, { ...settledContext, planFeatures: await featuresFor(authenticators, spec, again) })
       return again
     } catch (e) {
       if (e instanceof ProblemError) return null

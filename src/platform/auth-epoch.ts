@@ -34,6 +34,11 @@ export class VerifiedCredentials<T> {
     return undefined
   }
 
+  /** The value kept for `key` and the counter's value it was verified under, whatever the counter is now. */
+  peek(key: string): { epoch: number; value: T } | undefined {
+    return this.#entries.get(key)
+  }
+
   set(key: string, epoch: number, value: T): void {
     if (epoch < 0) return
     this.#entries.delete(key)

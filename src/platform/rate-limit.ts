@@ -108,13 +108,18 @@ export class LocalRateLimiter {
  * lets a few more requests through). It runs outside any transaction of the request, so a refused
  * request keeps no idempotency key (docs/conventions.md).
  */
-async function consumeShared(db: DbOrTx, clock: Clock, limits: readonly LocalLimit[]): Promise<RateDecision> {
+async function consumeShared(db: DbOrTx, clock: Clock, limits: readonly LocalLimit[]): Promise<RateDecision & { epoch: number | null }> {
   const json = JSON.stringify(
     limits.map(({ bucket, limit, periodSeconds }) => ({ bucket, interval_us: (periodSeconds * 1_000_000) / limit, period_us: periodSeconds * 1_000_000 })),
   )
-  const retryUs = (await db.get<{ retry: number }>(sql`SELECT rate_take(${json}, ${clock.nowUs()}) AS retry`))!.retry
-  if (retryUs > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(retryUs / 1_000_000)), remaining: 0 }
-  return { allowed: true, retryAfterSeconds: 0, remaining: 0 }
+  // With the credentials' change counter (src/platform/auth-epoch.ts), read in the same round trip:
+  // what confirms a verification kept in memory (src/platform/access.ts).
+  const row = (await db.get<{ retry: number; epoch: number | null }>(
+    sql`SELECT rate_take(${json}, ${clock.nowUs()}) AS retry, (SELECT n FROM auth_epoch WHERE id = 1) AS epoch`,
+  ))!
+  const epoch = row.epoch === null ? null : Number(row.epoch)
+  if (row.retry > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(row.retry / 1_000_000)), remaining: 0, epoch }
+  return { allowed: true, retryAfterSeconds: 0, remaining: 0, epoch }
 }
 
 /** This process's limiter for a Deps (tests build several Deps in one process). */
@@ -133,7 +138,7 @@ function principalOf(actor: Actor): string | null {
 }
 
 /** One decision over `limits`: shared by every instance on PostgreSQL, in this process's memory on SQLite. */
-async function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDecision> {
+async function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDecision & { epoch?: number | null }> {
   // On PostgreSQL several instances serve one tenant: the count is theirs together (docs/scale-out.md).
   return deps.config.postgresUrl ? await consumeShared(deps.db, deps.clock, limits) : requestRateLimiter(deps).consume(limits)
 }
@@ -143,7 +148,7 @@ async function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDe
  * PostgreSQL the count is a write (rate_take), and while another process holds the tables' locks
  * reads keep answering (docs/conventions.md); a write waits and answers 503 as every write does.
  */
-async function decideUnlessBusyRead(deps: Deps, limits: readonly LocalLimit[], read: boolean): Promise<RateDecision | null> {
+async function decideUnlessBusyRead(deps: Deps, limits: readonly LocalLimit[], read: boolean): Promise<(RateDecision & { epoch?: number | null }) | null> {
   try {
     return await decide(deps, limits)
   } catch (e) {
@@ -161,17 +166,27 @@ async function decideUnlessBusyRead(deps: Deps, limits: readonly LocalLimit[], r
  * counted here.
  */
 export async function enforceRequestRateLimits(deps: Deps, actor: Actor, method: string): Promise<void> {
+  const taken = await takeRequestRateLimits(deps, actor, method)
+  if (taken.retryAfterSeconds !== null) throw problems.rateLimited(taken.retryAfterSeconds)
+}
+
+/**
+ * enforceRequestRateLimits's decision without the throw: `retryAfterSeconds` when refused (nothing
+ * was taken), and on PostgreSQL the credentials' change counter as the same statement read it
+ * (null when no statement ran: SQLite, no limit, or a read let through a busy database).
+ */
+export async function takeRequestRateLimits(deps: Deps, actor: Actor, method: string): Promise<{ retryAfterSeconds: number | null; epoch: number | null }> {
   const principal = principalOf(actor)
-  if (principal === null) return
+  if (principal === null) return { retryAfterSeconds: null, epoch: null }
   const { tenantWritesPerMinute, tokenRequestsPerMinute, sessionUserRequestsPerMinute } = deps.config.rateLimits
   const limits: LocalLimit[] = []
   const perCaller = actor.via === 'bearer' ? tokenRequestsPerMinute : sessionUserRequestsPerMinute
   if (perCaller > 0) limits.push({ bucket: principal, limit: perCaller, periodSeconds: 60 })
   if (tenantWritesPerMinute > 0 && !SAFE_METHODS.has(method.toUpperCase()))
     limits.push({ bucket: `tenant-writes:${actor.tenantId}`, limit: tenantWritesPerMinute, periodSeconds: 60 })
-  if (limits.length === 0) return
+  if (limits.length === 0) return { retryAfterSeconds: null, epoch: null }
   const decision = await decideUnlessBusyRead(deps, limits, SAFE_METHODS.has(method.toUpperCase()))
-  if (decision && !decision.allowed) throw problems.rateLimited(decision.retryAfterSeconds)
+  return { retryAfterSeconds: decision && !decision.allowed ? decision.retryAfterSeconds : null, epoch: decision?.epoch ?? null }
 }
 
 /** Expensive reads taken at once before the steady rate applies (a report costs up to a few hundred milliseconds). */

@@ -129,3 +129,20 @@ describe('verified PATs kept in memory', () => {
     await expectProblem(await write(), 403, 'forbidden')
   })
 })
+
+test('a request whose kept verification the counter did not confirm is counted once, not twice', async () => {
+  const limited = await startTestApp({ RATE_LIMIT_TOKEN_PER_MINUTE: '3' })
+  try {
+    const member = await newTenant(limited, 'verified-pat-count')
+    const { token } = await mintPat(limited, member)
+    expect((await call(limited, 'GET', '/me', token)).status).toBe(200)
+    // Any change a caller is made of moves the counter: here another token's revocation.
+    const spare = await mintPat(limited, member)
+    expect((await call(limited, 'DELETE', `/tokens/${spare.id}`, member)).status).toBe(204)
+    expect((await call(limited, 'GET', '/me', token)).status).toBe(200)
+    expect((await call(limited, 'GET', '/me', token)).status).toBe(200)
+    await expectProblem(await call(limited, 'GET', '/me', token), 429, 'rate_limited')
+  } finally {
+    await limited.close()
+  }
+})

@@ -178,6 +178,10 @@ export async function resolvePat(deps: Deps, token: string): Promise<Actor | nul
     const id = pat.tokenId
     if (await writeUnlessBusy(deps.db, (tx) => touchAccessToken(tx, id, now))) pat.lastUsedAt = now
   }
+  return patActor(pat)
+}
+
+function patActor(pat: VerifiedPat): Actor {
   return {
     kind: 'pat',
     via: 'bearer',
@@ -189,4 +193,20 @@ export async function resolvePat(deps: Deps, token: string): Promise<Actor | nul
     serverAllowlist: pat.serverAllowlist === null ? null : [...pat.serverAllowlist],
     tenant: { ...pat.tenant },
   }
+}
+
+/**
+ * A PAT verified by an earlier request, as it was then, with the change counter it was verified
+ * under, reading nothing (src/platform/access.ts confirms it with the counter the rate limit's
+ * statement reads, on PostgreSQL). Null when none is kept, it has expired, or its last-used stamp is
+ * due (resolvePat writes that).
+ */
+export function keptPat(deps: Deps, token: string): { actor: Actor; epoch: number } | null {
+  if (!hasValidChecksum(token, 'gpuhq_pat_')) return null
+  const kept = verifiedPats(deps).peek(hashSecret(token))
+  if (!kept) return null
+  const pat = kept.value
+  const now = deps.clock.nowUs()
+  if ((pat.expiresAt !== null && pat.expiresAt <= now) || pat.lastUsedAt === null || now - pat.lastUsedAt > TOUCH_EVERY_US) return null
+  return { actor: patActor(pat), epoch: kept.epoch }
 }
