@@ -11,7 +11,7 @@ import { API_PREFIX } from './platform/api'
 import { docsRoutes, systemRoutes } from './modules/system'
 import { testingRoutes } from './modules/testing'
 import { accountsRoutes } from './modules/accounts'
-import { resolveSession, sessionsRoutes } from './modules/sessions'
+import { keptSession, resolveSession, sessionsRoutes } from './modules/sessions'
 import { usersRoutes } from './modules/users'
 import { keptPat, resolvePat, tokensRoutes } from './modules/tokens'
 import { auditRoutes } from './modules/audit'
@@ -122,9 +122,10 @@ export function createApp(deps: Deps, runner: JobRunner): AnyElysia {
       token.startsWith('gpuhq_pat_') ? await resolvePat(deps, token) : token.startsWith('gpuhq_agt_') ? await resolveAgent(deps, token) : null,
     mcp: async (token, request) => await authenticateMcp(deps, token, request),
     planFeatures: async (code) => await featuresOfPlan(deps.db, code),
-    // On PostgreSQL a kept PAT verification is confirmed by the rate limit's statement (one round
-    // trip fewer); on SQLite the change counter's read costs microseconds and is made each time.
+    // On PostgreSQL a kept verification is confirmed by the rate limit's statement (one round trip
+    // fewer); on SQLite the change counter's read costs microseconds and is made each time.
     bearerKept: isPostgres(deps.db) ? (token) => (token.startsWith('gpuhq_pat_') ? keptPat(deps, token) : null) : undefined,
+    sessionKept: isPostgres(deps.db) ? (token) => keptSession(deps, token) : undefined,
   }
   let allowedMethods: (path: string) => string[] = () => []
   let document: () => unknown = () => {

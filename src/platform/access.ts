@@ -101,6 +101,8 @@ export type Authenticators = {
    * limit's statement, confirms it; else it resolves the token afresh.
    */
   bearerKept?: (token: string) => { actor: Actor; epoch: number } | null
+  /** The same for a session cookie's value. */
+  sessionKept?: (token: string) => { actor: Actor; epoch: number } | null
 }
 
 /** The features of the caller's plan, read only when the route is entitled by one. */
@@ -424,13 +426,14 @@ async function checkAccess(
       if (!(e instanceof ProblemError) || confirmed) throw e
     }
     if (!confirmed) {
-      actor = bearer !== null ? await authenticators.bearer(bearer) : null
+      actor = await identify()
       if (!actor) throw unauthorized()
     }
   }
   if (!confirmed) {
     context = await admit(actor)
-    if (!(counted && counted.tokenId === actor.tokenId && counted.tenantId === actor.tenantId)) await enforceRequestRateLimits(deps, actor, request.method)
+    const same = counted && counted.tokenId === actor.tokenId && counted.userId === actor.userId && counted.tenantId === actor.tenantId
+    if (!same) await enforceRequestRateLimits(deps, actor, request.method)
   }
   setActor(request, actor)
   const settled = actor

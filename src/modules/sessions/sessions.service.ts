@@ -99,6 +99,26 @@ export async function resolveSession(deps: Deps, token: string): Promise<Actor |
       verified.idleExpiresAt = idleUntil
     }
   }
+  return sessionActor(verified)
+}
+
+/**
+ * A session verified by an earlier request, as it was then, with the change counter it was
+ * verified under, reading nothing (src/platform/access.ts confirms it with the counter the rate
+ * limit's statement reads, on PostgreSQL). Null when none is kept, its expiry has passed as kept
+ * (another instance may have slid it: resolveSession reads it again), or its touch is due.
+ */
+export function keptSession(deps: Deps, token: string): { actor: Actor; epoch: number } | null {
+  if (token.length < 20 || token.length > 128) return null
+  const kept = verifiedSessions(deps).peek(hashSecret(token))
+  if (!kept) return null
+  const verified = kept.value
+  const now = deps.clock.nowUs()
+  if (verified.idleExpiresAt <= now || verified.absoluteExpiresAt <= now || now - verified.lastSeenAt > TOUCH_EVERY_US) return null
+  return { actor: sessionActor(verified), epoch: kept.epoch }
+}
+
+function sessionActor(verified: VerifiedSession): Actor {
   return {
     kind: 'user',
     via: 'cookie',
