@@ -350,6 +350,7 @@ async function bookCharges(tx: Tx, deps: Deps, tenants: Billed[], h: number): Pr
   const days = daysOfHour(h)
   const now = deps.clock.nowUs()
   const amounts = tenants.map((t) => hourlyAmount(t.plan.price, t.servers, days))
+  const prices = new Map<number, string>() // formatMoney once per price, not per tenant
   const calculations = tenants.map((t, k) => ({
     id: deps.newId(),
     tenantId: t.tenantId,
@@ -374,7 +375,7 @@ async function bookCharges(tx: Tx, deps: Deps, tenants: Billed[], h: number): Pr
       chargeDay: day,
       chargeHour: h,
       calculationId: calculations[k]!.id,
-      detail: `${t.servers} server${t.servers === 1 ? '' : 's'} × ${t.plan.planCode} ${formatMoney(t.plan.price)} USD/month ÷ ${days} days ÷ 24 h`,
+      detail: `${t.servers} server${t.servers === 1 ? '' : 's'} × ${t.plan.planCode} ${priceText(prices, t.plan.price)} USD/month ÷ ${days} days ÷ 24 h`,
     })),
   )
   for (let k = 0; k < tenants.length; k++) {
@@ -386,4 +387,10 @@ async function bookCharges(tx: Tx, deps: Deps, tenants: Billed[], h: number): Pr
       await deps.events.emit('tenant.balance_low', { tx, tenantId: tenants[k]!.tenantId, daysLeft, balanceMicros: balance })
   }
   return tenants.length
+}
+
+function priceText(known: Map<number, string>, price: number): string {
+  let text = known.get(price)
+  if (text === undefined) known.set(price, (text = formatMoney(price)))
+  return text
 }

@@ -23,7 +23,7 @@ export async function appendEntry(tx: DbOrTx, deps: Deps, e: NewEntry): Promise<
   if (!inTransaction(tx)) throw new Error("appendEntry runs inside the caller's transaction (withTransaction)")
   const row = entryRow(deps, e, await currentBalance(tx, e.tenantId), deps.clock.nowUs())
   await writeEntry(tx, row)
-  await afterEntry(tx, deps, e, row)
+  if (movesAccountState(e, row)) await followEntry(tx, deps, e, row)
   return row
 }
 
@@ -47,7 +47,7 @@ export async function appendEntries(tx: DbOrTx, deps: Deps, entries: NewEntry[])
     return entryRow(deps, e, before.get(e.tenantId) ?? { balance: 0, seq: 0 }, now)
   })
   await writeEntries(tx, rows)
-  for (let i = 0; i < entries.length; i++) await afterEntry(tx, deps, entries[i]!, rows[i]!)
+  for (let i = 0; i < entries.length; i++) if (movesAccountState(entries[i]!, rows[i]!)) await followEntry(tx, deps, entries[i]!, rows[i]!)
   return rows
 }
 
@@ -73,12 +73,15 @@ function entryRow(deps: Deps, e: NewEntry, before: { balance: number; seq: numbe
   }
 }
 
+/**
+ * False for a debit that leaves the balance at zero or above: it moves no account state (out of
+ * grace the balance was already at or above zero, as grace always means below zero, and only a
+ * top-up unfreezes). Every hourly charge of a covered account takes this path: no lookup.
+ */
+const movesAccountState = (e: NewEntry, row: LedgerRow) => !(e.amountMicros <= 0 && row.balanceAfterMicros >= 0)
+
 /** The account state follows the balance an entry left (followBalance). */
-async function afterEntry(tx: DbOrTx, deps: Deps, e: NewEntry, row: LedgerRow): Promise<void> {
-  // A debit that leaves the balance at zero or above moves no account state: out of grace the
-  // balance was already at or above zero (grace always means below zero), and only a top-up
-  // unfreezes. Every hourly charge of a covered account takes this path: no lookup.
-  if (e.amountMicros <= 0 && row.balanceAfterMicros >= 0) return
+async function followEntry(tx: DbOrTx, deps: Deps, e: NewEntry, row: LedgerRow): Promise<void> {
   const state = await accountStateOf(tx, e.tenantId)
   if (state) await followBalance(tx, deps, e.tenantId, state, row.balanceAfterMicros, e.kind)
 }
