@@ -25,11 +25,13 @@ import { firstServerEnrolledAt, managedServersByTenant, tenantServersManagedDuri
  * `billing.charge` books hour H once it is 1 h 15 min old (created_at ≈ H + 1h15m; occurred_at and
  * charge_hour = H). An hour is booked in short slices: tenants in id order, each batch its own
  * transaction, cut at BATCH_TENANTS tenants or once it has run BATCH_BUDGET_MS, and the event loop
- * yields between batches, so a request never waits long for the write lock. A batch's progress is
- * its own ledger rows, durable with it: a crash mid-hour leaves whole tenants behind, and the next
- * run skips every tenant already charged for the hour (one lookup in the partial unique index
- * (tenant, charge_hour), which also makes a second booking impossible whatever reruns, overlapping
- * processes or catch-ups after downtime do). The watermark moves past H only once every tenant of H
+ * yields between batches, so a request never waits long for the write lock. Within a batch the
+ * work goes a slice of SLICE_TENANTS tenants at a time: which of them are charged already is one
+ * read, their balances another, and their calculations, ledger rows and balances are written
+ * together (ledger.ts appendEntries). A batch's progress is its own ledger rows, durable with it: a
+ * crash mid-hour leaves whole tenants behind, and the next run skips every tenant already charged
+ * for the hour (the partial unique index (tenant, charge_hour) answers the batch's read, and makes a
+ * second booking impossible whatever reruns, overlapping processes or catch-ups after downtime do). The watermark moves past H only once every tenant of H
  * is booked or recorded owed.
  *
  * One tenant's failure stays that tenant's (docs/billing.md "A tenant whose charge fails"): a batch
