@@ -31,8 +31,8 @@ import { firstServerEnrolledAt, managedServersByTenant, tenantServersManagedDuri
  * together (ledger.ts appendEntries). A batch's progress is its own ledger rows, durable with it: a
  * crash mid-hour leaves whole tenants behind, and the next run skips every tenant already charged
  * for the hour (the partial unique index (tenant, charge_hour) answers the batch's read, and makes a
- * second booking impossible whatever reruns, overlapping processes or catch-ups after downtime do). The watermark moves past H only once every tenant of H
- * is booked or recorded owed.
+ * second booking impossible whatever reruns, overlapping processes or catch-ups after downtime
+ * do). The watermark moves past H only once every tenant of H is booked or recorded owed.
  *
  * One tenant's failure stays that tenant's (docs/billing.md "A tenant whose charge fails"): a batch
  * whose plain transaction fails is booked again with each tenant in its own savepoint and in the

@@ -115,9 +115,11 @@ export async function countManagedServers(db: DbOrTx, tenantId: string): Promise
  * during some part of [fromUs, toUs) (enrolled before its end, not decommissioned before its
  * start), [tenant id, how many, their ids as a JSON array sorted by id] (the text a charge's
  * calculation stores, built by the database: no row per server reaches the process). An empty
- * answer means the table is done. Ids are ours (UUIDv7, ASCII), so the database's byte order is
- * JavaScript's string order; on PostgreSQL the C collation makes it so, and the ids of a tenant are
- * sorted again here to be sure of the stored text.
+ * answer means the table is done. Ids are ours (UUIDv7, ASCII), so SQLite's byte order is
+ * JavaScript's string order. PostgreSQL pages in its collation's order (the same in the comparison
+ * and the ORDER BY, so no tenant is skipped or read twice, and the index serves both; the caller
+ * sorts the tenants when they are not in JavaScript's order), and each tenant's ids are sorted
+ * again here, so the stored text is the same on both databases.
  */
 export async function managedServersByTenant(
   db: DbOrTx,
@@ -129,8 +131,8 @@ export async function managedServersByTenant(
   if (isPostgres(db)) {
     const rows = await rawSql(db).values<[string, number | string, string]>(
       `SELECT tenant_id, count(*), CAST(json_agg(id) AS text) FROM servers
-       WHERE tenant_id COLLATE "C" > $1 AND created_at < $2 AND (decommissioned_at IS NULL OR decommissioned_at > $3)
-       GROUP BY tenant_id ORDER BY tenant_id COLLATE "C" LIMIT $4`,
+       WHERE tenant_id > $1 AND created_at < $2 AND (decommissioned_at IS NULL OR decommissioned_at > $3)
+       GROUP BY tenant_id ORDER BY tenant_id LIMIT $4`,
       afterTenant,
       toUs,
       fromUs,
