@@ -99,6 +99,16 @@ export class SqliteExecutor implements Executor {
     return this.#whenFree(() => this.#run(sql, params))
   }
 
+  /** `sql` once per row of `rows`, on one prepared statement (db/client.ts rawSql's runEach). */
+  runEach(sql: string, rows: readonly unknown[][]): void | Promise<void> {
+    const each = () => {
+      const statement = this.#statement(sql)
+      for (const row of rows) statement.run(...(row as never[]))
+    }
+    if (this.#mayRun()) return each()
+    return this.#whenFree(each)
+  }
+
   #run(sql: string, params: unknown[]): RunResult {
     const r = this.#statement(sql).run(...(params as never[]))
     return { changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) }

@@ -9,13 +9,21 @@ import type { Clock } from './clock'
 export function createIdGenerator(clock: Clock): () => string {
   let lastMs = -1
   let counter = 0
-  const rand = new Uint8Array(10)
+  // Random bytes drawn from the system a pool at a time (one call per RANDOM_POOL / 10 ids, not one
+  // per id): a charge run asks for tens of thousands of ids in a few milliseconds.
+  const pool = new Uint8Array(RANDOM_POOL)
+  let used = RANDOM_POOL
   return function uuidv7(): string {
     let ms = Math.floor(clock.nowUs() / 1000)
-    randomFillSync(rand)
+    if (used + 10 > RANDOM_POOL) {
+      randomFillSync(pool)
+      used = 0
+    }
+    const r = used
+    used += 10
     if (ms > lastMs) {
       lastMs = ms
-      counter = ((rand[0]! << 8) | rand[1]!) & 0x7ff // leave headroom in the 12 bits
+      counter = ((pool[r]! << 8) | pool[r + 1]!) & 0x7ff // leave headroom in the 12 bits
     } else {
       ms = lastMs
       counter++
@@ -24,21 +32,36 @@ export function createIdGenerator(clock: Clock): () => string {
         counter = 0
       }
     }
-    const b = new Uint8Array(16)
-    b[0] = (ms / 2 ** 40) & 0xff
-    b[1] = (ms / 2 ** 32) & 0xff
-    b[2] = (ms >>> 24) & 0xff
-    b[3] = (ms >>> 16) & 0xff
-    b[4] = (ms >>> 8) & 0xff
-    b[5] = ms & 0xff
-    b[6] = 0x70 | ((counter >>> 8) & 0x0f)
-    b[7] = counter & 0xff
-    b[8] = 0x80 | (rand[2]! & 0x3f)
-    b.set(rand.subarray(3, 10), 9)
-    const hex = Buffer.from(b).toString('hex')
-    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+    const h = HEX
+    return (
+      h[(ms / 2 ** 40) & 0xff]! +
+      h[(ms / 2 ** 32) & 0xff]! +
+      h[(ms >>> 24) & 0xff]! +
+      h[(ms >>> 16) & 0xff]! +
+      '-' +
+      h[(ms >>> 8) & 0xff]! +
+      h[ms & 0xff]! +
+      '-' +
+      h[0x70 | ((counter >>> 8) & 0x0f)]! +
+      h[counter & 0xff]! +
+      '-' +
+      h[0x80 | (pool[r + 2]! & 0x3f)]! +
+      h[pool[r + 3]!]! +
+      '-' +
+      h[pool[r + 4]!]! +
+      h[pool[r + 5]!]! +
+      h[pool[r + 6]!]! +
+      h[pool[r + 7]!]! +
+      h[pool[r + 8]!]! +
+      h[pool[r + 9]!]!
+    )
   }
 }
+
+/** Bytes of randomness drawn at once (a multiple of the 10 one id takes). */
+const RANDOM_POOL = 4000
+/** Each byte as two lower-case hex digits. */
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i
 

@@ -4,9 +4,18 @@ import { TenantWalk } from '../../platform/jobs'
 import { divideRounded, formatMoney } from '../../platform/money'
 import { daysInMonth, formatTimestamp, US_PER_HOUR, utcDay } from '../../platform/time'
 import { plansDuringHour, type PricedPlan } from '../plans'
-import { appendEntry, freezeOverdue } from './ledger'
-import { chargedFor, chargedUntil, checkpointWal, clearHourOwed, insertChargeCalculation, markHourOwed, owedHours, setChargedUntil } from './ledger.repository'
-import { firstServerEnrolledAt, serversManagedDuring, tenantServersManagedDuring } from '../fleet'
+import { appendEntries, freezeOverdue } from './ledger'
+import {
+  chargedAmong,
+  chargedUntil,
+  checkpointWal,
+  clearHourOwed,
+  insertChargeCalculations,
+  markHourOwed,
+  owedHours,
+  setChargedUntil,
+} from './ledger.repository'
+import { firstServerEnrolledAt, managedServersByTenant, tenantServersManagedDuring } from '../fleet'
 
 /**
  * Hourly charges (docs/billing.md): each managed server costs the plan's monthly price ÷ days of the
@@ -16,12 +25,14 @@ import { firstServerEnrolledAt, serversManagedDuring, tenantServersManagedDuring
  * `billing.charge` books hour H once it is 1 h 15 min old (created_at ≈ H + 1h15m; occurred_at and
  * charge_hour = H). An hour is booked in short slices: tenants in id order, each batch its own
  * transaction, cut at BATCH_TENANTS tenants or once it has run BATCH_BUDGET_MS, and the event loop
- * yields between batches, so a request never waits long for the write lock. A batch's progress is
- * its own ledger rows, durable with it: a crash mid-hour leaves whole tenants behind, and the next
- * run skips every tenant already charged for the hour (one lookup in the partial unique index
- * (tenant, charge_hour), which also makes a second booking impossible whatever reruns, overlapping
- * processes or catch-ups after downtime do). The watermark moves past H only once every tenant of H
- * is booked or recorded owed.
+ * yields between batches, so a request never waits long for the write lock. Within a batch the
+ * work goes a slice of SLICE_TENANTS tenants at a time: which of them are charged already is one
+ * read, their balances another, and their calculations, ledger rows and balances are written
+ * together (ledger.ts appendEntries). A batch's progress is its own ledger rows, durable with it: a
+ * crash mid-hour leaves whole tenants behind, and the next run skips every tenant already charged
+ * for the hour (the partial unique index (tenant, charge_hour) answers the batch's read, and makes a
+ * second booking impossible whatever reruns, overlapping processes or catch-ups after downtime
+ * do). The watermark moves past H only once every tenant of H is booked or recorded owed.
  *
  * One tenant's failure stays that tenant's (docs/billing.md "A tenant whose charge fails"): a batch
  * whose plain transaction fails is booked again with each tenant in its own savepoint and in the
@@ -38,11 +49,17 @@ const BATCH_TENANTS = 1000
 /**
  * A batch stops taking tenants once it has run this long, leaving room for its commit (an fsync
  * under synchronous=FULL, none under the group commit) below the 50 ms a concurrent request may
- * wait at most: about 900 tenants on the two-core test machine (bench/charges.ts measures it).
+ * wait at most. On the two-core test machine a batch of BATCH_TENANTS takes about 11 to 16 ms, so
+ * this cuts one only on a busy moment (bench/charges.ts measures it). It is looked at after each
+ * slice of SLICE_TENANTS.
  */
 const BATCH_BUDGET_MS = 20
-/** Servers per slice of the read of an hour's managed servers (a few ms each, outside any transaction). */
-const READ_SLICE = 20_000
+/** Tenants per page of the read of an hour's managed servers (a few ms each, outside any transaction). */
+const READ_PAGE_TENANTS = 2000
+/** Tenants one read of a batch checks for a charge already booked (and the batch's budget is looked at after each slice). */
+const SLICE_TENANTS = 250
+/** The WAL size (pages) the run checkpoints before reaching: 80 % of SQLite's automatic checkpoint at 1000 pages. */
+const CHECKPOINT_PAGES = 800
 
 const hourStart = (us: number) => Math.floor(us / US_PER_HOUR) * US_PER_HOUR
 
@@ -159,9 +176,13 @@ async function chargeOwedHours(deps: Deps, walk: TenantWalk, timed: Timed): Prom
     tried++
     const wrote = await walk.run(tenantId, () =>
       timed(async (tx) => {
-        const serverIds = await tenantServersManagedDuring(tx, tenantId, hourUs, hourUs + US_PER_HOUR)
+        const serverIds = (await tenantServersManagedDuring(tx, tenantId, hourUs, hourUs + US_PER_HOUR)).sort()
         const plan = (await plansDuringHour(tx, hourUs)).get(tenantId)
-        const charged = serverIds.length > 0 && (await chargeTenant(tx, deps, plan, tenantId, serverIds, hourUs, utcDay(hourUs), daysOfHour(hourUs)))
+        const charged =
+          serverIds.length > 0 &&
+          isPriced(plan) &&
+          !(await chargedAmong(tx, [tenantId], hourUs)).has(tenantId) &&
+          (await bookCharges(tx, deps, [{ tenantId, plan, servers: serverIds.length, serverIdsJson: JSON.stringify(serverIds) }], hourUs)) > 0
         await clearHourOwed(tx, tenantId, hourUs)
         return charged
       }),
@@ -185,25 +206,25 @@ async function firstHour(db: DbOrTx): Promise<number | null> {
  */
 async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, walk: TenantWalk): Promise<'done' | 'overtaken' | 'stopped'> {
   const end = h + US_PER_HOUR
-  const day = utcDay(h)
   // The plan and price in force during this hour, not the ones of today (plan history). Which
   // servers an hour bills and its plans are settled once the hour is over, so they are read outside
   // the batches' transactions.
   const tenantPlans = await plansDuringHour(deps.db, h)
-  const days = daysOfHour(h)
-  const byTenant = new Map<string, string[]>()
-  for (let after: string | null = ''; after !== null; ) {
-    const chunk = await serversManagedDuring(deps.db, h, end, after, READ_SLICE)
-    for (const [tenantId, serverId] of chunk.rows) {
-      const list = byTenant.get(tenantId)
-      if (list) list.push(serverId)
-      else byTenant.set(tenantId, [serverId])
+  // The hour's servers grouped by tenant by the database, a page of tenants at a time with the
+  // event loop yielding between pages; only the priced tenants are kept.
+  const tenants: Billed[] = []
+  for (let after = ''; ; ) {
+    const page = await managedServersByTenant(deps.db, h, end, after, READ_PAGE_TENANTS)
+    if (page.length === 0) break
+    for (const [tenantId, servers, serverIdsJson] of page) {
+      const plan = tenantPlans.get(tenantId)
+      if (isPriced(plan)) tenants.push({ tenantId, plan, servers, serverIdsJson })
     }
-    after = chunk.last
+    after = page[page.length - 1]![0]
     await yieldToEventLoop()
   }
-  // Tenants in id order, so a crash-and-resume or another process walks them the same way.
-  const tenants = [...byTenant.keys()].sort()
+  // Tenants in id order (the database answered in it), so a crash-and-resume or another process walks them the same way.
+  if (!tenants.every((t, k) => k === 0 || tenants[k - 1]!.tenantId < t.tenantId)) tenants.sort((x, y) => (x.tenantId < y.tenantId ? -1 : 1))
   /** One batch from tenant `from`, in the caller's transaction; null when the hour was finished meanwhile. */
   const bookBatch = async (tx: Tx, from: number, careful: boolean) => {
     // Another run may have finished this hour meanwhile: the watermark only ever moves forward.
@@ -214,41 +235,54 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, w
     let n = 0
     let owed = 0
     let deferred = 0
-    // Tenants booked already (by a run that stopped mid-hour, or another process) cost one
-    // lookup each and do not count: a resumed run's first batch books the next tenants.
+    // A slice of tenants at a time: which of them are charged already is one read; those booked
+    // already (by a run that stopped mid-hour, or another process) do not count, so a resumed
+    // run's first batch books the next tenants.
     while (i < tenants.length && n < batch.size) {
-      const tenantId = tenants[i++]!
-      const plan = tenantPlans.get(tenantId)
-      if (!isPriced(plan) || (await chargedFor(tx, tenantId, h))) continue
-      const servers = byTenant.get(tenantId)!
-      let wrote: boolean | undefined
-      if (walk.isWaiting(tenantId)) {
-        // Waiting out a backoff after failing: not tried, owed.
-        wrote = undefined
-        deferred++
-      } else if (!careful) {
-        wrote = await bookCharge(tx, deps, plan, tenantId, servers, h, day, days)
-      } else {
-        // Its own savepoint and error boundary: a tenant whose booking throws is rolled back alone
-        // and recorded owed, and the batch goes on.
-        wrote = await walk.run(tenantId, async () => {
-          try {
-            return await withTransaction(tx, (one) => bookCharge(one, deps, plan, tenantId, servers, h, day, days))
-          } catch (e) {
-            // Another process booked this tenant's hour after our lookup (PostgreSQL, no lease): its charge stands, nothing is owed.
-            if (chargedMeanwhile(e)) return false
-            throw e
-          }
-        })
+      const slice = tenants.slice(i, i + Math.min(SLICE_TENANTS, batch.size - n))
+      i += slice.length
+      const charged = await chargedAmong(
+        tx,
+        slice.map((t) => t.tenantId),
+        h,
+      )
+      const book: Billed[] = []
+      for (const t of slice) {
+        if (charged.has(t.tenantId)) continue
+        let wrote: boolean | undefined
+        if (walk.isWaiting(t.tenantId)) {
+          // Waiting out a backoff after failing: not tried, owed.
+          wrote = undefined
+          deferred++
+        } else if (!careful) {
+          book.push(t)
+          continue
+        } else {
+          // Its own savepoint and error boundary: a tenant whose booking throws is rolled back alone
+          // and recorded owed, and the batch goes on.
+          wrote = await walk.run(t.tenantId, async () => {
+            try {
+              return (await withTransaction(tx, (one) => bookCharges(one, deps, [t], h))) > 0
+            } catch (e) {
+              // Another process booked this tenant's hour after our lookup (PostgreSQL, no lease): its charge stands, nothing is owed.
+              if (chargedMeanwhile(e)) return false
+              throw e
+            }
+          })
+        }
+        if (wrote === undefined) {
+          await markHourOwed(tx, t.tenantId, h, deps.clock.nowUs())
+          owed++
+        } else if (wrote) n++
       }
-      if (wrote === undefined) {
-        await markHourOwed(tx, tenantId, h, deps.clock.nowUs())
-        owed++
-      } else if (wrote) n++
+      // The common case: the slice's charges in a few statements.
+      n += await bookCharges(tx, deps, book, h)
       if (performance.now() > deadline) break
     }
     return { i, n, owed, deferred }
   }
+  /** Batches since the last checkpoint, and the WAL pages one wrote (unknown until the first checkpoint). */
+  const wal = { batches: 0, pagesPerBatch: Number.POSITIVE_INFINITY }
   let next = 0
   while (next < tenants.length) {
     if (batch.left <= 0) return 'stopped'
@@ -271,11 +305,19 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, w
     batch.owed += done.owed
     walk.deferred += done.deferred
     await yieldToEventLoop()
-    // SQLite would otherwise copy the WAL back into the database inside some batch's COMMIT (every
-    // 1000 pages), making that one block the event loop twice as long; between batches it is a
-    // separate, shorter step (no lock: a passive checkpoint waits for no reader or writer).
-    await checkpointWal(deps)
-    await yieldToEventLoop()
+    // SQLite would otherwise copy the WAL back into the database inside some batch's COMMIT (once
+    // the WAL holds 1000 pages), making that one hold the write lock twice as long. Between batches
+    // it is a separate step (no lock: a passive checkpoint waits for no reader or writer), taken
+    // only when the next batch could bring the WAL to that size: each checkpoint fsyncs the WAL and
+    // the database file, so one per batch (about 370 pages each on bench/charges.ts) cost as much
+    // as the batches' own writes.
+    wal.batches++
+    if ((wal.batches + 1) * wal.pagesPerBatch > CHECKPOINT_PAGES) {
+      const pages = await checkpointWal(deps)
+      if (pages !== null) wal.pagesPerBatch = pages / wal.batches
+      wal.batches = 0
+      await yieldToEventLoop()
+    }
   }
   return 'done'
 }
@@ -297,60 +339,62 @@ function isPriced(plan: PricedPlan | undefined): plan is PricedPlan & { price: n
   return !!plan && plan.price !== null && plan.price !== 0
 }
 
-/** Books one tenant's hour unless it is free, contract-priced or booked already; true when it wrote a charge. */
-async function chargeTenant(
-  tx: Tx,
-  deps: Deps,
-  plan: PricedPlan | undefined,
-  tenantId: string,
-  serverIds: string[],
-  h: number,
-  day: string,
-  days: number,
-): Promise<boolean> {
-  if (!isPriced(plan) || (await chargedFor(tx, tenantId, h))) return false
-  return await bookCharge(tx, deps, plan, tenantId, serverIds, h, day, days)
+/** A tenant billed for an hour: its plan then, and its servers managed during it (how many, their ids as the stored JSON text, sorted). */
+type Billed = { tenantId: string; plan: PricedPlan & { price: number; planCode: string }; servers: number; serverIdsJson: string }
+
+/**
+ * Writes these tenants' charges for hour `h` (a calculation and a ledger row each, and the balance),
+ * in the caller's transaction, a statement per table for all of them (ledger.ts appendEntries);
+ * answers how many it wrote. One that cannot be booked throws for all: the batch is then booked again
+ * carefully, a tenant at a time.
+ */
+async function bookCharges(tx: Tx, deps: Deps, tenants: Billed[], h: number): Promise<number> {
+  if (tenants.length === 0) return 0
+  const day = utcDay(h)
+  const days = daysOfHour(h)
+  const now = deps.clock.nowUs()
+  const amounts = tenants.map((t) => hourlyAmount(t.plan.price, t.servers, days))
+  const prices = new Map<number, string>() // formatMoney once per price, not per tenant
+  const calculations = tenants.map((t, k) => ({
+    id: deps.newId(),
+    tenantId: t.tenantId,
+    chargeHour: h,
+    planCode: t.plan.planCode,
+    priceMicrosPerServerMonth: t.plan.price,
+    daysInMonth: days,
+    servers: t.servers,
+    serverIdsJson: t.serverIdsJson,
+    amountMicros: amounts[k]!,
+    createdAt: now,
+  }))
+  await insertChargeCalculations(tx, calculations)
+  const entries = await appendEntries(
+    tx,
+    deps,
+    tenants.map((t, k) => ({
+      tenantId: t.tenantId,
+      kind: 'charge' as const,
+      amountMicros: -amounts[k]!,
+      occurredAt: h,
+      chargeDay: day,
+      chargeHour: h,
+      calculationId: calculations[k]!.id,
+      detail: `${t.servers} server${t.servers === 1 ? '' : 's'} × ${t.plan.planCode} ${priceText(prices, t.plan.price)} USD/month ÷ ${days} days ÷ 24 h`,
+    })),
+  )
+  for (let k = 0; k < tenants.length; k++) {
+    // Days of balance left at this hour's rate: a warning while there is still time to top up.
+    const amount = amounts[k]!
+    const balance = entries[k]!.balanceAfterMicros
+    const daysLeft = balance / (amount * 24)
+    if (amount > 0 && balance >= 0 && daysLeft < LOW_BALANCE_DAYS)
+      await deps.events.emit('tenant.balance_low', { tx, tenantId: tenants[k]!.tenantId, daysLeft, balanceMicros: balance })
+  }
+  return tenants.length
 }
 
-/** Writes one tenant's charge for hour `h` (its calculation and its ledger row); true. */
-async function bookCharge(
-  tx: Tx,
-  deps: Deps,
-  plan: PricedPlan & { price: number; planCode: string },
-  tenantId: string,
-  serverIds: string[],
-  h: number,
-  day: string,
-  days: number,
-): Promise<true> {
-  serverIds.sort()
-  const amount = hourlyAmount(plan.price, serverIds.length, days)
-  const calculationId = deps.newId()
-  await insertChargeCalculation(tx, {
-    id: calculationId,
-    tenantId,
-    chargeHour: h,
-    planCode: plan.planCode,
-    priceMicrosPerServerMonth: plan.price,
-    daysInMonth: days,
-    servers: serverIds.length,
-    serverIds,
-    amountMicros: amount,
-    createdAt: deps.clock.nowUs(),
-  })
-  const entry = await appendEntry(tx, deps, {
-    tenantId,
-    kind: 'charge',
-    amountMicros: -amount,
-    occurredAt: h,
-    chargeDay: day,
-    chargeHour: h,
-    calculationId,
-    detail: `${serverIds.length} server${serverIds.length === 1 ? '' : 's'} × ${plan.planCode} ${formatMoney(plan.price)} USD/month ÷ ${days} days ÷ 24 h`,
-  })
-  // Days of balance left at this hour's rate: a warning while there is still time to top up.
-  const daysLeft = entry.balanceAfterMicros / (amount * 24)
-  if (amount > 0 && entry.balanceAfterMicros >= 0 && daysLeft < LOW_BALANCE_DAYS)
-    await deps.events.emit('tenant.balance_low', { tx, tenantId, daysLeft, balanceMicros: entry.balanceAfterMicros })
-  return true
+function priceText(known: Map<number, string>, price: number): string {
+  let text = known.get(price)
+  if (text === undefined) known.set(price, (text = formatMoney(price)))
+  return text
 }

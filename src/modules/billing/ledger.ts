@@ -5,7 +5,7 @@ import { formatMoney } from '../../platform/money'
 import { formatNullableTimestamp, formatTimestamp, US_PER_HOUR } from '../../platform/time'
 import { recordSystemEvent } from '../audit'
 import { accountStateOf, setAccountState, tenantsInGraceBefore, type TenantRow } from '../tenants'
-import { currentBalance, writeEntry, type LedgerRow } from './ledger.repository'
+import { balancesOf, currentBalance, writeEntries, writeEntry, type LedgerRow } from './ledger.repository'
 
 type NewEntry = Pick<LedgerRow, 'tenantId' | 'kind' | 'amountMicros' | 'occurredAt' | 'detail'> &
   Partial<Pick<LedgerRow, 'chargeDay' | 'chargeHour' | 'calculationId' | 'paymentRef' | 'topupId'>>
@@ -21,11 +21,41 @@ type NewEntry = Pick<LedgerRow, 'tenantId' | 'kind' | 'amountMicros' | 'occurred
  */
 export async function appendEntry(tx: DbOrTx, deps: Deps, e: NewEntry): Promise<LedgerRow> {
   if (!inTransaction(tx)) throw new Error("appendEntry runs inside the caller's transaction (withTransaction)")
+  const row = entryRow(deps, e, await currentBalance(tx, e.tenantId), deps.clock.nowUs())
+  await writeEntry(tx, row)
+  if (movesAccountState(e, row)) await followEntry(tx, deps, e, row)
+  return row
+}
+
+/**
+ * appendEntry for many tenants at once, one entry each (a charge batch): their balances in one
+ * read, the entries and balances written together, then each tenant's account state follows its
+ * balance as appendEntry's does, in order. The same read-modify-write in the caller's transaction;
+ * an entry that cannot be booked (a balance out of range) throws before anything is written.
+ */
+export async function appendEntries(tx: DbOrTx, deps: Deps, entries: NewEntry[]): Promise<LedgerRow[]> {
+  if (!inTransaction(tx)) throw new Error("appendEntries runs inside the caller's transaction (withTransaction)")
   const now = deps.clock.nowUs()
-  const before = await currentBalance(tx, e.tenantId)
+  const before = await balancesOf(
+    tx,
+    entries.map((e) => e.tenantId),
+  )
+  const seen = new Set<string>()
+  const rows = entries.map((e) => {
+    if (seen.has(e.tenantId)) throw new Error('appendEntries takes one entry per tenant')
+    seen.add(e.tenantId)
+    return entryRow(deps, e, before.get(e.tenantId) ?? { balance: 0, seq: 0 }, now)
+  })
+  await writeEntries(tx, rows)
+  for (let i = 0; i < entries.length; i++) if (movesAccountState(entries[i]!, rows[i]!)) await followEntry(tx, deps, entries[i]!, rows[i]!)
+  return rows
+}
+
+/** The row an entry becomes after the tenant's balance `before`: its sequence number the last one's plus one. */
+function entryRow(deps: Deps, e: NewEntry, before: { balance: number; seq: number }, now: number): LedgerRow {
   const balance = before.balance + e.amountMicros
   if (!Number.isSafeInteger(balance)) throw new RangeError('balance out of range')
-  const row: LedgerRow = {
+  return {
     id: deps.newId(),
     tenantId: e.tenantId,
     seq: before.seq + 1,
@@ -41,14 +71,19 @@ export async function appendEntry(tx: DbOrTx, deps: Deps, e: NewEntry): Promise<
     topupId: e.topupId ?? null,
     createdAt: now,
   }
-  await writeEntry(tx, row)
-  // A debit that leaves the balance at zero or above moves no account state: out of grace the
-  // balance was already at or above zero (grace always means below zero), and only a top-up
-  // unfreezes. Every hourly charge of a covered account takes this path: no lookup.
-  if (e.amountMicros <= 0 && balance >= 0) return row
+}
+
+/**
+ * False for a debit that leaves the balance at zero or above: it moves no account state (out of
+ * grace the balance was already at or above zero, as grace always means below zero, and only a
+ * top-up unfreezes). Every hourly charge of a covered account takes this path: no lookup.
+ */
+const movesAccountState = (e: NewEntry, row: LedgerRow) => !(e.amountMicros <= 0 && row.balanceAfterMicros >= 0)
+
+/** The account state follows the balance an entry left (followBalance). */
+async function followEntry(tx: DbOrTx, deps: Deps, e: NewEntry, row: LedgerRow): Promise<void> {
   const state = await accountStateOf(tx, e.tenantId)
-  if (state) await followBalance(tx, deps, e.tenantId, state, balance, e.kind)
-  return row
+  if (state) await followBalance(tx, deps, e.tenantId, state, row.balanceAfterMicros, e.kind)
 }
 
 /**

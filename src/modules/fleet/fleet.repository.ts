@@ -110,29 +110,45 @@ export async function countManagedServers(db: DbOrTx, tenantId: string): Promise
 }
 
 /**
- * What hourly charges bill, read in slices of the table by primary key (ids are UUIDv7, so
- * roughly in the order servers were enrolled; a key rather than SQLite's rowid, so PostgreSQL
- * walks it the same way): of the next `limit` servers after the id `after` ('' for the first),
- * those managed during some part of [fromUs, toUs), as [tenant id, server id]. `last` is the
- * slice's last id, null when the table is done.
+ * What hourly charges bill, grouped by tenant in one pass over the `servers_tenant` index: for the
+ * next `limit` tenants after `afterTenant` ('' for the first) in id order that had servers managed
+ * during some part of [fromUs, toUs) (enrolled before its end, not decommissioned before its
+ * start), [tenant id, how many, their ids as a JSON array sorted by id] (the text a charge's
+ * calculation stores, built by the database: no row per server reaches the process). An empty
+ * answer means the table is done. Ids are ours (UUIDv7, ASCII), so SQLite's byte order is
+ * JavaScript's string order. PostgreSQL pages in its collation's order (the same in the comparison
+ * and the ORDER BY, so no tenant is skipped or read twice, and the index serves both; the caller
+ * sorts the tenants when they are not in JavaScript's order), and each tenant's ids are sorted
+ * again here, so the stored text is the same on both databases.
  */
-export async function serversManagedDuring(
+export async function managedServersByTenant(
   db: DbOrTx,
   fromUs: number,
   toUs: number,
-  after: string,
+  afterTenant: string,
   limit: number,
-): Promise<{ last: string | null; rows: [string, string][] }> {
-  const chunk = await rawSql(db).values<[string, string, string, number | boolean]>(
-    'SELECT id, tenant_id, id, created_at < $1 AND (decommissioned_at IS NULL OR decommissioned_at > $2) FROM servers WHERE id > $3 ORDER BY id LIMIT $4',
+): Promise<[string, number, string][]> {
+  if (isPostgres(db)) {
+    const rows = await rawSql(db).values<[string, number | string, string]>(
+      `SELECT tenant_id, count(*), CAST(json_agg(id) AS text) FROM servers
+       WHERE tenant_id > $1 AND created_at < $2 AND (decommissioned_at IS NULL OR decommissioned_at > $3)
+       GROUP BY tenant_id ORDER BY tenant_id LIMIT $4`,
+      afterTenant,
+      toUs,
+      fromUs,
+      limit,
+    )
+    return rows.map(([tenantId, n, ids]) => [tenantId, Number(n), JSON.stringify((JSON.parse(ids) as string[]).sort())])
+  }
+  return await rawSql(db).values<[string, number, string]>(
+    `SELECT tenant_id, count(*), json_group_array(id ORDER BY id) FROM servers
+     WHERE tenant_id > $1 AND created_at < $2 AND (decommissioned_at IS NULL OR decommissioned_at > $3)
+     GROUP BY tenant_id ORDER BY tenant_id LIMIT $4`,
+    afterTenant,
     toUs,
     fromUs,
-    after,
     limit,
   )
-  const rows: [string, string][] = []
-  for (const r of chunk) if (r[3]) rows.push([r[1], r[2]])
-  return { last: chunk.length === 0 ? null : chunk[chunk.length - 1]![0], rows }
 }
 
 /** The tenant's servers managed during [fromUs, toUs) (enrolled before its end, not decommissioned before its start), by id. */
