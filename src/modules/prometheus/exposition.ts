@@ -40,7 +40,7 @@ export function formatSecondsOfUs(us: number): string {
 export type MetricType = 'gauge' | 'counter'
 
 /**
- * Collects families in order; `text()` is the answer body. Appended to one string (JavaScriptCore
+ * Collects families in order; `take()` hands over what was written so far (a chunk of the body). Appended to one string (JavaScriptCore
  * keeps it as a rope until read), which for a hundred thousand samples is several times faster
  * than joining an array of lines.
  */
@@ -60,7 +60,48 @@ export class Exposition {
     this.#text += `${name}${labels} ${value}\n`
   }
 
-  text(): string {
-    return this.#text
+  /** The text written since the last take, and the start of the next. */
+  take(): string {
+    const text = this.#text
+    this.#text = ''
+    return text
   }
+}
+
+/** How long one chunk of a streamed exposition may hold the event loop, at most (one step more). */
+const CHUNK_MS = 8
+
+const yieldLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * The body of an exposition written by `write`, a generator that yields between steps of a few
+ * hundred samples: each chunk runs its steps for CHUNK_MS, then hands its text to the stream, and
+ * the next chunk starts only after the event loop has had a turn (setImmediate), so a scrape of
+ * a large fleet never holds it for long. The text is the one `write` would have written in one go.
+ */
+export function streamExposition(write: (out: Exposition) => Generator<void, void, void>): ReadableStream<Uint8Array> {
+  const out = new Exposition()
+  const steps = write(out)
+  const encoder = new TextEncoder()
+  let first = true
+  let done = false
+  return new ReadableStream<Uint8Array>({
+    // A pull must enqueue something (or close): the stream calls it again only after a chunk.
+    // Steps that wrote nothing (preparing labels) are followed by more turns until one did.
+    async pull(controller) {
+      for (;;) {
+        if (!first) await yieldLoop()
+        first = false
+        const until = performance.now() + CHUNK_MS
+        while (!done && performance.now() < until) done = steps.next().done === true
+        const text = out.take()
+        if (text) controller.enqueue(encoder.encode(text))
+        if (done) return controller.close()
+        if (text) return
+      }
+    },
+    cancel() {
+      steps.return()
+    },
+  })
 }
