@@ -9,7 +9,11 @@ import { formatShortest } from '../../platform/numbers'
 
 export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 
-function escapeLabelValue(value: string): string {
+const NEEDS_ESCAPE = /[\\"\n]/
+
+/** A label value as the format writes it between its quotes (most need nothing: one test). */
+export function escapeLabelValue(value: string): string {
+  if (!NEEDS_ESCAPE.test(value)) return value
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
 }
 
@@ -17,7 +21,10 @@ const escapeHelp = (text: string) => text.replace(/\\/g, '\\\\').replace(/\n/g, 
 
 /** `{a="x",b="y"}` for label pairs in the order given (names are ours, values escaped). */
 export function labelSet(pairs: readonly (readonly [string, string])[]): string {
-  return pairs.length ? `{${pairs.map(([k, v]) => `${k}="${escapeLabelValue(v)}"`).join(',')}}` : ''
+  if (pairs.length === 0) return ''
+  let text = '{'
+  for (let i = 0; i < pairs.length; i++) text += `${i ? ',' : ''}${pairs[i]![0]}="${escapeLabelValue(pairs[i]![1])}"`
+  return `${text}}`
 }
 
 /** A float as the format writes it: JavaScript's shortest round-trip digits, never in exponent notation (src/platform/numbers.ts). */

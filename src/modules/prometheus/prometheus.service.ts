@@ -5,7 +5,7 @@ import { utcDay } from '../../platform/time'
 import { balanceRunway } from '../billing'
 import { accruedDays } from '../earnings'
 import { exposedServers, LATEST_SLICE, latestGpuMetricsOf, pcieLinkDegraded, rentalSources, serverNames, xidCountsOfTenant } from '../fleet'
-import { type Exposition, formatSecondsOfUs, labelSet, streamExposition } from './exposition'
+import { escapeLabelValue, type Exposition, formatSecondsOfUs, labelSet, streamExposition } from './exposition'
 import { BALANCE, EARNINGS, GPU_HEALTH, GPU_INVENTORY, GPU_READINGS, PRESENCE, RENTALS, type FamilySpec } from './prometheus.catalogue'
 
 /**
@@ -99,16 +99,32 @@ async function readingsOf(deps: Deps, servers: Server[]): Promise<Map<string, Re
   return byServer
 }
 
+/** Servers written between two steps of the body's generator (a step: well under a millisecond). */
+const STEP = 32
+
 /** At most this many GPUs per server, as in the fleet rows. */
 const MAX_GPUS = 128
 
 function* writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pairs>, readings: Map<string, Readings>): Generator<void> {
   // Per server: its GPUs (the inventory and any GPU that reported), each with its label text and readings.
+  // A GPU's label text is its server's (`{server="…",name="…"`, written once) and its own pairs:
+  // labelSet([...server, ['gpu', i], ['model', model]]), without building the pairs per GPU.
+  const models = new Map<string, string>()
+  const model = (m: string) => {
+    let escaped = models.get(m)
+    if (escaped === undefined) models.set(m, (escaped = escapeLabelValue(m)))
+    return escaped
+  }
   const gpus: { server: Server; gpus: { index: number; memoryMb: number | null; labels: string; values: (number | null | undefined)[] | undefined }[] }[] =
     []
   for (const s of servers) {
     const reported: Readings = readings.get(s.id) ?? new Map()
-    const indexes = [...new Set([...s.gpus.map((g) => g.index), ...reported.keys()])].sort((a, b) => a - b).slice(0, MAX_GPUS)
+    const indexes: number[] = []
+    for (const g of s.gpus) if (!indexes.includes(g.index)) indexes.push(g.index)
+    for (const i of reported.keys()) if (!indexes.includes(i)) indexes.push(i)
+    indexes.sort((a, b) => a - b)
+    if (indexes.length > MAX_GPUS) indexes.length = MAX_GPUS
+    const head = labelSet(labels.get(s.id)!).slice(0, -1)
     gpus.push({
       server: s,
       gpus: indexes.map((i) => {
@@ -116,14 +132,15 @@ function* writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pair
         return {
           index: i,
           memoryMb: inventory?.memory_mb ?? null,
-          labels: labelSet([...labels.get(s.id)!, ['gpu', String(i)], ['model', inventory?.model ?? s.gpuModel]]),
+          labels: `${head},gpu="${i}",model="${model(inventory?.model ?? s.gpuModel)}"}`,
           values: reported.get(i),
         }
       }),
     })
-    if (gpus.length % 256 === 0) yield
+    if (gpus.length % STEP === 0) yield
   }
   yield
+  let step = 0
   for (let slot = 0; slot < GPU_READINGS.length; slot++) {
     const reading = GPU_READINGS[slot]!
     start(out, reading)
@@ -133,14 +150,14 @@ function* writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pair
         const v = g.values?.[slot]
         if (typeof v === 'number' && Number.isFinite(v)) out.sample(reading.name, g.labels, reading.value(v))
       }
-      yield
+      if (++step % STEP === 0) yield
     }
   }
   const total = GPU_INVENTORY.memoryTotal
   start(out, total)
   for (const { gpus: list } of gpus) {
     for (const g of list) if (typeof g.memoryMb === 'number') out.sample(total.name, g.labels, total.value(g.memoryMb))
-    yield
+    if (++step % STEP === 0) yield
   }
   // The link verdict, by fleet's own rule, from the inventory's maxima and the latest readings.
   const degraded = GPU_HEALTH.pcieDegraded
@@ -156,7 +173,7 @@ function* writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pair
       )
       if (verdict !== null) out.sample(degraded.name, g.labels, verdict ? '1' : '0')
     }
-    yield
+    if (++step % STEP === 0) yield
   }
 }
 
