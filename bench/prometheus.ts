@@ -92,7 +92,9 @@ try {
     }
     const lines = body.split('\n').length - 1
     const gzip = Bun.gzipSync(body).byteLength
-    console.log(`${servers} servers: scrape ${whole.map(ms).join(', ')}; reads alone ${reads.map(ms).join(', ')}; event loop held at most ${held.map(ms).join(', ')}`)
+    console.log(
+      `${servers} servers: scrape ${whole.map(ms).join(', ')}; reads alone ${reads.map(ms).join(', ')}; event loop held at most ${held.map(ms).join(', ')}`,
+    )
     rows.push(
       `| ${servers.toLocaleString('en')} × ${GPUS} GPUs | ${lines.toLocaleString('en')} | ${(body.length / 1e6).toFixed(2)} MB / ${(gzip / 1e6).toFixed(2)} MB | ${ms(median(reads))} | ${ms(median(whole))} | ${ms(Math.max(...held))} |`,
     )

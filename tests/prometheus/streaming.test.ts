@@ -40,8 +40,7 @@ beforeAll(async () => {
           VALUES (${id}, ${owner.tenantId}, ${`rig-${String(s).padStart(3, '0')}`}, ${now}, ${gpus}, ${GPUS}, 'NVIDIA GeForce RTX 4090', 'online', ${now})`,
     )
     const rows = []
-    for (let g = 0; g < GPUS; g++)
-      for (const m of READINGS) rows.push(sql`(${id}, ${g}, ${m}, ${m === 'temperature_c' ? temperature(s, g) : 50}, ${now})`)
+    for (let g = 0; g < GPUS; g++) for (const m of READINGS) rows.push(sql`(${id}, ${g}, ${m}, ${m === 'temperature_c' ? temperature(s, g) : 50}, ${now})`)
     await app.deps.db.run(sql`INSERT INTO server_latest_metrics (server_id, gpu_index, metric, value, t) VALUES ${sql.join(rows, sql`, `)}`)
   }
 })

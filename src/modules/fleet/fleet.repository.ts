@@ -461,4 +461,3 @@ export async function latestGpuMetricsOf(db: DbOrTx, serverIds: readonly string[
     ...serverIds,
   )
 }
-

@@ -115,8 +115,7 @@ function* writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pair
     if (escaped === undefined) models.set(m, (escaped = escapeLabelValue(m)))
     return escaped
   }
-  const gpus: { server: Server; gpus: { index: number; memoryMb: number | null; labels: string; values: (number | null | undefined)[] | undefined }[] }[] =
-    []
+  const gpus: { server: Server; gpus: { index: number; memoryMb: number | null; labels: string; values: (number | null | undefined)[] | undefined }[] }[] = []
   for (const s of servers) {
     const reported: Readings = readings.get(s.id) ?? new Map()
     const indexes: number[] = []
@@ -180,12 +179,7 @@ function* writeGpus(out: Exposition, servers: Server[], labels: Map<string, Pair
 const numberOrNull = (v: number | null | undefined) => (typeof v === 'number' && Number.isFinite(v) ? v : null)
 
 /** Xid counts per server, GPU and Xid number (fleet keeps them as the agents' gpu.xid events arrive). */
-function* writeXids(
-  out: Exposition,
-  xids: Awaited<ReturnType<typeof xidCountsOfTenant>>,
-  servers: Server[],
-  labels: Map<string, Pairs>,
-): Generator<void> {
+function* writeXids(out: Exposition, xids: Awaited<ReturnType<typeof xidCountsOfTenant>>, servers: Server[], labels: Map<string, Pairs>): Generator<void> {
   start(out, GPU_HEALTH.xids)
   const byId = new Map(servers.map((s) => [s.id, s]))
   for (const x of xids) {
