@@ -67,6 +67,11 @@ export class Exposition {
     this.#text += `${name}${labels} ${value}\n`
   }
 
+  /** Characters written since the last take. */
+  get pending(): number {
+    return this.#text.length
+  }
+
   /** The text written since the last take, and the start of the next. */
   take(): string {
     const text = this.#text
@@ -75,14 +80,20 @@ export class Exposition {
   }
 }
 
-/** How long one chunk of a streamed exposition may hold the event loop, at most (one step more). */
+/**
+ * How long one chunk of a streamed exposition may be written for, at most (one step more), and
+ * how long its text may grow: appending is cheap (JavaScriptCore keeps a rope) and the chunk's
+ * encoding, which flattens it, is where the time goes for megabytes of cheap samples.
+ */
 const CHUNK_MS = 8
+const CHUNK_CHARS = 1 << 20
 
 const yieldLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /**
  * The body of an exposition written by `write`, a generator that yields between steps of a few
- * hundred samples: each chunk runs its steps for CHUNK_MS, then hands its text to the stream, and
+ * hundred samples: each chunk runs its steps for CHUNK_MS or CHUNK_CHARS of text, whichever comes
+ * first, then hands its text (encoded) to the stream, and
  * the next chunk starts only after the event loop has had a turn (setImmediate), so a scrape of
  * a large fleet never holds it for long. The text is the one `write` would have written in one go.
  */
@@ -100,7 +111,7 @@ export function streamExposition(write: (out: Exposition) => Generator<void, voi
         if (!first) await yieldLoop()
         first = false
         const until = performance.now() + CHUNK_MS
-        while (!done && performance.now() < until) done = steps.next().done === true
+        while (!done && out.pending < CHUNK_CHARS && performance.now() < until) done = steps.next().done === true
         const text = out.take()
         if (text) controller.enqueue(encoder.encode(text))
         if (done) return controller.close()
