@@ -128,7 +128,12 @@ export const serverKeepOn = sqliteTable(
   (t) => [primaryKey({ columns: [t.serverId, t.marketplace] })],
 )
 
-/** The latest value of each metric per server and GPU (gpu_index -1 for host scope). */
+/**
+ * The latest value of each metric per server and GPU (gpu_index -1 for host scope). On SQLite a
+ * `WITHOUT ROWID` table (db/migrations/0042_latest_metrics_without_rowid.sql): the rows live in the
+ * primary key's b-tree, read by the Prometheus scrape in key order. drizzle-kit cannot express it,
+ * so a generated migration that recreates this table must get `WITHOUT ROWID` back by hand.
+ */
 export const serverLatestMetrics = sqliteTable(
   'server_latest_metrics',
   {
