@@ -1,4 +1,5 @@
 import type { DbOrTx, Tx } from '../../../db/client'
+import type { AppEvents } from '../../events'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatDecimal } from '../../platform/numbers'
@@ -9,7 +10,7 @@ import { MARKETPLACES } from '../marketplaces'
 import { findPlan } from '../plans'
 import { findTenant } from '../tenants'
 import { findUnresolved, unresolvedOfServer } from './alerts.repository'
-import { clear, clearCause, raise } from './incidents'
+import { clear, clearCause, clearCauses, raise } from './incidents'
 
 /**
  * The event-driven causes (docs/alerts.md "Causes"), each reacting in the transaction that recorded
@@ -78,6 +79,23 @@ export async function alertOnServerEvent(deps: Deps, e: ServerEvent): Promise<vo
       detail: e.message,
     })
   }
+}
+
+/**
+ * A batch of server events (a presence flush's transitions, each server once): what
+ * alertOnServerEvent does for each, the servers back online resolving their offline incidents
+ * together (clearCauses: one read, one multi-row resolve per tenant).
+ */
+export async function alertOnServerEvents(deps: Deps, e: AppEvents['server.events_recorded']): Promise<void> {
+  const back = e.events.filter((x) => x.kind === 'presence.online')
+  if (back.length)
+    await clearCauses(
+      e.tx,
+      deps,
+      back.map((x) => ({ tenantId: x.server.tenantId, key: offlineKey(x.server.id) })),
+      'the server is back online',
+    )
+  for (const x of e.events) if (x.kind !== 'presence.online') await alertOnServerEvent(deps, { ...x, tx: e.tx })
 }
 
 /**

@@ -32,6 +32,22 @@ export async function findServerByAgentToken(db: DbOrTx, tokenHash: string): Pro
     .get()
 }
 
+const agentByTokenHash = preparedQuery((db) =>
+  db
+    .select({ id: servers.id, tenantId: servers.tenantId })
+    .from(servers)
+    .where(and(eq(servers.agentTokenHash, sql.placeholder('hash')), isNull(servers.decommissionedAt)))
+    .prepare(),
+)
+
+/**
+ * The managed server an agent credential (its hash) belongs to, id and tenant only: one compiled
+ * statement, for every WebSocket upgrade and session open (a mass reconnect makes thousands).
+ */
+export async function findAgentByTokenHash(db: DbOrTx, tokenHash: string): Promise<{ id: string; tenantId: string } | undefined> {
+  return await agentByTokenHash(db).get({ hash: tokenHash })
+}
+
 export async function findServerByFingerprint(db: DbOrTx, tenantId: string, fingerprint: string): Promise<ServerRow | undefined> {
   return db
     .select()
@@ -236,6 +252,18 @@ export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: 
 
 export async function insertServerEvent(tx: DbOrTx, row: ServerEventRow): Promise<void> {
   await tx.insert(serverEvents).values(row).run()
+}
+
+/** Rows per multi-row INSERT of server events (8 values each: well under both databases' parameter limits). */
+const EVENT_ROWS_PER_INSERT = 500
+
+/** Several server events, a few multi-row statements instead of one each (a presence flush's transitions). */
+export async function insertServerEvents(tx: DbOrTx, rows: ServerEventRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += EVENT_ROWS_PER_INSERT)
+    await tx
+      .insert(serverEvents)
+      .values(rows.slice(i, i + EVENT_ROWS_PER_INSERT))
+      .run()
 }
 
 /** A server's events, newest first, before an id and of one kind when given. */

@@ -2,7 +2,7 @@ import { isDatabaseBusy, withTransaction, type Tx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
 import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
-import { recordServerEvent } from './events'
+import { recordServerEvent, recordServerEvents } from './events'
 import {
   markSnapshotDirty,
   presenceOf,
@@ -218,16 +218,26 @@ class FleetRuntime {
       dirty.add(tenantId)
       await markSnapshotDirty(tx, tenantId)
     }
+    // The transitions' events and their reactions are written per batch (recordServerEvents): one
+    // batch holds each server at most once, so a server's second transition in this flush starts
+    // the next batch, after the first's reactions (they see its events in the order they happened).
+    let batch: Parameters<typeof recordServerEvents>[2] = []
+    const inBatch = new Set<string>()
+    const transition = async (row: PresenceRow, event: Parameters<typeof recordServerEvents>[2][number]['event']) => {
+      if (inBatch.has(row.id)) await writeBatch()
+      inBatch.add(row.id)
+      batch.push({ server: row, event })
+      await markDirty(row.tenantId)
+    }
+    const writeBatch = async () => {
+      const list = batch
+      batch = []
+      inBatch.clear()
+      await recordServerEvents(tx, deps, list)
+    }
     const online = async (row: PresenceRow, at: number, eventId?: string) => {
       await setPresence(tx, row.id, 'online', at)
-      await recordServerEvent(tx, deps, row, {
-        kind: 'presence.online',
-        message: `online (was ${row.presence})`,
-        data: { from: row.presence },
-        at,
-        id: eventId,
-      })
-      await markDirty(row.tenantId)
+      await transition(row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence }, at, id: eventId })
       cameOnline.push(row.id)
       row.presence = 'online'
     }
@@ -247,7 +257,7 @@ class FleetRuntime {
       }
       if (row.presence === 'offline') continue
       await setPresence(tx, row.id, 'offline', null)
-      await recordServerEvent(tx, deps, row, {
+      await transition(row, {
         kind: 'presence.offline',
         severity: 'warning',
         message: `offline: ${st.reason}`,
@@ -255,7 +265,6 @@ class FleetRuntime {
         at: st.at,
         id: st.eventId,
       })
-      await markDirty(row.tenantId)
       row.presence = 'offline'
     }
     for (const [id, at] of beats) {
@@ -264,6 +273,7 @@ class FleetRuntime {
       if (row.presence === 'online') await setPresence(tx, id, null, at)
       else await online(row, at)
     }
+    await writeBatch()
   }
 
   /**

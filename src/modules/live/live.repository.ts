@@ -25,6 +25,36 @@ export async function insertLiveEvent(tx: DbOrTx, row: Omit<LiveEventRow, 'id' |
   return Number(seq)
 }
 
+/** Rows per multi-row INSERT of insertLiveEvents (6 values each: well under both databases' parameter limits). */
+const ROWS_PER_INSERT = 500
+
+/**
+ * Appends several events of one tenant, in the order given, as insertLiveEvent would one after the
+ * other: the tenant's sequence moves on by their count in one statement, and they are written with
+ * consecutive ids in multi-row statements.
+ */
+export async function insertLiveEvents(tx: DbOrTx, tenantId: string, rows: Omit<LiveEventRow, 'id' | 'seq' | 'tenantId'>[]): Promise<void> {
+  if (rows.length === 0) return
+  await commitInOrder(tx, 'live_events')
+  const [[last]] = await rawSql(tx).values<[number]>(
+    `INSERT INTO live_event_sequences (tenant_id, last_seq) VALUES ($1, $2)
+     ON CONFLICT (tenant_id) DO UPDATE SET last_seq = live_event_sequences.last_seq + $2 RETURNING last_seq`,
+    tenantId,
+    rows.length,
+  )
+  const first = Number(last) - rows.length + 1
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    const slice = rows.slice(i, i + ROWS_PER_INSERT)
+    const params: unknown[] = []
+    const tuples = slice.map((r, k) => {
+      const n = params.length
+      params.push(tenantId, first + i + k, r.serverId, r.type, r.payload, r.createdAt)
+      return `($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6})`
+    })
+    await rawSql(tx).run(`INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES ${tuples.join(', ')}`, ...params)
+  }
+}
+
 /** The tenant's events after its event id `afterSeq`, oldest first. */
 export async function eventsAfter(db: DbOrTx, tenantId: string, afterSeq: number, limit: number): Promise<LiveEventRow[]> {
   return db

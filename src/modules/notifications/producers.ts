@@ -62,6 +62,11 @@ export async function fromServerEvent(deps: Deps, e: ServerEvent): Promise<void>
   await notify(e.tx, deps, e.server.tenantId, { category: c.category, title: `${c.title}: ${name}`, body: e.message, groupKey: c.group })
 }
 
+/** A batch of server events (a presence flush's transitions): each becomes what fromServerEvent makes of it, in order. */
+export async function fromServerEvents(deps: Deps, e: { tx: Tx; events: Omit<ServerEvent, 'tx'>[] }): Promise<void> {
+  for (const x of e.events) if (categoryOf(x as ServerEvent)) await fromServerEvent(deps, { ...x, tx: e.tx })
+}
+
 export async function fromAccountState(deps: Deps, e: { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }): Promise<void> {
   if (e.state === 'grace')
     await notify(e.tx, deps, e.tenantId, {
