@@ -200,6 +200,35 @@ export async function updateServer(tx: DbOrTx, id: string, patch: Partial<Server
   await tx.update(servers).set(patch).where(eq(servers.id, id)).run()
 }
 
+/** What a hello reports of its host: fleet's HostFacts (enrolment.service.ts), the columns setHostFacts writes. */
+export type HostFactsRow = Pick<
+  ServerRow,
+  'hostname' | 'agentVersion' | 'fingerprint' | 'publicIp' | 'diskGb' | 'portRange' | 'gpus' | 'gpuCount' | 'gpuModel' | 'hostDetails'
+>
+
+/**
+ * A session's hello's host facts. Runs for every hello of a group-committed presence flush (a mass
+ * reconnect: thousands): a statement SQLite keeps compiled, not the query builder; the JSON columns
+ * written as the builder writes them (JSON text).
+ */
+export async function setHostFacts(db: DbOrTx, id: string, f: HostFactsRow): Promise<void> {
+  await rawSql(db).run(
+    `UPDATE servers SET hostname = $1, agent_version = $2, fingerprint = $3, public_ip = $4, disk_gb = $5, port_range = $6,
+       gpus = $7, gpu_count = $8, gpu_model = $9, host_details = $10 WHERE id = $11`,
+    f.hostname,
+    f.agentVersion,
+    f.fingerprint,
+    f.publicIp,
+    f.diskGb,
+    f.portRange,
+    JSON.stringify(f.gpus),
+    f.gpuCount,
+    f.gpuModel,
+    f.hostDetails === null ? null : JSON.stringify(f.hostDetails),
+    id,
+  )
+}
+
 /**
  * A server's presence and/or last heartbeat (null leaves that column as it is). Runs for every
  * server of a group-committed flush: a statement SQLite keeps compiled, not the query builder.

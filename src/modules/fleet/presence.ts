@@ -6,12 +6,13 @@ import { recordServerEvent, recordServerEvents } from './events'
 import {
   markSnapshotDirty,
   presenceOf,
+  setHostFacts,
   setPresence,
   silentServers,
   updateServer,
   upsertLatestMetrics,
+  type HostFactsRow,
   type PresenceRow,
-  type ServerRow,
 } from './fleet.repository'
 
 /**
@@ -41,7 +42,7 @@ const SWEEP_SLICE = 500
 type Step =
   | { kind: 'beat'; serverId: string; at: number; eventId: string }
   | { kind: 'closed'; serverId: string; at: number; eventId: string; reason: string }
-  | { kind: 'hello'; serverId: string; tenantId: string; facts: Partial<ServerRow> }
+  | { kind: 'hello'; serverId: string; tenantId: string; facts: HostFactsRow }
 
 export type Sample = TelemetrySample
 
@@ -80,7 +81,7 @@ class FleetRuntime {
   }
 
   /** A session said hello: its host facts are written with the next presence write. */
-  hello(serverId: string, tenantId: string, facts: Partial<ServerRow>): void {
+  hello(serverId: string, tenantId: string, facts: HostFactsRow): void {
     this.#step({ kind: 'hello', serverId, tenantId, facts })
   }
 
@@ -244,7 +245,7 @@ class FleetRuntime {
     for (const st of steps) {
       const row = rows.get(st.serverId)
       if (st.kind === 'hello') {
-        await updateServer(tx, st.serverId, st.facts)
+        await setHostFacts(tx, st.serverId, st.facts)
         await markDirty(st.tenantId)
         continue
       }
