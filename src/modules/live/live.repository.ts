@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, sql } from 'drizzle-orm'
+import { and, asc, eq, gt } from 'drizzle-orm'
 import { liveEventHorizons, liveEventSequences, liveEvents } from '../../../db/schema/live'
 import { commitInOrder, isPostgres, rawSql, type DbOrTx } from '../../../db/client'
 
@@ -13,14 +13,22 @@ export type LiveEventRow = typeof liveEvents.$inferSelect
  */
 export async function insertLiveEvent(tx: DbOrTx, row: Omit<LiveEventRow, 'id' | 'seq'>): Promise<number> {
   await commitInOrder(tx, 'live_events')
-  const { last_seq: seq } = (await tx.get<{ last_seq: number }>(
-    sql`INSERT INTO live_event_sequences (tenant_id, last_seq) VALUES (${row.tenantId}, 1)
-        ON CONFLICT (tenant_id) DO UPDATE SET last_seq = live_event_sequences.last_seq + 1 RETURNING last_seq`,
-  ))!
+  // Texts SQLite keeps compiled (each alert incident and command change writes one).
+  const [[seq]] = await rawSql(tx).values<[number]>(
+    `INSERT INTO live_event_sequences (tenant_id, last_seq) VALUES ($1, 1)
+     ON CONFLICT (tenant_id) DO UPDATE SET last_seq = live_event_sequences.last_seq + 1 RETURNING last_seq`,
+    row.tenantId,
+  )
   // The columns named, not Drizzle's insert: for a missing key that writes NULL, which SQLite
   // turns into the next id and PostgreSQL refuses (its bigserial wants the column left out).
-  await tx.run(
-    sql`INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES (${row.tenantId}, ${seq}, ${row.serverId}, ${row.type}, ${row.payload}, ${row.createdAt})`,
+  await rawSql(tx).run(
+    'INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    row.tenantId,
+    Number(seq),
+    row.serverId,
+    row.type,
+    row.payload,
+    row.createdAt,
   )
   return Number(seq)
 }
