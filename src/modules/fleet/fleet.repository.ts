@@ -283,17 +283,22 @@ export async function insertServerEvent(tx: DbOrTx, row: ServerEventRow): Promis
   await tx.insert(serverEvents).values(row).run()
 }
 
-/** Rows per multi-row INSERT of server events (8 values each: well under both databases' parameter limits). */
-const EVENT_ROWS_PER_INSERT = 500
+/**
+ * Rows per multi-row INSERT of server events (8 values each: well under both databases' parameter
+ * limits): a batch goes in the largest of these that fit, so the statements have a handful of
+ * shapes, each compiled once (bun:sqlite's cache, Bun.SQL's per connection), not one per count.
+ */
+const EVENT_ROWS_PER_INSERT = [256, 64, 16, 4, 1]
 
 /** Several server events, a few multi-row statements instead of one each (a presence flush's transitions). */
 export async function insertServerEvents(tx: DbOrTx, rows: ServerEventRow[]): Promise<void> {
   // Written out, not the query builder (its cost per row is several times the database's); `data`
   // as the builder writes a JSON column: JSON text, or NULL.
-  for (let i = 0; i < rows.length; i += EVENT_ROWS_PER_INSERT) {
+  for (let i = 0; i < rows.length; ) {
+    const size = EVENT_ROWS_PER_INSERT.find((n) => n <= rows.length - i)!
     const params: unknown[] = []
     const tuples: string[] = []
-    for (const r of rows.slice(i, i + EVENT_ROWS_PER_INSERT)) {
+    for (const r of rows.slice(i, i + size)) {
       const n = params.length
       params.push(r.id, r.tenantId, r.serverId, r.kind, r.severity, r.message, r.data === null ? null : JSON.stringify(r.data), r.createdAt)
       tuples.push(`($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}, $${n + 7}, $${n + 8})`)
@@ -302,6 +307,7 @@ export async function insertServerEvents(tx: DbOrTx, rows: ServerEventRow[]): Pr
       `INSERT INTO server_events (id, tenant_id, server_id, kind, severity, message, data, created_at) VALUES ${tuples.join(', ')}`,
       ...params,
     )
+    i += size
   }
 }
 

@@ -33,8 +33,12 @@ export async function insertLiveEvent(tx: DbOrTx, row: Omit<LiveEventRow, 'id' |
   return Number(seq)
 }
 
-/** Rows per multi-row INSERT of insertLiveEvents (6 values each: well under both databases' parameter limits). */
-const ROWS_PER_INSERT = 500
+/**
+ * Rows per multi-row INSERT of insertLiveEvents (6 values each: well under both databases'
+ * parameter limits): the largest of these that fit, so the statements have a handful of shapes,
+ * each compiled once, not one per count.
+ */
+const ROWS_PER_INSERT = [256, 64, 16, 4, 1]
 
 /**
  * Appends several events of one tenant, in the order given, as insertLiveEvent would one after the
@@ -51,8 +55,9 @@ export async function insertLiveEvents(tx: DbOrTx, tenantId: string, rows: Omit<
     rows.length,
   )
   const first = Number(last) - rows.length + 1
-  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    const slice = rows.slice(i, i + ROWS_PER_INSERT)
+  for (let i = 0; i < rows.length; ) {
+    const size = ROWS_PER_INSERT.find((n) => n <= rows.length - i)!
+    const slice = rows.slice(i, i + size)
     const params: unknown[] = []
     const tuples = slice.map((r, k) => {
       const n = params.length
@@ -60,6 +65,7 @@ export async function insertLiveEvents(tx: DbOrTx, tenantId: string, rows: Omit<
       return `($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6})`
     })
     await rawSql(tx).run(`INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES ${tuples.join(', ')}`, ...params)
+    i += size
   }
 }
 
