@@ -173,6 +173,22 @@ export async function firstServerEnrolledAt(db: DbOrTx): Promise<number | null> 
 }
 
 /** Every server of the tenant (decommissioned ones too) by id → name. */
+const nameById = preparedQuery((db) =>
+  db
+    .select({ name: servers.name })
+    .from(servers)
+    .where(eq(servers.id, sql.placeholder('id')))
+    .prepare(),
+)
+
+/**
+ * A server's name by a trusted id (decommissioned ones too), one compiled statement: what a
+ * notification's or an incident's title names, for every transition of a mass close.
+ */
+export async function serverNameById(db: DbOrTx, id: string): Promise<string | undefined> {
+  return (await nameById(db).get({ id }))?.name
+}
+
 export async function serverNames(db: DbOrTx, tenantId: string): Promise<Map<string, string>> {
   return new Map((await db.select({ id: servers.id, name: servers.name }).from(servers).where(eq(servers.tenantId, tenantId)).all()).map((s) => [s.id, s.name]))
 }

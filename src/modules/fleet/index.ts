@@ -36,6 +36,7 @@ export {
   presenceTransitionsOf,
   serverByAgentToken,
   serverByFingerprint,
+  serverNameById,
   serverNames,
   serverOfTenant,
   serversManagedDuring,

@@ -117,6 +117,7 @@ export {
   latestMetricsOf,
   latestOfMetric,
   presenceTransitionsOf,
+  serverNameById,
   serverNames,
   serversManagedDuring,
   tenantServersManagedDuring,

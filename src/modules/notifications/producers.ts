@@ -2,7 +2,7 @@ import type { Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatDecimal } from '../../platform/numbers'
-import { trustedServerById } from '../fleet'
+import { serverNameById, trustedServerById } from '../fleet'
 import type { Category } from './notifications.model'
 import { notify } from './outbox.service'
 
@@ -58,7 +58,7 @@ function categoryOf(e: ServerEvent): { category: Category; title: string; group:
 export async function fromServerEvent(deps: Deps, e: ServerEvent): Promise<void> {
   const c = categoryOf(e)
   if (!c) return
-  const name = (await trustedServerById(e.tx, e.server.id))?.name ?? e.server.id
+  const name = (await serverNameById(e.tx, e.server.id)) ?? e.server.id
   await notify(e.tx, deps, e.server.tenantId, { category: c.category, title: `${c.title}: ${name}`, body: e.message, groupKey: c.group })
 }
 
