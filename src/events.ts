@@ -42,6 +42,13 @@ export type AppEvents = {
     data: Record<string, unknown> | null
   }
   /**
+   * Typed server events recorded together (fleet's recordServerEvents, in its transaction): the
+   * presence transitions of one group-committed flush, each server at most once per batch, in the
+   * order they happened. Each reaction does for every event what it does for one
+   * `server.event_recorded`, its reads and writes taken per batch (docs/fleet.md "Presence").
+   */
+  'server.events_recorded': { tx: Tx; events: Omit<AppEvents['server.event_recorded'], 'tx'>[] }
+  /**
    * One source of a server's rental facts changed (fleet, in its transaction): the operator's or the
    * agent's `rental_active`, or a marketplace that started or stopped reporting a rental. `running`
    * is whether any source still says a rental runs.

@@ -8,18 +8,35 @@ import {
   fromPayoutGap,
   fromPlanRefusal,
   fromServerEvent,
+  fromServerEvents,
   fromTopup,
   fromTopupNotCredited,
 } from './modules/notifications'
 import { activateOnTopup } from './modules/subscription'
-import { alertOnAccountState, alertOnLowBalance, alertOnPayoutGap, alertOnPayoutGapCleared, alertOnServerEvent, alertOnTopup } from './modules/alerts'
-import { watchdogOnServerEvent } from './modules/watchdog'
+import {
+  alertOnAccountState,
+  alertOnLowBalance,
+  alertOnPayoutGap,
+  alertOnPayoutGapCleared,
+  alertOnServerEvent,
+  alertOnServerEvents,
+  alertOnTopup,
+} from './modules/alerts'
+import { watchdogOnServerEvent, watchdogOnServerEvents } from './modules/watchdog'
 import { advanceServerDrains, drainHold } from './modules/drains'
 import { registerListingHold } from './modules/marketplaces'
 
 /** The execution states that end a command (a drain's work waits for them). */
 const DRAIN_WORK_ENDS = ['succeeded', 'failed', 'cancelled', 'expired']
-import { liveFromAlert, liveFromCommand, liveFromRental, liveFromServerEvent, liveFromTopup, liveFromTopupNotCredited } from './modules/live'
+import {
+  liveFromAlert,
+  liveFromCommand,
+  liveFromRental,
+  liveFromServerEvent,
+  liveFromServerEvents,
+  liveFromTopup,
+  liveFromTopupNotCredited,
+} from './modules/live'
 
 /**
  * Every cross-module reaction, registered once per Deps by buildDeps (the composition root), so a
@@ -45,6 +62,7 @@ export function registerReactions(deps: Deps): void {
   deliverAcrossInstances(deps)
   // Notifications: each from the event that really happens, committed with it.
   deps.events.on('server.event_recorded', (e) => fromServerEvent(deps, e))
+  deps.events.on('server.events_recorded', (e) => fromServerEvents(deps, e))
   deps.events.on('tenant.account_state_changed', (e) => fromAccountState(deps, e))
   deps.events.on('topup.succeeded', (e) => fromTopup(deps, e))
   deps.events.on('topup.not_credited', (e) => fromTopupNotCredited(deps, e))
@@ -54,6 +72,7 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('payouts.gap_flagged', (e) => fromPayoutGap(deps, e))
   // Alert incidents, after the notifications above so the one the same event produced is linked.
   deps.events.on('server.event_recorded', (e) => alertOnServerEvent(deps, e))
+  deps.events.on('server.events_recorded', (e) => alertOnServerEvents(deps, e))
   deps.events.on('tenant.balance_low', (e) => alertOnLowBalance(deps, e))
   deps.events.on('tenant.account_state_changed', (e) => alertOnAccountState(deps, e))
   deps.events.on('topup.succeeded', (e) => alertOnTopup(deps, e))
@@ -61,8 +80,10 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('payouts.gap_cleared', (e) => alertOnPayoutGapCleared(deps, e))
   // What the watchdog keeps of Xids and missing GPUs, committed with the event (docs/watchdog.md).
   deps.events.on('server.event_recorded', (e) => watchdogOnServerEvent(e))
+  deps.events.on('server.events_recorded', (e) => watchdogOnServerEvents(e))
   // The live event stream's buffer: a row per change, in the change's transaction (docs/events.md).
   deps.events.on('server.event_recorded', (e) => liveFromServerEvent(deps, e))
+  deps.events.on('server.events_recorded', (e) => liveFromServerEvents(deps, e))
   deps.events.on('server.rental_changed', (e) => liveFromRental(deps, e))
   deps.events.on('command.changed', (e) => liveFromCommand(deps, e))
   deps.events.on('alert.changed', (e) => liveFromAlert(deps, e))

@@ -127,6 +127,8 @@ export function agentBinary(binDir: string, target: AgentTarget): AgentBinary | 
 
 /** The version the service offers agents: the one its built executables report, or null when none is built. */
 export function servedAgentVersion(binDir: string): string | null {
+  // Asked at every session's hello: without a build (no manifest) one stat answers, not a failed read per target.
+  if (!statSync(join(binDir, 'manifest.json'), { throwIfNoEntry: false })) return null
   for (const target of AGENT_TARGETS) {
     const b = agentBinary(binDir, target)
     if (b) return b.version

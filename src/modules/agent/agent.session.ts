@@ -4,16 +4,7 @@ import type { Deps } from '../../platform/context'
 import { stripUnsafeText } from '../../platform/text'
 import { parseTimestamp } from '../../platform/time'
 import { applyCommandFrame, offerAgentUpdate, sessionLost, sessionReady } from '../commands'
-import {
-  agentSessions,
-  fleetRuntime,
-  recordRentalSighting,
-  recordServerEvent,
-  serverByAgentToken,
-  serverOfTenant,
-  type LiveSession,
-  type Sample,
-} from '../fleet'
+import { agentOfTokenHash, agentSessions, fleetRuntime, recordRentalSighting, recordServerEvent, serverOfTenant, type LiveSession, type Sample } from '../fleet'
 import { inMetricRange, MAX_METRIC_NAMES_PER_SERVER, metricNames, metricRange } from '../telemetry'
 import { servedAgentVersion } from './agent.files'
 import type { OutgoingFrame } from './agent.model'
@@ -57,7 +48,7 @@ export type SessionRefusal = { code: number; reason: string }
  * any (a session on a stale credential never closes the new agent's with 4409).
  */
 export async function openSession(deps: Deps, s: AgentSocketData, session: LiveSession): Promise<SessionRefusal | null> {
-  if ((await serverByAgentToken(deps.db, s.tokenHash))?.id !== s.serverId) {
+  if ((await agentOfTokenHash(deps.db, s.tokenHash))?.id !== s.serverId) {
     const server = await serverOfTenant(deps.db, s.tenantId, s.serverId)
     if (!server) return { code: 4404, reason: 'server not found' }
     if (server.decommissionedAt !== null) return { code: 4410, reason: 'server decommissioned' }

@@ -2,11 +2,11 @@ import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { checkAgentFrame, checkAnyFrame, firstFrameError, MAX_FRAME_BYTES } from '#protocol'
 import { perDeps, type Deps } from '../../platform/context'
 import { problemResponse } from '../../platform/http'
-import { hashSecret } from '../../platform/secrets'
+import { hashSecret, hasValidChecksum } from '../../platform/secrets'
 import { ProblemError } from '../../platform/problem'
 import { jsonTextMayHoldUnstorable, replaceUnstorable } from '../../platform/storable'
 import type { OutgoingFrame } from './agent.model'
-import { resolveAgent } from './agent.service'
+import { agentOfTokenHash } from '../fleet'
 import {
   closeSession,
   openSession,
@@ -82,17 +82,20 @@ const frameBudgets = perDeps(() => new FrameBudgets())
 /** Authenticates the upgrade request; answers 401 (a problem document) before any upgrade. */
 export async function upgradeAgent(deps: Deps, request: Request, srv: Server<AgentSocketData>, requestId: string): Promise<Response | undefined> {
   const token = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(request.headers.get('authorization')?.trim() ?? '')?.[1]
-  const actor = token ? await resolveAgent(deps, token) : null
-  if (!token || !actor)
+  const tokenHash = token ? hashSecret(token) : null
+  // One compiled statement: the session needs the server and its tenant (a server's tenant row
+  // always exists: a foreign key, and tenants are never deleted), not the actor HTTP routes get.
+  const server = token && tokenHash && hasValidChecksum(token, 'gpuhq_agt_') ? await agentOfTokenHash(deps.db, tokenHash) : undefined
+  if (!token || !tokenHash || !server)
     return problemResponse(
       new ProblemError('unauthorized', { detail: 'missing or invalid agent credential', headers: { 'WWW-Authenticate': 'Bearer realm="gpuhq"' } }),
       deps.config.publicUrl,
       requestId,
       AGENT_WS_PATH,
     )
-  const limit = frameBudgets(deps).of(actor.tokenId!, deps.clock.nowUs())
+  const limit = frameBudgets(deps).of(server.id, deps.clock.nowUs())
   const ok = srv.upgrade(request, {
-    data: { serverId: actor.tokenId!, tenantId: actor.tenantId, online: false, requestId, tokenHash: hashSecret(token), limit },
+    data: { serverId: server.id, tenantId: server.tenantId, online: false, requestId, tokenHash, limit },
     headers: { 'x-request-id': requestId },
   })
   if (!ok)

@@ -1,15 +1,16 @@
 import type { DbOrTx, Tx } from '../../../db/client'
+import type { AppEvents } from '../../events'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatDecimal } from '../../platform/numbers'
 import { daysInMonth } from '../../platform/time'
 import { balanceOf, LOW_BALANCE_DAYS } from '../billing'
-import { countManagedServers, trustedServerById } from '../fleet'
+import { countManagedServers, serverNameById } from '../fleet'
 import { MARKETPLACES } from '../marketplaces'
 import { findPlan } from '../plans'
 import { findTenant } from '../tenants'
 import { findUnresolved, unresolvedOfServer } from './alerts.repository'
-import { clear, clearCause, raise } from './incidents'
+import { clear, clearCause, clearCauses, raise } from './incidents'
 
 /**
  * The event-driven causes (docs/alerts.md "Causes"), each reacting in the transaction that recorded
@@ -34,7 +35,7 @@ export async function alertOnServerEvent(deps: Deps, e: ServerEvent): Promise<vo
   else if (e.kind === 'server.decommissioned')
     for (const i of await unresolvedOfServer(tx, server.tenantId, server.id)) await clear(tx, deps, i, 'the server was decommissioned')
   else if (e.kind === 'presence.offline') {
-    const name = (await trustedServerById(tx, server.id))?.name ?? server.id
+    const name = (await serverNameById(tx, server.id)) ?? server.id
     const cause = { title: `Server offline: ${name}`, detail: e.message }
     await raise(tx, deps, {
       tenantId: server.tenantId,
@@ -51,7 +52,7 @@ export async function alertOnServerEvent(deps: Deps, e: ServerEvent): Promise<vo
     const key = `readiness:${server.id}:${marketplace ?? ''}:${String(e.data?.item ?? '')}`
     if (e.kind === 'readiness.recovered') await clearCause(tx, deps, server.tenantId, key, e.message)
     else {
-      const name = (await trustedServerById(tx, server.id))?.name ?? server.id
+      const name = (await serverNameById(tx, server.id)) ?? server.id
       await raise(tx, deps, {
         tenantId: server.tenantId,
         kind: 'readiness',
@@ -66,7 +67,7 @@ export async function alertOnServerEvent(deps: Deps, e: ServerEvent): Promise<vo
   } else if (e.kind === 'marketplace.renter_report') await renterReport(deps, e)
   else if (e.kind.startsWith('agent.') && (e.severity === 'error' || e.severity === 'critical')) {
     // The same events the `error` notification producer takes (producers.ts categoryOf), one cause per server and kind.
-    const name = (await trustedServerById(tx, server.id))?.name ?? server.id
+    const name = (await serverNameById(tx, server.id)) ?? server.id
     await raise(tx, deps, {
       tenantId: server.tenantId,
       kind: 'agent_error',
@@ -81,6 +82,23 @@ export async function alertOnServerEvent(deps: Deps, e: ServerEvent): Promise<vo
 }
 
 /**
+ * A batch of server events (a presence flush's transitions, each server once): what
+ * alertOnServerEvent does for each, the servers back online resolving their offline incidents
+ * together (clearCauses: one read, one multi-row resolve per tenant).
+ */
+export async function alertOnServerEvents(deps: Deps, e: AppEvents['server.events_recorded']): Promise<void> {
+  const back = e.events.filter((x) => x.kind === 'presence.online')
+  if (back.length)
+    await clearCauses(
+      e.tx,
+      deps,
+      back.map((x) => ({ tenantId: x.server.tenantId, key: offlineKey(x.server.id) })),
+      'the server is back online',
+    )
+  for (const x of e.events) if (x.kind !== 'presence.online') await alertOnServerEvent(deps, { ...x, tx: e.tx })
+}
+
+/**
  * A renter reported the server's marketplace machine (the marketplaces.sync job stored a new report):
  * one incident per report, resolved by a member (the platform never says a report is settled).
  */
@@ -88,7 +106,7 @@ async function renterReport(deps: Deps, e: ServerEvent): Promise<void> {
   const reportId = typeof e.data?.report_id === 'string' ? e.data.report_id : null
   if (!reportId) return
   const marketplace = MARKETPLACES.find((m) => m === e.data?.marketplace) ?? null
-  const name = (await trustedServerById(e.tx, e.server.id))?.name ?? e.server.id
+  const name = (await serverNameById(e.tx, e.server.id)) ?? e.server.id
   const problem = typeof e.data?.problem === 'string' && e.data.problem ? e.data.problem : 'a problem'
   await raise(e.tx, deps, {
     tenantId: e.server.tenantId,

@@ -27,6 +27,33 @@ export async function findUnresolved(db: DbOrTx, tenantId: string, causeKey: str
     .get()
 }
 
+/** Cause keys or ids per statement of the batch reads and writes (well under both databases' parameter limits). */
+const PER_STATEMENT = 500
+
+/** The tenant's unresolved incidents of the causes among `causeKeys` (at most one each). */
+export async function findUnresolvedOfKeys(db: DbOrTx, tenantId: string, causeKeys: readonly string[]): Promise<IncidentRow[]> {
+  const out: IncidentRow[] = []
+  for (let i = 0; i < causeKeys.length; i += PER_STATEMENT)
+    out.push(
+      ...(await db
+        .select()
+        .from(alertIncidents)
+        .where(and(eq(alertIncidents.tenantId, tenantId), inArray(alertIncidents.causeKey, causeKeys.slice(i, i + PER_STATEMENT)), UNRESOLVED))
+        .all()),
+    )
+  return out
+}
+
+/** The same change to several incidents, a multi-row statement per PER_STATEMENT of them. */
+export async function updateIncidents(tx: DbOrTx, ids: readonly string[], patch: Partial<Omit<IncidentRow, 'id' | 'tenantId'>>): Promise<void> {
+  for (let i = 0; i < ids.length; i += PER_STATEMENT)
+    await tx
+      .update(alertIncidents)
+      .set(patch)
+      .where(inArray(alertIncidents.id, ids.slice(i, i + PER_STATEMENT)))
+      .run()
+}
+
 /** Every unresolved incident of every tenant (the alerts.evaluate job), read from the partial index. */
 export async function unresolvedIncidents(db: DbOrTx): Promise<IncidentRow[]> {
   return await db.select().from(alertIncidents).where(UNRESOLVED).orderBy(alertIncidents.tenantId, alertIncidents.causeKey).all()

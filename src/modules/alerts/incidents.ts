@@ -1,8 +1,8 @@
 import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
-import { notificationsInGroups } from '../notifications'
+import { notificationsInGroups, notificationsOfGroupKeys } from '../notifications'
 import { type Kind, type Severity, SEVERITIES } from './alerts.model'
-import { findUnresolved, insertIncident, type IncidentRow, lastResolvedAt, updateIncident } from './alerts.repository'
+import { findUnresolved, findUnresolvedOfKeys, insertIncident, type IncidentRow, lastResolvedAt, updateIncident, updateIncidents } from './alerts.repository'
 import type { MarketplaceId } from '../marketplaces'
 
 /**
@@ -121,6 +121,82 @@ export async function clearCause(tx: DbOrTx, deps: Deps, tenantId: string, key: 
   const open = await findUnresolved(tx, tenantId, key)
   if (open) await clear(tx, deps, open, resolution)
   return open !== undefined
+}
+
+/**
+ * Resolves the unresolved incidents of several causes that went away together (the servers of a
+ * presence flush back online): for each exactly what clearCause does, in the order given, with per
+ * tenant one read of the open incidents, one of their notifications and one multi-row resolve.
+ * Answers how many were resolved.
+ */
+export async function clearCauses(tx: DbOrTx, deps: Deps, causes: readonly { tenantId: string; key: string }[], resolution: string): Promise<number> {
+  const byTenant = new Map<string, string[]>()
+  for (const c of causes) {
+    const keys = byTenant.get(c.tenantId)
+    if (keys) keys.push(c.key)
+    else byTenant.set(c.tenantId, [c.key])
+  }
+  const now = deps.clock.nowUs()
+  const patch = { state: 'resolved' as const, resolvedAt: now, resolvedBy: null, resolution: resolution.slice(0, 1024) }
+  let resolved = 0
+  for (const [tenantId, keys] of byTenant) {
+    const order = new Map(keys.map((k, n) => [k, n]))
+    const open = (await findUnresolvedOfKeys(tx, tenantId, keys)).sort((a, b) => order.get(a.causeKey)! - order.get(b.causeKey)!)
+    if (open.length === 0) continue
+    // The last notifications produced while each was open are linked before its window closes.
+    const links = await notificationLinksOf(tx, tenantId, open, now)
+    for (const i of open) {
+      const ids = links.get(i.id)!
+      if (ids.length !== i.notificationIds.length) await updateIncident(tx, i.id, { notificationIds: ids })
+    }
+    await updateIncidents(
+      tx,
+      open.map((i) => i.id),
+      patch,
+    )
+    for (const i of open) await announce(tx, deps, { ...i, ...patch, notificationIds: links.get(i.id)! }, 'resolved', null, patch.resolution)
+    resolved += open.length
+  }
+  return resolved
+}
+
+/**
+ * What notificationLinks answers for each of the tenant's `incidents` (by id), the notifications
+ * of causes with plain group keys read in one statement for all of them.
+ */
+async function notificationLinksOf(db: DbOrTx, tenantId: string, incidents: readonly IncidentRow[], toUs: number): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>()
+  const plain: { incident: IncidentRow; keys: string[] }[] = []
+  for (const incident of incidents) {
+    const groups = notificationGroups(incident)
+    if (!groups) out.set(incident.id, incident.notificationIds)
+    else if (groups.prefixes.length) out.set(incident.id, await notificationLinks(db, incident, toUs))
+    else plain.push({ incident, keys: groups.keys })
+  }
+  if (plain.length === 0) return out
+  const from = plain.reduce((m, p) => Math.min(m, p.incident.openedAt), Number.POSITIVE_INFINITY) - LOOKBACK_US
+  const byKey = new Map<string, { id: string; createdAt: number }[]>()
+  for (const n of await notificationsOfGroupKeys(db, tenantId, [...new Set(plain.flatMap((p) => p.keys))], from, toUs)) {
+    const list = byKey.get(n.groupKey)
+    if (list) list.push(n)
+    else byKey.set(n.groupKey, [n])
+  }
+  for (const { incident, keys } of plain) {
+    const linked = new Set(incident.notificationIds)
+    let found = keys
+      .flatMap((k) => byKey.get(k) ?? [])
+      .filter((n) => n.createdAt >= incident.openedAt - LOOKBACK_US && !linked.has(n.id))
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    if (found.length === 0) {
+      out.set(incident.id, incident.notificationIds)
+      continue
+    }
+    // Only news costs the look for an earlier incident of the cause, whose notifications are its own.
+    const before = await lastResolvedAt(db, incident.tenantId, incident.causeKey, incident.openedAt)
+    if (before !== null) found = found.filter((n) => n.createdAt > before)
+    out.set(incident.id, [...incident.notificationIds, ...found.map((n) => n.id)])
+  }
+  return out
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
+import type { AppEvents } from '../../events'
 import { formatTimestamp } from '../../platform/time'
-import { addXidCount, insertServerEvent, type ServerEventRow } from './fleet.repository'
+import { addXidCount, insertServerEvent, insertServerEvents, type ServerEventRow } from './fleet.repository'
 
 export type Severity = ServerEventRow['severity']
 
@@ -45,6 +46,54 @@ export async function recordServerEvent(
     message: event.message,
     data: event.data ?? null,
   })
+}
+
+export type ServerEventInput = Parameters<typeof recordServerEvent>[3]
+
+/**
+ * Several server events in one go (a presence flush's transitions): written with a few multi-row
+ * statements and announced as one `server.events_recorded`, whose reactions do for each event
+ * exactly what they do for one recorded alone, with their reads and writes per batch. Each server
+ * appears at most once in `list` (the caller starts a new batch for a server's next event).
+ */
+export async function recordServerEvents(
+  tx: DbOrTx,
+  deps: Pick<Deps, 'newId' | 'clock' | 'events'>,
+  list: { server: { id: string; tenantId: string }; event: ServerEventInput }[],
+): Promise<void> {
+  if (list.length === 0) return
+  const rows: ServerEventRow[] = []
+  const events: AppEvents['server.events_recorded']['events'] = []
+  for (const { server, event } of list) {
+    const severity = event.severity ?? 'info'
+    const id = event.id ?? deps.newId()
+    const at = event.at ?? deps.clock.nowUs()
+    rows.push({
+      id,
+      tenantId: server.tenantId,
+      serverId: server.id,
+      kind: event.kind,
+      severity,
+      message: event.message.slice(0, 1024),
+      data: event.data ?? null,
+      createdAt: at,
+    })
+    events.push({
+      server: { id: server.id, tenantId: server.tenantId },
+      eventId: id,
+      at,
+      kind: event.kind,
+      severity,
+      message: event.message,
+      data: event.data ?? null,
+    })
+  }
+  await insertServerEvents(tx, rows)
+  for (const e of events) {
+    const xid = xidOf(e)
+    if (xid) await addXidCount(tx, { serverId: e.server.id, ...xid, at: e.at })
+  }
+  await deps.events.emit('server.events_recorded', { tx: tx as Tx, events })
 }
 
 /**

@@ -32,6 +32,22 @@ export async function findServerByAgentToken(db: DbOrTx, tokenHash: string): Pro
     .get()
 }
 
+const agentByTokenHash = preparedQuery((db) =>
+  db
+    .select({ id: servers.id, tenantId: servers.tenantId })
+    .from(servers)
+    .where(and(eq(servers.agentTokenHash, sql.placeholder('hash')), isNull(servers.decommissionedAt)))
+    .prepare(),
+)
+
+/**
+ * The managed server an agent credential (its hash) belongs to, id and tenant only: one compiled
+ * statement, for every WebSocket upgrade and session open (a mass reconnect makes thousands).
+ */
+export async function findAgentByTokenHash(db: DbOrTx, tokenHash: string): Promise<{ id: string; tenantId: string } | undefined> {
+  return await agentByTokenHash(db).get({ hash: tokenHash })
+}
+
 export async function findServerByFingerprint(db: DbOrTx, tenantId: string, fingerprint: string): Promise<ServerRow | undefined> {
   return db
     .select()
@@ -173,6 +189,22 @@ export async function firstServerEnrolledAt(db: DbOrTx): Promise<number | null> 
 }
 
 /** Every server of the tenant (decommissioned ones too) by id → name. */
+const nameById = preparedQuery((db) =>
+  db
+    .select({ name: servers.name })
+    .from(servers)
+    .where(eq(servers.id, sql.placeholder('id')))
+    .prepare(),
+)
+
+/**
+ * A server's name by a trusted id (decommissioned ones too), one compiled statement: what a
+ * notification's or an incident's title names, for every transition of a mass close.
+ */
+export async function serverNameById(db: DbOrTx, id: string): Promise<string | undefined> {
+  return (await nameById(db).get({ id }))?.name
+}
+
 export async function serverNames(db: DbOrTx, tenantId: string): Promise<Map<string, string>> {
   return new Map((await db.select({ id: servers.id, name: servers.name }).from(servers).where(eq(servers.tenantId, tenantId)).all()).map((s) => [s.id, s.name]))
 }
@@ -198,6 +230,35 @@ export async function insertServer(tx: DbOrTx, row: typeof servers.$inferInsert)
 
 export async function updateServer(tx: DbOrTx, id: string, patch: Partial<ServerRow>): Promise<void> {
   await tx.update(servers).set(patch).where(eq(servers.id, id)).run()
+}
+
+/** What a hello reports of its host: fleet's HostFacts (enrolment.service.ts), the columns setHostFacts writes. */
+export type HostFactsRow = Pick<
+  ServerRow,
+  'hostname' | 'agentVersion' | 'fingerprint' | 'publicIp' | 'diskGb' | 'portRange' | 'gpus' | 'gpuCount' | 'gpuModel' | 'hostDetails'
+>
+
+/**
+ * A session's hello's host facts. Runs for every hello of a group-committed presence flush (a mass
+ * reconnect: thousands): a statement SQLite keeps compiled, not the query builder; the JSON columns
+ * written as the builder writes them (JSON text).
+ */
+export async function setHostFacts(db: DbOrTx, id: string, f: HostFactsRow): Promise<void> {
+  await rawSql(db).run(
+    `UPDATE servers SET hostname = $1, agent_version = $2, fingerprint = $3, public_ip = $4, disk_gb = $5, port_range = $6,
+       gpus = $7, gpu_count = $8, gpu_model = $9, host_details = $10 WHERE id = $11`,
+    f.hostname,
+    f.agentVersion,
+    f.fingerprint,
+    f.publicIp,
+    f.diskGb,
+    f.portRange,
+    JSON.stringify(f.gpus),
+    f.gpuCount,
+    f.gpuModel,
+    f.hostDetails === null ? null : JSON.stringify(f.hostDetails),
+    id,
+  )
 }
 
 /**
@@ -252,6 +313,34 @@ export function silentServers(tx: DbOrTx, suspectBefore: number, offlineBefore: 
 
 export async function insertServerEvent(tx: DbOrTx, row: ServerEventRow): Promise<void> {
   await tx.insert(serverEvents).values(row).run()
+}
+
+/**
+ * Rows per multi-row INSERT of server events (8 values each: well under both databases' parameter
+ * limits): a batch goes in the largest of these that fit, so the statements have a handful of
+ * shapes, each compiled once (bun:sqlite's cache, Bun.SQL's per connection), not one per count.
+ */
+const EVENT_ROWS_PER_INSERT = [256, 64, 16, 4, 1]
+
+/** Several server events, a few multi-row statements instead of one each (a presence flush's transitions). */
+export async function insertServerEvents(tx: DbOrTx, rows: ServerEventRow[]): Promise<void> {
+  // Written out, not the query builder (its cost per row is several times the database's); `data`
+  // as the builder writes a JSON column: JSON text, or NULL.
+  for (let i = 0; i < rows.length; ) {
+    const size = EVENT_ROWS_PER_INSERT.find((n) => n <= rows.length - i)!
+    const params: unknown[] = []
+    const tuples: string[] = []
+    for (const r of rows.slice(i, i + size)) {
+      const n = params.length
+      params.push(r.id, r.tenantId, r.serverId, r.kind, r.severity, r.message, r.data === null ? null : JSON.stringify(r.data), r.createdAt)
+      tuples.push(`($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}, $${n + 7}, $${n + 8})`)
+    }
+    await rawSql(tx).run(
+      `INSERT INTO server_events (id, tenant_id, server_id, kind, severity, message, data, created_at) VALUES ${tuples.join(', ')}`,
+      ...params,
+    )
+    i += size
+  }
 }
 
 /** A server's events, newest first, before an id and of one kind when given. */
@@ -384,11 +473,9 @@ export async function upsertLatestMetrics(db: DbOrTx, rows: (typeof serverLatest
  * UPDATE, so setting the flag again on every presence transition would cost that much each time.
  */
 export async function markSnapshotDirty(tx: DbOrTx, tenantId: string): Promise<void> {
-  await tx
-    .update(fleetSnapshots)
-    .set({ dirty: true })
-    .where(and(eq(fleetSnapshots.tenantId, tenantId), eq(fleetSnapshots.dirty, false)))
-    .run()
+  // A statement SQLite keeps compiled: every alert incident of a server that opens or resolves
+  // marks it too (a mass reconnect resolves thousands in one flush). `dirty` is 0/1 on both databases.
+  await rawSql(tx).run('UPDATE fleet_snapshots SET dirty = 1 WHERE tenant_id = $1 AND dirty = 0', tenantId)
 }
 
 const snapshotHead = preparedQuery((db) =>

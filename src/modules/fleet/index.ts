@@ -23,6 +23,7 @@ export { rentalRunning, rentalSources, setMarketRentals } from './rentals'
 export { backdateEnrolment, enrolServer, recordHostFacts, recordRentalSighting, reenrolServer, type HostFacts } from './enrolment.service'
 // What other modules read of fleet's tables, as views (tokens: the server limit; billing: charges and names; …).
 export {
+  agentOfTokenHash,
   countManagedServers,
   countServersInGroup,
   exposedServers,
@@ -37,6 +38,7 @@ export {
   presenceTransitionsOf,
   serverByAgentToken,
   serverByFingerprint,
+  serverNameById,
   serverNames,
   serverOfTenant,
   serversOfTenant,

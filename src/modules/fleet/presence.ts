@@ -2,16 +2,17 @@ import { isDatabaseBusy, withTransaction, type Tx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
 import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
-import { recordServerEvent } from './events'
+import { recordServerEvent, recordServerEvents } from './events'
 import {
   markSnapshotDirty,
   presenceOf,
+  setHostFacts,
   setPresence,
   silentServers,
   updateServer,
   upsertLatestMetrics,
+  type HostFactsRow,
   type PresenceRow,
-  type ServerRow,
 } from './fleet.repository'
 
 /**
@@ -41,7 +42,7 @@ const SWEEP_SLICE = 500
 type Step =
   | { kind: 'beat'; serverId: string; at: number; eventId: string }
   | { kind: 'closed'; serverId: string; at: number; eventId: string; reason: string }
-  | { kind: 'hello'; serverId: string; tenantId: string; facts: Partial<ServerRow> }
+  | { kind: 'hello'; serverId: string; tenantId: string; facts: HostFactsRow }
 
 export type Sample = TelemetrySample
 
@@ -80,7 +81,7 @@ class FleetRuntime {
   }
 
   /** A session said hello: its host facts are written with the next presence write. */
-  hello(serverId: string, tenantId: string, facts: Partial<ServerRow>): void {
+  hello(serverId: string, tenantId: string, facts: HostFactsRow): void {
     this.#step({ kind: 'hello', serverId, tenantId, facts })
   }
 
@@ -162,8 +163,9 @@ class FleetRuntime {
     const cameOnline: string[] = []
     const cache = seriesCache(deps)
     const fresh = new Map<SeriesKey, number>()
+    let kept: { steps: Step[]; beats: [string, number][] }
     try {
-      await this.#write(steps, beats, samples, cache, fresh, cameOnline)
+      kept = await this.#write(steps, beats, samples, cache, fresh, cameOnline)
     } catch (e) {
       // Nothing was written (a busy database, say): what was taken goes back for the next flush.
       this.#steps = [...steps, ...this.#steps]
@@ -174,8 +176,15 @@ class FleetRuntime {
       throw e
     }
     for (const [k, v] of fresh) cache.ids.set(k, v)
+    // A tenant whose part failed keeps its steps for a later flush (after its backoff), before
+    // anything of it that arrived meanwhile; the others' were written.
+    if (kept.steps.length) this.#steps = [...kept.steps, ...this.#steps]
+    for (const [id, at] of kept.beats) if (!((this.#heartbeats.get(id) ?? 0) > at)) this.#heartbeats.set(id, at)
     return cameOnline
   }
+
+  /** Tenants whose part of a flush failed, waiting out a backoff (TenantWalk), across flushes. */
+  readonly #backoff = new Map<string, { failures: number; retryAtUs: number }>()
 
   async #write(
     steps: Step[],
@@ -184,19 +193,76 @@ class FleetRuntime {
     cache: ReturnType<typeof seriesCache>,
     fresh: Map<SeriesKey, number>,
     cameOnline: string[],
-  ): Promise<void> {
+  ): Promise<{ steps: Step[]; beats: [string, number][] }> {
     const { deps } = this
-    await withTransaction(deps.db, async (tx) => {
-      // On PostgreSQL a transaction that lost a serialization conflict runs again from the start
-      // (db/pg/pool.ts): what an attempt that rolled back collected is dropped first.
-      cameOnline.length = 0
-      fresh.clear()
-      await this.#writeSteps(tx, steps, beats, cameOnline)
+    const rest = async (tx: Tx) => {
       // The latest value per series is written once per flush, from the sample with the latest time.
       const { earliest, latest } = await storeSamples(deps, cache, fresh, samples)
       await upsertLatestMetrics(tx, latest)
       if (earliest !== Number.POSITIVE_INFINITY) await noteLateSamples(tx, earliest, deps.clock.nowUs())
+    }
+    // Optimistic first, while no tenant is waiting out a backoff: everything in one plain transaction.
+    const now = deps.clock.nowUs()
+    if (![...this.#backoff.values()].some((b) => b.retryAtUs > now))
+      try {
+        await withTransaction(deps.db, async (tx) => {
+          // On PostgreSQL a transaction that lost a serialization conflict runs again from the start
+          // (db/pg/pool.ts): what an attempt that rolled back collected is dropped first.
+          cameOnline.length = 0
+          fresh.clear()
+          await this.#writeSteps(tx, steps, beats, cameOnline)
+          await rest(tx)
+        })
+        return { steps: [], beats: [] }
+      } catch (e) {
+        if (isDatabaseBusy(e)) throw e
+      }
+    // Carefully: each tenant's steps (and what reacts to them: events, notifications, incidents) in
+    // its own savepoint and its own part of the per-tenant boundary, so one tenant whose transition
+    // throws (bad data) keeps its steps, is reported and waits out a backoff; the others' are written.
+    const walk = new TenantWalk(deps, 'presence.flush', this.#backoff)
+    const kept: { steps: Step[]; beats: [string, number][] } = { steps: [], beats: [] }
+    await withTransaction(deps.db, async (tx) => {
+      cameOnline.length = 0
+      fresh.clear()
+      kept.steps = []
+      kept.beats = []
+      const ids = new Set<string>()
+      for (const st of steps) ids.add(st.serverId)
+      for (const [id] of beats) ids.add(id)
+      const tenantOf = new Map((await presenceOf(tx, [...ids])).map((r) => [r.id, r.tenantId]))
+      const parts = new Map<string, { steps: Step[]; beats: [string, number][] }>()
+      const partOf = (tenantId: string) => {
+        let part = parts.get(tenantId)
+        if (!part) parts.set(tenantId, (part = { steps: [], beats: [] }))
+        return part
+      }
+      for (const st of steps) {
+        const tenantId = st.kind === 'hello' ? st.tenantId : tenantOf.get(st.serverId)
+        if (tenantId !== undefined) partOf(tenantId).steps.push(st)
+      }
+      for (const beat of beats) {
+        const tenantId = tenantOf.get(beat[0])
+        if (tenantId !== undefined) partOf(tenantId).beats.push(beat)
+      }
+      for (const [tenantId, part] of parts) {
+        const online: string[] = []
+        const done = await walk.run(tenantId, () =>
+          withTransaction(tx, async (one) => {
+            online.length = 0
+            await this.#writeSteps(one, part.steps, part.beats, online)
+            return true
+          }),
+        )
+        if (done) cameOnline.push(...online)
+        else {
+          kept.steps.push(...part.steps)
+          kept.beats.push(...part.beats)
+        }
+      }
+      await rest(tx)
     })
+    return kept
   }
 
   /**
@@ -218,23 +284,33 @@ class FleetRuntime {
       dirty.add(tenantId)
       await markSnapshotDirty(tx, tenantId)
     }
+    // The transitions' events and their reactions are written per batch (recordServerEvents): one
+    // batch holds each server at most once, so a server's second transition in this flush starts
+    // the next batch, after the first's reactions (they see its events in the order they happened).
+    let batch: Parameters<typeof recordServerEvents>[2] = []
+    const inBatch = new Set<string>()
+    const transition = async (row: PresenceRow, event: Parameters<typeof recordServerEvents>[2][number]['event']) => {
+      if (inBatch.has(row.id)) await writeBatch()
+      inBatch.add(row.id)
+      batch.push({ server: row, event })
+      await markDirty(row.tenantId)
+    }
+    const writeBatch = async () => {
+      const list = batch
+      batch = []
+      inBatch.clear()
+      await recordServerEvents(tx, deps, list)
+    }
     const online = async (row: PresenceRow, at: number, eventId?: string) => {
       await setPresence(tx, row.id, 'online', at)
-      await recordServerEvent(tx, deps, row, {
-        kind: 'presence.online',
-        message: `online (was ${row.presence})`,
-        data: { from: row.presence },
-        at,
-        id: eventId,
-      })
-      await markDirty(row.tenantId)
+      await transition(row, { kind: 'presence.online', message: `online (was ${row.presence})`, data: { from: row.presence }, at, id: eventId })
       cameOnline.push(row.id)
       row.presence = 'online'
     }
     for (const st of steps) {
       const row = rows.get(st.serverId)
       if (st.kind === 'hello') {
-        await updateServer(tx, st.serverId, st.facts)
+        await setHostFacts(tx, st.serverId, st.facts)
         await markDirty(st.tenantId)
         continue
       }
@@ -247,7 +323,7 @@ class FleetRuntime {
       }
       if (row.presence === 'offline') continue
       await setPresence(tx, row.id, 'offline', null)
-      await recordServerEvent(tx, deps, row, {
+      await transition(row, {
         kind: 'presence.offline',
         severity: 'warning',
         message: `offline: ${st.reason}`,
@@ -255,7 +331,6 @@ class FleetRuntime {
         at: st.at,
         id: st.eventId,
       })
-      await markDirty(row.tenantId)
       row.presence = 'offline'
     }
     for (const [id, at] of beats) {
@@ -264,6 +339,7 @@ class FleetRuntime {
       if (row.presence === 'online') await setPresence(tx, id, null, at)
       else await online(row, at)
     }
+    await writeBatch()
   }
 
   /**

@@ -85,6 +85,11 @@ export async function serverByAgentToken(db: DbOrTx, tokenHash: string): Promise
   return summary(await repo.findServerByAgentToken(db, tokenHash))
 }
 
+/** The managed server of an agent credential's hash, id and tenant only (the WebSocket upgrade's one statement). */
+export async function agentOfTokenHash(db: DbOrTx, tokenHash: string): Promise<{ id: string; tenantId: string } | undefined> {
+  return await repo.findAgentByTokenHash(db, tokenHash)
+}
+
 /** The tenant's managed server with this host fingerprint (what re-enrolment matches), or undefined. */
 export async function serverByFingerprint(db: DbOrTx, tenantId: string, fingerprint: string): Promise<ServerSummary | undefined> {
   return summary(await repo.findServerByFingerprint(db, tenantId, fingerprint))
@@ -114,6 +119,7 @@ export {
   latestOfMetric,
   managedServersByTenant,
   presenceTransitionsOf,
+  serverNameById,
   serverNames,
   tenantServersManagedDuring,
   xidCountsOfServer,

@@ -3,7 +3,15 @@
  * wired in src/reactions.ts), the live.prune job, and the hub the server closes on shutdown.
  */
 export { liveRoutes } from './live.routes'
-export { liveFromAlert, liveFromCommand, liveFromRental, liveFromServerEvent, liveFromTopup, liveFromTopupNotCredited } from './live.reactions'
+export {
+  liveFromAlert,
+  liveFromCommand,
+  liveFromRental,
+  liveFromServerEvent,
+  liveFromServerEvents,
+  liveFromTopup,
+  liveFromTopupNotCredited,
+} from './live.reactions'
 export { pruneLiveEvents } from './live.prune'
 export { liveHub } from './live.hub'
 export { liveEventTypes } from './live.catalogue'

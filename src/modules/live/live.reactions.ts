@@ -4,7 +4,7 @@ import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatTimestamp } from '../../platform/time'
 import { liveHub } from './live.hub'
-import { insertLiveEvent } from './live.repository'
+import { insertLiveEvent, insertLiveEvents } from './live.repository'
 
 /**
  * The live stream's producers, wired in src/reactions.ts: each turns a change another module made
@@ -35,6 +35,37 @@ export async function liveFromServerEvent(deps: Deps, e: AppEvents['server.event
     at: e.at,
     data: { server_id: e.server.id, from, to, message: e.message, server_event_id: e.eventId },
   })
+}
+
+/**
+ * Presence transitions recorded together (a presence flush): the rows liveFromServerEvent writes for
+ * each, in order, per tenant in a few multi-row statements.
+ */
+export async function liveFromServerEvents(deps: Deps, e: AppEvents['server.events_recorded']): Promise<void> {
+  const now = deps.clock.nowUs()
+  const byTenant = new Map<string, Parameters<typeof insertLiveEvents>[2]>()
+  for (const x of e.events) {
+    if (!x.kind.startsWith('presence.')) continue
+    const to = x.kind.slice('presence.'.length)
+    const from = typeof x.data?.from === 'string' ? x.data.from : null
+    const payload = JSON.stringify({
+      type: x.kind,
+      at: formatTimestamp(x.at),
+      server_id: x.server.id,
+      from,
+      to,
+      message: x.message,
+      server_event_id: x.eventId,
+    })
+    const row = { serverId: x.server.id, type: x.kind, payload, createdAt: now }
+    const rows = byTenant.get(x.server.tenantId)
+    if (rows) rows.push(row)
+    else byTenant.set(x.server.tenantId, [row])
+  }
+  for (const [tenantId, rows] of byTenant) {
+    await insertLiveEvents(e.tx, tenantId, rows)
+    liveHub(deps).wakeSoon(tenantId)
+  }
 }
 
 export async function liveFromRental(deps: Deps, e: AppEvents['server.rental_changed']): Promise<void> {

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, sql } from 'drizzle-orm'
+import { and, asc, eq, gt } from 'drizzle-orm'
 import { liveEventHorizons, liveEventSequences, liveEvents } from '../../../db/schema/live'
 import { commitInOrder, isPostgres, rawSql, type DbOrTx } from '../../../db/client'
 
@@ -13,16 +13,60 @@ export type LiveEventRow = typeof liveEvents.$inferSelect
  */
 export async function insertLiveEvent(tx: DbOrTx, row: Omit<LiveEventRow, 'id' | 'seq'>): Promise<number> {
   await commitInOrder(tx, 'live_events')
-  const { last_seq: seq } = (await tx.get<{ last_seq: number }>(
-    sql`INSERT INTO live_event_sequences (tenant_id, last_seq) VALUES (${row.tenantId}, 1)
-        ON CONFLICT (tenant_id) DO UPDATE SET last_seq = live_event_sequences.last_seq + 1 RETURNING last_seq`,
-  ))!
+  // Texts SQLite keeps compiled (each alert incident and command change writes one).
+  const [[seq]] = await rawSql(tx).values<[number]>(
+    `INSERT INTO live_event_sequences (tenant_id, last_seq) VALUES ($1, 1)
+     ON CONFLICT (tenant_id) DO UPDATE SET last_seq = live_event_sequences.last_seq + 1 RETURNING last_seq`,
+    row.tenantId,
+  )
   // The columns named, not Drizzle's insert: for a missing key that writes NULL, which SQLite
   // turns into the next id and PostgreSQL refuses (its bigserial wants the column left out).
-  await tx.run(
-    sql`INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES (${row.tenantId}, ${seq}, ${row.serverId}, ${row.type}, ${row.payload}, ${row.createdAt})`,
+  await rawSql(tx).run(
+    'INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    row.tenantId,
+    Number(seq),
+    row.serverId,
+    row.type,
+    row.payload,
+    row.createdAt,
   )
   return Number(seq)
+}
+
+/**
+ * Rows per multi-row INSERT of insertLiveEvents (6 values each: well under both databases'
+ * parameter limits): the largest of these that fit, so the statements have a handful of shapes,
+ * each compiled once, not one per count.
+ */
+const ROWS_PER_INSERT = [256, 64, 16, 4, 1]
+
+/**
+ * Appends several events of one tenant, in the order given, as insertLiveEvent would one after the
+ * other: the tenant's sequence moves on by their count in one statement, and they are written with
+ * consecutive ids in multi-row statements.
+ */
+export async function insertLiveEvents(tx: DbOrTx, tenantId: string, rows: Omit<LiveEventRow, 'id' | 'seq' | 'tenantId'>[]): Promise<void> {
+  if (rows.length === 0) return
+  await commitInOrder(tx, 'live_events')
+  const [[last]] = await rawSql(tx).values<[number]>(
+    `INSERT INTO live_event_sequences (tenant_id, last_seq) VALUES ($1, $2)
+     ON CONFLICT (tenant_id) DO UPDATE SET last_seq = live_event_sequences.last_seq + $2 RETURNING last_seq`,
+    tenantId,
+    rows.length,
+  )
+  const first = Number(last) - rows.length + 1
+  for (let i = 0; i < rows.length; ) {
+    const size = ROWS_PER_INSERT.find((n) => n <= rows.length - i)!
+    const slice = rows.slice(i, i + size)
+    const params: unknown[] = []
+    const tuples = slice.map((r, k) => {
+      const n = params.length
+      params.push(tenantId, first + i + k, r.serverId, r.type, r.payload, r.createdAt)
+      return `($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6})`
+    })
+    await rawSql(tx).run(`INSERT INTO live_events (tenant_id, seq, server_id, type, payload, created_at) VALUES ${tuples.join(', ')}`, ...params)
+    i += size
+  }
 }
 
 /** The tenant's events after its event id `afterSeq`, oldest first. */

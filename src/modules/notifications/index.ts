@@ -9,10 +9,11 @@ export {
   fromPayoutGap,
   fromPlanRefusal,
   fromServerEvent,
+  fromServerEvents,
   fromTopup,
   fromTopupNotCredited,
 } from './producers'
 export { TEMPERATURE_MARKS, watchTemperatures } from './temperature'
 export { sendWeeklyReports } from './weekly'
 // What alerts read: the notifications one condition produced (by group key and time), and their titles.
-export { notificationsInGroups, notificationSummaries, type NotificationSummary } from './outbox.repository'
+export { notificationsInGroups, notificationsOfGroupKeys, notificationSummaries, type NotificationSummary } from './outbox.repository'

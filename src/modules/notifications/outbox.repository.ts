@@ -120,6 +120,45 @@ export async function notificationsInGroups(
     .all()
 }
 
+/** Group keys per statement of notificationsOfGroupKeys (well under both databases' parameter limits). */
+const KEYS_PER_READ = 500
+
+/**
+ * The tenant's notifications whose group key is one of `keys`, created in [fromUs, toUs], oldest
+ * first, each with its group key: what several conditions produced, read at once (an alert batch).
+ */
+export async function notificationsOfGroupKeys(
+  db: DbOrTx,
+  tenantId: string,
+  keys: readonly string[],
+  fromUs: number,
+  toUs: number,
+): Promise<(NotificationSummary & { groupKey: string })[]> {
+  const out: (NotificationSummary & { groupKey: string })[] = []
+  for (let i = 0; i < keys.length; i += KEYS_PER_READ) {
+    const rows = await db
+      .select({
+        id: notifications.id,
+        category: notifications.category,
+        title: notifications.title,
+        createdAt: notifications.createdAt,
+        groupKey: notifications.groupKey,
+      })
+      .from(notifications)
+      .where(
+        and(
+          eq(notifications.tenantId, tenantId),
+          inArray(notifications.groupKey, keys.slice(i, i + KEYS_PER_READ)),
+          gte(notifications.createdAt, fromUs),
+          lte(notifications.createdAt, toUs),
+        ),
+      )
+      .all()
+    for (const r of rows) out.push({ ...r, groupKey: r.groupKey! })
+  }
+  return out.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
 /** The tenant's notifications among `ids`, oldest first (another tenant's ids match nothing). */
 export async function notificationSummaries(db: DbOrTx, tenantId: string, ids: readonly string[]): Promise<NotificationSummary[]> {
   if (!ids.length) return []

@@ -2,7 +2,7 @@ import type { Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatDecimal } from '../../platform/numbers'
-import { trustedServerById } from '../fleet'
+import { serverNameById, trustedServerById } from '../fleet'
 import type { Category } from './notifications.model'
 import { notify } from './outbox.service'
 
@@ -58,8 +58,13 @@ function categoryOf(e: ServerEvent): { category: Category; title: string; group:
 export async function fromServerEvent(deps: Deps, e: ServerEvent): Promise<void> {
   const c = categoryOf(e)
   if (!c) return
-  const name = (await trustedServerById(e.tx, e.server.id))?.name ?? e.server.id
+  const name = (await serverNameById(e.tx, e.server.id)) ?? e.server.id
   await notify(e.tx, deps, e.server.tenantId, { category: c.category, title: `${c.title}: ${name}`, body: e.message, groupKey: c.group })
+}
+
+/** A batch of server events (a presence flush's transitions): each becomes what fromServerEvent makes of it, in order. */
+export async function fromServerEvents(deps: Deps, e: { tx: Tx; events: Omit<ServerEvent, 'tx'>[] }): Promise<void> {
+  for (const x of e.events) if (categoryOf(x as ServerEvent)) await fromServerEvent(deps, { ...x, tx: e.tx })
 }
 
 export async function fromAccountState(deps: Deps, e: { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }): Promise<void> {

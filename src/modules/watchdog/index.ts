@@ -4,4 +4,4 @@
  */
 export { watchdogRoutes } from './watchdog.routes'
 export { evaluateWatchdog } from './evaluate.service'
-export { watchdogOnServerEvent } from './watchdog.reactions'
+export { watchdogOnServerEvent, watchdogOnServerEvents } from './watchdog.reactions'

@@ -30,3 +30,17 @@ export async function watchdogOnServerEvent(e: AppEvents['server.event_recorded'
     if (g !== null) await dropSignals(e.tx, e.server.id, 'gpu_missing', [String(g)])
   } else await dropSignals(e.tx, e.server.id, 'gpu_missing')
 }
+
+/**
+ * A batch of server events (a presence flush's transitions): what watchdogOnServerEvent does for
+ * each, whether the tenant has a rule turned on read once per tenant of the batch.
+ */
+export async function watchdogOnServerEvents(e: AppEvents['server.events_recorded']): Promise<void> {
+  const enabled = new Map<string, boolean>()
+  for (const x of e.events) {
+    if (!WATCHED.has(x.kind)) continue
+    let on = enabled.get(x.server.tenantId)
+    if (on === undefined) enabled.set(x.server.tenantId, (on = await hasEnabledRule(e.tx, x.server.tenantId)))
+    if (on) await watchdogOnServerEvent({ ...x, tx: e.tx })
+  }
+}
