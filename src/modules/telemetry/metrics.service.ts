@@ -364,7 +364,7 @@ async function settledTexts(
     if (k && k.wm === key && k.from <= from) {
       const end = k.from + k.ends.length * step
       if (end >= to) texts[row] = keptSlice(k, (from - k.from) / step, (to - k.from) / step)
-      else if (end >= from) reads.push({ row, start: end, old: k })
+      else if (end > from) reads.push({ row, start: end, old: k })
       else reads.push({ row, start: from, old: undefined })
     } else reads.push({ row, start: from, old: undefined })
   })
