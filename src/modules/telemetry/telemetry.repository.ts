@@ -1,4 +1,4 @@
-import { and, asc, eq, gte, inArray, isNotNull, lt, sql } from 'drizzle-orm'
+import { and, eq, gte, inArray, isNotNull, lt, sql } from 'drizzle-orm'
 import { metricRollups, metricSamples, metricSeries, rollupWatermarks } from '../../../db/schema/telemetry'
 import { isPostgres, rawSql, type DbOrTx } from '../../../db/client'
 
@@ -28,14 +28,16 @@ export async function metricNamesOf(db: DbOrTx, serverId: string): Promise<strin
   return (await db.selectDistinct({ metric: metricSeries.metric }).from(metricSeries).where(eq(metricSeries.serverId, serverId)).all()).map((r) => r.metric)
 }
 
-/** A server's series of these metrics, by GPU index. */
-export function seriesOf(db: DbOrTx, serverId: string, metrics: string[]) {
-  return db
-    .select()
-    .from(metricSeries)
-    .where(and(eq(metricSeries.serverId, serverId), inArray(metricSeries.metric, metrics)))
-    .orderBy(asc(metricSeries.gpuIndex))
-    .all()
+/** A server's series of these metrics (one prepared statement per number of names: every metrics answer asks). */
+export async function seriesOf(db: DbOrTx, serverId: string, metrics: string[]): Promise<{ id: number; gpuIndex: number; metric: string }[]> {
+  if (metrics.length === 0) return []
+  const names = metrics.map((_, i) => `$${i + 2}`).join(', ')
+  const rows = await rawSql(db).values<[number, number, string]>(
+    `SELECT id, gpu_index, metric FROM metric_series WHERE server_id = $1 AND metric IN (${names})`,
+    serverId,
+    ...metrics,
+  )
+  return rows.map(([id, gpuIndex, metric]) => ({ id, gpuIndex, metric }))
 }
 
 /** Rows a PostgreSQL batch carries at most per statement. */
