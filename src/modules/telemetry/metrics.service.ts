@@ -15,7 +15,7 @@ import { rawBuckets, seriesOf, storedBuckets, watermarkOf, type BucketRow, type 
  * [t, t + resolution), with nulls where nothing was measured. Buckets the rollup job has not
  * made final yet (from its watermark on) are computed from the raw samples at read time, so a new
  * server's first samples show without waiting for the job. Hot answers are cached 60 s,
- * historical ones an hour.
+ * historical ones an hour; the text of final buckets is kept per series between answers (KeptTexts).
  */
 const US = 1_000_000
 const H48 = 48 * 3600 * US
