@@ -6,7 +6,7 @@ import { invalidField } from '../../platform/domain-error'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { DEFAULT_METRICS, type MetricsQuery } from './metrics.model'
 import { floorTo, unsettledFrom } from './rollup.service'
-import { rawBuckets, seriesOf, storedBuckets, watermarkOf, type BucketRow } from './telemetry.repository'
+import { rawBuckets, seriesOf, storedBuckets, watermarkOf, type BucketRow, type Watermark } from './telemetry.repository'
 
 /**
  * GET /servers/{id}/metrics (docs/telemetry.md): default
@@ -15,7 +15,7 @@ import { rawBuckets, seriesOf, storedBuckets, watermarkOf, type BucketRow } from
  * [t, t + resolution), with nulls where nothing was measured. Buckets the rollup job has not
  * made final yet (from its watermark on) are computed from the raw samples at read time, so a new
  * server's first samples show without waiting for the job. Hot answers are cached 60 s,
- * historical ones an hour.
+ * historical ones an hour; the text of final buckets is kept per series between answers (KeptTexts).
  */
 const US = 1_000_000
 const H48 = 48 * 3600 * US
@@ -153,18 +153,27 @@ export async function serverMetrics({
     )
 
   const ids = series.map((s) => s.id)
-  const rangeEnd = first + points * resolution * US
+  const step = resolution * US
+  const rangeEnd = first + points * step
   const wm = await watermarkOf(deps.db, resolution)
   // The buckets not final yet (all of them before the job's first run) come from the raw samples,
   // whole buckets as the job would store them; they replace any stored row of the same bucket.
   const rawFrom = Math.max(first, wm ? floorTo(unsettledFrom(deps, resolution, wm, now), resolution) : first)
-  const grid = new BucketGrid(ids, first, resolution * US, points)
-  grid.put(await storedBuckets(deps.db, ids, resolution, first, to))
-  grid.put(await rawBuckets(deps.db, resolution, ids, rawFrom, rangeEnd))
+  // Final buckets no retention run can have reached yet: their text may come from an earlier answer.
+  const [keptFrom, keptTo] = wm ? keepableWindow(deps, resolution, first, Math.min(rawFrom, rangeEnd), now) : [first, first]
+  const kept = await settledTexts(deps, { series, grain: resolution, wm, from: keptFrom, to: keptTo })
+  // The rest as before: stored rows, then the raw samples' buckets over them.
+  const before = new BucketGrid(series, first, step, (keptFrom - first) / step)
+  const after = new BucketGrid(series, keptTo, step, (rangeEnd - keptTo) / step)
+  before.put(await storedBuckets(deps.db, ids, resolution, first, keptFrom))
+  after.put(await storedBuckets(deps.db, ids, resolution, keptTo, to))
+  const raw = await rawBuckets(deps.db, resolution, ids, rawFrom, rangeEnd)
+  before.put(raw)
+  after.put(raw)
   // Read from the raw samples up to the range's end, the answer is as fresh as this moment.
   const dataAsOf = rawFrom < rangeEnd ? now : (wm?.updatedAt ?? now)
   const head = `"server_id":${JSON.stringify(serverId)},"resolution":"${resolution === 300 ? '5m' : '1h'}","from":"${formatTimestamp(from)}","to":"${formatTimestamp(to)}","series":`
-  const body = grid.seriesJson(series)
+  const body = seriesJson(series, [before, kept, after])
   const etag = `"${Bun.hash(head).toString(36)}-${Bun.hash(body).toString(36)}"`
   const envelope = `{"generated_at":"${formatTimestamp(now)}","data_as_of":"${formatTimestamp(Math.min(dataAsOf, now))}","version":1,"stale":false,"stale_reason":null,`
   const hot = to > (wm?.doneUntil ?? 0)
@@ -175,33 +184,69 @@ export async function serverMetrics({
 
 const STATS = 6 // min, max, avg, p50, p95, last
 
+/** A part of every series' points as JSON text: the points of one run of buckets, joined by commas ('' for none). */
+type PointTexts = { text(row: number): string }
+
+/** The answer's series as JSON text, each series' points taken from `parts` in turn (consecutive runs of buckets). */
+function seriesJson(series: { gpuIndex: number; metric: string }[], parts: PointTexts[]): string {
+  const out: string[] = []
+  series.forEach((s, row) => {
+    const unit = unitOf(s.metric)
+    const host = s.gpuIndex < 0
+    out.push(
+      `${row ? ',' : '['}{"metric":"${s.metric}","scope":"${host ? 'host' : 'gpu'}","gpu_index":${host ? 'null' : s.gpuIndex},"unit":${unit === null ? 'null' : `"${unit}"`},"points":[`,
+    )
+    let any = false
+    for (const part of parts) {
+      const text = part.text(row)
+      if (!text) continue
+      if (any) out.push(',')
+      out.push(text)
+      any = true
+    }
+    out.push(']}')
+  })
+  out.push(series.length ? ']' : '[]')
+  return out.join('')
+}
+
+/** The rounding of a series' values on the wire (see DECIMALS). */
+const decimalsOf = (metric: string): number | undefined => {
+  const unit = unitOf(metric)
+  return unit === null ? undefined : DECIMALS[unit]
+}
+
 /**
- * The answer's numbers in one flat array, series by series, point by point, six statistics each
- * (null where nothing was measured), written straight from the rows read; then its JSON text,
- * built from that array with each bucket's `t` formatted once for every series.
+ * Numbers of a run of buckets in one flat array, series by series, point by point, six statistics
+ * each (null where nothing was measured), written straight from the rows read; then their JSON
+ * text, with each bucket's `t` formatted once for every series.
  */
-class BucketGrid {
+class BucketGrid implements PointTexts {
   readonly #row = new Map<number, number>()
   readonly #cells: (number | null)[]
+  readonly #decimals: (number | undefined)[]
+  #opening: string[] | undefined
 
   constructor(
-    seriesIds: number[],
+    series: { id: number; metric: string }[],
     private readonly first: number,
     private readonly step: number,
     private readonly points: number,
   ) {
-    seriesIds.forEach((id, i) => {
-      this.#row.set(id, i)
+    series.forEach((s, i) => {
+      this.#row.set(s.id, i)
     })
-    this.#cells = new Array<number | null>(seriesIds.length * points * STATS).fill(null)
+    this.#decimals = series.map((s) => decimalsOf(s.metric))
+    this.#cells = new Array<number | null>(series.length * points * STATS).fill(null)
   }
 
   put(rows: BucketRow[]): void {
+    if (this.points === 0) return
     const cells = this.#cells
     for (const r of rows) {
       const i = (r[1] - this.first) / this.step
       const row = this.#row.get(r[0])
-      if (row === undefined || i < 0 || i >= this.points) continue
+      if (row === undefined || !(i >= 0 && i < this.points) || !Number.isInteger(i)) continue
       const at = (row * this.points + i) * STATS
       cells[at] = r[2]
       cells[at + 1] = r[3]
@@ -212,27 +257,157 @@ class BucketGrid {
     }
   }
 
-  seriesJson(series: { gpuIndex: number; metric: string }[]): string {
+  /** Each point's JSON text of the series in `row`, from bucket `from` (an index) on. */
+  pointTexts(row: number, from = 0): string[] {
     const { points } = this
-    const opening = Array.from({ length: points }, (_, i) => `{"t":"${formatTimestamp(this.first + i * this.step)}","min":`)
+    this.#opening ??= Array.from({ length: points }, (_, i) => `{"t":"${formatTimestamp(this.first + i * this.step)}","min":`)
+    const opening = this.#opening
     const cells = this.#cells
-    const parts: string[] = []
-    series.forEach((s, row) => {
-      const unit = unitOf(s.metric)
-      const d = unit === null ? undefined : DECIMALS[unit]
-      const host = s.gpuIndex < 0
-      parts.push(
-        `${row ? ',' : '['}{"metric":"${s.metric}","scope":"${host ? 'host' : 'gpu'}","gpu_index":${host ? 'null' : s.gpuIndex},"unit":${unit === null ? 'null' : `"${unit}"`},"points":[`,
-      )
-      for (let i = 0; i < points; i++) {
-        const at = (row * points + i) * STATS
-        parts.push(
-          `${i ? ',' : ''}${opening[i]}${formatValue(cells[at], d)},"max":${formatValue(cells[at + 1], d)},"avg":${formatValue(cells[at + 2], d)},"p50":${formatValue(cells[at + 3], d)},"p95":${formatValue(cells[at + 4], d)},"last":${formatValue(cells[at + 5], d)}}`,
-        )
-      }
-      parts.push(']}')
-    })
-    parts.push(series.length ? ']' : '[]')
-    return parts.join('')
+    const d = this.#decimals[row]
+    const out = new Array<string>(points - from)
+    for (let i = from; i < points; i++) {
+      const at = (row * points + i) * STATS
+      out[i - from] =
+        `${opening[i]}${formatValue(cells[at], d)},"max":${formatValue(cells[at + 1], d)},"avg":${formatValue(cells[at + 2], d)},"p50":${formatValue(cells[at + 3], d)},"p95":${formatValue(cells[at + 4], d)},"last":${formatValue(cells[at + 5], d)}}`
+    }
+    return out
   }
+
+  text(row: number): string {
+    return this.points === 0 ? '' : this.pointTexts(row).join(',')
+  }
+}
+
+/**
+ * The JSON text of a series' final buckets, kept from one answer for the next (most answers are
+ * the same few ranges of the same servers, polled): the points of [from, from + ends.length ×
+ * grain), joined by commas, `ends[i]` where point i's text ends. Stored rollups before the
+ * watermark change only when the rollup job runs (a late sample's redo included) or retention
+ * deletes them, so a kept text holds while the grain's watermark row is the one it was made under
+ * (`wm`: every run and every late sample rewrites that row, on any instance) and only for buckets
+ * no retention run can have reached (keepableWindow). At most KEPT_MAX_BYTES in all, least
+ * recently used dropped first.
+ */
+type Kept = { wm: string; from: number; text: string; ends: number[] }
+const KEPT_MAX_BYTES = 64 * 1024 * 1024
+const keptSize = (k: Kept) => k.text.length + 8 * k.ends.length
+
+class KeptTexts {
+  readonly #kept = new Map<string, Kept>()
+  #bytes = 0
+
+  get(key: string): Kept | undefined {
+    const hit = this.#kept.get(key)
+    if (hit) {
+      this.#kept.delete(key)
+      this.#kept.set(key, hit)
+    }
+    return hit
+  }
+
+  set(key: string, kept: Kept): void {
+    const old = this.#kept.get(key)
+    if (old) {
+      this.#kept.delete(key)
+      this.#bytes -= keptSize(old)
+    }
+    if (keptSize(kept) > KEPT_MAX_BYTES / 4) return
+    this.#kept.set(key, kept)
+    this.#bytes += keptSize(kept)
+    for (const [k, v] of this.#kept) {
+      if (this.#bytes <= KEPT_MAX_BYTES) break
+      this.#kept.delete(k)
+      this.#bytes -= keptSize(v)
+    }
+  }
+}
+const keptTexts = perDeps(() => new KeptTexts())
+
+/** Points [i, j) of a kept text (0 ≤ i < j ≤ its points). */
+function keptSlice(k: Kept, i: number, j: number): string {
+  return k.text.slice(i === 0 ? 0 : k.ends[i - 1]! + 1, k.ends[j - 1])
+}
+
+/** A day: how far another instance's clock may be ahead when metrics.prune runs there. */
+const PRUNE_MARGIN_US = 24 * 3600 * US
+
+/**
+ * The buckets [first, end) of a range whose text may be kept: metrics.prune deletes buckets older
+ * than its `now` less the grain's retention, so a bucket within that (less PRUNE_MARGIN_US) is
+ * still stored as the rollup job left it; older ones are read every time. Empty: [first, first).
+ */
+function keepableWindow(deps: Deps, grain: 300 | 3600, first: number, end: number, now: number): [number, number] {
+  const { fiveMinuteDays, hourlyDays } = deps.config.metricsRetention
+  const step = grain * US
+  const oldest = Math.ceil((now - (grain === 300 ? fiveMinuteDays : hourlyDays) * 86400 * US + PRUNE_MARGIN_US) / step) * step
+  const from = Math.max(first, oldest)
+  return from < end ? [from, end] : [first, first]
+}
+
+/**
+ * The points of [from, to) (final buckets, see keepableWindow) of each series as JSON text: kept
+ * texts where they cover it, otherwise read from the stored rollups (only past a kept text's end
+ * when it covers the start) and kept for the next answer.
+ */
+async function settledTexts(
+  deps: Deps,
+  { series, grain, wm, from, to }: { series: { id: number; metric: string }[]; grain: 300 | 3600; wm: Watermark | undefined; from: number; to: number },
+): Promise<PointTexts> {
+  if (!wm || from >= to) return { text: () => '' }
+  const step = grain * US
+  const key = `${wm.doneUntil}|${wm.redoFrom}|${wm.updatedAt}`
+  const cache = keptTexts(deps)
+  const texts: string[] = new Array(series.length)
+  const reads: { row: number; start: number; old: Kept | undefined }[] = []
+  series.forEach((s, row) => {
+    const k = cache.get(`${grain}:${s.id}`)
+    if (k && k.wm === key && k.from <= from) {
+      const end = k.from + k.ends.length * step
+      if (end >= to) texts[row] = keptSlice(k, (from - k.from) / step, (to - k.from) / step)
+      else if (end > from) reads.push({ row, start: end, old: k })
+      else reads.push({ row, start: from, old: undefined })
+    } else reads.push({ row, start: from, old: undefined })
+  })
+  if (reads.length) {
+    const readFrom = Math.min(...reads.map((r) => r.start))
+    const readSeries = reads.map((r) => series[r.row]!)
+    const grid = new BucketGrid(readSeries, readFrom, step, (to - readFrom) / step)
+    grid.put(
+      await storedBuckets(
+        deps.db,
+        readSeries.map((s) => s.id),
+        grain,
+        readFrom,
+        to,
+      ),
+    )
+    reads.forEach((r, i) => {
+      const fresh = grid.pointTexts(i, (r.start - readFrom) / step)
+      let text: string
+      let ends: number[]
+      if (r.old && r.start > from) {
+        // What was kept from `from` on, then the buckets read past its end.
+        const skip = (from - r.old.from) / step
+        const kept = keptSlice(r.old, skip, r.old.ends.length)
+        const shift = skip === 0 ? 0 : r.old.ends[skip - 1]! + 1
+        ends = r.old.ends.slice(skip).map((e) => e - shift)
+        text = kept
+        for (const p of fresh) {
+          text += `,${p}`
+          ends.push(text.length)
+        }
+      } else {
+        ends = new Array<number>(fresh.length)
+        let at = -1
+        fresh.forEach((p, n) => {
+          at += p.length + 1
+          ends[n] = at
+        })
+        text = fresh.join(',')
+      }
+      cache.set(`${grain}:${series[r.row]!.id}`, { wm: key, from, text, ends })
+      texts[r.row] = text
+    })
+  }
+  return { text: (row) => texts[row]! }
 }
