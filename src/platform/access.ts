@@ -98,7 +98,7 @@ export type Authenticators = {
    * PostgreSQL: a verification of this bearer token kept in memory from an earlier request, with
    * the credentials' change counter it was made under, without reading anything; null when none is
    * kept (or it is due a write). checkAccess uses it only once the counter, read by the rate
-   * limit's statement, confirms it; else it resolves the token afresh.
+   * limit's statement, confirms it; else it resolves the credential afresh.
    */
   bearerKept?: (token: string) => { actor: Actor; epoch: number } | null
   /** The same for a session cookie's value. */
@@ -380,8 +380,6 @@ async function checkAccess(
     }
     return cookie ? await authenticators.session(cookie) : null
   }
-  // A bearer token verified by an earlier request (PostgreSQL): trusted only once the rate limit's
-  // statement has read the credentials' change counter unchanged (one round trip instead of two).
   const state = requestState(request, deps)
   if ('agent' in spec) {
     const agent = await identify()
@@ -392,8 +390,15 @@ async function checkAccess(
     state.actor = { kind: 'agent', id: agent.tokenId ?? null }
     return
   }
+  // A credential verified by an earlier request (PostgreSQL): trusted only once the rate limit's
+  // statement has read the credentials' change counter unchanged (one round trip instead of two).
   const bearer = !preset && authorization !== null ? bearerToken(authorization) : null
-  const kept = bearer !== null && authenticators.bearerKept ? authenticators.bearerKept(bearer) : null
+  const kept =
+    bearer !== null
+      ? (authenticators.bearerKept?.(bearer) ?? null)
+      : !preset && authorization === null && cookie
+        ? (authenticators.sessionKept?.(cookie) ?? null)
+        : null
   let actor = kept?.actor ?? (await identify())
   if (!actor) throw unauthorized()
   const admit = async (who: Actor) => {

@@ -146,3 +146,28 @@ test('a request whose kept verification the counter did not confirm is counted o
     await limited.close()
   }
 })
+
+test.if(process.env.GPUHQ_TEST_DATABASE === 'postgres')(
+  'on PostgreSQL a kept verification costs no statement of its own; an unconfirmed one reads the counter and the rows again',
+  async () => {
+    const pool = app.deps.database.postgres as unknown as { counters: { statements: number } }
+    const member = await addMember(app, owner.tenantId, 'viewer')
+    const { token } = await mintPat(app, member)
+    for (const caller of [token, member] as const) {
+      const cost = async () => {
+        const before = pool.counters.statements
+        expect((await call(app, 'GET', '/me', caller)).status).toBe(200)
+        return pool.counters.statements - before
+      }
+      await cost()
+      const steady = await cost()
+      expect(await cost()).toBe(steady)
+      // Any change a caller is made of: the next request reads the counter and the three rows afresh.
+      await other.deps.db.run(sql`UPDATE tenants SET plan_code = plan_code WHERE id = ${owner.tenantId}`)
+      const spare = await mintPat(app, member)
+      await other.deps.db.run(sql`DELETE FROM access_tokens WHERE id = ${spare.id}`)
+      expect(await cost()).toBe(steady + 4)
+      expect(await cost()).toBe(steady)
+    }
+  },
+)
