@@ -3,10 +3,10 @@ import { authEpoch } from '../../db/schema/platform'
 import { preparedQuery, type DbOrTx } from '../../db/client'
 
 /**
- * The counter that moves whenever something a bearer token's caller is made of changes (a token
- * revoked, expired or deleted; its member's role changed or the member removed; the tenant's plan or
- * account state changed): database triggers move it in the transaction of the change, whichever
- * process or tool makes it (migration 0041 / pg 0015). A verification cached with the value read
+ * The counter that moves whenever something a caller is made of changes (a token revoked, expired
+ * or deleted; a session signed out or deleted; a member's role or tenant changed or the member
+ * removed; the tenant's plan or account state changed): database triggers move it in the
+ * transaction of the change, whichever process or tool makes it (migration 0041 / pg 0015). A verification cached with the value read
  * before it was made is good while the value is the same (docs/scale-out.md "Credentials").
  */
 const epochRead = preparedQuery((db) => db.select({ n: authEpoch.n }).from(authEpoch).where(eq(authEpoch.id, 1)).prepare())

@@ -120,10 +120,6 @@ export async function revokePat({ deps, actor, audit, id }: { deps: Deps; actor:
   })
 }
 
-/**
- * The actor behind a PAT, or null. A token whose checksum does not hold is refused before any
- * database lookup; a revoked or expired one, or one whose creator is gone, is unknown.
- */
 /** What a PAT request needs of its rows, verified once and kept while the credentials are unchanged. */
 type VerifiedPat = {
   tokenId: string
@@ -140,7 +136,8 @@ type VerifiedPat = {
 const verifiedPats = perDeps(() => new VerifiedCredentials<VerifiedPat>())
 
 /**
- * The caller of a PAT, or null for an unknown, revoked, expired or orphaned one. The rows (token,
+ * The caller of a PAT, or null for an unknown, revoked, expired or orphaned one (a token whose
+ * checksum does not hold is refused before any database lookup). The rows (token,
  * member, tenant) are read once and kept in memory with the credentials' change counter read
  * before them (src/platform/auth-epoch.ts): each request reads the counter (one point read) and
  * uses what it verified while the counter is the same, so a revocation, a role change, a removed
