@@ -20,32 +20,30 @@ export async function recordServerEvent(
   /** `at` and `id`: when it happened and its id, for an event written later than it happened (presence steps). */
   event: { kind: string; severity?: Severity; message: string; data?: Record<string, unknown> | null; at?: number; id?: string },
 ): Promise<void> {
+  const { row, announced } = eventRecord(deps, server, event)
+  await insertServerEvent(tx, row)
+  const xid = xidOf(event)
+  if (xid) await addXidCount(tx, { serverId: server.id, ...xid, at: row.createdAt })
+  // Notifications react in this transaction (src/reactions.ts).
+  await deps.events.emit('server.event_recorded', { tx: tx as Tx, ...announced })
+}
+
+type Announced = AppEvents['server.events_recorded']['events'][number]
+
+/** An event's stored row and what is announced of it (one event alone, or in a batch). */
+function eventRecord(
+  deps: Pick<Deps, 'newId' | 'clock'>,
+  server: { id: string; tenantId: string },
+  event: ServerEventInput,
+): { row: ServerEventRow; announced: Announced } {
   const severity = event.severity ?? 'info'
   const id = event.id ?? deps.newId()
   const at = event.at ?? deps.clock.nowUs()
-  await insertServerEvent(tx, {
-    id,
-    tenantId: server.tenantId,
-    serverId: server.id,
-    kind: event.kind,
-    severity,
-    message: event.message.slice(0, 1024),
-    data: event.data ?? null,
-    createdAt: at,
-  })
-  const xid = xidOf(event)
-  if (xid) await addXidCount(tx, { serverId: server.id, ...xid, at })
-  // Notifications react in this transaction (src/reactions.ts).
-  await deps.events.emit('server.event_recorded', {
-    tx: tx as Tx,
-    server: { id: server.id, tenantId: server.tenantId },
-    eventId: id,
-    at,
-    kind: event.kind,
-    severity,
-    message: event.message,
-    data: event.data ?? null,
-  })
+  const data = event.data ?? null
+  return {
+    row: { id, tenantId: server.tenantId, serverId: server.id, kind: event.kind, severity, message: event.message.slice(0, 1024), data, createdAt: at },
+    announced: { server: { id: server.id, tenantId: server.tenantId }, eventId: id, at, kind: event.kind, severity, message: event.message, data },
+  }
 }
 
 export type ServerEventInput = Parameters<typeof recordServerEvent>[3]
@@ -63,30 +61,11 @@ export async function recordServerEvents(
 ): Promise<void> {
   if (list.length === 0) return
   const rows: ServerEventRow[] = []
-  const events: AppEvents['server.events_recorded']['events'] = []
+  const events: Announced[] = []
   for (const { server, event } of list) {
-    const severity = event.severity ?? 'info'
-    const id = event.id ?? deps.newId()
-    const at = event.at ?? deps.clock.nowUs()
-    rows.push({
-      id,
-      tenantId: server.tenantId,
-      serverId: server.id,
-      kind: event.kind,
-      severity,
-      message: event.message.slice(0, 1024),
-      data: event.data ?? null,
-      createdAt: at,
-    })
-    events.push({
-      server: { id: server.id, tenantId: server.tenantId },
-      eventId: id,
-      at,
-      kind: event.kind,
-      severity,
-      message: event.message,
-      data: event.data ?? null,
-    })
+    const { row, announced } = eventRecord(deps, server, event)
+    rows.push(row)
+    events.push(announced)
   }
   await insertServerEvents(tx, rows)
   for (const e of events) {
