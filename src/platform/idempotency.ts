@@ -137,19 +137,15 @@ export function canonicalJson(value: unknown): string {
   return out.join('')
 }
 
-const keyRow = preparedQuery((db) =>
-  db
-    .select()
-    .from(idempotencyKeys)
-    .where(
-      and(
-        eq(idempotencyKeys.scope, sql.placeholder('scope')),
-        eq(idempotencyKeys.operation, sql.placeholder('operation')),
-        eq(idempotencyKeys.key, sql.placeholder('key')),
-      ),
-    )
-    .prepare(),
-)
+/** The key's row, its parts given when the prepared statement runs. */
+const keyPlaceholders = () =>
+  and(
+    eq(idempotencyKeys.scope, sql.placeholder('scope')),
+    eq(idempotencyKeys.operation, sql.placeholder('operation')),
+    eq(idempotencyKeys.key, sql.placeholder('key')),
+  )
+
+const keyRow = preparedQuery((db) => db.select().from(idempotencyKeys).where(keyPlaceholders()).prepare())
 
 /** The two writes every request with a new key makes, built once (preparedQuery). */
 const insertExecuted = preparedQuery((db) =>
@@ -174,13 +170,7 @@ const storeAnswer = preparedQuery((db) =>
   db
     .update(idempotencyKeys)
     .set({ state: 'completed', responseStatus: sql`${sql.placeholder('status')}`, responseBox: sql`${sql.placeholder('box')}` })
-    .where(
-      and(
-        eq(idempotencyKeys.scope, sql.placeholder('scope')),
-        eq(idempotencyKeys.operation, sql.placeholder('operation')),
-        eq(idempotencyKeys.key, sql.placeholder('key')),
-      ),
-    )
+    .where(keyPlaceholders())
     .prepare(),
 )
 

@@ -125,6 +125,10 @@ export async function countManagedServers(db: DbOrTx, tenantId: string): Promise
   return Number(r?.n ?? 0)
 }
 
+/** The tenants after $1 with servers managed during [$3, $2), a page of $4, for both databases' statements below. */
+const MANAGED_BY_TENANT = `WHERE tenant_id > $1 AND created_at < $2 AND (decommissioned_at IS NULL OR decommissioned_at > $3)
+  GROUP BY tenant_id ORDER BY tenant_id LIMIT $4`
+
 /**
  * What hourly charges bill, grouped by tenant in one pass over the `servers_tenant` index: for the
  * next `limit` tenants after `afterTenant` ('' for the first) in id order that had servers managed
@@ -146,9 +150,7 @@ export async function managedServersByTenant(
 ): Promise<[string, number, string][]> {
   if (isPostgres(db)) {
     const rows = await rawSql(db).values<[string, number | string, string]>(
-      `SELECT tenant_id, count(*), CAST(json_agg(id) AS text) FROM servers
-       WHERE tenant_id > $1 AND created_at < $2 AND (decommissioned_at IS NULL OR decommissioned_at > $3)
-       GROUP BY tenant_id ORDER BY tenant_id LIMIT $4`,
+      `SELECT tenant_id, count(*), CAST(json_agg(id) AS text) FROM servers ${MANAGED_BY_TENANT}`,
       afterTenant,
       toUs,
       fromUs,
@@ -157,9 +159,7 @@ export async function managedServersByTenant(
     return rows.map(([tenantId, n, ids]) => [tenantId, Number(n), JSON.stringify((JSON.parse(ids) as string[]).sort())])
   }
   return await rawSql(db).values<[string, number, string]>(
-    `SELECT tenant_id, count(*), json_group_array(id ORDER BY id) FROM servers
-     WHERE tenant_id > $1 AND created_at < $2 AND (decommissioned_at IS NULL OR decommissioned_at > $3)
-     GROUP BY tenant_id ORDER BY tenant_id LIMIT $4`,
+    `SELECT tenant_id, count(*), json_group_array(id ORDER BY id) FROM servers ${MANAGED_BY_TENANT}`,
     afterTenant,
     toUs,
     fromUs,
