@@ -48,6 +48,20 @@ describe('quiet hours', () => {
     expect(zoneOffset(at - 60_000_000, 'Europe/Berlin')).toBe('GMT+01:00')
   })
 
+  test('an end inside the skipped hour, not only at its start, also ends at the jump', () => {
+    // 02:01 and 02:59 on 29 March 2026 do not exist in Berlin either: the first instant after
+    // them is the jump to 03:00 (01:00 UTC), not 03:01 or 03:59, which would be inside the next
+    // 03:00 window already.
+    for (const to of ['02:01', '02:30', '02:59']) {
+      const at = releaseAt(us('2026-03-28T02:00:00Z'), { enabled: true, from: '03:00', to }, 'Europe/Berlin')
+      expect(iso(at)).toBe('2026-03-29T01:00:00.000Z')
+    }
+    // A window ending in the skipped hour but starting after it ends at the jump too.
+    expect(iso(releaseAt(us('2026-03-28T23:30:00Z'), { enabled: true, from: '00:00', to: '02:30' }, 'Europe/Berlin'))).toBe('2026-03-29T01:00:00.000Z')
+    // New York springs forward on 8 March 2026, 02:00 EST → 03:00 EDT (07:00 UTC).
+    expect(iso(releaseAt(us('2026-03-08T05:00:00Z'), { enabled: true, from: '00:00', to: '02:45' }, 'America/New_York'))).toBe('2026-03-08T07:00:00.000Z')
+  })
+
   test('across a DST change the window ends at the local wall-clock time of the new offset', () => {
     const w = { enabled: true, from: '22:00', to: '07:00' }
     // The night of 28 to 29 March 2026 Berlin springs forward (UTC+1 → UTC+2): 07:00 local is 05:00 UTC.

@@ -35,7 +35,22 @@ function utcOf(y: number, m: number, d: number, minutes: number, timeZone: strin
   const wall = Date.UTC(y, m - 1, d, Math.floor(minutes / 60), minutes % 60) * 1000
   let guess = wall - offsetAt(wall, timeZone)
   guess = wall - offsetAt(guess, timeZone)
-  return guess
+  const local = localParts(guess, timeZone)
+  if (local.minutes === minutes && local.d === d) return guess
+  // Skipped by a DST jump (02:30 on the spring-forward night in Berlin): the clock goes from just
+  // before the gap to just after it, so the first valid instant at or after that wall time is the
+  // jump itself. It lies between the wall time read at the new offset and at the old one; the
+  // zone's data changes offset on a minute boundary, found by halving that span.
+  const before = offsetAt(guess - 6 * 3_600_000_000, timeZone)
+  const after = offsetAt(guess + 6 * 3_600_000_000, timeZone)
+  let lo = Math.floor((wall - after) / 60_000_000)
+  let hi = Math.floor((wall - before) / 60_000_000)
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2)
+    if (offsetAt(mid * 60_000_000, timeZone) === after) hi = mid
+    else lo = mid + 1
+  }
+  return hi * 60_000_000
 }
 
 function inWindow(minutes: number, w: Window): boolean {
