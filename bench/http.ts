@@ -27,6 +27,8 @@ const CPU_PROF = process.env.BENCH_CPU_PROF
 const ONLY = process.env.BENCH_ONLY
 const POSTGRES = process.env.BENCH_DATABASE === 'postgres'
 const INSTANCES = Math.max(1, Number(process.env.BENCH_INSTANCES ?? 1))
+/** BENCH_TOKENS=<n>: the GET /servers rows spread over n personal access tokens of the tenant (1: one API client). */
+const TOKENS = Math.max(1, Number(process.env.BENCH_TOKENS ?? 1))
 /** The slow statement's length for the responsiveness row (BENCH_STALL_MS, 200). */
 const STALL_MS = Number(process.env.BENCH_STALL_MS ?? 200)
 
@@ -205,14 +207,19 @@ async function main() {
       headers: { 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
       body: JSON.stringify({ value }),
     })
-    const pat = await personalAccessToken(gpuhq, ticket)
+    const pats = await personalAccessTokens(gpuhq, ticket, TOKENS)
+    const pat = pats[0]!
     const fleet: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${pat}` } }
     const first = await fetch(`${gpuhq}/api/v1/servers?limit=${FLEET}`, fleet)
     const page = (await first.json()) as { items: unknown[] }
     const etag = first.headers.get('etag')
     if (first.status !== 200 || page.items.length !== FLEET || !etag) throw new Error(`GET /servers answered ${first.status} with ${page.items.length} rows`)
-    const identity: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${pat}`, 'accept-encoding': 'identity' } }
-    const cached: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${pat}`, 'if-none-match': etag } }
+    // Request n goes with token n mod BENCH_TOKENS: one API client, or that many.
+    const byToken = (headers: Record<string, string>) =>
+      pats.map((p): RequestInit => ({ method: 'GET', headers: { ...headers, authorization: `Bearer ${p}` } }))
+    const fleets = byToken({})
+    const identities = byToken({ 'accept-encoding': 'identity' })
+    const conditionals = byToken({ 'if-none-match': etag })
     const healthz = { label: 'bare Bun.serve', pids: barePids, url: `${bare}/healthz`, init: () => get, expect: 200 }
     const floorInit: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${FLOOR_TOKEN}`, 'if-none-match': FLOOR_TAG } }
     const floor = { label: 'the floor of a 304', pids: barePids, url: `${bare}${FLOOR_PATH}`, init: () => floorInit, expect: 304 }
@@ -223,11 +230,11 @@ async function main() {
       ['GET /healthz', ours('/healthz', () => get, 200), healthz],
       ['POST probe, unique Idempotency-Key', ours('/api/v1/_test/probes', (n) => post(`v-${run}-${n}`, `k-${run}-${n}`), 201), insert],
       ['POST probe, no Idempotency-Key', ours('/api/v1/_test/probes', (n) => post(`w-${run}-${n}`), 201), insert],
-      [`GET /servers (PAT, ${FLEET} rows)`, ours(`/api/v1/servers?limit=${FLEET}`, () => fleet, 200), healthz],
-      [`GET /servers (PAT, ${FLEET} rows, uncompressed)`, ours(`/api/v1/servers?limit=${FLEET}`, () => identity, 200), healthz],
-      ['GET /servers, If-None-Match → 304', ours(`/api/v1/servers?limit=${FLEET}`, () => cached, 304), healthz],
+      [`GET /servers (PAT, ${FLEET} rows)`, ours(`/api/v1/servers?limit=${FLEET}`, (n) => fleets[n % TOKENS]!, 200), healthz],
+      [`GET /servers (PAT, ${FLEET} rows, uncompressed)`, ours(`/api/v1/servers?limit=${FLEET}`, (n) => identities[n % TOKENS]!, 200), healthz],
+      ['GET /servers, If-None-Match → 304', ours(`/api/v1/servers?limit=${FLEET}`, (n) => conditionals[n % TOKENS]!, 304), healthz],
       // Not a goal row: the same 304 against the floor of its conventions (bench/README.md), and that floor against bare.
-      ['GET /servers, If-None-Match → 304, against the floor of a 304', ours(`/api/v1/servers?limit=${FLEET}`, () => cached, 304), floor],
+      ['GET /servers, If-None-Match → 304, against the floor of a 304', ours(`/api/v1/servers?limit=${FLEET}`, (n) => conditionals[n % TOKENS]!, 304), floor],
     ]
     console.log(
       `bun ${Bun.version}, ${cpus().length} cores, ${CONCURRENCY} concurrent loops, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per row; ${label}\n`,
@@ -276,8 +283,8 @@ async function prepareFleet(env: Record<string, string>): Promise<string> {
   return ticket
 }
 
-/** The owner sets a password (signed in), then creates a read-only personal access token. */
-async function personalAccessToken(base: string, ticket: string): Promise<string> {
+/** The owner sets a password (signed in), then creates `count` read-only personal access tokens. */
+async function personalAccessTokens(base: string, ticket: string, count: number): Promise<string[]> {
   const json = { 'content-type': 'application/json' }
   const reset = await fetch(`${base}/api/v1/auth/password-reset/complete`, {
     method: 'POST',
@@ -286,13 +293,17 @@ async function personalAccessToken(base: string, ticket: string): Promise<string
   })
   const cookie = /^([^=]+=[^;]+)/.exec(reset.headers.get('set-cookie') ?? '')?.[1]
   if (reset.status !== 200 || !cookie) throw new Error(`password reset answered ${reset.status}`)
-  const created = await fetch(`${base}/api/v1/tokens`, {
-    method: 'POST',
-    headers: { ...json, cookie },
-    body: JSON.stringify({ name: 'bench', scopes: ['servers:read'] }),
-  })
-  if (created.status !== 201) throw new Error(`POST /tokens answered ${created.status}: ${await created.text()}`)
-  return ((await created.json()) as { token: string }).token
+  const tokens: string[] = []
+  for (let i = 0; i < count; i++) {
+    const created = await fetch(`${base}/api/v1/tokens`, {
+      method: 'POST',
+      headers: { ...json, cookie },
+      body: JSON.stringify({ name: `bench ${i + 1}`, scopes: ['servers:read'] }),
+    })
+    if (created.status !== 201) throw new Error(`POST /tokens answered ${created.status}: ${await created.text()}`)
+    tokens.push(((await created.json()) as { token: string }).token)
+  }
+  return tokens
 }
 
 /**
