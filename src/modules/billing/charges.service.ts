@@ -30,7 +30,7 @@ import { firstServerEnrolledAt, managedServersByTenant, tenantServersManagedDuri
  * read, their balances another, and their calculations, ledger rows and balances are written
  * together (ledger.ts appendEntries). A batch's progress is its own ledger rows, durable with it: a
  * crash mid-hour leaves whole tenants behind, and the next run skips every tenant already charged
- * for the hour (the partial unique index (tenant, charge_hour) answers the batch's read, and makes a
+ * for the hour (the partial unique index (charge_hour, tenant) answers the batch's read, and makes a
  * second booking impossible whatever reruns, overlapping processes or catch-ups after downtime
  * do). The watermark moves past H only once every tenant of H is booked or recorded owed.
  *
@@ -330,7 +330,7 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, w
  */
 function chargedMeanwhile(error: unknown): boolean {
   for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
-    if (e instanceof Error && /UNIQUE constraint failed: (charge_calculations|ledger_entries)\.tenant_id, \1\.charge_hour\b/.test(e.message)) return true
+    if (e instanceof Error && /UNIQUE constraint failed: (charge_calculations|ledger_entries)\.charge_hour, \1\.tenant_id\b/.test(e.message)) return true
   return false
 }
 
