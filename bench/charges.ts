@@ -69,23 +69,34 @@ try {
   const chargeTimes: number[] = []
   const longest: number[] = []
   const transactions: number[] = []
+  const walPages: number[] = []
   for (let r = 0; r < RUNS; r++) {
     const hour = H + r * US_PER_HOUR
     deps.testClock!.setNow(hour + 76 * 60_000_000)
     await deps.testClock!.saved // the test clock's offset is stored before the timing starts
     const held: number[] = []
+    let pages = 0
     t0 = performance.now()
-    const detail = await runHourlyCharges(deps, { onTransaction: (ms) => held.push(ms) })
+    const detail = await runHourlyCharges(deps, { onTransaction: (ms) => held.push(ms), onCheckpoint: (n) => (pages += n) })
     // The hour on disk: the group commit's fsync of the WAL (nothing when every commit fsynced itself).
     await deps.durable.barrier()
     const took = performance.now() - t0
+    walPages.push(pages)
     longest.push(Math.max(...held))
     transactions.push(held.length)
     const booked = (sqlite.query("SELECT count(*) AS n FROM ledger_entries WHERE kind = 'charge' AND charge_hour = ?").get(hour) as { n: number }).n
     if (booked !== TENANTS) throw new Error(`expected ${TENANTS} charges for the hour, found ${booked} (${detail})`)
     chargeTimes.push(took)
-    console.log(`charge run ${r + 1}: ${ms(took)} in ${held.length} write transactions, longest ${ms(Math.max(...held))}  (${detail})`)
+    console.log(
+      `charge run ${r + 1}: ${ms(took)} in ${held.length} write transactions, longest ${ms(Math.max(...held))}, its checkpoints copied ${pages} WAL pages  (${detail})`,
+    )
   }
+
+  // What the last run left in the WAL (a PASSIVE checkpoint answers the WAL's frames), so the runs'
+  // checkpoints and this one count every page the runs wrote; each run's own checkpoints also
+  // copied what the run before it had left. Untimed, and before the baseline (another file).
+  const leftover = Number((sqlite.query('PRAGMA wal_checkpoint(PASSIVE)').values()[0] as number[])[1] ?? 0)
+  const pagesPerRun = (walPages.reduce((a, b) => a + b, 0) + leftover) / RUNS
 
   // Baseline: the same number of ledger-shaped rows, one transaction, a plain STRICT table
   // (primary key only: no secondary indexes, no triggers, no balance or calculation rows).
@@ -124,6 +135,9 @@ try {
   console.log(`| ratio charge / plain | ${(charge / plain).toFixed(1)}× | |`)
   console.log(`| longest write transaction of any charge run = the longest a concurrent request waits for the write lock | ${ms(Math.max(...longest))} | |`)
   console.log(`| write transactions per charge run | ${transactions.join(', ')} | |`)
+  console.log(
+    `| WAL pages (4 KiB) a charge run wrote, mean of ${RUNS}: each is written, fsynced, copied into the database file and fsynced again | ${pagesPerRun.toFixed(0)} | ${((pagesPerRun * 4096) / TENANTS).toFixed(0)} bytes |`,
+  )
   await deps.database.close()
 } finally {
   rmSync(dir, { recursive: true, force: true })

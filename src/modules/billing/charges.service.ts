@@ -82,6 +82,8 @@ type ChargeRunOptions = {
   batchBudgetMs?: number
   /** Told how long each write transaction of the run held the write lock, in ms. */
   onTransaction?: (ms: number) => void
+  /** Told the WAL pages each of the run's checkpoints found (SQLite: every page the batches before it wrote). */
+  onCheckpoint?: (pages: number) => void
   /** The run's per-tenant error boundary (the job runner's); a run of its own without backoff memory otherwise. */
   tenants?: TenantWalk
 }
@@ -134,7 +136,7 @@ export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {
   let stopped = false
   while (hour <= lastBookable && hours < max) {
     const h = hour
-    const ended = await chargeHour(deps, h, batch, timed, walk)
+    const ended = await chargeHour(deps, h, batch, timed, walk, options.onCheckpoint)
     if (ended === 'overtaken') break
     if (ended === 'stopped') {
       stopped = true
@@ -204,7 +206,14 @@ async function firstHour(db: DbOrTx): Promise<number | null> {
  * them and their charges in `batch`); answers 'done', or why it ended first: another process moved the watermark past the hour, or
  * the run's batch allowance (maxBatches) ran out.
  */
-async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, walk: TenantWalk): Promise<'done' | 'overtaken' | 'stopped'> {
+async function chargeHour(
+  deps: Deps,
+  h: number,
+  batch: Batches,
+  timed: Timed,
+  walk: TenantWalk,
+  onCheckpoint: ChargeRunOptions['onCheckpoint'],
+): Promise<'done' | 'overtaken' | 'stopped'> {
   const end = h + US_PER_HOUR
   // The plan and price in force during this hour, not the ones of today (plan history). Which
   // servers an hour bills and its plans are settled once the hour is over, so they are read outside
@@ -314,7 +323,10 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, w
     wal.batches++
     if ((wal.batches + 1) * wal.pagesPerBatch > CHECKPOINT_PAGES) {
       const pages = await checkpointWal(deps)
-      if (pages !== null) wal.pagesPerBatch = pages / wal.batches
+      if (pages !== null) {
+        wal.pagesPerBatch = pages / wal.batches
+        onCheckpoint?.(pages)
+      }
       wal.batches = 0
       await yieldToEventLoop()
     }
