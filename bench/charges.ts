@@ -4,7 +4,7 @@
  * ledger-shaped rows in one transaction into a plain table, fsynced once like the run. Never part of
  * the test run. Usage: `bun run bench/charges.ts` (see bench/README.md).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../db/client'
@@ -35,6 +35,13 @@ try {
   // SQLite only (a file in a temp dir): the fixtures go in bulk over bun:sqlite's own connection, while
   // nothing else of this process runs, and the booked rows are counted there between the timed runs.
   const sqlite = deps.database.sqlite!
+  /**
+   * The frames in the WAL now: mxFrame of the WAL-index header at the start of the -shm file (a u32
+   * at byte 16, in the machine's byte order), read without touching the connection.
+   */
+  const shm = openSync(join(dir, 'gpuhq.db-shm'), 'r')
+  const header = Buffer.alloc(20)
+  const walFrames = () => (readSync(shm, header, 0, 20, 0) === 20 ? header.readUInt32LE(16) : 0)
   console.log(
     `bun ${Bun.version}, ${cpus().length} cores; ${TENANTS.toLocaleString('en')} tenants on starter × ${SERVERS_PER_TENANT} servers = ${(TENANTS * SERVERS_PER_TENANT).toLocaleString('en')} servers; WAL; the charge run as the service makes it (synchronous=NORMAL, then one fsync of the WAL), the plain insert with synchronous=FULL (one fsync at its commit)\n`,
   )
@@ -69,22 +76,35 @@ try {
   const chargeTimes: number[] = []
   const longest: number[] = []
   const transactions: number[] = []
+  const walPages: number[] = []
+  // The process's CPU time (user + system) beside the wall time: it moves less with the machine's other load.
+  const chargeCpu: number[] = []
   for (let r = 0; r < RUNS; r++) {
     const hour = H + r * US_PER_HOUR
     deps.testClock!.setNow(hour + 76 * 60_000_000)
     await deps.testClock!.saved // the test clock's offset is stored before the timing starts
     const held: number[] = []
+    // Pages the run writes to the WAL: what each of its checkpoints found there, less what was there
+    // before it began, plus what is there when it ends (each checkpoint starts the WAL over).
+    let pages = -walFrames()
+    let cpu = process.cpuUsage()
     t0 = performance.now()
-    const detail = await runHourlyCharges(deps, { onTransaction: (ms) => held.push(ms) })
+    const detail = await runHourlyCharges(deps, { onTransaction: (ms) => held.push(ms), onCheckpoint: (n) => (pages += n) })
     // The hour on disk: the group commit's fsync of the WAL (nothing when every commit fsynced itself).
     await deps.durable.barrier()
     const took = performance.now() - t0
+    cpu = process.cpuUsage(cpu)
+    chargeCpu.push((cpu.user + cpu.system) / 1000)
+    pages += walFrames()
+    walPages.push(pages)
     longest.push(Math.max(...held))
     transactions.push(held.length)
     const booked = (sqlite.query("SELECT count(*) AS n FROM ledger_entries WHERE kind = 'charge' AND charge_hour = ?").get(hour) as { n: number }).n
     if (booked !== TENANTS) throw new Error(`expected ${TENANTS} charges for the hour, found ${booked} (${detail})`)
     chargeTimes.push(took)
-    console.log(`charge run ${r + 1}: ${ms(took)} in ${held.length} write transactions, longest ${ms(Math.max(...held))}  (${detail})`)
+    console.log(
+      `charge run ${r + 1}: ${ms(took)} in ${held.length} write transactions, longest ${ms(Math.max(...held))}, ${pages} WAL pages written, CPU ${ms(chargeCpu.at(-1)!)}  (${detail})`,
+    )
   }
 
   // Baseline: the same number of ledger-shaped rows, one transaction, a plain STRICT table
@@ -97,19 +117,23 @@ try {
     charge_day TEXT, charge_hour INTEGER, detail TEXT NOT NULL, calculation_id TEXT, payment_ref TEXT,
     created_at INTEGER NOT NULL) STRICT`)
   const plainTimes: number[] = []
+  const plainCpu: number[] = []
   for (let r = 0; r < RUNS; r++) {
     const hour = H + r * US_PER_HOUR
     const insert = plainSqlite.prepare(
       "INSERT INTO plain_ledger (id, tenant_id, seq, kind, amount_micros, balance_after_micros, occurred_at, charge_day, charge_hour, detail, calculation_id, created_at) VALUES (?, ?, ?, 'charge', -26882, ?, ?, '2027-05-12', ?, '10 servers × starter 2.00 USD/month ÷ 31 days ÷ 24 h', ?, ?)",
     )
+    let cpu = process.cpuUsage()
     t0 = performance.now()
     plainSqlite.exec('BEGIN IMMEDIATE')
     for (let i = 0; i < TENANTS; i++)
       insert.run(deps.newId(), tenantIds[i]!, r + 2, 100_000_000 - 26_882 * (r + 1), hour, hour, deps.newId(), hour + 76 * 60_000_000)
     plainSqlite.exec('COMMIT')
     const took = performance.now() - t0
+    cpu = process.cpuUsage(cpu)
     plainTimes.push(took)
-    console.log(`plain insert ${r + 1}: ${ms(took)}  (${TENANTS.toLocaleString('en')} rows, one transaction)`)
+    plainCpu.push((cpu.user + cpu.system) / 1000)
+    console.log(`plain insert ${r + 1}: ${ms(took)}, CPU ${ms(plainCpu.at(-1)!)}  (${TENANTS.toLocaleString('en')} rows, one transaction)`)
   }
   await plainDb.close()
 
@@ -122,8 +146,15 @@ try {
   )
   console.log(`| plain insert of ${TENANTS.toLocaleString('en')} rows | ${ms(plain)} | ${((plain * 1000) / TENANTS).toFixed(1)} µs |`)
   console.log(`| ratio charge / plain | ${(charge / plain).toFixed(1)}× | |`)
+  console.log(
+    `| … the same in CPU time (user + system), medians ${ms(median(chargeCpu))} / ${ms(median(plainCpu))} | ${(median(chargeCpu) / median(plainCpu)).toFixed(1)}× | |`,
+  )
   console.log(`| longest write transaction of any charge run = the longest a concurrent request waits for the write lock | ${ms(Math.max(...longest))} | |`)
   console.log(`| write transactions per charge run | ${transactions.join(', ')} | |`)
+  console.log(
+    `| WAL pages (4 KiB) a charge run wrote, median: each is written, fsynced, copied into the database file and fsynced again | ${median(walPages)} (${walPages.join(', ')}) | ${((median(walPages) * 4096) / TENANTS).toFixed(0)} bytes |`,
+  )
+  closeSync(shm)
   await deps.database.close()
 } finally {
   rmSync(dir, { recursive: true, force: true })

@@ -31,8 +31,10 @@ export const ledgerEntries = sqliteTable(
   },
   (t) => [
     uniqueIndex('ledger_tenant_seq').on(t.tenantId, t.seq),
-    // Exactly one charge per tenant and hour, whatever reruns, processes or crashes do.
-    uniqueIndex('ledger_one_charge_per_hour').on(t.tenantId, t.chargeHour).where(sql`kind = 'charge'`),
+    // Exactly one charge per tenant and hour, whatever reruns, processes or crashes do. The hour
+    // leads: an hourly run's entries all land at the end of this index (a few pages), where a
+    // tenant-led one took a page per tenant (docs/billing.md "What a charge writes").
+    uniqueIndex('ledger_one_charge_per_hour').on(t.chargeHour, t.tenantId).where(sql`kind = 'charge'`),
     uniqueIndex('ledger_one_credit_per_payment').on(t.paymentRef).where(sql`payment_ref IS NOT NULL`),
     // A top-up is credited at most once, whatever payments arrive for it.
     uniqueIndex('ledger_one_credit_per_topup').on(t.topupId).where(sql`topup_id IS NOT NULL AND kind = 'topup' AND amount_micros > 0`),
@@ -65,7 +67,10 @@ export const chargeCalculations = sqliteTable(
     amountMicros: integer('amount_micros').notNull(),
     createdAt: integer('created_at').notNull(),
   },
-  (t) => [uniqueIndex('charge_calculations_tenant_hour').on(t.tenantId, t.chargeHour)],
+  // One calculation per tenant and hour, the hour first for the same reason as the ledger's
+  // ledger_one_charge_per_hour. A tenant's calculations are found through its ledger entries
+  // (ledger_tenant_occurred, then this table's id), so no index here leads with the tenant.
+  (t) => [uniqueIndex('charge_calculations_hour_tenant').on(t.chargeHour, t.tenantId)],
 )
 
 /** billing.charge's watermark: every hour before `chargedUntil` is booked for every tenant. */

@@ -24,13 +24,13 @@ import { firstServerEnrolledAt, managedServersByTenant, tenantServersManagedDuri
  *
  * `billing.charge` books hour H once it is 1 h 15 min old (created_at ≈ H + 1h15m; occurred_at and
  * charge_hour = H). An hour is booked in short slices: tenants in id order, each batch its own
- * transaction, cut at BATCH_TENANTS tenants or once it has run BATCH_BUDGET_MS, and the event loop
- * yields between batches, so a request never waits long for the write lock. Within a batch the
+ * transaction, cut at BATCH_TENANTS tenants, at the tenants whose writes fit in CHECKPOINT_PAGES
+ * WAL pages, or once it has run BATCH_BUDGET_MS, and the event loop yields between batches, so a request never waits long for the write lock. Within a batch the
  * work goes a slice of SLICE_TENANTS tenants at a time: which of them are charged already is one
  * read, their balances another, and their calculations, ledger rows and balances are written
  * together (ledger.ts appendEntries). A batch's progress is its own ledger rows, durable with it: a
  * crash mid-hour leaves whole tenants behind, and the next run skips every tenant already charged
- * for the hour (the partial unique index (tenant, charge_hour) answers the batch's read, and makes a
+ * for the hour (the partial unique index (charge_hour, tenant) answers the batch's read, and makes a
  * second booking impossible whatever reruns, overlapping processes or catch-ups after downtime
  * do). The watermark moves past H only once every tenant of H is booked or recorded owed.
  *
@@ -82,12 +82,20 @@ type ChargeRunOptions = {
   batchBudgetMs?: number
   /** Told how long each write transaction of the run held the write lock, in ms. */
   onTransaction?: (ms: number) => void
+  /** Told the WAL pages each of the run's checkpoints found (SQLite: every page the batches before it wrote). */
+  onCheckpoint?: (pages: number) => void
   /** The run's per-tenant error boundary (the job runner's); a run of its own without backoff memory otherwise. */
   tenants?: TenantWalk
 }
 
-/** The run's batch size, what it may still run (maxBatches), and what it ran and booked. */
-type Batches = { size: number; left: number; count: number; charges: number; budgetMs: number; owed: number }
+/**
+ * The run's batch size, what it may still run (maxBatches), and what it ran and booked; and the WAL
+ * pages a booked tenant wrote, as the last checkpoint found (0 until one did).
+ */
+type Batches = { size: number; left: number; count: number; charges: number; budgetMs: number; owed: number; pagesPerTenant: number }
+
+/** The WAL pages a booked tenant wrote at the last checkpoint of a run on this database: the next run's first batch is sized by it. */
+const pagesPerTenant = new WeakMap<DbOrTx, number>()
 
 /** Lets requests and other work run between two batches. */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
@@ -128,13 +136,14 @@ export async function runHourlyCharges(deps: Deps, options: ChargeRunOptions = {
     charges: 0,
     budgetMs: options.batchBudgetMs ?? BATCH_BUDGET_MS,
     owed: 0,
+    pagesPerTenant: pagesPerTenant.get(deps.db) ?? 0,
   }
   let hours = 0
   const max = options.maxHours ?? 24 * 400
   let stopped = false
   while (hour <= lastBookable && hours < max) {
     const h = hour
-    const ended = await chargeHour(deps, h, batch, timed, walk)
+    const ended = await chargeHour(deps, h, batch, timed, walk, options.onCheckpoint)
     if (ended === 'overtaken') break
     if (ended === 'stopped') {
       stopped = true
@@ -204,7 +213,14 @@ async function firstHour(db: DbOrTx): Promise<number | null> {
  * them and their charges in `batch`); answers 'done', or why it ended first: another process moved the watermark past the hour, or
  * the run's batch allowance (maxBatches) ran out.
  */
-async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, walk: TenantWalk): Promise<'done' | 'overtaken' | 'stopped'> {
+async function chargeHour(
+  deps: Deps,
+  h: number,
+  batch: Batches,
+  timed: Timed,
+  walk: TenantWalk,
+  onCheckpoint: ChargeRunOptions['onCheckpoint'],
+): Promise<'done' | 'overtaken' | 'stopped'> {
   const end = h + US_PER_HOUR
   // The plan and price in force during this hour, not the ones of today (plan history). Which
   // servers an hour bills and its plans are settled once the hour is over, so they are read outside
@@ -226,7 +242,7 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, w
   // Tenants in id order (the database answered in it), so a crash-and-resume or another process walks them the same way.
   if (!tenants.every((t, k) => k === 0 || tenants[k - 1]!.tenantId < t.tenantId)) tenants.sort((x, y) => (x.tenantId < y.tenantId ? -1 : 1))
   /** One batch from tenant `from`, in the caller's transaction; null when the hour was finished meanwhile. */
-  const bookBatch = async (tx: Tx, from: number, careful: boolean) => {
+  const bookBatch = async (tx: Tx, from: number, careful: boolean, size: number) => {
     // Another run may have finished this hour meanwhile: the watermark only ever moves forward.
     const current = await chargedUntil(tx, WATERMARK)
     if (current !== undefined && current > h) return null
@@ -238,8 +254,8 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, w
     // A slice of tenants at a time: which of them are charged already is one read; those booked
     // already (by a run that stopped mid-hour, or another process) do not count, so a resumed
     // run's first batch books the next tenants.
-    while (i < tenants.length && n < batch.size) {
-      const slice = tenants.slice(i, i + Math.min(SLICE_TENANTS, batch.size - n))
+    while (i < tenants.length && n < size) {
+      const slice = tenants.slice(i, i + Math.min(SLICE_TENANTS, size - n))
       i += slice.length
       const charged = await chargedAmong(
         tx,
@@ -281,21 +297,29 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, w
     }
     return { i, n, owed, deferred }
   }
-  /** Batches since the last checkpoint, and the WAL pages one wrote (unknown until the first checkpoint). */
-  const wal = { batches: 0, pagesPerBatch: Number.POSITIVE_INFINITY }
+  /** Batches since the last checkpoint, the tenants they booked, and the WAL pages one wrote (unknown until the first checkpoint). */
+  const wal = { batches: 0, tenants: 0, pagesPerBatch: Number.POSITIVE_INFINITY }
   let next = 0
   while (next < tenants.length) {
     if (batch.left <= 0) return 'stopped'
     const from = next
+    // A batch's size in WAL pages as well as tenants: every page it dirties is written into the WAL
+    // at its COMMIT, and one that brings the WAL past SQLite's automatic checkpoint (1000 pages)
+    // copies the whole WAL back into the database inside that COMMIT, holding the write lock for
+    // it. A tenant with a long history writes a page of each index led by the tenant (about three
+    // pages in all, against under half a page in the first hours), so the batch takes as many
+    // tenants as fit in CHECKPOINT_PAGES at the rate the last checkpoint measured, and never fewer
+    // than a slice.
+    const size = batch.pagesPerTenant > 0 ? Math.min(batch.size, Math.max(SLICE_TENANTS, Math.floor(CHECKPOINT_PAGES / batch.pagesPerTenant))) : batch.size
     // Optimistic first: the batch books its tenants without savepoints, so the common case costs
     // nothing more than it did. A batch in which some tenant's booking throws is rolled back whole
     // and booked again carefully: each tenant in its own savepoint and the per-tenant boundary.
     let done: { i: number; n: number; owed: number; deferred: number } | null
     try {
-      done = await timed((tx) => bookBatch(tx, from, false))
+      done = await timed((tx) => bookBatch(tx, from, false, size))
     } catch (e) {
       if (isDatabaseBusy(e)) throw e
-      done = await timed((tx) => bookBatch(tx, from, true))
+      done = await timed((tx) => bookBatch(tx, from, true, size))
     }
     batch.left--
     batch.count++
@@ -310,12 +334,18 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, w
     // it is a separate step (no lock: a passive checkpoint waits for no reader or writer), taken
     // only when the next batch could bring the WAL to that size: each checkpoint fsyncs the WAL and
     // the database file, so one per batch (about 370 pages each on bench/charges.ts) cost as much
-    // as the batches' own writes.
+    // as the batches' own writes. What it finds sizes the next batches (above).
     wal.batches++
+    wal.tenants += done.n
     if ((wal.batches + 1) * wal.pagesPerBatch > CHECKPOINT_PAGES) {
       const pages = await checkpointWal(deps)
-      if (pages !== null) wal.pagesPerBatch = pages / wal.batches
+      if (pages !== null) {
+        wal.pagesPerBatch = pages / wal.batches
+        if (wal.tenants > 0) pagesPerTenant.set(deps.db, (batch.pagesPerTenant = pages / wal.tenants))
+        onCheckpoint?.(pages)
+      }
       wal.batches = 0
+      wal.tenants = 0
       await yieldToEventLoop()
     }
   }
@@ -330,7 +360,7 @@ async function chargeHour(deps: Deps, h: number, batch: Batches, timed: Timed, w
  */
 function chargedMeanwhile(error: unknown): boolean {
   for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
-    if (e instanceof Error && /UNIQUE constraint failed: (charge_calculations|ledger_entries)\.tenant_id, \1\.charge_hour\b/.test(e.message)) return true
+    if (e instanceof Error && /UNIQUE constraint failed: (charge_calculations|ledger_entries)\.charge_hour, \1\.tenant_id\b/.test(e.message)) return true
   return false
 }
 

@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, like, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, desc, eq, getTableColumns, gte, like, lt, or, sql, type SQL } from 'drizzle-orm'
 import { balances, billingState, chargeCalculations, ledgerEntries } from '../../../db/schema/billing'
 import { isPostgres, rawSql, type DbOrTx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
@@ -99,11 +99,28 @@ export async function chargeDayRows(db: DbOrTx, tenantId: string, beforeDay: str
     .all()
 }
 
+/**
+ * The tenant's calculations of the hours in [fromUs, toUs), in no particular order. Found through
+ * the tenant's charges in the ledger (ledger_tenant_occurred: a charge's occurred_at is its
+ * charge_hour) and then each calculation by id: charge_calculations has no index led by the tenant,
+ * so that an hourly run appends its keys instead of touching a page per tenant (docs/billing.md
+ * "What a charge writes").
+ */
 export async function chargeCalculationsBetween(db: DbOrTx, tenantId: string, fromUs: number, toUs: number): Promise<ChargeCalculationRow[]> {
   return await db
-    .select()
-    .from(chargeCalculations)
-    .where(and(eq(chargeCalculations.tenantId, tenantId), gte(chargeCalculations.chargeHour, fromUs), lt(chargeCalculations.chargeHour, toUs)))
+    .select(getTableColumns(chargeCalculations))
+    .from(ledgerEntries)
+    .innerJoin(chargeCalculations, eq(chargeCalculations.id, ledgerEntries.calculationId))
+    .where(
+      and(
+        eq(ledgerEntries.tenantId, tenantId),
+        eq(ledgerEntries.kind, 'charge'),
+        gte(ledgerEntries.occurredAt, fromUs),
+        lt(ledgerEntries.occurredAt, toUs),
+        gte(chargeCalculations.chargeHour, fromUs),
+        lt(chargeCalculations.chargeHour, toUs),
+      ),
+    )
     .all()
 }
 
@@ -263,7 +280,7 @@ export async function checkpointWal(deps: Deps): Promise<number | null> {
 /**
  * Which of these tenants have their charge for hour `h` booked already (by this run, an earlier one
  * or another process): one read for a whole batch, one lookup each in the partial unique index
- * ledger_one_charge_per_hour.
+ * ledger_one_charge_per_hour (charge_hour, tenant_id).
  */
 export async function chargedAmong(db: DbOrTx, tenantIds: string[], h: number): Promise<Set<string>> {
   if (tenantIds.length === 0) return new Set()
