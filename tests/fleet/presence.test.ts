@@ -19,7 +19,8 @@ import {
   stopApp,
 } from '../support/fleet'
 import { expectProblem } from '../support/problem'
-import { agentSessions } from '../../src/modules/fleet'
+import { agentSessions, fleetRuntime } from '../../src/modules/fleet'
+import { withTransaction } from '../../db/client'
 
 /** docs/fleet.md "Presence": heartbeats of the live session only, moved by the test clock and presence.sweep. */
 
@@ -296,4 +297,11 @@ describe('presence steps are group-committed, and no reader sees one late', () =
     expect([...times].sort((a, b) => b - a)).toEqual(times)
     await closeAllAgents()
   })
+})
+
+test('the fleet runtime refuses to flush inside a transaction, whose commit or rollback would take its steps along', async () => {
+  const runtime = fleetRuntime(app.deps)
+  await expect(withTransaction(app.deps.db, () => runtime.flush())).rejects.toThrow('outside any transaction')
+  // Outside one it writes as always.
+  expect(await runtime.flush()).toEqual([])
 })

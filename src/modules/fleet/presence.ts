@@ -1,4 +1,4 @@
-import { isDatabaseBusy, withTransaction, type Tx } from '../../../db/client'
+import { inTransaction, isDatabaseBusy, withTransaction, type Tx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
 import { noteLateSamples, seriesCache, storeSamples, type SeriesKey, type TelemetrySample } from '../telemetry'
@@ -137,6 +137,10 @@ class FleetRuntime {
    * flush under way may be waiting for that transaction's turn.
    */
   flush(): Promise<string[]> {
+    // Inside a caller's transaction the flush would be a savepoint of it: the steps taken from the
+    // buffer would be written, or lost, with the caller's work. Refused, so such a call shows at once.
+    if (inTransaction(this.deps.db))
+      return Promise.reject(new Error('the fleet runtime is flushed outside any transaction (a flush inside one would commit or roll back with it)'))
     const before = this.#flushing
     const run = before === null ? this.#flushNow() : before.then(() => this.#flushNow())
     const done: Promise<void> = run.then(

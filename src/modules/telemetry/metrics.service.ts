@@ -6,7 +6,8 @@ import { invalidField } from '../../platform/domain-error'
 import { formatTimestamp, parseTimestamp } from '../../platform/time'
 import { DEFAULT_METRICS, type MetricsQuery } from './metrics.model'
 import { floorTo, unsettledFrom } from './rollup.service'
-import { rawBuckets, seriesOf, storedBuckets, watermarkOf, type BucketRow, type Watermark } from './telemetry.repository'
+import { unsettledBuckets } from './running-hour'
+import { seriesOf, storedBuckets, watermarkOf, type BucketRow, type Watermark } from './telemetry.repository'
 
 /**
  * GET /servers/{id}/metrics (docs/telemetry.md): default
@@ -167,7 +168,7 @@ export async function serverMetrics({
   const after = new BucketGrid(series, keptTo, step, (rangeEnd - keptTo) / step)
   before.put(await storedBuckets(deps.db, ids, resolution, first, keptFrom))
   after.put(await storedBuckets(deps.db, ids, resolution, keptTo, to))
-  const raw = await rawBuckets(deps.db, resolution, ids, rawFrom, rangeEnd)
+  const raw = await unsettledBuckets(deps, resolution, ids, rawFrom, rangeEnd, now)
   before.put(raw)
   after.put(raw)
   // Read from the raw samples up to the range's end, the answer is as fresh as this moment.

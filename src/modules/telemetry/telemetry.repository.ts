@@ -223,6 +223,23 @@ export async function rawBuckets(db: DbOrTx, grain: number, seriesIds: number[],
   )
 }
 
+/**
+ * The raw samples of these series in [fromUs, toUs) as [series, t, value], in series then `t`
+ * order (the primary key's: an index seek per series, no sorter), for the running hour kept between
+ * answers (running-hour.ts). Null on PostgreSQL, where that is not used.
+ */
+export async function rawSamples(db: DbOrTx, seriesIds: number[], fromUs: number, toUs: number): Promise<[number, number, number | null][] | null> {
+  if (isPostgres(db)) return null
+  if (seriesIds.length === 0 || fromUs >= toUs) return []
+  return await rawSql(db).values<[number, number, number | null]>(
+    `SELECT series_id, t, value FROM metric_samples
+     WHERE series_id IN (SELECT value FROM json_each($1)) AND t >= $2 AND t < $3 ORDER BY series_id, t`,
+    JSON.stringify(seriesIds),
+    fromUs,
+    toUs,
+  )
+}
+
 /** Deletes at most `limit` raw samples older than `t` (the oldest first); answers how many. */
 export async function deleteSamplesBefore(db: DbOrTx, t: number, limit: number): Promise<number> {
   // SQLite's rowid and PostgreSQL's ctid name a row without its key.
