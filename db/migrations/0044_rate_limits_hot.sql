@@ -1,0 +1,1 @@
+DROP INDEX `rate_limits_expires_at`;
