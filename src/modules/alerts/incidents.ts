@@ -132,7 +132,11 @@ export async function raiseMany(tx: DbOrTx, deps: Deps, causes: readonly Cause[]
         .map((x) => x.id)
     }
     await insertIncidents(tx, rows)
-    for (const row of rows) await announce(tx, deps, row, 'opened', null, null)
+    await announceMany(
+      tx,
+      deps,
+      rows.map((row) => ({ incident: row, change: 'opened' as const, by: null, resolution: null })),
+    )
     for (const n of alone) outcomes[n] = await raise(tx, deps, causes[n]!)
   }
   return outcomes
@@ -202,6 +206,24 @@ export async function announce(
   })
 }
 
+/** What announce says of several incidents at once, in order (`alerts.changed`, in the caller's transaction). */
+export async function announceMany(
+  tx: DbOrTx,
+  deps: Deps,
+  list: readonly { incident: IncidentRow; change: 'opened' | 'acknowledged' | 'resolved'; by: string | null; resolution: string | null }[],
+): Promise<void> {
+  if (list.length === 0) return
+  await deps.events.emit('alerts.changed', {
+    tx: tx as Tx,
+    changes: list.map(({ incident: i, change, by, resolution }) => ({
+      incident: { id: i.id, tenantId: i.tenantId, serverId: i.serverId, kind: i.kind, severity: i.severity, marketplace: i.marketplace, title: i.title },
+      change,
+      by,
+      resolution,
+    })),
+  })
+}
+
 /** Resolves the cause's unresolved incident, if there is one. */
 export async function clearCause(tx: DbOrTx, deps: Deps, tenantId: string, key: string, resolution: string): Promise<boolean> {
   const open = await findUnresolved(tx, tenantId, key)
@@ -240,7 +262,16 @@ export async function clearCauses(tx: DbOrTx, deps: Deps, causes: readonly { ten
       open.map((i) => i.id),
       patch,
     )
-    for (const i of open) await announce(tx, deps, { ...i, ...patch, notificationIds: links.get(i.id)! }, 'resolved', null, patch.resolution)
+    await announceMany(
+      tx,
+      deps,
+      open.map((i) => ({
+        incident: { ...i, ...patch, notificationIds: links.get(i.id)! },
+        change: 'resolved' as const,
+        by: null,
+        resolution: patch.resolution,
+      })),
+    )
     resolved += open.length
   }
   return resolved
