@@ -207,7 +207,7 @@ export async function announce(
 }
 
 /** What announce says of several incidents at once, in order (`alerts.changed`, in the caller's transaction). */
-export async function announceMany(
+async function announceMany(
   tx: DbOrTx,
   deps: Deps,
   list: readonly { incident: IncidentRow; change: 'opened' | 'acknowledged' | 'resolved'; by: string | null; resolution: string | null }[],
