@@ -67,6 +67,8 @@ class FleetRuntime {
    * the order they happened, and what a failed flush puts back goes before anything taken later.
    */
   #flushing: Promise<void> | null = null
+  /** The flush queued behind the one under way that has not started yet, or null. */
+  #queued: Promise<string[]> | null = null
 
   constructor(private readonly deps: Deps) {}
 
@@ -143,8 +145,20 @@ class FleetRuntime {
    * flush under way may be waiting for that transaction's turn.
    */
   flush(): Promise<string[]> {
+    // A flush queued behind the one under way has not taken anything yet: a caller joins it (it
+    // takes what waits when its turn comes), so many requests arriving during a long flush (a mass
+    // reconnect's upgrades) make one flush after it, not one each.
+    if (this.#queued) return this.#queued
     const before = this.#flushing
-    const run = before === null ? this.#flushNow() : before.then(() => this.#flushNow())
+    let run: Promise<string[]>
+    if (before === null) run = this.#flushNow()
+    else {
+      const queued = before.then(() => {
+        if (this.#queued === queued) this.#queued = null
+        return this.#flushNow()
+      })
+      this.#queued = run = queued
+    }
     const done: Promise<void> = run.then(
       () => {},
       () => {},
