@@ -148,7 +148,7 @@ class FleetRuntime {
     // A flush queued behind the one under way has not taken anything yet: a caller joins it (it
     // takes what waits when its turn comes), so many requests arriving during a long flush (a mass
     // reconnect's upgrades) make one flush after it, not one each.
-    if (this.#queued) return this.#queued
+    if (this.#queued !== null) return this.#queued
     const before = this.#flushing
     let run: Promise<string[]>
     if (before === null) run = this.#flushNow()

@@ -143,7 +143,7 @@ export async function notifyMany(tx: DbOrTx, deps: Deps, tenantId: string, notic
   const grouped = notices.filter((n) => n.groupKey && windowOf(n) > 0)
   const since = grouped.reduce((m, n) => Math.min(m, now - windowOf(n)), now)
   const latest = grouped.length ? await latestInGroups(tx, tenantId, [...new Set(grouped.map((n) => n.groupKey!))], since) : new Map<string, number>()
-  let settings: Settings = undefined
+  let settings: Settings
   let settingsRead = false
   let timeZone: string | null = null
   const channels = new Map<ChannelKind, Channel>()
