@@ -75,6 +75,12 @@ export type AppEvents = {
     by: string | null
     resolution: string | null
   }
+  /**
+   * Several alert incidents changed together (alerts' raiseMany and clearCauses, a presence flush's
+   * transitions, in its transaction): each reaction does for every change, in order, what it does
+   * for one `alert.changed`, its writes taken per batch.
+   */
+  'alerts.changed': { tx: Tx; changes: Omit<AppEvents['alert.changed'], 'tx'>[] }
   /** A tenant's account entered grace or was frozen, or became active again (billing, in its transaction). */
   'tenant.account_state_changed': { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }
   /** An hourly charge left the balance at or above zero but with fewer than 3 days left at the current rate (billing, in its transaction). */

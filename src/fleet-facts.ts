@@ -21,4 +21,8 @@ export function provideFleetFacts(deps: Deps): void {
   deps.events.on('alert.changed', async ({ tx, incident }) => {
     if (incident.serverId !== null) await markFleetDirty(tx, incident.tenantId)
   })
+  // Several at once (a presence flush's incidents): each tenant's snapshot marked once.
+  deps.events.on('alerts.changed', async ({ tx, changes }) => {
+    for (const tenantId of new Set(changes.filter((c) => c.incident.serverId !== null).map((c) => c.incident.tenantId))) await markFleetDirty(tx, tenantId)
+  })
 }

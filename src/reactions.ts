@@ -30,6 +30,7 @@ import { registerListingHold } from './modules/marketplaces'
 const DRAIN_WORK_ENDS = ['succeeded', 'failed', 'cancelled', 'expired']
 import {
   liveFromAlert,
+  liveFromAlerts,
   liveFromCommand,
   liveFromRental,
   liveFromServerEvent,
@@ -87,6 +88,7 @@ export function registerReactions(deps: Deps): void {
   deps.events.on('server.rental_changed', (e) => liveFromRental(deps, e))
   deps.events.on('command.changed', (e) => liveFromCommand(deps, e))
   deps.events.on('alert.changed', (e) => liveFromAlert(deps, e))
+  deps.events.on('alerts.changed', (e) => liveFromAlerts(deps, e))
   deps.events.on('topup.succeeded', (e) => liveFromTopup(deps, e))
   deps.events.on('topup.not_credited', (e) => liveFromTopupNotCredited(deps, e))
 }

@@ -5,12 +5,12 @@ import { formatMoney } from '../../platform/money'
 import { formatDecimal } from '../../platform/numbers'
 import { daysInMonth } from '../../platform/time'
 import { balanceOf, LOW_BALANCE_DAYS } from '../billing'
-import { countManagedServers, serverNameById } from '../fleet'
+import { countManagedServers, serverNameById, serverNamesByIds } from '../fleet'
 import { MARKETPLACES } from '../marketplaces'
 import { findPlan } from '../plans'
 import { findTenant } from '../tenants'
 import { findUnresolved, unresolvedOfServer } from './alerts.repository'
-import { clear, clearCause, clearCauses, raise } from './incidents'
+import { type Cause, clear, clearCause, clearCauses, raise, raiseMany } from './incidents'
 
 /**
  * The event-driven causes (docs/alerts.md "Causes"), each reacting in the transaction that recorded
@@ -35,17 +35,7 @@ export async function alertOnServerEvent(deps: Deps, e: ServerEvent): Promise<vo
   else if (e.kind === 'server.decommissioned')
     for (const i of await unresolvedOfServer(tx, server.tenantId, server.id)) await clear(tx, deps, i, 'the server was decommissioned')
   else if (e.kind === 'presence.offline') {
-    const name = (await serverNameById(tx, server.id)) ?? server.id
-    const cause = { title: `Server offline: ${name}`, detail: e.message }
-    await raise(tx, deps, {
-      tenantId: server.tenantId,
-      kind: 'offline',
-      key: offlineKey(server.id),
-      severity: 'critical',
-      serverId: server.id,
-      marketplace: null,
-      ...cause,
-    })
+    await raise(tx, deps, offlineCause(server, (await serverNameById(tx, server.id)) ?? server.id, e.message))
   } else if (e.kind === 'readiness.regressed' || e.kind === 'readiness.recovered') {
     // A readiness item that passed and now fails (docs/readiness.md), one cause per server, marketplace and item.
     const marketplace = MARKETPLACES.find((m) => m === e.data?.marketplace) ?? null
@@ -84,7 +74,9 @@ export async function alertOnServerEvent(deps: Deps, e: ServerEvent): Promise<vo
 /**
  * A batch of server events (a presence flush's transitions, each server once): what
  * alertOnServerEvent does for each, the servers back online resolving their offline incidents
- * together (clearCauses: one read, one multi-row resolve per tenant).
+ * together (clearCauses: one read, one multi-row resolve per tenant) and the servers gone offline
+ * raising theirs together (raiseMany: per tenant one read of the open incidents, one of their last
+ * resolutions and one of the notifications to link, one multi-row insert; the names read at once).
  */
 export async function alertOnServerEvents(deps: Deps, e: AppEvents['server.events_recorded']): Promise<void> {
   const back = e.events.filter((x) => x.kind === 'presence.online')
@@ -95,8 +87,32 @@ export async function alertOnServerEvents(deps: Deps, e: AppEvents['server.event
       back.map((x) => ({ tenantId: x.server.tenantId, key: offlineKey(x.server.id) })),
       'the server is back online',
     )
-  for (const x of e.events) if (x.kind !== 'presence.online') await alertOnServerEvent(deps, { ...x, tx: e.tx })
+  const gone = e.events.filter((x) => x.kind === 'presence.offline')
+  if (gone.length) {
+    const names = await serverNamesByIds(
+      e.tx,
+      gone.map((x) => x.server.id),
+    )
+    await raiseMany(
+      e.tx,
+      deps,
+      gone.map((x) => offlineCause(x.server, names.get(x.server.id) ?? x.server.id, x.message)),
+    )
+  }
+  for (const x of e.events) if (x.kind !== 'presence.online' && x.kind !== 'presence.offline') await alertOnServerEvent(deps, { ...x, tx: e.tx })
 }
+
+/** The cause a server's presence.offline raises. */
+const offlineCause = (server: { id: string; tenantId: string }, name: string, message: string): Cause => ({
+  tenantId: server.tenantId,
+  kind: 'offline',
+  key: offlineKey(server.id),
+  severity: 'critical',
+  serverId: server.id,
+  marketplace: null,
+  title: `Server offline: ${name}`,
+  detail: message,
+})
 
 /**
  * A renter reported the server's marketplace machine (the marketplaces.sync job stored a new report):

@@ -1,6 +1,6 @@
 import { and, desc, eq, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm'
 import { alertIncidents } from '../../../db/schema/alerts'
-import type { DbOrTx } from '../../../db/client'
+import { rawSql, type DbOrTx } from '../../../db/client'
 
 export type IncidentRow = typeof alertIncidents.$inferSelect
 
@@ -86,6 +86,67 @@ export async function lastResolvedAt(db: DbOrTx, tenantId: string, causeKey: str
     .where(and(eq(alertIncidents.tenantId, tenantId), eq(alertIncidents.causeKey, causeKey), lte(alertIncidents.resolvedAt, atUs)))
     .get()
   return r?.at ?? null
+}
+
+/** Per cause among `causeKeys`, lastResolvedAt's answer, in one read per PER_STATEMENT of them (causes never resolved are absent). */
+export async function lastResolvedAtOfKeys(db: DbOrTx, tenantId: string, causeKeys: readonly string[], atUs: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>()
+  for (let i = 0; i < causeKeys.length; i += PER_STATEMENT)
+    for (const r of await db
+      .select({ key: alertIncidents.causeKey, at: sql<number>`max(${alertIncidents.resolvedAt})` })
+      .from(alertIncidents)
+      .where(
+        and(
+          eq(alertIncidents.tenantId, tenantId),
+          inArray(alertIncidents.causeKey, causeKeys.slice(i, i + PER_STATEMENT)),
+          lte(alertIncidents.resolvedAt, atUs),
+        ),
+      )
+      .groupBy(alertIncidents.causeKey)
+      .all())
+      if (r.at !== null) out.set(r.key, Number(r.at))
+  return out
+}
+
+/** Rows per multi-row INSERT of insertIncidents (19 values each): a handful of statement shapes, each compiled once. */
+const INCIDENT_ROWS_PER_INSERT = [256, 64, 16, 4, 1]
+const INCIDENT_COLUMNS =
+  'id, tenant_id, kind, cause_key, severity, server_id, marketplace, title, detail, state, opened_at, last_seen_at, occurrences, acknowledged_at, acknowledged_by, resolved_at, resolved_by, resolution, notification_ids'
+
+/** Several incidents, as insertIncident one after the other, written out in a few multi-row statements. */
+export async function insertIncidents(tx: DbOrTx, rows: readonly IncidentRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; ) {
+    const size = INCIDENT_ROWS_PER_INSERT.find((n) => n <= rows.length - i)!
+    const params: unknown[] = []
+    const tuples: string[] = []
+    for (const r of rows.slice(i, i + size)) {
+      const n = params.length
+      params.push(
+        r.id,
+        r.tenantId,
+        r.kind,
+        r.causeKey,
+        r.severity,
+        r.serverId,
+        r.marketplace,
+        r.title,
+        r.detail,
+        r.state,
+        r.openedAt,
+        r.lastSeenAt,
+        r.occurrences,
+        r.acknowledgedAt,
+        r.acknowledgedBy,
+        r.resolvedAt,
+        r.resolvedBy,
+        r.resolution,
+        JSON.stringify(r.notificationIds),
+      )
+      tuples.push(`(${Array.from({ length: 19 }, (_, k) => `$${n + k + 1}`).join(', ')})`)
+    }
+    await rawSql(tx).run(`INSERT INTO alert_incidents (${INCIDENT_COLUMNS}) VALUES ${tuples.join(', ')}`, ...params)
+    i += size
+  }
 }
 
 export async function insertIncident(tx: DbOrTx, row: IncidentRow): Promise<void> {

@@ -2,7 +2,17 @@ import type { DbOrTx, Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { notificationsInGroups, notificationsOfGroupKeys } from '../notifications'
 import { type Kind, type Severity, SEVERITIES } from './alerts.model'
-import { findUnresolved, findUnresolvedOfKeys, insertIncident, type IncidentRow, lastResolvedAt, updateIncident, updateIncidents } from './alerts.repository'
+import {
+  findUnresolved,
+  findUnresolvedOfKeys,
+  insertIncident,
+  insertIncidents,
+  type IncidentRow,
+  lastResolvedAt,
+  lastResolvedAtOfKeys,
+  updateIncident,
+  updateIncidents,
+} from './alerts.repository'
 import type { MarketplaceId } from '../marketplaces'
 
 /**
@@ -50,7 +60,91 @@ export async function raise(tx: DbOrTx, deps: Deps, cause: Cause, observedAt = d
     await linkNotifications(tx, deps, { ...open, ...next })
     return 'repeated'
   }
-  const row: IncidentRow = {
+  const row = openedRow(deps, cause, now, observedAt)
+  await insertIncident(tx, row)
+  await linkNotifications(tx, deps, row)
+  await announce(tx, deps, row, 'opened', null, null)
+  return 'opened'
+}
+
+/**
+ * Raises several causes seen together (the servers of a presence flush gone offline), each at most
+ * once: for each, in the order given, exactly what raise does with an observation made now, with per
+ * tenant one read of the causes' open incidents, one of their last resolutions, one of the
+ * notifications to link, and the new incidents written in multi-row statements (already linked: the
+ * row raise would insert and then link). A cause whose incident is open is raised alone (a repeat).
+ */
+export async function raiseMany(tx: DbOrTx, deps: Deps, causes: readonly Cause[]): Promise<Outcome[]> {
+  const byTenant = new Map<string, number[]>()
+  for (const [n, c] of causes.entries()) {
+    const list = byTenant.get(c.tenantId)
+    if (list) list.push(n)
+    else byTenant.set(c.tenantId, [n])
+  }
+  const outcomes: Outcome[] = causes.map(() => 'unchanged')
+  for (const [tenantId, indexes] of byTenant) {
+    const observedAt = deps.clock.nowUs()
+    const now = deps.clock.nowUs()
+    const keys = indexes.map((n) => causes[n]!.key)
+    const open = new Map((await findUnresolvedOfKeys(tx, tenantId, keys)).map((i) => [i.causeKey, i]))
+    const closed = keys.filter((k) => !open.has(k))
+    const resolvedAt = closed.length ? await lastResolvedAtOfKeys(tx, tenantId, closed, now) : new Map<string, number>()
+    const rows: IncidentRow[] = []
+    // A cause whose groups are prefixes, or one given twice, is raised alone, after the others.
+    const alone: number[] = []
+    const seen = new Set<string>()
+    for (const n of indexes) {
+      const cause = causes[n]!
+      if (seen.has(cause.key) || notificationGroups(cause)?.prefixes.length) {
+        alone.push(n)
+        continue
+      }
+      seen.add(cause.key)
+      const isOpen = open.get(cause.key)
+      if (isOpen) {
+        if (observedAt > isOpen.lastSeenAt) outcomes[n] = await raise(tx, deps, cause, observedAt)
+        continue
+      }
+      const before = resolvedAt.get(cause.key)
+      if (before !== undefined && !(observedAt > before)) continue
+      rows.push(openedRow(deps, cause, now, observedAt))
+      outcomes[n] = 'opened'
+    }
+    if (rows.length === 0) {
+      for (const n of alone) outcomes[n] = await raise(tx, deps, causes[n]!)
+      continue
+    }
+    // What linkNotifications stores for each (notificationLinks), read at once: the notifications of
+    // its groups from LOOKBACK_US before it opened until now, none sent before the cause's last resolution.
+    const linkable = rows.map((row) => ({ row, keys: notificationGroups(row)?.keys ?? [] }))
+    const byKey = new Map<string, { id: string; createdAt: number }[]>()
+    for (const x of await notificationsOfGroupKeys(tx, tenantId, [...new Set(linkable.flatMap((l) => l.keys))], now - LOOKBACK_US, now)) {
+      const list = byKey.get(x.groupKey)
+      if (list) list.push(x)
+      else byKey.set(x.groupKey, [x])
+    }
+    for (const { row, keys: groupKeys } of linkable) {
+      const before = resolvedAt.get(row.causeKey)
+      row.notificationIds = groupKeys
+        .flatMap((k) => byKey.get(k) ?? [])
+        .filter((x) => x.createdAt >= row.openedAt - LOOKBACK_US && (before === undefined || x.createdAt > before))
+        .sort((p, q) => p.createdAt - q.createdAt || (p.id < q.id ? -1 : p.id > q.id ? 1 : 0))
+        .map((x) => x.id)
+    }
+    await insertIncidents(tx, rows)
+    await announceMany(
+      tx,
+      deps,
+      rows.map((row) => ({ incident: row, change: 'opened' as const, by: null, resolution: null })),
+    )
+    for (const n of alone) outcomes[n] = await raise(tx, deps, causes[n]!)
+  }
+  return outcomes
+}
+
+/** The incident raise opens for a cause seen at `observedAt`. */
+function openedRow(deps: Deps, cause: Cause, now: number, observedAt: number): IncidentRow {
+  return {
     id: deps.newId(),
     tenantId: cause.tenantId,
     kind: cause.kind,
@@ -72,10 +166,6 @@ export async function raise(tx: DbOrTx, deps: Deps, cause: Cause, observedAt = d
     resolution: null,
     notificationIds: [],
   }
-  await insertIncident(tx, row)
-  await linkNotifications(tx, deps, row)
-  await announce(tx, deps, row, 'opened', null, null)
-  return 'opened'
 }
 
 /** Whether raising the cause with this observation would change anything (a read: the evaluator asks before it writes). */
@@ -113,6 +203,24 @@ export async function announce(
     change,
     by,
     resolution,
+  })
+}
+
+/** What announce says of several incidents at once, in order (`alerts.changed`, in the caller's transaction). */
+async function announceMany(
+  tx: DbOrTx,
+  deps: Deps,
+  list: readonly { incident: IncidentRow; change: 'opened' | 'acknowledged' | 'resolved'; by: string | null; resolution: string | null }[],
+): Promise<void> {
+  if (list.length === 0) return
+  await deps.events.emit('alerts.changed', {
+    tx: tx as Tx,
+    changes: list.map(({ incident: i, change, by, resolution }) => ({
+      incident: { id: i.id, tenantId: i.tenantId, serverId: i.serverId, kind: i.kind, severity: i.severity, marketplace: i.marketplace, title: i.title },
+      change,
+      by,
+      resolution,
+    })),
   })
 }
 
@@ -154,7 +262,16 @@ export async function clearCauses(tx: DbOrTx, deps: Deps, causes: readonly { ten
       open.map((i) => i.id),
       patch,
     )
-    for (const i of open) await announce(tx, deps, { ...i, ...patch, notificationIds: links.get(i.id)! }, 'resolved', null, patch.resolution)
+    await announceMany(
+      tx,
+      deps,
+      open.map((i) => ({
+        incident: { ...i, ...patch, notificationIds: links.get(i.id)! },
+        change: 'resolved' as const,
+        by: null,
+        resolution: patch.resolution,
+      })),
+    )
     resolved += open.length
   }
   return resolved
@@ -203,8 +320,9 @@ async function notificationLinksOf(db: DbOrTx, tenantId: string, incidents: read
  * The notification groups each cause's producer uses (src/modules/notifications/producers.ts and
  * temperature.ts); marketplace errors and stale links have no producer, so nothing to link.
  */
-function notificationGroups(i: Pick<IncidentRow, 'kind' | 'causeKey'>): { keys: string[]; prefixes: string[] } | null {
-  const rest = i.causeKey.slice(i.causeKey.indexOf(':') + 1)
+function notificationGroups(i: { kind: string; causeKey?: string; key?: string }): { keys: string[]; prefixes: string[] } | null {
+  const key = i.causeKey ?? i.key ?? ''
+  const rest = key.slice(key.indexOf(':') + 1)
   if (i.kind === 'offline') return { keys: [`offline:${rest}`], prefixes: [] }
   if (i.kind === 'temperature') return { keys: [`temp:${rest}`], prefixes: [] }
   if (i.kind === 'agent_error') return { keys: [`error:${rest}`], prefixes: [] }

@@ -205,6 +205,19 @@ export async function serverNameById(db: DbOrTx, id: string): Promise<string | u
   return (await nameById(db).get({ id }))?.name
 }
 
+/** Servers' names by trusted ids (decommissioned ones too), read at once: the titles of a batch of transitions. */
+export async function serverNamesByIds(db: DbOrTx, ids: readonly string[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>()
+  for (let i = 0; i < ids.length; i += 500)
+    for (const r of await db
+      .select({ id: servers.id, name: servers.name })
+      .from(servers)
+      .where(inArray(servers.id, ids.slice(i, i + 500)))
+      .all())
+      out.set(r.id, r.name)
+  return out
+}
+
 export async function serverNames(db: DbOrTx, tenantId: string): Promise<Map<string, string>> {
   return new Map((await db.select({ id: servers.id, name: servers.name }).from(servers).where(eq(servers.tenantId, tenantId)).all()).map((s) => [s.id, s.name]))
 }

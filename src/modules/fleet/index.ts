@@ -39,6 +39,7 @@ export {
   serverByAgentToken,
   serverByFingerprint,
   serverNameById,
+  serverNamesByIds,
   serverNames,
   serverOfTenant,
   serversOfTenant,

@@ -31,6 +31,12 @@ const SUSPECT_AFTER_US = 60_000_000
 const OFFLINE_AFTER_US = 300_000_000
 const FLUSH_EVERY_MS = 1000
 const PRESENCE_FLUSH_MS = 100
+/**
+ * Presence steps per transaction of a flush; the flush yields between two. A mass close (10,000
+ * sessions at once) is written in slices of this many, each well under 30 ms, so the event loop
+ * (other sessions' frames, the timers) is not held for the whole of it.
+ */
+const STEPS_PER_WRITE = 128
 /** Servers per transaction of presence.sweep; the sweep yields between two. */
 const SWEEP_SLICE = 500
 
@@ -61,6 +67,8 @@ class FleetRuntime {
    * the order they happened, and what a failed flush puts back goes before anything taken later.
    */
   #flushing: Promise<void> | null = null
+  /** The flush queued behind the one under way that has not started yet, or null. */
+  #queued: Promise<string[]> | null = null
 
   constructor(private readonly deps: Deps) {}
 
@@ -141,8 +149,20 @@ class FleetRuntime {
     // buffer would be written, or lost, with the caller's work. Refused, so such a call shows at once.
     if (inTransaction(this.deps.db))
       return Promise.reject(new Error('the fleet runtime is flushed outside any transaction (a flush inside one would commit or roll back with it)'))
+    // A flush queued behind the one under way has not taken anything yet: a caller joins it (it
+    // takes what waits when its turn comes), so many requests arriving during a long flush (a mass
+    // reconnect's upgrades) make one flush after it, not one each.
+    if (this.#queued !== null) return this.#queued
     const before = this.#flushing
-    const run = before === null ? this.#flushNow() : before.then(() => this.#flushNow())
+    let run: Promise<string[]>
+    if (before === null) run = this.#flushNow()
+    else {
+      const queued = before.then(() => {
+        if (this.#queued === queued) this.#queued = null
+        return this.#flushNow()
+      })
+      this.#queued = run = queued
+    }
     const done: Promise<void> = run.then(
       () => {},
       () => {},
@@ -167,14 +187,29 @@ class FleetRuntime {
     const cameOnline: string[] = []
     const cache = seriesCache(deps)
     const fresh = new Map<SeriesKey, number>()
-    let kept: { steps: Step[]; beats: [string, number][] }
+    // The steps in slices of STEPS_PER_WRITE, each its own transaction, in order, the event loop
+    // free between two; the heartbeats and telemetry with the last slice (after every step, as in
+    // one write).
+    const kept: { steps: Step[]; beats: [string, number][] } = { steps: [], beats: [] }
+    let from = 0
     try {
-      kept = await this.#write(steps, beats, samples, cache, fresh, cameOnline)
+      do {
+        const slice = steps.slice(from, from + STEPS_PER_WRITE)
+        const last = from + STEPS_PER_WRITE >= steps.length
+        const online: string[] = []
+        if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve))
+        const k = await this.#write(slice, last ? beats : [], last ? samples : [], cache, fresh, online)
+        kept.steps.push(...k.steps)
+        kept.beats.push(...k.beats)
+        cameOnline.push(...online)
+        from += STEPS_PER_WRITE
+      } while (from < steps.length)
     } catch (e) {
-      // Nothing was written (a busy database, say): what was taken goes back for the next flush.
-      this.#steps = [...steps, ...this.#steps]
+      // Nothing of this slice was written (a busy database, say): it goes back for the next flush
+      // with what follows it, after what earlier slices kept.
+      this.#steps = [...kept.steps, ...steps.slice(from), ...this.#steps]
       if (this.#steps.length) this.#schedulePresence()
-      for (const [id, at] of beats) if (!((this.#heartbeats.get(id) ?? 0) > at)) this.#heartbeats.set(id, at)
+      for (const [id, at] of [...kept.beats, ...beats]) if (!((this.#heartbeats.get(id) ?? 0) > at)) this.#heartbeats.set(id, at)
       for (const [id, list] of samples) this.#samples.set(id, [...list, ...(this.#samples.get(id) ?? [])])
       this.#schedule()
       throw e

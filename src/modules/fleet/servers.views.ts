@@ -120,6 +120,7 @@ export {
   managedServersByTenant,
   presenceTransitionsOf,
   serverNameById,
+  serverNamesByIds,
   serverNames,
   tenantServersManagedDuring,
   xidCountsOfServer,

@@ -5,6 +5,7 @@
 export { liveRoutes } from './live.routes'
 export {
   liveFromAlert,
+  liveFromAlerts,
   liveFromCommand,
   liveFromRental,
   liveFromServerEvent,

@@ -98,11 +98,10 @@ export async function liveFromCommand(deps: Deps, e: AppEvents['command.changed'
   })
 }
 
-export async function liveFromAlert(deps: Deps, e: AppEvents['alert.changed']): Promise<void> {
+/** An alert incident's change as a live row's type and data. */
+function alertRow(e: Omit<AppEvents['alert.changed'], 'tx'>) {
   const i = e.incident
-  await record(e.tx, deps, {
-    tenantId: i.tenantId,
-    serverId: i.serverId,
+  return {
     type: `alert.${e.change}`,
     data: {
       alert_id: i.id,
@@ -114,7 +113,29 @@ export async function liveFromAlert(deps: Deps, e: AppEvents['alert.changed']): 
       by: e.by,
       resolution: e.resolution,
     },
-  })
+  }
+}
+
+export async function liveFromAlert(deps: Deps, e: AppEvents['alert.changed']): Promise<void> {
+  await record(e.tx, deps, { tenantId: e.incident.tenantId, serverId: e.incident.serverId, ...alertRow(e) })
+}
+
+/** Alert incidents changed together: the rows liveFromAlert writes for each, in order, per tenant in a few multi-row statements. */
+export async function liveFromAlerts(deps: Deps, e: AppEvents['alerts.changed']): Promise<void> {
+  const now = deps.clock.nowUs()
+  const at = formatTimestamp(now)
+  const byTenant = new Map<string, Parameters<typeof insertLiveEvents>[2]>()
+  for (const c of e.changes) {
+    const { type, data } = alertRow(c)
+    const row = { serverId: c.incident.serverId, type, payload: JSON.stringify({ type, at, ...data }), createdAt: now }
+    const rows = byTenant.get(c.incident.tenantId)
+    if (rows) rows.push(row)
+    else byTenant.set(c.incident.tenantId, [row])
+  }
+  for (const [tenantId, rows] of byTenant) {
+    await insertLiveEvents(e.tx, tenantId, rows)
+    liveHub(deps).wakeSoon(tenantId)
+  }
 }
 
 export async function liveFromTopup(deps: Deps, e: AppEvents['topup.succeeded']): Promise<void> {

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gte, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm'
 import { notificationAttempts, notificationDeliveries, notifications } from '../../../db/schema/notifications'
-import type { DbOrTx } from '../../../db/client'
+import { rawSql, type DbOrTx } from '../../../db/client'
 
 export type NotificationRow = typeof notifications.$inferSelect
 export type DeliveryRow = typeof notificationDeliveries.$inferSelect
@@ -23,6 +23,101 @@ export async function recentInGroup(db: DbOrTx, tenantId: string, groupKey: stri
     .orderBy(desc(notifications.createdAt))
     .limit(1)
     .get()
+}
+
+/**
+ * Per group key among `groupKeys`, the time of the tenant's latest notification of the group since
+ * `sinceUs` (keys with none are absent): recentInGroup for several groups in one read per
+ * KEYS_PER_READ of them.
+ */
+export async function latestInGroups(db: DbOrTx, tenantId: string, groupKeys: readonly string[], sinceUs: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>()
+  for (let i = 0; i < groupKeys.length; i += KEYS_PER_READ)
+    for (const r of await db
+      .select({ groupKey: notifications.groupKey, at: sql<number>`max(${notifications.createdAt})` })
+      .from(notifications)
+      .where(
+        and(
+          eq(notifications.tenantId, tenantId),
+          inArray(notifications.groupKey, groupKeys.slice(i, i + KEYS_PER_READ)),
+          gte(notifications.createdAt, sinceUs),
+        ),
+      )
+      .groupBy(notifications.groupKey)
+      .all())
+      out.set(r.groupKey!, Number(r.at))
+  return out
+}
+
+/**
+ * Rows per multi-row INSERT of insertNotifications and insertDeliveries (at most 14 values each:
+ * well under both databases' parameter limits): the largest of these that fit, so the statements
+ * have a handful of shapes, each compiled once.
+ */
+const ROWS_PER_INSERT = [256, 64, 16, 4, 1]
+
+/** `rows` (each `columns.length` values) into `table`, in a few multi-row statements written out. */
+async function insertRows(tx: DbOrTx, table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
+  for (let i = 0; i < rows.length; ) {
+    const size = ROWS_PER_INSERT.find((n) => n <= rows.length - i)!
+    const params: unknown[] = []
+    const tuples: string[] = []
+    for (const r of rows.slice(i, i + size)) {
+      const n = params.length
+      params.push(...r)
+      tuples.push(`(${r.map((_, k) => `$${n + k + 1}`).join(', ')})`)
+    }
+    await rawSql(tx).run(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${tuples.join(', ')}`, ...params)
+    i += size
+  }
+}
+
+/** Several notifications, as insertNotification one after the other. */
+export async function insertNotifications(tx: DbOrTx, rows: readonly NotificationRow[]): Promise<void> {
+  await insertRows(
+    tx,
+    'notifications',
+    ['id', 'tenant_id', 'category', 'title', 'body', 'critical', 'group_key', 'created_at'],
+    rows.map((r) => [r.id, r.tenantId, r.category, r.title, r.body, r.critical ? 1 : 0, r.groupKey, r.createdAt]),
+  )
+}
+
+/** Several deliveries, as insertDelivery one after the other. */
+export async function insertDeliveries(tx: DbOrTx, rows: readonly DeliveryRow[]): Promise<void> {
+  await insertRows(
+    tx,
+    'notification_deliveries',
+    [
+      'id',
+      'notification_id',
+      'tenant_id',
+      'channel',
+      'destination',
+      'status',
+      'attempts',
+      'next_attempt_at',
+      'claimed_until',
+      'last_error',
+      'sent_at',
+      'created_at',
+      'updated_at',
+    ],
+    rows.map((r) => [
+      r.id,
+      r.notificationId,
+      r.tenantId,
+      r.channel,
+      r.destination,
+      r.status,
+      r.attempts,
+      r.nextAttemptAt,
+      r.claimedUntil,
+      r.lastError,
+      r.sentAt,
+      r.createdAt,
+      r.updatedAt,
+    ]),
+  )
 }
 
 /** Claims the oldest due delivery (queued, due, not claimed by a live claim) until `claimUntil`. */

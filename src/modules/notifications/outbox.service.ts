@@ -17,8 +17,12 @@ import {
   findDelivery,
   findNotification,
   insertAttempt,
+  insertDeliveries,
   insertDelivery,
   insertNotification,
+  insertNotifications,
+  latestInGroups,
+  type NotificationRow,
   notificationsOf,
   recentInGroup,
   updateDelivery,
@@ -51,65 +55,126 @@ const backoffSeconds = (attempts: number) => Math.min(3600, 30 * 2 ** Math.max(0
 
 export type Notice = { category: Category; title: string; body: string; groupKey?: string; groupWindowUs?: number }
 
-/**
- * Records a notification for the tenant in the caller's transaction and queues its deliveries.
- * Answers its id, or null when it repeats a grouped one (nothing new is sent).
- */
-export async function notify(
-  tx: DbOrTx,
-  deps: Deps,
-  tenantId: string,
-  notice: Notice | (Omit<Notice, 'category'> & { category: 'test'; channels: ChannelKind[] }),
-): Promise<string | null> {
-  const now = deps.clock.nowUs()
-  // A window of 0 only tags the notification with its group (alerts link it to an incident); nothing is grouped.
-  const window = (notice as Notice).groupWindowUs ?? GROUP_WINDOW_US
-  if (notice.groupKey && window > 0 && (await recentInGroup(tx, tenantId, notice.groupKey, now - window))) return null
-  const isTest = notice.category === 'test'
-  const critical = isTest || CRITICAL.includes(notice.category as Category)
-  const settings = await findSettings(tx, tenantId)
-  const rule = (kind: ChannelKind): boolean => {
-    if (isTest) return (notice as { channels: ChannelKind[] }).channels.includes(kind)
-    const category = notice.category as Category
-    const r = settings?.rules[category] ?? { chat: true, email: CRITICAL.includes(category) }
-    return kind === 'chat' ? r.chat : r.email && CRITICAL.includes(category)
-  }
-  const id = deps.newId()
-  await insertNotification(tx, {
+type AnyNotice = Notice | (Omit<Notice, 'category'> & { category: 'test'; channels: ChannelKind[] })
+type Settings = Awaited<ReturnType<typeof findSettings>>
+type Channel = Awaited<ReturnType<typeof findChannel>>
+
+/** Whether the notice goes through the channel, by the tenant's rule for its category (a test: the channels asked for). */
+function wants(settings: Settings, notice: AnyNotice, kind: ChannelKind): boolean {
+  if (notice.category === 'test') return (notice as { channels: ChannelKind[] }).channels.includes(kind)
+  const category = notice.category as Category
+  const r = settings?.rules[category] ?? { chat: true, email: CRITICAL.includes(category) }
+  return kind === 'chat' ? r.chat : r.email && CRITICAL.includes(category)
+}
+
+const isCritical = (notice: AnyNotice) => notice.category === 'test' || CRITICAL.includes(notice.category as Category)
+
+/** When a notification made now is due: at once when critical, else at the end of the tenant's quiet hours. */
+function dueAt(now: number, critical: boolean, settings: Settings, timeZone: string): number {
+  const quiet = settings ? { enabled: settings.quietEnabled, from: settings.quietFrom, to: settings.quietTo } : { enabled: false, from: '22:00', to: '07:00' }
+  return critical ? now : releaseAt(now, quiet, timeZone)
+}
+
+function notificationRow(id: string, tenantId: string, notice: AnyNotice, now: number): NotificationRow {
+  return {
     id,
     tenantId,
     category: notice.category,
     title: notice.title.slice(0, 256),
     body: notice.body.slice(0, 2048),
-    critical,
+    critical: isCritical(notice),
     groupKey: notice.groupKey ?? null,
     createdAt: now,
-  })
+  }
+}
+
+function deliveryRow(id: string, notificationId: string, tenantId: string, kind: ChannelKind, channel: Channel, due: number, now: number): DeliveryRow {
+  const live = channel?.status === 'connected' && channel.destination !== null
+  return {
+    id,
+    notificationId,
+    tenantId,
+    channel: kind,
+    destination: live ? channel!.destination : null,
+    status: live ? 'queued' : 'skipped',
+    attempts: 0,
+    nextAttemptAt: due,
+    claimedUntil: null,
+    lastError: live ? null : `the ${kind} channel is ${channel?.status ?? 'not_connected'}`,
+    sentAt: null,
+    createdAt: now,
+    updatedAt: now,
+  }
+}
+
+/**
+ * Records a notification for the tenant in the caller's transaction and queues its deliveries.
+ * Answers its id, or null when it repeats a grouped one (nothing new is sent).
+ */
+export async function notify(tx: DbOrTx, deps: Deps, tenantId: string, notice: AnyNotice): Promise<string | null> {
+  const now = deps.clock.nowUs()
+  // A window of 0 only tags the notification with its group (alerts link it to an incident); nothing is grouped.
+  const window = (notice as Notice).groupWindowUs ?? GROUP_WINDOW_US
+  if (notice.groupKey && window > 0 && (await recentInGroup(tx, tenantId, notice.groupKey, now - window))) return null
+  const settings = await findSettings(tx, tenantId)
+  const id = deps.newId()
+  await insertNotification(tx, notificationRow(id, tenantId, notice, now))
   // The account timezone: the owner's (billing tiles use the same).
   const timeZone = (await memberTimezone(tx, tenantId, null)) ?? 'UTC'
-  const quiet = settings ? { enabled: settings.quietEnabled, from: settings.quietFrom, to: settings.quietTo } : { enabled: false, from: '22:00', to: '07:00' }
-  const due = critical ? now : releaseAt(now, quiet, timeZone)
+  const due = dueAt(now, isCritical(notice), settings, timeZone)
   for (const kind of CHANNELS) {
-    if (!rule(kind)) continue
-    const channel = await findChannel(tx, tenantId, kind)
-    const live = channel?.status === 'connected' && channel.destination !== null
-    await insertDelivery(tx, {
-      id: deps.newId(),
-      notificationId: id,
-      tenantId,
-      channel: kind,
-      destination: live ? channel!.destination : null,
-      status: live ? 'queued' : 'skipped',
-      attempts: 0,
-      nextAttemptAt: due,
-      claimedUntil: null,
-      lastError: live ? null : `the ${kind} channel is ${channel?.status ?? 'not_connected'}`,
-      sentAt: null,
-      createdAt: now,
-      updatedAt: now,
-    })
+    if (!wants(settings, notice, kind)) continue
+    await insertDelivery(tx, deliveryRow(deps.newId(), id, tenantId, kind, await findChannel(tx, tenantId, kind), due, now))
   }
   return id
+}
+
+/**
+ * Several notifications of one tenant, made together (a presence flush's transitions): for each,
+ * in order, exactly what notify makes of it, with the tenant's settings, timezone and channels read
+ * once, the groups' latest notifications in one read, and the rows written in multi-row statements.
+ * A notice whose group already has one in its window, or an earlier notice of the same group in
+ * this call, is grouped (null). Answers each notice's id or null.
+ */
+export async function notifyMany(tx: DbOrTx, deps: Deps, tenantId: string, notices: readonly Notice[]): Promise<(string | null)[]> {
+  if (notices.length === 0) return []
+  const now = deps.clock.nowUs()
+  const windowOf = (n: Notice) => n.groupWindowUs ?? GROUP_WINDOW_US
+  const grouped = notices.filter((n) => n.groupKey && windowOf(n) > 0)
+  const since = grouped.reduce((m, n) => Math.min(m, now - windowOf(n)), now)
+  const latest = grouped.length ? await latestInGroups(tx, tenantId, [...new Set(grouped.map((n) => n.groupKey!))], since) : new Map<string, number>()
+  let settings: Settings
+  let settingsRead = false
+  let timeZone: string | null = null
+  const channels = new Map<ChannelKind, Channel>()
+  const made: NotificationRow[] = []
+  const deliveries: DeliveryRow[] = []
+  const ids: (string | null)[] = []
+  for (const notice of notices) {
+    const at = notice.groupKey ? latest.get(notice.groupKey) : undefined
+    if (notice.groupKey && windowOf(notice) > 0 && at !== undefined && at >= now - windowOf(notice)) {
+      ids.push(null)
+      continue
+    }
+    if (!settingsRead) {
+      settings = await findSettings(tx, tenantId)
+      settingsRead = true
+    }
+    const id = deps.newId()
+    made.push(notificationRow(id, tenantId, notice, now))
+    ids.push(id)
+    if (notice.groupKey) latest.set(notice.groupKey, now)
+    timeZone ??= (await memberTimezone(tx, tenantId, null)) ?? 'UTC'
+    const due = dueAt(now, isCritical(notice), settings, timeZone)
+    for (const kind of CHANNELS) {
+      if (!wants(settings, notice, kind)) continue
+      if (!channels.has(kind)) channels.set(kind, await findChannel(tx, tenantId, kind))
+      deliveries.push(deliveryRow(deps.newId(), id, tenantId, kind, channels.get(kind), due, now))
+    }
+  }
+  await insertNotifications(tx, made)
+  await insertDeliveries(tx, deliveries)
+  return ids
 }
 
 type SendResult =

@@ -2,9 +2,9 @@ import type { Tx } from '../../../db/client'
 import type { Deps } from '../../platform/context'
 import { formatMoney } from '../../platform/money'
 import { formatDecimal } from '../../platform/numbers'
-import { serverNameById, trustedServerById } from '../fleet'
+import { serverNameById, serverNamesByIds, trustedServerById } from '../fleet'
 import type { Category } from './notifications.model'
-import { notify } from './outbox.service'
+import { notify, notifyMany } from './outbox.service'
 
 /**
  * What becomes a notification (docs/notifications.md "Categories"), each from the event that really
@@ -62,9 +62,35 @@ export async function fromServerEvent(deps: Deps, e: ServerEvent): Promise<void>
   await notify(e.tx, deps, e.server.tenantId, { category: c.category, title: `${c.title}: ${name}`, body: e.message, groupKey: c.group })
 }
 
-/** A batch of server events (a presence flush's transitions): each becomes what fromServerEvent makes of it, in order. */
+/**
+ * A batch of server events (a presence flush's transitions): each becomes what fromServerEvent makes
+ * of it, in order, per tenant through notifyMany (its settings, timezone, channels and the groups'
+ * latest notifications read once) and the servers' names read at once.
+ */
 export async function fromServerEvents(deps: Deps, e: { tx: Tx; events: Omit<ServerEvent, 'tx'>[] }): Promise<void> {
-  for (const x of e.events) if (categoryOf(x as ServerEvent)) await fromServerEvent(deps, { ...x, tx: e.tx })
+  const byTenant = new Map<string, { serverId: string; message: string; c: NonNullable<ReturnType<typeof categoryOf>> }[]>()
+  for (const x of e.events) {
+    const c = categoryOf(x as ServerEvent)
+    if (!c) continue
+    const list = byTenant.get(x.server.tenantId)
+    const item = { serverId: x.server.id, message: x.message, c }
+    if (list) list.push(item)
+    else byTenant.set(x.server.tenantId, [item])
+  }
+  if (byTenant.size === 0) return
+  const names = await serverNamesByIds(e.tx, [...new Set([...byTenant.values()].flatMap((l) => l.map((i) => i.serverId)))])
+  for (const [tenantId, list] of byTenant)
+    await notifyMany(
+      e.tx,
+      deps,
+      tenantId,
+      list.map(({ serverId, message, c }) => ({
+        category: c.category,
+        title: `${c.title}: ${names.get(serverId) ?? serverId}`,
+        body: message,
+        groupKey: c.group,
+      })),
+    )
 }
 
 export async function fromAccountState(deps: Deps, e: { tx: Tx; tenantId: string; state: 'active' | 'grace' | 'frozen' }): Promise<void> {
