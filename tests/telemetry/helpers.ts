@@ -101,6 +101,32 @@ export async function feed(agent: RawAgent, samples: Sample[]): Promise<void> {
   expect(agent.errors().slice(before)).toEqual([])
 }
 
+/**
+ * One instant of the byte-identity fixtures (metrics-identity, running-hour): two GPUs with decimal
+ * noise, nulls and a metric of no unit, and a host metric. `memory` adds memory_used_mb, which
+ * metrics-identity's fixture holds and running-hour's does not.
+ */
+export function noisyFrame(t: number, i: number, { memory = false }: { memory?: boolean } = {}): Sample[] {
+  const noisy = (k: number) => 40 + 30 * Math.sin(i / 17 + k) + i / 7 + 0.1 + 0.2
+  const out: Sample[] = [0, 1].map((gpu) => ({
+    t,
+    gpu,
+    values: {
+      temperature_c: noisy(gpu),
+      utilization_pct: i % 13 === 0 ? null : (i * 7 + gpu) % 101,
+      ...(memory ? { memory_used_mb: 1000 + ((i * 37) % 500) + 0.3 } : {}),
+      tokens_per_second: i % 29 === 0 ? null : 1 / (i + 3 + gpu),
+    },
+  }))
+  out.push({ t, values: { net_rx_mbps: (i % 9) * 0.125 + 0.004 } })
+  return out
+}
+
+/** A metrics answer as the fixtures hold it: the server id and the running clock's instants taken out. */
+export function comparableAnswer(text: string, serverId: string): string {
+  return text.replaceAll(serverId, 'SERVER').replace(/^\{"generated_at":"[^"]*","data_as_of":"[^"]*",/, '{')
+}
+
 /** Runs metrics.rollup (which first writes what the agents sent). */
 export const rollup = (app: TestApp) => runJob(app, 'metrics.rollup')
 

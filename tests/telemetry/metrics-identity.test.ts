@@ -3,6 +3,7 @@ import { startTestApp, type TestApp } from '../support/app'
 import type { Owner } from '../support/fleet'
 import {
   BASE,
+  comparableAnswer,
   DAY,
   feed,
   getMetrics,
@@ -11,6 +12,7 @@ import {
   MIN,
   metrics,
   newRig,
+  noisyFrame,
   parseIso,
   pointAt,
   type Rig,
@@ -40,22 +42,6 @@ const TO = iso(NOW + 4 * MIN)
 let app: TestApp
 let rig: Rig
 let owner: Owner
-
-const noisy = (i: number, k: number) => 40 + 30 * Math.sin(i / 17 + k) + i / 7 + 0.1 + 0.2
-function frame(t: number, i: number): Sample[] {
-  const out: Sample[] = [0, 1].map((gpu) => ({
-    t,
-    gpu,
-    values: {
-      temperature_c: noisy(i, gpu),
-      utilization_pct: i % 13 === 0 ? null : (i * 7 + gpu) % 101,
-      memory_used_mb: 1000 + ((i * 37) % 500) + 0.3,
-      tokens_per_second: i % 29 === 0 ? null : 1 / (i + 3 + gpu),
-    },
-  }))
-  out.push({ t, values: { net_rx_mbps: (i % 9) * 0.125 + 0.004 } })
-  return out
-}
 
 /** The answers, in order, without what differs from run to run: the server id, and the instants of the running clock. */
 const QUERIES: [string, string | number][][] = [
@@ -113,7 +99,7 @@ async function answers(shift: number): Promise<string[]> {
     const moved = withMetrics.map(([k, v]): [string, string | number] => (k === 'from' && shift ? [k, iso(parseIso(String(v)) + shift)] : [k, v]))
     const res = await getMetrics(app, owner, rig.serverId, moved)
     expect(res.status).toBe(200)
-    out[i] = (await res.text()).replaceAll(rig.serverId, 'SERVER').replace(/^\{"generated_at":"[^"]*","data_as_of":"[^"]*",/, '{')
+    out[i] = comparableAnswer(await res.text(), rig.serverId)
   }
   return out
 }
@@ -124,11 +110,11 @@ beforeAll(async () => {
   rig = await newRig(app, { gpus: 2 })
   owner = rig.owner
   const samples: Sample[] = []
-  for (let i = 0; i < 3 * 60; i++) samples.push(...frame(BASE + i * MIN + 1234, i))
+  for (let i = 0; i < 3 * 60; i++) samples.push(...noisyFrame(BASE + i * MIN + 1234, i, { memory: true }))
   await feed(rig.agent, samples)
   await rollup(app)
   // The running bucket, after the job: computed from the raw samples when an answer is built.
-  await feed(rig.agent, [...frame(BASE + 3 * HOUR + MIN, 400), ...frame(BASE + 3 * HOUR + 90 * US, 401)])
+  await feed(rig.agent, [...noisyFrame(BASE + 3 * HOUR + MIN, 400, { memory: true }), ...noisyFrame(BASE + 3 * HOUR + 90 * US, 401, { memory: true })])
   await rollup(app)
 })
 

@@ -5,7 +5,24 @@ import { rawBuckets } from '../../src/modules/telemetry/telemetry.repository'
 import { startTestApp, type TestApp } from '../support/app'
 import type { Owner } from '../support/fleet'
 import { onPostgres } from '../support/postgres'
-import { BASE, feed, getMetrics, HOUR, iso, MIN, newRig, type Rig, rollup, runJob, type Sample, setNow, stopApp, US } from './helpers'
+import {
+  BASE,
+  comparableAnswer,
+  feed,
+  getMetrics,
+  HOUR,
+  iso,
+  MIN,
+  newRig,
+  noisyFrame,
+  type Rig,
+  rollup,
+  runJob,
+  type Sample,
+  setNow,
+  stopApp,
+  US,
+} from './helpers'
 
 /**
  * The hourly bucket still running, late in the hour (docs/telemetry.md "The running hour"): on
@@ -27,28 +44,13 @@ let app: TestApp
 let rig: Rig
 let owner: Owner
 
-const noisy = (i: number, k: number) => 40 + 30 * Math.sin(i / 17 + k) + i / 7 + 0.1 + 0.2
-function frame(t: number, i: number): Sample[] {
-  const out: Sample[] = [0, 1].map((gpu) => ({
-    t,
-    gpu,
-    values: {
-      temperature_c: noisy(i, gpu),
-      utilization_pct: i % 13 === 0 ? null : (i * 7 + gpu) % 101,
-      tokens_per_second: i % 29 === 0 ? null : 1 / (i + 3 + gpu),
-    },
-  }))
-  out.push({ t, values: { net_rx_mbps: (i % 9) * 0.125 + 0.004 } })
-  return out
-}
-
 const METRICS: [string, string][] = ['temperature_c', 'utilization_pct', 'tokens_per_second', 'net_rx_mbps'].map((m): [string, string] => ['metric', m])
 
 /** One answer without what differs from run to run: the server id and the instants of the running clock. */
 async function answer(from: number): Promise<string> {
   const res = await getMetrics(app, owner, rig.serverId, [['resolution', '1h'], ['from', iso(from)], ['to', TO], ...METRICS])
   expect(res.status).toBe(200)
-  return (await res.text()).replaceAll(rig.serverId, 'SERVER').replace(/^\{"generated_at":"[^"]*","data_as_of":"[^"]*",/, '{')
+  return comparableAnswer(await res.text(), rig.serverId)
 }
 
 /** Writes what the agents sent without rolling anything up (presence.sweep flushes first). */
@@ -62,8 +64,8 @@ beforeAll(async () => {
   // Three hours before the running one at one sample a minute, then the running hour at one every
   // 10 s up to now; the job makes everything before 05:45 final.
   const samples: Sample[] = []
-  for (let i = 0; i < 3 * 60; i++) samples.push(...frame(HOUR0 - 3 * HOUR + i * MIN + 1234, i))
-  for (let i = 0; i < 47 * 6; i++) samples.push(...frame(HOUR0 + i * 10 * US + 77, 200 + i))
+  for (let i = 0; i < 3 * 60; i++) samples.push(...noisyFrame(HOUR0 - 3 * HOUR + i * MIN + 1234, i))
+  for (let i = 0; i < 47 * 6; i++) samples.push(...noisyFrame(HOUR0 + i * 10 * US + 77, 200 + i))
   await feed(rig.agent, samples)
   await rollup(app)
 })
