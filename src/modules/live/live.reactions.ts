@@ -12,29 +12,51 @@ import { insertLiveEvent, insertLiveEvents } from './live.repository'
  * wakes this process's open streams of the tenant once the transaction is over.
  */
 
-async function record(
-  tx: DbOrTx,
-  deps: Deps,
-  e: { tenantId: string; serverId: string | null; type: string; at?: number; data: Record<string, unknown> },
-): Promise<void> {
+/** What a live row is made of: its payload is `{ type, at, ...data }`, `at` the change's time or now. */
+type Entry = { tenantId: string; serverId: string | null; type: string; at?: number; data: Record<string, unknown> }
+
+async function record(tx: DbOrTx, deps: Deps, e: Entry): Promise<void> {
   const now = deps.clock.nowUs()
   const payload = JSON.stringify({ type: e.type, at: formatTimestamp(e.at ?? now), ...e.data })
   await insertLiveEvent(tx, { tenantId: e.tenantId, serverId: e.serverId, type: e.type, payload, createdAt: now })
   liveHub(deps).wakeSoon(e.tenantId)
 }
 
+/** What `record` writes for each entry, in order, per tenant in a few multi-row statements. */
+async function recordMany(tx: DbOrTx, deps: Deps, entries: Iterable<Entry>): Promise<void> {
+  const now = deps.clock.nowUs()
+  const byTenant = new Map<string, Parameters<typeof insertLiveEvents>[2]>()
+  for (const e of entries) {
+    const payload = JSON.stringify({ type: e.type, at: formatTimestamp(e.at ?? now), ...e.data })
+    const row = { serverId: e.serverId, type: e.type, payload, createdAt: now }
+    const rows = byTenant.get(e.tenantId)
+    if (rows) rows.push(row)
+    else byTenant.set(e.tenantId, [row])
+  }
+  for (const [tenantId, rows] of byTenant) {
+    await insertLiveEvents(tx, tenantId, rows)
+    liveHub(deps).wakeSoon(tenantId)
+  }
+}
+
+/** A presence transition's live row, from the server event fleet records for it; null for any other event. */
+function presenceEntry(x: Omit<AppEvents['server.event_recorded'], 'tx'>): Entry | null {
+  if (!x.kind.startsWith('presence.')) return null
+  const to = x.kind.slice('presence.'.length)
+  const from = typeof x.data?.from === 'string' ? x.data.from : null
+  return {
+    tenantId: x.server.tenantId,
+    serverId: x.server.id,
+    type: x.kind,
+    at: x.at,
+    data: { server_id: x.server.id, from, to, message: x.message, server_event_id: x.eventId },
+  }
+}
+
 /** Presence transitions, from the server events fleet records for them. */
 export async function liveFromServerEvent(deps: Deps, e: AppEvents['server.event_recorded']): Promise<void> {
-  if (!e.kind.startsWith('presence.')) return
-  const to = e.kind.slice('presence.'.length)
-  const from = typeof e.data?.from === 'string' ? e.data.from : null
-  await record(e.tx, deps, {
-    tenantId: e.server.tenantId,
-    serverId: e.server.id,
-    type: e.kind,
-    at: e.at,
-    data: { server_id: e.server.id, from, to, message: e.message, server_event_id: e.eventId },
-  })
+  const entry = presenceEntry(e)
+  if (entry) await record(e.tx, deps, entry)
 }
 
 /**
@@ -42,30 +64,11 @@ export async function liveFromServerEvent(deps: Deps, e: AppEvents['server.event
  * each, in order, per tenant in a few multi-row statements.
  */
 export async function liveFromServerEvents(deps: Deps, e: AppEvents['server.events_recorded']): Promise<void> {
-  const now = deps.clock.nowUs()
-  const byTenant = new Map<string, Parameters<typeof insertLiveEvents>[2]>()
-  for (const x of e.events) {
-    if (!x.kind.startsWith('presence.')) continue
-    const to = x.kind.slice('presence.'.length)
-    const from = typeof x.data?.from === 'string' ? x.data.from : null
-    const payload = JSON.stringify({
-      type: x.kind,
-      at: formatTimestamp(x.at),
-      server_id: x.server.id,
-      from,
-      to,
-      message: x.message,
-      server_event_id: x.eventId,
-    })
-    const row = { serverId: x.server.id, type: x.kind, payload, createdAt: now }
-    const rows = byTenant.get(x.server.tenantId)
-    if (rows) rows.push(row)
-    else byTenant.set(x.server.tenantId, [row])
-  }
-  for (const [tenantId, rows] of byTenant) {
-    await insertLiveEvents(e.tx, tenantId, rows)
-    liveHub(deps).wakeSoon(tenantId)
-  }
+  await recordMany(
+    e.tx,
+    deps,
+    e.events.map(presenceEntry).filter((x) => x !== null),
+  )
 }
 
 export async function liveFromRental(deps: Deps, e: AppEvents['server.rental_changed']): Promise<void> {
@@ -98,10 +101,12 @@ export async function liveFromCommand(deps: Deps, e: AppEvents['command.changed'
   })
 }
 
-/** An alert incident's change as a live row's type and data. */
-function alertRow(e: Omit<AppEvents['alert.changed'], 'tx'>) {
+/** An alert incident's change as its live row. */
+function alertEntry(e: Omit<AppEvents['alert.changed'], 'tx'>): Entry {
   const i = e.incident
   return {
+    tenantId: i.tenantId,
+    serverId: i.serverId,
     type: `alert.${e.change}`,
     data: {
       alert_id: i.id,
@@ -117,25 +122,12 @@ function alertRow(e: Omit<AppEvents['alert.changed'], 'tx'>) {
 }
 
 export async function liveFromAlert(deps: Deps, e: AppEvents['alert.changed']): Promise<void> {
-  await record(e.tx, deps, { tenantId: e.incident.tenantId, serverId: e.incident.serverId, ...alertRow(e) })
+  await record(e.tx, deps, alertEntry(e))
 }
 
 /** Alert incidents changed together: the rows liveFromAlert writes for each, in order, per tenant in a few multi-row statements. */
 export async function liveFromAlerts(deps: Deps, e: AppEvents['alerts.changed']): Promise<void> {
-  const now = deps.clock.nowUs()
-  const at = formatTimestamp(now)
-  const byTenant = new Map<string, Parameters<typeof insertLiveEvents>[2]>()
-  for (const c of e.changes) {
-    const { type, data } = alertRow(c)
-    const row = { serverId: c.incident.serverId, type, payload: JSON.stringify({ type, at, ...data }), createdAt: now }
-    const rows = byTenant.get(c.incident.tenantId)
-    if (rows) rows.push(row)
-    else byTenant.set(c.incident.tenantId, [row])
-  }
-  for (const [tenantId, rows] of byTenant) {
-    await insertLiveEvents(e.tx, tenantId, rows)
-    liveHub(deps).wakeSoon(tenantId)
-  }
+  await recordMany(e.tx, deps, e.changes.map(alertEntry))
 }
 
 export async function liveFromTopup(deps: Deps, e: AppEvents['topup.succeeded']): Promise<void> {
