@@ -18,14 +18,55 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void
 }
 
-export function createLogger(level: LogLevel, now: () => string, write: (line: string) => void = (line) => process.stdout.write(line + '\n')): Logger {
+/**
+ * Where a line goes: `level` lets a writer tell the lines that may wait a moment from those that
+ * may not (a writer given by a test can ignore it).
+ */
+export type LineWriter = (line: string, level: Exclude<LogLevel, 'silent'>) => void
+
+/** Lines held for stdout: what one turn of the event loop logged, written together. */
+let held = ''
+let flushQueued = false
+let exitHooked = false
+const HOLD_BYTES = 64 * 1024
+
+function flushHeld(): void {
+  flushQueued = false
+  if (held === '') return
+  const text = held
+  held = ''
+  process.stdout.write(text)
+}
+
+/**
+ * stdout, one write per turn of the event loop instead of one per line: a write is a system call,
+ * and the per-request line's call cost more than a 304's whole lookup (bench/README.md, "The log
+ * line"). Debug and info lines wait for the end of the current turn (setImmediate) or 64 KiB; a
+ * warning or an error is written at once, with every line held before it, in order; and what is
+ * held is written when the process exits. What a kill -9 can lose is the info lines of the turn it
+ * lands in, never a warning or an error.
+ */
+export const batchedStdout: LineWriter = (line, level) => {
+  held += line + '\n'
+  if (RANK[level] >= RANK.warn || held.length >= HOLD_BYTES) return flushHeld()
+  if (!exitHooked) {
+    exitHooked = true
+    process.on('exit', flushHeld)
+  }
+  if (!flushQueued) {
+    flushQueued = true
+    setImmediate(flushHeld)
+  }
+}
+
+export function createLogger(level: LogLevel, now: () => string, write: LineWriter = batchedStdout): Logger {
   const emit = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[lvl] < RANK[level]) return
     const record = { time: now(), level: lvl, msg, ...fields }
     // The per-request line has only strings and numbers: the replacer (a call per value) and the
     // masking pass run only where they could change something.
     const text = fields && Object.values(fields).some(needsReplacer) ? JSON.stringify(record, errorReplacer) : JSON.stringify(record)
-    write(text.includes('gpuhq_') ? redact(text) : text)
+    write(text.includes('gpuhq_') ? redact(text) : text, lvl)
   }
   return {
     debug: (m, f) => emit('debug', m, f),

@@ -83,3 +83,41 @@ describe('log records', () => {
     expect(lines.map((l) => JSON.parse(l).level)).toEqual([...written])
   })
 })
+
+describe('the service writer (batchedStdout)', () => {
+  const fixture = new URL('./fixtures/log-lines.ts', import.meta.url).pathname
+  /** stdout and stderr interleaved as the child wrote them (one pipe for both). */
+  async function run(...steps: string[]) {
+    const child = Bun.spawn(['sh', '-c', `exec "${process.execPath}" "${fixture}" "$@" 2>&1`, 'sh', ...steps], { stdout: 'pipe' })
+    const out = await new Response(child.stdout).text()
+    await child.exited
+    return out
+      .trim()
+      .split('\n')
+      .map((l) => (l.startsWith('{') ? `${JSON.parse(l).level}:${JSON.parse(l).n}` : l))
+  }
+
+  test('info lines of one turn are written together at its end, in order', async () => {
+    expect(await run('info:3', 'tick', 'info:1')).toEqual(['before-tick', 'info:1', 'info:2', 'info:3', 'after-tick', 'info:4'])
+  })
+
+  test('a warning is written at once, after every line held before it', async () => {
+    expect(await run('info:2', 'warn', 'info:1')).toEqual(['info:1', 'info:2', 'warn:3', 'after-warn', 'info:4'])
+  })
+
+  test('held lines are written when the process exits at once', async () => {
+    expect(await run('info:5', 'exit')).toEqual(['info:1', 'info:2', 'info:3', 'info:4', 'info:5'])
+  })
+
+  test('held lines are written when an uncaught exception ends the process', async () => {
+    expect((await run('info:2', 'throw')).filter((l) => l.startsWith('info:'))).toEqual(['info:1', 'info:2'])
+  })
+
+  test('more than 64 KiB is written without waiting for the turn to end', async () => {
+    const lines = await run('info:2000', 'tick')
+    const before = lines.indexOf('before-tick')
+    expect(before).toBeGreaterThan(0)
+    expect(lines.slice(0, before).every((l) => l.startsWith('info:'))).toBe(true)
+    expect(lines.filter((l) => l.startsWith('info:'))).toHaveLength(2000)
+  })
+})
