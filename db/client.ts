@@ -295,6 +295,15 @@ export async function withTransaction<T>(db: DbOrTx, fn: (tx: Tx) => Promise<T> 
   })
 }
 
+/**
+ * PostgreSQL's round trips and transactions so far on `db`'s pool (what a test counts a request's
+ * statements by); null on SQLite, whose statements cost no round trip.
+ */
+export function roundTrips(db: DbOrTx): { statements: number; transactions: number } | null {
+  const executor = executorOf(db)
+  return executor instanceof PgExecutor ? { statements: executor.counters.statements, transactions: executor.counters.transactions } : null
+}
+
 /** True when the caller is inside a transaction on `db`. */
 export function inTransaction(db: DbOrTx): boolean {
   return executorOf(db).current() !== null

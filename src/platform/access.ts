@@ -1,7 +1,7 @@
 import type { Deps } from './context'
 import { requestState } from './http'
 import { ProblemError, problems } from './problem'
-import { enforceRequestRateLimits, takeRequestRateLimits } from './rate-limit'
+import { enforceRequestRateLimits, keepRode, riderOf, takeRequestRateLimits } from './rate-limit'
 import { ROLE_SCOPES, SAFE_METHODS, roleAtLeast, setActor, type Actor, type Entitlement, type Role, type Scope } from './actor'
 import { ensureServerAllowed, REACHES, SERVER_ID_NAMES, TENANT_WIDE_AREAS, tenantWideRefusal, type Reach } from './allowlist'
 
@@ -415,13 +415,17 @@ async function checkAccess(
     return context
   }
   let context: Awaited<ReturnType<typeof admit>> | null = null
+  // The route's first read, sent with the count (PostgreSQL; src/platform/rate-limit.ts `Rider`).
+  const rider = riderOf(request.method, route)
   let confirmed = false
   /** The caller this request was counted for already (a kept verification the counter did not confirm). */
   let counted: Actor | null = null
   if (kept) {
     try {
       context = await admit(actor)
-      const taken = await takeRequestRateLimits(deps, actor, request.method)
+      const taken = await takeRequestRateLimits(deps, actor, request.method, rider)
+      // Read for the tenant the kept verification names; the handler takes it only for its caller's.
+      keepRode(request, taken.rode)
       confirmed = taken.epoch === kept.epoch
       if (confirmed && taken.retryAfterSeconds !== null) throw problems.rateLimited(taken.retryAfterSeconds)
       // Counted already: the rows read afresh below name the same caller unless the counter moved for them.
@@ -438,7 +442,7 @@ async function checkAccess(
   if (!confirmed) {
     context = await admit(actor)
     const same = counted && counted.tokenId === actor.tokenId && counted.userId === actor.userId && counted.tenantId === actor.tenantId
-    if (!same) await enforceRequestRateLimits(deps, actor, request.method)
+    if (!same) keepRode(request, await enforceRequestRateLimits(deps, actor, request.method, rider))
   }
   setActor(request, actor)
   const settled = actor

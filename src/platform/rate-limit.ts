@@ -1,6 +1,6 @@
-import { eq, lt, sql } from 'drizzle-orm'
+import { eq, lt } from 'drizzle-orm'
 import { rateLimits } from '../../db/schema/platform'
-import { changesOf, isDatabaseBusy, withTransaction, type DbOrTx } from '../../db/client'
+import { changesOf, isDatabaseBusy, rawSql, withTransaction, type DbOrTx } from '../../db/client'
 import { SAFE_METHODS, type Actor } from './actor'
 import type { Clock } from './clock'
 import { perDeps, type Deps } from './context'
@@ -108,18 +108,82 @@ export class LocalRateLimiter {
  * lets a few more requests through). It runs outside any transaction of the request, so a refused
  * request keeps no idempotency key (docs/conventions.md).
  */
-async function consumeShared(db: DbOrTx, clock: Clock, limits: readonly LocalLimit[]): Promise<RateDecision & { epoch: number | null }> {
+async function consumeShared(
+  db: DbOrTx,
+  clock: Clock,
+  limits: readonly LocalLimit[],
+  ride?: { rider: Rider; tenantId: string },
+): Promise<RateDecision & { epoch: number | null; rode?: Rode }> {
   const json = JSON.stringify(
     limits.map(({ bucket, limit, periodSeconds }) => ({ bucket, interval_us: (periodSeconds * 1_000_000) / limit, period_us: periodSeconds * 1_000_000 })),
   )
   // With the credentials' change counter (src/platform/auth-epoch.ts), read in the same round trip:
-  // what confirms a verification kept in memory (src/platform/access.ts).
-  const row = (await db.get<{ retry: number; epoch: number | null }>(
-    sql`SELECT rate_take(${json}, ${clock.nowUs()}) AS retry, (SELECT n FROM auth_epoch WHERE id = 1) AS epoch`,
-  ))!
+  // what confirms a verification kept in memory (src/platform/access.ts); and the route's rider.
+  const raw = rawSql(db)
+  const row = ride
+    ? (await raw.objects(riderStatement(ride.rider), json, clock.nowUs(), ride.tenantId))[0]!
+    : (await raw.objects(COUNT_STATEMENT, json, clock.nowUs()))[0]!
   const epoch = row.epoch === null ? null : Number(row.epoch)
-  if (row.retry > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(row.retry / 1_000_000)), remaining: 0, epoch }
-  return { allowed: true, retryAfterSeconds: 0, remaining: 0, epoch }
+  const retry = Number(row.retry)
+  if (retry > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(retry / 1_000_000)), remaining: 0, epoch }
+  const rode = ride && { rider: ride.rider, tenantId: ride.tenantId, row: row.rider_found === null ? null : row }
+  return { allowed: true, retryAfterSeconds: 0, remaining: 0, epoch, rode }
+}
+
+const COUNT_STATEMENT = 'SELECT rate_take($1, $2) AS retry, (SELECT n FROM auth_epoch WHERE id = 1) AS epoch'
+
+/**
+ * A read that rides on the rate limit's statement on PostgreSQL: the first read of a route every
+ * request makes (GET /servers' fleet snapshot head), sent in the round trip the request pays anyway
+ * instead of one of its own; a read by token is then one statement, not two (docs/scale-out.md "One
+ * round trip for a read by token"). `select` reads at most one row, with `$3` for the caller's
+ * tenant, and names no column `retry`, `epoch` or `rider_found`. The route's handler takes the row
+ * with `rodeFor`, and reads for itself when nothing rode: SQLite (no statement to ride on), no limit
+ * configured, a refused or busy count, or a caller of another tenant.
+ */
+export type Rider = { name: string; select: string }
+
+/** What a rider read: its row, or null when its select found none. */
+export type Rode = { rider: Rider; tenantId: string; row: Record<string, unknown> | null }
+
+const riderStatements = new WeakMap<Rider, string>()
+
+function riderStatement(rider: Rider): string {
+  let text = riderStatements.get(rider)
+  if (text === undefined) {
+    // LIMIT 1 around the select: rate_take runs once per row of the answer, and there is one.
+    text = `${COUNT_STATEMENT}, rider.* FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT 1 AS rider_found, r.* FROM (${rider.select}) AS r LIMIT 1) AS rider ON true`
+    riderStatements.set(rider, text)
+  }
+  return text
+}
+
+const riders = new Map<string, Rider>()
+
+/** `rider` rides on the count of every request to `method route` (a route template, e.g. /api/v1/servers). */
+export function rideOnCount(method: string, route: string, rider: Rider): void {
+  riders.set(`${method} ${route}`, rider)
+}
+
+/** The rider of `method route`, if one was declared. */
+export function riderOf(method: string, route: string): Rider | undefined {
+  return riders.size === 0 ? undefined : riders.get(`${method} ${route}`)
+}
+
+const rodes = new WeakMap<Request, Rode>()
+
+/** Keeps what rode on a request's count, for its handler (src/platform/access.ts). */
+export function keepRode(request: Request, rode: Rode | undefined): void {
+  if (rode) rodes.set(request, rode)
+}
+
+/**
+ * The row `rider` read for this request and `tenantId` (null: no row), or undefined when nothing
+ * rode for them: the caller reads for itself.
+ */
+export function rodeFor(request: Request, rider: Rider, tenantId: string): Record<string, unknown> | null | undefined {
+  const rode = rodes.get(request)
+  return rode && rode.rider === rider && rode.tenantId === tenantId ? rode.row : undefined
 }
 
 /** This process's limiter for a Deps (tests build several Deps in one process). */
@@ -138,9 +202,13 @@ function principalOf(actor: Actor): string | null {
 }
 
 /** One decision over `limits`: shared by every instance on PostgreSQL, in this process's memory on SQLite. */
-async function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDecision & { epoch?: number | null }> {
+async function decide(
+  deps: Deps,
+  limits: readonly LocalLimit[],
+  ride?: { rider: Rider; tenantId: string },
+): Promise<RateDecision & { epoch?: number | null; rode?: Rode }> {
   // On PostgreSQL several instances serve one tenant: the count is theirs together (docs/scale-out.md).
-  return deps.config.postgresUrl ? await consumeShared(deps.db, deps.clock, limits) : requestRateLimiter(deps).consume(limits)
+  return deps.config.postgresUrl ? await consumeShared(deps.db, deps.clock, limits, ride) : requestRateLimiter(deps).consume(limits)
 }
 
 /**
@@ -148,9 +216,14 @@ async function decide(deps: Deps, limits: readonly LocalLimit[]): Promise<RateDe
  * PostgreSQL the count is a write (rate_take), and while another process holds the tables' locks
  * reads keep answering (docs/conventions.md); a write waits and answers 503 as every write does.
  */
-async function decideUnlessBusyRead(deps: Deps, limits: readonly LocalLimit[], read: boolean): Promise<(RateDecision & { epoch?: number | null }) | null> {
+async function decideUnlessBusyRead(
+  deps: Deps,
+  limits: readonly LocalLimit[],
+  read: boolean,
+  ride?: { rider: Rider; tenantId: string },
+): Promise<(RateDecision & { epoch?: number | null; rode?: Rode }) | null> {
   try {
-    return await decide(deps, limits)
+    return await decide(deps, limits, ride)
   } catch (e) {
     if (read && isDatabaseBusy(e)) return null
     throw e
@@ -165,17 +238,24 @@ async function decideUnlessBusyRead(deps: Deps, limits: readonly LocalLimit[], r
  * Retry-After. The system actor (jobs) and agents (their own session limits, agent.ws.ts) are not
  * counted here.
  */
-export async function enforceRequestRateLimits(deps: Deps, actor: Actor, method: string): Promise<void> {
-  const taken = await takeRequestRateLimits(deps, actor, method)
+export async function enforceRequestRateLimits(deps: Deps, actor: Actor, method: string, rider?: Rider): Promise<Rode | undefined> {
+  const taken = await takeRequestRateLimits(deps, actor, method, rider)
   if (taken.retryAfterSeconds !== null) throw problems.rateLimited(taken.retryAfterSeconds)
+  return taken.rode
 }
 
 /**
  * enforceRequestRateLimits's decision without the throw: `retryAfterSeconds` when refused (nothing
  * was taken), and on PostgreSQL the credentials' change counter as the same statement read it
- * (null when no statement ran: SQLite, no limit, or a read let through a busy database).
+ * (null when no statement ran: SQLite, no limit, or a read let through a busy database), and what
+ * `rider` read in that statement for the caller's tenant.
  */
-export async function takeRequestRateLimits(deps: Deps, actor: Actor, method: string): Promise<{ retryAfterSeconds: number | null; epoch: number | null }> {
+export async function takeRequestRateLimits(
+  deps: Deps,
+  actor: Actor,
+  method: string,
+  rider?: Rider,
+): Promise<{ retryAfterSeconds: number | null; epoch: number | null; rode?: Rode }> {
   const principal = principalOf(actor)
   if (principal === null) return { retryAfterSeconds: null, epoch: null }
   const { tenantWritesPerMinute, tokenRequestsPerMinute, sessionUserRequestsPerMinute } = deps.config.rateLimits
@@ -185,8 +265,9 @@ export async function takeRequestRateLimits(deps: Deps, actor: Actor, method: st
   if (tenantWritesPerMinute > 0 && !SAFE_METHODS.has(method.toUpperCase()))
     limits.push({ bucket: `tenant-writes:${actor.tenantId}`, limit: tenantWritesPerMinute, periodSeconds: 60 })
   if (limits.length === 0) return { retryAfterSeconds: null, epoch: null }
-  const decision = await decideUnlessBusyRead(deps, limits, SAFE_METHODS.has(method.toUpperCase()))
-  return { retryAfterSeconds: decision && !decision.allowed ? decision.retryAfterSeconds : null, epoch: decision?.epoch ?? null }
+  const ride = rider && actor.tenantId ? { rider, tenantId: actor.tenantId } : undefined
+  const decision = await decideUnlessBusyRead(deps, limits, SAFE_METHODS.has(method.toUpperCase()), ride)
+  return { retryAfterSeconds: decision && !decision.allowed ? decision.retryAfterSeconds : null, epoch: decision?.epoch ?? null, rode: decision?.rode }
 }
 
 /** Expensive reads taken at once before the steady rate applies (a report costs up to a few hundred milliseconds). */

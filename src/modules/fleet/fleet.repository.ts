@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { fleetSnapshots, serverEvents, serverKeepOn, serverLatestMetrics, servers, serverXidCounts } from '../../../db/schema/fleet'
 import { isPostgres, preparedQuery, type DbOrTx, rawSql } from '../../../db/client'
+import type { Rider } from '../../platform/rate-limit'
 
 export type ServerRow = typeof servers.$inferSelect
 export type ServerEventRow = typeof serverEvents.$inferSelect
@@ -509,6 +510,19 @@ const snapshotBody = preparedQuery((db) =>
 /** The stored snapshot's times and state, without its body (a read of a few bytes). */
 export function findSnapshotHead(db: DbOrTx, tenantId: string) {
   return snapshotHead(db).get({ tenant: tenantId })
+}
+
+export type SnapshotHead = NonNullable<Awaited<ReturnType<typeof findSnapshotHead>>>
+
+/** findSnapshotHead's read, sent with the request's count on PostgreSQL (src/platform/rate-limit.ts `Rider`). */
+export const SNAPSHOT_HEAD_RIDER: Rider = {
+  name: 'fleet snapshot head',
+  select: 'SELECT generated_at, data_as_of, dirty FROM fleet_snapshots WHERE tenant_id = $3',
+}
+
+/** The head SNAPSHOT_HEAD_RIDER read (null: no snapshot), as findSnapshotHead gives it. */
+export function snapshotHeadOf(row: Record<string, unknown> | null): SnapshotHead | null {
+  return row && { generatedAt: Number(row.generated_at), dataAsOf: Number(row.data_as_of), dirty: Number(row.dirty) === 1 }
 }
 
 /** The stored snapshot's body (the rows snapshot.service wrote, typed by the caller) and its time. */

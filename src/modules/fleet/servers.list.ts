@@ -4,11 +4,13 @@ import type { Deps } from '../../platform/context'
 import { formatMoney, parseMoney } from '../../platform/money'
 import { DEFAULT_PAGE_SIZE, paginateInMemory } from '../../platform/cursor'
 import type { FleetRow } from './fleet.row'
+import type { SnapshotHead } from './fleet.repository'
 import type { ServerListQuery } from './servers.model'
 import { envelope, readSnapshot, snapshotTag } from './snapshot.service'
 
 /**
- * GET /servers and GET /dashboard, both read from the tenant's fleet snapshot. Each answers its
+ * GET /servers and GET /dashboard, both read from the tenant's fleet snapshot (`head`: its head as
+ * the request's count read it, readSnapshot). Each answers its
  * strong tag first and builds the body only when asked, so a matching If-None-Match costs no
  * filtering.
  */
@@ -34,8 +36,8 @@ function filterRows(rows: FleetRow[], actor: Actor, f: ServerFilters): FleetRow[
 }
 
 /** The fleet, one row per managed server, ordered by name, a page at a time. */
-export async function listServers({ deps, actor, input }: { deps: Deps; actor: Actor; input: ListQuery }) {
-  const snap = await readSnapshot(deps, actor.tenantId)
+export async function listServers({ deps, actor, input, head }: { deps: Deps; actor: Actor; input: ListQuery; head?: SnapshotHead | null }) {
+  const snap = await readSnapshot(deps, actor.tenantId, head)
   const { cursor, limit = DEFAULT_PAGE_SIZE, ...filters } = input
   const etag = snapshotTag(snap, JSON.stringify({ filters, cursor, limit, allow: actor.serverAllowlist }))
   const body = () => {
@@ -60,8 +62,8 @@ export async function listServers({ deps, actor, input }: { deps: Deps; actor: A
  * servers per group, and today's revenue: every figure a sum over the same rows GET /servers
  * answers (docs/fleet.md "Dashboard").
  */
-export async function fleetDashboard({ deps, actor }: { deps: Deps; actor: Actor }) {
-  const snap = await readSnapshot(deps, actor.tenantId)
+export async function fleetDashboard({ deps, actor, head }: { deps: Deps; actor: Actor; head?: SnapshotHead | null }) {
+  const snap = await readSnapshot(deps, actor.tenantId, head)
   const etag = snapshotTag(snap, `dashboard:${JSON.stringify(actor.serverAllowlist)}`)
   const body = () => {
     const rows = filterRows(snap.rows, actor, {})

@@ -1,6 +1,8 @@
 import { t } from 'elysia'
 import { describe, type AccessSpec } from '../../platform/access'
-import { apiRoutes } from '../../platform/api'
+import { API_PREFIX, apiRoutes } from '../../platform/api'
+import { rideOnCount, rodeFor } from '../../platform/rate-limit'
+import { SNAPSHOT_HEAD_RIDER, snapshotHeadOf, type SnapshotHead } from './fleet.repository'
 import { perDeps, type Deps } from '../../platform/context'
 import { AnswerCache, jsonAnswer, responseCheck } from '../../platform/answer-cache'
 import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
@@ -43,6 +45,16 @@ const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: 
  * platforms a maintenance declaration could be announced on (the marketplaces module's); `margin`
  * is a server's recent margin (the costs module's). All are handed in by the composition root.
  */
+// Both lists read the snapshot's head first: on PostgreSQL it comes with the request's count.
+rideOnCount('GET', `${API_PREFIX}/servers`, SNAPSHOT_HEAD_RIDER)
+rideOnCount('GET', `${API_PREFIX}/dashboard`, SNAPSHOT_HEAD_RIDER)
+
+/** The snapshot head that rode on this request's count, undefined when none did. */
+function rodeHead(request: Request, tenantId: string): SnapshotHead | null | undefined {
+  const row = rodeFor(request, SNAPSHOT_HEAD_RIDER, tenantId)
+  return row === undefined ? undefined : snapshotHeadOf(row)
+}
+
 /** Built pages of the fleet snapshot, by tenant and strong tag (src/platform/answer-cache.ts). */
 const answers = perDeps(() => new AnswerCache())
 const checkServerList = responseCheck(ServerList)
@@ -54,7 +66,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
       '/servers',
       async ({ verb, request, query }) => {
         const { actor } = verb
-        const out = await listServers({ deps, actor, input: query })
+        const out = await listServers({ deps, actor, input: query, head: rodeHead(request, actor.tenantId) })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         return jsonAnswer(answers(deps).json(`servers\n${actor.tenantId}\n${out.etag}`, out.body, checkServerList), out.etag)
       },
@@ -76,7 +88,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
       '/dashboard',
       async ({ verb, request }) => {
         const { actor } = verb
-        const out = await fleetDashboard({ deps, actor })
+        const out = await fleetDashboard({ deps, actor, head: rodeHead(request, actor.tenantId) })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         return jsonAnswer(answers(deps).json(`dashboard\n${actor.tenantId}\n${out.etag}`, out.body, checkDashboard), out.etag)
       },

@@ -3,7 +3,16 @@ import { afterCommit, withTransaction, type DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
 import { formatTimestamp } from '../../platform/time'
-import { findSnapshotBody, findSnapshotHead, latestMetricsOf, managedServers, markSnapshotDirty, saveSnapshot, snapshotTenants } from './fleet.repository'
+import {
+  findSnapshotBody,
+  findSnapshotHead,
+  type SnapshotHead,
+  latestMetricsOf,
+  managedServers,
+  markSnapshotDirty,
+  saveSnapshot,
+  snapshotTenants,
+} from './fleet.repository'
 import { factsOf, fleetRow, type FleetRow, type LatestByGpu } from './fleet.row'
 import { rowFactsOf } from './row-facts'
 
@@ -89,8 +98,13 @@ async function refreshSnapshot(deps: Deps, tenantId: string): Promise<Snapshot> 
 /** Tenants whose stale snapshot this process is refreshing in the background. */
 const refreshing = perDeps(() => new Set<string>())
 
-export async function readSnapshot(deps: Deps, tenantId: string): Promise<Snapshot> {
-  const row = await findSnapshotHead(deps.db, tenantId)
+/**
+ * The tenant's snapshot as stored, or recomputed when it is out of date. `head` is the stored head
+ * when the caller has it already (what rode on the request's count, SNAPSHOT_HEAD_RIDER; null: no
+ * snapshot); undefined reads it.
+ */
+export async function readSnapshot(deps: Deps, tenantId: string, head?: SnapshotHead | null): Promise<Snapshot> {
+  const row = head === undefined ? await findSnapshotHead(deps.db, tenantId) : head
   if (!row || row.dirty) return refreshSnapshot(deps, tenantId)
   const rows = await rowsOf(deps, tenantId, row.generatedAt)
   if (!rows) return refreshSnapshot(deps, tenantId)
