@@ -517,7 +517,7 @@ export type SnapshotHead = NonNullable<Awaited<ReturnType<typeof findSnapshotHea
 /** findSnapshotHead's read, sent with the request's count on PostgreSQL (src/platform/rate-limit.ts `Rider`). */
 export const SNAPSHOT_HEAD_RIDER: Rider = {
   name: 'fleet snapshot head',
-  select: 'SELECT generated_at, data_as_of, dirty FROM fleet_snapshots WHERE tenant_id = $3',
+  select: 'SELECT generated_at, data_as_of, dirty FROM fleet_snapshots WHERE tenant_id = {tenant}',
 }
 
 /** The head SNAPSHOT_HEAD_RIDER read (null: no snapshot), as findSnapshotHead gives it. */
