@@ -46,7 +46,7 @@ function flushHeld(): void {
  * held is written when the process exits. What a kill -9 can lose is the info lines of the turn it
  * lands in, never a warning or an error.
  */
-export const batchedStdout: LineWriter = (line, level) => {
+const batchedStdout: LineWriter = (line, level) => {
   held += line + '\n'
   if (RANK[level] >= RANK.warn || held.length >= HOLD_BYTES) return flushHeld()
   if (!exitHooked) {

@@ -10,9 +10,8 @@ import { envelope, readSnapshot, snapshotTag } from './snapshot.service'
 
 /**
  * GET /servers and GET /dashboard, both read from the tenant's fleet snapshot (`head`: its head as
- * the request's count read it, readSnapshot). Each answers its
- * strong tag first and builds the body only when asked, so a matching If-None-Match costs no
- * filtering.
+ * the request's count read it, readSnapshot). Each answers its strong tag first and builds the
+ * body only when asked, so a matching If-None-Match costs no filtering.
  */
 type ListQuery = Static<typeof ServerListQuery>
 type ServerFilters = Omit<ListQuery, 'cursor' | 'limit'>

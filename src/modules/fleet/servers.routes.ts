@@ -1,8 +1,7 @@
 import { t } from 'elysia'
 import { describe, type AccessSpec } from '../../platform/access'
 import { API_PREFIX, apiRoutes } from '../../platform/api'
-import { rideOnCount, rodeFor } from '../../platform/rate-limit'
-import { SNAPSHOT_HEAD_RIDER, snapshotHeadOf, type SnapshotHead } from './fleet.repository'
+import { rodeSnapshotHead, snapshotHeadRidesOn } from './snapshot.service'
 import { perDeps, type Deps } from '../../platform/context'
 import { AnswerCache, jsonAnswer, responseCheck } from '../../platform/answer-cache'
 import { etagOf, ifNoneMatchHits, notModified } from '../../platform/etag'
@@ -40,33 +39,27 @@ const read: AccessSpec = { role: 'viewer', scope: 'servers:read', reach: 'server
 const write: AccessSpec = { role: 'operator', scope: 'servers:write', reach: 'server', serverParam: 'id' }
 const IdMarketplace = t.Object({ id: t.String({ format: 'uuid' }), marketplace: MarketplaceId })
 
-/**
- * `groups` finds a group of the tenant (the groups module's); `announcements` lists the linked
- * platforms a maintenance declaration could be announced on (the marketplaces module's); `margin`
- * is a server's recent margin (the costs module's). All are handed in by the composition root.
- */
 // Both lists read the snapshot's head first: on PostgreSQL it comes with the request's count.
-rideOnCount('GET', `${API_PREFIX}/servers`, SNAPSHOT_HEAD_RIDER)
-rideOnCount('GET', `${API_PREFIX}/dashboard`, SNAPSHOT_HEAD_RIDER)
-
-/** The snapshot head that rode on this request's count, undefined when none did. */
-function rodeHead(request: Request, tenantId: string): SnapshotHead | null | undefined {
-  const row = rodeFor(request, SNAPSHOT_HEAD_RIDER, tenantId)
-  return row === undefined ? undefined : snapshotHeadOf(row)
-}
+snapshotHeadRidesOn(`${API_PREFIX}/servers`)
+snapshotHeadRidesOn(`${API_PREFIX}/dashboard`)
 
 /** Built pages of the fleet snapshot, by tenant and strong tag (src/platform/answer-cache.ts). */
 const answers = perDeps(() => new AnswerCache())
 const checkServerList = responseCheck(ServerList)
 const checkDashboard = responseCheck(Dashboard)
 
+/**
+ * `groups` finds a group of the tenant (the groups module's); `announcements` lists the linked
+ * platforms a maintenance declaration could be announced on (the marketplaces module's); `margin`
+ * is a server's recent margin (the costs module's). All are handed in by the composition root.
+ */
 export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: MaintenanceAnnouncements, margin: MarginLookup) {
   return apiRoutes('servers', deps)
     .get(
       '/servers',
       async ({ verb, request, query }) => {
         const { actor } = verb
-        const out = await listServers({ deps, actor, input: query, head: rodeHead(request, actor.tenantId) })
+        const out = await listServers({ deps, actor, input: query, head: rodeSnapshotHead(request, actor.tenantId) })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         return jsonAnswer(answers(deps).json(`servers\n${actor.tenantId}\n${out.etag}`, out.body, checkServerList), out.etag)
       },
@@ -88,7 +81,7 @@ export function serversRoutes(deps: Deps, groups: GroupLookup, announcements: Ma
       '/dashboard',
       async ({ verb, request }) => {
         const { actor } = verb
-        const out = await fleetDashboard({ deps, actor, head: rodeHead(request, actor.tenantId) })
+        const out = await fleetDashboard({ deps, actor, head: rodeSnapshotHead(request, actor.tenantId) })
         if (ifNoneMatchHits(request.headers.get('if-none-match'), out.etag)) return notModified(out.etag, requestState(request).id) as never
         return jsonAnswer(answers(deps).json(`dashboard\n${actor.tenantId}\n${out.etag}`, out.body, checkDashboard), out.etag)
       },

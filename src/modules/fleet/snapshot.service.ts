@@ -2,10 +2,13 @@ import { createHash } from 'node:crypto'
 import { afterCommit, withTransaction, type DbOrTx } from '../../../db/client'
 import { perDeps, type Deps } from '../../platform/context'
 import { TenantWalk } from '../../platform/jobs'
+import { rideOnCount, rodeFor } from '../../platform/rate-limit'
 import { formatTimestamp } from '../../platform/time'
 import {
   findSnapshotBody,
   findSnapshotHead,
+  SNAPSHOT_HEAD_RIDER,
+  snapshotHeadOf,
   type SnapshotHead,
   latestMetricsOf,
   managedServers,
@@ -97,6 +100,17 @@ async function refreshSnapshot(deps: Deps, tenantId: string): Promise<Snapshot> 
 
 /** Tenants whose stale snapshot this process is refreshing in the background. */
 const refreshing = perDeps(() => new Set<string>())
+
+/** The snapshot's head is sent with the count of every `GET route` (PostgreSQL: one round trip for both). */
+export function snapshotHeadRidesOn(route: string): void {
+  rideOnCount('GET', route, SNAPSHOT_HEAD_RIDER)
+}
+
+/** The snapshot head that rode on this request's count (null: no snapshot), undefined when none did. */
+export function rodeSnapshotHead(request: Request, tenantId: string): SnapshotHead | null | undefined {
+  const row = rodeFor(request, SNAPSHOT_HEAD_RIDER, tenantId)
+  return row === undefined ? undefined : snapshotHeadOf(row)
+}
 
 /**
  * The tenant's snapshot as stored, or recomputed when it is out of date. `head` is the stored head
