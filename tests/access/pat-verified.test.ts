@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { roundTrips } from '../../db/client'
 import { resolvePat } from '../../src/modules/tokens/tokens.service'
 import { addMember, call, mintPat, newTenant, serviceNowUs, type Member } from '../support/access'
 import { advance } from '../support/accounts'
@@ -150,14 +151,13 @@ test('a request whose kept verification the counter did not confirm is counted o
 test.if(process.env.GPUHQ_TEST_DATABASE === 'postgres')(
   'on PostgreSQL a kept verification costs no statement of its own; an unconfirmed one reads the counter and the rows again',
   async () => {
-    const pool = app.deps.database.postgres as unknown as { counters: { statements: number } }
     const member = await addMember(app, owner.tenantId, 'viewer')
     const { token } = await mintPat(app, member)
     for (const caller of [token, member] as const) {
       const cost = async () => {
-        const before = pool.counters.statements
+        const before = roundTrips(app.deps.db)!.statements
         expect((await call(app, 'GET', '/me', caller)).status).toBe(200)
-        return pool.counters.statements - before
+        return roundTrips(app.deps.db)!.statements - before
       }
       await cost()
       const steady = await cost()
