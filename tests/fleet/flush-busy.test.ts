@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { startTestApp, type TestApp } from '../support/app'
+import { holdWriteLock } from '../support/write-lock'
 import { onlineServer } from '../support/commands'
 import { api, closeAllAgents, eventually, newOwner, ok, type Owner } from '../support/fleet'
 import { agentSessions } from '../../src/modules/fleet'
@@ -27,23 +27,6 @@ afterAll(async () => {
   await app.close()
 })
 
-async function holdLock() {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, '../http/fixtures/hold-write-lock.ts'), app.databaseUrl.replace(/^file:/, '')], {
-    stdin: 'pipe',
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
-  const { value } = await child.stdout.getReader().read()
-  expect(new TextDecoder().decode(value)).toContain('locked')
-  return {
-    release: async () => {
-      child.stdin.write('release\n')
-      child.stdin.end()
-      await child.exited
-    },
-  }
-}
-
 const offline = async () =>
   Number(
     ((await app.deps.db.all(sql`SELECT count(*) AS n FROM servers WHERE tenant_id = ${owner.tenantId} AND presence = 'offline'`)) as { n: number }[])[0]!.n,
@@ -65,7 +48,7 @@ test('closes that meet a held write lock are all kept and written once it is rel
   await ok(await api(app, owner, 'GET', '/servers'))
   expect(await offline()).toBe(0)
 
-  const lock = await holdLock()
+  const lock = await holdWriteLock(app)
   try {
     await Promise.all(servers.map((s) => s.agent.close()))
     // Every close has reached the service (its session released, its step taken in).

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { newOwner, type Owner } from '../support/fleet'
 import { startTestApp, type TestApp } from '../support/app'
+import { holdWriteLock } from '../support/write-lock'
 
 /**
  * Issue 13 (6): while another process holds the write lock, the service never blocks its event
@@ -18,29 +18,11 @@ beforeAll(async () => {
 })
 afterAll(() => app.close())
 
-async function holdLock() {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'fixtures/hold-write-lock.ts'), app.databaseUrl.replace(/^file:/, '')], {
-    stdin: 'pipe',
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
-  const reader = child.stdout.getReader()
-  const { value } = await reader.read()
-  expect(new TextDecoder().decode(value)).toContain('locked')
-  return {
-    release: async () => {
-      child.stdin.write('release\n')
-      child.stdin.end()
-      await child.exited
-    },
-  }
-}
-
 const patchMe = (locale: string) => app.fetch('/api/v1/me', { method: 'PATCH', headers: owner.headers, json: { locale } })
 
 describe('a busy database', () => {
   test('a write answers 503 with Retry-After while /healthz keeps answering', async () => {
-    const lock = await holdLock()
+    const lock = await holdWriteLock(app)
     try {
       let written = false
       const write = patchMe('de').then((r) => {
@@ -69,7 +51,7 @@ describe('a busy database', () => {
   test('authentication on a busy database is neither a parse error nor a failure: reads still answer', async () => {
     // Far enough ahead that the session's last-seen stamp is due: that write is skipped, not fatal.
     expect((await app.fetch('/api/v1/_test/clock', { method: 'POST', json: { advance_seconds: 600 } })).status).toBe(200)
-    const lock = await holdLock()
+    const lock = await holdWriteLock(app)
     try {
       const me = await app.fetch('/api/v1/me', { headers: owner.headers })
       expect(me.status).toBe(200)
@@ -83,7 +65,7 @@ describe('a busy database', () => {
   })
 
   test('a write that meets the lock for a moment succeeds once it is released, without the client retrying', async () => {
-    const lock = await holdLock()
+    const lock = await holdWriteLock(app)
     const write = patchMe('es')
     await Bun.sleep(60)
     await lock.release()
@@ -95,7 +77,7 @@ describe('a busy database', () => {
 
 describe('a busy database and the jobs', () => {
   test('a job that meets the lock for a moment runs once it is released', async () => {
-    const lock = await holdLock()
+    const lock = await holdWriteLock(app)
     const run = app.runner.run('idempotency.gc', 'busy-1')
     await Bun.sleep(60)
     await lock.release()
@@ -103,7 +85,7 @@ describe('a busy database and the jobs', () => {
   })
 
   test('a job that meets the lock throughout is refused, and is not left "already running" afterwards', async () => {
-    const lock = await holdLock()
+    const lock = await holdWriteLock(app)
     try {
       await expect(app.runner.run('idempotency.gc', 'busy-2')).rejects.toThrow(/locked|busy/i)
     } finally {
