@@ -5,6 +5,7 @@ import { beginRequest, internalProblem, problemResponse, type RequestState } fro
 import { finishKey, releaseKey, RequestIdempotency, runWithIdempotency } from './platform/idempotency'
 import { clientIp } from './platform/ip'
 import { encodeResponse } from './platform/compression'
+import { eventLoopTurn, forTheWire } from './platform/wire-body'
 import { BUSY_PAUSES_MS, isDatabaseBusy } from '../db/client'
 import { securityHeaders } from './platform/headers'
 import { SAFE_METHODS } from './platform/access'
@@ -116,6 +117,7 @@ async function settlePresence(deps: Deps): Promise<void> {
  */
 async function handle(app: App, deps: Deps, request: Request, ip: string): Promise<Response> {
   const started = performance.now()
+  const arrivedIn = eventLoopTurn()
   const path = new URL(request.url).pathname
   let { response, state } = await runAttempts(app, deps, request, ip)
   if (state.busy) deps.log.warn('database busy', { request_id: state.id, status: response.status })
@@ -127,7 +129,7 @@ async function handle(app: App, deps: Deps, request: Request, ip: string): Promi
     }
   }
   await recordFallbackAudit(deps, request, state, response.status, ip, path)
-  response = await sealAnswer(deps, request, state, response)
+  response = forTheWire(request.method, await sealAnswer(deps, request, state, response), arrivedIn)
   deps.log.info('request', {
     method: request.method,
     route: state.route ?? null,

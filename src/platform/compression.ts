@@ -1,5 +1,6 @@
 import { brotliCompress, constants, gzip } from 'node:zlib'
 import { promisify } from 'node:util'
+import { bodyBytes, bytesAnswer } from './wire-body'
 
 /**
  * Content coding of answers (RFC 9110 §8.4, §12.5.3; docs/conventions.md "Compression").
@@ -104,11 +105,11 @@ export async function encodeResponse(request: Request, response: Response): Prom
   if (!vary || !/(^|,)\s*accept-encoding\s*(,|$)/i.test(vary)) response.headers.set('vary', vary ? `${vary}, Accept-Encoding` : 'Accept-Encoding')
   const coding = negotiateEncoding(request.headers.get('accept-encoding'))
   if (coding === null) return response
-  const raw = new Uint8Array(await response.arrayBuffer())
+  const raw = bodyBytes(response) ?? new Uint8Array(await response.arrayBuffer())
   const headers = new Headers(response.headers)
-  if (raw.byteLength < COMPRESS_MIN_BYTES) return new Response(raw, { status: response.status, statusText: response.statusText, headers })
+  if (raw.byteLength < COMPRESS_MIN_BYTES) return bytesAnswer(raw, { status: response.status, statusText: response.statusText, headers })
   const packed = await compressKept(raw, coding)
   headers.set('content-encoding', coding)
   headers.delete('content-length')
-  return new Response(packed, { status: response.status, statusText: response.statusText, headers })
+  return bytesAnswer(packed, { status: response.status, statusText: response.statusText, headers })
 }

@@ -81,10 +81,10 @@ const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i
 export function platform(deps: Deps, options: PlatformOptions) {
   const limit = deps.config.bodyLimitBytes
   return (
+    // The x-request-id header is set on every answer when it is sealed (src/server.ts sealAnswer), not
+    // here: a header in Elysia's `set` makes it copy every Response a handler returns (new headers,
+    // the body as a stream), and the copy loses what src/platform/wire-body.ts knows of the body.
     new Elysia({ name: 'platform' })
-      .onRequest(({ request, set }) => {
-        set.headers['x-request-id'] = requestState(request, deps).id
-      })
       .onTransform({ as: 'global' }, async ({ request, route, params, query }) => {
         requestState(request, deps).route = route
         await options.checkAccess(request, route, params as Record<string, string | undefined>)
