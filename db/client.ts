@@ -56,6 +56,7 @@ function openPostgres(url: string, options: { busyTimeoutMs?: number; poolSize?:
   })
   const db = databaseOver(pg, 'postgres')
   executors.set(db, pg)
+  relaxedDbs.set(db, databaseOver(pg.relaxed, 'postgres'))
   return { db, path: redactedUrl(url), kind: 'postgres', sqlite: null, postgres: pg, close: () => pg.close() }
 }
 
@@ -392,6 +393,27 @@ export function afterCommit(db: DbOrTx, fn: () => void): void {
 export async function notifyOthers(db: DbOrTx, channel: string, payload: string): Promise<void> {
   const executor = executorOf(db)
   if (executor instanceof PgExecutor) await executor.run('SELECT pg_notify($1, $2)', [channel, payload])
+}
+
+const relaxedDbs = new WeakMap<object, Db>()
+
+/**
+ * The database for a write outside any transaction whose loss at a crash the service already
+ * answers for, so that its commit need not wait for the disk. On PostgreSQL its statements commit
+ * with `synchronous_commit = off` (db/pg/pool.ts `relaxed`): the commit is in the WAL at once and on
+ * disk within PostgreSQL's WAL writer delay (200 ms by default), and a crash in between loses it
+ * only with whatever committed after it. On SQLite it is `db` itself: the group commit makes every
+ * statement durable before the answer that follows it leaves (db/durability.ts).
+ *
+ * One write is relaxed: an idempotent request's stored answer (src/platform/idempotency.ts
+ * `finishKey`), whose loss leaves the key "executed" without an answer, as a crash between the
+ * request's commit and the answer's always could (a retry is told to read the outcome).
+ */
+export function relaxedDb(db: DbOrTx): Db {
+  const relaxed = relaxedDbs.get(db)
+  if (!relaxed) return db as Db
+  if (executorOf(db).current()) throw new Error('relaxedDb is for a statement outside any transaction')
+  return relaxed
 }
 
 /** Whether this database is PostgreSQL, for the few hand-written statements that differ. */

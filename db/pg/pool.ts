@@ -32,6 +32,8 @@ type PgTxState = TxState & { conn: Reserved }
  */
 export class PgExecutor implements Executor {
   #pool: Pool
+  /** The pool of relaxed commits (`relaxed`), made at its first statement. */
+  #relaxedPool: Pool | null = null
   readonly store = new AsyncLocalStorage<PgTxState>()
   #lockTimeoutMs: number
   #closed = false
@@ -52,10 +54,10 @@ export class PgExecutor implements Executor {
     return this.#pool
   }
 
-  #newPool(): Pool {
+  #newPool(relaxed = false): Pool {
     const { url, settings } = this
     return new Bun.SQL(url, {
-      max: settings.poolSize,
+      max: relaxed ? Math.max(2, Math.ceil(settings.poolSize / 4)) : settings.poolSize,
       bigint: true,
       idleTimeout: 0,
       connectionTimeout: Math.ceil(settings.connectTimeoutMs / 1000),
@@ -66,6 +68,7 @@ export class PgExecutor implements Executor {
         lock_timeout: `${this.#lockTimeoutMs}`,
         statement_timeout: `${settings.statementTimeoutMs}`,
         idle_in_transaction_session_timeout: `${settings.statementTimeoutMs * 2}`,
+        ...(relaxed ? { synchronous_commit: 'off' } : {}),
       },
     })
   }
@@ -83,6 +86,9 @@ export class PgExecutor implements Executor {
     const old = this.#pool
     this.#pool = this.#newPool()
     void old.close({ timeout: 5 }).catch(() => {})
+    const oldRelaxed = this.#relaxedPool
+    this.#relaxedPool = null
+    void oldRelaxed?.close({ timeout: 5 }).catch(() => {})
   }
 
   /** The transaction the caller is in, or null. */
@@ -96,13 +102,33 @@ export class PgExecutor implements Executor {
     return this.current()?.conn ?? this.pool
   }
 
-  async #query<T>(params: unknown[], take: (c: Connection, params: unknown[]) => Promise<T>): Promise<T> {
+  async #query<T>(params: unknown[], take: (c: Connection, params: unknown[]) => Promise<T>, relaxed = false): Promise<T> {
     this.counters.statements++
     try {
-      return await take(this.#connection(), params.map(toDriver))
+      return await take(relaxed ? this.#relaxedConnection() : this.#connection(), params.map(toDriver))
     } catch (e) {
       throw asPostgresError(e)
     }
+  }
+
+  #relaxedConnection(): Pool {
+    if (this.#closed) throw new PostgresError('the database connection is closed', 'XX000', null)
+    if (this.current()) throw new Error('a relaxed commit is a statement outside any transaction (db/client.ts relaxedDb)')
+    this.#relaxedPool ??= this.#newPool(true)
+    return this.#relaxedPool
+  }
+
+  /**
+   * Statements that commit each on their own without waiting for the WAL to reach the disk
+   * (`synchronous_commit = off`, on a small pool of their own): db/client.ts `relaxedDb` says which
+   * writes may. PostgreSQL keeps the WAL's order, so such a commit is lost at a crash only with
+   * nothing committed after it; a later ordinary commit flushes it too.
+   */
+  readonly relaxed: Executor = {
+    values: (sql, params) => this.#query(params, async (c, p) => ((await c.unsafe(sql, p).values()) as unknown[][]).map(rowValues), true),
+    objects: (sql, params) => this.#query(params, async (c, p) => ((await c.unsafe(sql, p)) as Record<string, unknown>[]).map(rowObject), true),
+    run: (sql, params) =>
+      this.#query(params, async (c, p) => ({ changes: ((await c.unsafe(sql, p)) as { count?: number }).count ?? 0, lastInsertRowid: 0 }), true),
   }
 
   values(sql: string, params: unknown[]): Promise<unknown[][]> {
@@ -231,6 +257,7 @@ export class PgExecutor implements Executor {
     this.#closed = true
     const listener = this.#listener
     if (listener) await listener.close({ timeout: 1 }).catch(() => {})
+    await this.#relaxedPool?.close({ timeout: 1 }).catch(() => {})
     await this.pool.close({ timeout: 1 }).catch(() => {})
   }
 }

@@ -1,6 +1,6 @@
 import { and, eq, lt, lte, or, sql } from 'drizzle-orm'
 import { idempotencyKeys } from '../../db/schema/platform'
-import { changesOf, onRollback, preparedQuery, transactionWatchers, withTransaction, type TransactionWatcher, type Tx } from '../../db/client'
+import { changesOf, onRollback, preparedQuery, relaxedDb, transactionWatchers, withTransaction, type TransactionWatcher, type Tx } from '../../db/client'
 import { perDeps, type Deps } from './context'
 import { ProblemError, problems } from './problem'
 import { open, seal, sha256Hex } from './secrets'
@@ -295,9 +295,11 @@ export async function finishKey(deps: Deps, claim: HeldKey, response: Response):
     const box = seal(deps.keys.idempotency, JSON.stringify({ headers, body } satisfies Stored), aad(claim.scope, claim.operation, claim.key))
     const answer = { state: 'completed' as const, responseStatus: response.status, responseBox: box }
     // The usual case, the request wrote and its key row is there: one statement, a transaction of
-    // its own (on PostgreSQL one round trip instead of BEGIN, UPDATE, COMMIT).
+    // its own (on PostgreSQL one round trip instead of BEGIN, UPDATE, COMMIT), and a relaxed commit
+    // (db/client.ts relaxedDb): lost at a crash, the key is left "executed" without its answer, as
+    // a crash right after the request's own commit would leave it.
     const stored = { status: answer.responseStatus, box, scope: claim.scope, operation: claim.operation, key: claim.key }
-    if (claim.executed && changesOf(await storeAnswer(deps.db).run(stored)) === 1) return
+    if (claim.executed && changesOf(await storeAnswer(relaxedDb(deps.db)).run(stored)) === 1) return
     await withTransaction(deps.db, async (tx) => {
       // Nothing of the request was written (it never wrote, or its write rolled back with the key).
       if (response.status >= 500 || NOT_STORED.has(response.status)) return

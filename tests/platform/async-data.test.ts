@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { eq, sql } from 'drizzle-orm'
-import { afterCommit, inTransaction, migrateDatabase, openDatabase, withTransaction, type Database_ } from '../../db/client'
+import { afterCommit, inTransaction, migrateDatabase, openDatabase, relaxedDb, withTransaction, type Database_ } from '../../db/client'
 import { serviceSettings } from '../../db/schema'
 import { freshPostgresDatabase, onPostgres } from '../support/postgres'
 
@@ -144,6 +144,36 @@ describe.skipIf(!onPostgres)('on PostgreSQL, a pool', () => {
     for (let i = 0; i < 20; i++) expect(await database.db.get<{ one: number }>(sql`SELECT 1 AS one`)).toEqual({ one: 1 })
     expect(slowDone).toBe(false)
     await slow
+  })
+})
+
+describe('relaxed commits (db/client.ts relaxedDb)', () => {
+  const synchronousCommit = async (db: typeof database.db) =>
+    (await db.get<{ setting: string }>(sql`SELECT current_setting('synchronous_commit') AS setting`))?.setting
+
+  test.skipIf(onPostgres)('on SQLite they are the database itself: the group commit makes every write durable', () => {
+    expect(relaxedDb(database.db)).toBe(database.db)
+  })
+
+  test.skipIf(!onPostgres)('on PostgreSQL they commit without waiting for the flush; every other statement waits', async () => {
+    expect(await synchronousCommit(relaxedDb(database.db))).toBe('off')
+    expect(await synchronousCommit(database.db)).toBe('on')
+    await withTransaction(database.db, async (tx) => {
+      expect(await synchronousCommit(tx)).toBe('on')
+    })
+    // Nothing but plain statements: no transaction of its own, no hand-written text through it.
+    await expect(withTransaction(relaxedDb(database.db), async () => {})).rejects.toThrow(/not a database opened by openDatabase/)
+    // What a relaxed statement writes is committed at once, for every connection to see.
+    await relaxedDb(database.db).insert(serviceSettings).values({ key: 'relaxed', value: 'relaxed', updatedAt: 1 }).run()
+    expect(await has('relaxed')).toBe(true)
+  })
+
+  test.skipIf(!onPostgres)('are refused inside a transaction, which they would leave', async () => {
+    await expect(
+      withTransaction(database.db, async () => {
+        relaxedDb(database.db)
+      }),
+    ).rejects.toThrow(/outside any transaction/)
   })
 })
 
