@@ -40,7 +40,7 @@ export function eventLoopTurn(): number {
 
 /** An answer of these bytes; `bodyBytes` gives them back without reading the body. */
 export function bytesAnswer(bytes: Uint8Array, init: ResponseInit): Response {
-  const response = new Response(bytes, init)
+  const response = new Response(bytes as Uint8Array<ArrayBuffer>, init)
   made.set(response, bytes)
   return response
 }
@@ -59,12 +59,14 @@ export function forTheWire(method: string, response: Response, arrivedIn: number
   const bytes = made.get(response)
   if (bytes === undefined || bytes.byteLength < CORKED_BODY_MAX || method === 'HEAD') return response
   response.headers.delete('content-length')
-  const body = new ReadableStream({
+  // Bun's direct stream (its `DirectUnderlyingSource`), typed here so the browser's types accept it too.
+  const source = {
     type: 'direct',
-    pull(controller) {
+    pull(controller: { write(chunk: Uint8Array): unknown; close(): void }) {
       controller.write(bytes)
       controller.close()
     },
-  })
+  }
+  const body = new ReadableStream(source as unknown as ConstructorParameters<typeof ReadableStream<Uint8Array>>[0])
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
 }
