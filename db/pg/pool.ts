@@ -125,22 +125,33 @@ export class PgExecutor implements Executor {
    * nothing committed after it; a later ordinary commit flushes it too.
    */
   readonly relaxed: Executor = {
-    values: (sql, params) => this.#query(params, async (c, p) => ((await c.unsafe(sql, p).values()) as unknown[][]).map(rowValues), true),
-    objects: (sql, params) => this.#query(params, async (c, p) => ((await c.unsafe(sql, p)) as Record<string, unknown>[]).map(rowObject), true),
-    run: (sql, params) =>
-      this.#query(params, async (c, p) => ({ changes: ((await c.unsafe(sql, p)) as { count?: number }).count ?? 0, lastInsertRowid: 0 }), true),
+    values: (sql, params) => this.#values(sql, params, true),
+    objects: (sql, params) => this.#objects(sql, params, true),
+    run: (sql, params) => this.#run(sql, params, true),
   }
 
   values(sql: string, params: unknown[]): Promise<unknown[][]> {
-    return this.#query(params, async (c, p) => ((await c.unsafe(sql, p).values()) as unknown[][]).map(rowValues))
+    return this.#values(sql, params, false)
   }
 
   objects(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-    return this.#query(params, async (c, p) => ((await c.unsafe(sql, p)) as Record<string, unknown>[]).map(rowObject))
+    return this.#objects(sql, params, false)
   }
 
   run(sql: string, params: unknown[]): Promise<RunResult> {
-    return this.#query(params, async (c, p) => ({ changes: ((await c.unsafe(sql, p)) as { count?: number }).count ?? 0, lastInsertRowid: 0 }))
+    return this.#run(sql, params, false)
+  }
+
+  #values(sql: string, params: unknown[], relaxed: boolean): Promise<unknown[][]> {
+    return this.#query(params, async (c, p) => ((await c.unsafe(sql, p).values()) as unknown[][]).map(rowValues), relaxed)
+  }
+
+  #objects(sql: string, params: unknown[], relaxed: boolean): Promise<Record<string, unknown>[]> {
+    return this.#query(params, async (c, p) => ((await c.unsafe(sql, p)) as Record<string, unknown>[]).map(rowObject), relaxed)
+  }
+
+  #run(sql: string, params: unknown[], relaxed: boolean): Promise<RunResult> {
+    return this.#query(params, async (c, p) => ({ changes: ((await c.unsafe(sql, p)) as { count?: number }).count ?? 0, lastInsertRowid: 0 }), relaxed)
   }
 
   /** SQL text without parameters, several statements allowed (migrations, SET). */
