@@ -8,9 +8,9 @@
  * instances on it, the load spread over both.
  */
 import { Database } from 'bun:sqlite'
-import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { withTransaction } from '../db/client'
 import { benchDeps, benchPostgres, freePort, proAccount, waitFor } from './support'
@@ -32,8 +32,12 @@ const TOKENS = Math.max(1, Number(process.env.BENCH_TOKENS ?? 1))
 /** The slow statement's length for the responsiveness row (BENCH_STALL_MS, 200). */
 const STALL_MS = Number(process.env.BENCH_STALL_MS ?? 200)
 
-/** The floor of a 304 (floorOf): its path on the bare server, its token and its snapshot's tag. */
+/**
+ * The floor of a 304 and of a 200 (floorOf): its path on the bare server, its token and its
+ * snapshot's tag; the 200's body is the page gpuhq answered, as sent (FLOOR_PAGE in the temp dir).
+ */
 const FLOOR_PATH = '/floor/servers'
+const FLOOR_PAGE = 'floor-page'
 const FLOOR_TOKEN = 'floor_token_0123456789abcdefghijklmnopqrstuvwxyz'
 const FLOOR_TAG = '"floor-snapshot-1"'
 
@@ -48,7 +52,7 @@ function bareServer(port: number, dbPath: string) {
   db.exec('PRAGMA busy_timeout = 10000')
   db.exec('CREATE TABLE IF NOT EXISTS probes (id TEXT PRIMARY KEY, value TEXT NOT NULL, version INTEGER NOT NULL, created_at INTEGER NOT NULL) STRICT')
   const insert = db.prepare('INSERT INTO probes (id, value, version, created_at) VALUES ($id, $value, 1, $created_at)')
-  const floor = floorOf(db)
+  const floor = floorOf(db, join(dirname(dbPath), FLOOR_PAGE))
   Bun.serve({
     port,
     hostname: '127.0.0.1',
@@ -76,9 +80,11 @@ function bareServer(port: number, dbPath: string) {
  * kept in memory while the counter holds), the caller's rate limit (GCRA in memory), a point read
  * of the snapshot's head, the tag comparison, a request id, the security headers and one JSON log
  * line written to /dev/null (where the benchmark sends gpuhq's). No framework, no routing, no
- * validation, no request state, no group-commit barrier.
+ * validation, no request state, no group-commit barrier. Without a matching tag it answers the
+ * bytes gpuhq sent for the same page, in gpuhq's encoding (`pageFile`, written by main before the
+ * rows run; read once): the floor of a 200.
  */
-function floorOf(db: Database) {
+function floorOf(db: Database, pageFile: string) {
   db.exec('CREATE TABLE IF NOT EXISTS floor_epoch (id INTEGER PRIMARY KEY, n INTEGER NOT NULL) STRICT')
   db.exec('CREATE TABLE IF NOT EXISTS floor_tokens (hash TEXT PRIMARY KEY, tenant TEXT NOT NULL) STRICT')
   db.exec('CREATE TABLE IF NOT EXISTS floor_heads (tenant TEXT PRIMARY KEY, etag TEXT NOT NULL) STRICT')
@@ -91,6 +97,14 @@ function floorOf(db: Database) {
   const kept = new Map<string, { epoch: number; tenant: string }>()
   const tat = new Map<string, number>()
   const log = openSync('/dev/null', 'w')
+  let page: { bytes: Uint8Array; encoding: string } | null = null
+  const pageOf = () => {
+    if (!page) {
+      const { encoding } = JSON.parse(readFileSync(`${pageFile}.json`, 'utf8')) as { encoding: string }
+      page = { bytes: new Uint8Array(readFileSync(pageFile)), encoding }
+    }
+    return page
+  }
   return async (request: Request, path: string): Promise<Response> => {
     const started = performance.now()
     const id = Bun.randomUUIDv7()
@@ -112,7 +126,13 @@ function floorOf(db: Database) {
     const head = headRead.get(who.tenant) as { etag: string }
     const hit = request.headers.get('if-none-match') === head.etag
     const headers = { etag: head.etag, 'x-request-id': id, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' }
-    const response = hit ? new Response(null, { status: 304, headers }) : Response.json({ items: [] }, { headers })
+    let response: Response
+    if (hit) response = new Response(null, { status: 304, headers })
+    else {
+      const { bytes, encoding } = pageOf()
+      const body = { 'content-type': 'application/json', vary: 'accept-encoding', ...(encoding ? { 'content-encoding': encoding } : {}) }
+      response = new Response(bytes, { headers: { ...headers, ...body } })
+    }
     const line = { time: new Date().toISOString(), level: 'info', msg: 'request', method: request.method, route: path, path, status: response.status }
     writeSync(
       log,
@@ -214,27 +234,37 @@ async function main() {
     const page = (await first.json()) as { items: unknown[] }
     const etag = first.headers.get('etag')
     if (first.status !== 200 || page.items.length !== FLEET || !etag) throw new Error(`GET /servers answered ${first.status} with ${page.items.length} rows`)
+    // The floor of a 200 answers the page as gpuhq sent it to the load loops (encoded as they accept).
+    const sent = await fetch(`${gpuhq}/api/v1/servers?limit=${FLEET}`, { ...fleet, decompress: false } as RequestInit)
+    writeFileSync(join(dir, FLOOR_PAGE), new Uint8Array(await sent.arrayBuffer()))
+    writeFileSync(join(dir, `${FLOOR_PAGE}.json`), JSON.stringify({ encoding: sent.headers.get('content-encoding') ?? '' }))
     // Request n goes with token n mod BENCH_TOKENS: one API client, or that many.
     const byToken = (headers: Record<string, string>) =>
       pats.map((p): RequestInit => ({ method: 'GET', headers: { ...headers, authorization: `Bearer ${p}` } }))
     const fleets = byToken({})
     const identities = byToken({ 'accept-encoding': 'identity' })
-    // The snapshot is rebuilt once it is 60 s old, with a new tag: each row's loops send the tag
-    // read right before the row (a row after the first minute would otherwise measure 200s).
+    // The snapshot is rebuilt once it is 60 s old (SNAPSHOT_TTL_US), with a new tag: each row's
+    // loops send the tag read right before the row (a row after the first minute would otherwise
+    // measure 200s), and a snapshot that would turn stale during the row is waited out first (its
+    // stale answer and then its rebuild each change the tag).
     let conditionals = byToken({ 'if-none-match': etag })
-    // A snapshot served stale while its rebuild runs is read again until the rebuilt one answers.
+    const rowMs = (WARMUP_SECONDS + SECONDS + 3) * 1000
     const refreshTag = async () => {
       for (let tries = 0; ; tries++) {
         const fresh = await fetch(`${gpuhq}/api/v1/servers?limit=${FLEET}`, fleet)
-        const body = (await fresh.json()) as { stale?: boolean }
+        const body = (await fresh.json()) as { stale?: boolean; generated_at?: string }
         conditionals = byToken({ 'if-none-match': fresh.headers.get('etag') ?? etag })
-        if (!body.stale || tries >= 100) return
-        await Bun.sleep(20)
+        // The service runs on the test clock, which keeps the real time until a test moves it.
+        const lasts = Date.parse(body.generated_at ?? '') + 60_000 - Date.now() > rowMs
+        if ((!body.stale && lasts) || tries >= 1000) return
+        await Bun.sleep(100)
       }
     }
     const healthz = { label: 'bare Bun.serve', pids: barePids, url: `${bare}/healthz`, init: () => get, expect: 200 }
     const floorInit: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${FLOOR_TOKEN}`, 'if-none-match': FLOOR_TAG } }
     const floor = { label: 'the floor of a 304', pids: barePids, url: `${bare}${FLOOR_PATH}`, init: () => floorInit, expect: 304 }
+    const floorPageInit: RequestInit = { method: 'GET', headers: { authorization: `Bearer ${FLOOR_TOKEN}` } }
+    const floorPage = { label: 'the floor of a 200', pids: barePids, url: `${bare}${FLOOR_PATH}`, init: () => floorPageInit, expect: 200 }
     const insert = { label: 'bare Bun + INSERT', pids: barePids, url: `${bare}/insert`, init: (n: number) => post(`v-${run}-${n}`), expect: 201 }
     const label = `gpuhq${POSTGRES ? ' on PostgreSQL' : ''}${INSTANCES > 1 ? ` ×${INSTANCES}` : ''}`
     const ours = (path: string, init: (n: number) => RequestInit, expect: number): Target => ({ label, pids: gpuhqPids, url: path, bases, init, expect })
@@ -247,6 +277,7 @@ async function main() {
       ['GET /servers, If-None-Match → 304', ours(`/api/v1/servers?limit=${FLEET}`, (n) => conditionals[n % TOKENS]!, 304), healthz],
       // Not a goal row: the same 304 against the floor of its conventions (bench/README.md), and that floor against bare.
       ['GET /servers, If-None-Match → 304, against the floor of a 304', ours(`/api/v1/servers?limit=${FLEET}`, (n) => conditionals[n % TOKENS]!, 304), floor],
+      [`GET /servers (PAT, ${FLEET} rows), against the floor of a 200`, ours(`/api/v1/servers?limit=${FLEET}`, (n) => fleets[n % TOKENS]!, 200), floorPage],
     ]
     console.log(
       `bun ${Bun.version}, ${cpus().length} cores, ${CONCURRENCY} concurrent loops, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per row; ${label}\n`,
@@ -262,6 +293,12 @@ async function main() {
       rows.push([name, mine, baselines.get(theirs)!])
     }
     printTable(rows)
+    // Where the floors stand against bare Bun's /healthz (the goals' baseline), from the same run.
+    const bareHealthz = baselines.get(healthz)
+    for (const f of [floor, floorPage]) {
+      const measured = baselines.get(f)
+      if (measured && bareHealthz) console.log(`${f.label} / bare Bun.serve's /healthz: ${(measured.rps / bareHealthz.rps).toFixed(2)}× (req/s)`)
+    }
     if (!ONLY || 'GET /healthz while a 200 ms statement runs'.includes(ONLY)) await stallRow(bases)
   } finally {
     for (const c of children) c.kill('SIGTERM')
