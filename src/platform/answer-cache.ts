@@ -35,11 +35,12 @@ export class AnswerCache {
     const bytes = utf8.encode(JSON.stringify(value))
     if (bytes.byteLength <= MAX_BYTES / 4) {
       this.#entries.set(key, bytes)
-      this.#bytes += bytes.byteLength
+      // Counted twice: the wire sends them from a Blob of their own (src/platform/wire-body.ts bytesAnswer).
+      this.#bytes += 2 * bytes.byteLength
       for (const [k, v] of this.#entries) {
         if (this.#bytes <= MAX_BYTES) break
         this.#entries.delete(k)
-        this.#bytes -= v.byteLength
+        this.#bytes -= 2 * v.byteLength
       }
     }
     return bytes

@@ -69,12 +69,15 @@ function compress(body: Uint8Array, coding: Coding): Promise<Uint8Array> {
  * Compressed answers, by content: a snapshot page or a metrics answer
  * polled by many clients is compressed once. The key is the coding and a hash of the bytes, and a
  * hit also compares the bytes themselves, so one answer's compressed form can never be served for
- * another's. At most KEEP_MAX_BYTES (uncompressed and compressed together), least recently used
- * dropped first.
+ * another's. At most KEEP_MAX_BYTES (uncompressed and compressed together, keptSize), least recently
+ * used dropped first.
  */
 const KEEP_MAX_BYTES = 64 * 1024 * 1024
 const kept = new Map<string, { raw: Uint8Array; packed: Uint8Array }>()
 let keptBytes = 0
+
+/** What an entry holds: the raw bytes, and the packed ones twice (the wire sends them from a Blob: wire-body.ts bytesAnswer). */
+const keptSize = (raw: Uint8Array, packed: Uint8Array) => raw.byteLength + 2 * packed.byteLength
 
 async function compressKept(raw: Uint8Array, coding: Coding): Promise<Uint8Array> {
   const key = `${coding}:${raw.byteLength}:${Bun.hash(raw)}`
@@ -87,11 +90,11 @@ async function compressKept(raw: Uint8Array, coding: Coding): Promise<Uint8Array
   const packed = await compress(raw, coding)
   if (!kept.has(key) && raw.byteLength + packed.byteLength <= KEEP_MAX_BYTES / 8) {
     kept.set(key, { raw, packed })
-    keptBytes += raw.byteLength + packed.byteLength
+    keptBytes += keptSize(raw, packed)
     for (const [k, v] of kept) {
       if (keptBytes <= KEEP_MAX_BYTES) break
       kept.delete(k)
-      keptBytes -= v.raw.byteLength + v.packed.byteLength
+      keptBytes -= keptSize(v.raw, v.packed)
     }
   }
   return packed

