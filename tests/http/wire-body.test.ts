@@ -47,6 +47,21 @@ describe('forTheWire', () => {
   })
 })
 
+describe('bytesAnswer', () => {
+  test('answers of one bytes object each carry them whole, with their own status and headers', async () => {
+    const bytes = new TextEncoder().encode(JSON.stringify({ items: Array.from({ length: 500 }, (_, i) => `row ${i}`) }))
+    const first = bytesAnswer(bytes, { headers: json })
+    const second = bytesAnswer(bytes, { status: 201, headers: { 'content-type': 'text/csv' } })
+    expect(second.status).toBe(201)
+    expect(first.headers.get('content-type')).toBe('application/json')
+    expect(second.headers.get('content-type')).toBe('text/csv')
+    expect(new Uint8Array(await first.arrayBuffer())).toEqual(bytes)
+    expect(new Uint8Array(await second.arrayBuffer())).toEqual(bytes)
+    // Read once more after both were consumed: the bytes are shared, never handed over.
+    expect(new Uint8Array(await bytesAnswer(bytes, { headers: json }).arrayBuffer())).toEqual(bytes)
+  })
+})
+
 describe('a large fleet page over HTTP', () => {
   let app: TestApp
   let token: string
