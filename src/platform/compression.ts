@@ -88,7 +88,7 @@ async function compressKept(raw: Uint8Array, coding: Coding): Promise<Uint8Array
     return hit.packed
   }
   const packed = await compress(raw, coding)
-  if (!kept.has(key) && raw.byteLength + packed.byteLength <= KEEP_MAX_BYTES / 8) {
+  if (!kept.has(key) && keptSize(raw, packed) <= KEEP_MAX_BYTES / 8) {
     kept.set(key, { raw, packed })
     keptBytes += keptSize(raw, packed)
     for (const [k, v] of kept) {
