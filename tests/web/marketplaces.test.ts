@@ -146,9 +146,18 @@ describe('marketplaces', () => {
     const error = page.locator('.field.invalid', { has: page.getByLabel('Marketplace A (Vast.ai) commission (%)') })
     await error.waitFor({ timeout: WAIT })
     await expectAccessible(c, 'earnings-1-refused')
+    // Nothing entered for the operating costs yet: the margin says nothing of them.
+    expect(await page.locator('[data-operational]').count()).toBe(0)
     await page.getByLabel('Marketplace A (Vast.ai) commission (%)').fill('25')
+    await page.getByLabel('Other operating costs (USD per month)').fill('300')
     await page.getByRole('button', { name: 'Save the cost basis' }).click()
     await page.getByText('Saved.').waitFor({ timeout: WAIT })
+    // The margin leaves them out, and says so beside it (docs/earnings.md "Margin").
+    const leftOut = page.locator('[data-operational]')
+    await leftOut.waitFor({ timeout: WAIT })
+    expect(await leftOut.textContent()).toMatch(
+      /^Other operating costs \(\$300\.00 a month(, \$[0-9.,]+ per server-day this month)?\) are not taken from this margin\.$/,
+    )
     await page.getByLabel('Period').selectOption('30')
     await page.getByText('No earnings in this period.').waitFor({ timeout: WAIT })
     await expectAccessible(c, 'earnings-2-saved')

@@ -244,6 +244,27 @@ function MarginTable({ r }: { r: MarginReport }) {
   )
 }
 
+/**
+ * The margin leaves the operational cost out (docs/earnings.md "Margin"): a host who entered one
+ * reads, beside the margin, that it is not taken from it, and what it comes to per server-day.
+ */
+function OperationalLeftOut({ basis }: { basis: CostBasis | null | undefined }) {
+  const monthly = basis?.operational.usd_per_month
+  if (!basis || !monthly) return null
+  const spread = basis.operational.spread
+  return (
+    <p class="muted small" data-operational>
+      Other operating costs (<Money usd={monthly} /> a month
+      {spread ? (
+        <>
+          , <Money usd={spread.usd_per_server_day} /> per server-day this month
+        </>
+      ) : null}
+      ) are not taken from this margin.
+    </p>
+  )
+}
+
 function CostBasisForm({ basis, saved }: { basis: CostBasis; saved: (b: CostBasis) => void }) {
   const form = useForm()
   const idem = useIdempotency()
@@ -356,6 +377,7 @@ export function EarningsPage() {
         <Async r={margin} label="Loading the margin…">
           {(r) => <MarginTable r={r} />}
         </Async>
+        <OperationalLeftOut basis={basis.data} />
       </Section>
       <Section title="Cost basis">
         <Async r={basis} label="Loading the cost basis…">
