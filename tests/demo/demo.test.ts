@@ -126,6 +126,28 @@ describe('scripts/start --demo', () => {
         await b.page.locator('main td, main .badge, main button').filter({ hasText: shows! }).first().waitFor({ timeout: 60_000 })
         await expectAccessible(b, `demo-2-${route.slice(1)}`)
       }
+      // Why a suggested price: the market and the floor as the API has them, formatted to at most
+      // four decimals (never the six the API stores), on the suggested server's row.
+      type Pending = {
+        server_id: string
+        market: { offers: number; target_percentile: number; price_at_percentile: string | null }
+        floor: { price_gpu_hour: string; min_margin_percent: string }
+      }
+      const pending = (await get<{ items: Pending[] }>('/strategy/suggestions?state=pending')).items[0]!
+      const servers = (await get<{ items: { id: string; name: string }[] }>('/servers?limit=200')).items
+      const serverName = servers.find((s) => s.id === pending.server_id)!.name
+      await b.page.goto(`${origin}/#/strategy`, { timeout: 60_000 })
+      const why = b.page.locator('tr', { has: b.page.getByRole('cell', { name: serverName, exact: true }) }).locator('ul.why')
+      await why.waitFor({ timeout: 60_000 })
+      const text = (await why.textContent()) ?? ''
+      const shown = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN)
+      expect(Math.abs(shown(/Floor: \$([0-9.]+)/) - Number(pending.floor.price_gpu_hour))).toBeLessThanOrEqual(0.00005)
+      expect(text).toContain(`plus ${pending.floor.min_margin_percent} % margin`)
+      if (pending.market.price_at_percentile !== null) {
+        expect(text).toMatch(new RegExp(`the ${pending.market.target_percentile}(st|nd|rd|th) percentile of ${pending.market.offers} offers`))
+        expect(Math.abs(shown(/offers is \$([0-9.]+)/) - Number(pending.market.price_at_percentile))).toBeLessThanOrEqual(0.00005)
+      }
+      expect(text).not.toMatch(/\d\.\d{5,}/)
       expectClean(b)
     } finally {
       await b.close()

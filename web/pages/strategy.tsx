@@ -137,6 +137,55 @@ function PolicyForm({ servers, groups, created }: { servers: ServerRow[]; groups
   )
 }
 
+/** What set the price (`bound_by`), in words. */
+const SET_BY: Record<Priced['bound_by'], string> = {
+  market: 'the market',
+  floor: 'your floor',
+  ceiling: 'your ceiling',
+  held_for_renters: 'a raise held while renters run',
+  no_market: 'no market data for the model: the current price, kept between floor and ceiling',
+}
+
+/** 1st, 2nd, 3rd, 4th … 11th, 12th, 13th … 21st. */
+function ordinal(n: number): string {
+  const tens = n % 100
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : (({ 1: 'st', 2: 'nd', 3: 'rd' } as Record<number, string>)[n % 10] ?? 'th')
+  return `${n}${suffix}`
+}
+
+/**
+ * Why this price, from the evaluation's own fields with every amount formatted (the API's
+ * `reasons` say the same in words, with the amounts as stored), one line each, and its warnings.
+ */
+function Why({ p }: { p: Priced }) {
+  const f = p.floor
+  return (
+    <ul class="why">
+      <li>Set by {SET_BY[p.bound_by]}.</li>
+      {p.market.price_at_percentile !== null && (
+        <li>
+          Market: the {ordinal(p.market.target_percentile)} percentile of {p.market.offers} offers is <Price usd={p.market.price_at_percentile} /> per GPU-hour.
+        </li>
+      )}
+      <li>
+        Floor: <Price usd={f.price_gpu_hour} /> (costs <Price usd={f.cost_gpu_hour} /> plus {f.min_margin_percent} % margin
+        {f.commission_percent !== null ? `, after the platform's ${f.commission_percent} % cut` : ''}
+        {f.estimate ? `; an estimate, without ${f.missing.join(', ')}` : ''}).
+      </li>
+      {p.ceiling_gpu_hour !== null && (
+        <li>
+          Ceiling: <Price usd={p.ceiling_gpu_hour} />.
+        </li>
+      )}
+      {p.warnings.map((w) => (
+        <li key={w.code} class="why-warning">
+          {w.message}
+        </li>
+      ))}
+    </ul>
+  )
+}
+
 function PricedTable({ items, servers, label, actions }: { items: Priced[]; servers: ServerRow[]; label: string; actions?: (p: Priced) => ComponentChildren }) {
   const name = (id: string) => servers.find((s) => s.id === id)?.name ?? id.slice(0, 8)
   return (
@@ -170,7 +219,9 @@ function PricedTable({ items, servers, label, actions }: { items: Priced[]; serv
           <td class="num">
             <Price usd={p.suggested_price_gpu_hour} /> ({p.change})
           </td>
-          <td class="small">{p.reasons.join(' ') || p.bound_by.replaceAll('_', ' ')}</td>
+          <td class="small">
+            <Why p={p} />
+          </td>
           <td class="num">
             <Money usd={p.expected_change_usd_day} />
           </td>
