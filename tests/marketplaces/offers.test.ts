@@ -142,6 +142,8 @@ describe('publishing on marketplace_a', () => {
     expect(raised.status).toBe(200)
     expect((raised.body as OfferAnswer).warnings.map((w) => w.code)).toEqual(['pending_price_increase'])
     expect((raised.body as OfferAnswer).warnings[0]!.message).toContain('price_gpu_hour')
+    // One renter: said in the singular.
+    expect((raised.body as OfferAnswer).warnings[0]!.message).toContain('while 1 rental runs: each renter')
     const again = await offer(s1, 'marketplace_a', { price_gpu_hour: '0.40' })
     expect((again.body as OfferAnswer).warnings).toEqual([])
     expect(writesA().map((w) => w.body)).toEqual([

@@ -353,6 +353,8 @@ describe("the platforms' own rules", () => {
     )
     expect(allowed.items[0]).toMatchObject({ suggested_price_gpu_hour: '0.60', change: 'raise', bound_by: 'market' })
     expect(allowed.items[0]!.warnings.map((w) => w.code)).toContain('pending_price_increase')
+    // The one rental on server 702 (set up above), in the singular.
+    expect(allowed.items[0]!.warnings.find((w) => w.code === 'pending_price_increase')!.message).toMatch(/^raising while 1 rental runs: /)
   })
 
   test('on marketplace_b the price is set per day and server in the coins the server is priced in, and a second lowering within 600 s is refused', async () => {

@@ -19,7 +19,7 @@ export { linkedMachines, type LinkedMachine } from './links/listings.service'
 export { marketOfModel, pricedOffers, type PricedOffer } from './market/pricing.service'
 export { quantile, standing } from './market/market.stats'
 export { publishOffer } from './offers/offers.service'
-export { offerPriceRefusal } from './offers/offers.mapping'
+export { offerPriceRefusal, rentalsRunning } from './offers/offers.mapping'
 // What alerts read: accounts whose key is rejected or whose calls fail, and stale links.
 export { accountHealth, staleLinks } from './links/health.repository'
 // What a drain does on the platforms (withdraw, announce and cancel a window, relist the kept offer: docs/marketplaces.md "Drain").

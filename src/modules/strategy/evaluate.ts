@@ -4,7 +4,7 @@ import { formatNullableTimestamp, utcDay } from '../../platform/time'
 import { gpuHourCosts } from '../costs'
 import { accruedDays } from '../earnings'
 import type { ServerSummary } from '../fleet'
-import { marketOfModel, offerPriceRefusal, pricedOffers, type PricedOffer, quantile, standing } from '../marketplaces'
+import { marketOfModel, offerPriceRefusal, pricedOffers, type PricedOffer, quantile, rentalsRunning, standing } from '../marketplaces'
 import { COIN_DIGITS, choosePrice, coinPerDay, costOf, floorOf } from './pricing'
 import type { PolicyRow } from './strategy.repository'
 
@@ -170,7 +170,7 @@ async function evaluateOffer(
   if (policy.marketplace === 'marketplace_a' && change === 'raise' && o.rentalsRunning !== 0 && current !== null)
     warnings.push({
       code: 'pending_price_increase',
-      message: `raising while ${o.rentalsRunning === null ? 'an unknown number of' : o.rentalsRunning} rentals run: each renter gets a pending increase to accept, and their auto-extend stops at the old price until they do`,
+      message: `raising while ${rentalsRunning(o.rentalsRunning)}: each renter gets a pending increase to accept, and their auto-extend stops at the old price until they do`,
     })
   if (policy.marketplace === 'marketplace_b' && change === 'lower')
     warnings.push({ code: 'lowering_limited', message: 'marketplace_b lets a price be lowered once per 600 seconds; accepting inside that window is refused' })

@@ -15,6 +15,12 @@ import type { OfferBody } from '../marketplaces.model'
 export type OfferInput = Static<typeof OfferBody>
 type Warning = { code: 'pending_price_increase' | 'contracts_extended'; message: string }
 
+/** "1 rental runs", "3 rentals run", or an unknown number: the pending-increase warning's words (here and strategy's). */
+export function rentalsRunning(n: number | null): string {
+  if (n === null) return 'an unknown number of rentals run'
+  return n === 1 ? '1 rental runs' : `${n} rentals run`
+}
+
 const A_FIELDS = [
   'price_gpu_hour',
   'min_bid_hour',
@@ -161,7 +167,7 @@ export function offerWarnings(marketplace: MarketplaceId, input: OfferInput, cur
   if (raised.length && current.rentals_running !== 0)
     warnings.push({
       code: 'pending_price_increase',
-      message: `raised ${raised.join(', ')} while ${current.rentals_running === null ? 'an unknown number of' : current.rentals_running} rentals run: each renter gets a pending increase to accept, and their auto-extend stops at the old price until they do`,
+      message: `raised ${raised.join(', ')} while ${rentalsRunning(current.rentals_running)}: each renter gets a pending increase to accept, and their auto-extend stops at the old price until they do`,
     })
   if (input.end_date !== undefined)
     warnings.push({
