@@ -78,7 +78,7 @@ type Suggestion = {
   market: { offers: number; price_at_percentile: string | null; target_percentile: number; suggested_percentile: number | null }
   floor: Record<string, unknown> & { price_gpu_hour: string; missing: string[]; estimate: boolean }
   offer: Record<string, unknown>
-  warnings: { code: string }[]
+  warnings: { code: string; message: string }[]
   dismiss_reason: string | null
   decided_by: string | null
   outcome: { warnings: { code: string }[]; extended_contracts: number | null } | null
