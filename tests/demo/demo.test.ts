@@ -144,7 +144,7 @@ describe('scripts/start --demo', () => {
       expect(Math.abs(shown(/Floor: \$([0-9.]+)/) - Number(pending.floor.price_gpu_hour))).toBeLessThanOrEqual(0.00005)
       expect(text).toContain(`plus ${pending.floor.min_margin_percent} % margin`)
       if (pending.market.price_at_percentile !== null) {
-        expect(text).toMatch(new RegExp(`the ${pending.market.target_percentile}(st|nd|rd|th) percentile of ${pending.market.offers} offers`))
+        expect(text).toMatch(new RegExp(`the ${pending.market.target_percentile}(st|nd|rd|th) percentile of ${pending.market.offers} offers?`))
         expect(Math.abs(shown(/offers is \$([0-9.]+)/) - Number(pending.market.price_at_percentile))).toBeLessThanOrEqual(0.00005)
       }
       expect(text).not.toMatch(/\d\.\d{5,}/)

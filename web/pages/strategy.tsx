@@ -155,7 +155,8 @@ function ordinal(n: number): string {
 
 /**
  * Why this price, from the evaluation's own fields with every amount formatted (the API's
- * `reasons` say the same in words, with the amounts as stored), one line each, and its warnings.
+ * `reasons` say the same in words, with the amounts as stored), one line each, and its warnings
+ * (an estimated floor says what it leaves out there: `estimated_floor`).
  */
 function Why({ p }: { p: Priced }) {
   const f = p.floor
@@ -164,13 +165,13 @@ function Why({ p }: { p: Priced }) {
       <li>Set by {SET_BY[p.bound_by]}.</li>
       {p.market.price_at_percentile !== null && (
         <li>
-          Market: the {ordinal(p.market.target_percentile)} percentile of {p.market.offers} offers is <Price usd={p.market.price_at_percentile} /> per GPU-hour.
+          Market: the {ordinal(p.market.target_percentile)} percentile of {p.market.offers === 1 ? '1 offer' : `${p.market.offers} offers`} is{' '}
+          <Price usd={p.market.price_at_percentile} /> per GPU-hour.
         </li>
       )}
       <li>
         Floor: <Price usd={f.price_gpu_hour} /> (costs <Price usd={f.cost_gpu_hour} /> plus {f.min_margin_percent} % margin
-        {f.commission_percent !== null ? `, after the platform's ${f.commission_percent} % cut` : ''}
-        {f.estimate ? `; an estimate, without ${f.missing.join(', ')}` : ''}).
+        {f.commission_percent !== null ? `, after the platform's ${f.commission_percent} % cut` : ''}).
       </li>
       {p.ceiling_gpu_hour !== null && (
         <li>
