@@ -137,13 +137,13 @@ function PolicyForm({ servers, groups, created }: { servers: ServerRow[]; groups
   )
 }
 
-/** What set the price (`bound_by`), in words. */
+/** What set the price (`bound_by`), as a sentence. */
 const SET_BY: Record<Priced['bound_by'], string> = {
-  market: 'the market',
-  floor: 'your floor',
-  ceiling: 'your ceiling',
-  held_for_renters: 'a raise held while renters run',
-  no_market: 'no market data for the model: the current price, kept between floor and ceiling',
+  market: 'Set by the market.',
+  floor: 'Set by your floor.',
+  ceiling: 'Set by your ceiling.',
+  held_for_renters: 'Held at the current price while renters run (the policy holds raises then).',
+  no_market: 'Kept at the current price, within floor and ceiling: no market data for the model.',
 }
 
 /** 1st, 2nd, 3rd, 4th … 11th, 12th, 13th … 21st. */
@@ -162,7 +162,7 @@ function Why({ p }: { p: Priced }) {
   const f = p.floor
   return (
     <ul class="why">
-      <li>Set by {SET_BY[p.bound_by]}.</li>
+      <li>{SET_BY[p.bound_by]}</li>
       {p.market.price_at_percentile !== null && (
         <li>
           Market: the {ordinal(p.market.target_percentile)} percentile of {p.market.offers === 1 ? '1 offer' : `${p.market.offers} offers`} is{' '}
