@@ -220,7 +220,7 @@ function PricedTable({ items, servers, label, actions }: { items: Priced[]; serv
           <td class="num">
             <Price usd={p.suggested_price_gpu_hour} /> ({p.change})
           </td>
-          <td class="small">
+          <td class="small text">
             <Why p={p} />
           </td>
           <td class="num">
